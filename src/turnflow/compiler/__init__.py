@@ -1,0 +1,1 @@
+"""The compiler: the speaker-graph IR, the rule catalogue (checks), back ends."""

@@ -1,0 +1,61 @@
+"""The rule catalogue. Importing this package registers every rule.
+
+File rules take the whole `FlowFile` and yield `Finding`s. Graph rules
+(stage "graph") take one workflow block's speaker graph; they run only on
+blocks that have no errors (DESIGN.md §3, precedence).
+"""
+
+from __future__ import annotations
+
+from turnflow.compiler.checks import (  # noqa: F401  (each import registers its rule)
+    conflicting_handoff,
+    duplicate_participant,
+    initiator_undeclared,
+    invalid_value,
+    missing_start,
+    participant_roles,
+    repeated_statement,
+    statement_not_allowed,
+    syntax,
+    undeclared_participant,
+)
+from turnflow.compiler.checks.base import Finding
+from turnflow.diagnostics.diagnostic import Diagnostic
+from turnflow.diagnostics.registry import RuleInfo, all_rules
+from turnflow.dsl import ast
+
+
+def _to_diagnostic(info: RuleInfo, f: Finding, path: str) -> Diagnostic:
+    code = f.code or info.code
+    if code != info.code:
+        from turnflow.diagnostics.registry import get_rule
+
+        info = get_rule(code) or info
+    return Diagnostic(code=info.code, name=info.name, severity=info.severity, message=f.message,
+                      span=f.span, path=path, related=f.related, help=f.help)
+
+
+def _inside(block: ast.Block, d: Diagnostic) -> bool:
+    return block.span.start <= d.span.start < block.span.end
+
+
+def run_checks(flow: ast.FlowFile, path: str = "<string>") -> list[Diagnostic]:
+    """Every rule over a parsed file (unsorted, unsuppressed)."""
+    rules = all_rules()
+    out: list[Diagnostic] = []
+    for info in rules:
+        if info.check is not None and getattr(info.check, "stage", "file") == "file":
+            out.extend(_to_diagnostic(info, f, path) for f in info.check(flow))
+    graph_rules = [r for r in rules if r.check is not None and getattr(r.check, "stage", "file") == "graph"]
+    if graph_rules:
+        from turnflow.compiler.graph import build_graph
+
+        for block in flow.blocks:
+            if block.kind != "workflow":
+                continue
+            if any(d.severity == "error" and _inside(block, d) for d in out):
+                continue
+            graph = build_graph(block)
+            for info in graph_rules:
+                out.extend(_to_diagnostic(info, f, path) for f in info.check(block, graph))
+    return out

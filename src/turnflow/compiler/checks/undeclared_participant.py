@@ -1,0 +1,61 @@
+from typing import Iterator
+
+from turnflow.compiler.checks.base import Finding, rule
+from turnflow.dsl import ast
+
+
+def _did_you_mean(name: str, names: list[str]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    return f"did you mean `{close[0]}`?" if close else None
+
+
+@rule("TF102", "undeclared-participant", "error")
+def check(flow: ast.FlowFile) -> Iterator[Finding]:
+    """A rule, `start`, handoff or `otherwise` names a participant the block does not declare.
+
+    ## What it does
+    Checks every participant name used as a rule source or target, as the
+    `start` speaker, as a handoff's source or target and as the `otherwise`
+    target against the block's `participant` declarations, and suggests the
+    closest declared name.
+
+    ## Why is this bad?
+    At run time the transition would route to nobody: AG2 stalls the session,
+    turnflow's hub rejects it.
+
+    ## Example
+    ```
+    participant writer
+    participant critic
+    start writter
+    ```
+
+    ## Use instead
+    ```
+    start writer
+    ```
+    """
+    for block in flow.blocks:
+        declared = [p.name.name for p in block.participants]
+        known = set(declared)
+
+        def finding(ident: ast.Ident, role: str):
+            return Finding(ident.span, f"{role} `{ident.name}` is not a participant of block `{block.name.name}`",
+                           help=_did_you_mean(ident.name, declared))
+
+        for st in block.statements:
+            names: list[tuple[ast.Ident, str]] = []
+            if isinstance(st, ast.Start):
+                names.append((st.name, "start speaker"))
+            elif isinstance(st, (ast.Rule, ast.Handoff)):
+                if st.source is not None:
+                    names.append((st.source, "rule source" if isinstance(st, ast.Rule) else "handoff source"))
+                if st.target.kind == "participant":
+                    names.append((st.target.name, "target"))
+            elif isinstance(st, ast.Otherwise) and st.target.kind == "participant":
+                names.append((st.target.name, "`otherwise` target"))
+            for ident, role in names:
+                if ident.name not in known:
+                    yield finding(ident, role)

@@ -1,0 +1,51 @@
+"""The `Diagnostic` value: what a check found, where, and how bad it is."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Optional
+
+from turnflow.source import Span
+
+SEVERITIES = ("error", "warning", "info")
+
+
+@dataclass(frozen=True)
+class Related:
+    """A secondary location that is part of the evidence (e.g. the shadowing rule)."""
+
+    span: Span
+    message: str
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    code: str
+    severity: str
+    message: str
+    span: Span
+    path: str = "<string>"
+    name: str = ""
+    related: tuple[Related, ...] = field(default_factory=tuple)
+    help: Optional[str] = None
+
+    def with_path(self, path: str) -> "Diagnostic":
+        return replace(self, path=path)
+
+    def to_json(self) -> dict:
+        """The machine form of DESIGN.md §2 (1-based lines/columns, end_column exclusive)."""
+        return {
+            "path": self.path,
+            "line": self.span.line,
+            "column": self.span.column,
+            "end_line": self.span.end_line,
+            "end_column": self.span.end_column,
+            "code": self.code,
+            "severity": self.severity,
+            "message": self.message,
+        }
+
+
+def sort_key(d: Diagnostic) -> tuple:
+    """Deterministic report order: path, line, column, code, message."""
+    return (d.path, d.span.line, d.span.column, d.code, d.message)

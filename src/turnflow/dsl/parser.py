@@ -1,0 +1,390 @@
+"""Text → AST. The lark LALR parser is built once; a Transformer builds the
+AST (it only builds); lexical and syntax errors become TF001 / TF002
+diagnostics with exact positions. `parse_source` never raises on any text.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from importlib import resources
+from typing import Optional
+
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
+
+from turnflow.diagnostics.diagnostic import Diagnostic
+from turnflow.dsl import ast
+from turnflow.source import SourceText, Span
+
+GRAMMAR_FILE = "flow.lark"
+
+
+def grammar_text() -> str:
+    return resources.files("turnflow.dsl").joinpath(GRAMMAR_FILE).read_text(encoding="utf-8")
+
+
+@lru_cache(maxsize=None)
+def build_parser(strict: bool = False) -> Lark:
+    """The LALR parser, built once per process (strict mode is for tests)."""
+    return Lark(grammar_text(), parser="lalr", lexer="basic", propagate_positions=True,
+                maybe_placeholders=True, strict=strict)
+
+
+class ParseError(Exception):
+    """Raised by `turnflow.parse` when the text has syntax or literal errors."""
+
+    def __init__(self, diagnostics: list[Diagnostic]):
+        self.diagnostics = diagnostics
+        first = diagnostics[0]
+        super().__init__(f"{first.path}:{first.span.line}:{first.span.column}: {first.code} {first.message}")
+
+
+class _LiteralError(Exception):
+    def __init__(self, message: str, token: Token):
+        super().__init__(message)
+        self.token = token
+
+
+# --------------------------------------------------------------------------
+#  Literal decoding
+# --------------------------------------------------------------------------
+_INT_RE = re.compile(r"-?(?:0|[1-9][0-9]*)\Z")
+_FLOAT_RE = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?\Z")
+_DURATION_RE = re.compile(r"([0-9]+)(ms|s|m|h)\Z")
+
+
+def decode_string(tok: Token) -> str:
+    try:
+        value = json.loads(str(tok))
+    except ValueError:
+        raise _LiteralError(f"invalid string literal {tok}: use JSON escapes (\\\", \\\\, \\n, \\uXXXX)", tok)
+    if not isinstance(value, str):  # pragma: no cover - the regex only admits strings
+        raise _LiteralError(f"invalid string literal {tok}", tok)
+    return value
+
+
+def decode_number(tok: Token) -> int | float:
+    raw = str(tok)
+    if _INT_RE.match(raw):
+        return int(raw)
+    if _FLOAT_RE.match(raw):
+        return float(raw)
+    if re.match(r"-?[0-9]+(?:\.[0-9]+)?[a-zA-Z]+\Z", raw):
+        raise _LiteralError(f"invalid number or duration `{raw}`: a duration is a whole number "
+                            "followed by ms, s, m or h (e.g. `90s`)", tok)
+    raise _LiteralError(f"invalid number `{raw}`: numbers are JSON numbers (e.g. `12`, `-3`, `0.5`)", tok)
+
+
+# --------------------------------------------------------------------------
+#  Transformer: parse tree → AST (builds only; checks live in compiler.checks)
+# --------------------------------------------------------------------------
+def _tok_span(tok: Token) -> Span:
+    return Span(line=tok.line, column=tok.column, end_line=tok.end_line, end_column=tok.end_column,
+                start=tok.start_pos, end=tok.end_pos)
+
+
+def _meta_span(meta) -> Span:
+    return Span(line=meta.line, column=meta.column, end_line=meta.end_line, end_column=meta.end_column,
+                start=meta.start_pos, end=meta.end_pos)
+
+
+def _ident(tok: Token) -> ast.Ident:
+    return ast.Ident(span=_tok_span(tok), name=str(tok))
+
+
+def _string(tok: Optional[Token]) -> Optional[ast.StringLit]:
+    if tok is None:
+        return None
+    return ast.StringLit(span=_tok_span(tok), value=decode_string(tok))
+
+
+def _number(tok: Optional[Token]) -> Optional[ast.Number]:
+    if tok is None:
+        return None
+    value = decode_number(tok)
+    if not isinstance(value, int):
+        raise _LiteralError(f"expected a whole number, found `{tok}`", tok)
+    return ast.Number(span=_tok_span(tok), value=value, raw=str(tok))
+
+
+def _duration(tok: Token) -> ast.Duration:
+    m = _DURATION_RE.match(str(tok))
+    assert m is not None
+    return ast.Duration(span=_tok_span(tok), amount=int(m.group(1)), unit=m.group(2))
+
+
+@v_args(meta=True)
+class AstBuilder(Transformer):
+    def start(self, meta, children):
+        blocks = [c for c in children if isinstance(c, ast.Block)]
+        span = _meta_span(meta) if not meta.empty else Span.point()
+        return ast.FlowFile(span=span, blocks=blocks)
+
+    def block_kind(self, meta, children):
+        return children[0]
+
+    def block(self, meta, children):
+        kind_tok, name_tok, title_tok, _lbrace, *rest = children
+        rbrace = rest[-1]
+        statements = [c for c in rest[:-1] if c is not None]
+        return ast.Block(span=_meta_span(meta), kind=str(kind_tok), kind_span=_tok_span(kind_tok),
+                         name=_ident(name_tok), title=_string(title_tok), statements=statements,
+                         close_span=_tok_span(rbrace))
+
+    # -- statements --------------------------------------------------------
+    def participant(self, meta, children):
+        _kw, name, desc, role, tools = children
+        return ast.Participant(span=_meta_span(meta), name=_ident(name), description=_string(desc),
+                               role=str(role) if role is not None else None,
+                               role_span=_tok_span(role) if role is not None else None,
+                               tools=tools)
+
+    def role(self, meta, children):
+        return children[0]
+
+    def tools_clause(self, meta, children):
+        return [_ident(t) for t in children[1:] if t is not None]
+
+    def start_stmt(self, meta, children):
+        return ast.Start(span=_meta_span(meta), name=_ident(children[1]))
+
+    def max_turns(self, meta, children):
+        return ast.MaxTurns(span=_meta_span(meta), value=_number(children[1]))
+
+    def context_init(self, meta, children):
+        return ast.ContextInit(span=_meta_span(meta), key=_ident(children[1]), value=children[2])
+
+    def rule(self, meta, children):
+        source, _arrow, target, _when, terms, _prio, prio = children
+        src_tok = source
+        return ast.Rule(span=_meta_span(meta),
+                        source=None if src_tok.type == "STAR" else _ident(src_tok),
+                        source_span=_tok_span(src_tok), target=target, terms=terms or [],
+                        priority=_number(prio))
+
+    def source(self, meta, children):
+        return children[0]
+
+    def handoff(self, meta, children):
+        _kw, source, _arrow, target, _via, tool, desc = children
+        return ast.Handoff(span=_meta_span(meta), source=_ident(source), target=target,
+                           tool=_ident(tool), description=_string(desc))
+
+    def otherwise(self, meta, children):
+        return ast.Otherwise(span=_meta_span(meta), target=children[2])
+
+    def ordering(self, meta, children):
+        return ast.Ordering(span=_meta_span(meta), value=_ident(children[1]))
+
+    def expect(self, meta, children):
+        _kw, name, dur, action = children
+        return ast.Expect(span=_meta_span(meta), name=_ident(name), duration=_duration(dur),
+                          action=_ident(action))
+
+    def ttl(self, meta, children):
+        return ast.Ttl(span=_meta_span(meta), duration=_duration(children[1]))
+
+    # -- targets -------------------------------------------------------------
+    def target_participant(self, meta, children):
+        return ast.Target(span=_meta_span(meta), kind="participant", name=_ident(children[0]))
+
+    def target_terminate(self, meta, children):
+        return ast.Target(span=_meta_span(meta), kind="terminate", reason=_string(children[1]))
+
+    def target_stay(self, meta, children):
+        return ast.Target(span=_meta_span(meta), kind="stay")
+
+    def target_next(self, meta, children):
+        return ast.Target(span=_meta_span(meta), kind="next")
+
+    def target_initiator(self, meta, children):
+        return ast.Target(span=_meta_span(meta), kind="initiator")
+
+    # -- conditions ----------------------------------------------------------
+    def condition(self, meta, children):
+        return [c for c in children if not isinstance(c, Token)]
+
+    def tool_term(self, meta, children):
+        return ast.ToolTerm(span=_meta_span(meta), tool=_ident(children[1]))
+
+    def context_term(self, meta, children):
+        return ast.ContextTerm(span=_meta_span(meta), key=_ident(children[1]), value=children[2])
+
+    def text_term(self, meta, children):
+        return ast.TextTerm(span=_meta_span(meta), text=_string(children[2]))
+
+    def literal(self, meta, children):
+        tok = children[0]
+        span = _tok_span(tok)
+        if tok.type == "STRING":
+            return ast.Literal(span=span, kind="string", value=decode_string(tok), raw=str(tok))
+        if tok.type == "NUMBER":
+            value = decode_number(tok)
+            kind = "int" if isinstance(value, int) else "float"
+            return ast.Literal(span=span, kind=kind, value=value, raw=str(tok))
+        if tok.type == "NULL":
+            return ast.Literal(span=span, kind="null", value=None, raw="null")
+        return ast.Literal(span=span, kind="bool", value=tok.type == "TRUE", raw=str(tok))
+
+
+# --------------------------------------------------------------------------
+#  Syntax errors in user words
+# --------------------------------------------------------------------------
+_WORDS = {
+    "NAME": "a name",
+    "STRING": "a string",
+    "NUMBER": "a number",
+    "DURATION": "a duration (e.g. `90s`)",
+    "ARROW": "`->`",
+    "STAR": "`*`",
+    "LBRACE": "`{`",
+    "RBRACE": "`}`",
+    "LSQB": "`[`",
+    "RSQB": "`]`",
+    "COMMA": "`,`",
+    "DOT": "`.`",
+    "EQUAL": "`=`",
+    "__ANON_0": "`==`",
+    "_SEP": "the end of the statement (a newline or `;`)",
+    "$END": "the end of the file",
+}
+_STATEMENT_STARTS = {"PARTICIPANT", "START", "MAX_TURNS", "CONTEXT", "HANDOFF", "OTHERWISE",
+                     "ORDERING", "EXPECT", "TTL", "NAME", "STAR"}
+_BLOCK_STARTS = {"WORKFLOW", "CONSULTING", "CONVERSATION", "DISCUSSION"}
+_LITERALS = {"STRING", "NUMBER", "TRUE", "FALSE", "NULL"}
+
+
+def _word(terminal: str) -> str:
+    if terminal in _WORDS:
+        return _WORDS[terminal]
+    if terminal.lower() in ast.KEYWORDS:
+        return f"`{terminal.lower()}`"
+    if terminal == "EQUAL" or terminal.startswith("__ANON"):
+        return "`==`"
+    return terminal.lower()
+
+
+def describe_expected(expected: set[str]) -> str:
+    expected = set(expected)
+    parts: list[str] = []
+    if _STATEMENT_STARTS <= expected:
+        parts.append("a statement")
+        expected -= _STATEMENT_STARTS
+    if _BLOCK_STARTS <= expected:
+        parts.append("a block (`workflow`, `consulting`, `conversation` or `discussion`)")
+        expected -= _BLOCK_STARTS
+    if _LITERALS <= expected:
+        parts.append("a value (a string, number, `true`, `false` or `null`)")
+        expected -= _LITERALS
+    words = sorted({_word(t) for t in expected})
+    parts.extend(words)
+    if not parts:
+        return "something else"
+    if len(parts) == 1:
+        return parts[0]
+    return ", ".join(parts[:-1]) + " or " + parts[-1]
+
+
+def _found(tok: Token) -> str:
+    if tok.type == "$END":
+        return "the end of the file"
+    if tok.type == "_SEP":
+        text = str(tok)
+        if text.startswith("#"):
+            return "a comment"
+        return "`;`" if text.startswith(";") else "the end of the line"
+    text = str(tok)
+    if len(text) > 40:
+        text = text[:37] + "..."
+    return f"`{text}`"
+
+
+def _syntax_diagnostic(err: UnexpectedInput, src: SourceText) -> Diagnostic:
+    text = src.text
+    if isinstance(err, UnexpectedToken):
+        tok = err.token
+        expected = set(err.expected)
+        if tok.type == "$END" or tok.start_pos is None:
+            offset = len(text)
+            span = src.span(offset, offset)
+        else:
+            span = src.span(tok.start_pos, tok.start_pos + max(1, len(str(tok))) if tok.type != "_SEP"
+                            else tok.start_pos + 1)
+        found = _found(tok)
+        if "NAME" in expected and str(tok) in ast.KEYWORDS and tok.type != "NAME":
+            message = (f"`{tok}` is a keyword and cannot be used as a name; "
+                       f"expected {describe_expected(expected)}")
+        else:
+            message = f"expected {describe_expected(expected)}, found {found}"
+        return Diagnostic(code="TF001", severity="error", message=message, span=span, path=src.path)
+    if isinstance(err, UnexpectedCharacters):
+        offset = err.pos_in_stream
+        ch = text[offset] if offset < len(text) else ""
+        span = src.span(offset, offset + 1)
+        if ch == '"':
+            message = "unterminated string: a string must close with `\"` on the same line"
+        elif ch.isprintable() and not ch.isspace():
+            message = f"unexpected character `{ch}`"
+            allowed = set(err.allowed or ())
+            if allowed:
+                message += f"; expected {describe_expected(allowed)}"
+        else:
+            message = f"unexpected character {ch!r}"
+        return Diagnostic(code="TF001", severity="error", message=message, span=span, path=src.path)
+    if isinstance(err, UnexpectedEOF):
+        offset = len(text)
+        return Diagnostic(code="TF001", severity="error",
+                          message=f"unexpected end of file; expected {describe_expected(set(err.expected))}",
+                          span=src.span(offset, offset), path=src.path)
+    offset = 0
+    return Diagnostic(code="TF001", severity="error", message=str(err), span=src.span(0, 1), path=src.path)
+
+
+# --------------------------------------------------------------------------
+#  Comments: once the text has parsed, every `#` outside a string is one
+# --------------------------------------------------------------------------
+_STRING_OR_COMMENT = re.compile(r'"(?:[^"\\\n\r]|\\[^\n\r])*"|#[^\n]*')
+
+
+def scan_comments(src: SourceText) -> list[ast.Comment]:
+    out = []
+    text = src.text
+    for m in _STRING_OR_COMMENT.finditer(text):
+        if m.group(0)[0] != "#":
+            continue
+        start = m.start()
+        body = m.group(0).rstrip("\r")
+        line_start = text.rfind("\n", 0, start) + 1
+        own_line = text[line_start:start].strip() == ""
+        out.append(ast.Comment(span=src.span(start, start + len(body)), text=body, own_line=own_line))
+    return out
+
+
+def parse_source(text: str, path: str = "<string>") -> tuple[Optional[ast.FlowFile], list[Diagnostic]]:
+    """Parse `text`; returns (AST or None, TF001/TF002 diagnostics). Never raises."""
+    if text.startswith("\ufeff"):
+        text = " " + text[1:]  # keep offsets: the BOM becomes a blank
+    src = SourceText(text, path)
+    try:
+        tree = build_parser().parse(text)
+    except UnexpectedInput as err:
+        return None, [_syntax_diagnostic(err, src)]
+    try:
+        flow = AstBuilder().transform(tree)
+    except VisitError as err:
+        inner = err.orig_exc
+        if isinstance(inner, _LiteralError):
+            return None, [Diagnostic(code="TF002", severity="error", message=str(inner),
+                                     span=_tok_span(inner.token), path=path)]
+        raise
+    return flow.model_copy(update={"comments": scan_comments(src)}), []
+
+
+def parse(text: str, path: str = "<string>") -> ast.FlowFile:
+    """Parse `.flow` text into an AST; raises `ParseError` (with diagnostics) on bad input."""
+    flow, diagnostics = parse_source(text, path)
+    if flow is None:
+        raise ParseError(diagnostics)
+    return flow
