@@ -252,6 +252,8 @@ _WORDS = {
 }
 _STATEMENT_STARTS = {"PARTICIPANT", "START", "MAX_TURNS", "CONTEXT", "HANDOFF", "OTHERWISE",
                      "ORDERING", "EXPECT", "TTL", "NAME", "STAR"}
+_KEYWORD_STATEMENT_STARTS = {"PARTICIPANT", "START", "MAX_TURNS", "CONTEXT", "HANDOFF", "OTHERWISE",
+                             "ORDERING", "EXPECT", "TTL"}
 _BLOCK_STARTS = {"WORKFLOW", "CONSULTING", "CONVERSATION", "DISCUSSION"}
 _LITERALS = {"STRING", "NUMBER", "TRUE", "FALSE", "NULL"}
 
@@ -316,6 +318,9 @@ def _syntax_diagnostic(err: UnexpectedInput, src: SourceText) -> Diagnostic:
         if "NAME" in expected and str(tok) in ast.KEYWORDS and tok.type != "NAME":
             message = (f"`{tok}` is a keyword and cannot be used as a name; "
                        f"expected {describe_expected(expected)}")
+        elif "_SEP" in expected and (tok.type in _STATEMENT_STARTS or tok.type in _KEYWORD_STATEMENT_STARTS):
+            message = (f"expected {describe_expected(expected)}, found {found}: a new statement starts "
+                       "on a new line or after `;`")
         else:
             message = f"expected {describe_expected(expected)}, found {found}"
         return Diagnostic(code="TF001", severity="error", message=message, span=span, path=src.path)

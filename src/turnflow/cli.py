@@ -1,0 +1,50 @@
+"""The `turnflow` command (DESIGN.md §2). Exit codes: 0 clean, 1 findings,
+2 usage or unreadable input, 3 internal error. Subcommands live in
+`turnflow.commands`, one module each."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Optional, Sequence
+
+import turnflow
+from turnflow.cli_util import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, err
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from turnflow.commands import COMMANDS
+
+    p = argparse.ArgumentParser(prog="turnflow", description="Lint, compile, draw and run .flow speaker graphs.")
+    p.add_argument("--version", action="version", version=f"turnflow {turnflow.__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    for command in COMMANDS:
+        command.register(sub)
+    return p
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:  # pragma: no cover
+        return 130
+    except BrokenPipeError:  # pragma: no cover
+        return EXIT_OK
+    except Exception as exc:  # pragma: no cover - a bug: say so plainly, exit 3
+        err(f"turnflow: internal error: {type(exc).__name__}: {exc}\n"
+            "Please report this with the input that caused it (set TURNFLOW_DEBUG=1 for a traceback).")
+        if os.environ.get("TURNFLOW_DEBUG"):
+            import traceback
+
+            traceback.print_exc()
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,110 @@
+"""Finding `.flow` files and reading them as text (TF000 when that fails)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from turnflow.diagnostics.diagnostic import Diagnostic
+from turnflow.source import SourceText, Span
+
+MAX_BYTES = 64 * 1024 * 1024  # larger inputs are refused rather than read into memory
+
+
+@dataclass
+class Loaded:
+    path: str
+    source: Optional[SourceText]
+    error: Optional[Diagnostic] = None
+
+
+def discover(paths: list[str]) -> tuple[list[str], list[Diagnostic]]:
+    """Expand files and folders (recursively, `*.flow`, sorted) into file paths.
+    A missing path, or a folder holding no `.flow` file, is a TF000 diagnostic."""
+    files: list[str] = []
+    problems: list[Diagnostic] = []
+    for p in paths:
+        if p == "-":
+            files.append(p)
+            continue
+        path = Path(p)
+        if path.is_dir():
+            found = sorted(str(f) for f in path.rglob("*.flow") if f.is_file())
+            if not found:
+                problems.append(_tf000(p, f"no .flow files found under `{p}`"))
+            files.extend(found)
+        elif path.exists():
+            files.append(p)
+        else:
+            problems.append(_tf000(p, f"no such file or directory: `{p}`"))
+    seen = set()
+    unique = [f for f in files if not (f in seen or seen.add(f))]
+    return unique, problems
+
+
+def _tf000(path: str, message: str, span: Optional[Span] = None) -> Diagnostic:
+    return Diagnostic(code="TF000", name="unreadable-file", severity="error", message=message,
+                      span=span or Span.point(), path=path)
+
+
+def decode(data: bytes, path: str) -> Loaded:
+    if b"\x00" in data[: 1 << 20] or b"\x00" in data:
+        offset = data.index(b"\x00")
+        line = data.count(b"\n", 0, offset) + 1
+        col = offset - (data.rfind(b"\n", 0, offset) + 1) + 1
+        return Loaded(path, None, _tf000(path, "binary file (it contains NUL bytes), not UTF-8 text",
+                                         Span(line=line, column=col, end_line=line, end_column=col + 1,
+                                              start=offset, end=offset + 1)))
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        offset = err.start
+        line = data.count(b"\n", 0, offset) + 1
+        col = len(data[data.rfind(b"\n", 0, offset) + 1: offset].decode("utf-8", "replace")) + 1
+        return Loaded(path, None, _tf000(path, f"not UTF-8 text: invalid byte 0x{data[offset]:02x}",
+                                         Span(line=line, column=col, end_line=line, end_column=col + 1,
+                                              start=offset, end=offset + 1)))
+    return Loaded(path, SourceText(text, path))
+
+
+def load(path: str) -> Loaded:
+    try:
+        if path == "-":
+            import sys
+
+            data = sys.stdin.buffer.read()
+        else:
+            size = os.path.getsize(path)
+            if size > MAX_BYTES:
+                return Loaded(path, None, _tf000(path, f"file too large ({size} bytes; the limit is {MAX_BYTES})"))
+            with open(path, "rb") as fh:
+                data = fh.read()
+    except OSError as err:
+        return Loaded(path, None, _tf000(path, f"cannot read `{path}`: {err.strerror or err}"))
+    return decode(data, path)
+
+
+def write_atomic(path: str, text: str) -> None:
+    """Replace `path` with `text` so that a crash leaves either the old or the new file."""
+    import tempfile
+
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".turnflow-", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        try:
+            os.chmod(tmp, os.stat(path).st_mode & 0o7777)
+        except OSError:
+            pass
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
