@@ -1,0 +1,5 @@
+import sys
+
+from turnflow.cli import main
+
+sys.exit(main())
