@@ -105,7 +105,7 @@ class SimpleAdapter:
         return text_of(envelope) or None
 
     def build_round_envelope(self, metadata: SessionMetadata, sender_id: str, rnd: dict) -> Optional[Envelope]:
-        return round_to_envelope(metadata, sender_id, {"body": rnd.get("body") or ""})
+        return round_to_envelope(metadata, sender_id, rnd)
 
     def render_envelope(self, envelope: Envelope) -> str:
         return render_substantive(envelope)
