@@ -1,0 +1,1 @@
+"""Back ends: session specs and AG2 TransitionGraph knobs (`spec`, `knobs`)."""
