@@ -31,6 +31,7 @@ from turnflow.source import Span
 
 _SPAN = Span.point()
 _NAME_RE = re.compile(r"[^\W\d](?:[\w-]*\w)?\Z")
+_PLAIN_FLOAT = re.compile(r"-?(?:0|[1-9][0-9]*)\.[0-9]+\Z")
 _DEFAULT_GRAPH = {"transitions": [], "default_target": None, "max_turns": None}
 
 
@@ -165,37 +166,38 @@ def _norm_named(d: Any, is_target: bool) -> Any:
     return d
 
 
-def mentioned_agents(graph: dict[str, Any]) -> list[str]:
-    """Agent ids a graph names: the initial speaker first, then in order of
-    appearance (each transition's condition, then its target; the default
-    target last)."""
-    seen: list[str] = []
+def mentioned_agents(graph: dict[str, Any], root: str = "$") -> dict[str, str]:
+    """Agent ids a graph names → the JSON path of their first mention: the
+    initial speaker first, then in order of appearance (each transition's
+    condition, then its target; the default target last)."""
+    seen: dict[str, str] = {}
 
-    def add(a):
-        if a not in seen:
-            seen.append(a)
+    def add(a, path):
+        seen.setdefault(a, path)
 
-    def cond(c):
+    def cond(c, path):
         if c["name"] == "from_speaker":
-            add(c["args"]["agent_id"])
+            add(c["args"]["agent_id"], f"{path}.args.agent_id")
         elif c["name"] == "all_of":
-            for sub in c["args"]["conditions"]:
-                cond(sub)
+            for j, sub in enumerate(c["args"]["conditions"]):
+                cond(sub, f"{path}.args.conditions[{j}]")
 
-    add(graph["initial_speaker"])
-    for tr in graph["transitions"]:
-        cond(tr["when"])
+    add(graph["initial_speaker"], f"{root}.initial_speaker")
+    for i, tr in enumerate(graph["transitions"]):
+        cond(tr["when"], f"{root}.transitions[{i}].when")
         if tr["then"]["name"] == "agent":
-            add(tr["then"]["args"]["agent_id"])
+            add(tr["then"]["args"]["agent_id"], f"{root}.transitions[{i}].then.args.agent_id")
     if graph["default_target"]["name"] == "agent":
-        add(graph["default_target"]["args"]["agent_id"])
+        add(graph["default_target"]["args"]["agent_id"], f"{root}.default_target.args.agent_id")
     return seen
 
 
 def _bare_block(name, graph, context, participants, groot, croot) -> ast.Block:
-    mentioned = mentioned_agents(graph)
+    mentioned = mentioned_agents(graph, groot)
+    for agent, path in mentioned.items():
+        _name(agent, path)
     if participants is None:
-        names = mentioned
+        names = list(mentioned)
         if len(names) < 2:
             raise DecompileError(groot, f"the graph names only one agent ({names[0]!r}) and a workflow needs at least "
                                  "two participants: give the participants (`--participants a,b,...`) or decompile "
@@ -204,13 +206,12 @@ def _bare_block(name, graph, context, participants, groot, croot) -> ast.Block:
         names = list(participants)
         missing = [a for a in mentioned if a not in names]
         if missing:
-            raise DecompileError(groot, f"the graph names {missing[0]!r}, which is not among the given participants")
+            raise DecompileError(mentioned[missing[0]], f"{missing[0]!r} is not among the given participants")
     try:
         schemas.validate_graph_refs(graph, names, groot)
     except schemas.SpecError as e:  # pragma: no cover - names hold every mentioned id
         raise DecompileError(e.path, e.reason) from None
-    parts = [ast.Participant(span=_SPAN, name=_name(n, f"{groot}.initial_speaker" if i == 0 else groot))
-             for i, n in enumerate(names)]
+    parts = [ast.Participant(span=_SPAN, name=_name(n, "participants")) for n in names]
     stmts: list = list(parts)
     stmts.extend(_workflow_statements(graph, context, {}, {}, groot, croot, None))
     return _mk_block("workflow", name, None, stmts)
@@ -392,6 +393,9 @@ def _literal(value: Any, path: str) -> ast.Literal:
     if isinstance(value, float):
         if not math.isfinite(value):
             raise DecompileError(path, f"{value} is not a JSON number")
+        if not _PLAIN_FLOAT.match(json.dumps(value)):
+            raise DecompileError(path, f"{json.dumps(value)} cannot be written in .flow: numbers are written "
+                                 "without an exponent")
         return ast.Literal(span=_SPAN, kind="float", value=value, raw=json.dumps(value))
     if isinstance(value, str):
         return ast.Literal(span=_SPAN, kind="string", value=value, raw=json.dumps(value, ensure_ascii=False))
