@@ -53,10 +53,10 @@ def targets(draw, names):
 
 
 @st.composite
-def terms(draw):
+def terms(draw, tools=TOOLS):
     kind = draw(st.sampled_from(["tool", "context", "text"]))
     if kind == "tool":
-        return ast.ToolTerm(span=SPAN, tool=ident(draw(st.sampled_from(TOOLS))))
+        return ast.ToolTerm(span=SPAN, tool=ident(draw(st.sampled_from(tools))))
     if kind == "context":
         return ast.ContextTerm(span=SPAN, key=ident(draw(st.sampled_from(KEYS))), value=literal(draw(VALUES)))
     return ast.TextTerm(span=SPAN, text=string(draw(st.sampled_from(TEXTS))))
@@ -69,7 +69,7 @@ def _participant(name, role=None, description=None, tools=None):
 
 
 @st.composite
-def participants(draw, kind: str):
+def participants(draw, kind: str, tools=TOOLS):
     lo, hi = (2, 2) if kind in ("consulting", "conversation") else (2, 4)
     names = draw(st.lists(st.sampled_from(NAMES), min_size=lo, max_size=hi, unique=True))
     if kind == "consulting":
@@ -83,8 +83,8 @@ def participants(draw, kind: str):
     out = []
     for name, role in zip(names, roles):
         desc = draw(st.none() | st.sampled_from(["", "Does things", "Ünïcode \\ \"quoted\""]))
-        tools = draw(st.none() | st.lists(st.sampled_from(TOOLS), max_size=2, unique=True))
-        out.append(_participant(name, role, desc, tools))
+        declared = draw(st.none() | st.lists(st.sampled_from(tools), max_size=2, unique=True))
+        out.append(_participant(name, role, desc, declared))
     return out
 
 
@@ -105,8 +105,8 @@ def common_tail(draw):
 
 
 @st.composite
-def workflow_blocks(draw, name: str = "w", always_max_turns: bool = False):
-    parts = draw(participants("workflow"))
+def workflow_blocks(draw, name: str = "w", always_max_turns: bool = False, tools=TOOLS):
+    parts = draw(participants("workflow", tools))
     names = [p.name.name for p in parts]
     stmts: list = list(parts)
     stmts.append(ast.Start(span=SPAN, name=ident(draw(st.sampled_from(names)))))
@@ -119,7 +119,7 @@ def workflow_blocks(draw, name: str = "w", always_max_turns: bool = False):
     for _ in range(draw(st.integers(0, 8))):
         if draw(st.integers(0, 3)) == 0:
             source = draw(st.sampled_from(names))
-            tool = draw(st.sampled_from(TOOLS))
+            tool = draw(st.sampled_from(tools))
             target = handoff_targets.setdefault((source, tool), draw(targets(names)))
             desc = draw(st.none() | st.sampled_from(["", "Hand over"]))
             stmts.append(ast.Handoff(span=SPAN, source=ident(source), target=target, tool=ident(tool),
@@ -128,7 +128,7 @@ def workflow_blocks(draw, name: str = "w", always_max_turns: bool = False):
             source = draw(st.none() | st.sampled_from(names))
             prio = draw(st.none() | st.integers(-3, 3))
             stmts.append(ast.Rule(span=SPAN, source=ident(source) if source else None, source_span=SPAN,
-                                  target=draw(targets(names)), terms=draw(st.lists(terms(), max_size=3)),
+                                  target=draw(targets(names)), terms=draw(st.lists(terms(tools), max_size=3)),
                                   priority=ast.Number(span=SPAN, value=prio, raw=str(prio)) if prio is not None
                                   else None))
     if draw(st.booleans()):
