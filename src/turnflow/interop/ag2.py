@@ -71,3 +71,46 @@ def register_extensions() -> tuple[str, ...]:
         if getattr(registry, "_conditions", {}).get(cls.name) is not cls:  # no public lookup in 1.2.1
             register_condition(cls)
     return EXTENSIONS
+
+
+def bind_agents(knobs: dict[str, Any], agent_ids: dict[str, str]) -> dict[str, Any]:
+    """Compiled workflow knobs with participant names replaced by AG2 agent ids.
+
+    AG2's hub mints an `agent_id` per registered identity and its graphs name
+    speakers by id, so `spec["knobs"]` must be bound before `create_channel`:
+
+        ids = {name: (await hub.register_identity(Passport(name=name), Resume())).agent_id
+               for name in ...}
+        await hub.create_channel(..., knobs=bind_agents(spec["knobs"], ids))
+
+    Rewrites `initial_speaker`, every `from_speaker` (also inside `all_of`) and
+    every `agent` target; a name missing from `agent_ids` raises KeyError.
+    Returns a new dict; `knobs` is not changed.
+    """
+    import copy
+
+    out = copy.deepcopy(knobs)
+    graph = out["graph"]
+
+    def ident(name: str) -> str:
+        if name not in agent_ids:
+            raise KeyError(f"no agent id for participant {name!r}")
+        return agent_ids[name]
+
+    def cond(c: dict[str, Any]) -> None:
+        if c["name"] == "from_speaker":
+            c["args"]["agent_id"] = ident(c["args"]["agent_id"])
+        elif c["name"] == "all_of":
+            for sub in c["args"]["conditions"]:
+                cond(sub)
+
+    def target(t: dict[str, Any]) -> None:
+        if t["name"] == "agent":
+            t["args"]["agent_id"] = ident(t["args"]["agent_id"])
+
+    graph["initial_speaker"] = ident(graph["initial_speaker"])
+    for tr in graph["transitions"]:
+        cond(tr["when"])
+        target(tr["then"])
+    target(graph["default_target"])
+    return out
