@@ -109,3 +109,8 @@ def test_decompile_stdin_and_output_file(tmp_path):
 def test_unreadable_file_is_a_usage_error(tmp_path, capsys):
     assert main(["decompile", str(tmp_path / "nope.json")]) == 2
     assert "nope.json" in capsys.readouterr().err
+
+
+def test_empty_spec_list_is_an_empty_file():
+    assert turnflow.compile("") == []
+    assert decompile_text([]) == ""

@@ -87,9 +87,7 @@ def decompile_text(data: Any, name: str = "main", participants: Optional[list[st
 def _decompile(data, name, participants):
     kind = classify(data)
     if kind == "specs":
-        if not data:
-            raise DecompileError("$", "an empty list holds no session spec")
-        blocks = []
+        blocks = []  # an empty list is an empty file, as `compile` of an empty file gives []
         for i, spec in enumerate(data):
             root = f"$[{i}]"
             if not isinstance(spec, dict) or "kind" not in spec:
