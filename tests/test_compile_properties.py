@@ -10,10 +10,18 @@ import turnflow
 from flow_strategies import flows, workflow_blocks
 from turnflow import schemas
 from turnflow.compiler.decompile import decompile_text
+from turnflow.compiler.emit.spec import compile_block
 from turnflow.dsl import ast
 from turnflow.dsl.printer import print_flow
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def unchecked(text: str):
+    """Compile without the checks: bare knobs and graphs carry no tool
+    declarations, so the speaker-graph analysis of the decompiled flow may
+    differ from the original's (e.g. more `maybe` edges)."""
+    return [compile_block(b) for b in turnflow.parse(text).blocks]
 
 
 def compiled(flow: ast.FlowFile):
@@ -31,14 +39,17 @@ def test_compile_decompile_round_trip(flow):
     for spec in specs:
         schemas.validate_spec(spec)
     back = turnflow.decompile(specs)
-    assert turnflow.compile(back) == specs  # decompile ∘ compile keeps the spec
-    assert turnflow.decompile(turnflow.compile(back)) == back  # canonical text is a fixed point
+    # `tools []` and "no clause" compile alike, so the speaker-graph analysis
+    # (TF2xx) of `back` may differ; everything else must be clean
+    assert not [d for d in turnflow.check(back) if d.severity == "error" and not d.code.startswith("TF2")]
+    assert unchecked(back) == specs  # decompile ∘ compile keeps the spec
+    assert turnflow.decompile(unchecked(back)) == back  # canonical text is a fixed point
     for spec in specs:  # one spec at a time, and bare knobs
-        assert turnflow.compile(turnflow.decompile(spec)) == [spec]
+        assert unchecked(turnflow.decompile(spec)) == [spec]
         if spec["kind"] == "workflow":
             names = [p["agent_id"] for p in spec["participants"]]
             knobs_text = decompile_text(spec["knobs"], name=spec["name"], participants=names)
-            assert turnflow.compile(knobs_text)[0]["knobs"] == spec["knobs"]
+            assert unchecked(knobs_text)[0]["knobs"] == spec["knobs"]
 
 
 @SETTINGS
@@ -56,4 +67,4 @@ def test_bare_graph_round_trip_and_ag2(block):
     assert TransitionGraph.loads(graph).to_dict() == graph
     names = [p["agent_id"] for p in spec["participants"]]
     text = decompile_text(graph, participants=names)
-    assert turnflow.compile(text)[0]["knobs"]["graph"] == graph
+    assert unchecked(text)[0]["knobs"]["graph"] == graph
