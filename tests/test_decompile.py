@@ -114,3 +114,13 @@ def test_unreadable_file_is_a_usage_error(tmp_path, capsys):
 def test_empty_spec_list_is_an_empty_file():
     assert turnflow.compile("") == []
     assert decompile_text([]) == ""
+
+
+def test_numbers_compare_by_value_but_booleans_are_not_numbers():
+    spec = turnflow.compile((Path(__file__).parent / "fixtures" / "compile" / "kinds.flow").read_text())[0]
+    spec["ttl_seconds"] = 3600.0
+    assert "    ttl 1h\n" in decompile_text(spec)
+    spec["ttl_seconds"] = True
+    with pytest.raises(DecompileError) as exc:
+        decompile_text(spec)
+    assert exc.value.path == "$.ttl_seconds"
