@@ -102,3 +102,11 @@ def test_consulting_needs_initiator_and_respondent():
     with pytest.raises(SpecError) as exc:
         validate_spec(three)
     assert exc.value.path == "$.participants" and "too long" in exc.value.reason
+
+
+def test_only_workflow_tools_have_targets():
+    ask = copy.deepcopy(KINDS[0])
+    ask["tools"][0]["target"] = "user"
+    with pytest.raises(SpecError) as exc:
+        validate_spec(ask)
+    assert exc.value.path == "$.tools[0].target" and "null" in exc.value.reason

@@ -118,7 +118,8 @@ def validate_spec(spec: Any, root: str = "$") -> None:
     orders are unique, at most one initiator (a consulting spec: one
     initiator and one respondent), graph ids and tool owners are
     participants, each tool is listed in its owner's `tools`, and a tool's
-    target is a participant or one of terminate / stay / next / initiator."""
+    target is null, or (workflow only) a participant or one of terminate /
+    stay / next / initiator."""
     validate("session-spec", spec, root)
     parts = spec["participants"]
     ids: list[str] = []
@@ -152,6 +153,9 @@ def validate_spec(spec: Any, root: str = "$") -> None:
         if (t["owner"], t["name"]) in seen:
             raise SpecError(path, f"tool {t['name']!r} of {t['owner']!r} is listed twice")
         seen.add((t["owner"], t["name"]))
+        if t["target"] is not None and spec["kind"] != "workflow":
+            raise SpecError(f"{path}.target", f"only workflow tools route (handoffs); a {spec['kind']} tool's "
+                            "target is null")
         if t["target"] is not None and t["target"] not in tools_of and t["target"] not in TOOL_TARGET_KEYWORDS:
             raise SpecError(f"{path}.target", f"{t['target']!r} is neither a participant nor one of "
                             + ", ".join(TOOL_TARGET_KEYWORDS))
