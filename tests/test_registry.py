@@ -1,4 +1,3 @@
-import re
 
 from turnflow.diagnostics.registry import CODE_RE, DOC_SECTIONS, NAME_RE, all_rules, get_rule
 from turnflow.diagnostics.diagnostic import SEVERITIES
@@ -27,3 +26,13 @@ def test_design_catalogue_codes_present():
     for code in ["TF001", "TF002", "TF101", "TF102", "TF103", "TF104", "TF105", "TF106", "TF107", "TF110"]:
         assert get_rule(code) is not None, code
     assert get_rule("tf101").code == "TF101"
+
+
+def test_docs_rules_md_is_generated_and_fresh():
+    from pathlib import Path
+
+    from turnflow.commands.rule import catalogue_markdown
+
+    path = Path(__file__).parent.parent / "docs" / "rules.md"
+    assert path.read_text(encoding="utf-8") == catalogue_markdown(), \
+        "docs/rules.md is stale: run `turnflow rule --markdown > docs/rules.md`"

@@ -53,43 +53,62 @@ def duration(d: ast.Duration) -> str:
     return f"{d.amount}{d.unit}"
 
 
-def statement(st) -> str:
+def statement_parts(st) -> list[str]:
+    """A statement as columns; `format_flow` aligns the columns of runs of
+    consecutive statements of the same type."""
     if isinstance(st, ast.Participant):
-        out = f"participant {st.name.name}"
+        parts = [f"participant {st.name.name}"]
         if st.description is not None:
-            out += f" {string(st.description.value)}"
+            parts.append(string(st.description.value))
+        rest = []
         if st.role is not None:
-            out += f" {st.role}"
+            rest.append(st.role)
         if st.tools is not None:
-            out += " tools [" + ", ".join(t.name for t in st.tools) + "]"
-        return out
+            rest.append("tools [" + ", ".join(t.name for t in st.tools) + "]")
+        if rest:
+            parts.append(" ".join(rest))
+        return parts
     if isinstance(st, ast.Start):
-        return f"start {st.name.name}"
+        return [f"start {st.name.name}"]
     if isinstance(st, ast.MaxTurns):
-        return f"max_turns {st.value.value}"
+        return [f"max_turns {st.value.value}"]
     if isinstance(st, ast.ContextInit):
-        return f"context {st.key.name} = {literal(st.value)}"
+        return [f"context {st.key.name}", f"= {literal(st.value)}"]
     if isinstance(st, ast.Rule):
-        out = f"{st.source.name if st.source is not None else '*'} -> {target(st.target)}"
+        out = f"-> {target(st.target)}"
         if st.terms:
             out += " when " + " and ".join(term(t) for t in st.terms)
         if st.priority is not None:
             out += f" priority {st.priority.value}"
-        return out
+        return [st.source.name if st.source is not None else "*", out]
     if isinstance(st, ast.Handoff):
-        out = f"handoff {st.source.name} -> {target(st.target)} via {st.tool.name}"
+        parts = [f"handoff {st.source.name}", f"-> {target(st.target)}", f"via {st.tool.name}"]
         if st.description is not None:
-            out += f" {string(st.description.value)}"
-        return out
+            parts.append(string(st.description.value))
+        return parts
     if isinstance(st, ast.Otherwise):
-        return f"otherwise -> {target(st.target)}"
+        return [f"otherwise -> {target(st.target)}"]
     if isinstance(st, ast.Ordering):
-        return f"ordering {st.value.name}"
+        return [f"ordering {st.value.name}"]
     if isinstance(st, ast.Expect):
-        return f"expect {st.name.name} {duration(st.duration)} {st.action.name}"
+        return [f"expect {st.name.name}", duration(st.duration), st.action.name]
     if isinstance(st, ast.Ttl):
-        return f"ttl {duration(st.duration)}"
+        return [f"ttl {duration(st.duration)}"]
     raise TypeError(f"not a statement: {type(st).__name__}")  # pragma: no cover
+
+
+def statement(st) -> str:
+    return " ".join(statement_parts(st))
+
+
+def align(rows: list[list[str]]) -> list[str]:
+    """Pad every column but a row's last so that the columns line up."""
+    widths: dict[int, int] = {}
+    for parts in rows:
+        for i, part in enumerate(parts[:-1]):
+            widths[i] = max(widths.get(i, 0), len(part))
+    return [" ".join(part.ljust(widths[i]) if i < len(parts) - 1 else part for i, part in enumerate(parts))
+            for parts in rows]
 
 
 def header(block: ast.Block) -> str:
@@ -110,6 +129,8 @@ class _Item:
     depth: int
     kind: str  # "open", "stmt", "close", "comment"
     trailing: list[str] = field(default_factory=list)
+    parts: Optional[list[str]] = None
+    group: str = ""
 
 
 def format_flow(flow: ast.FlowFile, source: Optional[str] = None) -> str:
@@ -120,7 +141,9 @@ def format_flow(flow: ast.FlowFile, source: Optional[str] = None) -> str:
         head_end = (block.title.span.end if block.title is not None else block.name.span.end)
         items.append(_Item(header(block), block.span.start, head_end, 0, "open"))
         for st in block.statements:
-            items.append(_Item(statement(st), st.span.start, st.span.end, 1, "stmt"))
+            parts = statement_parts(st)
+            items.append(_Item(" ".join(parts), st.span.start, st.span.end, 1, "stmt", parts=parts,
+                               group=type(st).__name__))
         items.append(_Item("}", block.close_span.start, block.close_span.end, 0, "close"))
 
     # place comments: own-line ones lead the next item, others trail the previous one
@@ -140,25 +163,46 @@ def format_flow(flow: ast.FlowFile, source: Optional[str] = None) -> str:
         placed.append(_Item(c.text, c.span.start, c.span.end, depth, "comment"))
     items = sorted(items + placed, key=lambda it: (it.start, 0 if it.kind == "comment" else 1))
 
-    lines: list[str] = []
-    prev: Optional[_Item] = None
+    blank_before = []
+    prev = None
     for it in items:
+        blank = False
         if prev is not None:
-            blank = False
             if source is not None and prev.end >= 0 and it.start >= 0:
-                gap = source[prev.end:it.start]
-                blank = gap.count("\n") >= 2
+                blank = source[prev.end:it.start].count("\n") >= 2
             if prev.kind == "close":
                 blank = True  # one blank line after every block
             if prev.kind == "open" or it.kind == "close":
                 blank = False  # no blank line just inside the braces
-            if blank and lines and lines[-1] != "":
-                lines.append("")
+        blank_before.append(blank)
+        prev = it
+
+    # align runs of consecutive same-type statements (no blank line or comment between)
+    run: list[_Item] = []
+
+    def flush() -> None:
+        if len(run) > 1:
+            for item, text in zip(run, align([r.parts for r in run])):
+                item.text = text
+        run.clear()
+
+    for it, blank in zip(items, blank_before):
+        if it.kind == "stmt" and run and not blank and run[-1].group == it.group and not run[-1].trailing:
+            run.append(it)
+        else:
+            flush()
+            if it.kind == "stmt":
+                run.append(it)
+    flush()
+
+    lines: list[str] = []
+    for it, blank in zip(items, blank_before):
+        if blank and lines and lines[-1] != "":
+            lines.append("")
         text = INDENT * it.depth + it.text
         if it.trailing:
             text += " " + " ".join(it.trailing)
         lines.append(text)
-        prev = it
     return "\n".join(lines) + "\n" if lines else ""
 
 
