@@ -3,6 +3,7 @@
 A step is a mapping with any of: `say` (body text), `tool` (a routing tool called this
 round), `handoff` (a participant: a dynamic handoff), `finish` (a close reason), `set`
 (context updates), `delete` (context keys). It raises `AdapterError` when its script runs out.
+A step that fails (say, an unknown tool) is not used up, so the hub's retry replays it.
 """
 
 from __future__ import annotations
@@ -53,7 +54,6 @@ class ScriptedAgent:
             raise AdapterError(f"agent {self.agent_id!r}: its script ran out after {len(self.steps)} "
                                f"step{'s' if len(self.steps) != 1 else ''}")
         step = self.steps[self.position]
-        self.position += 1
         if "say" in step:
             tools.send_message(step["say"])
         if "tool" in step:
@@ -67,6 +67,7 @@ class ScriptedAgent:
             tools.delete_context(k)
         if "finish" in step:
             tools.finish(step["finish"])
+        self.position += 1  # only a step that went through is used up: a retried turn replays it
 
     async def close_session(self, session_id: str) -> None:
         self.opened.discard(session_id)
