@@ -97,7 +97,7 @@ agents:
     ("agents: [1, 2", "invalid YAML"),
     ("agents:\n  triage: {kind: scripted, steps: []}\n", "`steps` must be a non-empty list"),
     ("agents:\n  triage: {kind: robot}\n", "unknown kind 'robot'"),
-    ("agents:\n  triage: {kind: openai, model: x}\n", "not available in this build"),
+    ("agents:\n  triage: {kind: openai}\n", "an openai agent needs `model`"),
     ("agents:\n  triage: {kind: scripted, steps: [{shout: x}]}\n", "unknown step key 'shout'"),
     ("nothing: here\n", "expected a mapping `agents:`"),
 ])
