@@ -25,6 +25,7 @@ from turnflow.runtime.session import Expectation, SessionManifest, SessionMetada
 from turnflow.runtime.transitions import CompiledGraph, validate_graph
 
 _EMPTY: frozenset = frozenset()
+_NODICT: dict = {}
 
 
 class WorkflowState:
@@ -59,13 +60,25 @@ def _check_context_vars(v: Any) -> None:
 
 
 def _check_updates(u: Any, what: str) -> None:
-    if not isinstance(u, dict):
-        raise ProtocolError(f"{what} must be an object with `set` and `delete`, got {u!r}")
-    s, d = u.get("set"), u.get("delete")
-    if s is not None and not isinstance(s, dict):
+    if type(u) is not dict:
+        if not isinstance(u, dict):
+            raise ProtocolError(f"{what} must be an object with `set` and `delete`, got {u!r}")
+    s = u.get("set")
+    if s is not None and type(s) is not dict and not isinstance(s, dict):
         raise ProtocolError(f"{what}.set must be an object, got {s!r}")
-    if d is not None and (not isinstance(d, list) or not all(isinstance(k, str) for k in d)):
+    d = u.get("delete")
+    if d:
+        if not isinstance(d, list):
+            raise ProtocolError(f"{what}.delete must be a list of names, got {d!r}")
+        for k in d:
+            if type(k) is not str:
+                raise ProtocolError(f"{what}.delete must be a list of names, got {d!r}")
+    elif d is not None and not isinstance(d, list):
         raise ProtocolError(f"{what}.delete must be a list of names, got {d!r}")
+
+
+def _unhide(hidden: frozenset, sender: str) -> frozenset:
+    return hidden - {sender} if hidden and sender in hidden else hidden
 
 
 def _apply(ctx: dict, updates: dict) -> dict:
@@ -113,59 +126,78 @@ class WorkflowAdapter:
                 raise ProtocolError(f"workflow {metadata.session_id!r} expects {exp!r} to speak, "
                                     f"got {envelope.sender_id!r}")
             if et == EV_PACKET:
-                self._check_packet(metadata, envelope)
+                d = envelope.event_data
+                routing = d.get("routing")
+                if routing:
+                    if type(routing) is not dict and not isinstance(routing, dict):
+                        raise ProtocolError(f"packet routing must be an object, got {routing!r}")
+                    if routing.get("kind") == "handoff":
+                        target = routing.get("target")
+                        if target and (type(target) is not str or target not in metadata.pset):
+                            raise ProtocolError(
+                                f"workflow {metadata.session_id!r}: handoff target {target!r} is not a "
+                                f"participant ({', '.join(metadata.participant_ids)})")
+                elif routing is not None and not isinstance(routing, dict):
+                    raise ProtocolError(f"packet routing must be an object, got {routing!r}")
+                cu = d.get("context_updates")
+                if cu and (type(cu) is not dict or type(cu.get("set", _NODICT)) is not dict or cu.get("delete")):
+                    _check_updates(cu, "packet context_updates")
             return
         if et == EV_CONTEXT_SET:
-            if not metadata.is_participant(envelope.sender_id):
+            if envelope.sender_id not in metadata.pset:
                 raise ProtocolError(f"workflow {metadata.session_id!r} only accepts context sets from "
                                     f"participants, got {envelope.sender_id!r}")
             _check_updates(envelope.event_data, "context.set data")
 
-    def _check_packet(self, metadata: SessionMetadata, envelope: Envelope) -> None:
-        d = envelope.event_data
-        routing = d.get("routing")
-        if routing is not None and not isinstance(routing, dict):
-            raise ProtocolError(f"packet routing must be an object, got {routing!r}")
-        cu = d.get("context_updates")
-        if cu:
-            _check_updates(cu, "packet context_updates")
-        if routing and routing.get("kind") == "handoff":
-            target = routing.get("target")
-            if target and target not in metadata.pset:
-                raise ProtocolError(f"workflow {metadata.session_id!r}: handoff target {target!r} "
-                                    f"is not a participant ({', '.join(metadata.participant_ids)})")
-
     def fold(self, envelope: Envelope, state: WorkflowState) -> WorkflowState:
         et = envelope.event_type
-        if et == EV_PACKET or et == EV_TEXT:
+        if et == EV_TEXT:
             sender = envelope.sender_id
             ctx = state.context_vars
-            hidden = state.hidden
-            if hidden and sender in hidden:
-                hidden = hidden - {sender}
-            if et == EV_PACKET:
-                data = envelope.event_data
-                cu = data.get("context_updates")
-                if cu:
-                    ctx = _apply(ctx, cu)
-                routing = data.get("routing") or {}
+            graph = state.graph
+            table = graph.text_tables.get(sender) or graph.table(sender, False)
+            tool = None
+        elif et == EV_PACKET:
+            sender = envelope.sender_id
+            ctx = state.context_vars
+            graph = state.graph
+            data = envelope.event_data
+            cu = data.get("context_updates")
+            if cu and (cu.get("delete") or cu.get("set")):
+                ctx = _apply(ctx, cu)
+            routing = data.get("routing")
+            tool = None
+            if routing:
                 kind = routing.get("kind")
                 if kind == "finish":
-                    return WorkflowState(state.graph, None, sender, envelope.envelope_id, state.turn_count + 1,
-                                         routing.get("reason") or "finished", ctx, hidden)
+                    return WorkflowState(graph, None, sender, envelope.envelope_id, state.turn_count + 1,
+                                         routing.get("reason") or "finished", ctx, _unhide(state.hidden, sender))
                 if kind == "handoff":
                     target = routing.get("target")
                     if target:
-                        return WorkflowState(state.graph, target, sender, envelope.envelope_id,
-                                             state.turn_count + 1, "", ctx, hidden)
-            nxt, reason = state.graph.select(sender, ctx, envelope, hidden)
-            return WorkflowState(state.graph, nxt, sender, envelope.envelope_id, state.turn_count + 1,
-                                 reason, ctx, hidden)
-        if et == EV_CONTEXT_SET:
+                        return WorkflowState(graph, target, sender, envelope.envelope_id, state.turn_count + 1,
+                                             "", ctx, _unhide(state.hidden, sender))
+                tool = routing.get("tool")
+            table = graph.packet_tables.get(sender) or graph.table(sender, True)
+        elif et == EV_CONTEXT_SET:
             return WorkflowState(state.graph, state.expected_next_speaker, state.last_speaker_id,
                                  state.last_envelope_id, state.turn_count, state.pending_close_reason,
                                  _apply(state.context_vars, envelope.event_data), state.hidden)
-        if et == EV_EXPECTATION_VIOLATED and envelope.event_data.get("action") == "hide":
+        else:
+            return self._fold_other(envelope, state)
+        hidden = state.hidden
+        if hidden and sender in hidden:
+            hidden = hidden - {sender}
+        for op, a, b, nxt, reason, rr in table:
+            if op == 0 or (op == 1 and ctx.get(a) == b) or (op == 2 and tool == a) or (op == 3 and a(ctx, envelope)):
+                if rr and hidden:
+                    nxt = graph.next_visible(sender, hidden)
+                return WorkflowState(graph, nxt, sender, envelope.envelope_id, state.turn_count + 1, reason, ctx,
+                                     hidden)
+        raise AssertionError("dispatch table without a default row")  # pragma: no cover
+
+    def _fold_other(self, envelope: Envelope, state: WorkflowState) -> WorkflowState:
+        if envelope.event_type == EV_EXPECTATION_VIOLATED and envelope.event_data.get("action") == "hide":
             who = envelope.event_data.get("agent_id")
             if isinstance(who, str) and who not in state.hidden:
                 return WorkflowState(state.graph, state.expected_next_speaker, state.last_speaker_id,
