@@ -170,3 +170,14 @@ def test_inspect_reports_corruption_and_bad_input(tmp_path, capsys):
     assert "invalid session id" in capsys.readouterr().err
     assert main(["inspect", db, "--session", "f" * 32]) == 2
     assert "no session" in capsys.readouterr().err
+
+
+def test_flow_file_without_a_compiler_is_a_clear_message(tmp_path, capsys):
+    import turnflow
+
+    if hasattr(turnflow, "compile"):
+        pytest.skip("this build has the compiler; .flow files are compiled")
+    flow = write(tmp_path, "x.flow", "conversation c {\n  participant a\n  participant b\n}\n")
+    assert main(["run", flow, "--agents", AGENTS]) == 1
+    err = capsys.readouterr().err
+    assert "compiling .flow files needs turnflow.compile" in err and "Traceback" not in err

@@ -163,6 +163,7 @@ def test_refusals_leave_state_unchanged():
             Envelope(md.session_id, "a", None, EV_CONTEXT_SET, {"set": "not a dict"}),
             Envelope(md.session_id, "a", None, EV_SESSION_CLOSED, {"reason": "forged"}),
             Envelope(md.session_id, "a", ["zed"], EV_TEXT, {"text": "x"}),
+            Envelope(md.session_id, "a", None, EV_TEXT, {"text": object()}),  # not JSON
         ]
         for env in bad:
             with pytest.raises(ProtocolError):
@@ -191,6 +192,7 @@ def test_refusals_leave_state_unchanged():
     ("teatime", ["a", "b"], {}, "unknown session kind"),
     ("conversation", ["a", "a"], {}, "twice"),
     ("conversation", ["a", "b/../x"], {}, "invalid agent id"),
+    ("conversation", [{"role": "participant"}, "b"], {}, "invalid agent id"),
 ])
 def test_invalid_create_is_refused_and_stores_nothing(kind, people, knobs, message):
     async def go():

@@ -157,6 +157,9 @@ class Hub:
         self._stamp(live, env)
         try:
             self.store.append(env, self._gseq)
+        except (TypeError, ValueError) as exc:  # not JSON: refused, nothing written
+            self._gseq -= 1
+            raise ProtocolError(f"envelope data must be JSON values: {exc}") from None
         except BaseException:
             self._gseq -= 1
             raise
@@ -198,7 +201,9 @@ class Hub:
         if ttl_seconds is not None and (isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, (int, float))
                                         or ttl_seconds <= 0):
             raise ProtocolError(f"ttl_seconds must be a positive number or null, got {ttl_seconds!r}")
-        declared = [Expectation.from_dict(e) if isinstance(e, dict) else e for e in (expectations or [])]
+        if expectations is not None and not isinstance(expectations, list):
+            raise ProtocolError(f"expectations must be a list, got {type(expectations).__name__}")
+        declared = [e if isinstance(e, Expectation) else Expectation.from_dict(e) for e in (expectations or [])]
         names = {e.name for e in declared}
         exps = declared + [e for e in adapter.manifest.default_expectations if e.name not in names]
         now = self.clock()
