@@ -1,6 +1,7 @@
 """Workflow fold throughput: validate_send + fold + on_accepted per envelope, the same 3-agent
 graph and the same 100,000-envelope stream through turnflow's workflow adapter and AG2 1.2.1's
-`WorkflowAdapter`, in one run.
+`WorkflowAdapter`, in one run: best of --repeat interleaved runs per side, garbage collector
+off during the timed loops (as `timeit` does), envelopes built before timing.
 
     PYTHONPATH=src python3 bench/fold_vs_ag2.py [--envelopes 100000]
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import gc
 import time
 
 from ag2 import network as n
@@ -105,13 +107,17 @@ def run_ag2(items):
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--envelopes", type=int, default=100_000)
-    ap.add_argument("--repeat", type=int, default=3, help="best of N runs for each side, interleaved")
+    ap.add_argument("--repeat", type=int, default=5, help="best of N runs for each side, interleaved")
     args = ap.parse_args()
     items = stream(args.envelopes)
     ours_runs, theirs_runs = [], []
-    for _ in range(args.repeat):
-        ours_runs.append(run_ours(items))
-        theirs_runs.append(run_ag2(items))
+    gc.disable()  # as timeit does, for both sides
+    try:
+        for _ in range(args.repeat):
+            ours_runs.append(run_ours(items))
+            theirs_runs.append(run_ag2(items))
+    finally:
+        gc.enable()
     ours, theirs = min(ours_runs), min(theirs_runs)
     assert ours[1:] == theirs[1:], (ours, theirs)  # same turn count and expected speaker at the end
     r_ours, r_theirs = args.envelopes / ours[0], args.envelopes / theirs[0]

@@ -10,7 +10,8 @@ Documented differences from AG2 1.2.1 (each tested):
 - packet and context-set payloads are shape-checked in `validate_send`;
 - `all_of` and `text_contains` are built in;
 - an `expectation.violated` envelope with action `hide` makes `round_robin` targets skip
-  that participant until it speaks again (AG2 has no `hide`).
+  that participant until it speaks again, and moves the current turn on when a
+  `round_robin` target chose the hidden participant (AG2 has no `hide`).
 """
 
 from __future__ import annotations
@@ -30,11 +31,11 @@ _NODICT: dict = {}
 
 class WorkflowState:
     __slots__ = ("graph", "expected_next_speaker", "last_speaker_id", "last_envelope_id", "turn_count",
-                 "pending_close_reason", "context_vars", "hidden")
+                 "pending_close_reason", "context_vars", "hidden", "via_round_robin")
 
     def __init__(self, graph: CompiledGraph, expected: Optional[str], last_speaker: Optional[str],
                  last_envelope_id: Optional[str], turn_count: int, pending: str, context: dict,
-                 hidden: frozenset = _EMPTY) -> None:
+                 hidden: frozenset = _EMPTY, via_round_robin: bool = False) -> None:
         self.graph = graph
         self.expected_next_speaker = expected
         self.last_speaker_id = last_speaker
@@ -43,6 +44,7 @@ class WorkflowState:
         self.pending_close_reason = pending
         self.context_vars = context  # never mutated in place: a fold that changes it copies it
         self.hidden = hidden
+        self.via_round_robin = via_round_robin  # the expected speaker was chosen by a round_robin target
 
     def snapshot(self) -> dict:
         return {"expected_next_speaker": self.expected_next_speaker, "last_speaker_id": self.last_speaker_id,
@@ -163,8 +165,16 @@ class WorkflowAdapter:
             graph = state.graph
             data = envelope.event_data
             cu = data.get("context_updates")
-            if cu and (cu.get("delete") or cu.get("set")):
-                ctx = _apply(ctx, cu)
+            if cu:
+                dels = cu.get("delete")
+                sets = cu.get("set")
+                if dels or sets:
+                    ctx = dict(ctx)
+                    if dels:
+                        for k in dels:
+                            ctx.pop(k, None)
+                    if sets:
+                        ctx.update(sets)
             routing = data.get("routing")
             tool = None
             if routing:
@@ -182,7 +192,8 @@ class WorkflowAdapter:
         elif et == EV_CONTEXT_SET:
             return WorkflowState(state.graph, state.expected_next_speaker, state.last_speaker_id,
                                  state.last_envelope_id, state.turn_count, state.pending_close_reason,
-                                 _apply(state.context_vars, envelope.event_data), state.hidden)
+                                 _apply(state.context_vars, envelope.event_data), state.hidden,
+                                 state.via_round_robin)
         else:
             return self._fold_other(envelope, state)
         hidden = state.hidden
@@ -193,16 +204,20 @@ class WorkflowAdapter:
                 if rr and hidden:
                     nxt = graph.next_visible(sender, hidden)
                 return WorkflowState(graph, nxt, sender, envelope.envelope_id, state.turn_count + 1, reason, ctx,
-                                     hidden)
+                                     hidden, rr)
         raise AssertionError("dispatch table without a default row")  # pragma: no cover
 
     def _fold_other(self, envelope: Envelope, state: WorkflowState) -> WorkflowState:
         if envelope.event_type == EV_EXPECTATION_VIOLATED and envelope.event_data.get("action") == "hide":
             who = envelope.event_data.get("agent_id")
-            if isinstance(who, str) and who not in state.hidden:
-                return WorkflowState(state.graph, state.expected_next_speaker, state.last_speaker_id,
-                                     state.last_envelope_id, state.turn_count, state.pending_close_reason,
-                                     state.context_vars, state.hidden | {who})
+            if isinstance(who, str) and who in state.graph.order and who not in state.hidden:
+                hidden = state.hidden | {who}
+                expected = state.expected_next_speaker
+                if expected == who and state.via_round_robin and state.last_speaker_id is not None:
+                    expected = state.graph.next_visible(state.last_speaker_id, hidden)  # the turn moves on
+                return WorkflowState(state.graph, expected, state.last_speaker_id, state.last_envelope_id,
+                                     state.turn_count, state.pending_close_reason, state.context_vars, hidden,
+                                     state.via_round_robin)
         return state
 
     def on_accepted(self, metadata: SessionMetadata, envelope: Envelope, state: WorkflowState) -> AdapterResult:
