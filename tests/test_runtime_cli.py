@@ -35,6 +35,13 @@ def test_run_json_contract(tmp_path, capsys):
          "set": {"resolved": True}, "delete": []},
         {"speaker": "user", "kind": "text", "tool": None, "target": None, "body": "Thanks", "set": {}, "delete": []},
     ]
+    from turnflow.runtime.store import SQLiteStore
+
+    store = SQLiteStore(db)
+    shakes = [t for t in store.telemetry(out["session_id"]) if t["event"] == "handshake"]
+    store.close()
+    assert sorted(t["agent_id"] for t in shakes) == ["billing", "tech", "triage", "user"]
+    assert shakes[0]["effective"] == {"control_loop": "hub", "supports_stepwise": True, "telemetry_stream": False}
     assert main(["inspect", db, "--format", "json"]) == 0
     got = json.loads(capsys.readouterr().out)
     assert got == [{"session_id": out["session_id"], "kind": "workflow", "state": "closed",

@@ -101,6 +101,11 @@ async def run_session(hub: Hub, spec: dict, agents: dict[str, Any], task: Option
                 if caps is None or not hasattr(caps, "check"):
                     raise AdapterError(f"agent {name!r}: open_session must return Capabilities, got {caps!r}")
                 caps.check(name)
+                hub.store.append_telemetry(sid, {"agent_id": name, "event": "handshake",
+                                                 "raw": repr(caps), "effective": {
+                                                     "control_loop": caps.control_loop,
+                                                     "supports_stepwise": caps.supports_stepwise,
+                                                     "telemetry_stream": caps.telemetry_stream}})
             except AdapterError as exc:
                 if name != md.creator_id:
                     await hub.reject(sid, name, str(exc))
