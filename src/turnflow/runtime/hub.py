@@ -19,7 +19,7 @@ from turnflow.runtime import expectations as _exp
 from turnflow.runtime.adapters import builtin_adapters
 from turnflow.runtime.envelope import (EV_EXPECTATION_VIOLATED, EV_SESSION_ACK, EV_SESSION_CLOSED,
                                        EV_SESSION_EXPIRED, EV_SESSION_INVITE, EV_SESSION_OPENED,
-                                       EV_SESSION_REJECT, EV_TELEMETRY, LIFECYCLE, SUBSTANTIVE, Envelope,
+                                       EV_SESSION_REJECT, LIFECYCLE, SUBSTANTIVE, Envelope,
                                        envelope_id_for)
 from turnflow.runtime.errors import ProtocolError
 from turnflow.runtime.live import LiveSession
