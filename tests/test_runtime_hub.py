@@ -223,3 +223,21 @@ def test_envelope_ids_are_monotonic_and_sortable():
         assert ids == sorted(ids) and len(set(ids)) == len(ids)
         assert [e.seq for e in hub.read(md.session_id)] == list(range(1, len(ids) + 1))
     run(go())
+
+
+def test_open_spec_from_a_compiled_spec_fixture():
+    from runtime_helpers import fixture_spec
+
+    async def go():
+        hub = await new_hub()
+        spec = fixture_spec("support.json")
+        md = await hub.open_spec(spec)
+        assert md.creator_id == "user" and md.pending_acks == {"triage", "billing", "tech"}
+        no_initiator = {**spec, "participants": [{**p, "role": "participant"} for p in spec["participants"]]}
+        md2 = await hub.open_spec(no_initiator)
+        assert md2.creator_id == "triage"  # the start speaker opens it
+        assert [(e.name, e.seconds, e.on_violation) for e in md.expectations] == [
+            ("turn_within", 120, "warn"), ("turn_within", 600, "auto_close")]
+        with pytest.raises(ProtocolError, match="missing 'kind'"):
+            await hub.open_spec({"participants": []})
+    run(go())

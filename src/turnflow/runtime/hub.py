@@ -31,6 +31,20 @@ Listener = Callable[[Envelope, SessionMetadata], Awaitable[None]]
 HUB_SENDER = "hub"
 
 
+def spec_opener(spec: dict) -> Optional[str]:
+    """Who opens a session from a spec: the `initiator`, else the workflow's start speaker,
+    else the first participant."""
+    parts = spec.get("participants") or []
+    for p in parts:
+        if isinstance(p, dict) and p.get("role") == "initiator":
+            return p.get("agent_id")
+    knobs = spec.get("knobs")
+    graph = knobs.get("graph") if isinstance(knobs, dict) else None
+    if isinstance(graph, dict) and isinstance(graph.get("initial_speaker"), str):
+        return graph["initial_speaker"]
+    return parts[0].get("agent_id") if parts and isinstance(parts[0], dict) else None
+
+
 @dataclass
 class HydrateReport:
     sessions: int = 0
@@ -235,7 +249,8 @@ class Hub:
         parts = spec["participants"]
         if not isinstance(parts, list) or not all(isinstance(p, dict) for p in parts):
             raise ProtocolError("session spec: `participants` must be a list of objects")
-        return await self.open_session(spec["kind"], parts, knobs=spec.get("knobs") or {}, name=spec.get("name") or "",
+        return await self.open_session(spec["kind"], parts, creator_id=spec_opener(spec),
+                                       knobs=spec.get("knobs") or {}, name=spec.get("name") or "",
                                        expectations=spec.get("expectations") or [],
                                        ttl_seconds=spec.get("ttl_seconds"), labels=labels,
                                        tools=spec.get("tools") or [])
