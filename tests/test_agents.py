@@ -116,7 +116,7 @@ def test_a_turn_that_fails_twice_closes_the_session_with_a_clear_reason():
     res, tel = session({"asker": ScriptedAgent("asker", [{"say": "?", "tool": "ask_someone"}]),
                         "helper": helper_ok()})
     assert (res.state, res.close_reason) == ("closed", "agent_error")
-    assert res.error == ("agent 'asker' failed turn 1 twice: asker has no tool 'ask_someone' "
+    assert res.error == ("agent 'asker' failed turn 1 twice: asker has no routing tool 'ask_someone' "
                          "(its tools: ask_helper)")
     assert [(e["payload"]["attempt"], e["payload"]["action"]) for e in tel if e["event"] == "error"] == [
         (1, "retry"), (2, "close_session")]
@@ -207,7 +207,7 @@ def test_tool_schemas_in_both_formats():
 
 
 @pytest.mark.parametrize("name, args, message", [
-    ("transfer_to_tech", None, "triage has no tool 'transfer_to_tech' (its tools: transfer_to_billing)"),
+    ("transfer_to_tech", None, "triage has no routing tool 'transfer_to_tech' (its tools: transfer_to_billing)"),
     ("transfer_to_billing", "{oops", "arguments are not valid JSON"),
     ("transfer_to_billing", "[1]", "arguments must be an object, got [1]"),
     ("transfer_to_billing", {"target": "tech"}, "unknown argument 'target'"),

@@ -83,8 +83,8 @@ def test_the_model_gets_the_spec_routing_tools_and_its_tool_call_routes_the_sess
     assert [(t["type"], t["function"]["name"], t["function"]["description"]) for t in tools] == [
         ("function", "transfer_to_billing", "The question is about money"),
         ("function", "transfer_to_tech", "The question is technical")]
-    assert tools[0]["function"]["parameters"]["properties"] == {
-        "reason": {"type": "string", "description": "why you hand the turn over"}}
+    assert tools[0]["function"]["parameters"] == {"type": "object", "properties": {"reason": {"type": "string"}},
+                                                  "required": []}
     msgs = req["body"]["messages"]
     assert msgs[0]["role"] == "system" and "triage" in msgs[0]["content"]
     assert {"role": "user", "content": "<task>: My invoice is wrong"} in msgs
@@ -132,7 +132,7 @@ def test_unknown_tools_are_fed_back_until_the_round_cap_fails_the_turn(server_fa
     assert len(srv.requests) == 6  # 3 model calls per attempt, the turn retried once
     last = srv.requests[2]["body"]["messages"]
     assert [m["content"] for m in last if m["role"] == "tool"] == [
-        "error: triage has no tool 'transfer_to_nowhere' (its tools: transfer_to_billing, transfer_to_tech)"] * 2
+        "error: triage has no routing tool 'transfer_to_nowhere' (its tools: transfer_to_billing, transfer_to_tech)"] * 2
     errors = [t for t in tel if t["event"] == "error"]
     assert [(e["step"], e["payload"]["attempt"], e["payload"]["action"]) for e in errors] == [
         (1, 1, "retry"), (1, 2, "close_session")]

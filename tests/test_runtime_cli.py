@@ -35,6 +35,13 @@ def test_run_json_contract(tmp_path, capsys):
          "set": {"resolved": True}, "delete": []},
         {"speaker": "user", "kind": "text", "tool": None, "target": None, "body": "Thanks", "set": {}, "delete": []},
     ]
+    from turnflow.runtime.store import SQLiteStore
+
+    store = SQLiteStore(db)
+    shakes = [t for t in store.telemetry(out["session_id"]) if t["event"] == "handshake"]
+    store.close()
+    assert sorted(t["agent_id"] for t in shakes) == ["billing", "tech", "triage", "user"]
+    assert shakes[0]["effective"] == {"control_loop": "hub", "supports_stepwise": True, "telemetry_stream": False}
     assert main(["inspect", db, "--format", "json"]) == 0
     got = [{k: v for k, v in g.items() if k != "telemetry"} for g in json.loads(capsys.readouterr().out)]
     assert got == [{"session_id": out["session_id"], "kind": "workflow", "state": "closed",
@@ -170,3 +177,14 @@ def test_inspect_reports_corruption_and_bad_input(tmp_path, capsys):
     assert "invalid session id" in capsys.readouterr().err
     assert main(["inspect", db, "--session", "f" * 32]) == 2
     assert "no session" in capsys.readouterr().err
+
+
+def test_flow_file_without_a_compiler_is_a_clear_message(tmp_path, capsys):
+    import turnflow
+
+    if hasattr(turnflow, "compile"):
+        pytest.skip("this build has the compiler; .flow files are compiled")
+    flow = write(tmp_path, "x.flow", "conversation c {\n  participant a\n  participant b\n}\n")
+    assert main(["run", flow, "--agents", AGENTS]) == 1
+    err = capsys.readouterr().err
+    assert "compiling .flow files needs turnflow.compile" in err and "Traceback" not in err

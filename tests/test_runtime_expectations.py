@@ -120,3 +120,33 @@ def test_a_violation_fires_once_across_a_restart(tmp_path):
         assert hub2.metadata(md.session_id).close_reason == "expectation_violated:turn_within"
         await hub2.aclose()
     run(go())
+
+
+def test_hide_in_a_workflow_makes_round_robin_skip_the_participant():
+    from runtime_helpers import graph, rule
+
+    async def go():
+        clock = FakeClock()
+        hub = await new_hub(clock=clock)
+        g = graph("a", [rule(fs_("c"), {"name": "agent", "args": {"agent_id": "b"}}),
+                        rule({"name": "always", "args": {}}, {"name": "round_robin", "args": {}})])
+        md = await active(hub, knobs={"graph": g},
+                          expectations=[{"name": "turn_within", "params": {"seconds": 60}, "on_violation": "hide"}])
+        await hub.post(text(md, "a"))
+        clock.advance(61)
+        assert violations(await hub.sweep()) == [("turn_within", "hide", "b", None)]
+        assert hub.expected_next(md.session_id) == "c"  # round robin chose b: the turn moves on
+        await hub.post(text(md, "c"))  # c -> b by an explicit agent target: b is asked again
+        assert hub.expected_next(md.session_id) == "b"
+        clock.advance(30)
+        assert await hub.sweep() == []
+        await hub.post(text(md, "b"))  # b speaks: no longer hidden
+        assert hub.adapter_state(md.session_id).hidden == frozenset()
+        await hub.post(text(md, "c"))
+        await hub.post(text(md, "b"))
+        assert hub.expected_next(md.session_id) == "c"
+    run(go())
+
+
+def fs_(a):
+    return {"name": "from_speaker", "args": {"agent_id": a}}

@@ -163,6 +163,7 @@ def test_refusals_leave_state_unchanged():
             Envelope(md.session_id, "a", None, EV_CONTEXT_SET, {"set": "not a dict"}),
             Envelope(md.session_id, "a", None, EV_SESSION_CLOSED, {"reason": "forged"}),
             Envelope(md.session_id, "a", ["zed"], EV_TEXT, {"text": "x"}),
+            Envelope(md.session_id, "a", None, EV_TEXT, {"text": object()}),  # not JSON
         ]
         for env in bad:
             with pytest.raises(ProtocolError):
@@ -191,6 +192,7 @@ def test_refusals_leave_state_unchanged():
     ("teatime", ["a", "b"], {}, "unknown session kind"),
     ("conversation", ["a", "a"], {}, "twice"),
     ("conversation", ["a", "b/../x"], {}, "invalid agent id"),
+    ("conversation", [{"role": "participant"}, "b"], {}, "invalid agent id"),
 ])
 def test_invalid_create_is_refused_and_stores_nothing(kind, people, knobs, message):
     async def go():
@@ -220,4 +222,22 @@ def test_envelope_ids_are_monotonic_and_sortable():
         ids = [e.envelope_id for e in hub.read(md.session_id)]
         assert ids == sorted(ids) and len(set(ids)) == len(ids)
         assert [e.seq for e in hub.read(md.session_id)] == list(range(1, len(ids) + 1))
+    run(go())
+
+
+def test_open_spec_from_a_compiled_spec_fixture():
+    from runtime_helpers import fixture_spec
+
+    async def go():
+        hub = await new_hub()
+        spec = fixture_spec("support.json")
+        md = await hub.open_spec(spec)
+        assert md.creator_id == "user" and md.pending_acks == {"triage", "billing", "tech"}
+        no_initiator = {**spec, "participants": [{**p, "role": "participant"} for p in spec["participants"]]}
+        md2 = await hub.open_spec(no_initiator)
+        assert md2.creator_id == "triage"  # the start speaker opens it
+        assert [(e.name, e.seconds, e.on_violation) for e in md.expectations] == [
+            ("turn_within", 120, "warn"), ("turn_within", 600, "auto_close")]
+        with pytest.raises(ProtocolError, match="missing 'kind'"):
+            await hub.open_spec({"participants": []})
     run(go())

@@ -110,7 +110,7 @@ def test_corrupt_record_is_reported_not_folded(tmp_path):
 
     async def refused():
         hub = await Hub.open(SQLiteStore(str(db)))
-        with pytest.raises(ProtocolError, match=f"corrupt log.*seq 8"):
+        with pytest.raises(ProtocolError, match="corrupt log.*seq 8"):
             await hub.post(nth(3, hub.expected_next(sid), sid))
         await hub.aclose()
     run(refused())

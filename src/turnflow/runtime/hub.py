@@ -19,7 +19,7 @@ from turnflow.runtime import expectations as _exp
 from turnflow.runtime.adapters import builtin_adapters
 from turnflow.runtime.envelope import (EV_EXPECTATION_VIOLATED, EV_SESSION_ACK, EV_SESSION_CLOSED,
                                        EV_SESSION_EXPIRED, EV_SESSION_INVITE, EV_SESSION_OPENED,
-                                       EV_SESSION_REJECT, EV_TELEMETRY, LIFECYCLE, SUBSTANTIVE, Envelope,
+                                       EV_SESSION_REJECT, LIFECYCLE, SUBSTANTIVE, Envelope,
                                        envelope_id_for)
 from turnflow.runtime.errors import ProtocolError
 from turnflow.runtime.live import LiveSession
@@ -29,6 +29,20 @@ from turnflow.runtime.store import Corrupt, Store
 
 Listener = Callable[[Envelope, SessionMetadata], Awaitable[None]]
 HUB_SENDER = "hub"
+
+
+def spec_opener(spec: dict) -> Optional[str]:
+    """Who opens a session from a spec: the `initiator`, else the workflow's start speaker,
+    else the first participant."""
+    parts = spec.get("participants") or []
+    for p in parts:
+        if isinstance(p, dict) and p.get("role") == "initiator":
+            return p.get("agent_id")
+    knobs = spec.get("knobs")
+    graph = knobs.get("graph") if isinstance(knobs, dict) else None
+    if isinstance(graph, dict) and isinstance(graph.get("initial_speaker"), str):
+        return graph["initial_speaker"]
+    return parts[0].get("agent_id") if parts and isinstance(parts[0], dict) else None
 
 
 @dataclass
@@ -157,6 +171,9 @@ class Hub:
         self._stamp(live, env)
         try:
             self.store.append(env, self._gseq)
+        except (TypeError, ValueError) as exc:  # not JSON: refused, nothing written
+            self._gseq -= 1
+            raise ProtocolError(f"envelope data must be JSON values: {exc}") from None
         except BaseException:
             self._gseq -= 1
             raise
@@ -198,7 +215,9 @@ class Hub:
         if ttl_seconds is not None and (isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, (int, float))
                                         or ttl_seconds <= 0):
             raise ProtocolError(f"ttl_seconds must be a positive number or null, got {ttl_seconds!r}")
-        declared = [Expectation.from_dict(e) if isinstance(e, dict) else e for e in (expectations or [])]
+        if expectations is not None and not isinstance(expectations, list):
+            raise ProtocolError(f"expectations must be a list, got {type(expectations).__name__}")
+        declared = [e if isinstance(e, Expectation) else Expectation.from_dict(e) for e in (expectations or [])]
         names = {e.name for e in declared}
         exps = declared + [e for e in adapter.manifest.default_expectations if e.name not in names]
         now = self.clock()
@@ -230,7 +249,8 @@ class Hub:
         parts = spec["participants"]
         if not isinstance(parts, list) or not all(isinstance(p, dict) for p in parts):
             raise ProtocolError("session spec: `participants` must be a list of objects")
-        return await self.open_session(spec["kind"], parts, knobs=spec.get("knobs") or {}, name=spec.get("name") or "",
+        return await self.open_session(spec["kind"], parts, creator_id=spec_opener(spec),
+                                       knobs=spec.get("knobs") or {}, name=spec.get("name") or "",
                                        expectations=spec.get("expectations") or [],
                                        ttl_seconds=spec.get("ttl_seconds"), labels=labels,
                                        tools=spec.get("tools") or [])

@@ -20,7 +20,7 @@ from turnflow.runtime.agents.base import AgentContext, SessionTools
 from turnflow.runtime.agents.driver import handshake, take_turn
 from turnflow.runtime.envelope import EV_PACKET, EV_TEXT, Envelope
 from turnflow.runtime.errors import AdapterError, ProtocolError
-from turnflow.runtime.hub import Hub
+from turnflow.runtime.hub import Hub, spec_opener as opener
 from turnflow.runtime.session import SessionState
 
 TASK_SENDER = "<task>"
@@ -44,17 +44,6 @@ class RunResult:
     def to_json(self) -> dict:
         return {"session_id": self.session_id, "state": self.state, "close_reason": self.close_reason,
                 "turns": self.turns}
-
-
-def opener(spec: dict) -> Optional[str]:
-    parts = spec.get("participants") or []
-    for p in parts:
-        if isinstance(p, dict) and p.get("role") == "initiator":
-            return p.get("agent_id")
-    graph = (spec.get("knobs") or {}).get("graph") if isinstance(spec.get("knobs"), dict) else None
-    if isinstance(graph, dict) and isinstance(graph.get("initial_speaker"), str):
-        return graph["initial_speaker"]
-    return parts[0].get("agent_id") if parts and isinstance(parts[0], dict) else None
 
 
 def turns_of(envelopes) -> list[dict]:

@@ -5,7 +5,9 @@ which speaker comes next, so each simulated session drives the workflow adapter 
 through the same calls `Hub.post` makes to decide — `build_round_envelope` (from a round
 collected by a real `SessionTools`), `validate_send`, `fold`, `on_accepted` — on the same
 `CompiledGraph`. `tests/test_simulate.py` replays simulated sessions on a real hub and checks
-that they end identically.
+that they end identically. Which rule decided each turn (for "rules never fired") is found by
+evaluating the spec's transitions in evaluation order, and checked, turn by turn, against the
+adapter's own decision.
 
 A random agent's round, for speaker `s` (one `random.Random` per run, seeded from
 `(seed, block, run)`, so a run is reproducible on its own):
@@ -29,10 +31,10 @@ from typing import Any, Callable, Iterator, Optional
 
 from turnflow.runtime.adapters.workflow import WorkflowAdapter
 from turnflow.runtime.agents.base import SessionTools
-from turnflow.runtime.envelope import envelope_id_for
+from turnflow.runtime.envelope import EV_PACKET, envelope_id_for
 from turnflow.runtime.errors import ProtocolError
 from turnflow.runtime.session import Participant, SessionMetadata
-from turnflow.runtime.transitions import CompiledGraph, _specialise
+from turnflow.runtime.transitions import CompiledGraph
 
 SIM_CAP_REASON = "<simulation cap>"
 DEFAULT_CAP = 1000
@@ -47,21 +49,36 @@ def _walk_conditions(cond: Any) -> Iterator[dict]:
                 yield from _walk_conditions(sub)
 
 
-def rule_origins(graph: CompiledGraph, speaker: str) -> tuple:
-    """For `graph.table(speaker)`: the index (in the graph's `transitions`) each row came from,
-    None for the default target row — the same walk `CompiledGraph` does to build the table."""
-    trs = graph.data.get("transitions") or []
-    indexed = sorted(range(len(trs)), key=lambda i: (trs[i].get("priority", 0), i))
-    out = []
-    for i in indexed:
-        t = _specialise(trs[i]["when"], speaker)
-        if t is False:
-            continue
-        out.append(i)
-        if t is True:
-            return tuple(out)
-    out.append(None)
-    return tuple(out)
+def _holds(cond: dict, speaker: str, ctx: dict, env: Any) -> bool:
+    """A TransitionGraph condition (FLOW_LANGUAGE.md §5) for the envelope just accepted."""
+    name, args = cond["name"], cond.get("args") or {}
+    if name == "always":
+        return True
+    if name == "from_speaker":
+        return args["agent_id"] == speaker
+    if name == "tool_called":
+        return env.event_type == EV_PACKET and (env.event_data.get("routing") or {}).get("tool") == args["tool_name"]
+    if name == "context_equals":
+        return ctx.get(args["key"]) == args["value"]
+    if name == "text_contains":
+        body = env.event_data.get("body" if env.event_type == EV_PACKET else "text")
+        return isinstance(body, str) and args["text"] in body
+    return all(_holds(c, speaker, ctx, env) for c in args["conditions"])  # all_of
+
+
+def _target(target: Optional[dict], speaker: str, order: tuple, creator: str) -> tuple:
+    if target is None:
+        return None, "after_work"
+    name, args = target["name"], target.get("args") or {}
+    if name == "agent":
+        return args["agent_id"], ""
+    if name == "stay":
+        return speaker, ""
+    if name == "revert_to_initiator":
+        return creator, ""
+    if name == "round_robin":
+        return (order[(order.index(speaker) + 1) % len(order)] if speaker in order else order[0]), ""
+    return None, args.get("reason", "after_work")  # terminate
 
 
 @dataclass
@@ -119,7 +136,8 @@ class Simulator:
         self.graph: CompiledGraph = self.initial.graph
         self.ids = tuple(self.md.participant_ids)
         self.transitions = self.graph.data.get("transitions") or []
-        self.origins = {s: rule_origins(self.graph, s) for s in self.ids}
+        self.evaluation = sorted(range(len(self.transitions)),
+                                 key=lambda i: (self.transitions[i].get("priority", 0), i))
         self._explore_inputs()
 
     def _explore_inputs(self) -> None:
@@ -196,7 +214,8 @@ class Simulator:
             adapter.validate_send(md, env, state)
             new = adapter.fold(env, state)
             if report is not None and rnd["kind"] != "finish" and not rnd.get("target"):
-                self._record_rule(report, speaker, new.context_vars, env, new.expected_next_speaker)
+                self._record_rule(report, speaker, new.context_vars, env,
+                                  (new.expected_next_speaker, new.pending_close_reason))
             result = adapter.on_accepted(md, env, new)
             state = new
             if state.expected_next_speaker is not None:
@@ -211,17 +230,20 @@ class Simulator:
                 report.reached[p] = report.reached.get(p, 0) + 1
         return reason, state.turn_count
 
-    def _record_rule(self, report: BlockReport, speaker: str, ctx: dict, env: Any, chosen: Optional[str]) -> None:
-        rows = self.graph.table(speaker)
-        for k, (test, nxt, _reason, _rr) in enumerate(rows):
-            if test is None or test(ctx, env):
-                origin = self.origins[speaker][k]
-                if origin is None:
-                    report.otherwise_taken += 1
-                else:
-                    report.fired[origin] += 1
-                assert nxt == chosen, "simulation bookkeeping disagrees with the adapter"
-                return
+    def _record_rule(self, report: BlockReport, speaker: str, ctx: dict, env: Any, decided: tuple) -> None:
+        """Which rule decided (first match in evaluation order, else the default target),
+        checked against the adapter's own decision `decided` = (next speaker, close reason)."""
+        for i in self.evaluation:
+            tr = self.transitions[i]
+            if _holds(tr["when"], speaker, ctx, env):
+                got = _target(tr["then"], speaker, self.ids, self.md.creator_id)
+                report.fired[i] += 1
+                break
+        else:
+            got = _target(self.graph.data.get("default_target"), speaker, self.ids, self.md.creator_id)
+            report.otherwise_taken += 1
+        if got != decided:
+            raise AssertionError(f"simulation bookkeeping ({got}) disagrees with the workflow adapter ({decided})")
 
     def run(self, runs: int, seed: int, progress: Optional[Callable[[int], None]] = None) -> BlockReport:
         report = BlockReport(self.md.name, runs, list(self.ids), len(self.transitions),

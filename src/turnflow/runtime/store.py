@@ -21,7 +21,7 @@ import json
 import sqlite3
 import zlib
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator, Optional, Protocol, Union
+from typing import Any, Iterator, Optional, Protocol, Union
 
 from turnflow.runtime.envelope import Envelope
 from turnflow.runtime.errors import StoreError

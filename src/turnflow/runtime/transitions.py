@@ -29,8 +29,6 @@ _OPTIONAL_ARGS = {("terminate", "reason"): "after_work"}
 _GRAPH_KEYS = ("initial_speaker", "transitions", "default_target", "max_turns")
 
 Test = Callable[[dict, Any], bool]  # (context_vars, envelope) -> fires?
-# A row: (test or None for "always", next_speaker or None, close_reason, is_round_robin)
-Row = tuple
 
 
 def _bad(msg: str) -> ProtocolError:
@@ -121,6 +119,12 @@ def validate_graph(graph: Any, participants: list[str]) -> None:
 
 
 # -- partial evaluation for one last speaker ------------------------------------------------------
+# A row of a dispatch table is (op, a, b, next_speaker, close_reason, is_round_robin):
+# op ALWAYS: fires; op CTX: context[a] == b; op TOOL: the packet's routing tool == a;
+# op TEST: a(context, envelope). There is one table per (last speaker, text|packet), so a
+# `tool_called` test never even appears in the table for text envelopes.
+ALWAYS, CTX, TOOL, TEST = 0, 1, 2, 3
+
 
 def _tool_test(tool: str) -> Test:
     def test(ctx: dict, env: Any) -> bool:
@@ -158,33 +162,44 @@ def _all_test(tests: list[Test]) -> Test:
     return test
 
 
-def _specialise(cond: dict, speaker: str) -> Union[bool, Test]:
-    """True (always fires for this speaker), False (never), or a runtime test."""
+def _specialise(cond: dict, speaker: str, packet: bool) -> Union[bool, tuple]:
+    """True (always fires for this speaker and envelope type), False (never), or (op, a, b)."""
     name, args = cond["name"], cond.get("args") or {}
     if name == "always":
         return True
     if name == "from_speaker":
         return args["agent_id"] == speaker
     if name == "tool_called":
-        return _tool_test(args["tool_name"])
+        return (TOOL, args["tool_name"], None) if packet else False
     if name == "context_equals":
-        return _context_test(args["key"], args["value"])
+        return (CTX, args["key"], args["value"])
     if name == "text_contains":
-        return _text_test(args["text"])
+        return (TEST, _text_test(args["text"]), None)
     # all_of
-    tests = []
+    parts = []
     for sub in args["conditions"]:
-        s = _specialise(sub, speaker)
+        s = _specialise(sub, speaker, packet)
         if s is False:
             return False
         if s is not True:
-            tests.append(s)
-    if not tests:
+            parts.append(s)
+    if not parts:
         return True
-    return tests[0] if len(tests) == 1 else _all_test(tests)
+    if len(parts) == 1:
+        return parts[0]
+    return (TEST, _all_test([_as_test(p) for p in parts]), None)
 
 
-def _resolve(target: Optional[dict], speaker: str, order: tuple, creator: str) -> Row:
+def _as_test(part: tuple) -> Test:
+    op, a, b = part
+    if op == CTX:
+        return _context_test(a, b)
+    if op == TOOL:
+        return _tool_test(a)
+    return a
+
+
+def _resolve(target: Optional[dict], speaker: str, order: tuple, creator: str) -> tuple:
     if target is None:
         return (None, "after_work", False)
     name, args = target["name"], target.get("args") or {}
@@ -204,9 +219,10 @@ def _resolve(target: Optional[dict], speaker: str, order: tuple, creator: str) -
 
 
 class CompiledGraph:
-    """A validated TransitionGraph with one dispatch table per last speaker."""
+    """A validated TransitionGraph with one dispatch table per (last speaker, envelope type)."""
 
-    __slots__ = ("data", "initial_speaker", "max_turns", "order", "creator", "_rules", "_default", "_tables")
+    __slots__ = ("data", "initial_speaker", "max_turns", "order", "creator", "_rules", "_default",
+                 "text_tables", "packet_tables")
 
     def __init__(self, data: dict, order: list[str], creator: str) -> None:
         validate_graph(data, order)
@@ -219,39 +235,47 @@ class CompiledGraph:
         indexed.sort(key=lambda it: (it[1].get("priority", 0), it[0]))
         self._rules = [(tr["when"], tr["then"]) for _, tr in indexed]
         self._default = data.get("default_target")
-        self._tables: dict[str, tuple] = {}
+        self.text_tables: dict[str, tuple] = {}
+        self.packet_tables: dict[str, tuple] = {}
         for s in self.order:
-            self._tables[s] = self._table(s)
+            self.text_tables[s] = self._table(s, False)
+            self.packet_tables[s] = self._table(s, True)
 
-    def _table(self, speaker: str) -> tuple:
+    def _table(self, speaker: str, packet: bool) -> tuple:
         rows = []
         for when, then in self._rules:
-            t = _specialise(when, speaker)
+            t = _specialise(when, speaker, packet)
             if t is False:
                 continue
             nxt, reason, rr = _resolve(then, speaker, self.order, self.creator)
-            rows.append((None if t is True else t, nxt, reason, rr))
             if t is True:
+                rows.append((ALWAYS, None, None, nxt, reason, rr))
                 return tuple(rows)
+            rows.append((t[0], t[1], t[2], nxt, reason, rr))
         nxt, reason, rr = _resolve(self._default, speaker, self.order, self.creator)
-        rows.append((None, nxt, reason, rr))
+        rows.append((ALWAYS, None, None, nxt, reason, rr))
         return tuple(rows)
 
-    def table(self, speaker: str) -> tuple:
-        t = self._tables.get(speaker)
-        if t is None:  # a non-participant speaker (only reachable when driving the adapter directly)
-            t = self._tables[speaker] = self._table(speaker)
+    def table(self, speaker: str, packet: bool) -> tuple:
+        """The dispatch table (built on first use for a speaker that is not a participant)."""
+        tables = self.packet_tables if packet else self.text_tables
+        t = tables.get(speaker)
+        if t is None:
+            t = tables[speaker] = self._table(speaker, packet)
         return t
 
     def select(self, speaker: str, ctx: dict, env: Any, hidden: frozenset = frozenset()) -> tuple[Optional[str], str]:
-        for test, nxt, reason, rr in self.table(speaker):
-            if test is None or test(ctx, env):
+        packet = env.event_type == EV_PACKET
+        tool = (env.event_data.get("routing") or {}).get("tool") if packet else None
+        for op, a, b, nxt, reason, rr in self.table(speaker, packet):
+            if op == ALWAYS or (op == CTX and ctx.get(a) == b) or (op == TOOL and tool == a) \
+                    or (op == TEST and a(ctx, env)):
                 if rr and hidden:
-                    nxt = self._next_visible(speaker, hidden)
+                    nxt = self.next_visible(speaker, hidden)
                 return nxt, reason
         raise AssertionError("dispatch table without a default row")  # pragma: no cover
 
-    def _next_visible(self, speaker: str, hidden: frozenset) -> Optional[str]:
+    def next_visible(self, speaker: str, hidden: frozenset) -> Optional[str]:
         order = self.order
         start = order.index(speaker) + 1 if speaker in order else 0
         for k in range(len(order)):

@@ -10,7 +10,8 @@ Documented differences from AG2 1.2.1 (each tested):
 - packet and context-set payloads are shape-checked in `validate_send`;
 - `all_of` and `text_contains` are built in;
 - an `expectation.violated` envelope with action `hide` makes `round_robin` targets skip
-  that participant until it speaks again (AG2 has no `hide`).
+  that participant until it speaks again, and moves the current turn on when a
+  `round_robin` target chose the hidden participant (AG2 has no `hide`).
 """
 
 from __future__ import annotations
@@ -25,15 +26,16 @@ from turnflow.runtime.session import Expectation, SessionManifest, SessionMetada
 from turnflow.runtime.transitions import CompiledGraph, validate_graph
 
 _EMPTY: frozenset = frozenset()
+_NODICT: dict = {}
 
 
 class WorkflowState:
     __slots__ = ("graph", "expected_next_speaker", "last_speaker_id", "last_envelope_id", "turn_count",
-                 "pending_close_reason", "context_vars", "hidden")
+                 "pending_close_reason", "context_vars", "hidden", "via_round_robin")
 
     def __init__(self, graph: CompiledGraph, expected: Optional[str], last_speaker: Optional[str],
                  last_envelope_id: Optional[str], turn_count: int, pending: str, context: dict,
-                 hidden: frozenset = _EMPTY) -> None:
+                 hidden: frozenset = _EMPTY, via_round_robin: bool = False) -> None:
         self.graph = graph
         self.expected_next_speaker = expected
         self.last_speaker_id = last_speaker
@@ -42,6 +44,7 @@ class WorkflowState:
         self.pending_close_reason = pending
         self.context_vars = context  # never mutated in place: a fold that changes it copies it
         self.hidden = hidden
+        self.via_round_robin = via_round_robin  # the expected speaker was chosen by a round_robin target
 
     def snapshot(self) -> dict:
         return {"expected_next_speaker": self.expected_next_speaker, "last_speaker_id": self.last_speaker_id,
@@ -59,13 +62,25 @@ def _check_context_vars(v: Any) -> None:
 
 
 def _check_updates(u: Any, what: str) -> None:
-    if not isinstance(u, dict):
-        raise ProtocolError(f"{what} must be an object with `set` and `delete`, got {u!r}")
-    s, d = u.get("set"), u.get("delete")
-    if s is not None and not isinstance(s, dict):
+    if type(u) is not dict:
+        if not isinstance(u, dict):
+            raise ProtocolError(f"{what} must be an object with `set` and `delete`, got {u!r}")
+    s = u.get("set")
+    if s is not None and type(s) is not dict and not isinstance(s, dict):
         raise ProtocolError(f"{what}.set must be an object, got {s!r}")
-    if d is not None and (not isinstance(d, list) or not all(isinstance(k, str) for k in d)):
+    d = u.get("delete")
+    if d:
+        if not isinstance(d, list):
+            raise ProtocolError(f"{what}.delete must be a list of names, got {d!r}")
+        for k in d:
+            if type(k) is not str:
+                raise ProtocolError(f"{what}.delete must be a list of names, got {d!r}")
+    elif d is not None and not isinstance(d, list):
         raise ProtocolError(f"{what}.delete must be a list of names, got {d!r}")
+
+
+def _unhide(hidden: frozenset, sender: str) -> frozenset:
+    return hidden - {sender} if hidden and sender in hidden else hidden
 
 
 def _apply(ctx: dict, updates: dict) -> dict:
@@ -113,64 +128,96 @@ class WorkflowAdapter:
                 raise ProtocolError(f"workflow {metadata.session_id!r} expects {exp!r} to speak, "
                                     f"got {envelope.sender_id!r}")
             if et == EV_PACKET:
-                self._check_packet(metadata, envelope)
+                d = envelope.event_data
+                routing = d.get("routing")
+                if routing:
+                    if type(routing) is not dict and not isinstance(routing, dict):
+                        raise ProtocolError(f"packet routing must be an object, got {routing!r}")
+                    if routing.get("kind") == "handoff":
+                        target = routing.get("target")
+                        if target and (type(target) is not str or target not in metadata.pset):
+                            raise ProtocolError(
+                                f"workflow {metadata.session_id!r}: handoff target {target!r} is not a "
+                                f"participant ({', '.join(metadata.participant_ids)})")
+                elif routing is not None and not isinstance(routing, dict):
+                    raise ProtocolError(f"packet routing must be an object, got {routing!r}")
+                cu = d.get("context_updates")
+                if cu and (type(cu) is not dict or type(cu.get("set", _NODICT)) is not dict or cu.get("delete")):
+                    _check_updates(cu, "packet context_updates")
             return
         if et == EV_CONTEXT_SET:
-            if not metadata.is_participant(envelope.sender_id):
+            if envelope.sender_id not in metadata.pset:
                 raise ProtocolError(f"workflow {metadata.session_id!r} only accepts context sets from "
                                     f"participants, got {envelope.sender_id!r}")
             _check_updates(envelope.event_data, "context.set data")
 
-    def _check_packet(self, metadata: SessionMetadata, envelope: Envelope) -> None:
-        d = envelope.event_data
-        routing = d.get("routing")
-        if routing is not None and not isinstance(routing, dict):
-            raise ProtocolError(f"packet routing must be an object, got {routing!r}")
-        cu = d.get("context_updates")
-        if cu:
-            _check_updates(cu, "packet context_updates")
-        if routing and routing.get("kind") == "handoff":
-            target = routing.get("target")
-            if target and target not in metadata.pset:
-                raise ProtocolError(f"workflow {metadata.session_id!r}: handoff target {target!r} "
-                                    f"is not a participant ({', '.join(metadata.participant_ids)})")
-
     def fold(self, envelope: Envelope, state: WorkflowState) -> WorkflowState:
         et = envelope.event_type
-        if et == EV_PACKET or et == EV_TEXT:
+        if et == EV_TEXT:
             sender = envelope.sender_id
             ctx = state.context_vars
-            hidden = state.hidden
-            if hidden and sender in hidden:
-                hidden = hidden - {sender}
-            if et == EV_PACKET:
-                data = envelope.event_data
-                cu = data.get("context_updates")
-                if cu:
-                    ctx = _apply(ctx, cu)
-                routing = data.get("routing") or {}
+            graph = state.graph
+            table = graph.text_tables.get(sender) or graph.table(sender, False)
+            tool = None
+        elif et == EV_PACKET:
+            sender = envelope.sender_id
+            ctx = state.context_vars
+            graph = state.graph
+            data = envelope.event_data
+            cu = data.get("context_updates")
+            if cu:
+                dels = cu.get("delete")
+                sets = cu.get("set")
+                if dels or sets:
+                    ctx = dict(ctx)
+                    if dels:
+                        for k in dels:
+                            ctx.pop(k, None)
+                    if sets:
+                        ctx.update(sets)
+            routing = data.get("routing")
+            tool = None
+            if routing:
                 kind = routing.get("kind")
                 if kind == "finish":
-                    return WorkflowState(state.graph, None, sender, envelope.envelope_id, state.turn_count + 1,
-                                         routing.get("reason") or "finished", ctx, hidden)
+                    return WorkflowState(graph, None, sender, envelope.envelope_id, state.turn_count + 1,
+                                         routing.get("reason") or "finished", ctx, _unhide(state.hidden, sender))
                 if kind == "handoff":
                     target = routing.get("target")
                     if target:
-                        return WorkflowState(state.graph, target, sender, envelope.envelope_id,
-                                             state.turn_count + 1, "", ctx, hidden)
-            nxt, reason = state.graph.select(sender, ctx, envelope, hidden)
-            return WorkflowState(state.graph, nxt, sender, envelope.envelope_id, state.turn_count + 1,
-                                 reason, ctx, hidden)
-        if et == EV_CONTEXT_SET:
+                        return WorkflowState(graph, target, sender, envelope.envelope_id, state.turn_count + 1,
+                                             "", ctx, _unhide(state.hidden, sender))
+                tool = routing.get("tool")
+            table = graph.packet_tables.get(sender) or graph.table(sender, True)
+        elif et == EV_CONTEXT_SET:
             return WorkflowState(state.graph, state.expected_next_speaker, state.last_speaker_id,
                                  state.last_envelope_id, state.turn_count, state.pending_close_reason,
-                                 _apply(state.context_vars, envelope.event_data), state.hidden)
-        if et == EV_EXPECTATION_VIOLATED and envelope.event_data.get("action") == "hide":
+                                 _apply(state.context_vars, envelope.event_data), state.hidden,
+                                 state.via_round_robin)
+        else:
+            return self._fold_other(envelope, state)
+        hidden = state.hidden
+        if hidden and sender in hidden:
+            hidden = hidden - {sender}
+        for op, a, b, nxt, reason, rr in table:
+            if op == 0 or (op == 1 and ctx.get(a) == b) or (op == 2 and tool == a) or (op == 3 and a(ctx, envelope)):
+                if rr and hidden:
+                    nxt = graph.next_visible(sender, hidden)
+                return WorkflowState(graph, nxt, sender, envelope.envelope_id, state.turn_count + 1, reason, ctx,
+                                     hidden, rr)
+        raise AssertionError("dispatch table without a default row")  # pragma: no cover
+
+    def _fold_other(self, envelope: Envelope, state: WorkflowState) -> WorkflowState:
+        if envelope.event_type == EV_EXPECTATION_VIOLATED and envelope.event_data.get("action") == "hide":
             who = envelope.event_data.get("agent_id")
-            if isinstance(who, str) and who not in state.hidden:
-                return WorkflowState(state.graph, state.expected_next_speaker, state.last_speaker_id,
-                                     state.last_envelope_id, state.turn_count, state.pending_close_reason,
-                                     state.context_vars, state.hidden | {who})
+            if isinstance(who, str) and who in state.graph.order and who not in state.hidden:
+                hidden = state.hidden | {who}
+                expected = state.expected_next_speaker
+                if expected == who and state.via_round_robin and state.last_speaker_id is not None:
+                    expected = state.graph.next_visible(state.last_speaker_id, hidden)  # the turn moves on
+                return WorkflowState(state.graph, expected, state.last_speaker_id, state.last_envelope_id,
+                                     state.turn_count, state.pending_close_reason, state.context_vars, hidden,
+                                     state.via_round_robin)
         return state
 
     def on_accepted(self, metadata: SessionMetadata, envelope: Envelope, state: WorkflowState) -> AdapterResult:

@@ -148,9 +148,7 @@ class Agent(Protocol):
 
 
 def tool_schema(tool: dict, fmt: str) -> dict:
-    params = {"type": "object",
-              "properties": {"reason": {"type": "string", "description": "why you hand the turn over"}},
-              "required": [], "additionalProperties": False}
+    params = {"type": "object", "properties": {"reason": {"type": "string"}}, "required": []}
     name, desc = tool["name"], tool.get("description") or ""
     if fmt == "openai":
         return {"type": "function", "function": {"name": name, "description": desc, "parameters": params}}
@@ -237,7 +235,7 @@ class SessionTools:
         arguments or a second, different routing tool in the same round."""
         names = [t["name"] for t in self.routing_tools]
         if not isinstance(name, str) or (name not in names and not self.any_tool):
-            raise ToolError(f"{self.agent_id} has no tool {name!r}"
+            raise ToolError(f"{self.agent_id} has no routing tool {name!r}"
                             + (f" (its tools: {', '.join(names)})" if names else " (it has none)"))
         if isinstance(args, str):
             try:
