@@ -422,17 +422,20 @@ def show_path(path: Iterable[str]) -> str:
     return " -> ".join("terminate" if n == END else n for n in path)
 
 
-def block_stats(block_or_graph: Union[ast.Block, SpeakerGraph]) -> dict:
+def block_stats(block_or_graph: Union[ast.Block, SpeakerGraph], analyse: bool = True) -> dict:
     """Plain-data statistics of one block (JSON-friendly; see docs/analysis.md):
-    `block`, `kind`, `line`, `participants`, `rules`, and for workflow blocks `reachable`,
-    `fewest_turns` (int or None), `most_turns` (int, "unbounded" or None), `max_turns`,
-    `capped` (most_turns is the cap cutting runs short)."""
+    `block`, `kind`, `line`, `participants` (distinct names), `rules` (transition rules and
+    handoffs; `otherwise` not counted), and for workflow blocks `analysed`, `reachable`
+    (participants reachable from `start`), `fewest_turns` (int, or None when no run can end by
+    a terminate), `most_turns` (int, "unbounded", or None), `max_turns` (int or None) and
+    `capped` (True when `max_turns` cuts some run short, so `most_turns` is the cap).
+    With `analyse=False` (a block with errors) the graph fields are None and `analysed` False."""
     if isinstance(block_or_graph, SpeakerGraph):
         graph: Optional[SpeakerGraph] = block_or_graph
         block = block_or_graph.block
     else:
         block = block_or_graph
-        graph = build_graph(block) if block.kind == "workflow" else None
+        graph = build_graph(block) if block.kind == "workflow" and analyse else None
     out: dict = {
         "block": block.name.name,
         "kind": block.kind,
@@ -440,12 +443,18 @@ def block_stats(block_or_graph: Union[ast.Block, SpeakerGraph]) -> dict:
         "participants": len({p.name.name for p in block.participants}),
         "rules": len(block.rules),
     }
+    if block.kind != "workflow":
+        return out
     if graph is None:
+        caps = block.of_type(ast.MaxTurns)
+        out.update({"analysed": False, "reachable": None, "fewest_turns": None, "most_turns": None,
+                    "max_turns": caps[0].value.value if caps else None, "capped": False})
         return out
     most = graph.most_turns()
     longest = graph.longest_turns()
     capped = graph.max_turns is not None and most == graph.max_turns and (longest is None or longest > most)
     out.update({
+        "analysed": True,
         "reachable": len(graph.reachable()),
         "fewest_turns": graph.fewest_turns(),
         "most_turns": most,
