@@ -55,7 +55,7 @@ def check(block: ast.Block, graph: SpeakerGraph) -> Iterator[Finding]:
         if graph.start_stmt is None:
             return
         traps = graph.trap_components()
-        loop = f"; every run loops in {show_path(traps[0].cycle)}" if traps else ""
+        loop = f"; it loops, e.g. {show_path(traps[0].cycle)}" if traps else ""
         yield Finding(graph.start_stmt.span,
                       f"workflow `{block.name.name}` ends only through max_turns {cap}: no path from "
                       f"`{graph.start}` reaches a terminate{loop}",

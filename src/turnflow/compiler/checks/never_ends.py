@@ -50,7 +50,7 @@ def check(block: ast.Block, graph: SpeakerGraph) -> Iterator[Finding]:
     if not verdict.never_ends or verdict.capped or graph.start_stmt is None:
         return
     traps = graph.trap_components()
-    loop = f"; every run loops in {show_path(traps[0].cycle)}" if traps else ""
+    loop = f"; it loops, e.g. {show_path(traps[0].cycle)}" if traps else ""
     yield Finding(graph.start_stmt.span,
                   f"workflow `{block.name.name}` can never end: no path from `{graph.start}` reaches a "
                   f"terminate{loop}",
