@@ -120,7 +120,7 @@ class Explorer:
     def _evaluate_all(self, s: str) -> set[str]:
         candidates = []  # (entry, fixed outcome or None for "either")
         for e in self.entries:
-            _prio, pos, stmt, source, tools, conditional = e
+            _prio, _pos, _stmt, source, tools, conditional = e
             if source is not None and source != s:
                 continue
             if not conditional:

@@ -24,7 +24,7 @@ rules and the `*` rules up to its first *always* rule.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterable, Optional, Union
 
 import networkx as nx
