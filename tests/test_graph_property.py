@@ -11,12 +11,14 @@ every other condition may hold or not), and then explores runs turn by turn.
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 import turnflow
 from turnflow.compiler.graph import END, block_stats, build_graph
 from turnflow.dsl import ast
+from turnflow.dsl.parser import parse_source
 
 NAMES = ["p0", "p1", "p2", "p3", "p4"]
 TOOLS = ["t0", "t1", "t2"]
@@ -246,3 +248,44 @@ def test_analysis_agrees_with_brute_force(text):
     if otherwise:
         never_taken = not (bf.to_otherwise & reach)
         assert ("TF205" in codes) == never_taken, text
+
+
+# --------------------------------------------------------------------------
+#  The analysis never raises: mutated rule fixtures (lines dropped, repeated,
+#  swapped, words replaced) go through `check` and `block_stats`
+# --------------------------------------------------------------------------
+
+FIXTURES = sorted((Path(__file__).parent / "fixtures" / "rules").glob("TF2*/*.flow"))
+WORDS = ["a", "b", "p0", "*", "->", "terminate", "stay", "next", "initiator", "when", "tool", "t0",
+         "priority", "-1", "max_turns", "1", "start", "otherwise", "handoff", "via", "participant"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from(FIXTURES), st.data())
+def test_check_and_stats_never_raise_on_mutated_flows(path, data):
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for _ in range(data.draw(st.integers(1, 4))):
+        if not lines:
+            break
+        i = data.draw(st.integers(0, len(lines) - 1))
+        op = data.draw(st.sampled_from(["drop", "repeat", "swap", "word"]))
+        if op == "drop":
+            del lines[i]
+        elif op == "repeat":
+            lines.insert(i, lines[i])
+        elif op == "swap":
+            j = data.draw(st.integers(0, len(lines) - 1))
+            lines[i], lines[j] = lines[j], lines[i]
+        else:
+            words = lines[i].split()
+            if words:
+                k = data.draw(st.integers(0, len(words) - 1))
+                words[k] = data.draw(st.sampled_from(WORDS))
+                lines[i] = "    " + " ".join(words)
+    text = "\n".join(lines) + "\n"
+    diags = turnflow.check(text)
+    assert all(d.span.line >= 1 and d.span.column >= 1 for d in diags)
+    flow, _ = parse_source(text)
+    if flow is not None:
+        for block in flow.blocks:
+            assert block_stats(block)["block"] == block.name.name
