@@ -386,13 +386,26 @@ def gc_paused():
     Parsing allocates hundreds of thousands of tokens, tree nodes and AST
     models and frees none of them; every collection would rescan them all
     (on a 20,000-rule file this more than doubled the parse time). Nothing
-    built here forms reference cycles, so pausing loses nothing. Nests."""
-    was_enabled = gc.isenabled()
+    built here forms reference cycles, so pausing loses nothing. Nests (only the
+    outermost pause acts).
+
+    On the way out, what was allocated is moved straight to the oldest
+    generation (`freeze` + `unfreeze`) instead of being scanned by the first
+    young collection after `enable` (0.4-0.8 s on 20,000 rules). Skipped when
+    the process has frozen objects of its own, which `unfreeze` would release."""
+    if not gc.isenabled():
+        yield
+        return
+    promote = gc.get_freeze_count() == 0
     gc.disable()
     try:
         yield
     finally:
-        if was_enabled:
+        if promote:
+            gc.freeze()
+            gc.enable()
+            gc.unfreeze()
+        else:
             gc.enable()
 
 
