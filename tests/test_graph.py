@@ -170,3 +170,27 @@ def test_build_graph_never_raises_on_blocks_with_errors():
         flow = turnflow.parse(text)
         st = block_stats(flow.blocks[0])
         assert st["kind"] == "workflow"
+
+
+def test_check_leaves_the_garbage_collector_as_it_found_it():
+    import gc
+
+    from turnflow.dsl.parser import gc_paused
+
+    assert gc.isenabled()
+    turnflow.check(SUPPORT)
+    turnflow.check("workflow {")  # syntax error path
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    gc.disable()
+    try:
+        turnflow.check(SUPPORT)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    try:
+        with gc_paused():
+            assert not gc.isenabled()
+            raise KeyError("boom")
+    except KeyError:
+        pass
+    assert gc.isenabled()
