@@ -36,9 +36,11 @@ END = "<END>"
 Statement = Union[ast.Rule, ast.Handoff, ast.Otherwise]
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class RuleInfo:
-    """One transition rule as the analysis sees it."""
+    """One transition rule as the analysis sees it (treat as read-only)."""
+
+    __slots__ = ("stmt", "order", "source", "tools", "conditional", "priority")
 
     stmt: Union[ast.Rule, ast.Handoff]
     order: int  # position in evaluation order
@@ -164,12 +166,11 @@ class SpeakerGraph:
             return [self.initiator]
         return list(self.participants)
 
-    def _add(self, s: str, target: Optional[ast.Target], stmt: Optional[Statement], kind: str) -> None:
-        g = self.g
+    def _add(self, out: dict, s: str, target: Optional[ast.Target], stmt: Optional[Statement], kind: str) -> None:
         for t in self.targets(s, target):
-            data = g.get_edge_data(s, t)
+            data = out.get(t)
             if data is None:
-                g.add_edge(s, t, rules=[stmt], kind=kind)
+                out[t] = {"rules": [stmt], "kind": kind}
             else:
                 data["rules"].append(stmt)
                 if _KIND_RANK[kind] > _KIND_RANK[data["kind"]]:
@@ -189,20 +190,23 @@ class SpeakerGraph:
         other_target = self.otherwise.target if self.otherwise else None
         for s in self.participants:
             decided: Optional[RuleInfo] = None
-            for r in _merge(by_source.get(s, ()), star):
+            out: dict[str, dict] = {}
+            own = by_source.get(s, ())
+            for r in (_merge(own, star) if star else own):
                 if self.never(r, s):
                     continue
                 self.live.add(r.order)
                 if r.conditional:
-                    self._add(s, r.target, r.stmt, "maybe")
+                    self._add(out, s, r.target, r.stmt, "maybe")
                 else:
-                    self._add(s, r.target, r.stmt, "always")
+                    self._add(out, s, r.target, r.stmt, "always")
                     decided = r
                     break
             self.first_always[s] = decided
             if decided is None:
                 self.otherwise_speakers.append(s)
-                self._add(s, other_target, self.otherwise, "otherwise")
+                self._add(out, s, other_target, self.otherwise, "otherwise")
+            g.add_edges_from((s, t, data) for t, data in out.items())
 
     # -- views ----------------------------------------------------------------
     def speaker_edges(self) -> set[tuple[str, str]]:
