@@ -178,3 +178,29 @@ def test_simulated_sessions_end_the_same_on_the_real_hub(path):
         assert (res.close_reason, len(res.turns)) == (reason, turns)
         assert [(t["speaker"], t["tool"], t["body"], t["set"]) for t in res.turns] == [
             (s, r["tool"], r["body"], r["set"]) for s, r in rounds]
+
+
+@pytest.mark.parametrize("path", EXAMPLES + sorted(SIM.glob("*.flow")), ids=lambda p: p.name)
+def test_simulate_agrees_with_turnflow_check(path, capsys):
+    """TF203 names exactly the participants simulate never reaches; the rules it never saw fire
+    are TF204's shadowed rules plus the rules of those unreachable participants."""
+    import re
+
+    from turnflow import check
+
+    text = path.read_text()
+    flow = parse(text, str(path))
+    diags = check(text, str(path))
+    rep = simulate_json(capsys, str(path), "--runs", "600", "--seed", "2")
+    for b in rep["blocks"]:
+        if "skipped" in b:
+            continue
+        block = flow.block(b["name"])
+        lo, hi = block.span.line, block.span.end_line
+        mine = [d for d in diags if lo <= d.span.line <= hi]
+        tf203 = sorted(re.search(r"participant `([^`]+)`", d.message).group(1) for d in mine if d.code == "TF203")
+        assert sorted(b["participants_never_reached"]) == tf203
+        tf204 = {d.span.line for d in mine if d.code == "TF204"}
+        orphaned = {st.span.line for st in block.rules
+                    if st.source is not None and st.source.name in tf203}
+        assert {r["line"] for r in b["rules_never_fired"]} == tf204 | orphaned
