@@ -204,3 +204,27 @@ def test_simulate_agrees_with_turnflow_check(path, capsys):
         orphaned = {st.span.line for st in block.rules
                     if st.source is not None and st.source.name in tf203}
         assert {r["line"] for r in b["rules_never_fired"]} == tf204 | orphaned
+
+
+@pytest.mark.parametrize("spec, message", [
+    ({"kind": "workflow", "participants": []}, "needs at least 2 participants, got 0"),
+    ({"kind": "workflow", "participants": [{"x": 1}]}, "`participants` must be a list of objects with an `agent_id`"),
+    ({"kind": "workflow", "name": "w", "participants": [{"agent_id": "a"}, {"agent_id": "b"}],
+      "knobs": {"graph": {"initial_speaker": "a", "transitions": [{"when": {"name": "sometimes"}, "then": {}}]}}},
+     "no transition condition named 'sometimes'"),
+])
+def test_a_bad_spec_is_a_clear_error(tmp_path, capsys, spec, message):
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(spec))
+    assert main(["simulate", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert message in err and "internal error" not in err
+
+
+def test_a_flow_that_never_ends_is_cut_by_the_simulation_cap(tmp_path, capsys):
+    spec = {"kind": "workflow", "name": "loop", "participants": [{"agent_id": "a"}, {"agent_id": "b"}],
+            "knobs": {"graph": {"initial_speaker": "a", "transitions": [
+                {"when": {"name": "always", "args": {}}, "then": {"name": "round_robin", "args": {}}}]}}}
+    sim = Simulator(spec, finish_p=0.0, cap=50)
+    rep = sim.run(3, 0)
+    assert rep.close_reasons == {"<simulation cap>": 3} and rep.turns == [50, 50, 50]

@@ -124,11 +124,16 @@ class Simulator:
         self.cap = cap
         self.adapter = WorkflowAdapter()
         parts = []
-        for i, p in enumerate(spec.get("participants") or []):
+        raw = spec.get("participants")
+        if not isinstance(raw, list) or not all(isinstance(p, dict) and isinstance(p.get("agent_id"), str)
+                                                for p in raw):
+            raise ProtocolError("session spec: `participants` must be a list of objects with an `agent_id`")
+        for i, p in enumerate(raw):
             parts.append(Participant(p["agent_id"], p.get("role", "participant"), p.get("order", i),
                                      p.get("description", "") or "", tuple(p.get("tools") or ())))
         self.md = SessionMetadata(session_id="0" * 32, manifest=self.adapter.manifest,
-                                  creator_id=opener(spec) or parts[0].agent_id, participants=parts,
+                                  creator_id=opener(spec) or (parts[0].agent_id if parts else ""),
+                                  participants=parts,
                                   knobs=spec.get("knobs") or {}, created_at=0.0, name=spec.get("name") or "",
                                   tools=list(spec.get("tools") or []))
         self.adapter.validate_create(self.md)
