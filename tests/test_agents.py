@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import warnings
 from pathlib import Path
 
 import pytest

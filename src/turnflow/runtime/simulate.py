@@ -202,7 +202,7 @@ class Simulator:
                 rounds: Optional[list] = None) -> tuple[str, int]:
         """One random session: (close reason, turn count). `rounds` (if given) receives
         `(speaker, round)` for each turn, so the session can be replayed on a hub."""
-        adapter, md, graph = self.adapter, self.md, self.graph
+        adapter, md = self.adapter, self.md
         state = self.initial
         reached = {state.expected_next_speaker}
         turn = 0
