@@ -228,3 +228,28 @@ def test_a_flow_that_never_ends_is_cut_by_the_simulation_cap(tmp_path, capsys):
     sim = Simulator(spec, finish_p=0.0, cap=50)
     rep = sim.run(3, 0)
     assert rep.close_reasons == {"<simulation cap>": 3} and rep.turns == [50, 50, 50]
+
+
+def test_property_the_fast_path_decides_as_the_hub_on_generated_workflows():
+    """Generated workflows (tests/flow_strategies.py): every simulated session, replayed on a
+    real hub by scripted agents, takes the same turns and ends with the same reason."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from flow_strategies import workflow_blocks
+    from turnflow.dsl import ast
+    from turnflow.source import Span
+
+    @settings(max_examples=60, deadline=None)
+    @given(workflow_blocks(always_max_turns=True), st.integers(0, 2 ** 16))
+    def prop(block, seed):
+        (spec,) = compile_flow(ast.FlowFile(span=Span.point(), blocks=[block]))
+        sim = Simulator(spec)
+        for run in range(2):
+            rounds: list = []
+            reason, turns = sim.run_one(run_rng(seed, "w", run), rounds=rounds)
+            res = _replay_on_hub(spec, rounds)
+            assert res.error is None
+            assert (res.close_reason, len(res.turns)) == (reason, turns)
+            assert [t["speaker"] for t in res.turns] == [s for s, _ in rounds]
+    prop()
