@@ -85,7 +85,6 @@ async def run_session(hub: Hub, spec: dict, agents: dict[str, Any], task: Option
         for name in md.participant_ids:
             own = tuple(t for t in all_tools if t.get("owner") == name)
             ctx = AgentContext(sid, name, md.kind, tuple(md.participant_ids), own)
-
             try:
                 await handshake(hub, agents[name], ctx)
             except AdapterError as exc:
