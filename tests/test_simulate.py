@@ -81,6 +81,7 @@ def test_a_compiled_spec_file_is_simulated_too(tmp_path, capsys):
 
 @pytest.mark.parametrize("args, code, message", [
     (["nope.flow"], 2, "no such file: nope.flow"),
+    ([str(SIM)], 2, "is a directory; give one .flow or .json file"),
     ([GUARDS, "--runs", "0"], 2, "expected a positive number"),
     ([GUARDS, "--block", "zzz"], 1, "no block named 'zzz'"),
 ])

@@ -182,7 +182,8 @@ def run(args) -> int:
     import os
 
     if not os.path.isfile(args.file):
-        err(f"turnflow simulate: no such file: {args.file}")
+        err(f"turnflow simulate: {args.file}: is a directory; give one .flow or .json file"
+            if os.path.isdir(args.file) else f"turnflow simulate: no such file: {args.file}")
         return EXIT_USAGE
     try:
         specs = load_specs(args.file)
