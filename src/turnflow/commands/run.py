@@ -5,7 +5,6 @@ that ended abnormally)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import tempfile
@@ -120,6 +119,8 @@ def run(args) -> int:
     except RunInputError as exc:
         err(f"turnflow run: {exc}")
         return EXIT_ERROR
+    import asyncio  # here, not at import time: every `turnflow` command would pay for it
+
     try:
         if args.store:
             result = asyncio.run(_run(spec, agents, args.task, args.store))

@@ -28,16 +28,37 @@ def grammar_text() -> str:
     return resources.files("turnflow.dsl").joinpath(GRAMMAR_FILE).read_text(encoding="utf-8")
 
 
+def _cache_file() -> "str | bool":
+    """Where the built LALR tables are cached: the user's own cache directory
+    (never a shared temporary directory, since the cache is a pickle).
+    `TURNFLOW_NO_CACHE=1`, or a directory that cannot be created, turns it off."""
+    import hashlib
+    import os
+    import sys
+
+    if os.environ.get("TURNFLOW_NO_CACHE"):
+        return False
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = os.path.join(base, "turnflow")
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+    except OSError:
+        return False
+    digest = hashlib.sha256(grammar_text().encode("utf-8")).hexdigest()[:16]
+    return os.path.join(folder, f"flow-lalr-{digest}-py{sys.version_info[0]}{sys.version_info[1]}.pickle")
+
+
 @lru_cache(maxsize=None)
 def build_parser(strict: bool = False) -> Lark:
-    """The LALR parser, built once per process. The AST is built during the
-    parse (no intermediate tree); tokens come from `FlowLexer`. Strict mode
-    (tests) uses lark's own basic lexer so that colliding terminals and
-    grammar conflicts are both reported."""
+    """The LALR parser, built once per process (and its tables cached across
+    processes, see `_cache_file`). The AST is built during the parse (no
+    intermediate tree); tokens come from `FlowLexer`. Strict mode (tests) uses
+    lark's own basic lexer so that colliding terminals and grammar conflicts
+    are both reported."""
     if strict:
         return Lark(grammar_text(), parser="lalr", lexer="basic", maybe_placeholders=True, strict=True)
     return Lark(grammar_text(), parser="lalr", lexer=FlowLexer, maybe_placeholders=True,
-                transformer=AstBuilder())
+                transformer=AstBuilder(), cache=_cache_file())
 
 
 class ParseError(Exception):
