@@ -27,30 +27,32 @@ def run(args) -> int:
     from turnflow.compiler.emit.graph_json import to_json
     from turnflow.compiler.emit.mermaid import to_mermaid
     from turnflow.compiler.emit.picture import build_picture
+    from turnflow.dsl.parser import gc_paused, parse_source
 
     loaded = load(args.file)
     if loaded.error is not None:
         sys.stderr.write(render.render_text([loaded.error], {}))
         return EXIT_USAGE
     text = loaded.source.text
-    diags = turnflow.check(text, path=args.file)
-    errors = [d for d in diags if d.severity == "error"]
-    if errors:
-        sys.stderr.write(render.render_text(errors, {args.file: loaded.source}))
-        err(f"{args.file}: not drawn: fix the errors above first")
-        return EXIT_FINDINGS
-    flow = turnflow.parse(text, path=args.file)
-    blocks = flow.blocks
-    if args.block is not None:
-        blocks = [b for b in flow.blocks if b.name.name == args.block]
+    with gc_paused():  # large flows: see turnflow.dsl.parser.gc_paused
+        flow, syntax = parse_source(text, args.file)
+        diags = syntax if flow is None else turnflow.check(flow, path=args.file)
+        errors = [d for d in diags if d.severity == "error"]
+        if errors:
+            sys.stderr.write(render.render_text(errors, {args.file: loaded.source}))
+            err(f"{args.file}: not drawn: fix the errors above first")
+            return EXIT_FINDINGS
+        blocks = flow.blocks
+        if args.block is not None:
+            blocks = [b for b in flow.blocks if b.name.name == args.block]
+            if not blocks:
+                names = ", ".join(f"`{b.name.name}`" for b in flow.blocks) or "none"
+                err(f"turnflow graph: no block named `{args.block}` in {args.file} (blocks: {names})")
+                return EXIT_USAGE
         if not blocks:
-            names = ", ".join(f"`{b.name.name}`" for b in flow.blocks) or "none"
-            err(f"turnflow graph: no block named `{args.block}` in {args.file} (blocks: {names})")
-            return EXIT_USAGE
-    if not blocks:
-        err(f"turnflow graph: {args.file} has no blocks to draw")
-        return EXIT_FINDINGS
-    pictures = [build_picture(b, diags) for b in blocks]
+            err(f"turnflow graph: {args.file} has no blocks to draw")
+            return EXIT_FINDINGS
+        pictures = [build_picture(b, diags) for b in blocks]
     name = args.file.rsplit("/", 1)[-1].rsplit(".", 1)[0]
     fmt = args.format
     if fmt == "mermaid":

@@ -145,7 +145,12 @@ def build_picture(block: ast.Block, diagnostics: Sequence[Diagnostic] = ()) -> P
 
     edges: list[Edge] = []
     end_nodes: dict[str, Node] = {}
-    for src, dst, data in sorted(g.edges(data=True), key=lambda e: (_order(nodes, e[0]), _order(nodes, e[1]))):
+    position = {name: i for i, name in enumerate(nodes)}
+
+    def order(name: str) -> tuple:
+        return (0, position[name]) if name in position else (1, str(name))
+
+    for src, dst, data in sorted(g.edges(data=True), key=lambda e: (order(e[0]), order(e[1]))):
         if src == END:
             continue
         rules = data.get("rules") or [None]
@@ -186,11 +191,6 @@ def build_picture(block: ast.Block, diagnostics: Sequence[Diagnostic] = ()) -> P
     if start in nodes:
         edges.insert(0, Edge(src=START_ID, dst=start, kind="start"))
     return Picture(block=block.name.name, kind=block.kind, title=title, nodes=out_nodes, edges=edges)
-
-
-def _order(nodes: dict[str, Node], name: str) -> tuple:
-    keys = list(nodes)
-    return (0, keys.index(name)) if name in nodes else (1, str(name))
 
 
 def _edge(src: str, dst: str, rules: list, trapped: bool) -> Edge:
