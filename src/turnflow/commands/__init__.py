@@ -1,6 +1,6 @@
 """One module per `turnflow` subcommand; each has `register(subparsers)`.
 A new command is one module plus one line in COMMANDS."""
 
-from turnflow.commands import check, fmt, rule
+from turnflow.commands import check, fmt, migrate, rule
 
-COMMANDS = [check, fmt, rule]
+COMMANDS = [check, fmt, rule, migrate]

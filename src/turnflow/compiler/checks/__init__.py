@@ -12,6 +12,7 @@ from turnflow.compiler.checks import (  # noqa: F401  (each import registers its
     duplicate_participant,
     initiator_undeclared,
     invalid_value,
+    migration,
     missing_start,
     participant_roles,
     repeated_statement,
