@@ -250,8 +250,8 @@ def _manager_choice(cx: Ctx, speakers: list[str], at: pyast.AST, random: bool = 
                "routing tool per other agent, and the next agent when it calls none", pos(at))
     for x in speakers:
         a = cx.by_name.get(x)
-        if a is not None and a.after_work is not None:
-            continue
+        if (a is not None and a.after_work is not None) or x == cx.user:
+            continue  # the user's replies are handled above
         b.section()
         for y in speakers:
             if y != x:

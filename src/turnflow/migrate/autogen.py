@@ -80,9 +80,9 @@ def _teams(data: Any, pos: Positions, path: str, src: SourceText) -> list[dict]:
         return data
     if isinstance(data, dict) and _kind(data):
         ctype = data.get("component_type")
-        raise fail("TF401", f"this is a `{_kind(data)}` component"
-                   + (f" (component_type {ctype!r})" if ctype else "")
-                   + f", not a team; supported teams: {', '.join(TEAMS)}", pos.of(data, "provider"), path, src)
+        raise fail("TF401", f"`{_kind(data)}` is " + (f"a component of type {json.dumps(ctype)}" if isinstance(ctype, str)
+                   else "not a team component") + f", not a team; supported teams: {', '.join(TEAMS)}",
+                   pos.of(data, "provider"), path, src)
     where = data[0] if isinstance(data, list) and data else data
     raise fail("TF401", "not an AutoGen team component: expected an object with \"provider\" naming one of "
                f"{', '.join(TEAMS)}, a list of them, or a gallery file with components.teams",
@@ -140,6 +140,10 @@ class Term:
     text_message: list[Optional[str]] = field(default_factory=list)  # source or None (any)
     function_calls: list[str] = field(default_factory=list)
     timeout: Optional[int] = None
+    notes: list = field(default_factory=list)
+
+    def note(self, code: str, message: str, at: Pos) -> None:
+        self.notes.append((code, message, at))
 
 
 def _termination(cond: Any, pos: Positions, b: FlowBuilder, term: Term, names: Names) -> None:
@@ -150,7 +154,7 @@ def _termination(cond: Any, pos: Positions, b: FlowBuilder, term: Term, names: N
     at = pos.of(cond)
     if kind in ("OrTerminationCondition", "AndTerminationCondition"):
         if kind == "AndTerminationCondition":
-            b.note("TF405", "`&` (And) of termination conditions ends the run only when all have fired; "
+            term.note("TF405", "`&` (And) of termination conditions ends the run only when all have fired; "
                    "approximated by ending when any of them fires", at)
         for c in cfg.get("conditions") or []:
             _termination(c, pos, b, term, names)
@@ -188,15 +192,15 @@ def _termination(cond: Any, pos: Positions, b: FlowBuilder, term: Term, names: N
     if kind == "TimeoutTermination":
         t = cfg.get("timeout_seconds")
         if isinstance(t, (int, float)) and not isinstance(t, bool) and t > 0:
-            b.note("TF405", "TimeoutTermination counts from the start of `run()`; approximated by the session's "
+            term.note("TF405", "TimeoutTermination counts from the start of `run()`; approximated by the session's "
                    f"time to live, `ttl {int(round(t))}s`", at)
             term.timeout = int(round(t))
         return
     if kind == "StopMessageTermination":
-        b.note("TF405", "StopMessageTermination ends the run when an agent emits a StopMessage, which .flow "
+        term.note("TF405", "StopMessageTermination ends the run when an agent emits a StopMessage, which .flow "
                "cannot observe; dropped", at)
         return
-    b.note("TF405", f"termination condition `{kind or '?'}` cannot be expressed; dropped", at)
+    term.note("TF405", f"termination condition `{kind or '?'}` cannot be expressed; dropped", at)
 
 
 def _describe(agents: dict[str, Agent], name: str) -> str:
@@ -244,11 +248,11 @@ def _team(team: dict, pos: Positions, blocks: Names, path: str, src: SourceText)
         start = _graph_start(cfg, pos, b, names, order, path, src)
     elif kind == "SelectorGroupChat":
         b.note("TF403", "the selector model also picks the first speaker; the flow starts with the first "
-               "participant", pos.of(team))
+               "participant", pos.of(team, "provider"))
     elif kind == "MagenticOneGroupChat":
         b.note("TF408", "Magentic-One's orchestrator plans, keeps a progress ledger and picks every speaker "
                "(including the first); approximated by routing tools on each participant and the first "
-               "participant as start", pos.of(team))
+               "participant as start", pos.of(team, "provider"))
     b.start(start)
     caps = []
     mt = cfg.get("max_turns")
@@ -261,13 +265,13 @@ def _team(team: dict, pos: Positions, blocks: Names, path: str, src: SourceText)
             b.note("TF405", f"MaxMessageTermination({term.max_messages}) stops before any agent speaks; "
                    "approximated by `max_turns 1`", term.max_at)
         caps.append(max(1, term.max_messages - 1))
+    if term.timeout is not None:
+        b.ttl(term.timeout)
     if caps:
         if term.max_messages is not None and min(caps) == max(1, term.max_messages - 1):
             b.comment(f"MaxMessageTermination({term.max_messages}) counts the task message: "
                       f"{term.max_messages - 1} agent turns")
         b.max_turns(min(caps))
-    if term.timeout is not None:
-        b.ttl(term.timeout)
     for key in ("max_stalls", "selector_prompt", "emit_team_events", "max_selector_attempts",
                 "final_answer_prompt"):
         if key in cfg and cfg[key] not in (None, False) and key not in ("selector_prompt", "final_answer_prompt",
@@ -276,6 +280,8 @@ def _team(team: dict, pos: Positions, blocks: Names, path: str, src: SourceText)
 
     # -- termination first -------------------------------------------------------
     b.section()
+    for code, message, at in term.notes:
+        b.note(code, message, at)
     for s in term.sources:
         if s in by_name:
             b.rule(s, ("terminate", "source_match"))
@@ -288,21 +294,28 @@ def _team(team: dict, pos: Positions, blocks: Names, path: str, src: SourceText)
         for o in owners or [None]:
             b.rule(o, ("terminate", "function_call"), [("tool", fn)])
 
-    # -- routing -------------------------------------------------------------------
+    # -- routing (speakers that always end the run need none) ------------------------
+    ended = {s for s in term.sources if s in by_name}
+    agents = [a for a in agents if a.name not in ended]
     if kind == "RoundRobinGroupChat":
         _terminating_handoffs(b, agents, term, order)
         _text_message(b, term, by_name)
         b.section()
-        b.rule(None, ("next",))
+        if len(order) == 1:
+            b.rule(order[0], ("stay",))  # a one-agent round robin: the agent speaks again
+        else:
+            b.rule(None, ("next",))
     elif kind in ("SelectorGroupChat", "MagenticOneGroupChat"):
         repeat = bool(cfg.get("allow_repeated_speaker", False)) or kind == "MagenticOneGroupChat"
         if kind == "SelectorGroupChat":
             b.note("TF403", "the selector model picks the next speaker; each participant gets one routing tool "
-                   "per possible successor, and the next participant when it calls none", pos.of(team),
+                   "per possible successor, and the next participant when it calls none", pos.of(team, "provider"),
                    comment=False)
         _terminating_handoffs(b, agents, term, order)
         _text_message(b, term, by_name)
         for x in order:
+            if x in ended:
+                continue
             b.section()
             eligible = [y for y in order if repeat or y != x] or [x]
             if len(eligible) == 1:
@@ -313,7 +326,7 @@ def _team(team: dict, pos: Positions, blocks: Names, path: str, src: SourceText)
             b.rule(x, ("next",) if len(order) > 1 else x)
     elif kind == "Swarm":
         b.note("TF403", "in a Swarm the speaker picks the next one by calling a handoff tool and speaks again "
-               "when it calls none; the flow keeps the handoffs and falls back to `stay`", pos.of(team),
+               "when it calls none; the flow keeps the handoffs and falls back to `stay`", pos.of(team, "provider"),
                comment=False)
         for a in agents:
             if not a.handoffs:
@@ -336,7 +349,7 @@ def _team(team: dict, pos: Positions, blocks: Names, path: str, src: SourceText)
     elif kind == "GraphFlow":
         _terminating_handoffs(b, agents, term, order)
         _text_message(b, term, by_name)
-        _graph(cfg, pos, b, names, order, path, src)
+        _graph(cfg, pos, b, names, order, path, src, ended)
     return b
 
 
@@ -390,7 +403,7 @@ def _graph_start(cfg, pos, b, names, order, path, src) -> str:
     return roots[0] if roots else order[0]
 
 
-def _graph(cfg, pos, b: FlowBuilder, names: Names, order, path, src) -> None:
+def _graph(cfg, pos, b: FlowBuilder, names: Names, order, path, src, ended=frozenset()) -> None:
     nodes = _nodes(cfg, pos, path, src)
     edges: dict[str, list[tuple[str, Optional[str], dict]]] = {}
     for raw, node in nodes.items():
@@ -417,7 +430,7 @@ def _graph(cfg, pos, b: FlowBuilder, names: Names, order, path, src) -> None:
                 if t1 not in chain:
                     chain[t1] = (t2, x, edges[x][0][2])
     for x in order:
-        if x not in edges:
+        if x not in edges or x in ended:
             continue
         b.section()
         if x in chain:

@@ -85,7 +85,7 @@ def migrate(text: str, path: str, src: Optional[SourceText] = None) -> Migration
                           termination=kwarg(call, "is_termination_msg"))
             cx.agents[var] = agent
             if changed:
-                renames.append((agent, f"agent name {raw!r} is not a valid flow NAME; renamed to `{name}`"))
+                renames.append((agent, f"agent name {json.dumps(raw)} is not a valid flow NAME; renamed to `{name}`"))
     if not group_calls:
         raise fail("TF401", "no `GroupChat(...)` call found: nothing to migrate "
                    "(use --from ag2-patterns for AG2 group patterns)", Pos(1, 1), path, src)
@@ -281,7 +281,16 @@ def _group(cx: Classic, call: pyast.Call, block_names: Names) -> FlowBuilder:
     speakers = [a.name for a in order]
     # -- termination -----------------------------------------------------------
     b.section()
-    _termination(cx, b, manager, agents, speakers, eligible)
+    def successors(x: str) -> list[str]:
+        """Who may be picked after x (for agents' own termination checks)."""
+        e = eligible(x)
+        if e is None:
+            return []
+        if len(e) == 1 or method == "round_robin":
+            return [after(x, e)]
+        return e
+
+    _termination(cx, b, manager, agents, speakers, successors)
 
     # -- transitions ------------------------------------------------------------
     if custom_fn is not None:
@@ -348,7 +357,7 @@ def _function(mod: Module, node: pyast.AST):
     return None
 
 
-def _termination(cx: Classic, b: FlowBuilder, manager, agents, speakers, eligible) -> None:
+def _termination(cx: Classic, b: FlowBuilder, manager, agents, speakers, successors) -> None:
     mod = cx.mod
     if manager is not None:
         node = kwarg(manager, "is_termination_msg")
@@ -362,23 +371,37 @@ def _termination(cx: Classic, b: FlowBuilder, manager, agents, speakers, eligibl
                     b.note("TF405", f"the manager's `is_termination_msg` uses {test.how}; approximated by "
                            f"`text contains {json.dumps(test.text)}`", pos(node))
                 b.rule(None, ("terminate", "is_termination_msg"), [("text", test.text)])
+    # an agent's own check: the chat ends when that agent is picked to reply to a matching message
+    groups: dict[str, list[Agent]] = {}
     for agent in agents:
-        if agent.termination is None:
-            continue
-        test = termination_test(mod, agent.termination)
+        if agent.termination is not None:
+            groups.setdefault(pyast.unparse(agent.termination), []).append(agent)
+    emitted: set[tuple[str, str]] = set()
+    for members in groups.values():
+        first = members[0]
+        test = termination_test(mod, first.termination)
+        who = ", ".join(f"`{a.name}`" for a in members)
         if test is None or test.text is None:
-            b.note("TF405", f"`{agent.name}`'s `is_termination_msg` does not test the message text for a marker "
-                   "the migrator can read; dropped", pos(agent.termination))
+            for a in members:
+                b.note("TF405", f"the `is_termination_msg` of {who} does not test the message text for a marker "
+                       "the migrator can read; dropped", pos(a.termination), comment=a is first)
             continue
-        sources = [x for x in speakers if (eligible(x) or []) and agent.name in (eligible(x) or [])]
+        names = {a.name for a in members}
+        sources = [x for x in speakers if names & set(successors(x))]
         if not sources:
             continue
         how = "" if test.exact else f"; it uses {test.how}, approximated by `text contains`"
-        b.note("TF405", f"`{agent.name}`'s `is_termination_msg` ends the chat only when `{agent.name}` is picked "
-               f"to reply to a matching message; approximated by ending after any matching message from a "
-               f"speaker that can hand over to `{agent.name}`{how}", pos(agent.termination))
+        message = (f"the `is_termination_msg` of {who} ends the chat only when that agent is picked to reply to "
+                   "a matching message; approximated by ending after any matching message from a speaker that "
+                   f"may be followed by it{how}")
+        for a in members:
+            b.note("TF405", message, pos(a.termination), comment=a is first)
+        if set(sources) == set(speakers):
+            sources = [None]
         for x in sources:
-            b.rule(x, ("terminate", "is_termination_msg"), [("text", test.text)])
+            if (x or "*", test.text) not in emitted and ("*", test.text) not in emitted:
+                emitted.add((x or "*", test.text))
+                b.rule(x, ("terminate", "is_termination_msg"), [("text", test.text)])
 
 
 # --------------------------------------------------------------------------
