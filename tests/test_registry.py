@@ -1,4 +1,3 @@
-import re
 
 from turnflow.diagnostics.registry import CODE_RE, DOC_SECTIONS, NAME_RE, all_rules, get_rule
 from turnflow.diagnostics.diagnostic import SEVERITIES

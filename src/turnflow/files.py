@@ -86,15 +86,16 @@ def load(path: str) -> Loaded:
     return decode(data, path)
 
 
-def write_atomic(path: str, text: str) -> None:
-    """Replace `path` with `text` so that a crash leaves either the old or the new file."""
+def write_atomic(path: str, text: "str | bytes") -> None:
+    """Replace `path` with `text` (or bytes) so that a crash leaves either the old or the new file."""
     import tempfile
 
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".turnflow-", suffix=".tmp", dir=directory)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
+        data = text.encode("utf-8") if isinstance(text, str) else text
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         try:

@@ -24,6 +24,18 @@ class Span(BaseModel):
     end: int
 
     @classmethod
+    def at(cls, line: int, column: int, end_line: int, end_column: int, start: int, end: int) -> "Span":
+        """Build without validation (hot path of the parser; arguments are ints by construction)."""
+        span = cls.__new__(cls)
+        _set = object.__setattr__
+        _set(span, "__dict__", {"line": line, "column": column, "end_line": end_line,
+                                "end_column": end_column, "start": start, "end": end})
+        _set(span, "__pydantic_fields_set__", _SPAN_FIELDS)
+        _set(span, "__pydantic_extra__", None)
+        _set(span, "__pydantic_private__", None)
+        return span
+
+    @classmethod
     def point(cls, line: int = 1, column: int = 1, offset: int = 0) -> "Span":
         return cls(line=line, column=column, end_line=line, end_column=column + 1,
                    start=offset, end=offset + 1)
@@ -34,6 +46,9 @@ class Span(BaseModel):
         last = self if self.end >= other.end else other
         return Span(line=first.line, column=first.column, end_line=last.end_line,
                     end_column=last.end_column, start=first.start, end=last.end)
+
+
+_SPAN_FIELDS = frozenset({"line", "column", "end_line", "end_column", "start", "end"})
 
 
 @dataclass

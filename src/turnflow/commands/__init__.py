@@ -1,6 +1,6 @@
 """One module per `turnflow` subcommand; each has `register(subparsers)`.
 A new command is one module plus one line in COMMANDS."""
 
-from turnflow.commands import check, fmt, migrate, rule
+from turnflow.commands import check, fmt, graph, migrate, rule
 
-COMMANDS = [check, fmt, rule, migrate]
+COMMANDS = [check, fmt, rule, graph, migrate]

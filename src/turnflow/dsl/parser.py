@@ -5,14 +5,15 @@ diagnostics with exact positions. `parse_source` never raises on any text.
 
 from __future__ import annotations
 
+import gc
 import json
 import re
 from functools import lru_cache
 from importlib import resources
 from typing import Optional
 
-from lark import Lark, Token, Transformer, v_args
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
+from lark import Lark, Token, Transformer
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from turnflow.diagnostics.diagnostic import Diagnostic
 from turnflow.dsl import ast
@@ -25,11 +26,22 @@ def grammar_text() -> str:
     return resources.files("turnflow.dsl").joinpath(GRAMMAR_FILE).read_text(encoding="utf-8")
 
 
+KEYWORD_TYPES = {kw: kw.upper() for kw in ast.KEYWORDS}
+
+
+def _keyword(tok: Token) -> Token:
+    kind = KEYWORD_TYPES.get(tok.value)
+    if kind is not None:
+        tok.type = kind
+    return tok
+
+
 @lru_cache(maxsize=None)
 def build_parser(strict: bool = False) -> Lark:
-    """The LALR parser, built once per process (strict mode is for tests)."""
-    return Lark(grammar_text(), parser="lalr", lexer="basic", propagate_positions=True,
-                maybe_placeholders=True, strict=strict)
+    """The LALR parser, built once per process (strict mode is for tests).
+    The AST is built during the parse (no intermediate tree)."""
+    return Lark(grammar_text(), parser="lalr", lexer="basic", maybe_placeholders=True, strict=strict,
+                transformer=AstBuilder(), lexer_callbacks={"NAME": _keyword})
 
 
 class ParseError(Exception):
@@ -79,25 +91,44 @@ def decode_number(tok: Token) -> int | float:
 
 # --------------------------------------------------------------------------
 #  Transformer: parse tree → AST (builds only; checks live in compiler.checks)
+#  Nodes are built with `Node.build` (no validation): the values are typed
+#  by construction here, so pydantic's validation would only cost time.
 # --------------------------------------------------------------------------
+_span = Span.at
+_mk_ident = ast.Ident.build
+
+
 def _tok_span(tok: Token) -> Span:
-    return Span(line=tok.line, column=tok.column, end_line=tok.end_line, end_column=tok.end_column,
-                start=tok.start_pos, end=tok.end_pos)
+    return _span(tok.line, tok.column, tok.end_line, tok.end_column, tok.start_pos, tok.end_pos)
 
 
-def _meta_span(meta) -> Span:
-    return Span(line=meta.line, column=meta.column, end_line=meta.end_line, end_column=meta.end_column,
-                start=meta.start_pos, end=meta.end_pos)
+def _between(first, last) -> Span:
+    """The span from the start of `first` to the end of `last` (tokens or nodes)."""
+    a = first.span if isinstance(first, ast.Node) else _tok_span(first)
+    b = last.span if isinstance(last, ast.Node) else _tok_span(last)
+    return _span(a.line, a.column, b.end_line, b.end_column, a.start, b.end)
+
+
+def _last(children):
+    for c in reversed(children):
+        if c is None:
+            continue
+        if isinstance(c, list):
+            if c:
+                return c[-1]
+            continue
+        return c
+    raise AssertionError("empty rule")  # pragma: no cover
 
 
 def _ident(tok: Token) -> ast.Ident:
-    return ast.Ident(span=_tok_span(tok), name=str(tok))
+    return _mk_ident(span=_tok_span(tok), name=tok.value)
 
 
 def _string(tok: Optional[Token]) -> Optional[ast.StringLit]:
     if tok is None:
         return None
-    return ast.StringLit(span=_tok_span(tok), value=decode_string(tok))
+    return ast.StringLit.build(span=_tok_span(tok), value=decode_string(tok))
 
 
 def _number(tok: Optional[Token]) -> Optional[ast.Number]:
@@ -106,127 +137,143 @@ def _number(tok: Optional[Token]) -> Optional[ast.Number]:
     value = decode_number(tok)
     if not isinstance(value, int):
         raise _LiteralError(f"expected a whole number, found `{tok}`", tok)
-    return ast.Number(span=_tok_span(tok), value=value, raw=str(tok))
+    return ast.Number.build(span=_tok_span(tok), value=value, raw=str(tok))
 
 
 def _duration(tok: Token) -> ast.Duration:
     m = _DURATION_RE.match(str(tok))
     assert m is not None
-    return ast.Duration(span=_tok_span(tok), amount=int(m.group(1)), unit=m.group(2))
+    return ast.Duration.build(span=_tok_span(tok), amount=int(m.group(1)), unit=m.group(2))
 
 
-@v_args(meta=True)
+class _ToolList(list):
+    """The names of a `tools [...]` clause, remembering its closing bracket."""
+
+    close: Token
+
+
 class AstBuilder(Transformer):
-    def start(self, meta, children):
+    def start(self, children):
         blocks = [c for c in children if isinstance(c, ast.Block)]
-        span = _meta_span(meta) if not meta.empty else Span.point()
-        return ast.FlowFile(span=span, blocks=blocks)
+        span = _between(blocks[0], blocks[-1]) if blocks else Span.point()
+        return ast.FlowFile.build(span=span, blocks=blocks, comments=[])
 
-    def block_kind(self, meta, children):
+    def block_kind(self, children):
         return children[0]
 
-    def block(self, meta, children):
+    def block(self, children):
         kind_tok, name_tok, title_tok, _lbrace, *rest = children
         rbrace = rest[-1]
         statements = [c for c in rest[:-1] if c is not None]
-        return ast.Block(span=_meta_span(meta), kind=str(kind_tok), kind_span=_tok_span(kind_tok),
-                         name=_ident(name_tok), title=_string(title_tok), statements=statements,
-                         close_span=_tok_span(rbrace))
+        return ast.Block.build(span=_between(kind_tok, rbrace), kind=kind_tok.value,
+                                         kind_span=_tok_span(kind_tok), name=_ident(name_tok),
+                                         title=_string(title_tok), statements=statements,
+                                         close_span=_tok_span(rbrace))
 
     # -- statements --------------------------------------------------------
-    def participant(self, meta, children):
-        _kw, name, desc, role, tools = children
-        return ast.Participant(span=_meta_span(meta), name=_ident(name), description=_string(desc),
-                               role=str(role) if role is not None else None,
-                               role_span=_tok_span(role) if role is not None else None,
-                               tools=tools)
+    def participant(self, children):
+        kw, name, desc, role, tools = children
+        end = tools.close if tools is not None else _last(children[:4])
+        return ast.Participant.build(
+            span=_between(kw, end), name=_ident(name), description=_string(desc),
+            role=role.value if role is not None else None,
+            role_span=_tok_span(role) if role is not None else None, tools=tools)
 
-    def role(self, meta, children):
+    def role(self, children):
         return children[0]
 
-    def tools_clause(self, meta, children):
-        return [_ident(t) for t in children[1:] if t is not None]
+    def tools_clause(self, children):
+        tools = _ToolList(_ident(t) for t in children[2:-1] if t is not None)
+        tools.close = children[-1]
+        return tools
 
-    def start_stmt(self, meta, children):
-        return ast.Start(span=_meta_span(meta), name=_ident(children[1]))
+    def start_stmt(self, children):
+        return ast.Start.build(span=_between(children[0], children[1]), name=_ident(children[1]))
 
-    def max_turns(self, meta, children):
-        return ast.MaxTurns(span=_meta_span(meta), value=_number(children[1]))
+    def max_turns(self, children):
+        return ast.MaxTurns.build(span=_between(children[0], children[1]), value=_number(children[1]))
 
-    def context_init(self, meta, children):
-        return ast.ContextInit(span=_meta_span(meta), key=_ident(children[1]), value=children[2])
+    def context_init(self, children):
+        return ast.ContextInit.build(span=_between(children[0], children[2]), key=_ident(children[1]),
+                                               value=children[2])
 
-    def rule(self, meta, children):
-        source, _arrow, target, _when, terms, _prio, prio = children
-        src_tok = source
-        return ast.Rule(span=_meta_span(meta),
-                        source=None if src_tok.type == "STAR" else _ident(src_tok),
-                        source_span=_tok_span(src_tok), target=target, terms=terms or [],
-                        priority=_number(prio))
+    def rule(self, children):
+        src_tok, _arrow, target, _when, terms, _prio, prio = children
+        return ast.Rule.build(span=_between(src_tok, _last(children)),
+                                        source=None if src_tok.type == "STAR" else _ident(src_tok),
+                                        source_span=_tok_span(src_tok), target=target, terms=terms or [],
+                                        priority=_number(prio))
 
-    def source(self, meta, children):
+    def source(self, children):
         return children[0]
 
-    def handoff(self, meta, children):
-        _kw, source, _arrow, target, _via, tool, desc = children
-        return ast.Handoff(span=_meta_span(meta), source=_ident(source), target=target,
-                           tool=_ident(tool), description=_string(desc))
+    def handoff(self, children):
+        kw, source, _arrow, target, _via, tool, desc = children
+        return ast.Handoff.build(span=_between(kw, _last(children)), source=_ident(source),
+                                           target=target, tool=_ident(tool), description=_string(desc))
 
-    def otherwise(self, meta, children):
-        return ast.Otherwise(span=_meta_span(meta), target=children[2])
+    def otherwise(self, children):
+        return ast.Otherwise.build(span=_between(children[0], children[2]), target=children[2])
 
-    def ordering(self, meta, children):
-        return ast.Ordering(span=_meta_span(meta), value=_ident(children[1]))
+    def ordering(self, children):
+        return ast.Ordering.build(span=_between(children[0], children[1]), value=_ident(children[1]))
 
-    def expect(self, meta, children):
-        _kw, name, dur, action = children
-        return ast.Expect(span=_meta_span(meta), name=_ident(name), duration=_duration(dur),
-                          action=_ident(action))
+    def expect(self, children):
+        kw, name, dur, action = children
+        return ast.Expect.build(span=_between(kw, action), name=_ident(name), duration=_duration(dur),
+                                          action=_ident(action))
 
-    def ttl(self, meta, children):
-        return ast.Ttl(span=_meta_span(meta), duration=_duration(children[1]))
+    def ttl(self, children):
+        return ast.Ttl.build(span=_between(children[0], children[1]), duration=_duration(children[1]))
 
     # -- targets -------------------------------------------------------------
-    def target_participant(self, meta, children):
-        return ast.Target(span=_meta_span(meta), kind="participant", name=_ident(children[0]))
+    def target_participant(self, children):
+        return ast.Target.build(span=_tok_span(children[0]), kind="participant",
+                                          name=_ident(children[0]), reason=None)
 
-    def target_terminate(self, meta, children):
-        return ast.Target(span=_meta_span(meta), kind="terminate", reason=_string(children[1]))
+    def target_terminate(self, children):
+        kw, reason = children
+        return ast.Target.build(span=_between(kw, reason or kw), kind="terminate", name=None,
+                                          reason=_string(reason))
 
-    def target_stay(self, meta, children):
-        return ast.Target(span=_meta_span(meta), kind="stay")
+    def _simple_target(self, children, kind):
+        return ast.Target.build(span=_tok_span(children[0]), kind=kind, name=None, reason=None)
 
-    def target_next(self, meta, children):
-        return ast.Target(span=_meta_span(meta), kind="next")
+    def target_stay(self, children):
+        return self._simple_target(children, "stay")
 
-    def target_initiator(self, meta, children):
-        return ast.Target(span=_meta_span(meta), kind="initiator")
+    def target_next(self, children):
+        return self._simple_target(children, "next")
+
+    def target_initiator(self, children):
+        return self._simple_target(children, "initiator")
 
     # -- conditions ----------------------------------------------------------
-    def condition(self, meta, children):
+    def condition(self, children):
         return [c for c in children if not isinstance(c, Token)]
 
-    def tool_term(self, meta, children):
-        return ast.ToolTerm(span=_meta_span(meta), tool=_ident(children[1]))
+    def tool_term(self, children):
+        return ast.ToolTerm.build(span=_between(children[0], children[1]), tool=_ident(children[1]))
 
-    def context_term(self, meta, children):
-        return ast.ContextTerm(span=_meta_span(meta), key=_ident(children[1]), value=children[2])
+    def context_term(self, children):
+        return ast.ContextTerm.build(span=_between(children[0], children[2]), key=_ident(children[1]),
+                                               value=children[2])
 
-    def text_term(self, meta, children):
-        return ast.TextTerm(span=_meta_span(meta), text=_string(children[2]))
+    def text_term(self, children):
+        return ast.TextTerm.build(span=_between(children[0], children[2]), text=_string(children[2]))
 
-    def literal(self, meta, children):
+    def literal(self, children):
         tok = children[0]
         span = _tok_span(tok)
+        lit = ast.Literal.model_construct
         if tok.type == "STRING":
-            return ast.Literal(span=span, kind="string", value=decode_string(tok), raw=str(tok))
+            return lit(span=span, kind="string", value=decode_string(tok), raw=tok.value)
         if tok.type == "NUMBER":
             value = decode_number(tok)
-            kind = "int" if isinstance(value, int) else "float"
-            return ast.Literal(span=span, kind=kind, value=value, raw=str(tok))
+            return lit(span=span, kind="int" if isinstance(value, int) else "float", value=value, raw=tok.value)
         if tok.type == "NULL":
-            return ast.Literal(span=span, kind="null", value=None, raw="null")
-        return ast.Literal(span=span, kind="bool", value=tok.type == "TRUE", raw=str(tok))
+            return lit(span=span, kind="null", value=None, raw="null")
+        return lit(span=span, kind="bool", value=tok.type == "TRUE", raw=tok.value)
 
 
 # --------------------------------------------------------------------------
@@ -372,19 +419,23 @@ def parse_source(text: str, path: str = "<string>") -> tuple[Optional[ast.FlowFi
     if text.startswith("\ufeff"):
         text = " " + text[1:]  # keep offsets: the BOM becomes a blank
     src = SourceText(text, path)
+    # The parse allocates hundreds of thousands of acyclic objects; the cyclic
+    # collector would rescan the growing AST again and again (half the parse
+    # time on a 20,000-rule file), and reclaims nothing here: pause it.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
     try:
-        tree = build_parser().parse(text)
+        flow = build_parser().parse(text)
     except UnexpectedInput as err:
         return None, [_syntax_diagnostic(err, src)]
-    try:
-        flow = AstBuilder().transform(tree)
-    except VisitError as err:
-        inner = err.orig_exc
-        if isinstance(inner, _LiteralError):
-            return None, [Diagnostic(code="TF002", severity="error", message=str(inner),
-                                     span=_tok_span(inner.token), path=path)]
-        raise
-    return flow.model_copy(update={"comments": scan_comments(src)}), []
+    except _LiteralError as err:
+        return None, [Diagnostic(code="TF002", severity="error", message=str(err),
+                                 span=_tok_span(err.token), path=path)]
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    flow.comments.extend(scan_comments(src))
+    return flow, []
 
 
 def parse(text: str, path: str = "<string>") -> ast.FlowFile:

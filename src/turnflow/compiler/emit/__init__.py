@@ -1,0 +1,1 @@
+"""Back ends: what the compiler emits from the IR (pictures, session specs)."""

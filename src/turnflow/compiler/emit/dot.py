@@ -1,0 +1,117 @@
+"""Picture → Graphviz DOT text (deterministic). `render` turns it into SVG/PNG
+through the `graphviz` package, which needs Graphviz's `dot` program."""
+
+from __future__ import annotations
+
+from turnflow.compiler.emit.picture import Edge, Node, Picture
+
+FONT = "Helvetica"
+RED, GREY, LIGHT = "#c62828", "#9e9e9e", "#f2f2f2"
+
+
+def quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def _attrs(items: dict) -> str:
+    return "[" + ", ".join(f"{k}={quote(str(v))}" for k, v in items.items()) + "]"
+
+
+def _node(n: Node, nid: str) -> str:
+    if n.kind == "start":
+        return f"{quote(nid)} {_attrs({'shape': 'point', 'width': '0.15', 'label': '', 'tooltip': 'start'})}"
+    if n.kind == "end":
+        return f"{quote(nid)} " + _attrs({"shape": "box", "style": "rounded,filled", "fillcolor": "#263238",
+                                           "fontcolor": "white", "label": f"END\n{n.label}",
+                                           "tooltip": f"close reason: {n.label}"})
+    if n.kind == "any":
+        return f"{quote(nid)} " + _attrs({"shape": "plaintext", "label": "any speaker", "fontcolor": GREY})
+    label = n.label
+    roles = [r for r, on in (("initiator", n.initiator), ("respondent", n.respondent)) if on]
+    if roles:
+        label += f"\n({', '.join(roles)})"
+    attrs = {"label": label, "shape": "box", "style": "rounded,filled", "fillcolor": "white"}
+    tooltip = [n.description] if n.description else []
+    if n.start:
+        attrs["penwidth"] = "2"
+    if n.unreachable:
+        attrs.update({"style": "rounded,filled,dashed", "fillcolor": LIGHT, "fontcolor": GREY, "color": GREY})
+        tooltip.append("unreachable from start (TF203)")
+    if n.trapped:
+        attrs.update({"color": RED, "fontcolor": RED, "fillcolor": "#fdecea", "penwidth": "2"})
+        tooltip.append("trapped: cannot reach END (TF202/TF209)")
+    if n.notes:
+        attrs["label"] = label + "\n⚠ " + ", ".join(note.split(":", 1)[0] for note in n.notes)
+        attrs["color"] = attrs.get("color", "#ef6c00")
+        tooltip.extend(n.notes)
+    if tooltip:
+        attrs["tooltip"] = "\n".join(tooltip)
+    return f"{quote(nid)} {_attrs(attrs)}"
+
+
+def _edge(e: Edge, src: str, dst: str) -> str:
+    attrs: dict = {}
+    if e.label:
+        attrs["label"] = e.label
+    if e.kind == "maybe":
+        attrs["style"] = "dashed"
+    elif e.kind == "otherwise":
+        attrs["color"] = "#616161"
+        attrs["fontcolor"] = "#616161"
+    elif e.kind == "shadowed":
+        attrs.update({"style": "dotted", "color": GREY, "fontcolor": GREY, "arrowhead": "tee"})
+    elif e.kind == "turn":
+        attrs["color"] = "#455a64"
+    if e.trapped:
+        attrs["color"] = RED
+        attrs["fontcolor"] = RED
+    if e.lines:
+        attrs["tooltip"] = "line " + ", ".join(map(str, e.lines))
+    return f"{quote(src)} -> {quote(dst)}" + (f" {_attrs(attrs)}" if attrs else "")
+
+
+def _body(p: Picture, prefix: str, indent: str) -> list[str]:
+    def nid(x: str) -> str:
+        return prefix + x
+
+    out = [indent + _node(n, nid(n.id)) + ";" for n in p.nodes]
+    out += [indent + _edge(e, nid(e.src), nid(e.dst)) + ";" for e in p.edges]
+    return out
+
+
+def _caption(p: Picture) -> str:
+    return f"{p.kind} {p.block}" + (f" — {p.title}" if p.title else "")
+
+
+def to_dot(pictures: list[Picture], name: str = "flow") -> str:
+    header = [f"  graph {_attrs({'fontname': FONT, 'rankdir': 'LR', 'labelloc': 't'})};",
+              f"  node {_attrs({'fontname': FONT, 'fontsize': '11'})};",
+              f"  edge {_attrs({'fontname': FONT, 'fontsize': '9'})};"]
+    if len(pictures) == 1:
+        p = pictures[0]
+        lines = [f"digraph {quote(p.block)} {{", *header, f"  label={quote(_caption(p))};"]
+        lines += _body(p, "", "  ")
+    else:
+        lines = [f"digraph {quote(name)} {{", *header]
+        for p in pictures:
+            lines.append(f"  subgraph {quote('cluster_' + p.block)} {{")
+            lines.append(f"    label={quote(_caption(p))};")
+            lines += _body(p, p.block + "/", "    ")
+            lines.append("  }")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+class DotMissing(RuntimeError):
+    pass
+
+
+def render(dot_text: str, fmt: str) -> bytes:
+    """SVG or PNG bytes from DOT text; `DotMissing` when Graphviz's `dot` is not installed."""
+    import graphviz
+
+    try:
+        return graphviz.Source(dot_text).pipe(format=fmt)
+    except graphviz.ExecutableNotFound as err:
+        raise DotMissing("Graphviz's `dot` program is not installed (e.g. `apt-get install graphviz`); "
+                         "`--format dot` and `--format mermaid` need nothing") from err

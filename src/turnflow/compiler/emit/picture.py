@@ -1,0 +1,263 @@
+"""The picture of a block: a neutral model (nodes, edges, notes) that the DOT,
+Mermaid and JSON emitters render. It is built from the speaker graph (the IR)
+and the block's diagnostics, so every emitter shows the same analysis.
+
+Choices (docs/graph.md): one END node per distinct close reason; edges
+labelled with their conditions (`tool t`, `context.k == v`, `text contains
+"s"`, `always`, `otherwise`) and priority when not 0; *maybe* edges dashed;
+unreachable participants greyed; trapped participants and the edges between
+them red; shadowed rules drawn dotted and grey from their source, labelled
+with the rule that shadows them; TF209/TF210/TF211 noted on the start node.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+from turnflow.diagnostics.diagnostic import Diagnostic
+from turnflow.dsl import ast
+
+START_ID = "<start>"
+
+
+def end_id(reason: str) -> str:
+    return f"<END:{reason}>"
+
+
+@dataclass
+class Node:
+    id: str
+    label: str
+    kind: str  # "participant" | "end" | "start" | "any"
+    description: str = ""
+    start: bool = False
+    initiator: bool = False
+    respondent: bool = False
+    unreachable: bool = False
+    trapped: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Edge:
+    src: str
+    dst: str
+    kind: str  # "always" | "maybe" | "otherwise" | "shadowed" | "start" | "turn"
+    labels: list[str] = field(default_factory=list)
+    lines: list[int] = field(default_factory=list)
+    trapped: bool = False
+
+    @property
+    def label(self) -> str:
+        return "\n".join(self.labels)
+
+
+@dataclass
+class Picture:
+    block: str
+    kind: str
+    title: str
+    nodes: list[Node]
+    edges: list[Edge]
+
+
+# --------------------------------------------------------------------------
+#  Labels
+# --------------------------------------------------------------------------
+def _lit(v: ast.Literal) -> str:
+    return json.dumps(v.value, ensure_ascii=False)
+
+
+def term_label(t) -> str:
+    if isinstance(t, ast.ToolTerm):
+        return f"tool {t.tool.name}"
+    if isinstance(t, ast.ContextTerm):
+        return f"context.{t.key.name} == {_lit(t.value)}"
+    return f"text contains {json.dumps(t.text.value, ensure_ascii=False)}"
+
+
+def rule_label(rule) -> str:
+    """The condition under which `rule` sends the turn along its edge."""
+    if rule is None:
+        return "otherwise"
+    if isinstance(rule, ast.Otherwise):
+        return "otherwise"
+    if isinstance(rule, ast.Handoff):
+        return f"tool {rule.tool.name}"
+    text = " and ".join(term_label(t) for t in rule.terms) if rule.terms else "always"
+    if rule.priority is not None and rule.priority.value != 0:
+        text += f" [priority {rule.priority.value}]"
+    return text
+
+
+def rule_kind(rule) -> str:
+    if rule is None or isinstance(rule, ast.Otherwise):
+        return "otherwise"
+    if isinstance(rule, ast.Handoff) or rule.terms:
+        return "maybe"
+    return "always"
+
+
+def close_reason(rule) -> str:
+    target = None if rule is None else rule.target
+    if target is None or target.reason is None:
+        return "after_work"
+    return target.reason.value
+
+
+# --------------------------------------------------------------------------
+#  Building
+# --------------------------------------------------------------------------
+def _participant_nodes(block: ast.Block) -> dict[str, Node]:
+    nodes: dict[str, Node] = {}
+    for p in block.participants:
+        if p.name.name in nodes:
+            continue
+        nodes[p.name.name] = Node(id=p.name.name, label=p.name.name, kind="participant",
+                                  description=p.description.value if p.description else "",
+                                  initiator=p.role == "initiator", respondent=p.role == "respondent")
+    return nodes
+
+
+def _rule_at(block: ast.Block, d: Diagnostic):
+    for st in block.statements:
+        if isinstance(st, (ast.Rule, ast.Handoff)) and st.span.start <= d.span.start < st.span.end:
+            return st
+    return None
+
+
+def build_picture(block: ast.Block, diagnostics: Sequence[Diagnostic] = ()) -> Picture:
+    """The picture of one error-free block; `diagnostics` are the block file's findings."""
+    title = block.title.value if block.title is not None else ""
+    if block.kind != "workflow":
+        return _session_picture(block, title)
+
+    from turnflow.compiler.graph import END, build_graph
+    import networkx as nx
+
+    ir = build_graph(block)
+    g = ir.g
+    nodes = _participant_nodes(block)
+    start = ir.start
+    inside = [d for d in diagnostics if block.span.start <= d.span.start < block.span.end]
+
+    reach = {start} | nx.descendants(g, start) if start in g else set()
+    coreach = nx.ancestors(g, END) | {END} if END in g else set()
+    for name, node in nodes.items():
+        node.unreachable = name not in reach
+        node.trapped = name in reach and name not in coreach
+    if start in nodes:
+        nodes[start].start = True
+        for d in inside:
+            if d.code in ("TF209", "TF210", "TF211"):
+                nodes[start].notes.append(f"{d.code}: {d.message}")
+
+    edges: list[Edge] = []
+    end_nodes: dict[str, Node] = {}
+    for src, dst, data in sorted(g.edges(data=True), key=lambda e: (_order(nodes, e[0]), _order(nodes, e[1]))):
+        if src == END:
+            continue
+        rules = data.get("rules") or [None]
+        if dst == END:
+            by_reason: dict[str, list] = {}
+            for r in rules:
+                by_reason.setdefault(close_reason(r), []).append(r)
+            for reason, rs in by_reason.items():
+                end_nodes.setdefault(reason, Node(id=end_id(reason), label=reason, kind="end"))
+                edges.append(_edge(src, end_id(reason), rs, False))
+        else:
+            trapped = src in nodes and dst in nodes and nodes[src].trapped and nodes[dst].trapped
+            edges.append(_edge(src, dst, rules, trapped))
+
+    # shadowed rules (TF204): dotted, from their source, labelled with what shadows them
+    any_node = None
+    for d in inside:
+        if d.code != "TF204":
+            continue
+        rule = _rule_at(block, d)
+        if rule is None:
+            continue
+        src = rule.source.name if rule.source is not None else "*"
+        if src == "*":
+            any_node = any_node or Node(id="<any>", label="any speaker", kind="any")
+            src = any_node.id
+        dst = _target_id(rule.target, src, block, end_nodes)
+        if dst is None:
+            continue
+        edges.append(Edge(src=src, dst=dst, kind="shadowed", labels=[f"{rule_label(rule)} (never: {d.message})"],
+                          lines=[rule.span.line]))
+
+    out_nodes = [Node(id=START_ID, label="start", kind="start")] if start in nodes else []
+    out_nodes += list(nodes.values())
+    if any_node is not None:
+        out_nodes.append(any_node)
+    out_nodes += [end_nodes[r] for r in sorted(end_nodes)]
+    if start in nodes:
+        edges.insert(0, Edge(src=START_ID, dst=start, kind="start"))
+    return Picture(block=block.name.name, kind=block.kind, title=title, nodes=out_nodes, edges=edges)
+
+
+def _order(nodes: dict[str, Node], name: str) -> tuple:
+    keys = list(nodes)
+    return (0, keys.index(name)) if name in nodes else (1, str(name))
+
+
+def _edge(src: str, dst: str, rules: list, trapped: bool) -> Edge:
+    kinds = {rule_kind(r) for r in rules}
+    kind = "always" if "always" in kinds else ("otherwise" if "otherwise" in kinds else "maybe")
+    seen: list[str] = []
+    for r in rules:
+        label = rule_label(r)
+        if label not in seen:
+            seen.append(label)
+    lines = sorted({r.span.line for r in rules if r is not None})
+    return Edge(src=src, dst=dst, kind=kind, labels=seen, lines=lines, trapped=trapped)
+
+
+def _target_id(target: ast.Target, src: str, block: ast.Block, end_nodes: dict[str, Node]) -> Optional[str]:
+    if target.kind == "participant":
+        return target.name.name
+    if target.kind == "terminate":
+        reason = target.reason.value if target.reason else "after_work"
+        end_nodes.setdefault(reason, Node(id=end_id(reason), label=reason, kind="end"))
+        return end_id(reason)
+    if target.kind == "stay":
+        return src if src != "<any>" else None
+    return None  # next / initiator: no single node for a shadowed rule
+
+
+def _session_picture(block: ast.Block, title: str) -> Picture:
+    """Consulting, conversation and discussion blocks have fixed turn rules."""
+    nodes = _participant_nodes(block)
+    names = list(nodes)
+    edges: list[Edge] = []
+    extra: list[Node] = []
+    if block.kind == "consulting" and len(names) == 2:
+        asker = next((n for n in names if nodes[n].initiator), names[0])
+        answerer = next(n for n in names if n != asker)
+        nodes[asker].start = True
+        extra.append(Node(id=end_id("consulting_complete"), label="consulting_complete", kind="end"))
+        edges = [Edge(src=START_ID, dst=asker, kind="start"),
+                 Edge(src=asker, dst=answerer, kind="turn", labels=["question"]),
+                 Edge(src=answerer, dst=end_id("consulting_complete"), kind="turn", labels=["reply"])]
+        return Picture(block.name.name, block.kind, title,
+                       [Node(id=START_ID, label="start", kind="start")] + list(nodes.values()) + extra, edges)
+    if block.kind == "conversation":
+        for a in names:
+            for b in names:
+                if a != b:
+                    edges.append(Edge(src=a, dst=b, kind="turn", labels=["any order"]))
+        return Picture(block.name.name, block.kind, title, list(nodes.values()), edges)
+    # discussion: strict round robin from the creator
+    first = next((n for n in names if nodes[n].initiator), names[0] if names else None)
+    if first is None:
+        return Picture(block.name.name, block.kind, title, [], [])
+    nodes[first].start = True
+    order = names[names.index(first):] + names[:names.index(first)]
+    edges.append(Edge(src=START_ID, dst=first, kind="start"))
+    for a, b in zip(order, order[1:] + order[:1]):
+        edges.append(Edge(src=a, dst=b, kind="turn", labels=["round robin"]))
+    return Picture(block.name.name, block.kind, title,
+                   [Node(id=START_ID, label="start", kind="start")] + list(nodes.values()), edges)
