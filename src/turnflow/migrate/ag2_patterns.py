@@ -56,9 +56,6 @@ def migrate(text: str, path: str, src: Optional[SourceText] = None) -> Migration
                 continue
             raw = mod.string(kwarg(call, "name", 0)) or var
             name, changed = names.add(raw)
-            if changed:
-                b_notes.append(("TF402", f"agent name {json.dumps(raw)} is not a valid flow NAME; renamed to "
-                                f"`{name}`", pos(call)))
             fns = kwarg(call, "functions")
             fns = mod.resolve(fns)
             agents[var] = Agent(var, raw, name, call, mod.string(kwarg(call, "description")),
@@ -104,7 +101,7 @@ def migrate(text: str, path: str, src: Optional[SourceText] = None) -> Migration
                        "without running it", pos(pcall), path, src)
         b = _pattern(mod, pcall, agents, names, blocks)
         for code, msg, at in b_notes:
-            b.note(code, msg, at, comment=False)
+            b.note(code, msg, at)
         builders.append(b)
     return render(builders, [f"Migrated by `turnflow migrate` from {path} (AG2 group pattern)."],
                   path, src, "ag2-patterns")
@@ -163,21 +160,20 @@ def _pattern(mod: Module, pcall: pyast.Call, agents: dict[str, Agent], names: Na
         cx.by_name[user.name] = user
 
     # -- does anything revert to the user? -------------------------------------
-    all_targets = [n for a in members for n in pyast.walk(a.call)]
-    uses_revert = "RevertToUserTarget" in pyast.unparse(mod.tree)
-    del all_targets
+    uses_revert = any(callee(c) == "RevertToUserTarget" for c in calls(mod.tree))
 
     # -- participants ----------------------------------------------------------------
     b.section()
-    for a in members:
-        b.participant(a.name, a.description)
-    if user is not None:
-        b.participant(user.name, user.description, "initiator")
-    elif uses_revert or kind == "ManualPattern":
+    for a in members + ([user] if user is not None else []):
+        if a.name != a.raw:
+            b.note("TF402", f"agent name {json.dumps(a.raw)} is not a valid flow NAME; renamed to `{a.name}`",
+                   pos(kwarg(a.call, "name", 0) or a.call))
+        b.participant(a.name, a.description, "initiator" if a is user else None)
+    if user is None and (uses_revert or kind == "ManualPattern"):
         name = names.add("user")[0]
         cx.user = name
         b.note("TF408", "the pattern has no `user_agent`; AG2 creates a user agent for RevertToUserTarget and "
-               f"manual selection; the flow declares `{name}` as the initiator", pos(pcall), comment=False)
+               f"manual selection; the flow declares `{name}` as the initiator", pos(pcall))
         b.participant(name, "The human user (created by AG2)", "initiator")
 
     # -- start, caps, context ----------------------------------------------------------
@@ -202,7 +198,7 @@ def _pattern(mod: Module, pcall: pyast.Call, agents: dict[str, Agent], names: Na
                         b.context(_key(cx, key, k), value)
                         continue
                 b.note("TF409", f"context variable `{key}` starts as a list or dict, which a `context` statement "
-                       "cannot hold; not initialised", pos(v), comment=False)
+                       "cannot hold; not initialised", pos(v))
 
     # -- per agent -------------------------------------------------------------------
     group_after = kwarg(pcall, "group_after_work")
@@ -273,8 +269,7 @@ def _key(cx: Ctx, key: str, at: pyast.AST) -> str:
     if NAME_RE.match(key) and key not in flow_ast.KEYWORDS:
         return key
     new = _N.clean(key)
-    cx.b.note("TF402", f"context key {json.dumps(key)} is not a valid flow NAME; renamed to `{new}`", pos(at),
-              comment=False)
+    cx.b.note("TF402", f"context key {json.dumps(key)} is not a valid flow NAME; renamed to `{new}`", pos(at))
     return new
 
 

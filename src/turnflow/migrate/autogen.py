@@ -48,6 +48,7 @@ class Agent:
     kind: str
     tools: list[str] = field(default_factory=list)
     handoffs: list[dict] = field(default_factory=list)  # {target, description, name, at}
+    name_at: Optional[Pos] = None
 
 
 def migrate(text: str, path: str, src: Optional[SourceText] = None) -> Migration:
@@ -102,11 +103,8 @@ def _agents(team: dict, pos: Positions, names: Names, b: FlowBuilder, path: str,
         if not isinstance(raw, str) or not raw:
             raise fail("TF401", "a participant has no `config.name`", pos.of(p), path, src)
         name, changed = names.add(raw)
-        if changed:
-            b.note("TF402", f"agent name {json.dumps(raw)} is not a valid flow NAME; renamed to `{name}`",
-                   pos.of(pc, "name"), comment=False)
         desc = pc.get("description") if isinstance(pc.get("description"), str) else None
-        agent = Agent(raw, name, desc, p, _kind(p))
+        agent = Agent(raw, name, desc, p, _kind(p), name_at=pos.of(pc, "name"))
         for t in _tool_list(pc):
             tn = _config(t).get("name") if isinstance(t, dict) else None
             if isinstance(tn, str) and tn:
@@ -235,6 +233,9 @@ def _team(team: dict, pos: Positions, blocks: Names, path: str, src: SourceText)
 
     b.section()
     for a in agents:
+        if a.name != a.raw:
+            b.note("TF402", f"agent name {json.dumps(a.raw)} is not a valid flow NAME; renamed to `{a.name}`",
+                   a.name_at)
         b.participant(a.name, a.description)
     if len(agents) < 2:
         b.note("TF408", "a workflow needs two participants; the sender of the task, `user`, is added "
@@ -276,7 +277,7 @@ def _team(team: dict, pos: Positions, blocks: Names, path: str, src: SourceText)
                 "final_answer_prompt"):
         if key in cfg and cfg[key] not in (None, False) and key not in ("selector_prompt", "final_answer_prompt",
                                                                       "max_selector_attempts", "max_stalls"):
-            b.note("TF409", f"`{key}` has no equivalent in a .flow file; ignored", pos.of(cfg, key), comment=False)
+            b.note("TF409", f"`{key}` has no equivalent in a .flow file; ignored", pos.of(cfg, key))
 
     # -- termination first -------------------------------------------------------
     b.section()
@@ -309,8 +310,7 @@ def _team(team: dict, pos: Positions, blocks: Names, path: str, src: SourceText)
         repeat = bool(cfg.get("allow_repeated_speaker", False)) or kind == "MagenticOneGroupChat"
         if kind == "SelectorGroupChat":
             b.note("TF403", "the selector model picks the next speaker; each participant gets one routing tool "
-                   "per possible successor, and the next participant when it calls none", pos.of(team, "provider"),
-                   comment=False)
+                   "per possible successor, and the next participant when it calls none", pos.of(team, "provider"))
         _terminating_handoffs(b, agents, term, order)
         _text_message(b, term, by_name)
         for x in order:
@@ -326,8 +326,7 @@ def _team(team: dict, pos: Positions, blocks: Names, path: str, src: SourceText)
             b.rule(x, ("next",) if len(order) > 1 else x)
     elif kind == "Swarm":
         b.note("TF403", "in a Swarm the speaker picks the next one by calling a handoff tool and speaks again "
-               "when it calls none; the flow keeps the handoffs and falls back to `stay`", pos.of(team, "provider"),
-               comment=False)
+               "when it calls none; the flow keeps the handoffs and falls back to `stay`", pos.of(team, "provider"))
         for a in agents:
             if not a.handoffs:
                 continue
@@ -363,7 +362,7 @@ def _terminating_handoffs(b: FlowBuilder, agents: list[Agent], term: Term, order
                           h["description"] or None)
             else:
                 b.note("TF409", f"outside a Swarm, `{a.raw}`'s handoff to `{h['target']}` does not choose the "
-                       "next speaker; ignored", h["at"], comment=False)
+                       "next speaker; ignored", h["at"])
 
 
 def _text_message(b: FlowBuilder, term: Term, by_name: dict) -> None:

@@ -97,10 +97,8 @@ def migrate(text: str, path: str, src: Optional[SourceText] = None) -> Migration
                        "code without running it and cannot tell which group chat runs", pos(call), path, src)
         builders.append(_group(cx, call, used_block_names))
     for agent, message in renames:
-        for b in builders:
-            if agent is None or agent.name in b.participants:
-                b.note("TF402", message, pos(agent.call if agent else group_calls[0]), comment=False)
-                break
+        if agent is None:  # a name that is not a literal
+            builders[0].note("TF402", message, pos(group_calls[0]))
     return render(builders, [f"Migrated by `turnflow migrate` from {path} (classic GroupChat)."],
                   path, src, "classic")
 
@@ -214,7 +212,7 @@ def _group(cx: Classic, call: pyast.Call, block_names: Names) -> FlowBuilder:
                        "transitions are given", pos(ttype_node or call), path, src)
         if repeat is not None:
             b.note("TF409", "`allow_repeat_speaker` and `allowed_or_disallowed_speaker_transitions` are mutually "
-                   "exclusive (AutoGen rejects both); the transitions are used", pos(repeat_node), comment=False)
+                   "exclusive (AutoGen rejects both); the transitions are used", pos(repeat_node))
         given: dict[str, list[str]] = {}
         pairs = list(zip(resolved.keys, resolved.values))
         var = transitions_node.id if isinstance(transitions_node, pyast.Name) else None
@@ -247,7 +245,15 @@ def _group(cx: Classic, call: pyast.Call, block_names: Names) -> FlowBuilder:
     order = [init_agent] + agents if outside else agents
     for a in order:
         role = "initiator" if init_agent is not None and a is init_agent else None
+        if a.name != a.raw and a.name not in b.participants:
+            b.note("TF402", f"agent name {json.dumps(a.raw)} is not a valid flow NAME; renamed to `{a.name}`",
+                   pos(kwarg(a.call, "name", 0) or a.call))
         b.participant(a.name, a.description, role)
+    for name in IGNORED:
+        node = kwarg(call, name)
+        if node is not None:
+            b.note("TF409", f"`{name}` has no equivalent in a .flow file; ignored", pos(node), comment=True)
+
     b.section()
     if init_agent is None:
         b.note("TF408", "no `initiate_chat(manager, ...)` call found for this group chat; assumed the first "
@@ -257,11 +263,6 @@ def _group(cx: Classic, call: pyast.Call, block_names: Names) -> FlowBuilder:
         start = init_agent.name
     b.start(start)
     b.max_turns(max_round)
-    for name in IGNORED:
-        node = kwarg(call, name)
-        if node is not None:
-            b.note("TF409", f"`{name}` has no equivalent in a .flow file; ignored", pos(node), comment=False)
-
     def eligible(x: str) -> Optional[list[str]]:
         if x not in names:  # the initiator outside the group: every agent is eligible
             return list(names)
