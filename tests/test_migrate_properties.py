@@ -1,0 +1,151 @@
+"""Properties of `turnflow migrate`.
+
+- Random classic GroupChat configurations (allowed / disallowed dicts, keys
+  with empty lists, sinks, allow_repeat_speaker as bool or list, every
+  selection method, an initiator inside or outside the group): the migrated
+  flow's speaker graph equals the graph computed here directly from AutoGen's
+  selection rules, edge for edge.
+- Name sanitisation always yields distinct, valid, non-keyword NAMEs.
+- Context expressions: `and` → one rule, `or` → several, others refused.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import turnflow
+from turnflow.dsl import ast
+from turnflow.migrate import migrate
+from turnflow.migrate.ag2_patterns import _Unexpressible, _expression
+from turnflow.migrate.common import NAME_RE, Names
+from test_migrate import END, graph_edges, reference_edges
+
+METHODS = ("auto", "round_robin", "random", "manual")
+
+
+def expected_edges(names, mode, table, repeat, method, initiator, terminate):
+    """AutoGen 0.2 GroupChat semantics, written out independently of the migrator."""
+    if mode is None:
+        allowed = {x: [y for y in names if y != x] for x in names}
+        for x in names:
+            if repeat is None or repeat is True or (isinstance(repeat, list) and x in repeat):
+                allowed[x].append(x)
+    elif mode == "allowed":
+        allowed = {k: list(v) for k, v in table.items()}
+    else:  # disallowed: invert from the complete graph with self-loops
+        allowed = {x: list(names) for x in names}
+        for k, v in table.items():
+            allowed[k] = [y for y in names if y not in v]
+    speakers = list(names) + ([initiator] if initiator is not None and initiator not in names else [])
+    edges = set()
+    for x in speakers:
+        if terminate:
+            edges.add((x, END))
+        if x in names and x not in allowed:
+            edges.add((x, END))  # NoEligibleSpeaker
+            continue
+        elig = [y for y in names if y in allowed[x]] if x in names else []
+        if not elig:
+            elig = list(names)
+        if method == "round_robin" or len(elig) == 1:
+            idx = names.index(x) if x in names else -1
+            nxt = next(names[(idx + 1 + i) % len(names)] for i in range(len(names))
+                       if names[(idx + 1 + i) % len(names)] in elig)
+            edges.add((x, nxt))
+        else:
+            edges.update((x, y) for y in elig)
+    return edges
+
+
+@st.composite
+def configs(draw):
+    n = draw(st.integers(2, 5))
+    names = [f"A{i}" for i in range(n)]
+    mode = draw(st.sampled_from([None, "allowed", "disallowed"]))
+    table = {}
+    repeat = None
+    if mode is not None:
+        keys = draw(st.lists(st.sampled_from(names), unique=True, min_size=0 if mode == "disallowed" else 1))
+        for k in keys:
+            table[k] = draw(st.lists(st.sampled_from(names), unique=True))
+    else:
+        repeat = draw(st.one_of(st.none(), st.booleans(), st.lists(st.sampled_from(names), unique=True)))
+    method = draw(st.sampled_from(METHODS))
+    initiator = draw(st.one_of(st.none(), st.sampled_from(names), st.just("Outsider")))
+    terminate = draw(st.booleans())
+    return names, mode, table, repeat, method, initiator, terminate
+
+
+def source(names, mode, table, repeat, method, initiator, terminate) -> str:
+    var = {n: n.lower() for n in names + ["Outsider"]}
+    lines = ["import autogen", "llm_config = {\"model\": \"gpt-4o\"}"]
+    for n in names + (["Outsider"] if initiator == "Outsider" else []):
+        lines.append(f"{var[n]} = autogen.AssistantAgent(name={n!r}, llm_config=llm_config)")
+    args = [f"agents=[{', '.join(var[n] for n in names)}]", "messages=[]", "max_round=7",
+            f"speaker_selection_method={method!r}"]
+    if mode is not None:
+        body = ", ".join(f"{var[k]}: [{', '.join(var[v] for v in vs)}]" for k, vs in table.items())
+        lines.append(f"transitions = {{{body}}}")
+        args += ["allowed_or_disallowed_speaker_transitions=transitions", f"speaker_transitions_type={mode!r}"]
+    elif repeat is not None:
+        args.append("allow_repeat_speaker=" + (repr(repeat) if isinstance(repeat, bool)
+                                                else f"[{', '.join(var[r] for r in repeat)}]"))
+    lines.append(f"chat = autogen.GroupChat({', '.join(args)})")
+    term = ", is_termination_msg=lambda m: \"DONE\" in m[\"content\"]" if terminate else ""
+    lines.append(f"manager = autogen.GroupChatManager(groupchat=chat, llm_config=llm_config{term})")
+    if initiator is not None:
+        lines.append(f"{var[initiator]}.initiate_chat(manager, message=\"go\")")
+    return "\n".join(lines) + "\n"
+
+
+@settings(max_examples=150, deadline=None)
+@given(configs())
+def test_classic_speaker_graph_matches_autogen_semantics(cfg):
+    text = source(*cfg)
+    result = migrate(text, "random.py")
+    flow = turnflow.parse(result.text)
+    assert not [d for d in turnflow.check(result.text) if d.severity == "error"]
+    block = flow.blocks[0]
+    want = expected_edges(*cfg)
+    assert reference_edges(block) == want, text + result.text
+    assert graph_edges(block) == want, text + result.text
+    # max_round counts the opening message, sent by the initiator (the start)
+    assert block.of_type(ast.MaxTurns)[0].value.value == 7
+    start = block.of_type(ast.Start)[0].name.name
+    assert start == (cfg[5] if cfg[5] is not None else "A0")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(min_size=0, max_size=12), min_size=1, max_size=8))
+def test_sanitised_names_are_valid_distinct_and_deterministic(raws):
+    a, b = Names(), Names()
+    out = [a.add(r)[0] for r in raws]
+    assert out == [b.add(r)[0] for r in raws]
+    for raw, name in zip(raws, out):
+        assert NAME_RE.match(name) and name not in ast.KEYWORDS, (raw, name)
+    assert len(set(out)) == len(set(raws))
+    for raw, (name, changed) in zip(raws, [Names().add(r) for r in raws]):
+        assert changed == (name != raw)
+
+
+@pytest.mark.parametrize("expr, dnf", [
+    ("${a} == True and ${b} == 'x'", [[("a", True), ("b", "x")]]),
+    ("${stage} == 'review' or ${stage} == 'revision'", [[("stage", "review")], [("stage", "revision")]]),
+    ("(${a} == 1 or ${b} == 2) and ${c} == None", [[("a", 1), ("c", None)], [("b", 2), ("c", None)]]),
+    ("${n} == -3", [[("n", -3)]]),
+])
+def test_context_expressions_translate(expr, dnf):
+    assert _expression(expr)[0] == dnf
+
+
+@pytest.mark.parametrize("expr", ["${a} != 1", "${count} > 3", "len(${items}) > 0", "${a} + 1 == 2", "${a} =="])
+def test_context_expressions_that_cannot_be_expressed(expr):
+    with pytest.raises(_Unexpressible):
+        _expression(expr)
+
+
+def test_truthiness_is_an_announced_approximation():
+    dnf, approx = _expression("not ${logged_in} and ${vip}")
+    assert dnf == [[("logged_in", False), ("vip", True)]]
+    assert "approximated" in approx
