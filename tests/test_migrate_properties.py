@@ -149,3 +149,49 @@ def test_truthiness_is_an_announced_approximation():
     dnf, approx = _expression("not ${logged_in} and ${vip}")
     assert dnf == [[("logged_in", False), ("vip", True)]]
     assert "approximated" in approx
+
+
+# --------------------------------------------------------------------------
+#  Robustness: mangled inputs give a result or a TF401, never a crash
+# --------------------------------------------------------------------------
+from pathlib import Path  # noqa: E402
+
+from turnflow.migrate import MigrateError  # noqa: E402
+
+_INPUTS = sorted(p for p in (Path(__file__).parent / "fixtures" / "migrate").glob("*/*") if p.suffix in (".py", ".json"))
+
+
+def _outcome(text: str, family):
+    try:
+        result = migrate(text, "mangled", family)
+    except MigrateError as exc:
+        assert exc.diagnostics and all(d.code == "TF401" for d in exc.diagnostics)
+        return None
+    turnflow.parse(result.text)  # whatever is produced parses
+    return result
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from(_INPUTS), st.data())
+def test_mangled_inputs_never_crash(path, data):
+    text = path.read_text(encoding="utf-8")
+    i = data.draw(st.integers(0, len(text)))
+    j = data.draw(st.integers(i, min(len(text), i + 200)))
+    junk = data.draw(st.sampled_from(["", "(", "]", "}", "\"", "None", "[]", "{}", "0", "x", "\n", "lambda: 0"]))
+    family = data.draw(st.sampled_from([None, "classic", "ag2-patterns", "autogen"]))
+    _outcome(text[:i] + junk + text[j:], family)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+                    lambda children: st.lists(children, max_size=4)
+                    | st.dictionaries(st.sampled_from(["provider", "config", "participants", "name", "graph",
+                                                       "nodes", "edges", "target", "handoffs", "components",
+                                                       "teams", "termination_condition", "conditions"]),
+                                      children, max_size=5), max_leaves=25))
+def test_arbitrary_json_never_crashes(value):
+    import json as _json
+
+    if isinstance(value, dict) and "provider" in value:
+        value["provider"] = "autogen_agentchat.teams.RoundRobinGroupChat"
+    _outcome(_json.dumps(value), "autogen")

@@ -148,7 +148,11 @@ def _pattern(mod: Module, pcall: pyast.Call, agents: dict[str, Agent], names: Na
         if not (isinstance(e, pyast.Name) and e.id in agents):
             raise fail("TF401", f"`{pyast.unparse(e)}` in `agents` is not an agent created in this file", pos(e),
                        path, src)
-        members.append(agents[e.id])
+        if any(m.name == agents[e.id].name and m is not agents[e.id] for m in members):
+            raise fail("TF401", f"two agents are named {json.dumps(agents[e.id].raw)}; AG2 requires unique names",
+                       pos(e), path, src)
+        if agents[e.id] not in members:
+            members.append(agents[e.id])
     if not (isinstance(init_node, pyast.Name) and init_node.id in agents):
         raise fail("TF401", "`initial_agent` must be an agent created in this file", pos(init_node or pcall),
                    path, src)

@@ -34,9 +34,13 @@ def _kind(component: Any) -> str:
     return ""
 
 
-def _config(component: dict) -> dict:
-    cfg = component.get("config")
+def _config(component: Any) -> dict:
+    cfg = component.get("config") if isinstance(component, dict) else None
     return cfg if isinstance(cfg, dict) else {}
+
+
+def _list(value: Any) -> list:
+    return value if isinstance(value, list) else []
 
 
 @dataclass
@@ -102,6 +106,9 @@ def _agents(team: dict, pos: Positions, names: Names, b: FlowBuilder, path: str,
         raw = pc.get("name")
         if not isinstance(raw, str) or not raw:
             raise fail("TF401", "a participant has no `config.name`", pos.of(p), path, src)
+        if raw in names.map:
+            raise fail("TF401", f"two participants are named {json.dumps(raw)}; AutoGen requires unique names",
+                       pos.of(pc, "name"), path, src)
         name, changed = names.add(raw)
         desc = pc.get("description") if isinstance(pc.get("description"), str) else None
         agent = Agent(raw, name, desc, p, _kind(p), name_at=pos.of(pc, "name"))
@@ -109,7 +116,7 @@ def _agents(team: dict, pos: Positions, names: Names, b: FlowBuilder, path: str,
             tn = _config(t).get("name") if isinstance(t, dict) else None
             if isinstance(tn, str) and tn:
                 agent.tools.append(tool_name(tn))
-        for h in pc.get("handoffs") or []:
+        for h in _list(pc.get("handoffs")):
             if isinstance(h, str):
                 agent.handoffs.append({"target": h, "description": None, "name": f"transfer_to_{h}",
                                        "at": pos.of(pc, "handoffs")})
@@ -121,10 +128,10 @@ def _agents(team: dict, pos: Positions, names: Names, b: FlowBuilder, path: str,
 
 
 def _tool_list(pc: dict) -> list:
-    tools = list(pc.get("tools") or [])
+    tools = list(_list(pc.get("tools")))
     wb = pc.get("workbench")
     for w in wb if isinstance(wb, list) else [wb] if isinstance(wb, dict) else []:
-        tools += list(_config(w).get("tools") or [])
+        tools += _list(_config(w).get("tools"))
     return [t for t in tools if isinstance(t, dict)]
 
 
@@ -154,7 +161,7 @@ def _termination(cond: Any, pos: Positions, b: FlowBuilder, term: Term, names: N
         if kind == "AndTerminationCondition":
             term.note("TF405", "`&` (And) of termination conditions ends the run only when all have fired; "
                    "approximated by ending when any of them fires", at)
-        for c in cfg.get("conditions") or []:
+        for c in _list(cfg.get("conditions")):
             _termination(c, pos, b, term, names)
         return
     if kind == "MaxMessageTermination":
@@ -171,7 +178,7 @@ def _termination(cond: Any, pos: Positions, b: FlowBuilder, term: Term, names: N
                                else None))
         return
     if kind == "SourceMatchTermination":
-        for s in cfg.get("sources") or []:
+        for s in _list(cfg.get("sources")):
             if isinstance(s, str):
                 term.sources.append(names.map.get(s, s))
         return
@@ -392,8 +399,8 @@ def _graph_start(cfg, pos, b, names, order, path, src) -> str:
         return names.map[start]
     parents = {n: 0 for n in nodes}
     for n, node in nodes.items():
-        for e in (node.get("edges") or []) if isinstance(node, dict) else []:
-            if isinstance(e, dict) and e.get("target") in parents:
+        for e in _list(node.get("edges")) if isinstance(node, dict) else []:
+            if isinstance(e, dict) and isinstance(e.get("target"), str) and e.get("target") in parents:
                 parents[e["target"]] += 1
     roots = [names.map.get(n, n) for n in nodes if parents[n] == 0]
     if len(roots) > 1:
@@ -410,8 +417,8 @@ def _graph(cfg, pos, b: FlowBuilder, names: Names, order, path, src, ended=froze
         if name is None:
             raise fail("TF401", f"graph node `{raw}` is not a participant", pos.of(nodes, raw), path, src)
         out = []
-        for e in (node.get("edges") or []) if isinstance(node, dict) else []:
-            if not isinstance(e, dict) or e.get("target") not in names.map:
+        for e in _list(node.get("edges")) if isinstance(node, dict) else []:
+            if not isinstance(e, dict) or not isinstance(e.get("target"), str) or e["target"] not in names.map:
                 raise fail("TF401", "a graph edge names a target that is not a participant",
                            pos.of(e) if isinstance(e, (dict, list)) else pos.of(node), path, src)
             cond = e.get("condition")

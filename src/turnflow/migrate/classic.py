@@ -120,10 +120,14 @@ def _agent_list(cx: Classic, node: Optional[pyast.AST], what: str, at: pyast.AST
     for elt in resolved.elts:
         agent = cx.agent_of(elt)
         if agent is None:
-            raise fail("TF401", f"`{mod.src.text[0:0] or pyast.unparse(elt)}` in {what} is not an agent "
+            raise fail("TF401", f"`{pyast.unparse(elt)}` in {what} is not an agent "
                        "created in this file", pos(elt), mod.path, mod.src)
-        if agent not in out:
-            out.append(agent)
+        if agent in out:
+            continue
+        if any(a.name == agent.name for a in out):
+            raise fail("TF401", f"two agents in {what} are named {json.dumps(agent.raw)}; AutoGen requires unique "
+                       "names", pos(elt), mod.path, mod.src)
+        out.append(agent)
     return out
 
 
