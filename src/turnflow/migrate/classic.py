@@ -160,8 +160,9 @@ def _group(cx: Classic, call: pyast.Call, block_names: Names) -> FlowBuilder:
     path, src = mod.path, mod.src
     group_var = _bound_var(mod, call)
     agents = _agent_list(cx, kwarg(call, "agents", 0), "`agents`", call)
-    if len(agents) < 1:
-        raise fail("TF401", "`agents` is empty", pos(call), path, src)
+    if len(agents) < 2:
+        raise fail("TF401", "a group chat needs at least two agents (a .flow workflow has two or more "
+                   "participants)", pos(kwarg(call, "agents", 0) or call), path, src)
     manager, initiator, init_call = _manager_and_initiator(cx, group_var, call)
 
     block, _ = block_names.add(group_var or "groupchat")
@@ -300,13 +301,18 @@ def _group(cx: Classic, call: pyast.Call, block_names: Names) -> FlowBuilder:
     # -- transitions ------------------------------------------------------------
     if custom_fn is not None:
         handled = _custom(cx, b, custom_fn, method_node, speakers, names, eligible, after)
+    elif method == "custom":
+        handled = set()
+        b.note("TF404", "the speaker selection method is not a function defined in this file; approximated as a "
+               "choice by the speaker through routing tools, with the next eligible agent as fallback",
+               pos(method_node))
     else:
         handled = set()
         if method in ("manual", "random"):
             b.note("TF404", f"speaker_selection_method={method!r} cannot be expressed; approximated as a choice "
                    "by the speaker through routing tools, with the next eligible agent as fallback",
                    pos(method_node))
-    llm = method in ("auto", "manual", "random") or custom_fn is not None
+    llm = method in ("auto", "manual", "random", "custom")
     noted_llm = False
     if method == "round_robin" and not dict_mode and not outside:
         b.section()
@@ -547,6 +553,9 @@ def _custom(cx: Classic, b: FlowBuilder, fn, method_node, speakers, names, eligi
                     b.note("TF404", f"a return value of the selection function for `{x}` cannot be read; the "
                            "speaker may hand over to any eligible agent", pos(fn))
                 if tgt[0] == "unknown" or (tgt[1] != "round_robin" and len(e) > 1):
+                    if tgt[0] == "method":
+                        b.note("TF403", f"the selection function returns {tgt[1]!r} for `{x}`: the LLM picks among "
+                               "the eligible agents; routing tools plus the next eligible agent as fallback", pos(fn))
                     maybe += [("handoff", y) for y in e]
                 if terms:
                     maybe.append(("rule", after(x, e), terms))

@@ -88,8 +88,12 @@ def is_literal(value: Any) -> bool:
 
 
 def parse_module(text: str, path: str, src: SourceText) -> Module:
+    import warnings
+
     try:
-        tree = pyast.parse(text, filename=path)
+        with warnings.catch_warnings():  # e.g. SyntaxWarning for "\d" in the user's strings
+            warnings.simplefilter("ignore")
+            tree = pyast.parse(text, filename=path)
     except SyntaxError as err:
         line = err.lineno or 1
         col = err.offset or 1
