@@ -119,6 +119,9 @@ EDGES: dict[str, dict] = {
         ("review_agent", "revision_agent"), ("review_agent", "review_agent"),
         ("revision_agent", "entry_agent"), ("revision_agent", "review_agent"), ("revision_agent", "revision_agent"),
         ("user", "entry_agent")}},
+    # fixed order outliner -> writer -> editor -> user -> outliner (the user is last in the rotation).
+    "ag2-patterns/round_robin_pattern": {None: {
+        ("outliner", "writer"), ("writer", "editor"), ("editor", "user"), ("user", "outliner")}},
     # the group manager may pick any other agent (the user included) after each agent; the user
     # goes back to the initial agent (TF408).
     "ag2-patterns/auto_pattern": {None: {

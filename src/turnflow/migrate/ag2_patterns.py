@@ -68,8 +68,13 @@ def migrate(text: str, path: str, src: Optional[SourceText] = None) -> Migration
                 and f.value.attr == "handoffs" and isinstance(f.value.value, pyast.Name)):
             continue
         agent = agents.get(f.value.value.id)
-        if agent is None:
-            continue
+        if agent is None or id(call) in mod.in_loop:
+            if agent is None and id(call) not in mod.in_loop and f.value.value.id in ("self", "cls"):
+                continue
+            where = "in a loop" if id(call) in mod.in_loop else \
+                f"on `{f.value.value.id}`, which is not an agent created in this file"
+            raise fail("TF401", f"handoffs are configured {where}; the migrator reads code without running it, "
+                       "so it cannot tell which agent they belong to", pos(call), path, src)
         if id(call) in mod.in_loop:
             raise fail("TF401", "handoffs are added in a loop; the migrator reads code without running it",
                        pos(call), path, src)
@@ -210,7 +215,7 @@ def _pattern(mod: Module, pcall: pyast.Call, agents: dict[str, Agent], names: Na
     for a in members + ([user] if user is not None else []):
         b.section()
         _agent_rules(cx, a, kind)
-    if cx.user and (user is None or not (user.context or user.llm or user.after_conditional or user.after_work)):
+    if cx.user and kind != "RoundRobinPattern" and (user is None or not (user.context or user.llm or user.after_conditional or user.after_work)):
         b.section()
         b.note("TF408", "after the user replies AG2 goes back to the agent that spoke before; approximated "
                f"by the pattern's initial agent, `{cx.initial}`", pos(user_node or pcall))
