@@ -356,7 +356,8 @@ def _agent_rules(cx: Ctx, a: Agent, kind: str) -> None:
                    "always available", pos(kwarg(call, "available")))
         label = t if isinstance(t, str) else {"initiator": "user", "terminate": "end", "stay": "self"}.get(t[0],
                                                                                                           "next")
-        tool = f"transfer_to_{label}" if label != "end" else "end_conversation"
+        tool = {"end": "end_conversation", "user": "revert_to_user"}.get(label, f"transfer_to_{label}") \
+            if not isinstance(t, str) else f"transfer_to_{label}"
         i = 2
         while tool in used_tools:
             tool = f"transfer_to_{label}_{i}"

@@ -68,6 +68,8 @@ def migrate(text: str, path: str, src: Optional[SourceText] = None) -> Migration
 
 
 def _teams(data: Any, pos: Positions, path: str, src: SourceText) -> list[dict]:
+    if isinstance(data, dict) and not _kind(data) and isinstance(data.get("component"), dict):
+        data = data["component"]  # an AutoGen Studio team record: {"component": {...}, ...}
     if isinstance(data, dict) and _kind(data) in TEAMS:
         return [data]
     if isinstance(data, dict) and isinstance(data.get("components"), dict):
