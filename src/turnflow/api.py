@@ -11,7 +11,7 @@ from turnflow.diagnostics.registry import get_rule
 from turnflow.dsl import ast
 from turnflow.dsl.parser import ParseError, parse, parse_source
 
-__all__ = ["parse", "check", "ParseError"]
+__all__ = ["parse", "check", "ParseError", "compile", "CompileError", "decompile", "DecompileError"]
 
 
 def check(flow: Union[str, ast.FlowFile], path: str = "<string>") -> list[Diagnostic]:
@@ -38,3 +38,22 @@ def _named(diags: list[Diagnostic]) -> list[Diagnostic]:
                 d = replace(d, name=info.name)
         out.append(d)
     return out
+
+
+def compile(flow, path: str = "<string>", profile=None) -> list:  # noqa: A001 (the API name)
+    """One session spec per block (FLOW_LANGUAGE.md §5); raises `CompileError`."""
+    from turnflow.compiler.emit.spec import compile as _compile
+
+    return _compile(flow, path, profile)
+
+
+def decompile(data, name: str = "main") -> str:
+    """A spec list, one spec, bare knobs or a bare TransitionGraph dict →
+    canonical `.flow` text; raises `DecompileError` (with a JSON path)."""
+    from turnflow.compiler.decompile import decompile_text
+
+    return decompile_text(data, name=name)
+
+
+from turnflow.compiler.decompile import DecompileError  # noqa: E402
+from turnflow.compiler.emit.spec import CompileError  # noqa: E402

@@ -1,6 +1,6 @@
 """One module per `turnflow` subcommand; each has `register(subparsers)`.
 A new command is one module plus one line in COMMANDS."""
 
-from turnflow.commands import check, fmt, graph, migrate, rule
+from turnflow.commands import check, compile, decompile, fmt, graph, migrate, rule, schema
 
-COMMANDS = [check, fmt, rule, graph, migrate]
+COMMANDS = [check, fmt, rule, compile, decompile, schema, graph, migrate]

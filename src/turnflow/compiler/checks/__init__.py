@@ -2,12 +2,15 @@
 
 File rules take the whole `FlowFile` and yield `Finding`s. Graph rules
 (stage "graph") take one workflow block's speaker graph; they run only on
-blocks that have no errors (DESIGN.md §3, precedence).
+blocks that have no errors (DESIGN.md §3, precedence). Profile rules
+(stage "profile", attribute `profile`) run only when compiling with that
+profile (`run_profile_checks`), never in `turnflow check`.
 """
 
 from __future__ import annotations
 
 from turnflow.compiler.checks import (  # noqa: F401  (each import registers its rule)
+    ag2_builtin_profile,
     conflicting_handoff,
     duplicate_participant,
     initiator_undeclared,
@@ -59,4 +62,14 @@ def run_checks(flow: ast.FlowFile, path: str = "<string>") -> list[Diagnostic]:
             graph = build_graph(block)
             for info in graph_rules:
                 out.extend(_to_diagnostic(info, f, path) for f in info.check(block, graph))
+    return out
+
+
+def run_profile_checks(flow: ast.FlowFile, path: str, profile: str) -> list[Diagnostic]:
+    """The rules of one compile profile (e.g. TF301 for "ag2-builtin"), unsorted."""
+    out: list[Diagnostic] = []
+    for info in all_rules():
+        fn = info.check
+        if fn is not None and getattr(fn, "stage", "file") == "profile" and getattr(fn, "profile", None) == profile:
+            out.extend(_to_diagnostic(info, f, path) for f in fn(flow))
     return out

@@ -1,1 +1,2 @@
-"""Back ends: what the compiler emits from the IR (pictures, session specs)."""
+"""Back ends: what the compiler emits — session specs and AG2 knobs (`spec`,
+`knobs`), and pictures (`picture`, `dot`, `mermaid`, `graph_json`)."""

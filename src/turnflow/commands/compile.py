@@ -1,0 +1,68 @@
+"""`turnflow compile FILE [--block NAME] [--knobs] [--profile ag2-builtin] [-o OUT]`:
+one session spec per block (FLOW_LANGUAGE.md §5) as canonical JSON."""
+
+from __future__ import annotations
+
+import sys
+
+from turnflow.cli_util import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, err, out
+from turnflow.compiler.emit.spec import PROFILES
+
+
+def register(sub) -> None:
+    c = sub.add_parser("compile", help="compile a .flow file to session specs (JSON)",
+                       description="Print a JSON array with one session spec per block, in file order. "
+                                   "A flow with errors is not compiled: its diagnostics are printed on stderr "
+                                   "and the exit code is 1.")
+    c.add_argument("file", metavar="FILE", help="a .flow file (`-` for stdin)")
+    c.add_argument("--block", metavar="NAME", help="print only this block's spec (an object, not an array)")
+    c.add_argument("--knobs", action="store_true", help="print only the block's `knobs` "
+                   "(with --block, or when the file has one block)")
+    c.add_argument("--profile", choices=PROFILES, help="refuse what the target cannot load; ag2-builtin: "
+                   "rules that need an extension condition (TF301)")
+    c.add_argument("-o", "--output", metavar="OUT", help="write to OUT (atomically) instead of stdout")
+    c.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from turnflow.compiler.emit.spec import compile_block, diagnostics, dumps
+    from turnflow.diagnostics import render
+    from turnflow.files import load, write_atomic
+
+    loaded = load(args.file)
+    if loaded.error is not None:
+        sys.stderr.write(render.render_text([loaded.error], {}))
+        return EXIT_USAGE
+    flow, diags = diagnostics(loaded.source.text, args.file, args.profile)
+    if flow is None or any(d.severity == "error" for d in diags):
+        sys.stderr.write(render.render_text(diags, {args.file: loaded.source}))
+        sys.stderr.write(render.summary_line(diags, 1) + "\n")
+        return EXIT_FINDINGS
+    names = [b.name.name for b in flow.blocks]
+    if args.block is not None:
+        block = flow.block(args.block)
+        if block is None:
+            err(f"turnflow compile: {args.file} has no block `{args.block}`"
+                + (f" (blocks: {', '.join(names)})" if names else " (it has no blocks)"))
+            return EXIT_USAGE
+        result = compile_block(block)
+    elif args.knobs:
+        if len(flow.blocks) != 1:
+            err(f"turnflow compile: --knobs needs --block NAME when {args.file} has {len(flow.blocks)} blocks"
+                + (f" ({', '.join(names)})" if names else ""))
+            return EXIT_USAGE
+        result = compile_block(flow.blocks[0])
+    else:
+        result = [compile_block(b) for b in flow.blocks]
+    if args.knobs:
+        result = result["knobs"]
+    text = dumps(result)
+    if args.output:
+        try:
+            write_atomic(args.output, text)
+        except OSError as exc:
+            err(f"turnflow compile: cannot write `{args.output}`: {exc.strerror or exc}")
+            return EXIT_USAGE
+    else:
+        out(text)
+    return EXIT_OK

@@ -1,0 +1,60 @@
+"""`turnflow decompile SPEC.json [--name NAME] [--participants A,B,...] [-o OUT]`:
+session specs, knobs or a bare AG2 TransitionGraph → canonical `.flow` text."""
+
+from __future__ import annotations
+
+import json
+
+from turnflow.cli_util import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, err, out
+
+
+def register(sub) -> None:
+    d = sub.add_parser("decompile", help="turn session specs, knobs or a TransitionGraph (JSON) into .flow text",
+                       description="Accepts what `turnflow compile` prints (a list of specs), one spec, "
+                                   "`--knobs` output, or a bare AG2 TransitionGraph dict. The result compiles "
+                                   "back to the input; anything .flow cannot express is an error naming its JSON path.")
+    d.add_argument("file", metavar="SPEC.json", help="a JSON file (`-` for stdin)")
+    d.add_argument("--name", default="main", help="block name for bare knobs or a bare graph (default: main)")
+    d.add_argument("--participants", metavar="A,B,...",
+                   help="participants of bare knobs or a bare graph, in order (default: the agent ids the graph "
+                        "mentions, initial speaker first)")
+    d.add_argument("-o", "--output", metavar="OUT", help="write to OUT (atomically) instead of stdout")
+    d.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from turnflow.compiler.decompile import DecompileError, decompile_text
+    from turnflow.files import load, write_atomic
+
+    loaded = load(args.file)
+    if loaded.error is not None:
+        err(f"{args.file}: {loaded.error.message}")
+        return EXIT_USAGE
+    try:
+        data = json.loads(loaded.source.text, parse_constant=_no_constant)
+    except ValueError as exc:
+        line, col = getattr(exc, "lineno", 1), getattr(exc, "colno", 1)
+        msg = getattr(exc, "msg", str(exc))
+        err(f"{args.file}:{line}:{col}: invalid JSON: {msg}")
+        return EXIT_FINDINGS
+    participants = None
+    if args.participants is not None:
+        participants = [p.strip() for p in args.participants.split(",") if p.strip()]
+    try:
+        text = decompile_text(data, name=args.name, participants=participants)
+    except DecompileError as exc:
+        err(f"{args.file}: {exc.path}: {exc.reason}")
+        return EXIT_FINDINGS
+    if args.output:
+        try:
+            write_atomic(args.output, text)
+        except OSError as exc:
+            err(f"turnflow decompile: cannot write `{args.output}`: {exc.strerror or exc}")
+            return EXIT_USAGE
+    else:
+        out(text)
+    return EXIT_OK
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not valid JSON")

@@ -1,0 +1,511 @@
+"""Session specs, knobs or AG2 TransitionGraph dicts → a `.flow` AST → canonical text.
+
+    text = turnflow.decompile(json.load(open("specs.json")))
+
+Accepted inputs (FLOW_LANGUAGE.md §5): a list of session specs (one block
+each), one session spec, bare workflow knobs (`{"graph": ..., "context_vars":
+...}`) or a bare TransitionGraph dict (e.g. written by hand for AG2). A bare
+graph is read the way AG2 1.2.1's `TransitionGraph.loads` reads it (missing
+`transitions` = [], `priority` = 0, `args` = {}, `default_target` = terminate
+"after_work", `max_turns` = null); its participants are the agent ids it
+mentions, initial speaker first, then in order of appearance (or the list
+given as `participants`).
+
+The result is checked before it is returned: the printed text is parsed and
+compiled again and must give back the input exactly (so
+`compile(decompile(x)) == x`). Anything `.flow` cannot express raises
+`DecompileError` naming the JSON path of the offending value.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any, Optional
+
+from turnflow import schemas
+from turnflow.compiler.emit import knobs as _knobs
+from turnflow.dsl import ast
+from turnflow.source import Span
+
+_SPAN = Span.point()
+_NAME_RE = re.compile(r"[^\W\d](?:[\w-]*\w)?\Z")
+_PLAIN_FLOAT = re.compile(r"-?(?:0|[1-9][0-9]*)\.[0-9]+\Z")
+_DEFAULT_GRAPH = {"transitions": [], "default_target": None, "max_turns": None}
+
+
+class DecompileError(ValueError):
+    """The input cannot be turned into `.flow` text; `.path` is the JSON path
+    (`$` = the document root) of the first offending value."""
+
+    def __init__(self, path: str, reason: str):
+        self.path = path
+        self.reason = reason
+        super().__init__(f"{path}: {reason}")
+
+
+# --------------------------------------------------------------------------
+#  Entry points
+# --------------------------------------------------------------------------
+def classify(data: Any) -> str:
+    """"specs" (a list), "spec", "knobs" or "graph"; raises DecompileError."""
+    if isinstance(data, list):
+        return "specs"
+    if isinstance(data, dict):
+        if "kind" in data:
+            return "spec"
+        if "initial_speaker" in data:
+            return "graph"
+        if "graph" in data:
+            return "knobs"
+        if "ordering" in data or not data:
+            raise DecompileError("$", "bare knobs of a consulting, conversation or discussion session carry no "
+                                 "participants; decompile the whole session spec instead")
+    raise DecompileError("$", "expected a list of session specs, a session spec (with `kind`), workflow knobs "
+                         "(with `graph`) or a TransitionGraph (with `initial_speaker`), found "
+                         + _describe(data))
+
+
+def decompile(data: Any, name: str = "main", participants: Optional[list[str]] = None) -> ast.FlowFile:
+    """The AST for `data` (see the module docstring); `name` names the block of
+    bare knobs or a bare graph, `participants` optionally lists its participants."""
+    flow, _expected = _decompile(data, name, participants)
+    return flow
+
+
+def decompile_text(data: Any, name: str = "main", participants: Optional[list[str]] = None) -> str:
+    """Canonical `.flow` text for `data`, verified to compile back to it."""
+    flow, expected = _decompile(data, name, participants)
+    from turnflow.dsl.printer import print_flow
+
+    text = print_flow(flow)
+    _verify(text, data, expected)
+    return text
+
+
+def _decompile(data, name, participants):
+    kind = classify(data)
+    if kind == "specs":
+        blocks = []  # an empty list is an empty file, as `compile` of an empty file gives []
+        for i, spec in enumerate(data):
+            root = f"$[{i}]"
+            if not isinstance(spec, dict) or "kind" not in spec:
+                raise DecompileError(root, "expected a session spec (an object with `kind`), found " + _describe(spec))
+            blocks.append(_spec_block(spec, root))
+        names = [b.name.name for b in blocks]
+        for i, n in enumerate(names):
+            if n in names[:i]:
+                raise DecompileError(f"$[{i}].name", f"block name {n!r} is used twice; block names are unique in a file")
+        return ast.FlowFile(span=_SPAN, blocks=blocks), data
+    if kind == "spec":
+        return ast.FlowFile(span=_SPAN, blocks=[_spec_block(data, "$")]), data
+    _name(name, "name")  # the block name we were given must be a NAME
+    if kind == "knobs":
+        extra = sorted(set(data) - {"graph", "context_vars"})
+        if extra:
+            raise DecompileError(schemas.json_path([extra[0]]), "unknown workflow knob; knobs hold `graph` and `context_vars`")
+        graph = normalize_graph(data["graph"], "$.graph")
+        context = data.get("context_vars", {})
+        schemas.validate("workflow-knobs", {"graph": graph, "context_vars": context})
+        block = _bare_block(name, graph, context, participants, "$.graph", "$.context_vars")
+        return ast.FlowFile(span=_SPAN, blocks=[block]), {"graph": graph, "context_vars": context}
+    graph = normalize_graph(data, "$")
+    block = _bare_block(name, graph, {}, participants, "$", "$")
+    return ast.FlowFile(span=_SPAN, blocks=[block]), graph
+
+
+# --------------------------------------------------------------------------
+#  A bare graph, the way AG2's TransitionGraph.loads reads it
+# --------------------------------------------------------------------------
+def normalize_graph(graph: Any, root: str = "$") -> dict[str, Any]:
+    """Fill in AG2 1.2.1's `loads` defaults and check the result against the
+    transition-graph schema; returns what AG2's `to_dict()` would give."""
+    if not isinstance(graph, dict):
+        raise DecompileError(root, "expected a TransitionGraph object, found " + _describe(graph))
+    if "initial_speaker" not in graph:
+        raise DecompileError(root, "a TransitionGraph needs `initial_speaker`")
+    extra = sorted(set(graph) - {"initial_speaker", "transitions", "default_target", "max_turns"})
+    if extra:
+        raise DecompileError(f"{root}.{extra[0]}", "unknown TransitionGraph key (AG2 would ignore it; .flow cannot keep it)")
+    out = {"initial_speaker": graph["initial_speaker"], **{k: graph.get(k, v) for k, v in _DEFAULT_GRAPH.items()}}
+    if isinstance(out["transitions"], list):
+        trs = []
+        for i, tr in enumerate(out["transitions"]):
+            if isinstance(tr, dict) and "when" in tr and "then" in tr:
+                tr = {"when": _norm_named(tr["when"], False), "then": _norm_named(tr["then"], True),
+                      "priority": tr.get("priority", 0), **{k: v for k, v in tr.items()
+                                                             if k not in ("when", "then", "priority")}}
+            elif isinstance(tr, dict):
+                raise DecompileError(f"{root}.transitions[{i}]", "a transition needs `when` and `then`")
+            trs.append(tr)
+        out["transitions"] = trs
+    out["default_target"] = _norm_named(out["default_target"], True)
+    try:
+        schemas.validate("transition-graph", out, root)
+    except schemas.SpecError as e:
+        raise DecompileError(e.path, e.reason) from None
+    return out
+
+
+def _norm_named(d: Any, is_target: bool) -> Any:
+    if d is None and is_target:
+        return {"name": "terminate", "args": {"reason": _knobs.DEFAULT_REASON}}
+    if not isinstance(d, dict):
+        return d
+    d = dict(d)
+    if d.get("args") is None:
+        d["args"] = {}
+    if is_target and d.get("name") == "terminate" and isinstance(d["args"], dict) and "reason" not in d["args"]:
+        d["args"] = {**d["args"], "reason": _knobs.DEFAULT_REASON}
+    if not is_target and d.get("name") == "all_of" and isinstance(d["args"], dict) \
+            and isinstance(d["args"].get("conditions"), list):
+        d["args"] = {**d["args"], "conditions": [_norm_named(c, False) for c in d["args"]["conditions"]]}
+    return d
+
+
+def mentioned_agents(graph: dict[str, Any], root: str = "$") -> dict[str, str]:
+    """Agent ids a graph names → the JSON path of their first mention: the
+    initial speaker first, then in order of appearance (each transition's
+    condition, then its target; the default target last)."""
+    seen: dict[str, str] = {}
+
+    def add(a, path):
+        seen.setdefault(a, path)
+
+    def cond(c, path):
+        if c["name"] == "from_speaker":
+            add(c["args"]["agent_id"], f"{path}.args.agent_id")
+        elif c["name"] == "all_of":
+            for j, sub in enumerate(c["args"]["conditions"]):
+                cond(sub, f"{path}.args.conditions[{j}]")
+
+    add(graph["initial_speaker"], f"{root}.initial_speaker")
+    for i, tr in enumerate(graph["transitions"]):
+        cond(tr["when"], f"{root}.transitions[{i}].when")
+        if tr["then"]["name"] == "agent":
+            add(tr["then"]["args"]["agent_id"], f"{root}.transitions[{i}].then.args.agent_id")
+    if graph["default_target"]["name"] == "agent":
+        add(graph["default_target"]["args"]["agent_id"], f"{root}.default_target.args.agent_id")
+    return seen
+
+
+def _bare_block(name, graph, context, participants, groot, croot) -> ast.Block:
+    mentioned = mentioned_agents(graph, groot)
+    for agent, path in mentioned.items():
+        _name(agent, path)
+    if participants is None:
+        names = list(mentioned)
+        if len(names) < 2:
+            raise DecompileError(groot, f"the graph names only one agent ({names[0]!r}) and a workflow needs at least "
+                                 "two participants: give the participants (`--participants a,b,...`) or decompile "
+                                 "the whole session spec")
+    else:
+        names = list(participants)
+        missing = [a for a in mentioned if a not in names]
+        if missing:
+            raise DecompileError(mentioned[missing[0]], f"{missing[0]!r} is not among the given participants")
+    try:
+        schemas.validate_graph_refs(graph, names, groot)
+    except schemas.SpecError as e:  # pragma: no cover - names hold every mentioned id
+        raise DecompileError(e.path, e.reason) from None
+    parts = [ast.Participant(span=_SPAN, name=_name(n, "participants")) for n in names]
+    stmts: list = list(parts)
+    stmts.extend(_workflow_statements(graph, context, {}, {}, groot, croot, None))
+    return _mk_block("workflow", name, None, stmts)
+
+
+# --------------------------------------------------------------------------
+#  A whole session spec
+# --------------------------------------------------------------------------
+def _spec_block(spec: dict[str, Any], root: str) -> ast.Block:
+    try:
+        schemas.validate_spec(spec, root)
+    except schemas.SpecError as e:
+        raise DecompileError(e.path, e.reason) from None
+    kind = spec["kind"]
+    parts = spec["participants"]
+    handoff_tools: dict[tuple[str, str], tuple[int, dict]] = {}
+    for i, t in enumerate(spec["tools"]):
+        if t["target"] is not None:
+            handoff_tools[(t["owner"], t["name"])] = (i, t)
+    owners: dict[str, list[str]] = {}
+    for p in parts:
+        for t in p["tools"]:
+            owners.setdefault(t, []).append(p["agent_id"])
+
+    rules: list = []
+    if kind == "workflow":
+        rules = _workflow_statements(spec["knobs"]["graph"], spec["knobs"].get("context_vars", {}), owners,
+                                     handoff_tools, f"{root}.knobs.graph", f"{root}.knobs.context_vars", root)
+    handoffs_of: dict[str, list[str]] = {}
+    for st in rules:
+        if isinstance(st, ast.Handoff):
+            lst = handoffs_of.setdefault(st.source.name, [])
+            if st.tool.name not in lst:
+                lst.append(st.tool.name)
+    stmts: list = []
+    for i, p in enumerate(parts):
+        tools = list(p["tools"])
+        clause = None if tools == handoffs_of.get(p["agent_id"], []) else [
+            _name(t, f"{root}.participants[{i}].tools[{j}]") for j, t in enumerate(tools)]
+        stmts.append(ast.Participant(
+            span=_SPAN, name=_name(p["agent_id"], f"{root}.participants[{i}].agent_id"),
+            description=_string(p["description"]) if p["description"] else None,
+            role=None if p["role"] == "participant" else p["role"], role_span=None if p["role"] == "participant" else _SPAN,
+            tools=clause))
+    stmts.extend(rules)
+    if kind == "discussion" and spec["knobs"].get("ordering", "round_robin") != "round_robin":
+        stmts.append(ast.Ordering(span=_SPAN, value=_name(spec["knobs"]["ordering"], f"{root}.knobs.ordering")))
+    for i, e in enumerate(spec["expectations"]):
+        stmts.append(ast.Expect(span=_SPAN, name=ast.Ident(span=_SPAN, name=e["name"]),
+                                duration=_duration(e["params"]["seconds"], f"{root}.expectations[{i}].params.seconds"),
+                                action=ast.Ident(span=_SPAN, name=e["on_violation"])))
+    if spec["ttl_seconds"] is not None:
+        stmts.append(ast.Ttl(span=_SPAN, duration=_duration(spec["ttl_seconds"], f"{root}.ttl_seconds")))
+    return _mk_block(kind, _name(spec["name"], f"{root}.name").name, spec["title"], stmts, f"{root}.name")
+
+
+def _workflow_statements(graph, context, owners, handoff_tools, groot, croot, sroot) -> list:
+    stmts: list = [ast.Start(span=_SPAN, name=_name(graph["initial_speaker"], f"{groot}.initial_speaker"))]
+    if graph["max_turns"] is not None:
+        stmts.append(ast.MaxTurns(span=_SPAN, value=ast.Number(span=_SPAN, value=graph["max_turns"],
+                                                               raw=str(graph["max_turns"]))))
+    for key, value in context.items():
+        path = schemas.json_path([key], croot)
+        stmts.append(ast.ContextInit(span=_SPAN, key=_name(key, path, "a context key"), value=_literal(value, path)))
+    used: set[tuple[str, str]] = set()
+    for i, tr in enumerate(graph["transitions"]):
+        path = f"{groot}.transitions[{i}]"
+        source, terms = _condition(tr["when"], owners, f"{path}.when")
+        target = _target(tr["then"], f"{path}.then")
+        prio = tr["priority"]
+        if source is not None and len(terms) == 1 and isinstance(terms[0], ast.ToolTerm) and prio == 0:
+            key = (source.name, terms[0].tool.name)
+            entry = handoff_tools.get(key)
+            if entry is not None and key not in used and entry[1]["target"] == _knobs.tool_target(target):
+                used.add(key)
+                desc = entry[1]["description"]
+                stmts.append(ast.Handoff(span=_SPAN, source=source, target=target, tool=terms[0].tool,
+                                         description=_string(desc) if desc else None))
+                continue
+        stmts.append(ast.Rule(span=_SPAN, source=source, source_span=_SPAN, target=target, terms=terms,
+                              priority=ast.Number(span=_SPAN, value=prio, raw=str(prio)) if prio != 0 else None))
+    for key, (i, t) in sorted(handoff_tools.items(), key=lambda kv: kv[1][0]):
+        if key not in used:
+            raise DecompileError(f"{sroot}.tools[{i}]", f"tool {t['name']!r} of {t['owner']!r} has handoff target "
+                                 f"{t['target']!r} but no transition routes it there (expected `tool_called` "
+                                 f"{t['name']!r} from {t['owner']!r} with priority 0)")
+    default = graph["default_target"]
+    if default != {"name": "terminate", "args": {"reason": _knobs.DEFAULT_REASON}}:
+        stmts.append(ast.Otherwise(span=_SPAN, target=_target(default, f"{groot}.default_target")))
+    return stmts
+
+
+def _condition(c: dict[str, Any], owners: dict[str, list[str]], path: str):
+    """A condition → (source Ident or None, terms)."""
+    name, args = c["name"], c["args"]
+    if name == "always":
+        return None, []
+    if name == "from_speaker":
+        return _name(args["agent_id"], f"{path}.args.agent_id"), []
+    if name == "tool_called":
+        term = _term(c, path)
+        tool_owners = owners.get(args["tool_name"], [])
+        if len(tool_owners) == 1:
+            return ast.Ident(span=_SPAN, name=tool_owners[0]), [term]
+        return None, [term]
+    if name in ("context_equals", "text_contains"):
+        return None, [_term(c, path)]
+    # all_of: [source test?] term term ...
+    conds = args["conditions"]
+    source = None
+    start = 0
+    if conds and conds[0]["name"] == "from_speaker":
+        source = _name(conds[0]["args"]["agent_id"], f"{path}.args.conditions[0].args.agent_id")
+        start = 1
+    terms = [_term(sub, f"{path}.args.conditions[{j}]") for j, sub in enumerate(conds) if j >= start]
+    if source is None and len(terms) < 2:
+        raise DecompileError(path, f"`all_of` with {len(conds)} condition{'s' if len(conds) != 1 else ''} has no "
+                             ".flow form (a rule with one term compiles to that term, with none to `always`)")
+    if source is not None and not terms:
+        raise DecompileError(path, "`all_of` with only a `from_speaker` has no .flow form (it compiles to `from_speaker`)")
+    if (source is not None and len(terms) == 1 and isinstance(terms[0], ast.ToolTerm)
+            and owners.get(terms[0].tool.name) == [source.name]):
+        raise DecompileError(path, f"`all_of` [from_speaker {source.name!r}, tool_called {terms[0].tool.name!r}] has "
+                             f"no .flow form here: {source.name!r} alone declares the tool, so the rule compiles "
+                             "to `tool_called`")
+    return source, terms
+
+
+def _term(c: dict[str, Any], path: str):
+    name, args = c["name"], c["args"]
+    if name == "tool_called":
+        return ast.ToolTerm(span=_SPAN, tool=_name(args["tool_name"], f"{path}.args.tool_name", "a tool name"))
+    if name == "context_equals":
+        return ast.ContextTerm(span=_SPAN, key=_name(args["key"], f"{path}.args.key", "a context key"),
+                               value=_literal(args["value"], f"{path}.args.value"))
+    if name == "text_contains":
+        return ast.TextTerm(span=_SPAN, text=_string(args["text"]))
+    where = "first (as the source test)" if name == "from_speaker" else None
+    raise DecompileError(path, f"`{name}` cannot be a term of `all_of` in .flow"
+                         + (f"; `from_speaker` may only come {where}" if where else
+                            "; terms are tool_called, context_equals and text_contains"))
+
+
+def _target(t: dict[str, Any], path: str) -> ast.Target:
+    name, args = t["name"], t["args"]
+    if name == "agent":
+        return ast.Target(span=_SPAN, kind="participant", name=_name(args["agent_id"], f"{path}.args.agent_id"))
+    if name == "terminate":
+        reason = args["reason"]
+        return ast.Target(span=_SPAN, kind="terminate",
+                          reason=None if reason == _knobs.DEFAULT_REASON else _string(reason))
+    kind = {"round_robin": "next", "stay": "stay", "revert_to_initiator": "initiator"}[name]
+    return ast.Target(span=_SPAN, kind=kind)
+
+
+# --------------------------------------------------------------------------
+#  Values
+# --------------------------------------------------------------------------
+def _name(value: Any, path: str, what: str = "a participant name") -> ast.Ident:
+    if not isinstance(value, str) or not _NAME_RE.match(value):
+        raise DecompileError(path, f"{json.dumps(value, ensure_ascii=False)} cannot be {what} in .flow: a name is a "
+                             "letter or `_`, then letters, digits, `_` or `-`, not ending in `-`")
+    if value in ast.KEYWORDS:
+        raise DecompileError(path, f"{value!r} is a .flow keyword and cannot be {what}")
+    return ast.Ident(span=_SPAN, name=value)
+
+
+def _string(value: str) -> ast.StringLit:
+    return ast.StringLit(span=_SPAN, value=value)
+
+
+def _literal(value: Any, path: str) -> ast.Literal:
+    if value is None:
+        return ast.Literal(span=_SPAN, kind="null", value=None, raw="null")
+    if isinstance(value, bool):
+        return ast.Literal(span=_SPAN, kind="bool", value=value, raw="true" if value else "false")
+    if isinstance(value, int):
+        return ast.Literal(span=_SPAN, kind="int", value=value, raw=str(value))
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise DecompileError(path, f"{value} is not a JSON number")
+        if not _PLAIN_FLOAT.match(json.dumps(value)):
+            raise DecompileError(path, f"{json.dumps(value)} cannot be written in .flow: numbers are written "
+                                 "without an exponent")
+        return ast.Literal(span=_SPAN, kind="float", value=value, raw=json.dumps(value))
+    if isinstance(value, str):
+        return ast.Literal(span=_SPAN, kind="string", value=value, raw=json.dumps(value, ensure_ascii=False))
+    raise DecompileError(path, f"{_describe(value)} cannot be written in .flow: values are strings, numbers, "
+                         "true, false or null")
+
+
+_UNITS = (("h", 3600), ("m", 60), ("s", 1))
+
+
+def _duration(seconds: Any, path: str) -> ast.Duration:
+    """Seconds → the largest unit that expresses them exactly (h, m, s, else ms)."""
+    if float(seconds).is_integer():
+        whole = int(seconds)
+        for unit, factor in _UNITS:
+            if whole % factor == 0:
+                return ast.Duration(span=_SPAN, amount=whole // factor, unit=unit)
+    ms = round(seconds * 1000)
+    d = ast.Duration(span=_SPAN, amount=ms, unit="ms")
+    if ms <= 0 or d.seconds != seconds:
+        raise DecompileError(path, f"{seconds} seconds is not a whole number of milliseconds")
+    return d
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def _mk_block(kind: str, name: str, title: Optional[str], stmts: list, name_path: str = "name") -> ast.Block:
+    return ast.Block(span=_SPAN, kind=kind, kind_span=_SPAN, name=ast.Ident(span=_SPAN, name=name),
+                     title=_string(title) if title is not None else None, statements=stmts, close_span=_SPAN)
+
+
+# --------------------------------------------------------------------------
+#  Verification: the printed text compiles back to the input
+# --------------------------------------------------------------------------
+def _verify(text: str, data: Any, expected: Any) -> None:
+    """Parse and compile `text` again and compare with the input. Speaker-graph
+    findings (TF2xx, e.g. "can never end") describe the input's behaviour and
+    do not stop decompilation; any other error would mean the text is not a
+    faithful flow and is reported."""
+    from turnflow.api import check
+    from turnflow.compiler.emit.spec import compile_block
+    from turnflow.dsl.parser import parse_source
+
+    flow, diags = parse_source(text, "<decompiled>")
+    if flow is not None:
+        diags = [d for d in check(flow, "<decompiled>") if d.severity == "error" and not d.code.startswith("TF2")]
+    if flow is None or diags:
+        d = diags[0]
+        lines = text.splitlines()
+        line = lines[d.span.line - 1] if 0 < d.span.line <= len(lines) else ""
+        raise DecompileError("$", f"the decompiled flow is not valid: {d.code} {d.message} (in `{line.strip()}`)")
+    specs = [compile_block(b) for b in flow.blocks]
+    kind = classify(data)
+    if kind == "specs":
+        actual = specs
+    elif kind == "spec":
+        actual = specs[0]
+    elif kind == "knobs":
+        actual = specs[0]["knobs"]
+    else:
+        actual = specs[0]["knobs"]["graph"]
+    diff = first_difference(expected, actual, "$")
+    if diff is not None:
+        path, want, got = diff
+        raise DecompileError(path, f"cannot be expressed in .flow: the input has {_show(want)}, but the nearest "
+                             f".flow compiles to {_show(got)}")
+
+
+_ABSENT = object()
+
+
+def _show(v: Any) -> str:
+    return "nothing" if v is _ABSENT else json.dumps(v, ensure_ascii=False, sort_keys=True)
+
+
+def first_difference(a: Any, b: Any, path: str = "$"):
+    """The first place where JSON values `a` and `b` differ, as (path, a part,
+    b part), or None. Numbers compare by value (1 == 1.0); booleans are not numbers."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in list(a) + [k for k in b if k not in a]:
+            sub = schemas.json_path([k], path)
+            va, vb = a.get(k, _ABSENT), b.get(k, _ABSENT)
+            if va is _ABSENT or vb is _ABSENT:
+                return sub, va, vb
+            d = first_difference(va, vb, sub)
+            if d is not None:
+                return d
+        return None
+    if isinstance(a, list) and isinstance(b, list):
+        for i, (x, y) in enumerate(zip(a, b)):
+            d = first_difference(x, y, f"{path}[{i}]")
+            if d is not None:
+                return d
+        if len(a) != len(b):
+            i = min(len(a), len(b))
+            return f"{path}[{i}]", a[i] if i < len(a) else _ABSENT, b[i] if i < len(b) else _ABSENT
+        return None
+    num = (int, float)
+    if isinstance(a, bool) or isinstance(b, bool) or not (isinstance(a, num) and isinstance(b, num)):
+        return None if (type(a) is type(b) and a == b) else (path, a, b)
+    return None if a == b else (path, a, b)

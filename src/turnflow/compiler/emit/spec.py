@@ -1,0 +1,139 @@
+"""Blocks → session specs (FLOW_LANGUAGE.md §5): one JSON object per block.
+
+    specs = turnflow.compile(text_or_flow, path="support.flow")
+
+A flow with errors (any `turnflow check` error, or with a profile, a profile
+error such as TF301) is not compiled: `CompileError` carries its diagnostics.
+`dumps()` is the one serialisation used everywhere: sorted keys, 2-space
+indent, trailing newline, so the same input gives byte-identical output.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Optional, Union
+
+from turnflow.compiler.emit import knobs as _knobs
+from turnflow.diagnostics.diagnostic import Diagnostic
+from turnflow.dsl import ast
+
+PROFILES = ("ag2-builtin",)
+
+
+class CompileError(Exception):
+    """The flow has errors; `.diagnostics` holds every diagnostic of the flow
+    (errors first by position, warnings too), sorted."""
+
+    def __init__(self, diagnostics: list[Diagnostic]):
+        self.diagnostics = diagnostics
+        errors = [d for d in diagnostics if d.severity == "error"] or diagnostics
+        first = errors[0]
+        more = f" (and {len(errors) - 1} more error{'s' if len(errors) != 2 else ''})" if len(errors) > 1 else ""
+        super().__init__(f"{first.path}:{first.span.line}:{first.span.column}: {first.code} "
+                         f"{first.message}{more}")
+
+
+def dumps(obj: Any) -> str:
+    """Canonical JSON text: sorted keys, 2-space indent, trailing newline."""
+    return json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def diagnostics(flow: Union[str, ast.FlowFile], path: str = "<string>",
+                profile: Optional[str] = None) -> tuple[Optional[ast.FlowFile], list[Diagnostic]]:
+    """Parse (if text) and check `flow`, plus the profile's checks; returns
+    (AST or None on a syntax error, sorted diagnostics)."""
+    from turnflow.api import check
+    from turnflow.compiler.checks import run_profile_checks
+    from turnflow.diagnostics import suppress
+    from turnflow.diagnostics.diagnostic import sort_key
+    from turnflow.dsl.parser import parse_source
+
+    if profile is not None and profile not in PROFILES:
+        raise ValueError(f"unknown profile {profile!r}; known: {', '.join(PROFILES)}")
+    if isinstance(flow, str):
+        parsed, diags = parse_source(flow, path)
+        if parsed is None:
+            return None, check(flow, path)
+        flow = parsed
+    diags = check(flow, path)
+    if profile is not None:
+        extra = suppress.apply(run_profile_checks(flow, path, profile), suppress.suppressions(flow.comments))
+        diags = sorted(diags + extra, key=sort_key)
+    return flow, diags
+
+
+def compile(flow: Union[str, ast.FlowFile], path: str = "<string>",  # noqa: A001 (the API name)
+            profile: Optional[str] = None) -> list[dict[str, Any]]:
+    """One session spec per block, in file order. Raises `CompileError` when
+    the flow has errors (with `profile="ag2-builtin"`, also TF301)."""
+    parsed, diags = diagnostics(flow, path, profile)
+    if parsed is None or any(d.severity == "error" for d in diags):
+        raise CompileError(diags)
+    return [compile_block(b) for b in parsed.blocks]
+
+
+# --------------------------------------------------------------------------
+#  One block → one spec (assumes the block has no errors)
+# --------------------------------------------------------------------------
+def compile_block(block: ast.Block) -> dict[str, Any]:
+    tools_of = _knobs.participant_tools(block)
+    participants = []
+    for i, p in enumerate(block.participants):
+        participants.append({
+            "agent_id": p.name.name,
+            "role": p.role or "participant",
+            "order": i,
+            "description": p.description.value if p.description is not None else "",
+            "tools": list(tools_of.get(p.name.name, [])),
+        })
+    return {
+        "kind": block.kind,
+        "name": block.name.name,
+        "title": block.title.value if block.title is not None else None,
+        "participants": participants,
+        "knobs": block_knobs(block),
+        "expectations": [expectation(e) for e in block.of_type(ast.Expect)],
+        "ttl_seconds": _ttl(block),
+        "tools": tools(block, tools_of),
+    }
+
+
+def block_knobs(block: ast.Block) -> dict[str, Any]:
+    if block.kind == "workflow":
+        return {"graph": _knobs.transition_graph(block),
+                "context_vars": {c.key.name: c.value.value for c in block.of_type(ast.ContextInit)}}
+    if block.kind == "discussion":
+        ordering = block.of_type(ast.Ordering)
+        return {"ordering": ordering[0].value.name if ordering else "round_robin"}
+    return {}
+
+
+def expectation(e: ast.Expect) -> dict[str, Any]:
+    return {"name": e.name.name, "params": {"seconds": e.duration.seconds}, "on_violation": e.action.name}
+
+
+def _ttl(block: ast.Block):
+    ttl = block.of_type(ast.Ttl)
+    return ttl[0].duration.seconds if ttl else None
+
+
+def tools(block: ast.Block, tools_of: Optional[dict[str, list[str]]] = None) -> list[dict[str, Any]]:
+    """Every declared tool once per owner, owners in participant order, each
+    owner's tools in its `participants[].tools` order. A handoff's tool has
+    the first such handoff's description and target; a tool declared only in
+    `tools [...]` has description "" and target null."""
+    tools_of = tools_of if tools_of is not None else _knobs.participant_tools(block)
+    first: dict[tuple[str, str], ast.Handoff] = {}
+    for h in block.of_type(ast.Handoff):
+        first.setdefault((h.source.name, h.tool.name), h)
+    out = []
+    for owner, names in tools_of.items():
+        for name in names:
+            h = first.get((owner, name))
+            out.append({
+                "owner": owner,
+                "name": name,
+                "description": h.description.value if h is not None and h.description is not None else "",
+                "target": _knobs.tool_target(h.target) if h is not None else None,
+            })
+    return out

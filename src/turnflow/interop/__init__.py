@@ -1,0 +1,1 @@
+"""Interoperability with other agent frameworks (optional dependencies)."""
