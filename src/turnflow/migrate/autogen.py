@@ -307,11 +307,15 @@ def _team(team: dict, pos: Positions, blocks: Names, path: str, src: SourceText)
     # -- routing (speakers that always end the run need none) ------------------------
     ended = {s for s in term.sources if s in by_name}
     agents = [a for a in agents if a.name not in ended]
+    # TextMessageTermination: after the handoffs, a round that produced text ends the run
+    texted = set(order) if None in term.text_message else {s for s in term.text_message if s in by_name}
     if kind == "RoundRobinGroupChat":
         _terminating_handoffs(b, agents, term, order)
         _text_message(b, term, by_name)
         b.section()
-        if len(order) == 1:
+        if texted >= set(order) - ended:
+            pass  # every speaker's round ends the run: no routing is ever used
+        elif len(order) == 1:
             b.rule(order[0], ("stay",))  # a one-agent round robin: the agent speaks again
         else:
             b.rule(None, ("next",))
@@ -323,7 +327,7 @@ def _team(team: dict, pos: Positions, blocks: Names, path: str, src: SourceText)
         _terminating_handoffs(b, agents, term, order)
         _text_message(b, term, by_name)
         for x in order:
-            if x in ended:
+            if x in ended or x in texted:
                 continue
             b.section()
             eligible = [y for y in order if repeat or y != x] or [x]
@@ -352,12 +356,13 @@ def _team(team: dict, pos: Positions, blocks: Names, path: str, src: SourceText)
                                "HandoffTermination; AutoGen ends the run there, so does the flow", h["at"])
                     b.handoff(a.name, ("terminate", f"handoff_to_{target}"), tool, desc)
         _text_message(b, term, by_name)
-        b.section()
-        b.otherwise(("stay",))
+        if not texted >= set(order) - ended:
+            b.section()
+            b.otherwise(("stay",))
     elif kind == "GraphFlow":
         _terminating_handoffs(b, agents, term, order)
         _text_message(b, term, by_name)
-        _graph(cfg, pos, b, names, order, path, src, ended)
+        _graph(cfg, pos, b, names, order, path, src, ended | texted)
     return b
 
 
