@@ -80,6 +80,10 @@ EDGES: dict[str, dict] = {
     # round robin of two; TextMentionTermination("APPROVE") after any message.
     "autogen/round_robin_reflection": {None: {
         ("primary", "critic"), ("critic", "primary"), ("primary", E), ("critic", E)}},
+    # round robin of two; the reviewer's `approve` call ends (FunctionCallTermination); the team's
+    # max_turns 8 is below MaxMessageTermination(12) - 1.
+    "autogen/round_robin_function_call": {None: {
+        ("writer", "reviewer"), ("reviewer", "writer"), ("reviewer", E)}},
     # the selector may pick anyone (allow_repeated_speaker=True); TERMINATE ends after any message.
     "autogen/selector_web_search": {None: {
         (x, y) for x in ("PlanningAgent", "WebSearchAgent", "DataAnalystAgent")

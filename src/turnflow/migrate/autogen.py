@@ -282,10 +282,9 @@ def _team(team: dict, pos: Positions, blocks: Names, path: str, src: SourceText)
             b.comment(f"MaxMessageTermination({term.max_messages}) counts the task message: "
                       f"{term.max_messages - 1} agent turns")
         b.max_turns(min(caps))
-    for key in ("max_stalls", "selector_prompt", "emit_team_events", "max_selector_attempts",
-                "final_answer_prompt"):
-        if key in cfg and cfg[key] not in (None, False) and key not in ("selector_prompt", "final_answer_prompt",
-                                                                      "max_selector_attempts", "max_stalls"):
+    # settings that change behaviour the speaker graph cannot describe (defaults are not reported)
+    for key, default in (("emit_team_events", False), ("max_stalls", 3)):
+        if key in cfg and cfg[key] is not None and cfg[key] != default:
             b.note("TF409", f"`{key}` has no equivalent in a .flow file; ignored", pos.of(cfg, key))
 
     # -- termination first -------------------------------------------------------

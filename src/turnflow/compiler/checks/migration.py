@@ -219,9 +219,11 @@ register("TF409", "migrate-ignored-setting", "info", """
     A setting of the source has no effect on the speaker graph and was not migrated.
 
     ## What it does
-    Reports settings such as `func_call_filter`, `send_introductions`,
-    `speaker_selection` prompts, `selector_prompt`, `emit_team_events` or
-    `max_stalls` that `.flow` has no place for.
+    Reports settings such as `func_call_filter`, `send_introductions`, the
+    `select_speaker_*` prompt templates of a classic GroupChat, a non-default
+    `emit_team_events` or `max_stalls` of an AutoGen team, a handoff outside
+    a Swarm that no HandoffTermination gives effect to, or a context variable
+    whose initial value is a list or dict, that `.flow` has no place for.
 
     ## Why is this bad?
     Behaviour that depended on the setting is not described by the migrated
