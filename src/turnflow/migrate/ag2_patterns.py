@@ -48,7 +48,6 @@ def migrate(text: str, path: str, src: Optional[SourceText] = None) -> Migration
     names = Names()
     agents: dict[str, Agent] = {}
     classes = agent_classes(mod)
-    b_notes: list[tuple[str, str, Pos]] = []
     for call in calls(mod.tree):
         if is_agent_call(mod, call, classes):
             var = next((n for n, v in mod.bindings.items() if v is call), None)
@@ -105,8 +104,6 @@ def migrate(text: str, path: str, src: Optional[SourceText] = None) -> Migration
             raise fail("TF401", "the pattern is built in a loop or comprehension; the migrator reads code "
                        "without running it", pos(pcall), path, src)
         b = _pattern(mod, pcall, agents, names, blocks)
-        for code, msg, at in b_notes:
-            b.note(code, msg, at)
         builders.append(b)
     return render(builders, [f"Migrated by `turnflow migrate` from {path} (AG2 group pattern)."],
                   path, src, "ag2-patterns")
@@ -319,11 +316,6 @@ def _target(cx: Ctx, node: Optional[pyast.AST], at: Optional[pyast.AST]):
     cx.b.note("TF408", f"target `{pyast.unparse(node) if node is not None else '?'}` cannot be expressed; "
               f"approximated by the pattern's initial agent, `{cx.initial}`", pos(node or at))
     return cx.initial
-
-
-def _flat(t):
-    """A rule target: GroupManagerTarget inside a condition → the initial agent."""
-    return t
 
 
 def _agent_rules(cx: Ctx, a: Agent, kind: str) -> None:

@@ -56,10 +56,6 @@ class Classic:
         return None
 
 
-def looks_classic(text: str) -> bool:
-    return "GroupChat(" in text
-
-
 def migrate(text: str, path: str, src: Optional[SourceText] = None) -> Migration:
     src = src or SourceText(text, path)
     mod = parse_module(text, path, src)
