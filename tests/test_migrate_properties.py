@@ -195,3 +195,82 @@ def test_arbitrary_json_never_crashes(value):
     if isinstance(value, dict) and "provider" in value:
         value["provider"] = "autogen_agentchat.teams.RoundRobinGroupChat"
     _outcome(_json.dumps(value), "autogen")
+
+
+# --------------------------------------------------------------------------
+#  Custom speaker selection functions
+# --------------------------------------------------------------------------
+_HEAD = '''import autogen
+from dataclasses import dataclass
+coder = autogen.AssistantAgent(name="Coder")
+reviewer = autogen.AssistantAgent(name="Reviewer")
+runner = autogen.UserProxyAgent(name="Runner")
+'''
+
+
+def _edges_of(text: str) -> set:
+    result = migrate(_HEAD + text, "custom.py", "classic")
+    block = turnflow.parse(result.text).blocks[0]
+    assert reference_edges(block) == graph_edges(block)
+    return reference_edges(block), {d.code for d in result.diagnostics}
+
+
+def test_selection_function_with_agent_by_name_index_and_method_fallback():
+    edges, codes = _edges_of('''
+@dataclass
+class MyChat(autogen.GroupChat):
+    pass
+
+def pick(last_speaker, groupchat):
+    if last_speaker.name == "Coder":
+        return groupchat.agent_by_name("Runner")
+    elif last_speaker.name == "Runner":
+        return groupchat.agents[1]
+    return "round_robin"
+
+chat = MyChat(agents=[coder, reviewer, runner], messages=[], speaker_selection_method=pick)
+''')
+    assert edges == {("Coder", "Runner"), ("Runner", "Reviewer"), ("Reviewer", "Runner")}
+    assert "TF404" not in codes
+
+
+def test_selection_function_that_falls_through_ends_the_chat():
+    edges, codes = _edges_of('''
+def pick(last_speaker, groupchat):
+    if last_speaker is coder:
+        if "LGTM" in groupchat.messages[-1]["content"]:
+            return None
+        return reviewer
+    if last_speaker is reviewer:
+        if "exitcode: 0" in groupchat.messages[-1]["content"]:
+            return runner
+
+chat = autogen.GroupChat(agents=[coder, reviewer, runner], messages=[], speaker_selection_method=pick)
+''')
+    # reviewer: when the text test fails the function returns None (implicitly): the chat ends;
+    # runner has no branch: the function falls off its end and returns None
+    assert edges == {("Coder", END), ("Coder", "Reviewer"), ("Reviewer", "Runner"), ("Reviewer", END),
+                     ("Runner", END)}
+
+
+def test_selection_function_with_a_loop_is_announced_and_approximated():
+    edges, codes = _edges_of('''
+def pick(last_speaker, groupchat):
+    for agent in groupchat.agents:
+        if agent is not last_speaker:
+            return agent
+
+chat = autogen.GroupChat(agents=[coder, reviewer, runner], messages=[], speaker_selection_method=pick)
+''')
+    assert "TF404" in codes
+    assert edges == {(x, y) for x in ("Coder", "Reviewer", "Runner") for y in ("Coder", "Reviewer", "Runner")}
+
+
+def test_unreadable_selection_function_is_announced():
+    edges, codes = _edges_of('''
+import random
+chat = autogen.GroupChat(agents=[coder, reviewer, runner], messages=[],
+                         speaker_selection_method=lambda last, gc: random.choice(gc.agents))
+''')
+    assert "TF404" in codes
+    assert {y for x, y in edges if x == "Coder"} == {"Coder", "Reviewer", "Runner"}

@@ -63,8 +63,10 @@ def migrate(text: str, path: str, src: Optional[SourceText] = None) -> Migration
     classes = agent_classes(mod)
     group_calls: list[pyast.Call] = []
     renames: list[tuple[Agent, str]] = []
+    group_classes = {"GroupChat"} | {n for n, c in mod.classes.items()
+                                     if any(callee(base) == "GroupChat" for base in c.bases)}
     for call in calls(mod.tree):
-        if callee(call) == "GroupChat":
+        if callee(call) in group_classes:
             group_calls.append(call)
         elif is_agent_call(mod, call, classes):
             var = _bound_var(mod, call)
@@ -496,12 +498,24 @@ def _custom(cx: Classic, b: FlowBuilder, fn, method_node, speakers, names, eligi
         a = cx.agent_of(value)
         if a is not None:
             return a.name
+        # groupchat.agent_by_name("X") and groupchat.agents[i]
+        if isinstance(value, pyast.Call) and callee(value) == "agent_by_name" and value.args:
+            raw = mod.string(value.args[0])
+            if raw is not None and raw in cx.names.map and cx.names.map[raw] in names:
+                return cx.names.map[raw]
+        if isinstance(value, pyast.Subscript) and isinstance(value.value, pyast.Attribute) \
+                and value.value.attr == "agents":
+            i = mod.literal(value.slice)
+            if isinstance(i, int) and not isinstance(i, bool) and -len(names) <= i < len(names):
+                return names[i]
         return ("unknown",)
 
     body = [s for s in fn.body if not (isinstance(s, pyast.Expr) and isinstance(s.value, pyast.Constant))]
     default_outcome = None
+    readable = True
     for st in body:
-        if isinstance(st, pyast.Assign):
+        if isinstance(st, (pyast.Assign, pyast.AnnAssign, pyast.Expr, pyast.Pass, pyast.Import,
+                           pyast.ImportFrom)):
             continue
         if isinstance(st, pyast.If):
             node: Optional[pyast.AST] = st
@@ -509,10 +523,8 @@ def _custom(cx: Classic, b: FlowBuilder, fn, method_node, speakers, names, eligi
                 w = who(node.test)
                 out = outcome(node.body)
                 if w is None or out is None:
-                    b.note("TF404", "a branch of the custom speaker selection function cannot be read; the "
-                           "speakers it covers are approximated by a choice among their eligible agents",
-                           pos(node.test))
-                    return set(branches)
+                    readable = False
+                    break
                 for x in w:
                     if x not in branches:
                         branches[x] = out
@@ -523,11 +535,25 @@ def _custom(cx: Classic, b: FlowBuilder, fn, method_node, speakers, names, eligi
                 else:
                     if orelse:
                         default_outcome = outcome(orelse)
+                        if default_outcome is None:
+                            readable = False
                     node = None
+            if not readable:
+                break
             continue
         if isinstance(st, pyast.Return):
             default_outcome = outcome([st])
             break
+        readable = False  # loops, try, with, ...: not something we can follow without running it
+        break
+    if not readable:
+        b.note("TF404", "the custom speaker selection function cannot be read (only `if last_speaker is X: "
+               "return Y` branches can); approximated by a choice of the speaker among its eligible agents",
+               pos(st))
+        return set()
+    if default_outcome is None:
+        # falling off the end of the function returns None: the chat ends
+        default_outcome = [([], ("terminate", "custom_selection"))]
     for test in unreadable:
         b.note("TF406", f"condition `{pyast.unparse(test)}` in the selection function cannot be expressed; its "
                "targets are kept as routing tools of the speaker", pos(test))
