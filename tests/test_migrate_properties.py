@@ -274,3 +274,17 @@ chat = autogen.GroupChat(agents=[coder, reviewer, runner], messages=[],
 ''')
     assert "TF404" in codes
     assert {y for x, y in edges if x == "Coder"} == {"Coder", "Reviewer", "Runner"}
+
+
+def test_positions_are_character_columns_and_a_bom_is_invisible():
+    text = ('\ufeffimport autogen\n'
+            'größe = autogen.AssistantAgent(name="Größe Planer")\n'
+            'b = autogen.AssistantAgent(name="b")\n'
+            'chat = autogen.GroupChat(agents=[größe, b], messages=[], send_introductions=True)\n')
+    result = migrate(text, "unicode.py")
+    by_code = {d.code: d for d in result.diagnostics}
+    assert by_code["TF402"].span.line == 2
+    assert by_code["TF402"].span.column == len('größe = autogen.AssistantAgent(name=') + 1
+    assert by_code["TF409"].span.column == len('chat = autogen.GroupChat(agents=[größe, b], messages=[], '
+                                               'send_introductions=') + 1
+    assert "participant Größe_Planer" in result.text  # letters of any script are NAME characters

@@ -54,7 +54,8 @@ def run(args) -> int:
     if loaded.error is not None:
         _print([loaded.error], {}, args.format, stream)
         return EXIT_USAGE
-    sources = {args.input: loaded.source}
+    text = loaded.source.text
+    sources = {args.input: SourceText(text[1:] if text.startswith("\ufeff") else text, args.input)}
     try:
         result = migrate(loaded.source.text, args.input, args.family)
     except MigrateError as exc:

@@ -38,6 +38,8 @@ def detect(text: str) -> Optional[str]:
 
 def migrate(text: str, path: str = "<string>", family: Optional[str] = None) -> Migration:
     """Migrate one input; raises `MigrateError` (TF401) when it cannot be migrated."""
+    if text.startswith("\ufeff"):  # a byte order mark is invisible: columns count from after it
+        text = text[1:]
     src = SourceText(text, path)
     family = family or detect(text)
     if family is None:

@@ -60,6 +60,13 @@ def migrate(text: str, path: str, src: Optional[SourceText] = None) -> Migration
             agents[var] = Agent(var, raw, name, call, mod.string(kwarg(call, "description")),
                                 list(fns.elts) if isinstance(fns, (pyast.List, pyast.Tuple)) else
                                 ([fns] if fns is not None else []))
+    # tools registered with `@agent.register_for_llm(...)`
+    for fname, fn in mod.functions.items():
+        for dec in fn.decorator_list:
+            if isinstance(dec, pyast.Call) and callee(dec) == "register_for_llm" \
+                    and isinstance(dec.func, pyast.Attribute) and isinstance(dec.func.value, pyast.Name) \
+                    and dec.func.value.id in agents:
+                agents[dec.func.value.id].functions.append(pyast.Name(id=fname, ctx=pyast.Load()))
     # handoffs: agent.handoffs.<method>(...)
     for call in calls(mod.tree):
         f = call.func

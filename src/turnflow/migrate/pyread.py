@@ -13,11 +13,23 @@ from turnflow.source import SourceText
 _NOT = object()  # "not a literal"
 
 
+_LINES: list[str] = []  # the lines of the module being read (ast columns are UTF-8 byte offsets)
+
+
+def _char_col(line: int, byte_col: int) -> int:
+    if 1 <= line <= len(_LINES):
+        text = _LINES[line - 1]
+        if not text.isascii():
+            return len(text.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
+    return byte_col
+
+
 def pos(node: pyast.AST) -> Pos:
     line = getattr(node, "lineno", 1) or 1
-    col = (getattr(node, "col_offset", 0) or 0) + 1
+    col = _char_col(line, getattr(node, "col_offset", 0) or 0) + 1
     end_line = getattr(node, "end_lineno", None) or line
-    end_col = (getattr(node, "end_col_offset", None) or col) + 1
+    end_off = getattr(node, "end_col_offset", None)
+    end_col = (_char_col(end_line, end_off) if end_off is not None else col) + 1
     if end_line == line and end_col <= col:
         end_col = col + 1
     return Pos(line, col, end_line, end_col)
@@ -100,6 +112,7 @@ def parse_module(text: str, path: str, src: SourceText) -> Module:
         raise fail("TF401", f"Python syntax error: {err.msg}", Pos(line, col), path, src)
     except (ValueError, RecursionError) as err:
         raise fail("TF401", f"cannot read the Python source: {err}", Pos(1, 1), path, src)
+    _LINES[:] = text.split("\n")
     mod = Module(tree=tree, src=src, path=path)
     _index(mod, tree, loop=False)
     return mod
