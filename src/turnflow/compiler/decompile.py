@@ -31,7 +31,6 @@ from turnflow.source import Span
 
 _SPAN = Span.point()
 _NAME_RE = re.compile(r"[^\W\d](?:[\w-]*\w)?\Z")
-_PLAIN_FLOAT = re.compile(r"-?(?:0|[1-9][0-9]*)\.[0-9]+\Z")
 _DEFAULT_GRAPH = {"transitions": [], "default_target": None, "max_turns": None}
 
 
@@ -391,9 +390,6 @@ def _literal(value: Any, path: str) -> ast.Literal:
     if isinstance(value, float):
         if not math.isfinite(value):
             raise DecompileError(path, f"{value} is not a JSON number")
-        if not _PLAIN_FLOAT.match(json.dumps(value)):
-            raise DecompileError(path, f"{json.dumps(value)} cannot be written in .flow: numbers are written "
-                                 "without an exponent")
         return ast.Literal(span=_SPAN, kind="float", value=value, raw=json.dumps(value))
     if isinstance(value, str):
         return ast.Literal(span=_SPAN, kind="string", value=value, raw=json.dumps(value, ensure_ascii=False))
