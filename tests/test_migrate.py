@@ -316,3 +316,12 @@ def test_rule_docs_for_every_tf4xx_code():
         info = get_rule(code)
         assert info is not None and info.check is None, code
         assert info.name.startswith("migrate-"), code
+
+
+def test_cli_json_diagnostics_with_output_file(tmp_path, capsys):
+    case = ROOT / "autogen" / "graphflow_fan_out_join.json"
+    out = tmp_path / "fan.flow"
+    assert main(["migrate", str(case), "-o", str(out), "--format", "json"]) == 0
+    diags = json.loads(capsys.readouterr().out)
+    assert [(d["code"], d["line"], d["column"]) for d in diags if d["code"].startswith("TF4")] == [("TF407", 171, 19)]
+    assert out.exists()

@@ -288,3 +288,18 @@ def test_positions_are_character_columns_and_a_bom_is_invisible():
     assert by_code["TF409"].span.column == len('chat = autogen.GroupChat(agents=[größe, b], messages=[], '
                                                'send_introductions=') + 1
     assert "participant Größe_Planer" in result.text  # letters of any script are NAME characters
+
+
+def test_keyword_tool_names_are_renamed_and_announced():
+    text = ('from autogen import ConversableAgent\n'
+            'from autogen.agentchat.group import ReplyResult, AgentTarget\n'
+            'from autogen.agentchat.group.patterns import DefaultPattern\n'
+            'a = ConversableAgent(name="a", functions=[next])\n'
+            'b = ConversableAgent(name="b")\n'
+            'def next(context_variables) -> ReplyResult:\n'
+            '    return ReplyResult(message="ok", target=AgentTarget(b))\n'
+            'p = DefaultPattern(initial_agent=a, agents=[a, b])\n')
+    result = migrate(text, "kw.py")
+    assert "a -> b when tool next_" in result.text
+    assert [(d.code, d.span.line) for d in result.diagnostics] == [("TF402", 6)]
+    assert not [d for d in turnflow.check(result.text) if d.severity == "error"]

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
-from turnflow.migrate.common import FlowBuilder, Migration, Names, Pos, fail, render
+from turnflow.migrate.common import FlowBuilder, Migration, Names, Pos, fail, render, tool_name
 from turnflow.migrate.pyread import (Module, agent_classes, callee, calls, is_agent_call, kwarg, parse_module,
                                      pos)
 from turnflow.source import SourceText
@@ -379,13 +379,16 @@ def _agent_rules(cx: Ctx, a: Agent, kind: str) -> None:
                     targets.append(t)
         if not targets:
             continue
-        b.add_tool(a.name, fn.name)
+        tool = tool_name(fn.name)
+        if tool != fn.name:
+            b.note("TF402", f"tool name `{fn.name}` is a .flow keyword; renamed to `{tool}`", pos(fn))
+        b.add_tool(a.name, tool)
         if len(targets) > 1:
             b.note("TF406", f"tool `{fn.name}` returns different targets depending on its arguments; .flow sees "
                    "only that the tool was called, so the first rule decides at run time (every edge is kept)",
                    pos(fn))
         for t in targets:
-            b.rule(a.name, t, [("tool", fn.name)])
+            b.rule(a.name, t, [("tool", tool)])
     # 4. after-work (conditional, then unconditional)
     for call in a.after_conditional:
         t = resolve_target(_target(cx, kwarg(call, "target", 0), call), call)

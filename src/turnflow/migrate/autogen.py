@@ -345,7 +345,7 @@ def _team(team: dict, pos: Positions, blocks: Names, path: str, src: SourceText)
             b.section()
             for h in a.handoffs:
                 target = h["target"]
-                tool = tool_name(h["name"])
+                tool = _tool(b, h)
                 desc = h["description"] or None
                 if target in names.map and names.map[target] in by_name:
                     b.handoff(a.name, names.map[target], tool, desc or _describe(by_name, names.map[target]))
@@ -371,11 +371,19 @@ def _terminating_handoffs(b: FlowBuilder, agents: list[Agent], term: Term, order
         for h in a.handoffs:
             if h["target"] in term.handoff_targets:
                 b.section()
-                b.handoff(a.name, ("terminate", f"handoff_to_{h['target']}"), tool_name(h["name"]),
+                b.handoff(a.name, ("terminate", f"handoff_to_{h['target']}"), _tool(b, h),
                           h["description"] or None)
             else:
                 b.note("TF409", f"outside a Swarm, `{a.raw}`'s handoff to `{h['target']}` does not choose the "
                        "next speaker; ignored", h["at"])
+
+
+def _tool(b: FlowBuilder, h: dict) -> str:
+    tool = tool_name(h["name"])
+    if tool != h["name"]:
+        b.note("TF402", f"handoff tool name {json.dumps(h['name'])} is not a valid flow NAME; renamed to `{tool}`",
+               h["at"])
+    return tool
 
 
 def _text_message(b: FlowBuilder, term: Term, by_name: dict) -> None:
