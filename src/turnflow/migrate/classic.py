@@ -390,10 +390,10 @@ def _termination(cx: Classic, b: FlowBuilder, manager, agents, speakers, success
         first = members[0]
         test = termination_test(mod, first.termination)
         who = ", ".join(f"`{a.name}`" for a in members)
+        others = tuple(pos(a.termination) for a in members[1:])
         if test is None or test.text is None:
-            for a in members:
-                b.note("TF405", f"the `is_termination_msg` of {who} does not test the message text for a marker "
-                       "the migrator can read; dropped", pos(a.termination), comment=a is first)
+            b.note("TF405", f"the `is_termination_msg` of {who} does not test the message text for a marker "
+                   "the migrator can read; dropped", pos(first.termination), also=others)
             continue
         names = {a.name for a in members}
         sources = [x for x in speakers if names & set(successors(x))]
@@ -403,8 +403,7 @@ def _termination(cx: Classic, b: FlowBuilder, manager, agents, speakers, success
         message = (f"the `is_termination_msg` of {who} ends the chat only when that agent is picked to reply to "
                    "a matching message; approximated by ending after any matching message from a speaker that "
                    f"may be followed by it{how}")
-        for a in members:
-            b.note("TF405", message, pos(a.termination), comment=a is first)
+        b.note("TF405", message, pos(first.termination), also=others)
         if set(sources) == set(speakers):
             sources = [None]
         for x in sources:

@@ -156,11 +156,14 @@ class FlowBuilder:
         if comment:
             self.pending.append(comment)
 
-    def note(self, code: str, message: str, pos: Pos, *, comment: bool = True) -> None:
-        """A TF4xx approximation: a diagnostic, and a comment above the next statement."""
-        self.notes.append(Note(code, message, pos))
+    def note(self, code: str, message: str, pos: Pos, *, comment: bool = True, also: tuple = ()) -> None:
+        """A TF4xx approximation: a diagnostic (one per position: `pos` and `also`), and a
+        comment above the next statement."""
+        for p in (pos, *also):
+            self.notes.append(Note(code, message, p))
         if comment:
-            self.pending.append(f"{code}: {message} (input {pos.line}:{pos.column})")
+            where = ", ".join(f"{p.line}:{p.column}" for p in (pos, *also))
+            self.pending.append(f"{code}: {message} (input {where})")
 
     def comment(self, text: str) -> None:
         self.pending.append(text)
