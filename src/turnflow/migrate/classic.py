@@ -167,7 +167,8 @@ def _group(cx: Classic, call: pyast.Call, block_names: Names) -> FlowBuilder:
     b = FlowBuilder(block)
 
     def lit(name: str, default):
-        node = kwarg(call, name)
+        # GroupChat is a dataclass: agents, messages, max_round may be positional
+        node = kwarg(call, name, {"max_round": 2}.get(name))
         if node is None:
             return default, None
         value = mod.literal(node)
