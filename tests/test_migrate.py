@@ -343,5 +343,6 @@ def test_cli_json_diagnostics_with_output_file(tmp_path, capsys):
     out = tmp_path / "fan.flow"
     assert main(["migrate", str(case), "-o", str(out), "--format", "json"]) == 0
     diags = json.loads(capsys.readouterr().out)
-    assert [(d["code"], d["line"], d["column"]) for d in diags if d["code"].startswith("TF4")] == [("TF407", 171, 19)]
+    assert [(d["code"], d["line"], d["column"]) for d in diags if d["code"].startswith("TF4")] == [
+        ("TF407", 171, 19), ("TF407", 213, 27)]  # the fan-out at `writer`, the join at `final_reviewer`
     assert out.exists()

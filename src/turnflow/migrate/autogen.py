@@ -438,6 +438,27 @@ def _graph(cfg, pos, b: FlowBuilder, names: Names, order, path, src, ended=froze
             cond = e.get("condition")
             out.append((names.map[e["target"]], cond if isinstance(cond, str) else None, e))
         edges[name] = out
+    # joins: a node that waits for several parents (the edges of one activation group, "all")
+    incoming: dict[str, dict[str, list[str]]] = {}
+    for x in order:
+        for t, _, e in edges.get(x, []):
+            raw_t = next((r for r, n in names.map.items() if n == t), t)
+            node_t = nodes.get(raw_t) if isinstance(nodes.get(raw_t), dict) else {}
+            group = e.get("activation_group") if isinstance(e.get("activation_group"), str) and \
+                e.get("activation_group") else t
+            how = e.get("activation_condition") if isinstance(e.get("activation_condition"), str) \
+                else node_t.get("activation", "all")
+            if how == "all":
+                incoming.setdefault(t, {}).setdefault(group, []).append(x)
+    joins: dict[str, list[tuple[str, Pos]]] = {}
+    for t in order:
+        for group, parents in incoming.get(t, {}).items():
+            if len(parents) > 1:
+                raw_t = next(r for r, n in names.map.items() if n == t)
+                joins.setdefault(t, []).append((
+                    f"`{t}` waits for all of {', '.join(parents)} (activation group {json.dumps(group)}); a flow "
+                    "has one speaker at a time, so it runs after whichever of them hands over to it",
+                    pos.of(nodes, raw_t)))
     # sequential approximation of fan-out: X -> [T1..Tk] runs T1, ..., Tk one after another
     chain: dict[str, tuple[str, str, dict]] = {}
     for x in order:
@@ -453,6 +474,8 @@ def _graph(cfg, pos, b: FlowBuilder, names: Names, order, path, src, ended=froze
         if x not in edges or x in ended:
             continue
         b.section()
+        for message, at in joins.get(x, []):
+            b.note("TF407", message, at)
         if x in chain:
             nxt, origin, _ = chain[x]
             dropped = [t for t, _, _ in edges.get(x, [])]
