@@ -14,7 +14,7 @@ ROOT = Path(__file__).parent.parent
 EXAMPLES = ROOT / "examples"
 
 BAD = "workflow w {\n    participant a\n    participant a\n    start b\n}\n"
-WARN = "workflow w {\n    participant u\n    participant a\n    start a\n    a -> initiator\n    u -> terminate\n}\n"
+WARN = "workflow w {\n    participant u\n    participant a\n    start a\n    max_turns 5\n    a -> initiator\n    u -> terminate\n}\n"
 
 
 def run(args, capsys):

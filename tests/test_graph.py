@@ -1,102 +1,196 @@
-"""`turnflow graph`: golden DOT / Mermaid / JSON for the examples and for flows
-with each graph finding; DOT renders with Graphviz when `dot` is installed."""
+"""The speaker-graph IR, its statistics and `turnflow check --stats`."""
 
 import json
-import shutil
+import os
+import subprocess
+import sys
 from pathlib import Path
 
-import pytest
-
+import turnflow
 from turnflow.cli import main
-from golden import check_golden
+from turnflow.compiler.graph import END, block_stats, build_graph
+from turnflow.dsl import ast
 
-ROOT = Path(__file__).parent.parent
-CASES = sorted((Path(__file__).parent / "fixtures" / "graph").glob("*.flow")) + sorted(
-    (ROOT / "examples").glob("*.flow"))
-GOLDEN = Path(__file__).parent / "fixtures" / "graph" / "golden"
-FORMATS = {"dot": "dot", "mermaid": "mmd", "json": "json"}
+REPO = Path(__file__).resolve().parent.parent
 
+SUPPORT = """\
+workflow support "Customer support triage" {
+    participant user      initiator
+    participant triage    "Classifies the request"
+    participant billing   "Invoices, refunds, payment methods"
+    participant tech      "Bugs, outages, how-to questions"
 
-def draw(capsys, *args):
-    code = main(["graph", *map(str, args)])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+    start triage
+    max_turns 12
+    context resolved = false
 
+    handoff triage -> billing via transfer_to_billing "The question is about money"
+    handoff triage -> tech    via transfer_to_tech    "The question is technical"
 
-@pytest.mark.parametrize("fmt", FORMATS)
-@pytest.mark.parametrize("case", CASES, ids=[c.stem for c in CASES])
-def test_golden_pictures(case, fmt, capsys, update_goldens):
-    code, out, err = draw(capsys, case, "--format", fmt)
-    assert code == 0, err
-    GOLDEN.mkdir(exist_ok=True)
-    check_golden(GOLDEN / f"{case.stem}.{FORMATS[fmt]}", out, update_goldens)
-    # deterministic: a second run gives the same bytes
-    assert draw(capsys, case, "--format", fmt)[1] == out
+    billing -> user
+    tech    -> user
+    user    -> terminate "resolved" when context.resolved == true
+    user    -> triage
 
-
-def _picture(capsys, path):
-    code, out, _ = draw(capsys, path, "--format", "json")
-    assert code == 0
-    return json.loads(out)
+    otherwise -> terminate "after_work"
+}
+"""
 
 
-def test_findings_are_drawn(capsys):
-    pic = _picture(capsys, Path(__file__).parent / "fixtures" / "graph" / "diagnostics.flow")
-    nodes = {n["id"]: n for n in pic["nodes"]}
-    assert nodes["editor"]["unreachable"] is False  # reachable through the tool
-    assert nodes["ghost"]["unreachable"] is True
-    assert nodes["lawyer"]["trapped"] and nodes["archivist"]["trapped"]
-    assert not nodes["writer"]["trapped"]
-    edges = {(e["from"], e["to"]): e for e in pic["edges"]}
-    assert edges[("lawyer", "archivist")]["trapped"] and edges[("archivist", "lawyer")]["trapped"]
-    assert edges[("writer", "editor")]["kind"] == "maybe"
-    assert edges[("writer", "editor")]["label"] == "tool ask_editor"
-    assert edges[("critic", "<END:approved>")]["kind"] == "always"
-    # `critic -> writer` after the always rule is shadowed: drawn dotted with the finding
-    shadowed = [e for e in pic["edges"] if e["kind"] == "shadowed"]
-    assert [(e["from"], e["to"], e["rules"]) for e in shadowed] == [("critic", "writer", [19])]
-    assert "<END:after_work>" not in nodes  # every speaker has an always rule or ends
+def graph_of(text: str):
+    return build_graph(turnflow.parse(text).blocks[0])
 
 
-def test_unreachable_and_end_per_reason(capsys):
-    pic = _picture(capsys, Path(__file__).parent / "fixtures" / "graph" / "shadowed.flow")
-    nodes = {n["id"]: n for n in pic["nodes"]}
-    ends = sorted(n["label"] for n in pic["nodes"] if n["kind"] == "end")
-    assert ends == ["done", "handled"]
-    assert nodes["bot"]["start"] and nodes["user"]["initiator"]
-    edges = {(e["from"], e["to"]): e for e in pic["edges"]}
-    assert edges[("user", "<END:done>")]["label"] == 'text contains "bye" [priority -1]'
+def test_support_graph_edges_rules_and_kinds():
+    g = graph_of(SUPPORT)
+    assert g.speaker_edges() == {
+        ("triage", "billing"), ("triage", "tech"), ("triage", END),
+        ("billing", "user"), ("tech", "user"),
+        ("user", END), ("user", "triage"),
+    }
+    e = g.g.edges
+    assert e["triage", "billing"]["kind"] == "maybe"
+    assert isinstance(e["triage", "billing"]["rules"][0], ast.Handoff)
+    assert e["triage", END]["kind"] == "otherwise"
+    assert isinstance(e["triage", END]["rules"][0], ast.Otherwise)
+    assert e["billing", "user"]["kind"] == "always"
+    assert e["user", END]["kind"] == "maybe"
+    assert g.start == "triage"
+    assert g.reachable() == {"user", "triage", "billing", "tech"}
 
 
-def test_block_selection_and_errors(tmp_path, capsys):
-    code, out, _ = draw(capsys, ROOT / "examples" / "onboarding.flow", "--block", "kickoff", "--format", "json")
-    assert code == 0 and json.loads(out)["block"] == "kickoff"
-    code, _, err = draw(capsys, ROOT / "examples" / "onboarding.flow", "--block", "nope")
-    assert code == 2 and "no block named `nope`" in err and "`intake`" in err
-    bad = tmp_path / "bad.flow"
-    bad.write_text("workflow w {\n    participant a\n}\n")
-    code, out, err = draw(capsys, bad)
-    assert code == 1 and "TF105" in err and out == ""
+def test_implicit_otherwise_edge_has_rule_none():
+    g = graph_of("workflow w {\n participant a\n participant b\n start a\n a -> b when text contains \"x\"\n"
+                 " b -> terminate\n}\n")
+    assert g.g.edges["a", END]["rules"] == [None]
+    assert g.g.edges["a", END]["kind"] == "otherwise"
 
 
-@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz `dot` not installed (CI installs it)")
-@pytest.mark.parametrize("case", CASES, ids=[c.stem for c in CASES])
-def test_svg_renders_every_participant(case, tmp_path, capsys):
-    import turnflow
-
-    out = tmp_path / "pic.svg"
-    code, _, err = draw(capsys, case, "--format", "svg", "-o", out)
-    assert code == 0, err
-    svg = out.read_text(encoding="utf-8")
-    assert svg.lstrip().startswith("<?xml") and "</svg>" in svg
-    for block in turnflow.parse(case.read_text()).blocks:
-        for p in block.participants:
-            assert f">{p.name.name}</text>" in svg, p.name.name
+def test_edge_keeps_every_rule_in_evaluation_order():
+    g = graph_of("workflow w {\n participant a\n participant b\n start a\n"
+                 " a -> b when text contains \"x\"\n a -> b priority -1\n b -> terminate\n}\n")
+    rules = g.g.edges["a", "b"]["rules"]
+    assert [r.priority.value if r.priority else 0 for r in rules] == [-1]  # the always rule decides first
+    assert g.g.edges["a", "b"]["kind"] == "always"
 
 
-def test_missing_dot_is_a_clear_message(tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv("PATH", str(tmp_path))  # no `dot` on this PATH
-    code, _, err = draw(capsys, ROOT / "examples" / "ask_expert.flow", "--format", "svg", "-o", tmp_path / "x.svg")
-    assert code == 2
-    assert "Graphviz's `dot` program is not installed" in err
-    assert not (tmp_path / "x.svg").exists()
+def test_stats_of_support():
+    st = block_stats(turnflow.parse(SUPPORT).blocks[0])
+    assert st == {"block": "support", "kind": "workflow", "line": 1, "participants": 4, "rules": 6,
+                  "analysed": True, "reachable": 4, "fewest_turns": 1, "most_turns": 12, "max_turns": 12,
+                  "capped": True}
+
+
+def test_stats_most_turns_variants():
+    acyclic = "workflow w {\n participant a\n participant b\n participant c\n start a\n%s a -> b\n b -> c\n c -> terminate\n}\n"
+    assert block_stats(graph_of(acyclic % ""))["most_turns"] == 3
+    assert block_stats(graph_of(acyclic % " max_turns 2\n"))["most_turns"] == 2
+    assert block_stats(graph_of(acyclic % " max_turns 2\n"))["capped"] is True
+    assert block_stats(graph_of(acyclic % " max_turns 3\n"))["capped"] is False
+    loop = "workflow w {\n participant a\n participant b\n start a\n%s a -> b\n b -> a when text contains \"x\"\n}\n"
+    assert block_stats(graph_of(loop % ""))["most_turns"] == "unbounded"
+    assert block_stats(graph_of(loop % " max_turns 7\n"))["most_turns"] == 7
+    never = "workflow w {\n participant a\n participant b\n start a\n a -> b\n b -> a\n}\n"
+    assert block_stats(graph_of(never))["fewest_turns"] is None
+
+
+def test_stats_non_workflow_block():
+    flow = turnflow.parse("discussion d {\n participant a\n participant b\n ordering round_robin\n}\n")
+    assert block_stats(flow.blocks[0]) == {"block": "d", "kind": "discussion", "line": 1, "participants": 2,
+                                           "rules": 0}
+
+
+def test_check_stats_text(tmp_path, capsys):
+    f = tmp_path / "support.flow"
+    f.write_text(SUPPORT + "discussion d {\n participant a\n participant b\n}\n"
+                 "workflow bad {\n participant a\n participant b\n start a\n a -> nobody\n}\n")
+    code = main(["check", "--stats", str(f)])
+    out = capsys.readouterr().out
+    assert code == 1  # TF102 in `bad`
+    assert (f"{f}:1: workflow support: 4 participants, 6 rules, 4 reachable, fewest turns to END 1, "
+            "most turns 12 (max_turns)\n") in out
+    assert f"{f}:21: discussion d: 2 participants, 0 rules\n" in out
+    assert f"{f}:25: workflow bad: 2 participants, 1 rules, not analysed (the block has errors)\n" in out
+
+
+def test_check_stats_json(tmp_path, capsys):
+    f = tmp_path / "loop.flow"
+    f.write_text("workflow w {\n participant a\n participant b\n start a\n a -> b\n b -> a\n}\n")
+    code = main(["check", "--stats", "--format", "json", str(f)])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert [d["code"] for d in data["diagnostics"]] == ["TF201"]
+    assert data["stats"] == [{"path": str(f), "block": "w", "kind": "workflow", "line": 1, "participants": 2,
+                              "rules": 2, "analysed": True, "reachable": 2, "fewest_turns": None,
+                              "most_turns": "unbounded", "max_turns": None, "capped": False}]
+
+
+def test_check_stats_rejects_sarif(tmp_path, capsys):
+    f = tmp_path / "x.flow"
+    f.write_text(SUPPORT)
+    assert main(["check", "--stats", "--format", "sarif", str(f)]) == 2
+    assert "--stats works with --format text or json" in capsys.readouterr().err
+
+
+def test_check_without_stats_keeps_json_array(tmp_path):
+    f = tmp_path / "x.flow"
+    f.write_text(SUPPORT)
+    proc = subprocess.run([sys.executable, "-m", "turnflow", "check", "--format", "json", str(f)],
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == []
+
+
+def test_graph_rules_skip_blocks_with_errors_only():
+    text = ("workflow bad {\n participant a\n participant b\n start a\n a -> b\n b -> nobody\n}\n"
+            "workflow good {\n participant a\n participant b\n start a\n a -> b\n b -> a\n}\n")
+    codes = [(d.code, d.span.line) for d in turnflow.check(text)]
+    assert ("TF102", 6) in codes
+    assert ("TF201", 11) in codes
+    assert not any(code.startswith("TF2") and line < 8 for code, line in codes)
+
+
+def test_syntax_error_gets_only_syntax_diagnostics():
+    diags = turnflow.check("workflow w {\n participant a\n participant b\n start a\n a -> \n}\n")
+    assert {d.code for d in diags} == {"TF001"}
+
+
+def test_suppression_of_graph_rule():
+    text = "workflow w {\n participant a\n participant b\n start a  # turnflow: ignore[TF201]\n a -> b\n b -> a\n}\n"
+    assert turnflow.check(text) == []
+
+
+def test_build_graph_never_raises_on_blocks_with_errors():
+    texts = [
+        "workflow w {\n participant a\n a -> nobody\n}\n",
+        "workflow w {\n start x\n * -> next\n otherwise -> initiator\n}\n",
+        "workflow w {\n participant a\n participant a\n start a\n a -> stay\n}\n",
+    ]
+    for text in texts:
+        flow = turnflow.parse(text)
+        st = block_stats(flow.blocks[0])
+        assert st["kind"] == "workflow"
+
+
+def test_check_leaves_the_garbage_collector_as_it_found_it():
+    import gc
+
+    from turnflow.dsl.parser import gc_paused
+
+    assert gc.isenabled()
+    turnflow.check(SUPPORT)
+    turnflow.check("workflow {")  # syntax error path
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    gc.disable()
+    try:
+        turnflow.check(SUPPORT)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    try:
+        with gc_paused():
+            assert not gc.isenabled()
+            raise KeyError("boom")
+    except KeyError:
+        pass
+    assert gc.isenabled()

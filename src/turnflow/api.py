@@ -9,7 +9,7 @@ from turnflow.diagnostics import suppress
 from turnflow.diagnostics.diagnostic import Diagnostic, sort_key
 from turnflow.diagnostics.registry import get_rule
 from turnflow.dsl import ast
-from turnflow.dsl.parser import ParseError, parse, parse_source
+from turnflow.dsl.parser import ParseError, gc_paused, parse, parse_source
 
 __all__ = ["parse", "check", "ParseError", "compile", "CompileError", "decompile", "DecompileError"]
 
@@ -17,12 +17,13 @@ __all__ = ["parse", "check", "ParseError", "compile", "CompileError", "decompile
 def check(flow: Union[str, ast.FlowFile], path: str = "<string>") -> list[Diagnostic]:
     """Parse (if given text) and analyse a flow; returns sorted diagnostics, suppressions applied.
     Never raises on any input text."""
-    if isinstance(flow, str):
-        parsed, diags = parse_source(flow, path)
-        if parsed is None:
-            return _named(diags)
-        flow = parsed
-    diags = run_checks(flow, path)
+    with gc_paused():
+        if isinstance(flow, str):
+            parsed, diags = parse_source(flow, path)
+            if parsed is None:
+                return _named(diags)
+            flow = parsed
+        diags = run_checks(flow, path)
     diags = suppress.apply(diags, suppress.suppressions(flow.comments))
     return sorted(_named(diags), key=sort_key)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import gc
 import json
 import re
+from contextlib import contextmanager
 from functools import lru_cache
 from importlib import resources
 from typing import Optional
@@ -414,16 +415,46 @@ def scan_comments(src: SourceText) -> list[ast.Comment]:
     return out
 
 
+@contextmanager
+def gc_paused():
+    """Pause the cyclic garbage collector while building large acyclic structures.
+
+    Parsing allocates hundreds of thousands of tokens, tree nodes and AST
+    models and frees none of them; every collection would rescan them all
+    (on a 20,000-rule file this more than doubled the parse time). Nothing
+    built here forms reference cycles, so pausing loses nothing. Nests (only the
+    outermost pause acts).
+
+    On the way out, what was allocated is moved straight to the oldest
+    generation (`freeze` + `unfreeze`) instead of being scanned by the first
+    young collection after `enable` (0.4-0.8 s on 20,000 rules). Skipped when
+    the process has frozen objects of its own, which `unfreeze` would release."""
+    if not gc.isenabled():
+        yield
+        return
+    promote = gc.get_freeze_count() == 0
+    gc.disable()
+    try:
+        yield
+    finally:
+        if promote:
+            gc.freeze()
+            gc.enable()
+            gc.unfreeze()
+        else:
+            gc.enable()
+
+
 def parse_source(text: str, path: str = "<string>") -> tuple[Optional[ast.FlowFile], list[Diagnostic]]:
     """Parse `text`; returns (AST or None, TF001/TF002 diagnostics). Never raises."""
+    with gc_paused():
+        return _parse_source(text, path)
+
+
+def _parse_source(text: str, path: str) -> tuple[Optional[ast.FlowFile], list[Diagnostic]]:
     if text.startswith("\ufeff"):
         text = " " + text[1:]  # keep offsets: the BOM becomes a blank
     src = SourceText(text, path)
-    # The parse allocates hundreds of thousands of acyclic objects; the cyclic
-    # collector would rescan the growing AST again and again (half the parse
-    # time on a 20,000-rule file), and reclaims nothing here: pause it.
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
     try:
         flow = build_parser().parse(text)
     except UnexpectedInput as err:
@@ -431,9 +462,6 @@ def parse_source(text: str, path: str = "<string>") -> tuple[Optional[ast.FlowFi
     except _LiteralError as err:
         return None, [Diagnostic(code="TF002", severity="error", message=str(err),
                                  span=_tok_span(err.token), path=path)]
-    finally:
-        if gc_was_enabled:
-            gc.enable()
     flow.comments.extend(scan_comments(src))
     return flow, []
 

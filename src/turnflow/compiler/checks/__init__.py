@@ -11,17 +11,28 @@ from __future__ import annotations
 
 from turnflow.compiler.checks import (  # noqa: F401  (each import registers its rule)
     ag2_builtin_profile,
+    cap_never_binds,
+    cap_too_small,
     conflicting_handoff,
     duplicate_participant,
+    ends_only_by_cap,
     initiator_undeclared,
     invalid_value,
     migration,
     missing_start,
+    never_ends,
     participant_roles,
     repeated_statement,
+    shadowed_rule,
     statement_not_allowed,
     syntax,
+    trap,
+    unbounded_cycle,
     undeclared_participant,
+    undeclared_tool,
+    uninitialised_context,
+    unreachable_participant,
+    unused_otherwise,
 )
 from turnflow.compiler.checks.base import Finding
 from turnflow.diagnostics.diagnostic import Diagnostic

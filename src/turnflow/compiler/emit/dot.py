@@ -66,7 +66,7 @@ def _edge(e: Edge, src: str, dst: str) -> str:
         attrs["color"] = RED
         attrs["fontcolor"] = RED
     if e.lines:
-        attrs["tooltip"] = "line " + ", ".join(map(str, e.lines))
+        attrs["tooltip"] = "line " + ", ".join(map(str, e.lines)) + (f": {e.note}" if e.note else "")
     return f"{quote(src)} -> {quote(dst)}" + (f" {_attrs(attrs)}" if attrs else "")
 
 

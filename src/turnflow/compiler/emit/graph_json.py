@@ -17,7 +17,7 @@ def picture_dict(p: Picture) -> dict:
                          "notes": n.notes})
         nodes.append(node)
     edges = [{"from": e.src, "to": e.dst, "kind": e.kind, "label": e.label, "rules": e.lines,
-              "trapped": e.trapped} for e in p.edges]
+              "trapped": e.trapped, **({"note": e.note} if e.note else {})} for e in p.edges]
     return {"block": p.block, "kind": p.kind, "title": p.title, "nodes": nodes, "edges": edges}
 
 

@@ -48,6 +48,7 @@ class Edge:
     labels: list[str] = field(default_factory=list)
     lines: list[int] = field(default_factory=list)
     trapped: bool = False
+    note: str = ""  # why a shadowed rule never fires (the TF204 message)
 
     @property
     def label(self) -> str:
@@ -186,8 +187,8 @@ def build_picture(block: ast.Block, diagnostics: Sequence[Diagnostic] = ()) -> P
         dst = _target_id(rule.target, src, block, end_nodes)
         if dst is None:
             continue
-        edges.append(Edge(src=src, dst=dst, kind="shadowed", labels=[f"{rule_label(rule)} (never: {d.message})"],
-                          lines=[rule.span.line]))
+        edges.append(Edge(src=src, dst=dst, kind="shadowed", labels=[f"shadowed: {rule_label(rule)}"],
+                          lines=[rule.span.line], note=d.message))
 
     out_nodes = [Node(id=START_ID, label="start", kind="start")] if start in nodes else []
     out_nodes += list(nodes.values())

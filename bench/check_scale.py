@@ -1,0 +1,130 @@
+"""How `turnflow check` scales: generated workflows of 2,000 and 4,000 participants
+with 10 rules each (DESIGN.md §6: under 3 s for 2,000 / 20,000, doubling at most ~2.2x).
+
+    PYTHONPATH=src python3 bench/check_scale.py            # in-process + subprocess, best of 3
+    PYTHONPATH=src python3 bench/check_scale.py --sizes 2000 4000 8000 --repeat 1
+
+Every generated file is valid and error-free (so every graph rule runs), and every rule
+is live: per participant `pI` (with `tools [tI]`):
+
+    handoff pI -> pJ via hI_0 "Route to pJ"          (two handoffs)
+    pI -> pJ when tool tI
+    pI -> pJ when text contains "kwN"               (three)
+    pI -> terminate "done" when context.done == true
+    pI -> pJ when text contains "fast" and context.mode == "fast"
+    pI -> pJ when tool tI priority 1
+    pI -> pNEXT priority 2                          (the rule that always decides, last)
+
+with random targets, `max_turns 1000` and two context variables; the graph is one big
+strongly connected tangle, so SCC, BFS and longest-path code all do full work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "src"))
+
+
+def generate(n: int, rules_per: int = 10, seed: int = 0) -> str:
+    assert rules_per == 10, "the mix below is 10 rules per participant"
+    rnd = random.Random(seed)
+    out = [f'workflow scale_{n} "generated: {n} participants, {n * rules_per} rules" {{']
+    for i in range(n):
+        out.append(f'    participant p{i} "agent number {i}" tools [t{i}]')
+    out += ["    start p0", "    max_turns 1000", "    context done = false", '    context mode = "slow"']
+    for i in range(n):
+        def pick() -> str:
+            return f"p{rnd.randrange(n)}"
+        a, b = pick(), pick()
+        out.append(f'    handoff p{i} -> {a} via h{i}_0 "Route to {a}"')
+        out.append(f'    handoff p{i} -> {b} via h{i}_1 "Route to {b}"')
+        out.append(f"    p{i} -> {pick()} when tool t{i}")
+        for k in range(3):
+            out.append(f'    p{i} -> {pick()} when text contains "kw{k}"')
+        out.append(f'    p{i} -> terminate "done" when context.done == true')
+        out.append(f'    p{i} -> {pick()} when text contains "fast" and context.mode == "fast"')
+        out.append(f"    p{i} -> {pick()} when tool t{i} priority 1")
+        out.append(f"    p{i} -> p{(i + 1) % n} priority 2")
+    out.append('    otherwise -> terminate "after_work"')
+    out.append("}")
+    return "\n".join(out) + "\n"
+
+
+def in_process(text: str) -> dict:
+    """Wall and CPU time of `turnflow.check(text)` (parser already built), with a breakdown
+    (wall) of the same work: lark lexing + LALR parsing, the AST walk, all checks."""
+    import turnflow
+    from turnflow.compiler.checks import run_checks
+    from turnflow.dsl.parser import AstBuilder, build_parser, gc_paused
+
+    build_parser()
+    gc.collect()
+    t0, c0 = time.perf_counter(), time.process_time()
+    diags = turnflow.check(text, path="scale.flow")
+    total, cpu = time.perf_counter() - t0, time.process_time() - c0
+    assert not [d for d in diags if d.severity != "info"], diags[:3]
+    # breakdown (same work, measured separately)
+    gc.collect()
+    with gc_paused():
+        t0 = time.perf_counter()
+        tree = build_parser().parse(text)
+        t1 = time.perf_counter()
+        flow = AstBuilder().transform(tree)
+        t2 = time.perf_counter()
+        run_checks(flow)
+        t3 = time.perf_counter()
+    return {"total": total, "cpu": cpu, "lark": t1 - t0, "ast": t2 - t1, "checks": t3 - t2, "diagnostics": len(diags)}
+
+
+def subprocess_time(path: str) -> float:
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "turnflow", "check", "-q", path], env=env,
+                          capture_output=True, text=True)
+    elapsed = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise SystemExit(f"turnflow check failed ({proc.returncode}):\n{proc.stdout[:2000]}{proc.stderr[:2000]}")
+    return elapsed
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[2000, 4000])
+    ap.add_argument("--repeat", type=int, default=3, help="best of N runs")
+    ap.add_argument("--no-subprocess", action="store_true")
+    args = ap.parse_args(argv)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in args.sizes:
+            text = generate(n)
+            path = os.path.join(tmp, f"scale_{n}.flow")
+            Path(path).write_text(text, encoding="utf-8")
+            runs = [in_process(text) for _ in range(args.repeat)]
+            best = min(runs, key=lambda r: r["total"])
+            sub = None if args.no_subprocess else min(subprocess_time(path) for _ in range(args.repeat))
+            rows.append((n, len(text.splitlines()), best, sub))
+            sub_text = "" if sub is None else f"  subprocess {sub:6.2f} s"
+            print(f"{n:6d} participants {n * 10:7d} rules {len(text) / 1e6:5.2f} MB: in-process {best['total']:6.2f} s "
+                  f"(cpu {best['cpu']:.2f}; lark {best['lark']:.2f}, ast {best['ast']:.2f}, "
+                  f"checks {best['checks']:.2f}){sub_text}", flush=True)
+    for (n1, _, r1, s1), (n2, _, r2, s2) in zip(rows, rows[1:]):
+        ratio = r2["total"] / r1["total"]
+        line = f"ratio {n2}/{n1}: in-process {ratio:.2f}x (cpu {r2['cpu'] / r1['cpu']:.2f}x)"
+        if s1 is not None and s2 is not None:
+            line += f", subprocess {s2 / s1:.2f}x"
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,45 @@
+from typing import Iterator
+
+from turnflow.compiler.checks.base import Finding, rule
+from turnflow.compiler.checks.graph_common import graph_rule
+from turnflow.compiler.graph import SpeakerGraph, show_path
+from turnflow.dsl import ast
+
+
+@graph_rule
+@rule("TF211", "cap-never-binds", "info")
+def check(block: ast.Block, graph: SpeakerGraph) -> Iterator[Finding]:
+    """`max_turns` can never bind: every run ends by itself within the cap.
+
+    ## What it does
+    Reports `max_turns` when the graph of participants reachable from
+    `start` is acyclic and its longest path to a `terminate` takes no more
+    turns than the cap (a terminate on the turn that reaches the cap wins).
+    The message shows the longest path.
+
+    ## Why is this bad?
+    It is not wrong, but the cap documents a risk that does not exist, and
+    it will silently stop protecting the flow once someone adds a loop with
+    a larger bound in mind.
+
+    ## Example
+    ```
+    max_turns 50
+    planner -> coder
+    coder -> terminate
+    ```
+
+    ## Use instead
+    ```
+    planner -> coder
+    coder -> terminate
+    ```
+    """
+    if graph.max_turns_stmt is None or graph.max_turns is None:
+        return
+    longest = graph.longest_turns()
+    if longest is None or longest > graph.max_turns:
+        return
+    yield Finding(graph.max_turns_stmt.span,
+                  f"max_turns {graph.max_turns} can never bind: the reachable graph is acyclic and its "
+                  f"longest run, {show_path(graph.longest_path_to_end() or [])}, takes {longest} turns")

@@ -1,0 +1,72 @@
+"""Helpers shared by the graph rules (TF2xx): spans, names and rule text in messages,
+and the one termination verdict that TF201 / TF202 / TF206 / TF209 share (DESIGN.md §3,
+precedence)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Optional
+
+from turnflow.compiler.graph import SpeakerGraph, TrapComponent
+from turnflow.dsl import ast, printer
+from turnflow.source import Span
+
+
+def header_span(block: ast.Block) -> Span:
+    """`workflow NAME ["title"]`: where block-level diagnostics go."""
+    last = block.title.span if block.title is not None else block.name.span
+    return block.kind_span.cover(last)
+
+
+def declaration(block: ast.Block, name: str) -> Span:
+    for p in block.participants:
+        if p.name.name == name:
+            return p.name.span
+    return block.name.span
+
+
+def names(items: Iterable[str], limit: int = 0) -> str:
+    """`a`, `b` and `c` (with `limit`, the rest as "and N more")."""
+    items = [f"`{n}`" for n in items]
+    if limit and len(items) > limit:
+        rest = len(items) - limit
+        items = items[:limit] + [f"{rest} more"]
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def rule_text(stmt) -> str:
+    return printer.statement(stmt)
+
+
+@dataclass(frozen=True)
+class Termination:
+    """Which of TF201 / TF202 / TF209 / TF206 fire for a block, decided once."""
+
+    never_ends: bool  # END unreachable from start (TF201 without max_turns, TF209 with)
+    traps: tuple[TrapComponent, ...]  # reported (TF202 without max_turns, TF209 with)
+    cycle: Optional[tuple[str, ...]]  # TF206: reachable cycle, no cap, nothing above fired
+    capped: bool
+
+
+def termination(graph: SpeakerGraph) -> Termination:
+    cached = graph._cache.get("termination")
+    if cached is not None:
+        return cached  # type: ignore[return-value]
+    capped = graph.max_turns is not None
+    never_ends = graph.start is not None and not graph.ends()
+    traps: tuple[TrapComponent, ...] = ()
+    if not never_ends:
+        traps = tuple(graph.trap_components())
+    cycle = None
+    if not capped and not never_ends and not traps:
+        cycle = graph.reachable_cycle()
+    result = Termination(never_ends, traps, cycle, capped)
+    graph._cache["termination"] = result
+    return result
+
+
+def graph_rule(fn):
+    fn.stage = "graph"
+    return fn

@@ -1,0 +1,40 @@
+from typing import Iterator
+
+from turnflow.compiler.checks.base import Finding, rule
+from turnflow.compiler.checks.graph_common import graph_rule
+from turnflow.compiler.graph import SpeakerGraph
+from turnflow.dsl import ast
+
+
+@graph_rule
+@rule("TF208", "uninitialised-context", "warning")
+def check(block: ast.Block, graph: SpeakerGraph) -> Iterator[Finding]:
+    """A `context.KEY` term reads a key that is never initialised with `context`.
+
+    ## What it does
+    Reports, at the term, each `context.KEY == VALUE` condition whose KEY has
+    no `context KEY = LITERAL` statement in the block.
+
+    ## Why is this bad?
+    A missing key reads as `null`; a misspelt key silently never matches, and
+    a reader cannot tell which context the flow expects.
+
+    ## Example
+    ```
+    context resolved = false
+    user -> terminate when context.resovled == true
+    ```
+
+    ## Use instead
+    ```
+    context resolved = false
+    user -> terminate when context.resolved == true
+    ```
+    """
+    keys = {c.key.name for c in block.of_type(ast.ContextInit)}
+    for st in block.of_type(ast.Rule):
+        for t in st.terms:
+            if isinstance(t, ast.ContextTerm) and t.key.name not in keys:
+                yield Finding(t.span, f"`context.{t.key.name}` is never initialised with `context {t.key.name} = "
+                              "...`; it reads as null until an agent sets it",
+                              help=f"add `context {t.key.name} = <initial value>` or fix the key")

@@ -1,0 +1,468 @@
+"""The speaker graph: the IR every graph rule (TF2xx), `check --stats` and the
+pictures work on (DESIGN.md §3, docs/analysis.md).
+
+For a workflow block the graph's nodes are the participants plus one node
+`END`. For each participant `s` (as last speaker) the rules are walked in
+evaluation order (priority ascending, then file order; a `handoff` is the rule
+`SOURCE -> TARGET when tool TOOL` at its file position with priority 0) and
+classified for `s`:
+
+- *never*: SOURCE is another participant, or a `tool t` term where the block
+  declares tools and `s` does not own `t`;
+- *always*: SOURCE is `s` or `*` and there is no COND;
+- *maybe*: otherwise.
+
+The edges of `s` are the targets of every *maybe* rule and of the first
+*always* rule (the walk stops there); if no rule is *always*, also the
+`otherwise` target (default `terminate "after_work"`).
+
+Every algorithm here is linear in the size of the graph (BFS, Tarjan SCC,
+one topological pass); building the graph visits, for each speaker, its own
+rules and the `*` rules up to its first *always* rule.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Iterable, Optional, Union
+
+import networkx as nx
+
+from turnflow.dsl import ast
+
+END = "<END>"
+
+Statement = Union[ast.Rule, ast.Handoff, ast.Otherwise]
+
+
+@dataclass(eq=False)
+class RuleInfo:
+    """One transition rule as the analysis sees it (treat as read-only)."""
+
+    __slots__ = ("stmt", "order", "source", "tools", "conditional", "priority")
+
+    stmt: Union[ast.Rule, ast.Handoff]
+    order: int  # position in evaluation order
+    source: Optional[str]  # None: `*`
+    tools: tuple[str, ...]  # tools named by `tool` terms (a handoff: its tool)
+    conditional: bool  # has a COND (a handoff always has one)
+    priority: int
+
+    @property
+    def target(self) -> ast.Target:
+        return self.stmt.target
+
+
+@dataclass(frozen=True)
+class TrapComponent:
+    """A bottom strongly connected component of the trapped set: its members
+    (declaration order) and one cycle through its first member."""
+
+    members: tuple[str, ...]
+    cycle: tuple[str, ...]  # first member ... first member
+
+
+def rule_info(stmt: Union[ast.Rule, ast.Handoff], order: int) -> RuleInfo:
+    if isinstance(stmt, ast.Handoff):
+        return RuleInfo(stmt, order, stmt.source.name, (stmt.tool.name,), True, 0)
+    tools = tuple(t.tool.name for t in stmt.terms if isinstance(t, ast.ToolTerm))
+    prio = stmt.priority.value if stmt.priority is not None else 0
+    return RuleInfo(stmt, order, stmt.source.name if stmt.source else None, tools, bool(stmt.terms), prio)
+
+
+def evaluation_order(block: ast.Block) -> list[RuleInfo]:
+    """The block's rules and handoffs in evaluation order: ascending priority, ties in file order."""
+    stmts = block.rules
+    keyed = sorted(range(len(stmts)), key=lambda i: (_priority(stmts[i]), i))
+    return [rule_info(stmts[i], n) for n, i in enumerate(keyed)]
+
+
+def _priority(stmt) -> int:
+    if isinstance(stmt, ast.Rule) and stmt.priority is not None:
+        return stmt.priority.value
+    return 0
+
+
+class SpeakerGraph:
+    """The speaker graph of one workflow block.
+
+    `g` is a `networkx.DiGraph` over participant names plus `END`; every edge
+    has `rules` (the statements it came from, in evaluation order; `None`
+    stands for the implicit default `otherwise -> terminate "after_work"`) and
+    `kind`: "always" when the edge comes from the speaker's deciding *always*
+    rule, else "maybe" when it comes from a *maybe* rule, else "otherwise".
+    """
+
+    def __init__(self, block: ast.Block):
+        self.block = block
+        names: list[str] = []
+        seen: set[str] = set()
+        for p in block.participants:
+            if p.name.name not in seen:
+                seen.add(p.name.name)
+                names.append(p.name.name)
+        self.participants: list[str] = names
+        self.index: dict[str, int] = {n: i for i, n in enumerate(names)}
+        starts = block.of_type(ast.Start)
+        self.start_stmt: Optional[ast.Start] = starts[0] if starts else None
+        start = starts[0].name.name if starts else None
+        self.start: Optional[str] = start if start in self.index else None
+        caps = block.of_type(ast.MaxTurns)
+        self.max_turns_stmt: Optional[ast.MaxTurns] = caps[0] if caps else None
+        self.max_turns: Optional[int] = caps[0].value.value if caps else None
+        inits = [p.name.name for p in block.participants if p.role == "initiator"]
+        self.initiator: Optional[str] = inits[0] if inits else None
+        others = block.of_type(ast.Otherwise)
+        self.otherwise: Optional[ast.Otherwise] = others[0] if others else None
+
+        # tools: owning = listed in `tools [...]` or the source of a handoff via the tool
+        self.owned: dict[str, set[str]] = {n: set() for n in names}
+        declares = False
+        for p in block.participants:
+            if p.tools is not None:
+                declares = True
+                if p.name.name in self.owned:
+                    self.owned[p.name.name].update(t.name for t in p.tools)
+        for h in block.of_type(ast.Handoff):
+            declares = True
+            if h.source.name in self.owned:
+                self.owned[h.source.name].add(h.tool.name)
+        self.declares_tools: bool = declares
+
+        self.rules: list[RuleInfo] = evaluation_order(block)
+        #: speaker -> its deciding *always* rule (None: falls through to `otherwise`)
+        self.first_always: dict[str, Optional[RuleInfo]] = {}
+        #: evaluation positions of rules that are *maybe* or the deciding *always* rule for some speaker
+        self.live: set[int] = set()
+        #: speakers for which no rule is *always* (the `otherwise` target is an edge of theirs)
+        self.otherwise_speakers: list[str] = []
+        self.g = nx.DiGraph()
+        self._build()
+        self._cache: dict[str, object] = {}
+
+    # -- construction ---------------------------------------------------------
+    def never(self, r: RuleInfo, s: str) -> bool:
+        """Is rule `r` *never* for last speaker `s`?"""
+        if r.source is not None and r.source != s:
+            return True
+        if self.declares_tools and r.tools:
+            owned = self.owned.get(s, ())
+            return any(t not in owned for t in r.tools)
+        return False
+
+    def targets(self, s: str, target: Optional[ast.Target]) -> list[str]:
+        """The nodes a target resolves to when `s` spoke last (None: the default `terminate`)."""
+        if target is None or target.kind == "terminate":
+            return [END]
+        if target.kind == "participant":
+            name = target.name.name if target.name else None
+            return [name] if name in self.index else []
+        if target.kind == "stay":
+            return [s]
+        if target.kind == "next":
+            return [self.participants[(self.index[s] + 1) % len(self.participants)]]
+        if self.initiator is not None and self.initiator in self.index:
+            return [self.initiator]
+        return list(self.participants)
+
+    def _add(self, out: dict, s: str, target: Optional[ast.Target], stmt: Optional[Statement], kind: str) -> None:
+        for t in self.targets(s, target):
+            data = out.get(t)
+            if data is None:
+                out[t] = {"rules": [stmt], "kind": kind}
+            else:
+                data["rules"].append(stmt)
+                if _KIND_RANK[kind] > _KIND_RANK[data["kind"]]:
+                    data["kind"] = kind
+
+    def _build(self) -> None:
+        g = self.g
+        g.add_nodes_from(self.participants)
+        g.add_node(END)
+        by_source: dict[str, list[RuleInfo]] = {}
+        star: list[RuleInfo] = []
+        for r in self.rules:
+            if r.source is None:
+                star.append(r)
+            elif r.source in self.index:
+                by_source.setdefault(r.source, []).append(r)
+        other_target = self.otherwise.target if self.otherwise else None
+        for s in self.participants:
+            decided: Optional[RuleInfo] = None
+            out: dict[str, dict] = {}
+            own = by_source.get(s, ())
+            for r in (_merge(own, star) if star else own):
+                if self.never(r, s):
+                    continue
+                self.live.add(r.order)
+                if r.conditional:
+                    self._add(out, s, r.target, r.stmt, "maybe")
+                else:
+                    self._add(out, s, r.target, r.stmt, "always")
+                    decided = r
+                    break
+            self.first_always[s] = decided
+            if decided is None:
+                self.otherwise_speakers.append(s)
+                self._add(out, s, other_target, self.otherwise, "otherwise")
+            g.add_edges_from((s, t, data) for t, data in out.items())
+
+    # -- views ----------------------------------------------------------------
+    def speaker_edges(self) -> set[tuple[str, str]]:
+        """Every (last speaker, next speaker or END) pair."""
+        return set(self.g.edges())
+
+    def order_key(self, name: str) -> int:
+        return self.index.get(name, len(self.participants))
+
+    def sorted_names(self, names: Iterable[str]) -> list[str]:
+        return sorted(names, key=self.order_key)
+
+    def reachable(self) -> set[str]:
+        """Participants reachable from `start` (start included; END excluded)."""
+        if "reach" not in self._cache:
+            self._cache["reach"] = self._bfs(self.start, self.g.successors) - {END} if self.start else set()
+        return self._cache["reach"]  # type: ignore[return-value]
+
+    def can_end(self) -> set[str]:
+        """Nodes from which END is reachable (END included): reverse BFS from END."""
+        if "coreach" not in self._cache:
+            self._cache["coreach"] = self._bfs(END, self.g.predecessors)
+        return self._cache["coreach"]  # type: ignore[return-value]
+
+    def ends(self) -> bool:
+        """Is END reachable from `start`?"""
+        return self.start is not None and self.start in self.can_end()
+
+    def trapped(self) -> set[str]:
+        """Reachable participants that cannot reach END."""
+        coreach = self.can_end()
+        return {n for n in self.reachable() if n not in coreach}
+
+    def trap_components(self) -> list[TrapComponent]:
+        """The bottom SCCs of the trapped set, ordered by their first member's declaration."""
+        if "traps" in self._cache:
+            return self._cache["traps"]  # type: ignore[return-value]
+        trapped = self.trapped()
+        out: list[TrapComponent] = []
+        if trapped:
+            sub = self.g.subgraph(trapped)
+            comps = list(nx.strongly_connected_components(sub))
+            where = {n: i for i, c in enumerate(comps) for n in c}
+            bottom = [c for i, c in enumerate(comps)
+                      if all(where[v] == i for u in c for v in sub.successors(u))]
+            for c in bottom:
+                members = tuple(self.sorted_names(c))
+                out.append(TrapComponent(members, self.cycle_through(members[0], c)))
+            out.sort(key=lambda t: self.order_key(t.members[0]))
+        self._cache["traps"] = out
+        return out
+
+    def reachable_components(self) -> list[set[str]]:
+        """SCCs of the reachable participants."""
+        if "rsccs" not in self._cache:
+            self._cache["rsccs"] = list(nx.strongly_connected_components(self.g.subgraph(self.reachable())))
+        return self._cache["rsccs"]  # type: ignore[return-value]
+
+    def reachable_cycle(self) -> Optional[tuple[str, ...]]:
+        """A cycle among reachable participants (through the first participant, in declaration
+        order, of the first cyclic SCC), or None when the reachable graph is acyclic."""
+        if "rcycle" in self._cache:
+            return self._cache["rcycle"]  # type: ignore[return-value]
+        best: Optional[tuple[int, set[str]]] = None
+        for c in self.reachable_components():
+            first = min(c, key=self.order_key)
+            if len(c) > 1 or self.g.has_edge(first, first):
+                key = self.order_key(first)
+                if best is None or key < best[0]:
+                    best = (key, c)
+        cycle = None
+        if best is not None:
+            c = best[1]
+            cycle = self.cycle_through(min(c, key=self.order_key), c)
+        self._cache["rcycle"] = cycle
+        return cycle
+
+    def acyclic(self) -> bool:
+        """Is the graph restricted to reachable participants acyclic (no `stay` self-loop either)?"""
+        return self.reachable_cycle() is None
+
+    def cycle_through(self, first: str, within: set[str]) -> tuple[str, ...]:
+        """A shortest cycle from `first` back to itself inside the node set `within` (BFS)."""
+        g = self.g
+        if g.has_edge(first, first):
+            return (first, first)
+        parent: dict[str, str] = {}
+        queue = deque([first])
+        seen = {first}
+        while queue:
+            u = queue.popleft()
+            for v in sorted(g.successors(u), key=self.order_key):
+                if v == first:
+                    path = [u]
+                    while path[-1] != first:
+                        path.append(parent[path[-1]])
+                    path.reverse()  # first ... u
+                    return tuple(path + [first])
+                if v in within and v not in seen:
+                    seen.add(v)
+                    parent[v] = u
+                    queue.append(v)
+        return (first,)  # not reached for a strongly connected set with a cycle
+
+    def shortest_path_to_end(self) -> Optional[list[str]]:
+        """A shortest path start → … → END (participants in order, END last), or None."""
+        if "spath" not in self._cache:
+            path = None
+            if self.ends():
+                path = _bfs_path(self.g, self.start, END, self.order_key)
+            self._cache["spath"] = path
+        return self._cache["spath"]  # type: ignore[return-value]
+
+    def fewest_turns(self) -> Optional[int]:
+        """The fewest turns of a run that ends by a `terminate` (END), ignoring `max_turns`:
+        a path start → … → X → END takes as many turns as it has participants.
+        None when END is unreachable."""
+        path = self.shortest_path_to_end()
+        return None if path is None else len(path) - 1
+
+    def longest_path_to_end(self) -> Optional[list[str]]:
+        """When the reachable graph is acyclic: a longest path start → … → END; else None."""
+        if "lpath" in self._cache:
+            return self._cache["lpath"]  # type: ignore[return-value]
+        path = None
+        if self.start is not None and self.acyclic():
+            nodes = self.reachable() | {END}
+            sub = self.g.subgraph(nodes)
+            dist: dict[str, int] = {self.start: 0}
+            parent: dict[str, str] = {}
+            for u in nx.topological_sort(sub):
+                if u not in dist:
+                    continue
+                for v in sorted(sub.successors(u), key=self.order_key):
+                    if dist.get(v, -1) < dist[u] + 1:
+                        dist[v] = dist[u] + 1
+                        parent[v] = u
+            if END in dist:
+                path = [END]
+                while path[-1] != self.start:
+                    path.append(parent[path[-1]])
+                path.reverse()
+        self._cache["lpath"] = path
+        return path
+
+    def longest_turns(self) -> Optional[int]:
+        """Turns of the longest run ending at END when the reachable graph is acyclic, else None."""
+        path = self.longest_path_to_end()
+        return None if path is None else len(path) - 1
+
+    def most_turns(self) -> Union[int, str, None]:
+        """The most turns any run takes: the longest path to END when the reachable graph is
+        acyclic, but never more than `max_turns`; `max_turns` when a reachable cycle exists and
+        a cap is set; "unbounded" when a reachable cycle exists and no cap is set."""
+        if self.start is None:
+            return None
+        longest = self.longest_turns()
+        if longest is not None:
+            return longest if self.max_turns is None else min(longest, self.max_turns)
+        return self.max_turns if self.max_turns is not None else "unbounded"
+
+    def _bfs(self, root: Optional[str], step) -> set[str]:
+        if root is None:
+            return set()
+        seen = {root}
+        queue = deque([root])
+        while queue:
+            u = queue.popleft()
+            for v in step(u):
+                if v not in seen:
+                    seen.add(v)
+                    queue.append(v)
+        return seen
+
+
+_KIND_RANK = {"otherwise": 0, "maybe": 1, "always": 2}
+
+
+def _merge(a: Iterable[RuleInfo], b: Iterable[RuleInfo]):
+    """Merge two evaluation-ordered rule lists."""
+    a, b = list(a), list(b)
+    i = j = 0
+    while i < len(a) or j < len(b):
+        if j >= len(b) or (i < len(a) and a[i].order < b[j].order):
+            yield a[i]
+            i += 1
+        else:
+            yield b[j]
+            j += 1
+
+
+def _bfs_path(g: nx.DiGraph, source: str, dest: str, key) -> Optional[list[str]]:
+    parent: dict[str, Optional[str]] = {source: None}
+    queue = deque([source])
+    while queue:
+        u = queue.popleft()
+        for v in sorted(g.successors(u), key=key):
+            if v not in parent:
+                parent[v] = u
+                if v == dest:
+                    path = [v]
+                    while parent[path[-1]] is not None:
+                        path.append(parent[path[-1]])  # type: ignore[arg-type]
+                    return path[::-1]
+                queue.append(v)
+    return None
+
+
+def build_graph(block: ast.Block) -> SpeakerGraph:
+    """The speaker graph of a workflow block (DESIGN.md §3). Never raises on a parsed block,
+    even one with errors: undeclared names simply contribute no edge."""
+    return SpeakerGraph(block)
+
+
+def show_path(path: Iterable[str]) -> str:
+    """`a -> b -> terminate` (END is shown as `terminate`)."""
+    return " -> ".join("terminate" if n == END else n for n in path)
+
+
+def block_stats(block_or_graph: Union[ast.Block, SpeakerGraph], analyse: bool = True) -> dict:
+    """Plain-data statistics of one block (JSON-friendly; see docs/analysis.md):
+    `block`, `kind`, `line`, `participants` (distinct names), `rules` (transition rules and
+    handoffs; `otherwise` not counted), and for workflow blocks `analysed`, `reachable`
+    (participants reachable from `start`), `fewest_turns` (int, or None when no run can end by
+    a terminate), `most_turns` (int, "unbounded", or None), `max_turns` (int or None) and
+    `capped` (True when `max_turns` cuts some run short, so `most_turns` is the cap).
+    With `analyse=False` (a block with errors) the graph fields are None and `analysed` False."""
+    if isinstance(block_or_graph, SpeakerGraph):
+        graph: Optional[SpeakerGraph] = block_or_graph
+        block = block_or_graph.block
+    else:
+        block = block_or_graph
+        graph = build_graph(block) if block.kind == "workflow" and analyse else None
+    out: dict = {
+        "block": block.name.name,
+        "kind": block.kind,
+        "line": block.span.line,
+        "participants": len({p.name.name for p in block.participants}),
+        "rules": len(block.rules),
+    }
+    if block.kind != "workflow":
+        return out
+    if graph is None:
+        caps = block.of_type(ast.MaxTurns)
+        out.update({"analysed": False, "reachable": None, "fewest_turns": None, "most_turns": None,
+                    "max_turns": caps[0].value.value if caps else None, "capped": False})
+        return out
+    most = graph.most_turns()
+    longest = graph.longest_turns()
+    capped = graph.max_turns is not None and most == graph.max_turns and (longest is None or longest > most)
+    out.update({
+        "analysed": True,
+        "reachable": len(graph.reachable()),
+        "fewest_turns": graph.fewest_turns(),
+        "most_turns": most,
+        "max_turns": graph.max_turns,
+        "capped": capped,
+    })
+    return out

@@ -1,0 +1,102 @@
+"""`turnflow graph`: golden DOT / Mermaid / JSON for the examples and for flows
+with each graph finding; DOT renders with Graphviz when `dot` is installed."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from turnflow.cli import main
+from golden import check_golden
+
+ROOT = Path(__file__).parent.parent
+CASES = sorted((Path(__file__).parent / "fixtures" / "graph").glob("*.flow")) + sorted(
+    (ROOT / "examples").glob("*.flow"))
+GOLDEN = Path(__file__).parent / "fixtures" / "graph" / "golden"
+FORMATS = {"dot": "dot", "mermaid": "mmd", "json": "json"}
+
+
+def draw(capsys, *args):
+    code = main(["graph", *map(str, args)])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("case", CASES, ids=[c.stem for c in CASES])
+def test_golden_pictures(case, fmt, capsys, update_goldens):
+    code, out, err = draw(capsys, case, "--format", fmt)
+    assert code == 0, err
+    GOLDEN.mkdir(exist_ok=True)
+    check_golden(GOLDEN / f"{case.stem}.{FORMATS[fmt]}", out, update_goldens)
+    # deterministic: a second run gives the same bytes
+    assert draw(capsys, case, "--format", fmt)[1] == out
+
+
+def _picture(capsys, path):
+    code, out, _ = draw(capsys, path, "--format", "json")
+    assert code == 0
+    return json.loads(out)
+
+
+def test_findings_are_drawn(capsys):
+    pic = _picture(capsys, Path(__file__).parent / "fixtures" / "graph" / "diagnostics.flow")
+    nodes = {n["id"]: n for n in pic["nodes"]}
+    assert nodes["editor"]["unreachable"] is False  # reachable through the tool
+    assert nodes["ghost"]["unreachable"] is True
+    assert nodes["lawyer"]["trapped"] and nodes["archivist"]["trapped"]
+    assert not nodes["writer"]["trapped"]
+    edges = {(e["from"], e["to"]): e for e in pic["edges"]}
+    assert edges[("lawyer", "archivist")]["trapped"] and edges[("archivist", "lawyer")]["trapped"]
+    assert edges[("writer", "editor")]["kind"] == "maybe"
+    assert edges[("writer", "editor")]["label"] == "tool ask_editor"
+    assert edges[("critic", "<END:approved>")]["kind"] == "always"
+    # `critic -> writer` after the always rule is shadowed: drawn dotted with the finding
+    shadowed = [e for e in pic["edges"] if e["kind"] == "shadowed"]
+    assert [(e["from"], e["to"], e["rules"]) for e in shadowed] == [("critic", "writer", [19])]
+    assert "<END:after_work>" not in nodes  # every speaker has an always rule or ends
+
+
+def test_unreachable_and_end_per_reason(capsys):
+    pic = _picture(capsys, Path(__file__).parent / "fixtures" / "graph" / "shadowed.flow")
+    nodes = {n["id"]: n for n in pic["nodes"]}
+    ends = sorted(n["label"] for n in pic["nodes"] if n["kind"] == "end")
+    assert ends == ["done", "handled"]
+    assert nodes["bot"]["start"] and nodes["user"]["initiator"]
+    edges = {(e["from"], e["to"]): e for e in pic["edges"]}
+    assert edges[("user", "<END:done>")]["label"] == 'text contains "bye" [priority -1]'
+
+
+def test_block_selection_and_errors(tmp_path, capsys):
+    code, out, _ = draw(capsys, ROOT / "examples" / "onboarding.flow", "--block", "kickoff", "--format", "json")
+    assert code == 0 and json.loads(out)["block"] == "kickoff"
+    code, _, err = draw(capsys, ROOT / "examples" / "onboarding.flow", "--block", "nope")
+    assert code == 2 and "no block named `nope`" in err and "`intake`" in err
+    bad = tmp_path / "bad.flow"
+    bad.write_text("workflow w {\n    participant a\n}\n")
+    code, out, err = draw(capsys, bad)
+    assert code == 1 and "TF105" in err and out == ""
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz `dot` not installed (CI installs it)")
+@pytest.mark.parametrize("case", CASES, ids=[c.stem for c in CASES])
+def test_svg_renders_every_participant(case, tmp_path, capsys):
+    import turnflow
+
+    out = tmp_path / "pic.svg"
+    code, _, err = draw(capsys, case, "--format", "svg", "-o", out)
+    assert code == 0, err
+    svg = out.read_text(encoding="utf-8")
+    assert svg.lstrip().startswith("<?xml") and "</svg>" in svg
+    for block in turnflow.parse(case.read_text()).blocks:
+        for p in block.participants:
+            assert f">{p.name.name}</text>" in svg, p.name.name
+
+
+def test_missing_dot_is_a_clear_message(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no `dot` on this PATH
+    code, _, err = draw(capsys, ROOT / "examples" / "ask_expert.flow", "--format", "svg", "-o", tmp_path / "x.svg")
+    assert code == 2
+    assert "Graphviz's `dot` program is not installed" in err
+    assert not (tmp_path / "x.svg").exists()

@@ -1,0 +1,291 @@
+"""The graph analysis agrees with a brute-force exploration of every run.
+
+The brute force below is written from FLOW_LANGUAGE.md §4 alone and does not
+use `turnflow.compiler.graph`: for each last speaker it evaluates the rule
+list (ascending priority, ties in file order) under every combination of
+guard outcomes (a rule without a condition always holds; a `tool` term of a
+tool the speaker does not own never holds when the block declares tools;
+every other condition may hold or not), and then explores runs turn by turn.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
+
+import turnflow
+from turnflow.compiler.graph import END, block_stats, build_graph
+from turnflow.dsl import ast
+from turnflow.dsl.parser import parse_source
+
+NAMES = ["p0", "p1", "p2", "p3", "p4"]
+TOOLS = ["t0", "t1", "t2"]
+
+
+# --------------------------------------------------------------------------
+#  Random small workflows (≤ 5 participants, ≤ 8 rules, random guards)
+# --------------------------------------------------------------------------
+@st.composite
+def workflows(draw) -> str:
+    n = draw(st.integers(2, 5))
+    names = NAMES[:n]
+    lines = ["workflow w {"]
+    initiator = draw(st.one_of(st.none(), st.sampled_from(names)))
+    use_tools = draw(st.booleans())
+    for p in names:
+        line = f"    participant {p}"
+        if p == initiator:
+            line += " initiator"
+        if use_tools and draw(st.booleans()):
+            line += " tools [" + ", ".join(draw(st.lists(st.sampled_from(TOOLS), max_size=2, unique=True))) + "]"
+        lines.append(line)
+    lines.append(f"    start {draw(st.sampled_from(names))}")
+    if draw(st.booleans()):
+        lines.append(f"    max_turns {draw(st.integers(1, 9))}")
+    for key in draw(st.lists(st.sampled_from(["k0", "k1"]), unique=True, max_size=2)):
+        lines.append(f"    context {key} = true")
+
+    def target() -> str:
+        return draw(st.one_of(st.sampled_from(names), st.sampled_from(["terminate", "stay", "next", "initiator"])))
+
+    term = st.one_of(st.sampled_from(TOOLS).map(lambda t: f"tool {t}"),
+                     st.sampled_from(["k0", "k1"]).map(lambda k: f"context.{k} == true"),
+                     st.sampled_from(["a", "b"]).map(lambda s: f'text contains "{s}"'))
+    handoffs: dict[tuple[str, str], str] = {}
+    for _ in range(draw(st.integers(0, 8))):
+        if draw(st.integers(0, 4)) == 0:
+            src, tool, tgt = draw(st.sampled_from(names)), draw(st.sampled_from(TOOLS)), target()
+            if handoffs.setdefault((src, tool), tgt) != tgt:
+                continue  # would be TF107
+            lines.append(f"    handoff {src} -> {tgt} via {tool}")
+            continue
+        src = draw(st.one_of(st.just("*"), st.sampled_from(names)))
+        line = f"    {src} -> {target()}"
+        terms = draw(st.lists(term, max_size=2))
+        if terms:
+            line += " when " + " and ".join(terms)
+        if draw(st.integers(0, 3)) == 0:
+            line += f" priority {draw(st.integers(-1, 2))}"
+        lines.append(line)
+    if draw(st.booleans()):
+        lines.append(f"    otherwise -> {target()}")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------
+#  Brute force, from the language reference only
+# --------------------------------------------------------------------------
+class Explorer:
+    def __init__(self, block: ast.Block):
+        self.names = [p.name.name for p in block.participants]
+        declared = [p.name.name for p in block.participants if p.role == "initiator"]
+        self.initiator = declared[0] if declared else None
+        self.owned = {p.name.name: {t.name for t in (p.tools or [])} for p in block.participants}
+        self.declares_tools = any(p.tools is not None for p in block.participants)
+        for st_ in block.statements:
+            if isinstance(st_, ast.Handoff):
+                self.declares_tools = True
+                self.owned[st_.source.name].add(st_.tool.name)
+        entries = []
+        for i, st_ in enumerate(block.statements):
+            if isinstance(st_, ast.Rule):
+                prio = st_.priority.value if st_.priority else 0
+                tools = [t.tool.name for t in st_.terms if isinstance(t, ast.ToolTerm)]
+                entries.append((prio, i, st_, st_.source.name if st_.source else None, tools, bool(st_.terms)))
+            elif isinstance(st_, ast.Handoff):
+                entries.append((0, i, st_, st_.source.name, [st_.tool.name], True))
+        entries.sort(key=lambda e: (e[0], e[1]))
+        self.entries = entries
+        others = [s for s in block.statements if isinstance(s, ast.Otherwise)]
+        self.otherwise = others[0].target if others else None
+        self.start = [s for s in block.statements if isinstance(s, ast.Start)][0].name.name
+        caps = [s for s in block.statements if isinstance(s, ast.MaxTurns)]
+        self.cap = caps[0].value.value if caps else None
+        self.fired: set[int] = set()  # statement positions of rules that decide some evaluation
+        self.to_otherwise: set[str] = set()  # speakers for which `otherwise` decides some evaluation
+        self.succ = {s: self._evaluate_all(s) for s in self.names}
+
+    def resolve(self, s: str, t: ast.Target | None) -> set[str]:
+        if t is None or t.kind == "terminate":
+            return {END}
+        if t.kind == "participant":
+            return {t.name.name}
+        if t.kind == "stay":
+            return {s}
+        if t.kind == "next":
+            return {self.names[(self.names.index(s) + 1) % len(self.names)]}
+        return {self.initiator} if self.initiator else set(self.names)
+
+    def _evaluate_all(self, s: str) -> set[str]:
+        candidates = []  # (entry, fixed outcome or None for "either")
+        for e in self.entries:
+            _prio, _pos, _stmt, source, tools, conditional = e
+            if source is not None and source != s:
+                continue
+            if not conditional:
+                candidates.append((e, True))
+            elif self.declares_tools and any(t not in self.owned[s] for t in tools):
+                candidates.append((e, False))
+            else:
+                candidates.append((e, None))
+        free = [i for i, (_, fixed) in enumerate(candidates) if fixed is None]
+        out: set[str] = set()
+        for combo in itertools.product([False, True], repeat=len(free)):
+            outcome = {i: v for i, v in zip(free, combo)}
+            for i, (e, fixed) in enumerate(candidates):
+                holds = fixed if fixed is not None else outcome[i]
+                if holds:
+                    self.fired.add(e[1])
+                    out |= self.resolve(s, e[2].target)
+                    break
+            else:
+                self.to_otherwise.add(s)
+                out |= self.resolve(s, self.otherwise)
+        return out
+
+    def reachable(self) -> set[str]:
+        seen, todo = {self.start}, [self.start]
+        while todo:
+            for v in self.succ[todo.pop()]:
+                if v != END and v not in seen:
+                    seen.add(v)
+                    todo.append(v)
+        return seen
+
+    def can_end(self) -> set[str]:
+        ok: set[str] = set()
+        changed = True
+        while changed:
+            changed = False
+            for s in self.names:
+                if s not in ok and any(v == END or v in ok for v in self.succ[s]):
+                    ok.add(s)
+                    changed = True
+        return ok
+
+    def layers(self, upto: int) -> list[set[str]]:
+        """layers[t-1]: the speakers that can hold turn t (turn 1 is the start speaker's)."""
+        out = [{self.start}]
+        while len(out) < upto:
+            out.append({v for s in out[-1] for v in self.succ[s] if v != END})
+        return out
+
+    def fewest(self):
+        for t, layer in enumerate(self.layers(len(self.names) + 1), start=1):
+            if any(END in self.succ[s] for s in layer):
+                return t
+        return None
+
+    def most(self):
+        n = len(self.names)
+        horizon = self.cap if self.cap is not None else n + 1
+        layers = self.layers(horizon)
+        if self.cap is None and layers[-1]:
+            return "unbounded"  # a run of n + 1 turns repeats a speaker: it can repeat forever
+        best = None
+        for t, layer in enumerate(layers, start=1):
+            if layer and (any(END in self.succ[s] for s in layer) or t == self.cap):
+                best = t
+        return best
+
+    def cut_by_cap(self) -> bool:
+        return bool(self.layers(self.cap + 1)[-1])
+
+
+def lines_of(diags, code):
+    return {d.span.line for d in diags if d.code == code}
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(workflows())
+def test_analysis_agrees_with_brute_force(text):
+    diags = turnflow.check(text)
+    assume(not any(d.severity == "error" and not d.code.startswith("TF2") for d in diags))
+    block = turnflow.parse(text).blocks[0]
+    bf = Explorer(block)
+    graph = build_graph(block)
+
+    # the speaker graph is exactly the set of moves some guard outcome allows
+    assert graph.speaker_edges() == {(s, v) for s in bf.names for v in bf.succ[s]}, text
+
+    reach = bf.reachable()
+    ends = bf.can_end()
+    stuck = {s for s in reach if s not in ends}
+    codes = {d.code for d in diags}
+    if bf.cap is None:
+        assert ("TF201" in codes) == (bf.start not in ends), text
+        assert ("TF202" in codes) == (bf.start in ends and bool(stuck)), text
+        assert "TF209" not in codes
+        assert ("TF206" in codes) == (not stuck and bf.most() == "unbounded"), text
+    else:
+        assert ("TF209" in codes) == bool(stuck), text
+        assert not codes & {"TF201", "TF202", "TF206"}, text
+
+    decl = {p.name.name: p.name.span.line for p in block.participants}
+    assert lines_of(diags, "TF203") == {decl[s] for s in bf.names if s not in reach}, text
+
+    stats = block_stats(block)
+    assert stats["reachable"] == len(reach)
+    assert stats["fewest_turns"] == bf.fewest(), text
+    assert stats["most_turns"] == bf.most(), text
+
+    if bf.cap is not None:
+        fewest = bf.fewest()
+        assert ("TF210" in codes) == (fewest is not None and fewest > bf.cap), text
+        assert ("TF211" in codes) == (not bf.cut_by_cap()), text
+
+    # dead rules: exactly those reported as shadowed (TF204) or with an undeclared tool (TF207)
+    rules = [s for s in block.statements if isinstance(s, (ast.Rule, ast.Handoff))]
+    dead = {s.span.line for i, s in enumerate(block.statements)
+            if isinstance(s, (ast.Rule, ast.Handoff)) and i not in bf.fired}
+    assert lines_of(diags, "TF204") | lines_of(diags, "TF207") == dead, text
+    assert len(rules) >= len(dead)
+
+    otherwise = [s for s in block.statements if isinstance(s, ast.Otherwise)]
+    if otherwise:
+        never_taken = not (bf.to_otherwise & reach)
+        assert ("TF205" in codes) == never_taken, text
+
+
+# --------------------------------------------------------------------------
+#  The analysis never raises: mutated rule fixtures (lines dropped, repeated,
+#  swapped, words replaced) go through `check` and `block_stats`
+# --------------------------------------------------------------------------
+
+FIXTURES = sorted((Path(__file__).parent / "fixtures" / "rules").glob("TF2*/*.flow"))
+WORDS = ["a", "b", "p0", "*", "->", "terminate", "stay", "next", "initiator", "when", "tool", "t0",
+         "priority", "-1", "max_turns", "1", "start", "otherwise", "handoff", "via", "participant"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from(FIXTURES), st.data())
+def test_check_and_stats_never_raise_on_mutated_flows(path, data):
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for _ in range(data.draw(st.integers(1, 4))):
+        if not lines:
+            break
+        i = data.draw(st.integers(0, len(lines) - 1))
+        op = data.draw(st.sampled_from(["drop", "repeat", "swap", "word"]))
+        if op == "drop":
+            del lines[i]
+        elif op == "repeat":
+            lines.insert(i, lines[i])
+        elif op == "swap":
+            j = data.draw(st.integers(0, len(lines) - 1))
+            lines[i], lines[j] = lines[j], lines[i]
+        else:
+            words = lines[i].split()
+            if words:
+                k = data.draw(st.integers(0, len(words) - 1))
+                words[k] = data.draw(st.sampled_from(WORDS))
+                lines[i] = "    " + " ".join(words)
+    text = "\n".join(lines) + "\n"
+    diags = turnflow.check(text)
+    assert all(d.span.line >= 1 and d.span.column >= 1 for d in diags)
+    flow, _ = parse_source(text)
+    if flow is not None:
+        for block in flow.blocks:
+            assert block_stats(block)["block"] == block.name.name
