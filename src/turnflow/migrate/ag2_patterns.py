@@ -245,8 +245,8 @@ def _pattern(mod: Module, pcall: pyast.Call, agents: dict[str, Agent], names: Na
         b.note("TF404", "ManualPattern asks the user who speaks next; approximated by a choice of the speaker "
                "through routing tools", pos(pcall))
         _manager_choice(cx, speakers, pcall, random=True)
-    else:
-        b.otherwise(("terminate",))
+    elif not all(m.after_work is not None for m in members):
+        b.otherwise(("terminate",))  # DefaultPattern's group after-work (not written when no agent can reach it)
     return b
 
 
