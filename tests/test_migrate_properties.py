@@ -303,3 +303,89 @@ def test_keyword_tool_names_are_renamed_and_announced():
     assert "a -> b when tool next_" in result.text
     assert [(d.code, d.span.line) for d in result.diagnostics] == [("TF402", 6)]
     assert not [d for d in turnflow.check(result.text) if d.severity == "error"]
+
+
+# --------------------------------------------------------------------------
+#  AutoGen teams: random Swarms and (sequential) GraphFlows vs their semantics
+# --------------------------------------------------------------------------
+import json as _json  # noqa: E402
+
+
+def _agent(name, handoffs=()):
+    return {"provider": "autogen_agentchat.agents.AssistantAgent", "component_type": "agent",
+            "config": {"name": name, "handoffs": list(handoffs), "tools": []}}
+
+
+@st.composite
+def swarms(draw):
+    n = draw(st.integers(2, 4))
+    names = [f"s{i}" for i in range(n)]
+    outside = ["user", "human"]
+    handoffs = {x: draw(st.lists(st.sampled_from(names + outside), unique=True, max_size=4)) for x in names}
+    terminations = draw(st.lists(st.sampled_from(outside), unique=True))
+    text = draw(st.booleans())
+    return names, handoffs, terminations, text
+
+
+@settings(max_examples=100, deadline=None)
+@given(swarms())
+def test_swarm_speaker_graph_matches_its_handoffs(cfg):
+    names, handoffs, terminations, text = cfg
+    conds = [{"provider": "autogen_agentchat.conditions.HandoffTermination", "config": {"target": t}}
+             for t in terminations]
+    if text:
+        conds.append({"provider": "autogen_agentchat.conditions.TextMentionTermination", "config": {"text": "BYE"}})
+    team = {"provider": "autogen_agentchat.teams.Swarm", "component_type": "team",
+            "config": {"participants": [_agent(x, handoffs[x]) for x in names],
+                       "termination_condition": {"provider": "autogen_agentchat.base.OrTerminationCondition",
+                                                 "config": {"conditions": conds}}}}
+    result = migrate(_json.dumps(team), "swarm.json")
+    block = turnflow.parse(result.text).blocks[0]
+    # a handoff to a participant goes there; to anyone else ends the run; no handoff: the same agent
+    want = {(x, t if t in names else END) for x in names for t in handoffs[x]} | {(x, x) for x in names}
+    if text:
+        want |= {(x, END) for x in names}
+    assert graph_edges(block) == want == reference_edges(block), result.text
+    # a Swarm with no way to end is reported as such (TF201/TF202), like its source would run forever
+    errors = {d.code for d in turnflow.check(result.text) if d.severity == "error"}
+    assert errors <= {"TF201", "TF202"}
+    if not any(y == END for _, y in want):
+        assert errors, result.text
+
+
+@st.composite
+def graphflows(draw):
+    n = draw(st.integers(2, 5))
+    names = [f"g{i}" for i in range(n)]
+    nodes = {}
+    for x in names:
+        kind = draw(st.sampled_from(["leaf", "one", "conditional"]))
+        if kind == "leaf":
+            edges = []
+        elif kind == "one":
+            edges = [{"target": draw(st.sampled_from(names)), "condition": None}]
+        else:
+            targets = draw(st.lists(st.sampled_from(names), min_size=1, max_size=3, unique=True))
+            edges = [{"target": t, "condition": f"GO_{t.upper()}"} for t in targets]
+        nodes[x] = {"name": x, "edges": edges, "activation": "any"}
+    return names, nodes
+
+
+@settings(max_examples=100, deadline=None)
+@given(graphflows())
+def test_graphflow_speaker_graph_matches_its_edges(cfg):
+    names, nodes = cfg
+    team = {"provider": "autogen_agentchat.teams.GraphFlow", "component_type": "team",
+            "config": {"participants": [_agent(x) for x in names],
+                       "graph": {"nodes": nodes, "default_start_node": names[0]}}}
+    result = migrate(_json.dumps(team), "graph.json")
+    block = turnflow.parse(result.text).blocks[0]
+    want = set()
+    for x, node in nodes.items():
+        if not node["edges"]:
+            want.add((x, END))  # leaf: graph complete
+        for e in node["edges"]:
+            want.add((x, e["target"]))
+        if node["edges"] and all(e["condition"] for e in node["edges"]):
+            want.add((x, END))  # every condition may fail: no edge matched
+    assert graph_edges(block) == want == reference_edges(block), result.text
