@@ -140,18 +140,25 @@ register("TF405", "migrate-termination", "warning", """
     `"TERMINATE" in content`, which translate exactly.
 """)
 
-register("TF406", "migrate-condition-dropped", "warning", """
-    A condition cannot be expressed in `.flow`; its rule is kept as a comment.
+register("TF406", "migrate-condition-approximated", "warning", """
+    A condition cannot be expressed exactly in `.flow`: it was approximated, or its rule is kept as a comment.
 
     ## What it does
     `.flow` conditions are conjunctions of `tool T`, `context.KEY == LITERAL`
     and `text contains STRING`. Context expressions with `!=`, `<`, `>`,
     `len(...)`, arithmetic, callables or conditions on other message fields
-    cannot be stated; the rule is written as a comment so you can rewrite it.
+    cannot be stated: the rule is written as a comment so you can rewrite it.
+    Conditions that can be stated approximately are translated and reported:
+    a truthiness test (`${flag}`, `not ${flag}`, `StringContextCondition`)
+    becomes `== true` / `== false`, an `==` or `endswith` test on a message
+    becomes `text contains`, a tool that returns different targets becomes
+    one `when tool` rule per target, and an `available=` condition on an LLM
+    handoff is dropped.
 
     ## Why is this bad?
-    The transition is missing from the migrated flow (and so from its speaker
-    graph) until you rewrite it.
+    A dropped rule is missing from the migrated flow (and so from its speaker
+    graph) until you rewrite it; an approximated one may fire in slightly
+    different situations than the original.
 
     ## Example
     ```python
@@ -164,7 +171,7 @@ register("TF406", "migrate-condition-dropped", "warning", """
     `context.has_open_tickets == true`.
 """)
 
-register("TF407", "migrate-parallel-approximated", "warning", """
+register("TF407", "migrate-parallel-branches", "warning", """
     Parallel fan-out, joins or activation groups of a GraphFlow were made sequential.
 
     ## What it does
