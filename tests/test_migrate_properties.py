@@ -322,7 +322,7 @@ def swarms(draw):
     names = [f"s{i}" for i in range(n)]
     outside = ["user", "human"]
     handoffs = {x: draw(st.lists(st.sampled_from(names + outside), unique=True, max_size=4)) for x in names}
-    terminations = draw(st.lists(st.sampled_from(outside), unique=True))
+    terminations = draw(st.lists(st.sampled_from(outside + names[:1]), unique=True))
     text = draw(st.booleans())
     return names, handoffs, terminations, text
 
@@ -341,8 +341,10 @@ def test_swarm_speaker_graph_matches_its_handoffs(cfg):
                                                  "config": {"conditions": conds}}}}
     result = migrate(_json.dumps(team), "swarm.json")
     block = turnflow.parse(result.text).blocks[0]
-    # a handoff to a participant goes there; to anyone else ends the run; no handoff: the same agent
-    want = {(x, t if t in names else END) for x in names for t in handoffs[x]} | {(x, x) for x in names}
+    # a handoff to a participant goes there, unless a HandoffTermination names it; to anyone else it
+    # ends the run; no handoff: the same agent
+    want = {(x, t if t in names and t not in terminations else END) for x in names for t in handoffs[x]}
+    want |= {(x, x) for x in names}
     if text:
         want |= {(x, END) for x in names}
     assert graph_edges(block) == want == reference_edges(block), result.text

@@ -347,7 +347,7 @@ def _team(team: dict, pos: Positions, blocks: Names, path: str, src: SourceText)
                 target = h["target"]
                 tool = _tool(b, h)
                 desc = h["description"] or None
-                if target in names.map and names.map[target] in by_name:
+                if target in names.map and names.map[target] in by_name and target not in term.handoff_targets:
                     b.handoff(a.name, names.map[target], tool, desc or _describe(by_name, names.map[target]))
                 else:
                     if target not in term.handoff_targets:
