@@ -18,6 +18,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from turnflow.diagnostics.diagnostic import Diagnostic
 from turnflow.dsl import ast
+from turnflow.dsl.lexer import FlowLexer
 from turnflow.source import SourceText, Span
 
 GRAMMAR_FILE = "flow.lark"
@@ -27,22 +28,16 @@ def grammar_text() -> str:
     return resources.files("turnflow.dsl").joinpath(GRAMMAR_FILE).read_text(encoding="utf-8")
 
 
-KEYWORD_TYPES = {kw: kw.upper() for kw in ast.KEYWORDS}
-
-
-def _keyword(tok: Token) -> Token:
-    kind = KEYWORD_TYPES.get(tok.value)
-    if kind is not None:
-        tok.type = kind
-    return tok
-
-
 @lru_cache(maxsize=None)
 def build_parser(strict: bool = False) -> Lark:
-    """The LALR parser, built once per process (strict mode is for tests).
-    The AST is built during the parse (no intermediate tree)."""
-    return Lark(grammar_text(), parser="lalr", lexer="basic", maybe_placeholders=True, strict=strict,
-                transformer=AstBuilder(), lexer_callbacks={"NAME": _keyword})
+    """The LALR parser, built once per process. The AST is built during the
+    parse (no intermediate tree); tokens come from `FlowLexer`. Strict mode
+    (tests) uses lark's own basic lexer so that colliding terminals and
+    grammar conflicts are both reported."""
+    if strict:
+        return Lark(grammar_text(), parser="lalr", lexer="basic", maybe_placeholders=True, strict=True)
+    return Lark(grammar_text(), parser="lalr", lexer=FlowLexer, maybe_placeholders=True,
+                transformer=AstBuilder())
 
 
 class ParseError(Exception):

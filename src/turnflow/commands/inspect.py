@@ -1,0 +1,66 @@
+"""`turnflow inspect STORE [--session ID] [--format text|json]`: hydrate a hub store (read only)
+and print each session's state, close reason, turn count, next expected speaker and envelopes.
+Exit 0; 1 when the store holds corrupt records (each reported with its session and sequence
+number); 2 when the store cannot be read or the session id is invalid or unknown."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from turnflow.cli_util import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, err, out
+
+
+def register(sub) -> None:
+    p = sub.add_parser("inspect", help="show the sessions kept in a hub store")
+    p.add_argument("store", metavar="STORE", help="the SQLite file given to `turnflow run --store`")
+    p.add_argument("--session", metavar="ID", help="only this session")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from turnflow.runtime.envelope import Envelope
+    from turnflow.runtime.errors import RuntimeErrorBase
+    from turnflow.runtime.hub import Hub
+    from turnflow.runtime.session import check_session_id
+    from turnflow.runtime.store import SQLiteStore
+
+    if not os.path.isfile(args.store):
+        err(f"turnflow inspect: no such store file: {args.store}")
+        return EXIT_USAGE
+    try:
+        if args.session is not None:
+            check_session_id(args.session)
+        store = SQLiteStore(args.store)
+    except RuntimeErrorBase as exc:
+        err(f"turnflow inspect: {exc}")
+        return EXIT_USAGE
+    try:
+        hub = Hub(store)
+        report = hub.hydrate()  # read only: no pending close is completed here
+        lives = list(hub.sessions.values())
+        if args.session is not None:
+            lives = [s for s in lives if s.session_id == args.session]
+            if not lives:
+                err(f"turnflow inspect: {args.store}: no session {args.session}")
+                return EXIT_USAGE
+        if args.format == "json":
+            out(json.dumps([s.info() for s in lives], indent=2) + "\n")
+        else:
+            for s in lives:
+                i = s.info()
+                out(f"session {i['session_id']} {i['kind']} {s.metadata.name}".rstrip() + "\n")
+                out(f"  state: {i['state']}  close_reason: {i['close_reason'] or '-'}  turns: {i['turn_count']}"
+                    f"  expected_next: {i['expected_next'] or '-'}  envelopes: {i['envelope_count']}\n")
+                for e in store.read_range(s.session_id):
+                    if isinstance(e, Envelope):
+                        out(f"  {e.seq:>5} {e.envelope_id} {e.sender_id} {e.event_type} "
+                            f"{json.dumps(e.event_data, sort_keys=True)}\n")
+        for problem in report.problems:
+            if args.session is None or problem.session_id == args.session:
+                err(f"turnflow inspect: {args.store}: {problem}")
+        bad = [p for p in report.problems if args.session is None or p.session_id == args.session]
+        return EXIT_FINDINGS if bad else EXIT_OK
+    finally:
+        store.close()

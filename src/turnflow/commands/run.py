@@ -1,0 +1,181 @@
+"""`turnflow run FILE --agents AGENTS.yaml [--block NAME] [--task TEXT] [--store hub.db] [--format text|json]`:
+run one session on the hub with the given agents (RUNTIME.md §7). Exit 0 when the session
+closed normally, 1 on any error (bad input, bad agents file, an agent failing, a session
+that ended abnormally)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import tempfile
+from typing import Any, Optional
+
+from turnflow.cli_util import EXIT_OK, err, out
+
+EXIT_ERROR = 1
+
+
+class RunInputError(Exception):
+    """A problem with the user's files: printed as one clear line, no traceback."""
+
+
+def register(sub) -> None:
+    p = sub.add_parser("run", help="run a session on the hub with scripted (or other) agents")
+    p.add_argument("file", metavar="FILE", help="a compiled session spec (.json) or a .flow file")
+    p.add_argument("--agents", required=True, metavar="AGENTS.yaml", help="maps participant names to agents")
+    p.add_argument("--block", metavar="NAME", help="the block (session spec) to run when FILE has several")
+    p.add_argument("--task", metavar="TEXT", help="the start speaker's first input")
+    p.add_argument("--store", metavar="hub.db", help="keep the session in this SQLite file (default: a temporary one)")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.set_defaults(func=run)
+
+
+def load_specs(path: str) -> list[dict]:
+    if path.endswith(".flow"):
+        try:
+            from turnflow import compile as compile_flow  # lazy: the runtime itself never needs the compiler
+        except ImportError:
+            raise RunInputError(f"{path}: compiling .flow files needs turnflow.compile, which this build lacks; "
+                                "pass a compiled spec (.json) instead") from None
+        from turnflow import CompileError  # type: ignore[attr-defined]
+
+        try:
+            with open(path, encoding="utf-8") as fh:
+                text = fh.read()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise RunInputError(f"cannot read {path}: {exc}") from None
+        try:
+            return compile_flow(text, path=path)
+        except CompileError as exc:
+            lines = [f"{path}: the flow has errors; fix them first (turnflow check {path})"]
+            for d in getattr(exc, "diagnostics", [])[:20]:
+                span = getattr(d, "span", None)
+                pos = f"{span.line}:{span.column}: " if span is not None else ""
+                lines.append(f"{path}:{pos}{getattr(d, 'code', '')} {getattr(d, 'message', d)}")
+            raise RunInputError("\n".join(lines)) from None
+    if not path.endswith(".json"):
+        raise RunInputError(f"{path}: FILE must be a compiled session spec (.json) or a .flow file")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except OSError as exc:
+        raise RunInputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise RunInputError(f"{path}: not valid JSON: {exc}") from None
+    specs = data if isinstance(data, list) else [data]
+    if not specs or not all(isinstance(s, dict) for s in specs):
+        raise RunInputError(f"{path}: expected a session spec object or a list of them")
+    return specs
+
+
+def pick(specs: list[dict], block: Optional[str], path: str) -> dict:
+    names = [str(s.get("name")) for s in specs]
+    if block is not None:
+        for s in specs:
+            if s.get("name") == block:
+                return s
+        raise RunInputError(f"{path}: no block named {block!r} (blocks: {', '.join(names)})")
+    if len(specs) > 1:
+        raise RunInputError(f"{path} holds {len(specs)} blocks ({', '.join(names)}); choose one with --block NAME")
+    return specs[0]
+
+
+def load_agents(path: str) -> dict[str, Any]:
+    import yaml
+
+    from turnflow.runtime.agents import ScriptedAgent
+    from turnflow.runtime.errors import AdapterError
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = yaml.safe_load(fh)
+    except OSError as exc:
+        raise RunInputError(f"cannot read agents file {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise RunInputError(f"{path}: not UTF-8 text: {exc}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else path
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise RunInputError(f"{where}: invalid YAML: {problem}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("agents"), dict) or not data["agents"]:
+        raise RunInputError(f"{path}: expected a mapping `agents:` of participant names to agents")
+    agents = {}
+    for name, conf in data["agents"].items():
+        if not isinstance(conf, dict):
+            raise RunInputError(f"{path}: agent {name!r}: expected a mapping with `kind`, got {conf!r}")
+        kind = conf.get("kind")
+        if kind == "scripted":
+            unknown = sorted(set(conf) - {"kind", "steps"})
+            if unknown:
+                raise RunInputError(f"{path}: agent {name!r}: unknown key {unknown[0]!r} for a scripted agent")
+            try:
+                agents[str(name)] = ScriptedAgent(str(name), conf.get("steps"))
+            except AdapterError as exc:
+                raise RunInputError(f"{path}: {exc}") from None
+        elif kind in ("openai", "python"):
+            raise RunInputError(f"{path}: agent {name!r}: kind {kind!r} is not available in this build "
+                                "(supported: scripted)")
+        else:
+            raise RunInputError(f"{path}: agent {name!r}: unknown kind {kind!r} (supported: scripted)")
+    return agents
+
+
+def run(args) -> int:
+    from turnflow.runtime.errors import RuntimeErrorBase
+
+    try:
+        spec = pick(load_specs(args.file), args.block, args.file)
+        agents = load_agents(args.agents)
+    except RunInputError as exc:
+        err(f"turnflow run: {exc}")
+        return EXIT_ERROR
+    try:
+        if args.store:
+            result = asyncio.run(_run(spec, agents, args.task, args.store))
+        else:
+            with tempfile.TemporaryDirectory(prefix="turnflow-run-") as tmp:
+                result = asyncio.run(_run(spec, agents, args.task, os.path.join(tmp, "hub.db")))
+    except RuntimeErrorBase as exc:
+        err(f"turnflow run: {args.file}: {exc}")
+        return EXIT_ERROR
+    if args.format == "json":
+        out(json.dumps(result.to_json(), indent=2, sort_keys=True) + "\n")
+    else:
+        out(render_text(result))
+    if result.error:
+        err(f"turnflow run: {result.error}")
+    return EXIT_OK if result.ok else EXIT_ERROR
+
+
+async def _run(spec: dict, agents: dict, task: Optional[str], store_path: str):
+    from turnflow.runtime.hub import Hub
+    from turnflow.runtime.runner import run_session
+    from turnflow.runtime.store import SQLiteStore
+
+    hub = await Hub.open(SQLiteStore(store_path))
+    try:
+        return await run_session(hub, spec, agents, task)
+    finally:
+        await hub.aclose()
+
+
+def render_text(result) -> str:
+    lines = [f"session {result.session_id}"]
+    for i, t in enumerate(result.turns, 1):
+        notes = []
+        if t["kind"] == "handoff":
+            notes.append(f"handoff via {t['tool']}" if t["tool"] else f"handoff to {t['target']}")
+            if t["tool"] and t["target"]:
+                notes[-1] += f" to {t['target']}"
+        elif t["kind"] == "finish":
+            notes.append("finish")
+        if t["set"]:
+            notes.append("set " + json.dumps(t["set"], sort_keys=True))
+        if t["delete"]:
+            notes.append("delete " + ", ".join(t["delete"]))
+        suffix = f"  [{'; '.join(notes)}]" if notes else ""
+        lines.append(f"{i:>3} {t['speaker']}: {t['body']}{suffix}")
+    lines.append(f"{result.state}: {result.close_reason or '-'}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,124 @@
+"""The `SessionAdapter` protocol (RUNTIME.md §3) and the values adapters return.
+
+An adapter owns one session kind. The hub calls, in order, for every send:
+`validate_send(metadata, envelope, state_before)` (raise `ProtocolError` to refuse),
+`fold(envelope, state_before) -> state_after` (pure and deterministic: hydrate replays it),
+`on_accepted(metadata, envelope, state_after) -> AdapterResult` (ask to close, or not).
+Adapter states are treated as immutable values: `fold` returns a new object (or the
+same one when nothing changed) and never mutates its input.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional, Protocol
+
+from turnflow.runtime.envelope import EV_PACKET, EV_TEXT, Envelope
+from turnflow.runtime.errors import ProtocolError
+from turnflow.runtime.session import SessionManifest, SessionMetadata
+
+
+@dataclass(frozen=True, slots=True)
+class AdapterResult:
+    close_reason: Optional[str] = None  # not None: the adapter asks the hub to close the session
+
+
+NO_CHANGE = AdapterResult()
+
+
+@dataclass(frozen=True, slots=True)
+class ExpectedTurn:
+    agent_id: str
+    triggering_envelope_id: Optional[str] = None
+
+
+class SessionAdapter(Protocol):
+    manifest: SessionManifest
+
+    def initial_state(self, metadata: SessionMetadata) -> Any: ...
+    def validate_create(self, metadata: SessionMetadata) -> None: ...
+    def validate_send(self, metadata: SessionMetadata, envelope: Envelope, state: Any) -> None: ...
+    def fold(self, envelope: Envelope, state: Any) -> Any: ...
+    def on_accepted(self, metadata: SessionMetadata, envelope: Envelope, state: Any) -> AdapterResult: ...
+    def expected_next(self, metadata: SessionMetadata, state: Any) -> Optional[ExpectedTurn]: ...
+    def turn_count(self, state: Any) -> int: ...
+    def default_view_policy(self, metadata: SessionMetadata) -> Any: ...
+    def extract_turn_input(self, envelope: Envelope) -> Optional[str]: ...
+    def build_round_envelope(self, metadata: SessionMetadata, sender_id: str, round: dict) -> Optional[Envelope]: ...
+    def render_envelope(self, envelope: Envelope) -> str: ...
+
+
+def check_participants(metadata: SessionMetadata, manifest: SessionManifest) -> None:
+    """The manifest's participant schema: count, roles, unique ids, unique orders."""
+    n = len(metadata.participants)
+    kind = manifest.type
+    if n < manifest.min_participants or (manifest.max_participants is not None and n > manifest.max_participants):
+        want = (f"exactly {manifest.min_participants}" if manifest.min_participants == manifest.max_participants
+                else f"at least {manifest.min_participants}")
+        raise ProtocolError(f"{kind} session needs {want} participants, got {n}")
+    ids = [p.agent_id for p in metadata.participants]
+    if len(set(ids)) != n:
+        raise ProtocolError(f"{kind} session lists a participant twice: {sorted(i for i in set(ids) if ids.count(i) > 1)}")
+    for p in metadata.participants:
+        if p.role not in manifest.roles:
+            raise ProtocolError(f"{kind} session: participant {p.agent_id!r} has role {p.role!r} "
+                                f"(allowed: {', '.join(manifest.roles)})")
+    if sum(p.role == "initiator" for p in metadata.participants) > 1:
+        raise ProtocolError(f"{kind} session: at most one participant may be the initiator")
+    if not metadata.is_participant(metadata.creator_id):
+        raise ProtocolError(f"{kind} session: the creator {metadata.creator_id!r} is not a participant")
+
+
+def check_knobs(metadata: SessionMetadata, allowed: dict[str, Any]) -> None:
+    """Unknown knob names are refused; `allowed` maps a knob to a validator raising ProtocolError."""
+    if not isinstance(metadata.knobs, dict):
+        raise ProtocolError(f"{metadata.kind} session: knobs must be an object, got {type(metadata.knobs).__name__}")
+    for k, v in metadata.knobs.items():
+        if k not in allowed:
+            known = ", ".join(sorted(allowed)) or "none"
+            raise ProtocolError(f"{metadata.kind} session: unknown knob {k!r} (known: {known})")
+        allowed[k](v)
+
+
+def text_of(envelope: Envelope) -> str:
+    d = envelope.event_data
+    if envelope.event_type == EV_TEXT:
+        t = d.get("text", "")
+    elif envelope.event_type == EV_PACKET:
+        t = d.get("body", "")
+    else:
+        return ""
+    return t if isinstance(t, str) else ""
+
+
+def render_substantive(envelope: Envelope) -> str:
+    """Default rendering: a handoff note then the body (as AG2 renders packets)."""
+    if envelope.event_type == EV_PACKET:
+        r = envelope.event_data.get("routing") or {}
+        parts = []
+        if r.get("kind") == "handoff" and (r.get("tool") or r.get("target")):
+            via = r.get("tool") or f"handoff to {r.get('target')}"
+            parts.append(f"[Handed off via {via}] {r.get('reason') or ''}".rstrip())
+        if r.get("kind") == "finish":
+            parts.append(f"[Finished] {r.get('reason') or ''}".rstrip())
+        body = text_of(envelope)
+        if body:
+            parts.append(body)
+        return "\n".join(parts)
+    return text_of(envelope)
+
+
+def round_to_envelope(metadata: SessionMetadata, sender_id: str, rnd: dict) -> Optional[Envelope]:
+    """One agent round (`{body, kind, tool, reason, target, set, delete}`) -> an EV_PACKET, or None
+    for a silent round (no body, no routing, no context)."""
+    kind = rnd.get("kind") or "text"
+    body = rnd.get("body") or ""
+    sets, dels = dict(rnd.get("set") or {}), list(rnd.get("delete") or [])
+    if kind == "text" and not body and not rnd.get("tool") and not sets and not dels:
+        return None
+    routing: dict[str, Any] = {"kind": kind}
+    for key in ("tool", "reason", "target"):
+        if rnd.get(key) is not None:
+            routing[key] = rnd[key]
+    return Envelope(metadata.session_id, sender_id, None, EV_PACKET,
+                    {"routing": routing, "context_updates": {"set": sets, "delete": dels}, "body": body})

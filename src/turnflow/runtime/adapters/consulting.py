@@ -1,0 +1,56 @@
+"""consulting: exactly two participants, an initiator and a respondent; the initiator speaks
+once, the respondent replies once, and the session closes with `consulting_complete`."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Optional
+
+from turnflow.runtime.adapters.base import NO_CHANGE, AdapterResult
+from turnflow.runtime.adapters.simple import SimpleAdapter, TurnState
+from turnflow.runtime.envelope import EV_PACKET, EV_TEXT, Envelope
+from turnflow.runtime.errors import ProtocolError
+from turnflow.runtime.session import Expectation, SessionManifest, SessionMetadata
+
+
+def _role(metadata: SessionMetadata, role: str) -> Optional[str]:
+    return next((p.agent_id for p in metadata.participants if p.role == role), None)
+
+
+class ConsultingAdapter(SimpleAdapter):
+    manifest = SessionManifest(
+        type="consulting", version=1, min_participants=2, max_participants=2, roles=("initiator", "respondent"),
+        knobs_schema={}, default_view="full_transcript",
+        default_expectations=(Expectation("acks_within", 30.0, "auto_close"),
+                              Expectation("reply_within", 600.0, "auto_close")))
+    knobs: dict = {}
+
+    def validate_create(self, metadata: SessionMetadata) -> None:
+        super().validate_create(metadata)
+        if _role(metadata, "initiator") is None or _role(metadata, "respondent") is None:
+            raise ProtocolError("consulting session needs one initiator and one respondent")
+        if metadata.creator_id != _role(metadata, "initiator"):
+            raise ProtocolError(f"consulting session: the creator {metadata.creator_id!r} must be the initiator")
+
+    def first_speaker(self, metadata: SessionMetadata) -> Optional[str]:
+        return _role(metadata, "initiator")
+
+    def initial_state(self, metadata: SessionMetadata) -> TurnState:
+        # order = (initiator, respondent): the whole script of a consultation
+        return TurnState(order=(_role(metadata, "initiator"), _role(metadata, "respondent")),
+                         expected=_role(metadata, "initiator"))
+
+    def advance(self, envelope: Envelope, state: TurnState) -> TurnState:
+        n = state.turn_count + 1
+        return replace(state, last_speaker_id=envelope.sender_id, last_envelope_id=envelope.envelope_id,
+                       turn_count=n, expected=state.order[1] if n == 1 else None, done=n >= 2)
+
+    def on_accepted(self, metadata: SessionMetadata, envelope: Envelope, state: TurnState) -> AdapterResult:
+        if envelope.event_type in (EV_TEXT, EV_PACKET) and state.done:
+            return AdapterResult("consulting_complete")
+        return NO_CHANGE
+
+    def default_view_policy(self, metadata: SessionMetadata):
+        from turnflow.runtime.views import FullTranscript
+
+        return FullTranscript()

@@ -1,0 +1,20 @@
+"""conversation: exactly two participants speaking in any order; it never closes by itself
+(explicit close, TTL or an expectation ends it)."""
+
+from __future__ import annotations
+
+from turnflow.runtime.adapters.simple import SimpleAdapter
+from turnflow.runtime.session import Expectation, SessionManifest, SessionMetadata
+
+
+class ConversationAdapter(SimpleAdapter):
+    manifest = SessionManifest(
+        type="conversation", version=1, min_participants=2, max_participants=2,
+        roles=("initiator", "respondent", "participant"), knobs_schema={}, default_view="windowed_summary:10",
+        default_expectations=(Expectation("max_silence", 3600.0, "audit"),))
+    knobs: dict = {}
+
+    def default_view_policy(self, metadata: SessionMetadata):
+        from turnflow.runtime.views import WindowedSummary
+
+        return WindowedSummary(10)

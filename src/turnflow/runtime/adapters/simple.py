@@ -1,0 +1,111 @@
+"""Shared machinery of the consulting, conversation and discussion adapters.
+
+These kinds carry plain rounds: `text` envelopes, or packets whose routing kind is `text`
+(no handoff, no finish, no context updates: those belong to workflows). A session of these
+kinds ends with an explicit close, its TTL, an expectation, or (consulting) the reply.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Optional
+
+from turnflow.runtime.adapters.base import (NO_CHANGE, AdapterResult, ExpectedTurn, check_knobs,
+                                            check_participants, render_substantive, round_to_envelope, text_of)
+from turnflow.runtime.envelope import EV_CONTEXT_SET, EV_PACKET, EV_TEXT, Envelope
+from turnflow.runtime.errors import ProtocolError
+from turnflow.runtime.session import SessionMetadata
+
+
+@dataclass(frozen=True, slots=True)
+class TurnState:
+    order: tuple = ()
+    expected: Optional[str] = None
+    last_speaker_id: Optional[str] = None
+    last_envelope_id: Optional[str] = None
+    turn_count: int = 0
+    hidden: frozenset = field(default_factory=frozenset)
+    done: bool = False
+
+    @property
+    def expected_next_speaker(self) -> Optional[str]:
+        return self.expected
+
+    def snapshot(self) -> dict:
+        return {"expected_next_speaker": self.expected, "last_speaker_id": self.last_speaker_id,
+                "last_envelope_id": self.last_envelope_id, "turn_count": self.turn_count,
+                "hidden": sorted(self.hidden)}
+
+
+class SimpleAdapter:
+    """Base for the three plain kinds; subclasses set `manifest` and the turn rule."""
+
+    manifest = None  # type: ignore[assignment]
+    knobs: dict = {}
+
+    def validate_create(self, metadata: SessionMetadata) -> None:
+        check_participants(metadata, self.manifest)
+        check_knobs(metadata, self.knobs)
+
+    def initial_state(self, metadata: SessionMetadata) -> TurnState:
+        return TurnState(order=tuple(metadata.participant_ids), expected=self.first_speaker(metadata))
+
+    def first_speaker(self, metadata: SessionMetadata) -> Optional[str]:
+        return None
+
+    def validate_send(self, metadata: SessionMetadata, envelope: Envelope, state: TurnState) -> None:
+        et, kind = envelope.event_type, self.manifest.type
+        if et == EV_CONTEXT_SET:
+            raise ProtocolError(f"{kind} session {metadata.session_id!r} has no context variables "
+                                "(context sets belong to workflows)")
+        if et not in (EV_TEXT, EV_PACKET):
+            return
+        if et == EV_PACKET:
+            d = envelope.event_data
+            routing = d.get("routing") or {}
+            if not isinstance(routing, dict) or routing.get("kind", "text") != "text":
+                raise ProtocolError(f"{kind} session {metadata.session_id!r} accepts plain rounds only, "
+                                    f"not routing {routing!r} (handoffs and finish belong to workflows)")
+            cu = d.get("context_updates") or {}
+            if cu and (cu.get("set") or cu.get("delete")):
+                raise ProtocolError(f"{kind} session {metadata.session_id!r} has no context variables")
+        self.check_turn(metadata, envelope, state)
+
+    def check_turn(self, metadata: SessionMetadata, envelope: Envelope, state: TurnState) -> None:
+        if state.done:
+            raise ProtocolError(f"{self.manifest.type} session {metadata.session_id!r} is complete")
+        if state.expected is not None and envelope.sender_id != state.expected:
+            raise ProtocolError(f"{self.manifest.type} session {metadata.session_id!r} expects "
+                                f"{state.expected!r} to speak, got {envelope.sender_id!r}")
+
+    def fold(self, envelope: Envelope, state: TurnState) -> TurnState:
+        if envelope.event_type in (EV_TEXT, EV_PACKET):
+            return self.advance(envelope, state)
+        return self.fold_other(envelope, state)
+
+    def fold_other(self, envelope: Envelope, state: TurnState) -> TurnState:
+        return state
+
+    def advance(self, envelope: Envelope, state: TurnState) -> TurnState:
+        return replace(state, last_speaker_id=envelope.sender_id, last_envelope_id=envelope.envelope_id,
+                       turn_count=state.turn_count + 1)
+
+    def on_accepted(self, metadata: SessionMetadata, envelope: Envelope, state: TurnState) -> AdapterResult:
+        return NO_CHANGE
+
+    def expected_next(self, metadata: SessionMetadata, state: TurnState) -> Optional[ExpectedTurn]:
+        if state.expected is None:
+            return None
+        return ExpectedTurn(state.expected, state.last_envelope_id)
+
+    def turn_count(self, state: TurnState) -> int:
+        return state.turn_count
+
+    def extract_turn_input(self, envelope: Envelope) -> Optional[str]:
+        return text_of(envelope) or None
+
+    def build_round_envelope(self, metadata: SessionMetadata, sender_id: str, rnd: dict) -> Optional[Envelope]:
+        return round_to_envelope(metadata, sender_id, rnd)
+
+    def render_envelope(self, envelope: Envelope) -> str:
+        return render_substantive(envelope)

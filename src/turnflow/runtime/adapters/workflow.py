@@ -1,0 +1,256 @@
+"""The workflow adapter: AG2 1.2.1's `WorkflowAdapter` semantics, decision for decision
+(RUNTIME.md §3), on a graph compiled once per session (`transitions.CompiledGraph`).
+
+Documented differences from AG2 1.2.1 (each tested):
+- the graph is validated and compiled once, in `initial_state`; no re-parse per envelope;
+- an `agent` target that is not a participant is refused at create time, and a packet's
+  handoff `target` that is not a participant is refused with `ProtocolError` (AG2 accepts
+  both and the session stalls until its TTL);
+- every malformed knob is a `ProtocolError` (AG2 leaks `KeyError` / `TypeError`);
+- packet and context-set payloads are shape-checked in `validate_send`;
+- `all_of` and `text_contains` are built in;
+- an `expectation.violated` envelope with action `hide` makes `round_robin` targets skip
+  that participant until it speaks again, and moves the current turn on when a
+  `round_robin` target chose the hidden participant (AG2 has no `hide`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from turnflow.runtime.adapters.base import (NO_CHANGE, AdapterResult, ExpectedTurn, check_knobs,
+                                            check_participants, render_substantive, round_to_envelope, text_of)
+from turnflow.runtime.envelope import (EV_CONTEXT_SET, EV_EXPECTATION_VIOLATED, EV_PACKET, EV_TEXT, Envelope)
+from turnflow.runtime.errors import ProtocolError
+from turnflow.runtime.session import Expectation, SessionManifest, SessionMetadata
+from turnflow.runtime.transitions import CompiledGraph, validate_graph
+
+_EMPTY: frozenset = frozenset()
+_NODICT: dict = {}
+
+
+class WorkflowState:
+    __slots__ = ("graph", "expected_next_speaker", "last_speaker_id", "last_envelope_id", "turn_count",
+                 "pending_close_reason", "context_vars", "hidden", "via_round_robin")
+
+    def __init__(self, graph: CompiledGraph, expected: Optional[str], last_speaker: Optional[str],
+                 last_envelope_id: Optional[str], turn_count: int, pending: str, context: dict,
+                 hidden: frozenset = _EMPTY, via_round_robin: bool = False) -> None:
+        self.graph = graph
+        self.expected_next_speaker = expected
+        self.last_speaker_id = last_speaker
+        self.last_envelope_id = last_envelope_id
+        self.turn_count = turn_count
+        self.pending_close_reason = pending
+        self.context_vars = context  # never mutated in place: a fold that changes it copies it
+        self.hidden = hidden
+        self.via_round_robin = via_round_robin  # the expected speaker was chosen by a round_robin target
+
+    def snapshot(self) -> dict:
+        return {"expected_next_speaker": self.expected_next_speaker, "last_speaker_id": self.last_speaker_id,
+                "last_envelope_id": self.last_envelope_id, "turn_count": self.turn_count,
+                "pending_close_reason": self.pending_close_reason, "context_vars": self.context_vars,
+                "hidden": sorted(self.hidden)}
+
+
+def _check_context_vars(v: Any) -> None:
+    if not isinstance(v, dict):
+        raise ProtocolError(f"workflow session: knob `context_vars` must be an object, got {type(v).__name__}")
+    for k in v:
+        if not isinstance(k, str):
+            raise ProtocolError(f"workflow session: context variable names must be strings, got {k!r}")
+
+
+def _check_updates(u: Any, what: str) -> None:
+    if type(u) is not dict:
+        if not isinstance(u, dict):
+            raise ProtocolError(f"{what} must be an object with `set` and `delete`, got {u!r}")
+    s = u.get("set")
+    if s is not None and type(s) is not dict and not isinstance(s, dict):
+        raise ProtocolError(f"{what}.set must be an object, got {s!r}")
+    d = u.get("delete")
+    if d:
+        if not isinstance(d, list):
+            raise ProtocolError(f"{what}.delete must be a list of names, got {d!r}")
+        for k in d:
+            if type(k) is not str:
+                raise ProtocolError(f"{what}.delete must be a list of names, got {d!r}")
+    elif d is not None and not isinstance(d, list):
+        raise ProtocolError(f"{what}.delete must be a list of names, got {d!r}")
+
+
+def _unhide(hidden: frozenset, sender: str) -> frozenset:
+    return hidden - {sender} if hidden and sender in hidden else hidden
+
+
+def _apply(ctx: dict, updates: dict) -> dict:
+    dels, sets = updates.get("delete"), updates.get("set")
+    if not dels and not sets:
+        return ctx
+    new = dict(ctx)
+    if dels:
+        for k in dels:
+            new.pop(k, None)
+    if sets:
+        new.update(sets)
+    return new
+
+
+class WorkflowAdapter:
+    manifest = SessionManifest(
+        type="workflow", version=1, min_participants=2, max_participants=None,
+        roles=("initiator", "respondent", "participant"),
+        knobs_schema={"graph": "TransitionGraph", "context_vars": "object"},
+        default_view="named_windowed_summary",
+        default_expectations=(Expectation("turn_within", 120.0, "warn"),
+                               Expectation("turn_within", 600.0, "auto_close")))
+
+    # -- creation -------------------------------------------------------------------------------
+    def validate_create(self, metadata: SessionMetadata) -> None:
+        check_participants(metadata, self.manifest)
+        if "graph" not in (metadata.knobs if isinstance(metadata.knobs, dict) else {}):
+            raise ProtocolError("workflow session: knob `graph` is required")
+        check_knobs(metadata, {"graph": lambda g: validate_graph(g, metadata.participant_ids),
+                               "context_vars": _check_context_vars})
+
+    def initial_state(self, metadata: SessionMetadata) -> WorkflowState:
+        graph = CompiledGraph(metadata.knobs["graph"], metadata.participant_ids, metadata.creator_id)
+        ctx = metadata.knobs.get("context_vars") or {}
+        _check_context_vars(ctx)
+        return WorkflowState(graph, graph.initial_speaker, None, None, 0, "", dict(ctx))
+
+    # -- sends ----------------------------------------------------------------------------------
+    def validate_send(self, metadata: SessionMetadata, envelope: Envelope, state: WorkflowState) -> None:
+        et = envelope.event_type
+        if et == EV_PACKET or et == EV_TEXT:
+            exp = state.expected_next_speaker
+            if exp and envelope.sender_id != exp:
+                raise ProtocolError(f"workflow {metadata.session_id!r} expects {exp!r} to speak, "
+                                    f"got {envelope.sender_id!r}")
+            if et == EV_PACKET:
+                d = envelope.event_data
+                routing = d.get("routing")
+                if routing:
+                    if type(routing) is not dict and not isinstance(routing, dict):
+                        raise ProtocolError(f"packet routing must be an object, got {routing!r}")
+                    if routing.get("kind") == "handoff":
+                        target = routing.get("target")
+                        if target and (type(target) is not str or target not in metadata.pset):
+                            raise ProtocolError(
+                                f"workflow {metadata.session_id!r}: handoff target {target!r} is not a "
+                                f"participant ({', '.join(metadata.participant_ids)})")
+                elif routing is not None and not isinstance(routing, dict):
+                    raise ProtocolError(f"packet routing must be an object, got {routing!r}")
+                cu = d.get("context_updates")
+                if cu and (type(cu) is not dict or type(cu.get("set", _NODICT)) is not dict or cu.get("delete")):
+                    _check_updates(cu, "packet context_updates")
+            return
+        if et == EV_CONTEXT_SET:
+            if envelope.sender_id not in metadata.pset:
+                raise ProtocolError(f"workflow {metadata.session_id!r} only accepts context sets from "
+                                    f"participants, got {envelope.sender_id!r}")
+            _check_updates(envelope.event_data, "context.set data")
+
+    def fold(self, envelope: Envelope, state: WorkflowState) -> WorkflowState:
+        et = envelope.event_type
+        if et == EV_TEXT:
+            sender = envelope.sender_id
+            ctx = state.context_vars
+            graph = state.graph
+            table = graph.text_tables.get(sender) or graph.table(sender, False)
+            tool = None
+        elif et == EV_PACKET:
+            sender = envelope.sender_id
+            ctx = state.context_vars
+            graph = state.graph
+            data = envelope.event_data
+            cu = data.get("context_updates")
+            if cu:
+                dels = cu.get("delete")
+                sets = cu.get("set")
+                if dels or sets:
+                    ctx = dict(ctx)
+                    if dels:
+                        for k in dels:
+                            ctx.pop(k, None)
+                    if sets:
+                        ctx.update(sets)
+            routing = data.get("routing")
+            tool = None
+            if routing:
+                kind = routing.get("kind")
+                if kind == "finish":
+                    return WorkflowState(graph, None, sender, envelope.envelope_id, state.turn_count + 1,
+                                         routing.get("reason") or "finished", ctx, _unhide(state.hidden, sender))
+                if kind == "handoff":
+                    target = routing.get("target")
+                    if target:
+                        return WorkflowState(graph, target, sender, envelope.envelope_id, state.turn_count + 1,
+                                             "", ctx, _unhide(state.hidden, sender))
+                tool = routing.get("tool")
+            table = graph.packet_tables.get(sender) or graph.table(sender, True)
+        elif et == EV_CONTEXT_SET:
+            return WorkflowState(state.graph, state.expected_next_speaker, state.last_speaker_id,
+                                 state.last_envelope_id, state.turn_count, state.pending_close_reason,
+                                 _apply(state.context_vars, envelope.event_data), state.hidden,
+                                 state.via_round_robin)
+        else:
+            return self._fold_other(envelope, state)
+        hidden = state.hidden
+        if hidden and sender in hidden:
+            hidden = hidden - {sender}
+        for op, a, b, nxt, reason, rr in table:
+            if op == 0 or (op == 1 and ctx.get(a) == b) or (op == 2 and tool == a) or (op == 3 and a(ctx, envelope)):
+                if rr and hidden:
+                    nxt = graph.next_visible(sender, hidden)
+                return WorkflowState(graph, nxt, sender, envelope.envelope_id, state.turn_count + 1, reason, ctx,
+                                     hidden, rr)
+        raise AssertionError("dispatch table without a default row")  # pragma: no cover
+
+    def _fold_other(self, envelope: Envelope, state: WorkflowState) -> WorkflowState:
+        if envelope.event_type == EV_EXPECTATION_VIOLATED and envelope.event_data.get("action") == "hide":
+            who = envelope.event_data.get("agent_id")
+            if isinstance(who, str) and who in state.graph.order and who not in state.hidden:
+                hidden = state.hidden | {who}
+                expected = state.expected_next_speaker
+                if expected == who and state.via_round_robin and state.last_speaker_id is not None:
+                    expected = state.graph.next_visible(state.last_speaker_id, hidden)  # the turn moves on
+                return WorkflowState(state.graph, expected, state.last_speaker_id, state.last_envelope_id,
+                                     state.turn_count, state.pending_close_reason, state.context_vars, hidden,
+                                     state.via_round_robin)
+        return state
+
+    def on_accepted(self, metadata: SessionMetadata, envelope: Envelope, state: WorkflowState) -> AdapterResult:
+        et = envelope.event_type
+        if et != EV_PACKET and et != EV_TEXT:
+            return NO_CHANGE
+        if state.expected_next_speaker is None:
+            return AdapterResult(state.pending_close_reason or "workflow_terminated")
+        mt = state.graph.max_turns
+        if mt is not None and state.turn_count >= mt:
+            return AdapterResult("max_turns")
+        return NO_CHANGE
+
+    # -- reading --------------------------------------------------------------------------------
+    def expected_next(self, metadata: SessionMetadata, state: WorkflowState) -> Optional[ExpectedTurn]:
+        if state.expected_next_speaker is None:
+            return None
+        return ExpectedTurn(state.expected_next_speaker, state.last_envelope_id)
+
+    def turn_count(self, state: WorkflowState) -> int:
+        return state.turn_count
+
+    def default_view_policy(self, metadata: SessionMetadata):
+        from turnflow.runtime.views import NamedWindowedSummary
+
+        return NamedWindowedSummary(recent_n=max(2 * len(metadata.participants), 4))
+
+    def extract_turn_input(self, envelope: Envelope) -> Optional[str]:
+        return render_substantive(envelope) or None
+
+    def build_round_envelope(self, metadata: SessionMetadata, sender_id: str, rnd: dict) -> Optional[Envelope]:
+        return round_to_envelope(metadata, sender_id, rnd)
+
+    def render_envelope(self, envelope: Envelope) -> str:
+        return render_substantive(envelope) if envelope.event_type in (EV_TEXT, EV_PACKET) else text_of(envelope)
+

@@ -1,0 +1,26 @@
+"""The runtime's errors: one policy, decided once.
+
+`ProtocolError` — a caller broke the session protocol (bad knobs, out-of-turn
+send, send after close, unknown session id…). Raised *before* anything is
+written or folded, so the session state is unchanged.
+`AdapterError` — an agent (participant side) failed its handshake or its turn.
+`StoreError` — the write-ahead log cannot be opened or is not a turnflow log.
+"""
+
+from __future__ import annotations
+
+
+class RuntimeErrorBase(Exception):
+    """Base of every error the runtime raises on purpose."""
+
+
+class ProtocolError(RuntimeErrorBase):
+    """A send, create or close that breaks the session protocol; nothing was changed."""
+
+
+class AdapterError(RuntimeErrorBase):
+    """An agent adapter failed (bad handshake, script ran out, raised in its turn)."""
+
+
+class StoreError(RuntimeErrorBase):
+    """The store cannot be opened or used."""

@@ -1,0 +1,399 @@
+"""The asyncio hub: sessions, their lifecycle (RUNTIME.md §1), the write-ahead log and the sweepers.
+
+Every change is an envelope appended to the store *before* it is folded or delivered:
+`post` = check → adapter.validate_send → stamp → append → fold → on_accepted → deliver →
+(close). A refused send raises `ProtocolError` and changes nothing. A close asked by the
+adapter puts the session in CLOSING (so nothing else is accepted) until its envelope has
+been delivered, then the hub logs `session.closed` and the session is CLOSED: the hub
+always completes that step, on hydrate too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, Iterable, Iterator, Optional, Union
+
+from turnflow.runtime import expectations as _exp
+from turnflow.runtime.adapters import builtin_adapters
+from turnflow.runtime.envelope import (EV_EXPECTATION_VIOLATED, EV_SESSION_ACK, EV_SESSION_CLOSED,
+                                       EV_SESSION_EXPIRED, EV_SESSION_INVITE, EV_SESSION_OPENED,
+                                       EV_SESSION_REJECT, LIFECYCLE, SUBSTANTIVE, Envelope,
+                                       envelope_id_for)
+from turnflow.runtime.errors import ProtocolError
+from turnflow.runtime.live import LiveSession
+from turnflow.runtime.session import (Expectation, Participant, SessionMetadata, SessionState, check_agent_id,
+                                      check_name, check_session_id, new_session_id)
+from turnflow.runtime.store import Corrupt, Store
+
+Listener = Callable[[Envelope, SessionMetadata], Awaitable[None]]
+HUB_SENDER = "hub"
+
+
+def spec_opener(spec: dict) -> Optional[str]:
+    """Who opens a session from a spec: the `initiator`, else the workflow's start speaker,
+    else the first participant."""
+    parts = spec.get("participants") or []
+    for p in parts:
+        if isinstance(p, dict) and p.get("role") == "initiator":
+            return p.get("agent_id")
+    knobs = spec.get("knobs")
+    graph = knobs.get("graph") if isinstance(knobs, dict) else None
+    if isinstance(graph, dict) and isinstance(graph.get("initial_speaker"), str):
+        return graph["initial_speaker"]
+    return parts[0].get("agent_id") if parts and isinstance(parts[0], dict) else None
+
+
+@dataclass
+class HydrateReport:
+    sessions: int = 0
+    envelopes: int = 0
+    problems: list[Corrupt] = field(default_factory=list)
+    completed_closes: list[str] = field(default_factory=list)
+
+
+class Hub:
+    """Create with `await Hub.open(store, clock=...)`; `clock()` returns seconds (time.time by default)."""
+
+    def __init__(self, store: Store, *, clock: Callable[[], float] = time.time,
+                 adapters: Optional[dict] = None) -> None:
+        self.store = store
+        self.clock = clock
+        self.adapters = adapters if adapters is not None else builtin_adapters()
+        self.sessions: dict[str, LiveSession] = {}  # creation order
+        self.listeners: list[Listener] = []
+        self._gseq = store.last_global_seq()
+        self._sweeper: Optional[asyncio.Task] = None
+        self.report = HydrateReport()
+
+    @classmethod
+    async def open(cls, store: Store, **kw: Any) -> "Hub":
+        hub = cls(store, **kw)
+        hub.report = hub.hydrate()
+        for sid in hub.report.completed_closes:
+            live = hub.sessions[sid]
+            await hub._finish_close(live, live.pending_close or "workflow_terminated")
+        return hub
+
+    # -- hydrate --------------------------------------------------------------------------------
+    def hydrate(self) -> HydrateReport:
+        """Rebuild every session by streaming its envelopes through initial_state + fold.
+        Terminal sessions stay terminal. A corrupt record is reported (session, seq) and
+        neither it nor anything after it in that session is folded."""
+        report = HydrateReport()
+        self.sessions = {}
+        for rec in self.store.sessions():
+            if isinstance(rec, Corrupt):
+                report.problems.append(rec)
+                continue
+            md = SessionMetadata.from_creation_record(rec)
+            adapter = self.adapters.get((md.manifest.type, md.manifest.version))
+            if adapter is None:
+                report.problems.append(Corrupt(md.session_id, 0, f"no adapter for {md.manifest.type!r} "
+                                                                 f"v{md.manifest.version}"))
+                continue
+            md.expires_at = md.created_at + md.ttl_seconds if md.ttl_seconds else None
+            try:
+                state = adapter.initial_state(md)
+            except ProtocolError as exc:
+                report.problems.append(Corrupt(md.session_id, 0, f"session record is invalid: {exc}"))
+                continue
+            self.sessions[md.session_id] = LiveSession(md, adapter, state)
+            report.sessions += 1
+        for item in self.store.stream():
+            live = self.sessions.get(item.session_id)
+            if isinstance(item, Corrupt):
+                if live is not None and live.corrupt is None:
+                    live.corrupt = str(item)
+                report.problems.append(item)
+                continue
+            if live is None or live.corrupt is not None:
+                continue
+            if item.seq != live.last_seq + 1:
+                live.corrupt = f"session {item.session_id} seq {live.last_seq + 1}: missing record"
+                report.problems.append(Corrupt(item.session_id, live.last_seq + 1, "missing record (gap)"))
+                continue
+            live.apply(item)
+            report.envelopes += 1
+            if item.event_type in SUBSTANTIVE and not live.metadata.state.terminal:
+                res = live.adapter.on_accepted(live.metadata, item, live.state)
+                if res.close_reason is not None:
+                    live.pending_close = res.close_reason
+        report.completed_closes = [sid for sid, live in self.sessions.items()
+                                   if live.pending_close is not None and live.corrupt is None
+                                   and not live.metadata.state.terminal]
+        return report
+
+    # -- lookups --------------------------------------------------------------------------------
+    def _live(self, session_id: Any) -> LiveSession:
+        check_session_id(session_id)
+        live = self.sessions.get(session_id)
+        if live is None:
+            raise ProtocolError(f"unknown session id {session_id!r}")
+        return live
+
+    def metadata(self, session_id: str) -> SessionMetadata:
+        return self._live(session_id).metadata
+
+    def adapter_state(self, session_id: str) -> Any:
+        return self._live(session_id).state
+
+    def info(self, session_id: str) -> dict:
+        return self._live(session_id).info()
+
+    def expected_next(self, session_id: str) -> Optional[str]:
+        live = self._live(session_id)
+        return None if live.metadata.state.terminal else live.expected_speaker()
+
+    def read(self, session_id: str, start: int = 1, end: Optional[int] = None) -> Iterator[Union[Envelope, Corrupt]]:
+        self._live(session_id)
+        return self.store.read_range(session_id, start, end)
+
+    def view(self, session_id: str, agent_id: Optional[str], policy: Any = None) -> list[dict]:
+        live = self._live(session_id)
+        policy = policy or live.adapter.default_view_policy(live.metadata)
+        envs = (e for e in self.store.read_range(session_id) if isinstance(e, Envelope))
+        return policy.project(envs, agent_id, live.adapter.render_envelope)
+
+    def subscribe(self, listener: Listener) -> None:
+        self.listeners.append(listener)
+
+    # -- writing --------------------------------------------------------------------------------
+    def _stamp(self, live: LiveSession, env: Envelope) -> Envelope:
+        self._gseq += 1
+        env.envelope_id = envelope_id_for(self._gseq)
+        env.seq = live.last_seq + 1
+        env.created_at = self.clock()
+        return env
+
+    def _append(self, live: LiveSession, env: Envelope) -> Envelope:
+        self._stamp(live, env)
+        try:
+            self.store.append(env, self._gseq)
+        except (TypeError, ValueError) as exc:  # not JSON: refused, nothing written
+            self._gseq -= 1
+            raise ProtocolError(f"envelope data must be JSON values: {exc}") from None
+        except BaseException:
+            self._gseq -= 1
+            raise
+        live.apply(env)
+        return env
+
+    def _append_hub(self, live: LiveSession, event_type: str, data: dict, audience: Optional[list] = None,
+                    sender: Optional[str] = None) -> Envelope:
+        return self._append(live, Envelope(live.session_id, sender or HUB_SENDER, audience, event_type, data))
+
+    async def _deliver(self, env: Envelope, md: SessionMetadata) -> None:
+        for listener in self.listeners:
+            await listener(env, md)
+
+    async def open_session(self, kind: str, participants: Iterable[Union[Participant, dict, str]], *,
+                           creator_id: Optional[str] = None, knobs: Optional[dict] = None, name: str = "",
+                           expectations: Optional[list] = None, ttl_seconds: Optional[float] = None,
+                           labels: Optional[dict] = None, tools: Optional[list] = None,
+                           version: int = 1) -> SessionMetadata:
+        """Validate, create (INVITED) and post one invite per target; nothing is stored when invalid."""
+        adapter = self.adapters.get((kind, version))
+        if adapter is None:
+            known = ", ".join(sorted(t for t, _ in self.adapters))
+            raise ProtocolError(f"unknown session kind {kind!r} (known: {known})")
+        parts = []
+        for i, p in enumerate(participants):
+            if isinstance(p, str):
+                p = Participant(p, "participant", i)
+            elif isinstance(p, dict):
+                p = Participant(p.get("agent_id"), p.get("role", "participant"), p.get("order", i),
+                                p.get("description", "") or "", tuple(p.get("tools") or ()))
+            check_agent_id(p.agent_id)
+            parts.append(p)
+        if name:
+            check_name(name)
+        if creator_id is None:
+            creator_id = next((p.agent_id for p in parts if p.role == "initiator"), parts[0].agent_id if parts else "")
+        check_agent_id(creator_id)
+        if ttl_seconds is not None and (isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, (int, float))
+                                        or ttl_seconds <= 0):
+            raise ProtocolError(f"ttl_seconds must be a positive number or null, got {ttl_seconds!r}")
+        if expectations is not None and not isinstance(expectations, list):
+            raise ProtocolError(f"expectations must be a list, got {type(expectations).__name__}")
+        declared = [e if isinstance(e, Expectation) else Expectation.from_dict(e) for e in (expectations or [])]
+        names = {e.name for e in declared}
+        exps = declared + [e for e in adapter.manifest.default_expectations if e.name not in names]
+        now = self.clock()
+        md = SessionMetadata(session_id=new_session_id(), manifest=adapter.manifest, creator_id=creator_id,
+                             participants=parts, knobs=knobs if knobs is not None else {}, created_at=now,
+                             name=name, expectations=exps, ttl_seconds=ttl_seconds, labels=dict(labels or {}),
+                             tools=list(tools or []))
+        adapter.validate_create(md)
+        state = adapter.initial_state(md)
+        md.expires_at = now + ttl_seconds if ttl_seconds else None
+        md.pending_acks = set(md.participant_ids) - {creator_id}
+        self.store.create_session(md.creation_record())
+        live = LiveSession(md, adapter, state)
+        self.sessions[md.session_id] = live
+        for target in md.participant_ids:
+            if target != creator_id:
+                self._append_hub(live, EV_SESSION_INVITE, {}, audience=[target], sender=creator_id)
+        if not md.pending_acks:  # pragma: no cover - every kind has two or more participants
+            self._append_hub(live, EV_SESSION_OPENED, {})
+        return md
+
+    async def open_spec(self, spec: dict, *, labels: Optional[dict] = None) -> SessionMetadata:
+        """Open a session from a compiled session spec (FLOW_LANGUAGE.md §5)."""
+        if not isinstance(spec, dict):
+            raise ProtocolError(f"a session spec must be an object, got {type(spec).__name__}")
+        for key in ("kind", "participants"):
+            if key not in spec:
+                raise ProtocolError(f"session spec is missing {key!r}")
+        parts = spec["participants"]
+        if not isinstance(parts, list) or not all(isinstance(p, dict) for p in parts):
+            raise ProtocolError("session spec: `participants` must be a list of objects")
+        return await self.open_session(spec["kind"], parts, creator_id=spec_opener(spec),
+                                       knobs=spec.get("knobs") or {}, name=spec.get("name") or "",
+                                       expectations=spec.get("expectations") or [],
+                                       ttl_seconds=spec.get("ttl_seconds"), labels=labels,
+                                       tools=spec.get("tools") or [])
+
+    async def ack(self, session_id: str, agent_id: str) -> None:
+        live = self._live(session_id)
+        md = live.metadata
+        if md.state != SessionState.INVITED:
+            raise ProtocolError(f"session {session_id!r} is {md.state.value}, not waiting for acks")
+        if agent_id not in md.pending_acks:
+            raise ProtocolError(f"session {session_id!r} has no pending invite for {agent_id!r}")
+        await self._deliver(self._append_hub(live, EV_SESSION_ACK, {}, audience=[md.creator_id], sender=agent_id), md)
+        if not md.pending_acks:
+            await self._deliver(self._append_hub(live, EV_SESSION_OPENED, {}), md)
+
+    async def reject(self, session_id: str, agent_id: str, reason: str = "") -> None:
+        live = self._live(session_id)
+        md = live.metadata
+        if md.state != SessionState.INVITED or agent_id not in md.pending_acks:
+            raise ProtocolError(f"session {session_id!r} has no pending invite for {agent_id!r}")
+        env = self._append_hub(live, EV_SESSION_REJECT, {"reason": reason}, audience=[md.creator_id], sender=agent_id)
+        await self._deliver(env, md)
+        await self._close(live, "invite_rejected")
+
+    async def post(self, env: Envelope) -> Envelope:
+        """Validate, log, fold and deliver one envelope from a participant; returns it stamped."""
+        live = self._live(env.session_id)
+        md = live.metadata
+        if md.state != SessionState.ACTIVE:
+            raise ProtocolError(f"session {md.session_id!r} is {md.state.value}"
+                                + (f" ({md.close_reason})" if md.close_reason else "") + ": send refused")
+        if live.corrupt is not None:
+            raise ProtocolError(f"session {md.session_id!r} has a corrupt log ({live.corrupt}): send refused")
+        if env.sender_id not in md.pset:
+            raise ProtocolError(f"{env.sender_id!r} is not a participant of session {md.session_id!r}")
+        et = env.event_type
+        if et in LIFECYCLE or et == EV_EXPECTATION_VIOLATED:
+            raise ProtocolError(f"{et!r} envelopes are written by the hub, not posted")
+        if not isinstance(env.event_data, dict):
+            raise ProtocolError("event_data must be an object")
+        if env.audience is not None and (not isinstance(env.audience, list)
+                                         or any(a not in md.pset for a in env.audience)):
+            raise ProtocolError(f"audience must be null or a list of participants, got {env.audience!r}")
+        live.adapter.validate_send(md, env, live.state)
+        self._append(live, env)
+        result = live.adapter.on_accepted(md, env, live.state) if et in SUBSTANTIVE else None
+        if result is not None and result.close_reason is not None:
+            md.state = SessionState.CLOSING
+            live.pending_close = result.close_reason
+        if self.listeners:
+            await self._deliver(env, md)
+        if live.pending_close is not None:
+            await self._finish_close(live, live.pending_close)
+        return env
+
+    async def emit_telemetry(self, session_id: str, agent_id: str, event: Any) -> bool:
+        """Store a telemetry event beside the session's envelopes; a malformed one is dropped (False)."""
+        live = self._live(session_id)
+        ok = (isinstance(event, dict) and event.get("event") in ("env_action", "tool_response", "progress", "error")
+              and set(event) <= {"event", "payload", "reason", "step"})
+        if not ok:
+            import warnings
+
+            warnings.warn(f"dropped malformed telemetry event from {agent_id!r}: {event!r}", stacklevel=2)
+            return False
+        self.store.append_telemetry(live.session_id, {"agent_id": agent_id, "at": self.clock(), **event})
+        return True
+
+    async def close(self, session_id: str, reason: str = "explicit_close") -> None:
+        live = self._live(session_id)
+        if live.metadata.state.terminal or live.metadata.state == SessionState.CLOSING:
+            raise ProtocolError(f"session {session_id!r} is already {live.metadata.state.value}")
+        if not isinstance(reason, str) or not reason:
+            raise ProtocolError(f"close reason must be a non-empty string, got {reason!r}")
+        await self._close(live, reason)
+
+    async def _close(self, live: LiveSession, reason: str) -> None:
+        live.metadata.state = SessionState.CLOSING
+        live.pending_close = reason
+        await self._finish_close(live, reason)
+
+    async def _finish_close(self, live: LiveSession, reason: str) -> None:
+        md = live.metadata
+        if md.state.terminal:
+            return
+        env = self._append_hub(live, EV_SESSION_CLOSED, {"reason": reason}, sender=md.creator_id)
+        await self._deliver(env, md)
+
+    async def _expire(self, live: LiveSession) -> None:
+        md = live.metadata
+        env = self._append_hub(live, EV_SESSION_EXPIRED, {"reason": "ttl_expired"}, sender=md.creator_id)
+        await self._deliver(env, md)
+
+    # -- sweepers -------------------------------------------------------------------------------
+    async def sweep(self, now: Optional[float] = None) -> list[Envelope]:
+        """One pass of the TTL and expectation sweepers; returns the envelopes it wrote."""
+        now = self.clock() if now is None else now
+        written: list[Envelope] = []
+        for live in list(self.sessions.values()):
+            md = live.metadata
+            if md.state.terminal or md.state == SessionState.CLOSING or live.corrupt is not None:
+                continue
+            if md.expires_at is not None and now >= md.expires_at:
+                before = live.last_seq
+                await self._expire(live)
+                written.extend(self._since(live, before))
+                continue
+            for i, exp in enumerate(md.expectations):
+                if md.state.terminal:
+                    break
+                v = _exp.evaluate(live, i, exp, now)
+                if v is None or v[0] in live.fired:
+                    continue
+                key, agent = v
+                before = live.last_seq
+                data = {"name": exp.name, "action": exp.on_violation, "seconds": exp.to_dict()["params"]["seconds"],
+                        "agent_id": agent, "key": key}
+                audience = [] if exp.on_violation == "audit" else None
+                env = self._append_hub(live, EV_EXPECTATION_VIOLATED, data, audience=audience)
+                await self._deliver(env, md)
+                if exp.on_violation == "auto_close":
+                    await self._close(live, f"expectation_violated:{exp.name}")
+                written.extend(self._since(live, before))
+        return written
+
+    def _since(self, live: LiveSession, seq: int) -> list[Envelope]:
+        return [e for e in self.store.read_range(live.session_id, seq + 1) if isinstance(e, Envelope)]
+
+    def start_sweeper(self, interval: float = 1.0) -> None:
+        async def loop() -> None:
+            while True:
+                await asyncio.sleep(interval)
+                await self.sweep()
+
+        if self._sweeper is None:
+            self._sweeper = asyncio.get_running_loop().create_task(loop())
+
+    async def aclose(self) -> None:
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            try:
+                await self._sweeper
+            except asyncio.CancelledError:
+                pass
+            self._sweeper = None
+        self.store.close()

@@ -1,0 +1,78 @@
+"""A session as the hub holds it: metadata, adapter state, and the bookkeeping folded from its
+log. `LiveSession.apply` is the one fold used both for live sends and for hydrate, so a
+hydrated session is exactly the session that was running."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from turnflow.runtime.envelope import (EV_EXPECTATION_VIOLATED, EV_SESSION_ACK, EV_SESSION_CLOSED,
+                                       EV_SESSION_EXPIRED, EV_SESSION_OPENED, SUBSTANTIVE, Envelope)
+from turnflow.runtime.session import SessionMetadata, SessionState
+
+
+class LiveSession:
+    __slots__ = ("metadata", "adapter", "state", "last_seq", "envelope_count", "fired", "turn_started_at",
+                 "turn_epoch", "_turn_key", "last_substantive_at", "pending_close", "corrupt")
+
+    def __init__(self, metadata: SessionMetadata, adapter: Any, state: Any) -> None:
+        self.metadata = metadata
+        self.adapter = adapter
+        self.state = state
+        self.last_seq = 0
+        self.envelope_count = 0
+        self.fired: set[str] = set()
+        self.turn_started_at: Optional[float] = None
+        self.turn_epoch = 0
+        self._turn_key: Any = None
+        self.last_substantive_at: Optional[float] = None
+        self.pending_close: Optional[str] = None  # the adapter asked to close; session.closed not yet logged
+        self.corrupt: Optional[str] = None
+
+    @property
+    def session_id(self) -> str:
+        return self.metadata.session_id
+
+    def expected_speaker(self) -> Optional[str]:
+        e = self.adapter.expected_next(self.metadata, self.state)
+        return e.agent_id if e is not None else None
+
+    def turn_count(self) -> int:
+        return self.adapter.turn_count(self.state)
+
+    def apply(self, env: Envelope) -> None:
+        """Fold one accepted envelope: lifecycle bookkeeping, then the adapter's fold."""
+        md = self.metadata
+        et = env.event_type
+        self.last_seq = env.seq
+        self.envelope_count += 1
+        self.state = self.adapter.fold(env, self.state)
+        if et in SUBSTANTIVE:
+            self.last_substantive_at = env.created_at
+        elif et == EV_SESSION_ACK:
+            md.pending_acks.discard(env.sender_id)
+        elif et == EV_SESSION_OPENED:
+            md.state = SessionState.ACTIVE
+            md.activated_at = env.created_at
+        elif et == EV_SESSION_CLOSED or et == EV_SESSION_EXPIRED:
+            md.state = SessionState.CLOSED if et == EV_SESSION_CLOSED else SessionState.EXPIRED
+            md.close_reason = str(env.event_data.get("reason", ""))
+            md.closed_at = env.created_at
+            self.pending_close = None
+        elif et == EV_EXPECTATION_VIOLATED:
+            key = env.event_data.get("key")
+            if isinstance(key, str):
+                self.fired.add(key)
+        if md.state == SessionState.ACTIVE:
+            key = (self.expected_speaker(), self.turn_count())
+            if key != self._turn_key:  # a new turn begins (someone spoke, or the turn moved on)
+                self._turn_key = key
+                self.turn_epoch += 1
+                self.turn_started_at = env.created_at
+
+    def info(self) -> dict:
+        md = self.metadata
+        return {"session_id": md.session_id, "kind": md.kind, "state": md.state.value,
+                "close_reason": md.close_reason or None, "turn_count": self.turn_count(),
+                "expected_next": self.expected_speaker() if not md.state.terminal else None,
+                "envelope_count": self.envelope_count}

@@ -1,0 +1,178 @@
+"""Session data model (RUNTIME.md §2): states, participants, manifests, metadata, expectations."""
+
+from __future__ import annotations
+
+import enum
+import re
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from turnflow.runtime.errors import ProtocolError
+
+
+class SessionState(str, enum.Enum):
+    INVITED = "invited"
+    ACTIVE = "active"
+    CLOSING = "closing"
+    CLOSED = "closed"
+    EXPIRED = "expired"
+
+    @property
+    def terminal(self) -> bool:
+        return self in (SessionState.CLOSED, SessionState.EXPIRED)
+
+
+ROLES = ("initiator", "respondent", "participant")
+ACTIONS = ("warn", "hide", "audit", "auto_close")
+EVALUATORS = ("acks_within", "reply_within", "turn_within", "max_silence")
+
+_SESSION_ID = re.compile(r"[0-9a-f]{32}\Z")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,127}\Z")
+_AGENT_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:@-]{0,127}\Z")
+
+
+def new_session_id() -> str:
+    return uuid.uuid4().hex
+
+
+def check_session_id(session_id: Any) -> str:
+    if not isinstance(session_id, str) or not _SESSION_ID.match(session_id):
+        raise ProtocolError(f"invalid session id {session_id!r}: expected 32 lowercase hex digits")
+    return session_id
+
+
+def check_name(name: Any, what: str = "session name") -> str:
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ProtocolError(f"invalid {what} {name!r}: use a letter or _, then letters, digits, _ . - "
+                            "(at most 128 characters)")
+    return name
+
+
+def check_agent_id(agent_id: Any) -> str:
+    if not isinstance(agent_id, str) or not _AGENT_ID.match(agent_id):
+        raise ProtocolError(f"invalid agent id {agent_id!r}: use letters, digits, _ . : @ - "
+                            "(at most 128 characters)")
+    return agent_id
+
+
+@dataclass(frozen=True, slots=True)
+class Participant:
+    agent_id: str
+    role: str = "participant"
+    order: int = 0
+    description: str = ""
+    tools: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Expectation:
+    name: str
+    seconds: float
+    on_violation: str
+
+    def to_dict(self) -> dict:
+        secs = int(self.seconds) if float(self.seconds).is_integer() else self.seconds
+        return {"name": self.name, "params": {"seconds": secs}, "on_violation": self.on_violation}
+
+    @classmethod
+    def from_dict(cls, d: Any) -> "Expectation":
+        if not isinstance(d, dict):
+            raise ProtocolError(f"an expectation must be an object, got {d!r}")
+        name, action = d.get("name"), d.get("on_violation")
+        params = d.get("params") or {}
+        secs = params.get("seconds") if isinstance(params, dict) else None
+        if name not in EVALUATORS:
+            raise ProtocolError(f"unknown expectation {name!r} (known: {', '.join(EVALUATORS)})")
+        if action not in ACTIONS:
+            raise ProtocolError(f"unknown expectation action {action!r} (known: {', '.join(ACTIONS)})")
+        if isinstance(secs, bool) or not isinstance(secs, (int, float)) or secs <= 0:
+            raise ProtocolError(f"expectation {name}: params.seconds must be a positive number, got {secs!r}")
+        return cls(name, float(secs), action)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionManifest:
+    type: str
+    version: int
+    min_participants: int
+    max_participants: Optional[int]
+    roles: tuple[str, ...]
+    knobs_schema: dict
+    default_view: str
+    default_expectations: tuple[Expectation, ...]
+
+    def to_dict(self) -> dict:
+        return {"type": self.type, "version": self.version, "participants": {
+            "min": self.min_participants, "max": self.max_participants, "roles": list(self.roles)},
+            "knobs_schema": self.knobs_schema, "default_view": self.default_view,
+            "default_expectations": [e.to_dict() for e in self.default_expectations]}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "SessionManifest":
+        p = d["participants"]
+        return cls(d["type"], d["version"], p["min"], p["max"], tuple(p["roles"]), d["knobs_schema"],
+                   d["default_view"], tuple(Expectation.from_dict(e) for e in d["default_expectations"]))
+
+
+@dataclass(slots=True)
+class SessionMetadata:
+    session_id: str
+    manifest: SessionManifest
+    creator_id: str
+    participants: list[Participant]
+    knobs: dict
+    created_at: float
+    name: str = ""
+    expectations: list[Expectation] = field(default_factory=list)
+    ttl_seconds: Optional[float] = None
+    labels: dict = field(default_factory=dict)
+    tools: list[dict] = field(default_factory=list)
+    state: SessionState = SessionState.INVITED
+    expires_at: Optional[float] = None
+    closed_at: Optional[float] = None
+    close_reason: str = ""
+    pending_acks: set = field(default_factory=set)
+    activated_at: Optional[float] = None
+    pset: frozenset = field(default=frozenset(), repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.pset = frozenset(p.agent_id for p in self.participants)
+
+    @property
+    def kind(self) -> str:
+        return self.manifest.type
+
+    @property
+    def participant_ids(self) -> list[str]:
+        return [p.agent_id for p in sorted(self.participants, key=lambda p: p.order)]
+
+    def is_participant(self, agent_id: str) -> bool:
+        return agent_id in self.pset
+
+    def creation_record(self) -> dict:
+        """What the store keeps at creation (the lifecycle itself lives in the log)."""
+        return {"session_id": self.session_id, "name": self.name, "manifest": self.manifest.to_dict(),
+                "creator_id": self.creator_id,
+                "participants": [{"agent_id": p.agent_id, "role": p.role, "order": p.order,
+                                  "description": p.description, "tools": list(p.tools)}
+                                 for p in self.participants],
+                "knobs": self.knobs, "created_at": self.created_at,
+                "expectations": [e.to_dict() for e in self.expectations], "ttl_seconds": self.ttl_seconds,
+                "labels": self.labels, "tools": self.tools}
+
+    @classmethod
+    def from_creation_record(cls, r: dict) -> "SessionMetadata":
+        md = cls(session_id=r["session_id"], manifest=SessionManifest.from_dict(r["manifest"]),
+                 creator_id=r["creator_id"],
+                 participants=[Participant(p["agent_id"], p["role"], p["order"], p.get("description", ""),
+                                           tuple(p.get("tools", ()))) for p in r["participants"]],
+                 knobs=r["knobs"], created_at=r["created_at"], name=r.get("name", ""),
+                 expectations=[Expectation.from_dict(e) for e in r.get("expectations", [])],
+                 ttl_seconds=r.get("ttl_seconds"), labels=r.get("labels") or {}, tools=r.get("tools") or [])
+        md.pending_acks = set(md.participant_ids) - {md.creator_id}
+        return md
+
+    def summary(self) -> dict:
+        return {"session_id": self.session_id, "kind": self.kind, "name": self.name, "state": self.state.value,
+                "close_reason": self.close_reason}

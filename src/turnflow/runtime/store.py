@@ -1,0 +1,187 @@
+"""The write-ahead log behind a small `Store` interface (RUNTIME.md §5).
+
+`SQLiteStore` is the embedded default: one SQLite database per hub, WAL journal mode.
+Every envelope is one row holding its JSON record and a CRC-32 over
+`session_id`, `seq` and the record, written (and committed) before the hub folds or
+delivers it. Reading back checks the checksum and the per-session sequence; a record
+that fails is yielded as a `Corrupt` item (session id + sequence number), never as an
+envelope.
+
+Durability (also in docs/runtime.md): with the default `durability="process"`
+(`synchronous=NORMAL`) every envelope whose append returned survives a crash or `kill -9`
+of the process; after a power loss or OS crash the log is still a consistent committed
+prefix but the most recent envelopes may be missing. `durability="full"`
+(`synchronous=FULL`, an fsync per commit) also keeps every returned envelope across power loss.
+All SQL is parameterised; session ids are validated before they reach the database.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import zlib
+from dataclasses import dataclass
+from typing import Any, Iterator, Optional, Protocol, Union
+
+from turnflow.runtime.envelope import Envelope
+from turnflow.runtime.errors import StoreError
+from turnflow.runtime.session import check_session_id
+
+FORMAT = "turnflow-wal/1"
+
+
+@dataclass(frozen=True)
+class Corrupt:
+    """A record that failed its checksum, did not decode, or broke the sequence."""
+
+    session_id: str
+    seq: int
+    detail: str
+
+    def __str__(self) -> str:
+        return f"corrupt record: session {self.session_id} seq {self.seq}: {self.detail}"
+
+
+class Store(Protocol):
+    def create_session(self, record: dict) -> None: ...
+    def append(self, envelope: Envelope, global_seq: int) -> None: ...
+    def append_many(self, items: list[tuple[Envelope, int]]) -> None: ...
+    def read_range(self, session_id: str, start: int = 1, end: Optional[int] = None) -> Iterator[Union[Envelope, Corrupt]]: ...
+    def sessions(self) -> Iterator[Union[dict, Corrupt]]: ...
+    def stream(self) -> Iterator[Union[Envelope, Corrupt]]: ...
+    def last_global_seq(self) -> int: ...
+    def append_telemetry(self, session_id: str, event: dict) -> None: ...
+    def telemetry(self, session_id: str) -> list[dict]: ...
+    def close(self) -> None: ...
+
+
+def _crc(session_id: str, seq: int, text: str) -> int:
+    return zlib.crc32(f"{session_id}\x00{seq}\x00{text}".encode("utf-8"))
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS sessions (n INTEGER PRIMARY KEY, session_id TEXT NOT NULL UNIQUE,
+                                     record TEXT NOT NULL, crc INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS envelopes (gseq INTEGER PRIMARY KEY, session_id TEXT NOT NULL,
+                                      seq INTEGER NOT NULL, record TEXT NOT NULL, crc INTEGER NOT NULL);
+CREATE UNIQUE INDEX IF NOT EXISTS envelopes_by_session ON envelopes (session_id, seq);
+CREATE TABLE IF NOT EXISTS telemetry (id INTEGER PRIMARY KEY, session_id TEXT NOT NULL, record TEXT NOT NULL);
+"""
+
+
+class SQLiteStore:
+    """Embedded WAL store. `path` may be ":memory:" for tests that need no durability."""
+
+    def __init__(self, path: str, durability: str = "process") -> None:
+        if durability not in ("process", "full"):
+            raise StoreError(f"durability must be 'process' or 'full', got {durability!r}")
+        self.path = path
+        try:
+            self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute(f"PRAGMA synchronous={'FULL' if durability == 'full' else 'NORMAL'}")
+            existing = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            if existing and "meta" not in existing:
+                raise StoreError(f"{path}: not a turnflow store (it has tables {sorted(existing)})")
+            self.db.executescript(_SCHEMA)
+            row = self.db.execute("SELECT value FROM meta WHERE key='format'").fetchone()
+            if row is None:
+                self.db.execute("INSERT INTO meta (key, value) VALUES ('format', ?)", (FORMAT,))
+            elif row[0] != FORMAT:
+                raise StoreError(f"{path}: unsupported store format {row[0]!r} (expected {FORMAT})")
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{path}: cannot open as a turnflow store: {exc}") from None
+
+    # -- writing --------------------------------------------------------------------------------
+    def create_session(self, record: dict) -> None:
+        sid = check_session_id(record["session_id"])
+        text = json.dumps(record, sort_keys=True, separators=(",", ":"))
+        self.db.execute("INSERT INTO sessions (session_id, record, crc) VALUES (?, ?, ?)",
+                        (sid, text, _crc(sid, 0, text)))
+
+    def _row(self, env: Envelope, gseq: int) -> tuple:
+        text = json.dumps(env.to_record(), separators=(",", ":"))
+        return (gseq, env.session_id, env.seq, text, _crc(env.session_id, env.seq, text))
+
+    def append(self, envelope: Envelope, global_seq: int) -> None:
+        self.db.execute("INSERT INTO envelopes (gseq, session_id, seq, record, crc) VALUES (?, ?, ?, ?, ?)",
+                        self._row(envelope, global_seq))
+
+    def append_many(self, items: list[tuple[Envelope, int]]) -> None:
+        """Several envelopes in one transaction: all or none."""
+        rows = [self._row(e, g) for e, g in items]
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self.db.executemany("INSERT INTO envelopes (gseq, session_id, seq, record, crc) VALUES (?, ?, ?, ?, ?)",
+                                rows)
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    def append_telemetry(self, session_id: str, event: dict) -> None:
+        check_session_id(session_id)
+        self.db.execute("INSERT INTO telemetry (session_id, record) VALUES (?, ?)",
+                        (session_id, json.dumps(event, sort_keys=True)))
+
+    # -- reading --------------------------------------------------------------------------------
+    def last_global_seq(self) -> int:
+        row = self.db.execute("SELECT MAX(gseq) FROM envelopes").fetchone()
+        return row[0] or 0
+
+    def sessions(self) -> Iterator[Union[dict, Corrupt]]:
+        for sid, text, crc in self.db.execute("SELECT session_id, record, crc FROM sessions ORDER BY n").fetchall():
+            if not isinstance(text, str) or _crc(sid, 0, text) != crc:
+                yield Corrupt(sid, 0, "session record checksum mismatch")
+                continue
+            try:
+                yield json.loads(text)
+            except ValueError as exc:
+                yield Corrupt(sid, 0, f"session record does not decode: {exc}")
+
+    def _decode(self, sid: str, seq: int, text: Any, crc: int) -> Union[Envelope, Corrupt]:
+        if not isinstance(text, str) or _crc(sid, seq, text) != crc:
+            return Corrupt(sid, seq, "checksum mismatch")
+        try:
+            env = Envelope.from_record(json.loads(text))
+        except (ValueError, KeyError, TypeError) as exc:
+            return Corrupt(sid, seq, f"record does not decode: {exc}")
+        if env.session_id != sid or env.seq != seq:
+            return Corrupt(sid, seq, "record does not match its position")
+        return env
+
+    def stream(self) -> Iterator[Union[Envelope, Corrupt]]:
+        """Every envelope of every session in append order, streamed (bounded memory)."""
+        cur = self.db.cursor()
+        cur.arraysize = 512
+        cur.execute("SELECT session_id, seq, record, crc FROM envelopes ORDER BY gseq")
+        while True:
+            rows = cur.fetchmany()
+            if not rows:
+                return
+            for sid, seq, text, crc in rows:
+                yield self._decode(sid, seq, text, crc)
+
+    def read_range(self, session_id: str, start: int = 1, end: Optional[int] = None) -> Iterator[Union[Envelope, Corrupt]]:
+        check_session_id(session_id)
+        cur = self.db.cursor()
+        cur.execute("SELECT session_id, seq, record, crc FROM envelopes WHERE session_id = ? AND seq >= ? "
+                    "AND seq <= ? ORDER BY seq", (session_id, start, end if end is not None else 2 ** 62))
+        while True:
+            rows = cur.fetchmany(512)
+            if not rows:
+                return
+            for sid, seq, text, crc in rows:
+                yield self._decode(sid, seq, text, crc)
+
+    def telemetry(self, session_id: str) -> list[dict]:
+        check_session_id(session_id)
+        return [json.loads(t) for (t,) in self.db.execute(
+            "SELECT record FROM telemetry WHERE session_id = ? ORDER BY id", (session_id,))]
+
+    def close(self) -> None:
+        try:
+            self.db.close()
+        except sqlite3.Error:  # pragma: no cover
+            pass

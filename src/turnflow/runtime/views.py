@@ -1,0 +1,89 @@
+"""Views project a session's log for one participant's turn (RUNTIME.md §4).
+
+A view returns a list of messages `{"sender": agent_id, "text": str}` built from the
+substantive envelopes (text and packets) that the viewer may see (audience None or
+naming it). `FullTranscript` keeps them all; `WindowedSummary(recent_n)` keeps the last
+`recent_n` plus, when older ones exist, one static summary line first; the `Named*`
+variants prefix each text with `[sender] `.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Callable, Iterable, Optional
+
+from turnflow.runtime.adapters.base import render_substantive
+from turnflow.runtime.envelope import SUBSTANTIVE, Envelope
+
+SUMMARY_SENDER = "<summary>"
+
+
+def _visible(envelopes: Iterable[Envelope], viewer: Optional[str]) -> Iterable[Envelope]:
+    for e in envelopes:
+        if e.event_type in SUBSTANTIVE and (viewer is None or e.visible_to(viewer)):
+            yield e
+
+
+@dataclass(frozen=True)
+class FullTranscript:
+    named: bool = False
+    name = "full_transcript"
+
+    def project(self, envelopes: Iterable[Envelope], viewer: Optional[str] = None,
+                render: Callable[[Envelope], str] = render_substantive) -> list[dict]:
+        return [_message(e, render, self.named) for e in _visible(envelopes, viewer)]
+
+
+@dataclass(frozen=True)
+class WindowedSummary:
+    recent_n: int = 10
+    named: bool = False
+    name = "windowed_summary"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.recent_n, bool) or not isinstance(self.recent_n, int) or self.recent_n < 1:
+            raise ValueError(f"recent_n must be a positive integer, got {self.recent_n!r}")
+
+    def project(self, envelopes: Iterable[Envelope], viewer: Optional[str] = None,
+                render: Callable[[Envelope], str] = render_substantive) -> list[dict]:
+        window: deque = deque(maxlen=self.recent_n)
+        earlier = 0
+        senders: dict[str, int] = {}
+        for e in _visible(envelopes, viewer):
+            if len(window) == self.recent_n:
+                old = window[0]
+                earlier += 1
+                senders[old.sender_id] = senders.get(old.sender_id, 0) + 1
+            window.append(e)
+        out = []
+        if earlier:
+            who = ", ".join(f"{s} ({n})" for s, n in sorted(senders.items()))
+            plural = "s" if earlier > 1 else ""
+            out.append({"sender": SUMMARY_SENDER,
+                        "text": f"[{earlier} earlier message{plural} not shown; from {who}]"})
+        out.extend(_message(e, render, self.named) for e in window)
+        return out
+
+
+def NamedFullTranscript() -> FullTranscript:
+    return FullTranscript(named=True)
+
+
+def NamedWindowedSummary(recent_n: int = 10) -> WindowedSummary:
+    return WindowedSummary(recent_n=recent_n, named=True)
+
+
+def _message(e: Envelope, render: Callable[[Envelope], str], named: bool) -> dict:
+    text = render(e)
+    return {"sender": e.sender_id, "text": f"[{e.sender_id}] {text}" if named else text}
+
+
+def view_by_name(name: str, n_participants: int):
+    """The policy a manifest names: full_transcript, windowed_summary, named_* variants."""
+    window = max(2 * n_participants, 4)
+    table = {"full_transcript": FullTranscript(), "named_full_transcript": NamedFullTranscript(),
+             "windowed_summary": WindowedSummary(window), "named_windowed_summary": NamedWindowedSummary(window)}
+    if name.startswith("windowed_summary:"):
+        return WindowedSummary(int(name.split(":", 1)[1]))
+    return table[name]

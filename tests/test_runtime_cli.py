@@ -1,0 +1,190 @@
+"""`turnflow run` and `turnflow inspect` (RUNTIME.md §7), called in-process."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+
+from runtime_helpers import FIXTURES
+from turnflow.cli import main
+
+SPEC = str(FIXTURES / "support.json")
+AGENTS = str(FIXTURES / "support_agents.yaml")
+BLOCKS = str(FIXTURES / "blocks.json")
+
+
+def write(tmp_path, name, text):
+    p = tmp_path / name
+    p.write_text(text)
+    return str(p)
+
+
+def test_run_json_contract(tmp_path, capsys):
+    db = str(tmp_path / "hub.db")
+    assert main(["run", SPEC, "--agents", AGENTS, "--task", "My invoice is wrong", "--store", db,
+                 "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out) == {"session_id", "state", "close_reason", "turns"}
+    assert (out["state"], out["close_reason"]) == ("closed", "resolved")
+    assert out["turns"] == [
+        {"speaker": "triage", "kind": "handoff", "tool": "transfer_to_billing", "target": None,
+         "body": "Billing it is", "set": {}, "delete": []},
+        {"speaker": "billing", "kind": "text", "tool": None, "target": None, "body": "Refunded",
+         "set": {"resolved": True}, "delete": []},
+        {"speaker": "user", "kind": "text", "tool": None, "target": None, "body": "Thanks", "set": {}, "delete": []},
+    ]
+    from turnflow.runtime.store import SQLiteStore
+
+    store = SQLiteStore(db)
+    shakes = [t for t in store.telemetry(out["session_id"]) if t["event"] == "handshake"]
+    store.close()
+    assert sorted(t["agent_id"] for t in shakes) == ["billing", "tech", "triage", "user"]
+    assert shakes[0]["effective"] == {"control_loop": "hub", "supports_stepwise": True, "telemetry_stream": False}
+    assert main(["inspect", db, "--format", "json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got == [{"session_id": out["session_id"], "kind": "workflow", "state": "closed",
+                    "close_reason": "resolved", "turn_count": 3, "expected_next": None, "envelope_count": 11}]
+
+
+def test_run_text_and_inspect_text(tmp_path, capsys):
+    db = str(tmp_path / "hub.db")
+    assert main(["run", SPEC, "--agents", AGENTS, "--store", db]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[1:] == ["  1 triage: Billing it is  [handoff via transfer_to_billing]",
+                                    "  2 billing: Refunded  [set {\"resolved\": true}]",
+                                    "  3 user: Thanks", "closed: resolved"]
+    sid = out.split()[1]
+    assert main(["inspect", db, "--session", sid]) == 0
+    text = capsys.readouterr().out
+    assert "state: closed  close_reason: resolved  turns: 3" in text and "session.closed" in text
+
+
+def test_dynamic_handoff_finish_and_delete(tmp_path, capsys):
+    agents = write(tmp_path, "a.yaml", """
+agents:
+  triage:  {kind: scripted, steps: [{say: "to tech", handoff: tech, set: {x: 1}}]}
+  tech:    {kind: scripted, steps: [{say: "fixed", delete: [x], finish: "solved"}]}
+  billing: {kind: scripted, steps: [{say: "-"}]}
+  user:    {kind: scripted, steps: [{say: "-"}]}
+""")
+    assert main(["run", SPEC, "--agents", agents, "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [(t["speaker"], t["kind"], t["target"]) for t in out["turns"]] == [("triage", "handoff", "tech"),
+                                                                              ("tech", "finish", None)]
+    assert out["turns"][1]["delete"] == ["x"] and out["close_reason"] == "solved"
+
+
+def test_script_running_out_is_an_error(tmp_path, capsys):
+    agents = write(tmp_path, "a.yaml", """
+agents:
+  triage:  {kind: scripted, steps: [{say: "hm"}]}
+  billing: {kind: scripted, steps: [{say: "-"}]}
+  tech:    {kind: scripted, steps: [{say: "-"}]}
+  user:    {kind: scripted, steps: [{say: "-"}]}
+""")
+    # triage says plain text: no rule matches triage -> otherwise terminate "after_work": normal close
+    assert main(["run", SPEC, "--agents", agents, "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["close_reason"] == "after_work"
+    agents = write(tmp_path, "b.yaml", """
+agents:
+  triage:  {kind: scripted, steps: [{tool: transfer_to_billing}, {tool: transfer_to_billing}]}
+  billing: {kind: scripted, steps: [{say: "a"}]}
+  tech:    {kind: scripted, steps: [{say: "-"}]}
+  user:    {kind: scripted, steps: [{say: "again"}]}
+""")
+    assert main(["run", SPEC, "--agents", agents, "--format", "json"]) == 1
+    cap = capsys.readouterr()
+    assert json.loads(cap.out)["close_reason"] == "agent_error"
+    assert "agent 'billing': its script ran out after 1 step" in cap.err
+
+
+@pytest.mark.parametrize("text, message", [
+    ("agents: [1, 2", "invalid YAML"),
+    ("agents:\n  triage: {kind: scripted, steps: []}\n", "`steps` must be a non-empty list"),
+    ("agents:\n  triage: {kind: robot}\n", "unknown kind 'robot'"),
+    ("agents:\n  triage: {kind: openai, model: x}\n", "not available in this build"),
+    ("agents:\n  triage: {kind: scripted, steps: [{shout: x}]}\n", "unknown step key 'shout'"),
+    ("nothing: here\n", "expected a mapping `agents:`"),
+])
+def test_bad_agents_file_is_a_clear_message(tmp_path, capsys, text, message):
+    agents = write(tmp_path, "bad.yaml", text)
+    assert main(["run", SPEC, "--agents", agents]) == 1
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_agents_must_match_participants(tmp_path, capsys):
+    agents = write(tmp_path, "a.yaml", "agents:\n  triage: {kind: scripted, steps: [{say: x}]}\n")
+    assert main(["run", SPEC, "--agents", agents]) == 1
+    assert "no agent for participants user, billing, tech" in capsys.readouterr().err
+
+
+def test_block_selection(tmp_path, capsys):
+    agents = write(tmp_path, "a.yaml", """
+agents:
+  asker:  {kind: scripted, steps: [{say: "Is it safe?"}]}
+  expert: {kind: scripted, steps: [{say: "Yes."}]}
+""")
+    assert main(["run", BLOCKS, "--agents", agents]) == 1
+    assert "holds 2 blocks (ask, chat); choose one with --block NAME" in capsys.readouterr().err
+    assert main(["run", BLOCKS, "--block", "nope", "--agents", agents]) == 1
+    assert "no block named 'nope'" in capsys.readouterr().err
+    assert main(["run", BLOCKS, "--block", "ask", "--agents", agents, "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["close_reason"] == "consulting_complete" and len(out["turns"]) == 2
+
+
+def test_conversation_alternates_and_finish_closes(tmp_path, capsys):
+    agents = write(tmp_path, "a.yaml", """
+agents:
+  ann: {kind: scripted, steps: [{say: "hi"}, {say: "bye", finish: "ann_left"}]}
+  bob: {kind: scripted, steps: [{say: "hello"}]}
+""")
+    assert main(["run", BLOCKS, "--block", "chat", "--agents", agents, "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [t["speaker"] for t in out["turns"]] == ["ann", "bob", "ann"] and out["close_reason"] == "ann_left"
+
+
+def test_bad_spec_files(tmp_path, capsys):
+    assert main(["run", write(tmp_path, "x.json", "{nope"), "--agents", AGENTS]) == 1
+    assert "not valid JSON" in capsys.readouterr().err
+    assert main(["run", write(tmp_path, "x.txt", "{}"), "--agents", AGENTS]) == 1
+    assert "must be a compiled session spec (.json) or a .flow file" in capsys.readouterr().err
+    bad = json.loads(open(SPEC).read())
+    bad["knobs"]["graph"]["initial_speaker"] = "nobody"
+    assert main(["run", write(tmp_path, "y.json", json.dumps(bad)), "--agents", AGENTS]) == 1
+    err = capsys.readouterr().err
+    assert "initial_speaker 'nobody' is not a participant" in err and "Traceback" not in err
+
+
+def test_inspect_reports_corruption_and_bad_input(tmp_path, capsys):
+    db = str(tmp_path / "hub.db")
+    assert main(["run", SPEC, "--agents", AGENTS, "--store", db, "--format", "json"]) == 0
+    sid = json.loads(capsys.readouterr().out)["session_id"]
+    con = sqlite3.connect(db)
+    con.execute("UPDATE envelopes SET record = replace(record, 'Refunded', 'Refunder') WHERE seq = 9")
+    con.commit()
+    con.close()
+    assert main(["inspect", db, "--format", "json"]) == 1
+    cap = capsys.readouterr()
+    assert json.loads(cap.out)[0]["envelope_count"] == 8
+    assert f"corrupt record: session {sid} seq 9: checksum mismatch" in cap.err
+    assert main(["inspect", str(tmp_path / "missing.db")]) == 2
+    assert "no such store file" in capsys.readouterr().err
+    assert main(["inspect", db, "--session", "x'; --"]) == 2
+    assert "invalid session id" in capsys.readouterr().err
+    assert main(["inspect", db, "--session", "f" * 32]) == 2
+    assert "no session" in capsys.readouterr().err
+
+
+def test_flow_file_without_a_compiler_is_a_clear_message(tmp_path, capsys):
+    import turnflow
+
+    if hasattr(turnflow, "compile"):
+        pytest.skip("this build has the compiler; .flow files are compiled")
+    flow = write(tmp_path, "x.flow", "conversation c {\n  participant a\n  participant b\n}\n")
+    assert main(["run", flow, "--agents", AGENTS]) == 1
+    err = capsys.readouterr().err
+    assert "compiling .flow files needs turnflow.compile" in err and "Traceback" not in err

@@ -1,0 +1,243 @@
+"""Hub lifecycle (RUNTIME.md §1): every transition, every close reason, and refusals that change nothing."""
+
+from __future__ import annotations
+
+import pytest
+
+from runtime_helpers import CHAIN, FakeClock, active, ag, fs, graph, new_hub, rule, run, term
+from turnflow.runtime.envelope import (EV_CONTEXT_SET, EV_PACKET, EV_SESSION_CLOSED, EV_SESSION_EXPIRED, EV_TEXT,
+                                       Envelope, packet)
+from turnflow.runtime.errors import ProtocolError
+from turnflow.runtime.session import Participant, SessionState
+
+
+def text(md, who, t="hi"):
+    return Envelope(md.session_id, who, None, EV_TEXT, {"text": t})
+
+
+def events(hub, md):
+    return [e.event_type for e in hub.read(md.session_id)]
+
+
+def test_invited_then_active_when_every_target_acks():
+    async def go():
+        hub = await new_hub()
+        md = await hub.open_session("workflow", ["a", "b", "c"], knobs={"graph": CHAIN})
+        assert md.state == SessionState.INVITED and md.pending_acks == {"b", "c"}
+        assert events(hub, md) == ["session.invite", "session.invite"]
+        await hub.ack(md.session_id, "b")
+        assert md.state == SessionState.INVITED
+        with pytest.raises(ProtocolError, match="invited: send refused"):
+            await hub.post(text(md, "a"))
+        await hub.ack(md.session_id, "c")
+        assert md.state == SessionState.ACTIVE
+        assert events(hub, md)[-1] == "session.opened"
+        with pytest.raises(ProtocolError, match="not waiting for acks"):
+            await hub.ack(md.session_id, "c")
+    run(go())
+
+
+def test_reject_closes_with_invite_rejected():
+    async def go():
+        hub = await new_hub()
+        md = await hub.open_session("workflow", ["a", "b", "c"], knobs={"graph": CHAIN})
+        await hub.reject(md.session_id, "c", "busy")
+        assert (md.state, md.close_reason) == (SessionState.CLOSED, "invite_rejected")
+        assert events(hub, md)[-2:] == ["session.reject", "session.closed"]
+    run(go())
+
+
+def test_acks_not_in_time_close_with_expectation_reason():
+    async def go():
+        clock = FakeClock()
+        hub = await new_hub(clock=clock)
+        md = await hub.open_session("consulting", [Participant("q", "initiator", 0), Participant("r", "respondent", 1)])
+        clock.advance(30)
+        assert await hub.sweep() == []  # not strictly more than 30 s yet
+        clock.advance(0.5)
+        await hub.sweep()
+        assert (md.state, md.close_reason) == (SessionState.CLOSED, "expectation_violated:acks_within")
+    run(go())
+
+
+def test_workflow_terminate_reason_closes_through_closing():
+    seen = []
+
+    async def go():
+        hub = await new_hub()
+        g = graph("a", [rule(fs("a"), ag("b"))], default=term("all_done"))
+        md = await active(hub, people=("a", "b"), knobs={"graph": g})
+
+        async def listener(env, meta):
+            seen.append((env.event_type, meta.state))
+        hub.subscribe(listener)
+        await hub.post(text(md, "a"))
+        await hub.post(text(md, "b"))
+        assert (md.state, md.close_reason) == (SessionState.CLOSED, "all_done")
+        with pytest.raises(ProtocolError, match="closed"):
+            await hub.post(text(md, "a"))
+    run(go())
+    # the closing envelope is delivered while the session is CLOSING, then session.closed
+    assert seen[-2:] == [(EV_TEXT, SessionState.CLOSING), (EV_SESSION_CLOSED, SessionState.CLOSED)]
+
+
+@pytest.mark.parametrize("routing, reason", [({"kind": "finish", "reason": "approved"}, "approved"),
+                                             ({"kind": "finish"}, "finished")])
+def test_finish_packet_reasons(routing, reason):
+    async def go():
+        hub = await new_hub()
+        md = await active(hub)
+        await hub.post(Envelope(md.session_id, "a", None, EV_PACKET, {"routing": routing, "body": "x"}))
+        return md
+    md = run(go())
+    assert (md.state, md.close_reason) == (SessionState.CLOSED, reason)
+
+
+def test_empty_terminate_reason_is_workflow_terminated_and_max_turns():
+    async def go():
+        hub = await new_hub()
+        md1 = await active(hub, people=("a", "b"), knobs={"graph": graph("a", [], default=term(""))})
+        await hub.post(text(md1, "a"))
+        md2 = await active(hub, people=("a", "b", "c"), knobs={"graph": {**CHAIN, "max_turns": 2}})
+        await hub.post(text(md2, "a"))
+        assert md2.state == SessionState.ACTIVE
+        await hub.post(text(md2, "b"))
+        # a terminate on the turn that reaches the cap beats max_turns
+        g3 = graph("a", [rule(fs("a"), ag("b"))], default=term("graph_end"), max_turns=2)
+        md3 = await active(hub, people=("a", "b"), knobs={"graph": g3})
+        await hub.post(text(md3, "a"))
+        await hub.post(text(md3, "b"))
+        return md1, md2, md3
+    md1, md2, md3 = run(go())
+    assert md1.close_reason == "workflow_terminated"
+    assert md2.close_reason == "max_turns"
+    assert md3.close_reason == "graph_end"
+
+
+def test_consulting_complete_explicit_close_and_custom_reason():
+    async def go():
+        hub = await new_hub()
+        md = await active(hub, "consulting", [Participant("q", "initiator", 0), Participant("r", "respondent", 1)])
+        await hub.post(text(md, "q", "question"))
+        await hub.post(text(md, "r", "answer"))
+        md2 = await active(hub, "conversation", ["x", "y"])
+        await hub.close(md2.session_id)
+        md3 = await active(hub, "conversation", ["x", "y"])
+        await hub.close(md3.session_id, "user_left")
+        with pytest.raises(ProtocolError, match="already closed"):
+            await hub.close(md3.session_id)
+        return md, md2, md3
+    md, md2, md3 = run(go())
+    assert [m.close_reason for m in (md, md2, md3)] == ["consulting_complete", "explicit_close", "user_left"]
+
+
+def test_ttl_expires_active_session_once():
+    async def go():
+        clock = FakeClock()
+        hub = await new_hub(clock=clock)
+        md = await active(hub, "conversation", ["x", "y"], ttl_seconds=60)
+        clock.advance(59)
+        await hub.sweep()
+        assert md.state == SessionState.ACTIVE
+        clock.advance(1)
+        written = await hub.sweep()
+        assert [e.event_type for e in written] == [EV_SESSION_EXPIRED]
+        assert (md.state, md.close_reason) == (SessionState.EXPIRED, "ttl_expired")
+        assert await hub.sweep() == []
+        with pytest.raises(ProtocolError, match="expired"):
+            await hub.post(text(md, "x"))
+        with pytest.raises(ProtocolError, match="already expired"):
+            await hub.close(md.session_id)
+    run(go())
+
+
+def test_refusals_leave_state_unchanged():
+    async def go():
+        hub = await new_hub()
+        md = await active(hub)
+        before = (hub.info(md.session_id), hub.adapter_state(md.session_id).snapshot())
+        bad = [
+            text(md, "b"),  # out of turn
+            text(md, "zed"),  # not a participant
+            Envelope(md.session_id, "a", None, EV_PACKET, packet("x", kind="handoff", target="ghost")),
+            Envelope(md.session_id, "a", None, EV_CONTEXT_SET, {"set": "not a dict"}),
+            Envelope(md.session_id, "a", None, EV_SESSION_CLOSED, {"reason": "forged"}),
+            Envelope(md.session_id, "a", ["zed"], EV_TEXT, {"text": "x"}),
+            Envelope(md.session_id, "a", None, EV_TEXT, {"text": object()}),  # not JSON
+        ]
+        for env in bad:
+            with pytest.raises(ProtocolError):
+                await hub.post(env)
+        assert (hub.info(md.session_id), hub.adapter_state(md.session_id).snapshot()) == before
+        for sid in ("nope", "0" * 32, "'; DROP TABLE envelopes; --"):
+            with pytest.raises(ProtocolError, match="session id"):
+                await hub.post(Envelope(sid, "a", None, EV_TEXT, {"text": "x"}))
+    run(go())
+
+
+@pytest.mark.parametrize("kind, people, knobs, message", [
+    ("workflow", ["a"], {"graph": CHAIN}, "at least 2"),
+    ("workflow", ["a", "b"], {}, "knob `graph` is required"),
+    ("workflow", ["a", "b"], {"graph": "{}"}, "must be an object"),
+    ("workflow", ["a", "b"], {"graph": graph("zz", [])}, "initial_speaker 'zz' is not a participant"),
+    ("workflow", ["a", "b"], {"graph": graph("a", [rule(fs("a"), ag("ghost"))])}, "'ghost' is not a participant"),
+    ("workflow", ["a", "b"], {"graph": graph("a", [rule({"name": "never", "args": {}}, ag("b"))])}, "named 'never'"),
+    ("workflow", ["a", "b"], {"graph": graph("a", [rule(fs("a"), {"name": "agent", "args": {}})])}, "needs argument"),
+    ("workflow", ["a", "b"], {"graph": {**graph("a", []), "max_turns": "x"}}, "max_turns"),
+    ("workflow", ["a", "b"], {"graph": graph("a", []), "context_vars": [1]}, "context_vars"),
+    ("workflow", ["a", "b"], {"graph": graph("a", []), "colour": 1}, "unknown knob 'colour'"),
+    ("discussion", ["a", "b"], {"ordering": "random"}, "round_robin"),
+    ("conversation", ["a", "b", "c"], {}, "exactly 2"),
+    ("consulting", ["a", "b"], {}, "role 'participant'"),
+    ("teatime", ["a", "b"], {}, "unknown session kind"),
+    ("conversation", ["a", "a"], {}, "twice"),
+    ("conversation", ["a", "b/../x"], {}, "invalid agent id"),
+    ("conversation", [{"role": "participant"}, "b"], {}, "invalid agent id"),
+])
+def test_invalid_create_is_refused_and_stores_nothing(kind, people, knobs, message):
+    async def go():
+        hub = await new_hub()
+        with pytest.raises(ProtocolError, match=message):
+            await hub.open_session(kind, people, knobs=knobs)
+        assert hub.sessions == {} and list(hub.store.sessions()) == []
+    run(go())
+
+
+def test_session_names_are_validated():
+    async def go():
+        hub = await new_hub()
+        with pytest.raises(ProtocolError, match="invalid session name"):
+            await hub.open_session("conversation", ["a", "b"], name="../etc/passwd")
+        md = await hub.open_session("conversation", ["a", "b"], name="support-2")
+        assert md.name == "support-2"
+    run(go())
+
+
+def test_envelope_ids_are_monotonic_and_sortable():
+    async def go():
+        hub = await new_hub()
+        md = await active(hub)
+        for who in "abcabcabca":
+            await hub.post(text(md, who))
+        ids = [e.envelope_id for e in hub.read(md.session_id)]
+        assert ids == sorted(ids) and len(set(ids)) == len(ids)
+        assert [e.seq for e in hub.read(md.session_id)] == list(range(1, len(ids) + 1))
+    run(go())
+
+
+def test_open_spec_from_a_compiled_spec_fixture():
+    from runtime_helpers import fixture_spec
+
+    async def go():
+        hub = await new_hub()
+        spec = fixture_spec("support.json")
+        md = await hub.open_spec(spec)
+        assert md.creator_id == "user" and md.pending_acks == {"triage", "billing", "tech"}
+        no_initiator = {**spec, "participants": [{**p, "role": "participant"} for p in spec["participants"]]}
+        md2 = await hub.open_spec(no_initiator)
+        assert md2.creator_id == "triage"  # the start speaker opens it
+        assert [(e.name, e.seconds, e.on_violation) for e in md.expectations] == [
+            ("turn_within", 120, "warn"), ("turn_within", 600, "auto_close")]
+        with pytest.raises(ProtocolError, match="missing 'kind'"):
+            await hub.open_spec({"participants": []})
+    run(go())

@@ -1,0 +1,171 @@
+"""The write-ahead log: hydrate re-folds exactly what was committed; kill -9 loses at most the
+envelope being written; corruption is reported with session and sequence number, never folded."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from runtime_crash_child import nth, open_session, post_n
+from runtime_helpers import FakeClock, run
+from turnflow.runtime.envelope import Envelope
+from turnflow.runtime.errors import ProtocolError, StoreError
+from turnflow.runtime.hub import Hub
+from turnflow.runtime.store import SQLiteStore
+
+ROOT = Path(__file__).resolve().parents[1]
+LIFECYCLE_BEFORE_POSTS = 5  # 2 invites, 2 acks, opened
+
+
+def hydrated(path):
+    store = SQLiteStore(str(path))
+    hub = Hub(store)
+    report = hub.hydrate()
+    out = {sid: (s.info(), s.state.snapshot(), sorted(s.fired)) for sid, s in hub.sessions.items()}
+    envs = {sid: [e.seq for e in store.read_range(sid)] for sid in hub.sessions}
+    store.close()
+    return report, out, envs
+
+
+def reference_state(posts: int):
+    """The state after the first `posts` posts of the child's stream, computed in memory."""
+    async def go():
+        hub = await Hub.open(SQLiteStore(":memory:"), clock=FakeClock())
+        md = await open_session(hub)
+        await post_n(hub, md.session_id, 0, posts)
+        live = hub.sessions[md.session_id]
+        return live.info(), live.state.snapshot()
+    return run(go())
+
+
+def test_kill_9_leaves_exactly_a_committed_prefix(tmp_path):
+    db = tmp_path / "hub.db"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests")])}
+    child = subprocess.Popen([sys.executable, str(ROOT / "tests" / "runtime_crash_child.py"), str(db), "1000000"],
+                             stdout=subprocess.PIPE, text=True, env=env)
+    sid = child.stdout.readline().strip()
+    seen = 0
+    while seen < LIFECYCLE_BEFORE_POSTS + 400:
+        seen = int(child.stdout.readline())
+    os.kill(child.pid, signal.SIGKILL)
+    rest = child.stdout.read().split()
+    child.wait()
+    acknowledged = int(rest[-1]) if rest else seen  # every post that returned before the kill
+
+    report, sessions, envs = hydrated(db)
+    assert report.problems == []
+    info, snapshot, _ = sessions[sid]
+    k = len(envs[sid])
+    assert envs[sid] == list(range(1, k + 1))  # a prefix, no holes
+    assert acknowledged <= k <= acknowledged + 1  # loses at most the envelope being written
+    posts = k - LIFECYCLE_BEFORE_POSTS
+    want_info, want_snapshot = reference_state(posts)
+    want_info["session_id"] = sid
+    for key in ("last_envelope_id",):  # ids are global counters: equal too, since one session per store
+        assert snapshot[key] == want_snapshot[key]
+    assert (info, snapshot) == (want_info, want_snapshot)
+    assert info["state"] == "active" and info["envelope_count"] == k
+    # twice the same
+    assert hydrated(db)[1:] == (sessions, envs)
+
+    # and the hub carries on from there
+    async def carry_on():
+        hub = await Hub.open(SQLiteStore(str(db)))
+        e = await hub.post(nth(posts, hub.expected_next(sid), sid))
+        await hub.aclose()
+        return e.seq
+    assert run(carry_on()) == k + 1
+
+
+def _small_store(path, posts=10):
+    async def go():
+        hub = await Hub.open(SQLiteStore(str(path)), clock=FakeClock())
+        md = await open_session(hub)
+        await post_n(hub, md.session_id, 0, posts)
+        await hub.aclose()
+        return md.session_id
+    return run(go())
+
+
+def test_corrupt_record_is_reported_not_folded(tmp_path):
+    db = tmp_path / "hub.db"
+    sid = _small_store(db)
+    con = sqlite3.connect(db)
+    con.execute("UPDATE envelopes SET record = replace(record, 'turn 2', 'turn 9') WHERE session_id = ? AND seq = 8",
+                (sid,))
+    con.commit()
+    con.close()
+    report, sessions, _ = hydrated(db)
+    assert [(p.session_id, p.seq, p.detail) for p in report.problems] == [(sid, 8, "checksum mismatch")]
+    info, snapshot, _ = sessions[sid]
+    want_info, want_snapshot = reference_state(8 - 1 - LIFECYCLE_BEFORE_POSTS)  # the prefix before the bad record
+    want_info["session_id"], want_info["envelope_count"] = sid, 7
+    assert (info, snapshot) == (want_info, want_snapshot)
+
+    async def refused():
+        hub = await Hub.open(SQLiteStore(str(db)))
+        with pytest.raises(ProtocolError, match="corrupt log.*seq 8"):
+            await hub.post(nth(3, hub.expected_next(sid), sid))
+        await hub.aclose()
+    run(refused())
+
+
+def test_missing_record_is_reported(tmp_path):
+    db = tmp_path / "hub.db"
+    sid = _small_store(db)
+    con = sqlite3.connect(db)
+    con.execute("DELETE FROM envelopes WHERE session_id = ? AND seq = 9", (sid,))
+    con.commit()
+    con.close()
+    report, sessions, _ = hydrated(db)
+    assert [(p.session_id, p.seq) for p in report.problems] == [(sid, 9)]
+    assert sessions[sid][0]["envelope_count"] == 8
+
+
+def test_terminal_sessions_stay_closed_and_pending_closes_are_completed(tmp_path):
+    db = tmp_path / "hub.db"
+
+    async def go():
+        hub = await Hub.open(SQLiteStore(str(db)), clock=FakeClock())
+        md = await open_session(hub)
+        await hub.close(md.session_id, "done_here")
+        md2 = await open_session(hub)
+        await hub.aclose()
+        return md.session_id, md2.session_id
+    closed, open_ = run(go())
+    # simulate a crash between a finishing packet and its session.closed: append the packet only
+    store = SQLiteStore(str(db))
+    from turnflow.runtime.envelope import EV_PACKET, packet
+    env = Envelope(open_, "a", None, EV_PACKET, packet("bye", kind="finish", reason="wrapped_up"))
+    env.seq, env.envelope_id = 6, "9" * 16
+    store.append(env, store.last_global_seq() + 1)
+    store.close()
+
+    async def reopen():
+        hub = await Hub.open(SQLiteStore(str(db)))
+        out = (hub.info(closed), hub.info(open_), hub.report.completed_closes)
+        await hub.aclose()
+        return out
+    a, b, completed = run(reopen())
+    assert (a["state"], a["close_reason"]) == ("closed", "done_here")
+    assert (b["state"], b["close_reason"], completed) == ("closed", "wrapped_up", [open_])
+
+
+def test_not_a_turnflow_store(tmp_path):
+    db = tmp_path / "other.db"
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE t (x)")
+    con.commit()
+    con.close()
+    with pytest.raises(StoreError, match="not a turnflow store"):
+        SQLiteStore(str(db))
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"this is not sqlite at all" * 100)
+    with pytest.raises(StoreError, match="cannot open"):
+        SQLiteStore(str(junk))
