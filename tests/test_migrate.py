@@ -346,3 +346,29 @@ def test_cli_json_diagnostics_with_output_file(tmp_path, capsys):
     assert [(d["code"], d["line"], d["column"]) for d in diags if d["code"].startswith("TF4")] == [
         ("TF407", 171, 19), ("TF407", 213, 27)]  # the fan-out at `writer`, the join at `final_reviewer`
     assert out.exists()
+
+
+def test_migrated_feedback_loop_runs_on_the_turnflow_runtime(tmp_path, capsys):
+    """lint, draw, compile and *run*: the migrated AG2 feedback loop, with scripted agents, follows
+    the stages its context conditions and tools define and ends through `finalize_document`."""
+    flow = tmp_path / "feedback.flow"
+    assert main(["migrate", str(ROOT / "ag2-patterns" / "feedback_loop.py"), "-o", str(flow), "-q"]) == 0
+    agents = tmp_path / "agents.yaml"
+    agents.write_text("""agents:
+  entry_agent:
+    kind: scripted
+    steps:
+      - {say: "Starting.", set: {loop_started: true, current_stage: "planning"}}
+      - {say: "Final version.", tool: finalize_document}
+  planning_agent: {kind: scripted, steps: [{say: "Outline.", set: {current_stage: "drafting"}}]}
+  drafting_agent: {kind: scripted, steps: [{say: "Draft v1.", set: {current_stage: "review"}}]}
+  review_agent: {kind: scripted, steps: [{say: "Tighten it.", set: {current_stage: "revision"}}]}
+  revision_agent: {kind: scripted, steps: [{say: "Draft v2.", tool: submit_revised_document}]}
+  user: {kind: scripted, steps: [{say: "unused"}]}
+""", encoding="utf-8")
+    capsys.readouterr()
+    assert main(["run", str(flow), "--agents", str(agents), "--task", "Write an essay", "--format", "json"]) == 0
+    run = json.loads(capsys.readouterr().out)
+    assert [t["speaker"] for t in run["turns"]] == ["entry_agent", "planning_agent", "drafting_agent",
+                                                    "review_agent", "revision_agent", "entry_agent"]
+    assert run["close_reason"] == "after_work"
