@@ -33,6 +33,13 @@ IGNORED = ("func_call_filter", "send_introductions", "select_speaker_message_tem
 METHODS = ("auto", "manual", "random", "round_robin")
 
 
+class _NotLit:
+    """Marks a keyword argument that is present but not a literal."""
+
+
+_NOTLIT = _NotLit()
+
+
 @dataclass
 class Agent:
     var: str
@@ -340,13 +347,6 @@ def _group(cx: Classic, call: pyast.Call, block_names: Names) -> FlowBuilder:
             b.handoff(x, y, f"transfer_to_{y}", _describe(cx, y))
         b.rule(x, after(x, e))
     return b
-
-
-class _NotLit:
-    pass
-
-
-_NOTLIT = _NotLit()
 
 
 def _describe(cx: Classic, name: str) -> str:
