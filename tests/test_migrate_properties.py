@@ -301,7 +301,7 @@ def test_keyword_tool_names_are_renamed_and_announced():
             'p = DefaultPattern(initial_agent=a, agents=[a, b])\n')
     result = migrate(text, "kw.py")
     assert "a -> b when tool next_" in result.text
-    assert [(d.code, d.span.line) for d in result.diagnostics] == [("TF402", 6)]
+    assert [(d.code, d.span.line) for d in result.diagnostics] == [("TF402", 6), ("TF409", 8)]  # + no max_rounds
     assert not [d for d in turnflow.check(result.text) if d.severity == "error"]
 
 

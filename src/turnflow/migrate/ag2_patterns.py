@@ -177,7 +177,7 @@ def _pattern(mod: Module, pcall: pyast.Call, agents: dict[str, Agent], names: Na
 
     # -- participants ----------------------------------------------------------------
     b.section()
-    for a in members + ([user] if user is not None else []):
+    for a in members + ([user] if user is not None and user not in members else []):
         if a.name != a.raw:
             b.note("TF402", f"agent name {json.dumps(a.raw)} is not a valid flow NAME; renamed to `{a.name}`",
                    pos(kwarg(a.call, "name", 0) or a.call))
@@ -193,6 +193,10 @@ def _pattern(mod: Module, pcall: pyast.Call, agents: dict[str, Agent], names: Na
     b.section()
     b.start(cx.initial)
     max_rounds = _max_rounds(mod, pcall, var)
+    if max_rounds is None:
+        b.note("TF409", "no `initiate_group_chat(pattern=...)` call runs this pattern in the file; AG2's default "
+               "`max_rounds=20` is assumed", pos(pcall))
+        max_rounds = (20, pos(pcall))
     if max_rounds is not None:
         n, at = max_rounds
         b.comment(f"max_rounds={n} counts the opening message: {max(1, n - 1)} turns after it")
@@ -215,8 +219,10 @@ def _pattern(mod: Module, pcall: pyast.Call, agents: dict[str, Agent], names: Na
 
     # -- per agent -------------------------------------------------------------------
     group_after = kwarg(pcall, "group_after_work")
-    speakers = [a.name for a in members] + ([cx.user] if cx.user else [])
-    for a in members + ([user] if user is not None else []):
+    speakers = [a.name for a in members]
+    if cx.user and cx.user not in speakers:
+        speakers.append(cx.user)
+    for a in members + ([user] if user is not None and user not in members else []):
         b.section()
         _agent_rules(cx, a, kind)
     if cx.user and kind != "RoundRobinPattern" and (user is None or not (user.context or user.llm or user.after_conditional or user.after_work)):
