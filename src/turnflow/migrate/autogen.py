@@ -158,7 +158,7 @@ def _termination(cond: Any, pos: Positions, b: FlowBuilder, term: Term, names: N
         return
     kind = _kind(cond)
     cfg = _config(cond)
-    at = pos.of(cond)
+    at = pos.of(cond, "provider")
     if kind in ("OrTerminationCondition", "AndTerminationCondition"):
         if kind == "AndTerminationCondition":
             term.note("TF405", "`&` (And) of termination conditions ends the run only when all have fired; "
