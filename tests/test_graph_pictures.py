@@ -100,3 +100,16 @@ def test_missing_dot_is_a_clear_message(tmp_path, capsys, monkeypatch):
     assert code == 2
     assert "Graphviz's `dot` program is not installed" in err
     assert not (tmp_path / "x.svg").exists()
+
+
+def test_docs_pictures_exist_for_every_example():
+    """docs/pictures/<example>.svg is drawn from each example and shows all its participants."""
+    import turnflow
+
+    for example in sorted((ROOT / "examples").glob("*.flow")):
+        svg = ROOT / "docs" / "pictures" / f"{example.stem}.svg"
+        assert svg.exists(), f"missing {svg}: see docs/graph.md for the command that draws it"
+        text = svg.read_text(encoding="utf-8")
+        for block in turnflow.parse(example.read_text()).blocks:
+            for p in block.participants:
+                assert f">{p.name.name}</text>" in text, (svg.name, p.name.name)

@@ -1,5 +1,6 @@
 """`turnflow inspect STORE [--session ID] [--format text|json]`: hydrate a hub store (read only)
-and print each session's state, close reason, turn count, next expected speaker and envelopes.
+and print each session's state, close reason, turn count, next expected speaker, envelopes and
+telemetry records (agents' handshakes and the events they emitted, RUNTIME.md §6).
 Exit 0; 1 when the store holds corrupt records (each reported with its session and sequence
 number); 2 when the store cannot be read or the session id is invalid or unknown."""
 
@@ -46,7 +47,8 @@ def run(args) -> int:
                 err(f"turnflow inspect: {args.store}: no session {args.session}")
                 return EXIT_USAGE
         if args.format == "json":
-            out(json.dumps([s.info() for s in lives], indent=2) + "\n")
+            out(json.dumps([{**s.info(), "telemetry": store.telemetry(s.session_id)} for s in lives],
+                           indent=2) + "\n")
         else:
             for s in lives:
                 i = s.info()
@@ -57,6 +59,8 @@ def run(args) -> int:
                     if isinstance(e, Envelope):
                         out(f"  {e.seq:>5} {e.envelope_id} {e.sender_id} {e.event_type} "
                             f"{json.dumps(e.event_data, sort_keys=True)}\n")
+                for t in store.telemetry(s.session_id):
+                    out(render_telemetry(t))
         for problem in report.problems:
             if args.session is None or problem.session_id == args.session:
                 err(f"turnflow inspect: {args.store}: {problem}")
@@ -64,3 +68,17 @@ def run(args) -> int:
         return EXIT_FINDINGS if bad else EXIT_OK
     finally:
         store.close()
+
+
+def render_telemetry(t: dict) -> str:
+    """One telemetry record as a text line (handshakes show raw -> effective capabilities)."""
+    who, ev = t.get("agent_id", "?"), t.get("event", "?")
+    if ev == "handshake":
+        eff = t.get("effective")
+        detail = (f"raw={json.dumps(t.get('raw'), sort_keys=True)} effective={json.dumps(eff, sort_keys=True)}"
+                  + (f" error={t['error']}" if t.get("error") else ""))
+    else:
+        step = t.get("step")
+        detail = (f"step={step if step is not None else '-'}" + (f" reason={t['reason']}" if t.get("reason") else "")
+                  + (f" payload={json.dumps(t.get('payload'), sort_keys=True)}" if t.get("payload") is not None else ""))
+    return f"  telemetry {who} {ev} {detail}\n"

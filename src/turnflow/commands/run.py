@@ -84,7 +84,7 @@ def pick(specs: list[dict], block: Optional[str], path: str) -> dict:
 def load_agents(path: str) -> dict[str, Any]:
     import yaml
 
-    from turnflow.runtime.agents import ScriptedAgent
+    from turnflow.runtime.agents.config import build_agent
     from turnflow.runtime.errors import AdapterError
 
     try:
@@ -101,24 +101,13 @@ def load_agents(path: str) -> dict[str, Any]:
         raise RunInputError(f"{where}: invalid YAML: {problem}") from None
     if not isinstance(data, dict) or not isinstance(data.get("agents"), dict) or not data["agents"]:
         raise RunInputError(f"{path}: expected a mapping `agents:` of participant names to agents")
+    base_dir = os.path.dirname(os.path.abspath(path))
     agents = {}
     for name, conf in data["agents"].items():
-        if not isinstance(conf, dict):
-            raise RunInputError(f"{path}: agent {name!r}: expected a mapping with `kind`, got {conf!r}")
-        kind = conf.get("kind")
-        if kind == "scripted":
-            unknown = sorted(set(conf) - {"kind", "steps"})
-            if unknown:
-                raise RunInputError(f"{path}: agent {name!r}: unknown key {unknown[0]!r} for a scripted agent")
-            try:
-                agents[str(name)] = ScriptedAgent(str(name), conf.get("steps"))
-            except AdapterError as exc:
-                raise RunInputError(f"{path}: {exc}") from None
-        elif kind in ("openai", "python"):
-            raise RunInputError(f"{path}: agent {name!r}: kind {kind!r} is not available in this build "
-                                "(supported: scripted)")
-        else:
-            raise RunInputError(f"{path}: agent {name!r}: unknown kind {kind!r} (supported: scripted)")
+        try:
+            agents[str(name)] = build_agent(str(name), conf, base_dir)
+        except AdapterError as exc:
+            raise RunInputError(f"{path}: {exc}") from None
     return agents
 
 

@@ -5,8 +5,10 @@ The session is opened by the participant marked `initiator`, else by the start s
 time; in a conversation (no fixed order) the participants alternate, starting with the
 opener. In the kinds that have no `finish` routing (consulting, conversation, discussion) a
 `finish` step posts the round's text, then closes the session with the finish reason.
-An agent that fails its turn (a script that ran out, a refused send) closes the session
-with `agent_error` and the run reports the error.
+An agent that fails its turn (a script that ran out, a refused send, an exception) has
+the failure logged as an `error` telemetry event and the turn retried once with the same
+input; a second failure closes the session with `agent_error` and the run reports the error
+(agents.driver). A bad handshake fails the session start with `AdapterError`.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from turnflow.runtime.agents.base import AgentContext, SessionTools
+from turnflow.runtime.agents.driver import handshake, take_turn
 from turnflow.runtime.envelope import EV_PACKET, EV_TEXT, Envelope
 from turnflow.runtime.errors import AdapterError, ProtocolError
 from turnflow.runtime.hub import Hub, spec_opener as opener
@@ -82,19 +85,8 @@ async def run_session(hub: Hub, spec: dict, agents: dict[str, Any], task: Option
         for name in md.participant_ids:
             own = tuple(t for t in all_tools if t.get("owner") == name)
             ctx = AgentContext(sid, name, md.kind, tuple(md.participant_ids), own)
-
-            async def emit(event: dict, _name: str = name) -> bool:
-                return await hub.emit_telemetry(sid, _name, event)
             try:
-                caps = await agents[name].open_session(ctx, emit)
-                if caps is None or not hasattr(caps, "check"):
-                    raise AdapterError(f"agent {name!r}: open_session must return Capabilities, got {caps!r}")
-                caps.check(name)
-                hub.store.append_telemetry(sid, {"agent_id": name, "event": "handshake",
-                                                 "raw": repr(caps), "effective": {
-                                                     "control_loop": caps.control_loop,
-                                                     "supports_stepwise": caps.supports_stepwise,
-                                                     "telemetry_stream": caps.telemetry_stream}})
+                await handshake(hub, agents[name], ctx)
             except AdapterError as exc:
                 if name != md.creator_id:
                     await hub.reject(sid, name, str(exc))
@@ -121,6 +113,7 @@ async def _loop(hub: Hub, md, agents: dict, all_tools: list, task: Optional[str]
     live = hub.sessions[sid]
     any_tool = not any(t.get("name") for t in all_tools)
     last: Optional[str] = None
+    step = 0
     for _ in range(MAX_ROUNDS):
         if md.state != SessionState.ACTIVE:
             return
@@ -130,18 +123,24 @@ async def _loop(hub: Hub, md, agents: dict, all_tools: list, task: Optional[str]
             speaker = md.creator_id if last is None else ids[(ids.index(last) + 1) % len(ids)]
         msg = ([{"sender": TASK_SENDER, "text": task}] if task else []) + hub.view(sid, speaker)
         own = tuple(t for t in all_tools if t.get("owner") == speaker)
-        tools = SessionTools(speaker, tuple(md.participant_ids), own, any_tool)
-        await agents[speaker].on_message(msg, tools)
-        rnd = tools.round()
-        finish = rnd["kind"] == "finish" and md.kind != "workflow"
-        if finish:
-            rnd = {**rnd, "kind": "text"}
-        env = live.adapter.build_round_envelope(md, speaker, rnd)
-        if env is None and not finish:
-            raise AdapterError(f"agent {speaker!r} produced an empty round (no text, no routing, no context)")
-        if env is not None:
-            await hub.post(env)
+        step += 1
+
+        def make_tools(_speaker: str = speaker, _own: tuple = own) -> SessionTools:
+            return SessionTools(_speaker, tuple(md.participant_ids), _own, any_tool)
+
+        async def deliver(tools: SessionTools, _speaker: str = speaker) -> None:
+            rnd = tools.round()
+            finish = rnd["kind"] == "finish" and md.kind != "workflow"
+            if finish:
+                rnd = {**rnd, "kind": "text"}
+            env = live.adapter.build_round_envelope(md, _speaker, rnd)
+            if env is None and not finish:
+                raise AdapterError(f"agent {_speaker!r} produced an empty round (no text, no routing, no context)")
+            if env is not None:
+                await hub.post(env)
+            if finish and md.state == SessionState.ACTIVE:
+                await hub.close(sid, rnd.get("reason") or "finished")
+
+        await take_turn(hub, sid, agents[speaker], msg, make_tools, deliver, step)
         last = speaker
-        if finish and md.state == SessionState.ACTIVE:
-            await hub.close(sid, rnd.get("reason") or "finished")
     raise AdapterError(f"the session did not end within {MAX_ROUNDS} rounds")

@@ -1,24 +1,135 @@
-"""The participant side (RUNTIME.md §6): the agent protocol, `Capabilities`, and `SessionTools`,
-the tool surface one turn gets. A turn's calls are collected into one round (one packet)."""
+"""The participant side (RUNTIME.md §6): the agent contract, `Capabilities`, telemetry events and
+`SessionTools`, the tool surface one turn gets. A turn's calls are collected into one round
+(one packet).
+
+The contract (every method async):
+- `open_session(ctx, emit) -> Capabilities` — the handshake. `ctx` is an `AgentContext`;
+  `emit(event)` stores a telemetry event at any time (returns False when it was dropped).
+  Returning anything but a valid `Capabilities` (or a mapping of its fields) fails the session
+  start with `AdapterError`.
+- `on_message(msg, tools)` — one turn: `msg` is the projected transcript (list of
+  `{"sender", "text", ...}`), `tools` a `SessionTools`. Raising fails the turn.
+- `close_session(session_id)` — idempotent, never raises.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Optional, Protocol
+import json
+import warnings
+from dataclasses import dataclass, field, fields
+from typing import Any, Awaitable, Callable, Optional, Protocol, Union
 
 from turnflow.runtime.errors import AdapterError
+
+CONTROL_LOOPS = ("hub", "self")
+TELEMETRY_EVENTS = ("env_action", "tool_response", "progress", "error")
+TELEMETRY_KEYS = ("event", "payload", "reason", "step")
+SCHEMA_FORMATS = ("openai", "anthropic")
+
+
+class ToolError(AdapterError):
+    """A tool call the agent made is not valid (unknown tool, bad arguments, not a participant).
+    Model-driven agents feed it back to the model; anywhere else it fails the turn."""
 
 
 @dataclass(frozen=True)
 class Capabilities:
-    control_loop: str = "hub"  # "hub": the hub drives one turn at a time; "self": the agent loops itself
+    """What an agent declares in its handshake.
+
+    `control_loop`: `hub` — the hub drives one turn at a time (one `on_message` = one round);
+    `self` — the agent runs its own inner loop (tools, retries, sub-steps) and returns one round.
+    `supports_stepwise`: the agent can be driven one turn at a time; required for `hub`.
+    `telemetry_stream`: the agent emits telemetry events while it works.
+    """
+
+    control_loop: str = "hub"
     supports_stepwise: bool = True
     telemetry_stream: bool = False
 
     def check(self, agent_id: str) -> "Capabilities":
-        if self.control_loop not in ("hub", "self"):
-            raise AdapterError(f"agent {agent_id!r}: control_loop must be 'hub' or 'self', got {self.control_loop!r}")
+        if self.control_loop not in CONTROL_LOOPS:
+            raise AdapterError(f"agent {agent_id!r}: bad handshake: control_loop must be 'hub' or 'self', "
+                               f"got {self.control_loop!r}")
+        for name in ("supports_stepwise", "telemetry_stream"):
+            v = getattr(self, name)
+            if not isinstance(v, bool):
+                raise AdapterError(f"agent {agent_id!r}: bad handshake: {name} must be true or false, got {v!r}")
+        if self.control_loop == "hub" and not self.supports_stepwise:
+            raise AdapterError(f"agent {agent_id!r}: bad handshake: control_loop 'hub' needs supports_stepwise "
+                               "(the hub drives one turn at a time); declare control_loop 'self' instead")
         return self
+
+    def to_dict(self) -> dict:
+        return {"control_loop": self.control_loop, "supports_stepwise": self.supports_stepwise,
+                "telemetry_stream": self.telemetry_stream}
+
+    @classmethod
+    def from_handshake(cls, raw: Any, agent_id: str) -> "Capabilities":
+        """The effective capabilities of a handshake answer: a `Capabilities` or a mapping of its
+        fields (missing fields take their defaults). Anything else is a bad handshake."""
+        if isinstance(raw, Capabilities):
+            return raw.check(agent_id)
+        if isinstance(raw, dict):
+            known = [f.name for f in fields(cls)]
+            unknown = sorted(str(k) for k in raw if k not in known)
+            if unknown:
+                raise AdapterError(f"agent {agent_id!r}: bad handshake: unknown capability {unknown[0]!r} "
+                                   f"(known: {', '.join(known)})")
+            return cls(**raw).check(agent_id)
+        raise AdapterError(f"agent {agent_id!r}: bad handshake: open_session must return Capabilities, "
+                           f"got {type(raw).__name__} {raw!r}"[:300])
+
+
+def raw_capabilities(raw: Any) -> Any:
+    """The handshake answer as logged (JSON-safe)."""
+    if isinstance(raw, Capabilities):
+        return raw.to_dict()
+    try:
+        return json.loads(json.dumps(raw))
+    except (TypeError, ValueError):
+        return repr(raw)[:300]
+
+
+def _json_safe(v: Any) -> bool:
+    try:
+        json.dumps(v, allow_nan=False)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def telemetry_problem(event: Any) -> Optional[str]:
+    """Why a telemetry event is malformed, or None when it is valid.
+
+    A valid event is a mapping with `event` ∈ env_action|tool_response|progress|error and
+    optional `payload` (any JSON value), `reason` (string or null), `step` (non-negative integer
+    or null); no other keys."""
+    if not isinstance(event, dict):
+        return f"a telemetry event is a mapping, got {type(event).__name__}"
+    extra = sorted(str(k) for k in event if k not in TELEMETRY_KEYS)
+    if extra:
+        return f"unknown key {extra[0]!r} (known: {', '.join(TELEMETRY_KEYS)})"
+    if event.get("event") not in TELEMETRY_EVENTS:
+        return f"`event` must be one of {', '.join(TELEMETRY_EVENTS)}, got {event.get('event')!r}"
+    r = event.get("reason")
+    if r is not None and not isinstance(r, str):
+        return f"`reason` must be a string, got {r!r}"
+    s = event.get("step")
+    if s is not None and (isinstance(s, bool) or not isinstance(s, int) or s < 0):
+        return f"`step` must be a non-negative integer, got {s!r}"
+    if not _json_safe(event.get("payload")):
+        return "`payload` must be a JSON value (no NaN, no objects that do not serialise)"
+    return None
+
+
+def check_telemetry(event: Any, agent_id: str) -> Optional[dict]:
+    """The event normalised (`payload`, `reason`, `step` present), or None after a warning."""
+    problem = telemetry_problem(event)
+    if problem is not None:
+        warnings.warn(f"dropped malformed telemetry event from {agent_id!r}: {problem}", stacklevel=3)
+        return None
+    return {"event": event["event"], "payload": event.get("payload"), "reason": event.get("reason"),
+            "step": event.get("step")}
 
 
 @dataclass(frozen=True)
@@ -36,71 +147,114 @@ class Agent(Protocol):
     async def close_session(self, session_id: str) -> None: ...
 
 
+def tool_schema(tool: dict, fmt: str) -> dict:
+    params = {"type": "object", "properties": {"reason": {"type": "string"}}, "required": []}
+    name, desc = tool["name"], tool.get("description") or ""
+    if fmt == "openai":
+        return {"type": "function", "function": {"name": name, "description": desc, "parameters": params}}
+    if fmt == "anthropic":
+        return {"name": name, "description": desc, "input_schema": params}
+    raise AdapterError(f"unknown tool schema format {fmt!r} (known: {', '.join(SCHEMA_FORMATS)})")
+
+
 @dataclass
 class SessionTools:
-    """Collects one round. `round()` returns `{body, kind, tool, reason, target, set, delete}`."""
+    """Collects one round. `round()` returns `{body, kind, tool, reason, target, set, delete}`.
+
+    Telemetry events given to `emit_event` are validated at once (a malformed one is dropped
+    with a warning and `emit_event` returns False) and stored by the hub when the turn ends.
+    """
 
     agent_id: str
     participants: tuple
     routing_tools: tuple = ()  # dicts {name, description, target} owned by this agent
     any_tool: bool = False  # the session declares no tools at all: any routing tool name is allowed
-    emit: Optional[Callable[[dict], Awaitable[bool]]] = None
+    emit: Optional[Callable[[dict], Awaitable[bool]]] = None  # unused since telemetry is collected; kept for callers
+    step: Optional[int] = None  # the turn number, stamped on telemetry events that carry none
     _body: list = field(default_factory=list)
     _routing: dict = field(default_factory=dict)
     _set: dict = field(default_factory=dict)
     _delete: list = field(default_factory=list)
+    events: list = field(default_factory=list)
 
+    # -- the round ------------------------------------------------------------------------------
     def send_message(self, text: str) -> None:
         if not isinstance(text, str):
             raise AdapterError(f"{self.agent_id}: send_message needs text, got {text!r}")
         self._body.append(text)
 
-    def handoff(self, target: str, reason: str = "") -> None:
+    def handoff(self, target: str, reason: str = "") -> str:
         if target not in self.participants:
-            raise AdapterError(f"{self.agent_id}: cannot hand off to {target!r}: not a participant "
-                               f"({', '.join(self.participants)})")
+            raise ToolError(f"{self.agent_id}: cannot hand off to {target!r}: not a participant "
+                            f"({', '.join(self.participants)})")
         if self._routing.get("kind") != "finish":
             self._routing.update({"kind": "handoff", "target": target, "reason": reason or None})
+        return f"handed off to {target}"
 
-    def finish(self, reason: str = "", summary: str = "") -> None:
+    def finish(self, reason: str = "", summary: str = "") -> str:
         self._routing = {"kind": "finish", "reason": reason or None, "tool": self._routing.get("tool")}
         if summary:
             self._body.append(summary)
+        return "finished"
 
     def set_context(self, key: str, value: Any) -> None:
         if not isinstance(key, str):
             raise AdapterError(f"{self.agent_id}: context keys are strings, got {key!r}")
+        if not _json_safe(value):
+            raise AdapterError(f"{self.agent_id}: context value for {key!r} must be a JSON value, got {value!r}")
         self._set[key] = value
 
     def delete_context(self, key: str) -> None:
         self._delete.append(key)
 
-    async def emit_event(self, event: dict) -> bool:
-        return await self.emit(event) if self.emit is not None else False
+    # -- telemetry ------------------------------------------------------------------------------
+    def emit_event(self, event: dict) -> bool:
+        ev = check_telemetry(event, self.agent_id)
+        if ev is None:
+            return False
+        if ev["step"] is None:
+            ev["step"] = self.step
+        self.events.append(ev)
+        return True
 
+    # -- discovery ------------------------------------------------------------------------------
     def get_participants(self) -> list[str]:
         return list(self.participants)
 
     def get_tool_schemas(self, fmt: str = "openai") -> list[dict]:
-        out = []
-        for t in self.routing_tools:
-            params = {"type": "object", "properties": {"reason": {"type": "string"}}, "required": []}
-            if fmt == "openai":
-                out.append({"type": "function", "function": {"name": t["name"], "description": t.get("description") or "",
-                                                             "parameters": params}})
-            elif fmt == "anthropic":
-                out.append({"name": t["name"], "description": t.get("description") or "", "input_schema": params})
-            else:
-                raise AdapterError(f"unknown tool schema format {fmt!r} (openai, anthropic)")
-        return out
+        """The agent's routing tools as model tool definitions (`openai` or `anthropic` format),
+        in spec order, each with its description and an optional `reason` argument."""
+        if fmt not in SCHEMA_FORMATS:
+            raise AdapterError(f"unknown tool schema format {fmt!r} (known: {', '.join(SCHEMA_FORMATS)})")
+        return [tool_schema(t, fmt) for t in self.routing_tools]
 
-    def execute_tool_call(self, name: str, args: Optional[dict] = None) -> str:
-        """Call a routing tool: this round becomes a handoff through that tool (the graph decides)."""
+    def execute_tool_call(self, name: str, args: Union[dict, str, None] = None) -> str:
+        """Call a routing tool: this round becomes a handoff through that tool (the graph decides
+        the next speaker, as AG2's `tool_called` condition does). `args` is a mapping or its JSON
+        text with an optional string `reason`. Raises `ToolError` for an unknown tool, malformed
+        arguments or a second, different routing tool in the same round."""
         names = [t["name"] for t in self.routing_tools]
-        if name not in names and not self.any_tool:
-            raise AdapterError(f"{self.agent_id} has no routing tool {name!r}"
-                               + (f" (its tools: {', '.join(names)})" if names else " (it declares none)"))
-        reason = (args or {}).get("reason") or None
+        if not isinstance(name, str) or (name not in names and not self.any_tool):
+            raise ToolError(f"{self.agent_id} has no routing tool {name!r}"
+                            + (f" (its tools: {', '.join(names)})" if names else " (it has none)"))
+        if isinstance(args, str):
+            try:
+                args = json.loads(args) if args.strip() else {}
+            except ValueError as exc:
+                raise ToolError(f"{name}: arguments are not valid JSON: {exc}") from None
+        if args is None:
+            args = {}
+        if not isinstance(args, dict):
+            raise ToolError(f"{name}: arguments must be an object, got {args!r}")
+        extra = sorted(str(k) for k in args if k != "reason")
+        if extra:
+            raise ToolError(f"{name}: unknown argument {extra[0]!r} (it takes only an optional `reason`)")
+        reason = args.get("reason")
+        if reason is not None and not isinstance(reason, str):
+            raise ToolError(f"{name}: `reason` must be a string, got {reason!r}")
+        prev = self._routing.get("tool")
+        if prev is not None and prev != name:
+            raise ToolError(f"{name}: this round is already routed via {prev}; one routing tool per round")
         if self._routing.get("kind") == "finish":
             self._routing["tool"] = name
         else:
@@ -109,8 +263,70 @@ class SessionTools:
                 self._routing["reason"] = reason
         return f"routed via {name}"
 
+    # -- result ---------------------------------------------------------------------------------
+    @property
+    def routed(self) -> bool:
+        return bool(self._routing)
+
     def round(self) -> dict:
         r = {k: v for k, v in self._routing.items() if v is not None}
         return {"body": "\n".join(self._body), "kind": r.get("kind", "text"), "tool": r.get("tool"),
                 "reason": r.get("reason"), "target": r.get("target"), "set": dict(self._set),
                 "delete": list(self._delete)}
+
+
+class FakeSessionTools(SessionTools):
+    """A `SessionTools` for unit-testing your own agents without a hub.
+
+        tools = FakeSessionTools("triage", participants=["user", "triage", "billing"],
+                                 tools=[{"name": "transfer_to_billing", "description": "money"}])
+        await my_agent.on_message([{"sender": "user", "text": "refund please"}], tools)
+        assert tools.tool_calls == ["transfer_to_billing"]
+        assert tools.round()["kind"] == "handoff"
+
+    Every call is also recorded in `calls` as `(method, args...)`; `events` holds the
+    telemetry events that passed validation, `dropped` the ones that did not.
+    """
+
+    def __init__(self, agent_id: str = "agent", participants: Any = None, tools: Any = (), *,
+                 any_tool: bool = False, step: Optional[int] = None) -> None:
+        parts = tuple(participants) if participants is not None else (agent_id,)
+        norm = tuple({"name": t, "description": ""} if isinstance(t, str) else dict(t) for t in tools)
+        super().__init__(agent_id, parts, norm, any_tool, None, step)
+        self.calls: list[tuple] = []
+        self.dropped: list[Any] = []
+
+    @property
+    def messages(self) -> list[str]:
+        return list(self._body)
+
+    @property
+    def tool_calls(self) -> list[str]:
+        return [c[1] for c in self.calls if c[0] == "execute_tool_call"]
+
+    def send_message(self, text: str) -> None:
+        self.calls.append(("send_message", text))
+        super().send_message(text)
+
+    def handoff(self, target: str, reason: str = "") -> str:
+        self.calls.append(("handoff", target, reason))
+        return super().handoff(target, reason)
+
+    def finish(self, reason: str = "", summary: str = "") -> str:
+        self.calls.append(("finish", reason, summary))
+        return super().finish(reason, summary)
+
+    def set_context(self, key: str, value: Any) -> None:
+        self.calls.append(("set_context", key, value))
+        super().set_context(key, value)
+
+    def emit_event(self, event: dict) -> bool:
+        self.calls.append(("emit_event", event))
+        ok = super().emit_event(event)
+        if not ok:
+            self.dropped.append(event)
+        return ok
+
+    def execute_tool_call(self, name: str, args: Union[dict, str, None] = None) -> str:
+        self.calls.append(("execute_tool_call", name, args))
+        return super().execute_tool_call(name, args)

@@ -3,6 +3,7 @@
 A step is a mapping with any of: `say` (body text), `tool` (a routing tool called this
 round), `handoff` (a participant: a dynamic handoff), `finish` (a close reason), `set`
 (context updates), `delete` (context keys). It raises `AdapterError` when its script runs out.
+A step that fails (say, an unknown tool) is not used up, so the hub's retry replays it.
 """
 
 from __future__ import annotations
@@ -35,6 +36,23 @@ def check_step(step: Any, where: str) -> dict:
     return step
 
 
+def apply_step(step: dict, tools: SessionTools) -> None:
+    """One scripted step onto a round (also what a FunctionAgent's returned mapping means)."""
+    if "say" in step:
+        tools.send_message(step["say"])
+    if "tool" in step:
+        tools.execute_tool_call(step["tool"])
+    if "handoff" in step:
+        tools.handoff(step["handoff"])
+    for k, v in (step.get("set") or {}).items():
+        tools.set_context(k, v)
+    dels = step.get("delete") or []
+    for k in [dels] if isinstance(dels, str) else dels:
+        tools.delete_context(k)
+    if "finish" in step:
+        tools.finish(step["finish"])
+
+
 class ScriptedAgent:
     def __init__(self, agent_id: str, steps: list) -> None:
         if not isinstance(steps, list) or not steps:
@@ -52,21 +70,8 @@ class ScriptedAgent:
         if self.position >= len(self.steps):
             raise AdapterError(f"agent {self.agent_id!r}: its script ran out after {len(self.steps)} "
                                f"step{'s' if len(self.steps) != 1 else ''}")
-        step = self.steps[self.position]
-        self.position += 1
-        if "say" in step:
-            tools.send_message(step["say"])
-        if "tool" in step:
-            tools.execute_tool_call(step["tool"])
-        if "handoff" in step:
-            tools.handoff(step["handoff"])
-        for k, v in (step.get("set") or {}).items():
-            tools.set_context(k, v)
-        dels = step.get("delete") or []
-        for k in [dels] if isinstance(dels, str) else dels:
-            tools.delete_context(k)
-        if "finish" in step:
-            tools.finish(step["finish"])
+        apply_step(self.steps[self.position], tools)
+        self.position += 1  # only a step that went through is used up: a retried turn replays it
 
     async def close_session(self, session_id: str) -> None:
         self.opened.discard(session_id)

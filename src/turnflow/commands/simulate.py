@@ -1,0 +1,206 @@
+"""`turnflow simulate FILE [--block NAME] [--runs N] [--seed S] [--format text|json]`: run N
+random sessions of each workflow block (RUNTIME.md §6; engine in `turnflow.runtime.simulate`)
+and report close reasons, the turn-count distribution, sessions cut off by `max_turns`,
+participants never reached and rules never fired. Deterministic for a seed. Blocks of the
+other kinds have no rules to explore and are listed as skipped.
+
+Exit 0 after a report (whatever it says); 1 when FILE has errors; 2 for bad arguments or a
+missing file.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Optional
+
+from turnflow.cli_util import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, err, out
+
+DEFAULT_RUNS = 200
+
+
+def _positive(text: str) -> int:
+    import argparse
+
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {v}")
+    return v
+
+
+def _seed(text: str) -> int:
+    import argparse
+
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+
+
+def register(sub) -> None:
+    p = sub.add_parser("simulate", help="run many random sessions of a flow and report what happened")
+    p.add_argument("file", metavar="FILE", help="a .flow file or a compiled session spec (.json)")
+    p.add_argument("--block", metavar="NAME", help="only this block (default: every workflow block)")
+    p.add_argument("--runs", type=_positive, default=DEFAULT_RUNS, metavar="N",
+                   help=f"sessions per block (default {DEFAULT_RUNS})")
+    p.add_argument("--seed", type=_seed, default=0, metavar="S", help="random seed (default 0)")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.set_defaults(func=run)
+
+
+def rule_labels(path: str, specs: list[dict]) -> dict[str, list[dict]]:
+    """Per block name: one `{"index", "line", "text"}` per transition (file order). For a .flow
+    file the line and source text of the rule; for a spec, a rendering of the transition."""
+    labels: dict[str, list[dict]] = {}
+    flow = None
+    if path.endswith(".flow"):
+        from turnflow.dsl.parser import parse
+
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+        flow = parse(text, path)
+        lines = text.splitlines()
+    for spec in specs:
+        trs = ((spec.get("knobs") or {}).get("graph") or {}).get("transitions") or []
+        block = flow.block(spec.get("name")) if flow is not None else None
+        out_: list[dict] = []
+        for i, tr in enumerate(trs):
+            if block is not None and i < len(block.rules):
+                line = block.rules[i].span.line
+                out_.append({"index": i, "line": line, "text": lines[line - 1].strip()})
+            else:
+                out_.append({"index": i, "line": None, "text": f"when {_cond(tr.get('when'))} then {_target(tr.get('then'))}"})
+        labels[str(spec.get("name"))] = out_
+    return labels
+
+
+def _cond(c: Any) -> str:
+    if not isinstance(c, dict):
+        return "?"
+    a = c.get("args") or {}
+    n = c.get("name")
+    if n == "all_of":
+        return " and ".join(_cond(s) for s in a.get("conditions") or [])
+    if n == "from_speaker":
+        return f"speaker {a.get('agent_id')}"
+    if n == "tool_called":
+        return f"tool {a.get('tool_name')}"
+    if n == "context_equals":
+        return f"context.{a.get('key')} == {json.dumps(a.get('value'))}"
+    if n == "text_contains":
+        return f"text contains {json.dumps(a.get('text'))}"
+    return str(n)
+
+
+def _target(t: Any) -> str:
+    if not isinstance(t, dict):
+        return "?"
+    a = t.get("args") or {}
+    if t.get("name") == "agent":
+        return str(a.get("agent_id"))
+    if t.get("name") == "terminate":
+        return f"terminate {json.dumps(a.get('reason', 'after_work'))}"
+    return str(t.get("name"))
+
+
+class Progress:
+    """`simulate NAME: i/N` on stderr, redrawn in place; only when stderr is a terminal."""
+
+    def __init__(self, name: str, total: int) -> None:
+        self.name, self.total = name, total
+        self.on = sys.stderr.isatty()
+        self.step = max(1, total // 50)
+
+    def __call__(self, done: int) -> None:
+        if self.on and (done % self.step == 0 or done == self.total):
+            width = 30
+            filled = width * done // self.total
+            sys.stderr.write(f"\rsimulate {self.name} [{'#' * filled}{'.' * (width - filled)}] {done}/{self.total}")
+            if done == self.total:
+                sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+def block_json(report, labels: list[dict]) -> dict:
+    return {"name": report.name, "kind": "workflow", "runs": report.runs,
+            "close_reasons": dict(sorted(report.close_reasons.items(), key=lambda kv: (-kv[1], kv[0]))),
+            "turns": report.turn_stats(), "max_turns": report.max_turns, "cut_off_by_max_turns": report.cutoffs,
+            "participants_never_reached": report.unreached(),
+            "rules_never_fired": [labels[i] for i in report.never_fired()],
+            "otherwise_taken": report.otherwise_taken}
+
+
+def render_text(path: str, seed: int, blocks: list[dict]) -> str:
+    lines = []
+    for b in blocks:
+        if "skipped" in b:
+            lines.append(f"{path}: {b['kind']} {b['name']}: skipped ({b['skipped']})")
+            continue
+        lines.append(f"{path}: workflow {b['name']}: {b['runs']} runs, seed {seed}")
+        reasons = ", ".join(f"{k} {v}" for k, v in b["close_reasons"].items())
+        lines.append(f"  close reasons: {reasons}")
+        t = b["turns"]
+        lines.append(f"  turns: min {t['min']}  median {t['median']}  max {t['max']}")
+        cap = f" (max_turns {b['max_turns']})" if b["max_turns"] is not None else " (no max_turns)"
+        lines.append(f"  cut off by max_turns: {b['cut_off_by_max_turns']}{cap}")
+        unreached = b["participants_never_reached"]
+        lines.append(f"  participants never reached: {', '.join(unreached) if unreached else 'none'}")
+        if b["rules_never_fired"]:
+            lines.append("  rules never fired:")
+            for r in b["rules_never_fired"]:
+                where = f"{path}:{r['line']}" if r["line"] is not None else f"transitions[{r['index']}]"
+                lines.append(f"    {where}: {r['text']}")
+        else:
+            lines.append("  rules never fired: none")
+    return "\n".join(lines) + "\n"
+
+
+def simulate_specs(path: str, specs: list[dict], runs: int, seed: int,
+                   block: Optional[str] = None) -> list[dict]:
+    from turnflow.runtime.simulate import Simulator
+
+    labels = rule_labels(path, specs)
+    out_: list[dict] = []
+    for spec in specs:
+        name = str(spec.get("name"))
+        if spec.get("kind") != "workflow":
+            out_.append({"name": name, "kind": spec.get("kind"), "skipped": "not a workflow: no rules to explore"})
+            continue
+        sim = Simulator(spec)
+        report = sim.run(runs, seed, Progress(name, runs))
+        out_.append(block_json(report, labels[name]))
+    return out_
+
+
+def run(args) -> int:
+    from turnflow.commands.run import RunInputError, load_specs, pick
+    from turnflow.runtime.errors import RuntimeErrorBase
+
+    import os
+
+    if not os.path.isfile(args.file):
+        err(f"turnflow simulate: {args.file}: is a directory; give one .flow or .json file"
+            if os.path.isdir(args.file) else f"turnflow simulate: no such file: {args.file}")
+        return EXIT_USAGE
+    try:
+        specs = load_specs(args.file)
+        if args.block is not None:
+            specs = [pick(specs, args.block, args.file)]
+    except RunInputError as exc:
+        err(f"turnflow simulate: {exc}")
+        return EXIT_FINDINGS
+    try:
+        blocks = simulate_specs(args.file, specs, args.runs, args.seed)
+    except RuntimeErrorBase as exc:
+        err(f"turnflow simulate: {args.file}: {exc}")
+        return EXIT_FINDINGS
+    if args.format == "json":
+        out(json.dumps({"file": args.file, "seed": args.seed, "runs": args.runs, "blocks": blocks},
+                       indent=2) + "\n")
+    else:
+        out(render_text(args.file, args.seed, blocks))
+    return EXIT_OK
+

@@ -1,0 +1,164 @@
+"""`OpenAIChatAgent`: a model behind any OpenAI-compatible chat-completions endpoint, through
+the official `openai` client (`pip install 'turnflow[openai]'`).
+
+One turn is an adapter-managed tool loop of at most `max_rounds` model calls:
+- the request carries the system prompt, the transcript (this agent's own messages as
+  `assistant`, everyone else's as `user`, named) and, when the agent owns routing tools,
+  their schemas (`SessionTools.get_tool_schemas("openai")`);
+- a reply without tool calls ends the turn: its text is the round's body;
+- tool calls are executed with `SessionTools.execute_tool_call`; a bad call (unknown tool,
+  malformed JSON arguments, a second routing tool) is answered to the model as the tool's
+  result (`error: ...`) and the loop goes on; once every call of a reply succeeded and one
+  of them routed the round, the turn ends (the reply's text, if any, is the body);
+- reaching `max_rounds` without an answer fails the turn;
+- infrastructure errors (HTTP errors, timeouts, connection failures, a reply without
+  choices) fail the turn (`AdapterError`); the hub retries the turn once, then closes the
+  session with `agent_error`. Retries inside the client are `max_retries` (the client's).
+Each model call is logged as an `env_action` telemetry event, each tool result as a
+`tool_response` event.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Awaitable, Callable, Optional
+
+from turnflow.runtime.agents.base import AgentContext, Capabilities, SessionTools, ToolError
+from turnflow.runtime.errors import AdapterError
+
+DEFAULT_MAX_ROUNDS = 4
+
+
+class OpenAIChatAgent:
+    def __init__(self, agent_id: str, model: str, *, base_url: Optional[str] = None,
+                 api_key_env: str = "OPENAI_API_KEY", system: Optional[str] = None,
+                 max_rounds: int = DEFAULT_MAX_ROUNDS, timeout: float = 60.0, max_retries: int = 2,
+                 temperature: Optional[float] = None, client: Any = None) -> None:
+        if not isinstance(model, str) or not model:
+            raise AdapterError(f"agent {agent_id!r}: `model` must be a non-empty string, got {model!r}")
+        if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
+            raise AdapterError(f"agent {agent_id!r}: `max_rounds` must be a positive integer, got {max_rounds!r}")
+        if not isinstance(api_key_env, str) or not api_key_env:
+            raise AdapterError(f"agent {agent_id!r}: `api_key_env` must name an environment variable")
+        if base_url is not None and not isinstance(base_url, str):
+            raise AdapterError(f"agent {agent_id!r}: `base_url` must be a string, got {base_url!r}")
+        if system is not None and not isinstance(system, str):
+            raise AdapterError(f"agent {agent_id!r}: `system` must be a string, got {system!r}")
+        self.agent_id = agent_id
+        self.model = model
+        self.base_url = base_url
+        self.api_key_env = api_key_env
+        self.system = system
+        self.max_rounds = max_rounds
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.temperature = temperature
+        self.client = client
+        self._own_client = client is None
+        self.contexts: dict[str, AgentContext] = {}
+
+    # -- handshake ------------------------------------------------------------------------------
+    def _make_client(self) -> Any:
+        try:
+            import openai
+        except ImportError:
+            raise AdapterError(f"agent {self.agent_id!r}: kind openai needs the `openai` package "
+                               "(pip install 'turnflow[openai]')") from None
+        key = os.environ.get(self.api_key_env)
+        if not key:
+            raise AdapterError(f"agent {self.agent_id!r}: environment variable {self.api_key_env} is not set "
+                               "(it holds the API key; any non-empty value for a local server)")
+        return openai.AsyncOpenAI(api_key=key, base_url=self.base_url, timeout=self.timeout,
+                                  max_retries=self.max_retries)
+
+    async def open_session(self, ctx: AgentContext, emit: Callable[[dict], Awaitable[bool]]) -> Capabilities:
+        if self.client is None:
+            self.client = self._make_client()
+        self.contexts[ctx.session_id] = ctx
+        return Capabilities(control_loop="self", supports_stepwise=True, telemetry_stream=True)
+
+    async def close_session(self, session_id: str) -> None:
+        self.contexts.pop(session_id, None)
+        if not self.contexts and self._own_client and self.client is not None:
+            client, self.client = self.client, None
+            try:
+                await client.close()
+            except Exception:  # never raises
+                pass
+
+    # -- a turn ---------------------------------------------------------------------------------
+    def system_prompt(self, tools: SessionTools) -> str:
+        others = [p for p in tools.get_participants() if p != tools.agent_id]
+        base = self.system or f"You are {tools.agent_id}, a participant in a multi-agent conversation."
+        return f"{base}\nYou are {tools.agent_id}. Other participants: {', '.join(others) or 'none'}."
+
+    def messages_for(self, msg: list[dict], tools: SessionTools) -> list[dict]:
+        out: list[dict] = [{"role": "system", "content": self.system_prompt(tools)}]
+        for m in msg:
+            text = m.get("text") if isinstance(m, dict) else None
+            if not isinstance(text, str) or not text:
+                continue
+            if m.get("sender") == tools.agent_id:
+                out.append({"role": "assistant", "content": text})
+            else:
+                sender = str(m.get("sender") or "user")
+                out.append({"role": "user", "content": f"{sender}: {text}"})
+        if len(out) == 1:
+            out.append({"role": "user", "content": "(the session has just started: begin)"})
+        return out
+
+    async def _call(self, messages: list[dict], schemas: list[dict]) -> Any:
+        kwargs: dict = {"model": self.model, "messages": messages}
+        if schemas:
+            kwargs["tools"] = schemas
+        if self.temperature is not None:
+            kwargs["temperature"] = self.temperature
+        try:
+            resp = await self.client.chat.completions.create(**kwargs)
+        except Exception as exc:  # openai.APIError and friends, httpx errors: infrastructure
+            raise AdapterError(f"agent {self.agent_id!r}: model call failed: {type(exc).__name__}: {exc}") from None
+        choices = getattr(resp, "choices", None)
+        if not choices or getattr(choices[0], "message", None) is None:
+            raise AdapterError(f"agent {self.agent_id!r}: the model reply has no choices")
+        return choices[0]
+
+    async def on_message(self, msg: list[dict], tools: SessionTools) -> None:
+        if self.client is None:
+            raise AdapterError(f"agent {self.agent_id!r}: on_message before open_session")
+        messages = self.messages_for(msg, tools)
+        schemas = tools.get_tool_schemas("openai")
+        for n in range(1, self.max_rounds + 1):
+            choice = await self._call(messages, schemas)
+            m = choice.message
+            calls = list(getattr(m, "tool_calls", None) or [])
+            content = m.content if isinstance(getattr(m, "content", None), str) else ""
+            tools.emit_event({"event": "env_action", "reason": "model call",
+                              "payload": {"round": n, "model": self.model, "tool_calls": len(calls),
+                                          "finish_reason": getattr(choice, "finish_reason", None)}})
+            if not calls:
+                if not content and not tools.routed:
+                    raise AdapterError(f"agent {self.agent_id!r}: the model replied with neither text nor a tool call")
+                if content:
+                    tools.send_message(content)
+                return
+            messages.append({"role": "assistant", "content": content or None,
+                             "tool_calls": [{"id": c.id, "type": "function",
+                                             "function": {"name": c.function.name,
+                                                          "arguments": c.function.arguments or ""}}
+                                            for c in calls]})
+            failed = False
+            for c in calls:
+                name = c.function.name
+                try:
+                    result = tools.execute_tool_call(name, c.function.arguments or "{}")
+                    ok = True
+                except ToolError as exc:
+                    result, ok, failed = f"error: {exc}", False, True
+                tools.emit_event({"event": "tool_response", "reason": None if ok else result,
+                                  "payload": {"tool": name, "ok": ok, "result": result, "round": n}})
+                messages.append({"role": "tool", "tool_call_id": c.id, "content": result})
+            if not failed and tools.routed:
+                if content:
+                    tools.send_message(content)
+                return
+        raise AdapterError(f"agent {self.agent_id!r}: no final answer within max_rounds={self.max_rounds} model calls")

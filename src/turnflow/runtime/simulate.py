@@ -1,0 +1,265 @@
+"""Monte-Carlo sessions of a workflow spec with randomised scripted agents (`turnflow simulate`).
+
+Speed: the hub's durable path (SQLite append per envelope, views) is not needed to learn
+which speaker comes next, so each simulated session drives the workflow adapter directly
+through the same calls `Hub.post` makes to decide — `build_round_envelope` (from a round
+collected by a real `SessionTools`), `validate_send`, `fold`, `on_accepted` — on the same
+`CompiledGraph`. `tests/test_simulate.py` replays simulated sessions on a real hub and checks
+that they end identically. Which rule decided each turn (for "rules never fired") is found by
+evaluating the spec's transitions in evaluation order, and checked, turn by turn, against the
+adapter's own decision.
+
+A random agent's round, for speaker `s` (one `random.Random` per run, seeded from
+`(seed, block, run)`, so a run is reproducible on its own):
+- with probability 1/2, one of the routing tools `s` owns (the spec's `tools` with owner
+  `s` plus the participant's declared `tools`); when the block declares no tools at all,
+  any tool named by a `tool_called` condition;
+- with probability 1/3, a context update: a key the graph compares against, set to one of
+  the literals it is compared with, the key's initial value, or a value no rule tests;
+- a body text that, with probability 1/3, contains one of the `text_contains` strings;
+- with probability `finish_p` (default 0.02), a `finish` (close reason `finished`).
+A session that has not ended after `cap` turns (only possible without `max_turns`) is cut
+off by the simulator with the close reason `<simulation cap>`.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Optional
+
+from turnflow.runtime.adapters.workflow import WorkflowAdapter
+from turnflow.runtime.agents.base import SessionTools
+from turnflow.runtime.envelope import EV_PACKET, envelope_id_for
+from turnflow.runtime.errors import ProtocolError
+from turnflow.runtime.session import Participant, SessionMetadata
+from turnflow.runtime.transitions import CompiledGraph
+
+SIM_CAP_REASON = "<simulation cap>"
+DEFAULT_CAP = 1000
+_MISS = "<simulated other value>"
+
+
+def _walk_conditions(cond: Any) -> Iterator[dict]:
+    if isinstance(cond, dict):
+        yield cond
+        if cond.get("name") == "all_of":
+            for sub in (cond.get("args") or {}).get("conditions") or []:
+                yield from _walk_conditions(sub)
+
+
+def _holds(cond: dict, speaker: str, ctx: dict, env: Any) -> bool:
+    """A TransitionGraph condition (FLOW_LANGUAGE.md §5) for the envelope just accepted."""
+    name, args = cond["name"], cond.get("args") or {}
+    if name == "always":
+        return True
+    if name == "from_speaker":
+        return args["agent_id"] == speaker
+    if name == "tool_called":
+        return env.event_type == EV_PACKET and (env.event_data.get("routing") or {}).get("tool") == args["tool_name"]
+    if name == "context_equals":
+        return ctx.get(args["key"]) == args["value"]
+    if name == "text_contains":
+        body = env.event_data.get("body" if env.event_type == EV_PACKET else "text")
+        return isinstance(body, str) and args["text"] in body
+    return all(_holds(c, speaker, ctx, env) for c in args["conditions"])  # all_of
+
+
+def _target(target: Optional[dict], speaker: str, order: tuple, creator: str) -> tuple:
+    if target is None:
+        return None, "after_work"
+    name, args = target["name"], target.get("args") or {}
+    if name == "agent":
+        return args["agent_id"], ""
+    if name == "stay":
+        return speaker, ""
+    if name == "revert_to_initiator":
+        return creator, ""
+    if name == "round_robin":
+        return (order[(order.index(speaker) + 1) % len(order)] if speaker in order else order[0]), ""
+    return None, args.get("reason", "after_work")  # terminate
+
+
+@dataclass
+class BlockReport:
+    name: str
+    runs: int
+    participants: list
+    rule_count: int
+    close_reasons: dict = field(default_factory=dict)
+    turns: list = field(default_factory=list)
+    fired: list = field(default_factory=list)  # per transition index: how many times it decided
+    otherwise_taken: int = 0
+    reached: dict = field(default_factory=dict)  # participant -> sessions in which it was given the turn
+    max_turns: Optional[int] = None
+
+    @property
+    def cutoffs(self) -> int:
+        return self.close_reasons.get("max_turns", 0)
+
+    def unreached(self) -> list[str]:
+        return [p for p in self.participants if not self.reached.get(p)]
+
+    def never_fired(self) -> list[int]:
+        return [i for i, n in enumerate(self.fired) if n == 0]
+
+    def turn_stats(self) -> dict:
+        if not self.turns:
+            return {"min": None, "median": None, "max": None}
+        med = statistics.median(self.turns)
+        return {"min": min(self.turns), "median": int(med) if med == int(med) else med, "max": max(self.turns)}
+
+
+class Simulator:
+    """Random sessions of one workflow spec (a compiled session spec dict)."""
+
+    def __init__(self, spec: dict, *, finish_p: float = 0.02, cap: int = DEFAULT_CAP) -> None:
+        if spec.get("kind") != "workflow":
+            raise ProtocolError(f"only workflow sessions can be simulated, got {spec.get('kind')!r}")
+        from turnflow.runtime.runner import opener
+
+        self.spec = spec
+        self.finish_p = finish_p
+        self.cap = cap
+        self.adapter = WorkflowAdapter()
+        parts = []
+        raw = spec.get("participants")
+        if not isinstance(raw, list) or not all(isinstance(p, dict) and isinstance(p.get("agent_id"), str)
+                                                for p in raw):
+            raise ProtocolError("session spec: `participants` must be a list of objects with an `agent_id`")
+        for i, p in enumerate(raw):
+            parts.append(Participant(p["agent_id"], p.get("role", "participant"), p.get("order", i),
+                                     p.get("description", "") or "", tuple(p.get("tools") or ())))
+        self.md = SessionMetadata(session_id="0" * 32, manifest=self.adapter.manifest,
+                                  creator_id=opener(spec) or (parts[0].agent_id if parts else ""),
+                                  participants=parts,
+                                  knobs=spec.get("knobs") or {}, created_at=0.0, name=spec.get("name") or "",
+                                  tools=list(spec.get("tools") or []))
+        self.adapter.validate_create(self.md)
+        self.initial = self.adapter.initial_state(self.md)
+        self.graph: CompiledGraph = self.initial.graph
+        self.ids = tuple(self.md.participant_ids)
+        self.transitions = self.graph.data.get("transitions") or []
+        self.evaluation = sorted(range(len(self.transitions)),
+                                 key=lambda i: (self.transitions[i].get("priority", 0), i))
+        self._explore_inputs()
+
+    def _explore_inputs(self) -> None:
+        conds = [c for tr in self.transitions for c in _walk_conditions(tr.get("when"))]
+        ctx0 = self.initial.context_vars
+        values: dict[str, list] = {}
+        for c in conds:
+            if c.get("name") == "context_equals":
+                a = c.get("args") or {}
+                values.setdefault(a["key"], [])
+                if a["value"] not in values[a["key"]]:
+                    values[a["key"]].append(a["value"])
+        for k, vs in values.items():
+            if k in ctx0 and ctx0[k] not in vs:
+                vs.append(ctx0[k])
+            vs.append(_MISS)
+        self.context_values = values
+        self.context_keys = sorted(values)
+        self.texts = sorted({(c.get("args") or {}).get("text") for c in conds if c.get("name") == "text_contains"})
+        declared = [t for t in self.md.tools if isinstance(t, dict) and t.get("name")]
+        any_declared = bool(declared) or any(p.tools for p in self.md.participants)
+        self.routing_tools = {s: tuple(t for t in declared if t.get("owner") == s) for s in self.ids}
+        if any_declared:
+            pools = {}
+            for p in self.md.participants:
+                names = [t["name"] for t in self.routing_tools[p.agent_id]]
+                names += [t for t in p.tools if t not in names]
+                pools[p.agent_id] = tuple(names)
+            self.tool_pool = pools
+            self.any_tool = False
+        else:
+            named = sorted({(c.get("args") or {}).get("tool_name") for c in conds if c.get("name") == "tool_called"})
+            self.tool_pool = {s: tuple(named) for s in self.ids}
+            self.any_tool = True
+
+    # -- one random round -----------------------------------------------------------------------
+    def random_round(self, rng: random.Random, speaker: str, turn: int) -> dict:
+        own = self.routing_tools[speaker]
+        pool = self.tool_pool[speaker]
+        extra = tuple({"name": n, "description": ""} for n in pool if n not in {t["name"] for t in own})
+        tools = SessionTools(speaker, self.ids, own + extra, self.any_tool)
+        text = f"turn {turn} by {speaker}"
+        if self.texts and rng.random() < 1 / 3:
+            text += " " + rng.choice(self.texts)
+        tools.send_message(text)
+        if pool and rng.random() < 0.5:
+            tools.execute_tool_call(rng.choice(pool))
+        if self.context_keys and rng.random() < 1 / 3:
+            key = rng.choice(self.context_keys)
+            tools.set_context(key, rng.choice(self.context_values[key]))
+        if rng.random() < self.finish_p:
+            tools.finish()
+        return tools.round()
+
+    # -- one session ----------------------------------------------------------------------------
+    def run_one(self, rng: random.Random, report: Optional[BlockReport] = None,
+                rounds: Optional[list] = None) -> tuple[str, int]:
+        """One random session: (close reason, turn count). `rounds` (if given) receives
+        `(speaker, round)` for each turn, so the session can be replayed on a hub."""
+        adapter, md = self.adapter, self.md
+        state = self.initial
+        reached = {state.expected_next_speaker}
+        turn = 0
+        reason = SIM_CAP_REASON
+        while turn < self.cap:
+            speaker = state.expected_next_speaker
+            turn += 1
+            rnd = self.random_round(rng, speaker, turn)
+            if rounds is not None:
+                rounds.append((speaker, rnd))
+            env = adapter.build_round_envelope(md, speaker, rnd)
+            env.envelope_id = envelope_id_for(turn)
+            env.seq = turn
+            adapter.validate_send(md, env, state)
+            new = adapter.fold(env, state)
+            if report is not None and rnd["kind"] != "finish" and not rnd.get("target"):
+                self._record_rule(report, speaker, new.context_vars, env,
+                                  (new.expected_next_speaker, new.pending_close_reason))
+            result = adapter.on_accepted(md, env, new)
+            state = new
+            if state.expected_next_speaker is not None:
+                reached.add(state.expected_next_speaker)
+            if result.close_reason is not None:
+                reason = result.close_reason
+                break
+        if report is not None:
+            report.close_reasons[reason] = report.close_reasons.get(reason, 0) + 1
+            report.turns.append(state.turn_count)
+            for p in reached:
+                report.reached[p] = report.reached.get(p, 0) + 1
+        return reason, state.turn_count
+
+    def _record_rule(self, report: BlockReport, speaker: str, ctx: dict, env: Any, decided: tuple) -> None:
+        """Which rule decided (first match in evaluation order, else the default target),
+        checked against the adapter's own decision `decided` = (next speaker, close reason)."""
+        for i in self.evaluation:
+            tr = self.transitions[i]
+            if _holds(tr["when"], speaker, ctx, env):
+                got = _target(tr["then"], speaker, self.ids, self.md.creator_id)
+                report.fired[i] += 1
+                break
+        else:
+            got = _target(self.graph.data.get("default_target"), speaker, self.ids, self.md.creator_id)
+            report.otherwise_taken += 1
+        if got != decided:
+            raise AssertionError(f"simulation bookkeeping ({got}) disagrees with the workflow adapter ({decided})")
+
+    def run(self, runs: int, seed: int, progress: Optional[Callable[[int], None]] = None) -> BlockReport:
+        report = BlockReport(self.md.name, runs, list(self.ids), len(self.transitions),
+                             fired=[0] * len(self.transitions), max_turns=self.graph.max_turns)
+        for i in range(runs):
+            self.run_one(run_rng(seed, self.md.name, i), report)
+            if progress is not None:
+                progress(i + 1)
+        return report
+
+
+def run_rng(seed: int, block: str, run: int) -> random.Random:
+    """The random source of one simulated run (string seeds hash the same in every process)."""
+    return random.Random(f"turnflow-simulate:{seed}:{block}:{run}")

@@ -1,0 +1,100 @@
+"""A local OpenAI-compatible chat-completions server for tests: real HTTP on 127.0.0.1 (stdlib
+http.server in a thread), answers from a test-given responder, records every request body.
+Bounded: it stops by itself after `max_requests` requests or `deadline` seconds."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Optional
+
+Responder = Callable[[dict, int], tuple]  # (request body, 1-based request number) -> (status, payload[, delay])
+
+
+def completion(message: dict, finish_reason: str = "stop", model: str = "test-model") -> dict:
+    return {"id": "chatcmpl-test", "object": "chat.completion", "created": 0, "model": model,
+            "choices": [{"index": 0, "finish_reason": finish_reason, "message": message}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+
+
+def say(text: str) -> tuple:
+    return 200, completion({"role": "assistant", "content": text})
+
+
+def call(name: str, arguments: str = "{}", text: Optional[str] = None, n: int = 1) -> tuple:
+    return 200, completion({"role": "assistant", "content": text,
+                            "tool_calls": [{"id": f"call_{n}", "type": "function",
+                                            "function": {"name": name, "arguments": arguments}}]}, "tool_calls")
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: "_Server"
+
+    def log_message(self, *args: Any) -> None:  # keep test output clean
+        pass
+
+    def do_POST(self) -> None:
+        owner = self.server.owner
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length) or b"{}")
+        with owner.lock:
+            owner.requests.append({"path": self.path, "body": body,
+                                   "authorization": self.headers.get("Authorization")})
+            n = len(owner.requests)
+        answer = owner.responder(body, n)
+        status, payload = answer[0], answer[1]
+        delay = answer[2] if len(answer) > 2 else 0
+        if delay:
+            time.sleep(delay)
+        data = json.dumps(payload).encode()
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except OSError:  # the client gave up (timeout test)
+            pass
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    owner: "FakeOpenAI"
+
+
+class FakeOpenAI:
+    def __init__(self, responder: Responder, max_requests: int = 40, deadline: float = 30.0) -> None:
+        self.responder = responder
+        self.requests: list[dict] = []
+        self.lock = threading.Lock()
+        self.max_requests = max_requests
+        self.deadline = deadline
+        self._stop = threading.Event()
+        self.server = _Server(("127.0.0.1", 0), _Handler)
+        self.server.owner = self
+        self.server.timeout = 0.05
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    @property
+    def bodies(self) -> list[dict]:
+        return [r["body"] for r in self.requests]
+
+    def _serve(self) -> None:
+        end = time.monotonic() + self.deadline
+        try:
+            while not self._stop.is_set() and len(self.requests) < self.max_requests and time.monotonic() < end:
+                self.server.handle_request()
+        finally:
+            self.server.server_close()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.thread.join(timeout=5)

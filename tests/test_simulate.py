@@ -1,0 +1,256 @@
+"""`turnflow simulate`: determinism, the report, agreement with the static graph analysis,
+and agreement of its fast path with the real hub."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from runtime_helpers import FakeClock
+from turnflow import compile as compile_flow
+from turnflow import parse
+from turnflow.cli import main
+from turnflow.runtime.agents import ScriptedAgent
+from turnflow.runtime.hub import Hub
+from turnflow.runtime.runner import run_session
+from turnflow.runtime.simulate import Simulator, run_rng
+from turnflow.runtime.store import SQLiteStore
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted((ROOT / "examples").glob("*.flow"))
+SIM = Path(__file__).parent / "fixtures" / "simulate"
+GUARDS = str(SIM / "guards.flow")
+
+
+def simulate_json(capsys, *args):
+    assert main(["simulate", *args, "--format", "json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_same_seed_same_report_other_seed_other_report(capsys):
+    path = str(ROOT / "examples" / "support.flow")
+    a = simulate_json(capsys, path, "--runs", "300", "--seed", "7")
+    b = simulate_json(capsys, path, "--runs", "300", "--seed", "7")
+    c = simulate_json(capsys, path, "--runs", "300", "--seed", "8")
+    assert a == b
+    assert a["blocks"][0]["close_reasons"] != c["blocks"][0]["close_reasons"]
+    assert main(["simulate", path, "--runs", "50", "--seed", "3"]) == 0
+    t1 = capsys.readouterr().out
+    assert main(["simulate", path, "--runs", "50", "--seed", "3"]) == 0
+    assert capsys.readouterr().out == t1
+
+
+def test_report_of_a_flow_with_dead_parts(capsys):
+    rep = simulate_json(capsys, GUARDS, "--runs", "400")
+    (b,) = rep["blocks"]
+    assert b["runs"] == 400 and sum(b["close_reasons"].values()) == 400
+    assert set(b["close_reasons"]) <= {"stop", "done", "max_turns", "finished"}
+    assert b["cut_off_by_max_turns"] == b["close_reasons"]["max_turns"] > 0
+    assert b["turns"]["min"] >= 1 and b["turns"]["max"] == 8 == b["max_turns"]
+    assert b["participants_never_reached"] == ["e", "f"]
+    assert [(r["line"], r["text"]) for r in b["rules_never_fired"]] == [
+        (17, "a -> e"), (21, "e -> a"), (22, "f -> a")]
+    assert main(["simulate", GUARDS, "--runs", "400"]) == 0
+    text = capsys.readouterr().out
+    assert "  participants never reached: e, f\n" in text
+    assert f"    {GUARDS}:17: a -> e\n" in text
+    assert "  cut off by max_turns: " in text and "(max_turns 8)" in text
+
+
+def test_non_workflow_blocks_are_skipped_and_block_selects(capsys):
+    rep = simulate_json(capsys, str(ROOT / "examples" / "onboarding.flow"), "--runs", "20")
+    assert [(b["name"], "skipped" in b) for b in rep["blocks"]] == [
+        ("intake", False), ("welcome_call", True), ("kickoff", True)]
+    rep = simulate_json(capsys, str(ROOT / "examples" / "onboarding.flow"), "--runs", "20", "--block", "intake")
+    assert [b["name"] for b in rep["blocks"]] == ["intake"]
+
+
+def test_a_compiled_spec_file_is_simulated_too(tmp_path, capsys):
+    spec = tmp_path / "g.json"
+    spec.write_text(json.dumps(compile_flow(Path(GUARDS).read_text())))
+    (b,) = simulate_json(capsys, str(spec), "--runs", "300")["blocks"]
+    assert [r["text"] for r in b["rules_never_fired"]] == [
+        "when speaker a then e", "when speaker e then a", "when speaker f then a"]
+    assert main(["simulate", str(spec), "--runs", "300"]) == 0
+    assert "    transitions[4]: when speaker a then e\n" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("args, code, message", [
+    (["nope.flow"], 2, "no such file: nope.flow"),
+    ([str(SIM)], 2, "is a directory; give one .flow or .json file"),
+    ([GUARDS, "--runs", "0"], 2, "expected a positive number"),
+    ([GUARDS, "--block", "zzz"], 1, "no block named 'zzz'"),
+])
+def test_bad_input(capsys, args, code, message):
+    try:
+        rc = main(["simulate", *args])
+    except SystemExit as exc:  # argparse
+        rc = exc.code
+    assert rc == code
+    assert message in capsys.readouterr().err
+
+
+def test_a_flow_with_errors_is_refused(tmp_path, capsys):
+    bad = tmp_path / "bad.flow"
+    bad.write_text("workflow w {\n    participant a\n    start zz\n}\n")
+    assert main(["simulate", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert "the flow has errors" in err and "Traceback" not in err
+
+
+def test_progress_bar_only_on_a_terminal(capsys, monkeypatch):
+    assert main(["simulate", GUARDS, "--runs", "20"]) == 0
+    assert capsys.readouterr().err == ""
+
+    class TTY(io.StringIO):
+        def isatty(self):
+            return True
+    fake = TTY()
+    monkeypatch.setattr("sys.stderr", fake)
+    assert main(["simulate", GUARDS, "--runs", "20"]) == 0
+    assert "\rsimulate guards [" in fake.getvalue() and fake.getvalue().endswith("20/20\n")
+
+
+# -- agreement with the static analysis (the graph IR) ---------------------------------------------
+
+def _static(block):
+    graph = pytest.importorskip("turnflow.compiler.graph")
+    ir = graph.build_graph(block)
+    reach = ir.reachable()
+    firable = set()
+    for s in reach:
+        for _, _, data in ir.g.out_edges(s, data=True):
+            firable.update(id(st) for st in data["rules"] if st is not None)
+    unreached = [p for p in ir.participants if p not in reach]
+    never = [st.span.line for st in block.rules if id(st) not in firable]
+    return unreached, never
+
+
+@pytest.mark.parametrize("path", EXAMPLES + sorted(SIM.glob("*.flow")), ids=lambda p: p.name)
+def test_simulate_agrees_with_the_graph_analysis(path, capsys):
+    flow = parse(path.read_text(), str(path))
+    rep = simulate_json(capsys, str(path), "--runs", "600", "--seed", "1")
+    for b in rep["blocks"]:
+        if "skipped" in b:
+            continue
+        unreached, never = _static(flow.block(b["name"]))
+        assert b["participants_never_reached"] == unreached
+        assert [r["line"] for r in b["rules_never_fired"]] == never
+
+
+# -- the fast path decides as the hub does ---------------------------------------------------------
+
+def _replay_on_hub(spec, rounds):
+    steps: dict[str, list] = {p["agent_id"]: [] for p in spec["participants"]}
+    for speaker, rnd in rounds:
+        step = {"say": rnd["body"]}
+        if rnd["tool"]:
+            step["tool"] = rnd["tool"]
+        if rnd["set"]:
+            step["set"] = rnd["set"]
+        if rnd["kind"] == "finish":
+            step["finish"] = rnd["reason"] or ""
+        steps[speaker].append(step)
+    agents = {n: ScriptedAgent(n, s or [{"say": "unused"}]) for n, s in steps.items()}
+
+    async def go():
+        hub = await Hub.open(SQLiteStore(":memory:"), clock=FakeClock())
+        try:
+            return await run_session(hub, spec, agents)
+        finally:
+            await hub.aclose()
+    return asyncio.run(go())
+
+
+@pytest.mark.parametrize("path", [ROOT / "examples" / "support.flow", ROOT / "examples" / "research_loop.flow",
+                                  ROOT / "examples" / "onboarding.flow", SIM / "guards.flow"], ids=lambda p: p.name)
+def test_simulated_sessions_end_the_same_on_the_real_hub(path):
+    spec = next(s for s in compile_flow(path.read_text()) if s["kind"] == "workflow")
+    sim = Simulator(spec)
+    for run in range(15):
+        rounds: list = []
+        reason, turns = sim.run_one(run_rng(0, spec["name"], run), rounds=rounds)
+        res = _replay_on_hub(spec, rounds)
+        assert res.error is None
+        assert (res.close_reason, len(res.turns)) == (reason, turns)
+        assert [(t["speaker"], t["tool"], t["body"], t["set"]) for t in res.turns] == [
+            (s, r["tool"], r["body"], r["set"]) for s, r in rounds]
+
+
+@pytest.mark.parametrize("path", EXAMPLES + sorted(SIM.glob("*.flow")), ids=lambda p: p.name)
+def test_simulate_agrees_with_turnflow_check(path, capsys):
+    """TF203 names exactly the participants simulate never reaches; the rules it never saw fire
+    are TF204's shadowed rules plus the rules of those unreachable participants."""
+    import re
+
+    from turnflow import check
+
+    text = path.read_text()
+    flow = parse(text, str(path))
+    diags = check(text, str(path))
+    rep = simulate_json(capsys, str(path), "--runs", "600", "--seed", "2")
+    for b in rep["blocks"]:
+        if "skipped" in b:
+            continue
+        block = flow.block(b["name"])
+        lo, hi = block.span.line, block.span.end_line
+        mine = [d for d in diags if lo <= d.span.line <= hi]
+        tf203 = sorted(re.search(r"participant `([^`]+)`", d.message).group(1) for d in mine if d.code == "TF203")
+        assert sorted(b["participants_never_reached"]) == tf203
+        tf204 = {d.span.line for d in mine if d.code == "TF204"}
+        orphaned = {st.span.line for st in block.rules
+                    if st.source is not None and st.source.name in tf203}
+        assert {r["line"] for r in b["rules_never_fired"]} == tf204 | orphaned
+
+
+@pytest.mark.parametrize("spec, message", [
+    ({"kind": "workflow", "participants": []}, "needs at least 2 participants, got 0"),
+    ({"kind": "workflow", "participants": [{"x": 1}]}, "`participants` must be a list of objects with an `agent_id`"),
+    ({"kind": "workflow", "name": "w", "participants": [{"agent_id": "a"}, {"agent_id": "b"}],
+      "knobs": {"graph": {"initial_speaker": "a", "transitions": [{"when": {"name": "sometimes"}, "then": {}}]}}},
+     "no transition condition named 'sometimes'"),
+])
+def test_a_bad_spec_is_a_clear_error(tmp_path, capsys, spec, message):
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(spec))
+    assert main(["simulate", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert message in err and "internal error" not in err
+
+
+def test_a_flow_that_never_ends_is_cut_by_the_simulation_cap(tmp_path, capsys):
+    spec = {"kind": "workflow", "name": "loop", "participants": [{"agent_id": "a"}, {"agent_id": "b"}],
+            "knobs": {"graph": {"initial_speaker": "a", "transitions": [
+                {"when": {"name": "always", "args": {}}, "then": {"name": "round_robin", "args": {}}}]}}}
+    sim = Simulator(spec, finish_p=0.0, cap=50)
+    rep = sim.run(3, 0)
+    assert rep.close_reasons == {"<simulation cap>": 3} and rep.turns == [50, 50, 50]
+
+
+def test_property_the_fast_path_decides_as_the_hub_on_generated_workflows():
+    """Generated workflows (tests/flow_strategies.py): every simulated session, replayed on a
+    real hub by scripted agents, takes the same turns and ends with the same reason."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from flow_strategies import workflow_blocks
+    from turnflow.dsl import ast
+    from turnflow.source import Span
+
+    @settings(max_examples=60, deadline=None)
+    @given(workflow_blocks(always_max_turns=True), st.integers(0, 2 ** 16))
+    def prop(block, seed):
+        (spec,) = compile_flow(ast.FlowFile(span=Span.point(), blocks=[block]))
+        sim = Simulator(spec)
+        for run in range(2):
+            rounds: list = []
+            reason, turns = sim.run_one(run_rng(seed, "w", run), rounds=rounds)
+            res = _replay_on_hub(spec, rounds)
+            assert res.error is None
+            assert (res.close_reason, len(res.turns)) == (reason, turns)
+            assert [t["speaker"] for t in res.turns] == [s for s, _ in rounds]
+    prop()
