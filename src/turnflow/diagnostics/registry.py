@@ -1,6 +1,9 @@
 """The rule registry: every diagnostic code has a stable code, a kebab-case
 name, a default severity and a docstring (What it does / Why is this bad? /
-Example / Use instead). Rule modules register themselves on import."""
+Example / Use instead). Rule modules register themselves on import; the
+package root imports the catalogue (`turnflow.compiler.checks`), so every
+rule is registered once anything from `turnflow` is imported. This module
+imports nothing from later stages."""
 
 from __future__ import annotations
 
@@ -48,17 +51,11 @@ def rule(code: str, name: str, severity: str) -> Callable:
     return deco
 
 
-def _load() -> None:
-    import turnflow.compiler.checks  # noqa: F401  (registers every rule)
-
-
 def get_rule(code: str) -> Optional[RuleInfo]:
-    _load()
     return _RULES.get(code.upper())
 
 
 def all_rules() -> list[RuleInfo]:
-    _load()
     return [_RULES[c] for c in sorted(_RULES)]
 
 

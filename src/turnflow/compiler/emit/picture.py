@@ -12,12 +12,12 @@ with the rule that shadows them; TF209/TF210/TF211 noted on the start node.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 from turnflow.diagnostics.diagnostic import Diagnostic
 from turnflow.dsl import ast
+from turnflow.dsl.printer import term
 
 START_ID = "<start>"
 
@@ -67,18 +67,6 @@ class Picture:
 # --------------------------------------------------------------------------
 #  Labels
 # --------------------------------------------------------------------------
-def _lit(v: ast.Literal) -> str:
-    return json.dumps(v.value, ensure_ascii=False)
-
-
-def term_label(t) -> str:
-    if isinstance(t, ast.ToolTerm):
-        return f"tool {t.tool.name}"
-    if isinstance(t, ast.ContextTerm):
-        return f"context.{t.key.name} == {_lit(t.value)}"
-    return f"text contains {json.dumps(t.text.value, ensure_ascii=False)}"
-
-
 def rule_label(rule) -> str:
     """The condition under which `rule` sends the turn along its edge."""
     if rule is None:
@@ -87,7 +75,7 @@ def rule_label(rule) -> str:
         return "otherwise"
     if isinstance(rule, ast.Handoff):
         return f"tool {rule.tool.name}"
-    text = " and ".join(term_label(t) for t in rule.terms) if rule.terms else "always"
+    text = " and ".join(term(t) for t in rule.terms) if rule.terms else "always"
     if rule.priority is not None and rule.priority.value != 0:
         text += f" [priority {rule.priority.value}]"
     return text
