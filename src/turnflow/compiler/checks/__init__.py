@@ -18,6 +18,7 @@ from turnflow.compiler.checks import (  # noqa: F401  (each import registers its
     ends_only_by_cap,
     initiator_undeclared,
     invalid_value,
+    migration,
     missing_start,
     never_ends,
     participant_roles,

@@ -1,0 +1,246 @@
+"""TF4xx: diagnostics of `turnflow migrate`.
+
+They are documented here (so that `turnflow rule`, docs/rules.md and SARIF
+know them); `turnflow.migrate` emits them, at positions of the migrated INPUT
+file (a Python source or a JSON component), and writes each one as a `#`
+comment above the statement it concerns. See docs/migrate.md.
+"""
+
+from turnflow.diagnostics.registry import register
+
+register("TF401", "migrate-unsupported-input", "error", """
+    The input cannot be migrated: it is malformed or not a supported orchestration.
+
+    ## What it does
+    Reports a Python file that does not parse, a `GroupChat(...)` built in a
+    loop or a comprehension, a file with no group chat, pattern or team, a
+    JSON file that is not an AutoGen team component (for example an agent or
+    a model client), or a value that must be a literal and is not. The
+    position is that of the offending code in the input. Nothing is written;
+    `turnflow migrate` exits with status 1.
+
+    ## Why is this bad?
+    `turnflow migrate` never imports or runs your code: it reads it. What it
+    cannot read without running it, it cannot translate faithfully.
+
+    ## Example
+    ```python
+    for n in (3, 5):
+        chat = GroupChat(agents=[a, b], messages=[], max_round=n)
+    ```
+
+    ## Use instead
+    Build the group chat once, with literal arguments, at module level or in
+    a function body:
+    ```python
+    chat = GroupChat(agents=[a, b], messages=[], max_round=5)
+    ```
+""")
+
+register("TF402", "migrate-renamed", "warning", """
+    An agent or tool name is not a valid `.flow` NAME and was renamed.
+
+    ## What it does
+    Names with spaces or other characters a NAME cannot hold, names starting
+    with a digit, and keywords (`start`, `next`, `context`, ...) are rewritten
+    deterministically: invalid characters become `_`, a leading digit gets an
+    `agent_` prefix, a keyword gets a trailing `_`, and a clash with an earlier
+    name gets `_2`, `_3`, ...
+
+    ## Why is this bad?
+    The migrated flow refers to the agent by a name your code does not use:
+    the agents you bind to the flow at run time must use the new name.
+
+    ## Example
+    ```python
+    planner = AssistantAgent(name="Senior Planner", llm_config=llm_config)
+    ```
+    becomes `participant Senior_Planner`.
+
+    ## Use instead
+    Give agents names made of letters, digits, `_` and `-`:
+    `AssistantAgent(name="senior_planner", ...)`.
+""")
+
+register("TF403", "migrate-llm-selection", "info", """
+    A choice the source leaves to an LLM became routing tools plus a deterministic fallback.
+
+    ## What it does
+    Where the source lets a model pick the next speaker among two or more
+    agents (classic `speaker_selection_method="auto"`, AG2 LLM conditions,
+    `SelectorGroupChat`, Swarm and Magentic-One), the migrated flow gives
+    the speaker one routing tool per possible successor
+    (`handoff X -> Y via transfer_to_Y "..."`) and a fallback for the round in
+    which the speaker calls none of them: the first eligible agent after the
+    speaker (classic, selector), or the speaker again (Swarm).
+
+    ## Why is this bad?
+    The speaker now decides, by calling a tool, what a separate selector
+    model used to decide from the whole transcript; a speaker that calls no
+    tool gets the fallback. The speaker graph is the same, edge for edge.
+
+    ## Example
+    ```python
+    GroupChat(agents=[user, planner, coder], speaker_selection_method="auto", ...)
+    ```
+
+    ## Use instead
+    Keep the generated handoffs and give each tool a description that tells
+    the speaker when to use it; or replace a choice that does not need a
+    model with a plain rule (`planner -> coder`).
+""")
+
+register("TF404", "migrate-selection-method", "warning", """
+    A speaker selection method with no `.flow` equivalent was approximated.
+
+    ## What it does
+    `random` and `manual` selection, a custom selection function the
+    migrator cannot read, `RandomPattern`, `ManualPattern` and
+    `GroupManagerTarget` are translated as if a model picked among the same
+    eligible agents (routing tools plus a fallback, see TF403).
+
+    ## Why is this bad?
+    The flow keeps every possible transition but not how the choice is made:
+    randomness, a human's pick or your function's logic are gone.
+
+    ## Example
+    ```python
+    GroupChat(agents=[a, b, c], speaker_selection_method="random", ...)
+    ```
+
+    ## Use instead
+    Decide the order explicitly in the migrated flow, e.g. `a -> b`, or write
+    the selection function as `if last_speaker is a: return b` branches,
+    which the migrator translates exactly.
+""")
+
+register("TF405", "migrate-termination", "warning", """
+    A termination condition was approximated or could not be translated.
+
+    ## What it does
+    Reports termination checks that `.flow` cannot state exactly:
+    `endswith`/`startswith`/`==` tests and case-insensitive tests become
+    `text contains`, an agent's own `is_termination_msg` (which ends the chat
+    only when that agent is asked to reply) becomes a check after every
+    message, `And` of conditions becomes "any of them", timeouts become `ttl`,
+    and checks the migrator cannot read (token usage, external stops, custom
+    functions) are dropped.
+
+    ## Why is this bad?
+    The migrated flow may end earlier or later than the original.
+
+    ## Example
+    ```python
+    is_termination_msg=lambda m: m["content"].rstrip().endswith("TERMINATE")
+    ```
+    becomes `* -> terminate "is_termination_msg" when text contains "TERMINATE"`.
+
+    ## Use instead
+    Check the generated `terminate` rules; prefer explicit markers such as
+    `"TERMINATE" in content`, which translate exactly.
+""")
+
+register("TF406", "migrate-condition-approximated", "warning", """
+    A condition cannot be expressed exactly in `.flow`: it was approximated, or its rule is kept as a comment.
+
+    ## What it does
+    `.flow` conditions are conjunctions of `tool T`, `context.KEY == LITERAL`
+    and `text contains STRING`. Context expressions with `!=`, `<`, `>`,
+    `len(...)`, arithmetic, callables or conditions on other message fields
+    cannot be stated: the rule is written as a comment so you can rewrite it.
+    Conditions that can be stated approximately are translated and reported:
+    a truthiness test (`${flag}`, `not ${flag}`, `StringContextCondition`)
+    becomes `== true` / `== false`, an `==` or `endswith` test on a message
+    becomes `text contains`, a tool that returns different targets becomes
+    one `when tool` rule per target, and an `available=` condition on an LLM
+    handoff is dropped.
+
+    ## Why is this bad?
+    A dropped rule is missing from the migrated flow (and so from its speaker
+    graph) until you rewrite it; an approximated one may fire in slightly
+    different situations than the original.
+
+    ## Example
+    ```python
+    ExpressionContextCondition(ContextExpression("len(${open_tickets}) > 0"))
+    ```
+
+    ## Use instead
+    Keep a boolean context variable up to date in a tool
+    (`context_variables["has_open_tickets"] = True`) and test it with
+    `context.has_open_tickets == true`.
+""")
+
+register("TF407", "migrate-parallel-branches", "warning", """
+    Parallel fan-out, joins or activation groups of a GraphFlow were made sequential.
+
+    ## What it does
+    A `.flow` has one speaker at a time. A node with several unconditional
+    edges (fan-out) is translated as a chain: the branches speak one after
+    another in edge order, and the last branch goes where the branches go
+    (the join). Activation groups and `any`/`all` activation conditions are
+    dropped.
+
+    ## Why is this bad?
+    Branches that ran concurrently now run in sequence and see each other's
+    messages; the speaker graph has chain edges between branches instead of
+    the fan-out edges.
+
+    ## Example
+    ```json
+    {"name": "writer", "edges": [{"target": "editor_a"}, {"target": "editor_b"}]}
+    ```
+    becomes `writer -> editor_a`, `editor_a -> editor_b`.
+
+    ## Use instead
+    Order the branches explicitly, or keep the parallel part in AutoGen and
+    migrate the sequential parts.
+""")
+
+register("TF408", "migrate-target-approximated", "warning", """
+    A transition target with no `.flow` equivalent was approximated.
+
+    ## What it does
+    "Back to the agent that spoke before the user" (AG2 patterns after a
+    human reply), `RevertToUserTarget` without a user agent, nested chats,
+    Magentic-One's orchestrator, handoffs to agents that are not in the team
+    and other targets the language cannot state are replaced by the closest
+    target, named in the message (usually the pattern's initial agent).
+
+    ## Why is this bad?
+    The turn may go to a different agent than in the original.
+
+    ## Example
+    ```python
+    DefaultPattern(initial_agent=triage, agents=[...], user_agent=user)
+    ```
+    Here the user's reply goes back to whoever spoke last; the flow sends it
+    to `triage`.
+
+    ## Use instead
+    Add explicit rules for the user's replies, e.g.
+    `user -> billing when context.topic == "billing"`.
+""")
+
+register("TF409", "migrate-ignored-setting", "info", """
+    A setting of the source has no effect on the speaker graph and was not migrated.
+
+    ## What it does
+    Reports settings such as `func_call_filter`, `send_introductions`, the
+    `select_speaker_*` prompt templates of a classic GroupChat, a non-default
+    `emit_team_events` or `max_stalls` of an AutoGen team, a handoff outside
+    a Swarm that no HandoffTermination gives effect to, or a context variable
+    whose initial value is a list or dict, that `.flow` has no place for.
+
+    ## Why is this bad?
+    Behaviour that depended on the setting is not described by the migrated
+    flow; it belongs to the agents or the runtime configuration.
+
+    ## Example
+    ```python
+    GroupChat(agents=[a, b], messages=[], send_introductions=True)
+    ```
+
+    ## Use instead
+    Configure the equivalent behaviour in the agents you bind to the flow.
+""")

@@ -1,0 +1,498 @@
+"""AutoGen 0.4+ team component JSON → `.flow`.
+
+Inputs: one team component (`team.dump_component()` output, an AutoGen
+Studio team file), a JSON array of team components, or a gallery file
+(`{"components": {"teams": [...]}}`); one block per team.
+
+Teams: RoundRobinGroupChat, SelectorGroupChat, Swarm, GraphFlow,
+MagenticOneGroupChat. Termination conditions: MaxMessageTermination,
+TextMentionTermination, HandoffTermination, SourceMatchTermination,
+TextMessageTermination, FunctionCallTermination, StopMessageTermination,
+TimeoutTermination, combined with `|` (Or) and `&` (And).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from turnflow.migrate.common import FlowBuilder, Migration, Names, Pos, fail, render, tool_name
+from turnflow.migrate.jsonpos import Positions, load
+from turnflow.source import SourceText
+
+TEAMS = ("RoundRobinGroupChat", "SelectorGroupChat", "Swarm", "GraphFlow", "MagenticOneGroupChat")
+
+
+def _kind(component: Any) -> str:
+    """The class name of a component: `autogen_agentchat.teams.Swarm` → "Swarm"."""
+    if not isinstance(component, dict):
+        return ""
+    provider = component.get("provider")
+    if isinstance(provider, str) and provider:
+        return provider.rsplit(".", 1)[-1]
+    return ""
+
+
+def _config(component: Any) -> dict:
+    cfg = component.get("config") if isinstance(component, dict) else None
+    return cfg if isinstance(cfg, dict) else {}
+
+
+def _list(value: Any) -> list:
+    return value if isinstance(value, list) else []
+
+
+@dataclass
+class Agent:
+    raw: str
+    name: str
+    description: Optional[str]
+    component: dict
+    kind: str
+    tools: list[str] = field(default_factory=list)
+    handoffs: list[dict] = field(default_factory=list)  # {target, description, name, at}
+    name_at: Optional[Pos] = None
+
+
+def migrate(text: str, path: str, src: Optional[SourceText] = None) -> Migration:
+    src = src or SourceText(text, path)
+    data, pos = load(text, path, src)
+    teams = _teams(data, pos, path, src)
+    builders = []
+    blocks = Names()
+    for team in teams:
+        builders.append(_team(team, pos, blocks, path, src))
+    return render(builders, [f"Migrated by `turnflow migrate` from {path} (AutoGen team component)."],
+                  path, src, "autogen")
+
+
+def _teams(data: Any, pos: Positions, path: str, src: SourceText) -> list[dict]:
+    if isinstance(data, dict) and not _kind(data) and isinstance(data.get("component"), dict):
+        data = data["component"]  # an AutoGen Studio team record: {"component": {...}, ...}
+    if isinstance(data, dict) and _kind(data) in TEAMS:
+        return [data]
+    if isinstance(data, dict) and isinstance(data.get("components"), dict):
+        teams = data["components"].get("teams")
+        if isinstance(teams, list) and teams:
+            out = [t for t in teams if _kind(t) in TEAMS]
+            for t in teams:
+                if _kind(t) not in TEAMS:
+                    raise fail("TF401", f"gallery team `{_kind(t) or '?'}` is not a supported team "
+                               f"({', '.join(TEAMS)})", pos.of(t), path, src)
+            return out
+        raise fail("TF401", "gallery file without teams (`components.teams` is empty or missing)",
+                   pos.of(data["components"]), path, src)
+    if isinstance(data, list) and data and all(_kind(t) in TEAMS for t in data):
+        return data
+    if isinstance(data, dict) and _kind(data):
+        ctype = data.get("component_type")
+        raise fail("TF401", f"`{_kind(data)}` is " + (f"a component of type {json.dumps(ctype)}" if isinstance(ctype, str)
+                   else "not a team component") + f", not a team; supported teams: {', '.join(TEAMS)}",
+                   pos.of(data, "provider"), path, src)
+    where = data[0] if isinstance(data, list) and data else data
+    raise fail("TF401", "not an AutoGen team component: expected an object with \"provider\" naming one of "
+               f"{', '.join(TEAMS)}, a list of them, or a gallery file with components.teams",
+               pos.of(where) if isinstance(where, (dict, list)) else Pos(1, 1), path, src)
+
+
+def _agents(team: dict, pos: Positions, names: Names, b: FlowBuilder, path: str, src: SourceText) -> list[Agent]:
+    cfg = _config(team)
+    parts = cfg.get("participants")
+    if not isinstance(parts, list) or not parts:
+        raise fail("TF401", "the team has no participants", pos.of(cfg, "participants") if cfg else pos.of(team),
+                   path, src)
+    agents = []
+    for p in parts:
+        pc = _config(p)
+        raw = pc.get("name")
+        if not isinstance(raw, str) or not raw:
+            raise fail("TF401", "a participant has no `config.name`", pos.of(p), path, src)
+        if raw in names.map:
+            raise fail("TF401", f"two participants are named {json.dumps(raw)}; AutoGen requires unique names",
+                       pos.of(pc, "name"), path, src)
+        name, changed = names.add(raw)
+        desc = pc.get("description") if isinstance(pc.get("description"), str) else None
+        agent = Agent(raw, name, desc, p, _kind(p), name_at=pos.of(pc, "name"))
+        for t in _tool_list(pc):
+            tn = _config(t).get("name") if isinstance(t, dict) else None
+            if isinstance(tn, str) and tn:
+                agent.tools.append(tool_name(tn))
+        for h in _list(pc.get("handoffs")):
+            if isinstance(h, str):
+                agent.handoffs.append({"target": h, "description": None, "name": f"transfer_to_{h}",
+                                       "at": pos.of(pc, "handoffs")})
+            elif isinstance(h, dict) and isinstance(h.get("target"), str):
+                agent.handoffs.append({"target": h["target"], "description": h.get("description"),
+                                       "name": h.get("name") or f"transfer_to_{h['target']}", "at": pos.of(h)})
+        agents.append(agent)
+    return agents
+
+
+def _tool_list(pc: dict) -> list:
+    tools = list(_list(pc.get("tools")))
+    wb = pc.get("workbench")
+    for w in wb if isinstance(wb, list) else [wb] if isinstance(wb, dict) else []:
+        tools += _list(_config(w).get("tools"))
+    return [t for t in tools if isinstance(t, dict)]
+
+
+@dataclass
+class Term:
+    max_messages: Optional[int] = None
+    max_at: Optional[Pos] = None
+    texts: list[tuple[str, Optional[list[str]]]] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+    handoff_targets: list[str] = field(default_factory=list)
+    text_message: list[Optional[str]] = field(default_factory=list)  # source or None (any)
+    function_calls: list[str] = field(default_factory=list)
+    timeout: Optional[int] = None
+    notes: list = field(default_factory=list)
+
+    def note(self, code: str, message: str, at: Pos) -> None:
+        self.notes.append((code, message, at))
+
+
+def _termination(cond: Any, pos: Positions, b: FlowBuilder, term: Term, names: Names) -> None:
+    if not isinstance(cond, dict):
+        return
+    kind = _kind(cond)
+    cfg = _config(cond)
+    at = pos.of(cond, "provider")
+    if kind in ("OrTerminationCondition", "AndTerminationCondition"):
+        if kind == "AndTerminationCondition":
+            term.note("TF405", "`&` (And) of termination conditions ends the run only when all have fired; "
+                   "approximated by ending when any of them fires", at)
+        for c in _list(cfg.get("conditions")):
+            _termination(c, pos, b, term, names)
+        return
+    if kind == "MaxMessageTermination":
+        n = cfg.get("max_messages")
+        if isinstance(n, int) and not isinstance(n, bool):
+            if term.max_messages is None or n < term.max_messages:
+                term.max_messages, term.max_at = n, at
+        return
+    if kind == "TextMentionTermination":
+        text = cfg.get("text")
+        if isinstance(text, str) and text:
+            srcs = cfg.get("sources")
+            term.texts.append((text, [names.map.get(s, s) for s in srcs] if isinstance(srcs, list) and srcs
+                               else None))
+        return
+    if kind == "SourceMatchTermination":
+        for s in _list(cfg.get("sources")):
+            if isinstance(s, str):
+                term.sources.append(names.map.get(s, s))
+        return
+    if kind == "HandoffTermination":
+        if isinstance(cfg.get("target"), str):
+            term.handoff_targets.append(cfg["target"])
+        return
+    if kind == "TextMessageTermination":
+        s = cfg.get("source")
+        term.text_message.append(names.map.get(s, s) if isinstance(s, str) else None)
+        return
+    if kind == "FunctionCallTermination":
+        if isinstance(cfg.get("function_name"), str):
+            term.function_calls.append(tool_name(cfg["function_name"]))
+        return
+    if kind == "TimeoutTermination":
+        t = cfg.get("timeout_seconds")
+        if isinstance(t, (int, float)) and not isinstance(t, bool) and t > 0:
+            term.note("TF405", "TimeoutTermination counts from the start of `run()`; approximated by the session's "
+                   f"time to live, `ttl {int(round(t))}s`", at)
+            term.timeout = int(round(t))
+        return
+    if kind == "StopMessageTermination":
+        term.note("TF405", "StopMessageTermination ends the run when an agent emits a StopMessage, which .flow "
+               "cannot observe; dropped", at)
+        return
+    term.note("TF405", f"termination condition `{kind or '?'}` cannot be expressed; dropped", at)
+
+
+def _describe(agents: dict[str, Agent], name: str) -> str:
+    a = agents.get(name)
+    if a is not None and a.description:
+        return a.description.strip()
+    return f"Let {name} speak next"
+
+
+def _team(team: dict, pos: Positions, blocks: Names, path: str, src: SourceText) -> FlowBuilder:
+    kind = _kind(team)
+    cfg = _config(team)
+    raw_name = cfg.get("name") if isinstance(cfg.get("name"), str) else team.get("label")
+    if not isinstance(raw_name, str) or not raw_name:
+        raw_name = kind
+    block, _ = blocks.add(raw_name)
+    title = team.get("description") if isinstance(team.get("description"), str) else None
+    b = FlowBuilder(block, title)
+    names = Names()
+    agents = _agents(team, pos, names, b, path, src)
+    by_name = {a.name: a for a in agents}
+    order = [a.name for a in agents]
+
+    term = Term()
+    _termination(cfg.get("termination_condition"), pos, b, term, names)
+
+    # tools each agent owns (for FunctionCallTermination)
+    for a in agents:
+        for t in a.tools:
+            if t in term.function_calls:
+                b.add_tool(a.name, t)
+
+    b.section()
+    for a in agents:
+        if a.name != a.raw:
+            b.note("TF402", f"agent name {json.dumps(a.raw)} is not a valid flow NAME; renamed to `{a.name}`",
+                   a.name_at)
+        b.participant(a.name, a.description)
+    if len(agents) < 2:
+        b.note("TF408", "a workflow needs two participants; the sender of the task, `user`, is added "
+               "(AutoGen does not count it as a team member)", pos.of(cfg, "participants"))
+        b.participant(names.add("user")[0], "The sender of the task (not a team member)", "initiator")
+
+    # -- start and caps -------------------------------------------------------
+    b.section()
+    start = order[0]
+    if kind == "GraphFlow":
+        start = _graph_start(cfg, pos, b, names, order, path, src)
+    elif kind == "SelectorGroupChat":
+        b.note("TF403", "the selector model also picks the first speaker; the flow starts with the first "
+               "participant", pos.of(team, "provider"))
+    elif kind == "MagenticOneGroupChat":
+        b.note("TF408", "Magentic-One's orchestrator plans, keeps a progress ledger and picks every speaker "
+               "(including the first); approximated by routing tools on each participant and the first "
+               "participant as start", pos.of(team, "provider"))
+    b.start(start)
+    caps = []
+    mt = cfg.get("max_turns")
+    if kind == "MagenticOneGroupChat" and mt is None:
+        mt = 20
+    if isinstance(mt, int) and not isinstance(mt, bool) and mt >= 1:
+        caps.append(mt)
+    if term.max_messages is not None:
+        if term.max_messages - 1 < 1:
+            b.note("TF405", f"MaxMessageTermination({term.max_messages}) stops before any agent speaks; "
+                   "approximated by `max_turns 1`", term.max_at)
+        caps.append(max(1, term.max_messages - 1))
+    if term.timeout is not None:
+        b.ttl(term.timeout)
+    if caps:
+        if term.max_messages is not None and min(caps) == max(1, term.max_messages - 1):
+            b.comment(f"MaxMessageTermination({term.max_messages}) counts the task message: "
+                      f"{term.max_messages - 1} agent turns")
+        b.max_turns(min(caps))
+    # settings that change behaviour the speaker graph cannot describe (defaults are not reported)
+    for key, default in (("emit_team_events", False), ("max_stalls", 3)):
+        if key in cfg and cfg[key] is not None and cfg[key] != default:
+            b.note("TF409", f"`{key}` has no equivalent in a .flow file; ignored", pos.of(cfg, key))
+
+    # -- termination first -------------------------------------------------------
+    b.section()
+    for code, message, at in term.notes:
+        b.note(code, message, at)
+    for s in term.sources:
+        if s in by_name:
+            b.rule(s, ("terminate", "source_match"))
+    for text, sources in term.texts:
+        for s in sources or [None]:
+            if s is None or s in by_name:
+                b.rule(s, ("terminate", "text_mention"), [("text", text)])
+    for fn in term.function_calls:
+        owners = [a.name for a in agents if fn in a.tools]
+        for o in owners or [None]:
+            b.rule(o, ("terminate", "function_call"), [("tool", fn)])
+
+    # -- routing (speakers that always end the run need none) ------------------------
+    ended = {s for s in term.sources if s in by_name}
+    agents = [a for a in agents if a.name not in ended]
+    # TextMessageTermination: after the handoffs, a round that produced text ends the run
+    texted = set(order) if None in term.text_message else {s for s in term.text_message if s in by_name}
+    if kind == "RoundRobinGroupChat":
+        _terminating_handoffs(b, agents, term, order)
+        _text_message(b, term, by_name)
+        b.section()
+        if texted >= set(order) - ended:
+            pass  # every speaker's round ends the run: no routing is ever used
+        elif len(order) == 1:
+            b.rule(order[0], ("stay",))  # a one-agent round robin: the agent speaks again
+        else:
+            b.rule(None, ("next",))
+    elif kind in ("SelectorGroupChat", "MagenticOneGroupChat"):
+        repeat = bool(cfg.get("allow_repeated_speaker", False)) or kind == "MagenticOneGroupChat"
+        if kind == "SelectorGroupChat":
+            b.note("TF403", "the selector model picks the next speaker; each participant gets one routing tool "
+                   "per possible successor, and the next participant when it calls none", pos.of(team, "provider"))
+        _terminating_handoffs(b, agents, term, order)
+        _text_message(b, term, by_name)
+        for x in order:
+            if x in ended or x in texted:
+                continue
+            b.section()
+            eligible = [y for y in order if repeat or y != x] or [x]
+            if len(eligible) == 1:
+                b.rule(x, eligible[0])
+                continue
+            for y in eligible:
+                b.handoff(x, y, f"transfer_to_{y}", _describe(by_name, y))
+            b.rule(x, ("next",) if len(order) > 1 else x)
+    elif kind == "Swarm":
+        b.note("TF403", "in a Swarm the speaker picks the next one by calling a handoff tool and speaks again "
+               "when it calls none; the flow keeps the handoffs and falls back to `stay`", pos.of(team, "provider"))
+        for a in agents:
+            if not a.handoffs:
+                continue
+            b.section()
+            for h in a.handoffs:
+                target = h["target"]
+                tool = _tool(b, h)
+                desc = h["description"] or None
+                if target in names.map and names.map[target] in by_name and target not in term.handoff_targets:
+                    b.handoff(a.name, names.map[target], tool, desc or _describe(by_name, names.map[target]))
+                else:
+                    if target not in term.handoff_targets:
+                        b.note("TF408", f"`{a.raw}` hands off to `{target}`, which is not in the team and has no "
+                               "HandoffTermination; AutoGen ends the run there, so does the flow", h["at"])
+                    b.handoff(a.name, ("terminate", f"handoff_to_{target}"), tool, desc)
+        _text_message(b, term, by_name)
+        if not texted >= set(order) - ended:
+            b.section()
+            b.otherwise(("stay",))
+    elif kind == "GraphFlow":
+        _terminating_handoffs(b, agents, term, order)
+        _text_message(b, term, by_name)
+        _graph(cfg, pos, b, names, order, path, src, ended | texted)
+    return b
+
+
+def _terminating_handoffs(b: FlowBuilder, agents: list[Agent], term: Term, order: list[str]) -> None:
+    """Outside a Swarm a handoff does not pick the speaker; only a HandoffTermination gives it effect."""
+    for a in agents:
+        for h in a.handoffs:
+            if h["target"] in term.handoff_targets:
+                b.section()
+                b.handoff(a.name, ("terminate", f"handoff_to_{h['target']}"), _tool(b, h),
+                          h["description"] or None)
+            else:
+                b.note("TF409", f"outside a Swarm, `{a.raw}`'s handoff to `{h['target']}` does not choose the "
+                       "next speaker; ignored", h["at"])
+
+
+def _tool(b: FlowBuilder, h: dict) -> str:
+    tool = tool_name(h["name"])
+    if tool != h["name"]:
+        b.note("TF402", f"handoff tool name {json.dumps(h['name'])} is not a valid flow NAME; renamed to `{tool}`",
+               h["at"])
+    return tool
+
+
+def _text_message(b: FlowBuilder, term: Term, by_name: dict) -> None:
+    for s in term.text_message:
+        if s is None or s in by_name:
+            b.section()
+            b.rule(s, ("terminate", "text_message"))
+
+
+# --------------------------------------------------------------------------
+#  GraphFlow
+# --------------------------------------------------------------------------
+def _nodes(cfg: dict, pos: Positions, path: str, src: SourceText) -> dict:
+    graph = cfg.get("graph")
+    nodes = graph.get("nodes") if isinstance(graph, dict) else None
+    if not isinstance(nodes, dict) or not nodes:
+        raise fail("TF401", "GraphFlow without `graph.nodes`", pos.of(cfg, "graph") if cfg else Pos(1, 1),
+                   path, src)
+    return nodes
+
+
+def _graph_start(cfg, pos, b, names, order, path, src) -> str:
+    nodes = _nodes(cfg, pos, path, src)
+    graph = cfg["graph"]
+    start = graph.get("default_start_node")
+    if isinstance(start, str) and start in names.map:
+        return names.map[start]
+    parents = {n: 0 for n in nodes}
+    for n, node in nodes.items():
+        for e in _list(node.get("edges")) if isinstance(node, dict) else []:
+            if isinstance(e, dict) and isinstance(e.get("target"), str) and e.get("target") in parents:
+                parents[e["target"]] += 1
+    roots = [names.map.get(n, n) for n in nodes if parents[n] == 0]
+    if len(roots) > 1:
+        b.note("TF407", f"the graph starts at several nodes in parallel ({', '.join(roots)}); the flow starts "
+               f"with `{roots[0]}`", pos.of(graph, "nodes"))
+    return roots[0] if roots else order[0]
+
+
+def _graph(cfg, pos, b: FlowBuilder, names: Names, order, path, src, ended=frozenset()) -> None:
+    nodes = _nodes(cfg, pos, path, src)
+    edges: dict[str, list[tuple[str, Optional[str], dict]]] = {}
+    for raw, node in nodes.items():
+        name = names.map.get(raw)
+        if name is None:
+            raise fail("TF401", f"graph node `{raw}` is not a participant", pos.of(nodes, raw), path, src)
+        out = []
+        for e in _list(node.get("edges")) if isinstance(node, dict) else []:
+            if not isinstance(e, dict) or not isinstance(e.get("target"), str) or e["target"] not in names.map:
+                raise fail("TF401", "a graph edge names a target that is not a participant",
+                           pos.of(e) if isinstance(e, (dict, list)) else pos.of(node), path, src)
+            cond = e.get("condition")
+            out.append((names.map[e["target"]], cond if isinstance(cond, str) else None, e))
+        edges[name] = out
+    # joins: a node that waits for several parents (the edges of one activation group, "all")
+    incoming: dict[str, dict[str, list[str]]] = {}
+    for x in order:
+        for t, _, e in edges.get(x, []):
+            raw_t = next((r for r, n in names.map.items() if n == t), t)
+            node_t = nodes.get(raw_t) if isinstance(nodes.get(raw_t), dict) else {}
+            group = e.get("activation_group") if isinstance(e.get("activation_group"), str) and \
+                e.get("activation_group") else t
+            how = e.get("activation_condition") if isinstance(e.get("activation_condition"), str) \
+                else node_t.get("activation", "all")
+            if how == "all":
+                incoming.setdefault(t, {}).setdefault(group, []).append(x)
+    joins: dict[str, list[tuple[str, Pos]]] = {}
+    for t in order:
+        for group, parents in incoming.get(t, {}).items():
+            if len(parents) > 1:
+                raw_t = next(r for r, n in names.map.items() if n == t)
+                joins.setdefault(t, []).append((
+                    f"`{t}` waits for all of {', '.join(parents)} (activation group {json.dumps(group)}); a flow "
+                    "has one speaker at a time, so it runs after whichever of them hands over to it",
+                    pos.of(nodes, raw_t)))
+    # sequential approximation of fan-out: X -> [T1..Tk] runs T1, ..., Tk one after another
+    chain: dict[str, tuple[str, str, dict]] = {}
+    for x in order:
+        unconditional = [t for t, c, _ in edges.get(x, []) if c is None]
+        if len(unconditional) > 1:
+            b.note("TF407", f"`{x}` fans out to {', '.join(unconditional)} in parallel; approximated by running "
+                   "them one after another in edge order, the last one continuing to where they lead",
+                   pos.of(nodes, next(r for r, n in names.map.items() if n == x)))
+            for t1, t2 in zip(unconditional, unconditional[1:]):
+                if t1 not in chain:
+                    chain[t1] = (t2, x, edges[x][0][2])
+    for x in order:
+        if x not in edges or x in ended:
+            continue
+        b.section()
+        for message, at in joins.get(x, []):
+            b.note("TF407", message, at)
+        if x in chain:
+            nxt, origin, _ = chain[x]
+            dropped = [t for t, _, _ in edges.get(x, [])]
+            b.comment(f"TF407: parallel branch of `{origin}`, made sequential"
+                      + (f" (its own edges to {', '.join(dropped)} are taken by the last branch)"
+                         if dropped else ""))
+            b.rule(x, nxt)
+            continue
+        out = edges[x]
+        if not out:
+            b.rule(x, ("terminate", "graph_complete"))
+            continue
+        conditional = [(t, c) for t, c, _ in out if c is not None]
+        unconditional = [t for t, c, _ in out if c is None]
+        for t, c in conditional:
+            b.rule(x, t, [("text", c)])
+        if unconditional:
+            b.rule(x, unconditional[0])
+        else:
+            b.rule(x, ("terminate", "no_edge_matched"))

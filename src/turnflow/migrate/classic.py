@@ -1,0 +1,636 @@
+"""Classic GroupChat (AutoGen 0.2 / AG2 ≤ 0.9) in a Python source → `.flow`.
+
+Semantics preserved (docs/migrate.md has the full table):
+- the eligible successors of a speaker X come from `allowed_or_disallowed_speaker_transitions`
+  (disallowed is inverted from the complete graph with self-loops), or from
+  `allow_repeat_speaker` when there is no dict; an agent that is not a key ends
+  the chat (`terminate "no_eligible_speaker"`); a key with an empty list means every agent;
+- exactly one eligible successor is chosen without the LLM (`X -> Y`);
+- `round_robin` picks the first eligible agent after X in `agents` order;
+- `auto` (and approximated methods) gives X one routing tool per eligible successor plus
+  the round-robin fallback;
+- `max_round` counts the opening message: `start` is the agent calling
+  `initiate_chat(manager, ...)` and `max_turns` is `max_round`.
+"""
+
+from __future__ import annotations
+
+import ast as pyast
+import json
+from dataclasses import dataclass, field
+from typing import Optional
+
+from turnflow.migrate.common import FlowBuilder, Migration, Names, Pos, fail, render
+from turnflow.migrate.pyread import (Module, agent_classes, callee, calls, is_agent_call, is_literal, kwarg,
+                                     parse_module, pos, termination_test)
+from turnflow.source import SourceText
+
+IGNORED = ("func_call_filter", "send_introductions", "select_speaker_message_template",
+           "select_speaker_prompt_template", "select_speaker_auto_multiple_template",
+           "select_speaker_auto_none_template", "max_retries_for_selecting_speaker",
+           "role_for_select_speaker_messages", "enable_clear_history", "select_speaker_auto_llm_config",
+           "select_speaker_transform_messages", "admin_name")
+METHODS = ("auto", "manual", "random", "round_robin")
+
+
+class _NotLit:
+    """Marks a keyword argument that is present but not a literal."""
+
+
+_NOTLIT = _NotLit()
+
+
+@dataclass
+class Agent:
+    var: str
+    raw: str
+    name: str
+    call: pyast.Call
+    description: Optional[str] = None
+    system_message: Optional[str] = None
+    termination: Optional[pyast.AST] = None
+
+
+@dataclass
+class Classic:
+    mod: Module
+    names: Names = field(default_factory=Names)
+    agents: dict[str, Agent] = field(default_factory=dict)  # by variable
+
+    def agent_of(self, node: Optional[pyast.AST]) -> Optional[Agent]:
+        if isinstance(node, pyast.Name):
+            return self.agents.get(node.id)
+        return None
+
+
+def migrate(text: str, path: str, src: Optional[SourceText] = None) -> Migration:
+    src = src or SourceText(text, path)
+    mod = parse_module(text, path, src)
+    cx = Classic(mod)
+    classes = agent_classes(mod)
+    group_calls: list[pyast.Call] = []
+    renames: list[tuple[Agent, str]] = []
+    group_classes = {"GroupChat"} | {n for n, c in mod.classes.items()
+                                     if any(callee(base) == "GroupChat" for base in c.bases)}
+    for call in calls(mod.tree):
+        if callee(call) in group_classes:
+            group_calls.append(call)
+        elif is_agent_call(mod, call, classes):
+            var = _bound_var(mod, call)
+            if var is None:
+                continue
+            raw = mod.string(kwarg(call, "name", 0))
+            if raw is None:
+                raw = var
+                renames.append((None, f"the name of `{var}` is not a string literal; the variable name is used"))
+            name, changed = cx.names.add(raw)
+            agent = Agent(var=var, raw=raw, name=name, call=call,
+                          description=mod.string(kwarg(call, "description")),
+                          system_message=mod.string(kwarg(call, "system_message", 1)),
+                          termination=kwarg(call, "is_termination_msg"))
+            cx.agents[var] = agent
+            if changed:
+                renames.append((agent, f"agent name {json.dumps(raw)} is not a valid flow NAME; renamed to `{name}`"))
+    if not group_calls:
+        raise fail("TF401", "no `GroupChat(...)` call found: nothing to migrate "
+                   "(use --from ag2-patterns for AG2 group patterns)", Pos(1, 1), path, src)
+    builders = []
+    used_block_names = Names()
+    for call in group_calls:
+        if id(call) in mod.in_loop:
+            raise fail("TF401", "`GroupChat(...)` is built in a loop or comprehension; the migrator reads "
+                       "code without running it and cannot tell which group chat runs", pos(call), path, src)
+        builders.append(_group(cx, call, used_block_names))
+    for agent, message in renames:
+        if agent is None:  # a name that is not a literal
+            builders[0].note("TF402", message, pos(group_calls[0]))
+    return render(builders, [f"Migrated by `turnflow migrate` from {path} (classic GroupChat)."],
+                  path, src, "classic")
+
+
+def _bound_var(mod: Module, call: pyast.Call) -> Optional[str]:
+    for name, value in mod.bindings.items():
+        if value is call:
+            return name
+    return None
+
+
+def _agent_list(cx: Classic, node: Optional[pyast.AST], what: str, at: pyast.AST) -> list[Agent]:
+    mod = cx.mod
+    resolved = mod.resolve(node)
+    if not isinstance(resolved, (pyast.List, pyast.Tuple)):
+        raise fail("TF401", f"{what} must be a list of agent variables written out in the file",
+                   pos(node if node is not None else at), mod.path, mod.src)
+    out = []
+    for elt in resolved.elts:
+        agent = cx.agent_of(elt)
+        if agent is None:
+            raise fail("TF401", f"`{pyast.unparse(elt)}` in {what} is not an agent "
+                       "created in this file", pos(elt), mod.path, mod.src)
+        if agent in out:
+            continue
+        if any(a.name == agent.name for a in out):
+            raise fail("TF401", f"two agents in {what} are named {json.dumps(agent.raw)}; AutoGen requires unique "
+                       "names", pos(elt), mod.path, mod.src)
+        out.append(agent)
+    return out
+
+
+def _manager_and_initiator(cx: Classic, group_var: Optional[str], group_call: pyast.Call):
+    mod = cx.mod
+    managers: list[tuple[str, pyast.Call]] = []
+    for call in calls(mod.tree):
+        if callee(call) == "GroupChatManager":
+            gc = kwarg(call, "groupchat", 0)
+            if gc is group_call or (isinstance(gc, pyast.Name) and gc.id == group_var):
+                var = _bound_var(mod, call)
+                managers.append((var or "", call))
+    initiator = None
+    init_call = None
+    for var, mcall in managers:
+        for call in calls(mod.tree):
+            if callee(call) in ("initiate_chat", "a_initiate_chat") and isinstance(call.func, pyast.Attribute):
+                recipient = kwarg(call, "recipient", 0)
+                if isinstance(recipient, pyast.Name) and recipient.id == var and var:
+                    initiator = cx.agent_of(call.func.value)
+                    init_call = call
+                    break
+        if init_call is not None:
+            return mcall, initiator, init_call
+    return (managers[0][1] if managers else None), None, None
+
+
+def _group(cx: Classic, call: pyast.Call, block_names: Names) -> FlowBuilder:
+    mod = cx.mod
+    path, src = mod.path, mod.src
+    group_var = _bound_var(mod, call)
+    agents = _agent_list(cx, kwarg(call, "agents", 0), "`agents`", call)
+    if len(agents) < 2:
+        raise fail("TF401", "a group chat needs at least two agents (a .flow workflow has two or more "
+                   "participants)", pos(kwarg(call, "agents", 0) or call), path, src)
+    manager, initiator, init_call = _manager_and_initiator(cx, group_var, call)
+
+    block, _ = block_names.add(group_var or "groupchat")
+    b = FlowBuilder(block)
+
+    def lit(name: str, default):
+        # GroupChat is a dataclass: agents, messages, max_round may be positional
+        node = kwarg(call, name, {"max_round": 2}.get(name))
+        if node is None:
+            return default, None
+        value = mod.literal(node)
+        if not is_literal(value):
+            return _NOTLIT, node
+        return value, node
+
+    max_round, max_node = lit("max_round", 10)
+    if max_round is _NOTLIT or not isinstance(max_round, int) or isinstance(max_round, bool):
+        raise fail("TF401", "`max_round` must be a whole number literal", pos(max_node), path, src)
+    method_node = kwarg(call, "speaker_selection_method")
+    method_value = mod.literal(method_node) if method_node is not None else "auto"
+    custom_fn = None
+    if method_node is not None and not isinstance(method_value, str):
+        custom_fn = _function(mod, method_node)
+        method = "custom"
+    else:
+        method = str(method_value).lower()
+        if method not in METHODS:
+            raise fail("TF401", f"unknown speaker_selection_method {method_value!r} (AutoGen accepts "
+                       + ", ".join(METHODS) + " or a function)", pos(method_node), path, src)
+    transitions_node = kwarg(call, "allowed_or_disallowed_speaker_transitions")
+    ttype, ttype_node = lit("speaker_transitions_type", None)
+    repeat, repeat_node = lit("allow_repeat_speaker", None)
+    if repeat is _NOTLIT:
+        resolved = mod.resolve(repeat_node)
+        if isinstance(resolved, (pyast.List, pyast.Tuple)):
+            repeat = [a.name for a in _agent_list(cx, repeat_node, "`allow_repeat_speaker`", call)]
+        else:
+            raise fail("TF401", "`allow_repeat_speaker` must be True, False or a list of agents",
+                       pos(repeat_node), path, src)
+
+    names = [a.name for a in agents]
+    # -- eligible successors ------------------------------------------------
+    dict_mode = transitions_node is not None and not (isinstance(transitions_node, pyast.Constant)
+                                                      and transitions_node.value is None)
+    allowed: dict[str, list[str]] = {}
+    if dict_mode:
+        resolved = mod.resolve(transitions_node)
+        if not isinstance(resolved, pyast.Dict):
+            raise fail("TF401", "`allowed_or_disallowed_speaker_transitions` must be a dict literal "
+                       "(inline or bound to a variable)", pos(transitions_node), path, src)
+        if ttype is None or ttype is _NOTLIT or str(ttype).lower() not in ("allowed", "disallowed"):
+            raise fail("TF401", "`speaker_transitions_type` must be \"allowed\" or \"disallowed\" when "
+                       "transitions are given", pos(ttype_node or call), path, src)
+        if repeat is not None:
+            b.note("TF409", "`allow_repeat_speaker` and `allowed_or_disallowed_speaker_transitions` are mutually "
+                   "exclusive (AutoGen rejects both); the transitions are used", pos(repeat_node))
+        given: dict[str, list[str]] = {}
+        pairs = list(zip(resolved.keys, resolved.values))
+        var = transitions_node.id if isinstance(transitions_node, pyast.Name) else None
+        for k, v in mod.items.get(var, []) if var else []:
+            if any(id(n) in mod.in_loop for n in (k, v)):
+                raise fail("TF401", "the transitions dict is filled in a loop; the migrator reads code without "
+                           "running it: write the dict out", pos(k), path, src)
+            pairs.append((k, v))
+        for k, v in pairs:
+            key = cx.agent_of(k)
+            if key is None:
+                raise fail("TF401", "transition keys must be agent variables", pos(k or resolved), path, src)
+            given[key.name] = [a.name for a in _agent_list(cx, v, "a transition list", resolved)]
+        if str(ttype).lower() == "allowed":
+            allowed = given
+        else:
+            allowed = {n: list(names) for n in names}
+            for k, dis in given.items():
+                allowed[k] = [n for n in allowed.get(k, names) if n not in dis]
+    else:
+        for n in names:
+            allowed[n] = [o for o in names if o != n]
+            if repeat is None or repeat is True or (isinstance(repeat, list) and n in repeat):
+                allowed[n].append(n)
+
+    # -- participants, start, caps -------------------------------------------
+    init_agent = initiator
+    outside = init_agent is not None and init_agent.name not in names
+    b.section()
+    order = [init_agent] + agents if outside else agents
+    for a in order:
+        role = "initiator" if init_agent is not None and a is init_agent else None
+        if a.name != a.raw and a.name not in b.participants:
+            b.note("TF402", f"agent name {json.dumps(a.raw)} is not a valid flow NAME; renamed to `{a.name}`",
+                   pos(kwarg(a.call, "name", 0) or a.call))
+        b.participant(a.name, a.description, role)
+    for name in IGNORED:
+        node = kwarg(call, name)
+        if node is not None:
+            b.note("TF409", f"`{name}` has no equivalent in a .flow file; ignored", pos(node), comment=True)
+
+    b.section()
+    if init_agent is None:
+        b.note("TF408", "no `initiate_chat(manager, ...)` call found for this group chat; assumed the first "
+               f"agent, `{names[0]}`, sends the opening message", pos(call))
+        start = names[0]
+    else:
+        start = init_agent.name
+    b.start(start)
+    b.max_turns(max_round)
+    def eligible(x: str) -> Optional[list[str]]:
+        if x not in names:  # the initiator outside the group: every agent is eligible
+            return list(names)
+        if x not in allowed:
+            return None
+        e = [n for n in names if n in allowed[x]]
+        return e or list(names)
+
+    def after(x: str, e: list[str]) -> str:
+        idx = names.index(x) if x in names else -1
+        for i in range(len(names)):
+            cand = names[(idx + 1 + i) % len(names)]
+            if cand in e:
+                return cand
+        return e[0]  # pragma: no cover
+
+    speakers = [a.name for a in order]
+    # -- termination -----------------------------------------------------------
+    b.section()
+    def successors(x: str) -> list[str]:
+        """Who may be picked after x (for agents' own termination checks)."""
+        e = eligible(x)
+        if e is None:
+            return []
+        if len(e) == 1 or method == "round_robin":
+            return [after(x, e)]
+        return e
+
+    _termination(cx, b, manager, agents, speakers, successors)
+
+    # -- transitions ------------------------------------------------------------
+    if custom_fn is not None:
+        handled = _custom(cx, b, custom_fn, method_node, speakers, names, eligible, after)
+    elif method == "custom":
+        handled = set()
+        b.note("TF404", "the speaker selection method is not a function defined in this file; approximated as a "
+               "choice by the speaker through routing tools, with the next eligible agent as fallback",
+               pos(method_node))
+    else:
+        handled = set()
+        if method in ("manual", "random"):
+            b.note("TF404", f"speaker_selection_method={method!r} cannot be expressed; approximated as a choice "
+                   "by the speaker through routing tools, with the next eligible agent as fallback",
+                   pos(method_node))
+    llm = method in ("auto", "manual", "random", "custom")
+    noted_llm = False
+    if method == "round_robin" and not dict_mode and not outside:
+        b.section()
+        b.rule(None, ("next",))
+        handled = set(speakers)
+    for x in speakers:
+        if x in handled:
+            continue
+        e = eligible(x)
+        b.section()
+        if e is None:
+            b.rule(x, ("terminate", "no_eligible_speaker"))
+            continue
+        if len(e) == 1:
+            b.rule(x, e[0])
+            continue
+        if method == "round_robin":
+            b.rule(x, after(x, e))
+            continue
+        if llm and not noted_llm:
+            b.note("TF403", "the LLM picks the next speaker among several eligible agents; each speaker gets one "
+                   "routing tool per eligible successor, and the next eligible agent in `agents` order when it "
+                   "calls none", pos(method_node or call))
+            noted_llm = True
+        for y in e:
+            b.handoff(x, y, f"transfer_to_{y}", _describe(cx, y))
+        b.rule(x, after(x, e))
+    return b
+
+
+def _describe(cx: Classic, name: str) -> str:
+    for a in cx.agents.values():
+        if a.name == name:
+            if a.description:
+                return a.description.strip()
+            if a.system_message:
+                first = a.system_message.strip().splitlines()[0] if a.system_message.strip() else ""
+                if first:
+                    return first if len(first) <= 120 else first[:117].rstrip() + "..."
+    return f"Let {name} speak next"
+
+
+def _function(mod: Module, node: pyast.AST):
+    if isinstance(node, pyast.Name) and node.id in mod.functions:
+        return mod.functions[node.id]
+    return None
+
+
+def _termination(cx: Classic, b: FlowBuilder, manager, agents, speakers, successors) -> None:
+    mod = cx.mod
+    if manager is not None:
+        node = kwarg(manager, "is_termination_msg")
+        if node is not None:
+            test = termination_test(mod, node)
+            if test is None or test.text is None:
+                b.note("TF405", "the manager's `is_termination_msg` does not test the message text for a marker "
+                       "the migrator can read; dropped", pos(node))
+            else:
+                if not test.exact:
+                    b.note("TF405", f"the manager's `is_termination_msg` uses {test.how}; approximated by "
+                           f"`text contains {json.dumps(test.text)}`", pos(node))
+                b.rule(None, ("terminate", "is_termination_msg"), [("text", test.text)])
+    # an agent's own check: the chat ends when that agent is picked to reply to a matching message
+    groups: dict[str, list[Agent]] = {}
+    for agent in agents:
+        if agent.termination is not None:
+            groups.setdefault(pyast.unparse(agent.termination), []).append(agent)
+    emitted: set[tuple[str, str]] = set()
+    for members in groups.values():
+        first = members[0]
+        test = termination_test(mod, first.termination)
+        who = ", ".join(f"`{a.name}`" for a in members)
+        others = tuple(pos(a.termination) for a in members[1:])
+        if test is None or test.text is None:
+            b.note("TF405", f"the `is_termination_msg` of {who} does not test the message text for a marker "
+                   "the migrator can read; dropped", pos(first.termination), also=others)
+            continue
+        names = {a.name for a in members}
+        sources = [x for x in speakers if names & set(successors(x))]
+        if not sources:
+            continue
+        how = "" if test.exact else f"; it uses {test.how}, approximated by `text contains`"
+        message = (f"the `is_termination_msg` of {who} ends the chat only when that agent is picked to reply to "
+                   "a matching message; approximated by ending after any matching message from a speaker that "
+                   f"may be followed by it{how}")
+        b.note("TF405", message, pos(first.termination), also=others)
+        if set(sources) == set(speakers):
+            sources = [None]
+        for x in sources:
+            if (x or "*", test.text) not in emitted and ("*", test.text) not in emitted:
+                emitted.add((x or "*", test.text))
+                b.rule(x, ("terminate", "is_termination_msg"), [("text", test.text)])
+
+
+# --------------------------------------------------------------------------
+#  Custom speaker selection functions: `if last_speaker is X: return Y` chains
+# --------------------------------------------------------------------------
+def _custom(cx: Classic, b: FlowBuilder, fn, method_node, speakers, names, eligible, after) -> set[str]:
+    """Translate what can be read; return the speakers handled."""
+    mod = cx.mod
+    if fn is None or not fn.args.args:
+        b.note("TF404", "the custom speaker selection function cannot be read; approximated as a choice by the "
+               "speaker among the eligible agents", pos(method_node))
+        return set()
+    speaker_arg = fn.args.args[0].arg
+    branches: dict[str, list] = {}
+    order: list[str] = []
+    unreadable: list[pyast.AST] = []
+
+    def who(test: pyast.AST) -> Optional[list[str]]:
+        """`last_speaker is X`, `== X`, `.name == "X"`, `in [X, Y]` → agent names."""
+        if isinstance(test, pyast.BoolOp) and isinstance(test.op, pyast.Or):
+            out = []
+            for v in test.values:
+                w = who(v)
+                if w is None:
+                    return None
+                out += w
+            return out
+        if not (isinstance(test, pyast.Compare) and len(test.ops) == 1):
+            return None
+        left, op, right = test.left, test.ops[0], test.comparators[0]
+        if isinstance(left, pyast.Name) and left.id == speaker_arg and isinstance(op, (pyast.Is, pyast.Eq)):
+            a = cx.agent_of(right)
+            return [a.name] if a else None
+        if isinstance(left, pyast.Attribute) and left.attr == "name" and isinstance(left.value, pyast.Name) \
+                and left.value.id == speaker_arg and isinstance(op, pyast.Eq):
+            raw = mod.string(right)
+            return [cx.names.map[raw]] if raw in cx.names.map else None
+        if isinstance(left, pyast.Name) and left.id == speaker_arg and isinstance(op, pyast.In) \
+                and isinstance(right, (pyast.List, pyast.Tuple)):
+            out = []
+            for e in right.elts:
+                a = cx.agent_of(e)
+                if a is None:
+                    return None
+                out.append(a.name)
+            return out
+        return None
+
+    def outcome(stmts: list[pyast.stmt]) -> Optional[list]:
+        """The branch body → [(terms, target)] with terms None when unreadable."""
+        result = []
+        for st in stmts:
+            if isinstance(st, pyast.Return):
+                result.append(([], _ret(st.value)))
+                return result
+            if isinstance(st, pyast.If):
+                cond = _text_cond(mod, st.test)
+                if cond is not None and cond[1]:
+                    b.note("TF406", f"condition `{pyast.unparse(st.test)}` {cond[1]}; approximated by "
+                           "`text contains`", pos(st.test))
+                cond = cond[0] if cond is not None else None
+                inner = outcome(st.body)
+                if inner is None:
+                    return None
+                for terms, tgt in inner:
+                    result.append((None if cond is None or terms is None else cond + terms, tgt))
+                if cond is None:
+                    unreadable.append(st.test)
+                if st.orelse:
+                    rest = outcome(st.orelse)
+                    if rest is None:
+                        return None
+                    return result + rest
+                continue
+            if isinstance(st, (pyast.Expr, pyast.Assign, pyast.AnnAssign, pyast.Pass)):
+                continue
+            return None
+        return result
+
+    def _ret(value) -> object:
+        if value is None or (isinstance(value, pyast.Constant) and value.value is None):
+            return ("terminate", "custom_selection")
+        if isinstance(value, pyast.Constant) and isinstance(value.value, str):
+            return ("method", value.value.lower())
+        a = cx.agent_of(value)
+        if a is not None:
+            return a.name
+        # groupchat.agent_by_name("X") and groupchat.agents[i]
+        if isinstance(value, pyast.Call) and callee(value) == "agent_by_name" and value.args:
+            raw = mod.string(value.args[0])
+            if raw is not None and raw in cx.names.map and cx.names.map[raw] in names:
+                return cx.names.map[raw]
+        if isinstance(value, pyast.Subscript) and isinstance(value.value, pyast.Attribute) \
+                and value.value.attr == "agents":
+            i = mod.literal(value.slice)
+            if isinstance(i, int) and not isinstance(i, bool) and -len(names) <= i < len(names):
+                return names[i]
+        return ("unknown",)
+
+    body = [s for s in fn.body if not (isinstance(s, pyast.Expr) and isinstance(s.value, pyast.Constant))]
+    default_outcome = None
+    readable = True
+    for st in body:
+        if isinstance(st, (pyast.Assign, pyast.AnnAssign, pyast.Expr, pyast.Pass, pyast.Import,
+                           pyast.ImportFrom)):
+            continue
+        if isinstance(st, pyast.If):
+            node: Optional[pyast.AST] = st
+            while isinstance(node, pyast.If):
+                w = who(node.test)
+                out = outcome(node.body)
+                if w is None or out is None:
+                    readable = False
+                    break
+                for x in w:
+                    if x not in branches:
+                        branches[x] = out
+                        order.append(x)
+                orelse = node.orelse
+                if len(orelse) == 1 and isinstance(orelse[0], pyast.If):
+                    node = orelse[0]
+                else:
+                    if orelse:
+                        default_outcome = outcome(orelse)
+                        if default_outcome is None:
+                            readable = False
+                    node = None
+            if not readable:
+                break
+            continue
+        if isinstance(st, pyast.Return):
+            default_outcome = outcome([st])
+            break
+        readable = False  # loops, try, with, ...: not something we can follow without running it
+        break
+    if not readable:
+        b.note("TF404", "the custom speaker selection function cannot be read (only `if last_speaker is X: "
+               "return Y` branches can); approximated by a choice of the speaker among its eligible agents",
+               pos(st))
+        return set()
+    if default_outcome is None:
+        # falling off the end of the function returns None: the chat ends
+        default_outcome = [([], ("terminate", "custom_selection"))]
+    for test in unreadable:
+        b.note("TF406", f"condition `{pyast.unparse(test)}` in the selection function cannot be expressed; its "
+               "targets are kept as routing tools of the speaker", pos(test))
+    handled = set()
+    for x in speakers:
+        out = branches.get(x, default_outcome)
+        if out is None:
+            continue
+        b.section()
+        handled.add(x)
+        maybe: list = []  # ("rule", target, terms) | ("handoff", target)
+        always = None
+        for terms, tgt in out:
+            if always is not None:
+                break
+            if isinstance(tgt, tuple) and tgt[0] in ("method", "unknown"):
+                e = eligible(x) or names
+                if tgt[0] == "unknown":
+                    b.note("TF404", f"a return value of the selection function for `{x}` cannot be read; the "
+                           "speaker may hand over to any eligible agent", pos(fn))
+                if tgt[0] == "unknown" or (tgt[1] != "round_robin" and len(e) > 1):
+                    if tgt[0] == "method":
+                        b.note("TF403", f"the selection function returns {tgt[1]!r} for `{x}`: the LLM picks among "
+                               "the eligible agents; routing tools plus the next eligible agent as fallback", pos(fn))
+                    maybe += [("handoff", y) for y in e]
+                if terms:
+                    maybe.append(("rule", after(x, e), terms))
+                else:
+                    always = after(x, e)
+                continue
+            if terms is None:
+                maybe.append(("handoff", tgt))
+            elif terms:
+                maybe.append(("rule", tgt, terms))
+            else:
+                always = tgt
+        for m in maybe:
+            if m[0] == "rule":
+                b.rule(x, m[1], m[2])
+            elif isinstance(m[1], str):
+                b.handoff(x, m[1], f"transfer_to_{m[1]}", _describe(cx, m[1]))
+            else:
+                b.handoff(x, m[1], "end_chat", "End the conversation")
+        if always is None:
+            handoffs = [m[1] for m in maybe if m[0] == "handoff"]
+            # all branches conditional: when none holds, the function falls through and returns None
+            always = handoffs[-1] if handoffs and all(m[0] == "handoff" for m in maybe) \
+                else ("terminate", "custom_selection")
+        b.rule(x, always)
+    return handled
+
+
+def _text_cond(mod: Module, test: pyast.AST) -> Optional[tuple]:
+    """A test on the last message's content → ([("text", S), ...], approximation or "");
+    None when it is not such a test."""
+    if isinstance(test, pyast.BoolOp) and isinstance(test.op, pyast.And):
+        out, how = [], ""
+        for v in test.values:
+            c = _text_cond(mod, v)
+            if c is None:
+                return None
+            out += c[0]
+            how = how or c[1]
+        return out, how
+    if isinstance(test, pyast.Compare) and len(test.ops) == 1:
+        op, left, right = test.ops[0], test.left, test.comparators[0]
+        if isinstance(op, pyast.In):
+            s = mod.string(left)
+            if s is not None and "content" in pyast.unparse(right):
+                return [("text", s)], ""
+        if isinstance(op, pyast.Eq):
+            for a, c in ((left, right), (right, left)):
+                s = mod.string(a)
+                if s and "content" in pyast.unparse(c):
+                    return [("text", s)], "tests the whole message with `==`"
+    if isinstance(test, pyast.Call) and callee(test) in ("endswith", "startswith") and test.args:
+        s = mod.string(test.args[0])
+        if s and "content" in pyast.unparse(test.func):
+            return [("text", s)], f"uses `{callee(test)}`"
+    return None
