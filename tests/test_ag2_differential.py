@@ -21,6 +21,7 @@ import turnflow
 from flow_strategies import KEYS, TEXTS, TOOLS, VALUES, workflow_blocks
 from turnflow.dsl import ast
 from turnflow.dsl.printer import print_flow
+from ag2_session import Ag2Session
 
 ag2 = pytest.importorskip("ag2.network")
 
@@ -102,40 +103,8 @@ class Reference:
 
 
 # --------------------------------------------------------------------------
-#  AG2's side
+#  AG2's side: tests/ag2_session.py
 # --------------------------------------------------------------------------
-class Ag2Session:
-    def __init__(self, spec: dict, creator: str):
-        from ag2.network import ChannelMetadata, ChannelState, Participant, ParticipantRole, WorkflowAdapter
-
-        self.adapter = WorkflowAdapter()
-        self.meta = ChannelMetadata(
-            channel_id="ch", manifest=self.adapter.manifest, creator_id=creator,
-            participants=[Participant(p["agent_id"], ParticipantRole.INITIATOR if p["agent_id"] == creator
-                                      else ParticipantRole.PARTICIPANT, p["order"]) for p in spec["participants"]],
-            state=ChannelState.ACTIVE, created_at="2026-01-01T00:00:00+00:00", knobs=spec["knobs"])
-        self.adapter.validate_create(self.meta)
-        self.state = self.adapter.initial_state(self.meta)
-        self.n = 0
-        self.closed: Optional[str] = None
-
-    def post(self, sender: str, event_type: str, data: dict) -> None:
-        from ag2.network import ChannelState, Envelope
-
-        self.n += 1
-        env = Envelope(channel_id="ch", sender_id=sender, audience=None, event_type=event_type,
-                       event_data=data, envelope_id=f"e{self.n}")
-        self.adapter.validate_send(self.meta, env, self.state)
-        self.state = self.adapter.fold(env, self.state)
-        result = self.adapter.on_accepted(self.meta, env, self.state)
-        if result.next_state == ChannelState.CLOSED:
-            self.closed = result.auto_close_reason
-
-    def expected(self) -> Optional[str]:
-        nxt = self.adapter.expected_next(self.meta, self.state)
-        return nxt.agent_id if nxt is not None else None
-
-
 # --------------------------------------------------------------------------
 #  Generated rounds
 # --------------------------------------------------------------------------

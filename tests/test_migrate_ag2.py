@@ -5,12 +5,12 @@ driven round by round, follow their source's transitions."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import pytest
 
 import turnflow
 from turnflow.migrate import migrate
+from ag2_session import Ag2Session
 
 pytest.importorskip("ag2.network")
 
@@ -36,50 +36,9 @@ def test_migrated_specs_validate_and_load_in_ag2(case: Path):
         assert graph.to_dict() == spec["knobs"]["graph"]
 
 
-class Session:
-    """One AG2 workflow channel driven by hand (the hub's adapter calls, no network)."""
-
-    def __init__(self, spec: dict):
-        from ag2.network import ChannelMetadata, ChannelState, Participant, ParticipantRole, WorkflowAdapter
-
-        from turnflow.interop.ag2 import register_extensions
-
-        register_extensions()
-        creator = next((p["agent_id"] for p in spec["participants"] if p["role"] == "initiator"),
-                       spec["knobs"]["graph"]["initial_speaker"])
-        self.adapter = WorkflowAdapter()
-        self.meta = ChannelMetadata(
-            channel_id="ch", manifest=self.adapter.manifest, creator_id=creator,
-            participants=[Participant(p["agent_id"], ParticipantRole.INITIATOR if p["agent_id"] == creator
-                                      else ParticipantRole.PARTICIPANT, p["order"]) for p in spec["participants"]],
-            state=ChannelState.ACTIVE, created_at="2026-01-01T00:00:00+00:00", knobs=spec["knobs"])
-        self.adapter.validate_create(self.meta)
-        self.state = self.adapter.initial_state(self.meta)
-        self.n = 0
-        self.closed: Optional[str] = None
-
-    def say(self, sender: str, body: str, tool: Optional[str] = None) -> None:
-        from ag2.network import EV_PACKET, ChannelState, Envelope
-
-        assert self.expected() == sender
-        self.n += 1
-        data = {"body": body, **({"routing": {"kind": "handoff", "tool": tool}} if tool else {})}
-        env = Envelope(channel_id="ch", sender_id=sender, audience=None, event_type=EV_PACKET, event_data=data,
-                       envelope_id=f"e{self.n}")
-        self.adapter.validate_send(self.meta, env, self.state)
-        self.state = self.adapter.fold(env, self.state)
-        result = self.adapter.on_accepted(self.meta, env, self.state)
-        if result.next_state == ChannelState.CLOSED:
-            self.closed = result.auto_close_reason
-
-    def expected(self) -> Optional[str]:
-        nxt = self.adapter.expected_next(self.meta, self.state)
-        return nxt.agent_id if nxt is not None else None
-
-
 def test_stateflow_runs_on_ag2_like_its_selection_function():
     (spec,) = _migrated_specs(ROOT / "classic" / "stateflow.py")
-    s = Session(spec)
+    s = Ag2Session(spec)
     s.say("Init", "Topic: LLM applications papers from last week.")
     s.say("Retrieve_Action_1", "```python\nprint(search_arxiv())\n```")
     s.say("Retrieve_Action_2", "exitcode: 1 (execution failed)")  # failed: back to the coder
@@ -92,7 +51,7 @@ def test_stateflow_runs_on_ag2_like_its_selection_function():
 
 def test_swarm_runs_on_ag2_with_its_handoffs():
     (spec,) = _migrated_specs(ROOT / "autogen" / "swarm_handoff_to_user.json")
-    s = Session(spec)
+    s = Ag2Session(spec)
     s.say("travel_agent", "Let me get the refund specialist.", tool="transfer_to_flights_refunder")
     s.say("flights_refunder", "Which flight?")  # no handoff: the same agent again (Swarm)
     s.say("flights_refunder", "Refund issued for ABC123.", tool="transfer_to_travel_agent")
@@ -102,7 +61,7 @@ def test_swarm_runs_on_ag2_with_its_handoffs():
 
 def test_graphflow_loop_runs_on_ag2_until_approved():
     (spec,) = _migrated_specs(ROOT / "autogen" / "graphflow_review_loop.json")
-    s = Session(spec)
+    s = Ag2Session(spec)
     s.say("generator", "Ideas: solar roofs, wind co-ops.")
     s.say("reviewer", "REVISE: add costs.")
     s.say("generator", "Ideas with costs.")
