@@ -168,24 +168,8 @@ def mentioned_agents(graph: dict[str, Any], root: str = "$") -> dict[str, str]:
     initial speaker first, then in order of appearance (each transition's
     condition, then its target; the default target last)."""
     seen: dict[str, str] = {}
-
-    def add(a, path):
-        seen.setdefault(a, path)
-
-    def cond(c, path):
-        if c["name"] == "from_speaker":
-            add(c["args"]["agent_id"], f"{path}.args.agent_id")
-        elif c["name"] == "all_of":
-            for j, sub in enumerate(c["args"]["conditions"]):
-                cond(sub, f"{path}.args.conditions[{j}]")
-
-    add(graph["initial_speaker"], f"{root}.initial_speaker")
-    for i, tr in enumerate(graph["transitions"]):
-        cond(tr["when"], f"{root}.transitions[{i}].when")
-        if tr["then"]["name"] == "agent":
-            add(tr["then"]["args"]["agent_id"], f"{root}.transitions[{i}].then.args.agent_id")
-    if graph["default_target"]["name"] == "agent":
-        add(graph["default_target"]["args"]["agent_id"], f"{root}.default_target.args.agent_id")
+    for agent_id, path in schemas.graph_agent_refs(graph, root):
+        seen.setdefault(agent_id, path)
     return seen
 
 
@@ -381,20 +365,12 @@ def _string(value: str) -> ast.StringLit:
 
 
 def _literal(value: Any, path: str) -> ast.Literal:
-    if value is None:
-        return ast.Literal(span=_SPAN, kind="null", value=None, raw="null")
-    if isinstance(value, bool):
-        return ast.Literal(span=_SPAN, kind="bool", value=value, raw="true" if value else "false")
-    if isinstance(value, int):
-        return ast.Literal(span=_SPAN, kind="int", value=value, raw=str(value))
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise DecompileError(path, f"{value} is not a JSON number")
-        return ast.Literal(span=_SPAN, kind="float", value=value, raw=json.dumps(value))
-    if isinstance(value, str):
-        return ast.Literal(span=_SPAN, kind="string", value=value, raw=json.dumps(value, ensure_ascii=False))
-    raise DecompileError(path, f"{_describe(value)} cannot be written in .flow: values are strings, numbers, "
-                         "true, false or null")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise DecompileError(path, f"{value} is not a JSON number")
+    if value is not None and not isinstance(value, (bool, int, float, str)):
+        raise DecompileError(path, f"{_describe(value)} cannot be written in .flow: values are strings, numbers, "
+                             "true, false or null")
+    return ast.Literal.of(value, _SPAN)
 
 
 _UNITS = (("h", 3600), ("m", 60), ("s", 1))

@@ -7,6 +7,7 @@ their file order inside a block (rule order is part of the semantics). Use
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, Literal as Lit, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -73,6 +74,22 @@ class Literal(Node):
     kind: Lit["string", "int", "float", "bool", "null"]
     value: LiteralValue
     raw: str
+
+
+    @classmethod
+    def of(cls, value: LiteralValue, span: Span) -> "Literal":
+        """The literal a JSON scalar (None, bool, int, float, str) is written as."""
+        if value is None:
+            return cls(span=span, kind="null", value=None, raw="null")
+        if isinstance(value, bool):
+            return cls(span=span, kind="bool", value=value, raw="true" if value else "false")
+        if isinstance(value, int):
+            return cls(span=span, kind="int", value=value, raw=str(value))
+        if isinstance(value, float):
+            return cls(span=span, kind="float", value=value, raw=json.dumps(value))
+        if isinstance(value, str):
+            return cls(span=span, kind="string", value=value, raw=json.dumps(value, ensure_ascii=False))
+        raise TypeError(f"not a literal value: {type(value).__name__}")
 
 
 class Number(Node):

@@ -257,17 +257,9 @@ def _ident(name: str, span: Span) -> ast.Ident:
 
 
 def _literal(value, span: Span) -> ast.Literal:
-    import json
-
-    if value is None:
-        return ast.Literal(span=span, kind="null", value=None, raw="null")
-    if isinstance(value, bool):
-        return ast.Literal(span=span, kind="bool", value=value, raw="true" if value else "false")
-    if isinstance(value, int):
-        return ast.Literal(span=span, kind="int", value=value, raw=str(value))
-    if isinstance(value, float):
-        return ast.Literal(span=span, kind="float", value=value, raw=json.dumps(value))
-    return ast.Literal(span=span, kind="string", value=str(value), raw=json.dumps(str(value)))
+    if value is not None and not isinstance(value, (bool, int, float, str)):
+        value = str(value)
+    return ast.Literal.of(value, span)
 
 
 def _target(spec: TargetSpec, span: Span) -> ast.Target:

@@ -15,7 +15,7 @@ import json
 import re
 from functools import lru_cache
 from importlib import resources
-from typing import Any, Iterable, Union
+from typing import Any, Iterable, Iterator, Union
 
 SUFFIX = ".schema.json"
 TOOL_TARGET_KEYWORDS = ("terminate", "stay", "next", "initiator")
@@ -88,29 +88,33 @@ def validate(name: str, instance: Any, root: str = "$") -> None:
 # --------------------------------------------------------------------------
 #  Beyond the schema: names refer to declared participants
 # --------------------------------------------------------------------------
+def graph_agent_refs(graph: dict[str, Any], root: str = "$") -> Iterator[tuple[str, str]]:
+    """Every agent id a TransitionGraph names, with its JSON path, in order: the
+    initial speaker, then per transition its condition (`from_speaker`, inside
+    `all_of` too) and its `agent` target, the default target last."""
+
+    def cond(c: dict[str, Any], path: str) -> Iterator[tuple[str, str]]:
+        if c["name"] == "from_speaker":
+            yield c["args"]["agent_id"], f"{path}.args.agent_id"
+        elif c["name"] == "all_of":
+            for i, sub in enumerate(c["args"]["conditions"]):
+                yield from cond(sub, f"{path}.args.conditions[{i}]")
+
+    yield graph["initial_speaker"], f"{root}.initial_speaker"
+    for i, tr in enumerate(graph["transitions"]):
+        yield from cond(tr["when"], f"{root}.transitions[{i}].when")
+        if tr["then"]["name"] == "agent":
+            yield tr["then"]["args"]["agent_id"], f"{root}.transitions[{i}].then.args.agent_id"
+    if graph["default_target"]["name"] == "agent":
+        yield graph["default_target"]["args"]["agent_id"], f"{root}.default_target.args.agent_id"
+
+
 def validate_graph_refs(graph: dict[str, Any], participants: list[str], root: str = "$") -> None:
     """`initial_speaker`, `from_speaker` and `agent` ids name participants."""
     known = set(participants)
-
-    def need(agent_id: str, path: str) -> None:
+    for agent_id, path in graph_agent_refs(graph, root):
         if agent_id not in known:
             raise SpecError(path, f"{agent_id!r} is not a participant (participants: {', '.join(participants)})")
-
-    need(graph["initial_speaker"], f"{root}.initial_speaker")
-
-    def cond(c: dict[str, Any], path: str) -> None:
-        if c["name"] == "from_speaker":
-            need(c["args"]["agent_id"], f"{path}.args.agent_id")
-        elif c["name"] == "all_of":
-            for i, sub in enumerate(c["args"]["conditions"]):
-                cond(sub, f"{path}.args.conditions[{i}]")
-
-    for i, tr in enumerate(graph["transitions"]):
-        cond(tr["when"], f"{root}.transitions[{i}].when")
-        if tr["then"]["name"] == "agent":
-            need(tr["then"]["args"]["agent_id"], f"{root}.transitions[{i}].then.args.agent_id")
-    if graph["default_target"]["name"] == "agent":
-        need(graph["default_target"]["args"]["agent_id"], f"{root}.default_target.args.agent_id")
 
 
 def validate_spec(spec: Any, root: str = "$") -> None:
