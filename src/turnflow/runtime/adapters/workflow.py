@@ -166,15 +166,7 @@ class WorkflowAdapter:
             data = envelope.event_data
             cu = data.get("context_updates")
             if cu:
-                dels = cu.get("delete")
-                sets = cu.get("set")
-                if dels or sets:
-                    ctx = dict(ctx)
-                    if dels:
-                        for k in dels:
-                            ctx.pop(k, None)
-                    if sets:
-                        ctx.update(sets)
+                ctx = _apply(ctx, cu)
             routing = data.get("routing")
             tool = None
             if routing:
