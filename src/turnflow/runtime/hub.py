@@ -51,8 +51,19 @@ class _GroupCommit(asyncio.Future):
     cancelled: a poster cancelled while waiting is cancelled once the group has committed (the
     write and the fold happen either way), and the other posters are not affected."""
 
+    refused: Optional[dict] = None  # {session_id: exception}: sessions whose part the store refused
+
     def cancel(self, msg: Any = None) -> bool:
         return False
+
+
+def _check_refused(written: asyncio.Future, session_id: str) -> None:
+    """After awaiting a group: raise the store's refusal of this session's part of it."""
+    refused = getattr(written, "refused", None)
+    if refused is not None:
+        problem = refused.get(session_id)
+        if problem is not None:
+            raise problem
 
 
 @dataclass
@@ -89,7 +100,7 @@ class Hub:
         self.listeners: list[Listener] = []
         self.telemetry_listeners: list[Callable[[str, dict], None]] = []
         self._gseq = store.last_global_seq()
-        self._group: Optional[asyncio.Future] = None  # the group commit of this event-loop tick
+        self._group: Optional["_GroupCommit"] = None  # the group commit of this event-loop tick
         self._staged_lives: list = []
         self._staged_envs: list = []
         self._staged_accept: list = []
@@ -249,6 +260,7 @@ class Hub:
         group = self._stage(live, env, accept)
         if group is not None:
             await group  # cancelling the poster here takes effect after the commit and the fold
+            _check_refused(group, env.session_id)
         return env
 
     def _stage(self, live: LiveSession, env: Envelope, accept: bool, ahead: int = 0) -> Optional[asyncio.Future]:
@@ -285,7 +297,7 @@ class Hub:
         live.writing = group
         return group
 
-    def _group_future(self) -> asyncio.Future:
+    def _group_future(self) -> "_GroupCommit":
         """This tick's group commit (created, and its commit scheduled, by the first stager)."""
         group = self._group
         if group is None:
@@ -299,22 +311,58 @@ class Hub:
         group, lives, envs, accepts = self._group, self._staged_lives, self._staged_envs, self._staged_accept
         self._group, self._staged_lives, self._staged_envs, self._staged_accept = None, [], [], []
         new, self._staged_new = self._staged_new, []
+        store = self.store
+        commit_async = getattr(store, "commit_async", None)
         try:
-            cast(GroupCommitStore, self.store).commit()  # only a store with `stage` makes groups
+            # a store that commits off the event loop (PostgreSQL) returns a future: fold when it resolves
+            pending = None
+            if commit_async is not None:
+                pending = commit_async()
+            else:
+                cast(GroupCommitStore, store).commit()
         except BaseException as exc:
             try:
-                cast(GroupCommitStore, self.store).rollback()
-            finally:  # nothing of the group was written: the next envelope reuses the numbers
-                self._gseq = self.store.last_global_seq()
-            for live in lives:
-                live.writing = None
-            for sid in new:  # sessions whose creation record was in the group: never created
-                self.sessions.pop(sid, None)
-            group.set_exception(StoreError(f"commit failed: {exc}") if not isinstance(exc, StoreError) else exc)
-            group.exception()  # retrieved: every poster re-raises it
+                cast(GroupCommitStore, store).rollback()
+            finally:
+                self._group_failed(group, lives, new, exc)
             return
+        if pending is None:
+            self._fold_group(group, lives, envs, accepts, None, new)
+            return
+
+        def written(f: asyncio.Future) -> None:
+            problem = StoreError("the write was cancelled") if f.cancelled() else f.exception()
+            if problem is not None:
+                self._group_failed(group, lives, new, problem)
+            else:
+                self._fold_group(group, lives, envs, accepts, f.result() or None, new)
+
+        pending.add_done_callback(written)
+
+    def _group_failed(self, group: "_GroupCommit", lives: list, new: list, exc: BaseException) -> None:
+        """Nothing of the group was written: every poster re-raises the error."""
+        if getattr(self.store, "next_global_seq", None) is None:
+            self._gseq = self.store.last_global_seq()  # the next envelope reuses the numbers
+        for live in lives:
+            live.writing = None
+        for sid in new:  # sessions whose creation record was in the group: never created
+            self.sessions.pop(sid, None)
+        group.set_exception(StoreError(f"commit failed: {exc}") if not isinstance(exc, StoreError) else exc)
+        group.exception()  # retrieved: every poster re-raises it
+
+    def _fold_group(self, group: "_GroupCommit", lives: list, envs: list, accepts: list,
+                    refused: Optional[dict], new: list) -> None:
+        """The group is committed: fold each envelope in log order, except those of the sessions the
+        store refused (a batch worker that lost a task's lease: their posters get the refusal)."""
+        if refused:
+            group.refused = refused
+            for sid in new:
+                if sid in refused:
+                    self.sessions.pop(sid, None)
         for live, env, accept in zip(lives, envs, accepts):
             live.writing = None
+            if refused and env.session_id in refused:
+                continue
             try:
                 self._fold(live, env, accept)
             except Exception as exc:  # an adapter bug: this session refuses further sends, the others go on
@@ -434,6 +482,7 @@ class Hub:
                                     staged)
             if group is not None:
                 await group
+                _check_refused(group, md.session_id)
             return md
         pending = self.store.create_session(md.creation_record())
         if pending is not None:  # a store that commits in groups itself (PostgresStore)
@@ -517,6 +566,7 @@ class Hub:
         try:
             if group is not None:
                 await group
+                _check_refused(group, sid)
         except asyncio.CancelledError:  # the poster went away after its envelope was written
             if live.pending_close is not None and env.seq <= live.last_seq:
                 asyncio.get_running_loop().create_task(self._finish_close(live, live.pending_close))
