@@ -526,9 +526,11 @@ class PostgresStore:
                 for sid, *_ in unit.sessions:
                     if conn.execute("SELECT 1 FROM turnflow_sessions WHERE session_id = %s", (sid,)).fetchone() is None:
                         return False
-                if unit.rows:
-                    n = conn.execute("SELECT COUNT(*) FROM turnflow_envelopes WHERE gseq = ANY(%s)",
-                                     ([r[0] for r in unit.rows],)).fetchone()[0]
+                if unit.rows:  # the very rows: the same number, session, seq and checksum
+                    n = conn.execute("SELECT COUNT(*) FROM turnflow_envelopes e JOIN unnest(%s::bigint[], "
+                                     "%s::text[], %s::integer[], %s::bigint[]) AS v (g, sid, seq, crc) "
+                                     "ON e.gseq = v.g AND e.session_id = v.sid AND e.seq = v.seq AND e.crc = v.crc",
+                                     [[r[i] for r in unit.rows] for i in (0, 1, 2, 5)]).fetchone()[0]
                     return n == len(unit.rows)
                 return True
         except self._psycopg.Error:
