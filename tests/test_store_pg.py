@@ -353,3 +353,35 @@ def test_a_finish_queued_with_its_sessions_rows_waits_for_the_next_statement(pg_
     with psycopg.connect(pg_url) as conn:
         assert conn.execute("SELECT state, worker FROM turnflow_tasks WHERE id = 't0'").fetchone() == ("done", None)
     assert [q for q, _ in StoreReader(pg_url).logs()["s0"]] == [1]
+
+
+def test_a_claim_reads_index_ranges_not_the_whole_task_list(pg_url):
+    """Claiming costs O(n) in the tasks it takes: the pending and the lapsed tasks are each an
+    index range on (state, ord); an `OR` of the two made every claim scan and sort the whole list."""
+    import psycopg
+
+    from turnflow.runtime.task_queue import _CLAIM_PG
+
+    _held_tasks(pg_url, "w1", 64, 5000)
+    with psycopg.connect(pg_url) as conn:
+        plan = "\n".join(r[0] for r in conn.execute("EXPLAIN (ANALYZE, COSTS OFF) " + _CLAIM_PG,
+                                                    {"w": "w2", "lease": 30.0, "n": 8}))
+        conn.rollback()
+    assert "Seq Scan on turnflow_tasks" not in plan and "turnflow_tasks_by_state" in plan, plan
+
+
+def test_a_claim_takes_lapsed_and_pending_tasks_in_file_order(pg_url):
+    import psycopg
+
+    _held_tasks(pg_url, "w1", 3, 6)  # t0-t2 running under w1, t3-t5 pending
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("UPDATE turnflow_tasks SET lease_until = clock_timestamp() - interval '1 s' WHERE id = 't1'")
+        conn.execute("UPDATE turnflow_tasks SET lease_until = clock_timestamp() + interval '60 s' "
+                     "WHERE id IN ('t0', 't2')")
+    store = _store(pg_url, worker="w2")
+    q = PostgresTaskQueue(store)
+    first = [(c.id, c.session_id) for c in q.claim("w2", 2, 30)]
+    rest = [c.id for c in q.claim("w2", 10, 30)]
+    store.close()
+    assert first == [("t1", "s1"), ("t3", None)]  # the lapsed one first by file order, keeping its session
+    assert rest == ["t4", "t5"]
