@@ -98,6 +98,7 @@ class Hub:
         self.adapters = adapters if adapters is not None else builtin_adapters()
         self.sessions: dict[str, LiveSession] = {}  # creation order
         self.listeners: list[Listener] = []
+        self._session_listeners: dict[str, list[Listener]] = {}  # listeners of one session's envelopes
         self.telemetry_listeners: list[Callable[[str, dict], None]] = []
         self._gseq = store.last_global_seq()
         self._group: Optional["_GroupCommit"] = None  # the group commit of this event-loop tick
@@ -223,12 +224,21 @@ class Hub:
                                               if isinstance(e, Envelope) and e.event_type in SUBSTANTIVE])
         return policy.project_log(tr.log_for(agent_id, render, getattr(policy, "named", False)))
 
-    def subscribe(self, listener: Listener) -> None:
-        self.listeners.append(listener)
+    def subscribe(self, listener: Listener, session_id: Optional[str] = None) -> None:
+        """`await listener(envelope, metadata)` for every envelope the hub delivers, or — with
+        `session_id` — only for that session's (a runner watching its own session: delivery then
+        costs the same however many sessions the hub runs)."""
+        if session_id is None:
+            self.listeners.append(listener)
+        else:
+            self._session_listeners.setdefault(session_id, []).append(listener)
 
-    def unsubscribe(self, listener: Listener) -> None:
-        if listener in self.listeners:
-            self.listeners.remove(listener)
+    def unsubscribe(self, listener: Listener, session_id: Optional[str] = None) -> None:
+        own = self.listeners if session_id is None else self._session_listeners.get(session_id)
+        if own is not None and listener in own:
+            own.remove(listener)
+            if session_id is not None and not own:
+                del self._session_listeners[session_id]
 
     def subscribe_telemetry(self, fn: Callable[[str, dict], None]) -> None:
         """`fn(session_id, record)` is called (synchronously) for every telemetry record as it is stored."""
@@ -412,6 +422,10 @@ class Hub:
     async def _deliver(self, env: Envelope, md: SessionMetadata) -> None:
         for listener in self.listeners:
             await listener(env, md)
+        own = self._session_listeners.get(env.session_id)
+        if own:
+            for listener in tuple(own):
+                await listener(env, md)
 
     async def open_session(self, kind: str, participants: Iterable[Union[Participant, dict, str]], *,
                            creator_id: Optional[str] = None, knobs: Optional[dict] = None, name: str = "",
@@ -571,7 +585,7 @@ class Hub:
             if live.pending_close is not None and env.seq <= live.last_seq:
                 asyncio.get_running_loop().create_task(self._finish_close(live, live.pending_close))
             raise
-        if self.listeners:
+        if self.listeners or self._session_listeners:
             await self._deliver(env, md)
         if live.pending_close is not None:
             await self._finish_close(live, live.pending_close)
