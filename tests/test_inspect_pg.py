@@ -196,3 +196,21 @@ def test_an_unreachable_server_is_exit_2(capsys):
     assert main(["inspect", url]) == 2
     err = capsys.readouterr().err
     assert "cannot open as a turnflow store" in err and "secret" not in err and "Traceback" not in err
+
+
+def test_a_role_with_select_only_can_inspect(pg_url, tmp_path, capsys):
+    import uuid
+
+    import psycopg
+
+    _run_batch(tmp_path, pg_url, n=2, fail=())
+    role = "reader_" + uuid.uuid4().hex[:8]  # roles are server-wide; the server uses trust authentication
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN")  # a name made here, not user input
+        conn.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {role}")
+    reader = pg_url.replace("postgresql://turnflow@", f"postgresql://{role}@")
+    capsys.readouterr()
+    assert main(["inspect", reader, "--format", "json"]) == 0, capsys.readouterr().err
+    assert [s["state"] for s in json.loads(capsys.readouterr().out)] == ["closed", "closed"]
+    assert main(["inspect", reader, "--summary", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["tasks"]["done"] == 2

@@ -1,5 +1,5 @@
 """`turnflow run FLOW --agents AGENTS.yaml --tasks TASKS.jsonl [--concurrency N] [--lease S]
-[--store STORE] [--format text|json]`: one session per task, up to N at a time (docs/scale.md).
+[--store STORE] [--durability process|full] [--format text|json]`: one session per task, up to N at a time (docs/scale.md).
 
 Re-running the same command on the same store resumes: finished tasks are skipped, interrupted
 ones are continued from their logged sessions. Several such processes pointed at one
@@ -122,7 +122,7 @@ def _run(args, spec: dict, make_agents: Callable[[], dict], tasks: list, store_v
 
     worker_id = new_worker_id()
     try:
-        store = open_store(store_value, worker=worker_id)
+        store = open_store(store_value, worker=worker_id, durability=args.durability)
     except RuntimeErrorBase as exc:
         err(f"turnflow run: {exc}")
         return EXIT_ERROR
