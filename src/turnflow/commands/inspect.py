@@ -75,7 +75,7 @@ def run(args) -> int:
         report = hub.hydrate()  # read only: no pending close is completed here
         count, ever = getattr(store, "session_count", None), getattr(store, "sessions_ever_created", None)
         held, created = (count(), ever()) if count is not None and ever is not None else (0, None)
-        if args.session is None and created is not None and created > held:
+        if created is not None and created > held:
             err(f"turnflow inspect: warning: {where} holds {held} session{'s' if held != 1 else ''} but "
                 f"{created} were created in it: its newest records are missing (a lost or deleted -wal file?)")
         lives = list(hub.sessions.values())
