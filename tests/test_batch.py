@@ -241,7 +241,7 @@ def test_unreachable_postgres_is_one_clear_line(tmp_path, capsys):
     rc = main(["run", files["flow"], "--agents", files["agents"], "--tasks", files["tasks"],
                "--store", "postgresql://nobody:secret@127.0.0.1:1/none?connect_timeout=1"])
     err = capsys.readouterr().err
-    assert rc == 1
+    assert rc == 2  # the store cannot be used: exit 2, as for a single run (docs/cli.md)
     assert "cannot open as a turnflow store" in err and "secret" not in err and "Traceback" not in err
 
 

@@ -127,6 +127,14 @@ tel AS (INSERT INTO turnflow_telemetry (session_id, record) SELECT x.sid, x.rec 
 SELECT 0, session_id FROM s_ok UNION ALL SELECT 1, gseq::text FROM e_ok"""
 
 
+_TABLES = ("turnflow_sessions", "turnflow_envelopes", "turnflow_telemetry", "turnflow_tasks")
+
+
+def _set_read_only(conn: Any) -> None:
+    """Every later transaction of this connection is READ ONLY: the server refuses any write."""
+    conn.execute("SELECT set_config('default_transaction_read_only', 'on', false)")
+
+
 def _import_psycopg():
     try:
         import psycopg
@@ -192,12 +200,17 @@ class PostgresStore:
     crash or `kill -9` of the worker loses nothing it was told was written; a crash of the
     database server or its machine may lose the last commits (PostgreSQL keeps the log a
     consistent prefix). "full" (`synchronous_commit=on`): every returned post is on the
-    server's disk too (one WAL flush per group commit)."""
+    server's disk too (one WAL flush per group commit).
+
+    `read_only=True` (what `turnflow inspect` uses) writes nothing: every connection runs with
+    `default_transaction_read_only=on`, so the server itself refuses any write; the schema is
+    checked, never created, and a database that is not a turnflow store of this schema version
+    is refused (`StoreError`) untouched."""
 
     engine = "postgresql"
 
     def __init__(self, url: str, *, worker: Optional[str] = None, durability: str = "process",
-                 pool_size: int = 4, connect_timeout: float = 10.0) -> None:
+                 pool_size: int = 4, connect_timeout: float = 10.0, read_only: bool = False) -> None:
         if durability not in ("process", "full"):
             raise StoreError(f"durability must be 'process' or 'full', got {durability!r}")
         psycopg, psycopg_pool = _import_psycopg()
@@ -206,15 +219,22 @@ class PostgresStore:
         self.url = url
         self.path = redact(url)
         self.worker = worker
+        self.read_only = read_only
         try:
             with psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(connect_timeout))) as conn:
-                self._ensure_schema(conn)
+                if read_only:
+                    _set_read_only(conn)
+                    self._check_schema(conn)
+                else:
+                    self._ensure_schema(conn)
         except psycopg.Error as exc:
             raise StoreError(f"{self.path}: cannot open as a turnflow store: {_first_line(exc)}") from None
         sync = "off" if durability == "process" else "on"
 
         def configure(conn: Any) -> None:
             conn.execute("SELECT set_config('synchronous_commit', %s, false)", (sync,))
+            if read_only:
+                _set_read_only(conn)
 
         self.pool = psycopg_pool.ConnectionPool(url, min_size=1, max_size=max(2, pool_size), open=False,
                                                 kwargs={"autocommit": True}, configure=configure)
@@ -252,6 +272,19 @@ class PostgresStore:
             elif len(rows) != 1 or rows[0][0] != SCHEMA_VERSION:
                 raise StoreError(f"{self.path}: unsupported store schema version "
                                  f"{', '.join(str(r[0]) for r in rows)} (expected {SCHEMA_VERSION})")
+
+    def _check_schema(self, conn: Any) -> None:
+        """Read-only: `StoreError` unless the database holds every turnflow table and this
+        schema version (`to_regclass` follows the search path, as the DDL does)."""
+        if conn.execute("SELECT to_regclass('turnflow_schema')").fetchone()[0] is None:
+            raise StoreError(f"{self.path}: not a turnflow store (it has no turnflow_schema table)")
+        rows = conn.execute("SELECT version FROM turnflow_schema").fetchall()
+        if len(rows) != 1 or rows[0][0] != SCHEMA_VERSION:
+            found = ", ".join(str(r[0]) for r in rows) or "none"
+            raise StoreError(f"{self.path}: unsupported store schema version {found} (expected {SCHEMA_VERSION})")
+        for table in _TABLES:
+            if conn.execute("SELECT to_regclass(%s)", (table,)).fetchone()[0] is None:
+                raise StoreError(f"{self.path}: not a turnflow store (it has no table {table})")
 
     # -- global sequence ------------------------------------------------------------------------
     def next_global_seq(self) -> int:
