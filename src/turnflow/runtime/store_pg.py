@@ -473,6 +473,8 @@ class PostgresStore:
         if self._conn is None or self._conn.closed:
             self._conn = self._psycopg.connect(self.url, autocommit=True)
             self._conn.execute("SELECT set_config('synchronous_commit', %s, false)", (self._sync,))
+            if self.read_only:
+                _set_read_only(self._conn)
         return self._conn
 
     def _write(self, batch: list[_Unit]) -> None:
