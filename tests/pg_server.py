@@ -109,6 +109,11 @@ class PgServer:
             self.stop()
             raise RuntimeError(f"{' '.join(argv)} failed ({res.returncode}):\n{res.stdout[-2000:]}{log}")
 
+    def postmaster_pid(self) -> int:
+        """The server's postmaster process id (first line of postmaster.pid)."""
+        with open(os.path.join(self.data, "postmaster.pid")) as fh:
+            return int(fh.readline().strip())
+
     def url(self, dbname: str = "postgres") -> str:
         return f"postgresql://{SUPERUSER}@127.0.0.1:{self.port}/{dbname}"
 
