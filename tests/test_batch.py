@@ -241,7 +241,7 @@ def test_unreachable_postgres_is_one_clear_line(tmp_path, capsys):
     rc = main(["run", files["flow"], "--agents", files["agents"], "--tasks", files["tasks"],
                "--store", "postgresql://nobody:secret@127.0.0.1:1/none?connect_timeout=1"])
     err = capsys.readouterr().err
-    assert rc == 1
+    assert rc == 2  # the store cannot be used: exit 2, as for a single run (docs/cli.md)
     assert "cannot open as a turnflow store" in err and "secret" not in err and "Traceback" not in err
 
 
@@ -377,3 +377,23 @@ def test_inspect_summary_writes_nothing_to_a_sqlite_store(tmp_path, capsys):
     assert main(["inspect", store, "--summary", "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["sessions"] == 2
     assert open(store, "rb").read() == before
+
+
+def test_a_sqlite_claim_reads_index_ranges_not_the_whole_task_list(tmp_path):
+    """As on PostgreSQL: no scan-and-sort of every pending task per claim (quadratic over a long batch)."""
+    from turnflow.runtime.store import SQLiteStore
+    from turnflow.runtime.task_queue import SQLiteTaskQueue
+    from turnflow.runtime.tasks import Task
+
+    store = SQLiteStore(str(tmp_path / "hub.db"))
+    q = SQLiteTaskQueue(store)
+    q.load([Task(f"t{i:04d}", None, {}, i + 1) for i in range(300)], "h")
+    statements: list[str] = []
+    store.db.set_trace_callback(statements.append)
+    claims = q.claim("w", 4, 30)
+    store.db.set_trace_callback(None)
+    [update] = [s for s in statements if s.lstrip().upper().startswith("UPDATE")]
+    plan = " | ".join(r[3] for r in store.db.execute("EXPLAIN QUERY PLAN " + update))
+    store.close()
+    assert [c.id for c in claims] == ["t0000", "t0001", "t0002", "t0003"]
+    assert "MULTI-INDEX OR" not in plan and "SCAN turnflow_tasks" not in plan, plan

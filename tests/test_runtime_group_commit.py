@@ -230,3 +230,45 @@ def test_a_store_without_group_commit_gets_every_invite_in_order(tmp_path):
             (1, "session.invite"), (2, "session.invite"), (3, "session.ack"), (4, "session.ack"),
             (5, "session.opened"), (6, "text")]
     run(go())
+
+
+def test_a_session_listener_hears_only_its_own_session(tmp_path):
+    """`subscribe(fn, session_id=...)`: a runner's watcher is not called for the envelopes of the
+    other sessions the hub runs (it was: every post cost one call per running session)."""
+    from turnflow.runtime.envelope import EV_TEXT, Envelope
+    from turnflow.runtime.hub import Hub
+    from turnflow.runtime.store import SQLiteStore
+
+    async def go():
+        hub = await Hub.open(SQLiteStore(str(tmp_path / "hub.db")))
+        heard: dict[str, list] = {}
+        everything: list = []
+
+        async def every(env, md):
+            everything.append(env.session_id)
+
+        hub.subscribe(every)
+        sids = []
+        for _ in range(3):
+            md = await hub.open_session("conversation", ["a", "b"])
+            await hub.ack(md.session_id, "b")
+            sids.append(md.session_id)
+
+        def listener(sid):
+            async def fn(env, md):
+                heard.setdefault(sid, []).append(env.session_id)
+            return fn
+
+        mine = {sid: listener(sid) for sid in sids}
+        for sid, fn in mine.items():
+            hub.subscribe(fn, session_id=sid)
+        for sid in sids:
+            await hub.post(Envelope(sid, "a", None, EV_TEXT, {"text": "hi"}))
+        hub.unsubscribe(mine[sids[0]], session_id=sids[0])
+        await hub.post(Envelope(sids[0], "b", None, EV_TEXT, {"text": "after"}))
+        await hub.aclose()
+        return sids, heard, everything
+
+    sids, heard, everything = asyncio.run(go())
+    assert heard == {sid: [sid] for sid in sids}  # each heard its own post, once; none after unsubscribe
+    assert everything.count(sids[0]) >= 2  # a hub-wide listener still hears every session

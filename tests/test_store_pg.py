@@ -266,3 +266,122 @@ def test_kill_9_of_one_of_several_workers(pg_url, tmp_path):
     check_exactly_once(reader, ids)
     res = run_to_end(files, pg_url, "--format", "json")  # and a later run has nothing left to do
     assert res.returncode == 0 and all(json.loads(x)["skipped"] for x in res.stdout.splitlines())
+
+
+def _held_tasks(url, worker, n, total):
+    """`total` tasks, the first `n` running under `worker` with sessions s0..s{n-1}."""
+    import psycopg
+
+    _store(url, worker=worker).close()
+    with psycopg.connect(url, autocommit=True) as conn, conn.cursor() as cur:
+        cur.executemany("INSERT INTO turnflow_tasks (id, ord, context, spec_hash, state, worker, session_id) "
+                        "VALUES (%s, %s, '{}', 'h', %s, %s, %s)",
+                        [(f"t{i}", i, "running" if i < n else "pending", worker if i < n else None,
+                          f"s{i}" if i < n else None) for i in range(total)])
+        conn.execute("ANALYZE turnflow_tasks")
+
+
+def test_a_group_commit_reaches_task_rows_by_index_not_by_scanning_the_task_list(pg_url):
+    """The commit statement's lease checks, bindings and finishes probe the task rows by key: its
+    cost does not grow with the task list (a scan made each commit O(tasks))."""
+    import psycopg
+
+    from turnflow.runtime.store_pg import _COMMIT_HELD
+
+    _held_tasks(pg_url, "w1", 64, 5000)
+    params = {"s": json.dumps([{"sid": "new", "task": "t4000", "rec": "{}", "crc": 0}]),
+              "e": json.dumps([{"g": i, "sid": f"s{i}", "seq": 1, "ev": "text", "rec": "{}", "crc": 0}
+                               for i in range(40)]),
+              "t": json.dumps([{"sid": "s1", "rec": "{}"}]), "f": json.dumps([{"id": "t50", "state": "done",
+                                                                            "result": "{}"}]),
+              "w": "w1", "s_tasks": ["t4000"], "e_sids": [f"s{i}" for i in range(40)], "t_sids": ["s1"],
+              "f_ids": ["t50"]}
+    with psycopg.connect(pg_url) as conn:  # in a transaction that is rolled back: nothing is written
+        plan = "\n".join(r[0] for r in conn.execute("EXPLAIN (ANALYZE, COSTS OFF) " + _COMMIT_HELD, params))
+        conn.rollback()
+    assert "turnflow_tasks" in plan
+    assert "Seq Scan on turnflow_tasks" not in plan, plan
+
+
+def _env(sid, seq):
+    env = Envelope(sid, "a", None, EV_TEXT, {"text": f"{sid}:{seq}"})
+    env.seq = seq
+    env.envelope_id = f"e-{sid}-{seq}"
+    env.created_at = 1.0
+    return env
+
+
+def test_a_statement_that_fails_is_retried_session_by_session(pg_url):
+    """One bad row (a global sequence number already in the log) fails only its own session's
+    part of the group; the other session's envelopes are written."""
+    _held_tasks(pg_url, "w1", 2, 2)
+    store = _store(pg_url, worker="w1")
+
+    async def go():
+        store.stage(_env("s0", 1), 1)
+        assert await store.commit_async() == {}
+        store.stage(_env("s0", 2), 1)  # gseq 1 again: a unique violation
+        store.stage(_env("s1", 1), 3)
+        return await store.commit_async()
+
+    refused = asyncio.run(go())
+    store.close()
+    assert set(refused) == {"s0"} and isinstance(refused["s0"], StoreError)
+    assert "cannot write" in str(refused["s0"])
+    assert store.batch_failures  # the whole statement failed first
+    assert {s: [q for q, _ in log] for s, log in StoreReader(pg_url).logs().items()} == {"s0": [1], "s1": [1]}
+
+
+def test_a_finish_queued_with_its_sessions_rows_waits_for_the_next_statement(pg_url):
+    """A task is recorded finished only in a later statement than its session's rows (one statement
+    cannot both share-lock and update a task row); both are written, the finish reports True."""
+    import psycopg
+
+    _held_tasks(pg_url, "w1", 1, 1)
+    store = _store(pg_url, worker="w1")
+
+    async def go():
+        store.stage(_env("s0", 1), 1)
+        written = store.commit_async()
+        finished = store.finish_task("t0", "done", {"id": "t0"}, "s0")
+        return await written, await finished, store.commits
+
+    refused, finished, commits = asyncio.run(go())
+    store.close()
+    assert refused == {} and finished is True
+    assert commits == 2
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT state, worker FROM turnflow_tasks WHERE id = 't0'").fetchone() == ("done", None)
+    assert [q for q, _ in StoreReader(pg_url).logs()["s0"]] == [1]
+
+
+def test_a_claim_reads_index_ranges_not_the_whole_task_list(pg_url):
+    """Claiming costs O(n) in the tasks it takes: the pending and the lapsed tasks are each an
+    index range on (state, ord); an `OR` of the two made every claim scan and sort the whole list."""
+    import psycopg
+
+    from turnflow.runtime.task_queue import _CLAIM_PG
+
+    _held_tasks(pg_url, "w1", 64, 5000)
+    with psycopg.connect(pg_url) as conn:
+        plan = "\n".join(r[0] for r in conn.execute("EXPLAIN (ANALYZE, COSTS OFF) " + _CLAIM_PG,
+                                                    {"w": "w2", "lease": 30.0, "n": 8}))
+        conn.rollback()
+    assert "Seq Scan on turnflow_tasks" not in plan and "turnflow_tasks_by_state" in plan, plan
+
+
+def test_a_claim_takes_lapsed_and_pending_tasks_in_file_order(pg_url):
+    import psycopg
+
+    _held_tasks(pg_url, "w1", 3, 6)  # t0-t2 running under w1, t3-t5 pending
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("UPDATE turnflow_tasks SET lease_until = clock_timestamp() - interval '1 s' WHERE id = 't1'")
+        conn.execute("UPDATE turnflow_tasks SET lease_until = clock_timestamp() + interval '60 s' "
+                     "WHERE id IN ('t0', 't2')")
+    store = _store(pg_url, worker="w2")
+    q = PostgresTaskQueue(store)
+    first = [(c.id, c.session_id) for c in q.claim("w2", 2, 30)]
+    rest = [c.id for c in q.claim("w2", 10, 30)]
+    store.close()
+    assert first == [("t1", "s1"), ("t3", None)]  # the lapsed one first by file order, keeping its session
+    assert rest == ["t4", "t5"]

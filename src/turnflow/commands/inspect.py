@@ -1,21 +1,25 @@
 """`turnflow inspect STORE [--session ID] [--summary] [--format text|json]`: hydrate a hub store (read only)
 and print each session's state, close reason, turn count, next expected speaker, envelopes and
-telemetry records (agents' handshakes and the events they emitted, docs/agents.md).
+telemetry records (agents' handshakes and the events they emitted, docs/agents.md). STORE is a
+SQLite file or a `postgresql://` URL; `--session ID` reads that session alone.
 Exit 0; 1 when the store holds corrupt records (each reported with its session and sequence
-number); 2 when the store cannot be read or the session id is invalid or unknown."""
+number); 2 when the store cannot be read or is not a turnflow store, or the session id is invalid
+or unknown."""
 
 from __future__ import annotations
 
 import json
 import os
+from typing import Any, Iterator
 
 from turnflow.cli_util import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, err, out
 
 
 def register(sub) -> None:
     p = sub.add_parser("inspect", help="show the sessions kept in a hub store")
-    p.add_argument("store", metavar="STORE", help="the SQLite file given to `turnflow run --store`")
-    p.add_argument("--session", metavar="ID", help="only this session")
+    p.add_argument("store", metavar="STORE",
+                   help="the SQLite file or postgresql:// URL given to `turnflow run --store`")
+    p.add_argument("--session", metavar="ID", help="only this session (read alone, not the whole store)")
     p.add_argument("--format", choices=("text", "json"), default="text", help="text (default) or json")
     p.add_argument("--summary", action="store_true",
                    help="counts by state and close reason, turn percentiles and task states (SQL aggregates; "
@@ -23,40 +27,62 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+class OneSession:
+    """The store as a hub's hydrate sees it when it should rebuild one session only: that
+    session's record and its envelopes, never the whole store."""
+
+    def __init__(self, store: Any, session_id: str) -> None:
+        self._store = store
+        self._sid = session_id
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def sessions(self) -> Iterator[Any]:
+        rec = self._store.session_record(self._sid)
+        if rec is not None:
+            yield rec
+
+    def stream(self) -> Iterator[Any]:
+        return self._store.read_range(self._sid)
+
+
 def run(args) -> int:
     from turnflow.runtime.envelope import Envelope
     from turnflow.runtime.errors import RuntimeErrorBase
     from turnflow.runtime.hub import Hub
     from turnflow.runtime.session import check_session_id
-    from turnflow.runtime.store import SQLiteStore
+    from turnflow.runtime.stores import is_postgres_url, open_store
 
     if args.summary:
         from turnflow.commands.inspect_summary import run_summary
 
         return run_summary(args)
-    if not os.path.isfile(args.store):
+    if not is_postgres_url(args.store) and not os.path.isfile(args.store):
         err(f"turnflow inspect: no such store file: {args.store}")
         return EXIT_USAGE
     try:
         if args.session is not None:
             check_session_id(args.session)
-        store = SQLiteStore(args.store, read_only=True)  # mode=ro: no table, no journal switch, no checkpoint
+        # read only: SQLite's mode=ro, PostgreSQL's read-only transactions; no table is created
+        store = open_store(args.store, read_only=True)
     except RuntimeErrorBase as exc:
         err(f"turnflow inspect: {exc}")
         return EXIT_USAGE
+    where = getattr(store, "path", args.store)  # a URL without its password
     try:
-        hub = Hub(store)
+        hub = Hub(store if args.session is None else OneSession(store, args.session))
         report = hub.hydrate()  # read only: no pending close is completed here
-        held, created = store.session_count(), store.sessions_ever_created()
+        count, ever = getattr(store, "session_count", None), getattr(store, "sessions_ever_created", None)
+        held, created = (count(), ever()) if count is not None and ever is not None else (0, None)
         if created is not None and created > held:
-            err(f"turnflow inspect: warning: {args.store} holds {held} session{'s' if held != 1 else ''} but "
+            err(f"turnflow inspect: warning: {where} holds {held} session{'s' if held != 1 else ''} but "
                 f"{created} were created in it: its newest records are missing (a lost or deleted -wal file?)")
         lives = list(hub.sessions.values())
-        if args.session is not None:
-            lives = [s for s in lives if s.session_id == args.session]
-            if not lives:
-                err(f"turnflow inspect: {args.store}: no session {args.session}")
-                return EXIT_USAGE
+        bad = [p for p in report.problems if args.session is None or p.session_id == args.session]
+        if args.session is not None and not lives and not bad:
+            err(f"turnflow inspect: {where}: no session {args.session}")
+            return EXIT_USAGE
         if args.format == "json":
             out(json.dumps([{**s.info(), "telemetry": store.telemetry(s.session_id)} for s in lives],
                            indent=2) + "\n")
@@ -72,10 +98,8 @@ def run(args) -> int:
                             f"{json.dumps(e.event_data, sort_keys=True)}\n")
                 for t in store.telemetry(s.session_id):
                     out(render_telemetry(t))
-        for problem in report.problems:
-            if args.session is None or problem.session_id == args.session:
-                err(f"turnflow inspect: {args.store}: {problem}")
-        bad = [p for p in report.problems if args.session is None or p.session_id == args.session]
+        for problem in bad:
+            err(f"turnflow inspect: {where}: {problem}")
         return EXIT_FINDINGS if bad else EXIT_OK
     finally:
         store.close()

@@ -1,5 +1,5 @@
 """`turnflow run FILE --agents AGENTS.yaml [--block NAME] [--task TEXT] [--store hub.db]
-[--format text|json] [--quiet] [--verbose] [--max-turns N] [--timeout DURATION]`:
+[--durability process|full] [--format text|json] [--quiet] [--verbose] [--max-turns N] [--timeout DURATION]`:
 run one session on the hub with the given agents (docs/runtime.md).
 
 Output: in text format each turn is printed as the hub accepts it, then the final state (and,
@@ -44,6 +44,9 @@ def register(sub) -> None:
     p.add_argument("--block", metavar="NAME", help="the block (session spec) to run when FILE has several")
     p.add_argument("--task", metavar="TEXT", help="the start speaker's first input")
     p.add_argument("--store", metavar="hub.db", help="keep the session in this SQLite file or postgresql:// database (default: a temporary file)")
+    p.add_argument("--durability", choices=("process", "full"), default="process",
+                   help="what a returned post survives: process (default) a crash or kill -9 of this process; "
+                        "full a power loss too (an fsync / WAL flush per group commit; docs/runtime.md)")
     p.add_argument("--format", choices=("text", "json"), default="text", help="the transcript as text (default) or json")
     p.add_argument("--quiet", "-q", action="store_true", help="print only the final state line (text format)")
     p.add_argument("--verbose", "-v", action="store_true", help="print agents' telemetry to stderr as it is stored")
@@ -293,7 +296,7 @@ async def _run(spec: dict, agents: dict, args, store_path: str, printer: "Printe
             installed.append(sig)
         except (NotImplementedError, RuntimeError, ValueError):  # no signal support here (Windows, a thread)
             pass
-    hub = await Hub.open(open_store(store_path))
+    hub = await Hub.open(open_store(store_path, durability=args.durability))
     hub.subscribe(printer.envelope)
     if args.verbose:
         hub.subscribe_telemetry(printer.telemetry)

@@ -1,10 +1,11 @@
 """`turnflow run FLOW --agents AGENTS.yaml --tasks TASKS.jsonl [--concurrency N] [--lease S]
-[--store STORE] [--format text|json]`: one session per task, up to N at a time (docs/scale.md).
+[--store STORE] [--durability process|full] [--format text|json]`: one session per task, up to N at a time (docs/scale.md).
 
 Re-running the same command on the same store resumes: finished tasks are skipped, interrupted
 ones are continued from their logged sessions. Several such processes pointed at one
 PostgreSQL store share the task list. Exit 0 when every task finished normally; 1 when a task
-failed or is unfinished, or on bad input (one clear line naming file and line); 130 when
+failed or is unfinished, or on bad input (one clear line naming file and line); 2 when a file
+cannot be read or the store cannot be used (not a turnflow store, in use, unreachable); 130 when
 interrupted (Ctrl-C / SIGTERM: leases are released, re-run to resume).
 """
 
@@ -116,14 +117,17 @@ def _run(args, spec: dict, make_agents: Callable[[], dict], tasks: list, store_v
     import signal
 
     from turnflow.runtime.batch import BatchWorker, TaskOutcome
-    from turnflow.runtime.errors import RuntimeErrorBase
+    from turnflow.runtime.errors import RuntimeErrorBase, StoreError
     from turnflow.runtime.stores import open_store
     from turnflow.runtime.task_queue import new_worker_id, task_queue_for
     from turnflow.runtime.tasks import spec_hash
 
     worker_id = new_worker_id()
     try:
-        store = open_store(store_value, worker=worker_id)
+        store = open_store(store_value, worker=worker_id, durability=args.durability)
+    except StoreError as exc:  # not a turnflow store, in use, unreachable: exit 2, as for a single run
+        err(f"turnflow run: {exc}")
+        return EXIT_USAGE
     except RuntimeErrorBase as exc:
         err(f"turnflow run: {exc}")
         return EXIT_ERROR

@@ -49,7 +49,7 @@ class BatchStoreView:
         self._only = only
 
     def __getattr__(self, name: str) -> Any:
-        if self._only is not None and name in ("stage", "commit", "rollback"):
+        if self._only is not None and name in ("stage", "stage_session", "commit", "commit_async", "rollback"):
             # the short-lived hub that takes one session over writes directly, so it never shares
             # (or drops, on a failed commit) the batch hub's staged group
             raise AttributeError(name)
@@ -211,7 +211,12 @@ class BatchWorker:
                     forget(s)
         self._finishing.add(claim.id)  # the renewer must not mistake a task being finished for a lost one
         try:
-            finished = await self._call(self.queue.finish, self.worker, claim.id, outcome.status, outcome.to_json())
+            grouped = getattr(self.queue, "finish_grouped", None)
+            if grouped is not None:  # with the next group commit (PostgreSQL)
+                finished = await grouped(self.worker, claim.id, outcome.status, outcome.to_json(), sid)
+            else:
+                finished = await self._call(self.queue.finish, self.worker, claim.id, outcome.status,
+                                            outcome.to_json())
         finally:
             self._finishing.discard(claim.id)
         if finished:

@@ -51,8 +51,19 @@ class _GroupCommit(asyncio.Future):
     cancelled: a poster cancelled while waiting is cancelled once the group has committed (the
     write and the fold happen either way), and the other posters are not affected."""
 
+    refused: Optional[dict] = None  # {session_id: exception}: sessions whose part the store refused
+
     def cancel(self, msg: Any = None) -> bool:
         return False
+
+
+def _check_refused(written: asyncio.Future, session_id: str) -> None:
+    """After awaiting a group: raise the store's refusal of this session's part of it."""
+    refused = getattr(written, "refused", None)
+    if refused is not None:
+        problem = refused.get(session_id)
+        if problem is not None:
+            raise problem
 
 
 @dataclass
@@ -87,9 +98,10 @@ class Hub:
         self.adapters = adapters if adapters is not None else builtin_adapters()
         self.sessions: dict[str, LiveSession] = {}  # creation order
         self.listeners: list[Listener] = []
+        self._session_listeners: dict[str, list[Listener]] = {}  # listeners of one session's envelopes
         self.telemetry_listeners: list[Callable[[str, dict], None]] = []
         self._gseq = store.last_global_seq()
-        self._group: Optional[asyncio.Future] = None  # the group commit of this event-loop tick
+        self._group: Optional["_GroupCommit"] = None  # the group commit of this event-loop tick
         self._staged_lives: list = []
         self._staged_envs: list = []
         self._staged_accept: list = []
@@ -212,12 +224,21 @@ class Hub:
                                               if isinstance(e, Envelope) and e.event_type in SUBSTANTIVE])
         return policy.project_log(tr.log_for(agent_id, render, getattr(policy, "named", False)))
 
-    def subscribe(self, listener: Listener) -> None:
-        self.listeners.append(listener)
+    def subscribe(self, listener: Listener, session_id: Optional[str] = None) -> None:
+        """`await listener(envelope, metadata)` for every envelope the hub delivers, or — with
+        `session_id` — only for that session's (a runner watching its own session: delivery then
+        costs the same however many sessions the hub runs)."""
+        if session_id is None:
+            self.listeners.append(listener)
+        else:
+            self._session_listeners.setdefault(session_id, []).append(listener)
 
-    def unsubscribe(self, listener: Listener) -> None:
-        if listener in self.listeners:
-            self.listeners.remove(listener)
+    def unsubscribe(self, listener: Listener, session_id: Optional[str] = None) -> None:
+        own = self.listeners if session_id is None else self._session_listeners.get(session_id)
+        if own is not None and listener in own:
+            own.remove(listener)
+            if session_id is not None and not own:
+                del self._session_listeners[session_id]
 
     def subscribe_telemetry(self, fn: Callable[[str, dict], None]) -> None:
         """`fn(session_id, record)` is called (synchronously) for every telemetry record as it is stored."""
@@ -249,6 +270,7 @@ class Hub:
         group = self._stage(live, env, accept)
         if group is not None:
             await group  # cancelling the poster here takes effect after the commit and the fold
+            _check_refused(group, env.session_id)
         return env
 
     def _stage(self, live: LiveSession, env: Envelope, accept: bool, ahead: int = 0) -> Optional[asyncio.Future]:
@@ -285,7 +307,7 @@ class Hub:
         live.writing = group
         return group
 
-    def _group_future(self) -> asyncio.Future:
+    def _group_future(self) -> "_GroupCommit":
         """This tick's group commit (created, and its commit scheduled, by the first stager)."""
         group = self._group
         if group is None:
@@ -299,22 +321,58 @@ class Hub:
         group, lives, envs, accepts = self._group, self._staged_lives, self._staged_envs, self._staged_accept
         self._group, self._staged_lives, self._staged_envs, self._staged_accept = None, [], [], []
         new, self._staged_new = self._staged_new, []
+        store = self.store
+        commit_async = getattr(store, "commit_async", None)
         try:
-            cast(GroupCommitStore, self.store).commit()  # only a store with `stage` makes groups
+            # a store that commits off the event loop (PostgreSQL) returns a future: fold when it resolves
+            pending = None
+            if commit_async is not None:
+                pending = commit_async()
+            else:
+                cast(GroupCommitStore, store).commit()
         except BaseException as exc:
             try:
-                cast(GroupCommitStore, self.store).rollback()
-            finally:  # nothing of the group was written: the next envelope reuses the numbers
-                self._gseq = self.store.last_global_seq()
-            for live in lives:
-                live.writing = None
-            for sid in new:  # sessions whose creation record was in the group: never created
-                self.sessions.pop(sid, None)
-            group.set_exception(StoreError(f"commit failed: {exc}") if not isinstance(exc, StoreError) else exc)
-            group.exception()  # retrieved: every poster re-raises it
+                cast(GroupCommitStore, store).rollback()
+            finally:
+                self._group_failed(group, lives, new, exc)
             return
+        if pending is None:
+            self._fold_group(group, lives, envs, accepts, None, new)
+            return
+
+        def written(f: asyncio.Future) -> None:
+            problem = StoreError("the write was cancelled") if f.cancelled() else f.exception()
+            if problem is not None:
+                self._group_failed(group, lives, new, problem)
+            else:
+                self._fold_group(group, lives, envs, accepts, f.result() or None, new)
+
+        pending.add_done_callback(written)
+
+    def _group_failed(self, group: "_GroupCommit", lives: list, new: list, exc: BaseException) -> None:
+        """Nothing of the group was written: every poster re-raises the error."""
+        if getattr(self.store, "next_global_seq", None) is None:
+            self._gseq = self.store.last_global_seq()  # the next envelope reuses the numbers
+        for live in lives:
+            live.writing = None
+        for sid in new:  # sessions whose creation record was in the group: never created
+            self.sessions.pop(sid, None)
+        group.set_exception(StoreError(f"commit failed: {exc}") if not isinstance(exc, StoreError) else exc)
+        group.exception()  # retrieved: every poster re-raises it
+
+    def _fold_group(self, group: "_GroupCommit", lives: list, envs: list, accepts: list,
+                    refused: Optional[dict], new: list) -> None:
+        """The group is committed: fold each envelope in log order, except those of the sessions the
+        store refused (a batch worker that lost a task's lease: their posters get the refusal)."""
+        if refused:
+            group.refused = refused
+            for sid in new:
+                if sid in refused:
+                    self.sessions.pop(sid, None)
         for live, env, accept in zip(lives, envs, accepts):
             live.writing = None
+            if refused and env.session_id in refused:
+                continue
             try:
                 self._fold(live, env, accept)
             except Exception as exc:  # an adapter bug: this session refuses further sends, the others go on
@@ -364,6 +422,10 @@ class Hub:
     async def _deliver(self, env: Envelope, md: SessionMetadata) -> None:
         for listener in self.listeners:
             await listener(env, md)
+        own = self._session_listeners.get(env.session_id)
+        if own:
+            for listener in tuple(own):
+                await listener(env, md)
 
     async def open_session(self, kind: str, participants: Iterable[Union[Participant, dict, str]], *,
                            creator_id: Optional[str] = None, knobs: Optional[dict] = None, name: str = "",
@@ -434,6 +496,7 @@ class Hub:
                                     staged)
             if group is not None:
                 await group
+                _check_refused(group, md.session_id)
             return md
         pending = self.store.create_session(md.creation_record())
         if pending is not None:  # a store that commits in groups itself (PostgresStore)
@@ -517,11 +580,12 @@ class Hub:
         try:
             if group is not None:
                 await group
+                _check_refused(group, sid)
         except asyncio.CancelledError:  # the poster went away after its envelope was written
             if live.pending_close is not None and env.seq <= live.last_seq:
                 asyncio.get_running_loop().create_task(self._finish_close(live, live.pending_close))
             raise
-        if self.listeners:
+        if self.listeners or self._session_listeners:
             await self._deliver(env, md)
         if live.pending_close is not None:
             await self._finish_close(live, live.pending_close)

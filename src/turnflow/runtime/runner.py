@@ -172,7 +172,7 @@ async def run_session(hub: Hub, spec: dict, agents: dict[str, Any], task: Option
                                     tools=spec.get("tools") or [])
     sid = md.session_id
     run = _Run(hub, md, agents, spec, task, ctl, max_turns if md.kind != "workflow" else None)
-    hub.subscribe(run.watch)
+    hub.subscribe(run.watch, session_id=sid)
     own_sweeper = hub._sweeper is None
     if own_sweeper:
         hub.start_sweeper(sweep_interval if sweep_interval is not None else sweep_interval_for(md))
@@ -194,7 +194,7 @@ async def run_session(hub: Hub, spec: dict, agents: dict[str, Any], task: Option
             await hub.close(sid, ctl.reason or "agent_error")
         if own_sweeper:
             await hub.stop_sweeper()
-        hub.unsubscribe(run.watch)
+        hub.unsubscribe(run.watch, session_id=sid)
         for a in agents.values():
             try:
                 await a.close_session(sid)

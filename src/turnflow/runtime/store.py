@@ -351,6 +351,13 @@ class SQLiteStore:
         for sid, text, crc in self.db.execute("SELECT session_id, record, crc FROM sessions ORDER BY n").fetchall():
             yield decode_session(sid, text, crc)
 
+    def session_record(self, session_id: str) -> Optional[Union[dict, Corrupt]]:
+        """One session's creation record (checked like `sessions` checks it), or None."""
+        check_session_id(session_id)
+        row = self.db.execute("SELECT session_id, record, crc FROM sessions WHERE session_id = ?",
+                              (session_id,)).fetchone()
+        return None if row is None else decode_session(*row)
+
 
     def stream(self) -> Iterator[Union[Envelope, Corrupt]]:
         """Every envelope of every session in append order, streamed (bounded memory)."""

@@ -35,7 +35,7 @@ from typing import Any, Iterator, Optional, Union
 from turnflow.runtime.envelope import Envelope
 from turnflow.runtime.errors import StoreError
 from turnflow.runtime.session import check_session_id
-from turnflow.runtime.store import Corrupt, _crc, decode_envelope, decode_session
+from turnflow.runtime.store import Corrupt, _crc, _record_text, decode_envelope, decode_session
 from turnflow.runtime.tasks import LeaseLost
 
 SCHEMA_VERSION = 1
@@ -81,25 +81,58 @@ _DDL = [
     "CREATE INDEX IF NOT EXISTS turnflow_tasks_by_session ON turnflow_tasks (session_id)",
 ]
 
-_UNNEST = ("SELECT * FROM unnest(%s::bigint[], %s::text[], %s::integer[], %s::text[], %s::text[], %s::bigint[]) "
-           "AS v (gseq, session_id, seq, event_type, record, crc)")
-_INSERT_ENVS = ("INSERT INTO turnflow_envelopes (gseq, session_id, seq, event_type, record, crc) "
-                + _UNNEST + " RETURNING gseq")
-# only the rows of sessions whose task this worker holds; the task rows are share-locked
-_INSERT_ENVS_HELD = ("INSERT INTO turnflow_envelopes (gseq, session_id, seq, event_type, record, crc) "
-                     "SELECT v.gseq, v.session_id, v.seq, v.event_type, v.record, v.crc FROM (" + _UNNEST + ") v "
-                     "JOIN turnflow_tasks t ON t.session_id = v.session_id AND t.worker = %s "
-                     "FOR SHARE OF t RETURNING gseq")
-_INSERT_SESSION = "INSERT INTO turnflow_sessions (session_id, task_id, record, crc) VALUES (%s, %s, %s, %s)"
-_INSERT_BOUND_SESSION = ("WITH b AS (UPDATE turnflow_tasks SET session_id = %s WHERE id = %s AND worker = %s "
-                         "AND state = 'running' AND session_id IS NULL RETURNING id) "
-                         "INSERT INTO turnflow_sessions (session_id, task_id, record, crc) "
-                         "SELECT %s, b.id, %s, %s FROM b RETURNING session_id")
-_INSERT_TEL = "INSERT INTO turnflow_telemetry (session_id, record) VALUES (%s, %s)"
-_INSERT_TELS_HELD = ("INSERT INTO turnflow_telemetry (session_id, record) SELECT v.session_id, v.record "
-                     "FROM unnest(%s::text[], %s::text[]) AS v (session_id, record) "
-                     "WHERE NOT EXISTS (SELECT 1 FROM turnflow_tasks t WHERE t.session_id = v.session_id "
-                     "AND t.worker IS DISTINCT FROM %s)")
+# One statement per group commit (autocommit: the statement is its transaction, one round trip).
+# Rows travel as one JSON array per kind (`json_to_recordset`): far cheaper to encode and to
+# decode than one array parameter per column. Task rows are reached through arrays of their keys
+# (`= ANY`), so every lookup is an index probe: the cost of a commit does not grow with the task
+# list. The CTEs run on one snapshot; what each refuses:
+#   bound  binds a new session to its task, only while this worker holds the task's lease;
+#   s_ok   creates the session records (a record with a task only when `bound` bound it);
+#   held   share-locks the task rows of the sessions written to, only where this worker holds them
+#          (a claim that takes a task over waits for this commit, and later commits see the new holder);
+#   e_ok   writes the envelopes of held sessions and of sessions created in this statement, in
+#          allocation order (their `n` is commit order);
+#   tel    telemetry, except into a session whose task another worker holds;
+#   fin    records finished tasks, only while this worker still holds them.
+_S_IN = "json_to_recordset(%(s)s::json) AS x (sid text, task text, rec text, crc bigint)"
+_E_IN = "json_to_recordset(%(e)s::json) AS v (g bigint, sid text, seq integer, ev text, rec text, crc bigint)"
+_T_IN = "json_to_recordset(%(t)s::json) AS x (sid text, rec text)"
+_COMMIT_HELD = f"""WITH s_in AS (SELECT * FROM {_S_IN}),
+bound AS (UPDATE turnflow_tasks t SET session_id = x.sid FROM s_in x
+          WHERE t.id = ANY(%(s_tasks)s::text[]) AND t.id = x.task AND t.worker = %(w)s AND t.state = 'running'
+          AND t.session_id IS NULL RETURNING x.sid),
+s_ok AS (INSERT INTO turnflow_sessions (session_id, task_id, record, crc)
+         SELECT x.sid, x.task, x.rec, x.crc FROM s_in x WHERE x.task IS NULL OR x.sid IN (SELECT sid FROM bound)
+         RETURNING session_id),
+held AS (SELECT t.session_id FROM turnflow_tasks t WHERE t.session_id = ANY(%(e_sids)s::text[])
+         AND t.worker = %(w)s FOR SHARE),
+e_ok AS (INSERT INTO turnflow_envelopes (gseq, session_id, seq, event_type, record, crc)
+         SELECT v.g, v.sid, v.seq, v.ev, v.rec, v.crc FROM {_E_IN}
+         WHERE v.sid IN (SELECT session_id FROM held) OR v.sid IN (SELECT sid FROM bound)
+         ORDER BY v.g RETURNING gseq),
+tel AS (INSERT INTO turnflow_telemetry (session_id, record) SELECT x.sid, x.rec FROM {_T_IN}
+        WHERE x.sid NOT IN (SELECT t.session_id FROM turnflow_tasks t WHERE t.session_id = ANY(%(t_sids)s::text[])
+                            AND t.worker IS DISTINCT FROM %(w)s)),
+fin AS (UPDATE turnflow_tasks t SET state = x.state, result = x.result, worker = NULL, lease_until = NULL
+        FROM json_to_recordset(%(f)s::json) AS x (id text, state text, result text)
+        WHERE t.id = ANY(%(f_ids)s::text[]) AND t.id = x.id AND t.worker = %(w)s AND t.state = 'running'
+        RETURNING t.id)
+SELECT 0, session_id FROM s_ok UNION ALL SELECT 1, gseq::text FROM e_ok UNION ALL SELECT 2, id FROM fin"""
+# a store that is not a batch worker's (a single run): no lease to check
+_COMMIT_FREE = f"""WITH s_ok AS (INSERT INTO turnflow_sessions (session_id, task_id, record, crc)
+         SELECT x.sid, x.task, x.rec, x.crc FROM {_S_IN} RETURNING session_id),
+e_ok AS (INSERT INTO turnflow_envelopes (gseq, session_id, seq, event_type, record, crc)
+         SELECT v.g, v.sid, v.seq, v.ev, v.rec, v.crc FROM {_E_IN} ORDER BY v.g RETURNING gseq),
+tel AS (INSERT INTO turnflow_telemetry (session_id, record) SELECT x.sid, x.rec FROM {_T_IN})
+SELECT 0, session_id FROM s_ok UNION ALL SELECT 1, gseq::text FROM e_ok"""
+
+
+_TABLES = ("turnflow_sessions", "turnflow_envelopes", "turnflow_telemetry", "turnflow_tasks")
+
+
+def _set_read_only(conn: Any) -> None:
+    """Every later transaction of this connection is READ ONLY: the server refuses any write."""
+    conn.execute("SELECT set_config('default_transaction_read_only', 'on', false)")
 
 
 def _import_psycopg():
@@ -122,15 +155,40 @@ def redact(url: str) -> str:
     return f"{head}{sep}{user}:***@{host}" if ":" in cred else url
 
 
-class _Pending:
-    """One queued write: an envelope row (with the future its hub awaits) or a telemetry row."""
+class _Unit:
+    """One piece of work for the committer: a group (session records and envelopes, staged by a
+    hub in one event-loop tick or written alone by `append`), a telemetry row, or a task to
+    record as finished. A group's future resolves to {session_id: refusal} (empty when all of
+    it was written); a finish's to whether this worker still held the task."""
 
-    __slots__ = ("kind", "row", "session_id", "future", "loop", "env")
+    __slots__ = ("sessions", "rows", "envs", "tels", "fin", "future", "loop")
 
-    def __init__(self, kind: str, row: tuple, session_id: str, future: Optional[asyncio.Future],
-                 loop: Optional[asyncio.AbstractEventLoop], env: Optional[Envelope] = None) -> None:
-        self.kind, self.row, self.session_id, self.future, self.loop = kind, row, session_id, future, loop
-        self.env = env  # an envelope row's envelope: remembered in this process's log copy once committed
+    def __init__(self, sessions: list, rows: list, envs: list, tels: list, fin: Optional[tuple],
+                 future: Optional[asyncio.Future], loop: Optional[asyncio.AbstractEventLoop]) -> None:
+        self.sessions = sessions  # [(session_id, task_id, record text, crc)]
+        self.rows = rows  # envelope rows: [(gseq, session_id, seq, event_type, record text, crc)]
+        self.envs = envs  # their envelopes, kept in this process's log copy once committed
+        self.tels = tels  # [(session_id, record text)]
+        self.fin = fin  # (task_id, state, result text, session_id or None)
+        self.future, self.loop = future, loop
+
+    def session_ids(self) -> set:
+        return {r[0] for r in self.sessions} | {r[1] for r in self.rows}
+
+    def split(self) -> list["_Unit"]:
+        """The same work, one unit per session (a failed statement is retried so)."""
+        if self.fin is not None or len(self.session_ids()) <= 1:
+            return [self]
+        parts: dict[str, _Unit] = {}
+        for r in self.sessions:
+            parts.setdefault(r[0], _Unit([], [], [], [], None, None, None)).sessions.append(r)
+        for r, e in zip(self.rows, self.envs):
+            u = parts.setdefault(r[1], _Unit([], [], [], [], None, None, None))
+            u.rows.append(r)
+            u.envs.append(e)
+        for r in self.tels:
+            parts.setdefault(r[0], _Unit([], [], [], [], None, None, None)).tels.append(r)
+        return list(parts.values())
 
 
 class PostgresStore:
@@ -142,12 +200,17 @@ class PostgresStore:
     crash or `kill -9` of the worker loses nothing it was told was written; a crash of the
     database server or its machine may lose the last commits (PostgreSQL keeps the log a
     consistent prefix). "full" (`synchronous_commit=on`): every returned post is on the
-    server's disk too (one WAL flush per group commit)."""
+    server's disk too (one WAL flush per group commit).
+
+    `read_only=True` (what `turnflow inspect` uses) writes nothing: every connection runs with
+    `default_transaction_read_only=on`, so the server itself refuses any write; the schema is
+    checked, never created, and a database that is not a turnflow store of this schema version
+    is refused (`StoreError`) untouched."""
 
     engine = "postgresql"
 
     def __init__(self, url: str, *, worker: Optional[str] = None, durability: str = "process",
-                 pool_size: int = 4, connect_timeout: float = 10.0) -> None:
+                 pool_size: int = 4, connect_timeout: float = 10.0, read_only: bool = False) -> None:
         if durability not in ("process", "full"):
             raise StoreError(f"durability must be 'process' or 'full', got {durability!r}")
         psycopg, psycopg_pool = _import_psycopg()
@@ -156,15 +219,22 @@ class PostgresStore:
         self.url = url
         self.path = redact(url)
         self.worker = worker
+        self.read_only = read_only
         try:
             with psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(connect_timeout))) as conn:
-                self._ensure_schema(conn)
+                if read_only:
+                    _set_read_only(conn)
+                    self._check_schema(conn)
+                else:
+                    self._ensure_schema(conn)
         except psycopg.Error as exc:
             raise StoreError(f"{self.path}: cannot open as a turnflow store: {_first_line(exc)}") from None
         sync = "off" if durability == "process" else "on"
 
         def configure(conn: Any) -> None:
             conn.execute("SELECT set_config('synchronous_commit', %s, false)", (sync,))
+            if read_only:
+                _set_read_only(conn)
 
         self.pool = psycopg_pool.ConnectionPool(url, min_size=1, max_size=max(2, pool_size), open=False,
                                                 kwargs={"autocommit": True}, configure=configure)
@@ -175,14 +245,19 @@ class PostgresStore:
         self._gseq_next = 0
         self._gseq_end = 0  # exclusive: the reserved block is [next, end)
         self._gseq_lock = threading.Lock()
-        self._queue: deque[_Pending] = deque()
+        self._sync = sync
+        self._commit_sql = _COMMIT_HELD if worker is not None else _COMMIT_FREE
+        self._queue: deque[_Unit] = deque()
         self._cond = threading.Condition()
         self._closing = False
         self._committer: Optional[threading.Thread] = None
+        self._conn: Any = None  # the committer thread's own connection
         self._inflight = 0  # queued or being written
-        self._kick_pending = False  # a wake-up of the committer is scheduled on the event loop
-        self.commits = 0  # transactions written by the committer (a group commit counts once)
-        self.batch_failures: list[str] = []  # why whole batches failed (their items were retried one by one)
+        self._staged: list[tuple] = []  # the hub's group of this tick: envelope rows ...
+        self._staged_envs: list[Envelope] = []  # ... their envelopes ...
+        self._staged_sessions: list[tuple] = []  # ... and new sessions' records
+        self.commits = 0  # statements written by the committer (a group commit counts once)
+        self.batch_failures: list[str] = []  # why whole statements failed (their work was retried session by session)
         self._cache: dict[str, list[Envelope]] = {}  # committed logs of the sessions this process writes
 
     # -- schema ---------------------------------------------------------------------------------
@@ -197,6 +272,19 @@ class PostgresStore:
             elif len(rows) != 1 or rows[0][0] != SCHEMA_VERSION:
                 raise StoreError(f"{self.path}: unsupported store schema version "
                                  f"{', '.join(str(r[0]) for r in rows)} (expected {SCHEMA_VERSION})")
+
+    def _check_schema(self, conn: Any) -> None:
+        """Read-only: `StoreError` unless the database holds every turnflow table and this
+        schema version (`to_regclass` follows the search path, as the DDL does)."""
+        if conn.execute("SELECT to_regclass('turnflow_schema')").fetchone()[0] is None:
+            raise StoreError(f"{self.path}: not a turnflow store (it has no turnflow_schema table)")
+        rows = conn.execute("SELECT version FROM turnflow_schema").fetchall()
+        if len(rows) != 1 or rows[0][0] != SCHEMA_VERSION:
+            found = ", ".join(str(r[0]) for r in rows) or "none"
+            raise StoreError(f"{self.path}: unsupported store schema version {found} (expected {SCHEMA_VERSION})")
+        for table in _TABLES:
+            if conn.execute("SELECT to_regclass(%s)", (table,)).fetchone()[0] is None:
+                raise StoreError(f"{self.path}: not a turnflow store (it has no table {table})")
 
     # -- global sequence ------------------------------------------------------------------------
     def next_global_seq(self) -> int:
@@ -216,43 +304,308 @@ class PostgresStore:
         return row[0] or 0
 
     # -- writing --------------------------------------------------------------------------------
-    def create_session(self, record: dict) -> Optional[asyncio.Future]:
-        """Store the creation record (through the group commit, like an envelope). A record whose
-        labels carry a `task_id` binds the session to that task in the same statement; for a
-        worker that no longer holds the task's lease (or a task that already has a session)
-        nothing is written and `LeaseLost` is raised to the awaiting hub."""
+    # The hub drives the group commit (as with SQLite): `stage`/`stage_session` collect one
+    # event-loop tick's rows and `commit_async` hands them to the committer thread, which writes
+    # everything queued meanwhile (several ticks' groups, telemetry, finished tasks) in one
+    # statement. The hub folds a group once its future resolves; a session refused for a lost
+    # lease is named in the result and none of its rows is written.
+    def _session_row(self, record: dict) -> tuple:
         sid = check_session_id(record["session_id"])
         text = json.dumps(record, sort_keys=True, separators=(",", ":"))
         labels = record.get("labels") or {}
         task_id = labels.get("task_id") if isinstance(labels, dict) else None
-        row = (sid, None if task_id is None else str(task_id), text, _crc(sid, 0, text))
-        self._cache[sid] = []
-        return self._enqueue(_Pending("session", row, sid, None, None))
+        return (sid, None if task_id is None else str(task_id), text, _crc(sid, 0, text))
+
+    @staticmethod
+    def _env_row(envelope: Envelope, global_seq: int) -> tuple:
+        text = _record_text(envelope.to_record())  # not JSON: raises here, nothing staged
+        return (global_seq, envelope.session_id, envelope.seq, envelope.event_type, text,
+                _crc(envelope.session_id, envelope.seq, text))
+
+    def stage_session(self, record: dict) -> None:
+        """A new session's creation record for the next `commit_async` (written before the
+        envelopes staged with it, in the same statement, or not at all). A record whose labels
+        carry a `task_id` binds the session to that task, only while this worker holds it."""
+        row = self._session_row(record)
+        self._staged_sessions.append(row)
+        self._cache[row[0]] = []
+
+    def stage(self, envelope: Envelope, global_seq: int) -> None:
+        """One envelope's row for the next `commit_async`; raises TypeError/ValueError, staging
+        nothing, when it does not serialise."""
+        self._staged.append(self._env_row(envelope, global_seq))
+        self._staged_envs.append(envelope)
+
+    def rollback(self) -> None:
+        self._staged, self._staged_envs, self._staged_sessions = [], [], []
+
+    def commit_async(self) -> Optional[asyncio.Future]:
+        """Hand the staged group to the committer; the future resolves (on this event loop) to
+        {session_id: refusal} once the statement holding it is done. None when nothing is staged."""
+        if not self._staged and not self._staged_sessions:
+            return None
+        unit = _Unit(self._staged_sessions, self._staged, self._staged_envs, [], None, None, None)
+        self._staged, self._staged_envs, self._staged_sessions = [], [], []
+        return self._enqueue(unit)
+
+    def commit(self) -> None:
+        """The staged group, written before this returns (no event loop needed); a refusal raises."""
+        unit = _Unit(self._staged_sessions, self._staged, self._staged_envs, [], None, None, None)
+        self._staged, self._staged_envs, self._staged_sessions = [], [], []
+        if unit.sessions or unit.rows:
+            self._write_now(unit)
+
+    def create_session(self, record: dict) -> Optional[asyncio.Future]:
+        """Store one creation record on its own (not in the hub's staged group): committed
+        before this returns, or — on a running event loop — when the returned future resolves
+        (it raises `LeaseLost` when the session's task is not this worker's)."""
+        row = self._session_row(record)
+        self._cache[row[0]] = []
+        return self._single(_Unit([row], [], [], [], None, None, None))
 
     def append(self, envelope: Envelope, global_seq: int) -> Optional[asyncio.Future]:
-        """Queue one envelope for the next group commit. Returns a future the hub awaits (it
-        resolves once the transaction holding the envelope has committed); without a running
-        event loop the envelope is committed before `append` returns."""
-        text = json.dumps(envelope.to_record(), separators=(",", ":"))  # not JSON: raises here, nothing queued
-        row = (global_seq, envelope.session_id, envelope.seq, envelope.event_type, text,
-               _crc(envelope.session_id, envelope.seq, text))
-        fut = self._enqueue(_Pending("env", row, envelope.session_id, None, None, envelope))
-        if fut is None:
-            self._remember(envelope)
-        return fut  # once committed, _settle_all remembers the envelope before it resolves this
+        """One envelope on its own (a hub that does not stage: e.g. a worker taking a session
+        over); like `create_session`, written before this returns or when the future resolves."""
+        unit = _Unit([], [self._env_row(envelope, global_seq)], [envelope], [], None, None, None)
+        return self._single(unit)
 
-    def _enqueue(self, item: _Pending) -> Optional[asyncio.Future]:
+    def _single(self, unit: _Unit) -> Optional[asyncio.Future]:
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
-            loop = None
-        if loop is None:
-            self._write([item], raise_errors=True)
+            self._write_now(unit)
             return None
-        item.loop = loop
-        item.future = loop.create_future()
-        self._submit(item)
-        return item.future
+        outcome = self._enqueue(unit)
+        done = loop.create_future()
+
+        def check(f: asyncio.Future) -> None:
+            if done.done():
+                return
+            problem = f.exception() if not f.cancelled() else StoreError("the write was cancelled")
+            if problem is None:
+                problem = next(iter(f.result().values()), None)
+            if problem is None:
+                done.set_result(None)
+            else:
+                done.set_exception(problem)
+
+        outcome.add_done_callback(check)
+        return done
+
+    def append_telemetry(self, session_id: str, event: dict) -> None:
+        """Telemetry rides along with the next group commit (it is not under the envelope promise)."""
+        check_session_id(session_id)
+        unit = _Unit([], [], [], [(session_id, json.dumps(event, sort_keys=True))], None, None, None)
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            self._write_now(unit)
+            return
+        self._submit(unit)
+
+    def finish_task(self, task_id: str, state: str, result: dict, session_id: Optional[str]) -> asyncio.Future:
+        """Record a task as finished in the next group commit (never in the statement of its
+        session's own rows); the future resolves to whether this worker still held the task.
+        Needs a running event loop and a worker's store."""
+        if self.worker is None:
+            raise StoreError("only a batch worker's store records finished tasks")
+        unit = _Unit([], [], [], [], (task_id, state, json.dumps(result, sort_keys=True), session_id), None, None)
+        return self._enqueue(unit)
+
+    def _enqueue(self, unit: _Unit) -> asyncio.Future:
+        loop = asyncio.get_running_loop()
+        unit.loop = loop
+        unit.future = loop.create_future()
+        self._submit(unit)
+        return unit.future
+
+    def _submit(self, unit: _Unit) -> None:
+        with self._cond:
+            if self._closing:
+                raise StoreError(f"{self.path}: the store is closed")
+            if self._committer is None:
+                self._committer = threading.Thread(target=self._run_committer, name="turnflow-pg-commit",
+                                                   daemon=True)
+                self._committer.start()
+            self._queue.append(unit)
+            self._inflight += 1
+            self._cond.notify_all()
+
+    def _run_committer(self) -> None:
+        try:
+            while True:
+                with self._cond:
+                    while not self._queue and not self._closing:
+                        self._cond.wait()
+                    if not self._queue:
+                        return
+                    batch, later = self._take()
+                try:
+                    self._write(batch)
+                finally:
+                    with self._cond:
+                        self._queue.extendleft(reversed(later))
+                        self._inflight -= len(batch)
+                        self._cond.notify_all()
+        finally:
+            if self._conn is not None:
+                try:
+                    self._conn.close()
+                except Exception:  # pragma: no cover
+                    pass
+
+    def _take(self) -> tuple[list[_Unit], list[_Unit]]:
+        """Everything queued, except finished tasks whose session has rows in the same statement
+        (the statement may not both share-lock and update one task row): those wait for the next."""
+        units = list(self._queue)
+        self._queue.clear()
+        if not any(u.fin is not None for u in units):
+            return units, []
+        touched: set = set()
+        for u in units:
+            if u.fin is None:
+                touched |= u.session_ids()
+        batch = [u for u in units if u.fin is None or u.fin[3] is None or u.fin[3] not in touched]
+        later = [u for u in units if not (u.fin is None or u.fin[3] is None or u.fin[3] not in touched)]
+        return batch, later
+
+    def _connection(self) -> Any:
+        if self._conn is None or self._conn.closed:
+            self._conn = self._psycopg.connect(self.url, autocommit=True)
+            self._conn.execute("SELECT set_config('synchronous_commit', %s, false)", (self._sync,))
+            if self.read_only:
+                _set_read_only(self._conn)
+        return self._conn
+
+    def _write(self, batch: list[_Unit]) -> None:
+        """Commit a batch in one statement. If the statement fails as a whole, every session's
+        part is retried in a statement of its own, so one bad envelope fails only its session."""
+        psycopg = self._psycopg
+        outcomes: dict[int, Any] = {}
+        try:
+            outcomes = self._commit(self._connection(), batch)
+        except psycopg.Error as exc:
+            self._drop_broken()
+            parts = [(i, p) for i, u in enumerate(batch) for p in u.split()]
+            if len(parts) == 1:
+                outcomes = {0: self._failure(batch[0], exc)}
+            else:
+                self.batch_failures.append(_first_line(exc))
+                outcomes = self._retry(batch, parts)
+        except Exception as exc:  # pragma: no cover - pool closed, connection lost: fail every waiter
+            outcomes = {i: StoreError(f"{self.path}: {_first_line(exc)}") for i in range(len(batch))}
+        # one hand-off per event loop, not one per unit: each call_soon_threadsafe wakes the loop
+        settle: dict[asyncio.AbstractEventLoop, list] = {}
+        for i, u in enumerate(batch):
+            if u.future is not None and u.loop is not None:
+                settle.setdefault(u.loop, []).append((u, outcomes.get(i)))
+        for loop, items in settle.items():
+            try:
+                loop.call_soon_threadsafe(self._settle_all, items)
+            except RuntimeError:  # pragma: no cover - the loop is gone
+                pass
+
+    def _retry(self, batch: list[_Unit], parts: list[tuple[int, _Unit]]) -> dict[int, Any]:
+        psycopg = self._psycopg
+        outcomes: dict[int, Any] = {}
+        for i, part in parts:
+            u = batch[i]
+            try:
+                got = self._commit(self._connection(), [part])[0]
+            except psycopg.Error as one:
+                self._drop_broken()
+                got = None if self._already_written(part) else self._failure(part, one)
+            if u.fin is not None:
+                outcomes[i] = got
+            elif isinstance(got, BaseException):  # this session's rows failed: only its posts fail
+                prev = outcomes.setdefault(i, {})
+                if isinstance(prev, dict):
+                    for sid in part.session_ids():
+                        prev[sid] = got
+            else:
+                prev = outcomes.setdefault(i, {})
+                if isinstance(prev, dict) and got:
+                    prev.update(got)
+        return outcomes
+
+    def _failure(self, unit: _Unit, exc: BaseException) -> StoreError:
+        sids = sorted(unit.session_ids())
+        what = f"session {sids[0]}" if len(sids) == 1 else f"{len(sids)} sessions" if sids else self.path
+        return StoreError(f"{what}: cannot write: {_first_line(exc)}")
+
+    def _drop_broken(self) -> None:
+        if self._conn is not None and (self._conn.closed or self._conn.broken):
+            self._conn = None
+
+    def _write_now(self, unit: _Unit) -> None:
+        """Write one unit from the calling thread (no event loop), raising what it refuses."""
+        psycopg = self._psycopg
+        try:
+            with self.pool.connection() as conn:
+                got = self._commit(conn, [unit])[0]
+        except psycopg.Error as exc:
+            raise self._failure(unit, exc) from None
+        problem = next(iter(got.values()), None) if isinstance(got, dict) else None
+        if problem is not None:
+            raise problem
+        for env in unit.envs:
+            self._remember(env)
+
+    def _already_written(self, unit: _Unit) -> bool:
+        """Whether a retried unit is in the database already (its statement committed, then the
+        connection failed on the way back): then the retry is a success, not a failure."""
+        if unit.fin is not None or (not unit.sessions and not unit.rows):
+            return False
+        try:
+            with self.pool.connection() as conn:
+                for sid, *_ in unit.sessions:
+                    if conn.execute("SELECT 1 FROM turnflow_sessions WHERE session_id = %s", (sid,)).fetchone() is None:
+                        return False
+                if unit.rows:  # the very rows: the same number, session, seq and checksum
+                    n = conn.execute("SELECT COUNT(*) FROM turnflow_envelopes e JOIN unnest(%s::bigint[], "
+                                     "%s::text[], %s::integer[], %s::bigint[]) AS v (g, sid, seq, crc) "
+                                     "ON e.gseq = v.g AND e.session_id = v.sid AND e.seq = v.seq AND e.crc = v.crc",
+                                     [[r[i] for r in unit.rows] for i in (0, 1, 2, 5)]).fetchone()[0]
+                    return n == len(unit.rows)
+                return True
+        except self._psycopg.Error:
+            return False
+
+    def _commit(self, conn: Any, batch: list[_Unit]) -> dict[int, Any]:
+        """One statement for the whole batch (its own transaction). Returns each unit's outcome
+        by index: a group's {session_id: LeaseLost} for the sessions refused, a finish's bool."""
+        sessions = [{"sid": r[0], "task": r[1], "rec": r[2], "crc": r[3]} for u in batch for r in u.sessions]
+        rows = [{"g": r[0], "sid": r[1], "seq": r[2], "ev": r[3], "rec": r[4], "crc": r[5]}
+                for u in batch for r in u.rows]
+        tels = [{"sid": r[0], "rec": r[1]} for u in batch for r in u.tels]
+        fins = [{"id": u.fin[0], "state": u.fin[1], "result": u.fin[2]} for u in batch if u.fin is not None]
+        params: dict[str, Any] = {"s": json.dumps(sessions), "e": json.dumps(rows), "t": json.dumps(tels)}
+        if self.worker is not None:  # the keys of the task rows the statement reaches
+            params.update(w=self.worker, f=json.dumps(fins),
+                          s_tasks=[r["task"] for r in sessions if r["task"] is not None],
+                          e_sids=list({r["sid"]: None for r in rows}), t_sids=list({r["sid"]: None for r in tels}),
+                          f_ids=[r["id"] for r in fins])
+        written: tuple[set, set, set] = (set(), set(), set())
+        for kind, key in conn.execute(self._commit_sql, params):
+            written[kind].add(key)
+        self.commits += 1
+        made, envs, finished = written
+        outcomes: dict[int, Any] = {}
+        for i, u in enumerate(batch):
+            if u.fin is not None:
+                outcomes[i] = u.fin[0] in finished
+                continue
+            refused: dict[str, BaseException] = {}
+            for r in u.sessions:
+                if r[0] not in made:
+                    refused[r[0]] = LeaseLost(f"task {r[1]!r}: this worker no longer holds its lease "
+                                              "(or it already has a session); the session was not created")
+            for r in u.rows:
+                if str(r[0]) not in envs and r[1] not in refused:
+                    refused[r[1]] = LeaseLost(f"session {r[1]}: this worker lost the task's lease "
+                                              "(another worker took it over); the envelope was not written")
+            outcomes[i] = refused
+        return outcomes
 
     def _remember(self, env: Envelope) -> None:
         log = self._cache.get(env.session_id)
@@ -265,158 +618,32 @@ class PostgresStore:
         """Drop this process's copy of a session's log (the batch runner calls it when a task ends)."""
         self._cache.pop(session_id, None)
 
-    def append_telemetry(self, session_id: str, event: dict) -> None:
-        """Telemetry rides along with the next group commit (it is not under the envelope promise)."""
-        check_session_id(session_id)
-        row = (session_id, json.dumps(event, sort_keys=True))
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            self._write([_Pending("tel", row, session_id, None, None)], raise_errors=True)
-            return
-        self._submit(_Pending("tel", row, session_id, None, None))
-
-    def _submit(self, item: _Pending) -> None:
+    def flush(self) -> None:
+        """Wait until everything queued so far is committed."""
         with self._cond:
-            if self._closing:
-                raise StoreError(f"{self.path}: the store is closed")
-            if self._committer is None:
-                self._committer = threading.Thread(target=self._run_committer, name="turnflow-pg-commit",
-                                                   daemon=True)
-                self._committer.start()
-            self._queue.append(item)
-            self._inflight += 1
-            if item.loop is None:
-                self._cond.notify_all()
-                return
-            if self._kick_pending:
-                return
-            self._kick_pending = True
-        # wake the committer at the end of this event-loop tick, not per item: every envelope the
-        # tick staged goes into one transaction, and the committer thread takes the GIL once
-        item.loop.call_soon(self._kick)
+            while self._inflight:
+                self._cond.wait()
 
-    def _kick(self) -> None:
-        with self._cond:
-            self._kick_pending = False
-            self._cond.notify_all()
-
-    def _run_committer(self) -> None:
-        while True:
-            with self._cond:
-                while not self._queue and not self._closing:
-                    self._cond.wait()
-                if not self._queue:
-                    return
-                batch = list(self._queue)
-                self._queue.clear()
-            try:
-                self._write(batch, raise_errors=False)
-            finally:
-                with self._cond:
-                    self._inflight -= len(batch)
-                    self._cond.notify_all()
-
-    def _write(self, batch: list[_Pending], *, raise_errors: bool) -> None:
-        """Commit a batch in one transaction. Envelopes of sessions whose lease this worker lost
-        are refused (their futures fail); if the transaction fails as a whole, every item is
-        retried in a transaction of its own so one bad envelope fails only its own post."""
-        psycopg = self._psycopg
-        errors: dict[int, BaseException] = {}
-        try:
-            errors = self._commit(batch)
-        except psycopg.Error as exc:
-            if len(batch) == 1:
-                errors = {0: StoreError(f"session {batch[0].session_id}: cannot append: {_first_line(exc)}")}
-            else:
-                self.batch_failures.append(_first_line(exc))
-                for i, item in enumerate(batch):
-                    try:
-                        for refusal in self._commit([item]).values():
-                            if not self._already_written(item):
-                                errors[i] = refusal
-                    except psycopg.Error as one:
-                        if not self._already_written(item):
-                            errors[i] = StoreError(f"session {item.session_id}: cannot append: {_first_line(one)}")
-        except Exception as exc:  # pragma: no cover - pool closed, connection lost: fail every waiter
-            errors = {i: StoreError(f"{self.path}: {_first_line(exc)}") for i in range(len(batch))}
-        # one hand-off per event loop, not one per envelope: each call_soon_threadsafe wakes the loop
-        settle: dict[asyncio.AbstractEventLoop, list] = {}
-        for i, item in enumerate(batch):
-            problem = errors.get(i)
-            if raise_errors and problem is not None:
-                raise problem
-            if item.future is not None and item.loop is not None:
-                settle.setdefault(item.loop, []).append((item.future, problem, item.env))
-        for loop, outcomes in settle.items():
-            try:
-                loop.call_soon_threadsafe(self._settle_all, outcomes)
-            except RuntimeError:  # pragma: no cover - the loop is gone
-                pass
-
-    def _already_written(self, item: _Pending) -> bool:
-        """Whether a retried item is in the database already (its batch committed, then failed
-        on the way back): then the retry is a success, not a refusal."""
-        try:
-            with self.pool.connection() as conn:
-                if item.kind == "session":
-                    row = conn.execute("SELECT 1 FROM turnflow_sessions WHERE session_id = %s", (item.row[0],))
-                elif item.kind == "env":
-                    row = conn.execute("SELECT 1 FROM turnflow_envelopes WHERE gseq = %s AND session_id = %s",
-                                       (item.row[0], item.row[1]))
-                else:
-                    return False
-                return row.fetchone() is not None
-        except self._psycopg.Error:
-            return False
-
-    @staticmethod
-    def _commit_refusal(item: _Pending) -> "LeaseLost":
-        return LeaseLost(f"session {item.session_id}: this worker lost the task's lease "
-                          "(another worker took it over); the envelope was not written")
-
-    def _commit(self, batch: list[_Pending]) -> dict[int, BaseException]:
-        """One transaction, pipelined (one round trip): the session records, then every envelope
-        in a single INSERT whose rows are kept only where this worker holds the session's task
-        (the task rows are share-locked, so no claim can take them over before this commits),
-        then the telemetry rows. Returns the items refused for a lost lease."""
-        sessions = [(i, it) for i, it in enumerate(batch) if it.kind == "session"]
-        envs = [(i, it) for i, it in enumerate(batch) if it.kind == "env"]
-        tels = [it.row for it in batch if it.kind == "tel"]
-        refused: dict[int, BaseException] = {}
-        with self.pool.connection() as conn:
-            with conn.pipeline(), conn.transaction():
-                s_curs = []
-                for _, it in sessions:
-                    sid, task_id, text, crc = it.row
-                    if task_id is not None and self.worker is not None:
-                        s_curs.append(conn.execute(_INSERT_BOUND_SESSION, (sid, task_id, self.worker, sid, text, crc)))
-                    else:
-                        s_curs.append(conn.execute(_INSERT_SESSION + " RETURNING session_id", it.row))
-                e_cur = None
-                if envs:
-                    cols = [list(c) for c in zip(*(it.row for _, it in envs))]  # lists adapt to arrays
-                    if self.worker is not None:
-                        e_cur = conn.execute(_INSERT_ENVS_HELD, (*cols, self.worker))
-                    else:
-                        e_cur = conn.execute(_INSERT_ENVS, cols)
-                if tels:
-                    cols = [list(c) for c in zip(*tels)]
-                    if self.worker is not None:  # a worker that lost the task does not write into it
-                        conn.execute(_INSERT_TELS_HELD, (*cols, self.worker))
-                    else:
-                        conn.cursor().executemany(_INSERT_TEL, tels)
-            for (i, it), cur in zip(sessions, s_curs):
-                if cur.fetchone() is None:
-                    refused[i] = LeaseLost(f"task {it.row[1]!r}: this worker no longer holds its lease "
-                                           "(or it already has a session); the session was not created")
-            if e_cur is not None:
-                written = {r[0] for r in e_cur.fetchall()}
-                for i, it in envs:
-                    if it.row[0] not in written:
-                        refused[i] = self._commit_refusal(it)
-        self.commits += 1
-        return refused
+    def _settle_all(self, items: list) -> None:
+        """On the event loop: record each committed envelope in this process's log copy, in
+        commit order, then resolve the futures (a group's with its refusals, a failure raises)."""
+        for unit, outcome in items:
+            fut = unit.future
+            if isinstance(outcome, BaseException):
+                if not fut.done():
+                    fut.set_exception(outcome)
+                continue
+            if unit.fin is None:
+                refused = outcome or {}
+                for env in unit.envs:
+                    if env.session_id not in refused:
+                        self._remember(env)
+                for sid in refused:
+                    self._cache.pop(sid, None)
+                if not fut.done():
+                    fut.set_result(refused)
+            elif not fut.done():
+                fut.set_result(bool(outcome))
 
     # -- reading --------------------------------------------------------------------------------
     def sessions(self) -> Iterator[Union[dict, Corrupt]]:
@@ -471,26 +698,6 @@ class PostgresStore:
             rows = conn.execute("SELECT record FROM turnflow_telemetry WHERE session_id = %s ORDER BY id",
                                 (session_id,)).fetchall()
         return [json.loads(t) for (t,) in rows]
-
-    def flush(self) -> None:
-        """Wait until everything queued so far is committed."""
-        with self._cond:
-            self._cond.notify_all()  # queued items whose end-of-tick wake-up has not run yet
-            while self._inflight:
-                self._cond.wait()
-
-    def _settle_all(self, outcomes: list) -> None:
-        """On the event loop: record each committed envelope in this process's log copy, in
-        commit order, then resolve the futures the hub awaits (a refused item's raises)."""
-        for fut, exc, env in outcomes:
-            if exc is None and env is not None:
-                self._remember(env)
-            if fut.done():
-                continue
-            if exc is None:
-                fut.set_result(None)
-            else:
-                fut.set_exception(exc)
 
     def close(self) -> None:
         with self._cond:

@@ -27,6 +27,18 @@ from turnflow.runtime.tasks import Claim, Task, decode_context
 
 STATES = ("pending", "running", "done", "failed")
 
+# A claim takes the first `n` tasks by file order among the pending ones and the running ones whose
+# lease lapsed. Each kind is its own index range on (state, ord), so a claim costs O(n), not a scan
+# and sort of the whole list (an `OR` of the two did that: quadratic over a long batch).
+# PostgreSQL: rows another worker is claiming right now are skipped (SKIP LOCKED), never waited for.
+_CLAIM_PG = """WITH lapsed AS (SELECT id, ord FROM turnflow_tasks WHERE state = 'running'
+                AND lease_until < clock_timestamp() ORDER BY ord LIMIT %(n)s FOR UPDATE SKIP LOCKED),
+pending AS (SELECT id, ord FROM turnflow_tasks WHERE state = 'pending' ORDER BY ord LIMIT %(n)s FOR UPDATE SKIP LOCKED),
+c AS (SELECT id FROM (SELECT * FROM lapsed UNION ALL SELECT * FROM pending) u ORDER BY ord LIMIT %(n)s)
+UPDATE turnflow_tasks t SET state = 'running', worker = %(w)s,
+       lease_until = clock_timestamp() + make_interval(secs => %(lease)s), attempts = t.attempts + 1
+FROM c WHERE t.id = c.id RETURNING t.ord, t.id, t.task, t.context, t.session_id, t.attempts"""
+
 
 def new_worker_id() -> str:
     """`host:pid:random` — unique, and tells a worker on this host whose process is gone."""
@@ -108,10 +120,12 @@ class SQLiteTaskQueue:
         self._expire_dead(worker)
         now = time.time()
         rows = self.db.execute(
-            "UPDATE turnflow_tasks SET state = 'running', worker = ?, lease_until = ?, attempts = attempts + 1 "
-            "WHERE id IN (SELECT id FROM turnflow_tasks WHERE state = 'pending' OR (state = 'running' "
-            "AND lease_until < ?) ORDER BY ord LIMIT ?) RETURNING ord, id, task, context, session_id, attempts",
-            (worker, now + lease, now, n)).fetchall()
+            "UPDATE turnflow_tasks SET state = 'running', worker = :w, lease_until = :until, attempts = attempts + 1 "
+            "WHERE id IN (SELECT id FROM (SELECT * FROM (SELECT id, ord FROM turnflow_tasks WHERE state = 'running' "
+            "AND lease_until < :now ORDER BY ord LIMIT :n) UNION ALL SELECT * FROM (SELECT id, ord FROM turnflow_tasks "
+            "WHERE state = 'pending' ORDER BY ord LIMIT :n)) ORDER BY ord LIMIT :n) "
+            "RETURNING ord, id, task, context, session_id, attempts",
+            {"w": worker, "until": now + lease, "now": now, "n": n}).fetchall()
         claims = []
         for _, tid, task, ctx, sid, attempts in sorted(rows):
             if sid is None and attempts > 1:  # interrupted between creating its session and recording it
@@ -204,13 +218,7 @@ class PostgresTaskQueue:
     def claim(self, worker: str, n: int, lease: float) -> list[Claim]:
         with self.pool.connection() as conn:
             self._expire_dead(conn, worker)
-            rows = conn.execute(
-                "UPDATE turnflow_tasks t SET state = 'running', worker = %s, "
-                "lease_until = clock_timestamp() + make_interval(secs => %s), attempts = t.attempts + 1 "
-                "FROM (SELECT id FROM turnflow_tasks WHERE state = 'pending' OR (state = 'running' "
-                "AND lease_until < clock_timestamp()) ORDER BY ord LIMIT %s FOR UPDATE SKIP LOCKED) c "
-                "WHERE t.id = c.id RETURNING t.ord, t.id, t.task, t.context, t.session_id, t.attempts",
-                (worker, float(lease), n)).fetchall()
+            rows = conn.execute(_CLAIM_PG, {"w": worker, "lease": float(lease), "n": n}).fetchall()
         return [Claim(tid, task, decode_context(ctx), sid, attempts)
                 for _, tid, task, ctx, sid, attempts in sorted(rows)]
 
@@ -226,6 +234,16 @@ class PostgresTaskQueue:
                                "WHERE id = %s AND worker = %s AND state = 'running'",
                                (state, json.dumps(result, sort_keys=True), task_id, worker))
             return cur.rowcount == 1
+
+    async def finish_grouped(self, worker: str, task_id: str, state: str, result: dict,
+                             session_id: Optional[str]) -> bool:
+        """`finish`, written with the store's next group commit instead of a transaction of its own
+        (a batch worker finishing many tasks a second shares its statements)."""
+        if getattr(self.store, "worker", None) == worker:
+            return await self.store.finish_task(task_id, state, result, session_id)
+        import asyncio
+
+        return await asyncio.to_thread(self.finish, worker, task_id, state, result)
 
     def release_task(self, worker: str, task_id: str) -> bool:
         with self.pool.connection() as conn:

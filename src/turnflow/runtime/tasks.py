@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from turnflow import json_input
 from turnflow.runtime.errors import StoreError
 
 KEYS = ("id", "task", "context")
@@ -49,9 +50,9 @@ def parse_tasks(text: str, path: str = "<tasks>") -> list[Task]:
             continue
         where = f"{path}:{n}"
         try:
-            obj = json.loads(raw)
-        except ValueError as exc:
-            raise TaskFileError(f"{where}: not valid JSON: {exc}") from None
+            obj = json_input.loads(raw)  # refuses deep nesting, NaN, 1e309, lone surrogates, with a column
+        except json_input.JSONInputError as exc:
+            raise TaskFileError(f"{where}: not valid JSON: {exc.msg} (column {exc.colno})") from None
         if not isinstance(obj, dict):
             raise TaskFileError(f"{where}: expected an object {{\"id\", \"task\", \"context\"}}, "
                                 f"got {type(obj).__name__}")
