@@ -94,6 +94,12 @@ def test_ag2_loads_defaults_only_when_asked():
     (lambda g: g["transitions"][0]["then"].update(name="elsewhere"), "$.knobs.graph.transitions[0].then.name",
      "no transition target named 'elsewhere'"),
     (lambda g: g.update(colour=1), "$.knobs.graph", "'colour' is not allowed here"),
+    # nested conditions: the recursive union keeps its discriminator however lazily the models are built
+    (lambda g: g["transitions"][0].update(when={"name": "all_of", "args": {"conditions": [{"name": "sometimes", "args": {}}]}}),
+     "$.knobs.graph.transitions[0].when.args.conditions[0].name", "no transition condition named 'sometimes'"),
+    (lambda g: g["transitions"][0].update(when={"name": "not", "args": {"condition": {"name": "from_speaker",
+                                                                                      "args": {"agent_id": 3}}}}),
+     "$.knobs.graph.transitions[0].when.args.condition.args.agent_id", "must be a string, got 3"),
 ])
 def test_the_runtime_names_the_json_path_of_a_bad_graph(edit, path, words):
     g = {"initial_speaker": "a", "transitions": [

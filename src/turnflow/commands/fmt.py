@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import difflib
 import sys
 
 from turnflow.cli_util import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, err, out, report
-from turnflow.files import write_error
 
 
 def register(sub) -> None:
@@ -23,7 +21,7 @@ def run(args) -> int:
     from turnflow.diagnostics.diagnostic import Diagnostic, sort_key
     from turnflow.dsl.parser import parse_source
     from turnflow.dsl.printer import format_flow, like_source
-    from turnflow.files import discover, load, write_atomic
+    from turnflow.files import discover, load, write_atomic, write_error
 
     files, problems = discover(args.paths)
     status = EXIT_OK
@@ -59,6 +57,8 @@ def run(args) -> int:
             continue
         changed.append(path)
         if args.diff:
+            import difflib
+
             out("".join(difflib.unified_diff(text.splitlines(True), new.splitlines(True),
                                               fromfile=path, tofile=path)))
         elif args.check:

@@ -20,7 +20,6 @@ import os
 import re
 import signal
 import sys
-import tempfile
 import time
 from typing import Any, Optional
 
@@ -253,6 +252,8 @@ def run(args) -> int:
         if args.store:
             result = asyncio.run(_run(spec, agents, args, args.store, printer))
         else:
+            import tempfile  # only a run without --store needs it
+
             with tempfile.TemporaryDirectory(prefix="turnflow-run-") as tmp:
                 result = asyncio.run(_run(spec, agents, args, os.path.join(tmp, "hub.db"), printer))
     except StoreError as exc:  # the store cannot be used (not a store, in use): unreadable input

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 import time
 from typing import Any, Callable, NamedTuple, Optional
 
@@ -107,6 +106,8 @@ def run_batch(args, inputs: Inputs) -> int:
         return EXIT_USAGE if exc.unreadable else EXIT_ERROR
     if args.store:
         return _run(args, spec, make_agents, tasks, args.store)
+    import tempfile  # only a run without --store needs it
+
     with tempfile.TemporaryDirectory(prefix="turnflow-batch-") as tmp:
         return _run(args, spec, make_agents, tasks, os.path.join(tmp, "hub.db"))
 

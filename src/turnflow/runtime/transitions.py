@@ -11,15 +11,20 @@ target. Every target but `previous_speaker` resolves to a constant for a given l
 (`Target.resolve`), so selecting the next speaker is a short walk over precomputed rows (see `Row`);
 a `previous_speaker` row holds `PREVIOUS` and the adapter resolves it from the state's last speaker
 (the one before the sender of the envelope being folded).
+
+`turnflow.spec` (pydantic) loads when the first graph is validated, not when this module is
+imported: a run of consulting, conversation or discussion sessions never loads pydantic.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
 from turnflow.runtime.envelope import EV_PACKET, EV_TEXT
 from turnflow.runtime.errors import ProtocolError
-from turnflow.spec import BaseCondition, ContextEquals, PreviousSpeaker, SpecError, ToolCalled, TransitionGraph
+
+if TYPE_CHECKING:  # pragma: no cover
+    from turnflow.spec import BaseCondition, TransitionGraph
 
 #: the JSON path of the graph in a session's knobs, for error messages
 GRAPH_ROOT = "$.knobs.graph"
@@ -41,6 +46,8 @@ PREVIOUS = "\x00previous"
 def validate_graph(graph: Any, participants: list[str]) -> TransitionGraph:
     """The graph as a model (AG2 `loads` reading); `agent` targets and the initial speaker
     must be participants (a `from_speaker` naming someone else simply never fires)."""
+    from turnflow.spec import SpecError, TransitionGraph
+
     if not isinstance(graph, (dict, TransitionGraph)):
         raise ProtocolError("invalid workflow graph: knob `graph` must be an object (TransitionGraph.to_dict()), "
                             f"got {type(graph).__name__}")
@@ -71,6 +78,8 @@ def _test(cond: BaseCondition, speaker: str) -> Test:
 
 def _row_test(cond: BaseCondition, speaker: str) -> tuple:
     """A residual condition → (op, a, b); context and tool comparisons are inlined."""
+    from turnflow.spec import ContextEquals, ToolCalled
+
     if isinstance(cond, ContextEquals):
         return CTX, cond.args.key, cond.args.value
     if isinstance(cond, ToolCalled):
@@ -82,10 +91,13 @@ class CompiledGraph:
     """A validated TransitionGraph with one dispatch table per (last speaker, envelope type)."""
 
     __slots__ = ("model", "initial_speaker", "max_turns", "order", "creator", "_rules", "text_tables",
-                 "packet_tables")
+                 "packet_tables", "_previous")
 
     def __init__(self, graph: Union[dict, TransitionGraph], order: list[str], creator: str) -> None:
+        from turnflow.spec import PreviousSpeaker
+
         self.model = validate_graph(graph, order)
+        self._previous = PreviousSpeaker.resolve_previous
         self.initial_speaker: str = self.model.initial_speaker
         self.max_turns: Optional[int] = self.model.max_turns
         self.order = tuple(order)
@@ -121,7 +133,7 @@ class CompiledGraph:
     def previous(self, speaker: str, before: Optional[str]) -> tuple[Optional[str], str, bool]:
         """A `previous_speaker` target after `speaker` spoke; `before` spoke the turn before
         (None on the first turn: round robin)."""
-        return PreviousSpeaker.resolve_previous(speaker, self.order, before)
+        return self._previous(speaker, self.order, before)
 
     def table(self, speaker: str, packet: bool) -> tuple:
         """The dispatch table (built on first use for a speaker that is not a participant)."""

@@ -5,7 +5,12 @@ and pydantic, and every stage (compiler, runtime, simulate, decompile,
 interop, the shipped JSON Schemas) reads these models.
 
     from turnflow.spec import TransitionGraph, parse_spec, SpecError
+
+The session-spec names (`turnflow.spec.session`) load on first use: the runtime reads only the
+TransitionGraph models and never builds the session-spec classes.
 """
+
+from typing import TYPE_CHECKING, Any
 
 from turnflow.spec.errors import SpecError, json_path
 from turnflow.spec.graph import (CONDITION, CONDITIONS, DEFAULT_REASON, EXTENSION_CONDITIONS, LOADS,
@@ -15,10 +20,18 @@ from turnflow.spec.graph import (CONDITION, CONDITIONS, DEFAULT_REASON, EXTENSIO
                                  Stay, Target, Terminate, TextContains, ToolCalled, Transition, TransitionGraph,
                                  agent, all_of, always, context_equals, from_speaker, parse, revert_to_initiator,
                                  round_robin, stay, terminate, text_contains, tool_called)
-from turnflow.spec.session import (KINDS, KNOBS, SESSION_SPEC, SESSION_SPECS, TOOL_TARGET_KEYWORDS,
-                                   ConsultingKnobs, ConsultingSpec, ConversationKnobs, ConversationSpec,
-                                   DiscussionKnobs, DiscussionSpec, Expectation, ExpectationParams, Participant,
-                                   SessionSpec, Tool, WorkflowKnobs, WorkflowSpec, check_spec, parse_spec)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from turnflow.spec.session import (KINDS, KNOBS, SESSION_SPEC, SESSION_SPECS, TOOL_TARGET_KEYWORDS,
+                                       ConsultingKnobs, ConsultingSpec, ConversationKnobs, ConversationSpec,
+                                       DiscussionKnobs, DiscussionSpec, Expectation, ExpectationParams, Participant,
+                                       SessionSpec, Tool, WorkflowKnobs, WorkflowSpec, check_spec, parse_spec)
+
+#: the names of `turnflow.spec.session`, loaded on first use
+_SESSION = ("KINDS", "KNOBS", "SESSION_SPEC", "SESSION_SPECS", "TOOL_TARGET_KEYWORDS", "ConsultingKnobs",
+            "ConsultingSpec", "ConversationKnobs", "ConversationSpec", "DiscussionKnobs", "DiscussionSpec",
+            "Expectation", "ExpectationParams", "Participant", "SessionSpec", "Tool", "WorkflowKnobs", "WorkflowSpec",
+            "check_spec", "parse_spec")
 
 __all__ = ["SpecError", "json_path", "CONDITION", "CONDITIONS", "DEFAULT_REASON", "EXTENSION_CONDITIONS", "LOADS",
            "NO_PARTICIPANTS_REASON", "TARGETS", "EXTENSION_TARGETS", "AllOf", "AnyOf",
@@ -32,3 +45,17 @@ __all__ = ["SpecError", "json_path", "CONDITION", "CONDITIONS", "DEFAULT_REASON"
            "ConversationKnobs", "ConversationSpec", "DiscussionKnobs", "DiscussionSpec", "Expectation",
            "ExpectationParams", "Participant", "SessionSpec", "Tool", "WorkflowKnobs", "WorkflowSpec",
            "check_spec", "parse_spec"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SESSION:
+        from turnflow.spec import session
+
+        value = getattr(session, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'turnflow.spec' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -50,7 +50,7 @@ class Model(BaseModel):
     """Strict (no coercion: `true` is not a number), closed (unknown keys are
     errors), immutable."""
 
-    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True, defer_build=True)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON data (the form `turnflow compile` prints)."""
@@ -401,12 +401,8 @@ Condition = Annotated[Union[Always, FromSpeaker, ToolCalled, ContextEquals, AllO
                             AnyOf, Not],
                       Field(discriminator="name")]
 CONDITIONS: tuple[type[BaseCondition], ...] = get_args(get_args(Condition)[0])
-ConditionListArgs.model_rebuild()
-AllOfArgs.model_rebuild()
-AnyOfArgs.model_rebuild()
-NotArgs.model_rebuild()
 #: validates one condition (plain data → its model)
-CONDITION: TypeAdapter[BaseCondition] = TypeAdapter(Condition)
+CONDITION: TypeAdapter[BaseCondition] = TypeAdapter(Condition, config=ConfigDict(defer_build=True))
 EXTENSION_CONDITIONS = tuple(get_args(c.model_fields["name"].annotation)[0] for c in CONDITIONS if not c.builtin)
 
 

@@ -129,8 +129,8 @@ class ConversationSpec(_Spec):
 
 SessionSpec = Annotated[Union[WorkflowSpec, ConsultingSpec, ConversationSpec, DiscussionSpec],
                         Field(discriminator="kind")]
-SESSION_SPEC: TypeAdapter[Any] = TypeAdapter(SessionSpec)
-SESSION_SPECS: TypeAdapter[list[Any]] = TypeAdapter(list[SessionSpec])
+SESSION_SPEC: TypeAdapter[Any] = TypeAdapter(SessionSpec, config=ConfigDict(defer_build=True))
+SESSION_SPECS: TypeAdapter[list[Any]] = TypeAdapter(list[SessionSpec], config=ConfigDict(defer_build=True))
 KNOBS = {"workflow": WorkflowKnobs, "consulting": ConsultingKnobs, "conversation": ConversationKnobs,
          "discussion": DiscussionKnobs}
 

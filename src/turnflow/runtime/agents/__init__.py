@@ -1,11 +1,37 @@
-"""Agent adapters: the participant side of a session (docs/agents.md)."""
+"""Agent adapters: the participant side of a session (docs/agents.md).
 
-from turnflow.runtime.agents.anthropic_messages import AnthropicMessagesAgent
+The model agents (`OpenAIChatAgent`, `AnthropicMessagesAgent`) load on first use of their name:
+a run whose agents file names only scripted or python agents never imports them."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from turnflow.runtime.agents.base import (AgentContext, Capabilities, FakeSessionTools, SessionTools, ToolError,
                                           telemetry_problem)
 from turnflow.runtime.agents.function import FunctionAgent
-from turnflow.runtime.agents.openai_chat import OpenAIChatAgent
 from turnflow.runtime.agents.scripted import ScriptedAgent
+
+if TYPE_CHECKING:  # pragma: no cover
+    from turnflow.runtime.agents.anthropic_messages import AnthropicMessagesAgent
+    from turnflow.runtime.agents.openai_chat import OpenAIChatAgent
+
+#: the lazily loaded names → their modules
+_MODEL_AGENTS = {"AnthropicMessagesAgent": "anthropic_messages", "OpenAIChatAgent": "openai_chat"}
 
 __all__ = ["AgentContext", "AnthropicMessagesAgent", "Capabilities", "FakeSessionTools", "FunctionAgent",
            "OpenAIChatAgent", "ScriptedAgent", "SessionTools", "ToolError", "telemetry_problem"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MODEL_AGENTS:
+        import importlib
+
+        value = getattr(importlib.import_module(f"turnflow.runtime.agents.{_MODEL_AGENTS[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'turnflow.runtime.agents' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

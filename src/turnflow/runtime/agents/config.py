@@ -19,9 +19,7 @@ import re
 import sys
 from typing import Any, Optional
 
-from turnflow.runtime.agents.anthropic_messages import AnthropicMessagesAgent
 from turnflow.runtime.agents.function import FunctionAgent
-from turnflow.runtime.agents.openai_chat import OpenAIChatAgent
 from turnflow.runtime.agents.scripted import ScriptedAgent
 from turnflow.runtime.errors import AdapterError, brief
 
@@ -58,8 +56,13 @@ def build_agent(name: str, conf: Any, base_dir: Optional[str] = None) -> Any:
                     raise AdapterError(f"agent {brief(name)}: `{key}` must be a positive number of seconds, "
                                        f"got {brief(t)}")
                 kw[key] = float(t)
+        # the model agents' modules load only when an agents file names one
         if kind == "anthropic":
+            from turnflow.runtime.agents.anthropic_messages import AnthropicMessagesAgent
+
             return AnthropicMessagesAgent(name, conf["model"], **kw)
+        from turnflow.runtime.agents.openai_chat import OpenAIChatAgent
+
         return OpenAIChatAgent(name, conf["model"], **kw)
     return python_agent(name, conf.get("ref"), base_dir)
 
