@@ -7,18 +7,20 @@ it is committed before the hub folds or delivers it. What differs:
 
 - **Durability** (`durability=`, as for SQLite): "process" by default, "full" on request (see
   the class).
-- **Group commit.** `append` serialises the envelope at once (a value that is not JSON is
-  refused before anything is queued) and returns an awaitable; one committer thread takes
-  every envelope queued meanwhile — from all the sessions this process drives — and writes
-  them in one transaction. The hub awaits the commit before it folds, so many concurrent
-  sessions share each commit (and its fsync) instead of paying one each.
+- **Group commit.** As with SQLite, the hub stages one event-loop tick's envelopes and new
+  sessions (`stage`, `stage_session`); `commit_async` hands them to one committer thread,
+  which writes everything queued meanwhile — several ticks' groups, telemetry, the results of
+  finished batch tasks — in ONE statement (its own transaction, one round trip) and resolves
+  each group's future on the hub's event loop. The hub folds a group only then, so a post
+  returns after its envelope is committed; many concurrent sessions share each commit.
 - **Several writers.** Global sequence numbers (the envelope ids) come from a PostgreSQL
   sequence in blocks of `GSEQ_BLOCK`, so they are unique across processes and increase within
   a process; a session's log is ordered by its own `seq`, and `(session_id, seq)` is unique.
   When the store belongs to a batch worker (`worker` set), each commit also checks — in the
-  same transaction, holding a share lock on the task rows — that this worker still holds the
-  lease of every session it writes: a worker whose task was taken over can never append to it
-  again, so two writers never interleave one session's log (docs/scale.md).
+  same statement, share-locking the task rows — that this worker still holds the lease of
+  every session it writes: a worker whose task was taken over can never append to it again,
+  so two writers never interleave one session's log (docs/scale.md). Sessions refused so are
+  named in the group's result; their posters get `LeaseLost`, the others are not affected.
 - Schema: tables `turnflow_schema` (the schema version), `turnflow_sessions`,
   `turnflow_envelopes`, `turnflow_telemetry` and `turnflow_tasks` (batch runs). All SQL is
   parameterised.
