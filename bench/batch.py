@@ -1,8 +1,9 @@
 """Batch-run throughput: TASKS tasks x TURNS turns with function agents through
 `turnflow run --tasks`, on SQLite (1 process) and on PostgreSQL (1, 2 and 4 worker processes
 sharing one task list). Reports sessions/s and posts/s (wall clock: the work of several
-processes), the CPU seconds of the workers and of the PostgreSQL server, and the median of paired ratios against the 1-process
-SQLite run of the same round.
+processes), the CPU seconds of the workers and of the PostgreSQL server, and the median of paired
+ratios of wall time against the 1-process SQLite run of the same round. Each round starts with
+another configuration, and each PostgreSQL run gets a fresh database that is dropped afterwards.
 
     python bench/batch.py [--tasks 1000] [--turns 20] [--rounds 3] [--concurrency 16]
                           [--workers 1,2,4] [--fsync on|off] [--dsn postgresql://...]
@@ -81,13 +82,16 @@ def server_cpu(postmaster: int = 0) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
-def run_workers(files: dict, store: str, workers: int, concurrency: int, postmaster: int = 0) -> tuple[float, float, int]:
-    """Start `workers` processes on one store; returns (wall seconds, CPU seconds of the workers
-    plus, for PostgreSQL, of the server, posts)."""
+def run_workers(files: dict, store: str, workers: int, concurrency: int,
+                postmaster: int = 0) -> tuple[float, float, float, int]:
+    """Start `workers` processes on one store; returns (wall seconds, CPU seconds of the workers,
+    CPU seconds of the PostgreSQL server, posts). The server's CPU includes a CHECKPOINT run after
+    the workers finish: writing this run's pages out is this run's cost, not the next run's."""
     argv = [sys.executable, "-m", "turnflow", "run", files["flow"], "--agents", files["agents"],
             "--tasks", files["tasks"], "--store", store, "--concurrency", str(concurrency), "--format", "json"]
+    pg = store.startswith("postgresql://")
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    server_before = server_cpu(postmaster) if store.startswith("postgresql://") else 0.0
+    server_before = server_cpu(postmaster) if pg else 0.0
     # files, not pipes: a worker must never block on a full pipe nobody reads yet
     sinks = [(tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")) for _ in range(workers)]
     t0 = time.perf_counter()
@@ -95,6 +99,15 @@ def run_workers(files: dict, store: str, workers: int, concurrency: int, postmas
     for p in procs:
         p.wait()
     wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    server = 0.0
+    if pg:
+        import psycopg
+
+        with psycopg.connect(store, autocommit=True) as conn:
+            conn.execute("CHECKPOINT")
+        server = server_cpu(postmaster) - server_before
     outs = []
     for o, e in sinks:
         o.seek(0)
@@ -102,12 +115,7 @@ def run_workers(files: dict, store: str, workers: int, concurrency: int, postmas
         outs.append((o.read(), e.read()))
         o.close()
         e.close()
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    if store.startswith("postgresql://"):
-        cpu += server_cpu(postmaster) - server_before
     posts = 0
-    done = 0
     for p, (out, err) in zip(procs, outs):
         if p.returncode != 0:
             raise SystemExit(f"worker failed ({p.returncode}): {err[-2000:]}")
@@ -121,8 +129,7 @@ def run_workers(files: dict, store: str, workers: int, concurrency: int, postmas
             rec = json.loads(line)
             if not rec["skipped"]:
                 posts += rec["turns"]
-                done += 1
-    return wall, cpu, posts
+    return wall, cpu, server, posts
 
 
 def main() -> None:
@@ -148,26 +155,40 @@ def main() -> None:
         server = PgServer(bindir, fsync=args.fsync == "on").start()
         postmaster = server.postmaster_pid()
 
+    admin = server.url() if server is not None else args.dsn
+
     def new_db() -> str:
         name = "bench_" + uuid.uuid4().hex[:12]
-        if server is not None:
-            return server.create_database(name)
         import psycopg
 
-        with psycopg.connect(args.dsn, autocommit=True) as conn:
+        with psycopg.connect(admin, autocommit=True) as conn:
             conn.execute(f'CREATE DATABASE "{name}"')  # a name we made, not user input
-        return args.dsn.rsplit("/", 1)[0] + "/" + name
+        return admin.rsplit("/", 1)[0] + "/" + name
 
-    results: dict[str, list[tuple[float, float, int]]] = {}
+    def drop_db(url: str) -> None:
+        """A finished run's database goes, so the server's upkeep of it (autovacuum, checkpoints)
+        does not run into the next run's figures."""
+        import psycopg
+
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE "{url.rsplit("/", 1)[1]}" WITH (FORCE)')
+            conn.execute("CHECKPOINT")
+
+    runs = [("sqlite x1", 1)] + [(f"postgresql x{w}", w) for w in workers]
+    results: dict[str, list[tuple[float, float, float, int]]] = {name: [] for name, _ in runs}
     try:
         with tempfile.TemporaryDirectory(prefix="turnflow-bench-batch-") as tmp:
             files = setup(tmp, args.tasks, args.turns)
             for r in range(args.rounds):
-                db = os.path.join(tmp, f"r{r}.db")
-                results.setdefault("sqlite x1", []).append(run_workers(files, db, 1, args.concurrency))
-                for w in workers:
-                    results.setdefault(f"postgresql x{w}", []).append(
-                        run_workers(files, new_db(), w, args.concurrency, postmaster))
+                # each round starts with another configuration: a drift of the machine's speed
+                # during a round does not always favour the same one
+                for name, w in runs[r % len(runs):] + runs[:r % len(runs)]:
+                    if name.startswith("sqlite"):
+                        results[name].append(run_workers(files, os.path.join(tmp, f"r{r}.db"), 1, args.concurrency))
+                    else:
+                        url = new_db()
+                        results[name].append(run_workers(files, url, w, args.concurrency, postmaster))
+                        drop_db(url)
                 print(f"round {r + 1}/{args.rounds}: " + ", ".join(
                     f"{k} {v[-1][0]:.1f}s" for k, v in results.items()), file=sys.stderr)
     finally:
@@ -177,14 +198,17 @@ def main() -> None:
     base = results["sqlite x1"]
     print(f"{args.tasks} tasks x {args.turns} turns, concurrency {args.concurrency} per process, "
           f"{args.rounds} rounds, PostgreSQL fsync={args.fsync}; medians")
-    print(f"{'run':<16} {'wall s':>7} {'sessions/s':>11} {'posts/s':>9} {'CPU s':>7} {'vs sqlite x1':>13}"
-          "   (CPU s: workers + the PostgreSQL server it started; not measured with --dsn)")
-    for name, runs in results.items():
-        wall = statistics.median(w for w, _, _ in runs)
-        cpu = statistics.median(c for _, c, _ in runs)
-        posts = statistics.median(p for _, _, p in runs)
-        ratio = statistics.median(b[0] / x[0] for b, x in zip(base, runs))
-        print(f"{name:<16} {wall:>7.2f} {args.tasks / wall:>11.1f} {posts / wall:>9.0f} {cpu:>7.2f} {ratio:>12.2f}x")
+    print(f"{'run':<16} {'wall s':>7} {'sessions/s':>11} {'posts/s':>9} {'CPU s':>7} {'server':>7} "
+          f"{'vs sqlite x1':>13}   (CPU s: the workers; server: the PostgreSQL server it started, "
+          "with a CHECKPOINT after the run; not measured with --dsn)")
+    for name, rs in results.items():
+        wall = statistics.median(x[0] for x in rs)
+        cpu = statistics.median(x[1] for x in rs)
+        srv = statistics.median(x[2] for x in rs)
+        posts = statistics.median(x[3] for x in rs)
+        ratio = statistics.median(b[0] / x[0] for b, x in zip(base, rs))
+        print(f"{name:<16} {wall:>7.2f} {args.tasks / wall:>11.1f} {posts / wall:>9.0f} {cpu:>7.2f} {srv:>7.2f} "
+              f"{ratio:>12.2f}x")
 
 
 if __name__ == "__main__":
