@@ -385,3 +385,39 @@ def test_a_claim_takes_lapsed_and_pending_tasks_in_file_order(pg_url):
     store.close()
     assert first == [("t1", "s1"), ("t3", None)]  # the lapsed one first by file order, keeping its session
     assert rest == ["t4", "t5"]
+
+
+def test_a_single_run_on_postgresql_touches_only_its_own_session(pg_url, tmp_path):
+    """`turnflow run` without --tasks on a shared database: it neither hydrates the other sessions
+    nor completes a close one of them left pending (that session may be a batch worker's)."""
+    import subprocess
+    import sys
+
+    import psycopg
+    from batch_helpers import write_batch
+
+    files = write_batch(tmp_path, 1)
+
+    async def pending_close():  # a session whose log asked for a close that was never written
+        hub = await Hub.open(_store(pg_url))
+        knobs = {"graph": {**CHAIN, "max_turns": 1}}
+        md = await hub.open_session("workflow", ["a", "b", "c"], knobs=knobs)
+        await hub.ack(md.session_id, "b")
+        await hub.ack(md.session_id, "c")
+        await hub.post(Envelope(md.session_id, "a", None, EV_TEXT, {"text": "only turn"}))
+        await hub.aclose()
+        return md.session_id
+
+    other = asyncio.run(pending_close())
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("DELETE FROM turnflow_envelopes WHERE session_id = %s AND event_type = 'session.closed'",
+                     (other,))
+        before = conn.execute("SELECT COUNT(*) FROM turnflow_envelopes WHERE session_id = %s", (other,)).fetchone()[0]
+    res = subprocess.run([sys.executable, "-m", "turnflow", "run", files["flow"], "--agents", files["agents"],
+                          "--store", pg_url, "--quiet"], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        after = conn.execute("SELECT COUNT(*) FROM turnflow_envelopes WHERE session_id = %s", (other,)).fetchone()[0]
+        sessions = conn.execute("SELECT COUNT(*) FROM turnflow_sessions").fetchone()[0]
+    assert after == before  # left as it was
+    assert sessions == 2  # and the run's own session is there
