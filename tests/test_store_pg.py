@@ -451,3 +451,32 @@ def test_every_shape_of_the_commit_statement_runs(pg_url):
             tel = conn.execute("SELECT COUNT(*) FROM turnflow_telemetry").fetchone()[0]
             conn.rollback()
             assert (got, tel) == (want, 1 if telemetry else 0), (held, kinds)
+
+
+def test_a_waiting_worker_is_told_at_once_when_a_task_is_finished_or_given_back(pg_url):
+    """A worker with nothing left to claim waits on a LISTEN connection: a task finished through
+    the group commit, or given back, wakes it at once instead of after its poll interval."""
+    _held_tasks(pg_url, "w1", 2, 2)
+    waiter_store = _store(pg_url, worker="w2")
+    waiter = PostgresTaskQueue(waiter_store)
+    waiter.wait_for_change(5.0)  # the first call starts listening and returns at once
+    worker = _store(pg_url, worker="w1")
+    q = PostgresTaskQueue(worker)
+
+    def waited(action) -> float:
+        t0 = time.monotonic()
+        th = threading.Thread(target=waiter.wait_for_change, args=(5.0,))
+        th.start()
+        time.sleep(0.2)
+        action()
+        th.join(10)
+        return time.monotonic() - t0
+
+    async def finish_grouped():
+        return await q.finish_grouped("w1", "t0", "done", {"id": "t0"}, "s0")
+
+    assert waited(lambda: asyncio.run(finish_grouped())) < 2.0
+    assert waited(lambda: q.release_task("w1", "t1")) < 2.0
+    waiter.close()
+    waiter_store.close()
+    worker.close()

@@ -133,6 +133,7 @@ def _run(args, spec: dict, make_agents: Callable[[], dict], tasks: list, store_v
         return EXIT_ERROR
     as_json = args.format == "json"
     ids = [t.id for t in tasks]
+    queue: Any = None
     try:
         queue = task_queue_for(store)
         try:
@@ -185,6 +186,8 @@ def _run(args, spec: dict, make_agents: Callable[[], dict], tasks: list, store_v
             err(f"turnflow run: note: {len(failures)} group commit(s) failed as a whole and were retried item "
                 f"by item (first: {failures[0]})")
     finally:
+        if hasattr(queue, "close"):  # PostgreSQL: the connection that listens for finished tasks
+            queue.close()
         store.close()
     report = summary(ids, final, len(finished_before), bw.outcomes, bw.progress.posts, elapsed, interrupted)
     if as_json:

@@ -244,10 +244,15 @@ class BatchWorker:
                 self.progress.running = len(running)
                 self._tick()
                 if not running:
-                    counts = await self._call(self.queue.counts)
-                    if counts["pending"] == 0 and counts["running"] == 0:
+                    if not await self._call(self.queue.unfinished):
                         return
-                    await asyncio.sleep(self.poll)  # other workers hold the rest: wait until they finish or die
+                    # other workers hold the rest: wait until they finish (told at once on PostgreSQL)
+                    # or die (their leases run out: looked at again every poll interval)
+                    wait = getattr(self.queue, "wait_for_change", None)
+                    if wait is not None:
+                        await self._call(wait, self.poll)
+                    else:
+                        await asyncio.sleep(self.poll)
                     continue
                 done, _ = await asyncio.wait(running, timeout=self.poll, return_when=asyncio.FIRST_COMPLETED)
                 for t in done:

@@ -139,7 +139,7 @@ def commit_sql(held: bool, sessions: bool, envelopes: bool, telemetry: bool, fin
         ctes.append("fin AS (UPDATE turnflow_tasks t SET state = x.state, result = x.result, worker = NULL, "
                     "lease_until = NULL FROM json_to_recordset(%(f)s::json) AS x (id text, state text, result text) "
                     "WHERE t.id = ANY(%(f_ids)s::text[]) AND t.id = x.id AND t.worker = %(w)s "
-                    "AND t.state = 'running' RETURNING t.id)")
+                    "AND t.state = 'running' RETURNING t.id, pg_notify('turnflow_tasks', ''))")  # workers waiting LISTEN
         out.append("SELECT 2, id FROM fin")
     main = " UNION ALL ".join(out) if out else "SELECT 0, NULL::text WHERE false"
     return ("WITH " + ",\n".join(ctes) + "\n" + main) if ctes else main

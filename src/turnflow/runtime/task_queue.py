@@ -61,6 +61,11 @@ def _dead_here(workers: Iterable[str]) -> list[str]:
     return dead
 
 
+_UNFINISHED = ("SELECT EXISTS (SELECT 1 FROM turnflow_tasks WHERE state = 'pending') "
+               "OR EXISTS (SELECT 1 FROM turnflow_tasks WHERE state = 'running')")
+NOTIFY_CHANNEL = "turnflow_tasks"  # PostgreSQL: a task was finished or given back (workers waiting LISTEN)
+_NOTIFY = "SELECT pg_notify('turnflow_tasks', '')"
+
 DEAD_CHECK_EVERY = 1.0  # seconds between two looks for workers on this host whose process is gone
 
 
@@ -177,6 +182,10 @@ class SQLiteTaskQueue:
         got = dict(self.db.execute("SELECT state, COUNT(*) FROM turnflow_tasks GROUP BY state").fetchall())
         return {s: got.get(s, 0) for s in STATES}
 
+    def unfinished(self) -> bool:
+        """Whether a task is still pending or running (two index probes, not a count of the list)."""
+        return bool(self.db.execute(_UNFINISHED).fetchone()[0])
+
     def live_elsewhere(self, worker: str) -> int:
         """Tasks other workers hold under a lease that has not run out."""
         return self.db.execute("SELECT COUNT(*) FROM turnflow_tasks WHERE state = 'running' AND worker != ? "
@@ -201,6 +210,7 @@ class PostgresTaskQueue:
     def __init__(self, store: Any) -> None:
         self.store = store
         self.pool = store.pool
+        self._listener: Any = None  # the connection that LISTENs for finished or released tasks
 
     def load(self, tasks: list[Task], spec_hash: str) -> int:
         with self.pool.connection() as conn, conn.transaction():
@@ -248,6 +258,7 @@ class PostgresTaskQueue:
             cur = conn.execute("UPDATE turnflow_tasks SET state = %s, result = %s, worker = NULL, lease_until = NULL "
                                "WHERE id = %s AND worker = %s AND state = 'running'",
                                (state, json.dumps(result, sort_keys=True), task_id, worker))
+            conn.execute(_NOTIFY)
             return cur.rowcount == 1
 
     async def finish_grouped(self, worker: str, task_id: str, state: str, result: dict,
@@ -264,18 +275,44 @@ class PostgresTaskQueue:
         with self.pool.connection() as conn:
             cur = conn.execute("UPDATE turnflow_tasks SET state = 'pending', worker = NULL, lease_until = NULL "
                                "WHERE id = %s AND worker = %s AND state = 'running'", (task_id, worker))
+            conn.execute(_NOTIFY)
             return cur.rowcount == 1
 
     def release(self, worker: str) -> int:
         with self.pool.connection() as conn:
             cur = conn.execute("UPDATE turnflow_tasks SET state = 'pending', worker = NULL, lease_until = NULL "
                                "WHERE worker = %s AND state = 'running'", (worker,))
+            conn.execute(_NOTIFY)
             return cur.rowcount
 
     def counts(self) -> dict[str, int]:
         with self.pool.connection() as conn:
             got = dict(conn.execute("SELECT state, COUNT(*) FROM turnflow_tasks GROUP BY state").fetchall())
         return {s: got.get(s, 0) for s in STATES}
+
+    def unfinished(self) -> bool:
+        with self.pool.connection() as conn:
+            return bool(conn.execute(_UNFINISHED).fetchone()[0])
+
+    def wait_for_change(self, timeout: float) -> None:
+        """Block until another worker finishes or gives back a task (a NOTIFY on `turnflow_tasks`),
+        or `timeout` seconds: a worker with nothing left to claim exits as soon as the last task
+        is done, instead of up to a poll interval later. The first call only starts listening and
+        returns at once (the caller then looks at the list again: nothing is missed meanwhile)."""
+        if self._listener is None:
+            psycopg = self.store._psycopg
+            self._listener = psycopg.connect(self.store.url, autocommit=True)
+            self._listener.execute("LISTEN turnflow_tasks")
+            return
+        for _ in self._listener.notifies(timeout=timeout, stop_after=1):
+            pass
+
+    def close(self) -> None:
+        if self._listener is not None:
+            try:
+                self._listener.close()
+            finally:
+                self._listener = None
 
     def live_elsewhere(self, worker: str) -> int:
         with self.pool.connection() as conn:
