@@ -86,6 +86,12 @@ def _check_refused(written: asyncio.Future, session_id: str) -> None:
             raise problem
 
 
+def _audience_ok(audience: Any, pset: frozenset) -> bool:
+    """A posted audience is a list of participant ids. (A function of its own: a generator
+    expression inside `post` would turn the names it uses into cells, one object more per post.)"""
+    return isinstance(audience, list) and all(type(a) is str and a in pset for a in audience)
+
+
 @dataclass
 class HydrateReport:
     sessions: int = 0
@@ -586,15 +592,15 @@ class Hub:
                                 + (f" ({md.close_reason})" if md.close_reason else "") + ": send refused")
         if live.corrupt is not None:
             raise ProtocolError(f"session {md.session_id!r} has a corrupt log ({live.corrupt}): send refused")
-        if env.sender_id not in md.pset:
+        pset = md.pset
+        if env.sender_id not in pset:
             raise ProtocolError(f"{env.sender_id!r} is not a participant of session {md.session_id!r}")
         et = env.event_type
         if et in LIFECYCLE or et == EV_EXPECTATION_VIOLATED:
             raise ProtocolError(f"{et!r} envelopes are written by the hub, not posted")
         if not isinstance(env.event_data, dict):
             raise ProtocolError("event_data must be an object")
-        if env.audience is not None and (not isinstance(env.audience, list)
-                                         or any(a not in md.pset for a in env.audience)):
+        if env.audience is not None and not _audience_ok(env.audience, pset):
             raise ProtocolError(f"audience must be null or a list of participants, got {env.audience!r}")
         live.adapter.validate_send(md, env, live.state)
         group = self._stage(live, env, True)
