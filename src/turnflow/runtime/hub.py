@@ -24,7 +24,8 @@ from turnflow.runtime.envelope import (EV_EXPECTATION_VIOLATED, EV_SESSION_ACK, 
 from turnflow.runtime.errors import ProtocolError, RuntimeErrorBase, StoreError
 from turnflow.runtime.live import LiveSession
 from turnflow.runtime.session import (Expectation, Participant, SessionMetadata, SessionState, check_agent_id,
-                                      check_name, check_session_id, new_session_id)
+                                      check_name, check_session_id, new_session_id, shared_knobs,
+                                      shared_participant)
 from turnflow.runtime.store import Corrupt, GroupCommitStore, Store
 from turnflow.runtime.transcript import Transcript
 
@@ -475,7 +476,7 @@ class Hub:
                 p = Participant(check_agent_id(p.get("agent_id")), p.get("role", "participant"), p.get("order", i),
                                 p.get("description", "") or "", tuple(p.get("tools") or ()))
             check_agent_id(p.agent_id)
-            parts.append(p)
+            parts.append(shared_participant(p))
         if not isinstance(name, str):
             raise ProtocolError(f"session name must be a string, got {type(name).__name__}")
         if name:
@@ -497,7 +498,7 @@ class Hub:
         exps = declared + [e for e in adapter.manifest.default_expectations if e.name not in names]
         now = self.clock()
         md = SessionMetadata(session_id=new_session_id(), manifest=adapter.manifest, creator_id=creator_id,
-                             participants=parts, knobs=knobs if knobs is not None else {}, created_at=now,
+                             participants=parts, knobs=shared_knobs(knobs) if knobs is not None else {}, created_at=now,
                              name=name, expectations=exps, ttl_seconds=ttl_seconds, labels=dict(labels or {}),
                              tools=list(tools or []))
         adapter.validate_create(md)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import json
 import re
 import uuid
 from dataclasses import dataclass, field
@@ -62,6 +63,66 @@ class Participant:
     order: int = 0
     description: str = ""
     tools: tuple[str, ...] = ()
+
+
+# -- sharing immutable values among sessions -------------------------------------------------------
+# Ten thousand sessions of one flow hold ten thousand equal participant lists, participant sets and
+# knobs trees. Each is an object (or a tree of them) that the cyclic GC scans on every full
+# collection, so equal values are shared: one instance, looked up in a small cache. Only values
+# that cannot change are shared (frozen participants, frozensets) and knobs only as an equal copy
+# made from their JSON text, so what is stored and what every session sees are the same.
+
+_SHARED_LIMIT = 1024  # entries per cache; a full cache starts over (sharing is an optimisation only)
+_PARTICIPANTS: dict = {}
+_PSETS: dict = {}
+_KNOBS: dict = {}  # canonical JSON text of a knobs object -> one copy of it
+
+
+def _remember(cache: dict, key: Any, value: Any) -> Any:
+    if len(cache) >= _SHARED_LIMIT:
+        cache.clear()
+    cache[key] = value
+    return value
+
+
+def shared_participant(p: "Participant") -> "Participant":
+    """An equal participant already held by another session, or `p` (now shared). Only plainly
+    typed ones are shared (an `order` of True is not the participant of order 1: stored as `true`)."""
+    if type(p.agent_id) is not str or type(p.role) is not str or type(p.order) is not int \
+            or type(p.description) is not str or type(p.tools) is not tuple:
+        return p
+    try:
+        same = _PARTICIPANTS.get(p)
+    except TypeError:  # a tool name that is not hashable: not shared
+        return p
+    return same if same is not None else _remember(_PARTICIPANTS, p, p)
+
+
+def shared_pset(ids: frozenset) -> frozenset:
+    same = _PSETS.get(ids)
+    return same if same is not None else _remember(_PSETS, ids, ids)
+
+
+_knobs_text = json.JSONEncoder(sort_keys=True, separators=(",", ":"), allow_nan=False).encode
+
+
+def shared_knobs(knobs: Any) -> Any:
+    """One copy for equal knobs (sessions of one flow): a copy of `knobs` made from its JSON text,
+    shared with every session opened with equal knobs; `knobs` itself when it is not plain JSON
+    (tuples, non-string keys, NaN...: kept exactly as given) or is empty."""
+    if type(knobs) is not dict or not knobs:
+        return knobs
+    try:
+        text = _knobs_text(knobs)
+    except (TypeError, ValueError, RecursionError):
+        return knobs
+    same = _KNOBS.get(text)
+    if same is None:
+        same = json.loads(text)
+        if same != knobs:  # the JSON text does not say everything (a tuple, a key 1 for "1", ...)
+            return knobs
+        _remember(_KNOBS, text, same)
+    return same if same == knobs else knobs  # (a shared copy that somebody changed is not reused)
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +197,7 @@ class SessionMetadata:
     pset: frozenset = field(default=frozenset(), repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        self.pset = frozenset(p.agent_id for p in self.participants)
+        self.pset = shared_pset(frozenset([p.agent_id for p in self.participants]))
 
     @property
     def kind(self) -> str:
@@ -164,8 +225,9 @@ class SessionMetadata:
     def from_creation_record(cls, r: dict) -> "SessionMetadata":
         md = cls(session_id=r["session_id"], manifest=SessionManifest.from_dict(r["manifest"]),
                  creator_id=r["creator_id"],
-                 participants=[Participant(p["agent_id"], p["role"], p["order"], p.get("description", ""),
-                                           tuple(p.get("tools", ()))) for p in r["participants"]],
+                 participants=[shared_participant(Participant(p["agent_id"], p["role"], p["order"],
+                                                              p.get("description", ""), tuple(p.get("tools", ()))))
+                               for p in r["participants"]],
                  knobs=r["knobs"], created_at=r["created_at"], name=r.get("name", ""),
                  expectations=[Expectation.from_dict(e) for e in r.get("expectations", [])],
                  ttl_seconds=r.get("ttl_seconds"), labels=r.get("labels") or {}, tools=r.get("tools") or [])
