@@ -40,8 +40,14 @@ def test_sessions_opened_with_equal_knobs_and_participants_share_them_and_store_
         first = mds[0]
         for md, k in zip(mds, given):
             assert md.knobs == k and md.knobs is first.knobs and md.knobs is not k  # one copy, equal to each
-            assert md.pset is first.pset
-            assert all(a is b for a, b in zip(md.participants, first.participants))
+            assert md.pset is first.pset and md.participants is first.participants
+            assert md.expectations is first.expectations and len(md.expectations) == 2
+            assert md.tools == () and md.pending_acks == {"coder", "reviewer"}
+        for md in mds:
+            for who in ("coder", "reviewer"):
+                await hub.ack(md.session_id, who)
+            assert md.pending_acks == set() and md.pending_acks is mds[0].pending_acks  # one shared empty set
+            assert md.state.value == "active"
         await hub.aclose()
         records = stored_records(db)
         for md, k in zip(mds, given):
@@ -57,7 +63,8 @@ def test_sessions_opened_with_equal_knobs_and_participants_share_them_and_store_
         again.hydrate()
         assert again.report.problems == [] and len(again.sessions) == 3
         hydrated = [again.metadata(md.session_id) for md in mds]
-        assert all(h.pset is hydrated[0].pset and h.participants[1] is hydrated[0].participants[1] for h in hydrated)
+        assert all(h.pset is hydrated[0].pset and h.participants is hydrated[0].participants for h in hydrated)
+        assert [h.state.value for h in hydrated] == ["active"] * 3 and hydrated[2].pending_acks == set()
         again.store.close()
     run(go())
 

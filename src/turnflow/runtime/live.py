@@ -8,7 +8,7 @@ from typing import Any, Optional
 
 from turnflow.runtime.envelope import (EV_EXPECTATION_VIOLATED, EV_SESSION_ACK, EV_SESSION_CLOSED,
                                        EV_SESSION_EXPIRED, EV_SESSION_OPENED, SUBSTANTIVE, Envelope)
-from turnflow.runtime.session import SessionMetadata, SessionState
+from turnflow.runtime.session import NO_ACKS, SessionMetadata, SessionState
 from turnflow.runtime.transcript import Transcript
 
 _NONE_FIRED: frozenset = frozenset()  # shared until a session's first violation (one object fewer per session)
@@ -57,7 +57,11 @@ class LiveSession:
             if self.transcript is not None:
                 self.transcript.entries.append(env)
         elif et == EV_SESSION_ACK:
-            md.pending_acks.discard(env.sender_id)
+            acks = md.pending_acks
+            if acks:  # (NO_ACKS, the shared empty one, once every invite is acked)
+                acks.discard(env.sender_id)
+                if not acks:
+                    md.pending_acks = NO_ACKS
         elif et == EV_SESSION_OPENED:
             md.state = SessionState.ACTIVE
             md.activated_at = env.created_at

@@ -7,7 +7,7 @@ import json
 import re
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from turnflow.runtime.errors import ProtocolError
 
@@ -98,6 +98,26 @@ def shared_participant(p: "Participant") -> "Participant":
     return same if same is not None else _remember(_PARTICIPANTS, p, p)
 
 
+_GROUPS: dict = {}  # tuples of participants, of expectations
+
+
+def shared_tuple(items: Any, canonical: Optional[dict] = None) -> tuple:
+    """`tuple(items)`, shared with every session that holds an equal tuple. With `canonical`, only
+    when every item is the shared instance of its value (so equal means equal in type too)."""
+    t = tuple(items)
+    if not t:
+        return ()
+    try:
+        if canonical is not None:
+            for x in t:
+                if canonical.get(x) is not x:
+                    return t
+        same = _GROUPS.get(t)
+    except TypeError:  # an unhashable part: not shared
+        return t
+    return same if same is not None else _remember(_GROUPS, t, t)
+
+
 def shared_pset(ids: frozenset) -> frozenset:
     same = _PSETS.get(ids)
     return same if same is not None else _remember(_PSETS, ids, ids)
@@ -175,19 +195,26 @@ class SessionManifest:
                    d["default_view"], tuple(Expectation.from_dict(e) for e in d["default_expectations"]))
 
 
+NO_ACKS: Any = frozenset()  # `pending_acks` once every invite is acked (shared: one object fewer per session)
+
+
 @dataclass(slots=True)
 class SessionMetadata:
+    """A session's metadata. `participants`, `expectations` and `tools` are tuples (given as any
+    sequence), shared among sessions that hold equal ones, like `pset`; `pending_acks` is a set
+    while invites wait for acks, then the shared empty `NO_ACKS`."""
+
     session_id: str
     manifest: SessionManifest
     creator_id: str
-    participants: list[Participant]
+    participants: Sequence[Participant]
     knobs: dict
     created_at: float
     name: str = ""
-    expectations: list[Expectation] = field(default_factory=list)
+    expectations: Sequence[Expectation] = ()
     ttl_seconds: Optional[float] = None
     labels: dict = field(default_factory=dict)
-    tools: list[dict] = field(default_factory=list)
+    tools: Sequence[dict] = ()
     state: SessionState = SessionState.INVITED
     expires_at: Optional[float] = None
     closed_at: Optional[float] = None
@@ -197,6 +224,9 @@ class SessionMetadata:
     pset: frozenset = field(default=frozenset(), repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        self.participants = shared_tuple(self.participants, _PARTICIPANTS)
+        self.expectations = shared_tuple(self.expectations)
+        self.tools = tuple(self.tools)
         self.pset = shared_pset(frozenset([p.agent_id for p in self.participants]))
 
     @property
@@ -219,7 +249,7 @@ class SessionMetadata:
                                  for p in self.participants],
                 "knobs": self.knobs, "created_at": self.created_at,
                 "expectations": [e.to_dict() for e in self.expectations], "ttl_seconds": self.ttl_seconds,
-                "labels": self.labels, "tools": self.tools}
+                "labels": self.labels, "tools": list(self.tools)}
 
     @classmethod
     def from_creation_record(cls, r: dict) -> "SessionMetadata":
