@@ -342,3 +342,36 @@ def test_a_waiting_poster_keeps_no_callback_on_its_group(tmp_path):
         assert [e.seq for e in envs] == [4] * 50 and group.done()
         await hub.aclose()
     run(go())
+
+
+def test_the_last_ack_and_session_opened_share_one_commit_unless_someone_listens(tmp_path):
+    async def go():
+        store = CountingStore(str(tmp_path / "hub.db"))
+        hub = await Hub.open(store, clock=FakeClock())
+        md = await hub.open_session("workflow", ["a", "b", "c"],
+                                    knobs={"graph": {"initial_speaker": "a", "transitions": [],
+                                                     "default_target": {"name": "round_robin", "args": {}}}})
+        before = store.commits
+        await hub.ack(md.session_id, "b")
+        assert store.commits - before == 1 and md.state.value == "invited"
+        await hub.ack(md.session_id, "c")  # the ack and session.opened: one transaction
+        assert store.commits - before == 2 and md.state.value == "active"
+        assert [(e.seq, e.event_type) for e in hub.read(md.session_id)][2:] == [
+            (3, "session.ack"), (4, "session.ack"), (5, "session.opened")]
+
+        heard = []
+
+        async def listener(env, meta):
+            heard.append((env.event_type, meta.state.value))
+        hub.subscribe(listener)
+        md2 = await hub.open_session("conversation", ["x", "y"])
+        before = store.commits
+        await hub.ack(md2.session_id, "y")  # a listener hears the ack before the session opens
+        assert store.commits - before == 2
+        assert heard[-2:] == [("session.ack", "invited"), ("session.opened", "active")]
+        await hub.aclose()
+        again = Hub(SQLiteStore(str(tmp_path / "hub.db")))
+        again.hydrate()
+        assert again.report.problems == [] and again.metadata(md.session_id).state.value == "active"
+        again.store.close()
+    run(go())

@@ -128,6 +128,9 @@ class Hub:
         self._session_listeners: dict[str, list[Listener]] = {}  # listeners of one session's envelopes
         self.telemetry_listeners: list[Callable[[str, dict], None]] = []
         self._gseq = store.last_global_seq()
+        # what the store can do, looked up once (a store's methods do not change while a hub uses it)
+        self._store_stage: Optional[Callable[[Envelope, int], None]] = getattr(store, "stage", None)
+        self._store_alloc: Optional[Callable[[], int]] = getattr(store, "next_global_seq", None)
         self._group: Optional["_GroupCommit"] = None  # the group commit of this event-loop tick
         self._staged_lives: list = []
         self._staged_envs: list = []
@@ -272,14 +275,6 @@ class Hub:
         self.telemetry_listeners.append(fn)
 
     # -- writing --------------------------------------------------------------------------------
-    def _stamp(self, live: LiveSession, env: Envelope, ahead: int = 0) -> Envelope:
-        # A store shared by several hubs (PostgreSQL) allocates the global sequence itself.
-        alloc = getattr(self.store, "next_global_seq", None)
-        self._gseq = alloc() if alloc is not None else self._gseq + 1
-        env.envelope_id = envelope_id_for(self._gseq)
-        env.seq = live.last_seq + 1 + ahead
-        env.created_at = self.clock()
-        return env
 
     async def _idle(self, live: LiveSession) -> None:
         """Wait until no envelope of this session is waiting for its commit (so checks see the
@@ -307,14 +302,19 @@ class Hub:
         staged meanwhile), then each envelope is folded in log order and its poster resumes.
         `accept`: a participant's envelope, also given to the adapter's `on_accepted`. `ahead`: how
         many envelopes of this session are already staged in this group (open_session's invites)."""
-        self._stamp(live, env, ahead)
-        stage = getattr(self.store, "stage", None)
+        # stamp it (a store shared by several hubs, PostgreSQL, allocates the global sequence itself)
+        alloc = self._store_alloc
+        gseq = self._gseq = alloc() if alloc is not None else self._gseq + 1
+        env.envelope_id = envelope_id_for(gseq)
+        env.seq = live.last_seq + 1 + ahead
+        env.created_at = self.clock()
+        stage = self._store_stage
         pending = None
         try:
             if stage is not None:
-                stage(env, self._gseq)
+                stage(env, gseq)
             else:  # a store without hub-driven group commit: it writes the envelope itself
-                pending = self.store.append(env, self._gseq)
+                pending = self.store.append(env, gseq)
         except (TypeError, ValueError) as exc:  # not JSON: refused, nothing written
             self._gseq -= 1
             raise ProtocolError(f"envelope data must be JSON values: {exc}") from None
@@ -401,8 +401,13 @@ class Hub:
             live.writing = None
             if refused and env.session_id in refused:
                 continue
-            try:
-                self._fold(live, env, accept)
+            try:  # (`_fold`, inlined: once per envelope)
+                live.apply(env)
+                if accept and env.event_type in SUBSTANTIVE:
+                    result = live.adapter.on_accepted(live.metadata, env, live.state)
+                    if result.close_reason is not None:
+                        live.metadata.state = SessionState.CLOSING
+                        live.pending_close = result.close_reason
             except Exception as exc:  # an adapter bug: this session refuses further sends, the others go on
                 live.corrupt = f"session {live.session_id} seq {env.seq}: fold failed: {type(exc).__name__}: {exc}"
         group.set_result(None)
@@ -569,11 +574,16 @@ class Hub:
         if agent_id not in md.pending_acks:
             raise ProtocolError(f"session {session_id!r} has no pending invite for {agent_id!r}")
         env = Envelope(session_id, agent_id, [md.creator_id], EV_SESSION_ACK, {})
+        listening = bool(self.listeners or self._session_listeners)
         group = self._stage(live, env, False)  # (`_append`, inlined: one coroutine fewer per ack)
+        if group is not None and not listening and len(md.pending_acks) == 1 and self._store_stage is not None:
+            # the last ack: `session.opened` goes into the same group (one commit and one wait, not
+            # two); with listeners it is written after they have heard the ack, as it always was
+            group = self._stage(live, Envelope(session_id, HUB_SENDER, None, EV_SESSION_OPENED, {}), False, 1)
         if group is not None:
             await group
             _check_refused(group, session_id)
-        if self.listeners or self._session_listeners:
+        if listening:
             await self._deliver(env, md)
         if not md.pending_acks and md.state == SessionState.INVITED:
             opened = await self._append_hub(live, EV_SESSION_OPENED, {})
