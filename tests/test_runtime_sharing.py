@@ -113,3 +113,34 @@ def test_participants_are_shared_only_when_equal_in_type_too():
         assert md2.creation_record()["participants"][1]["order"] is True
         await hub.aclose()
     run(go())
+
+
+def test_a_state_somebody_holds_never_changes_and_an_unheld_one_is_updated_in_place():
+    """`fold` never changes its input: a workflow state that a caller holds (from `adapter_state`)
+    stays as it was after the next turn. One that nobody holds is updated in place by the hub (one
+    object fewer per turn); both end in the same state as a fresh hydrate of the log."""
+    from turnflow.runtime.envelope import EV_TEXT, Envelope
+
+    async def go():
+        hub = await Hub.open(SQLiteStore(":memory:"), clock=FakeClock())
+        people = ["a", "b", "c"]
+        md = await hub.open_session("workflow", people, knobs={"graph": rr(people, 9)})
+        for p in people[1:]:
+            await hub.ack(md.session_id, p)
+        held = hub.adapter_state(md.session_id)
+        before = held.snapshot()
+        await hub.post(Envelope(md.session_id, "a", None, EV_TEXT, {"text": "one"}))
+        after = hub.adapter_state(md.session_id)
+        assert held.snapshot() == before and after is not held
+        assert after.snapshot()["turn_count"] == 1 and after.expected_next_speaker == "b"
+        ident = id(after)
+        del held, after
+        await hub.post(Envelope(md.session_id, "b", None, EV_TEXT, {"text": "two"}))
+        now = hub.adapter_state(md.session_id)
+        assert id(now) == ident  # nobody held it: the same object, updated
+        assert (now.turn_count, now.expected_next_speaker, now.last_speaker_id) == (2, "c", "b")
+        again = Hub(hub.store)
+        again.hydrate()
+        assert again.adapter_state(md.session_id).snapshot() == now.snapshot()
+        await hub.aclose()
+    run(go())
