@@ -397,3 +397,27 @@ def test_a_sqlite_claim_reads_index_ranges_not_the_whole_task_list(tmp_path):
     store.close()
     assert [c.id for c in claims] == ["t0000", "t0001", "t0002", "t0003"]
     assert "MULTI-INDEX OR" not in plan and "SCAN turnflow_tasks" not in plan, plan
+
+
+def test_claims_look_for_dead_workers_at_most_once_a_second(tmp_path, monkeypatch):
+    """A worker with few sessions claims after every task; the look for dead workers on this host
+    is one query a second, not one per claim."""
+    from turnflow.runtime import task_queue
+    from turnflow.runtime.store import SQLiteStore
+    from turnflow.runtime.task_queue import SQLiteTaskQueue
+    from turnflow.runtime.tasks import Task
+
+    store = SQLiteStore(str(tmp_path / "hub.db"))
+    q = SQLiteTaskQueue(store)
+    q.load([Task(f"t{i}", None, {}, i + 1) for i in range(5)], "h")
+    looks: list[str] = []
+    store.db.set_trace_callback(lambda sql: looks.append(sql) if "DISTINCT worker" in sql else None)
+    clock = [100.0]
+    monkeypatch.setattr(task_queue.time, "monotonic", lambda: clock[0])
+    for _ in range(3):
+        q.claim("w", 1, 30)
+    clock[0] += task_queue.DEAD_CHECK_EVERY
+    q.claim("w", 1, 30)
+    store.db.set_trace_callback(None)
+    store.close()
+    assert len(looks) == 2

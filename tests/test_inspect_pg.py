@@ -93,36 +93,25 @@ def test_inspect_one_session_of_a_postgres_store(pg_url, tmp_path, capsys):
     assert "invalid session id 'bad id!'" in capsys.readouterr().err
 
 
-def test_inspect_one_session_reads_only_that_session(pg_url, tmp_path, capsys, monkeypatch):
+@pytest.mark.parametrize("engine", ["postgresql", "sqlite"])
+def test_inspect_one_session_reads_only_that_session(engine, request, tmp_path, capsys, monkeypatch):
     """`--session` never streams the whole envelope table (nor every session record) into memory."""
+    from turnflow.runtime.store import SQLiteStore
     from turnflow.runtime.store_pg import PostgresStore
 
-    _run_batch(tmp_path, pg_url)
-    sid = sorted(StoreReader(pg_url).logs())[1]
-    capsys.readouterr()
-
-    def refuse(self):
-        raise AssertionError("inspect --session read the whole store")
-
-    monkeypatch.setattr(PostgresStore, "stream", refuse)
-    monkeypatch.setattr(PostgresStore, "sessions", refuse)
-    assert main(["inspect", pg_url, "--session", sid, "--format", "json"]) == 0
-    assert [s["session_id"] for s in json.loads(capsys.readouterr().out)] == [sid]
-
-
-def test_inspect_one_session_reads_only_that_session_on_sqlite(tmp_path, capsys, monkeypatch):
-    from turnflow.runtime.store import SQLiteStore
-
-    store = str(tmp_path / "hub.db")
+    if engine == "postgresql":
+        store, cls = request.getfixturevalue("pg_url"), PostgresStore
+    else:
+        store, cls = str(tmp_path / "hub.db"), SQLiteStore
     _run_batch(tmp_path, store)
-    sid = sorted(StoreReader(store).logs())[2]
+    sid = sorted(StoreReader(store).logs())[1]
     capsys.readouterr()
 
     def refuse(self):
         raise AssertionError("inspect --session read the whole store")
 
-    monkeypatch.setattr(SQLiteStore, "stream", refuse)
-    monkeypatch.setattr(SQLiteStore, "sessions", refuse)
+    monkeypatch.setattr(cls, "stream", refuse)
+    monkeypatch.setattr(cls, "sessions", refuse)
     assert main(["inspect", store, "--session", sid, "--format", "json"]) == 0
     assert [s["session_id"] for s in json.loads(capsys.readouterr().out)] == [sid]
 

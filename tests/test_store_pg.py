@@ -385,3 +385,69 @@ def test_a_claim_takes_lapsed_and_pending_tasks_in_file_order(pg_url):
     store.close()
     assert first == [("t1", "s1"), ("t3", None)]  # the lapsed one first by file order, keeping its session
     assert rest == ["t4", "t5"]
+
+
+def test_a_single_run_on_postgresql_touches_only_its_own_session(pg_url, tmp_path):
+    """`turnflow run` without --tasks on a shared database: it neither hydrates the other sessions
+    nor completes a close one of them left pending (that session may be a batch worker's)."""
+    import subprocess
+    import sys
+
+    import psycopg
+    from batch_helpers import write_batch
+
+    files = write_batch(tmp_path, 1)
+
+    async def pending_close():  # a session whose log asked for a close that was never written
+        hub = await Hub.open(_store(pg_url))
+        knobs = {"graph": {**CHAIN, "max_turns": 1}}
+        md = await hub.open_session("workflow", ["a", "b", "c"], knobs=knobs)
+        await hub.ack(md.session_id, "b")
+        await hub.ack(md.session_id, "c")
+        await hub.post(Envelope(md.session_id, "a", None, EV_TEXT, {"text": "only turn"}))
+        await hub.aclose()
+        return md.session_id
+
+    other = asyncio.run(pending_close())
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("DELETE FROM turnflow_envelopes WHERE session_id = %s AND event_type = 'session.closed'",
+                     (other,))
+        before = conn.execute("SELECT COUNT(*) FROM turnflow_envelopes WHERE session_id = %s", (other,)).fetchone()[0]
+    res = subprocess.run([sys.executable, "-m", "turnflow", "run", files["flow"], "--agents", files["agents"],
+                          "--store", pg_url, "--quiet"], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        after = conn.execute("SELECT COUNT(*) FROM turnflow_envelopes WHERE session_id = %s", (other,)).fetchone()[0]
+        sessions = conn.execute("SELECT COUNT(*) FROM turnflow_sessions").fetchone()[0]
+    assert after == before  # left as it was
+    assert sessions == 2  # and the run's own session is there
+
+
+def test_every_shape_of_the_commit_statement_runs(pg_url):
+    """The committer picks the statement by the kinds of rows it carries; every one of the shapes
+    is valid SQL on a real server and, given one row of each kind it carries, writes it."""
+    import itertools
+
+    import psycopg
+
+    from turnflow.runtime.store_pg import commit_sql
+
+    _held_tasks(pg_url, "w1", 2, 3)  # t0, t1 running under w1 with sessions s0, s1; t2 pending
+    with psycopg.connect(pg_url) as conn:
+        for held, *kinds in itertools.product((True, False), repeat=5):
+            sessions, envelopes, telemetry, finishes = kinds
+            if finishes and not held:
+                continue  # only a worker's store records finished tasks
+            params = {"s": json.dumps([{"sid": "new", "task": None, "rec": "{}", "crc": 0}] if sessions else []),
+                      "e": json.dumps([{"g": 7, "sid": "s0", "seq": 1, "ev": "text", "rec": "{}", "crc": 0}]
+                                      if envelopes else []),
+                      "t": json.dumps([{"sid": "s0", "rec": "{}"}] if telemetry else []),
+                      "f": json.dumps([{"id": "t1", "state": "done", "result": "{}"}] if finishes else []),
+                      "w": "w1", "s_tasks": [], "e_sids": ["s0"] if envelopes else [], "t_sids": ["s0"],
+                      "f_ids": ["t1"] if finishes else []}
+            got = sorted(conn.execute(commit_sql(held, *kinds), params).fetchall())
+            want = sorted(([(0, "new")] if sessions else []) + ([(1, "7")] if envelopes else [])
+                          + ([(2, "t1")] if finishes else []))
+            tel = conn.execute("SELECT COUNT(*) FROM turnflow_telemetry").fetchone()[0]
+            conn.rollback()
+            assert (got, tel) == (want, 1 if telemetry else 0), (held, kinds)

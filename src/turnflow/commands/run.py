@@ -296,7 +296,16 @@ async def _run(spec: dict, agents: dict, args, store_path: str, printer: "Printe
             installed.append(sig)
         except (NotImplementedError, RuntimeError, ValueError):  # no signal support here (Windows, a thread)
             pass
-    hub = await Hub.open(open_store(store_path, durability=args.durability))
+    store = open_store(store_path, durability=args.durability)
+    shared = getattr(store, "engine", None) == "postgresql"
+    if shared:
+        # a database other runs and batch workers share: this run hydrates nothing and writes only
+        # its own session (a whole-store hydrate would also complete other sessions' pending closes)
+        from turnflow.runtime.batch import BatchStoreView
+
+        hub = Hub(BatchStoreView(store, store.next_global_seq))
+    else:
+        hub = await Hub.open(store)
     hub.subscribe(printer.envelope)
     if args.verbose:
         hub.subscribe_telemetry(printer.telemetry)
@@ -305,6 +314,8 @@ async def _run(spec: dict, agents: dict, args, store_path: str, printer: "Printe
                                  ttl_seconds=args.timeout)
     finally:
         await hub.aclose()
+        if shared:
+            store.close()  # the view leaves the store to its owner
         for sig in installed:
             loop.remove_signal_handler(sig)
 

