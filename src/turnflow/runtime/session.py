@@ -76,10 +76,12 @@ _SHARED_LIMIT = 1024  # entries per cache; a full cache starts over (sharing is 
 _PARTICIPANTS: dict = {}
 _PSETS: dict = {}
 _KNOBS: dict = {}  # canonical JSON text of a knobs object -> one copy of it
+_KNOBS_LIMIT = 256  # knobs trees may be large: fewer of them, and none over _KNOBS_TEXT_MAX characters
+_KNOBS_TEXT_MAX = 1 << 18
 
 
-def _remember(cache: dict, key: Any, value: Any) -> Any:
-    if len(cache) >= _SHARED_LIMIT:
+def _remember(cache: dict, key: Any, value: Any, limit: int = _SHARED_LIMIT) -> Any:
+    if len(cache) >= limit:
         cache.clear()
     cache[key] = value
     return value
@@ -141,7 +143,8 @@ def shared_knobs(knobs: Any) -> Any:
         same = json.loads(text)
         if same != knobs:  # the JSON text does not say everything (a tuple, a key 1 for "1", ...)
             return knobs
-        _remember(_KNOBS, text, same)
+        if len(text) <= _KNOBS_TEXT_MAX:
+            _remember(_KNOBS, text, same, _KNOBS_LIMIT)
     return same if same == knobs else knobs  # (a shared copy that somebody changed is not reused)
 
 
