@@ -127,6 +127,9 @@ async def theirs(sessions: int, posts: int, store_kind: str, folder: str) -> int
 def scenario(label: str, sessions: int, posts: int, durability: str, peer: str, repeat: int, ours_only: bool) -> None:
     """Prints two lines: the posts phase alone, and the whole life (open + acks + posts + close)."""
     rows = []
+    if not ours_only:  # both sides' modules are loaded before the first measured run (AG2's import
+        import ag2.network  # noqa: F401  leaves ~200,000 objects that every full GC scans: the first
+        import ag2.knowledge  # noqa: F401  run must not be the only one without them)
     with tempfile.TemporaryDirectory(prefix="turnflow-bench-") as tmp:
         for k in range(repeat):
             def run_ours(k=k):

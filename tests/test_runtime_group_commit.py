@@ -272,3 +272,106 @@ def test_a_session_listener_hears_only_its_own_session(tmp_path):
     sids, heard, everything = asyncio.run(go())
     assert heard == {sid: [sid] for sid in sids}  # each heard its own post, once; none after unsubscribe
     assert everything.count(sids[0]) >= 2  # a hub-wide listener still hears every session
+
+
+class LateCommitStore(SQLiteStore):
+    """A store that commits off the event loop (as PostgresStore does): `commit_async` returns a
+    future that the store resolves some loop iterations later."""
+
+    def __init__(self, path, ticks=5):
+        super().__init__(path)
+        self.ticks = ticks
+        self.resolved = 0
+
+    def commit_async(self):
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+
+        async def later():
+            for _ in range(self.ticks):
+                await asyncio.sleep(0)
+            self.commit()
+            self.resolved += 1
+            done.set_result({})
+        loop.create_task(later())
+        return done
+
+
+def test_posts_to_a_store_that_commits_off_the_loop_return_only_once_it_resolved(tmp_path):
+    db = str(tmp_path / "hub.db")
+
+    async def go():
+        store = LateCommitStore(db)
+        hub = await Hub.open(store, clock=FakeClock())
+        mds = await open_many(hub, 4)
+        other = sqlite3.connect(db)
+        seen = []
+
+        async def post(md):
+            before = store.resolved
+            env = await hub.post(Envelope(md.session_id, "x", None, EV_TEXT, {"text": "hi"}))
+            seen.append((store.resolved - before, other.execute(
+                "SELECT COUNT(*) FROM envelopes WHERE session_id = ? AND seq = ?",
+                (md.session_id, env.seq)).fetchone()[0]))
+        tasks = [asyncio.ensure_future(post(md)) for md in mds]
+        await asyncio.sleep(0)
+        tasks[1].cancel()  # cancelled while its group commits: written and folded all the same
+        done = await asyncio.gather(*tasks, return_exceptions=True)
+        assert isinstance(done[1], asyncio.CancelledError)
+        assert seen == [(1, 1)] * 3  # one commit, resolved (and visible) before any post returned
+        assert all(hub.info(md.session_id)["turn_count"] == 1 for md in mds)
+        other.close()
+        await hub.aclose()
+    run(go())
+
+
+def test_a_waiting_poster_keeps_no_callback_on_its_group(tmp_path):
+    """10,000 posters waiting for one SQLite group commit cost the event loop and the cyclic GC
+    only their tasks' own wake-ups: none of them registers a callback on the group's future (each
+    would add a wake-up method and a callback entry that the collector has to scan)."""
+    async def go():
+        hub = await Hub.open(SQLiteStore(str(tmp_path / "hub.db")), clock=FakeClock())
+        mds = await open_many(hub, 50)
+        tasks = [asyncio.ensure_future(hub.post(Envelope(md.session_id, "x", None, EV_TEXT, {"text": "t"})))
+                 for md in mds]
+        await asyncio.sleep(0)  # all fifty staged, waiting for the commit
+        group = hub.sessions[mds[0].session_id].writing
+        assert group is not None and all(hub.sessions[md.session_id].writing is group for md in mds)
+        assert not group.done() and not group._callbacks
+        envs = await asyncio.gather(*tasks)
+        assert [e.seq for e in envs] == [4] * 50 and group.done()
+        await hub.aclose()
+    run(go())
+
+
+def test_the_last_ack_and_session_opened_share_one_commit_unless_someone_listens(tmp_path):
+    async def go():
+        store = CountingStore(str(tmp_path / "hub.db"))
+        hub = await Hub.open(store, clock=FakeClock())
+        md = await hub.open_session("workflow", ["a", "b", "c"],
+                                    knobs={"graph": {"initial_speaker": "a", "transitions": [],
+                                                     "default_target": {"name": "round_robin", "args": {}}}})
+        before = store.commits
+        await hub.ack(md.session_id, "b")
+        assert store.commits - before == 1 and md.state.value == "invited"
+        await hub.ack(md.session_id, "c")  # the ack and session.opened: one transaction
+        assert store.commits - before == 2 and md.state.value == "active"
+        assert [(e.seq, e.event_type) for e in hub.read(md.session_id)][2:] == [
+            (3, "session.ack"), (4, "session.ack"), (5, "session.opened")]
+
+        heard = []
+
+        async def listener(env, meta):
+            heard.append((env.event_type, meta.state.value))
+        hub.subscribe(listener)
+        md2 = await hub.open_session("conversation", ["x", "y"])
+        before = store.commits
+        await hub.ack(md2.session_id, "y")  # a listener hears the ack before the session opens
+        assert store.commits - before == 2
+        assert heard[-2:] == [("session.ack", "invited"), ("session.opened", "active")]
+        await hub.aclose()
+        again = Hub(SQLiteStore(str(tmp_path / "hub.db")))
+        again.hydrate()
+        assert again.report.problems == [] and again.metadata(md.session_id).state.value == "active"
+        again.store.close()
+    run(go())

@@ -286,3 +286,19 @@ def test_sessions_of_one_flow_share_its_compiled_graph_and_others_do_not():
         assert ga is gb and ga is not gc_
         assert (hub.expected_next(a.session_id), hub.expected_next(c.session_id)) == ("a", "a")
     run(go())
+
+
+def test_an_audience_must_be_a_list_of_participants_and_a_refused_one_writes_nothing():
+    async def go():
+        hub = await new_hub()
+        md = await active(hub)
+        before = events(hub, md)
+        for bad in (["b", "zed"], "b", ("b",), ["b", 7], ["b", ["c"]]):
+            with pytest.raises(ProtocolError, match="audience must be null or a list of participants"):
+                await hub.post(Envelope(md.session_id, "a", bad, EV_TEXT, {"text": "psst"}))
+        assert events(hub, md) == before and hub.info(md.session_id)["turn_count"] == 0
+        env = await hub.post(Envelope(md.session_id, "a", ["b", "c"], EV_TEXT, {"text": "to b and c"}))
+        assert env.seq == len(before) + 1 and [e.audience for e in hub.read(md.session_id)][-1] == ["b", "c"]
+        await hub.post(Envelope(md.session_id, "b", [], EV_TEXT, {"text": "to nobody"}))
+        assert hub.info(md.session_id)["turn_count"] == 2
+    run(go())

@@ -24,7 +24,8 @@ from turnflow.runtime.envelope import (EV_EXPECTATION_VIOLATED, EV_SESSION_ACK, 
 from turnflow.runtime.errors import ProtocolError, RuntimeErrorBase, StoreError
 from turnflow.runtime.live import LiveSession
 from turnflow.runtime.session import (Expectation, Participant, SessionMetadata, SessionState, check_agent_id,
-                                      check_name, check_session_id, new_session_id)
+                                      check_name, check_session_id, new_session_id, shared_knobs,
+                                      shared_participant)
 from turnflow.runtime.store import Corrupt, GroupCommitStore, Store
 from turnflow.runtime.transcript import Transcript
 
@@ -52,9 +53,29 @@ class _GroupCommit(asyncio.Future):
     write and the fold happen either way), and the other posters are not affected."""
 
     refused: Optional[dict] = None  # {session_id: exception}: sessions whose part the store refused
+    soon = False  # committed by a callback scheduled before any of its posters resumes (SQLite)
 
     def cancel(self, msg: Any = None) -> bool:
         return False
+
+    # Awaiting the group: when it is committed by a callback that the event loop runs before any
+    # waiter resumes (`soon`), a waiter gives up one loop iteration (a bare yield, like
+    # `asyncio.sleep(0)`) instead of registering a wake-up callback on the future: 10,000 waiting
+    # posters then cost the loop and the cyclic GC two objects each (the task's step and its
+    # handle) instead of four (the wake-up method, its callback entry, the handle and its args).
+    # Otherwise (a commit off the event loop) it is awaited like any future.
+    def __await__(self) -> Any:
+        return self
+
+    __iter__ = __await__
+
+    def __next__(self) -> Any:
+        if self.done():
+            raise StopIteration(self.result())
+        if self.soon:
+            return None  # resume after the next loop iteration (the commit runs before it)
+        self._asyncio_future_blocking = True
+        return self
 
 
 def _check_refused(written: asyncio.Future, session_id: str) -> None:
@@ -64,6 +85,12 @@ def _check_refused(written: asyncio.Future, session_id: str) -> None:
         problem = refused.get(session_id)
         if problem is not None:
             raise problem
+
+
+def _audience_ok(audience: Any, pset: frozenset) -> bool:
+    """A posted audience is a list of participant ids. (A function of its own: a generator
+    expression inside `post` would turn the names it uses into cells, one object more per post.)"""
+    return isinstance(audience, list) and all(type(a) is str and a in pset for a in audience)
 
 
 @dataclass
@@ -101,6 +128,9 @@ class Hub:
         self._session_listeners: dict[str, list[Listener]] = {}  # listeners of one session's envelopes
         self.telemetry_listeners: list[Callable[[str, dict], None]] = []
         self._gseq = store.last_global_seq()
+        # what the store can do, looked up once (a store's methods do not change while a hub uses it)
+        self._store_stage: Optional[Callable[[Envelope, int], None]] = getattr(store, "stage", None)
+        self._store_alloc: Optional[Callable[[], int]] = getattr(store, "next_global_seq", None)
         self._group: Optional["_GroupCommit"] = None  # the group commit of this event-loop tick
         self._staged_lives: list = []
         self._staged_envs: list = []
@@ -245,14 +275,6 @@ class Hub:
         self.telemetry_listeners.append(fn)
 
     # -- writing --------------------------------------------------------------------------------
-    def _stamp(self, live: LiveSession, env: Envelope, ahead: int = 0) -> Envelope:
-        # A store shared by several hubs (PostgreSQL) allocates the global sequence itself.
-        alloc = getattr(self.store, "next_global_seq", None)
-        self._gseq = alloc() if alloc is not None else self._gseq + 1
-        env.envelope_id = envelope_id_for(self._gseq)
-        env.seq = live.last_seq + 1 + ahead
-        env.created_at = self.clock()
-        return env
 
     async def _idle(self, live: LiveSession) -> None:
         """Wait until no envelope of this session is waiting for its commit (so checks see the
@@ -280,14 +302,19 @@ class Hub:
         staged meanwhile), then each envelope is folded in log order and its poster resumes.
         `accept`: a participant's envelope, also given to the adapter's `on_accepted`. `ahead`: how
         many envelopes of this session are already staged in this group (open_session's invites)."""
-        self._stamp(live, env, ahead)
-        stage = getattr(self.store, "stage", None)
+        # stamp it (a store shared by several hubs, PostgreSQL, allocates the global sequence itself)
+        alloc = self._store_alloc
+        gseq = self._gseq = alloc() if alloc is not None else self._gseq + 1
+        env.envelope_id = envelope_id_for(gseq)
+        env.seq = live.last_seq + 1 + ahead
+        env.created_at = self.clock()
+        stage = self._store_stage
         pending = None
         try:
             if stage is not None:
-                stage(env, self._gseq)
+                stage(env, gseq)
             else:  # a store without hub-driven group commit: it writes the envelope itself
-                pending = self.store.append(env, self._gseq)
+                pending = self.store.append(env, gseq)
         except (TypeError, ValueError) as exc:  # not JSON: refused, nothing written
             self._gseq -= 1
             raise ProtocolError(f"envelope data must be JSON values: {exc}") from None
@@ -313,6 +340,7 @@ class Hub:
         if group is None:
             loop = asyncio.get_running_loop()
             group = self._group = _GroupCommit(loop=loop)
+            group.soon = getattr(self.store, "commit_async", None) is None
             loop.call_soon(self._commit_group)
         return group
 
@@ -373,8 +401,13 @@ class Hub:
             live.writing = None
             if refused and env.session_id in refused:
                 continue
-            try:
-                self._fold(live, env, accept)
+            try:  # (`_fold`, inlined: once per envelope)
+                live.apply(env)
+                if accept and env.event_type in SUBSTANTIVE:
+                    result = live.adapter.on_accepted(live.metadata, env, live.state)
+                    if result.close_reason is not None:
+                        live.metadata.state = SessionState.CLOSING
+                        live.pending_close = result.close_reason
             except Exception as exc:  # an adapter bug: this session refuses further sends, the others go on
                 live.corrupt = f"session {live.session_id} seq {env.seq}: fold failed: {type(exc).__name__}: {exc}"
         group.set_result(None)
@@ -414,10 +447,16 @@ class Hub:
     async def _append_hub(self, live: LiveSession, event_type: str, data: dict, audience: Optional[list] = None,
                           sender: Optional[str] = None) -> Optional[Envelope]:
         """A hub-written envelope; None (nothing written) when the session became terminal meanwhile."""
-        await self._idle(live)
+        if live.writing is not None:
+            await self._idle(live)
         if live.metadata.state.terminal:
             return None
-        return await self._append(live, Envelope(live.session_id, sender or HUB_SENDER, audience, event_type, data))
+        env = Envelope(live.session_id, sender or HUB_SENDER, audience, event_type, data)
+        group = self._stage(live, env, False)  # (what `_append` does, without one more coroutine)
+        if group is not None:
+            await group
+            _check_refused(group, env.session_id)
+        return env
 
     async def _deliver(self, env: Envelope, md: SessionMetadata) -> None:
         for listener in self.listeners:
@@ -448,7 +487,7 @@ class Hub:
                 p = Participant(check_agent_id(p.get("agent_id")), p.get("role", "participant"), p.get("order", i),
                                 p.get("description", "") or "", tuple(p.get("tools") or ()))
             check_agent_id(p.agent_id)
-            parts.append(p)
+            parts.append(shared_participant(p))
         if not isinstance(name, str):
             raise ProtocolError(f"session name must be a string, got {type(name).__name__}")
         if name:
@@ -470,7 +509,7 @@ class Hub:
         exps = declared + [e for e in adapter.manifest.default_expectations if e.name not in names]
         now = self.clock()
         md = SessionMetadata(session_id=new_session_id(), manifest=adapter.manifest, creator_id=creator_id,
-                             participants=parts, knobs=knobs if knobs is not None else {}, created_at=now,
+                             participants=parts, knobs=shared_knobs(knobs) if knobs is not None else {}, created_at=now,
                              name=name, expectations=exps, ttl_seconds=ttl_seconds, labels=dict(labels or {}),
                              tools=list(tools or []))
         adapter.validate_create(md)
@@ -528,16 +567,27 @@ class Hub:
     async def ack(self, session_id: str, agent_id: str) -> None:
         live = self._live(session_id)
         md = live.metadata
-        await self._idle(live)
+        if live.writing is not None:
+            await self._idle(live)
         if md.state != SessionState.INVITED:
             raise ProtocolError(f"session {session_id!r} is {md.state.value}, not waiting for acks")
         if agent_id not in md.pending_acks:
             raise ProtocolError(f"session {session_id!r} has no pending invite for {agent_id!r}")
-        env = await self._append(live, Envelope(session_id, agent_id, [md.creator_id], EV_SESSION_ACK, {}))
-        await self._deliver(env, md)
+        env = Envelope(session_id, agent_id, [md.creator_id], EV_SESSION_ACK, {})
+        listening = bool(self.listeners or self._session_listeners)
+        group = self._stage(live, env, False)  # (`_append`, inlined: one coroutine fewer per ack)
+        if group is not None and not listening and len(md.pending_acks) == 1 and self._store_stage is not None:
+            # the last ack: `session.opened` goes into the same group (one commit and one wait, not
+            # two); with listeners it is written after they have heard the ack, as it always was
+            group = self._stage(live, Envelope(session_id, HUB_SENDER, None, EV_SESSION_OPENED, {}), False, 1)
+        if group is not None:
+            await group
+            _check_refused(group, session_id)
+        if listening:
+            await self._deliver(env, md)
         if not md.pending_acks and md.state == SessionState.INVITED:
             opened = await self._append_hub(live, EV_SESSION_OPENED, {})
-            if opened is not None:
+            if opened is not None and (self.listeners or self._session_listeners):
                 await self._deliver(opened, md)
 
     async def reject(self, session_id: str, agent_id: str, reason: str = "") -> None:
@@ -565,15 +615,15 @@ class Hub:
                                 + (f" ({md.close_reason})" if md.close_reason else "") + ": send refused")
         if live.corrupt is not None:
             raise ProtocolError(f"session {md.session_id!r} has a corrupt log ({live.corrupt}): send refused")
-        if env.sender_id not in md.pset:
+        pset = md.pset
+        if env.sender_id not in pset:
             raise ProtocolError(f"{env.sender_id!r} is not a participant of session {md.session_id!r}")
         et = env.event_type
         if et in LIFECYCLE or et == EV_EXPECTATION_VIOLATED:
             raise ProtocolError(f"{et!r} envelopes are written by the hub, not posted")
         if not isinstance(env.event_data, dict):
             raise ProtocolError("event_data must be an object")
-        if env.audience is not None and (not isinstance(env.audience, list)
-                                         or any(a not in md.pset for a in env.audience)):
+        if env.audience is not None and not _audience_ok(env.audience, pset):
             raise ProtocolError(f"audience must be null or a list of participants, got {env.audience!r}")
         live.adapter.validate_send(md, env, live.state)
         group = self._stage(live, env, True)
@@ -633,7 +683,7 @@ class Hub:
     async def _finish_close(self, live: LiveSession, reason: str) -> Optional[Envelope]:
         md = live.metadata
         env = await self._append_hub(live, EV_SESSION_CLOSED, {"reason": reason}, sender=md.creator_id)
-        if env is not None:
+        if env is not None and (self.listeners or self._session_listeners):
             await self._deliver(env, md)
         return env
 

@@ -4,14 +4,46 @@ hydrated session is exactly the session that was running."""
 
 from __future__ import annotations
 
+from sys import getrefcount
 from typing import Any, Optional
 
 from turnflow.runtime.envelope import (EV_EXPECTATION_VIOLATED, EV_SESSION_ACK, EV_SESSION_CLOSED,
                                        EV_SESSION_EXPIRED, EV_SESSION_OPENED, SUBSTANTIVE, Envelope)
-from turnflow.runtime.session import SessionMetadata, SessionState
+from turnflow.runtime.session import NO_ACKS, SessionMetadata, SessionState
 from turnflow.runtime.transcript import Transcript
 
 _NONE_FIRED: frozenset = frozenset()  # shared until a session's first violation (one object fewer per session)
+
+
+def _unshared_refs() -> Optional[int]:
+    """What `sys.getrefcount(st)` says in `LiveSession.apply` when `st` (a local copy of
+    `self.state`) is held by nothing else: measured here the same way, on CPython 3.11-3.13 with the
+    GIL (None elsewhere, and then every fold builds a new state)."""
+    import sys
+
+    if sys.implementation.name != "cpython" or not (3, 11) <= sys.version_info[:2] <= (3, 13) \
+            or not getattr(sys, "_is_gil_enabled", lambda: True)():
+        return None
+
+    class Holder:
+        __slots__ = ("state",)
+        state: Any
+
+    class Thing:
+        __slots__ = ("x",)
+
+    h = Holder()
+    h.state = Thing()
+    st = h.state
+    held = sys.getrefcount(st)
+    other = [st]  # one more holder must show
+    if sys.getrefcount(st) != held + 1:
+        return None
+    del other
+    return held
+
+
+_UNSHARED = _unshared_refs()
 
 
 class LiveSession:
@@ -51,13 +83,25 @@ class LiveSession:
         et = env.event_type
         self.last_seq = env.seq
         self.envelope_count += 1
-        self.state = self.adapter.fold(env, self.state)
+        st = self.state
+        fold_owned = getattr(self.adapter, "fold_owned", None) if _UNSHARED is not None else None
+        if fold_owned is not None and getrefcount(st) == _UNSHARED:
+            # nobody but this session holds the state (no view, no caller of `adapter_state`): the
+            # adapter may update it in place, one object fewer per turn for the GC to promote
+            self.state = fold_owned(env, st)
+        else:
+            self.state = self.adapter.fold(env, st)
+        del st
         if et in SUBSTANTIVE:
             self.last_substantive_at = env.created_at
             if self.transcript is not None:
                 self.transcript.entries.append(env)
         elif et == EV_SESSION_ACK:
-            md.pending_acks.discard(env.sender_id)
+            acks = md.pending_acks
+            if acks:  # (NO_ACKS, the shared empty one, once every invite is acked)
+                acks.discard(env.sender_id)
+                if not acks:
+                    md.pending_acks = NO_ACKS
         elif et == EV_SESSION_OPENED:
             md.state = SessionState.ACTIVE
             md.activated_at = env.created_at

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import enum
+import json
 import re
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from turnflow.runtime.errors import ProtocolError
 
@@ -64,6 +65,89 @@ class Participant:
     tools: tuple[str, ...] = ()
 
 
+# -- sharing immutable values among sessions -------------------------------------------------------
+# Ten thousand sessions of one flow hold ten thousand equal participant lists, participant sets and
+# knobs trees. Each is an object (or a tree of them) that the cyclic GC scans on every full
+# collection, so equal values are shared: one instance, looked up in a small cache. Only values
+# that cannot change are shared (frozen participants, frozensets) and knobs only as an equal copy
+# made from their JSON text, so what is stored and what every session sees are the same.
+
+_SHARED_LIMIT = 1024  # entries per cache; a full cache starts over (sharing is an optimisation only)
+_PARTICIPANTS: dict = {}
+_PSETS: dict = {}
+_KNOBS: dict = {}  # canonical JSON text of a knobs object -> one copy of it
+_KNOBS_LIMIT = 256  # knobs trees may be large: fewer of them, and none over _KNOBS_TEXT_MAX characters
+_KNOBS_TEXT_MAX = 1 << 18
+
+
+def _remember(cache: dict, key: Any, value: Any, limit: int = _SHARED_LIMIT) -> Any:
+    if len(cache) >= limit:
+        cache.clear()
+    cache[key] = value
+    return value
+
+
+def shared_participant(p: "Participant") -> "Participant":
+    """An equal participant already held by another session, or `p` (now shared). Only plainly
+    typed ones are shared (an `order` of True is not the participant of order 1: stored as `true`)."""
+    if type(p.agent_id) is not str or type(p.role) is not str or type(p.order) is not int \
+            or type(p.description) is not str or type(p.tools) is not tuple:
+        return p
+    try:
+        same = _PARTICIPANTS.get(p)
+    except TypeError:  # a tool name that is not hashable: not shared
+        return p
+    return same if same is not None else _remember(_PARTICIPANTS, p, p)
+
+
+_GROUPS: dict = {}  # tuples of participants, of expectations
+
+
+def shared_tuple(items: Any, canonical: Optional[dict] = None) -> tuple:
+    """`tuple(items)`, shared with every session that holds an equal tuple. With `canonical`, only
+    when every item is the shared instance of its value (so equal means equal in type too)."""
+    t = tuple(items)
+    if not t:
+        return ()
+    try:
+        if canonical is not None:
+            for x in t:
+                if canonical.get(x) is not x:
+                    return t
+        same = _GROUPS.get(t)
+    except TypeError:  # an unhashable part: not shared
+        return t
+    return same if same is not None else _remember(_GROUPS, t, t)
+
+
+def shared_pset(ids: frozenset) -> frozenset:
+    same = _PSETS.get(ids)
+    return same if same is not None else _remember(_PSETS, ids, ids)
+
+
+_knobs_text = json.JSONEncoder(sort_keys=True, separators=(",", ":"), allow_nan=False).encode
+
+
+def shared_knobs(knobs: Any) -> Any:
+    """One copy for equal knobs (sessions of one flow): a copy of `knobs` made from its JSON text,
+    shared with every session opened with equal knobs; `knobs` itself when it is not plain JSON
+    (tuples, non-string keys, NaN...: kept exactly as given) or is empty."""
+    if type(knobs) is not dict or not knobs:
+        return knobs
+    try:
+        text = _knobs_text(knobs)
+    except (TypeError, ValueError, RecursionError):
+        return knobs
+    same = _KNOBS.get(text)
+    if same is None:
+        same = json.loads(text)
+        if same != knobs:  # the JSON text does not say everything (a tuple, a key 1 for "1", ...)
+            return knobs
+        if len(text) <= _KNOBS_TEXT_MAX:
+            _remember(_KNOBS, text, same, _KNOBS_LIMIT)
+    return same if same == knobs else knobs  # (a shared copy that somebody changed is not reused)
+
+
 @dataclass(frozen=True, slots=True)
 class Expectation:
     name: str
@@ -114,19 +198,26 @@ class SessionManifest:
                    d["default_view"], tuple(Expectation.from_dict(e) for e in d["default_expectations"]))
 
 
+NO_ACKS: Any = frozenset()  # `pending_acks` once every invite is acked (shared: one object fewer per session)
+
+
 @dataclass(slots=True)
 class SessionMetadata:
+    """A session's metadata. `participants`, `expectations` and `tools` are tuples (given as any
+    sequence), shared among sessions that hold equal ones, like `pset`; `pending_acks` is a set
+    while invites wait for acks, then the shared empty `NO_ACKS`."""
+
     session_id: str
     manifest: SessionManifest
     creator_id: str
-    participants: list[Participant]
+    participants: Sequence[Participant]
     knobs: dict
     created_at: float
     name: str = ""
-    expectations: list[Expectation] = field(default_factory=list)
+    expectations: Sequence[Expectation] = ()
     ttl_seconds: Optional[float] = None
     labels: dict = field(default_factory=dict)
-    tools: list[dict] = field(default_factory=list)
+    tools: Sequence[dict] = ()
     state: SessionState = SessionState.INVITED
     expires_at: Optional[float] = None
     closed_at: Optional[float] = None
@@ -136,7 +227,10 @@ class SessionMetadata:
     pset: frozenset = field(default=frozenset(), repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        self.pset = frozenset(p.agent_id for p in self.participants)
+        self.participants = shared_tuple(self.participants, _PARTICIPANTS)
+        self.expectations = shared_tuple(self.expectations)
+        self.tools = tuple(self.tools)
+        self.pset = shared_pset(frozenset([p.agent_id for p in self.participants]))
 
     @property
     def kind(self) -> str:
@@ -158,14 +252,15 @@ class SessionMetadata:
                                  for p in self.participants],
                 "knobs": self.knobs, "created_at": self.created_at,
                 "expectations": [e.to_dict() for e in self.expectations], "ttl_seconds": self.ttl_seconds,
-                "labels": self.labels, "tools": self.tools}
+                "labels": self.labels, "tools": list(self.tools)}
 
     @classmethod
     def from_creation_record(cls, r: dict) -> "SessionMetadata":
         md = cls(session_id=r["session_id"], manifest=SessionManifest.from_dict(r["manifest"]),
                  creator_id=r["creator_id"],
-                 participants=[Participant(p["agent_id"], p["role"], p["order"], p.get("description", ""),
-                                           tuple(p.get("tools", ()))) for p in r["participants"]],
+                 participants=[shared_participant(Participant(p["agent_id"], p["role"], p["order"],
+                                                              p.get("description", ""), tuple(p.get("tools", ()))))
+                               for p in r["participants"]],
                  knobs=r["knobs"], created_at=r["created_at"], name=r.get("name", ""),
                  expectations=[Expectation.from_dict(e) for e in r.get("expectations", [])],
                  ttl_seconds=r.get("ttl_seconds"), labels=r.get("labels") or {}, tools=r.get("tools") or [])

@@ -310,7 +310,10 @@ class SQLiteStore:
     def stage(self, envelope: Envelope, global_seq: int) -> None:
         """Prepare one envelope's row for the next `commit()` (nothing is written yet). Raises
         TypeError/ValueError, and stages nothing, when the envelope does not serialise."""
-        self._staged.append(self._row(envelope, global_seq))
+        # (`_row`, inlined: once per envelope)
+        text = _record_text(envelope.to_record())
+        sid, seq = envelope.session_id, envelope.seq
+        self._staged.append((global_seq, sid, seq, text, zlib.crc32(f"{sid}\x00{seq}\x00{text}".encode("utf-8"))))
 
     def commit(self) -> None:
         """Write every staged row in one transaction: all or none (the staged rows are dropped

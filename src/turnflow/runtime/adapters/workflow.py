@@ -178,7 +178,7 @@ class WorkflowAdapter:
                                     f"participants, got {envelope.sender_id!r}")
             _check_updates(envelope.event_data, "context.set data")
 
-    def fold(self, envelope: Envelope, state: WorkflowState) -> WorkflowState:
+    def fold(self, envelope: Envelope, state: WorkflowState, _reuse: bool = False) -> WorkflowState:
         et = envelope.event_type
         if et == EV_TEXT:
             sender = envelope.sender_id
@@ -225,9 +225,25 @@ class WorkflowAdapter:
                     nxt, reason, rr = graph.previous(sender, state.last_speaker_id)
                 if rr and hidden:
                     nxt = graph.next_visible(sender, hidden)
+                if _reuse:  # `fold_owned`: nobody else can see `state`
+                    state.expected_next_speaker = nxt
+                    state.last_speaker_id = sender
+                    state.last_envelope_id = envelope.envelope_id
+                    state.turn_count += 1
+                    state.pending_close_reason = reason
+                    state.context_vars = ctx
+                    state.hidden = hidden
+                    state.via_round_robin = rr
+                    return state
                 return WorkflowState(graph, nxt, sender, envelope.envelope_id, state.turn_count + 1, reason, ctx,
                                      hidden, rr)
         raise AssertionError("dispatch table without a default row")  # pragma: no cover
+
+    def fold_owned(self, envelope: Envelope, state: WorkflowState) -> WorkflowState:
+        """`fold`, for a state that nobody but the caller can see (the hub checks that): a turn
+        routed by the graph updates it in place instead of building a new one. The result is the
+        state `fold` returns; only the object is the same."""
+        return self.fold(envelope, state, True)
 
     def _fold_other(self, envelope: Envelope, state: WorkflowState) -> WorkflowState:
         if envelope.event_type == EV_EXPECTATION_VIOLATED and envelope.event_data.get("action") == "hide":

@@ -1,0 +1,146 @@
+"""Sessions of one flow share their immutable values (knobs, participants, participant sets):
+10,000 concurrent sessions then hold one copy instead of 10,000 (the cyclic GC scans every
+object the hub keeps on each full collection). Sharing never changes what is stored or seen."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+from runtime_helpers import FakeClock, run
+from turnflow.runtime.hub import Hub
+from turnflow.runtime.session import Participant
+from turnflow.runtime.store import SQLiteStore
+
+
+def rr(people, turns):
+    return {"initial_speaker": people[0], "max_turns": turns,
+            "transitions": [{"when": {"name": "always", "args": {}}, "then": {"name": "round_robin", "args": {}},
+                             "priority": 0}],
+            "default_target": {"name": "terminate", "args": {"reason": "done"}}}
+
+
+def stored_records(db):
+    con = sqlite3.connect(db)
+    try:
+        return {sid: json.loads(text) for sid, text in con.execute("SELECT session_id, record FROM sessions")}
+    finally:
+        con.close()
+
+
+def test_sessions_opened_with_equal_knobs_and_participants_share_them_and_store_the_same_bytes(tmp_path):
+    db = str(tmp_path / "hub.db")
+    people = ["planner", "coder", "reviewer"]
+
+    async def go():
+        hub = await Hub.open(SQLiteStore(db), clock=FakeClock())
+        given = [{"graph": rr(people, 4), "context_vars": {"topic": "x", "n": [1, 2.5, None, True]}}
+                 for _ in range(3)]
+        mds = [await hub.open_session("workflow", people, knobs=k) for k in given]
+        first = mds[0]
+        for md, k in zip(mds, given):
+            assert md.knobs == k and md.knobs is first.knobs and md.knobs is not k  # one copy, equal to each
+            assert md.pset is first.pset and md.participants is first.participants
+            assert md.expectations is first.expectations and len(md.expectations) == 2
+            assert md.tools == () and md.pending_acks == {"coder", "reviewer"}
+        for md in mds:
+            for who in ("coder", "reviewer"):
+                await hub.ack(md.session_id, who)
+            assert md.pending_acks == set() and md.pending_acks is mds[0].pending_acks  # one shared empty set
+            assert md.state.value == "active"
+        await hub.aclose()
+        records = stored_records(db)
+        for md, k in zip(mds, given):
+            assert records[md.session_id]["knobs"] == k
+        # the stored text is json.dumps of the record with the caller's own knobs, byte for byte
+        con = sqlite3.connect(db)
+        text = con.execute("SELECT record FROM sessions WHERE session_id = ?", (first.session_id,)).fetchone()[0]
+        con.close()
+        rec = first.creation_record()
+        rec["knobs"] = given[0]
+        assert text == json.dumps(rec, sort_keys=True, separators=(",", ":"))
+        again = Hub(SQLiteStore(db))
+        again.hydrate()
+        assert again.report.problems == [] and len(again.sessions) == 3
+        hydrated = [again.metadata(md.session_id) for md in mds]
+        assert all(h.pset is hydrated[0].pset and h.participants is hydrated[0].participants for h in hydrated)
+        assert [h.state.value for h in hydrated] == ["active"] * 3 and hydrated[2].pending_acks == set()
+        again.store.close()
+    run(go())
+
+
+def test_knobs_that_json_would_change_are_kept_exactly_as_given():
+    """A tuple, a non-string key, a NaN: the JSON text does not say everything, so the session
+    keeps the caller's object (and the adapter judges that, not a JSON copy of it)."""
+    async def go():
+        hub = await Hub.open(SQLiteStore(":memory:"), clock=FakeClock())
+        graph = rr(["a", "b"], 3)
+        tupled = {"graph": graph, "context_vars": {"pair": (1, 2)}}
+        md = await hub.open_session("workflow", ["a", "b"], knobs=tupled)
+        assert md.knobs is tupled and md.knobs["context_vars"]["pair"] == (1, 2)
+        listed = {"graph": graph, "context_vars": {"pair": [1, 2]}}  # same JSON text as `tupled`
+        md2 = await hub.open_session("workflow", ["a", "b"], knobs=listed)
+        md3 = await hub.open_session("workflow", ["a", "b"], knobs=tupled)
+        assert md2.knobs == listed and md3.knobs is tupled  # never a list where a tuple was given
+        await hub.aclose()
+    run(go())
+
+
+def test_a_shared_copy_that_somebody_changed_is_not_given_to_new_sessions():
+    async def go():
+        hub = await Hub.open(SQLiteStore(":memory:"), clock=FakeClock())
+        knobs = {"graph": rr(["a", "b"], 3)}
+        md = await hub.open_session("workflow", ["a", "b"], knobs=knobs)
+        md.knobs["graph"]["max_turns"] = 99
+        md2 = await hub.open_session("workflow", ["a", "b"], knobs={"graph": rr(["a", "b"], 3)})
+        assert md2.knobs["graph"]["max_turns"] == 3 and md2.knobs is not md.knobs
+        await hub.aclose()
+    run(go())
+
+
+def test_participants_are_shared_only_when_equal_in_type_too():
+    """`order=True` equals 1 in Python but is stored as `true`: it is not the participant of order 1."""
+    async def go():
+        hub = await Hub.open(SQLiteStore(":memory:"), clock=FakeClock())
+        plain = [Participant("a", "participant", 0), Participant("b", "participant", 1)]
+        odd = [Participant("a", "participant", 0), Participant("b", "participant", True)]
+        md1 = await hub.open_session("conversation", plain)
+        md2 = await hub.open_session("conversation", odd)
+        md3 = await hub.open_session("conversation", [Participant("a", "participant", 0),
+                                                     Participant("b", "participant", 1)])
+        assert md2.participants[1].order is True and md2.participants[1] is not md1.participants[1]
+        assert md3.participants[1] is md1.participants[1]
+        assert md2.creation_record()["participants"][1]["order"] is True
+        await hub.aclose()
+    run(go())
+
+
+def test_a_state_somebody_holds_never_changes_and_an_unheld_one_is_updated_in_place():
+    """`fold` never changes its input: a workflow state that a caller holds (from `adapter_state`)
+    stays as it was after the next turn. One that nobody holds is updated in place by the hub (one
+    object fewer per turn); both end in the same state as a fresh hydrate of the log."""
+    from turnflow.runtime.envelope import EV_TEXT, Envelope
+
+    async def go():
+        hub = await Hub.open(SQLiteStore(":memory:"), clock=FakeClock())
+        people = ["a", "b", "c"]
+        md = await hub.open_session("workflow", people, knobs={"graph": rr(people, 9)})
+        for p in people[1:]:
+            await hub.ack(md.session_id, p)
+        held = hub.adapter_state(md.session_id)
+        before = held.snapshot()
+        await hub.post(Envelope(md.session_id, "a", None, EV_TEXT, {"text": "one"}))
+        after = hub.adapter_state(md.session_id)
+        assert held.snapshot() == before and after is not held
+        assert after.snapshot()["turn_count"] == 1 and after.expected_next_speaker == "b"
+        ident = id(after)
+        del held, after
+        await hub.post(Envelope(md.session_id, "b", None, EV_TEXT, {"text": "two"}))
+        now = hub.adapter_state(md.session_id)
+        assert id(now) == ident  # nobody held it: the same object, updated
+        assert (now.turn_count, now.expected_next_speaker, now.last_speaker_id) == (2, "c", "b")
+        again = Hub(hub.store)
+        again.hydrate()
+        assert again.adapter_state(md.session_id).snapshot() == now.snapshot()
+        await hub.aclose()
+    run(go())
