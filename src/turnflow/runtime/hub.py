@@ -228,7 +228,11 @@ class Hub:
         return self._live(session_id).metadata
 
     def adapter_state(self, session_id: str) -> Any:
-        return self._live(session_id).state
+        """The session's adapter state. The object handed out never changes: the session's next
+        fold builds a new one instead of updating it in place."""
+        live = self._live(session_id)
+        live.state_out = True
+        return live.state
 
     def info(self, session_id: str) -> dict:
         return self._live(session_id).info()

@@ -4,7 +4,6 @@ hydrated session is exactly the session that was running."""
 
 from __future__ import annotations
 
-from sys import getrefcount
 from typing import Any, Optional
 
 from turnflow.runtime.envelope import (EV_EXPECTATION_VIOLATED, EV_SESSION_ACK, EV_SESSION_CLOSED,
@@ -15,45 +14,16 @@ from turnflow.runtime.transcript import Transcript
 _NONE_FIRED: frozenset = frozenset()  # shared until a session's first violation (one object fewer per session)
 
 
-def _unshared_refs() -> Optional[int]:
-    """What `sys.getrefcount(st)` says in `LiveSession.apply` when `st` (a local copy of
-    `self.state`) is held by nothing else: measured here the same way, on CPython 3.11-3.13 with the
-    GIL (None elsewhere, and then every fold builds a new state)."""
-    import sys
-
-    if sys.implementation.name != "cpython" or not (3, 11) <= sys.version_info[:2] <= (3, 13) \
-            or not getattr(sys, "_is_gil_enabled", lambda: True)():
-        return None
-
-    class Holder:
-        __slots__ = ("state",)
-        state: Any
-
-    class Thing:
-        __slots__ = ("x",)
-
-    h = Holder()
-    h.state = Thing()
-    st = h.state
-    held = sys.getrefcount(st)
-    other = [st]  # one more holder must show
-    if sys.getrefcount(st) != held + 1:
-        return None
-    del other
-    return held
-
-
-_UNSHARED = _unshared_refs()
-
-
 class LiveSession:
-    __slots__ = ("metadata", "adapter", "state", "last_seq", "envelope_count", "fired", "turn_started_at",
-                 "turn_epoch", "_turn_key", "last_substantive_at", "pending_close", "corrupt", "transcript", "writing")
+    __slots__ = ("metadata", "adapter", "state", "state_out", "last_seq", "envelope_count", "fired",
+                 "turn_started_at", "turn_epoch", "_turn_key", "last_substantive_at", "pending_close", "corrupt",
+                 "transcript", "writing")
 
     def __init__(self, metadata: SessionMetadata, adapter: Any, state: Any) -> None:
         self.metadata = metadata
         self.adapter = adapter
         self.state = state
+        self.state_out = True  # `state` may be held outside this session (the caller gave it): never updated in place
         self.last_seq = 0
         self.envelope_count = 0
         self.fired: Any = _NONE_FIRED  # expectation keys that fired: a set from the first one on
@@ -84,14 +54,16 @@ class LiveSession:
         self.last_seq = env.seq
         self.envelope_count += 1
         st = self.state
-        fold_owned = getattr(self.adapter, "fold_owned", None) if _UNSHARED is not None else None
-        if fold_owned is not None and getrefcount(st) == _UNSHARED:
-            # nobody but this session holds the state (no view, no caller of `adapter_state`): the
-            # adapter may update it in place, one object fewer per turn for the GC to promote
+        fold_owned = None if self.state_out else getattr(self.adapter, "fold_owned", None)
+        if fold_owned is not None:
+            # a state the adapter built for this session and nobody was handed (`Hub.adapter_state`
+            # sets `state_out`): the adapter may update it in place, one object fewer per turn for
+            # the GC to promote
             self.state = fold_owned(env, st)
         else:
-            self.state = self.adapter.fold(env, st)
-        del st
+            new = self.adapter.fold(env, st)
+            if new is not st:  # built by the fold: this session's own until someone is handed it
+                self.state, self.state_out = new, False
         if et in SUBSTANTIVE:
             self.last_substantive_at = env.created_at
             if self.transcript is not None:

@@ -7,8 +7,9 @@ An adapter owns one session kind. The hub calls, in order, for every send:
 Adapter states are treated as immutable values: `fold` returns a new object (or the
 same one when nothing changed) and never mutates its input. An adapter may also offer
 `fold_owned(envelope, state) -> state`, the same fold allowed to update `state` in place: the
-hub calls it instead of `fold` only when nothing but the session holds the state (workflow does,
-to save one object per turn with many sessions running).
+hub calls it instead of `fold` only for a state that `fold` built for this session and that was
+never handed out (`Hub.adapter_state` marks what it hands out); workflow does, to save one
+object per turn with many sessions running.
 """
 
 from __future__ import annotations
