@@ -297,13 +297,12 @@ async def _run(spec: dict, agents: dict, args, store_path: str, printer: "Printe
         except (NotImplementedError, RuntimeError, ValueError):  # no signal support here (Windows, a thread)
             pass
     store = open_store(store_path, durability=args.durability)
-    shared = getattr(store, "engine", None) == "postgresql"
-    if shared:
+    if getattr(store, "engine", None) == "postgresql":
         # a database other runs and batch workers share: this run hydrates nothing and writes only
         # its own session (a whole-store hydrate would also complete other sessions' pending closes)
         from turnflow.runtime.batch import BatchStoreView
 
-        hub = Hub(BatchStoreView(store, store.next_global_seq))
+        hub = Hub(BatchStoreView(store, store.next_global_seq, owner=True))
     else:
         hub = await Hub.open(store)
     hub.subscribe(printer.envelope)
@@ -314,8 +313,6 @@ async def _run(spec: dict, agents: dict, args, store_path: str, printer: "Printe
                                  ttl_seconds=args.timeout)
     finally:
         await hub.aclose()
-        if shared:
-            store.close()  # the view leaves the store to its owner
         for sig in installed:
             loop.remove_signal_handler(sig)
 

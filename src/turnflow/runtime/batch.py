@@ -40,13 +40,16 @@ class _Counter:
 
 
 class BatchStoreView:
-    """What a batch hub sees of the store: everything but a whole-store hydrate. With `only`,
-    hydrate covers that one session (a worker taking it over)."""
+    """What a hub sees of a shared store: everything but a whole-store hydrate (a batch worker's
+    hub; a single run on PostgreSQL). With `only`, hydrate covers that one session (a worker
+    taking it over). `owner`: closing the hub closes the store (else its owner closes it)."""
 
-    def __init__(self, store: Any, alloc: Callable[[], int], only: Optional[str] = None) -> None:
+    def __init__(self, store: Any, alloc: Callable[[], int], only: Optional[str] = None,
+                 owner: bool = False) -> None:
         self._store = store
         self.next_global_seq = alloc
         self._only = only
+        self._owner = owner
 
     def __getattr__(self, name: str) -> Any:
         if self._only is not None and name in ("stage", "stage_session", "commit", "commit_async", "rollback"):
@@ -71,8 +74,9 @@ class BatchStoreView:
         load = getattr(self._store, "load", None)
         return iter(load(self._only)) if load is not None else self._store.read_range(self._only)
 
-    def close(self) -> None:  # the worker closes the real store itself
-        pass
+    def close(self) -> None:
+        if self._owner:
+            self._store.close()
 
 
 def session_record(store: Any, session_id: str) -> Optional[Union[dict, Corrupt]]:

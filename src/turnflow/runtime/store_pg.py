@@ -368,13 +368,6 @@ class PostgresStore:
         self._staged, self._staged_envs, self._staged_sessions = [], [], []
         return self._enqueue(unit)
 
-    def commit(self) -> None:
-        """The staged group, written before this returns (no event loop needed); a refusal raises."""
-        unit = _Unit(self._staged_sessions, self._staged, self._staged_envs, [], None, None, None)
-        self._staged, self._staged_envs, self._staged_sessions = [], [], []
-        if unit.sessions or unit.rows:
-            self._write_now(unit)
-
     def create_session(self, record: dict) -> Optional[asyncio.Future]:
         """Store one creation record on its own (not in the hub's staged group): committed
         before this returns, or — on a running event loop — when the returned future resolves

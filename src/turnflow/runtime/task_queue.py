@@ -73,7 +73,7 @@ def _due(queue: Any) -> bool:
     """Whether a claim should look for dead workers again: at most once a second, not at every
     claim (a worker with few sessions claims after every task: one query each for nothing)."""
     now = time.monotonic()
-    if now - getattr(queue, "_dead_checked", -DEAD_CHECK_EVERY) < DEAD_CHECK_EVERY:
+    if queue._dead_checked is not None and now - queue._dead_checked < DEAD_CHECK_EVERY:
         return False
     queue._dead_checked = now
     return True
@@ -104,6 +104,7 @@ class SQLiteTaskQueue:
     def __init__(self, store: Any) -> None:
         self.store = store
         self.db = store.db
+        self._dead_checked: Optional[float] = None  # when a claim last looked for dead workers
         self.db.executescript(self._DDL)
 
     def load(self, tasks: list[Task], spec_hash: str) -> int:
@@ -211,6 +212,7 @@ class PostgresTaskQueue:
         self.store = store
         self.pool = store.pool
         self._listener: Any = None  # the connection that LISTENs for finished or released tasks
+        self._dead_checked: Optional[float] = None  # when a claim last looked for dead workers
 
     def load(self, tasks: list[Task], spec_hash: str) -> int:
         with self.pool.connection() as conn, conn.transaction():
