@@ -131,6 +131,8 @@ class Hub:
         # what the store can do, looked up once (a store's methods do not change while a hub uses it)
         self._store_stage: Optional[Callable[[Envelope, int], None]] = getattr(store, "stage", None)
         self._store_alloc: Optional[Callable[[], int]] = getattr(store, "next_global_seq", None)
+        # a store that commits off the event loop (PostgreSQL): groups fold when its future resolves
+        self._store_commit_async: Optional[Callable[[], Any]] = getattr(store, "commit_async", None)
         self._group: Optional["_GroupCommit"] = None  # the group commit of this event-loop tick
         self._staged_lives: list = []
         self._staged_envs: list = []
@@ -344,7 +346,7 @@ class Hub:
         if group is None:
             loop = asyncio.get_running_loop()
             group = self._group = _GroupCommit(loop=loop)
-            group.soon = getattr(self.store, "commit_async", None) is None
+            group.soon = self._store_commit_async is None
             loop.call_soon(self._commit_group)
         return group
 
@@ -354,7 +356,7 @@ class Hub:
         self._group, self._staged_lives, self._staged_envs, self._staged_accept = None, [], [], []
         new, self._staged_new = self._staged_new, []
         store = self.store
-        commit_async = getattr(store, "commit_async", None)
+        commit_async = self._store_commit_async
         try:
             # a store that commits off the event loop (PostgreSQL) returns a future: fold when it resolves
             pending = None
@@ -383,7 +385,7 @@ class Hub:
 
     def _group_failed(self, group: "_GroupCommit", lives: list, new: list, exc: BaseException) -> None:
         """Nothing of the group was written: every poster re-raises the error."""
-        if getattr(self.store, "next_global_seq", None) is None:
+        if self._store_alloc is None:
             self._gseq = self.store.last_global_seq()  # the next envelope reuses the numbers
         for live in lives:
             live.writing = None
