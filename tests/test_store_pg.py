@@ -196,7 +196,8 @@ def test_an_expired_lease_is_taken_over_and_the_old_holder_can_no_longer_write(p
     from batch_helpers import SPEC
 
     from turnflow.runtime.agents.function import FunctionAgent
-    from turnflow.runtime.batch import BatchStoreView, BatchWorker
+    from turnflow.runtime.batch import BatchWorker
+    from turnflow.runtime.stores import SessionScopedStore
 
     spec = {**SPEC, "knobs": {**SPEC["knobs"], "graph": {**SPEC["knobs"]["graph"], "max_turns": 4}}}
     loader = _store(pg_url, worker="loader")
@@ -207,7 +208,7 @@ def test_an_expired_lease_is_taken_over_and_the_old_holder_can_no_longer_write(p
         store = _store(pg_url, worker="host-a:1:aaaa")
         q = PostgresTaskQueue(store)
         [claim] = q.claim("host-a:1:aaaa", 1, 0.5)
-        hub = Hub(BatchStoreView(store, store.next_global_seq))
+        hub = Hub(SessionScopedStore(store))
         md = await hub.open_session("workflow", ["a", "b", "c"], knobs=spec["knobs"], labels={"task_id": claim.id})
         await hub.ack(md.session_id, "b")
         await hub.ack(md.session_id, "c")
@@ -311,6 +312,17 @@ def _env(sid, seq):
     return env
 
 
+def _units(*envs):
+    from turnflow.runtime.store import envelope_row
+    from turnflow.runtime.store_contract import CommitUnits
+
+    units = CommitUnits()
+    for env, gseq in envs:
+        units.rows.append(envelope_row(env, gseq))
+        units.envelopes.append(env)
+    return units
+
+
 def test_a_statement_that_fails_is_retried_session_by_session(pg_url):
     """One bad row (a global sequence number already in the log) fails only its own session's
     part of the group; the other session's envelopes are written."""
@@ -318,11 +330,9 @@ def test_a_statement_that_fails_is_retried_session_by_session(pg_url):
     store = _store(pg_url, worker="w1")
 
     async def go():
-        store.stage(_env("s0", 1), 1)
-        assert await store.commit_async() == {}
-        store.stage(_env("s0", 2), 1)  # gseq 1 again: a unique violation
-        store.stage(_env("s1", 1), 3)
-        return await store.commit_async()
+        assert await store.commit_group(_units((_env("s0", 1), 1))) == {}
+        # gseq 1 again: a unique violation
+        return await store.commit_group(_units((_env("s0", 2), 1), (_env("s1", 1), 3)))
 
     refused = asyncio.run(go())
     store.close()
@@ -341,8 +351,7 @@ def test_a_finish_queued_with_its_sessions_rows_waits_for_the_next_statement(pg_
     store = _store(pg_url, worker="w1")
 
     async def go():
-        store.stage(_env("s0", 1), 1)
-        written = store.commit_async()
+        written = store.commit_group(_units((_env("s0", 1), 1)))
         finished = store.finish_task("t0", "done", {"id": "t0"}, "s0")
         return await written, await finished, store.commits
 
@@ -459,13 +468,13 @@ def test_a_waiting_worker_is_told_at_once_when_a_task_is_finished_or_given_back(
     _held_tasks(pg_url, "w1", 2, 2)
     waiter_store = _store(pg_url, worker="w2")
     waiter = PostgresTaskQueue(waiter_store)
-    waiter.wait_for_change(5.0)  # the first call starts listening and returns at once
+    waiter.block_until_change(5.0)  # the first call starts listening and returns at once
     worker = _store(pg_url, worker="w1")
     q = PostgresTaskQueue(worker)
 
     def waited(action) -> float:
         t0 = time.monotonic()
-        th = threading.Thread(target=waiter.wait_for_change, args=(5.0,))
+        th = threading.Thread(target=waiter.block_until_change, args=(5.0,))
         th.start()
         time.sleep(0.2)
         action()

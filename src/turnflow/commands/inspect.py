@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Iterator
-
 from turnflow.cli_util import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, err, out
 
 
@@ -27,32 +25,12 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-class OneSession:
-    """The store as a hub's hydrate sees it when it should rebuild one session only: that
-    session's record and its envelopes, never the whole store."""
-
-    def __init__(self, store: Any, session_id: str) -> None:
-        self._store = store
-        self._sid = session_id
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._store, name)
-
-    def sessions(self) -> Iterator[Any]:
-        rec = self._store.session_record(self._sid)
-        if rec is not None:
-            yield rec
-
-    def stream(self) -> Iterator[Any]:
-        return self._store.read_range(self._sid)
-
-
 def run(args) -> int:
     from turnflow.runtime.envelope import Envelope
     from turnflow.runtime.errors import RuntimeErrorBase
     from turnflow.runtime.hub import Hub
     from turnflow.runtime.session import check_session_id
-    from turnflow.runtime.stores import is_postgres_url, open_store
+    from turnflow.runtime.stores import SessionScopedStore, is_postgres_url, open_store
 
     if args.summary:
         from turnflow.commands.inspect_summary import run_summary
@@ -69,12 +47,12 @@ def run(args) -> int:
     except RuntimeErrorBase as exc:
         err(f"turnflow inspect: {exc}")
         return EXIT_USAGE
-    where = getattr(store, "path", args.store)  # a URL without its password
+    where = store.path  # a URL without its password
     try:
-        hub = Hub(store if args.session is None else OneSession(store, args.session))
+        # with --session: that session's record and log only, never the whole store
+        hub = Hub(store if args.session is None else SessionScopedStore(store, args.session))
         report = hub.hydrate()  # read only: no pending close is completed here
-        count, ever = getattr(store, "session_count", None), getattr(store, "sessions_ever_created", None)
-        held, created = (count(), ever()) if count is not None and ever is not None else (0, None)
+        held, created = store.session_count(), store.sessions_ever_created()
         if created is not None and created > held:
             err(f"turnflow inspect: warning: {where} holds {held} session{'s' if held != 1 else ''} but "
                 f"{created} were created in it: its newest records are missing (a lost or deleted -wal file?)")

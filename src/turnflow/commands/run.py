@@ -297,12 +297,12 @@ async def _run(spec: dict, agents: dict, args, store_path: str, printer: "Printe
         except (NotImplementedError, RuntimeError, ValueError):  # no signal support here (Windows, a thread)
             pass
     store = open_store(store_path, durability=args.durability)
-    if getattr(store, "engine", None) == "postgresql":
+    if store.dialect.shared:
         # a database other runs and batch workers share: this run hydrates nothing and writes only
         # its own session (a whole-store hydrate would also complete other sessions' pending closes)
-        from turnflow.runtime.batch import BatchStoreView
+        from turnflow.runtime.stores import SessionScopedStore
 
-        hub = Hub(BatchStoreView(store, store.next_global_seq, owner=True))
+        hub = Hub(SessionScopedStore(store, owner=True))
     else:
         hub = await Hub.open(store)
     hub.subscribe(printer.envelope)

@@ -119,7 +119,7 @@ def _run(args, spec: dict, make_agents: Callable[[], dict], tasks: list, store_v
     from turnflow.runtime.batch import BatchWorker, TaskOutcome
     from turnflow.runtime.errors import RuntimeErrorBase, StoreError
     from turnflow.runtime.stores import open_store
-    from turnflow.runtime.task_queue import new_worker_id, task_queue_for
+    from turnflow.runtime.task_queue import TaskQueue, new_worker_id, task_queue_for
     from turnflow.runtime.tasks import spec_hash
 
     worker_id = new_worker_id()
@@ -133,7 +133,7 @@ def _run(args, spec: dict, make_agents: Callable[[], dict], tasks: list, store_v
         return EXIT_ERROR
     as_json = args.format == "json"
     ids = [t.id for t in tasks]
-    queue: Any = None
+    queue: "Optional[TaskQueue]" = None
     try:
         queue = task_queue_for(store)
         try:
@@ -181,12 +181,12 @@ def _run(args, spec: dict, make_agents: Callable[[], dict], tasks: list, store_v
             progress.end()
         elapsed = time.monotonic() - started
         final = queue.results(ids)
-        failures = getattr(store, "batch_failures", None)
+        failures = store.batch_failures
         if failures:
             err(f"turnflow run: note: {len(failures)} group commit(s) failed as a whole and were retried item "
                 f"by item (first: {failures[0]})")
     finally:
-        if hasattr(queue, "close"):  # PostgreSQL: the connection that listens for finished tasks
+        if queue is not None:  # PostgreSQL: the connection that listens for finished tasks
             queue.close()
         store.close()
     report = summary(ids, final, len(finished_before), bw.outcomes, bw.progress.posts, elapsed, interrupted)

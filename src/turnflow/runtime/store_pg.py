@@ -38,7 +38,9 @@ from typing import Any, Iterator, Optional, Union
 from turnflow.runtime.envelope import Envelope
 from turnflow.runtime.errors import StoreError
 from turnflow.runtime.session import check_session_id
-from turnflow.runtime.store import Corrupt, _crc, _record_text, decode_envelope, decode_session
+from turnflow.runtime.dialect import POSTGRESQL, Dialect
+from turnflow.runtime.store import Corrupt, decode_envelope, decode_session
+from turnflow.runtime.store_contract import CommitUnits, Refusals
 from turnflow.runtime.tasks import LeaseLost
 
 SCHEMA_VERSION = 1
@@ -228,8 +230,6 @@ class PostgresStore:
     checked, never created, and a database that is not a turnflow store of this schema version
     is refused (`StoreError`) untouched."""
 
-    engine = "postgresql"
-
     def __init__(self, url: str, *, worker: Optional[str] = None, durability: str = "process",
                  pool_size: int = 4, connect_timeout: float = 10.0, read_only: bool = False) -> None:
         if durability not in ("process", "full"):
@@ -273,9 +273,6 @@ class PostgresStore:
         self._committer: Optional[threading.Thread] = None
         self._conn: Any = None  # the committer thread's own connection
         self._inflight = 0  # queued or being written
-        self._staged: list[tuple] = []  # the hub's group of this tick: envelope rows ...
-        self._staged_envs: list[Envelope] = []  # ... their envelopes ...
-        self._staged_sessions: list[tuple] = []  # ... and new sessions' records
         self.commits = 0  # statements written by the committer (a group commit counts once)
         self.batch_failures: list[str] = []  # why whole statements failed (their work was retried session by session)
         self._cache: dict[str, list[Envelope]] = {}  # committed logs of the sessions this process writes
@@ -324,86 +321,17 @@ class PostgresStore:
         return row[0] or 0
 
     # -- writing --------------------------------------------------------------------------------
-    # The hub drives the group commit (as with SQLite): `stage`/`stage_session` collect one
-    # event-loop tick's rows and `commit_async` hands them to the committer thread, which writes
-    # everything queued meanwhile (several ticks' groups, telemetry, finished tasks) in one
-    # statement. The hub folds a group once its future resolves; a session refused for a lost
-    # lease is named in the result and none of its rows is written.
-    def _session_row(self, record: dict) -> tuple:
-        sid = check_session_id(record["session_id"])
-        text = json.dumps(record, sort_keys=True, separators=(",", ":"))
-        labels = record.get("labels") or {}
-        task_id = labels.get("task_id") if isinstance(labels, dict) else None
-        return (sid, None if task_id is None else str(task_id), text, _crc(sid, 0, text))
-
-    @staticmethod
-    def _env_row(envelope: Envelope, global_seq: int) -> tuple:
-        text = _record_text(envelope.to_record())  # not JSON: raises here, nothing staged
-        return (global_seq, envelope.session_id, envelope.seq, envelope.event_type, text,
-                _crc(envelope.session_id, envelope.seq, text))
-
-    def stage_session(self, record: dict) -> None:
-        """A new session's creation record for the next `commit_async` (written before the
-        envelopes staged with it, in the same statement, or not at all). A record whose labels
-        carry a `task_id` binds the session to that task, only while this worker holds it."""
-        row = self._session_row(record)
-        self._staged_sessions.append(row)
-        self._cache[row[0]] = []
-
-    def stage(self, envelope: Envelope, global_seq: int) -> None:
-        """One envelope's row for the next `commit_async`; raises TypeError/ValueError, staging
-        nothing, when it does not serialise."""
-        self._staged.append(self._env_row(envelope, global_seq))
-        self._staged_envs.append(envelope)
-
-    def rollback(self) -> None:
-        self._staged, self._staged_envs, self._staged_sessions = [], [], []
-
-    def commit_async(self) -> Optional[asyncio.Future]:
-        """Hand the staged group to the committer; the future resolves (on this event loop) to
-        {session_id: refusal} once the statement holding it is done. None when nothing is staged."""
-        if not self._staged and not self._staged_sessions:
-            return None
-        unit = _Unit(self._staged_sessions, self._staged, self._staged_envs, [], None, None, None)
-        self._staged, self._staged_envs, self._staged_sessions = [], [], []
-        return self._enqueue(unit)
-
-    def create_session(self, record: dict) -> Optional[asyncio.Future]:
-        """Store one creation record on its own (not in the hub's staged group): committed
-        before this returns, or — on a running event loop — when the returned future resolves
-        (it raises `LeaseLost` when the session's task is not this worker's)."""
-        row = self._session_row(record)
-        self._cache[row[0]] = []
-        return self._single(_Unit([row], [], [], [], None, None, None))
-
-    def append(self, envelope: Envelope, global_seq: int) -> Optional[asyncio.Future]:
-        """One envelope on its own (a hub that does not stage: e.g. a worker taking a session
-        over); like `create_session`, written before this returns or when the future resolves."""
-        unit = _Unit([], [self._env_row(envelope, global_seq)], [envelope], [], None, None, None)
-        return self._single(unit)
-
-    def _single(self, unit: _Unit) -> Optional[asyncio.Future]:
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            self._write_now(unit)
-            return None
-        outcome = self._enqueue(unit)
-        done = loop.create_future()
-
-        def check(f: asyncio.Future) -> None:
-            if done.done():
-                return
-            problem = f.exception() if not f.cancelled() else StoreError("the write was cancelled")
-            if problem is None:
-                problem = next(iter(f.result().values()), None)
-            if problem is None:
-                done.set_result(None)
-            else:
-                done.set_exception(problem)
-
-        outcome.add_done_callback(check)
-        return done
+    # The hub drives the group commit (store_contract.py): `commit_group` hands one event-loop
+    # tick's rows to the committer thread, which writes everything queued meanwhile (several
+    # ticks' groups, telemetry, finished tasks) in one statement and resolves the group's future
+    # on the hub's loop. A session refused for a lost lease is named in the result and none of
+    # its rows is written.
+    def commit_group(self, units: CommitUnits) -> "asyncio.Future[Refusals]":
+        """Queue the group for the committer; the future resolves (on this event loop) to
+        {session_id: refusal} once the statement holding it is done."""
+        for row in units.sessions:
+            self._cache[row[0]] = []  # a new session: this process holds its whole log from now
+        return self._enqueue(_Unit(units.sessions, units.rows, units.envelopes, [], None, None, None))
 
     def append_telemetry(self, session_id: str, event: dict) -> None:
         """Telemetry rides along with the next group commit (it is not under the envelope promise)."""
@@ -661,6 +589,21 @@ class PostgresStore:
                 fut.set_result(bool(outcome))
 
     # -- reading --------------------------------------------------------------------------------
+    @property
+    def dialect(self) -> Dialect:
+        return POSTGRESQL
+
+    def query(self, sql: str, params: Any = ()) -> list[tuple]:
+        with self.pool.connection() as conn:
+            return conn.execute(sql, params).fetchall()
+
+    def session_count(self) -> int:
+        return int(self.query("SELECT COUNT(*) FROM turnflow_sessions")[0][0])
+
+    def sessions_ever_created(self) -> Optional[int]:
+        """(Not tracked: PostgreSQL's own log keeps committed rows.)"""
+        return None
+
     def sessions(self) -> Iterator[Union[dict, Corrupt]]:
         with self.pool.connection() as conn, conn.transaction():
             with conn.cursor(name="turnflow_sessions_scan") as cur:
