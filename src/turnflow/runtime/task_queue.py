@@ -23,6 +23,7 @@ import uuid
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Protocol
 
 from turnflow.runtime.errors import StoreError
+from turnflow.runtime.pg_leases import NOTIFY_CHANNEL
 from turnflow.runtime.tasks import Claim, Task, decode_context
 
 if TYPE_CHECKING:
@@ -88,7 +89,6 @@ def _dead_here(workers: Iterable[str]) -> list[str]:
 
 _UNFINISHED = ("SELECT EXISTS (SELECT 1 FROM turnflow_tasks WHERE state = 'pending') "
                "OR EXISTS (SELECT 1 FROM turnflow_tasks WHERE state = 'running')")
-NOTIFY_CHANNEL = "turnflow_tasks"  # PostgreSQL: a task was finished or given back (workers waiting LISTEN)
 _NOTIFY = f"SELECT pg_notify('{NOTIFY_CHANNEL}', '')"
 
 DEAD_CHECK_EVERY = 1.0  # seconds between two looks for workers on this host whose process is gone
