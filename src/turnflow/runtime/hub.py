@@ -111,6 +111,12 @@ def _check_limits(ttl_seconds: Any, expectations: Any) -> None:
         raise ProtocolError(f"expectations must be a list, got {type(expectations).__name__}")
 
 
+def _sweepable(live: LiveSession) -> bool:
+    """Whether the sweepers look at a session: not ended, not closing, its log not corrupt."""
+    state = live.metadata.state
+    return not state.terminal and state != SessionState.CLOSING and live.corrupt is None
+
+
 class Hub:
     """Create with `await Hub.open(store, clock=...)`; `clock()` returns seconds (time.time by default)."""
 
@@ -151,58 +157,68 @@ class Hub:
         report = HydrateReport()
         self.sessions = {}
         for rec in self.store.sessions():
-            if isinstance(rec, Corrupt):
-                report.problems.append(rec)
-                continue
-            try:
-                md = SessionMetadata.from_creation_record(rec)
-            except (KeyError, TypeError, ValueError, AttributeError, RuntimeErrorBase) as exc:
-                report.problems.append(Corrupt(str(rec.get("session_id")), 0,
-                                               f"session record has the wrong shape: {type(exc).__name__}"))
-                continue
-            adapter = self.adapters.get((md.manifest.type, md.manifest.version))
-            if adapter is None:
-                report.problems.append(Corrupt(md.session_id, 0, f"no adapter for {md.manifest.type!r} "
-                                                                 f"v{md.manifest.version}"))
-                continue
-            md.expires_at = md.created_at + md.ttl_seconds if md.ttl_seconds else None
-            try:
-                state = adapter.initial_state(md)
-            except ProtocolError as exc:
-                report.problems.append(Corrupt(md.session_id, 0, f"session record is invalid: {exc}"))
-                continue
-            self.sessions[md.session_id] = LiveSession(md, adapter, state)
-            report.sessions += 1
+            live = self._hydrate_session(rec, report)
+            if live is not None:
+                self.sessions[live.session_id] = live
+                report.sessions += 1
         for item in self.store.stream():
-            live = self.sessions.get(item.session_id)
-            if isinstance(item, Corrupt):
-                if live is not None and live.corrupt is None:
-                    live.corrupt = str(item)
-                report.problems.append(item)
-                continue
-            if live is None or live.corrupt is not None:
-                continue
-            if item.seq != live.last_seq + 1:
-                live.corrupt = f"session {item.session_id} seq {live.last_seq + 1}: missing record"
-                report.problems.append(Corrupt(item.session_id, live.last_seq + 1, "missing record (gap)"))
-                continue
-            try:
-                live.apply(item)
-                if item.event_type in SUBSTANTIVE and not live.metadata.state.terminal:
-                    res = live.adapter.on_accepted(live.metadata, item, live.state)
-                    if res.close_reason is not None:
-                        live.pending_close = res.close_reason
-            except (KeyError, TypeError, ValueError, AttributeError, RuntimeErrorBase) as exc:
-                # a record with a good checksum that the session cannot fold: stop this session here
-                live.corrupt = f"session {item.session_id} seq {item.seq}: record does not fold"
-                report.problems.append(Corrupt(item.session_id, item.seq,
-                                               f"record does not fold ({type(exc).__name__}: {str(exc)[:120]})"))
-                continue
-            report.envelopes += 1
+            self._hydrate_record(item, report)
         report.completed_closes = [sid for sid, live in self.sessions.items()
                                    if live.pending_close is not None and live.corrupt is None
                                    and not live.metadata.state.terminal]
         return report
+
+    def _hydrate_session(self, rec: Union[dict, Corrupt], report: HydrateReport) -> Optional[LiveSession]:
+        """A session from its creation record, before any envelope; None (reported) when it cannot be."""
+        if isinstance(rec, Corrupt):
+            report.problems.append(rec)
+            return None
+        try:
+            md = SessionMetadata.from_creation_record(rec)
+        except (KeyError, TypeError, ValueError, AttributeError, RuntimeErrorBase) as exc:
+            report.problems.append(Corrupt(str(rec.get("session_id")), 0,
+                                           f"session record has the wrong shape: {type(exc).__name__}"))
+            return None
+        adapter = self.adapters.get((md.manifest.type, md.manifest.version))
+        if adapter is None:
+            report.problems.append(Corrupt(md.session_id, 0, f"no adapter for {md.manifest.type!r} "
+                                                             f"v{md.manifest.version}"))
+            return None
+        md.expires_at = md.created_at + md.ttl_seconds if md.ttl_seconds else None
+        try:
+            state = adapter.initial_state(md)
+        except ProtocolError as exc:
+            report.problems.append(Corrupt(md.session_id, 0, f"session record is invalid: {exc}"))
+            return None
+        return LiveSession(md, adapter, state)
+
+    def _hydrate_record(self, item: Union[Envelope, Corrupt], report: HydrateReport) -> None:
+        """Fold one logged envelope into its session, or stop that session at a bad record."""
+        live = self.sessions.get(item.session_id)
+        if isinstance(item, Corrupt):
+            if live is not None and live.corrupt is None:
+                live.corrupt = str(item)
+            report.problems.append(item)
+            return
+        if live is None or live.corrupt is not None:
+            return
+        if item.seq != live.last_seq + 1:
+            live.corrupt = f"session {item.session_id} seq {live.last_seq + 1}: missing record"
+            report.problems.append(Corrupt(item.session_id, live.last_seq + 1, "missing record (gap)"))
+            return
+        try:
+            live.apply(item)
+            if item.event_type in SUBSTANTIVE and not live.metadata.state.terminal:
+                res = live.adapter.on_accepted(live.metadata, item, live.state)
+                if res.close_reason is not None:
+                    live.pending_close = res.close_reason
+        except (KeyError, TypeError, ValueError, AttributeError, RuntimeErrorBase) as exc:
+            # a record with a good checksum that the session cannot fold: stop this session here
+            live.corrupt = f"session {item.session_id} seq {item.seq}: record does not fold"
+            report.problems.append(Corrupt(item.session_id, item.seq,
+                                           f"record does not fold ({type(exc).__name__}: {str(exc)[:120]})"))
+            return
+        report.envelopes += 1
 
     # -- lookups --------------------------------------------------------------------------------
     def _live(self, session_id: Any) -> LiveSession:
@@ -581,42 +597,47 @@ class Hub:
         now = self.clock() if now is None else now
         written: list[Envelope] = []
         for live in list(self.sessions.values()):
-            md = live.metadata
-            if md.state.terminal or md.state == SessionState.CLOSING or live.corrupt is not None:
+            if not _sweepable(live):
                 continue
             if live.writing is not None:
                 await self._idle(live)
-                # the await may have changed md.state; mypy keeps the narrowing from above
-                if md.state.terminal or md.state == SessionState.CLOSING:  # type: ignore[comparison-overlap]
+                if not _sweepable(live):  # the wait may have closed it
                     continue
+            md = live.metadata
             if md.expires_at is not None and now >= md.expires_at:
                 env = await self._expire(live)
                 if env is not None:
                     written.append(env)
                 continue
             for i, exp in enumerate(md.expectations):
-                # the awaits below may have changed md.state; mypy keeps the narrowing from above
-                if md.state.terminal or md.state == SessionState.CLOSING:  # type: ignore[comparison-overlap]
+                if not _sweepable(live) or not await self._check_expectation(live, i, exp, now, written):
                     break
-                v = _exp.evaluate(live, i, exp, now)
-                if v is None or v[0] in live.fired:
-                    continue
-                key, agent = v
-                data = {"name": exp.name, "action": exp.on_violation, "seconds": exp.to_dict()["params"]["seconds"],
-                        "agent_id": agent, "key": key}
-                audience: Optional[list] = [] if exp.on_violation == "audit" else None
-                env = await self._append_hub(live, EV_EXPECTATION_VIOLATED, data, audience=audience)
-                if env is None:
-                    break
-                written.append(env)
-                await self._deliver(env, md)
-                if exp.on_violation == "auto_close":
-                    before = live.last_seq
-                    await self._close(live, f"expectation_violated:{exp.name}")
-                    if live.last_seq > before:
-                        written.extend(e for e in self.store.read_range(live.session_id, before + 1, live.last_seq)
-                                       if isinstance(e, Envelope))
         return written
+
+    async def _check_expectation(self, live: LiveSession, i: int, exp: Expectation, now: float,
+                                 written: list[Envelope]) -> bool:
+        """Log (and act on) expectation `i` of the session when it is violated now and has not
+        fired for this turn yet; False when the session can take no more (nothing was written)."""
+        v = _exp.evaluate(live, i, exp, now)
+        if v is None or v[0] in live.fired:
+            return True
+        key, agent = v
+        md = live.metadata
+        data = {"name": exp.name, "action": exp.on_violation, "seconds": exp.to_dict()["params"]["seconds"],
+                "agent_id": agent, "key": key}
+        audience: Optional[list] = [] if exp.on_violation == "audit" else None
+        env = await self._append_hub(live, EV_EXPECTATION_VIOLATED, data, audience=audience)
+        if env is None:
+            return False
+        written.append(env)
+        await self._deliver(env, md)
+        if exp.on_violation == "auto_close":
+            before = live.last_seq
+            await self._close(live, f"expectation_violated:{exp.name}")
+            if live.last_seq > before:
+                written.extend(e for e in self.store.read_range(live.session_id, before + 1, live.last_seq)
+                               if isinstance(e, Envelope))
+        return True
 
     def start_sweeper(self, interval: float = 1.0) -> None:
         async def loop() -> None:
