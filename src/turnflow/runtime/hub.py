@@ -36,17 +36,33 @@ HUB_SENDER = "hub"
 
 
 def spec_opener(spec: dict) -> Optional[str]:
-    """Who opens a session from a spec: the `initiator`, else the workflow's start speaker,
-    else the first participant."""
-    parts = spec.get("participants") or []
-    for p in parts:
-        if isinstance(p, dict) and p.get("role") == "initiator":
-            return p.get("agent_id")
-    knobs = spec.get("knobs")
+    """Who opens a session from a spec: the `initiator`, else the workflow's start speaker (its
+    graph read as the `turnflow.spec` model, as the workflow adapter reads it), else the first
+    participant. None when the spec names nobody (opening it then reports what is wrong)."""
+    parts = [p for p in spec.get("participants") or [] if isinstance(p, dict)]
+    initiator = next((p.get("agent_id") for p in parts if p.get("role") == "initiator"), None)
+    if initiator is not None:
+        return initiator
+    graph = _graph_model(spec.get("knobs"))
+    if graph is not None:
+        return graph.initial_speaker
+    return parts[0].get("agent_id") if parts else None
+
+
+def _graph_model(knobs: Any) -> Any:
+    """The `TransitionGraph` of a workflow spec's knobs; None without one, or when it is not a
+    valid graph (the adapter refuses the session then, naming the problem)."""
     graph = knobs.get("graph") if isinstance(knobs, dict) else None
-    if isinstance(graph, dict) and isinstance(graph.get("initial_speaker"), str):
-        return graph["initial_speaker"]
-    return parts[0].get("agent_id") if parts and isinstance(parts[0], dict) else None
+    if graph is None:
+        return None  # not a workflow: pydantic is not loaded for the other kinds
+    from turnflow.spec import SpecError, TransitionGraph
+
+    if isinstance(graph, TransitionGraph):
+        return graph
+    try:
+        return TransitionGraph.loads(graph) if isinstance(graph, dict) else None
+    except SpecError:
+        return None
 
 
 def _audience_ok(audience: Any, pset: frozenset) -> bool:
