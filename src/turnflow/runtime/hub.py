@@ -248,11 +248,8 @@ class Hub:
         return self._live(session_id).metadata
 
     def adapter_state(self, session_id: str) -> Any:
-        """The session's adapter state. The object handed out never changes: the session's next
-        fold builds a new one instead of updating it in place."""
-        live = self._live(session_id)
-        live.state_out = True
-        return live.state
+        """The session's adapter state (an immutable value: the next fold builds a new one)."""
+        return self._live(session_id).state
 
     def info(self, session_id: str) -> dict:
         return self._live(session_id).info()
@@ -542,7 +539,10 @@ class Hub:
         live.adapter.validate_send(md, env, live.state)
         group = self._stage(live, env, True)
         try:
-            await group.committed()
+            # `await group.committed()`, inlined on the busiest path: one coroutine fewer per waiting post
+            await asyncio.sleep(0)
+            if not group.settled:
+                await group.committed()
             group.outcome(sid)
         except asyncio.CancelledError:  # the poster went away after its envelope was written
             if live.pending_close is not None and env.seq <= live.last_seq:

@@ -5,11 +5,7 @@ An adapter owns one session kind. The hub calls, in order, for every send:
 `fold(envelope, state_before) -> state_after` (pure and deterministic: hydrate replays it),
 `on_accepted(metadata, envelope, state_after) -> AdapterResult` (ask to close, or not).
 Adapter states are treated as immutable values: `fold` returns a new object (or the
-same one when nothing changed) and never mutates its input. An adapter may also offer
-`fold_owned(envelope, state) -> state`, the same fold allowed to update `state` in place: the
-hub calls it instead of `fold` only for a state that `fold` built for this session and that was
-never handed out (`Hub.adapter_state` marks what it hands out); workflow does, to save one
-object per turn with many sessions running.
+same one when nothing changed) and never mutates its input.
 """
 
 from __future__ import annotations
