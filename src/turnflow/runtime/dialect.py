@@ -1,27 +1,12 @@
 """One `Dialect` object per store engine: what differs between SQLite and PostgreSQL for the
 callers that write SQL of their own or decide how to share a store (summary.py, task_queue.py,
-commands/run.py). A store names its dialect (`store.dialect`); nobody compares engine names.
+commands/run.py). A store names its dialect (`store.dialect`); nobody compares engine names
+(`task_queue_for` picks a store's task list by its dialect object).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
-
-if TYPE_CHECKING:
-    from turnflow.runtime.task_queue import TaskQueue
-
-
-def _sqlite_queue(store: Any) -> "TaskQueue":
-    from turnflow.runtime.task_queue import SQLiteTaskQueue
-
-    return SQLiteTaskQueue(store)
-
-
-def _pg_queue(store: Any) -> "TaskQueue":
-    from turnflow.runtime.task_queue import PostgresTaskQueue
-
-    return PostgresTaskQueue(store)
 
 
 @dataclass(frozen=True)
@@ -33,11 +18,6 @@ class Dialect:
     envelope_count_sql: str
     has_tasks_sql: str  # one row whose first column is true when the store holds a task list
     task_states_sql: str  # (state, count) rows
-    make_task_queue: Callable[[Any], "TaskQueue"]
-
-    def task_queue(self, store: Any) -> "TaskQueue":
-        """The task list kept in `store` (a batch run's)."""
-        return self.make_task_queue(store)
 
 
 SQLITE = Dialect(
@@ -59,7 +39,6 @@ GROUP BY s.session_id
     envelope_count_sql="SELECT COUNT(*) FROM envelopes",
     has_tasks_sql="SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'turnflow_tasks'",
     task_states_sql="SELECT state, COUNT(*) FROM turnflow_tasks GROUP BY state",
-    make_task_queue=_sqlite_queue,
 )
 
 POSTGRESQL = Dialect(
@@ -79,5 +58,4 @@ GROUP BY s.session_id
     envelope_count_sql="SELECT COUNT(*) FROM turnflow_envelopes",
     has_tasks_sql="SELECT to_regclass('turnflow_tasks') IS NOT NULL",
     task_states_sql="SELECT state, COUNT(*) FROM turnflow_tasks GROUP BY state",
-    make_task_queue=_pg_queue,
 )

@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 import sqlite3
 import zlib
-from dataclasses import dataclass
 import asyncio
 from typing import Any, Iterator, Optional, Union
 
@@ -35,22 +34,11 @@ from turnflow.runtime.dialect import SQLITE, Dialect
 from turnflow.runtime.envelope import Envelope
 from turnflow.runtime.errors import StoreError
 from turnflow.runtime.session import check_session_id
+from turnflow.runtime.store_contract import Corrupt as Corrupt  # re-exported: what reads yield for a bad record
 from turnflow.runtime.store_contract import CommitUnits, EnvelopeRow, Refusals, SessionRow
 from turnflow.runtime.store_contract import Store as Store  # re-exported: the contract every store meets
 
 FORMAT = "turnflow-wal/1"
-
-
-@dataclass(frozen=True)
-class Corrupt:
-    """A record that failed its checksum, did not decode, or broke the sequence."""
-
-    session_id: str
-    seq: int
-    detail: str
-
-    def __str__(self) -> str:
-        return f"corrupt record: session {self.session_id} seq {self.seq}: {self.detail}"
 
 
 def _crc(session_id: str, seq: int, text: str) -> int:

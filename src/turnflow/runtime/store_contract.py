@@ -29,13 +29,23 @@ task-list queries (runtime/dialect.py) — no caller compares engine names.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any, Iterator, Optional, Protocol, Union
+from dataclasses import dataclass
+from typing import Any, Iterator, Optional, Protocol, Union
 
+from turnflow.runtime.dialect import Dialect
 from turnflow.runtime.envelope import Envelope
 
-if TYPE_CHECKING:
-    from turnflow.runtime.dialect import Dialect
-    from turnflow.runtime.store import Corrupt
+@dataclass(frozen=True)
+class Corrupt:
+    """A record that failed its checksum, did not decode, or broke the sequence."""
+
+    session_id: str
+    seq: int
+    detail: str
+
+    def __str__(self) -> str:
+        return f"corrupt record: session {self.session_id} seq {self.seq}: {self.detail}"
+
 
 SessionRow = tuple[str, Optional[str], str, int]  # (session_id, task_id or None, record JSON, crc)
 EnvelopeRow = tuple[int, str, int, str, str, int]  # (gseq, session_id, seq, event_type, record JSON, crc)
@@ -63,7 +73,7 @@ class Store(Protocol):
     batch_failures: list[str]  # why whole group statements failed and were retried session by session
 
     @property
-    def dialect(self) -> "Dialect": ...
+    def dialect(self) -> Dialect: ...
 
     # -- writing --------------------------------------------------------------------------------
     def next_global_seq(self) -> int:
@@ -78,12 +88,12 @@ class Store(Protocol):
 
     # -- reading --------------------------------------------------------------------------------
     def last_global_seq(self) -> int: ...
-    def sessions(self) -> Iterator[Union[dict, "Corrupt"]]: ...
-    def stream(self) -> Iterator[Union[Envelope, "Corrupt"]]: ...
-    def session_record(self, session_id: str) -> Optional[Union[dict, "Corrupt"]]: ...
+    def sessions(self) -> Iterator[Union[dict, Corrupt]]: ...
+    def stream(self) -> Iterator[Union[Envelope, Corrupt]]: ...
+    def session_record(self, session_id: str) -> Optional[Union[dict, Corrupt]]: ...
     def read_range(self, session_id: str, start: int = 1,
-                   end: Optional[int] = None) -> Iterator[Union[Envelope, "Corrupt"]]: ...
-    def load(self, session_id: str) -> list[Union[Envelope, "Corrupt"]]:
+                   end: Optional[int] = None) -> Iterator[Union[Envelope, Corrupt]]: ...
+    def load(self, session_id: str) -> list[Union[Envelope, Corrupt]]:
         """One session's whole log, kept by the store as this process's copy (a worker taking it over)."""
         ...
 

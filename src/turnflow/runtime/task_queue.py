@@ -20,8 +20,9 @@ import os
 import socket
 import time
 import uuid
-from typing import TYPE_CHECKING, Any, Iterable, Optional, Protocol
+from typing import TYPE_CHECKING, Any, Iterable, Optional, Protocol, cast
 
+from turnflow.runtime.dialect import POSTGRESQL
 from turnflow.runtime.errors import StoreError
 from turnflow.runtime.pg_leases import NOTIFY_CHANNEL
 from turnflow.runtime.tasks import Claim, Task, decode_context
@@ -364,4 +365,6 @@ class PostgresTaskQueue:
 
 def task_queue_for(store: Store) -> TaskQueue:
     """The task list kept in `store`, in its engine's dialect."""
-    return store.dialect.task_queue(store)
+    if store.dialect is POSTGRESQL:
+        return PostgresTaskQueue(cast("PostgresStore", store))
+    return SQLiteTaskQueue(cast("SQLiteStore", store))
