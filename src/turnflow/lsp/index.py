@@ -110,12 +110,6 @@ class FlowIndex:
                 best = o
         return best
 
-    def block_at(self, offset: int) -> Optional[int]:
-        for i, bi in enumerate(self.blocks):
-            if bi.block.span.start <= offset <= bi.block.span.end:
-                return i
-        return None
-
     def same(self, occ: Occurrence) -> list[Occurrence]:
         """Every occurrence of the same name, kind and block, in file order."""
         return [o for o in self.occurrences if o.kind == occ.kind and o.name == occ.name and o.block == occ.block]
