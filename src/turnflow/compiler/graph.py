@@ -57,11 +57,6 @@ def _first(by_type: dict[type, list], cls: type) -> Any:
     return found[0] if found else None
 
 
-def evaluation_order(block: ast.Block) -> list[RuleInfo]:
-    """The block's rules and handoffs lowered, in evaluation order: ascending priority, ties in file order."""
-    return lower_rules(block)
-
-
 class SpeakerGraph:
     """The speaker graph of one workflow block.
 
