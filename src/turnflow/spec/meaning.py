@@ -24,7 +24,7 @@ Targets:
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Collection, Iterable, Optional
+from typing import TYPE_CHECKING, Any, ClassVar, Collection, Iterable, Optional
 
 #: the close reason of a `terminate` target without one, and of the default target AG2 fills in
 DEFAULT_REASON = "after_work"
@@ -288,6 +288,9 @@ class Args:
     def __init__(self, **args: Any) -> None:
         self.__dict__.update(args)
 
+    if TYPE_CHECKING:  # pragma: no cover - the attributes are the kind's args
+        def __getattr__(self, name: str) -> Any: ...
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Args) and self.__dict__ == other.__dict__
 
@@ -336,3 +339,4 @@ def plain(name: str, **args: Any) -> Any:
     a = Args.__new__(Args)
     a.__dict__ = args
     return _PLAIN[name](name, a)
+
