@@ -72,7 +72,7 @@ def test_stdin_filename_names_the_input_and_selects_the_configuration(tmp_path, 
     assert code == 0, out
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"workflow w {\n  a -> -> b\n}\n")))
     code, _, err = run(capsys, "fmt", "-", "--stdin-filename", "flows/b.flow")
-    assert code == 2 and "flows/b.flow:2:8: TF001" in err
+    assert code == 1 and "flows/b.flow:2:8: TF001" in err
 
 
 def test_colour_follows_no_color_and_force_color(tmp_path, monkeypatch, capsys):

@@ -102,6 +102,52 @@ def report(diags: Sequence["Diagnostic"], fmt: str = "text", *, sources: Optiona
         stream.write(colourise(text) if use_colour(stream) else text)
 
 
+def add_project_options(parser, verb: str) -> None:
+    """The options `check` and `fmt` share to choose files the way a project says (docs/configuration.md)."""
+    parser.add_argument("--exclude", action="append", metavar="GLOBS",
+                        help="also skip these files or folders inside folders (comma-separated globs)")
+    parser.add_argument("--force-exclude", action="store_true",
+                        help="apply the excludes (and .gitignore) to files named on the command line too, "
+                             "as pre-commit passes them")
+    parser.add_argument("--stdin-filename", metavar="NAME",
+                        help=f"the name to report for `-` (standard input), and to match the configuration against "
+                             f"(e.g. from an editor: turnflow {verb} - --stdin-filename flows/a.flow < a.flow)")
+    parser.add_argument("--config", metavar="FILE",
+                        help="read this turnflow.toml or pyproject.toml instead of searching upwards "
+                             "(docs/configuration.md)")
+
+
+def project_config(args, **overrides):
+    """The configuration of a run over `args.paths` (`--config`, else found upwards), with the
+    command line's `--exclude` / `--force-exclude` (and `overrides` for `Config.with_cli`) applied.
+    Raises CommandError (exit 2) when the configuration cannot be used."""
+    from turnflow.config import ConfigError, load as load_config
+
+    named = [args.stdin_filename if p == "-" and args.stdin_filename else p for p in args.paths]
+    try:
+        return load_config(named, args.config).with_cli(exclude=args.exclude, force_exclude=args.force_exclude,
+                                                        **overrides)
+    except ConfigError as exc:
+        raise CommandError(str(exc), EXIT_USAGE) from None
+
+
+def discover_flows(paths: Sequence[str], config) -> tuple[list[str], list["Diagnostic"]]:
+    """`turnflow.files.discover`, with ruff's rule for folders that hold no `.flow` file (or only
+    excluded ones): a warning on stderr, not a finding — a CI job over a repository without flows
+    passes, and no such result reaches a SARIF upload. A missing path stays a TF000 error."""
+    import os
+
+    from turnflow.files import discover
+
+    files, problems = discover(list(paths), config)
+    empty = [d for d in problems if d.code == "TF000" and os.path.isdir(d.path)]
+    for d in empty:
+        err(f"warning: No .flow files found under `{d.path}`")
+    if not files and not problems and paths:  # every file named was force-excluded
+        err("warning: No .flow files found (every path given is excluded)")
+    return files, [d for d in problems if d not in empty]
+
+
 def positive_int(text: str) -> int:
     """An argparse type: a whole number >= 1, with one wording in every command."""
     import argparse

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from turnflow.cli_util import EXIT_USAGE, FORMATS, exit_status, fail, report
+from turnflow.cli_util import (EXIT_USAGE, FORMATS, add_project_options, discover_flows, exit_status, fail,
+                               project_config, report)
 
 
 def register(sub) -> None:
@@ -21,17 +22,7 @@ def register(sub) -> None:
                         "replaces `select` of the configuration")
     c.add_argument("--ignore", action="append", metavar="CODES",
                    help="also turn these rules off (comma-separated codes, prefixes or names)")
-    c.add_argument("--exclude", action="append", metavar="GLOBS",
-                   help="also skip these files or folders inside folders (comma-separated globs)")
-    c.add_argument("--force-exclude", action="store_true",
-                   help="apply the excludes (and .gitignore) to files named on the command line too, "
-                        "as pre-commit passes them")
-    c.add_argument("--stdin-filename", metavar="NAME",
-                   help="the name to report for `-` (standard input), and to match the configuration against "
-                        "(e.g. from an editor: turnflow check - --stdin-filename flows/a.flow < a.flow)")
-    c.add_argument("--config", metavar="FILE",
-                   help="read this turnflow.toml or pyproject.toml instead of searching upwards "
-                        "(docs/configuration.md)")
+    add_project_options(c, "check")
     c.set_defaults(func=run)
 
 
@@ -39,19 +30,12 @@ def run(args) -> int:
     from turnflow.compiler.pipeline import analyse
     from turnflow.diagnostics.diagnostic import Diagnostic, sort_key
     from turnflow.dsl.parser import gc_paused
-    from turnflow.files import discover, load
+    from turnflow.files import load
 
     if args.stats and args.format not in ("text", "json"):
         return fail("check", f"--stats works with --format text or json, not {args.format}", EXIT_USAGE)
-    from turnflow.config import ConfigError, load as load_config
-
-    try:
-        named = [args.stdin_filename if p == "-" and args.stdin_filename else p for p in args.paths]
-        config = load_config(named, args.config).with_cli(args.select, args.ignore, args.exclude,
-                                                          args.force_exclude)
-    except ConfigError as exc:
-        return fail("check", str(exc), EXIT_USAGE)
-    files, problems = discover(args.paths, config)
+    config = project_config(args, select=args.select, ignore=args.ignore)
+    files, problems = discover_flows(args.paths, config)
     stats: list[dict] = []
     diags: list[Diagnostic] = list(problems)
     sources = {}
