@@ -116,3 +116,178 @@ def test_no_flow_files_is_no_sarif_result(tmp_path, monkeypatch, capsys):
 def test_a_missing_path_is_still_an_error(tmp_path, capsys):
     code, out, _ = run(capsys, "check", str(tmp_path / "nope"))
     assert code == 2 and "TF000" in out
+
+
+# -- 2. the flags a ruff user types ---------------------------------------------------------------
+TYPOS = ("workflow w {\n    partcipant a\n    participant bob tools [search]\n    start a\n    max_turns 9\n"
+         "    context done = false\n    a -> bobb\n    bob -> terminate when tool serch\n"
+         "    bob -> a when context.dnoe == \"false\"\n}\n")
+FIXED_SAFE = TYPOS.replace("partcipant", "participant").replace("bobb", "bob").replace("serch", "search") \
+    .replace("dnoe", "done")
+
+
+def test_fix_applies_the_safe_fixes_and_says_what_it_changed(tmp_path, capsys):
+    f = tmp_path / "a.flow"
+    f.write_text(TYPOS)
+    code, out, _ = run(capsys, "check", "--fix", str(f))
+    assert f.read_text() == FIXED_SAFE  # keyword, participant, tool and context key, over several passes
+    assert f"fixed {f}:2:5: TF001 `partcipant` -> `participant`" in out
+    assert f"fixed {f}:7:10: TF102 `bobb` -> `bob`" in out
+    assert "TF207 `serch` -> `search`" in out and "TF208 `dnoe` -> `done`" in out
+    assert "Fixed 4 findings." in out
+    # what remains: the unsafe one (retyping a literal changes what the condition means)
+    assert "TF111" in out and "Found 1 warning in 1 file." in out and code == 0
+    code, out, _ = run(capsys, "check", "--fix", "--unsafe-fixes", str(f))
+    assert f.read_text() == FIXED_SAFE.replace('== "false"', "== false")
+    assert "All checks passed (1 file)." in out and code == 0
+
+
+def test_fix_proposes_what_the_language_server_proposes(tmp_path):
+    from turnflow.compiler.pipeline import analyse
+    from turnflow.fixes import fix_for
+    from turnflow.lsp.completion import did_you_mean, fix_span
+
+    for text in (TYPOS, FIXED_SAFE.replace("context.done", "context.dnoe")):
+        for d in analyse(text, "a.flow")[1]:
+            fix = fix_for(d, text)
+            want = did_you_mean(d.help or d.message)
+            assert (fix is None) == (want is None)
+            if fix is not None:  # the server's code action: the same replacement over the same span
+                rel = fix_span(text[d.span.start:d.span.end], want)
+                assert (fix.replacement, fix.start, fix.end) == (want, d.span.start + rel[0], d.span.start + rel[1])
+
+
+def test_diff_previews_the_fixes_without_writing(tmp_path, capsys):
+    f = tmp_path / "a.flow"
+    f.write_text(TYPOS)
+    code, out, err = run(capsys, "check", "--diff", str(f))
+    assert code == 1 and f.read_text() == TYPOS
+    assert "-    partcipant a\n+    participant a\n" in out and "Would fix 4 findings." in err
+    f.write_text(FIXED_SAFE)
+    code, out, err = run(capsys, "check", "--diff", str(f))
+    assert code == 0 and out == "" and "No fixes available." in err
+
+
+def test_fix_on_standard_input_prints_the_fixed_text(monkeypatch, capsys):
+    import io
+    import sys
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(TYPOS.encode())))
+    code, out, err = run(capsys, "check", "--fix", "-")
+    assert out == FIXED_SAFE and "TF111" in err and code == 0
+
+
+def test_unsafe_fixes_alone_is_a_usage_error(tmp_path, capsys):
+    code, _, err = run(capsys, "check", "--unsafe-fixes", str(tmp_path))
+    assert code == 2 and "--unsafe-fixes goes with --fix or --diff" in err
+
+
+def test_exit_zero_statistics_and_the_fixable_hint(tmp_path, capsys):
+    f = tmp_path / "a.flow"
+    f.write_text(TYPOS.replace("partcipant", "participant"))
+    code, out, _ = run(capsys, "check", str(f))
+    assert code == 1 and "[*] 1 fixable with the `--fix` option." in out
+    assert run(capsys, "check", "--exit-zero", str(f))[0] == 0
+    assert run(capsys, "check", "--exit-zero", str(tmp_path / "nope.flow"))[0] == 2  # still a usage error
+    code, out, _ = run(capsys, "check", "--statistics", str(f))
+    assert code == 1 and out == "1\tTF102\t[*] undeclared-participant\n"
+    code, out, _ = run(capsys, "check", "--statistics", "--format", "json", "--select", "TF1", str(f))
+    import json
+
+    assert json.loads(out) == [{"code": "TF102", "name": "undeclared-participant", "count": 1, "fixable": True}]
+
+
+def test_extend_select_and_extend_ignore_on_the_command_line(tmp_path, capsys):
+    (tmp_path / "turnflow.toml").write_text('select = ["TF1"]\n')
+    f = tmp_path / "a.flow"
+    f.write_text(FIXED_SAFE.replace("max_turns 9\n", ""))  # TF206 (graph) + TF111
+    code, out, _ = run(capsys, "check", str(f))
+    assert "TF206" not in out and "TF111" in out
+    code, out, _ = run(capsys, "check", "--extend-select", "TF206", str(f))
+    assert "TF206" in out and "TF111" in out
+    code, out, _ = run(capsys, "check", "--extend-select", "TF206", "--extend-ignore", "TF111", str(f))
+    assert "TF206" in out and "TF111" not in out
+    assert run(capsys, "check", "--extend-select", "TF9x9", str(f))[0] == 2
+
+
+def test_show_settings_says_where_each_value_came_from(tmp_path, monkeypatch, capsys):
+    import json
+
+    (tmp_path / "turnflow.toml").write_text('ignore = ["TF205"]\nextend-exclude = ["gen"]\n')
+    (tmp_path / "a.flow").write_text(FIXED_SAFE)
+    (tmp_path / "gen").mkdir()
+    (tmp_path / "gen" / "b.flow").write_text(FIXED_SAFE)
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(capsys, "check", "--show-settings", "--extend-ignore", "TF111")
+    assert code == 0
+    cfg = str(tmp_path / "turnflow.toml")
+    assert f"Configuration: {cfg}" in out
+    assert f'ignore            = ["TF205", "TF111"]    # {cfg} + command line (--ignore, --extend-ignore)' in out
+    assert f'extend-exclude    = ["gen"]    # {cfg}' in out and "respect-gitignore = true    # default" in out
+    assert "Files (1):\n  ./a.flow" in out or "Files (1):\n  a.flow" in out
+    code, out, _ = run(capsys, "check", "--show-settings", "--format", "json")
+    data = json.loads(out)
+    assert {r["key"]: r["from"] for r in data["settings"]}["ignore"] == cfg
+
+
+def test_output_format_is_format_and_the_ruff_formats(tmp_path, capsys):
+    f = tmp_path / "a.flow"
+    f.write_text(FIXED_SAFE.replace("max_turns 9\n", ""))
+    assert run(capsys, "check", "--output-format", "json", str(f))[1] == run(capsys, "check", "--format", "json",
+                                                                              str(f))[1]
+    code, out, _ = run(capsys, "check", "--output-format", "concise", str(f))
+    assert code == 0 and out.splitlines()[0].startswith(f"{f}:1:1: TF206 warning: ") and "^" not in out
+    assert out.rstrip().endswith("Found 2 warnings in 1 file.")
+    code, out, _ = run(capsys, "check", "--output-format", "full", str(f))
+    assert "^" in out
+    code, out, _ = run(capsys, "check", "--output-format", "grouped", str(f))
+    assert out.startswith(f"{f}:\n  1:1  TF206 warning: ") and "\n  8:35 TF111 warning: " in out  # aligned
+
+
+def test_junit_is_valid_xml_with_one_failure_per_finding(tmp_path, capsys):
+    import xml.etree.ElementTree as ET
+
+    f = tmp_path / "a.flow"
+    f.write_text(FIXED_SAFE.replace("max_turns 9\n", "").replace('"false"', '"fa <&>"'))
+    code, out, _ = run(capsys, "check", "--output-format", "junit", str(f))
+    root = ET.fromstring(out.split("\n", 1)[1])
+    assert root.tag == "testsuites" and root.get("failures") == "2"
+    suite = root.find("testsuite")
+    assert suite is not None and suite.get("name") == str(f)
+    cases = suite.findall("testcase")
+    assert [c.get("name") for c in cases] == ["org.turnflow.TF206", "org.turnflow.TF111"]
+    assert cases[1].get("line") == "8" and "<&>" in cases[1].find("failure").get("message")
+    g = tmp_path / "control.flow"  # a message quoting a control character XML cannot hold
+    g.write_text(FIXED_SAFE.replace('"false"', '"f\x01alse"'))
+    root = ET.fromstring(run(capsys, "check", "--output-format", "junit", str(g))[1].split("\n", 1)[1])
+    assert "\\x01" in root.find("testsuite/testcase/failure").get("message")
+    f.write_text("workflow w {\n    participant a\n    participant b\n    start a\n    a -> b\n    b -> terminate\n}\n")
+    root = ET.fromstring(run(capsys, "check", "--output-format", "junit", str(f))[1].split("\n", 1)[1])
+    assert root.get("failures") == "0" and root.find("testsuite/testcase").get("name") == "No errors found"
+
+
+def test_gitlab_code_quality_shape(tmp_path, monkeypatch, capsys):
+    import json
+
+    (tmp_path / "flows").mkdir()
+    f = tmp_path / "flows" / "a.flow"
+    f.write_text(FIXED_SAFE.replace("max_turns 9\n", "") + FIXED_SAFE.replace("workflow w", "workflow v")
+                 .replace("max_turns 9\n", ""))
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(capsys, "check", "--output-format", "gitlab", str(f))
+    issues = json.loads(out)
+    assert len(issues) == 4
+    for issue in issues:  # GitLab's Code Quality report: these keys, these values
+        assert set(issue) == {"description", "check_name", "fingerprint", "severity", "location"}
+        assert issue["severity"] in {"info", "minor", "major", "critical", "blocker"}
+        assert issue["location"]["path"] == "flows/a.flow"  # relative to the project (the current folder)
+        assert isinstance(issue["location"]["lines"]["begin"], int)
+    assert len({i["fingerprint"] for i in issues}) == 4  # unique, even for equal messages
+    assert run(capsys, "check", "--output-format", "gitlab", str(f))[1] == out  # stable
+
+
+def test_color_and_no_cache(tmp_path, capsys):
+    f = tmp_path / "a.flow"
+    f.write_text(FIXED_SAFE.replace("max_turns 9\n", ""))
+    assert "\x1b[" in run(capsys, "check", "--color", "always", str(f))[1]
+    assert "\x1b[" not in run(capsys, "check", "--color", "never", "--no-cache", str(f))[1]

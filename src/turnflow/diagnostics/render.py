@@ -1,5 +1,6 @@
-"""Renderers: human (path:line:col: CODE severity: message + source + caret),
-JSON (docs/cli.md), SARIF 2.1.0 and GitHub workflow annotations."""
+"""Renderers: human (path:line:col: CODE severity: message + source + caret), concise (one
+line each), grouped (by file), JSON (docs/cli.md), SARIF 2.1.0, GitHub workflow annotations,
+JUnit XML and GitLab Code Quality."""
 
 from __future__ import annotations
 
@@ -43,6 +44,96 @@ def render_text(diags: Sequence[Diagnostic], sources: Mapping[str, SourceText]) 
         if d.help:
             out.append(f"     = help: {d.help}")
     return "\n".join(out) + ("\n" if out else "")
+
+
+def render_concise(diags: Sequence[Diagnostic]) -> str:
+    """One line per diagnostic (ruff's `concise`): `path:line:col: CODE severity: message`."""
+    return "".join(f"{d.path}:{d.span.line}:{d.span.column}: {d.code} {d.severity}: {d.message}\n" for d in diags)
+
+
+def render_grouped(diags: Sequence[Diagnostic]) -> str:
+    """Diagnostics under their file's name (ruff's `grouped`), a blank line between files."""
+    by_path: dict[str, list[Diagnostic]] = {}
+    for d in diags:
+        by_path.setdefault(d.path, []).append(d)
+    out = []
+    for path, group in by_path.items():
+        width = max(len(f"{d.span.line}:{d.span.column}") for d in group)
+        out.append(f"{path}:\n" + "".join(
+            f"  {f'{d.span.line}:{d.span.column}':<{width}} {d.code} {d.severity}: {d.message}\n" for d in group))
+    return "\n".join(out)
+
+
+def render_junit(diags: Sequence[Diagnostic]) -> str:
+    """JUnit XML (ruff's `junit`): one test suite per file, one failing test case per diagnostic;
+    no diagnostic: one passing test case."""
+    import xml.etree.ElementTree as ET
+
+    root = ET.Element("testsuites", name="turnflow", tests=str(len(diags) or 1), failures=str(len(diags)),
+                      errors="0")
+    by_path: dict[str, list[Diagnostic]] = {}
+    for d in diags:
+        by_path.setdefault(d.path, []).append(d)
+    if not diags:
+        suite = ET.SubElement(root, "testsuite", name="turnflow", tests="1", disabled="0", errors="0", failures="0")
+        ET.SubElement(suite, "testcase", name="No errors found", classname="turnflow")
+    for path, group in by_path.items():
+        suite = ET.SubElement(root, "testsuite", name=path, tests=str(len(group)), disabled="0", errors="0",
+                              failures=str(len(group)), package="org.turnflow")
+        classname = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+        for d in group:
+            case = ET.SubElement(suite, "testcase", name=f"org.turnflow.{d.code}", classname=classname,
+                                 line=str(d.span.line), column=str(d.span.column))
+            failure = ET.SubElement(case, "failure", message=_xml_text(d.message), type=d.severity)
+            failure.text = _xml_text(f"line {d.span.line}, col {d.span.column}, {d.message}")
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def _xml_text(text: str) -> str:
+    """Characters XML 1.0 cannot hold at all (control characters) as `\\xNN`."""
+    return "".join(c if c in "\t\n\r" or (ord(c) >= 0x20 and not 0xD800 <= ord(c) <= 0xDFFF
+                                            and c not in "\ufffe\uffff") else f"\\x{ord(c):02x}" for c in text)
+
+
+_GITLAB_SEVERITY = {"error": "major", "warning": "minor", "info": "info"}
+
+
+def render_gitlab(diags: Sequence[Diagnostic], root: Optional[str] = None) -> str:
+    """GitLab Code Quality (a JSON array of issues: description, check_name, fingerprint,
+    severity, location.path relative to the project, location.lines.begin/end). The fingerprint
+    is stable across runs: path, code, message and the occurrence's rank among equal ones."""
+    import hashlib
+    import os
+
+    root = root or os.getcwd()
+    seen: Counter = Counter()
+    issues = []
+    for d in diags:
+        path = d.path
+        if os.path.isabs(path):
+            rel = os.path.relpath(path, root)
+            path = rel if not rel.startswith("..") else path
+        path = path.replace("\\", "/")
+        key = (path, d.code, d.message)
+        seen[key] += 1
+        fingerprint = hashlib.sha256("\0".join((*key, str(seen[key]))).encode("utf-8", "surrogatepass")).hexdigest()
+        issues.append({
+            "description": f"{d.code} {d.message}",
+            "check_name": d.code,
+            "fingerprint": fingerprint,
+            "severity": _GITLAB_SEVERITY.get(d.severity, "minor"),
+            "location": {"path": path, "lines": {"begin": d.span.line, "end": d.span.end_line}},
+        })
+    return json.dumps(issues, indent=2, ensure_ascii=False) + "\n"
+
+
+def render_statistics(counts: Sequence[tuple[str, str, int, bool]]) -> str:
+    """`check --statistics`: one line per code, most frequent first (count, code, [*] if fixable, name)."""
+    if not counts:
+        return ""
+    width = max(len(str(n)) for _, _, n, _ in counts)
+    return "".join(f"{n:>{width}}\t{code}\t{'[*] ' if fix else ''}{name}\n" for code, name, n, fix in counts)
 
 
 def summary_line(diags: Sequence[Diagnostic], files: int) -> str:
