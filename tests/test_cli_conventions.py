@@ -291,3 +291,43 @@ def test_color_and_no_cache(tmp_path, capsys):
     f.write_text(FIXED_SAFE.replace("max_turns 9\n", ""))
     assert "\x1b[" in run(capsys, "check", "--color", "always", str(f))[1]
     assert "\x1b[" not in run(capsys, "check", "--color", "never", "--no-cache", str(f))[1]
+
+
+# -- 4. inspect: one line per session --------------------------------------------------------------
+def test_inspect_prints_one_line_per_session_and_events_on_request(tmp_path, monkeypatch, capsys):
+    import json
+
+    from batch_helpers import write_batch
+
+    files = write_batch(tmp_path, 2, fail=(1,))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    store = str(tmp_path / "runs.db")
+    main(["run", files["flow"], "--agents", files["agents"], "--tasks", files["tasks"], "--store", store])
+    capsys.readouterr()
+    code, out, _ = run(capsys, "inspect", store)
+    lines = out.splitlines()
+    assert code == 0 and len(lines) == 4, out
+    assert lines[0].split() == ["SESSION", "TASK", "BLOCK", "STATE", "CLOSE", "REASON", "TURNS", "LAST", "SPEAKER"]
+    rows = sorted(line.split() for line in lines[1:3])
+    assert [r[1:] for r in rows] == [["t000", "chain", "closed", "max_turns", "12", "c"],
+                                     ["t001", "chain", "closed", "agent_error", "1", "a"]]
+    assert lines[3] == "2 sessions" and "session.opened" not in out
+    code, events, _ = run(capsys, "inspect", store, "--events")
+    assert code == 0 and "session.opened" in events and "session.closed" in events
+    data = json.loads(run(capsys, "inspect", store, "--format", "json")[1])
+    assert sorted((d["task_id"], d["block"], d["last_speaker"]) for d in data) == [("t000", "chain", "c"),
+                                                                                   ("t001", "chain", "a")]
+
+
+def test_inspect_summary_says_1_session(tmp_path, capsys):
+    from runtime_helpers import FIXTURES
+
+    db = str(tmp_path / "hub.db")
+    assert main(["run", str(FIXTURES / "support.json"), "--agents", str(FIXTURES / "support_agents.yaml"),
+                 "--store", db]) == 0
+    capsys.readouterr()
+    code, out, _ = run(capsys, "inspect", db, "--summary")
+    assert code == 0 and ": 1 session, 11 envelopes" in out
+    code, out, _ = run(capsys, "inspect", db)
+    assert out.splitlines()[-1] == "1 session" and out.splitlines()[1].split()[1:] == [
+        "-", "support", "closed", "resolved", "3", "user"]
