@@ -331,3 +331,39 @@ def test_inspect_summary_says_1_session(tmp_path, capsys):
     code, out, _ = run(capsys, "inspect", db)
     assert out.splitlines()[-1] == "1 session" and out.splitlines()[1].split()[1:] == [
         "-", "support", "closed", "resolved", "3", "user"]
+
+
+# -- 5. SARIF for dashboards ----------------------------------------------------------------------
+def test_sarif_rules_link_their_docs_and_results_carry_snippets(tmp_path, monkeypatch, capsys):
+    import json
+    import re
+    from pathlib import Path
+    from urllib.parse import unquote
+
+    docs = (Path(__file__).parent.parent / "docs" / "rules.md").read_text()
+    anchors = {re.sub(r"[^a-z0-9 -]", "", h.lower()).replace(" ", "-") for h in re.findall(r"^## (.+)$", docs, re.M)}
+    (tmp_path / "my flows").mkdir()
+    f = tmp_path / "my flows" / "a.flow"
+    f.write_text(FIXED_SAFE)
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(capsys, "check", "--format", "sarif", "my flows/a.flow")
+    log = json.loads(out)
+    rules = log["runs"][0]["tool"]["driver"]["rules"]
+    for rule in rules:
+        base, anchor = rule["helpUri"].split("#")
+        assert base.endswith("/docs/rules.md") and anchor in anchors, rule["id"]
+        assert rule["help"]["markdown"].startswith(rule["fullDescription"]["text"])
+        assert f"]({rule['helpUri']})" in rule["help"]["markdown"]
+    (result,) = log["runs"][0]["results"]
+    rule = rules[result["ruleIndex"]]
+    msg = result["message"]
+    assert rule["messageStrings"][msg["id"]]["text"].format(*msg["arguments"]) == msg["text"]
+    loc = result["locations"][0]["physicalLocation"]
+    assert loc["artifactLocation"] == {"uri": "my%20flows/a.flow", "uriBaseId": "%SRCROOT%"}
+    assert log["runs"][0]["originalUriBaseIds"]["%SRCROOT%"]["uri"] == tmp_path.as_uri() + "/"
+    assert loc["region"]["snippet"]["text"] == '"false"'  # TF111 points at the literal
+    assert loc["contextRegion"]["snippet"]["text"] == '    bob -> a when context.done == "false"\n'
+    assert unquote(loc["artifactLocation"]["uri"]) == "my flows/a.flow"
+    code, out, _ = run(capsys, "check", "--format", "sarif", str(f))
+    uri = json.loads(out)["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+    assert uri == f.as_uri() and "%20" in uri

@@ -95,7 +95,7 @@ def report(diags: Sequence["Diagnostic"], fmt: str = "text", *, sources: Optiona
     elif fmt == "sarif":
         import turnflow
 
-        stream.write(render.render_sarif(diags, turnflow.__version__))
+        stream.write(render.render_sarif(diags, turnflow.__version__, sources))
     elif fmt in machine:
         stream.write(machine[fmt](diags))
     else:

@@ -149,60 +149,98 @@ def summary_line(diags: Sequence[Diagnostic], files: int) -> str:
 
 
 _SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
+RULES_URL = "https://github.com/turnflow/turnflow/blob/main/docs/rules.md"  # as the language server's default
 
 
-def render_sarif(diags: Sequence[Diagnostic], version: str) -> str:
+def rule_url(code: str, name: str) -> str:
+    """The rule's section of docs/rules.md (its heading `## CODE name` as GitHub anchors it)."""
+    return f"{RULES_URL}#{code.lower()}-{name}"
+
+
+def _sarif_rule(r) -> dict:
+    url = rule_url(r.code, r.name)
+    return {
+        "id": r.code,
+        "name": r.name,
+        "shortDescription": {"text": r.summary},
+        "fullDescription": {"text": r.doc},
+        "helpUri": url,
+        "help": {"text": f"{r.doc}\n\n{url}", "markdown": f"{r.doc}\n\n[{r.code} {r.name}]({url})"},
+        "messageStrings": {"default": {"text": "{0}"}},
+        "defaultConfiguration": {"level": _SARIF_LEVEL[r.severity]},
+    }
+
+
+def _artifact(path: str) -> dict:
+    """A SARIF artifactLocation: a relative path against %SRCROOT% (the folder turnflow ran in,
+    as code-scanning expects), an absolute one as a file: URI; percent-encoded either way."""
+    import os
+    from pathlib import Path
+    from urllib.parse import quote
+
+    if os.path.isabs(path):
+        return {"uri": Path(os.path.abspath(path)).as_uri()}
+    return {"uri": quote(path.replace("\\", "/")), "uriBaseId": "%SRCROOT%"}
+
+
+def _region(span, src: Optional[SourceText]) -> dict:
+    region: dict = {"startLine": span.line, "startColumn": span.column, "endLine": span.end_line,
+                    "endColumn": span.end_column}
+    if src is None:
+        return region
+    text = src.text[span.start:span.end]
+    if text:
+        region["snippet"] = {"text": text}
+    return region
+
+
+def _context_region(span, src: Optional[SourceText]) -> Optional[dict]:
+    """The whole lines of the region, for viewers that show the code around a result."""
+    if src is None or span.line > src.line_count:
+        return None
+    lines = [src.line_text(n) for n in range(span.line, min(span.end_line, src.line_count) + 1)]
+    return {"startLine": span.line, "endLine": span.line + len(lines) - 1, "snippet": {"text": "\n".join(lines) + "\n"}}
+
+
+def render_sarif(diags: Sequence[Diagnostic], version: str, sources: Optional[Mapping[str, SourceText]] = None) -> str:
+    """A SARIF 2.1.0 log: the whole catalogue as rules (helpUri, help in text and Markdown, a
+    `default` message string), one result per diagnostic (message text and its argument, region
+    with the source it covers as snippet, the surrounding lines as contextRegion)."""
+    import os
+    from pathlib import Path
+
+    sources = sources or {}
     rules = all_rules()
     index = {r.code: i for i, r in enumerate(rules)}
-    driver = {
-        "name": "turnflow",
-        "informationUri": "https://pypi.org/project/turnflow/",
-        "version": version,
-        "rules": [
-            {
-                "id": r.code,
-                "name": r.name,
-                "shortDescription": {"text": r.summary},
-                "fullDescription": {"text": r.doc},
-                "help": {"text": r.doc, "markdown": r.doc},
-                "defaultConfiguration": {"level": _SARIF_LEVEL[r.severity]},
-            }
-            for r in rules
-        ],
-    }
+    driver = {"name": "turnflow", "informationUri": "https://github.com/turnflow/turnflow", "version": version,
+              "rules": [_sarif_rule(r) for r in rules]}
     results = []
     for d in diags:
+        src = sources.get(d.path)
+        physical: dict = {"artifactLocation": _artifact(d.path), "region": _region(d.span, src)}
+        context = _context_region(d.span, src)
+        if context is not None:
+            physical["contextRegion"] = context
         result: dict[str, object] = {
             "ruleId": d.code,
             "level": _SARIF_LEVEL.get(d.severity, "warning"),
-            "message": {"text": d.message},
-            "locations": [{
-                "physicalLocation": {
-                    "artifactLocation": {"uri": d.path.replace("\\", "/")},
-                    "region": {
-                        "startLine": d.span.line,
-                        "startColumn": d.span.column,
-                        "endLine": d.span.end_line,
-                        "endColumn": d.span.end_column,
-                    },
-                }
-            }],
+            "message": {"text": d.message, "id": "default", "arguments": [d.message]},
+            "locations": [{"physicalLocation": physical}],
         }
         if d.code in index:
             result["ruleIndex"] = index[d.code]
         if d.related:
             result["relatedLocations"] = [
                 {"id": i, "message": {"text": r.message},
-                 "physicalLocation": {"artifactLocation": {"uri": d.path.replace("\\", "/")},
-                                      "region": {"startLine": r.span.line, "startColumn": r.span.column,
-                                                 "endLine": r.span.end_line, "endColumn": r.span.end_column}}}
+                 "physicalLocation": {"artifactLocation": _artifact(d.path), "region": _region(r.span, src)}}
                 for i, r in enumerate(d.related)
             ]
         results.append(result)
     log = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
-        "runs": [{"tool": {"driver": driver}, "results": results, "columnKind": "unicodeCodePoints"}],
+        "runs": [{"tool": {"driver": driver}, "results": results, "columnKind": "unicodeCodePoints",
+                  "originalUriBaseIds": {"%SRCROOT%": {"uri": Path(os.getcwd()).as_uri() + "/"}}}],
     }
     return json.dumps(log, indent=2, ensure_ascii=False) + "\n"
 
