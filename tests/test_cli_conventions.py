@@ -308,7 +308,7 @@ def test_inspect_prints_one_line_per_session_and_events_on_request(tmp_path, mon
     lines = out.splitlines()
     assert code == 0 and len(lines) == 4, out
     assert lines[0].split() == ["SESSION", "TASK", "BLOCK", "STATE", "CLOSE", "REASON", "TURNS", "LAST", "SPEAKER"]
-    rows = sorted(line.split() for line in lines[1:3])
+    rows = sorted((line.split() for line in lines[1:3]), key=lambda r: r[1])
     assert [r[1:] for r in rows] == [["t000", "chain", "closed", "max_turns", "12", "c"],
                                      ["t001", "chain", "closed", "agent_error", "1", "a"]]
     assert lines[3] == "2 sessions" and "session.opened" not in out
@@ -367,3 +367,19 @@ def test_sarif_rules_link_their_docs_and_results_carry_snippets(tmp_path, monkey
     code, out, _ = run(capsys, "check", "--format", "sarif", str(f))
     uri = json.loads(out)["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
     assert uri == f.as_uri() and "%20" in uri
+
+
+# -- 6. targeting stock AG2 is explained where users meet it --------------------------------------
+def test_tf301_says_in_one_line_what_to_do_and_the_readme_says_what_its_example_needs(capsys):
+    from pathlib import Path
+
+    root = Path(__file__).parent.parent
+    code, _, err = run(capsys, "compile", "--profile", "ag2-builtin", str(root / "examples" / "support.flow"))
+    assert code == 1
+    line = next(x for x in err.splitlines() if "TF301" in x)
+    assert "call `turnflow.interop.ag2.register_extensions()` in the AG2 process" in line
+    code, doc, _ = run(capsys, "rule", "TF301")
+    assert any("turnflow.interop.ag2.register_extensions()" in x for x in doc.splitlines()[:8])
+    readme = (root / "README.md").read_text()
+    example_end = readme.index("## Lint")
+    assert "--profile ag2-builtin" in readme[:example_end] and "register_extensions()" in readme[:example_end]

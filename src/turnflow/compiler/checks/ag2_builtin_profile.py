@@ -8,6 +8,8 @@ from turnflow.dsl import ast
 def check(flow: ast.FlowFile) -> Iterator[Finding]:
     """A rule compiles to an extension condition that AG2 does not ship (profile `ag2-builtin`).
 
+    To load such knobs on stock AG2 1.2.1, call `turnflow.interop.ag2.register_extensions()` in the AG2 process first.
+
     ## What it does
     Only with `turnflow compile --profile ag2-builtin` (never in `turnflow
     check`): reports every workflow rule or handoff whose compiled condition
@@ -61,7 +63,8 @@ def check(flow: ast.FlowFile) -> Iterator[Finding]:
             if parts:
                 word = {ast.Handoff: "handoff", ast.Otherwise: "`otherwise`"}.get(type(st), "rule")
                 yield Finding(st.span, f"this {word} compiles to {' and '.join(parts)}, which AG2 1.2.1 does not "
-                              "ship (profile `ag2-builtin`)",
+                              "ship (profile `ag2-builtin`): call `turnflow.interop.ag2.register_extensions()` in "
+                              "the AG2 process to load it there",
                               help="compile without --profile and call turnflow.interop.ag2.register_extensions() "
                                    "in the AG2 process, or use built-in conditions and targets")
 
