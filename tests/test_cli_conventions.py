@@ -383,3 +383,55 @@ def test_tf301_says_in_one_line_what_to_do_and_the_readme_says_what_its_example_
     readme = (root / "README.md").read_text()
     example_end = readme.index("## Lint")
     assert "--profile ag2-builtin" in readme[:example_end] and "register_extensions()" in readme[:example_end]
+
+
+# -- 7. install instructions that work before publication -------------------------------------------
+DOCS_WITH_INSTALLS = ("README.md", "docs/editors.md", "docs/ci.md", "editors/vscode/README.md", "docs/agents.md",
+                      "docs/compiler.md", "docs/scale.md")
+
+
+def test_every_install_snippet_works_before_publication():
+    import re
+    from pathlib import Path
+
+    from packaging.requirements import Requirement
+
+    root = Path(__file__).parent.parent
+    seen = 0
+    for name in DOCS_WITH_INSTALLS:
+        text = (root / name).read_text()
+        for m in re.finditer(r"pip install((?:\s+-[qe])*)\s+(?:'([^']+)'|\"([^\"]+)\"|([^\s`]+))", text):
+            spec = m.group(2) or m.group(3) or m.group(4)
+            seen += 1
+            if spec.startswith("."):
+                continue  # from a checkout
+            req = Requirement(spec)  # a valid PEP 508 requirement ...
+            assert req.name == "turnflow" and req.url == "git+https://github.com/turnflow/turnflow", (name, spec)
+    assert seen >= 10
+
+
+def test_pre_commit_examples_point_at_something_that_exists():
+    import re
+    from pathlib import Path
+
+    import yaml
+
+    root = Path(__file__).parent.parent
+    readme = (root / "README.md").read_text()
+    block = re.search(r"```yaml\n(# \.pre-commit-config\.yaml.*?)```", readme, re.S).group(1)
+    (repo,) = yaml.safe_load(block)["repos"]
+    assert repo["repo"] == "local" and "rev" not in repo  # runs the installed turnflow: nothing to resolve
+    manifest = {h["id"]: h for h in yaml.safe_load((root / ".pre-commit-hooks.yaml").read_text())}
+    for hook in repo["hooks"]:
+        assert hook["entry"] == manifest[hook["id"]]["entry"] and hook["files"] == manifest[hook["id"]]["files"]
+        assert hook["language"] == "system"
+    ci = (root / "docs" / "ci.md").read_text()
+    assert "**`rev:` must exist.**" in ci and "pre-commit autoupdate --freeze" in ci
+
+
+def test_neovim_section_states_its_minimum_version_and_an_lspconfig_snippet():
+    from pathlib import Path
+
+    text = (Path(__file__).parent.parent / "docs" / "editors.md").read_text()
+    assert "Neovim **0.10 or later**" in text and "vim.fs.root" in text
+    assert 'require("lspconfig").turnflow.setup({})' in text and "root_pattern(" in text
