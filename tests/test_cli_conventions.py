@@ -435,3 +435,54 @@ def test_neovim_section_states_its_minimum_version_and_an_lspconfig_snippet():
     text = (Path(__file__).parent.parent / "docs" / "editors.md").read_text()
     assert "Neovim **0.10 or later**" in text and "vim.fs.root" in text
     assert 'require("lspconfig").turnflow.setup({})' in text and "root_pattern(" in text
+
+
+# -- 9. pictures: no edge crosses its label ---------------------------------------------------------
+def _svg_edge_texts(svg: str) -> tuple[list[str], list[str]]:
+    """(texts inside edge groups, texts inside node groups) of a Graphviz SVG."""
+    import xml.etree.ElementTree as ET
+
+    ns = "{http://www.w3.org/2000/svg}"
+    root = ET.fromstring(svg)
+    edge_texts, node_texts = [], []
+    for g in root.iter(f"{ns}g"):
+        texts = ["".join(t.itertext()) for t in g.iter(f"{ns}text")]
+        if g.get("class") == "edge":
+            edge_texts += texts
+        elif g.get("class") == "node":
+            node_texts += texts
+    return edge_texts, node_texts
+
+
+def test_edge_labels_are_label_nodes_in_dot(capsys):
+    import json
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).parent.parent
+    for case in [*sorted((root / "examples").glob("*.flow")), root / "tests/fixtures/graph/diagnostics.flow"]:
+        code, dot, _ = run(capsys, "graph", str(case))
+        pic = json.loads(run(capsys, "graph", str(case), "--format", "json")[1])
+        pictures = pic if isinstance(pic, list) else [pic]
+        for line in dot.splitlines():
+            m = re.match(r'\s*"([^"]+)" -> "([^"]+)" \[(.*)\];$', line)
+            if m and m.group(1) != m.group(2):  # a loop keeps its label: Graphviz sets it beside the loop
+                assert not re.search(r'(^|, )label=', m.group(3)), line
+        labelled = [e for p in pictures for e in p["edges"] if e.get("label") and e["from"] != e["to"]]
+        assert labelled
+        from turnflow.compiler.emit.dot import quote
+
+        for e in labelled:
+            assert f'[shape="plaintext", label={quote(e["label"])}' in dot, e
+
+
+def test_docs_pictures_carry_no_text_on_edges():
+    """docs/pictures/*.svg are redrawn with label nodes: every label is a node's text."""
+    from pathlib import Path
+
+    root = Path(__file__).parent.parent
+    for svg in sorted((root / "docs" / "pictures").glob("*.svg")):
+        edge_texts, node_texts = _svg_edge_texts(svg.read_text(encoding="utf-8"))
+        # onboarding's `setup -> setup` loop keeps its label beside the loop
+        assert edge_texts == ([] if svg.stem != "onboarding" else ["otherwise"]), (svg.name, edge_texts)
+        assert any(t in ("always", "round robin", "question", "otherwise") for t in node_texts), svg.name
