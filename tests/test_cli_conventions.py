@@ -486,3 +486,81 @@ def test_docs_pictures_carry_no_text_on_edges():
         # onboarding's `setup -> setup` loop keeps its label beside the loop
         assert edge_texts == ([] if svg.stem != "onboarding" else ["otherwise"]), (svg.name, edge_texts)
         assert any(t in ("always", "round robin", "question", "otherwise") for t in node_texts), svg.name
+
+
+# -- 10. small things ---------------------------------------------------------------------------------
+def test_rule_examples_show_their_code_and_use_instead_blocks_do_not():
+    """Every rule's `Use instead` flow (a whole block) is free of that rule; TF001's passes `check`."""
+    import re
+
+    import turnflow
+    from turnflow.diagnostics.registry import all_rules
+
+    for r in all_rules():
+        m = re.search(r"## Use instead\n```\n(.*?)```", r.doc, re.S)
+        if not m or not re.match(r"(workflow|discussion|conversation|consulting)\b", m.group(1)):
+            continue
+        codes = {d.code for d in turnflow.check(m.group(1))}
+        assert r.code not in codes, (r.code, codes)
+        if r.code == "TF001":
+            assert codes == set()
+            example = re.search(r"## Example\n```\n(.*?)```", r.doc, re.S).group(1)
+            assert [d.code for d in turnflow.check(example)] == ["TF001"]
+
+
+def test_a_missing_path_is_counted_as_a_file(tmp_path, capsys):
+    code, out, _ = run(capsys, "check", str(tmp_path / "nope.flow"))
+    assert code == 2 and out.rstrip().endswith("Found 1 error in 1 file.")
+
+
+def test_rule_list_aligns_long_names(capsys):
+    code, out, _ = run(capsys, "rule", "--list")
+    lines = out.splitlines()
+    starts = {line.index(" error ") if " error " in line else line.index(" warning ") if " warning " in line
+              else line.index(" info ") for line in lines}
+    assert code == 0 and len(starts) == 1, starts  # one severity column, also after migrate-condition-approximated
+
+
+def test_simulate_says_each_finding_s_severity(tmp_path, capsys):
+    f = tmp_path / "e.flow"
+    f.write_text("workflow w {\n    participant a\n    participant b\n    start a\n    a -> c\n}\n")
+    code, _, err = run(capsys, "simulate", str(f))
+    assert code == 1 and f"{f}:5:10: TF102 error: target `c` is not a participant" in err
+
+
+def test_a_tasks_file_reports_every_bad_line():
+    from turnflow.runtime.tasks import TaskFileError, parse_tasks
+
+    text = ('{"id": "a", "task": "x"}\n{"id": 3}\nnot json\n{"id": "a"}\n{"id": "b", "context": []}\n'
+            '{"id": "c"}\n')
+    with pytest.raises(TaskFileError) as exc:
+        parse_tasks(text, "t.jsonl")
+    assert str(exc.value).splitlines() == [
+        "t.jsonl:2: `id` must be a non-empty string, got 3",
+        "t.jsonl:3: not valid JSON: Expecting value (column 1)",
+        "t.jsonl:4: duplicate id 'a' (first on line 1)",
+        "t.jsonl:5: `context` must be an object, got list"]
+    many = "".join("{}\n" for _ in range(60))
+    with pytest.raises(TaskFileError) as exc:
+        parse_tasks(many, "t.jsonl")
+    assert len(str(exc.value).splitlines()) == 51 and str(exc.value).endswith("... and 10 more bad lines")
+
+
+@pytest.mark.skipif(__import__("shutil").which("bash") is None, reason="bash not installed")
+def test_shell_completion_completes_rule_codes(capsys):
+    import subprocess
+
+    script = run(capsys, "completion", "bash")[1]
+
+    def complete(*words):
+        quoted = " ".join(f"'{w}'" for w in words)
+        prog = (f"{script}\nCOMP_WORDS=({quoted}); COMP_CWORD={len(words) - 1}; _turnflow; "
+                "printf '%s\\n' \"${COMPREPLY[@]}\"")
+        return subprocess.run(["bash", "-c", prog], capture_output=True, text=True, timeout=30).stdout.split()
+
+    assert complete("turnflow", "rule", "TF20") == [f"TF20{i}" for i in range(1, 10)]
+    assert complete("turnflow", "rule", "shad") == ["shadowed-rule"]
+    assert "TF204" in complete("turnflow", "check", "--ignore", "TF2")
+    assert "TF901" in complete("turnflow", "check", "--extend-select", "TF9")
+    fish = run(capsys, "completion", "fish")[1]
+    assert "__fish_seen_subcommand_from rule' -xa 'TF000 TF001" in fish
