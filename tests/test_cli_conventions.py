@@ -370,11 +370,14 @@ def test_sarif_rules_link_their_docs_and_results_carry_snippets(tmp_path, monkey
 
 
 # -- 6. targeting stock AG2 is explained where users meet it --------------------------------------
-def test_tf301_says_in_one_line_what_to_do_and_the_readme_says_what_its_example_needs(capsys):
+def test_tf301_says_in_one_line_what_to_do_and_the_readme_says_what_its_example_needs(tmp_path, capsys):
     from pathlib import Path
 
     root = Path(__file__).parent.parent
-    code, _, err = run(capsys, "compile", "--profile", "ag2-builtin", str(root / "examples" / "support.flow"))
+    two = tmp_path / "two.flow"  # two speakers with guarded rules: no exact built-in form
+    two.write_text((root / "examples" / "support.flow").read_text().replace(
+        "    billing -> user\n", "    billing -> user when context.resolved == true\n    billing -> triage\n"))
+    code, _, err = run(capsys, "compile", "--profile", "ag2-builtin", str(two))
     assert code == 1
     line = next(x for x in err.splitlines() if "TF301" in x)
     assert "call `turnflow.interop.ag2.register_extensions()` in the AG2 process" in line
@@ -383,6 +386,7 @@ def test_tf301_says_in_one_line_what_to_do_and_the_readme_says_what_its_example_
     readme = (root / "README.md").read_text()
     example_end = readme.index("## Lint")
     assert "--profile ag2-builtin" in readme[:example_end] and "register_extensions()" in readme[:example_end]
+    assert run(capsys, "compile", "--profile", "ag2-builtin", str(root / "examples" / "support.flow"))[0] == 0
 
 
 # -- 7. install instructions that work before publication -------------------------------------------

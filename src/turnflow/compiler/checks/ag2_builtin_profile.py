@@ -21,6 +21,9 @@ def check(flow: ast.FlowFile) -> Iterator[Finding]:
     terms; `any_of` for `or`, `not` for `not`; `text_contains` for a
     `text contains` term; `context_compare` for a comparison other than
     `context.KEY == LITERAL` and for every `len(context.KEY)` comparison.
+    A block the profile can emit in built-in conditions alone is not reported:
+    when one speaker only has guarded rules, reordered transitions express
+    them exactly (docs/compiler.md, "Built-in form").
 
     ## Why is this bad?
     The knobs are meant to load on AG2's own hub without turnflow installed
@@ -45,10 +48,11 @@ def check(flow: ast.FlowFile) -> Iterator[Finding]:
     the AG2 process before loading the knobs (and compile without the profile).
     """
     from turnflow.compiler.emit import knobs  # only with the profile: `turnflow check` never needs the emitter
+    from turnflow.compiler.emit.builtin_graph import builtin_transitions
 
     for block in flow.blocks:
-        if block.kind != "workflow":
-            continue
+        if block.kind != "workflow" or builtin_transitions(block) is not None:
+            continue  # (the profile then emits the built-in form: compiler/emit/builtin_graph.py)
         owners = knobs.tool_owners(block)
         for st in [*block.rules, *block.of_type(ast.Otherwise)]:
             conds = [] if isinstance(st, ast.Otherwise) else knobs.extensions_used(knobs.rule_condition(st, owners))
