@@ -568,3 +568,12 @@ def test_shell_completion_completes_rule_codes(capsys):
     assert "TF901" in complete("turnflow", "check", "--extend-select", "TF9")
     fish = run(capsys, "completion", "fish")[1]
     assert "__fish_seen_subcommand_from rule' -xa 'TF000 TF001" in fish
+
+
+def test_readme_says_how_long_the_test_suite_takes():
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    head = readme[:readme.index("turnflow is a toolchain")]
+    assert re.search(r"whole test suite: about \d+ minutes", head)
