@@ -150,7 +150,7 @@ def test_telemetry_is_validated_stamped_stored_and_shown_by_inspect(tmp_path, ca
     assert events == [
         {"agent_id": "helper", "at": 5.0, "event": "progress", "payload": {"pct": 50}, "reason": "thinking", "step": 2},
         {"agent_id": "helper", "at": 5.0, "event": "tool_response", "payload": "ok", "reason": None, "step": 7}]
-    assert main(["inspect", db]) == 0
+    assert main(["inspect", db, "--events"]) == 0
     text = capsys.readouterr().out
     assert 'telemetry helper progress step=2 reason=thinking payload={"pct": 50}' in text
 

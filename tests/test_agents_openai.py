@@ -195,7 +195,7 @@ def test_turnflow_run_with_an_openai_agent_from_the_agents_file(tmp_path, capsys
     assert [(t["speaker"], t["tool"]) for t in out["turns"]] == [("triage", "transfer_to_tech"), ("tech", None),
                                                                 ("user", None)]
     assert srv.requests[0]["body"]["messages"][0]["content"].startswith("You route support requests.")
-    assert main(["inspect", db]) == 0
+    assert main(["inspect", db, "--events"]) == 0
     text = capsys.readouterr().out
     assert "telemetry triage handshake" in text and "telemetry triage tool_response" in text
 

@@ -107,7 +107,9 @@ def load_specs(path: str, text: Optional[str] = None) -> list[dict]:
             for d in getattr(exc, "diagnostics", [])[:20]:
                 span = getattr(d, "span", None)
                 pos = f"{span.line}:{span.column}: " if span is not None else ""
-                lines.append(f"{path}:{pos}{getattr(d, 'code', '')} {getattr(d, 'message', d)}")
+                severity = getattr(d, "severity", "")  # as `turnflow check` says it: CODE severity: message
+                lines.append(f"{path}:{pos}{getattr(d, 'code', '')}{' ' + severity + ':' if severity else ''} "
+                             f"{getattr(d, 'message', d)}")
             raise RunInputError("\n".join(lines)) from None
     if kind != "json":
         raise RunInputError(f"{path}: FILE must be a compiled session spec (.json) or a .flow file (`-`: standard input)")
