@@ -654,7 +654,8 @@ class Hub:
     def record_telemetry(self, session_id: str, agent_id: str, event: Any) -> bool:
         """`emit_telemetry` for synchronous callers (the hub's event-loop thread only)."""
         live = self._live(session_id)
-        ok = (isinstance(event, dict) and event.get("event") in ("env_action", "tool_response", "progress", "error")
+        ok = (isinstance(event, dict) and event.get("event") in ("env_action", "tool_response", "progress", "error",
+                                                                          "thought", "task")
               and set(event) <= {"event", "payload", "reason", "step", "metadata"})
         if not ok:
             import warnings

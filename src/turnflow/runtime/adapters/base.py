@@ -113,7 +113,7 @@ def render_substantive(envelope: Envelope) -> str:
 
 
 def round_to_envelope(metadata: SessionMetadata, sender_id: str, rnd: dict) -> Optional[Envelope]:
-    """One agent round (`{body, kind, tool, reason, target, set, delete}`) -> an EV_PACKET, or None
+    """One agent round (`{body, kind, tool, reason, target, set, delete, mentions?}`) -> an EV_PACKET, or None
     for a silent round (no body, no routing, no context)."""
     kind = rnd.get("kind") or "text"
     body = rnd.get("body") or ""
@@ -124,5 +124,7 @@ def round_to_envelope(metadata: SessionMetadata, sender_id: str, rnd: dict) -> O
     for key in ("tool", "reason", "target"):
         if rnd.get(key) is not None:
             routing[key] = rnd[key]
-    return Envelope(metadata.session_id, sender_id, None, EV_PACKET,
-                    {"routing": routing, "context_updates": {"set": sets, "delete": dels}, "body": body})
+    data: dict[str, Any] = {"routing": routing, "context_updates": {"set": sets, "delete": dels}, "body": body}
+    if rnd.get("mentions"):  # send_message(content, mentions=[...]): the participants the round addresses
+        data["mentions"] = list(rnd["mentions"])
+    return Envelope(metadata.session_id, sender_id, None, EV_PACKET, data)

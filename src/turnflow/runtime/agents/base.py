@@ -22,7 +22,9 @@ from typing import Any, Awaitable, Callable, Optional, Protocol, Union
 from turnflow.runtime.errors import AdapterError
 
 CONTROL_LOOPS = ("hub", "self")
-TELEMETRY_EVENTS = ("env_action", "tool_response", "progress", "error")
+TELEMETRY_EVENTS = ("env_action", "tool_response", "progress", "error", "thought", "task")
+#: what `send_event(content, message_type)` accepts (the telemetry events an agent reports by message)
+MESSAGE_TYPES = TELEMETRY_EVENTS
 TELEMETRY_KEYS = ("event", "payload", "reason", "step", "metadata")
 SCHEMA_FORMATS = ("openai", "anthropic")
 
@@ -101,7 +103,7 @@ def _json_safe(v: Any) -> bool:
 def telemetry_problem(event: Any) -> Optional[str]:
     """Why a telemetry event is malformed, or None when it is valid.
 
-    A valid event is a mapping with `event` ∈ env_action|tool_response|progress|error and
+    A valid event is a mapping with `event` ∈ env_action|tool_response|progress|error|thought|task and
     optional `payload` (any JSON value), `reason` (string or null), `step` (non-negative integer
     or null), `metadata` (an object of JSON values, or null); no other keys."""
     if not isinstance(event, dict):
@@ -210,13 +212,36 @@ class SessionTools:
     _routing: dict = field(default_factory=dict)
     _set: dict = field(default_factory=dict)
     _delete: list = field(default_factory=list)
+    _mentions: list = field(default_factory=list)
     events: list = field(default_factory=list)
 
     # -- the round ------------------------------------------------------------------------------
-    def send_message(self, text: str) -> None:
+    def send_message(self, text: str, mentions: Optional[Any] = None) -> None:
+        """Append `text` to the round's body. `mentions` (participant names) are checked and
+        kept as the round's `mentions`; an unknown name raises `ToolError`."""
         if not isinstance(text, str):
             raise AdapterError(f"{self.agent_id}: send_message needs text, got {text!r}")
+        if mentions is not None:
+            if isinstance(mentions, str) or not all(isinstance(m, str) for m in mentions):
+                raise ToolError(f"{self.agent_id}: send_message mentions must be a list of participant names, "
+                                f"got {mentions!r}"[:300])
+            unknown = [m for m in mentions if m not in self.participants]
+            if unknown:
+                raise ToolError(f"{self.agent_id}: send_message mentions {unknown[0]!r}, not a participant "
+                                f"({', '.join(self.participants)})")
+            self._mentions.extend(m for m in mentions if m not in self._mentions)
         self._body.append(text)
+
+    def send_event(self, content: Any, message_type: str = "thought") -> bool:
+        """A telemetry event of type `message_type` (thought, task, error, progress, env_action,
+        tool_response) whose payload is `{"content": content}`; stored, never part of the round.
+        An unknown type raises `ToolError` (a tool call the model may correct)."""
+        if message_type not in MESSAGE_TYPES:
+            raise ToolError(f"{self.agent_id}: send_event message_type must be one of {', '.join(MESSAGE_TYPES)}, "
+                            f"got {message_type!r}"[:300])
+        if not _json_safe(content):
+            raise ToolError(f"{self.agent_id}: send_event content must be a JSON value, got {content!r}"[:300])
+        return self.emit_event({"event": message_type, "payload": {"content": content}})
 
     def handoff(self, target: str, reason: str = "") -> str:
         if target not in self.participants:
@@ -310,9 +335,12 @@ class SessionTools:
 
     def round(self) -> dict:
         r = {k: v for k, v in self._routing.items() if v is not None}
-        return {"body": "\n".join(self._body), "kind": r.get("kind", "text"), "tool": r.get("tool"),
-                "reason": r.get("reason"), "target": r.get("target"), "set": dict(self._set),
-                "delete": list(self._delete)}
+        out = {"body": "\n".join(self._body), "kind": r.get("kind", "text"), "tool": r.get("tool"),
+               "reason": r.get("reason"), "target": r.get("target"), "set": dict(self._set),
+               "delete": list(self._delete)}
+        if self._mentions:
+            out["mentions"] = list(self._mentions)
+        return out
 
 
 class FakeSessionTools(SessionTools):
@@ -344,9 +372,9 @@ class FakeSessionTools(SessionTools):
     def tool_calls(self) -> list[str]:
         return [c[1] for c in self.calls if c[0] == "execute_tool_call"]
 
-    def send_message(self, text: str) -> None:
-        self.calls.append(("send_message", text))
-        super().send_message(text)
+    def send_message(self, text: str, mentions: Optional[Any] = None) -> None:
+        self.calls.append(("send_message", text) if mentions is None else ("send_message", text, mentions))
+        super().send_message(text, mentions)
 
     def handoff(self, target: str, reason: str = "") -> str:
         self.calls.append(("handoff", target, reason))
