@@ -56,6 +56,7 @@ class AG2Agent(FrameworkAgent):
         stream, inputs = await to_ag2(msg, self.agent_id)
         own = {_tool_name(t) for t in getattr(obj, "tools", ()) or ()}
         extra = [t for t in native if _tool_name(t) not in own]
+        failures: list[tuple[BaseException, Any]] = []  # tool errors with their tracebacks, as raised
 
         async def watch(event: Any) -> None:
             if isinstance(event, ToolCallEvent):
@@ -63,15 +64,26 @@ class AG2Agent(FrameworkAgent):
                 if event.name in own:
                     slot.observed(event.name, event.arguments)
             elif isinstance(event, ToolErrorEvent):
-                emit_tool(tools, self.framework, "error", event.name, str(getattr(event, "error", "")))
+                err = getattr(event, "error", None)
+                emit_tool(tools, self.framework, "error", event.name, f"{type(err).__name__}: {err}")
+                if isinstance(err, BaseException):
+                    failures.append((err, err.__traceback__))
             elif isinstance(event, ToolResultEvent):
                 emit_tool(tools, self.framework, "end", event.name, _result_text(getattr(event, "result", None)))
 
         stream.subscribe(watch)
-        if getattr(obj, "dynamic_prompt", ()):  # its own prompts are built per turn: the session's goes first
-            reply = await obj.ask(prompt, *inputs, stream=stream, tools=extra)
-        else:
-            reply = await obj.ask(*inputs, stream=stream, tools=extra, prompt=[*obj.system_prompt, prompt])
+        try:
+            if getattr(obj, "dynamic_prompt", ()):  # its own prompts are built per turn: the session's goes first
+                reply = await obj.ask(prompt, *inputs, stream=stream, tools=extra)
+            else:
+                reply = await obj.ask(*inputs, stream=stream, tools=extra, prompt=[*obj.system_prompt, prompt])
+        except Exception as exc:
+            # AG2 re-raises a tool's error without the tool's frames: give it back the traceback it
+            # had when the tool raised, so the failure names the user's file:line
+            for err, tb in failures:
+                if err is exc or (type(err) is type(exc) and str(err) == str(exc)):
+                    raise exc.with_traceback(tb) from None
+            raise
         body = reply.body
         return body if isinstance(body, str) else ""
 

@@ -1,0 +1,161 @@
+"""Participants from other frameworks (`kind: langgraph | ag2 | autogen`, docs/agents.md §2),
+each with the framework's real package and a scripted model: the three together in one
+workflow session through `turnflow run`, and a failure in each framework's code reported with
+the file:line of the user's code."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+import textwrap
+
+import pytest
+
+pytest.importorskip("langgraph")
+pytest.importorskip("autogen_agentchat")
+pytest.importorskip("autogen_ext")
+pytest.importorskip("ag2")
+
+from turnflow.cli import main  # noqa: E402
+from turnflow.runtime.store import SQLiteStore  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+FLOW = str(ROOT / "examples" / "frameworks.flow")
+AGENTS = str(ROOT / "examples" / "frameworks_agents.yaml")
+
+
+def write(tmp_path, name, text):
+    p = tmp_path / name
+    p.write_text(textwrap.dedent(text))
+    return str(p)
+
+
+def telemetry(db, sid):
+    store = SQLiteStore(db)
+    try:
+        return store.telemetry(sid)
+    finally:
+        store.close()
+
+
+def test_three_frameworks_take_turns_in_one_workflow(tmp_path, capsys):
+    db = str(tmp_path / "hub.db")
+    assert main(["run", FLOW, "--agents", AGENTS, "--task", "db-1 is down", "--store", db, "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["state"], out["close_reason"]) == ("closed", "approved")  # the flow's rule on context.approved
+    assert out["turns"] == [
+        {"speaker": "planner", "kind": "handoff", "tool": "assign_fix", "target": None,
+         "body": "db-1 ran out of disk; assigning the fix.", "set": {}, "delete": []},
+        {"speaker": "fixer", "kind": "handoff", "tool": "request_review", "target": None,
+         "body": "Freed 40 GB on db-1 and rotated its logs.", "set": {"patched": True}, "delete": []},
+        {"speaker": "reviewer", "kind": "handoff", "tool": "report_back", "target": None,
+         "body": "Approved.", "set": {"approved": True}, "delete": []},
+        {"speaker": "planner", "kind": "text", "tool": None, "target": None,
+         "body": "The review approved the fix; closing the incident.", "set": {}, "delete": []},
+    ]
+    tel = telemetry(db, out["session_id"])
+    shakes = {t["agent_id"]: t["effective"] for t in tel if t["event"] == "handshake"}
+    assert shakes == {a: {"control_loop": "self", "supports_stepwise": True, "telemetry_stream": True}
+                      for a in ("planner", "fixer", "reviewer")}
+    tools = [(t["agent_id"], t["event"], t["payload"]["framework"], t["payload"]["tool"]) for t in tel
+             if t["event"] in ("env_action", "tool_response")]
+    assert tools == [
+        ("planner", "env_action", "langgraph", "send_event"), ("planner", "tool_response", "langgraph", "send_event"),
+        ("planner", "env_action", "langgraph", "assign_fix"), ("planner", "tool_response", "langgraph", "assign_fix"),
+        ("fixer", "env_action", "ag2", "set_context"), ("fixer", "tool_response", "ag2", "set_context"),
+        ("fixer", "env_action", "ag2", "request_review"), ("fixer", "tool_response", "ag2", "request_review"),
+        ("reviewer", "env_action", "autogen", "set_context"), ("reviewer", "tool_response", "autogen", "set_context"),
+        ("reviewer", "env_action", "autogen", "report_back"), ("reviewer", "tool_response", "autogen", "report_back"),
+    ]
+    assert [(t["agent_id"], t["step"], t["payload"]["content"]) for t in tel if t["event"] == "thought"] == [
+        ("planner", 1, "disk full on db-1"), ("reviewer", 3, "The patch looks right.")]
+    fixer_end = next(t for t in tel if t["agent_id"] == "fixer" and t["event"] == "tool_response")
+    assert fixer_end["payload"]["output"] == "context patched = true (applied when your turn ends)"
+    # inspect shows the thought events too
+    assert main(["inspect", db, "--format", "json"]) == 0
+    shown = json.loads(capsys.readouterr().out)[0]["telemetry"]
+    assert [t["payload"]["content"] for t in shown if t["event"] == "thought"] == [
+        "disk full on db-1", "The patch looks right."]
+
+
+FAILING = '''\
+from typing import Any
+
+from langchain_core.messages import AIMessage
+from langgraph.graph import END, START, MessagesState, StateGraph
+
+
+def lookup(state: MessagesState) -> dict:
+    table: dict = {}
+    return {"messages": [AIMessage(content=table["missing"])]}
+
+
+def graph(tools: list, ctx: Any) -> Any:
+    g = StateGraph(MessagesState)
+    g.add_node("lookup", lookup)
+    g.add_edge(START, "lookup")
+    g.add_edge("lookup", END)
+    return g.compile()
+
+
+from ag2 import Agent  # noqa: E402
+from ag2.events import ToolCallEvent  # noqa: E402
+from ag2.testing import TestConfig  # noqa: E402
+
+
+def check_disk(host: str) -> str:
+    raise RuntimeError(f"no such host {host}")
+
+
+def ag2_agent(tools: list, ctx: Any) -> Agent:
+    return Agent("fixer", config=TestConfig(ToolCallEvent("check_disk", arguments='{"host": "db-9"}'), "unreached"),
+                 tools=[check_disk, *tools])
+
+
+from autogen_agentchat.agents import BaseChatAgent  # noqa: E402
+
+
+class Broken(BaseChatAgent):
+    @property
+    def produced_message_types(self) -> Any:
+        return ()
+
+    async def on_messages(self, messages: Any, cancellation_token: Any) -> Any:
+        return int("not a number")
+
+    async def on_reset(self, cancellation_token: Any) -> None:
+        pass
+
+
+def autogen_agent(tools: list, ctx: Any) -> Broken:
+    return Broken("reviewer", "breaks")
+'''
+
+
+def _line(text, needle):
+    return next(i for i, line in enumerate(text.splitlines(), 1) if needle in line)
+
+
+@pytest.mark.parametrize("who, kind, ref, needle, error", [
+    ("planner", "langgraph", "failing_mod:graph", 'content=table["missing"]', "KeyError: 'missing'"),
+    ("fixer", "ag2", "failing_mod:ag2_agent", 'raise RuntimeError(f"no such host', "RuntimeError: no such host db-9"),
+    ("reviewer", "autogen", "failing_mod:autogen_agent", 'return int("not a number")',
+     "ValueError: invalid literal for int()"),
+])
+def test_an_exception_in_framework_code_names_its_file_and_line(tmp_path, capsys, monkeypatch, who, kind, ref,
+                                                                 needle, error):
+    monkeypatch.syspath_prepend(str(tmp_path))
+    mod = write(tmp_path, "failing_mod.py", FAILING)
+    # the others are scripted: each hands on to the next, so `who` gets its turn
+    steps = {"planner": '{kind: scripted, steps: [{say: "go", tool: assign_fix}]}',
+             "fixer": '{kind: scripted, steps: [{say: "fixed", tool: request_review}]}',
+             "reviewer": '{kind: scripted, steps: [{say: "ok", tool: report_back}]}'}
+    steps[who] = f'{{kind: {kind}, ref: "{ref}"}}'
+    agents = write(tmp_path, "agents.yaml", "agents:\n" + "".join(f"  {k}: {v}\n" for k, v in steps.items()))
+    assert main(["run", FLOW, "--agents", agents, "--format", "json"]) == 1
+    cap = capsys.readouterr()
+    assert json.loads(cap.out)["close_reason"] == "agent_error"
+    line = _line(FAILING, needle)
+    assert f"agent {who!r} failed turn" in cap.err and error in cap.err, cap.err
+    assert f"failing_mod.py:{line} in " in cap.err, cap.err
+    assert mod.endswith("failing_mod.py") and "Traceback" not in cap.err
