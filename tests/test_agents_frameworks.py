@@ -159,3 +159,123 @@ def test_an_exception_in_framework_code_names_its_file_and_line(tmp_path, capsys
     assert f"agent {who!r} failed turn" in cap.err and error in cap.err, cap.err
     assert f"failing_mod.py:{line} in " in cap.err, cap.err
     assert mod.endswith("failing_mod.py") and "Traceback" not in cap.err
+
+
+PREBUILT = '''\
+from typing import Any
+
+from langchain_core.messages import AIMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import tool
+from langgraph.graph import END, START, MessagesState, StateGraph
+
+
+@tool
+def assign_fix(reason: str = "") -> str:
+    """The graph's own tool, named like the flow's routing tool."""
+    return "assigned"
+
+
+def decide(state: MessagesState, config: RunnableConfig) -> dict:
+    # a prebuilt graph finds turnflow's session tools in its config
+    tools = {t.name: t for t in config["configurable"]["turnflow_tools"]}
+    seen = [m.content for m in state["messages"]]
+    if any("fixed" in str(c) for c in seen):
+        tools["finish"].invoke({"reason": "all_done"})
+        return {"messages": [AIMessage(content="closing")]}
+    assign_fix.invoke({"reason": "mine"})
+    return {"messages": [AIMessage(content="over to the fixer")]}
+
+
+g = StateGraph(MessagesState)
+g.add_node("decide", decide)
+g.add_edge(START, "decide")
+g.add_edge("decide", END)
+graph = g.compile()
+
+not_a_graph = 3
+
+
+def bad_factory(tools: list, ctx: Any) -> int:
+    return 42
+
+
+from ag2 import Agent  # noqa: E402
+from ag2.events import ToolCallEvent  # noqa: E402
+from ag2.testing import TestConfig  # noqa: E402
+
+fixer = Agent("fixer", config=TestConfig(
+    ToolCallEvent("send_message", arguments='{"content": "x", "mentions": ["nobody"]}'),  # refused: back to the model
+    ToolCallEvent("set_context", arguments='{"key": "patched", "value": 1}'),
+    ToolCallEvent("send_message", arguments='{"content": "cc", "mentions": ["planner"]}'),
+    ToolCallEvent("request_review", arguments='{}'),
+    "fixed"), )
+
+
+from autogen_agentchat.agents import AssistantAgent  # noqa: E402
+from autogen_agentchat.base import Handoff  # noqa: E402
+from autogen_core import FunctionCall  # noqa: E402
+from autogen_core.models import CreateResult, RequestUsage  # noqa: E402
+from autogen_ext.models.replay import ReplayChatCompletionClient  # noqa: E402
+
+
+def reviewer(tools: list, ctx: Any) -> AssistantAgent:
+    usage = RequestUsage(prompt_tokens=0, completion_tokens=0)
+    client = ReplayChatCompletionClient([CreateResult(
+        finish_reason="function_calls", usage=usage, cached=False,
+        content=[FunctionCall(id="1", name="transfer_to_planner", arguments="{}")])],
+        model_info={"vision": False, "function_calling": True, "json_output": False, "family": "unknown",
+                    "structured_output": False})
+    # an AutoGen handoff by target: the flow's routing tool to that participant is report_back
+    return AssistantAgent("reviewer", model_client=client, handoffs=[Handoff(target="planner")])
+'''
+
+
+def _run(tmp_path, capsys, monkeypatch, agents_text, code=0):
+    monkeypatch.syspath_prepend(str(tmp_path))
+    write(tmp_path, "prebuilt_mod.py", PREBUILT)
+    agents = write(tmp_path, "agents.yaml", agents_text)
+    db = str(tmp_path / "hub.db")
+    rc = main(["run", FLOW, "--agents", agents, "--format", "json", "--store", db])
+    cap = capsys.readouterr()
+    assert rc == code, cap.err
+    return json.loads(cap.out) if cap.out.strip() else None, cap.err, db
+
+
+def test_prebuilt_objects_route_by_own_tool_handoff_target_and_finish(tmp_path, capsys, monkeypatch):
+    out, err, db = _run(tmp_path, capsys, monkeypatch, """\
+        agents:
+          planner:  {kind: langgraph, ref: "prebuilt_mod:graph"}
+          fixer:    {kind: ag2, ref: "prebuilt_mod:fixer"}
+          reviewer: {kind: autogen, ref: "prebuilt_mod:reviewer"}
+        """)
+    got = [(t["speaker"], t["kind"], t["tool"], t["body"], t["set"]) for t in out["turns"]]
+    assert got == [
+        ("planner", "handoff", "assign_fix", "over to the fixer", {}),      # the graph's own assign_fix routed
+        ("fixer", "handoff", "request_review", "cc\nfixed", {"patched": 1}),  # tools injected into a prebuilt ag2.Agent
+        ("reviewer", "handoff", "report_back", "Transferred to planner, adopting the role of planner immediately.", {}),
+        ("planner", "finish", None, "closing", {}),                          # finish from config's turnflow_tools
+    ]
+    assert out["close_reason"] == "all_done"
+    tel = telemetry(db, out["session_id"])
+    fed_back = [t["payload"]["output"] for t in tel if t["agent_id"] == "fixer" and t["event"] == "tool_response"]
+    assert fed_back[0].startswith("error: fixer: send_message mentions 'nobody', not a participant")
+    store = SQLiteStore(db)
+    packets = [e for e in store.read_range(out["session_id"]) if e.event_type == "packet" and e.sender_id == "fixer"]
+    store.close()
+    assert packets[0].event_data["mentions"] == ["planner"]
+
+
+@pytest.mark.parametrize("ref, message", [
+    ("prebuilt_mod:not_a_graph", "prebuilt_mod:not_a_graph is neither a compiled LangGraph graph nor a factory"),
+    ("prebuilt_mod:bad_factory", "the factory prebuilt_mod:bad_factory returned 'int', not a compiled LangGraph graph"),
+    ("prebuilt_mod:nothing", "module 'prebuilt_mod' has no attribute 'nothing'"),
+])
+def test_bad_framework_refs_are_clear_errors(tmp_path, capsys, monkeypatch, ref, message):
+    out, err, _ = _run(tmp_path, capsys, monkeypatch, f"""\
+        agents:
+          planner:  {{kind: langgraph, ref: "{ref}"}}
+          fixer:    {{kind: scripted, steps: [{{say: x}}]}}
+          reviewer: {{kind: scripted, steps: [{{say: x}}]}}
+        """, code=1)
+    assert message in err and "Traceback" not in err
