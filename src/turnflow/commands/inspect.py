@@ -84,8 +84,13 @@ def run(args) -> int:
             err(f"turnflow inspect: {where}: no session {args.session}")
             return EXIT_USAGE
         if args.format == "json":
-            out(json.dumps([{**s.info(), "telemetry": store.telemetry(s.session_id)} for s in lives],
-                           indent=2) + "\n")
+            from turnflow.runtime.agents.driver import adapter_capabilities
+
+            rows = []
+            for s in lives:
+                tel = store.telemetry(s.session_id)
+                rows.append({**s.info(), "adapter_capabilities": adapter_capabilities(tel), "telemetry": tel})
+            out(json.dumps(rows, indent=2) + "\n")
         else:
             for s in lives:
                 i = s.info()

@@ -656,7 +656,7 @@ class Hub:
         live = self._live(session_id)
         ok = (isinstance(event, dict) and event.get("event") in ("env_action", "tool_response", "progress", "error",
                                                                           "thought", "task")
-              and set(event) <= {"event", "payload", "reason", "step", "metadata"})
+              and set(event) <= {"event", "payload", "reason", "step", "timestamp", "metadata"})
         if not ok:
             import warnings
 

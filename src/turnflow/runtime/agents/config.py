@@ -22,6 +22,7 @@ import re
 import sys
 from typing import Any, Optional
 
+from turnflow.runtime.agents.base import BEHAVIORS
 from turnflow.runtime.agents.function import FunctionAgent
 from turnflow.runtime.agents.scripted import ScriptedAgent
 from turnflow.runtime.errors import AdapterError, brief
@@ -39,8 +40,45 @@ _REF = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_]
 CONTRACT = ("open_session", "on_message", "close_session")
 
 
+def is_agent_object(obj: Any) -> bool:
+    """An agent object: the three contract methods, or the stateful-adapter form — a handshake
+    (`open_session` or `aopen_session`) and a turn (`on_message`, or `aplan` + `aexecute` +
+    `asynthesize`)."""
+    if isinstance(obj, type):
+        return False
+    has = lambda m: callable(getattr(obj, m, None))
+    if all(has(m) for m in CONTRACT):
+        return True
+    return ((has("open_session") or has("aopen_session"))
+            and (has("on_message") or all(has(m) for m in ("aplan", "aexecute", "asynthesize"))))
+
+
+class Behaved:
+    """An agent under the agents file's `behavior: self | atlas` override: everything is the
+    agent's own; the hub reads `behavior_override` when it takes the handshake (driver.handshake)
+    and records the raw answer beside the effective capabilities."""
+
+    def __init__(self, agent: Any, behavior: str) -> None:
+        self._agent = agent
+        self.behavior_override = behavior
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._agent, name)
+
+    async def close_session(self, session_id: str) -> None:
+        close = getattr(self._agent, "close_session", None) or getattr(self._agent, "aclose_session", None)
+        if callable(close):
+            await close(session_id)
+
+
 def build_agent(name: str, conf: Any, base_dir: Optional[str] = None) -> Any:
-    """One agent from its YAML mapping; every problem is an `AdapterError` naming the agent."""
+    """One agent from its YAML mapping; every problem is an `AdapterError` naming the agent.
+    `behavior: self | atlas` (any kind) overrides the control loop the agent's handshake declares."""
+    if isinstance(conf, dict) and "behavior" in conf:
+        behavior = conf["behavior"]
+        if behavior not in BEHAVIORS:
+            raise AdapterError(f"agent {brief(name)}: `behavior` must be one of {', '.join(BEHAVIORS)}, got {brief(behavior)}")
+        return Behaved(build_agent(name, {k: v for k, v in conf.items() if k != "behavior"}, base_dir), behavior)
     if not isinstance(conf, dict):
         raise AdapterError(f"agent {brief(name)}: expected a mapping with `kind`, got {brief(conf)}")
     kind = conf.get("kind")
@@ -123,7 +161,7 @@ def import_ref(name: str, ref: Any, base_dir: Optional[str] = None) -> Any:
 
 def python_agent(name: str, ref: Any, base_dir: Optional[str] = None) -> Any:
     obj = import_ref(name, ref, base_dir)
-    if all(callable(getattr(obj, m, None)) for m in CONTRACT) and not isinstance(obj, type):
+    if is_agent_object(obj):
         return obj
     if callable(obj) and not isinstance(obj, type):
         return FunctionAgent(obj, name)
