@@ -220,3 +220,34 @@ def test_a_bad_behavior_is_a_clear_error(tmp_path, capsys):
     assert main(["run", str(FIXTURES / "support.json"), "--agents", str(agents)]) == 1
     err = capsys.readouterr().err
     assert "agent 'triage': `behavior` must be one of self, atlas, got 'hub'" in err and "Traceback" not in err
+
+
+# -- part 4: the session API names ------------------------------------------------------------------
+
+def test_get_session_and_default_view_policy_per_participant():
+    from turnflow.runtime.views import WindowedSummary
+
+    async def go():
+        hub = await new_hub()
+        res = await run_session(hub, SPEC, others(), "refund")
+        md = await hub.get_session(res.session_id)
+        adapter = hub.sessions[res.session_id].adapter
+        return md, adapter.default_view_policy(md, "billing"), hub
+    md, policy, hub = run(go())
+    assert md.state.value == "closed" and md.close_reason == "resolved"
+    assert isinstance(policy, WindowedSummary)
+    from turnflow.runtime.errors import ProtocolError
+    with pytest.raises(ProtocolError):
+        run(hub.get_session("0" * 32))
+
+
+def test_on_accepted_may_answer_with_the_contracts_names():
+    from turnflow.runtime.adapters import AdapterResult
+    from turnflow.runtime.errors import ProtocolError
+
+    assert AdapterResult(auto_close_reason="quota").close_reason == "quota"
+    assert AdapterResult(next_state="closing").close_reason == "adapter_closed"
+    assert AdapterResult(next_state="closed", auto_close_reason="done").close_reason == "done"
+    assert AdapterResult(next_state="active").close_reason is None
+    with pytest.raises(ProtocolError, match="next_state must be one of active, closing, closed"):
+        AdapterResult(next_state="sleeping")

@@ -247,9 +247,14 @@ class Hub:
         self._live(session_id)
         return self.store.read_range(session_id, start, end)
 
+    async def get_session(self, session_id: str) -> SessionMetadata:
+        """The session's metadata (the contract's name for `metadata`); `ProtocolError` for an
+        unknown id."""
+        return self.metadata(session_id)
+
     def view(self, session_id: str, agent_id: Optional[str], policy: Any = None) -> Sequence[dict]:
         live = self._live(session_id)
-        policy = policy or live.adapter.default_view_policy(live.metadata)
+        policy = policy or live.adapter.default_view_policy(live.metadata, agent_id)
         render = live.adapter.render_envelope
         if not hasattr(policy, "project_log"):  # a policy of the user's own: give it the log
             envs = (e for e in self.store.read_range(session_id) if isinstance(e, Envelope))

@@ -22,9 +22,30 @@ from turnflow.runtime.errors import ProtocolError
 from turnflow.runtime.session import SessionManifest, SessionMetadata
 
 
+NEXT_STATES = (None, "active", "closing", "closed")
+
+
 @dataclass(frozen=True, slots=True)
 class AdapterResult:
-    close_reason: Optional[str] = None  # not None: the adapter asks the hub to close the session
+    """What `on_accepted` answers. `close_reason` not None: the adapter asks the hub to close the
+    session. The contract's names are accepted too: `auto_close_reason` (the same request) and
+    `next_state` — `"active"` (or None) changes nothing; `"closing"` / `"closed"` asks to close,
+    with `close_reason` or `auto_close_reason` (default `adapter_closed`). The hub reads
+    `close_reason`, which construction fills from the other two."""
+
+    close_reason: Optional[str] = None
+    next_state: Optional[str] = None
+    auto_close_reason: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        if self.next_state not in NEXT_STATES:
+            raise ProtocolError(f"on_accepted: next_state must be one of active, closing, closed, got {self.next_state!r}")
+        reason = self.close_reason or self.auto_close_reason
+        if reason is None and self.next_state in ("closing", "closed"):
+            reason = "adapter_closed"
+        if self.next_state == "active" and self.close_reason is None:
+            reason = None
+        object.__setattr__(self, "close_reason", reason)
 
 
 NO_CHANGE = AdapterResult()
@@ -46,7 +67,7 @@ class SessionAdapter(Protocol):
     def on_accepted(self, metadata: SessionMetadata, envelope: Envelope, state: Any) -> AdapterResult: ...
     def expected_next(self, metadata: SessionMetadata, state: Any) -> Optional[ExpectedTurn]: ...
     def turn_count(self, state: Any) -> int: ...
-    def default_view_policy(self, metadata: SessionMetadata) -> Any: ...
+    def default_view_policy(self, metadata: SessionMetadata, participant_id: Optional[str] = None) -> Any: ...
     def extract_turn_input(self, envelope: Envelope) -> Optional[str]: ...
     def build_round_envelope(self, metadata: SessionMetadata, sender_id: str, round: dict) -> Optional[Envelope]: ...
     def render_envelope(self, envelope: Envelope) -> str: ...

@@ -282,7 +282,7 @@ class WorkflowAdapter:
         """`(expected_next(...).agent_id or None, turn_count(state))`, cheaply (called on every fold)."""
         return (state.expected_next_speaker, state.turn_count)
 
-    def default_view_policy(self, metadata: SessionMetadata):
+    def default_view_policy(self, metadata: SessionMetadata, participant_id: Optional[str] = None):
         from turnflow.runtime.views import NamedWindowedSummary
 
         return NamedWindowedSummary(recent_n=max(2 * len(metadata.participants), 4))
