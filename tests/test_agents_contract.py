@@ -275,3 +275,18 @@ def test_session_context_reads_the_graph_with_the_spec_models():
     broken = {**spec, "knobs": {"graph": {"initial_speaker": "a", "transitions": [{"when": {"name": "nope"}}]}}}
     assert context_vars(broken) == () and allows_dynamic_handoffs(broken) is False
     assert agent_context(spec, "s" * 32, "a").context_vars == (("owner", "a"), ("stage", None), ("items", None))
+
+
+def test_invites_are_delivered_to_hub_listeners():
+    async def go():
+        hub = await new_hub()
+        got = []
+
+        async def listener(env, md):
+            got.append((env.event_type, env.sender_id, env.audience))
+        hub.subscribe(listener)
+        md = await hub.open_session("discussion", ["a", "b", "c"])
+        await hub.ack(md.session_id, "b")
+        return got
+    got = run(go())
+    assert got[:3] == [("session.invite", "a", ["b"]), ("session.invite", "a", ["c"]), ("session.ack", "b", ["a"])]

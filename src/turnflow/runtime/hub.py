@@ -535,11 +535,11 @@ class Hub:
             self._group_future()
             self._staged_new.append(md.session_id)
             self.sessions[md.session_id] = live
-            group, staged = None, 0
+            group, staged, invites = None, 0, []
             for target in md.participant_ids:
                 if target != creator_id:
-                    group = self._stage(live, Envelope(md.session_id, creator_id, [target], EV_SESSION_INVITE, {}),
-                                        False, staged)
+                    invites.append(Envelope(md.session_id, creator_id, [target], EV_SESSION_INVITE, {}))
+                    group = self._stage(live, invites[-1], False, staged)
                     staged += 1
             if not md.pending_acks:  # pragma: no cover - every kind has two or more participants
                 group = self._stage(live, Envelope(md.session_id, HUB_SENDER, None, EV_SESSION_OPENED, {}), False,
@@ -547,17 +547,27 @@ class Hub:
             if group is not None:
                 await group
                 _check_refused(group, md.session_id)
+            await self._deliver_invites(invites, md)
             return md
         pending = self.store.create_session(md.creation_record())
         if pending is not None:  # a store that commits in groups itself (PostgresStore)
             await pending
         self.sessions[md.session_id] = live
+        sent = []
         for target in md.participant_ids:
             if target != creator_id:
-                await self._append_hub(live, EV_SESSION_INVITE, {}, audience=[target], sender=creator_id)
+                sent.append(await self._append_hub(live, EV_SESSION_INVITE, {}, audience=[target], sender=creator_id))
         if not md.pending_acks:  # pragma: no cover - every kind has two or more participants
             await self._append_hub(live, EV_SESSION_OPENED, {})
+        await self._deliver_invites([e for e in sent if e is not None], md)
         return md
+
+    async def _deliver_invites(self, invites: list, md: SessionMetadata) -> None:
+        """The invites of a new session, handed to the hub's listeners (the invited participants
+        learn of the session that way)."""
+        if self.listeners:
+            for env in invites:
+                await self._deliver(env, md)
 
     async def open_spec(self, spec: dict, *, labels: Optional[dict] = None) -> SessionMetadata:
         """Open a session from a compiled session spec (docs/compiler.md)."""
