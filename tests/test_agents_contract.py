@@ -290,3 +290,33 @@ def test_invites_are_delivered_to_hub_listeners():
         return got
     got = run(go())
     assert got[:3] == [("session.invite", "a", ["b"]), ("session.invite", "a", ["c"]), ("session.ack", "b", ["a"])]
+
+
+def test_render_envelope_none_skips_an_envelope_in_every_view():
+    from turnflow.runtime.views import FullTranscript, WindowedSummary
+
+    seen = {}
+
+    def billing(msg, tools):
+        seen["billing"] = [m["text"] for m in msg]
+        tools.set_context("resolved", True)  # a round that only changes the context: nothing to read
+    def user(msg, tools):
+        seen["user"] = list(msg)
+        return "thanks"
+
+    async def go():
+        hub = await new_hub()
+        res = await run_session(hub, SPEC, others(billing=FunctionAgent(billing, "billing"),
+                                                  user=FunctionAgent(user, "user")), "refund")
+        live = hub.sessions[res.session_id]
+        envs = [e for e in hub.store.read_range(res.session_id)]
+        full = FullTranscript().project(envs, "user", live.adapter.render_envelope)
+        window = WindowedSummary(1).project(envs, "user", live.adapter.render_envelope)
+        return res, full, window
+    res, full, window = run(go())
+    assert res.close_reason == "resolved"
+    # the live view the user got, and both projections of the log, leave billing's context-only packet out
+    assert [m["sender"] for m in seen["user"]] == ["<task>", "triage"]
+    assert [m["sender"] for m in full] == ["triage", "user"]
+    assert window == [{"sender": "<summary>", "text": "[1 earlier message not shown; from triage (1)]"},
+                      {"sender": "user", "text": "thanks"}]

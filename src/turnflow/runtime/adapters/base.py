@@ -70,7 +70,7 @@ class SessionAdapter(Protocol):
     def default_view_policy(self, metadata: SessionMetadata, participant_id: Optional[str] = None) -> Any: ...
     def extract_turn_input(self, envelope: Envelope) -> Optional[str]: ...
     def build_round_envelope(self, metadata: SessionMetadata, sender_id: str, round: dict) -> Optional[Envelope]: ...
-    def render_envelope(self, envelope: Envelope) -> str: ...
+    def render_envelope(self, envelope: Envelope) -> Optional[str]: ...  # None: the envelope is skipped in views
 
 
 def check_participants(metadata: SessionMetadata, manifest: SessionManifest) -> None:
@@ -116,8 +116,10 @@ def text_of(envelope: Envelope) -> str:
     return t if isinstance(t, str) else ""
 
 
-def render_substantive(envelope: Envelope) -> str:
-    """Default rendering: a handoff note then the body (as AG2 renders packets)."""
+def render_substantive(envelope: Envelope) -> Optional[str]:
+    """Default rendering: a handoff note then the body (as AG2 renders packets); None — skipped
+    in every view — for an envelope with nothing to show (a packet that only changes the context,
+    an empty text)."""
     if envelope.event_type == EV_PACKET:
         r = envelope.event_data.get("routing") or {}
         parts = []
@@ -129,8 +131,8 @@ def render_substantive(envelope: Envelope) -> str:
         body = text_of(envelope)
         if body:
             parts.append(body)
-        return "\n".join(parts)
-    return text_of(envelope)
+        return "\n".join(parts) or None
+    return text_of(envelope) or None
 
 
 def round_to_envelope(metadata: SessionMetadata, sender_id: str, rnd: dict) -> Optional[Envelope]:

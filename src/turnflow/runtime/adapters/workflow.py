@@ -293,6 +293,6 @@ class WorkflowAdapter:
     def build_round_envelope(self, metadata: SessionMetadata, sender_id: str, rnd: dict) -> Optional[Envelope]:
         return round_to_envelope(metadata, sender_id, rnd)
 
-    def render_envelope(self, envelope: Envelope) -> str:
+    def render_envelope(self, envelope: Envelope) -> Optional[str]:
         return render_substantive(envelope) if envelope.event_type in (EV_TEXT, EV_PACKET) else text_of(envelope)
 
