@@ -7,6 +7,7 @@ adapter_capabilities in inspect, aplan/aexecute/asynthesize phases, AdapterTelem
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -200,6 +201,7 @@ def test_behavior_override_in_the_agents_file_and_adapter_capabilities_in_inspec
     assert [(t["speaker"], t["body"]) for t in out["turns"]][:2] == [("triage", ""), ("billing", "Refunded after 1 step")]
     assert main(["inspect", db, "--format", "json"]) == 0
     rec = json.loads(capsys.readouterr().out)[0]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", rec["created_at"])
     caps = rec["adapter_capabilities"]
     assert caps["triage"] == {"raw": {"control_loop": "hub"}, "behavior": "self",
                               "effective": {"control_loop": "self", "supports_stepwise": True, "telemetry_stream": False}}
@@ -320,3 +322,14 @@ def test_render_envelope_none_skips_an_envelope_in_every_view():
     assert [m["sender"] for m in full] == ["triage", "user"]
     assert window == [{"sender": "<summary>", "text": "[1 earlier message not shown; from triage (1)]"},
                       {"sender": "user", "text": "thanks"}]
+
+
+def test_a_turns_input_comes_through_the_adapters_extract_turn_input():
+    seen = []
+
+    def user(msg, tools):
+        seen.append(tools.turn_input)
+        return "thanks"
+    res, _, _ = session(SPEC, others(user=FunctionAgent(user, "user")), "refund")
+    assert res.close_reason == "resolved"
+    assert seen == ["done"]  # billing's packet body, as the workflow adapter extracts it

@@ -89,7 +89,8 @@ def run(args) -> int:
             rows = []
             for s in lives:
                 tel = store.telemetry(s.session_id)
-                rows.append({**s.info(), "adapter_capabilities": adapter_capabilities(tel), "telemetry": tel})
+                rows.append({**s.info(), "created_at": iso_z(s.metadata.created_at),
+                             "adapter_capabilities": adapter_capabilities(tel), "telemetry": tel})
             out(json.dumps(rows, indent=2) + "\n")
         else:
             for s in lives:
@@ -108,6 +109,16 @@ def run(args) -> int:
         return EXIT_FINDINGS if bad else EXIT_OK
     finally:
         store.close()
+
+
+def iso_z(t: object) -> object:
+    """Epoch seconds as ISO-8601 UTC text ending in `Z` (milliseconds); anything else as it is."""
+    if isinstance(t, (int, float)) and not isinstance(t, bool):
+        import datetime
+
+        return (datetime.datetime.fromtimestamp(t, datetime.timezone.utc).isoformat(timespec="milliseconds")
+                .replace("+00:00", "Z"))
+    return t
 
 
 def render_telemetry(t: dict) -> str:

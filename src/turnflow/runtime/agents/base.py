@@ -259,6 +259,7 @@ class SessionTools:
     roster: tuple = ()  # every participant as {agent_id, role, description}, in order (set by the hub)
     is_session_bootstrap: bool = False  # this is the session's first delivery to this participant
     participants_msg: Optional[str] = None  # the roster as text, only when it changed since this participant's last turn
+    turn_input: Optional[str] = None  # the adapter's extract_turn_input of the latest envelope from someone else
 
     # -- the round ------------------------------------------------------------------------------
     def send_message(self, content: str, mentions: Optional[Any] = None) -> None:

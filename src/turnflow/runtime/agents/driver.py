@@ -187,8 +187,8 @@ def participants_text(roster: tuple) -> str:
 
 
 def session_facts(hub: Any, session_id: str, tools: SessionTools) -> None:
-    """Stamp `tools` with what the session knows about its participants: the session kind, the
-    roster, `is_session_bootstrap` (no turn of this participant was delivered in this hub yet)
+    """Stamp `tools` with what the session knows about this turn: the session kind, the roster,
+    `turn_input` (see `turn_input`), `is_session_bootstrap` (no turn of this participant was delivered in this hub yet)
     and `participants_msg` (the roster as text, when it changed since this participant's last
     turn — the first turn included)."""
     try:
@@ -197,9 +197,21 @@ def session_facts(hub: Any, session_id: str, tools: SessionTools) -> None:
         return
     roster = roster_of(md)
     tools.session_kind, tools.roster = md.kind, roster
+    tools.turn_input = turn_input(hub, session_id, tools.agent_id)
     shown = _SHOWN.setdefault(hub, {}).get(session_id, {})
     tools.is_session_bootstrap = tools.agent_id not in shown
     tools.participants_msg = participants_text(roster) if shown.get(tools.agent_id) != roster else None
+
+
+def turn_input(hub: Any, session_id: str, agent_id: str) -> Optional[str]:
+    """What this turn answers: the adapter's `extract_turn_input` of the latest substantive
+    envelope from another participant (None at the start of a session)."""
+    live: Any = getattr(hub, "sessions", {}).get(session_id)
+    entries = getattr(getattr(live, "transcript", None), "entries", None) or ()
+    for env in reversed(entries):
+        if env.sender_id != agent_id:
+            return live.adapter.extract_turn_input(env)
+    return None
 
 
 def delivered(hub: Any, session_id: str, tools: SessionTools) -> None:
