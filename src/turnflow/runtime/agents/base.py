@@ -154,6 +154,11 @@ def telemetry_problem(event: Any) -> Optional[str]:
     s = event.get("step")
     if s is not None and (isinstance(s, bool) or not isinstance(s, int) or s < 0):
         return f"`step` must be a non-negative integer, got {s!r}"
+    return _extras_problem(event)
+
+
+def _extras_problem(event: dict) -> Optional[str]:
+    """`timestamp`, `payload` and `metadata` of a telemetry event (see `telemetry_problem`)."""
     ts = event.get("timestamp")
     if ts is not None and (isinstance(ts, bool) or not isinstance(ts, (int, float, str))):
         return f"`timestamp` must be epoch seconds or ISO-8601 text, got {ts!r}"

@@ -78,7 +78,11 @@ def build_agent(name: str, conf: Any, base_dir: Optional[str] = None) -> Any:
         behavior = conf["behavior"]
         if behavior not in BEHAVIORS:
             raise AdapterError(f"agent {brief(name)}: `behavior` must be one of {', '.join(BEHAVIORS)}, got {brief(behavior)}")
-        return Behaved(build_agent(name, {k: v for k, v in conf.items() if k != "behavior"}, base_dir), behavior)
+        return Behaved(_build(name, {k: v for k, v in conf.items() if k != "behavior"}, base_dir), behavior)
+    return _build(name, conf, base_dir)
+
+
+def _build(name: str, conf: Any, base_dir: Optional[str]) -> Any:
     if not isinstance(conf, dict):
         raise AdapterError(f"agent {brief(name)}: expected a mapping with `kind`, got {brief(conf)}")
     kind = conf.get("kind")
