@@ -279,3 +279,53 @@ def test_bad_framework_refs_are_clear_errors(tmp_path, capsys, monkeypatch, ref,
           reviewer: {{kind: scripted, steps: [{{say: x}}]}}
         """, code=1)
     assert message in err and "Traceback" not in err
+
+
+TOOL_ERROR = '''\
+from typing import Any
+
+from langchain_core.messages import AIMessage
+from langchain_core.tools import tool
+from langgraph.graph import END, START, MessagesState, StateGraph
+
+
+@tool
+def lookup(host: str) -> str:
+    """Look a host up."""
+    raise LookupError(f"unknown host {host}")
+
+
+def node(state: MessagesState) -> dict:
+    try:
+        lookup.invoke({"host": "db-9"})
+    except LookupError:
+        pass
+    return {"messages": [AIMessage(content="db-9 is not ours")]}
+
+
+def graph(tools: list, ctx: Any) -> Any:
+    g = StateGraph(MessagesState)
+    g.add_node("node", node)
+    g.add_edge(START, "node")
+    g.add_edge("node", END)
+    return g.compile()
+'''
+
+
+def test_a_langgraph_tool_error_is_an_error_telemetry_event(tmp_path, capsys, monkeypatch):
+    monkeypatch.syspath_prepend(str(tmp_path))
+    write(tmp_path, "tool_error_mod.py", TOOL_ERROR)
+    agents = write(tmp_path, "agents.yaml", """\
+        agents:
+          planner:  {kind: langgraph, ref: "tool_error_mod:graph"}
+          fixer:    {kind: scripted, steps: [{say: x}]}
+          reviewer: {kind: scripted, steps: [{say: x}]}
+        """)
+    db = str(tmp_path / "hub.db")
+    assert main(["run", FLOW, "--agents", agents, "--format", "json", "--store", db]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [(t["speaker"], t["body"]) for t in out["turns"]] == [("planner", "db-9 is not ours")]
+    errors = [t for t in telemetry(db, out["session_id"]) if t["event"] == "error"]
+    assert [(t["agent_id"], t["payload"]["tool"], t["payload"]["framework"]) for t in errors] == [
+        ("planner", "lookup", "langgraph")]
+    assert errors[0]["reason"] == "tool lookup failed: unknown host db-9"
