@@ -5,6 +5,7 @@ the file:line of the user's code."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 import textwrap
@@ -329,3 +330,46 @@ def test_a_langgraph_tool_error_is_an_error_telemetry_event(tmp_path, capsys, mo
     assert [(t["agent_id"], t["payload"]["tool"], t["payload"]["framework"]) for t in errors] == [
         ("planner", "lookup", "langgraph")]
     assert errors[0]["reason"] == "tool lookup failed: unknown host db-9"
+
+
+MSG = [{"sender": "<task>", "text": "db-1 is down"}, {"sender": "planner", "text": "on it"},
+       {"sender": "fixer", "text": "patched"}, {"sender": "reviewer", "text": ""}, {"sender": "reviewer", "text": "ok"}]
+
+
+def test_history_as_langchain_messages():
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+
+    from turnflow.runtime.agents.history_langchain import to_langchain
+
+    out = to_langchain(MSG, "planner", "PROMPT")
+    assert [(type(m), m.content, m.name) for m in out] == [
+        (SystemMessage, "PROMPT", None), (HumanMessage, "<task>: db-1 is down", None),
+        (AIMessage, "on it", "planner"), (HumanMessage, "fixer: patched", "fixer"),
+        (HumanMessage, "reviewer: ok", "reviewer")]
+    assert [m.content for m in to_langchain([], "planner", "P")][1:] == ["(the session has just started: begin)"]
+    assert to_langchain(MSG[:2], "planner", "P")[-1].content == "(it is your turn)"
+
+
+def test_history_as_ag2_stream_and_inputs():
+    from ag2.events import ModelRequest, ModelResponse
+
+    from turnflow.runtime.agents.history_ag2 import to_ag2
+
+    async def go():
+        stream, inputs = await to_ag2(MSG, "planner")
+        return list(await stream.history.get_events()), inputs
+    events, inputs = asyncio.run(go())
+    assert [type(e) for e in events] == [ModelRequest, ModelResponse]
+    assert events[1].content == "on it"
+    assert inputs == ["fixer: patched", "reviewer: ok"]
+
+
+def test_history_as_autogen_messages_new_since_its_last_turn():
+    from turnflow.runtime.agents.history_autogen import to_autogen
+
+    first = to_autogen(MSG, "planner", "PROMPT", bootstrap=True)
+    assert [(m.source, m.content) for m in first] == [
+        ("turnflow", "PROMPT"), ("user", "<task>: db-1 is down"), ("fixer", "patched"), ("reviewer", "ok")]
+    later = to_autogen(MSG, "planner", "PROMPT", bootstrap=False)
+    assert [(m.source, m.content) for m in later] == [("fixer", "patched"), ("reviewer", "ok")]
+    assert [m.content for m in to_autogen(MSG[:2], "planner", "P", bootstrap=False)] == ["(it is your turn)"]
