@@ -333,3 +333,12 @@ def test_a_turns_input_comes_through_the_adapters_extract_turn_input():
     res, _, _ = session(SPEC, others(user=FunctionAgent(user, "user")), "refund")
     assert res.close_reason == "resolved"
     assert seen == ["done"]  # billing's packet body, as the workflow adapter extracts it
+
+
+def test_scripted_steps_are_checked_under_a_behavior_override_too(tmp_path, capsys):
+    agents = tmp_path / "agents.yaml"
+    agents.write_text("agents:\n  triage: {kind: scripted, steps: [{tool: transfer_to_bil}], behavior: self}\n"
+                      "  billing: {kind: scripted, steps: [{say: x}]}\n  user: {kind: scripted, steps: [{say: x}]}\n"
+                      "  tech: {kind: scripted, steps: [{say: x}]}\n")
+    assert main(["run", str(FIXTURES / "support.json"), "--agents", str(agents)]) != 0
+    assert "unknown tool 'transfer_to_bil'; did you mean 'transfer_to_billing'?" in capsys.readouterr().err
