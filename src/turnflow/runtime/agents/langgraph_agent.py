@@ -21,6 +21,9 @@ from turnflow.runtime.agents.framework import FrameworkAgent, ToolSlot, emit_too
 from turnflow.runtime.agents.history_langchain import text_of, to_langchain
 
 
+TAG = "turnflow"  # on turnflow's own tools: their events are told from the graph's own tools by it
+
+
 class LangGraphAgent(FrameworkAgent):
     framework = "langgraph"
     what = "a compiled LangGraph graph"
@@ -36,7 +39,8 @@ class LangGraphAgent(FrameworkAgent):
             def call(_name: str = d["name"], **kwargs: Any) -> str:
                 return slot.call(_name, kwargs)
             out.append(StructuredTool.from_function(call, name=d["name"], description=d["description"] or d["name"],
-                                                    args_schema=d["parameters"], return_direct=d["routes"]))
+                                                    args_schema=d["parameters"], return_direct=d["routes"],
+                                                    tags=[TAG]))
         return out
 
     async def run(self, obj: Any, msg: list[dict], tools: SessionTools, slot: ToolSlot, native: list,
@@ -50,7 +54,8 @@ class LangGraphAgent(FrameworkAgent):
             data = ev.get("data") or {}
             if kind == "on_tool_start":
                 emit_tool(tools, self.framework, "start", ev.get("name"), data.get("input"))
-                slot.observed(ev.get("name"), data.get("input"))
+                if TAG not in (ev.get("tags") or ()):  # the graph's own tool named like a routing tool routes too
+                    slot.observed(ev.get("name"), data.get("input"))
             elif kind == "on_tool_end":
                 emit_tool(tools, self.framework, "end", ev.get("name"), text_of(data.get("output")) or
                           str(data.get("output"))[:1000])
