@@ -229,6 +229,24 @@ def reviewer(tools: list, ctx: Any) -> AssistantAgent:
                     "structured_output": False})
     # an AutoGen handoff by target: the flow's routing tool to that participant is report_back
     return AssistantAgent("reviewer", model_client=client, handoffs=[Handoff(target="planner")])
+
+
+async def report_back(reason: str = "") -> str:
+    """The agent's own tool, named like the flow's routing tool."""
+    return "reported"
+
+
+def _own_tool_reviewer() -> AssistantAgent:
+    usage = RequestUsage(prompt_tokens=0, completion_tokens=0)
+    client = ReplayChatCompletionClient([CreateResult(
+        finish_reason="function_calls", usage=usage, cached=False,
+        content=[FunctionCall(id="1", name="report_back", arguments='{"reason": "looks good"}')])],
+        model_info={"vision": False, "function_calling": True, "json_output": False, "family": "unknown",
+                    "structured_output": False})
+    return AssistantAgent("reviewer", model_client=client, tools=[report_back])
+
+
+reviewer_own_tool = _own_tool_reviewer()
 '''
 
 
@@ -373,3 +391,16 @@ def test_history_as_autogen_messages_new_since_its_last_turn():
     later = to_autogen(MSG, "planner", "PROMPT", bootstrap=False)
     assert [(m.source, m.content) for m in later] == [("fixer", "patched"), ("reviewer", "ok")]
     assert [m.content for m in to_autogen(MSG[:2], "planner", "P", bootstrap=False)] == ["(it is your turn)"]
+
+
+def test_a_prebuilt_autogen_agents_own_routing_named_tool_routes(tmp_path, capsys, monkeypatch):
+    out, err, db = _run(tmp_path, capsys, monkeypatch, """\
+        agents:
+          planner:  {kind: scripted, steps: [{say: go, tool: assign_fix}, {say: closing, finish: closed}]}
+          fixer:    {kind: scripted, steps: [{say: fixed, tool: request_review}]}
+          reviewer: {kind: autogen, ref: "prebuilt_mod:reviewer_own_tool"}
+        """)
+    assert [(t["speaker"], t["kind"], t["tool"]) for t in out["turns"]] == [
+        ("planner", "handoff", "assign_fix"), ("fixer", "handoff", "request_review"),
+        ("reviewer", "handoff", "report_back"), ("planner", "finish", None)]
+    assert out["close_reason"] == "closed"

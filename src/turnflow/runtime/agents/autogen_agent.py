@@ -61,17 +61,18 @@ class AutoGenAgent(FrameworkAgent):
         sid = ctx.session_id
         messages = to_autogen(msg, self.agent_id, prompt, bootstrap=sid not in self.delivered)
         self.delivered.add(sid)
-        own = {getattr(t, "name", None) for t in native}
+        arguments: dict = {}  # call id -> its arguments
         final: Any = None
         async for item in obj.on_messages_stream(messages, CancellationToken()):
             if isinstance(item, ToolCallRequestEvent):
                 for call in item.content:
                     emit_tool(tools, self.framework, "start", call.name, call.arguments)
-                    if call.name not in own:
-                        slot.observed(call.name, call.arguments)
+                    arguments[call.id] = call.arguments
             elif isinstance(item, ToolCallExecutionEvent):
                 for res in item.content:
                     emit_tool(tools, self.framework, "error" if res.is_error else "end", res.name, str(res.content)[:1000])
+                    if not res.is_error:  # after it ran: turnflow's own routing tool has routed already
+                        slot.observed(res.name, arguments.get(res.call_id))
             elif isinstance(item, ThoughtEvent):
                 tools.emit_event({"event": "thought", "payload": {"content": item.content, "framework": self.framework}})
             elif isinstance(item, Response):
