@@ -264,7 +264,7 @@ class SessionTools:
     roster: tuple = ()  # every participant as {agent_id, role, description}, in order (set by the hub)
     is_session_bootstrap: bool = False  # this is the session's first delivery to this participant
     participants_msg: Optional[str] = None  # the roster as text, only when it changed since this participant's last turn
-    turn_input: Optional[str] = None  # the adapter's extract_turn_input of the latest envelope from someone else
+    input_source: Any = None  # set by the hub: (hub, session_id), where `turn_input` is read from
 
     # -- the round ------------------------------------------------------------------------------
     def send_message(self, content: str, mentions: Optional[Any] = None) -> None:
@@ -337,6 +337,17 @@ class SessionTools:
         else:
             self.events.append(ev)
         return True
+
+    @property
+    def turn_input(self) -> Optional[str]:
+        """What this turn answers: the session adapter's `extract_turn_input` of the latest message
+        from another participant (None at the start, or without a hub)."""
+        if self.input_source is None:
+            return None
+        from turnflow.runtime.agents.driver import turn_input as read
+
+        hub, session_id = self.input_source
+        return read(hub, session_id, self.agent_id)
 
     # -- discovery and membership ---------------------------------------------------------------
     def get_participants(self) -> list[str]:

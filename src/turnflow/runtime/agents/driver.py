@@ -176,9 +176,21 @@ async def _plain(coro: Awaitable[Any]) -> Any:
 _SHOWN: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
 
 
+_ROSTERS: dict = {}  # id(participants list) -> (the list, its roster): sessions of one flow share it
+
+
 def roster_of(md: Any) -> tuple:
-    return tuple({"agent_id": p.agent_id, "role": p.role, "description": getattr(p, "description", "") or ""}
-                 for p in md.participants)
+    """Every participant as `{agent_id, role, description}` (one tuple per participant list)."""
+    parts = md.participants
+    hit = _ROSTERS.get(id(parts))
+    if hit is not None and hit[0] is parts:
+        return hit[1]
+    roster = tuple({"agent_id": p.agent_id, "role": p.role, "description": getattr(p, "description", "") or ""}
+                   for p in parts)
+    if len(_ROSTERS) >= 256:
+        _ROSTERS.clear()
+    _ROSTERS[id(parts)] = (parts, roster)
+    return roster
 
 
 def participants_text(roster: tuple) -> str:
@@ -186,21 +198,24 @@ def participants_text(roster: tuple) -> str:
                                         + (f": {r['description']}" if r["description"] else "") for r in roster)
 
 
-def session_facts(hub: Any, session_id: str, tools: SessionTools) -> None:
+def session_facts(hub: Any, session_id: str, tools: SessionTools) -> Any:
     """Stamp `tools` with what the session knows about this turn: the session kind, the roster,
-    `turn_input` (see `turn_input`), `is_session_bootstrap` (no turn of this participant was delivered in this hub yet)
-    and `participants_msg` (the roster as text, when it changed since this participant's last
-    turn — the first turn included)."""
+    `turn_input` (computed when read, see `turn_input`), `is_session_bootstrap` (no turn of this
+    participant was delivered in this hub yet) and `participants_msg` (the roster as text, when it
+    changed since this participant's last turn — the first turn included). Returns the session's
+    metadata (None when the hub does not know the session: nothing is stamped)."""
     try:
         md = hub.metadata(session_id)
     except Exception:  # a hub without this session (tests driving take_turn by hand): nothing to stamp
-        return
+        return None
     roster = roster_of(md)
     tools.session_kind, tools.roster = md.kind, roster
-    tools.turn_input = turn_input(hub, session_id, tools.agent_id)
+    tools.input_source = (hub, session_id)
     shown = _SHOWN.setdefault(hub, {}).get(session_id, {})
     tools.is_session_bootstrap = tools.agent_id not in shown
-    tools.participants_msg = participants_text(roster) if shown.get(tools.agent_id) != roster else None
+    last = shown.get(tools.agent_id)
+    tools.participants_msg = participants_text(roster) if last is not roster and last != roster else None
+    return md
 
 
 def turn_input(hub: Any, session_id: str, agent_id: str) -> Optional[str]:
@@ -214,13 +229,11 @@ def turn_input(hub: Any, session_id: str, agent_id: str) -> Optional[str]:
     return None
 
 
-def delivered(hub: Any, session_id: str, tools: SessionTools) -> None:
+def delivered(hub: Any, session_id: str, tools: SessionTools, md: Any) -> None:
+    if md is None:
+        return
     memo = _SHOWN.setdefault(hub, {})
-    try:
-        ended = hub.metadata(session_id).state.terminal
-    except Exception:  # the session is gone from the hub: nothing to remember
-        ended = True
-    if ended:
+    if md.state.terminal:
         memo.pop(session_id, None)
     elif tools.roster:
         memo.setdefault(session_id, {})[tools.agent_id] = tools.roster
@@ -267,7 +280,7 @@ async def take_turn(hub: Any, session_id: str, agent: Any, msg: Any, make_tools:
     for attempt in range(1, attempts + 1):
         tools = make_tools()
         tools.step = step
-        session_facts(hub, session_id, tools)
+        md = session_facts(hub, session_id, tools)
         if tools.sink is None:
             tools.sink = live_sink(hub, session_id, tools.agent_id)
         try:
@@ -275,7 +288,7 @@ async def take_turn(hub: Any, session_id: str, agent: Any, msg: Any, make_tools:
                          else run_phases(agent, msg, tools))
             await flush(hub, session_id, tools)
             await deliver(tools)
-            delivered(hub, session_id, tools)
+            delivered(hub, session_id, tools, md)
             return
         except TurnStopped:
             raise
