@@ -264,7 +264,7 @@ class SessionTools:
     roster: tuple = ()  # every participant as {agent_id, role, description}, in order (set by the hub)
     is_session_bootstrap: bool = False  # this is the session's first delivery to this participant
     participants_msg: Optional[str] = None  # the roster as text, only when it changed since this participant's last turn
-    input_source: Any = None  # set by the hub: (hub, session_id), where `turn_input` is read from
+    input_source: Optional[Callable[[], Optional[str]]] = None  # set by the hub: reads `turn_input`
 
     # -- the round ------------------------------------------------------------------------------
     def send_message(self, content: str, mentions: Optional[Any] = None) -> None:
@@ -342,12 +342,7 @@ class SessionTools:
     def turn_input(self) -> Optional[str]:
         """What this turn answers: the session adapter's `extract_turn_input` of the latest message
         from another participant (None at the start, or without a hub)."""
-        if self.input_source is None:
-            return None
-        from turnflow.runtime.agents.driver import turn_input as read
-
-        hub, session_id = self.input_source
-        return read(hub, session_id, self.agent_id)
+        return self.input_source() if self.input_source is not None else None
 
     # -- discovery and membership ---------------------------------------------------------------
     def get_participants(self) -> list[str]:

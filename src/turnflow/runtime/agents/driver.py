@@ -210,7 +210,7 @@ def session_facts(hub: Any, session_id: str, tools: SessionTools) -> Any:
         return None
     roster = roster_of(md)
     tools.session_kind, tools.roster = md.kind, roster
-    tools.input_source = (hub, session_id)
+    tools.input_source = lambda: turn_input(hub, session_id, tools.agent_id)
     shown = _SHOWN.setdefault(hub, {}).get(session_id, {})
     tools.is_session_bootstrap = tools.agent_id not in shown
     last = shown.get(tools.agent_id)
