@@ -127,6 +127,7 @@ def render_telemetry(t: dict) -> str:
     if ev == "handshake":
         eff = t.get("effective")
         detail = (f"raw={json.dumps(t.get('raw'), sort_keys=True)} effective={json.dumps(eff, sort_keys=True)}"
+                  + (f" behavior={t['behavior']}" if t.get("behavior") else "")
                   + (f" error={t['error']}" if t.get("error") else ""))
     else:
         step = t.get("step")
