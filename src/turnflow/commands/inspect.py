@@ -100,8 +100,14 @@ def _warn_lost(store: Any, where: str) -> None:
 
 def _print(args, lives: list, store: Any) -> None:
     if args.format == "json":
-        out(json.dumps([{**session_row(s), "telemetry": store.telemetry(s.session_id)} for s in lives],
-                       indent=2) + "\n")
+        from turnflow.runtime.agents.driver import adapter_capabilities
+
+        rows = []
+        for s in lives:
+            tel = store.telemetry(s.session_id)
+            rows.append({**session_row(s), "created_at": iso_z(s.metadata.created_at),
+                         "adapter_capabilities": adapter_capabilities(tel), "telemetry": tel})
+        out(json.dumps(rows, indent=2) + "\n")
     else:
         render_sessions(lives, store, events=args.events or args.session is not None)
 
@@ -151,12 +157,23 @@ def render_sessions(lives: list, store: Any, events: bool) -> None:
     out(f"{len(rows)} session{'s' if len(rows) != 1 else ''}\n")
 
 
+def iso_z(t: object) -> object:
+    """Epoch seconds as ISO-8601 UTC text ending in `Z` (milliseconds); anything else as it is."""
+    if isinstance(t, (int, float)) and not isinstance(t, bool):
+        import datetime
+
+        return (datetime.datetime.fromtimestamp(t, datetime.timezone.utc).isoformat(timespec="milliseconds")
+                .replace("+00:00", "Z"))
+    return t
+
+
 def render_telemetry(t: dict) -> str:
     """One telemetry record as a text line (handshakes show raw -> effective capabilities)."""
     who, ev = t.get("agent_id", "?"), t.get("event", "?")
     if ev == "handshake":
         eff = t.get("effective")
         detail = (f"raw={json.dumps(t.get('raw'), sort_keys=True)} effective={json.dumps(eff, sort_keys=True)}"
+                  + (f" behavior={t['behavior']}" if t.get("behavior") else "")
                   + (f" error={t['error']}" if t.get("error") else ""))
     else:
         step = t.get("step")

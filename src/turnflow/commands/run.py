@@ -207,12 +207,15 @@ def _step_lines(path: str) -> dict:
 def check_agents(spec: dict, agents: dict, path: str) -> None:
     """Scripted steps checked against the spec before the session starts: every `tool` must be one
     of the agent's routing tools (unless the spec declares none) and every `handoff` a participant."""
+    from turnflow.runtime.agents.config import Behaved
     from turnflow.runtime.agents.scripted import ScriptedAgent
 
     tools = [t for t in spec.get("tools") or [] if isinstance(t, dict) and t.get("name")]
     parts = [str(p.get("agent_id")) for p in spec.get("participants") or [] if isinstance(p, dict)]
     lines = agents_lines.get(path, {})
     for name, agent in agents.items():
+        if isinstance(agent, Behaved):  # a `behavior:` override: its steps are checked all the same
+            agent = agent._agent
         if not isinstance(agent, ScriptedAgent):
             continue
         own = [t["name"] for t in tools if t.get("owner") == name]
