@@ -269,9 +269,14 @@ class Hub:
         self._live(session_id)
         return self.store.read_range(session_id, start, end)
 
+    async def get_session(self, session_id: str) -> SessionMetadata:
+        """The session's metadata (the contract's name for `metadata`); `ProtocolError` for an
+        unknown id."""
+        return self.metadata(session_id)
+
     def view(self, session_id: str, agent_id: Optional[str], policy: Any = None) -> Sequence[dict]:
         live = self._live(session_id)
-        policy = policy or live.adapter.default_view_policy(live.metadata)
+        policy = policy or live.adapter.default_view_policy(live.metadata, agent_id)
         render = live.adapter.render_envelope
         if not hasattr(policy, "project_log"):  # a policy of the user's own: give it the log
             envs = (e for e in self.store.read_range(session_id) if isinstance(e, Envelope))
@@ -445,18 +450,25 @@ class Hub:
         group.sessions.append(record)
         group.new.append(md.session_id)
         self.sessions[md.session_id] = live
-        staged = 0
-        for target in md.participant_ids:
-            if target != creator_id:
-                self._stage(live, Envelope(md.session_id, creator_id, [target], EV_SESSION_INVITE, {}), False, staged)
-                staged += 1
+        invites = [Envelope(md.session_id, creator_id, [target], EV_SESSION_INVITE, {})
+                   for target in md.participant_ids if target != creator_id]
+        for staged, invite in enumerate(invites):
+            self._stage(live, invite, False, staged)
         if not md.pending_acks:  # pragma: no cover - every kind has two or more participants
-            self._stage(live, Envelope(md.session_id, HUB_SENDER, None, EV_SESSION_OPENED, {}), False, staged)
+            self._stage(live, Envelope(md.session_id, HUB_SENDER, None, EV_SESSION_OPENED, {}), False, len(invites))
         await asyncio.sleep(0)  # `await group.committed()`, inlined: one coroutine fewer per waiting open
         if not group.settled:
             await group.committed()
         group.outcome(md.session_id)
+        await self._deliver_invites(invites, md)
         return md
+
+    async def _deliver_invites(self, invites: list, md: SessionMetadata) -> None:
+        """The invites of a new session, handed to the hub's listeners (the invited participants
+        learn of the session that way)."""
+        if self.listeners:
+            for env in invites:
+                await self._deliver(env, md)
 
     def _adapter_for(self, kind: Any, version: Any) -> Any:
         if not isinstance(kind, str) or isinstance(version, bool) or not isinstance(version, int):
@@ -570,8 +582,9 @@ class Hub:
     def record_telemetry(self, session_id: str, agent_id: str, event: Any) -> bool:
         """`emit_telemetry` for synchronous callers (the hub's event-loop thread only)."""
         live = self._live(session_id)
-        ok = (isinstance(event, dict) and event.get("event") in ("env_action", "tool_response", "progress", "error")
-              and set(event) <= {"event", "payload", "reason", "step", "metadata"})
+        ok = (isinstance(event, dict) and event.get("event") in ("env_action", "tool_response", "progress", "error",
+                                                                          "thought", "task")
+              and set(event) <= {"event", "payload", "reason", "step", "timestamp", "metadata"})
         if not ok:
             import warnings
 

@@ -50,7 +50,7 @@ class ConsultingAdapter(SimpleAdapter):
             return AdapterResult("consulting_complete")
         return NO_CHANGE
 
-    def default_view_policy(self, metadata: SessionMetadata):
+    def default_view_policy(self, metadata: SessionMetadata, participant_id: Optional[str] = None):
         from turnflow.runtime.views import FullTranscript
 
         return FullTranscript()

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 from turnflow.runtime.adapters.simple import SimpleAdapter
 from turnflow.runtime.session import Expectation, SessionManifest, SessionMetadata
 
@@ -14,7 +16,7 @@ class ConversationAdapter(SimpleAdapter):
         default_expectations=(Expectation("max_silence", 3600.0, "audit"),))
     knobs: dict = {}
 
-    def default_view_policy(self, metadata: SessionMetadata):
+    def default_view_policy(self, metadata: SessionMetadata, participant_id: Optional[str] = None):
         from turnflow.runtime.views import WindowedSummary
 
         return WindowedSummary(10)
