@@ -1,8 +1,9 @@
 """The asyncio hub: sessions, their lifecycle (docs/runtime.md, "Lifecycle"), the write-ahead log and the sweepers.
 
-Every change is an envelope appended to the store *before* it is folded or delivered:
-`post` = check → adapter.validate_send → stamp → append → fold → on_accepted → deliver →
-(close). A refused send raises `ProtocolError` and changes nothing. A close asked by the
+Every change is an envelope written to the store *before* it is folded or delivered:
+`post` = check → adapter.validate_send → stamp → stage in this tick's group → the group's one
+`store.commit_group` (group_commit.py, store_contract.py: the hub's only write path) → fold →
+on_accepted → deliver → (close). A refused send raises `ProtocolError` and changes nothing. A close asked by the
 adapter puts the session in CLOSING (so nothing else is accepted) until its envelope has
 been delivered, then the hub logs `session.closed` and the session is CLOSED: the hub
 always completes that step, on hydrate too.
