@@ -107,35 +107,14 @@ class Simulator:
 
     def _explore_inputs(self) -> None:
         conds = list(self.graph.model.conditions())
-        ctx0 = self.initial.context_vars
-        values: dict[str, list] = {}
-        for c in conds:
-            if isinstance(c, ContextEquals):
-                seen = values.setdefault(c.args.key, [])
-                if c.args.value not in seen:
-                    seen.append(c.args.value)
-            elif isinstance(c, ContextCompare):
-                seen = values.setdefault(c.args.key, [])
-                for v in _compare_witnesses(c.args.value, c.args.len):
-                    if v not in seen:
-                        seen.append(v)
-        for k, vs in values.items():
-            if k in ctx0 and ctx0[k] not in vs:
-                vs.append(ctx0[k])
-            vs.append(_MISS)
-        self.context_values = values
-        self.context_keys = sorted(values)
+        self.context_values = _context_values(conds, self.initial.context_vars)
+        self.context_keys = sorted(self.context_values)
         self.texts = sorted({c.args.text for c in conds if isinstance(c, TextContains)})
         declared = [t for t in self.md.tools if isinstance(t, dict) and t.get("name")]
-        any_declared = bool(declared) or any(p.tools for p in self.md.participants)
         self.routing_tools = {s: tuple(t for t in declared if t.get("owner") == s) for s in self.ids}
-        if any_declared:
-            pools = {}
-            for p in self.md.participants:
-                names = [t["name"] for t in self.routing_tools[p.agent_id]]
-                names += [t for t in p.tools if t not in names]
-                pools[p.agent_id] = tuple(names)
-            self.tool_pool = pools
+        if declared or any(p.tools for p in self.md.participants):
+            self.tool_pool = {p.agent_id: _tool_pool(self.routing_tools[p.agent_id], p.tools)
+                              for p in self.md.participants}
             self.any_tool = False
         else:
             named = sorted({c.args.tool_name for c in conds if isinstance(c, ToolCalled)})
@@ -227,6 +206,36 @@ class Simulator:
             if progress is not None:
                 progress(i + 1)
         return report
+
+
+def _context_values(conds: list, ctx0: dict) -> dict[str, list]:
+    """Per context key the conditions test, the values a simulated agent may set: each literal
+    of a `context_equals`, the witnesses around a `context_compare` literal, the initial value,
+    and `_MISS` (the key deleted) — in first-seen order, so a seed replays the same run."""
+    values: dict[str, list] = {}
+    for c in conds:
+        if isinstance(c, ContextEquals):
+            _add_new(values.setdefault(c.args.key, []), [c.args.value])
+        elif isinstance(c, ContextCompare):
+            _add_new(values.setdefault(c.args.key, []), _compare_witnesses(c.args.value, c.args.len))
+    for k, vs in values.items():
+        if k in ctx0:
+            _add_new(vs, [ctx0[k]])
+        vs.append(_MISS)
+    return values
+
+
+def _add_new(seen: list, candidates: list) -> None:
+    for v in candidates:
+        if v not in seen:
+            seen.append(v)
+
+
+def _tool_pool(own: tuple, declared: tuple) -> tuple:
+    """The tools one participant may call: its routing tools, then the others it declares."""
+    names = [t["name"] for t in own]
+    names += [t for t in declared if t not in names]
+    return tuple(names)
 
 
 def _compare_witnesses(value, length: bool) -> list:
