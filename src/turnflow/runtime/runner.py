@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import copy
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Optional
+from typing import Any, Awaitable, Iterable, Optional
 
 from turnflow.runtime.agents.base import SessionTools
 from turnflow.runtime.agents.driver import TurnStopped, handshake, take_turn
@@ -33,7 +33,7 @@ from turnflow.runtime.envelope import (EV_EXPECTATION_VIOLATED, EV_PACKET, EV_SE
                                        EV_TEXT, Envelope)
 from turnflow.runtime.errors import AdapterError, ProtocolError
 from turnflow.runtime.hub import Hub, spec_opener as opener
-from turnflow.runtime.session import SessionState, check_agent_id
+from turnflow.runtime.session import SessionMetadata, SessionState, check_agent_id
 from turnflow.runtime.transcript import Messages
 
 TASK_SENDER = "<task>"
@@ -46,7 +46,7 @@ class RunResult:
     session_id: str
     state: str
     close_reason: Optional[str]
-    turns: list[dict] = field(default_factory=list)
+    turns: list[dict[str, Any]] = field(default_factory=list)
     error: Optional[str] = None
     interrupted: bool = False
 
@@ -55,12 +55,12 @@ class RunResult:
         return (self.error is None and self.state == SessionState.CLOSED.value
                 and not any((self.close_reason or "").startswith(a) for a in ABNORMAL))
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"session_id": self.session_id, "state": self.state, "close_reason": self.close_reason,
                 "turns": self.turns}
 
 
-def turn_of(e: Envelope) -> Optional[dict]:
+def turn_of(e: Envelope) -> Optional[dict[str, Any]]:
     """One substantive envelope as a turn record (None for anything else)."""
     if e.event_type == EV_TEXT:
         return {"speaker": e.sender_id, "kind": "text", "tool": None, "target": None,
@@ -75,11 +75,11 @@ def turn_of(e: Envelope) -> Optional[dict]:
             "delete": cu.get("delete") or []}
 
 
-def turns_of(envelopes) -> list[dict]:
+def turns_of(envelopes: Iterable[Any]) -> list[dict[str, Any]]:
     return [t for t in (turn_of(e) for e in envelopes if isinstance(e, Envelope)) if t is not None]
 
 
-def with_overrides(spec: dict, max_turns: Optional[int] = None, ttl_seconds: Optional[float] = None) -> dict:
+def with_overrides(spec: dict[str, Any], max_turns: Optional[int] = None, ttl_seconds: Optional[float] = None) -> dict[str, Any]:
     """The spec with `max_turns` (a workflow's graph) and `ttl_seconds` replaced for one run."""
     out = dict(spec)
     if ttl_seconds is not None:
@@ -92,7 +92,7 @@ def with_overrides(spec: dict, max_turns: Optional[int] = None, ttl_seconds: Opt
     return out
 
 
-def sweep_interval_for(md) -> float:
+def sweep_interval_for(md: SessionMetadata) -> float:
     """How often the sweeper runs for a session: a quarter of its shortest deadline, 0.05-1 s."""
     deadlines = [e.seconds for e in md.expectations] + ([md.ttl_seconds] if md.ttl_seconds else [])
     return max(0.05, min([1.0] + [d / 4 for d in deadlines if d]))
@@ -105,7 +105,7 @@ class RunControl:
 
     def __init__(self) -> None:
         self.reason: Optional[str] = None
-        self._task: Optional[asyncio.Future] = None
+        self._task: Optional[asyncio.Future[Any]] = None
         self._why: Optional[str] = None
 
     def interrupt(self, reason: str = "interrupted") -> None:
@@ -137,10 +137,10 @@ class RunControl:
             self._task = None
 
 
-async def run_session(hub: Hub, spec: dict, agents: dict[str, Any], task: Optional[str] = None, *,
+async def run_session(hub: Hub, spec: dict[str, Any], agents: dict[str, Any], task: Optional[str] = None, *,
                       control: Optional[RunControl] = None, max_turns: Optional[int] = None,
                       ttl_seconds: Optional[float] = None, sweep_interval: Optional[float] = None,
-                      labels: Optional[dict] = None, session_id: Optional[str] = None,
+                      labels: Optional[dict[str, Any]] = None, session_id: Optional[str] = None,
                       keep_open: bool = False) -> RunResult:
     """Run one session of `spec` with `agents` (participant name -> agent). `max_turns` and
     `ttl_seconds` override the spec for this run; `control` lets the caller interrupt it.
@@ -180,7 +180,7 @@ async def run_session(hub: Hub, spec: dict, agents: dict[str, Any], task: Option
                      interrupted=ctl.reason is not None)
 
 
-def _check_agents(spec: dict, agents: dict[str, Any]) -> None:
+def _check_agents(spec: dict[str, Any], agents: dict[str, Any]) -> None:
     """One agent per participant, and no agent for anyone else (`AdapterError` naming them)."""
     names = [check_agent_id(p.get("agent_id")) for p in spec.get("participants") or [] if isinstance(p, dict)]
     missing = [n for n in names if n not in agents]
@@ -196,7 +196,7 @@ _OPEN = (SessionState.ACTIVE, SessionState.INVITED)
 
 
 class _Run:
-    def __init__(self, hub: Hub, md: Any, agents: dict, spec: dict, task: Optional[str], ctl: RunControl,
+    def __init__(self, hub: Hub, md: Any, agents: dict[str, Any], spec: dict[str, Any], task: Optional[str], ctl: RunControl,
                  max_turns: Optional[int], continued: bool = False) -> None:
         self.hub, self.md, self.agents, self.ctl, self.max_turns = hub, md, agents, ctl, max_turns
         self.sid = md.session_id
@@ -211,11 +211,11 @@ class _Run:
         # again at the end): a continued session's earlier ones (read once, here), then each one
         # delivered while the delivered seqs follow on without a gap.
         self.base_seq = hub.sessions[self.sid].last_seq
-        self.turns: list[dict] = turns_of(hub.read(self.sid, 1, self.base_seq)) if continued else []
+        self.turns: list[dict[str, Any]] = turns_of(hub.read(self.sid, 1, self.base_seq)) if continued else []
         self.next_seq = self.base_seq + 1
         self.gap = False
 
-    def all_turns(self) -> list[dict]:
+    def all_turns(self) -> list[dict[str, Any]]:
         """Every turn in the session's log: the ones the run saw, or — when a delivery was missed
         or came out of order (a poster cancelled after its envelope was written) — the log's."""
         live = self.hub.sessions.get(self.sid)
@@ -329,7 +329,7 @@ class _Run:
             own = tuple(t for t in self.all_tools if t.get("owner") == speaker)
             step += 1
 
-            def make_tools(_speaker: str = speaker, _own: tuple = own) -> SessionTools:
+            def make_tools(_speaker: str = speaker, _own: tuple[Any, ...] = own) -> SessionTools:
                 return SessionTools(_speaker, tuple(md.participant_ids), _own, self.any_tool, session_id=self.sid)
 
             async def deliver(tools: SessionTools, _speaker: str = speaker) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import Callable, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 from turnflow.runtime.adapters.base import render_substantive
 from turnflow.runtime.envelope import SUBSTANTIVE, Envelope
@@ -36,7 +36,7 @@ class FullTranscript:
     name = "full_transcript"
 
     def project(self, envelopes: Iterable[Envelope], viewer: Optional[str] = None,
-                render: Callable[[Envelope], str] = render_substantive) -> list[dict]:
+                render: Callable[[Envelope], str] = render_substantive) -> list[dict[str, Any]]:
         return [_message(e, render, self.named) for e in _visible(envelopes, viewer)]
 
     def project_log(self, vl: ViewerLog) -> Messages:
@@ -54,8 +54,8 @@ class WindowedSummary:
             raise ValueError(f"recent_n must be a positive integer, got {self.recent_n!r}")
 
     def project(self, envelopes: Iterable[Envelope], viewer: Optional[str] = None,
-                render: Callable[[Envelope], str] = render_substantive) -> list[dict]:
-        window: deque = deque(maxlen=self.recent_n)
+                render: Callable[[Envelope], str] = render_substantive) -> list[dict[str, Any]]:
+        window: deque[Any] = deque(maxlen=self.recent_n)
         earlier = 0
         senders: dict[str, int] = {}
         for e in _visible(envelopes, viewer):
@@ -73,7 +73,7 @@ class WindowedSummary:
         out.extend(_message(e, render, self.named) for e in window)
         return out
 
-    def project_log(self, vl: ViewerLog) -> list[dict]:
+    def project_log(self, vl: ViewerLog) -> list[dict[str, Any]]:
         msgs = vl.messages
         window = msgs[-self.recent_n:]
         earlier = len(msgs) - len(window)
