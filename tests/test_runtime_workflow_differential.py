@@ -169,7 +169,9 @@ class Theirs:
         return True, (res.auto_close_reason if res.next_state is not None else None)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# 100 examples (was 200): the extension test below runs the same harness over a superset of these
+# scenarios (every built-in condition and target, plus nested and compare conditions) at 200
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios(), st.data())
 def test_same_decisions_as_ag2(scenario, data):
     _same_decisions(scenario, data, VALUES)
