@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from typing import Mapping, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 from turnflow.diagnostics.diagnostic import Diagnostic
 from turnflow.diagnostics.codes import lookup
@@ -139,7 +139,7 @@ def render_github(diags: Sequence[Diagnostic]) -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
-def stats_line(st: dict) -> str:
+def stats_line(st: dict[str, Any]) -> str:
     """One block's statistics as a line of text (docs/analysis.md, "check --stats")."""
     head = (f"{st['path']}:{st['line']}: {st['kind']} {st['block']}: {st['participants']} participants, "
             f"{st['rules']} rules")
