@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from turnflow.diagnostics.codes import BY_CODE, CHECK_STAGES, CODES, Code, lookup
+from turnflow.diagnostics.codes import BY_CODE, CHECK_STAGES, CODES, Code, Severity, Stage, lookup
 
 CODE_RE = re.compile(r"^TF[0-9]{3}$")
 NAME_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
@@ -25,8 +25,8 @@ DOC_SECTIONS = ("## What it does", "## Why is this bad?", "## Example", "## Use 
 class RuleInfo:
     code: str
     name: str
-    severity: str
-    stage: str
+    severity: Severity
+    stage: Stage
     profile: Optional[str]
     summary: str
     doc: str

@@ -247,9 +247,14 @@ class Hub:
         self._live(session_id)
         return self.store.read_range(session_id, start, end)
 
+    async def get_session(self, session_id: str) -> SessionMetadata:
+        """The session's metadata (the contract's name for `metadata`); `ProtocolError` for an
+        unknown id."""
+        return self.metadata(session_id)
+
     def view(self, session_id: str, agent_id: Optional[str], policy: Any = None) -> Sequence[dict]:
         live = self._live(session_id)
-        policy = policy or live.adapter.default_view_policy(live.metadata)
+        policy = policy or live.adapter.default_view_policy(live.metadata, agent_id)
         render = live.adapter.render_envelope
         if not hasattr(policy, "project_log"):  # a policy of the user's own: give it the log
             envs = (e for e in self.store.read_range(session_id) if isinstance(e, Envelope))
@@ -530,11 +535,11 @@ class Hub:
             self._group_future()
             self._staged_new.append(md.session_id)
             self.sessions[md.session_id] = live
-            group, staged = None, 0
+            group, staged, invites = None, 0, []
             for target in md.participant_ids:
                 if target != creator_id:
-                    group = self._stage(live, Envelope(md.session_id, creator_id, [target], EV_SESSION_INVITE, {}),
-                                        False, staged)
+                    invites.append(Envelope(md.session_id, creator_id, [target], EV_SESSION_INVITE, {}))
+                    group = self._stage(live, invites[-1], False, staged)
                     staged += 1
             if not md.pending_acks:  # pragma: no cover - every kind has two or more participants
                 group = self._stage(live, Envelope(md.session_id, HUB_SENDER, None, EV_SESSION_OPENED, {}), False,
@@ -542,17 +547,27 @@ class Hub:
             if group is not None:
                 await group
                 _check_refused(group, md.session_id)
+            await self._deliver_invites(invites, md)
             return md
         pending = self.store.create_session(md.creation_record())
         if pending is not None:  # a store that commits in groups itself (PostgresStore)
             await pending
         self.sessions[md.session_id] = live
+        sent = []
         for target in md.participant_ids:
             if target != creator_id:
-                await self._append_hub(live, EV_SESSION_INVITE, {}, audience=[target], sender=creator_id)
+                sent.append(await self._append_hub(live, EV_SESSION_INVITE, {}, audience=[target], sender=creator_id))
         if not md.pending_acks:  # pragma: no cover - every kind has two or more participants
             await self._append_hub(live, EV_SESSION_OPENED, {})
+        await self._deliver_invites([e for e in sent if e is not None], md)
         return md
+
+    async def _deliver_invites(self, invites: list, md: SessionMetadata) -> None:
+        """The invites of a new session, handed to the hub's listeners (the invited participants
+        learn of the session that way)."""
+        if self.listeners:
+            for env in invites:
+                await self._deliver(env, md)
 
     async def open_spec(self, spec: dict, *, labels: Optional[dict] = None) -> SessionMetadata:
         """Open a session from a compiled session spec (docs/compiler.md)."""
@@ -654,8 +669,9 @@ class Hub:
     def record_telemetry(self, session_id: str, agent_id: str, event: Any) -> bool:
         """`emit_telemetry` for synchronous callers (the hub's event-loop thread only)."""
         live = self._live(session_id)
-        ok = (isinstance(event, dict) and event.get("event") in ("env_action", "tool_response", "progress", "error")
-              and set(event) <= {"event", "payload", "reason", "step", "metadata"})
+        ok = (isinstance(event, dict) and event.get("event") in ("env_action", "tool_response", "progress", "error",
+                                                                          "thought", "task")
+              and set(event) <= {"event", "payload", "reason", "step", "timestamp", "metadata"})
         if not ok:
             import warnings
 

@@ -109,7 +109,10 @@ def _percentiles(hist: list[tuple[int, int]]) -> Optional[dict]:
 
 
 def render(s: dict, where: str) -> str:
-    lines = [f"store {where} ({s['engine']}): {s['sessions']} sessions, {s['envelopes']} envelopes"]
+    def n(count: int, word: str) -> str:
+        return f"{count} {word}{'s' if count != 1 else ''}"
+
+    lines = [f"store {where} ({s['engine']}): {n(s['sessions'], 'session')}, {n(s['envelopes'], 'envelope')}"]
     if s["states"]:
         lines.append("state: " + "  ".join(f"{k} {v}" for k, v in s["states"].items()))
     if s["close_reasons"]:

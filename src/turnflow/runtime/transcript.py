@@ -22,8 +22,11 @@ from typing import Any, Callable, Iterator, Optional
 from turnflow.runtime.envelope import Envelope
 
 
-def message(e: Envelope, render: Callable[[Envelope], str], named: bool) -> dict[str, Any]:
+def message(e: Envelope, render: Callable[[Envelope], Optional[str]], named: bool) -> Optional[dict[str, Any]]:
+    """The message a viewer sees for `e`, or None when the adapter's `render_envelope` skips it."""
     text = render(e)
+    if text is None:
+        return None
     return {"sender": e.sender_id, "text": f"[{e.sender_id}] {text}" if named else text}
 
 
@@ -103,7 +106,7 @@ class Transcript:
     def add(self, env: Envelope) -> None:
         self.entries.append(env)
 
-    def log_for(self, viewer: Optional[str], render: Callable[[Envelope], str], named: bool) -> ViewerLog:
+    def log_for(self, viewer: Optional[str], render: Callable[[Envelope], Optional[str]], named: bool) -> ViewerLog:
         flavour = (render, named)
         rendered = self._rendered.get(flavour)
         if rendered is None:
@@ -118,7 +121,7 @@ class Transcript:
         msgs, counts = vl.messages, vl.counts
         for k in range(vl.pos, len(entries)):
             e = entries[k]
-            if viewer is None or e.audience is None or viewer in e.audience:
+            if (viewer is None or e.audience is None or viewer in e.audience) and rendered[k] is not None:
                 msgs.append(rendered[k])
                 counts[e.sender_id] = counts.get(e.sender_id, 0) + 1
         vl.pos = len(entries)

@@ -61,7 +61,7 @@ class ConsultingAdapter(SimpleAdapter):
             return AdapterResult("consulting_complete")
         return NO_CHANGE
 
-    def default_view_policy(self, metadata: SessionMetadata) -> FullTranscript:
+    def default_view_policy(self, metadata: SessionMetadata, participant_id: Optional[str] = None) -> FullTranscript:
         from turnflow.runtime.views import FullTranscript
 
         return FullTranscript()

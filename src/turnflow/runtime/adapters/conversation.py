@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Optional
 
 from turnflow.runtime.adapters.simple import SimpleAdapter
 from turnflow.runtime.session import Expectation, SessionManifest, SessionMetadata
@@ -19,7 +19,7 @@ class ConversationAdapter(SimpleAdapter):
         default_expectations=(Expectation("max_silence", 3600.0, "audit"),))
     knobs: dict[str, Any] = {}
 
-    def default_view_policy(self, metadata: SessionMetadata) -> WindowedSummary:
+    def default_view_policy(self, metadata: SessionMetadata, participant_id: Optional[str] = None) -> WindowedSummary:
         from turnflow.runtime.views import WindowedSummary
 
         return WindowedSummary(10)

@@ -68,7 +68,7 @@ class DiscussionAdapter(SimpleAdapter):
                 return replace(state, hidden=hidden, expected=expected)
         return state
 
-    def default_view_policy(self, metadata: SessionMetadata) -> WindowedSummary:
+    def default_view_policy(self, metadata: SessionMetadata, participant_id: Optional[str] = None) -> WindowedSummary:
         from turnflow.runtime.views import WindowedSummary
 
         return WindowedSummary(max(2 * len(metadata.participants), 4))

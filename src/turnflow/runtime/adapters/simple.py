@@ -113,5 +113,5 @@ class SimpleAdapter:
     def build_round_envelope(self, metadata: SessionMetadata, sender_id: str, rnd: dict[str, Any]) -> Optional[Envelope]:
         return round_to_envelope(metadata, sender_id, rnd)
 
-    def render_envelope(self, envelope: Envelope) -> str:
+    def render_envelope(self, envelope: Envelope) -> Optional[str]:
         return render_substantive(envelope)

@@ -282,7 +282,7 @@ class WorkflowAdapter:
         """`(expected_next(...).agent_id or None, turn_count(state))`, cheaply (called on every fold)."""
         return (state.expected_next_speaker, state.turn_count)
 
-    def default_view_policy(self, metadata: SessionMetadata):
+    def default_view_policy(self, metadata: SessionMetadata, participant_id: Optional[str] = None):
         from turnflow.runtime.views import NamedWindowedSummary
 
         return NamedWindowedSummary(recent_n=max(2 * len(metadata.participants), 4))
@@ -293,6 +293,6 @@ class WorkflowAdapter:
     def build_round_envelope(self, metadata: SessionMetadata, sender_id: str, rnd: dict) -> Optional[Envelope]:
         return round_to_envelope(metadata, sender_id, rnd)
 
-    def render_envelope(self, envelope: Envelope) -> str:
+    def render_envelope(self, envelope: Envelope) -> Optional[str]:
         return render_substantive(envelope) if envelope.event_type in (EV_TEXT, EV_PACKET) else text_of(envelope)
 
