@@ -199,7 +199,7 @@ def test_behavior_override_in_the_agents_file_and_adapter_capabilities_in_inspec
                  "--task", "refund", "--format", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert [(t["speaker"], t["body"]) for t in out["turns"]][:2] == [("triage", ""), ("billing", "Refunded after 1 step")]
-    assert main(["inspect", db]) == 0
+    assert main(["inspect", db, "--events"]) == 0
     assert ('telemetry triage handshake raw={"control_loop": "hub"} effective={"control_loop": "self", '
             '"supports_stepwise": true, "telemetry_stream": false} behavior=self') in capsys.readouterr().out
     assert main(["inspect", db, "--format", "json"]) == 0
