@@ -21,9 +21,9 @@ import turnflow
 from flow_strategies import KEYS, TEXTS, TOOLS, VALUES, workflow_blocks
 from turnflow.dsl import ast
 from turnflow.dsl.printer import print_flow
-from ag2_session import Ag2Session
+from ag2_session import Ag2Session, ag2_missing
 
-ag2 = pytest.importorskip("ag2.network")
+pytestmark = pytest.mark.skipif(ag2_missing(), reason="ag2 is not installed (pip install -e '.[test]')")
 
 
 # --------------------------------------------------------------------------

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from typing import Mapping, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 from turnflow.diagnostics.diagnostic import Diagnostic
 from turnflow.diagnostics.codes import lookup
-from turnflow.diagnostics.registry import all_rules
-from turnflow.source import SourceText
+from turnflow.diagnostics.registry import RuleInfo, all_rules
+from turnflow.source import SourceText, Span
 
 
 def _caret_lines(d: Diagnostic, src: Optional[SourceText]) -> list[str]:
@@ -107,7 +107,7 @@ def render_gitlab(diags: Sequence[Diagnostic], root: Optional[str] = None) -> st
     import os
 
     root = root or os.getcwd()
-    seen: Counter = Counter()
+    seen: Counter[tuple[Any, ...]] = Counter()
     issues = []
     for d in diags:
         path = d.path
@@ -157,7 +157,7 @@ def rule_url(code: str, name: str) -> str:
     return f"{RULES_URL}#{code.lower()}-{name}"
 
 
-def _sarif_rule(r) -> dict:
+def _sarif_rule(r: RuleInfo) -> dict[str, Any]:
     url = rule_url(r.code, r.name)
     return {
         "id": r.code,
@@ -171,7 +171,7 @@ def _sarif_rule(r) -> dict:
     }
 
 
-def _artifact(path: str) -> dict:
+def _artifact(path: str) -> dict[str, Any]:
     """A SARIF artifactLocation: a relative path against %SRCROOT% (the folder turnflow ran in,
     as code-scanning expects), an absolute one as a file: URI; percent-encoded either way."""
     import os
@@ -183,8 +183,8 @@ def _artifact(path: str) -> dict:
     return {"uri": quote(path.replace("\\", "/")), "uriBaseId": "%SRCROOT%"}
 
 
-def _region(span, src: Optional[SourceText]) -> dict:
-    region: dict = {"startLine": span.line, "startColumn": span.column, "endLine": span.end_line,
+def _region(span: Span, src: Optional[SourceText]) -> dict[str, Any]:
+    region: dict[str, Any] = {"startLine": span.line, "startColumn": span.column, "endLine": span.end_line,
                     "endColumn": span.end_column}
     if src is None:
         return region
@@ -194,7 +194,7 @@ def _region(span, src: Optional[SourceText]) -> dict:
     return region
 
 
-def _context_region(span, src: Optional[SourceText]) -> Optional[dict]:
+def _context_region(span: Span, src: Optional[SourceText]) -> Optional[dict[str, Any]]:
     """The whole lines of the region, for viewers that show the code around a result."""
     if src is None or span.line > src.line_count:
         return None
@@ -217,7 +217,7 @@ def render_sarif(diags: Sequence[Diagnostic], version: str, sources: Optional[Ma
     results = []
     for d in diags:
         src = sources.get(d.path)
-        physical: dict = {"artifactLocation": _artifact(d.path), "region": _region(d.span, src)}
+        physical: dict[str, Any] = {"artifactLocation": _artifact(d.path), "region": _region(d.span, src)}
         context = _context_region(d.span, src)
         if context is not None:
             physical["contextRegion"] = context
@@ -268,7 +268,7 @@ def render_github(diags: Sequence[Diagnostic]) -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
-def stats_line(st: dict) -> str:
+def stats_line(st: dict[str, Any]) -> str:
     """One block's statistics as a line of text (docs/analysis.md, "check --stats")."""
     head = (f"{st['path']}:{st['line']}: {st['kind']} {st['block']}: {st['participants']} participants, "
             f"{st['rules']} rules")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Iterable, Optional, Sequence
+from typing import Any, Iterable, Optional, Sequence
 
 from turnflow.diagnostics.codes import BY_CODE, diagnostic
 from turnflow.diagnostics.diagnostic import Diagnostic
@@ -32,7 +32,7 @@ class Suppression:
     span: Span  # the code inside the comment (the whole directive for a bare `ignore`)
 
 
-def parse(comments: Iterable) -> list[Suppression]:
+def parse(comments: Iterable[Any]) -> list[Suppression]:
     """Every suppression in the file's comments, in source order."""
     out: list[Suppression] = []
     for c in comments:
@@ -59,7 +59,7 @@ def _silences(s: Suppression, d: Diagnostic) -> bool:
     return d.span.line == s.line and d.code not in UNSUPPRESSIBLE and s.code in (ALL, d.code)
 
 
-def apply(diags: Sequence[Diagnostic], comments: Iterable, path: str = "<string>",
+def apply(diags: Sequence[Diagnostic], comments: Iterable[Any], path: str = "<string>",
           profile: Optional[str] = None, silence_errors: bool = True) -> list[Diagnostic]:
     """The diagnostics no suppression silences, plus TF901/TF902 about the suppressions
     themselves. `profile` is the compile profile whose checks ran (None: `turnflow check`).

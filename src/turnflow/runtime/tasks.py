@@ -35,7 +35,7 @@ class TaskFileError(Exception):
 class Task:
     id: str
     task: Optional[str] = None
-    context: dict = field(default_factory=dict)
+    context: dict[str, Any] = field(default_factory=dict)
     line: int = 0
 
     def context_text(self) -> str:
@@ -111,7 +111,7 @@ def read_tasks(path: str) -> list[Task]:
     return parse_tasks(text, path)
 
 
-def spec_for(spec: dict, task: Task) -> dict:
+def spec_for(spec: dict[str, Any], task: Task) -> dict[str, Any]:
     """The session spec of one task: its `context` is added to the workflow's `context_vars`."""
     if not task.context:
         return spec
@@ -124,12 +124,12 @@ def spec_for(spec: dict, task: Task) -> dict:
     return {**spec, "knobs": knobs}
 
 
-def spec_hash(spec: dict) -> str:
+def spec_hash(spec: dict[str, Any]) -> str:
     """Identifies the flow a task list was started with (a re-run with another flow is refused)."""
     return hashlib.sha256(json.dumps(spec, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
 
 
-def check_tasks(spec: dict, tasks: list[Task]) -> None:
+def check_tasks(spec: dict[str, Any], tasks: list[Task]) -> None:
     for t in tasks:
         spec_for(spec, t)
 
@@ -140,7 +140,7 @@ class Claim:
 
     id: str
     task: Optional[str]
-    context: dict
+    context: dict[str, Any]
     session_id: Optional[str]
     attempts: int
 
@@ -148,7 +148,7 @@ class Claim:
         return Task(self.id, self.task, self.context)
 
 
-def decode_context(text: Any) -> dict:
+def decode_context(text: Any) -> dict[str, Any]:
     try:
         value = json.loads(text) if isinstance(text, str) else {}
     except ValueError:

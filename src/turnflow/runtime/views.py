@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import Callable, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 from turnflow.runtime.adapters.base import render_substantive
 from turnflow.runtime.envelope import SUBSTANTIVE, Envelope
@@ -25,7 +25,7 @@ SUMMARY_SENDER = "<summary>"
 Render = Callable[[Envelope], Optional[str]]
 
 
-def _visible(envelopes: Iterable[Envelope], viewer: Optional[str], render: Render, named: bool) -> Iterable[tuple]:
+def _visible(envelopes: Iterable[Envelope], viewer: Optional[str], render: Render, named: bool) -> Iterable[tuple[Any, ...]]:
     """(envelope, message) for each substantive envelope `viewer` sees and `render` does not skip."""
     for e in envelopes:
         if e.event_type in SUBSTANTIVE and (viewer is None or e.visible_to(viewer)):
@@ -40,7 +40,7 @@ class FullTranscript:
     name = "full_transcript"
 
     def project(self, envelopes: Iterable[Envelope], viewer: Optional[str] = None,
-                render: Render = render_substantive) -> list[dict]:
+                render: Render = render_substantive) -> list[dict[str, Any]]:
         return [m for _, m in _visible(envelopes, viewer, render, self.named)]
 
     def project_log(self, vl: ViewerLog) -> Messages:
@@ -58,8 +58,8 @@ class WindowedSummary:
             raise ValueError(f"recent_n must be a positive integer, got {self.recent_n!r}")
 
     def project(self, envelopes: Iterable[Envelope], viewer: Optional[str] = None,
-                render: Render = render_substantive) -> list[dict]:
-        window: deque = deque(maxlen=self.recent_n)
+                render: Render = render_substantive) -> list[dict[str, Any]]:
+        window: deque[Any] = deque(maxlen=self.recent_n)
         earlier = 0
         senders: dict[str, int] = {}
         for e, m in _visible(envelopes, viewer, render, self.named):
@@ -77,7 +77,7 @@ class WindowedSummary:
         out.extend(m for _, m in window)
         return out
 
-    def project_log(self, vl: ViewerLog) -> list[dict]:
+    def project_log(self, vl: ViewerLog) -> list[dict[str, Any]]:
         msgs = vl.messages
         window = msgs[-self.recent_n:]
         earlier = len(msgs) - len(window)
