@@ -14,16 +14,9 @@ LIMIT = 20
 # "path relative to src:qualified name" -> the complexity when it was listed (for the reader)
 ALLOWED: dict[str, int] = {
     "turnflow/commands/run.py:check_agents": 23,
-    "turnflow/commands/run_batch.py:_run": 21,
     "turnflow/config.py:from_table": 21,
-    "turnflow/runtime/adapters/workflow.py:WorkflowAdapter.fold": 26,
-    "turnflow/runtime/adapters/workflow.py:WorkflowAdapter.validate_send": 21,
     "turnflow/runtime/agents/anthropic_messages.py:AnthropicMessagesAgent._turn": 21,
     "turnflow/runtime/agents/model_prompt.py:system_prompt": 26,
-    "turnflow/runtime/hub.py:Hub.hydrate": 22,
-    "turnflow/runtime/hub.py:Hub.open_session": 49,
-    "turnflow/runtime/hub.py:Hub.sweep": 23,
-    "turnflow/runtime/store_pg.py:PostgresStore._commit": 24,
 }
 
 

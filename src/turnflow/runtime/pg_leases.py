@@ -67,7 +67,8 @@ class TaskLeases:
                 f"AND t.state = 'running' RETURNING t.id, pg_notify('{NOTIFY_CHANNEL}', ''))"]
 
     # -- the parameters ---------------------------------------------------------------------------
-    def params(self, sessions: list[dict], rows: list[dict], tels: list[dict], fins: list[dict]) -> dict[str, Any]:
+    def params(self, sessions: list[dict[str, Any]], rows: list[dict[str, Any]], tels: list[dict[str, Any]],
+               fins: list[dict[str, Any]]) -> dict[str, Any]:
         """The lease parameters of one statement: this worker and the keys of the task rows it reaches."""
         import json
 

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Iterator, Optional, Union
+from typing import Any, Iterator, Optional, Union
 
 from turnflow.runtime.dialect import Dialect
 from turnflow.runtime.envelope import Envelope
@@ -53,7 +53,7 @@ class SessionScopedStore:
         return self.store.dialect
 
     # -- the narrowed part: what a hydrate streams --------------------------------------------------
-    def sessions(self) -> Iterator[Union[dict, Corrupt]]:
+    def sessions(self) -> Iterator[Union[dict[str, Any], Corrupt]]:
         if self.only is not None:
             rec = self.store.session_record(self.only)
             if rec is not None:
@@ -73,13 +73,13 @@ class SessionScopedStore:
     def commit_group(self, units: CommitUnits) -> "asyncio.Future[Refusals]":
         return self.store.commit_group(units)
 
-    def append_telemetry(self, session_id: str, event: dict) -> None:
+    def append_telemetry(self, session_id: str, event: dict[str, Any]) -> None:
         self.store.append_telemetry(session_id, event)
 
     def last_global_seq(self) -> int:
         return self.store.last_global_seq()
 
-    def session_record(self, session_id: str) -> Optional[Union[dict, Corrupt]]:
+    def session_record(self, session_id: str) -> Optional[Union[dict[str, Any], Corrupt]]:
         return self.store.session_record(session_id)
 
     def read_range(self, session_id: str, start: int = 1,
@@ -92,7 +92,7 @@ class SessionScopedStore:
     def forget(self, session_id: str) -> None:
         self.store.forget(session_id)
 
-    def telemetry(self, session_id: str) -> list[dict]:
+    def telemetry(self, session_id: str) -> list[dict[str, Any]]:
         return self.store.telemetry(session_id)
 
     def session_count(self) -> int:
@@ -101,6 +101,6 @@ class SessionScopedStore:
     def sessions_ever_created(self) -> Optional[int]:
         return self.store.sessions_ever_created()
 
-    def query(self, sql: str, params: object = ()) -> list[tuple]:
+    def query(self, sql: str, params: object = ()) -> list[tuple[Any, ...]]:
         return self.store.query(sql, params)
 
