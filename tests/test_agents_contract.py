@@ -82,7 +82,7 @@ def test_membership_tools_refuse_in_workflow_and_lookup_peers_answers():
     assert "remove_participant('tech') refused" in seen["errors"][1] and "add_participant" in seen["errors"][2]
 
 
-def test_membership_in_a_conversation_is_refused_with_the_hubs_reason():
+def test_membership_in_a_conversation_is_refused_with_the_adapters_reason():
     out = {}
 
     def helper(msg, tools):
@@ -93,8 +93,7 @@ def test_membership_in_a_conversation_is_refused_with_the_hubs_reason():
     res, _, _ = session(CHAT, {"asker": ScriptedAgent("asker", [{"say": "hi"}]),
                                "helper": FunctionAgent(helper, "helper")})
     assert res.close_reason == "answered"
-    assert out["err"] == ("helper: add_participant('third') refused: changing the participants of a running "
-                          "conversation is not supported by the hub yet")
+    assert out["err"] == "helper: add_participant('third') refused: a conversation session has at most 2 participants"
 
 
 def test_execute_tool_call_parses_json_text_and_names_bad_arguments():

@@ -9,6 +9,9 @@ Payload shapes:
 - `EV_SESSION_CLOSED` / `EV_SESSION_EXPIRED`: `{"reason": str}`
 - `EV_EXPECTATION_VIOLATED`: `{"name", "action", "agent_id", "seconds", "key"}`
 - `EV_TELEMETRY`: `{"event", "payload", "reason", "step"}`
+- `EV_PARTICIPANT_ADDED`: `{"agent_id", "role", "description"}`; `EV_PARTICIPANT_REMOVED`: `{"agent_id"}` —
+  a participant changed the roster of a running conversation or discussion (posted like a round,
+  validated and folded by the adapter; hydrate replays it, so the stored session record never changes)
 """
 
 from __future__ import annotations
@@ -27,10 +30,13 @@ EV_SESSION_CLOSED = "session.closed"
 EV_SESSION_EXPIRED = "session.expired"
 EV_EXPECTATION_VIOLATED = "expectation.violated"
 EV_TELEMETRY = "telemetry"
+EV_PARTICIPANT_ADDED = "participant.added"
+EV_PARTICIPANT_REMOVED = "participant.removed"
 
 SUBSTANTIVE = frozenset({EV_TEXT, EV_PACKET})
 LIFECYCLE = frozenset({EV_SESSION_INVITE, EV_SESSION_ACK, EV_SESSION_REJECT, EV_SESSION_OPENED,
                        EV_SESSION_CLOSED, EV_SESSION_EXPIRED})
+MEMBERSHIP = frozenset({EV_PARTICIPANT_ADDED, EV_PARTICIPANT_REMOVED})
 
 
 @dataclass(slots=True)

@@ -20,7 +20,7 @@ from turnflow.runtime import expectations as _exp
 from turnflow.runtime.adapters import builtin_adapters
 from turnflow.runtime.envelope import (EV_EXPECTATION_VIOLATED, EV_SESSION_ACK, EV_SESSION_CLOSED,
                                        EV_SESSION_EXPIRED, EV_SESSION_INVITE, EV_SESSION_OPENED,
-                                       EV_SESSION_REJECT, LIFECYCLE, SUBSTANTIVE, Envelope,
+                                       EV_SESSION_REJECT, LIFECYCLE, MEMBERSHIP, SUBSTANTIVE, Envelope,
                                        envelope_id_for)
 from turnflow.runtime.errors import ProtocolError, RuntimeErrorBase, StoreError
 from turnflow.runtime.live import LiveSession
@@ -556,6 +556,8 @@ class Hub:
             raise ProtocolError(f"{et!r} envelopes are written by the hub, not posted")
         if not isinstance(env.event_data, dict):
             raise ProtocolError("event_data must be an object")
+        if et in MEMBERSHIP and not getattr(live.adapter, "membership", False):
+            raise ProtocolError(f"{et!r} refused: the participants of a {md.kind} session are fixed by its flow")
         if env.audience is not None and not _audience_ok(env.audience, pset):
             raise ProtocolError(f"audience must be null or a list of participants, got {env.audience!r}")
         live.adapter.validate_send(md, env, live.state)

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from turnflow.runtime.envelope import (EV_EXPECTATION_VIOLATED, EV_SESSION_ACK, EV_SESSION_CLOSED,
-                                       EV_SESSION_EXPIRED, EV_SESSION_OPENED, SUBSTANTIVE, Envelope)
+from turnflow.runtime.envelope import (EV_EXPECTATION_VIOLATED, EV_PARTICIPANT_ADDED, EV_SESSION_ACK,
+                                       EV_SESSION_CLOSED, EV_SESSION_EXPIRED, EV_SESSION_OPENED, MEMBERSHIP,
+                                       SUBSTANTIVE, Envelope)
 from turnflow.runtime.session import NO_ACKS, SessionMetadata, SessionState
 from turnflow.runtime.transcript import Transcript
 
@@ -72,6 +73,8 @@ class LiveSession:
             md.closed_at = env.created_at
             self.pending_close = None
             self.transcript = None  # nobody takes a turn any more: a later view reads the log once
+        elif et in MEMBERSHIP:  # the adapter folded the roster change; the metadata follows it
+            md.change_roster(et == EV_PARTICIPANT_ADDED, env.event_data)
         elif et == EV_EXPECTATION_VIOLATED:
             key = env.event_data.get("key")
             if isinstance(key, str):

@@ -243,6 +243,20 @@ class SessionMetadata:
     def is_participant(self, agent_id: str) -> bool:
         return agent_id in self.pset
 
+    def change_roster(self, added: bool, data: dict) -> None:
+        """A `participant.added` / `participant.removed` envelope folded (the adapter validated it):
+        the new participant comes last in order; the creation record is not rewritten (hydrate
+        replays the envelope)."""
+        who = data["agent_id"]
+        if added:
+            after = max((p.order for p in self.participants), default=-1) + 1
+            parts = (*self.participants, shared_participant(Participant(who, data.get("role", "participant"), after,
+                                                                        data.get("description", "") or "")))
+        else:
+            parts = tuple(p for p in self.participants if p.agent_id != who)
+        self.participants = shared_tuple(parts, _PARTICIPANTS)
+        self.pset = shared_pset(frozenset([p.agent_id for p in self.participants]))
+
     def creation_record(self) -> dict:
         """What the store keeps at creation (the lifecycle itself lives in the log)."""
         return {"session_id": self.session_id, "name": self.name, "manifest": self.manifest.to_dict(),

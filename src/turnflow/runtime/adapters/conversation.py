@@ -18,6 +18,7 @@ class ConversationAdapter(SimpleAdapter):
         roles=("initiator", "respondent", "participant"), knobs_schema={}, default_view="windowed_summary:10",
         default_expectations=(Expectation("max_silence", 3600.0, "audit"),))
     knobs: dict[str, Any] = {}
+    membership = True  # participant.added / .removed change the roster (within exactly two: every change is refused)
 
     def default_view_policy(self, metadata: SessionMetadata, participant_id: Optional[str] = None) -> WindowedSummary:
         from turnflow.runtime.views import WindowedSummary

@@ -40,6 +40,7 @@ class DiscussionAdapter(SimpleAdapter):
         default_view="windowed_summary", default_expectations=(Expectation("turn_within", 120.0, "warn"),
                                                                Expectation("turn_within", 600.0, "hide")))
     knobs = {"ordering": _ordering}
+    membership = True  # participant.added / .removed change the roster; the round robin follows it
 
     def first_speaker(self, metadata: SessionMetadata) -> Optional[str]:
         return metadata.creator_id

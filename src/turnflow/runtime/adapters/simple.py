@@ -12,9 +12,9 @@ from typing import Any, ClassVar, Optional
 
 from turnflow.runtime.adapters.base import (NO_CHANGE, AdapterResult, ExpectedTurn, check_knobs,
                                             check_participants, render_substantive, round_to_envelope, text_of)
-from turnflow.runtime.envelope import EV_CONTEXT_SET, EV_PACKET, EV_TEXT, Envelope
+from turnflow.runtime.envelope import EV_CONTEXT_SET, EV_PACKET, EV_PARTICIPANT_ADDED, EV_TEXT, MEMBERSHIP, Envelope
 from turnflow.runtime.errors import ProtocolError, brief
-from turnflow.runtime.session import SessionManifest, SessionMetadata
+from turnflow.runtime.session import SessionManifest, SessionMetadata, check_agent_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,10 +38,15 @@ class TurnState:
 
 
 class SimpleAdapter:
-    """Base for the three plain kinds; subclasses set `manifest` and the turn rule."""
+    """Base for the three plain kinds; subclasses set `manifest` and the turn rule.
+
+    `membership`: the roster (`TurnState.order`) may change while the session runs, through
+    `participant.added` / `participant.removed` envelopes (conversation, discussion); otherwise
+    they are refused (consulting: the flow fixes who takes part)."""
 
     manifest: ClassVar[SessionManifest]
     knobs: dict[str, Any] = {}
+    membership: ClassVar[bool] = False
 
     def validate_create(self, metadata: SessionMetadata) -> None:
         check_participants(metadata, self.manifest)
@@ -58,6 +63,9 @@ class SimpleAdapter:
         if et == EV_CONTEXT_SET:
             raise ProtocolError(f"{kind} session {metadata.session_id!r} has no context variables "
                                 "(context sets belong to workflows)")
+        if et in MEMBERSHIP:
+            self.check_membership(metadata, envelope, state)
+            return
         if et not in (EV_TEXT, EV_PACKET):
             return
         if et == EV_PACKET:
@@ -84,9 +92,53 @@ class SimpleAdapter:
             raise ProtocolError(f"{self.manifest.type} session {metadata.session_id!r} expects "
                                 f"{state.expected!r} to speak, got {envelope.sender_id!r}")
 
+    def check_membership(self, metadata: SessionMetadata, envelope: Envelope, state: TurnState) -> None:
+        """A roster change: refused unless this kind allows it, the id is valid, the role allowed,
+        and the roster stays within the manifest's bounds; the participant whose turn it is and the
+        one who spoke last (whose message the next turn answers) cannot be removed."""
+        kind, added = self.manifest.type, envelope.event_type == EV_PARTICIPANT_ADDED
+        d = envelope.event_data
+        who = d.get("agent_id")
+        what = f"{'add' if added else 'remove'}_participant({who!r}) refused"
+        if not self.membership:
+            raise ProtocolError(f"{what}: the participants of a {kind} session are fixed by its flow")
+        if state.done:
+            raise ProtocolError(f"{what}: the {kind} session {metadata.session_id!r} is complete")
+        try:
+            check_agent_id(who)
+        except ProtocolError as exc:
+            raise ProtocolError(f"{what}: {exc}") from None
+        lo, hi, n = self.manifest.min_participants, self.manifest.max_participants, len(state.order)
+        if added:
+            role = d.get("role", "participant")
+            if role not in self.manifest.roles or role == "initiator":
+                allowed = ", ".join(r for r in self.manifest.roles if r != "initiator")
+                raise ProtocolError(f"{what}: role {role!r} (allowed: {allowed})")
+            if not isinstance(d.get("description", ""), str):
+                raise ProtocolError(f"{what}: description must be text")
+            if who in state.order:
+                raise ProtocolError(f"{what}: {who!r} is already a participant")
+            if hi is not None and n + 1 > hi:
+                raise ProtocolError(f"{what}: a {kind} session has at most {hi} participants")
+            return
+        if who not in state.order:
+            raise ProtocolError(f"{what}: {who!r} is not a participant ({', '.join(state.order)})")
+        if n - 1 < lo:
+            raise ProtocolError(f"{what}: a {kind} session needs at least {lo} participants")
+        if who == state.expected:
+            raise ProtocolError(f"{what}: it is {who!r}'s turn")
+        if who == state.last_speaker_id:
+            raise ProtocolError(f"{what}: {who!r} spoke last (the next turn answers it)")
+
     def fold(self, envelope: Envelope, state: TurnState) -> TurnState:
-        if envelope.event_type in (EV_TEXT, EV_PACKET):
+        et = envelope.event_type
+        if et in (EV_TEXT, EV_PACKET):
             return self.advance(envelope, state)
+        if et in MEMBERSHIP:
+            who = envelope.event_data["agent_id"]
+            if et == EV_PARTICIPANT_ADDED:
+                return replace(state, order=(*state.order, who))
+            return replace(state, order=tuple(p for p in state.order if p != who), hidden=state.hidden - {who})
         return self.fold_other(envelope, state)
 
     def fold_other(self, envelope: Envelope, state: TurnState) -> TurnState:

@@ -19,7 +19,8 @@ import warnings
 from dataclasses import dataclass, field, fields
 from typing import Any, Awaitable, Callable, Optional, Protocol, Union
 
-from turnflow.runtime.errors import AdapterError
+from turnflow.runtime.envelope import EV_PARTICIPANT_ADDED, EV_PARTICIPANT_REMOVED
+from turnflow.runtime.errors import AdapterError, ProtocolError
 
 CONTROL_LOOPS = ("hub", "self", "atlas")  # "atlas": the contract's name for the hub-driven loop (effective "hub")
 BEHAVIORS = ("self", "atlas")  # the agents file's `behavior:` override
@@ -38,7 +39,7 @@ PLATFORM_CALLS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "handoff": (("target",), ("reason",)),
     "finish": ((), ("reason", "summary")),
     "lookup_peers": ((), ()),
-    "add_participant": (("agent_id",), ("role",)),
+    "add_participant": (("agent_id",), ("role", "description")),
     "remove_participant": (("agent_id",), ()),
 }
 
@@ -265,6 +266,8 @@ class SessionTools:
     is_session_bootstrap: bool = False  # this is the session's first delivery to this participant
     participants_msg: Optional[str] = None  # the roster as text, only when it changed since this participant's last turn
     input_source: Optional[Callable[[], Optional[str]]] = None  # set by the hub: reads `turn_input`
+    roster_port: Optional[Callable[[str, dict], None]] = None  # set by the hub: checks and queues a roster change
+    roster_changes: list = field(default_factory=list)  # membership envelopes, posted when the turn is delivered
 
     # -- the round ------------------------------------------------------------------------------
     def send_message(self, content: str, mentions: Optional[Any] = None) -> None:
@@ -354,20 +357,31 @@ class SessionTools:
                                       for p in self.participants)
         return [dict(r) for r in roster if r["agent_id"] != self.agent_id]
 
-    def add_participant(self, agent_id: str, role: str = "participant") -> str:
-        raise ToolError(self._membership("add_participant", agent_id))
+    def add_participant(self, agent_id: str, role: str = "participant", description: str = "") -> str:
+        """Add `agent_id` to a running conversation or discussion (a `participant.added` envelope,
+        posted with this turn's round); `ToolError` with the session's reason when refused."""
+        self._change_roster("add_participant", agent_id,
+                            {"agent_id": agent_id, "role": role, "description": description})
+        return f"added {agent_id} ({role}): it takes part from the next turn"
 
     def remove_participant(self, agent_id: str) -> str:
-        raise ToolError(self._membership("remove_participant", agent_id))
+        """Remove `agent_id` from a running conversation or discussion (`participant.removed`)."""
+        self._change_roster("remove_participant", agent_id, {"agent_id": agent_id})
+        return f"removed {agent_id}: it takes no further turns"
 
-    def _membership(self, what: str, agent_id: Any) -> str:
-        """Why a membership change is refused: a workflow's and a consulting session's roster is
-        fixed by the flow; in a conversation or discussion the hub does not support changing it yet."""
+    def _change_roster(self, what: str, agent_id: Any, data: dict) -> None:
+        """A workflow's and a consulting session's roster is fixed by the flow; otherwise the hub's
+        adapter checks the change against the roster (and the changes made earlier in this turn)."""
         if self.session_kind in FIXED_MEMBERSHIP:
-            return (f"{self.agent_id}: {what}({agent_id!r}) refused: the participants of a {self.session_kind} "
-                    "session are fixed by its flow")
-        return (f"{self.agent_id}: {what}({agent_id!r}) refused: changing the participants of a running "
-                f"{self.session_kind or 'session'} is not supported by the hub yet")
+            raise ToolError(f"{self.agent_id}: {what}({agent_id!r}) refused: the participants of a "
+                            f"{self.session_kind} session are fixed by its flow")
+        if self.roster_port is None:
+            raise ToolError(f"{self.agent_id}: {what}({agent_id!r}) refused: this turn is not part of a "
+                            "running session on a hub")
+        try:
+            self.roster_port(EV_PARTICIPANT_ADDED if what == "add_participant" else EV_PARTICIPANT_REMOVED, data)
+        except ProtocolError as exc:
+            raise ToolError(f"{self.agent_id}: {exc}") from None
 
     def get_tool_schemas(self, fmt: str = "openai") -> list[dict]:
         """The agent's routing tools as model tool definitions (`openai` or `anthropic` format),

@@ -19,7 +19,8 @@ import weakref
 from typing import Any, Awaitable, Callable, Optional
 
 from turnflow.runtime.agents.base import AgentContext, Capabilities, SessionTools, check_telemetry, raw_capabilities
-from turnflow.runtime.errors import AdapterError
+from turnflow.runtime.envelope import Envelope
+from turnflow.runtime.errors import AdapterError, ProtocolError
 
 TURN_ATTEMPTS = 2
 
@@ -211,11 +212,37 @@ def session_facts(hub: Any, session_id: str, tools: SessionTools) -> Any:
     roster = roster_of(md)
     tools.session_kind, tools.roster = md.kind, roster
     tools.input_source = lambda: turn_input(hub, session_id, tools.agent_id)
+    tools.roster_port = roster_port(hub, session_id, tools)
     shown = _SHOWN.setdefault(hub, {}).get(session_id, {})
     tools.is_session_bootstrap = tools.agent_id not in shown
     last = shown.get(tools.agent_id)
     tools.participants_msg = participants_text(roster) if last is not roster and last != roster else None
     return md
+
+
+def roster_port(hub: Any, session_id: str, tools: SessionTools) -> Callable[[str, dict], None]:
+    """`tools.add_participant` / `remove_participant`: the change as a membership envelope, checked
+    at once (the hub's rule, then the adapter's `validate_send` against the roster after this
+    turn's earlier changes; `ProtocolError` refuses it) and queued; `post_roster_changes` posts
+    them when the turn is delivered, before its round."""
+    def change(event_type: str, data: dict) -> None:
+        live: Any = getattr(hub, "sessions", {}).get(session_id)
+        if live is None or not getattr(live.adapter, "membership", False):
+            kind = live.metadata.kind if live is not None else "session"
+            raise ProtocolError(f"{event_type!r} refused: the participants of a {kind} session are fixed by its flow")
+        env = Envelope(session_id, tools.agent_id, None, event_type, data)
+        state = live.state
+        for queued in tools.roster_changes:
+            state = live.adapter.fold(queued, state)
+        live.adapter.validate_send(live.metadata, env, state)
+        tools.roster_changes.append(env)
+    return change
+
+
+async def post_roster_changes(hub: Any, tools: SessionTools) -> None:
+    changes, tools.roster_changes = tools.roster_changes, []
+    for env in changes:
+        await hub.post(env)
 
 
 def turn_input(hub: Any, session_id: str, agent_id: str) -> Optional[str]:
@@ -287,6 +314,7 @@ async def take_turn(hub: Any, session_id: str, agent: Any, msg: Any, make_tools:
             await invoke(agent.on_message(msg, tools) if callable(getattr(agent, "on_message", None))
                          else run_phases(agent, msg, tools))
             await flush(hub, session_id, tools)
+            await post_roster_changes(hub, tools)
             await deliver(tools)
             delivered(hub, session_id, tools, md)
             return
