@@ -109,7 +109,7 @@ def _log(db):
         envs = list(store.read_range(live.session_id))
         assert all(isinstance(e, Envelope) for e in envs)
         recs = [{k: v for k, v in e.to_record().items() if k != "session_id"} for e in envs]
-        return recs, {k: v for k, v in live.info().items() if k != "session_id"}
+        return recs, {k: v for k, v in hub.info(live.session_id).items() if k != "session_id"}
     finally:
         store.close()
 

@@ -232,13 +232,23 @@ def test_get_session_and_default_view_policy_per_participant():
     from turnflow.runtime.views import WindowedSummary
 
     async def go():
-        hub = await new_hub()
+        hub = await new_hub()  # FakeClock: the session is created at epoch 1,000,000 s
         res = await run_session(hub, SPEC, others(), "refund")
-        md = await hub.get_session(res.session_id)
+        rec = await hub.get_session(res.session_id)
         adapter = hub.sessions[res.session_id].adapter
-        return md, adapter.default_view_policy(md, "billing"), hub
-    md, policy, hub = run(go())
-    assert md.state.value == "closed" and md.close_reason == "resolved"
+        return rec, adapter.default_view_policy(hub.metadata(res.session_id), "billing"), hub, res.session_id
+    rec, policy, hub, sid = run(go())
+    assert rec.state.value == "closed" and rec.close_reason == "resolved"
+    assert rec.created_at == "1970-01-12T13:46:40.000Z" and rec.closed_at == "1970-01-12T13:46:40.000Z"
+    assert hub.metadata(sid).created_at == 1_000_000.0  # the hub keeps epoch seconds (TTL, sweep, summaries)
+    assert sorted(rec.adapter_capabilities) == ["billing", "tech", "triage", "user"]
+    assert rec.adapter_capabilities["user"]["effective"]["control_loop"] == "hub"
+    assert rec.participant_ids == ["user", "triage", "billing", "tech"]
+    d = rec.to_dict()
+    assert json.loads(json.dumps(d)) == d and d["created_at"] == rec.created_at and d["state"] == "closed"
+    info = hub.info(sid)
+    assert info["created_at"] == rec.created_at and info["adapter_capabilities"] == rec.adapter_capabilities
+    assert hub.sessions[sid].info()["created_at"] == rec.created_at
     assert isinstance(policy, WindowedSummary)
     from turnflow.runtime.errors import ProtocolError
     with pytest.raises(ProtocolError):

@@ -66,7 +66,7 @@ def test_kill_9_leaves_exactly_a_committed_prefix(tmp_path):
     assert acknowledged <= k <= acknowledged + 1  # loses at most the envelope being written
     posts = k - LIFECYCLE_BEFORE_POSTS
     want_info, want_snapshot = reference_state(posts)
-    want_info["session_id"] = sid
+    want_info["session_id"], want_info["created_at"] = sid, info["created_at"]  # the child ran on the real clock
     for key in ("last_envelope_id",):  # ids are global counters: equal too, since one session per store
         assert snapshot[key] == want_snapshot[key]
     assert (info, snapshot) == (want_info, want_snapshot)
@@ -105,7 +105,7 @@ def test_corrupt_record_is_reported_not_folded(tmp_path):
     assert [(p.session_id, p.seq, p.detail) for p in report.problems] == [(sid, 8, "checksum mismatch")]
     info, snapshot, _ = sessions[sid]
     want_info, want_snapshot = reference_state(8 - 1 - LIFECYCLE_BEFORE_POSTS)  # the prefix before the bad record
-    want_info["session_id"], want_info["envelope_count"] = sid, 7
+    want_info["session_id"], want_info["envelope_count"], want_info["created_at"] = sid, 7, info["created_at"]
     assert (info, snapshot) == (want_info, want_snapshot)
 
     async def refused():

@@ -24,9 +24,9 @@ from turnflow.runtime.envelope import (EV_EXPECTATION_VIOLATED, EV_SESSION_ACK, 
                                        envelope_id_for)
 from turnflow.runtime.errors import ProtocolError, RuntimeErrorBase, StoreError
 from turnflow.runtime.live import LiveSession
-from turnflow.runtime.session import (Expectation, Participant, SessionMetadata, SessionState, check_agent_id,
-                                      check_name, check_session_id, new_session_id, shared_knobs,
-                                      shared_participant)
+from turnflow.runtime.session import (Expectation, Participant, SessionMetadata, SessionRecord, SessionState,
+                                      adapter_capabilities, check_agent_id, check_name, check_session_id,
+                                      new_session_id, shared_knobs, shared_participant)
 from turnflow.runtime.group_commit import GroupCommit
 from turnflow.runtime.store import Corrupt, envelope_row, session_row
 from turnflow.runtime.store_contract import Store
@@ -260,7 +260,10 @@ class Hub:
         return self._live(session_id).state
 
     def info(self, session_id: str) -> dict:
-        return self._live(session_id).info()
+        """`LiveSession.info()` plus `adapter_capabilities`: each agent's handshake (raw, effective,
+        behavior), from the handshake records stored beside the session."""
+        live = self._live(session_id)
+        return {**live.info(), "adapter_capabilities": adapter_capabilities(self.store.telemetry(session_id))}
 
     def expected_next(self, session_id: str) -> Optional[str]:
         live = self._live(session_id)
@@ -270,10 +273,12 @@ class Hub:
         self._live(session_id)
         return self.store.read_range(session_id, start, end)
 
-    async def get_session(self, session_id: str) -> SessionMetadata:
-        """The session's metadata (the contract's name for `metadata`); `ProtocolError` for an
-        unknown id."""
-        return self.metadata(session_id)
+    async def get_session(self, session_id: str) -> SessionRecord:
+        """The session's record (`SessionRecord`: `created_at` as ISO-8601 UTC text ending in `Z`,
+        the roster now, `adapter_capabilities`); `ProtocolError` for an unknown id. The hub's own
+        `metadata(id)` keeps epoch seconds."""
+        live = self._live(session_id)
+        return SessionRecord.of(live.metadata, live.info(), adapter_capabilities(self.store.telemetry(session_id)))
 
     def view(self, session_id: str, agent_id: Optional[str], policy: Any = None) -> Sequence[dict]:
         live = self._live(session_id)

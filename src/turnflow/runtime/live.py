@@ -9,7 +9,7 @@ from typing import Any, Optional
 from turnflow.runtime.envelope import (EV_EXPECTATION_VIOLATED, EV_PARTICIPANT_ADDED, EV_SESSION_ACK,
                                        EV_SESSION_CLOSED, EV_SESSION_EXPIRED, EV_SESSION_OPENED, MEMBERSHIP,
                                        SUBSTANTIVE, Envelope)
-from turnflow.runtime.session import NO_ACKS, SessionMetadata, SessionState
+from turnflow.runtime.session import NO_ACKS, SessionMetadata, SessionState, iso_z
 from turnflow.runtime.transcript import Transcript
 
 _NONE_FIRED: frozenset = frozenset()  # shared until a session's first violation (one object fewer per session)
@@ -90,8 +90,10 @@ class LiveSession:
                 self.turn_started_at = env.created_at
 
     def info(self) -> dict:
+        """The session for users: `created_at` as ISO-8601 UTC text ending in `Z` (the metadata keeps
+        epoch seconds). `Hub.info` adds `adapter_capabilities` (stored beside the session)."""
         md = self.metadata
         return {"session_id": md.session_id, "kind": md.kind, "state": md.state.value,
                 "close_reason": md.close_reason or None, "turn_count": self.turn_count(),
                 "expected_next": self.expected_speaker() if not md.state.terminal else None,
-                "envelope_count": self.envelope_count}
+                "envelope_count": self.envelope_count, "created_at": iso_z(md.created_at)}

@@ -284,3 +284,72 @@ class SessionMetadata:
     def summary(self) -> dict:
         return {"session_id": self.session_id, "kind": self.kind, "name": self.name, "state": self.state.value,
                 "close_reason": self.close_reason}
+
+
+def iso_z(t: Any) -> Any:
+    """Epoch seconds as ISO-8601 UTC text ending in `Z` (milliseconds); None and text as they are."""
+    if isinstance(t, (int, float)) and not isinstance(t, bool):
+        import datetime
+
+        return (datetime.datetime.fromtimestamp(t, datetime.timezone.utc).isoformat(timespec="milliseconds")
+                .replace("+00:00", "Z"))
+    return t
+
+
+def adapter_capabilities(telemetry: Sequence[Any]) -> dict:
+    """Each agent's last handshake as `{agent: {raw, effective, behavior?, error?}}`, from the
+    `handshake` telemetry records stored beside the session."""
+    out: dict = {}
+    for t in telemetry:
+        if isinstance(t, dict) and t.get("event") == "handshake":
+            out[str(t.get("agent_id"))] = {k: t[k] for k in ("raw", "effective", "behavior", "error") if k in t}
+    return out
+
+
+@dataclass(frozen=True)
+class SessionRecord:
+    """What `await hub.get_session(id)` returns: the session as users see it. Times are ISO-8601
+    UTC text ending in `Z` (the hub keeps epoch seconds in `SessionMetadata`, and so do the stores:
+    TTL, the sweeper and the batch summaries compute with them); `participants` is the roster now
+    (after any `participant.added` / `.removed`); `adapter_capabilities` is each agent's handshake.
+    `to_dict()` gives it as JSON values."""
+
+    session_id: str
+    name: str
+    kind: str
+    manifest: SessionManifest
+    creator_id: str
+    participants: tuple
+    knobs: Any
+    labels: dict
+    state: SessionState
+    close_reason: str
+    created_at: str
+    expires_at: Optional[str]
+    closed_at: Optional[str]
+    ttl_seconds: Optional[float]
+    turn_count: int
+    expected_next: Optional[str]
+    adapter_capabilities: dict
+
+    @classmethod
+    def of(cls, md: SessionMetadata, info: dict, capabilities: dict) -> "SessionRecord":
+        return cls(md.session_id, md.name, md.kind, md.manifest, md.creator_id, tuple(md.participants), md.knobs,
+                   dict(md.labels) if isinstance(md.labels, dict) else {}, md.state, md.close_reason,
+                   iso_z(md.created_at), iso_z(md.expires_at), iso_z(md.closed_at), md.ttl_seconds,
+                   info["turn_count"], info["expected_next"], capabilities)
+
+    @property
+    def participant_ids(self) -> list[str]:
+        return [p.agent_id for p in sorted(self.participants, key=lambda p: p.order)]
+
+    def to_dict(self) -> dict:
+        return {"session_id": self.session_id, "name": self.name, "kind": self.kind,
+                "manifest": self.manifest.to_dict(), "creator_id": self.creator_id,
+                "participants": [{"agent_id": p.agent_id, "role": p.role, "order": p.order,
+                                  "description": p.description, "tools": list(p.tools)} for p in self.participants],
+                "knobs": self.knobs, "labels": self.labels, "state": self.state.value,
+                "close_reason": self.close_reason or None, "created_at": self.created_at,
+                "expires_at": self.expires_at, "closed_at": self.closed_at, "ttl_seconds": self.ttl_seconds,
+                "turn_count": self.turn_count, "expected_next": self.expected_next,
+                "adapter_capabilities": self.adapter_capabilities}

@@ -21,6 +21,7 @@ from typing import Any, Awaitable, Callable, Optional
 from turnflow.runtime.agents.base import AgentContext, Capabilities, SessionTools, check_telemetry, raw_capabilities
 from turnflow.runtime.envelope import Envelope
 from turnflow.runtime.errors import AdapterError, ProtocolError
+from turnflow.runtime.session import adapter_capabilities as session_capabilities
 
 TURN_ATTEMPTS = 2
 
@@ -136,12 +137,8 @@ async def handshake(hub: Any, agent: Any, ctx: AgentContext) -> Capabilities:
 
 def adapter_capabilities(telemetry: list) -> dict:
     """Each agent's last handshake as `{agent: {raw, effective, behavior?, error?}}` (what
-    `turnflow inspect --format json` shows as `adapter_capabilities`)."""
-    out: dict = {}
-    for t in telemetry:
-        if isinstance(t, dict) and t.get("event") == "handshake":
-            out[str(t.get("agent_id"))] = {k: t[k] for k in ("raw", "effective", "behavior", "error") if k in t}
-    return out
+    `turnflow inspect --format json`, `Hub.info` and `hub.get_session` show as `adapter_capabilities`)."""
+    return session_capabilities(telemetry)
 
 
 async def flush(hub: Any, session_id: str, tools: SessionTools) -> None:
