@@ -199,3 +199,50 @@ def test_postgres_hydrate_replays_a_roster_change(pg_url):
         return ids, nxt
     ids, nxt = run(go())
     assert ids == ["b", "c", "d"] and nxt == "c"
+
+
+def test_turnflow_run_refuses_to_add_a_participant_it_has_no_agent_for():
+    out: list = []
+
+    def a(msg, tools):
+        with pytest.raises(ToolError) as err:
+            tools.add_participant("d")
+        out.append(str(err.value))
+        return {"say": "fine", "finish": "done"}
+
+    async def go():
+        hub = await new_hub()
+        return await run_session(hub, PANEL, {"a": FunctionAgent(a, "a"), "b": ScriptedAgent("b", [{"say": "x"}]),
+                                              "c": ScriptedAgent("c", [{"say": "y"}])})
+    res = run(go())
+    assert res.close_reason == "done"
+    assert out == ["a: add_participant('d') refused: this run has no agent for 'd' "
+                   "(`turnflow run` drives the participants its agents file names)"]
+
+
+def test_continuing_a_session_someone_joined_without_an_agent_ends_with_a_clear_error():
+    async def go():
+        hub = await new_hub()
+        sid = await _open_panel(hub)
+        await hub.post(Envelope(sid, "a", None, EV_PARTICIPANT_ADDED, {"agent_id": "d"}))
+        agents = {n: ScriptedAgent(n, [{"say": n}] * 3) for n in ("a", "b", "c")}
+        return await run_session(hub, PANEL, agents, session_id=sid)
+    res = run(go())
+    assert (res.state, res.close_reason) == ("closed", "agent_error")
+    assert res.error == "participant 'd' joined the session while it ran and has no agent"
+
+
+def test_a_participant_added_by_someone_else_during_a_run_ends_it_with_a_clear_error():
+    async def go():
+        hub = await new_hub()
+        added: list = []
+
+        async def newcomer(env, md):  # someone outside the run adds "d" once "a" has spoken
+            if env.event_type == "packet" and env.sender_id == "a" and not added:
+                added.append(await hub.post(Envelope(env.session_id, "a", None, EV_PARTICIPANT_ADDED, {"agent_id": "d"})))
+        hub.subscribe(newcomer)
+        agents = {n: ScriptedAgent(n, [{"say": n}] * 3) for n in ("a", "b", "c")}
+        return await run_session(hub, PANEL, agents), added
+    res, added = run(go())
+    assert len(added) == 1 and [t["speaker"] for t in res.turns] == ["a", "b", "c"]
+    assert (res.close_reason, res.error) == ("agent_error", "participant 'd' joined the session while it ran and has no agent")

@@ -279,6 +279,8 @@ class _Run:
     async def start(self) -> None:
         hub, md, sid = self.hub, self.md, self.sid
         for name in md.participant_ids:
+            if name not in self.agents:  # a continued session that someone joined (participant.added)
+                raise AdapterError(f"participant {name!r} joined the session while it ran and has no agent")
             ctx = agent_context(self.spec, sid, name, self.task)
             try:
                 self.caps[name] = await self.ctl.cancellable(handshake(hub, self.agents[name], ctx))
@@ -324,6 +326,8 @@ class _Run:
             if speaker is None:  # any order (conversation): alternate, starting with the opener
                 ids = md.participant_ids
                 speaker = md.creator_id if last is None else ids[(ids.index(last) + 1) % len(ids)]
+            if speaker not in self.agents:  # joined while the session ran (a participant.added posted to the hub)
+                raise AdapterError(f"participant {speaker!r} joined the session while it ran and has no agent")
             caps = self._called(speaker)
             msg = self._message(speaker)
             own = tuple(t for t in self.all_tools if t.get("owner") == speaker)
@@ -354,7 +358,8 @@ class _Run:
             try:
                 await take_turn(hub, sid, self.agents[speaker], msg, make_tools, deliver, step, attempts=attempts,
                                 invoke=ctl.cancellable,
-                                still_wanted=lambda: md.state == SessionState.ACTIVE and ctl.reason is None)
+                                still_wanted=lambda: md.state == SessionState.ACTIVE and ctl.reason is None,
+                                drivable=self.agents)
             except TurnStopped as stop:
                 if stop.why != "turn_moved":
                     return

@@ -16,10 +16,10 @@ import os
 import threading
 import traceback
 import weakref
-from typing import Any, Awaitable, Callable, Optional
+from typing import Any, Awaitable, Callable, Container, Optional
 
 from turnflow.runtime.agents.base import AgentContext, Capabilities, SessionTools, check_telemetry, raw_capabilities
-from turnflow.runtime.envelope import Envelope
+from turnflow.runtime.envelope import EV_PARTICIPANT_ADDED, Envelope
 from turnflow.runtime.errors import AdapterError, ProtocolError
 from turnflow.runtime.session import adapter_capabilities as session_capabilities
 
@@ -196,7 +196,7 @@ def participants_text(roster: tuple) -> str:
                                         + (f": {r['description']}" if r["description"] else "") for r in roster)
 
 
-def session_facts(hub: Any, session_id: str, tools: SessionTools) -> Any:
+def session_facts(hub: Any, session_id: str, tools: SessionTools, drivable: Optional[Container[str]] = None) -> Any:
     """Stamp `tools` with what the session knows about this turn: the session kind, the roster,
     `turn_input` (computed when read, see `turn_input`), `is_session_bootstrap` (no turn of this
     participant was delivered in this hub yet) and `participants_msg` (the roster as text, when it
@@ -209,7 +209,7 @@ def session_facts(hub: Any, session_id: str, tools: SessionTools) -> Any:
     roster = roster_of(md)
     tools.session_kind, tools.roster = md.kind, roster
     tools.input_source = lambda: turn_input(hub, session_id, tools.agent_id)
-    tools.roster_port = roster_port(hub, session_id, tools)
+    tools.roster_port = roster_port(hub, session_id, tools, drivable)
     shown = _SHOWN.setdefault(hub, {}).get(session_id, {})
     tools.is_session_bootstrap = tools.agent_id not in shown
     last = shown.get(tools.agent_id)
@@ -217,11 +217,13 @@ def session_facts(hub: Any, session_id: str, tools: SessionTools) -> Any:
     return md
 
 
-def roster_port(hub: Any, session_id: str, tools: SessionTools) -> Callable[[str, dict], None]:
+def roster_port(hub: Any, session_id: str, tools: SessionTools,
+                drivable: Optional[Container[str]] = None) -> Callable[[str, dict], None]:
     """`tools.add_participant` / `remove_participant`: the change as a membership envelope, checked
     at once (the hub's rule, then the adapter's `validate_send` against the roster after this
     turn's earlier changes; `ProtocolError` refuses it) and queued; `post_roster_changes` posts
-    them when the turn is delivered, before its round."""
+    them when the turn is delivered, before its round. `drivable`: the participants the caller
+    has agents for (`turnflow run`); adding anyone else is refused, since nobody could take its turns."""
     def change(event_type: str, data: dict) -> None:
         live: Any = getattr(hub, "sessions", {}).get(session_id)
         if live is None or not getattr(live.adapter, "membership", False):
@@ -232,6 +234,10 @@ def roster_port(hub: Any, session_id: str, tools: SessionTools) -> Callable[[str
         for queued in tools.roster_changes:
             state = live.adapter.fold(queued, state)
         live.adapter.validate_send(live.metadata, env, state)
+        who = data.get("agent_id")
+        if event_type == EV_PARTICIPANT_ADDED and drivable is not None and who not in drivable:
+            raise ProtocolError(f"add_participant({who!r}) refused: this run has no agent for {who!r} "
+                                "(`turnflow run` drives the participants its agents file names)")
         tools.roster_changes.append(env)
     return change
 
@@ -296,7 +302,8 @@ def _safe(v: Any) -> Any:
 async def take_turn(hub: Any, session_id: str, agent: Any, msg: Any, make_tools: Callable[[], SessionTools],
                     deliver: Callable[[SessionTools], Awaitable[None]], step: int, *, attempts: int = TURN_ATTEMPTS,
                     invoke: Callable[[Awaitable[Any]], Awaitable[Any]] = _plain,
-                    still_wanted: Callable[[], bool] = lambda: True) -> None:
+                    still_wanted: Callable[[], bool] = lambda: True,
+                    drivable: Optional[Container[str]] = None) -> None:
     """Run one turn: `on_message` (through `invoke`, which may cancel it), then `deliver(tools)`
     (builds and posts the round). Any exception in either fails the turn; it is retried until
     `attempts` calls failed, then `TurnFailed` is raised. When `still_wanted()` turns false
@@ -304,7 +311,7 @@ async def take_turn(hub: Any, session_id: str, agent: Any, msg: Any, make_tools:
     for attempt in range(1, attempts + 1):
         tools = make_tools()
         tools.step = step
-        md = session_facts(hub, session_id, tools)
+        md = session_facts(hub, session_id, tools, drivable)
         if tools.sink is None:
             tools.sink = live_sink(hub, session_id, tools.agent_id)
         try:
