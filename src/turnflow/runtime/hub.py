@@ -72,6 +72,15 @@ def _audience_ok(audience: Any, pset: frozenset) -> bool:
     return isinstance(audience, list) and all(type(a) is str and a in pset for a in audience)
 
 
+def _check_posted_type(et: str, live: LiveSession) -> None:
+    """A participant may not post what the hub writes; a roster change only where the adapter
+    allows it (conversation, discussion: `membership`)."""
+    if et in LIFECYCLE or et == EV_EXPECTATION_VIOLATED:
+        raise ProtocolError(f"{et!r} envelopes are written by the hub, not posted")
+    if et in MEMBERSHIP and not getattr(live.adapter, "membership", False):
+        raise ProtocolError(f"{et!r} refused: the participants of a {live.metadata.kind} session are fixed by its flow")
+
+
 @dataclass
 class HydrateReport:
     sessions: int = 0
@@ -557,12 +566,10 @@ class Hub:
         if env.sender_id not in pset:
             raise ProtocolError(f"{env.sender_id!r} is not a participant of session {md.session_id!r}")
         et = env.event_type
-        if et in LIFECYCLE or et == EV_EXPECTATION_VIOLATED:
-            raise ProtocolError(f"{et!r} envelopes are written by the hub, not posted")
+        if et not in SUBSTANTIVE:
+            _check_posted_type(et, live)
         if not isinstance(env.event_data, dict):
             raise ProtocolError("event_data must be an object")
-        if et in MEMBERSHIP and not getattr(live.adapter, "membership", False):
-            raise ProtocolError(f"{et!r} refused: the participants of a {md.kind} session are fixed by its flow")
         if env.audience is not None and not _audience_ok(env.audience, pset):
             raise ProtocolError(f"audience must be null or a list of participants, got {env.audience!r}")
         live.adapter.validate_send(md, env, live.state)
