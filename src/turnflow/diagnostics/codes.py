@@ -78,6 +78,7 @@ CODES: tuple[Code, ...] = (
     Code("TF407", "migrate-parallel-branches", "warning", "migrate", "turnflow.migrate.codes"),
     Code("TF408", "migrate-target-approximated", "warning", "migrate", "turnflow.migrate.codes"),
     Code("TF409", "migrate-ignored-setting", "info", "migrate", "turnflow.migrate.codes"),
+    Code("TF410", "migrate-run-time-choice", "warning", "migrate", "turnflow.migrate.codes"),
     Code("TF901", "unused-suppression", "warning", "suppress", "turnflow.diagnostics.suppress"),
     Code("TF902", "unknown-suppression-code", "warning", "suppress", "turnflow.diagnostics.suppress"),
 )

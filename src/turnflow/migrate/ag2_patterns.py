@@ -19,7 +19,8 @@ from typing import Optional
 from turnflow.migrate.common import MAX_ROUTES, FlowBuilder, Migration, Names, Pos, fail, render, tool_name
 from turnflow.migrate.pyread import (Module, agent_classes, assigned_name, callee, calls, filled_in_loop, function_def,
                                      loop_message,
-                                     is_agent_call, kwarg, parse_module, pos, scopes, termination_test)
+                                     is_agent_call, kwarg, note_choices, parse_module, pos, scopes,
+                                     termination_test)
 from turnflow.source import SourceText
 
 PATTERNS = ("DefaultPattern", "AutoPattern", "RoundRobinPattern", "RandomPattern", "ManualPattern")
@@ -88,7 +89,10 @@ def migrate(text: str, path: str, src: Optional[SourceText] = None) -> Migration
         if id(pcall) in scan.mod.in_loop:
             raise fail("TF401", "the pattern is built in a loop or comprehension the migrator cannot unroll; it "
                        "reads code without running it", pos(pcall), path, src)
-        builders.append(_pattern(scan, pcall, block))
+        scan.mod.take_choices()
+        b = _pattern(scan, pcall, block)
+        note_choices(scan.mod, b)
+        builders.append(b)
     return render(builders, [f"Migrated by `turnflow migrate` from {path} (AG2 group pattern)."],
                   path, src, "ag2-patterns")
 
@@ -253,7 +257,7 @@ def _pattern(scan: Scan, pcall: pyast.Call, block: str) -> FlowBuilder:
     init_node = kwarg(pcall, "initial_agent", 0)
     agents_arg = kwarg(pcall, "agents", 2 if swarm else 1)
     if filled_in_loop(mod, agents_arg):
-        raise fail("TF401", loop_message(agents_arg), pos(agents_arg), path, src)
+        raise fail("TF401", loop_message(agents_arg, mod), pos(agents_arg), path, src)
     elements = mod.elements(agents_arg)
     if elements is None:
         raise fail("TF401", "`agents` must be a list of agents written out in the file"

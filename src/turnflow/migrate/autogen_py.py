@@ -21,7 +21,7 @@ from typing import Any, Optional
 
 from turnflow.migrate.common import Migration, Names, Pos, fail, render
 from turnflow.migrate.pyread import (Module, assigned_name, callee, calls, filled_in_loop, is_literal, kwarg,
-                                     loop_message, parse_module, pos, scopes)
+                                     loop_message, note_choices, parse_module, pos, scopes)
 from turnflow.source import SourceText
 
 TEAMS = ("RoundRobinGroupChat", "SelectorGroupChat", "Swarm", "GraphFlow", "MagenticOneGroupChat")
@@ -258,7 +258,7 @@ class Reader:
         kind = callee(call)
         parts_node = kwarg(call, "participants", 0)
         if parts_node is not None and filled_in_loop(mod, parts_node):
-            raise fail("TF401", loop_message(parts_node), pos(parts_node), mod.path, mod.src)
+            raise fail("TF401", loop_message(parts_node, mod), pos(parts_node), mod.path, mod.src)
         elements = mod.elements(parts_node)
         graph = None
         if elements is None and kind == "GraphFlow":
@@ -393,8 +393,11 @@ def migrate(text: str, path: str, src: Optional[SourceText] = None) -> Migration
         if id(call) in reader.mod.in_loop:
             raise fail("TF401", "the team is built in a loop the migrator cannot unroll; it reads code without "
                        "running it", pos(call), path, src)
+        reader.mod.take_choices()
         comp = reader.team(call, block)
-        builders.append(autogen._team(comp, reader.p, Names(), path, src))  # type: ignore[arg-type]
+        b = autogen._team(comp, reader.p, Names(), path, src)  # type: ignore[arg-type]
+        note_choices(reader.mod, b)
+        builders.append(b)
     return render(builders, [f"Migrated by `turnflow migrate` from {path} (AutoGen team in Python)."],
                   path, src, "autogen")
 

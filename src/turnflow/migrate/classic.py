@@ -22,8 +22,8 @@ from typing import Optional
 
 from turnflow.migrate.common import MAX_ROUTES, FlowBuilder, Migration, Names, Pos, fail, render
 from turnflow.migrate.pyread import (Module, agent_classes, assigned_name, callee, calls, filled_in_loop,
-                                     is_agent_call, is_literal, kwarg, loop_message, parse_module, pos, scopes,
-                                     termination_test)
+                                     is_agent_call, is_literal, kwarg, loop_message, note_choices, parse_module, pos,
+                                     scopes, termination_test)
 from turnflow.source import SourceText
 
 IGNORED = ("func_call_filter", "send_introductions", "select_speaker_message_template",
@@ -109,7 +109,9 @@ def migrate(text: str, path: str, src: Optional[SourceText] = None) -> Migration
         if id(call) in cx.mod.in_loop:
             raise fail("TF401", "`GroupChat(...)` is built in a loop or comprehension; the migrator reads "
                        "code without running it and cannot tell which group chat runs", pos(call), path, src)
+        cx.mod.take_choices()
         b = _group(cx, call, block)
+        note_choices(cx.mod, b)
         if id(renames) not in noted:
             noted.add(id(renames))
             for renamed, message in renames:
@@ -212,7 +214,7 @@ def _group(cx: Classic, call: pyast.Call, block: str) -> FlowBuilder:
     group_var = _bound_var(mod, call)
     agents_node = kwarg(call, "agents", 0)
     if filled_in_loop(mod, agents_node):
-        raise fail("TF401", loop_message(agents_node), pos(agents_node), path, src)
+        raise fail("TF401", loop_message(agents_node, mod), pos(agents_node), path, src)
     agents = _agent_list(cx, agents_node, "`agents`", call)
     if len(agents) < 2:
         raise fail("TF401", "a group chat needs at least two agents (a .flow workflow has two or more "

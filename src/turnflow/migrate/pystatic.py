@@ -307,9 +307,11 @@ class Rewriter:
             return node
 
     # -- blocks ---------------------------------------------------------------------
-    def _block(self, body: list[pyast.stmt], env: dict[str, pyast.AST], top: bool = False) -> list[pyast.stmt]:
+    def _block(self, body: list[pyast.stmt], env: dict[str, pyast.AST], top: bool = False,
+               lists: Optional[dict[str, pyast.AST]] = None) -> list[pyast.stmt]:
         out: list[pyast.stmt] = []
-        lists: dict[str, pyast.AST] = {}  # names bound to literal sequences in this block, flow-sensitive
+        if lists is None:
+            lists = {}  # names bound to literal sequences in this block, flow-sensitive
         for st in body:
             out.extend(self._stmt(st, env, lists))
         return out
@@ -334,12 +336,7 @@ class Rewriter:
             st.body = self._block(st.body, {}) or [pyast.Pass()]
             return [st]
         if isinstance(st, (pyast.If, pyast.With, pyast.AsyncWith, pyast.Try)):
-            for attr in ("body", "orelse", "finalbody"):
-                if hasattr(st, attr) and getattr(st, attr):
-                    setattr(st, attr, self._block(getattr(st, attr), {}) or [pyast.Pass()])
-            if isinstance(st, pyast.Try):
-                for h in st.handlers:
-                    h.body = self._block(h.body, {}) or [pyast.Pass()]
+            self._branches(st, lists)
             return [st]
         if isinstance(st, pyast.While):
             return [st]
@@ -407,6 +404,34 @@ class Rewriter:
         if mutated is not None:
             return [mutated]
         return [st]
+
+    def _branches(self, st: Union[pyast.If, pyast.With, pyast.AsyncWith, pyast.Try],
+                  lists: dict[str, pyast.AST]) -> None:
+        """`with` and a `try` body run unconditionally: list changes in them are followed as in
+        straight-line code. An `if` branch or an `except` handler folds `xs.append(...)` into a
+        binding of its own (`xs = [...]` in the branch: a run-time choice the front ends report);
+        after it, a list a branch changed is no longer known (later appends are not folded)."""
+        if isinstance(st, (pyast.With, pyast.AsyncWith)):
+            st.body = self._block(st.body, {}, lists=lists) or [pyast.Pass()]
+            return
+        branches: list[dict[str, pyast.AST]] = []
+        if isinstance(st, pyast.Try):
+            st.body = self._block(st.body, {}, lists=lists) or [pyast.Pass()]
+            for h in st.handlers:
+                branches.append(dict(lists))
+                h.body = self._block(h.body, {}, lists=branches[-1]) or [pyast.Pass()]
+            if st.orelse:
+                st.orelse = self._block(st.orelse, {}, lists=lists)
+            if st.finalbody:
+                st.finalbody = self._block(st.finalbody, {}, lists=lists)
+        else:
+            branches = [dict(lists), dict(lists)]
+            st.body = self._block(st.body, {}, lists=branches[0]) or [pyast.Pass()]
+            if st.orelse:
+                st.orelse = self._block(st.orelse, {}, lists=branches[1])
+        for name in list(lists):
+            if any(b.get(name) is not lists[name] for b in branches):
+                del lists[name]
 
     def _mutation(self, st: pyast.stmt, lists: dict[str, pyast.AST]) -> Optional[pyast.stmt]:
         name = None
