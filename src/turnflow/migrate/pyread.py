@@ -196,8 +196,19 @@ class Module:
             return pyast.literal_eval(node)
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             pass
-        if isinstance(node, pyast.JoinedStr):
-            return _NOT
+        if isinstance(node, pyast.JoinedStr):  # f"agent_{i}" with `i` known (an unrolled loop)
+            parts = []
+            for v in node.values:
+                if isinstance(v, pyast.Constant) and isinstance(v.value, str):
+                    parts.append(v.value)
+                    continue
+                if not isinstance(v, pyast.FormattedValue) or v.format_spec is not None or v.conversion not in (-1, 115):
+                    return _NOT
+                inner = self.literal(v.value)
+                if not isinstance(inner, (str, int)) or isinstance(inner, bool):
+                    return _NOT
+                parts.append(str(inner))
+            return "".join(parts)
         return _NOT
 
     def string(self, node: Optional[pyast.AST]) -> Optional[str]:

@@ -317,6 +317,9 @@ class Rewriter:
         return out
 
     def _lookup_seq(self, node: pyast.AST, lists: dict[str, pyast.AST]) -> Optional[list[pyast.AST]]:
+        if isinstance(node, pyast.Call) and isinstance(node.func, pyast.Name) and not node.keywords \
+                and node.func.id in ("range", "enumerate") and len(node.args) in (1, 2):
+            return self._counted(node, lists)
         if isinstance(node, pyast.Name):
             if node.id in lists:
                 return self._lookup_seq(lists[node.id], {k: v for k, v in lists.items() if k != node.id})
@@ -324,6 +327,31 @@ class Rewriter:
                 return self._lookup_seq(self.module_lists[node.id], {})
             return None
         return sequence(node, lambda n: self._lookup_seq(n, lists))
+
+    def _counted(self, node: pyast.Call, lists: dict[str, pyast.AST]) -> Optional[list[pyast.AST]]:
+        """`range(n)`, `range(a, b)`, `range(len(xs))` with literal bounds or a known `xs`;
+        `enumerate(xs)` → `(i, x)` pairs."""
+        if node.func.id == "enumerate":  # type: ignore[attr-defined]
+            if len(node.args) != 1:
+                return None
+            elems = self._lookup_seq(node.args[0], lists)
+            if elems is None:
+                return None
+            return [pyast.Tuple(elts=[pyast.Constant(value=i), e], ctx=pyast.Load())  # type: ignore[list-item]
+                    for i, e in enumerate(elems)]
+        bounds = []
+        for a in node.args:
+            if isinstance(a, pyast.Constant) and isinstance(a.value, int) and not isinstance(a.value, bool):
+                bounds.append(a.value)
+            elif isinstance(a, pyast.Call) and isinstance(a.func, pyast.Name) and a.func.id == "len" \
+                    and len(a.args) == 1 and (elems := self._lookup_seq(a.args[0], lists)) is not None:
+                bounds.append(len(elems))
+            else:
+                return None
+        lo, hi = (0, bounds[0]) if len(bounds) == 1 else (bounds[0], bounds[1])
+        if hi - lo > MAX_UNROLL:
+            return None
+        return [pyast.Constant(value=i) for i in range(lo, hi)]
 
     def _stmt(self, st: pyast.stmt, env: dict[str, pyast.AST], lists: dict[str, pyast.AST]) -> list[pyast.stmt]:
         if env:

@@ -90,6 +90,7 @@ class Evaluator:
         self.opening: Optional[str] = None  # who sent the opening message (classic: the initiator)
         self._speaker: Optional[str] = None
         self._steps = 0
+        self.turn: Optional[str] = None  # the opening speaker's "first" turn or a "later" one (see read)
 
     def note(self, code: str, message: str, at: pyast.AST) -> None:
         key = (code, message, getattr(at, "lineno", 0), getattr(at, "col_offset", 0))
@@ -116,6 +117,21 @@ class Evaluator:
             i = self.mod.literal(node.slice)
             return i == -1
         return False
+
+    def _is_before_last_name(self, node: pyast.AST, env: dict) -> bool:
+        """`messages[-2]["name"]` (also `.get("name")`, `.source`): who spoke before the last speaker."""
+        node = self._subst(node, env)
+        msg: Optional[pyast.AST] = None
+        if isinstance(node, pyast.Subscript) and self.mod.literal(node.slice) == "name":
+            msg = node.value
+        elif isinstance(node, pyast.Call) and callee(node) == "get" and isinstance(node.func, pyast.Attribute) \
+                and node.args and self.mod.literal(node.args[0]) == "name":
+            msg = node.func.value
+        elif isinstance(node, pyast.Attribute) and node.attr in ("source", "name"):
+            msg = node.value
+        msg = self._subst(msg, env) if msg is not None else None
+        return isinstance(msg, pyast.Subscript) and self._is_messages(msg.value, env) \
+            and self.mod.literal(msg.slice) == -2
 
     def _is_speaker(self, node: pyast.AST, env: dict) -> bool:
         """The last speaker, as an agent (classic) or its name (selector)."""
@@ -196,6 +212,8 @@ class Evaluator:
             return [[("not", _one_term(inner))]]
         if isinstance(test, pyast.Constant):
             return [[]] if test.value else []
+        if self._is_messages(test, env):
+            return [[]]  # the opening message is always there: the list is never empty
         if isinstance(test, (pyast.List, pyast.Tuple)):
             return [[]] if test.elts else []
         if isinstance(test, pyast.Compare) and len(test.ops) == 1:
@@ -240,14 +258,7 @@ class Evaluator:
                                   f"\"{s}\"`", test)
                         return [[("not", ("text", s)) if neg else ("text", s)]]
             if self._is_len_messages(left, env) or self._is_len_messages(right, env):
-                k = self.mod.literal(right if self._is_len_messages(left, env) else left)
-                opening = isinstance(k, int) and self._is_len_messages(left, env) and (
-                    (isinstance(op, pyast.LtE) and k <= 1) or (isinstance(op, pyast.Lt) and k <= 2)
-                    or (isinstance(op, pyast.Eq) and k <= 1))
-                if opening and self.opening is not None and x != self.opening:
-                    return []  # only the opening message precedes this test: its sender is the initiator
-                raise _Unknown(f"`{pyast.unparse(test)}` (a guard on the number of messages"
-                               + (": the opening turn)" if opening else ")"), test)
+                return self._len_test(test, op, left, right, x, env)
         if isinstance(test, pyast.Call) and callee(test) in ("startswith", "endswith") and test.args \
                 and isinstance(test.func, pyast.Attribute) and self._content(test.func.value, env) is not None:
             s = self.mod.string(test.args[0])
@@ -256,6 +267,36 @@ class Evaluator:
                           f"`text contains \"{s}\"`", test)
                 return [[("text", s)]]
         raise _Unknown(f"`{pyast.unparse(test)[:60]}`", test)
+
+    def _len_test(self, test: pyast.Compare, op: pyast.cmpop, left: pyast.AST, right: pyast.AST, x: str,
+                  env: dict) -> list:
+        """`len(messages) OP k`: decided when it is the same for every length from 1 (the opening
+        message is always there); true only for length 1 (the opening turn): false for every
+        speaker but the opening one, and for that one decided by `self.turn` when `read` can
+        tell its first turn from later ones."""
+        on_left = self._is_len_messages(left, env)
+        k = self.mod.literal(right if on_left else left)
+        if not isinstance(k, int) or isinstance(k, bool) or abs(k) > 10 ** 6:
+            raise _Unknown(f"`{pyast.unparse(test)}` (a guard on the number of messages)", test)
+        fn = {pyast.Eq: lambda a, b: a == b, pyast.NotEq: lambda a, b: a != b, pyast.Lt: lambda a, b: a < b,
+              pyast.LtE: lambda a, b: a <= b, pyast.Gt: lambda a, b: a > b, pyast.GtE: lambda a, b: a >= b}
+        compare = fn.get(type(op))
+        if compare is None:
+            raise _Unknown(f"`{pyast.unparse(test)}` (a guard on the number of messages)", test)
+
+        def holds(n: int) -> bool:
+            return bool(compare(n, k) if on_left else compare(k, n))
+
+        later = {holds(n) for n in range(2, abs(k) + 4)} | {holds(10 ** 7)}
+        if len(later) == 1 and holds(1) in later:
+            return [[]] if holds(1) else []  # the same for every length: decided
+        if len(later) == 1:
+            if x != self.opening and self.opening is not None:
+                return [[]] if later.pop() else []  # only the opening speaker ever sees one message
+            if self.turn is not None:
+                return [[]] if (holds(1) if self.turn == "first" else later.pop()) else []
+            raise _Unknown(f"`{pyast.unparse(test)}` (a guard on the number of messages: the opening turn)", test)
+        raise _Unknown(f"`{pyast.unparse(test)}` (a guard on the number of messages)", test)
 
     def _is_len_messages(self, node: pyast.AST, env: dict) -> bool:
         node = self._subst(node, env)
@@ -280,7 +321,16 @@ class Evaluator:
             if n is not None:
                 return n
             if isinstance(value, pyast.Call) and callee(value) == "agent_by_name" and value.args:
-                raw = self.mod.string(value.args[0])
+                arg = self._subst(value.args[0], env)
+                if self._is_speaker(arg, env) or self._speaker_name_expr(arg, env):
+                    return x
+                if self._is_before_last_name(arg, env):
+                    if x == self.opening:
+                        self.note("TF406", f"`{pyast.unparse(value)}` names the agent that spoke before the last one; "
+                                  "on the opening turn there is none (the source raises IndexError), the flow's "
+                                  "`previous` is then `next`", value)
+                    return ("previous",)
+                raw = self.mod.string(arg)
                 n = self.agent_name(pyast.Constant(value=raw)) if raw is not None else None
                 if n is not None:
                     return n
@@ -342,6 +392,9 @@ class Evaluator:
             if isinstance(st, (pyast.Expr, pyast.Pass, pyast.Import, pyast.ImportFrom, pyast.AnnAssign,
                                pyast.Global, pyast.Nonlocal, pyast.Assert)):
                 continue
+            if self._lookup_loop(st, env):
+                continue
+            self._unknown_bindings(st, env)
             # loops, try, with, ...: what returns inside is kept as routing tools; then go on
             inner = [n for n in pyast.walk(st) if isinstance(n, pyast.Return)]
             if inner:
@@ -352,28 +405,108 @@ class Evaluator:
                     out.append(Outcome(list(terms), self.ret(r.value, x, {}), True, r))
         return False
 
+    def _lookup_loop(self, st: pyast.stmt, env: dict) -> bool:
+        """`for agent in groupchat.agents: if agent.name == "coder": chosen = agent` (a `break`
+        allowed): `chosen` is the agent named "coder" (agent names are unique), else unchanged."""
+        if not isinstance(st, pyast.For) or st.orelse or not isinstance(st.target, pyast.Name) \
+                or not (isinstance(st.iter, pyast.Attribute) and st.iter.attr == "agents"):
+            return False
+        v = st.target.id
+        body = [b for b in st.body if not isinstance(b, pyast.Break)]
+        if len(body) != 1 or not isinstance(body[0], pyast.If) or body[0].orelse:
+            return False
+        test, inner = body[0].test, [b for b in body[0].body if not isinstance(b, pyast.Break)]
+        if not (isinstance(test, pyast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], pyast.Eq)):
+            return False
+        sides = (test.left, test.comparators[0])
+        name = None
+        for a, b in (sides, sides[::-1]):
+            if isinstance(a, pyast.Attribute) and a.attr == "name" and isinstance(a.value, pyast.Name) \
+                    and a.value.id == v:
+                name = self.mod.string(self._subst(b, env))
+        if name is None or not all(isinstance(b, pyast.Assign) and len(b.targets) == 1
+                                   and isinstance(b.targets[0], pyast.Name) and isinstance(b.value, pyast.Name)
+                                   and b.value.id == v for b in inner):
+            return False
+        if self.agent_name(pyast.Constant(value=name)) is None:
+            return True  # no agent has that name: the variables keep their values
+        found = pyast.Call(func=pyast.Attribute(value=st.iter.value, attr="agent_by_name", ctx=pyast.Load()),
+                           args=[pyast.Constant(value=name)], keywords=[])
+        for assign in inner:
+            env[assign.targets[0].id] = found  # type: ignore[attr-defined]
+        return True
+
+    def _unknown_bindings(self, st: pyast.stmt, env: dict) -> None:
+        """Names a loop / try / with binds that cannot be followed: unknown afterwards (TF406)."""
+        bound = sorted({t.id for n in pyast.walk(st) if isinstance(n, (pyast.Assign, pyast.AugAssign, pyast.For))
+                        for t in (n.targets if isinstance(n, pyast.Assign) else [n.target])
+                        if isinstance(t, pyast.Name)})
+        if not bound:
+            return
+        for name in bound:
+            env[name] = pyast.Name(id="<run time>", ctx=pyast.Load())
+        self.note("TF406", f"`{type(st).__name__.lower()}` statement in the selection function sets "
+                  f"{', '.join(f'`{n}`' for n in bound)}, which cannot be followed without running it; "
+                  "what it decides is kept as routing tools", st)
+
     def read(self, speakers: list[str]) -> Reading:
+        """Outcomes per speaker. The opening speaker is read for its first turn (one message so
+        far) and its later ones: when nothing can give it the turn again, or both agree, its first
+        turn decides (a guard like `len(messages) <= 1` picks the first speaker, exactly)."""
         reading = Reading()
         body = [self.fn.body] if isinstance(self.fn, pyast.Lambda) else self.fn.body
         if isinstance(self.fn, pyast.Lambda):
             body = [pyast.Return(value=self.fn.body)]
             pyast.copy_location(body[0], self.fn)
         for x in speakers:
-            self._speaker = x
-            self._steps = 0
-            out: list[Outcome] = []
-            try:
-                done = self.block(body, x, [], False, {}, out)
-            except (_Budget, RecursionError):
-                self.note("TF404", "the selection function has too many paths to follow; for this speaker the "
-                          "choice is left to routing tools among the eligible agents", self.fn)
-                reading.outcomes[x] = [Outcome([], ("unknown",), False, self.fn)]
-                continue
-            if not done:  # falling off the end returns None
-                out.append(Outcome([], self.ret(None, x, {}), False, self.fn))
-            reading.outcomes[x] = out
+            if x != self.opening:
+                reading.outcomes[x] = self._read_one(body, x)
+        if self.opening in speakers:
+            x = self.opening
+            kept = list(self.notes), set(self._noted)
+            self.turn = "first"
+            first = self._read_one(body, x)
+            first_notes = list(self.notes), set(self._noted)
+            self.notes, self._noted = list(kept[0]), set(kept[1])
+            self.turn = "later"
+            later = self._read_one(body, x)
+            self.turn = None
+            others = [o for y, outs in reading.outcomes.items() for o in outs] + later
+            if _same(first, later) or not any(_may_reach(o.target, x) for o in others):
+                reading.outcomes[x] = first
+                self.notes, self._noted = first_notes
+            else:
+                self.notes, self._noted = kept
+                reading.outcomes[x] = self._read_one(body, x)
+            reading.outcomes = {y: reading.outcomes[y] for y in speakers}
         reading.notes = self.notes
         return reading
+
+    def _read_one(self, body: list, x: str) -> list[Outcome]:
+        self._speaker = x
+        self._steps = 0
+        out: list[Outcome] = []
+        try:
+            done = self.block(body, x, [], False, {}, out)
+        except (_Budget, RecursionError):
+            self.note("TF404", "the selection function has too many paths to follow; for this speaker the "
+                      "choice is left to routing tools among the eligible agents", self.fn)
+            return [Outcome([], ("unknown",), False, self.fn)]
+        if not done:  # falling off the end returns None
+            out.append(Outcome([], self.ret(None, x, {}), False, self.fn))
+        return out
+
+
+def _same(a: list[Outcome], b: list[Outcome]) -> bool:
+    return [(o.terms, o.target, o.maybe) for o in a] == [(o.terms, o.target, o.maybe) for o in b]
+
+
+def _may_reach(target: object, x: str) -> bool:
+    """Whether an outcome can give `x` the turn (a choice left to the model, `previous`, ... can)."""
+    if isinstance(target, str):
+        return target == x
+    return isinstance(target, tuple) and target[0] in ("method", "model", "unknown", "candidates", "previous") \
+        and (target[0] != "candidates" or x in target[1])
 
 
 def emit(b, x: str, outcomes: list[Outcome], choices: Callable[[Outcome], list[str]],
@@ -455,6 +588,7 @@ def read_selector(team: dict, order: list[str], names, b) -> Optional[dict]:
                    pos(node))
             continue
         ev = Evaluator(mod, fn, style, agent_name, order)
+        ev.opening = TASK_SOURCE  # the task message: the selector's first call sees only it
         if not ev.messages_param:
             b.note("TF404", f"`{key}` takes no messages argument; the selector model's choice is kept", pos(node))
             continue
