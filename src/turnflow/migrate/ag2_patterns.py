@@ -311,8 +311,15 @@ def _pattern(scan: Scan, pcall: pyast.Call, block: str) -> FlowBuilder:
     run = pcall if swarm else _run_call(mod, pcall)
     max_rounds = _max_rounds(cx, run)
     if max_rounds is None:
-        b.note("TF409", "no `initiate_group_chat(pattern=...)` call runs this pattern in the file; AG2's default "
-               "`max_rounds=20` is assumed", pos(pcall))
+        unknown = _unfollowed_runs(mod)
+        if unknown:
+            b.note("TF405", f"`{callee(unknown[0])}(pattern={pyast.unparse(kwarg(unknown[0], 'pattern', 0) or unknown[0])}"
+                   f", ...)` (line {unknown[0].lineno}) runs a pattern the migrator cannot follow (a parameter, a "
+                   "call's result); if it runs this one, its `max_rounds` applies: AG2's default `max_rounds=20` "
+                   "is assumed", pos(pcall))
+        else:
+            b.note("TF409", "no `initiate_group_chat(pattern=...)` call runs this pattern in the file; AG2's "
+                   "default `max_rounds=20` is assumed", pos(pcall))
         max_rounds = 20
     b.comment(f"max_rounds={max_rounds} counts the opening message: {max(1, max_rounds - 1)} turns after it")
     b.max_turns(max(1, max_rounds - 1))
@@ -395,11 +402,29 @@ def _why_not_list(mod: Module, node: Optional[pyast.AST]) -> str:
 
 
 def _run_call(mod: Module, pcall: pyast.Call) -> Optional[pyast.Call]:
-    for call in calls(mod.tree):
-        if callee(call) in ("initiate_group_chat", "a_initiate_group_chat", "run_group_chat", "a_run_group_chat"):
-            if mod.resolve(kwarg(call, "pattern", 0)) is pcall:
-                return call
+    """The call that runs the pattern built by `pcall`, by data flow: its `pattern=` resolves to
+    `pcall` where the call is (in the scope, else anywhere in the module: `await
+    a_initiate_group_chat(pattern=pattern, ...)` in `async def main()` runs the global `pattern`)."""
+    for where in (mod, mod.parent):
+        if where is None:
+            continue
+        for call in calls(where.tree):
+            if callee(call) in ("initiate_group_chat", "a_initiate_group_chat", "run_group_chat", "a_run_group_chat"):
+                if where.resolve(kwarg(call, "pattern", 0)) is pcall:
+                    return call
     return None
+
+
+def _unfollowed_runs(mod: Module) -> list[pyast.Call]:
+    """Calls running a pattern whose `pattern=` does not resolve to a pattern built in the file."""
+    whole = mod.parent or mod
+    out = []
+    for call in calls(whole.tree):
+        if callee(call) in ("initiate_group_chat", "a_initiate_group_chat", "run_group_chat", "a_run_group_chat"):
+            p = whole.resolve(kwarg(call, "pattern", 0))
+            if not (isinstance(p, pyast.Call) and callee(p) in PATTERNS):
+                out.append(call)
+    return out
 
 
 def _context_init(cx: Ctx, node: Optional[pyast.AST]) -> None:
@@ -501,19 +526,26 @@ def _routing_choice(cx: Ctx, x: str, targets: list[str], at: pyast.AST, note: bo
 
 def _manager_choice(cx: Ctx, speakers: list[str], at: pyast.AST, random: bool = False, manual: bool = False) -> None:
     """GroupManagerTarget as group after-work: every speaker without its own
-    after-work may hand over to any other agent (routing tools) + `next`. ManualPattern's
+    after-work may hand over to any agent, itself included (routing tools) + `next`. ManualPattern's
     AskUserTarget: the user nominates any agent, the speaker itself included, never the user."""
     b = cx.b
     if not random:
         b.note("TF403", "the group manager's LLM picks the next speaker after an agent's work; each agent gets one "
-               "routing tool per other agent, and the next agent when it calls none", pos(at))
+               f"routing tool per agent, {_REPEAT}, and the next agent when it calls none", pos(at))
     for x in speakers:
         a = cx.by_name.get(x)
         if (a is not None and a.after_work is not None) or x == cx.user:
             continue  # the user's replies are handled above
         b.section()
-        targets = [y for y in speakers if y != cx.user] if manual else [y for y in speakers if y != x]
+        targets = [y for y in speakers if y != cx.user] if manual else \
+            [y for y in speakers if y != x] if random else list(speakers)
         _routing_choice(cx, x, targets, at)
+
+
+# AG2's patterns build their GroupChat without `allow_repeat_speaker`; GroupChat turns that None into True
+# when there is no transitions dict (ag2ai/ag2 autogen/agentchat/groupchat.py, __post_init__), so the
+# manager's "auto" selection may pick the agent that just spoke
+_REPEAT = "itself included (the pattern's GroupChat keeps AG2's default `allow_repeat_speaker`, i.e. True)"
 
 
 def _describe(cx: Ctx, name: str) -> str:
@@ -727,8 +759,8 @@ def _agent_rules(cx: Ctx, a: Agent, kind: str) -> None:
         t = _target(cx, a.after_work, a.after_work)
         if t == ("group_manager",):
             b.note("TF403", "GroupManagerTarget as after-work lets the manager's LLM pick; the agent gets one "
-                   "routing tool per other agent, and the next agent when it calls none", pos(a.after_work))
-            _routing_choice(cx, a.name, [n for n in cx.by_name if n != a.name], a.after_work)
+                   f"routing tool per agent, {_REPEAT}, and the next agent when it calls none", pos(a.after_work))
+            _routing_choice(cx, a.name, list(cx.by_name), a.after_work)
         else:
             b.rule(a.name, t)
 

@@ -480,9 +480,9 @@ def _graph_start(cfg, pos, b, names, order, path, src) -> str:
                 parents[e["target"]] += 1
     roots = [names.map.get(n, n) for n in nodes if parents[n] == 0]
     if len(roots) > 1:
-        b.note("TF407", f"the graph starts at several nodes in parallel ({', '.join(roots)}); a flow has one "
-               f"speaker at a time: they run one after another in that order, starting with `{roots[0]}`",
-               pos.of(graph, "nodes"))
+        b.note("TF407", f"the graph starts at several nodes, which AutoGen runs in parallel ({', '.join(roots)}); "
+               "a flow has one speaker at a time, so they no longer run in parallel: they run in the order "
+               f"{' -> '.join(roots)}, starting with `{roots[0]}`", pos.of(graph, "nodes"))
         cfg["_roots"] = roots
     return roots[0] if roots else order[0]
 
@@ -544,8 +544,9 @@ def _graph(cfg, pos, b: FlowBuilder, names: Names, order, path, src, ended=froze
     for x in order:
         unconditional = [t for t, c, _ in edges.get(x, []) if c is None]
         if len(unconditional) > 1:
-            b.note("TF407", f"`{x}` fans out to {', '.join(unconditional)} in parallel; approximated by running "
-                   "them one after another in edge order, the last one continuing to where they lead",
+            b.note("TF407", f"`{x}` fans out to {', '.join(unconditional)}, which AutoGen runs in parallel; the "
+                   "flow runs one speaker at a time, so they no longer run in parallel: they run in the order "
+                   f"{' -> '.join([x] + unconditional)}, the last one continuing to where it leads",
                    pos.of(nodes, next(r for r, n in names.map.items() if n == x)))
             for t1, t2 in zip(unconditional, unconditional[1:]):
                 if t1 not in chain:
@@ -563,9 +564,21 @@ def _graph(cfg, pos, b: FlowBuilder, names: Names, order, path, src, ended=froze
         if x in chain:
             nxt, origin, _ = chain[x]
             dropped = [t for t, _, _ in edges.get(x, [])]
-            b.comment(f"TF407: parallel branch of {origin if origin == 'the start' else f'`{origin}`'}, made sequential"
-                      + (f" (its own edges to {', '.join(dropped)} are taken by the last branch)"
-                         if dropped else ""))
+            where = "the start" if origin == "the start" else f"`{origin}`"
+            last, seen = nxt, {x}
+            while last in chain and last not in seen:  # the branch that continues where they lead
+                seen.add(last)
+                last = chain[last][0]
+            kept = {t for t, _, _ in edges.get(last, [])}
+            lost = [t for t in dropped if t not in kept]
+            if lost:
+                b.note("TF407", f"`{x}` is a parallel branch of {where}, made sequential: it hands over to `{nxt}`, "
+                       f"and its own edges to {', '.join(lost)} are not in the flow (the last branch, `{last}`, "
+                       "does not lead there)", pos.of(nodes, next(r for r, n in names.map.items() if n == x)))
+            else:
+                b.comment(f"TF407: parallel branch of {where}, made sequential"
+                          + (f" (its own edges to {', '.join(dropped)} are taken by the last branch, `{last}`)"
+                             if dropped else ""))
             b.rule(x, nxt)
             continue
         out = edges[x]

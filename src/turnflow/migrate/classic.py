@@ -129,12 +129,18 @@ def _block_names(keys: list[tuple[Optional[str], Optional[str]]], default: str =
     counts: dict[str, int] = {}
     for b in bases:
         counts[b] = counts.get(b, 0) + 1
-    used = Names()
+    used: set[str] = set()
     out = []
     for (scope, _), base in zip(keys, bases):
         if counts[base] > 1 and scope:
             base = f"{base}_{scope}"
-        out.append(used.add(base)[0])
+        base = Names().add(base)[0]  # a valid NAME
+        name, i = base, 2
+        while name in used:  # the same variable twice in one scope: `_2`, `_3`
+            name = f"{base}_{i}"
+            i += 1
+        used.add(name)
+        out.append(name)
     return out
 
 
@@ -193,18 +199,15 @@ def _manager_and_initiator(cx: Classic, group_var: Optional[str], group_call: py
             if mod.resolve(gc) is group_call:
                 var = _bound_var(mod, call)
                 managers.append((var or "", call))
-    initiator = None
-    init_call = None
     for _var, mcall in managers:
-        for call in calls(mod.tree):
-            if callee(call) in ("initiate_chat", "a_initiate_chat") and isinstance(call.func, pyast.Attribute):
-                recipient = kwarg(call, "recipient", 0)
-                if mod.resolve(recipient) is mcall:
-                    initiator = cx.agent_of(call.func.value)
-                    init_call = call
-                    break
-        if init_call is not None:
-            return mcall, initiator, init_call
+        for where in (mod, mod.parent):  # the scope, then the module (`a_initiate_chat` in `async def main()`)
+            if where is None:
+                continue
+            for call in calls(where.tree):
+                if callee(call) in ("initiate_chat", "a_initiate_chat") and isinstance(call.func, pyast.Attribute):
+                    if where.resolve(kwarg(call, "recipient", 0)) is mcall:
+                        agent = where.resolve(call.func.value)
+                        return mcall, cx.agents.get(id(agent)) if isinstance(agent, pyast.Call) else None, call
     return (managers[0][1] if managers else None), None, None
 
 
