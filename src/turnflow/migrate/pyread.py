@@ -635,7 +635,8 @@ def loop_message(node: Optional[pyast.AST], mod: Optional[Module] = None) -> str
 
 
 def _show(node: Optional[pyast.AST], width: int = 70) -> str:
-    if isinstance(node, pyast.Call) and isinstance(kwarg(node, "name", 0), pyast.Constant):
+    if isinstance(node, pyast.Call) and callee(node).endswith("Agent") \
+            and isinstance(kwarg(node, "name", 0), pyast.Constant):
         name = kwarg(node, "name", 0).value  # type: ignore[union-attr]
         if isinstance(name, str):  # an agent: its class and name say which
             return f"{callee(node)}(name={name!r}, ...)"
