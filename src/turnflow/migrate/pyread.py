@@ -122,6 +122,11 @@ class Module:
             before = [s for s in sites if s.order < where.order] or sites
         straight = [s for s in before if not s.loop]
         site = straight[-1] if straight else before[0]
+        if (where is None or where.in_def) and len({id(s.value) for s in straight if not s.chain}) > 1:
+            k = (key, -1)  # a function body sees the binding current when it runs, not known statically
+            if k not in self.choices:
+                self.choices[k] = Choice(key, site.stmt, "rebound", site, [s for s in straight if s is not site],
+                                         True, None)
         self._note_choice(key, site, where, before)
         return site.value
 
@@ -666,6 +671,11 @@ def choice_message(c: Choice) -> str:
                 f"`{_show(e.body, 40)}`, the other branch gives `{_show(e.orelse, 40)}`")  # type: ignore[attr-defined]
     assert c.chosen is not None
     name = c.key.split(".", 1)[1] if c.key.startswith(("self.", "cls.")) else c.key
+    if c.label == "rebound":
+        lines = ", ".join(str(getattr(s.stmt, "lineno", 0)) for s in c.alternatives + [c.chosen])
+        return (f"`{name}` is bound more than once (lines {lines}) and used inside a function, which sees the "
+                "binding current when it runs (decided when the program runs); this flow follows the last one, "
+                f"`{_show(c.chosen.value, 50)}` (line {getattr(c.chosen.stmt, 'lineno', 0)})")
     line = getattr(c.chosen.stmt, "lineno", 0)
     parts = [f"`{name}` is bound in {_branch_words(c.stmt, c.label)} (line {line}), decided when the program "
              f"runs; this flow follows that binding, `{_show(c.chosen.value, 50)}`"]
@@ -683,7 +693,7 @@ def note_choices(mod: Module, b) -> None:
     above the block's first statement."""
     texts = []
     for c in mod.take_choices():
-        at = pos(c.stmt.test if isinstance(c.stmt, (pyast.If, pyast.IfExp)) else c.stmt)
+        at = pos(c.stmt.test if isinstance(c.stmt, (pyast.If, pyast.IfExp)) and c.label != "rebound" else c.stmt)
         message = choice_message(c)
         b.note("TF410", message, at, comment=False)
         texts.append(f"TF410: {message} (input {at.line}:{at.column})")
