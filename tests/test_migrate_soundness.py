@@ -122,3 +122,19 @@ def test_selection_lookups_leave_nothing_to_routing_tools():
     assert not [d for d in result.diagnostics if d.code in ("TF404", "TF406")]
     result, _ = _run("first_turn_guard")
     assert not [d for d in result.diagnostics if d.code in ("TF404", "TF406")]
+
+
+def test_a_transition_set_under_a_condition_is_reported_at_the_branch():
+    text = '''import autogen
+a = autogen.AssistantAgent(name="a")
+b = autogen.AssistantAgent(name="b")
+c = autogen.AssistantAgent(name="c")
+graph = {a: [b]}
+if args.allow_review:
+    graph[b] = [c]
+graph[c] = [a]
+chat = autogen.GroupChat(agents=[a, b, c], messages=[], allowed_or_disallowed_speaker_transitions=graph,
+                         speaker_transitions_type="allowed")
+'''
+    result = migrate(text, "case.py")
+    assert [(d.code, d.span.line) for d in result.diagnostics if d.code == "TF410"] == [("TF410", 6)]

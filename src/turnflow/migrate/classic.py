@@ -285,6 +285,13 @@ def _group(cx: Classic, call: pyast.Call, block: str) -> FlowBuilder:
             if any(id(n) in mod.in_loop for n in (k, v)):
                 raise fail("TF401", "the transitions dict is filled in a loop; the migrator reads code without "
                            "running it: write the dict out", pos(k), path, src)
+            where = mod.uses.get(id(v))
+            if where is not None and where.chain:  # `d[a] = [...]` under an `if`: the flow assumes it runs
+                branch = mod.branches[where.chain[-1][0]]
+                b.note("TF410", f"`{pyast.unparse(k)}`'s transitions are set in a branch (line {getattr(branch, 'lineno', 0)}), "
+                       "decided when the program runs; this flow follows that branch, `"
+                       f"{var}[{pyast.unparse(k)}] = {pyast.unparse(v)[:50]}`",
+                       pos(branch.test if isinstance(branch, pyast.If) else branch))
             pairs.append((k, v))
         for key_node, value_node in pairs:
             key = cx.agent_of(key_node)
