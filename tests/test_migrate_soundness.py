@@ -66,7 +66,7 @@ EXPECTED: dict[str, tuple[dict, list, list]] = {
     "manager_after_work": ({"pattern": {("triage", x) for x in ("triage", "billing", "tech", "user")}
                             | {("billing", "user"), ("tech", "user"), ("user", "triage"), ("user", "billing"),
                                ("user", "tech")}},
-                           [("TF403", 13)], []),
+                           [("TF403", 14)], []),
     # 8. GraphFlow fan-out writer -> {fact_checker, editor}: run one after the other (TF407 states the
     # order and that they no longer run in parallel); fact_checker's edge back to researcher is lost
     # (TF407 says so at fact_checker).

@@ -120,13 +120,17 @@ def _agents(team: dict, pos: Positions, names: Names, b: FlowBuilder, path: str,
             tn = _config(t).get("name") if isinstance(t, dict) else None
             if isinstance(tn, str) and tn:
                 agent.tools.append(tool_name(tn))
+        # AutoGen's Handoff defaults (autogen_agentchat.base.Handoff.set_defaults): description
+        # "Handoff to T.", name "transfer_to_t" (lower-cased)
         for h in _list(pc.get("handoffs")):
             if isinstance(h, str):
-                agent.handoffs.append({"target": h, "description": None, "name": f"transfer_to_{h}",
-                                       "at": pos.of(pc, "handoffs")})
+                agent.handoffs.append({"target": h, "description": f"Handoff to {h}.",
+                                       "name": f"transfer_to_{h}".lower(), "at": pos.of(pc, "handoffs")})
             elif isinstance(h, dict) and isinstance(h.get("target"), str):
-                agent.handoffs.append({"target": h["target"], "description": h.get("description"),
-                                       "name": h.get("name") or f"transfer_to_{h['target']}", "at": pos.of(h)})
+                agent.handoffs.append({"target": h["target"],
+                                       "description": h.get("description") or f"Handoff to {h['target']}.",
+                                       "name": h.get("name") or f"transfer_to_{h['target']}".lower(),
+                                       "at": pos.of(h)})
         agents.append(agent)
     return agents
 

@@ -131,6 +131,8 @@ class Note:
 class FlowBuilder:
     """Collects one block; `notes` become diagnostics and comments."""
 
+    input_positions = True  # comments say where in the input a note is (not for live objects)
+
     def __init__(self, name: str, title: Optional[str] = None):
         self.name = name
         self.title = title
@@ -155,7 +157,7 @@ class FlowBuilder:
             self.notes.append(Note(code, message, p))
         if comment:
             where = ", ".join(f"{p.line}:{p.column}" for p in (pos, *also))
-            self.pending.append(f"{code}: {message} (input {where})")
+            self.pending.append(f"{code}: {message} (input {where})" if self.input_positions else f"{code}: {message}")
 
     def comment(self, text: str) -> None:
         self.pending.append(text)
