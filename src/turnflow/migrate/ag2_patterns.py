@@ -308,19 +308,7 @@ def _pattern(scan: Scan, pcall: pyast.Call, block: str) -> FlowBuilder:
     # -- start, caps, context ------------------------------------------------------------------
     b.section()
     b.start(cx.initial)
-    run = pcall if swarm else _run_call(mod, pcall)
-    max_rounds = _max_rounds(cx, run)
-    if max_rounds is None:
-        unknown = _unfollowed_runs(mod)
-        if unknown:
-            b.note("TF405", f"`{callee(unknown[0])}(pattern={pyast.unparse(kwarg(unknown[0], 'pattern', 0) or unknown[0])}"
-                   f", ...)` (line {unknown[0].lineno}) runs a pattern the migrator cannot follow (a parameter, a "
-                   "call's result); if it runs this one, its `max_rounds` applies: AG2's default `max_rounds=20` "
-                   "is assumed", pos(pcall))
-        else:
-            b.note("TF409", "no `initiate_group_chat(pattern=...)` call runs this pattern in the file; AG2's "
-                   "default `max_rounds=20` is assumed", pos(pcall))
-        max_rounds = 20
+    max_rounds, run = _rounds(cx, pcall, swarm)
     b.comment(f"max_rounds={max_rounds} counts the opening message: {max(1, max_rounds - 1)} turns after it")
     b.max_turns(max(1, max_rounds - 1))
     _context_init(cx, kwarg(pcall, "context_variables"))
@@ -413,6 +401,26 @@ def _run_call(mod: Module, pcall: pyast.Call) -> Optional[pyast.Call]:
                 if where.resolve(kwarg(call, "pattern", 0)) is pcall:
                     return call
     return None
+
+
+def _rounds(cx: "Ctx", pcall: pyast.Call, swarm: bool) -> tuple[int, Optional[pyast.Call]]:
+    """`max_rounds` of the call that runs the pattern (by data flow); AG2's default 20 when no call
+    does (TF409) or when a call runs a pattern the migrator cannot follow (TF405)."""
+    mod, b = cx.mod, cx.b
+    run = pcall if swarm else _run_call(mod, pcall)
+    max_rounds = _max_rounds(cx, run)
+    if max_rounds is not None:
+        return max_rounds, run
+    unknown = _unfollowed_runs(mod)
+    if unknown:
+        shown = pyast.unparse(kwarg(unknown[0], "pattern", 0) or unknown[0])
+        b.note("TF405", f"`{callee(unknown[0])}(pattern={shown}, ...)` (line {unknown[0].lineno}) runs a pattern the "
+               "migrator cannot follow (a parameter, a call's result); if it runs this one, its `max_rounds` "
+               "applies: AG2's default `max_rounds=20` is assumed", pos(pcall))
+    else:
+        b.note("TF409", "no `initiate_group_chat(pattern=...)` call runs this pattern in the file; AG2's "
+               "default `max_rounds=20` is assumed", pos(pcall))
+    return 20, run
 
 
 def _unfollowed_runs(mod: Module) -> list[pyast.Call]:

@@ -491,6 +491,29 @@ def _graph_start(cfg, pos, b, names, order, path, src) -> str:
     return roots[0] if roots else order[0]
 
 
+def _parallel_branch(b: FlowBuilder, x: str, chain: dict, edges: dict, at: Pos) -> None:
+    """`x`, a parallel branch made sequential: it hands over to the next branch; its own edges are
+    taken by the last branch when that one leads there too, else they are lost (TF407 says so)."""
+    nxt, origin, _ = chain[x]
+    dropped = [t for t, _, _ in edges.get(x, [])]
+    where = "the start" if origin == "the start" else f"`{origin}`"
+    last, seen = nxt, {x}
+    while last in chain and last not in seen:  # the branch that continues where they lead
+        seen.add(last)
+        last = chain[last][0]
+    kept = {t for t, _, _ in edges.get(last, [])}
+    lost = [t for t in dropped if t not in kept]
+    if lost:
+        b.note("TF407", f"`{x}` is a parallel branch of {where}, made sequential: it hands over to `{nxt}`, "
+               f"and its own edges to {', '.join(lost)} are not in the flow (the last branch, `{last}`, "
+               "does not lead there)", at)
+    else:
+        b.comment(f"TF407: parallel branch of {where}, made sequential"
+                  + (f" (its own edges to {', '.join(dropped)} are taken by the last branch, `{last}`)"
+                     if dropped else ""))
+    b.rule(x, nxt)
+
+
 def _graph(cfg, pos, b: FlowBuilder, names: Names, order, path, src, ended=frozenset()) -> None:
     nodes = _nodes(cfg, pos, path, src)
     edges: dict[str, list[tuple[str, Any, dict]]] = {}  # condition: None, a text, or an unreadable marker
@@ -566,24 +589,7 @@ def _graph(cfg, pos, b: FlowBuilder, names: Names, order, path, src, ended=froze
         for message, at in joins.get(x, []):
             b.note("TF407", message, at)
         if x in chain:
-            nxt, origin, _ = chain[x]
-            dropped = [t for t, _, _ in edges.get(x, [])]
-            where = "the start" if origin == "the start" else f"`{origin}`"
-            last, seen = nxt, {x}
-            while last in chain and last not in seen:  # the branch that continues where they lead
-                seen.add(last)
-                last = chain[last][0]
-            kept = {t for t, _, _ in edges.get(last, [])}
-            lost = [t for t in dropped if t not in kept]
-            if lost:
-                b.note("TF407", f"`{x}` is a parallel branch of {where}, made sequential: it hands over to `{nxt}`, "
-                       f"and its own edges to {', '.join(lost)} are not in the flow (the last branch, `{last}`, "
-                       "does not lead there)", pos.of(nodes, next(r for r, n in names.map.items() if n == x)))
-            else:
-                b.comment(f"TF407: parallel branch of {where}, made sequential"
-                          + (f" (its own edges to {', '.join(dropped)} are taken by the last branch, `{last}`)"
-                             if dropped else ""))
-            b.rule(x, nxt)
+            _parallel_branch(b, x, chain, edges, pos.of(nodes, next(r for r, n in names.map.items() if n == x)))
             continue
         out = edges[x]
         if not out:

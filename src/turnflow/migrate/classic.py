@@ -169,6 +169,25 @@ def _agent_list(cx: Classic, node: Optional[pyast.AST], what: str, at: pyast.AST
     return out
 
 
+def _transition_items(mod: Module, b: FlowBuilder, var: Optional[str]) -> list[tuple[pyast.AST, pyast.AST]]:
+    """`d[a] = [...]` statements filling the transitions dict `var` (refused in a loop; TF410 at the
+    branch when one runs only under an `if`: the flow assumes it runs)."""
+    out = []
+    for k, v in mod.items.get(var, []) if var else []:
+        if any(id(n) in mod.in_loop for n in (k, v)):
+            raise fail("TF401", "the transitions dict is filled in a loop; the migrator reads code without "
+                       "running it: write the dict out", pos(k), mod.path, mod.src)
+        where = mod.uses.get(id(v))
+        if where is not None and where.chain:
+            branch = mod.branches[where.chain[-1][0]]
+            b.note("TF410", f"`{pyast.unparse(k)}`'s transitions are set in a branch (line "
+                   f"{getattr(branch, 'lineno', 0)}), decided when the program runs; this flow follows that branch, "
+                   f"`{var}[{pyast.unparse(k)}] = {pyast.unparse(v)[:50]}`",
+                   pos(branch.test if isinstance(branch, pyast.If) else branch))
+        out.append((k, v))
+    return out
+
+
 def _why_not_literal(mod: Module, node: Optional[pyast.AST]) -> str:
     """The real reason a list cannot be read, for the message."""
     resolved = mod.resolve(node)
@@ -281,18 +300,7 @@ def _group(cx: Classic, call: pyast.Call, block: str) -> FlowBuilder:
         given: dict[str, list[str]] = {}
         pairs: list[tuple[Optional[pyast.AST], pyast.AST]] = list(zip(resolved.keys, resolved.values))
         var = transitions_node.id if isinstance(transitions_node, pyast.Name) else None
-        for k, v in mod.items.get(var, []) if var else []:
-            if any(id(n) in mod.in_loop for n in (k, v)):
-                raise fail("TF401", "the transitions dict is filled in a loop; the migrator reads code without "
-                           "running it: write the dict out", pos(k), path, src)
-            where = mod.uses.get(id(v))
-            if where is not None and where.chain:  # `d[a] = [...]` under an `if`: the flow assumes it runs
-                branch = mod.branches[where.chain[-1][0]]
-                b.note("TF410", f"`{pyast.unparse(k)}`'s transitions are set in a branch (line {getattr(branch, 'lineno', 0)}), "
-                       "decided when the program runs; this flow follows that branch, `"
-                       f"{var}[{pyast.unparse(k)}] = {pyast.unparse(v)[:50]}`",
-                       pos(branch.test if isinstance(branch, pyast.If) else branch))
-            pairs.append((k, v))
+        pairs += _transition_items(mod, b, var)
         for key_node, value_node in pairs:
             key = cx.agent_of(key_node)
             if key is None:

@@ -421,6 +421,32 @@ def _condition(w: _Writer, c: Any) -> Optional[str]:
     return None
 
 
+def _handoff_lines(w: _Writer, a: Any) -> None:
+    """An agent's context and LLM conditions and after-works, as the calls that set them."""
+    v = w.vars[id(a)]
+    h = getattr(a, "handoffs", None)
+    if h is None:
+        return
+    for cc in getattr(h, "context_conditions", []):
+        cond = _condition(w, cc.condition)
+        if cond is not None:
+            w.lines.append(f"{v}.handoffs.add_context_condition(OnContextCondition(target={_target(w, cc.target)}, "
+                           f"condition={cond}))")
+    for lc in getattr(h, "llm_conditions", []):
+        cond = _condition(w, lc.condition)
+        if cond is not None:
+            w.lines.append(f"{v}.handoffs.add_llm_condition(OnCondition(target={_target(w, lc.target)}, "
+                           f"condition={cond}))")
+    for aw in getattr(h, "after_works", []):
+        if getattr(aw, "condition", None) is None:
+            w.lines.append(f"{v}.handoffs.set_after_work({_target(w, aw.target)})")
+            continue
+        cond = _condition(w, aw.condition)
+        if cond is not None:
+            w.lines.append(f"{v}.handoffs.add_after_work(OnContextCondition(target={_target(w, aw.target)}, "
+                           f"condition={cond}))")
+
+
 def pattern_source(obj: Any, name: str = "pattern", max_rounds: Optional[int] = None) -> str:
     """The canonical Python of a live AG2 group pattern."""
     w = _Writer()
@@ -434,28 +460,7 @@ def pattern_source(obj: Any, name: str = "pattern", max_rounds: Optional[int] = 
     agents = [w.var(a) for a in obj.agents]
     user = w.var(obj.user_agent) if getattr(obj, "user_agent", None) is not None else None
     for a in list(obj.agents):
-        v = w.vars[id(a)]
-        h = getattr(a, "handoffs", None)
-        if h is None:
-            continue
-        for cc in getattr(h, "context_conditions", []):
-            cond = _condition(w, cc.condition)
-            if cond is not None:
-                w.lines.append(f"{v}.handoffs.add_context_condition(OnContextCondition(target={_target(w, cc.target)},"
-                               f" condition={cond}))")
-        for lc in getattr(h, "llm_conditions", []):
-            cond = _condition(w, lc.condition)
-            if cond is not None:
-                w.lines.append(f"{v}.handoffs.add_llm_condition(OnCondition(target={_target(w, lc.target)}, "
-                               f"condition={cond}))")
-        for aw in getattr(h, "after_works", []):
-            if getattr(aw, "condition", None) is None:
-                w.lines.append(f"{v}.handoffs.set_after_work({_target(w, aw.target)})")
-            else:
-                cond = _condition(w, aw.condition)
-                if cond is not None:
-                    w.lines.append(f"{v}.handoffs.add_after_work(OnContextCondition(target="
-                                   f"{_target(w, aw.target)}, condition={cond}))")
+        _handoff_lines(w, a)
     for a in list(obj.agents) + ([obj.user_agent] if user is not None else []):
         tools = []
         for t in getattr(a, "tools", []):  # the agent's tools, from their own source

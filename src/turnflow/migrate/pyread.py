@@ -135,20 +135,24 @@ class Module:
         for i, (branch_id, _label) in enumerate(site.chain):
             if i < len(chain) and chain[i] == site.chain[i]:
                 continue  # the use is in the same branch: the binding is certain there
-            outside = site.chain[:i]
-            inside = [s for s in before if len(s.chain) > i and s.chain[:i] == outside and s.chain[i][0] == branch_id]
-            last: dict[tuple, Site] = {}
-            for s in inside:
-                last[s.chain[i:]] = s
-            alternatives = [s for s in last.values() if s is not site]
-            every = _covered([s.chain[i:] for s in inside if not s.loop], self.branches)
-            prior = [s for s in before if s.order < site.order and not s.loop
-                     and not any(c[0] == branch_id for c in s.chain)]
-            k = (key, branch_id)
-            if k not in self.choices:
-                self.choices[k] = Choice(key, self.branches[branch_id], site.chain[i][1], site, alternatives,
-                                         every, None if every or not prior else prior[-1])
+            if (key, branch_id) not in self.choices:
+                self.choices[(key, branch_id)] = self._choice(key, site, i, before)
             return
+
+    def _choice(self, key: str, site: "Site", i: int, before: list["Site"]) -> "Choice":
+        """`site` binds `key` in a branch of the statement at `site.chain[i]`: the other branches'
+        bindings, whether every path binds, the binding before the statement."""
+        branch_id = site.chain[i][0]
+        outside = site.chain[:i]
+        inside = [s for s in before if len(s.chain) > i and s.chain[:i] == outside and s.chain[i][0] == branch_id]
+        last: dict[tuple, Site] = {}
+        for s in inside:
+            last[s.chain[i:]] = s
+        every = _covered([s.chain[i:] for s in inside if not s.loop], self.branches)
+        prior = [s for s in before if s.order < site.order and not s.loop
+                 and not any(c[0] == branch_id for c in s.chain)]
+        return Choice(key, self.branches[branch_id], site.chain[i][1], site, [s for s in last.values() if s is not site],
+                      every, None if every or not prior else prior[-1])
 
     def _choose_ifexp(self, node: pyast.IfExp) -> None:
         k = (pyast.unparse(node)[:60], id(node))
@@ -468,35 +472,32 @@ def _site(mod: Module, key: str, value: pyast.AST, loop: bool, walk: _Walk, stmt
 def _bind_child(mod: Module, child: pyast.AST, child_loop: bool, walk: _Walk) -> None:
     if isinstance(child, (pyast.FunctionDef, pyast.AsyncFunctionDef)):
         mod.functions.setdefault(child.name, child)  # type: ignore[arg-type]
-    elif isinstance(child, pyast.ClassDef):
+        return
+    if isinstance(child, pyast.ClassDef):
         mod.classes.setdefault(child.name, child)
-    if isinstance(child, pyast.Assign) and len(child.targets) == 1 \
-            and _binding_key(child.targets[0]) is not None:
-        mod.assigned[id(child.value)] = _binding_key(child.targets[0])  # type: ignore[assignment]
-    if isinstance(child, (pyast.FunctionDef, pyast.AsyncFunctionDef)):
-        pass
-    elif isinstance(child, pyast.Assign) and len(child.targets) == 1 and isinstance(child.targets[0], pyast.Name):
-        if not child_loop or child.targets[0].id not in mod.bindings:
-            mod.bindings[child.targets[0].id] = child.value
-        _site(mod, child.targets[0].id, child.value, child_loop, walk, child)
-    elif isinstance(child, pyast.Assign) and len(child.targets) == 1 \
-            and isinstance(child.targets[0], pyast.Subscript) and isinstance(child.targets[0].value, pyast.Name):
-        mod.items.setdefault(child.targets[0].value.id, []).append((child.targets[0].slice, child.value))
-        if child_loop:
-            mod.in_loop.add(id(child.targets[0].value))
-    elif isinstance(child, pyast.Assign) and len(child.targets) == 1 \
-            and _binding_key(child.targets[0]) is not None:  # self.x = ...
-        key = _binding_key(child.targets[0])
-        assert key is not None
-        if not child_loop or key not in mod.bindings:
-            mod.bindings[key] = child.value
-        _site(mod, key, child.value, child_loop, walk, child)
+        return
+    if isinstance(child, pyast.Assign) and len(child.targets) == 1:
+        _bind_assign(mod, child, child.targets[0], child_loop, walk)
     elif isinstance(child, pyast.AnnAssign) and _binding_key(child.target) is not None \
             and child.value is not None:
         key = _binding_key(child.target)
         assert key is not None
         mod.bindings[key] = child.value
         _site(mod, key, child.value, child_loop, walk, child)
+
+
+def _bind_assign(mod: Module, child: pyast.Assign, target: pyast.AST, child_loop: bool, walk: _Walk) -> None:
+    """`x = ...` / `self.x = ...` (a binding: last one wins outside loops, and a site), `d[k] = v` (an item)."""
+    key = _binding_key(target)
+    if key is not None:
+        mod.assigned[id(child.value)] = key
+        if not child_loop or key not in mod.bindings:
+            mod.bindings[key] = child.value
+        _site(mod, key, child.value, child_loop, walk, child)
+    elif isinstance(target, pyast.Subscript) and isinstance(target.value, pyast.Name):
+        mod.items.setdefault(target.value.id, []).append((target.slice, child.value))
+        if child_loop:
+            mod.in_loop.add(id(target.value))
 
 
 def calls(tree: pyast.AST) -> Iterator[pyast.Call]:

@@ -118,6 +118,21 @@ class Evaluator:
             return i == -1
         return False
 
+    def _by_name(self, value: pyast.Call, x: str, env: dict) -> object:
+        """`groupchat.agent_by_name(arg)`: the speaker (its own name), `previous` (the name of the
+        message before the last), an agent named by a string; None otherwise."""
+        arg = self._subst(value.args[0], env)
+        if self._is_speaker(arg, env) or self._speaker_name_expr(arg, env):
+            return x
+        if self._is_before_last_name(arg, env):
+            if x == self.opening:
+                self.note("TF406", f"`{pyast.unparse(value)}` names the agent that spoke before the last one; "
+                          "on the opening turn there is none (the source raises IndexError), the flow's "
+                          "`previous` is then `next`", value)
+            return ("previous",)
+        raw = self.mod.string(arg)
+        return self.agent_name(pyast.Constant(value=raw)) if raw is not None else None
+
     def _is_before_last_name(self, node: pyast.AST, env: dict) -> bool:
         """`messages[-2]["name"]` (also `.get("name")`, `.source`): who spoke before the last speaker."""
         node = self._subst(node, env)
@@ -321,19 +336,9 @@ class Evaluator:
             if n is not None:
                 return n
             if isinstance(value, pyast.Call) and callee(value) == "agent_by_name" and value.args:
-                arg = self._subst(value.args[0], env)
-                if self._is_speaker(arg, env) or self._speaker_name_expr(arg, env):
-                    return x
-                if self._is_before_last_name(arg, env):
-                    if x == self.opening:
-                        self.note("TF406", f"`{pyast.unparse(value)}` names the agent that spoke before the last one; "
-                                  "on the opening turn there is none (the source raises IndexError), the flow's "
-                                  "`previous` is then `next`", value)
-                    return ("previous",)
-                raw = self.mod.string(arg)
-                n = self.agent_name(pyast.Constant(value=raw)) if raw is not None else None
-                if n is not None:
-                    return n
+                found = self._by_name(value, x, env)
+                if found is not None:
+                    return found
             if isinstance(value, pyast.Subscript) and isinstance(value.value, pyast.Attribute) \
                     and value.value.attr == "agents":
                 i = self.mod.literal(value.slice)
@@ -408,32 +413,25 @@ class Evaluator:
     def _lookup_loop(self, st: pyast.stmt, env: dict) -> bool:
         """`for agent in groupchat.agents: if agent.name == "coder": chosen = agent` (a `break`
         allowed): `chosen` is the agent named "coder" (agent names are unique), else unchanged."""
-        if not isinstance(st, pyast.For) or st.orelse or not isinstance(st.target, pyast.Name) \
-                or not (isinstance(st.iter, pyast.Attribute) and st.iter.attr == "agents"):
+        found = _loop_lookup(st)
+        if found is None:
             return False
-        v = st.target.id
-        body = [b for b in st.body if not isinstance(b, pyast.Break)]
-        if len(body) != 1 or not isinstance(body[0], pyast.If) or body[0].orelse:
-            return False
-        test, inner = body[0].test, [b for b in body[0].body if not isinstance(b, pyast.Break)]
-        if not (isinstance(test, pyast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], pyast.Eq)):
-            return False
+        test, inner, v = found
         sides = (test.left, test.comparators[0])
         name = None
         for a, b in (sides, sides[::-1]):
             if isinstance(a, pyast.Attribute) and a.attr == "name" and isinstance(a.value, pyast.Name) \
                     and a.value.id == v:
                 name = self.mod.string(self._subst(b, env))
-        if name is None or not all(isinstance(b, pyast.Assign) and len(b.targets) == 1
-                                   and isinstance(b.targets[0], pyast.Name) and isinstance(b.value, pyast.Name)
-                                   and b.value.id == v for b in inner):
+        if name is None:
             return False
         if self.agent_name(pyast.Constant(value=name)) is None:
             return True  # no agent has that name: the variables keep their values
-        found = pyast.Call(func=pyast.Attribute(value=st.iter.value, attr="agent_by_name", ctx=pyast.Load()),
+        group = st.iter.value  # type: ignore[attr-defined]
+        agent = pyast.Call(func=pyast.Attribute(value=group, attr="agent_by_name", ctx=pyast.Load()),
                            args=[pyast.Constant(value=name)], keywords=[])
         for assign in inner:
-            env[assign.targets[0].id] = found  # type: ignore[attr-defined]
+            env[assign.targets[0].id] = agent
         return True
 
     def _unknown_bindings(self, st: pyast.stmt, env: dict) -> None:
@@ -495,6 +493,29 @@ class Evaluator:
         if not done:  # falling off the end returns None
             out.append(Outcome([], self.ret(None, x, {}), False, self.fn))
         return out
+
+
+def _loop_lookup(st: pyast.stmt):
+    """(the `==` test, the assignments `x = agent`, the loop variable) of `for agent in g.agents:
+    if agent.name == ...: x = agent`, else None."""
+    if not isinstance(st, pyast.For) or st.orelse or not isinstance(st.target, pyast.Name) \
+            or not (isinstance(st.iter, pyast.Attribute) and st.iter.attr == "agents"):
+        return None
+    v = st.target.id
+    body = [b for b in st.body if not isinstance(b, pyast.Break)]
+    if len(body) != 1 or not isinstance(body[0], pyast.If) or body[0].orelse:
+        return None
+    test, inner = body[0].test, [b for b in body[0].body if not isinstance(b, pyast.Break)]
+    if not (isinstance(test, pyast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], pyast.Eq)):
+        return None
+    if not inner or not all(_assigns_loop_variable(b, v) for b in inner):
+        return None
+    return test, inner, v
+
+
+def _assigns_loop_variable(st: pyast.stmt, v: str) -> bool:
+    return isinstance(st, pyast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], pyast.Name) \
+        and isinstance(st.value, pyast.Name) and st.value.id == v
 
 
 def _same(a: list[Outcome], b: list[Outcome]) -> bool:
