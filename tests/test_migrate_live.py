@@ -139,3 +139,27 @@ def test_classic_group_chats_and_patterns_migrate_alike_from_objects():
     assert {r["file"] for r in rows} == {Path(f).name for f in CLASSIC_FIXTURES}
     different = [(r["file"], r["name"]) for r in rows if not r["same"]]
     assert not different, different
+
+
+def test_the_live_path_gives_the_same_typed_model(monkeypatch):
+    """from a live team and from its source: the same `MigratedTeam` statements and targets."""
+    _agentchat()
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    sys.path.insert(0, str(HERE))
+    from dataclasses import fields
+
+    from live_compare import build
+    from turnflow.migrate import migrate
+    from turnflow.migrate.live import migrate_object
+
+    path = ROOT / "autogen" / "swarm_python.py"
+    namespace, _ = build(path)
+    live = migrate_object(namespace["team"], name="team").teams[0]
+    static = migrate(path.read_text(encoding="utf-8"), path.name).teams[0]
+
+    def shape(team):
+        skip = {"comments", "provenance", "group"}
+        return [(type(s).__name__, tuple(getattr(s, f.name) for f in fields(s) if f.name not in skip))
+                for s in team.statements]
+
+    assert shape(live) == shape(static)

@@ -138,3 +138,35 @@ chat = autogen.GroupChat(agents=[a, b, c], messages=[], allowed_or_disallowed_sp
 '''
     result = migrate(text, "case.py")
     assert [(d.code, d.span.line) for d in result.diagnostics if d.code == "TF410"] == [("TF410", 6)]
+
+
+# -- the typed model (issue 23, part 3) ---------------------------------------------------------
+def test_the_typed_model_carries_provenance_and_typed_targets():
+    from turnflow.migrate import model
+
+    result, _ = _run("cli_variants")
+    team = result.teams[0]
+    assert [code for code, _ in team.run_time] == ["TF410", "TF410"]
+    assert [p.name for p in team.participants] == ["Admin", "Coder", "Executor", "Reviewer"]
+    result, _ = _run("selection_lookup")
+    routing = result.teams[0].routing
+    assert all(r.provenance.kind == "read" for r in routing)
+    assert model.Rule in {type(r) for r in routing}
+    assert any(isinstance(r, model.Rule) and r.target == model.Builtin("previous") for r in routing)
+    path = Path(__file__).parent / "fixtures" / "migrate" / "ag2-patterns" / "auto_pattern.py"
+    auto = migrate(path.read_text(encoding="utf-8"), path.name).teams[0]
+    handoffs = [r for r in auto.routing if isinstance(r, model.Handoff)]
+    first = handoffs[0]
+    assert first.provenance.kind == "approximated" and first.provenance.notes[0][0] == "TF403"
+    assert first.target == model.AgentTarget(first.source)  # the speaker itself may be picked again
+
+
+def test_one_lowering_gives_the_printed_flow():
+    from turnflow.dsl.printer import format_flow
+    from turnflow.dsl import ast as flow_ast
+    from turnflow.migrate.model import GENERATED, lower
+
+    result, _ = _run("same_scope_chats")
+    blocks = tuple(lower(t) for t in result.teams)
+    again = format_flow(flow_ast.FlowFile(GENERATED, blocks, ()))
+    assert again.split("workflow", 1)[1] == result.text.split("workflow", 1)[1]

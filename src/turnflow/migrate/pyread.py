@@ -697,6 +697,7 @@ def note_choices(mod: Module, b) -> None:
         at = pos(c.stmt.test if isinstance(c.stmt, (pyast.If, pyast.IfExp)) and c.label != "rebound" else c.stmt)
         message = choice_message(c)
         b.note("TF410", message, at, comment=False)
+        b.run_time.append(("TF410", message))
         texts.append(f"TF410: {message} (input {at.line}:{at.column})" if b.input_positions else f"TF410: {message}")
     if texts and b.lines:
         b.lines[0].comments[:0] = texts
