@@ -64,6 +64,15 @@ def _one_term(alternatives: list):
     return conj[0] if len(conj) == 1 else ("any", conj)
 
 
+def _negate(inner: list) -> list:
+    """`not` of a condition's alternatives."""
+    if inner == [[]]:
+        return []
+    if inner == [] or any(not alt for alt in inner):
+        return [] if inner else [[]]
+    return [[("not", _one_term(inner))]]
+
+
 class _Unknown(Exception):
     def __init__(self, what: str, at: pyast.AST):
         super().__init__(what)
@@ -206,25 +215,9 @@ class Evaluator:
         """→ list of alternatives (each a list of text terms); [] = false, [[]] = true; raises _Unknown."""
         test = self._subst(test, env)
         if isinstance(test, pyast.BoolOp):
-            parts = [self.cond(v, x, env) for v in test.values]
-            if isinstance(test.op, pyast.Or):
-                out: list = []
-                for p in parts:
-                    if p == [[]]:
-                        return [[]]
-                    out += p
-                return out[:MAX_PATHS]
-            acc: list = [[]]
-            for p in parts:
-                acc = [a + b for a in acc for b in p][:MAX_PATHS]
-            return acc
+            return self._bool(test, x, env)
         if isinstance(test, pyast.UnaryOp) and isinstance(test.op, pyast.Not):
-            inner = self.cond(test.operand, x, env)
-            if inner == [[]]:
-                return []
-            if inner == [] or any(not alt for alt in inner):
-                return [] if inner else [[]]
-            return [[("not", _one_term(inner))]]
+            return _negate(self.cond(test.operand, x, env))
         if isinstance(test, pyast.Constant):
             return [[]] if test.value else []
         if self._is_messages(test, env):
@@ -232,48 +225,9 @@ class Evaluator:
         if isinstance(test, (pyast.List, pyast.Tuple)):
             return [[]] if test.elts else []
         if isinstance(test, pyast.Compare) and len(test.ops) == 1:
-            left, op, right = test.left, test.ops[0], test.comparators[0]
-            # the last speaker
-            for a, b in ((left, right), (right, left)):
-                if isinstance(op, (pyast.Is, pyast.Eq, pyast.IsNot, pyast.NotEq)) and \
-                        (self._is_speaker(a, env) or self._speaker_name_expr(a, env)):
-                    n = self._name_of(b, env)
-                    if n is None:
-                        if isinstance(self._subst(b, env), pyast.Constant) and b is not None:
-                            n = "\0"  # a name that is no agent: never equal
-                        else:
-                            raise _Unknown(f"`{pyast.unparse(b)}` is not an agent of the chat", b)
-                    same = n == x
-                    return [[]] if same == isinstance(op, (pyast.Is, pyast.Eq)) else []
-            if isinstance(op, (pyast.In, pyast.NotIn)) and (self._is_speaker(left, env)
-                                                            or self._speaker_name_expr(left, env)):
-                elems = self.mod.elements(self._subst(right, env))
-                if elems is None:
-                    raise _Unknown(f"`{pyast.unparse(right)}` is not a list written out", right)
-                names = [self._name_of(e, env) for e in elems]
-                inside = x in names
-                return [[]] if inside == isinstance(op, pyast.In) else []
-            # the text of the last message
-            if isinstance(op, (pyast.In, pyast.NotIn)):
-                s = self._name_of(left, env)
-                how = self._content(right, env)
-                if s and how is not None:
-                    if how == "lower":
-                        self.note("TF406", f"`{pyast.unparse(test)}` tests case-folded text; approximated by "
-                                  f"`{'not ' if isinstance(op, pyast.NotIn) else ''}text contains \"{s}\"` "
-                                  "(case-sensitive)", test)
-                    return [[("text", s) if isinstance(op, pyast.In) else ("not", ("text", s))]]
-            if isinstance(op, (pyast.Eq, pyast.NotEq)):
-                for a, b in ((left, right), (right, left)):
-                    s = self.mod.string(self._subst(a, env))
-                    if s and self._content(b, env) is not None:
-                        neg = isinstance(op, pyast.NotEq)
-                        self.note("TF406", f"`{pyast.unparse(test)}` tests the whole text with "
-                                  f"`{'!=' if neg else '=='}`; approximated by `{'not ' if neg else ''}text contains "
-                                  f"\"{s}\"`", test)
-                        return [[("not", ("text", s)) if neg else ("text", s)]]
-            if self._is_len_messages(left, env) or self._is_len_messages(right, env):
-                return self._len_test(test, op, left, right, x, env)
+            found = self._compare(test, x, env)
+            if found is not None:
+                return found
         if isinstance(test, pyast.Call) and callee(test) in ("startswith", "endswith") and test.args \
                 and isinstance(test.func, pyast.Attribute) and self._content(test.func.value, env) is not None:
             s = self.mod.string(test.args[0])
@@ -282,6 +236,79 @@ class Evaluator:
                           f"`text contains \"{s}\"`", test)
                 return [[("text", s)]]
         raise _Unknown(f"`{pyast.unparse(test)[:60]}`", test)
+
+    def _bool(self, test: pyast.BoolOp, x: str, env: dict) -> list:
+        parts = [self.cond(v, x, env) for v in test.values]
+        if isinstance(test.op, pyast.Or):
+            out: list = []
+            for p in parts:
+                if p == [[]]:
+                    return [[]]
+                out += p
+            return out[:MAX_PATHS]
+        acc: list = [[]]
+        for p in parts:
+            acc = [a + b for a in acc for b in p][:MAX_PATHS]
+        return acc
+
+    def _compare(self, test: pyast.Compare, x: str, env: dict) -> Optional[list]:
+        """A comparison on the last speaker, the last message's text or the number of messages;
+        None when it is none of those."""
+        left, op, right = test.left, test.ops[0], test.comparators[0]
+        speaker = self._speaker_test(left, op, right, x, env)
+        if speaker is not None:
+            return speaker
+        text = self._text_test(test, left, op, right, env)
+        if text is not None:
+            return text
+        if self._is_len_messages(left, env) or self._is_len_messages(right, env):
+            return self._len_test(test, op, left, right, x, env)
+        return None
+
+    def _speaker_test(self, left: pyast.AST, op: pyast.cmpop, right: pyast.AST, x: str, env: dict) -> Optional[list]:
+        """`last_speaker is A`, `==`, `!=`, `.name == "A"`, `in [A, B]`: decided for speaker `x`."""
+        for a, b in ((left, right), (right, left)):
+            if isinstance(op, (pyast.Is, pyast.Eq, pyast.IsNot, pyast.NotEq)) and \
+                    (self._is_speaker(a, env) or self._speaker_name_expr(a, env)):
+                n = self._name_of(b, env)
+                if n is None:
+                    if isinstance(self._subst(b, env), pyast.Constant) and b is not None:
+                        n = "\0"  # a name that is no agent: never equal
+                    else:
+                        raise _Unknown(f"`{pyast.unparse(b)}` is not an agent of the chat", b)
+                same = n == x
+                return [[]] if same == isinstance(op, (pyast.Is, pyast.Eq)) else []
+        if isinstance(op, (pyast.In, pyast.NotIn)) and (self._is_speaker(left, env)
+                                                        or self._speaker_name_expr(left, env)):
+            elems = self.mod.elements(self._subst(right, env))
+            if elems is None:
+                raise _Unknown(f"`{pyast.unparse(right)}` is not a list written out", right)
+            inside = x in [self._name_of(e, env) for e in elems]
+            return [[]] if inside == isinstance(op, pyast.In) else []
+        return None
+
+    def _text_test(self, test: pyast.Compare, left: pyast.AST, op: pyast.cmpop, right: pyast.AST,
+                   env: dict) -> Optional[list]:
+        """`"S" in content` (exact), `not in`, `content == "S"` / `!=` (approximated by `contains`)."""
+        if isinstance(op, (pyast.In, pyast.NotIn)):
+            s = self._name_of(left, env)
+            how = self._content(right, env)
+            if s and how is not None:
+                if how == "lower":
+                    self.note("TF406", f"`{pyast.unparse(test)}` tests case-folded text; approximated by "
+                              f"`{'not ' if isinstance(op, pyast.NotIn) else ''}text contains \"{s}\"` "
+                              "(case-sensitive)", test)
+                return [[("text", s) if isinstance(op, pyast.In) else ("not", ("text", s))]]
+        if isinstance(op, (pyast.Eq, pyast.NotEq)):
+            for a, b in ((left, right), (right, left)):
+                s = self.mod.string(self._subst(a, env))
+                if s and self._content(b, env) is not None:
+                    neg = isinstance(op, pyast.NotEq)
+                    self.note("TF406", f"`{pyast.unparse(test)}` tests the whole text with "
+                              f"`{'!=' if neg else '=='}`; approximated by `{'not ' if neg else ''}text contains "
+                              f"\"{s}\"`", test)
+                    return [[("not", ("text", s)) if neg else ("text", s)]]
+        return None
 
     def _len_test(self, test: pyast.Compare, op: pyast.cmpop, left: pyast.AST, right: pyast.AST, x: str,
                   env: dict) -> list:
