@@ -282,49 +282,14 @@ def _team(team: dict, pos: Positions, blocks: Names, path: str, src: SourceText)
 
     # -- start and caps -------------------------------------------------------
     b.section()
-    start = order[0]
     selection = None
     if team.get("_python"):  # a team written in Python: its selector_func / candidate_func
-        from turnflow.migrate.selection import TASK_SOURCE, read_selector
+        from turnflow.migrate.selection import read_selector
 
         selection = read_selector(team, order, names, b) if kind == "SelectorGroupChat" else None
-    first = selection.get(TASK_SOURCE) if selection else None
-    if kind == "GraphFlow":
-        start = _graph_start(cfg, pos, b, names, order, path, src)
-    elif first and not first[0].terms and not first[0].maybe and isinstance(first[0].target, str):
-        start = first[0].target  # the selector function picks the first speaker itself
-    elif first and not first[0].terms and not first[0].maybe and first[0].target[0] == "candidates" \
-            and len(first[0].target[1]) == 1:
-        start = first[0].target[1][0]
-    elif kind == "SelectorGroupChat":
-        b.note("TF403", "the selector model also picks the first speaker; the flow starts with the first "
-               "participant", pos.of(team, "provider"))
-    elif kind == "MagenticOneGroupChat":
-        b.note("TF408", "Magentic-One's orchestrator plans, keeps a progress ledger and picks every speaker "
-               "(including the first); approximated by routing tools on each participant and the first "
-               "participant as start", pos.of(team, "provider"))
+    start = _start(team, cfg, kind, selection, b, pos, names, order, path, src)
     b.start(start)
-    caps = []
-    mt = cfg.get("max_turns")
-    if kind == "MagenticOneGroupChat" and mt is None:
-        mt = 20
-    if isinstance(mt, int) and not isinstance(mt, bool) and mt >= 1:
-        caps.append(mt)
-    elif mt is not None:
-        b.note("TF405", f"the team's `max_turns` is {_show_number(mt)}, {_bad_number(mt)}; ignored (the run is "
-               "capped only by its termination condition)", pos.of(cfg, "max_turns"))
-    if term.max_messages is not None:
-        if term.max_messages - 1 < 1:
-            b.note("TF405", f"MaxMessageTermination({term.max_messages}) stops before any agent speaks; "
-                   "approximated by `max_turns 1`", term.max_at or Pos(1, 1))
-        caps.append(max(1, term.max_messages - 1))
-    if term.timeout is not None:
-        b.ttl(term.timeout)
-    if caps:
-        if term.max_messages is not None and min(caps) == max(1, term.max_messages - 1):
-            b.comment(f"MaxMessageTermination({term.max_messages}) counts the task message: "
-                      f"{term.max_messages - 1} agent turns")
-        b.max_turns(min(caps))
+    _caps(cfg, kind, term, b, pos)
     # settings that change behaviour the speaker graph cannot describe (defaults are not reported)
     for key, default in (("emit_team_events", False), ("max_stalls", 3)):
         if key in cfg and cfg[key] is not None and cfg[key] != default:
@@ -362,73 +327,136 @@ def _team(team: dict, pos: Positions, blocks: Names, path: str, src: SourceText)
         else:
             b.rule(None, ("next",))
     elif kind in ("SelectorGroupChat", "MagenticOneGroupChat"):
-        repeat = bool(cfg.get("allow_repeated_speaker", False)) or kind == "MagenticOneGroupChat"
-        if kind == "SelectorGroupChat":
-            b.note("TF403", "the selector model picks the next speaker; each participant gets one routing tool "
-                   "per possible successor, and the next participant when it calls none", pos.of(team, "provider"))
-        _terminating_handoffs(b, agents, term, order)
-        _text_message(b, term, by_name)
-        capped = False
-        for x in order:
-            if x in ended or x in texted:
-                continue
-            b.section()
-            eligible = [y for y in order if repeat or y != x] or [x]
-            if selection is not None:
-                from turnflow.migrate.selection import emit
-
-                def choices(o, eligible=eligible):
-                    if o.target[0] == "candidates":
-                        return [y for y in o.target[1] if y in order] or eligible
-                    return eligible
-
-                def after(opts, x=x):
-                    i = order.index(x)
-                    return next((order[(i + k) % len(order)] for k in range(1, len(order) + 1)
-                                 if order[(i + k) % len(order)] in opts), opts[0])
-
-                for text in selection.get("_comments", {}).get(x, []):
-                    b.comment(text)
-                emit(b, x, selection[x], choices, after, lambda y: _describe(by_name, y))
-                continue
-            if len(eligible) == 1:
-                b.rule(x, eligible[0])
-                continue
-            if len(eligible) > MAX_ROUTES and not capped:
-                capped = True
-                b.note("TF403", f"each participant may hand over to {len(eligible)} others; only the first "
-                       f"{MAX_ROUTES} get a routing tool (the output stays bounded); the others are reached through "
-                       "the fallback rotation", pos.of(team, "provider"))
-            for y in eligible[:MAX_ROUTES]:
-                b.handoff(x, y, f"transfer_to_{y}", _describe(by_name, y))
-            b.rule(x, ("next",) if len(order) > 1 else x)
+        _selector_routing(team, cfg, kind, b, agents, term, order, by_name, ended | texted, selection, pos)
     elif kind == "Swarm":
-        b.note("TF403", "in a Swarm the speaker picks the next one by calling a handoff tool and speaks again "
-               "when it calls none; the flow keeps the handoffs and falls back to `stay`", pos.of(team, "provider"))
-        for a in agents:
-            if not a.handoffs:
-                continue
-            b.section()
-            for h in a.handoffs:
-                target = h["target"]
-                tool = _tool(b, h)
-                desc = h["description"] or None
-                if target in names.map and names.map[target] in by_name and target not in term.handoff_targets:
-                    b.handoff(a.name, names.map[target], tool, desc or _describe(by_name, names.map[target]))
-                else:
-                    if target not in term.handoff_targets:
-                        b.note("TF408", f"`{a.raw}` hands off to `{target}`, which is not in the team and has no "
-                               "HandoffTermination; AutoGen ends the run there, so does the flow", h["at"])
-                    b.handoff(a.name, ("terminate", f"handoff_to_{target}"), tool, desc)
-        _text_message(b, term, by_name)
-        if not texted >= set(order) - ended:
-            b.section()
-            b.otherwise(("stay",))
+        _swarm_routing(team, b, agents, term, order, by_name, names, ended, texted, pos)
     elif kind == "GraphFlow":
         _terminating_handoffs(b, agents, term, order)
         _text_message(b, term, by_name)
         _graph(cfg, pos, b, names, order, path, src, ended | texted)
     return b
+
+
+def _start(team: dict, cfg: dict, kind: str, selection, b: FlowBuilder, pos, names: Names, order: list[str],
+           path: str, src) -> str:
+    """The flow's `start`: GraphFlow's entry, the first speaker a selector function picks, else the first
+    participant (with the note saying why)."""
+    from turnflow.migrate.selection import TASK_SOURCE
+
+    start = order[0]
+    first = selection.get(TASK_SOURCE) if selection else None
+    if kind == "GraphFlow":
+        start = _graph_start(cfg, pos, b, names, order, path, src)
+    elif first and not first[0].terms and not first[0].maybe and isinstance(first[0].target, str):
+        start = first[0].target  # the selector function picks the first speaker itself
+    elif first and not first[0].terms and not first[0].maybe and first[0].target[0] == "candidates" \
+            and len(first[0].target[1]) == 1:
+        start = first[0].target[1][0]
+    elif kind == "SelectorGroupChat":
+        b.note("TF403", "the selector model also picks the first speaker; the flow starts with the first "
+               "participant", pos.of(team, "provider"))
+    elif kind == "MagenticOneGroupChat":
+        b.note("TF408", "Magentic-One's orchestrator plans, keeps a progress ledger and picks every speaker "
+               "(including the first); approximated by routing tools on each participant and the first "
+               "participant as start", pos.of(team, "provider"))
+    return start
+
+
+def _caps(cfg: dict, kind: str, term, b: FlowBuilder, pos) -> None:
+    """`max_turns` (the team's, MaxMessageTermination's minus the task message: the smaller) and `ttl`."""
+    caps = []
+    mt = cfg.get("max_turns")
+    if kind == "MagenticOneGroupChat" and mt is None:
+        mt = 20
+    if isinstance(mt, int) and not isinstance(mt, bool) and mt >= 1:
+        caps.append(mt)
+    elif mt is not None:
+        b.note("TF405", f"the team's `max_turns` is {_show_number(mt)}, {_bad_number(mt)}; ignored (the run is "
+               "capped only by its termination condition)", pos.of(cfg, "max_turns"))
+    if term.max_messages is not None:
+        if term.max_messages - 1 < 1:
+            b.note("TF405", f"MaxMessageTermination({term.max_messages}) stops before any agent speaks; "
+                   "approximated by `max_turns 1`", term.max_at or Pos(1, 1))
+        caps.append(max(1, term.max_messages - 1))
+    if term.timeout is not None:
+        b.ttl(term.timeout)
+    if caps:
+        if term.max_messages is not None and min(caps) == max(1, term.max_messages - 1):
+            b.comment(f"MaxMessageTermination({term.max_messages}) counts the task message: "
+                      f"{term.max_messages - 1} agent turns")
+        b.max_turns(min(caps))
+
+
+def _selector_routing(team: dict, cfg: dict, kind: str, b: FlowBuilder, agents, term, order: list[str],
+                      by_name: dict, done: set, selection, pos) -> None:
+    """SelectorGroupChat / Magentic-One: each speaker's selector outcomes, or routing tools to every
+    eligible participant + `next`; `done`: speakers whose round always ends the run."""
+    repeat = bool(cfg.get("allow_repeated_speaker", False)) or kind == "MagenticOneGroupChat"
+    if kind == "SelectorGroupChat":
+        b.note("TF403", "the selector model picks the next speaker; each participant gets one routing tool "
+               "per possible successor, and the next participant when it calls none", pos.of(team, "provider"))
+    _terminating_handoffs(b, agents, term, order)
+    _text_message(b, term, by_name)
+    capped = False
+    for x in order:
+        if x in done:
+            continue
+        b.section()
+        eligible = [y for y in order if repeat or y != x] or [x]
+        if selection is not None:
+            from turnflow.migrate.selection import emit
+
+            def choices(o, eligible=eligible):
+                if o.target[0] == "candidates":
+                    return [y for y in o.target[1] if y in order] or eligible
+                return eligible
+
+            def after(opts, x=x):
+                i = order.index(x)
+                return next((order[(i + k) % len(order)] for k in range(1, len(order) + 1)
+                             if order[(i + k) % len(order)] in opts), opts[0])
+
+            for text in selection.get("_comments", {}).get(x, []):
+                b.comment(text)
+            emit(b, x, selection[x], choices, after, lambda y: _describe(by_name, y))
+            continue
+        if len(eligible) == 1:
+            b.rule(x, eligible[0])
+            continue
+        if len(eligible) > MAX_ROUTES and not capped:
+            capped = True
+            b.note("TF403", f"each participant may hand over to {len(eligible)} others; only the first "
+                   f"{MAX_ROUTES} get a routing tool (the output stays bounded); the others are reached through "
+                   "the fallback rotation", pos.of(team, "provider"))
+        for y in eligible[:MAX_ROUTES]:
+            b.handoff(x, y, f"transfer_to_{y}", _describe(by_name, y))
+        b.rule(x, ("next",) if len(order) > 1 else x)
+
+
+def _swarm_routing(team: dict, b: FlowBuilder, agents, term, order: list[str], by_name: dict, names: Names,
+                   ended: set, texted: set, pos) -> None:
+    """Swarm: each handoff a routing tool (a handoff out of the team terminates), `otherwise -> stay`."""
+    b.note("TF403", "in a Swarm the speaker picks the next one by calling a handoff tool and speaks again "
+           "when it calls none; the flow keeps the handoffs and falls back to `stay`", pos.of(team, "provider"))
+    for a in agents:
+        if not a.handoffs:
+            continue
+        b.section()
+        for h in a.handoffs:
+            target = h["target"]
+            tool = _tool(b, h)
+            desc = h["description"] or None
+            if target in names.map and names.map[target] in by_name and target not in term.handoff_targets:
+                b.handoff(a.name, names.map[target], tool, desc or _describe(by_name, names.map[target]))
+            else:
+                if target not in term.handoff_targets:
+                    b.note("TF408", f"`{a.raw}` hands off to `{target}`, which is not in the team and has no "
+                           "HandoffTermination; AutoGen ends the run there, so does the flow", h["at"])
+                b.handoff(a.name, ("terminate", f"handoff_to_{target}"), tool, desc)
+    _text_message(b, term, by_name)
+    if not texted >= set(order) - ended:
+        b.section()
+        b.otherwise(("stay",))
 
 
 def _terminating_handoffs(b: FlowBuilder, agents: list[Agent], term: Term, order: list[str]) -> None:
