@@ -263,22 +263,11 @@ def _team(team: dict, pos: Positions, blocks: Names, path: str, src: SourceText)
     term = Term()
     _termination(cfg.get("termination_condition"), pos, b, term, names)
 
-    # tools each agent owns (for FunctionCallTermination)
-    for a in agents:
-        for t in a.tools:
-            if t in term.function_calls:
-                b.add_tool(a.name, t)
+    for a in agents:  # tools each agent owns (for FunctionCallTermination)
+        for t in (t for t in a.tools if t in term.function_calls):
+            b.add_tool(a.name, t)
 
-    b.section()
-    for a in agents:
-        if a.name != a.raw:
-            b.note("TF402", f"agent name {json.dumps(a.raw)} is not a valid flow NAME; renamed to `{a.name}`",
-                   a.name_at or Pos(1, 1))
-        b.participant(a.name, a.description)
-    if len(agents) < 2:
-        b.note("TF408", "a workflow needs two participants; the sender of the task, `user`, is added "
-               "(AutoGen does not count it as a team member)", pos.of(cfg, "participants"))
-        b.participant(names.add("user")[0], "The sender of the task (not a team member)", "initiator")
+    _participants(b, agents, names, cfg, pos)
 
     # -- start and caps -------------------------------------------------------
     b.section()
@@ -290,26 +279,9 @@ def _team(team: dict, pos: Positions, blocks: Names, path: str, src: SourceText)
     start = _start(team, cfg, kind, selection, b, pos, names, order, path, src)
     b.start(start)
     _caps(cfg, kind, term, b, pos)
-    # settings that change behaviour the speaker graph cannot describe (defaults are not reported)
-    for key, default in (("emit_team_events", False), ("max_stalls", 3)):
-        if key in cfg and cfg[key] is not None and cfg[key] != default:
-            b.note("TF409", f"`{key}` has no equivalent in a .flow file; ignored", pos.of(cfg, key))
+    _ignored_settings(b, cfg, pos)
 
-    # -- termination first -------------------------------------------------------
-    b.section()
-    for code, message, at in term.notes:
-        b.note(code, message, at)
-    for s in term.sources:
-        if s in by_name:
-            b.rule(s, ("terminate", "source_match"))
-    for text, sources in term.texts:
-        for s in sources or [None]:  # type: ignore[list-item]
-            if s is None or s in by_name:
-                b.rule(s, ("terminate", "text_mention"), [("text", text)])
-    for fn in term.function_calls:
-        owners = [a.name for a in agents if fn in a.tools]
-        for o in owners or [None]:  # type: ignore[list-item]
-            b.rule(o, ("terminate", "function_call"), [("tool", fn)])
+    _termination_rules(b, term, agents, by_name)
 
     # -- routing (speakers that always end the run need none) ------------------------
     ended = {s for s in term.sources if s in by_name}
@@ -317,15 +289,7 @@ def _team(team: dict, pos: Positions, blocks: Names, path: str, src: SourceText)
     # TextMessageTermination: after the handoffs, a round that produced text ends the run
     texted = set(order) if None in term.text_message else {s for s in term.text_message if s in by_name}
     if kind == "RoundRobinGroupChat":
-        _terminating_handoffs(b, agents, term, order)
-        _text_message(b, term, by_name)
-        b.section()
-        if texted >= set(order) - ended:
-            pass  # every speaker's round ends the run: no routing is ever used
-        elif len(order) == 1:
-            b.rule(order[0], ("stay",))  # a one-agent round robin: the agent speaks again
-        else:
-            b.rule(None, ("next",))
+        _round_robin_routing(b, agents, term, order, by_name, ended, texted)
     elif kind in ("SelectorGroupChat", "MagenticOneGroupChat"):
         _selector_routing(team, cfg, kind, b, agents, term, order, by_name, ended | texted, selection, pos)
     elif kind == "Swarm":
@@ -335,6 +299,57 @@ def _team(team: dict, pos: Positions, blocks: Names, path: str, src: SourceText)
         _text_message(b, term, by_name)
         _graph(cfg, pos, b, names, order, path, src, ended | texted)
     return b
+
+
+def _ignored_settings(b: FlowBuilder, cfg: dict, pos) -> None:
+    """Settings that change behaviour the speaker graph cannot describe (defaults are not reported)."""
+    for key, default in (("emit_team_events", False), ("max_stalls", 3)):
+        if key in cfg and cfg[key] is not None and cfg[key] != default:
+            b.note("TF409", f"`{key}` has no equivalent in a .flow file; ignored", pos.of(cfg, key))
+
+
+def _participants(b: FlowBuilder, agents, names: Names, cfg: dict, pos) -> None:
+    b.section()
+    for a in agents:
+        if a.name != a.raw:
+            b.note("TF402", f"agent name {json.dumps(a.raw)} is not a valid flow NAME; renamed to `{a.name}`",
+                   a.name_at or Pos(1, 1))
+        b.participant(a.name, a.description)
+    if len(agents) < 2:
+        b.note("TF408", "a workflow needs two participants; the sender of the task, `user`, is added "
+               "(AutoGen does not count it as a team member)", pos.of(cfg, "participants"))
+        b.participant(names.add("user")[0], "The sender of the task (not a team member)", "initiator")
+
+
+def _termination_rules(b: FlowBuilder, term, agents, by_name: dict) -> None:
+    """The termination conditions as rules, first: source matches, text mentions, function calls."""
+    b.section()
+    for code, message, at in term.notes:
+        b.note(code, message, at)
+    for s in term.sources:
+        if s in by_name:
+            b.rule(s, ("terminate", "source_match"))
+    for text, sources in term.texts:
+        for s in sources or [None]:
+            if s is None or s in by_name:
+                b.rule(s, ("terminate", "text_mention"), [("text", text)])
+    for fn in term.function_calls:
+        owners = [a.name for a in agents if fn in a.tools]
+        for o in owners or [None]:
+            b.rule(o, ("terminate", "function_call"), [("tool", fn)])
+
+
+def _round_robin_routing(b: FlowBuilder, agents, term, order: list[str], by_name: dict, ended: set,
+                         texted: set) -> None:
+    _terminating_handoffs(b, agents, term, order)
+    _text_message(b, term, by_name)
+    b.section()
+    if texted >= set(order) - ended:
+        pass  # every speaker's round ends the run: no routing is ever used
+    elif len(order) == 1:
+        b.rule(order[0], ("stay",))  # a one-agent round robin: the agent speaks again
+    else:
+        b.rule(None, ("next",))
 
 
 def _start(team: dict, cfg: dict, kind: str, selection, b: FlowBuilder, pos, names: Names, order: list[str],
