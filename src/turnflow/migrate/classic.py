@@ -256,67 +256,10 @@ def _group(cx: Classic, call: pyast.Call, block: str) -> FlowBuilder:
         return value, node
 
     max_node = kwarg(call, "max_round", 2) or _super_init_arg(mod, call, "max_round", 2)
-    method_node = kwarg(call, "speaker_selection_method")
-    method_value = mod.literal(method_node) if method_node is not None else "auto"
-    custom_fn = None
-    if method_node is not None and not isinstance(method_value, str):
-        custom_fn = _function(mod, method_node)
-        method = "custom"
-    else:
-        method = str(method_value).lower()
-        if method not in METHODS:
-            raise fail("TF401", f"unknown speaker_selection_method {method_value!r} (AutoGen accepts "
-                       + ", ".join(METHODS) + " or a function)", pos(method_node), path, src)
-    override = _select_speaker_override(mod, callee(call))
-    if override is not None:  # a GroupChat subclass of the file that overrides select_speaker
-        custom_fn, method, method_node = override, "custom", override
-    transitions_node = kwarg(call, "allowed_or_disallowed_speaker_transitions")
-    ttype, ttype_node = lit("speaker_transitions_type", None)
-    repeat, repeat_node = lit("allow_repeat_speaker", None)
-    if repeat is _NOTLIT:
-        resolved = mod.resolve(repeat_node)
-        if isinstance(resolved, (pyast.List, pyast.Tuple)):
-            repeat = [a.name for a in _agent_list(cx, repeat_node, "`allow_repeat_speaker`", call)]
-        else:
-            raise fail("TF401", "`allow_repeat_speaker` must be True, False or a list of agents",
-                       pos(repeat_node), path, src)
-
+    method, custom_fn, method_node = _selection_method(mod, call)
     names = [a.name for a in agents]
-    # -- eligible successors ------------------------------------------------
-    dict_mode = transitions_node is not None and not (isinstance(transitions_node, pyast.Constant)
-                                                      and transitions_node.value is None)
-    allowed: dict[str, list[str]] = {}
-    if dict_mode:
-        resolved = mod.resolve(transitions_node)
-        if not isinstance(resolved, pyast.Dict):
-            raise fail("TF401", "`allowed_or_disallowed_speaker_transitions` must be a dict literal "
-                       "(inline or bound to a variable)", pos(transitions_node), path, src)
-        if ttype is None or ttype is _NOTLIT or str(ttype).lower() not in ("allowed", "disallowed"):
-            raise fail("TF401", "`speaker_transitions_type` must be \"allowed\" or \"disallowed\" when "
-                       "transitions are given", pos(ttype_node or call), path, src)
-        if repeat is not None:
-            b.note("TF409", "`allow_repeat_speaker` and `allowed_or_disallowed_speaker_transitions` are mutually "
-                   "exclusive (AutoGen rejects both); the transitions are used", pos(repeat_node))
-        given: dict[str, list[str]] = {}
-        pairs: list[tuple[Optional[pyast.AST], pyast.AST]] = list(zip(resolved.keys, resolved.values))
-        var = transitions_node.id if isinstance(transitions_node, pyast.Name) else None
-        pairs += _transition_items(mod, b, var)
-        for key_node, value_node in pairs:
-            key = cx.agent_of(key_node)
-            if key is None:
-                raise fail("TF401", "transition keys must be agent variables", pos(key_node or resolved), path, src)
-            given[key.name] = [a.name for a in _agent_list(cx, value_node, "a transition list", resolved)]
-        if str(ttype).lower() == "allowed":
-            allowed = given
-        else:
-            allowed = {n: list(names) for n in names}
-            for key_name, dis in given.items():
-                allowed[key_name] = [n for n in allowed.get(key_name, names) if n not in dis]
-    else:
-        for n in names:
-            allowed[n] = [o for o in names if o != n]
-            if repeat is None or repeat is True or (isinstance(repeat, list) and n in repeat):
-                allowed[n].append(n)
+    allowed = _eligibility(cx, b, call, names, lit)
+    dict_mode = _dict_mode(call)
 
     # -- participants, start, caps -------------------------------------------
     init_agent = initiator
@@ -423,6 +366,87 @@ def _group(cx: Classic, call: pyast.Call, block: str) -> FlowBuilder:
             b.handoff(x, y, f"transfer_to_{y}", _describe(cx, y))
         b.rule(x, after(x, e))
     return b
+
+
+def _dict_mode(call: pyast.Call) -> bool:
+    """A transitions dict is given (not absent, not None)."""
+    node = kwarg(call, "allowed_or_disallowed_speaker_transitions")
+    return node is not None and not (isinstance(node, pyast.Constant) and node.value is None)
+
+
+def _selection_method(mod: Module, call: pyast.Call):
+    """(method, custom function or None, the node naming it): `speaker_selection_method`, or the
+    `select_speaker` of a GroupChat subclass of the file."""
+    method_node = kwarg(call, "speaker_selection_method")
+    method_value = mod.literal(method_node) if method_node is not None else "auto"
+    custom_fn = None
+    if method_node is not None and not isinstance(method_value, str):
+        custom_fn = _function(mod, method_node)
+        method = "custom"
+    else:
+        method = str(method_value).lower()
+        if method not in METHODS:
+            raise fail("TF401", f"unknown speaker_selection_method {method_value!r} (AutoGen accepts "
+                       + ", ".join(METHODS) + " or a function)", pos(method_node), mod.path, mod.src)
+    override = _select_speaker_override(mod, callee(call))
+    if override is not None:  # a GroupChat subclass of the file that overrides select_speaker
+        custom_fn, method, method_node = override, "custom", override
+    return method, custom_fn, method_node
+
+
+def _eligibility(cx: Classic, b: FlowBuilder, call: pyast.Call, names: list[str], lit) -> dict[str, list[str]]:
+    """The eligible successors of each agent: the transitions dict (allowed, or inverted from
+    disallowed), else every agent (itself per `allow_repeat_speaker`)."""
+    mod = cx.mod
+    repeat, repeat_node = lit("allow_repeat_speaker", None)
+    if repeat is _NOTLIT:
+        resolved = mod.resolve(repeat_node)
+        if isinstance(resolved, (pyast.List, pyast.Tuple)):
+            repeat = [a.name for a in _agent_list(cx, repeat_node, "`allow_repeat_speaker`", call)]
+        else:
+            raise fail("TF401", "`allow_repeat_speaker` must be True, False or a list of agents",
+                       pos(repeat_node), mod.path, mod.src)
+    if _dict_mode(call):
+        if repeat is not None:
+            b.note("TF409", "`allow_repeat_speaker` and `allowed_or_disallowed_speaker_transitions` are mutually "
+                   "exclusive (AutoGen rejects both); the transitions are used", pos(repeat_node))
+        return _transitions(cx, b, call, names, lit)
+    allowed: dict[str, list[str]] = {}
+    for n in names:
+        allowed[n] = [o for o in names if o != n]
+        if repeat is None or repeat is True or (isinstance(repeat, list) and n in repeat):
+            allowed[n].append(n)
+    return allowed
+
+
+def _transitions(cx: Classic, b: FlowBuilder, call: pyast.Call, names: list[str], lit) -> dict[str, list[str]]:
+    """`allowed_or_disallowed_speaker_transitions` (a dict literal, maybe filled item by item)."""
+    mod = cx.mod
+    path, src = mod.path, mod.src
+    transitions_node = kwarg(call, "allowed_or_disallowed_speaker_transitions")
+    ttype, ttype_node = lit("speaker_transitions_type", None)
+    resolved = mod.resolve(transitions_node)
+    if not isinstance(resolved, pyast.Dict):
+        raise fail("TF401", "`allowed_or_disallowed_speaker_transitions` must be a dict literal "
+                   "(inline or bound to a variable)", pos(transitions_node), path, src)
+    if ttype is None or ttype is _NOTLIT or str(ttype).lower() not in ("allowed", "disallowed"):
+        raise fail("TF401", "`speaker_transitions_type` must be \"allowed\" or \"disallowed\" when "
+                   "transitions are given", pos(ttype_node or call), path, src)
+    given: dict[str, list[str]] = {}
+    pairs: list[tuple[Optional[pyast.AST], pyast.AST]] = list(zip(resolved.keys, resolved.values))
+    var = transitions_node.id if isinstance(transitions_node, pyast.Name) else None
+    pairs += _transition_items(mod, b, var)
+    for key_node, value_node in pairs:
+        key = cx.agent_of(key_node)
+        if key is None:
+            raise fail("TF401", "transition keys must be agent variables", pos(key_node or resolved), path, src)
+        given[key.name] = [a.name for a in _agent_list(cx, value_node, "a transition list", resolved)]
+    if str(ttype).lower() == "allowed":
+        return given
+    allowed = {n: list(names) for n in names}
+    for key_name, dis in given.items():
+        allowed[key_name] = [n for n in allowed.get(key_name, names) if n not in dis]
+    return allowed
 
 
 def whole_number(mod: Module, b: FlowBuilder, node: pyast.AST, what: str, default: int, words: str) -> int:
