@@ -266,16 +266,7 @@ def _group(cx: Classic, call: pyast.Call, block: str) -> FlowBuilder:
     outside = init_agent is not None and init_agent.name not in names
     b.section()
     order = [init_agent] + agents if outside else agents
-    for a in order:
-        role = "initiator" if init_agent is not None and a is init_agent else None
-        if a.name != a.raw and a.name not in b.participants:
-            b.note("TF402", f"agent name {json.dumps(a.raw)} is not a valid flow NAME; renamed to `{a.name}`",
-                   pos(kwarg(a.call, "name", 0) or a.call))
-        b.participant(a.name, a.description, role)
-    for name in IGNORED:
-        node = kwarg(call, name)
-        if node is not None:
-            b.note("TF409", f"`{name}` has no equivalent in a .flow file; ignored", pos(node), comment=True)
+    _participants(b, order, init_agent, call)
 
     b.section()
     if init_agent is None:
@@ -332,15 +323,34 @@ def _group(cx: Classic, call: pyast.Call, block: str) -> FlowBuilder:
             b.note("TF404", f"speaker_selection_method={method!r} cannot be expressed; approximated as a choice "
                    "by the speaker through routing tools, with the next eligible agent as fallback",
                    pos(method_node))
-    llm = method in ("auto", "manual", "random", "custom")
-    noted_llm = noted_cap = False
     if method == "round_robin" and not dict_mode and not outside:
         b.section()
         b.rule(None, ("next",))
         handled = set(speakers)
+    _speaker_rules(cx, b, call, method, method_node, [x for x in speakers if x not in handled], names, eligible, after)
+    return b
+
+
+def _participants(b: FlowBuilder, order: list[Agent], init_agent: Optional[Agent], call: pyast.Call) -> None:
+    for a in order:
+        role = "initiator" if init_agent is not None and a is init_agent else None
+        if a.name != a.raw and a.name not in b.participants:
+            b.note("TF402", f"agent name {json.dumps(a.raw)} is not a valid flow NAME; renamed to `{a.name}`",
+                   pos(kwarg(a.call, "name", 0) or a.call))
+        b.participant(a.name, a.description, role)
+    for name in IGNORED:
+        node = kwarg(call, name)
+        if node is not None:
+            b.note("TF409", f"`{name}` has no equivalent in a .flow file; ignored", pos(node), comment=True)
+
+
+def _speaker_rules(cx: Classic, b: FlowBuilder, call: pyast.Call, method: str, method_node, speakers: list[str],
+                   names: list[str], eligible, after) -> None:
+    """Each speaker's rules from its eligible successors: a sink terminates, one successor is taken,
+    round robin takes the next, the LLM's choice is routing tools + the next eligible agent."""
+    llm = method in ("auto", "manual", "random", "custom")
+    noted_llm = noted_cap = False
     for x in speakers:
-        if x in handled:
-            continue
         e = eligible(x)
         b.section()
         if e is None:
@@ -365,7 +375,6 @@ def _group(cx: Classic, call: pyast.Call, block: str) -> FlowBuilder:
         for y in _nearest(names, x, e):
             b.handoff(x, y, f"transfer_to_{y}", _describe(cx, y))
         b.rule(x, after(x, e))
-    return b
 
 
 def _dict_mode(call: pyast.Call) -> bool:
