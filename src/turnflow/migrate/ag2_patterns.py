@@ -258,21 +258,7 @@ def _pattern(scan: Scan, pcall: pyast.Call, block: str) -> FlowBuilder:
     agents_arg = kwarg(pcall, "agents", 2 if swarm else 1)
     if filled_in_loop(mod, agents_arg):
         raise fail("TF401", loop_message(agents_arg, mod), pos(agents_arg), path, src)
-    elements = mod.elements(agents_arg)
-    if elements is None:
-        raise fail("TF401", "`agents` must be a list of agents written out in the file"
-                   + _why_not_list(mod, agents_arg), pos(agents_arg or pcall), path, src)
-    members: list[Agent] = []
-    for e in elements:
-        a = scan.agent_of(e)
-        if a is None:
-            raise fail("TF401", f"`{pyast.unparse(e)}` in `agents` is not an agent created in this file", pos(e),
-                       path, src)
-        if any(m.name == a.name and m is not a for m in members):
-            raise fail("TF401", f"two agents are named {json.dumps(a.raw)}; AG2 requires unique names",
-                       pos(e), path, src)
-        if a not in members:
-            members.append(a)
+    members = _members(scan, agents_arg, pcall)
     initial = scan.agent_of(init_node)
     if initial is None:
         raise fail("TF401", "`initial_agent` must be an agent created in this file", pos(init_node or pcall),
@@ -282,28 +268,7 @@ def _pattern(scan: Scan, pcall: pyast.Call, block: str) -> FlowBuilder:
     cx = Ctx(mod, scan, names, b, initial.name, user.name if user else None, {a.name: a for a in members})
     if user is not None:
         cx.by_name[user.name] = user
-
-    uses_revert = any(callee(c) == "RevertToUserTarget" for c in calls(mod.tree)) or any(
-        isinstance(n, pyast.Attribute) and n.attr == "REVERT_TO_USER" for n in pyast.walk(mod.tree))
-
-    # -- participants (a round robin rotates from the initial agent, the user last) ----------
-    order = list(members)
-    if kind == "RoundRobinPattern":
-        order = [initial] + [m for m in members if m is not initial and m is not user]
-    if user is not None:
-        order = [m for m in order if m is not user] + [user]
-    b.section()
-    for a in order:
-        if a.name != a.raw:
-            b.note("TF402", f"agent name {json.dumps(a.raw)} is not a valid flow NAME; renamed to `{a.name}`",
-                   pos(kwarg(a.call, "name", 0) or a.call))
-        b.participant(a.name, a.description, "initiator" if a is user else None)
-    if user is None and (uses_revert or kind == "ManualPattern"):
-        name = names.add("user")[0]
-        cx.user = name
-        b.note("TF408", "the pattern has no `user_agent`; AG2 creates a user agent for RevertToUserTarget and "
-               f"manual selection; the flow declares `{name}` as the initiator", pos(pcall))
-        b.participant(name, "The human user (created by AG2)", "initiator")
+    order = _pattern_participants(cx, kind, members, initial, user, pcall)
 
     # -- start, caps, context ------------------------------------------------------------------
     b.section()
@@ -313,18 +278,7 @@ def _pattern(scan: Scan, pcall: pyast.Call, block: str) -> FlowBuilder:
     b.max_turns(max(1, max_rounds - 1))
     _context_init(cx, kwarg(pcall, "context_variables"))
 
-    # -- the manager's own termination check ----------------------------------------------------
-    b.section()
-    for holder in (pcall, run):
-        if holder is None:
-            continue
-        margs = mod.resolve(kwarg(holder, "swarm_manager_args" if swarm else "group_manager_args"))
-        if isinstance(margs, pyast.Dict):
-            for k, v in zip(margs.keys, margs.values):
-                if mod.string(k) == "is_termination_msg":
-                    _manager_termination(cx, v)
-        if holder is run:
-            break
+    _manager_terminations(cx, pcall, run, swarm)
 
     # -- what the pattern does to after-work -------------------------------------------------------
     speakers = [a.name for a in order]
@@ -343,22 +297,83 @@ def _pattern(scan: Scan, pcall: pyast.Call, block: str) -> FlowBuilder:
         if kind == "RandomPattern":
             _routing_choice(cx, a.name, [y for y in speakers if y != a.name], pcall, note=False)
 
-    # -- the user: AG2 returns to the agent that spoke before it, unless it has after-works ---------
-    user_agent = user if user is not None else None
-    user_has_after = overrides or (user_agent is not None and (user_agent.after_work is not None
-                                                               or user_agent.after_conditional))
-    if cx.user and not user_has_after:
-        # who reaches the user through the group's after-work (written below)
-        group_after = kwarg(pcall, "after_work" if swarm else "group_after_work")
-        via_group: list[str] = []
-        gt = _target(cx, group_after, None) if group_after is not None else \
-            (("group_manager",) if kind == "AutoPattern" else None)  # ManualPattern never picks the user
-        if gt in (("group_manager",), ("initiator",), cx.user):
-            via_group = [m.name for m in members if m.after_work is None and m.name != cx.user]
-        b.section()
-        _back_to_previous(cx, user_node or pcall, via_group)
+    _user_returns(cx, kind, pcall, swarm, user, user_node, overrides, members)
+    _group_after_work(cx, kind, pcall, swarm, speakers, members)
+    return b
 
-    # -- group after-work -----------------------------------------------------------------------------
+
+def _members(scan: Scan, agents_arg: Optional[pyast.AST], pcall: pyast.Call) -> list[Agent]:
+    """The pattern's `agents`: agents of the file, named uniquely."""
+    mod = scan.mod
+    path, src = mod.path, mod.src
+    elements = mod.elements(agents_arg)
+    if elements is None:
+        raise fail("TF401", "`agents` must be a list of agents written out in the file"
+                   + _why_not_list(mod, agents_arg), pos(agents_arg or pcall), path, src)
+    members: list[Agent] = []
+    for e in elements:
+        a = scan.agent_of(e)
+        if a is None:
+            raise fail("TF401", f"`{pyast.unparse(e)}` in `agents` is not an agent created in this file", pos(e),
+                       path, src)
+        if any(m.name == a.name and m is not a for m in members):
+            raise fail("TF401", f"two agents are named {json.dumps(a.raw)}; AG2 requires unique names",
+                       pos(e), path, src)
+        if a not in members:
+            members.append(a)
+    return members
+
+
+def _pattern_participants(cx: "Ctx", kind: str, members: list[Agent], initial: Agent, user: Optional[Agent],
+                          pcall: pyast.Call) -> list[Agent]:
+    """The participants in AG2's order (a round robin rotates from the initial agent, the user last);
+    a `user` initiator when AG2 would create one."""
+    mod, b, names = cx.mod, cx.b, cx.names
+    uses_revert = any(callee(c) == "RevertToUserTarget" for c in calls(mod.tree)) or any(
+        isinstance(n, pyast.Attribute) and n.attr == "REVERT_TO_USER" for n in pyast.walk(mod.tree))
+    order = list(members)
+    if kind == "RoundRobinPattern":
+        order = [initial] + [m for m in members if m is not initial and m is not user]
+    if user is not None:
+        order = [m for m in order if m is not user] + [user]
+    b.section()
+    for a in order:
+        if a.name != a.raw:
+            b.note("TF402", f"agent name {json.dumps(a.raw)} is not a valid flow NAME; renamed to `{a.name}`",
+                   pos(kwarg(a.call, "name", 0) or a.call))
+        b.participant(a.name, a.description, "initiator" if a is user else None)
+    if user is None and (uses_revert or kind == "ManualPattern"):
+        name = names.add("user")[0]
+        cx.user = name
+        b.note("TF408", "the pattern has no `user_agent`; AG2 creates a user agent for RevertToUserTarget and "
+               f"manual selection; the flow declares `{name}` as the initiator", pos(pcall))
+        b.participant(name, "The human user (created by AG2)", "initiator")
+
+    return order
+
+
+def _manager_terminations(cx: "Ctx", pcall: pyast.Call, run: Optional[pyast.Call], swarm: bool) -> None:
+    """The manager's own termination check (`group_manager_args={"is_termination_msg": ...}` on the
+    pattern or on the call that runs it)."""
+    mod, b = cx.mod, cx.b
+    b.section()
+    for holder in (pcall, run):
+        if holder is None:
+            continue
+        margs = mod.resolve(kwarg(holder, "swarm_manager_args" if swarm else "group_manager_args"))
+        if isinstance(margs, pyast.Dict):
+            for k, v in zip(margs.keys, margs.values):
+                if mod.string(k) == "is_termination_msg":
+                    _manager_termination(cx, v)
+        if holder is run:
+            break
+
+
+
+def _group_after_work(cx: "Ctx", kind: str, pcall: pyast.Call, swarm: bool, speakers: list[str],
+                      members: list[Agent]) -> None:
+    """The group's after-work: `otherwise`, or the manager's / the user's / a random choice."""
+    b = cx.b
     b.section()
     group_after = kwarg(pcall, "after_work" if swarm else "group_after_work")
     if kind == "RoundRobinPattern":
@@ -380,7 +395,26 @@ def _pattern(scan: Scan, pcall: pyast.Call, block: str) -> FlowBuilder:
         _manager_choice(cx, speakers, pcall, random=True, manual=True)
     elif not all(m.after_work is not None for m in members):
         b.otherwise(("terminate",))  # the default group after-work (not written when no agent can reach it)
-    return b
+
+
+def _user_returns(cx: "Ctx", kind: str, pcall: pyast.Call, swarm: bool, user: Optional[Agent],
+                  user_node: Optional[pyast.AST], overrides: bool, members: list[Agent]) -> None:
+    """The user: AG2 returns to the agent that spoke before it, unless it has after-works."""
+    b = cx.b
+    user_agent = user if user is not None else None
+    user_has_after = overrides or (user_agent is not None and (user_agent.after_work is not None
+                                                               or user_agent.after_conditional))
+    if cx.user and not user_has_after:
+        # who reaches the user through the group's after-work (written below)
+        group_after = kwarg(pcall, "after_work" if swarm else "group_after_work")
+        via_group: list[str] = []
+        gt = _target(cx, group_after, None) if group_after is not None else \
+            (("group_manager",) if kind == "AutoPattern" else None)  # ManualPattern never picks the user
+        if gt in (("group_manager",), ("initiator",), cx.user):
+            via_group = [m.name for m in members if m.after_work is None and m.name != cx.user]
+        b.section()
+        _back_to_previous(cx, user_node or pcall, via_group)
+
 
 
 def _why_not_list(mod: Module, node: Optional[pyast.AST]) -> str:
