@@ -98,19 +98,10 @@ def migrate(text: str, path: str, src: Optional[SourceText] = None) -> Migration
 
 
 def _scan(mod: Module, classes: set[str]) -> Scan:
-    path, src = mod.path, mod.src
     scan = Scan(mod, Names())
     for call in calls(mod.tree):
         if is_agent_call(mod, call, classes):
-            var = assigned_name(mod, call)
-            raw = mod.string(kwarg(call, "name", 0)) or var
-            if raw is None:
-                continue
-            name, _ = scan.names.add(raw)
-            fns = mod.elements(kwarg(call, "functions"))
-            one = kwarg(call, "functions")
-            scan.agents[id(call)] = Agent(var or raw, raw, name, call, mod.string(kwarg(call, "description")),
-                                          list(fns) if fns is not None else ([one] if one is not None else []))
+            _scan_agent(scan, call)
     # tools attached after construction
     for fname, fn in mod.functions.items():
         for dec in fn.decorator_list:
@@ -128,63 +119,102 @@ def _scan(mod: Module, classes: set[str]) -> Scan:
             if a is not None and elems is not None:
                 a.functions = list(elems)
     for call in calls(mod.tree):
-        name = callee(call)
-        if name == "register_function" and isinstance(call.func, pyast.Name):
-            # register_function(f, caller=agent, executor=..., name=..., description=...)
-            a = scan.agent_of(kwarg(call, "caller"))
-            f = kwarg(call, "f", 0)
-            if a is not None and f is not None:
-                a.functions.append(_named(f.id, call, kwarg(call, "name")) if isinstance(f, pyast.Name) else f)
-        elif name == "register_for_llm" and isinstance(call.func, pyast.Attribute):
-            # agent.register_for_llm(name=...)(f)
-            a = scan.agent_of(call.func.value)
-            parent = _call_of_result(mod, call)
-            if a is not None and parent is not None and parent.args and isinstance(parent.args[0], pyast.Name):
-                a.functions.append(_named(parent.args[0].id, call, kwarg(call, "name")))
-        elif name in ("add_functions", "update_tool_signature") and isinstance(call.func, pyast.Attribute):
-            a = scan.agent_of(call.func.value)
-            elems = mod.elements(call.args[0]) if call.args else None
-            if a is not None and elems is not None:
-                a.functions += list(elems)
-    # handoffs: agent.handoffs.<method>(...)
-    for call in calls(mod.tree):
-        f = call.func
-        if isinstance(f, pyast.Attribute) and f.attr in HANDOFF_HOLDERS:
-            _legacy_handoffs(scan, call, f.value, call.args[0] if call.args else kwarg(call, "hand_to"))
-            continue
-        if isinstance(f, pyast.Name) and f.id in HANDOFF_HOLDERS:
-            _legacy_handoffs(scan, call, call.args[0] if call.args else kwarg(call, "agent"),
-                             call.args[1] if len(call.args) > 1 else kwarg(call, "hand_to"))
-            continue
-        if not (isinstance(f, pyast.Attribute) and isinstance(f.value, pyast.Attribute)
-                and f.value.attr == "handoffs"):
-            continue
-        owner = f.value.value
-        agent = scan.agent_of(owner)
-        if agent is None or id(call) in mod.in_loop:
-            if agent is None and id(call) not in mod.in_loop and isinstance(owner, pyast.Name) \
-                    and owner.id in ("self", "cls"):
-                continue
-            where = "in a loop the migrator cannot unroll (only `for x in [a, b]:` over a literal list is)" \
-                if id(call) in mod.in_loop else \
-                f"on `{pyast.unparse(owner)}`, which is not an agent created in this file"
-            raise fail("TF401", f"handoffs are configured {where}; the migrator reads code without running it, "
-                       "so it cannot tell which agent they belong to", pos(call), path, src)
-        arg = call.args[0] if call.args else None
-        if f.attr == "set_after_work":
-            agent.after_work = arg if arg is not None else kwarg(call, "target")
-            continue
-        items = _items(mod, arg)
-        if f.attr in ("add_context_condition", "add_context_conditions"):
-            agent.context += items
-        elif f.attr in ("add_llm_condition", "add_llm_conditions"):
-            agent.llm += items
-        elif f.attr in ("add_after_work", "add_after_works"):
-            agent.after_conditional += items
-        elif f.attr in ("add", "add_many"):
-            for it in items:
-                (agent.context if callee(it) == "OnContextCondition" else agent.llm).append(it)
+        _tool_call(scan, call)
+    for call in calls(mod.tree):  # handoffs: agent.handoffs.<method>(...)
+        _handoff_call(scan, call)
     return scan
+
+
+def _scan_agent(scan: Scan, call: pyast.Call) -> None:
+    """An agent constructor: its name (or variable), description and `functions=`."""
+    mod = scan.mod
+    var = assigned_name(mod, call)
+    raw = mod.string(kwarg(call, "name", 0)) or var
+    if raw is None:
+        return
+    name, _ = scan.names.add(raw)
+    fns = mod.elements(kwarg(call, "functions"))
+    one = kwarg(call, "functions")
+    scan.agents[id(call)] = Agent(var or raw, raw, name, call, mod.string(kwarg(call, "description")),
+                                  list(fns) if fns is not None else ([one] if one is not None else []))
+
+
+def _tool_call(scan: Scan, call: pyast.Call) -> None:
+    """A tool attached after construction: `register_function(f, caller=agent)`,
+    `agent.register_for_llm(name=...)(f)`, `agent.add_functions([...])`."""
+    mod = scan.mod
+    name = callee(call)
+    if name == "register_function" and isinstance(call.func, pyast.Name):
+        # register_function(f, caller=agent, executor=..., name=..., description=...)
+        a = scan.agent_of(kwarg(call, "caller"))
+        f = kwarg(call, "f", 0)
+        if a is not None and f is not None:
+            a.functions.append(_named(f.id, call, kwarg(call, "name")) if isinstance(f, pyast.Name) else f)
+    elif name == "register_for_llm" and isinstance(call.func, pyast.Attribute):
+        # agent.register_for_llm(name=...)(f)
+        a = scan.agent_of(call.func.value)
+        parent = _call_of_result(mod, call)
+        if a is not None and parent is not None and parent.args and isinstance(parent.args[0], pyast.Name):
+            a.functions.append(_named(parent.args[0].id, call, kwarg(call, "name")))
+    elif name in ("add_functions", "update_tool_signature") and isinstance(call.func, pyast.Attribute):
+        a = scan.agent_of(call.func.value)
+        elems = mod.elements(call.args[0]) if call.args else None
+        if a is not None and elems is not None:
+            a.functions += list(elems)
+
+
+def _handoff_call(scan: Scan, call: pyast.Call) -> None:
+    """One call configuring handoffs: `register_hand_off(...)`, `agent.handoffs.<method>(...)`."""
+    mod = scan.mod
+    path, src = mod.path, mod.src
+    f = call.func
+    if _legacy_call(scan, call):
+        return
+    if not (isinstance(f, pyast.Attribute) and isinstance(f.value, pyast.Attribute)
+            and f.value.attr == "handoffs"):
+        return
+    owner = f.value.value
+    agent = scan.agent_of(owner)
+    if agent is None or id(call) in mod.in_loop:
+        if agent is None and id(call) not in mod.in_loop and isinstance(owner, pyast.Name) \
+                and owner.id in ("self", "cls"):
+            return
+        where = "in a loop the migrator cannot unroll (only `for x in [a, b]:` over a literal list is)" \
+            if id(call) in mod.in_loop else \
+            f"on `{pyast.unparse(owner)}`, which is not an agent created in this file"
+        raise fail("TF401", f"handoffs are configured {where}; the migrator reads code without running it, "
+                   "so it cannot tell which agent they belong to", pos(call), path, src)
+    arg = call.args[0] if call.args else None
+    if f.attr == "set_after_work":
+        agent.after_work = arg if arg is not None else kwarg(call, "target")
+        return
+    _add_handoffs(agent, f.attr, _items(mod, arg))
+
+
+def _legacy_call(scan: Scan, call: pyast.Call) -> bool:
+    """`agent.register_hand_off([...])` / `register_hand_off(agent, hand_to=[...])`: read, True."""
+    f = call.func
+    if isinstance(f, pyast.Attribute) and f.attr in HANDOFF_HOLDERS:
+        _legacy_handoffs(scan, call, f.value, call.args[0] if call.args else kwarg(call, "hand_to"))
+        return True
+    if isinstance(f, pyast.Name) and f.id in HANDOFF_HOLDERS:
+        _legacy_handoffs(scan, call, call.args[0] if call.args else kwarg(call, "agent"),
+                         call.args[1] if len(call.args) > 1 else kwarg(call, "hand_to"))
+        return True
+    return False
+
+
+def _add_handoffs(agent: Agent, method: str, items: list) -> None:
+    f_attr = method
+    if f_attr in ("add_context_condition", "add_context_conditions"):
+        agent.context += items
+    elif f_attr in ("add_llm_condition", "add_llm_conditions"):
+        agent.llm += items
+    elif f_attr in ("add_after_work", "add_after_works"):
+        agent.after_conditional += items
+    elif f_attr in ("add", "add_many"):
+        for it in items:
+            (agent.context if callee(it) == "OnContextCondition" else agent.llm).append(it)
 
 
 def _named(fname: str, at: pyast.AST, name_node: Optional[pyast.AST]) -> pyast.Name:
