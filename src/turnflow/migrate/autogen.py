@@ -568,27 +568,44 @@ def _graph(cfg, pos, b: FlowBuilder, names: Names, order, path, src, ended=froze
             what = "not an object" if not isinstance(node, dict) else "`edges` is not a list"
             raise fail("TF401", f"graph node `{raw}` is malformed ({what}); expected {{\"name\": ..., \"edges\": "
                        "[...]}", pos.of(node) if isinstance(node, (dict, list)) else pos.of(nodes, raw), path, src)
-        out = []
-        for e in _list(node.get("edges")):
-            if not isinstance(e, dict) or not isinstance(e.get("target"), str) or e["target"] not in names.map:
-                raise fail("TF401", "a graph edge names a target that is not a participant",
-                           pos.of(e) if isinstance(e, (dict, list)) else pos.of(node), path, src)
-            cond = e.get("condition")
-            if isinstance(cond, dict) and "_python_text" in cond:
-                neg = "not " if cond.get("_negated") else ""
-                if cond.get("_approximate"):
-                    b.note("TF406", f"the edge condition tests {cond['_approximate']} text; approximated by "
-                           f"`{neg}text contains {json.dumps(cond['_python_text'])}`", cond["_at"])
-                cond = ("not", cond["_python_text"]) if neg else cond["_python_text"]
-            elif isinstance(cond, dict) and "_python_unreadable" in cond:
-                cond = cond  # kept: a routing tool below
-            elif cond is not None and not isinstance(cond, str):
-                b.note("TF406", f"the condition of the edge `{raw}` -> `{e['target']}` cannot be read; kept as a "
-                       "routing tool of the speaker", pos.of(e))
-                cond = {"_python_unreadable": json.dumps(cond)[:80], "_at": pos.of(e)}
-            out.append((names.map[e["target"]], cond, e))
-        edges[name] = out
-    # joins: a node that waits for several parents (the edges of one activation group, "all")
+        edges[name] = [_edge(b, e, raw, node, names, pos, path, src) for e in _list(node.get("edges"))]
+    joins = _joins(nodes, edges, names, order, pos)
+    chain = _fan_out(b, cfg, nodes, edges, names, order, pos)
+    for x in order:
+        if x not in edges or x in ended:
+            continue
+        b.section()
+        for message, at in joins.get(x, []):
+            b.note("TF407", message, at)
+        if x in chain:
+            _parallel_branch(b, x, chain, edges, pos.of(nodes, next(r for r, n in names.map.items() if n == x)))
+            continue
+        _node_rules(b, x, edges[x])
+
+
+def _edge(b: FlowBuilder, e: Any, raw: str, node: dict, names: Names, pos, path: str, src) -> tuple[str, Any, dict]:
+    """(target, condition: None / a text / ("not", text) / an unreadable marker, the edge)."""
+    if not isinstance(e, dict) or not isinstance(e.get("target"), str) or e["target"] not in names.map:
+        raise fail("TF401", "a graph edge names a target that is not a participant",
+                   pos.of(e) if isinstance(e, (dict, list)) else pos.of(node), path, src)
+    cond = e.get("condition")
+    if isinstance(cond, dict) and "_python_text" in cond:
+        neg = "not " if cond.get("_negated") else ""
+        if cond.get("_approximate"):
+            b.note("TF406", f"the edge condition tests {cond['_approximate']} text; approximated by "
+                   f"`{neg}text contains {json.dumps(cond['_python_text'])}`", cond["_at"])
+        cond = ("not", cond["_python_text"]) if neg else cond["_python_text"]
+    elif isinstance(cond, dict) and "_python_unreadable" in cond:
+        pass  # kept: a routing tool
+    elif cond is not None and not isinstance(cond, str):
+        b.note("TF406", f"the condition of the edge `{raw}` -> `{e['target']}` cannot be read; kept as a "
+               "routing tool of the speaker", pos.of(e))
+        cond = {"_python_unreadable": json.dumps(cond)[:80], "_at": pos.of(e)}
+    return names.map[e["target"]], cond, e
+
+
+def _joins(nodes: dict, edges: dict, names: Names, order: list[str], pos) -> dict[str, list[tuple[str, Pos]]]:
+    """Nodes that wait for several parents (the edges of one activation group, "all"): TF407 texts."""
     incoming: dict[str, dict[str, list[str]]] = {}
     for x in order:
         for t, _, e in edges.get(x, []):
@@ -609,7 +626,13 @@ def _graph(cfg, pos, b: FlowBuilder, names: Names, order, path, src, ended=froze
                     f"`{t}` waits for all of {', '.join(parents)} (activation group {json.dumps(group)}); a flow "
                     "has one speaker at a time, so it runs after whichever of them hands over to it",
                     pos.of(nodes, raw_t)))
-    # sequential approximation of fan-out: X -> [T1..Tk] runs T1, ..., Tk one after another
+    return joins
+
+
+def _fan_out(b: FlowBuilder, cfg: dict, nodes: dict, edges: dict, names: Names, order: list[str],
+             pos) -> dict[str, tuple[str, str, dict]]:
+    """The sequential approximation of fan-out: X -> [T1..Tk] runs T1, ..., Tk one after another
+    (several start nodes too): each branch -> (the next one, where it came from, the edge)."""
     chain: dict[str, tuple[str, str, dict]] = {}
     for x in order:
         unconditional = [t for t, c, _ in edges.get(x, []) if c is None]
@@ -625,29 +648,26 @@ def _graph(cfg, pos, b: FlowBuilder, names: Names, order, path, src, ended=froze
     for r1, r2 in zip(roots, roots[1:]):  # several start nodes: chained in order
         if r1 not in chain:
             chain[r1] = (r2, "the start", {})
-    for x in order:
-        if x not in edges or x in ended:
+    return chain
+
+
+def _node_rules(b: FlowBuilder, x: str, out: list) -> None:
+    """A node's rules: text conditions in order, unreadable ones as routing tools, then the
+    unconditional edge (or `no_edge_matched`); a leaf ends the run."""
+    if not out:
+        b.rule(x, ("terminate", "graph_complete"))
+        return
+    for t, c, _ in out:
+        if c is None:
             continue
-        b.section()
-        for message, at in joins.get(x, []):
-            b.note("TF407", message, at)
-        if x in chain:
-            _parallel_branch(b, x, chain, edges, pos.of(nodes, next(r for r, n in names.map.items() if n == x)))
+        if isinstance(c, dict):
+            b.note("TF406", f"edge condition `{c['_python_unreadable']}` cannot be expressed; kept as a routing "
+                   f"tool of `{x}`", c["_at"])
+            b.handoff(x, t, f"transfer_to_{t}", f"The condition of the edge to {t} holds")
             continue
-        out = edges[x]
-        if not out:
-            b.rule(x, ("terminate", "graph_complete"))
-            continue
-        conditional = [(t, c) for t, c, _ in out if c is not None]
-        unconditional = [t for t, c, _ in out if c is None]
-        for t, c in conditional:
-            if isinstance(c, dict):
-                b.note("TF406", f"edge condition `{c['_python_unreadable']}` cannot be expressed; kept as a routing "
-                       f"tool of `{x}`", c["_at"])
-                b.handoff(x, t, f"transfer_to_{t}", f"The condition of the edge to {t} holds")
-                continue
-            b.rule(x, t, [("text", c)] if isinstance(c, str) else [("not", ("text", c[1]))])
-        if unconditional:
-            b.rule(x, unconditional[0])
-        else:
-            b.rule(x, ("terminate", "no_edge_matched"))
+        b.rule(x, t, [("text", c)] if isinstance(c, str) else [("not", ("text", c[1]))])
+    unconditional = [t for t, c, _ in out if c is None]
+    if unconditional:
+        b.rule(x, unconditional[0])
+    else:
+        b.rule(x, ("terminate", "no_edge_matched"))
