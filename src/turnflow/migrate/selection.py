@@ -127,6 +127,25 @@ class Evaluator:
             return i == -1
         return False
 
+    def _classic_return(self, value: pyast.AST, x: str, env: dict) -> object:
+        """A classic selection function's return: a method name, an agent (directly, by name,
+        `groupchat.agents[i]`), the speaker itself; else unknown."""
+        if isinstance(value, pyast.Constant) and isinstance(value.value, str):
+            return ("method", value.value.lower())
+        n = self.agent_name(value)
+        if n is not None:
+            return n
+        if isinstance(value, pyast.Call) and callee(value) == "agent_by_name" and value.args:
+            found = self._by_name(value, x, env)
+            if found is not None:
+                return found
+        if isinstance(value, pyast.Subscript) and isinstance(value.value, pyast.Attribute) \
+                and value.value.attr == "agents":
+            i = self.mod.literal(value.slice)
+            if isinstance(i, int) and not isinstance(i, bool) and -len(self.names) <= i < len(self.names):
+                return self.names[i]
+        return x if self._is_speaker(value, env) else ("unknown",)
+
     def _by_name(self, value: pyast.Call, x: str, env: dict) -> object:
         """`groupchat.agent_by_name(arg)`: the speaker (its own name), `previous` (the name of the
         message before the last), an agent named by a string; None otherwise."""
@@ -357,23 +376,7 @@ class Evaluator:
                     return ("candidates", names)
             return ("unknown",)
         if self.style == "classic":
-            if isinstance(value, pyast.Constant) and isinstance(value.value, str):
-                return ("method", value.value.lower())
-            n = self.agent_name(value)
-            if n is not None:
-                return n
-            if isinstance(value, pyast.Call) and callee(value) == "agent_by_name" and value.args:
-                found = self._by_name(value, x, env)
-                if found is not None:
-                    return found
-            if isinstance(value, pyast.Subscript) and isinstance(value.value, pyast.Attribute) \
-                    and value.value.attr == "agents":
-                i = self.mod.literal(value.slice)
-                if isinstance(i, int) and not isinstance(i, bool) and -len(self.names) <= i < len(self.names):
-                    return self.names[i]
-            if self._is_speaker(value, env):
-                return x
-            return ("unknown",)
+            return self._classic_return(value, x, env)
         n = self._name_of(value, env)
         if n in self.names:
             return n
@@ -396,30 +399,11 @@ class Evaluator:
                 out.append(Outcome(list(terms), self.ret(st.value, x, env), maybe, st))
                 return True
             if isinstance(st, pyast.If):
-                try:
-                    alts = self.cond(st.test, x, env)
-                except _Unknown as why:
-                    self.note("TF406", f"the test {why.what} in the selection function cannot be expressed; the "
-                              "targets of its branch are kept as routing tools of the speaker", st.test)
-                    self.block(st.body + rest, x, terms, True, dict(env), out)
-                    return self.block(st.orelse + rest, x, terms, maybe, env, out)
-                if alts == [[]]:
-                    return self.block(st.body + rest, x, terms, maybe, env, out)
-                if alts == []:
-                    return self.block(st.orelse + rest, x, terms, maybe, env, out)
-                for alt in alts:
-                    self.block(st.body + rest, x, terms + alt, maybe, dict(env), out)
-                return self.block(st.orelse + rest, x, terms, maybe, env, out)
+                return self._if(st, rest, x, terms, maybe, env, out)
             if isinstance(st, pyast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], pyast.Name):
                 env[st.targets[0].id] = self._subst(st.value, env)
                 continue
-            if isinstance(st, pyast.Expr) and isinstance(st.value, pyast.Call) \
-                    and isinstance(st.value.func, pyast.Attribute) and st.value.func.attr in ("append", "extend") \
-                    and isinstance(st.value.func.value, pyast.Name) and len(st.value.args) == 1 \
-                    and isinstance(env.get(st.value.func.value.id), (pyast.List, pyast.Tuple)):
-                name, arg = st.value.func.value.id, st.value.args[0]
-                added = [arg] if st.value.func.attr == "append" else (self.mod.elements(arg) or [])
-                env[name] = pyast.List(elts=list(env[name].elts) + added, ctx=pyast.Load())
+            if self._list_change(st, env):
                 continue
             if isinstance(st, (pyast.Expr, pyast.Pass, pyast.Import, pyast.ImportFrom, pyast.AnnAssign,
                                pyast.Global, pyast.Nonlocal, pyast.Assert)):
@@ -436,6 +420,36 @@ class Evaluator:
                 for r in inner:
                     out.append(Outcome(list(terms), self.ret(r.value, x, {}), True, r))
         return False
+
+    def _if(self, st: pyast.If, rest: list, x: str, terms: list, maybe: bool, env: dict, out: list) -> bool:
+        """An `if`: decided, one path per alternative of its test, or (a test the flow cannot say)
+        its branch's targets kept as routing tools; each branch continues with `rest`."""
+        try:
+            alts = self.cond(st.test, x, env)
+        except _Unknown as why:
+            self.note("TF406", f"the test {why.what} in the selection function cannot be expressed; the "
+                      "targets of its branch are kept as routing tools of the speaker", st.test)
+            self.block(st.body + rest, x, terms, True, dict(env), out)
+            return self.block(st.orelse + rest, x, terms, maybe, env, out)
+        if alts == [[]]:
+            return self.block(st.body + rest, x, terms, maybe, env, out)
+        if alts == []:
+            return self.block(st.orelse + rest, x, terms, maybe, env, out)
+        for alt in alts:
+            self.block(st.body + rest, x, terms + alt, maybe, dict(env), out)
+        return self.block(st.orelse + rest, x, terms, maybe, env, out)
+
+    def _list_change(self, st: pyast.stmt, env: dict) -> bool:
+        """`xs.append(a)` / `xs.extend([...])` on a local list: folded into its value, True."""
+        if not (isinstance(st, pyast.Expr) and isinstance(st.value, pyast.Call)
+                and isinstance(st.value.func, pyast.Attribute) and st.value.func.attr in ("append", "extend")
+                and isinstance(st.value.func.value, pyast.Name) and len(st.value.args) == 1
+                and isinstance(env.get(st.value.func.value.id), (pyast.List, pyast.Tuple))):
+            return False
+        name, arg = st.value.func.value.id, st.value.args[0]
+        added = [arg] if st.value.func.attr == "append" else (self.mod.elements(arg) or [])
+        env[name] = pyast.List(elts=list(env[name].elts) + added, ctx=pyast.Load())
+        return True
 
     def _lookup_loop(self, st: pyast.stmt, env: dict) -> bool:
         """`for agent in groupchat.agents: if agent.name == "coder": chosen = agent` (a `break`
