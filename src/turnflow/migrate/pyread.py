@@ -580,21 +580,7 @@ def termination_test(mod: Module, node: Optional[pyast.AST]) -> Optional[TextTes
         for n in pyast.walk(stmt):
             if isinstance(n, pyast.Call) and callee(n) in ("lower", "upper", "casefold"):
                 lowered = True
-            if isinstance(n, pyast.Compare) and len(n.ops) == 1:
-                left, op, right = n.left, n.ops[0], n.comparators[0]
-                if isinstance(op, pyast.In) and isinstance(left, pyast.Constant) and isinstance(left.value, str):
-                    tests.append(TextTest(left.value, True, "`in`"))
-                elif isinstance(op, pyast.Eq):
-                    for side in (left, right):
-                        if isinstance(side, pyast.Constant) and isinstance(side.value, str) and side.value:
-                            tests.append(TextTest(side.value, False, "an `==` test"))
-                elif isinstance(op, (pyast.GtE, pyast.Gt, pyast.NotEq)) and isinstance(left, pyast.Call) \
-                        and callee(left) in ("find", "index") and left.args \
-                        and isinstance(left.args[0], pyast.Constant) and isinstance(left.args[0].value, str):
-                    tests.append(TextTest(left.args[0].value, True, "`find`"))
-            if isinstance(n, pyast.Call) and callee(n) in ("endswith", "startswith") and n.args \
-                    and isinstance(n.args[0], pyast.Constant) and isinstance(n.args[0].value, str):
-                tests.append(TextTest(n.args[0].value, False, f"`{callee(n)}`"))
+            tests += _marker_tests(n)
     if not tests:
         return TextTest(None, False, "a predicate")
     # one marker: the first string tested (several markers: the first, approximated)
@@ -606,6 +592,30 @@ def termination_test(mod: Module, node: Optional[pyast.AST]) -> Optional[TextTes
     if len({t.text for t in tests}) > 1:
         how += " with several markers"
     return TextTest(first.text, exact, how)
+
+
+def _marker_tests(n: pyast.AST) -> list[TextTest]:
+    """The text tests one node of a termination predicate makes: `"X" in ...`, `== "X"`,
+    `.find("X") >= 0`, `.endswith("X")` / `.startswith("X")`."""
+    if isinstance(n, pyast.Call) and callee(n) in ("endswith", "startswith") and n.args \
+            and isinstance(n.args[0], pyast.Constant) and isinstance(n.args[0].value, str):
+        return [TextTest(n.args[0].value, False, f"`{callee(n)}`")]
+    if not (isinstance(n, pyast.Compare) and len(n.ops) == 1):
+        return []
+    return _compare_marker(n.left, n.ops[0], n.comparators[0])
+
+
+def _compare_marker(left: pyast.AST, op: pyast.cmpop, right: pyast.AST) -> list[TextTest]:
+    if isinstance(op, pyast.In) and isinstance(left, pyast.Constant) and isinstance(left.value, str):
+        return [TextTest(left.value, True, "`in`")]
+    if isinstance(op, pyast.Eq):
+        return [TextTest(side.value, False, "an `==` test") for side in (left, right)
+                if isinstance(side, pyast.Constant) and isinstance(side.value, str) and side.value]
+    if isinstance(op, (pyast.GtE, pyast.Gt, pyast.NotEq)) and isinstance(left, pyast.Call) \
+            and callee(left) in ("find", "index") and left.args \
+            and isinstance(left.args[0], pyast.Constant) and isinstance(left.args[0].value, str):
+        return [TextTest(left.args[0].value, True, "`find`")]
+    return []
 
 
 def filled_in_loop(mod: Module, node: Optional[pyast.AST]) -> bool:
