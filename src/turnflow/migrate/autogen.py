@@ -168,55 +168,72 @@ def _termination(cond: Any, pos: Positions, b: FlowBuilder, term: Term, names: N
     if kind in ("OrTerminationCondition", "AndTerminationCondition"):
         if kind == "AndTerminationCondition":
             term.note("TF405", "`&` (And) of termination conditions ends the run only when all have fired; "
-                   "approximated by ending when any of them fires", at)
+                      "approximated by ending when any of them fires", at)
         for c in _list(cfg.get("conditions")):
             _termination(c, pos, b, term, names)
         return
-    if kind == "MaxMessageTermination":
-        n = cfg.get("max_messages")
-        if isinstance(n, int) and not isinstance(n, bool) and n >= 1:
-            if term.max_messages is None or n < term.max_messages:
-                term.max_messages, term.max_at = n, at
-        else:
-            term.note("TF405", f"MaxMessageTermination's `max_messages` is {_show_number(n)}, {_bad_number(n)}; "
-                      "this condition is dropped", at)
-        return
-    if kind == "TextMentionTermination":
-        text = cfg.get("text")
-        if isinstance(text, str) and text:
-            srcs = cfg.get("sources")
-            term.texts.append((text, [names.map.get(s, s) for s in srcs if isinstance(s, str)]
-                               if isinstance(srcs, list) and srcs else None))
-        return
-    if kind == "SourceMatchTermination":
-        for s in _list(cfg.get("sources")):
-            if isinstance(s, str):
-                term.sources.append(names.map.get(s, s))
-        return
-    if kind == "HandoffTermination":
-        if isinstance(cfg.get("target"), str):
-            term.handoff_targets.append(cfg["target"])
-        return
-    if kind == "TextMessageTermination":
-        s = cfg.get("source")
-        term.text_message.append(names.map.get(s, s) if isinstance(s, str) else None)
-        return
-    if kind == "FunctionCallTermination":
-        if isinstance(cfg.get("function_name"), str):
-            term.function_calls.append(tool_name(cfg["function_name"]))
-        return
-    if kind == "TimeoutTermination":
-        t = cfg.get("timeout_seconds")
-        if isinstance(t, (int, float)) and not isinstance(t, bool) and t > 0:
-            term.note("TF405", "TimeoutTermination counts from the start of `run()`; approximated by the session's "
-                   f"time to live, `ttl {int(round(t))}s`", at)
-            term.timeout = int(round(t))
+    read = _TERMINATIONS.get(kind or "")
+    if read is not None:
+        read(cfg, term, names, at)
         return
     if kind == "StopMessageTermination":
         term.note("TF405", "StopMessageTermination ends the run when an agent emits a StopMessage, which .flow "
-               "cannot observe; dropped", at)
+                  "cannot observe; dropped", at)
         return
     term.note("TF405", f"termination condition `{kind or '?'}` cannot be expressed; dropped", at)
+
+
+def _max_messages(cfg: dict, term: Term, names: Names, at: Pos) -> None:
+    n = cfg.get("max_messages")
+    if isinstance(n, int) and not isinstance(n, bool) and n >= 1:
+        if term.max_messages is None or n < term.max_messages:
+            term.max_messages, term.max_at = n, at
+    else:
+        term.note("TF405", f"MaxMessageTermination's `max_messages` is {_show_number(n)}, {_bad_number(n)}; "
+                  "this condition is dropped", at)
+
+
+def _text_mention(cfg: dict, term: Term, names: Names, at: Pos) -> None:
+    text = cfg.get("text")
+    if isinstance(text, str) and text:
+        srcs = cfg.get("sources")
+        term.texts.append((text, [names.map.get(s, s) for s in srcs if isinstance(s, str)]
+                           if isinstance(srcs, list) and srcs else None))
+
+
+def _source_match(cfg: dict, term: Term, names: Names, at: Pos) -> None:
+    for s in _list(cfg.get("sources")):
+        if isinstance(s, str):
+            term.sources.append(names.map.get(s, s))
+
+
+def _handoff_termination(cfg: dict, term: Term, names: Names, at: Pos) -> None:
+    if isinstance(cfg.get("target"), str):
+        term.handoff_targets.append(cfg["target"])
+
+
+def _text_message_termination(cfg: dict, term: Term, names: Names, at: Pos) -> None:
+    s = cfg.get("source")
+    term.text_message.append(names.map.get(s, s) if isinstance(s, str) else None)
+
+
+def _function_call_termination(cfg: dict, term: Term, names: Names, at: Pos) -> None:
+    if isinstance(cfg.get("function_name"), str):
+        term.function_calls.append(tool_name(cfg["function_name"]))
+
+
+def _timeout(cfg: dict, term: Term, names: Names, at: Pos) -> None:
+    t = cfg.get("timeout_seconds")
+    if isinstance(t, (int, float)) and not isinstance(t, bool) and t > 0:
+        term.note("TF405", "TimeoutTermination counts from the start of `run()`; approximated by the session's "
+                  f"time to live, `ttl {int(round(t))}s`", at)
+        term.timeout = int(round(t))
+
+
+_TERMINATIONS = {"MaxMessageTermination": _max_messages, "TextMentionTermination": _text_mention,
+                 "SourceMatchTermination": _source_match, "HandoffTermination": _handoff_termination,
+                 "TextMessageTermination": _text_message_termination,
+                 "FunctionCallTermination": _function_call_termination, "TimeoutTermination": _timeout}
 
 
 def _show_number(n: Any) -> str:
