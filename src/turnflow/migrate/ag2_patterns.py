@@ -753,80 +753,17 @@ def _tool_targets(cx: Ctx, fn, depth: int = 0) -> list[tuple[object, pyast.AST]]
 
 
 def _agent_rules(cx: Ctx, a: Agent, kind: str) -> None:
-    b, mod = cx.b, cx.mod
-
-    def resolve_target(t, at):
-        if t == ("group_manager",):
-            b.note("TF408", "GroupManagerTarget as the target of a condition lets the manager's LLM pick; "
-                   f"approximated by the pattern's initial agent, `{cx.initial}`", pos(at))
-            return cx.initial
-        return t
-
-    # 1. context conditions
-    for call in a.context:
-        t = resolve_target(_target(cx, kwarg(call, "target", 0), call), call)
-        _context_rule(cx, a, call, t)
-    # 2. LLM conditions
+    """X's rules in AG2's order: context conditions, LLM conditions, tool targets, after-works."""
+    b = cx.b
+    for call in a.context:  # 1. context conditions
+        _context_rule(cx, a, call, _condition_target(cx, call))
     used_tools: set[str] = set()
-    for call in a.llm:
-        t = resolve_target(_target(cx, kwarg(call, "target", 0), call), call)
-        cond = mod.resolve(kwarg(call, "condition", 1))
-        prompt = None
-        if isinstance(cond, pyast.Call) and callee(cond) == "StringLLMCondition":
-            prompt = mod.string(kwarg(cond, "prompt", 0))
-        elif isinstance(cond, pyast.Constant) and isinstance(cond.value, str):
-            prompt = cond.value  # the legacy ON_CONDITION(target, condition="...")
-        elif isinstance(cond, pyast.Call):
-            b.note("TF406", f"LLM condition `{callee(cond)}` uses a prompt built from context; the routing tool "
-                   "gets a generic description", pos(cond))
-        if kwarg(call, "available") is not None:
-            b.note("TF406", "the `available=` condition of this handoff cannot be expressed; the routing tool is "
-                   "always available", pos(kwarg(call, "available")))
-        label = t if isinstance(t, str) else {"initiator": "user", "terminate": "end", "stay": "self"}.get(t[0],
-                                                                                                          "next")
-        tool = {"end": "end_conversation", "user": "revert_to_user"}.get(label, f"transfer_to_{label}") \
-            if not isinstance(t, str) else f"transfer_to_{label}"
-        i = 2
-        while tool in used_tools:
-            tool = f"transfer_to_{label}_{i}"
-            i += 1
-        used_tools.add(tool)
-        b.handoff(a.name, t, tool, prompt or f"Hand the conversation to {label}")
-    # 3. tools returning ReplyResult(target=...)
-    for fn_node in a.functions:
-        fn = function_def(mod, fn_node)
-        if fn is None or isinstance(fn, pyast.Lambda):
-            continue
-        targets: list = []
-        for t, at in _tool_targets(cx, fn):
-            t = resolve_target(t, at)
-            if t not in targets:
-                targets.append(t)
-        if not targets:
-            continue
-        raw = getattr(fn_node, "_turnflow_tool", None) or fn.name
-        tool = tool_name(raw)
-        if tool != raw:
-            b.note("TF402", f"tool name `{raw}` is not a valid flow NAME; renamed to `{tool}`", pos(fn))
-        if len(targets) == 1:
-            b.add_tool(a.name, tool)
-            b.rule(a.name, targets[0], [("tool", tool)])
-            continue
-        labels = [t if isinstance(t, str) else {"initiator": cx.user or "user", "terminate": "end"}.get(t[0], t[0])
-                  for t in targets]
-        split = [f"{tool}_to_{label}" for label in labels]
-        b.note("TF406", f"tool `{raw}` chooses its target at run time ({', '.join(labels)}); .flow routes on which "
-               "tool was called, so it is split into one routing tool per reachable target ("
-               + ", ".join(f"`{s}`" for s in split) + f"): bind each to `{raw}`", pos(fn))
-        doc = pyast.get_docstring(fn) or f"Call {raw}"
-        doc = doc.strip().splitlines()[0] if doc.strip() else f"Call {raw}"
-        for t, label, s in zip(targets, labels, split):
-            b.handoff(a.name, t, s, f"{doc} (then {label} speaks)" if isinstance(t, str) or t == ("initiator",)
-                      else f"{doc} ({label})")
-    # 4. after-work (conditional, then unconditional)
-    for call in a.after_conditional:
-        t = resolve_target(_target(cx, kwarg(call, "target", 0), call), call)
-        _context_rule(cx, a, call, t)
+    for call in a.llm:  # 2. LLM conditions
+        _llm_handoff(cx, a, call, used_tools)
+    for fn_node in a.functions:  # 3. tools returning ReplyResult(target=...)
+        _tool_rules(cx, a, fn_node)
+    for call in a.after_conditional:  # 4. after-work (conditional, then unconditional)
+        _context_rule(cx, a, call, _condition_target(cx, call))
     if a.after_work is not None:
         t = _target(cx, a.after_work, a.after_work)
         if t == ("group_manager",):
@@ -835,6 +772,81 @@ def _agent_rules(cx: Ctx, a: Agent, kind: str) -> None:
             _routing_choice(cx, a.name, list(cx.by_name), a.after_work)
         else:
             b.rule(a.name, t)
+
+
+def _resolve_target(cx: Ctx, t, at):
+    """GroupManagerTarget as a condition's target: the initial agent (TF408)."""
+    if t == ("group_manager",):
+        cx.b.note("TF408", "GroupManagerTarget as the target of a condition lets the manager's LLM pick; "
+                  f"approximated by the pattern's initial agent, `{cx.initial}`", pos(at))
+        return cx.initial
+    return t
+
+
+def _condition_target(cx: Ctx, call: pyast.Call):
+    return _resolve_target(cx, _target(cx, kwarg(call, "target", 0), call), call)
+
+
+def _llm_handoff(cx: Ctx, a: Agent, call: pyast.Call, used_tools: set[str]) -> None:
+    """`OnCondition(target=T, condition=StringLLMCondition(prompt=P))`: a routing tool to T."""
+    b, mod = cx.b, cx.mod
+    t = _condition_target(cx, call)
+    cond = mod.resolve(kwarg(call, "condition", 1))
+    prompt = None
+    if isinstance(cond, pyast.Call) and callee(cond) == "StringLLMCondition":
+        prompt = mod.string(kwarg(cond, "prompt", 0))
+    elif isinstance(cond, pyast.Constant) and isinstance(cond.value, str):
+        prompt = cond.value  # the legacy ON_CONDITION(target, condition="...")
+    elif isinstance(cond, pyast.Call):
+        b.note("TF406", f"LLM condition `{callee(cond)}` uses a prompt built from context; the routing tool "
+               "gets a generic description", pos(cond))
+    if kwarg(call, "available") is not None:
+        b.note("TF406", "the `available=` condition of this handoff cannot be expressed; the routing tool is "
+               "always available", pos(kwarg(call, "available")))
+    label = t if isinstance(t, str) else {"initiator": "user", "terminate": "end", "stay": "self"}.get(t[0], "next")
+    tool = {"end": "end_conversation", "user": "revert_to_user"}.get(label, f"transfer_to_{label}") \
+        if not isinstance(t, str) else f"transfer_to_{label}"
+    i = 2
+    while tool in used_tools:
+        tool = f"transfer_to_{label}_{i}"
+        i += 1
+    used_tools.add(tool)
+    b.handoff(a.name, t, tool, prompt or f"Hand the conversation to {label}")
+
+
+def _tool_rules(cx: Ctx, a: Agent, fn_node: pyast.AST) -> None:
+    """A tool returning `ReplyResult(target=T)`: `X -> T when tool f`; several targets: one routing
+    tool per target (TF406)."""
+    b, mod = cx.b, cx.mod
+    fn = function_def(mod, fn_node)
+    if fn is None or isinstance(fn, pyast.Lambda):
+        return
+    targets: list = []
+    for t, at in _tool_targets(cx, fn):
+        t = _resolve_target(cx, t, at)
+        if t not in targets:
+            targets.append(t)
+    if not targets:
+        return
+    raw = getattr(fn_node, "_turnflow_tool", None) or fn.name
+    tool = tool_name(raw)
+    if tool != raw:
+        b.note("TF402", f"tool name `{raw}` is not a valid flow NAME; renamed to `{tool}`", pos(fn))
+    if len(targets) == 1:
+        b.add_tool(a.name, tool)
+        b.rule(a.name, targets[0], [("tool", tool)])
+        return
+    labels = [t if isinstance(t, str) else {"initiator": cx.user or "user", "terminate": "end"}.get(t[0], t[0])
+              for t in targets]
+    split = [f"{tool}_to_{label}" for label in labels]
+    b.note("TF406", f"tool `{raw}` chooses its target at run time ({', '.join(labels)}); .flow routes on which "
+           "tool was called, so it is split into one routing tool per reachable target ("
+           + ", ".join(f"`{s}`" for s in split) + f"): bind each to `{raw}`", pos(fn))
+    doc = pyast.get_docstring(fn) or f"Call {raw}"
+    doc = doc.strip().splitlines()[0] if doc.strip() else f"Call {raw}"
+    for t, label, s in zip(targets, labels, split):
+        b.handoff(a.name, t, s, f"{doc} (then {label} speaks)" if isinstance(t, str) or t == ("initiator",)
+                  else f"{doc} ({label})")
 
 
 def _show(t) -> str:
