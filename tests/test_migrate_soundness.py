@@ -170,3 +170,45 @@ def test_one_lowering_gives_the_printed_flow():
     blocks = tuple(lower(t) for t in result.teams)
     again = format_flow(flow_ast.FlowFile(GENERATED, blocks, ()))
     assert again.split("workflow", 1)[1] == result.text.split("workflow", 1)[1]
+
+
+def test_a_conditional_return_is_read_branch_by_branch():
+    """`return b if "REVIEW" in msg else c` in a selection function: both branches, exactly (was: a
+    binding picked through `a if c else b`)."""
+    text = '''import autogen
+a = autogen.AssistantAgent(name="a")
+b = autogen.AssistantAgent(name="b")
+c = autogen.AssistantAgent(name="c")
+def pick(last_speaker, groupchat):
+    msg = groupchat.messages[-1]["content"]
+    if last_speaker is a:
+        return b if "REVIEW" in msg else c
+    return a
+chat = autogen.GroupChat(agents=[a, b, c], messages=[], speaker_selection_method=pick)
+mgr = autogen.GroupChatManager(groupchat=chat)
+a.initiate_chat(mgr, message="go")
+'''
+    result = migrate(text, "case.py")
+    assert 'a -> b when text contains "REVIEW"' in result.text and "    a -> c\n" in result.text
+    assert not [d for d in result.diagnostics if d.code in ("TF404", "TF406", "TF410")]
+
+
+def test_a_tool_target_chosen_inside_agent_target_keeps_one_routing_tool_per_target():
+    text = '''from autogen import ConversableAgent
+from autogen.agentchat import initiate_group_chat
+from autogen.agentchat.group import AgentTarget, ReplyResult
+from autogen.agentchat.group.patterns import DefaultPattern
+
+def route(urgent: bool) -> ReplyResult:
+    """Route the request."""
+    return ReplyResult(message="ok", target=AgentTarget(fast if urgent else slow))
+
+triage = ConversableAgent(name="triage", functions=[route])
+fast = ConversableAgent(name="fast")
+slow = ConversableAgent(name="slow")
+pattern = DefaultPattern(initial_agent=triage, agents=[triage, fast, slow])
+initiate_group_chat(pattern=pattern, messages="hi", max_rounds=10)
+'''
+    result = migrate(text, "case.py")
+    assert "handoff triage -> fast via route_to_fast" in result.text
+    assert "handoff triage -> slow via route_to_slow" in result.text

@@ -713,21 +713,28 @@ def _alternatives(cx: Ctx, node: Optional[pyast.AST], fn, depth: int = 0) -> lis
         if isinstance(d, pyast.Dict):
             return [v for value in d.values for v in _alternatives(cx, value, fn, depth + 1)]
     if isinstance(node, pyast.Call) and callee(node) in ("AgentTarget", "AgentNameTarget"):
-        arg = kwarg(node, "agent", 0) if callee(node) == "AgentTarget" else kwarg(node, "agent_name", 0)
-        if isinstance(arg, (pyast.Name, pyast.IfExp, pyast.Subscript)) and cx.scan.agent_of(arg) is None:
-            alts = _alternatives(cx, arg, fn, depth + 1)
-            if alts and alts != [arg]:
-                out: list[pyast.AST] = []
-                for alt in alts:
-                    if isinstance(alt, pyast.Call) and callee(alt) in ("AgentTarget", "AgentNameTarget"):
-                        out.append(alt)
-                        continue
-                    key = "agent" if callee(node) == "AgentTarget" else "agent_name"
-                    new = pyast.Call(func=node.func, args=[],
-                                     keywords=[pyast.keyword(arg=key, value=alt)])  # type: ignore[call-overload]
-                    out.append(pyast.copy_location(new, alt))
-                return out
+        return _target_alternatives(cx, node, fn, depth)
     return [node]
+
+
+def _target_alternatives(cx: Ctx, node: pyast.Call, fn, depth: int) -> list[pyast.AST]:
+    """`AgentTarget(x)` where `x` takes several values in the tool (`a if c else b`, a local
+    assigned in branches, a dict lookup): one target per value."""
+    arg = kwarg(node, "agent", 0) if callee(node) == "AgentTarget" else kwarg(node, "agent_name", 0)
+    if not isinstance(arg, (pyast.Name, pyast.IfExp, pyast.Subscript)):
+        return [node]
+    alts = _alternatives(cx, arg, fn, depth + 1)
+    if not alts or alts == [arg] or (len(alts) == 1 and cx.scan.agent_of(arg) is not None):
+        return [node]
+    out: list[pyast.AST] = []
+    for alt in alts:
+        if isinstance(alt, pyast.Call) and callee(alt) in ("AgentTarget", "AgentNameTarget"):
+            out.append(alt)
+            continue
+        key = "agent" if callee(node) == "AgentTarget" else "agent_name"
+        new = pyast.Call(func=node.func, args=[], keywords=[pyast.keyword(arg=key, value=alt)])  # type: ignore[call-overload]
+        out.append(pyast.copy_location(new, alt))
+    return out
 
 
 def _tool_targets(cx: Ctx, fn, depth: int = 0) -> list[tuple[object, pyast.AST]]:

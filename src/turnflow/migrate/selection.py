@@ -396,6 +396,9 @@ class Evaluator:
                 raise _Budget()
             rest = stmts[i + 1:]
             if isinstance(st, pyast.Return):
+                value = self._subst(st.value, env) if st.value is not None else None
+                if isinstance(value, pyast.IfExp):
+                    return self._if(_if_return(st, value), rest, x, terms, maybe, env, out)
                 out.append(Outcome(list(terms), self.ret(st.value, x, env), maybe, st))
                 return True
             if isinstance(st, pyast.If):
@@ -534,6 +537,13 @@ class Evaluator:
         if not done:  # falling off the end returns None
             out.append(Outcome([], self.ret(None, x, {}), False, self.fn))
         return out
+
+
+def _if_return(st: pyast.Return, value: pyast.IfExp) -> pyast.If:
+    """`return a if c else b` as `if c: return a` / `else: return b` (each branch read on its own)."""
+    body = pyast.copy_location(pyast.Return(value=value.body), st)
+    orelse = pyast.copy_location(pyast.Return(value=value.orelse), st)
+    return pyast.copy_location(pyast.If(test=value.test, body=[body], orelse=[orelse]), st)
 
 
 def _loop_lookup(st: pyast.stmt):
