@@ -699,10 +699,7 @@ def _alternatives(cx: Ctx, node: Optional[pyast.AST], fn, depth: int = 0) -> lis
     if isinstance(node, pyast.IfExp):
         return _alternatives(cx, node.body, fn, depth + 1) + _alternatives(cx, node.orelse, fn, depth + 1)
     if isinstance(node, pyast.Name) and fn is not None:
-        values = [st.value for st in pyast.walk(fn) if isinstance(st, (pyast.Assign, pyast.AnnAssign))
-                  and st.value is not None
-                  and any(isinstance(t, pyast.Name) and t.id == node.id
-                          for t in (st.targets if isinstance(st, pyast.Assign) else [st.target]))]
+        values = _local_values(fn, node.id)
         if values:
             return [v for value in values for v in _alternatives(cx, value, fn, depth + 1)]
     if isinstance(node, pyast.Subscript):
@@ -715,6 +712,14 @@ def _alternatives(cx: Ctx, node: Optional[pyast.AST], fn, depth: int = 0) -> lis
     if isinstance(node, pyast.Call) and callee(node) in ("AgentTarget", "AgentNameTarget"):
         return _target_alternatives(cx, node, fn, depth)
     return [node]
+
+
+def _local_values(fn, name: str) -> list[pyast.AST]:
+    """Every value a function assigns to its local `name`."""
+    return [st.value for st in pyast.walk(fn) if isinstance(st, (pyast.Assign, pyast.AnnAssign))
+            and st.value is not None
+            and any(isinstance(t, pyast.Name) and t.id == name
+                    for t in (st.targets if isinstance(st, pyast.Assign) else [st.target]))]
 
 
 def _target_alternatives(cx: Ctx, node: pyast.Call, fn, depth: int) -> list[pyast.AST]:

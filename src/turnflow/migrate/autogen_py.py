@@ -253,6 +253,29 @@ class Reader:
         return graph
 
     # -- teams ----------------------------------------------------------------------------------
+    def _participant(self, e: Any) -> dict:
+        """A participant: an agent of the file (a graph node's name, or an expression)."""
+        if isinstance(e, str):
+            return next((c for c in self.agents.values() if c["config"]["name"] == e), None)  # type: ignore[arg-type]
+        a = self.agent(e)
+        if a is None:
+            raise fail("TF401", f"`{pyast.unparse(e)}` in the participants is not an agent created in this "
+                       "file", pos(e), self.mod.path, self.mod.src)
+        return a
+
+    def _graph_config(self, cfg: dict, call: pyast.Call, graph: Optional[dict]) -> None:
+        """GraphFlow's `graph=builder.build()`, read from the DiGraphBuilder calls of the file."""
+        mod = self.mod
+        if graph is None:
+            graph = self.graph(kwarg(call, "graph", 1), call)
+        if graph is None:
+            raise fail("TF401", "GraphFlow's `graph` must be `builder.build()` of a DiGraphBuilder built in this "
+                       "file", pos(kwarg(call, "graph", 1) or call), mod.path, mod.src)
+        for at, message in graph.pop("_errors", []):
+            raise fail("TF401", message, pos(at), mod.path, mod.src)
+        cfg["graph"] = graph
+        self.p.mark(cfg, kwarg(call, "graph", 1) or call, "graph")
+
     def team(self, call: pyast.Call, block: str) -> dict:
         mod = self.mod
         kind = callee(call)
@@ -272,17 +295,7 @@ class Reader:
 
             raise fail("TF401", "the team's participants must be a list of agents written out in the file"
                        + _why_not_literal(mod, parts_node), pos(parts_node or call), mod.path, mod.src)
-        participants = []
-        for e in elements:
-            if isinstance(e, str):
-                a = next((c for c in self.agents.values() if c["config"]["name"] == e), None)
-            else:
-                a = self.agent(e)
-                if a is None:
-                    raise fail("TF401", f"`{pyast.unparse(e)}` in the participants is not an agent created in this "
-                               "file", pos(e), mod.path, mod.src)
-            participants.append(a)
-        cfg: dict = {"name": block, "participants": participants}
+        cfg: dict = {"name": block, "participants": [self._participant(e) for e in elements]}
         self.p.mark(cfg, parts_node or call, "participants")
         term = self.termination(kwarg(call, "termination_condition"))
         if term is not None:
@@ -298,15 +311,7 @@ class Reader:
                 cfg[key] = value if is_literal(value) else f"<{pyast.unparse(v)}>"
                 self.p.mark(cfg, v, key)
         if kind == "GraphFlow":
-            if graph is None:
-                graph = self.graph(kwarg(call, "graph", 1), call)
-            if graph is None:
-                raise fail("TF401", "GraphFlow's `graph` must be `builder.build()` of a DiGraphBuilder built in this "
-                           "file", pos(kwarg(call, "graph", 1) or call), mod.path, mod.src)
-            for at, message in graph.pop("_errors", []):
-                raise fail("TF401", message, pos(at), mod.path, mod.src)
-            cfg["graph"] = graph
-            self.p.mark(cfg, kwarg(call, "graph", 1) or call, "graph")
+            self._graph_config(cfg, call, graph)
         comp = {"provider": f"{_PACKAGE['team']}.{kind}", "component_type": "team", "config": cfg}
         self.p.mark(comp, call)
         self.p.mark(comp, call, "provider")
