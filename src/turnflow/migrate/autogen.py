@@ -75,16 +75,7 @@ def _teams(data: Any, pos: Positions, path: str, src: SourceText) -> list[dict]:
     if isinstance(data, dict) and isinstance(data.get("items"), dict) and "components" not in data:
         data = {**data, "components": data["items"]}  # the older AutoGen Studio gallery: {"items": {"teams": [...]}}
     if isinstance(data, dict) and isinstance(data.get("components"), dict):
-        teams = data["components"].get("teams")
-        if isinstance(teams, list) and teams:
-            out = [t for t in teams if _kind(t) in TEAMS]
-            for t in teams:
-                if _kind(t) not in TEAMS:
-                    raise fail("TF401", f"gallery team `{_kind(t) or '?'}` is not a supported team "
-                               f"({', '.join(TEAMS)})", pos.of(t), path, src)
-            return out
-        raise fail("TF401", "gallery file without teams (`components.teams` is empty or missing)",
-                   pos.of(data["components"]), path, src)
+        return _gallery_teams(data, pos, path, src)
     if isinstance(data, list) and data and all(_kind(t) in TEAMS for t in data):
         return data
     if isinstance(data, dict) and _kind(data):
@@ -96,6 +87,19 @@ def _teams(data: Any, pos: Positions, path: str, src: SourceText) -> list[dict]:
     raise fail("TF401", "not an AutoGen team component: expected an object with \"provider\" naming one of "
                f"{', '.join(TEAMS)}, a list of them, or a gallery file with components.teams",
                pos.of(where) if isinstance(where, (dict, list)) else Pos(1, 1), path, src)
+
+
+def _gallery_teams(data: dict, pos: Positions, path: str, src: SourceText) -> list[dict]:
+    """The teams of a gallery file (`components.teams`); refused when one is not a supported team."""
+    teams = data["components"].get("teams")
+    if isinstance(teams, list) and teams:
+        for t in teams:
+            if _kind(t) not in TEAMS:
+                raise fail("TF401", f"gallery team `{_kind(t) or '?'}` is not a supported team "
+                           f"({', '.join(TEAMS)})", pos.of(t), path, src)
+        return list(teams)
+    raise fail("TF401", "gallery file without teams (`components.teams` is empty or missing)",
+               pos.of(data["components"]), path, src)
 
 
 def _agents(team: dict, pos: Positions, names: Names, b: FlowBuilder, path: str, src: SourceText) -> list[Agent]:
