@@ -447,6 +447,18 @@ def _handoff_lines(w: _Writer, a: Any) -> None:
                            f"condition={cond}))")
 
 
+def _tool_lines(w: _Writer, a: Any) -> None:
+    """The agent's tools, from their own source, as `agent.functions = [...]`."""
+    tools = []
+    for t in getattr(a, "tools", []):
+        fn = getattr(t, "func", None) or getattr(t, "_func", None)
+        tn = w.function(fn, keep_name=True) if fn is not None else None
+        if tn is not None:
+            tools.append(tn)
+    if tools:
+        w.lines.append(f"{w.vars[id(a)]}.functions = [{', '.join(tools)}]")
+
+
 def pattern_source(obj: Any, name: str = "pattern", max_rounds: Optional[int] = None) -> str:
     """The canonical Python of a live AG2 group pattern."""
     w = _Writer()
@@ -462,14 +474,7 @@ def pattern_source(obj: Any, name: str = "pattern", max_rounds: Optional[int] = 
     for a in list(obj.agents):
         _handoff_lines(w, a)
     for a in list(obj.agents) + ([obj.user_agent] if user is not None else []):
-        tools = []
-        for t in getattr(a, "tools", []):  # the agent's tools, from their own source
-            fn = getattr(t, "func", None) or getattr(t, "_func", None)
-            tn = w.function(fn, keep_name=True) if fn is not None else None
-            if tn is not None:
-                tools.append(tn)
-        if tools:
-            w.lines.append(f"{w.vars[id(a)]}.functions = [{', '.join(tools)}]")
+        _tool_lines(w, a)
     kind = type(obj).__name__
     args = [f"initial_agent={w.vars[id(obj.initial_agent)]}", f"agents=[{', '.join(agents)}]"]
     term = (getattr(obj, "group_manager_args", None) or {}).get("is_termination_msg")
