@@ -82,7 +82,10 @@ def parse_tasks(text: str, path: str = "<tasks>") -> list[Task]:
 
 
 def read_tasks(path: str) -> list[Task]:
+    from turnflow.files import refuse_special
+
     try:
+        refuse_special(path)  # a FIFO would block forever
         with open(path, encoding="utf-8") as fh:
             text = fh.read()
     except FileNotFoundError:
