@@ -48,6 +48,8 @@ class OneSession:
 
 
 def run(args) -> int:
+    import sqlite3
+
     from turnflow.runtime.envelope import Envelope
     from turnflow.runtime.errors import RuntimeErrorBase
     from turnflow.runtime.hub import Hub
@@ -57,7 +59,12 @@ def run(args) -> int:
     if args.summary:
         from turnflow.commands.inspect_summary import run_summary
 
-        return run_summary(args)
+        try:
+            return run_summary(args)
+        except sqlite3.DatabaseError as exc:  # a damaged file (flipped bytes, a cut tail)
+            err(f"turnflow inspect: {args.store}: the store is damaged ({exc}); `turnflow inspect {args.store}` "
+                "lists the sessions that are still readable")
+            return EXIT_USAGE
     if not is_postgres_url(args.store) and not os.path.isfile(args.store):
         err(f"turnflow inspect: no such store file: {args.store}")
         return EXIT_USAGE
@@ -70,6 +77,10 @@ def run(args) -> int:
         err(f"turnflow inspect: {exc}")
         return EXIT_USAGE
     where = getattr(store, "path", args.store)  # a URL without its password
+    damage = getattr(store, "damage", None)  # PRAGMA quick_check's finding on a SQLite file
+    unreadable: list[str] = []
+    if damage:
+        err(f"turnflow inspect: {where}: the store is damaged ({damage}); showing the sessions still readable")
     try:
         hub = Hub(store if args.session is None else OneSession(store, args.session))
         report = hub.hydrate()  # read only: no pending close is completed here
@@ -92,15 +103,20 @@ def run(args) -> int:
                 out(f"session {i['session_id']} {i['kind']} {s.metadata.name}".rstrip() + "\n")
                 out(f"  state: {i['state']}  close_reason: {i['close_reason'] or '-'}  turns: {i['turn_count']}"
                     f"  expected_next: {i['expected_next'] or '-'}  envelopes: {i['envelope_count']}\n")
-                for e in store.read_range(s.session_id):
-                    if isinstance(e, Envelope):
-                        out(f"  {e.seq:>5} {e.envelope_id} {e.sender_id} {e.event_type} "
-                            f"{json.dumps(e.event_data, sort_keys=True)}\n")
-                for t in store.telemetry(s.session_id):
-                    out(render_telemetry(t))
-        for problem in bad:
+                try:
+                    for e in store.read_range(s.session_id):
+                        if isinstance(e, Envelope):
+                            out(f"  {e.seq:>5} {e.envelope_id} {e.sender_id} {e.event_type} "
+                                f"{json.dumps(e.event_data, sort_keys=True)}\n")
+                    for t in store.telemetry(s.session_id):
+                        out(render_telemetry(t))
+                except (ValueError, sqlite3.DatabaseError) as exc:  # a damaged page or record of this session
+                    unreadable.append(f"session {s.session_id}: damaged, cannot be read past here: {exc}")
+        for problem in [*bad, *unreadable]:
             err(f"turnflow inspect: {where}: {problem}")
-        return EXIT_FINDINGS if bad else EXIT_OK
+        if damage:
+            return EXIT_USAGE
+        return EXIT_FINDINGS if bad or unreadable else EXIT_OK
     finally:
         store.close()
 
