@@ -125,3 +125,21 @@ def test_checks_are_linear_in_the_number_of_blocks():
 
     small, large = best(2500), best(10000)
     assert large / small < 7.5, (small, large)
+
+
+@pytest.mark.parametrize("fmt", ["json", "sarif"])
+def test_a_file_name_that_is_not_utf8_is_escaped_in_json_and_sarif(tmp_path, fmt):
+    """Issue #25 item 8: the name's raw bytes made the output invalid JSON."""
+    try:
+        (Path(os.fsdecode(bytes(tmp_path) + b"/b\xfe.flow"))).write_text("workflow x {\n}\n")
+    except (OSError, UnicodeError):
+        pytest.skip("this file system refuses names that are not UTF-8")
+    res = subprocess.run([sys.executable, "-m", "turnflow", "check", ".", "--format", fmt], cwd=tmp_path,
+                         capture_output=True, timeout=60,
+                         env={**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")})
+    assert res.returncode == 1, res.stderr
+    import json
+
+    text = res.stdout.decode("utf-8")  # valid UTF-8 ...
+    json.loads(text)  # ... and valid JSON
+    assert "b\\udcfe.flow" in text

@@ -113,7 +113,8 @@ def render_sarif(diags: Sequence[Diagnostic], version: str) -> str:
         "version": "2.1.0",
         "runs": [{"tool": {"driver": driver}, "results": results, "columnKind": "unicodeCodePoints"}],
     }
-    return json.dumps(log, indent=2, ensure_ascii=False) + "\n"
+    # a file name that is not UTF-8 holds lone surrogates: written as \\udcXX escapes, valid JSON
+    return json.dumps(log, indent=2, ensure_ascii=False).encode("utf-8", "backslashreplace").decode("utf-8") + "\n"
 
 
 def _gh_escape(text: str, prop: bool = False) -> str:
