@@ -159,6 +159,12 @@ def _check_selector(sel: str, where: str) -> None:
                       "see `turnflow rule --list`")
 
 
+def _check_globs(values: dict, where: str) -> None:
+    for key in ("exclude", "extend_exclude"):
+        for pat in values.get(key, ()):
+            _check_glob(pat, f"{where}: `{key.replace('_', '-')}`")
+
+
 def _check_glob(pattern: str, where: str) -> None:
     from turnflow.globs import glob_problem
 
@@ -193,9 +199,7 @@ def from_table(table: dict, root: Path, file: Optional[Path], where: str) -> Con
     for key in ("select", "extend_select", "ignore"):
         for sel in values.get(key, ()):
             _check_selector(sel, f"{where}: `{key.replace('_', '-')}`")
-    for key in ("exclude", "extend_exclude"):
-        for pat in values.get(key, ()):
-            _check_glob(pat, f"{where}: `{key.replace('_', '-')}`")
+    _check_globs(values, where)
     for key in ("respect-gitignore", "force-exclude"):
         if key in table:
             if not isinstance(table[key], bool):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Iterator
+from typing import Any, Iterator, Optional
 
 from turnflow.cli_util import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, err, out
 
@@ -47,10 +47,40 @@ class OneSession:
         return self._store.read_range(self._sid)
 
 
-def run(args) -> int:
+def _summary(args, run_summary) -> int:
+    import sqlite3
+
+    try:
+        return run_summary(args)
+    except sqlite3.DatabaseError as exc:  # a damaged file (flipped bytes, a cut tail)
+        err(f"turnflow inspect: {args.store}: the store is damaged ({exc}); `turnflow inspect {args.store}` "
+            "lists the sessions that are still readable")
+        return EXIT_USAGE
+
+
+def _print_session(store: Any, s: Any) -> Optional[str]:
+    """Print one session as text; what could not be read of it (a damaged page or record), or None."""
     import sqlite3
 
     from turnflow.runtime.envelope import Envelope
+
+    i = s.info()
+    out(f"session {i['session_id']} {i['kind']} {s.metadata.name}".rstrip() + "\n")
+    out(f"  state: {i['state']}  close_reason: {i['close_reason'] or '-'}  turns: {i['turn_count']}"
+        f"  expected_next: {i['expected_next'] or '-'}  envelopes: {i['envelope_count']}\n")
+    try:
+        for e in store.read_range(s.session_id):
+            if isinstance(e, Envelope):
+                out(f"  {e.seq:>5} {e.envelope_id} {e.sender_id} {e.event_type} "
+                    f"{json.dumps(e.event_data, sort_keys=True)}\n")
+        for t in store.telemetry(s.session_id):
+            out(render_telemetry(t))
+    except (ValueError, sqlite3.DatabaseError) as exc:
+        return f"session {s.session_id}: damaged, cannot be read past here: {exc}"
+    return None
+
+
+def run(args) -> int:
     from turnflow.runtime.errors import RuntimeErrorBase
     from turnflow.runtime.hub import Hub
     from turnflow.runtime.session import check_session_id
@@ -59,12 +89,7 @@ def run(args) -> int:
     if args.summary:
         from turnflow.commands.inspect_summary import run_summary
 
-        try:
-            return run_summary(args)
-        except sqlite3.DatabaseError as exc:  # a damaged file (flipped bytes, a cut tail)
-            err(f"turnflow inspect: {args.store}: the store is damaged ({exc}); `turnflow inspect {args.store}` "
-                "lists the sessions that are still readable")
-            return EXIT_USAGE
+        return _summary(args, run_summary)
     if not is_postgres_url(args.store) and not os.path.isfile(args.store):
         err(f"turnflow inspect: no such store file: {args.store}")
         return EXIT_USAGE
@@ -99,19 +124,9 @@ def run(args) -> int:
                            indent=2) + "\n")
         else:
             for s in lives:
-                i = s.info()
-                out(f"session {i['session_id']} {i['kind']} {s.metadata.name}".rstrip() + "\n")
-                out(f"  state: {i['state']}  close_reason: {i['close_reason'] or '-'}  turns: {i['turn_count']}"
-                    f"  expected_next: {i['expected_next'] or '-'}  envelopes: {i['envelope_count']}\n")
-                try:
-                    for e in store.read_range(s.session_id):
-                        if isinstance(e, Envelope):
-                            out(f"  {e.seq:>5} {e.envelope_id} {e.sender_id} {e.event_type} "
-                                f"{json.dumps(e.event_data, sort_keys=True)}\n")
-                    for t in store.telemetry(s.session_id):
-                        out(render_telemetry(t))
-                except (ValueError, sqlite3.DatabaseError) as exc:  # a damaged page or record of this session
-                    unreadable.append(f"session {s.session_id}: damaged, cannot be read past here: {exc}")
+                lost = _print_session(store, s)
+                if lost is not None:
+                    unreadable.append(lost)
         for problem in [*bad, *unreadable]:
             err(f"turnflow inspect: {where}: {problem}")
         if damage:
