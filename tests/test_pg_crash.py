@@ -138,6 +138,17 @@ def _worker_store(url: str, sessions: list[str]):
     return PostgresStore(url, worker="w1")
 
 
+def _units(*envs):
+    from turnflow.runtime.store import envelope_row
+    from turnflow.runtime.store_contract import CommitUnits
+
+    units = CommitUnits()
+    for env, gseq in envs:
+        units.rows.append(envelope_row(env, gseq))
+        units.envelopes.append(env)
+    return units
+
+
 def _env(sid: str, seq: int):
     from turnflow.runtime.envelope import EV_TEXT, Envelope
 
@@ -157,12 +168,9 @@ def test_an_envelope_whose_predecessor_is_not_stored_is_refused_not_written(pg_u
     store = _worker_store(pg_url, ["s0", "s1"])
 
     async def go():
-        store.stage(_env("s0", 1), 1)
-        store.stage(_env("s1", 1), 2)
-        assert await store.commit_async() == {}
-        store.stage(_env("s0", 3), 3)  # seq 2 never reached the table
-        store.stage(_env("s1", 2), 4)
-        refused = await store.commit_async()
+        assert await store.commit_group(_units((_env("s0", 1), 1), (_env("s1", 1), 2))) == {}
+        # seq 2 of s0 never reached the table
+        refused = await store.commit_group(_units((_env("s0", 3), 3), (_env("s1", 2), 4)))
         finished = await store.finish_task("t0", "done", {}, "s0")  # its last envelope here was seq 1: stored
         return refused, finished
 
@@ -183,9 +191,7 @@ def test_a_finish_over_a_log_that_lost_its_end_is_refused(pg_url):
     store = _worker_store(pg_url, ["s0"])
 
     async def go():
-        store.stage(_env("s0", 1), 1)
-        store.stage(_env("s0", 2), 2)
-        assert await store.commit_async() == {}
+        assert await store.commit_group(_units((_env("s0", 1), 1), (_env("s0", 2), 2))) == {}
         with psycopg.connect(pg_url, autocommit=True) as conn:  # what a crash that lost the commit leaves
             conn.execute("DELETE FROM turnflow_envelopes WHERE seq = 2")
         return await store.finish_task("t0", "done", {}, "s0")

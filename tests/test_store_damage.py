@@ -62,4 +62,4 @@ def test_a_record_that_is_not_utf8_is_reported_and_the_others_shown(store, tmp_p
     res = _inspect(bad)
     assert res.returncode == 1, res.stderr[-1500:]  # a corrupt record is a finding, the file is sound
     assert "checksum mismatch" in res.stderr and "internal error" not in res.stderr
-    assert res.stdout.count("session ") >= 12  # every session is still listed
+    assert "12 sessions" in res.stdout  # every session is still listed

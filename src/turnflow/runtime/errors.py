@@ -9,6 +9,8 @@ written or folded, so the session state is unchanged.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class RuntimeErrorBase(Exception):
     """Base of every error the runtime raises on purpose."""
@@ -44,7 +46,7 @@ _SECRET_NAMES = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
 _SUBSTRING = 12  # a run of this many characters of a secret (or of an encoding of it) is masked
 
 
-def mask_secrets(text: str, names: tuple = ()) -> str:
+def mask_secrets(text: str, names: tuple[Any, ...] = ()) -> str:
     """`text` with the value of every environment variable named in `names`, and of every
     variable whose name says it holds a secret (`*KEY*`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*`),
     replaced by `***` (values shorter than 6 characters are left alone: they would mask
