@@ -22,6 +22,7 @@ class ServeProcess:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "turnflow", "serve", "--listen", f"127.0.0.1:{port}", "--store", store, *args],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        self._stderr = ""
         self.url = self._wait_ready()
         self.port = int(self.url.rsplit(":", 1)[1])
 
@@ -55,11 +56,13 @@ class ServeProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(timeout=30)
-        for stream in (self.proc.stdout, self.proc.stderr):
-            if stream is not None:
-                stream.close()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        if self.proc.stderr is not None and not self.proc.stderr.closed:
+            self._stderr = self.proc.stderr.read()
+            self.proc.stderr.close()
         return self.proc.returncode
 
     def stderr(self) -> str:
-        assert self.proc.stderr is not None
-        return self.proc.stderr.read()
+        """What the server wrote to stderr (after `stop`)."""
+        return self._stderr
