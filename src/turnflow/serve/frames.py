@@ -90,7 +90,14 @@ def welcome(endpoint_id: str, hub_time: str) -> str:
     return _dumps({"kind": "welcome", "endpoint_id": endpoint_id, "hub_time": hub_time})
 
 
+class Raw(str):
+    """A result already encoded as JSON text (an envelope list built from cached encodings)."""
+
+
 def response(request_id: str, result: Any) -> str:
+    if isinstance(result, Raw):
+        return ('{"kind":"response","request_id":' + _dumps(request_id) + ',"ok":true,"result":' + result
+                + ',"error_code":"","error_message":""}')
     return _dumps({"kind": "response", "request_id": request_id, "ok": True, "result": result,
                    "error_code": "", "error_message": ""})
 

@@ -115,6 +115,17 @@ class Conn(Protocol):
     def send(self, text: str) -> None: ...
 
 
+class _Log:
+    """A session's envelopes as read so far, each with its AG2 encoding (kept while the session is
+    live: AG2's client reads the log several times a turn)."""
+
+    __slots__ = ("envs", "texts")
+
+    def __init__(self) -> None:
+        self.envs: list[Envelope] = []
+        self.texts: list[str] = []
+
+
 class Ops:
     def __init__(self, hub: "Hub", registry: Registry, auth: Auth, *, invite_timeout: float = 30.0) -> None:
         self.hub = hub
@@ -123,6 +134,7 @@ class Ops:
         self.invite_timeout = invite_timeout
         self.routes: dict[str, Conn] = {}  # agent id -> the connection it is bound to
         self._opening: dict[str, asyncio.Future] = {}  # session id -> create_channel waiting for acks
+        self._logs: dict[str, _Log] = {}  # live sessions' logs read so far
         self.table: dict[str, Callable[[Conn, dict], Awaitable[Any]]] = {
             "register": self.register, "get_agent": self.get_agent, "get_resume": self.get_resume,
             "get_skill": self.get_skill, "get_rule": self.get_rule, "find_agent_id": self.find_agent_id,
@@ -210,9 +222,10 @@ class Ops:
             if md.state.terminal or agent_id not in md.pset:
                 continue
             high = max(self.registry.cursor(agent_id, sid), since)
-            for env in self._log(sid):
+            log = self._read(sid, md)
+            for env, text in zip(log.envs, log.texts):
                 if env.envelope_id > high and env.sender_id != agent_id and agent_id in wire.recipients(env, md):
-                    conn.send(frames.notify(frames.dumps(wire.envelope_to_ag2(env, md)), agent_id))
+                    conn.send(frames.notify(text, agent_id))
 
     def receipt(self, conn: Conn, frame: dict) -> None:
         agent_id, channel_id = frame["recipient_id"], frame["channel_id"]
@@ -223,8 +236,22 @@ class Ops:
     def _sessions(self) -> list[tuple[str, SessionMetadata]]:
         return [(sid, live.metadata) for sid, live in list(self.hub.sessions.items())]
 
+    def _read(self, session_id: str, md: SessionMetadata) -> _Log:
+        """The session's log, read from the store past what was read before."""
+        log = self._logs.get(session_id)
+        if log is None:
+            log = _Log()
+            if not md.state.terminal:
+                self._logs[session_id] = log
+        envs = log.envs
+        for env in self.hub.read(session_id, envs[-1].seq + 1 if envs else 1):
+            if isinstance(env, Envelope):
+                envs.append(env)
+                log.texts.append(frames.dumps(wire.envelope_to_ag2(env, md)))
+        return log
+
     def _log(self, session_id: str) -> list[Envelope]:
-        return [e for e in self.hub.read(session_id) if isinstance(e, Envelope)]
+        return self._read(session_id, self._md(session_id)).envs
 
     def on_envelope(self, env: Envelope, md: SessionMetadata) -> Awaitable[None]:
         """The hub's listener: notify every recipient bound to a connection (queued, never awaited
@@ -240,6 +267,13 @@ class Ops:
             elif md.state.terminal:
                 waiter.set_exception(_bad(f"channel {md.session_id!r} closed during handshake: {md.close_reason}"))
         body = None
+        log = self._logs.get(md.session_id)
+        if log is not None and log.envs and log.envs[-1].seq + 1 == env.seq:
+            body = frames.dumps(wire.envelope_to_ag2(env, md))
+            log.envs.append(env)
+            log.texts.append(body)
+        if md.state.terminal:
+            self._logs.pop(md.session_id, None)
         for rid in wire.recipients(env, md):
             conn = self.routes.get(rid)
             if conn is None:
@@ -390,7 +424,7 @@ class Ops:
         sid = md.session_id
         waiter = self._opening[sid] = asyncio.get_running_loop().create_future()
         try:
-            for env in self._log(sid):
+            for env in list(self._log(sid)):
                 self.notify(env, md)
             if md.state == SessionState.INVITED:
                 try:
@@ -457,15 +491,15 @@ class Ops:
         since = _get(params, "since", (int,), 0)
         until = _get(params, "until", (int, type(None)), None)
         md = self._participant(conn, sid)
-        log = self._log(sid)
-        return [wire.envelope_to_ag2(env, md) for env in log[since:until]]
+        return frames.Raw("[" + ",".join(self._read(sid, md).texts[since:until]) + "]")
 
     async def find_by_causation(self, conn: Conn, params: dict) -> Any:
         sid, sender, cause = _str(params, "channel_id"), _str(params, "sender_id"), _str(params, "causation_id")
         md = self._participant(conn, sid)
-        for env in self._log(sid):
+        log = self._read(sid, md)
+        for env, text in zip(log.envs, log.texts):
             if env.sender_id == sender and env.causation_id == cause:
-                return wire.envelope_to_ag2(env, md)
+                return frames.Raw(text)
         return None
 
     async def can_send(self, conn: Conn, params: dict) -> Any:
