@@ -58,6 +58,10 @@ def decode(message: Any) -> dict:
     if not isinstance(data, dict):
         raise FrameError(f"frame must be a JSON object, got {type(data).__name__}")
     kind = data.get("kind")
+    if kind == "request" and len(data) == 4:  # the common case, checked directly
+        rid, op, params = data.get("request_id"), data.get("op"), data.get("params")
+        if type(rid) is str and type(op) is str and type(params) is dict:
+            return data
     fields = _CLIENT_FRAMES.get(kind) if isinstance(kind, str) else None
     if fields is None:
         raise FrameError(f"unknown or unexpected frame kind {str(kind)[:40]!r}")

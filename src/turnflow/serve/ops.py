@@ -135,6 +135,7 @@ class Ops:
         self.routes: dict[str, Conn] = {}  # agent id -> the connection it is bound to
         self._opening: dict[str, asyncio.Future] = {}  # session id -> create_channel waiting for acks
         self._logs: dict[str, _Log] = {}  # live sessions' logs read so far
+        self._channels: dict[str, tuple] = {}  # live sessions' channel records: (state, acks left, JSON)
         self.table: dict[str, Callable[[Conn, dict], Awaitable[Any]]] = {
             "register": self.register, "get_agent": self.get_agent, "get_resume": self.get_resume,
             "get_skill": self.get_skill, "get_rule": self.get_rule, "find_agent_id": self.find_agent_id,
@@ -274,6 +275,7 @@ class Ops:
             log.texts.append(body)
         if md.state.terminal:
             self._logs.pop(md.session_id, None)
+            self._channels.pop(md.session_id, None)
         for rid in wire.recipients(env, md):
             conn = self.routes.get(rid)
             if conn is None:
@@ -439,10 +441,21 @@ class Ops:
                 waiter.exception()  # retrieved (raised below when it is the outcome)
         if waiter.done() and waiter.exception() is not None:
             raise waiter.exception()  # type: ignore[misc]
-        return wire.channel_to_ag2(md)
+        return self._channel(md)
+
+    def _channel(self, md: SessionMetadata) -> frames.Raw:
+        """The AG2 channel record of a session, encoded once per state (AG2's client asks for it
+        every turn)."""
+        cached = self._channels.get(md.session_id)
+        if cached is not None and cached[0] is md.state and cached[1] == len(md.pending_acks):
+            return cached[2]
+        text = frames.Raw(frames.dumps(wire.channel_to_ag2(md)))
+        if not md.state.terminal:
+            self._channels[md.session_id] = (md.state, len(md.pending_acks), text)
+        return text
 
     async def get_channel(self, conn: Conn, params: dict) -> Any:
-        return wire.channel_to_ag2(self._participant(conn, _str(params, "channel_id")))
+        return self._channel(self._participant(conn, _str(params, "channel_id")))
 
     async def list_channels(self, conn: Conn, params: dict) -> Any:
         agent_id = _get(params, "agent_id", (str, type(None)), None)

@@ -23,6 +23,8 @@ from turnflow.serve.frames import FrameError
 from turnflow.serve.ops import OpError, Ops
 
 log = logging.getLogger("turnflow.serve")
+# ops that wait for a group commit or for invitees' acks; the others answer from memory (or one read)
+WAITING_OPS = frozenset({"create_channel", "post_envelope", "close_channel"})
 
 
 @dataclass
@@ -74,11 +76,22 @@ class Connection:
         task.add_done_callback(self._tasks.discard)
 
     async def write_loop(self) -> None:
+        """Write what is queued, every frame queued meanwhile in one socket write (the pattern of
+        websockets' `send_context` docs: frames built by its protocol, flushed with flow control)."""
         queue, ws = self._queue, self.ws
         try:
             while not self.closed:
                 while queue:
-                    await ws.send(queue.popleft())
+                    async with ws.send_context():
+                        protocol = ws.protocol
+                        while queue:
+                            protocol.send_text(queue.popleft().encode())
+                        chunks = protocol.data_to_send()
+                        if all(chunks):
+                            ws.transport.write(b"".join(chunks))
+                        else:  # an end of stream among them (a close): write them as websockets would
+                            for chunk in chunks:
+                                ws.transport.write(chunk) if chunk else ws.transport.write_eof()
                 self._wake.clear()
                 await self._wake.wait()
         except Exception:  # the socket went away: the reader sees it too
@@ -132,7 +145,10 @@ class Server:
             return
         kind = frame["kind"]
         if kind == "request":
-            await conn.spawn(self.request(conn, frame["request_id"], frame["op"], frame["params"]))
+            if frame["op"] in WAITING_OPS:  # may wait for a commit or for acks: its own task
+                await conn.spawn(self.request(conn, frame["request_id"], frame["op"], frame["params"]))
+            else:  # answered without waiting: inline (no task to create)
+                await self.request(conn, frame["request_id"], frame["op"], frame["params"])
         elif kind == "hello":
             await self.ops.hello(conn, frame)
         elif kind == "receipt":
