@@ -17,10 +17,10 @@ SRC = str(Path(__file__).resolve().parents[1] / "src")
 
 
 class ServeProcess:
-    def __init__(self, store: str, *args: str, port: int = 0) -> None:
+    def __init__(self, store: str, *args: str, port: int = 0, host: str = "127.0.0.1") -> None:
         env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "turnflow", "serve", "--listen", f"127.0.0.1:{port}", "--store", store, *args],
+            [sys.executable, "-m", "turnflow", "serve", "--listen", f"{host}:{port}", "--store", store, *args],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         self._stderr = ""
         self.url = self._wait_ready()

@@ -291,3 +291,51 @@ def _ack_invites_only(ac):
             await _auto_ack_invite(envelope, ac)
 
     return handler
+
+
+def test_the_readme_example_runs_against_a_served_hub(served):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[1] / "examples" / "ag2_consult.py"
+    out = subprocess.run([sys.executable, str(example), served.url], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[:2] == ["alice: Why is the orders query slow?", "bob: Add an index on orders(user_id, created_at)."]
+    assert lines[2].endswith(": consulting_complete")
+
+
+def test_serve_refuses_a_store_in_use_and_a_bad_keys_file_with_exit_2(served, tmp_path):
+    import subprocess
+    import sys
+
+    from serve_process import SRC
+
+    env = {"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"}
+    store = served.proc.args[served.proc.args.index("--store") + 1]
+    busy = subprocess.run([sys.executable, "-m", "turnflow", "serve", "--listen", "127.0.0.1:0", "--store", store],
+                          capture_output=True, text=True, timeout=60, env=env)
+    assert busy.returncode == 2 and "in use" in busy.stderr and "Traceback" not in busy.stderr
+    bad = tmp_path / "keys.json"
+    bad.write_text('{"alice": 3}')
+    keys = subprocess.run([sys.executable, "-m", "turnflow", "serve", "--auth-keys", str(bad), "--store",
+                           str(tmp_path / "other.db")], capture_output=True, text=True, timeout=60, env=env)
+    assert keys.returncode == 2 and "--auth-keys" in keys.stderr
+    port = subprocess.run([sys.executable, "-m", "turnflow", "serve", "--listen", f"127.0.0.1:{served.port}",
+                           "--store", str(tmp_path / "third.db")], capture_output=True, text=True, timeout=60, env=env)
+    assert port.returncode == 2 and "cannot listen" in port.stderr and "Traceback" not in port.stderr
+    wide = subprocess.run([sys.executable, "-m", "turnflow", "serve", "--listen", "0.0.0.0:x"],
+                          capture_output=True, text=True, timeout=60, env=env)
+    assert wide.returncode == 2 and "HOST:PORT" in wide.stderr
+
+
+def test_listening_beyond_loopback_without_keys_warns(tmp_path):
+    server = ServeProcess(str(tmp_path / "hub.db"), host="0.0.0.0")
+    server.stop()
+    assert "warning: listening on 0.0.0.0 without --auth-keys" in server.stderr()
+    keyed = tmp_path / "keys.json"
+    keyed.write_text('{"alice": "k"}')
+    server = ServeProcess(str(tmp_path / "hub2.db"), "--auth-keys", str(keyed), host="0.0.0.0")
+    server.stop()
+    assert "warning" not in server.stderr()
