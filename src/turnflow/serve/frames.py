@@ -44,32 +44,24 @@ class FrameError(Exception):
         self.code = code
 
 
-def decode(message: Any) -> dict:
-    """One WebSocket message → a frame dict with every field present and of its type."""
+def _load(message: Any) -> Any:
     if isinstance(message, (bytes, bytearray, memoryview)):
         try:
             message = bytes(message).decode("utf-8")
         except UnicodeDecodeError:
             raise FrameError("frame is not UTF-8 text") from None
     try:
-        data = json.loads(message)
+        return json.loads(message)
     except (ValueError, RecursionError):
         raise FrameError("frame is not valid JSON") from None
-    if not isinstance(data, dict):
-        raise FrameError(f"frame must be a JSON object, got {type(data).__name__}")
-    kind = data.get("kind")
-    if kind == "request" and len(data) == 4:  # the common case, checked directly
-        rid, op, params = data.get("request_id"), data.get("op"), data.get("params")
-        if type(rid) is str and type(op) is str and type(params) is dict:
-            return data
-    fields = _CLIENT_FRAMES.get(kind) if isinstance(kind, str) else None
-    if fields is None:
-        raise FrameError(f"unknown or unexpected frame kind {str(kind)[:40]!r}")
-    rid = data.get("request_id") if kind == "request" and isinstance(data.get("request_id"), str) else None
-    frame: dict = {"kind": kind}
+
+
+def _fields(kind: str, data: dict, rid: Optional[str]) -> dict:
+    fields = _CLIENT_FRAMES[kind]
     for name in data:
         if name != "kind" and name not in fields:
             raise FrameError(f"{kind} frame has an unknown field {name[:40]!r}", rid)
+    frame: dict = {"kind": kind}
     for name, (types, default) in fields.items():
         value = data.get(name, default)
         if value is _REQUIRED:
@@ -81,6 +73,22 @@ def decode(message: Any) -> dict:
                              rid)
         frame[name] = value
     return frame
+
+
+def decode(message: Any) -> dict:
+    """One WebSocket message → a frame dict with every field present and of its type."""
+    data = _load(message)
+    if not isinstance(data, dict):
+        raise FrameError(f"frame must be a JSON object, got {type(data).__name__}")
+    kind = data.get("kind")
+    if kind == "request" and len(data) == 4:  # the common case, checked directly
+        rid, op, params = data.get("request_id"), data.get("op"), data.get("params")
+        if type(rid) is str and type(op) is str and type(params) is dict:
+            return data
+    if not isinstance(kind, str) or kind not in _CLIENT_FRAMES:
+        raise FrameError(f"unknown or unexpected frame kind {str(kind)[:40]!r}")
+    rid = data.get("request_id") if kind == "request" and isinstance(data.get("request_id"), str) else None
+    return _fields(kind, data, rid)
 
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
