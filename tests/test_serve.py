@@ -339,3 +339,40 @@ def test_listening_beyond_loopback_without_keys_warns(tmp_path):
     server = ServeProcess(str(tmp_path / "hub2.db"), "--auth-keys", str(keyed), host="0.0.0.0")
     server.stop()
     assert "warning" not in server.stderr()
+
+
+def test_consulting_on_a_postgresql_store_survives_a_restart(pg_url, tmp_path):
+    registry = str(tmp_path / "agents.sqlite")
+    server = ServeProcess(pg_url, "--registry", registry)
+
+    async def first():
+        c1, c2 = client(server.url), client(server.url)
+        try:
+            alice = await c1.register(agent("alice", "unused"))
+            await c2.register(agent("bob", "on postgres"))
+            ch = await alice.open(type="consulting", target="bob")
+            await ch.send("where are you?")
+            await wait_for(alice, ch.channel_id, lambda e: e.event_type == CLOSED)
+            return ch.channel_id, [e.to_dict() for e in await c1.read_wal(ch.channel_id)]
+        finally:
+            await c1.close()
+            await c2.close()
+
+    try:
+        cid, wal = run(first())
+        server.kill9()
+        server = ServeProcess(pg_url, "--registry", registry)
+
+        async def second():
+            c = client(server.url)
+            try:
+                await c.attach(agent("alice", "unused"), "alice")
+                return [e.to_dict() for e in await c.read_wal(cid)], (await c.get_channel(cid)).close_reason
+            finally:
+                await c.close()
+
+        again, reason = run(second())
+    finally:
+        server.stop()
+    assert again == wal and reason == "consulting_complete"
+    assert [e["event_data"].get("text") for e in wal if e["event_type"] == TEXT] == ["where are you?", "on postgres"]
