@@ -104,26 +104,30 @@ async def workload(url: str, agents: int, clients: int, sessions: int) -> float:
     t0 = time.perf_counter()
     await asyncio.gather(*(one(k) for k in range(sessions)))
     wall = time.perf_counter() - t0
-    for c in ask_clients + answer_clients:
-        await c.close()
+    await asyncio.wait_for(asyncio.gather(*(c.close() for c in ask_clients + answer_clients), return_exceptions=True), 60)
     return wall
 
 
 async def idle_connections(url: str, n: int, pid: int) -> float:
-    """KiB of hub RSS per idle connection holding one registered agent."""
-    from ag2 import Agent
-    from ag2.testing import TestConfig
+    """KiB of hub RSS per idle connection holding one registered agent (the frames AG2's
+    `HubClient.register` sends, over plain WebSocket connections that then stay idle)."""
+    import json
 
-    warm = [make_client(url) for _ in range(10)]
-    for i, c in enumerate(warm):
-        await c.register(Agent(f"warm{i}", config=TestConfig("-")))
+    from websockets.asyncio.client import connect
+
+    async def hold(name: str):
+        ws = await connect(url, ping_interval=None)
+        await ws.send(json.dumps({"kind": "request", "request_id": "r", "op": "register", "params": {
+            "passport": {"name": name}, "resume": {}, "skill_md": None, "rule": {}}}))
+        reply = json.loads(await ws.recv())
+        assert reply.get("ok"), reply
+        return ws
+
+    warm = [await hold(f"warm{i}") for i in range(10)]
     before = rss_kib(pid)
-    held = [make_client(url) for _ in range(n)]
-    for i, c in enumerate(held):
-        await c.register(Agent(f"idle{i}", config=TestConfig("-")))
+    held = [await hold(f"idle{i}") for i in range(n)]
     after = rss_kib(pid)
-    for c in warm + held:
-        await c.close()
+    await asyncio.wait_for(asyncio.gather(*(ws.close() for ws in warm + held), return_exceptions=True), 60)
     return (after - before) / n
 
 
