@@ -29,6 +29,8 @@ def register(sub) -> None:
                    help="frames queued for one client before it is disconnected as stalled (default 4096)")
     p.add_argument("--idle-timeout", type=float, default=60.0, metavar="SECONDS",
                    help="close a connection that binds no agent within this time (default 60)")
+    p.add_argument("--sweep-interval", type=float, default=5.0, metavar="SECONDS",
+                   help="how often TTLs and expectations are checked (default 5; AG2's hub checks every 10 and 30)")
     p.set_defaults(func=run)
 
 
@@ -45,7 +47,7 @@ def run(args) -> int:
     try:
         host, port = parse_listen(args.listen)
         keys = load_keys(args.auth_keys) if args.auth_keys else None
-        for name in ("max_frame_bytes", "max_connections", "send_queue", "idle_timeout"):
+        for name in ("max_frame_bytes", "max_connections", "send_queue", "idle_timeout", "sweep_interval"):
             if getattr(args, name) <= 0:
                 raise OptionError(f"--{name.replace('_', '-')} must be positive")
     except OptionError as exc:
@@ -56,7 +58,8 @@ def run(args) -> int:
             "can register, or attach as, any agent")
     limits = Limits(max_frame_bytes=args.max_frame_bytes, max_connections=args.max_connections,
                     send_queue=args.send_queue, idle_timeout=args.idle_timeout)
-    opts = Options(host=host, port=port, store=args.store, registry=args.registry, keys=keys, limits=limits)
+    opts = Options(host=host, port=port, store=args.store, registry=args.registry, keys=keys, limits=limits,
+                   sweep_interval=args.sweep_interval)
     try:
         return main(opts)
     except StoreError as exc:

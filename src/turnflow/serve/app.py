@@ -26,7 +26,7 @@ class Options:
     keys: Optional[dict[str, str]] = None
     limits: Limits = field(default_factory=Limits)
     invite_timeout: float = 30.0
-    sweep_interval: float = 1.0
+    sweep_interval: float = 5.0  # TTLs and expectations checked this often (AG2's hub: 30 s and 10 s)
 
 
 class OptionError(Exception):

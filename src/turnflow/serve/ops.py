@@ -186,6 +186,9 @@ class Ops:
         return agent
 
     def _md(self, session_id: str) -> SessionMetadata:
+        live = self.hub.sessions.get(session_id)  # (a dict lookup: the id's shape needs no check to find it)
+        if live is not None:
+            return live.metadata
         try:
             return self.hub.metadata(session_id)
         except ProtocolError:
@@ -245,6 +248,9 @@ class Ops:
             if not md.state.terminal:
                 self._logs[session_id] = log
         envs = log.envs
+        live = self.hub.sessions.get(session_id)
+        if envs and envs[-1].seq == getattr(live, "last_seq", None):  # nothing new since the last read
+            return log
         for env in self.hub.read(session_id, envs[-1].seq + 1 if envs else 1):
             if isinstance(env, Envelope):
                 envs.append(env)
