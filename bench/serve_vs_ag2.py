@@ -131,12 +131,22 @@ async def idle_connections(url: str, n: int, pid: int) -> float:
     return (after - before) / n
 
 
+def run_loop(coro):
+    """Run `coro` on a fresh loop, then drop the loop without waiting for leftover tasks (AG2's client
+    can leave notify tasks behind that do not end when cancelled, hanging `asyncio.run`'s shutdown)."""
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(coro)
+    finally:
+        loop.close()
+
+
 def one_round(kind: str, args, workdir: str) -> dict:
     proc, url = start(kind, workdir)
     try:  # idle connections first, on the fresh process (memory the workload freed would hide them)
-        idle = asyncio.run(idle_connections(url, args.idle, proc.pid)) if args.idle else 0.0
+        idle = run_loop(idle_connections(url, args.idle, proc.pid)) if args.idle else 0.0
         cpu0 = cpu_seconds(proc.pid)
-        wall = asyncio.run(workload(url, args.agents, args.clients, args.sessions))
+        wall = run_loop(workload(url, args.agents, args.clients, args.sessions))
         cpu = cpu_seconds(proc.pid) - cpu0
     finally:
         proc.terminate()
