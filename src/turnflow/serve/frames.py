@@ -27,6 +27,7 @@ _CLIENT_FRAMES: dict[str, dict[str, tuple[tuple[type, ...], Any]]] = {
     "pong": {},
 }
 
+_RECEIPT = ("envelope_id", "status", "recipient_id", "channel_id", "reason")
 PROTOCOL_ERROR = "protocol_error"
 NOT_FOUND = "not_found"
 ACCESS_DENIED = "access_denied"
@@ -81,10 +82,12 @@ def decode(message: Any) -> dict:
     if not isinstance(data, dict):
         raise FrameError(f"frame must be a JSON object, got {type(data).__name__}")
     kind = data.get("kind")
-    if kind == "request" and len(data) == 4:  # the common case, checked directly
+    if kind == "request" and len(data) == 4:  # the common cases, checked directly
         rid, op, params = data.get("request_id"), data.get("op"), data.get("params")
         if type(rid) is str and type(op) is str and type(params) is dict:
             return data
+    elif kind == "receipt" and len(data) == 6 and all(type(data.get(k)) is str for k in _RECEIPT):
+        return data
     if not isinstance(kind, str) or kind not in _CLIENT_FRAMES:
         raise FrameError(f"unknown or unexpected frame kind {str(kind)[:40]!r}")
     rid = data.get("request_id") if kind == "request" and isinstance(data.get("request_id"), str) else None
@@ -107,11 +110,9 @@ class Raw(str):
 
 
 def response(request_id: str, result: Any) -> str:
-    if isinstance(result, Raw):
-        return ('{"kind":"response","request_id":' + _dumps(request_id) + ',"ok":true,"result":' + result
-                + ',"error_code":"","error_message":""}')
-    return _dumps({"kind": "response", "request_id": request_id, "ok": True, "result": result,
-                   "error_code": "", "error_message": ""})
+    """(Built as text around the encoded result: the same JSON as encoding the whole frame.)"""
+    return ('{"kind":"response","request_id":' + _dumps(request_id) + ',"ok":true,"result":'
+            + (result if isinstance(result, Raw) else _dumps(result)) + ',"error_code":"","error_message":""}')
 
 
 def failure(request_id: str, code: str, message: str) -> str:
