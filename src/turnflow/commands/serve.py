@@ -29,6 +29,8 @@ def register(sub) -> None:
                    help="frames queued for one client before it is disconnected as stalled (default 4096)")
     p.add_argument("--idle-timeout", type=float, default=60.0, metavar="SECONDS",
                    help="close a connection that binds no agent within this time (default 60)")
+    p.add_argument("--max-inflight", type=int, default=64, metavar="N",
+                   help="requests of one connection handled at once; beyond that its frames wait (default 64)")
     p.add_argument("--sweep-interval", type=float, default=5.0, metavar="SECONDS",
                    help="how often TTLs and expectations are checked (default 5; AG2's hub checks every 10 and 30)")
     p.set_defaults(func=run)
@@ -47,7 +49,7 @@ def run(args) -> int:
     try:
         host, port = parse_listen(args.listen)
         keys = load_keys(args.auth_keys) if args.auth_keys else None
-        for name in ("max_frame_bytes", "max_connections", "send_queue", "idle_timeout", "sweep_interval"):
+        for name in ("max_frame_bytes", "max_connections", "send_queue", "idle_timeout", "sweep_interval", "max_inflight"):
             if getattr(args, name) <= 0:
                 raise OptionError(f"--{name.replace('_', '-')} must be positive")
     except OptionError as exc:
@@ -57,7 +59,7 @@ def run(args) -> int:
         err(f"turnflow serve: warning: listening on {host} without --auth-keys: any client that reaches it "
             "can register, or attach as, any agent")
     limits = Limits(max_frame_bytes=args.max_frame_bytes, max_connections=args.max_connections,
-                    send_queue=args.send_queue, idle_timeout=args.idle_timeout)
+                    send_queue=args.send_queue, idle_timeout=args.idle_timeout, max_inflight=args.max_inflight)
     opts = Options(host=host, port=port, store=args.store, registry=args.registry, keys=keys, limits=limits,
                    sweep_interval=args.sweep_interval)
     try:
