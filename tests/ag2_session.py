@@ -7,6 +7,13 @@ from __future__ import annotations
 from typing import Optional
 
 
+def ag2_missing() -> bool:
+    """AG2 is not installed (found without importing it: importing ag2.network costs seconds)."""
+    import importlib.util
+
+    return importlib.util.find_spec("ag2") is None
+
+
 class Ag2Session:
     def __init__(self, spec: dict, creator: Optional[str] = None):
         from ag2.network import ChannelMetadata, ChannelState, Participant, ParticipantRole, WorkflowAdapter

@@ -32,10 +32,12 @@ def pg_server():
         pytest.skip("no PostgreSQL server binaries (initdb, pg_ctl, postgres) on PATH or in "
                     "/usr/lib/postgresql/*/bin; install Debian's `postgresql` package")
     server = PgServer(bindir).start()
+    server.databases = server.fresh_databases()
     try:
         yield server
     finally:
-        server.stop()
+        server.databases.close()
+        server.stop(wait=False)  # a throw-away server: stopped and removed by a detached process
 
 
 @pytest.fixture
@@ -45,4 +47,4 @@ def pg_url(pg_server, request):
     import uuid
 
     name = "t_" + re.sub(r"[^a-z0-9_]", "_", request.node.name.lower())[:40] + "_" + uuid.uuid4().hex[:8]
-    return pg_server.create_database(name)
+    return pg_server.databases.take(name)

@@ -11,26 +11,35 @@ import pytest
 
 import turnflow
 
-ag2 = pytest.importorskip("ag2.network")
-from ag2.network import (  # noqa: E402
-    EV_CHANNEL_INVITE, EV_CHANNEL_INVITE_ACK, EV_CONTEXT_SET, EV_PACKET, EV_TEXT, BaseHubListener, Envelope,
-    TransitionGraph, TransitionRegistry,
-)
+from ag2_session import ag2_missing
+from turnflow.interop.ag2 import AllOf, TextContains, bind_agents, register_extensions
 
-from turnflow.interop.ag2 import AllOf, TextContains, bind_agents, register_extensions  # noqa: E402
+pytestmark = pytest.mark.skipif(ag2_missing(), reason="ag2 is not installed (pip install -e '.[test]')")
+
+# AG2's names, bound by `_ag2` below when the first test of this module runs: importing
+# ag2.network costs seconds, which collecting the suite (or running other tests) should not pay
+ag2 = EV_CHANNEL_INVITE = EV_CHANNEL_INVITE_ACK = EV_CONTEXT_SET = EV_PACKET = EV_TEXT = None
+Envelope = TransitionGraph = TransitionRegistry = AutoAck = None
 
 
-class AutoAck(BaseHubListener):
-    """Acknowledges every channel invitation on AG2's hub at once (the invitees are not live agents)."""
+@pytest.fixture(autouse=True, scope="module")
+def _ag2():
+    import ag2.network as net
 
-    def __init__(self, hub):
-        self.hub = hub
+    class Acker(net.BaseHubListener):
+        """Acknowledges every channel invitation on AG2's hub at once (the invitees are not live agents)."""
 
-    async def on_envelope_posted(self, envelope, metadata):
-        if envelope.event_type == EV_CHANNEL_INVITE:
-            for invitee in envelope.audience:
-                await self.hub.post_envelope(Envelope(envelope.channel_id, invitee, [envelope.sender_id],
-                                                      EV_CHANNEL_INVITE_ACK, {}))
+        def __init__(self, hub):
+            self.hub = hub
+
+        async def on_envelope_posted(self, envelope, metadata):
+            if envelope.event_type == net.EV_CHANNEL_INVITE:
+                for invitee in envelope.audience:
+                    await self.hub.post_envelope(net.Envelope(envelope.channel_id, invitee, [envelope.sender_id],
+                                                              net.EV_CHANNEL_INVITE_ACK, {}))
+    globals().update(ag2=net, AutoAck=Acker, **{n: getattr(net, n) for n in (
+        "EV_CHANNEL_INVITE", "EV_CHANNEL_INVITE_ACK", "EV_CONTEXT_SET", "EV_PACKET", "EV_TEXT", "Envelope",
+        "TransitionGraph", "TransitionRegistry")})
 
 
 async def open_workflow(hub, spec, creator="user"):

@@ -59,7 +59,7 @@ class Handshaking:
 
 @pytest.mark.parametrize("answer, raises, message", [
     (None, None, "bad handshake: open_session must return Capabilities, got NoneType"),
-    ({"control_loop": "both"}, None, "bad handshake: control_loop must be 'hub' or 'self', got 'both'"),
+    ({"control_loop": "both"}, None, "bad handshake: control_loop must be 'hub', 'self' or 'atlas', got 'both'"),
     ({"loop": "hub"}, None, "bad handshake: unknown capability 'loop'"),
     ({"telemetry_stream": "yes"}, None, "bad handshake: telemetry_stream must be true or false, got 'yes'"),
     (Capabilities("hub", supports_stepwise=False), None, "control_loop 'hub' needs supports_stepwise"),
@@ -150,14 +150,14 @@ def test_telemetry_is_validated_stamped_stored_and_shown_by_inspect(tmp_path, ca
     assert events == [
         {"agent_id": "helper", "at": 5.0, "event": "progress", "payload": {"pct": 50}, "reason": "thinking", "step": 2},
         {"agent_id": "helper", "at": 5.0, "event": "tool_response", "payload": "ok", "reason": None, "step": 7}]
-    assert main(["inspect", db]) == 0
+    assert main(["inspect", db, "--events"]) == 0
     text = capsys.readouterr().out
     assert 'telemetry helper progress step=2 reason=thinking payload={"pct": 50}' in text
 
 
 @pytest.mark.parametrize("event, problem", [
-    ([], "a telemetry event is a mapping, got list"),
-    ({"payload": 1}, "`event` must be one of env_action, tool_response, progress, error, got None"),
+    ([], "a telemetry event is a mapping or an AdapterTelemetryEvent, got list"),
+    ({"payload": 1}, "`event` must be one of env_action, tool_response, progress, error, thought, task, got None"),
     ({"event": "error", "reason": 3}, "`reason` must be a string, got 3"),
     ({"event": "error", "step": -1}, "`step` must be a non-negative integer, got -1"),
     ({"event": "error", "step": True}, "`step` must be a non-negative integer, got True"),
@@ -328,7 +328,7 @@ def test_bad_python_refs_are_clear_errors_and_nothing_is_evaluated(tmp_path, cap
     ("{kind: openai, model: m, timeout: -1}", "`timeout` must be a positive number of seconds"),
     ("{kind: openai, model: m, temperture: 1}", "unknown key 'temperture' for a openai agent"),
     ("{kind: python}", "`ref` must be \"module:function\""),
-    ("{kind: robot}", "unknown kind 'robot' (supported: scripted, openai, anthropic, python)"),
+    ("{kind: robot}", "unknown kind 'robot' (supported: scripted, openai, anthropic, python, langgraph, ag2, autogen)"),
 ])
 def test_bad_agent_entries(tmp_path, capsys, conf, message):
     agents = tmp_path / "agents.yaml"

@@ -233,17 +233,18 @@ Your turn ends when you reply with text, or when you route it with one call to a
 transfer_to_billing, transfer_to_tech, handoff, finish. set_context and delete_context change the shared \
 context and do not end your turn."""
     assert flavour.tool_names(srv.bodies[0]) == ["transfer_to_billing", "transfer_to_tech", "set_context",
-                                                 "delete_context", "finish", "handoff"]
+                                                 "delete_context", "finish", "handoff", "send_message",
+                                                 "send_event"]
     assert "Variables the flow uses: resolved." in flavour.tool(srv.bodies[0], "set_context")["description"]
 
 
-def test_a_conversation_offers_finish_only_and_a_model_ends_it(flavour, serve):
+def test_a_conversation_offers_finish_and_the_platform_tools_and_a_model_ends_it(flavour, serve):
     srv = serve(replies(flavour.call("finish", {"reason": "answered"}, "It is 42.")))
     res, _ = session({"helper": flavour.agent(srv, "helper"),
                       "asker": ScriptedAgent("asker", [{"say": "What is 6 x 7?"}])}, spec=CHAT, task=None)
     assert (res.close_reason, res.error) == ("answered", None)
     assert [(t["speaker"], t["body"]) for t in res.turns] == [("asker", "What is 6 x 7?"), ("helper", "It is 42.")]
-    assert flavour.tool_names(srv.bodies[0]) == ["finish"]
+    assert flavour.tool_names(srv.bodies[0]) == ["finish", "send_message", "send_event"]
     system = flavour.system(srv.bodies[0])
     assert 'Session: conversation "chat"' in system and "You are helper: Helps" in system
     assert "Task:" not in system and "Context variables" not in system

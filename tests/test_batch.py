@@ -291,13 +291,25 @@ def test_a_renewal_racing_a_claim_does_not_drop_the_new_tasks(tmp_path):
                     return fn(*a)
             return asyncio.run_coroutine_threadsafe(on_loop(), loop).result()
 
+        raced = 0  # renewals whose answer came back after a claim that ran meanwhile
+        claimed = threading.Event()
+
         def renew(self, worker, lease):
+            racing = SlowRenewals.raced == 0
+            if racing:
+                self.claimed.clear()
             held = self._locked(super().renew, worker, lease)
-            time.sleep(0.15)  # the answer arrives late: tasks claimed meanwhile are not in it
+            # the answer arrives late: held back until a claim ran after the renewal (the race,
+            # made certain for one renewal instead of left to timing; the others answer at once)
+            if racing and self.claimed.wait(5):
+                SlowRenewals.raced += 1
             return held
 
         def claim(self, *a):
-            return self._locked(super().claim, *a)
+            got = self._locked(super().claim, *a)
+            if got:
+                self.claimed.set()
+            return got
 
         def finish(self, *a):
             return self._locked(super().finish, *a)
@@ -306,7 +318,7 @@ def test_a_renewal_racing_a_claim_does_not_drop_the_new_tasks(tmp_path):
             return self._locked(super().counts)
 
     async def speak(msg, tools):
-        await asyncio.sleep(0.005)
+        await asyncio.sleep(0.005)  # the agent's work (not a wait for anything): renewals fall during turns
         return "ok"
 
     store = SQLiteStore(str(tmp_path / "hub.db"))
@@ -318,6 +330,7 @@ def test_a_renewal_racing_a_claim_does_not_drop_the_new_tasks(tmp_path):
         q.loop = asyncio.get_running_loop()
         await asyncio.wait_for(bw.run(), 60)
     asyncio.run(go())
+    assert SlowRenewals.raced >= 1
     assert bw.progress.lost == 0
     assert q.counts() == {"pending": 0, "running": 0, "done": 12, "failed": 0}
     store.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from turnflow.cli import main
+from turnflow.cli_util import FORMATS
 
 
 def run(capsys, *args):
@@ -36,7 +37,7 @@ def test_bash_completion_completes_subcommands_options_and_choices(capsys):
     code, script, _ = run(capsys, "completion", "bash")
     assert code == 0
     assert _bash_complete(script, ["turnflow", "ch"]) == ["check"]
-    assert _bash_complete(script, ["turnflow", "check", "--format", ""]) == ["text", "json", "sarif", "github"]
+    assert _bash_complete(script, ["turnflow", "check", "--format", ""]) == list(FORMATS)
     assert _bash_complete(script, ["turnflow", "check", "--se"]) == ["--select"]
     assert "lsp" in _bash_complete(script, ["turnflow", ""])
 
@@ -53,7 +54,7 @@ def test_zsh_and_fish_scripts_name_every_subcommand(capsys):
     assert zsh.startswith("#compdef turnflow") and "bashcompinit" in zsh
     for name in commands(sub):
         assert f"-a {name} " in fish
-    assert "__fish_seen_subcommand_from check' -l format -xa 'text json sarif github'" in fish
+    assert f"__fish_seen_subcommand_from check' -l format -xa '{' '.join(FORMATS)}'" in fish
 
 
 def test_stdin_filename_names_the_input_and_selects_the_configuration(tmp_path, monkeypatch, capsys):
@@ -72,7 +73,7 @@ def test_stdin_filename_names_the_input_and_selects_the_configuration(tmp_path, 
     assert code == 0, out
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"workflow w {\n  a -> -> b\n}\n")))
     code, _, err = run(capsys, "fmt", "-", "--stdin-filename", "flows/b.flow")
-    assert code == 2 and "flows/b.flow:2:8: TF001" in err
+    assert code == 1 and "flows/b.flow:2:8: TF001" in err
 
 
 def test_colour_follows_no_color_and_force_color(tmp_path, monkeypatch, capsys):

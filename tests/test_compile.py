@@ -170,15 +170,22 @@ def test_flow_with_errors_is_not_compiled(tmp_path, capsys):
 
 
 def test_profile_refuses_extensions(tmp_path, capsys):
-    src = ROOT / "support.flow"
+    # two speakers with guarded rules: no built-in graph decides both turns exactly
+    src = tmp_path / "two.flow"
+    src.write_text((ROOT / "support.flow").read_text().replace("    billing -> user\n",
+                                                                 "    billing -> user when context.resolved == true\n"
+                                                                 "    billing -> triage\n"))
     assert main(["compile", str(src), "--profile", "ag2-builtin"]) == 1
     err = capsys.readouterr().err
-    assert ":17:5: TF301 error:" in err and "`all_of`" in err
+    assert ":15:5: TF301 error:" in err and ":18:5: TF301 error:" in err and "`all_of`" in err
     with pytest.raises(turnflow.CompileError) as exc:
         turnflow.compile(src.read_text(), profile="ag2-builtin")
-    assert [d.code for d in exc.value.diagnostics] == ["TF301"]
+    assert [d.code for d in exc.value.diagnostics] == ["TF301", "TF301"]
     # `turnflow check` does not run the profile rule
     assert main(["check", str(src)]) == 0
+    # one guarded speaker (the README's example): the profile emits built-in conditions instead
+    assert main(["compile", str(ROOT / "support.flow"), "--profile", "ag2-builtin"]) == 0
+    capsys.readouterr()
     minimal = (ROOT / "minimal.flow").read_text()
     assert turnflow.compile(minimal, profile="ag2-builtin") == turnflow.compile(minimal)
 

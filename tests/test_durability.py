@@ -19,7 +19,7 @@ def store(request, tmp_path):
 
 def _setting(store) -> str:
     """What the open store promises, read from its own connection."""
-    if getattr(store, "engine", "sqlite") == "postgresql":
+    if store.dialect.name == "postgresql":
         with store.pool.connection() as conn:
             return {"off": "process", "on": "full"}[conn.execute("SHOW synchronous_commit").fetchone()[0]]
     return {1: "process", 2: "full"}[store.db.execute("PRAGMA synchronous").fetchone()[0]]

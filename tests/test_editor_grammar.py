@@ -82,7 +82,7 @@ FILES = _parsing_files()
 
 
 def test_the_examples_are_all_there():
-    assert len([f for f in FILES if f.parent == ROOT / "examples"]) == 5 and len(FILES) > 50
+    assert len([f for f in FILES if f.parent == ROOT / "examples"]) == 6 and len(FILES) > 50
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(ROOT)))
@@ -142,9 +142,10 @@ def test_vscode_manifest_starts_the_language_server():
     [grammar] = manifest["contributes"]["grammars"]
     assert grammar["language"] == lang["id"] and grammar["scopeName"] == GRAMMAR["scopeName"]
     assert (VSCODE / grammar["path"]).resolve() == (VSCODE / "syntaxes" / "flow.tmLanguage.json").resolve()
-    assert (VSCODE / manifest["main"]).is_file()
+    assert manifest["main"] == "./dist/extension.js"  # esbuild's bundle of extension.js (npm run bundle)
+    assert (VSCODE / "extension.js").is_file() and manifest["scripts"]["bundle"].startswith("esbuild extension.js ")
     assert manifest["contributes"]["configuration"]["properties"]["turnflow.command"]["default"] == ["turnflow", "lsp"]
-    assert "vscode-languageclient" in manifest["dependencies"]
+    assert "vscode-languageclient" in manifest["devDependencies"]  # bundled
     config = json.loads((VSCODE / "language-configuration.json").read_text())
     assert config["comments"]["lineComment"] == "#"
 

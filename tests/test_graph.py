@@ -197,3 +197,59 @@ def test_check_leaves_the_garbage_collector_as_it_found_it(monkeypatch):
     except KeyError:
         pass
     assert gc.isenabled()
+
+
+def _fixture_workflows():
+    from turnflow.dsl.parser import parse_source
+
+    for path in sorted((REPO / "tests" / "fixtures").rglob("*.flow")):
+        flow, _ = parse_source(path.read_text(encoding="utf-8"))
+        if flow is None:
+            continue
+        for block in flow.blocks:
+            if block.kind == "workflow" and block.rules:
+                yield path, block
+
+
+def test_the_analysis_reads_the_spec_models_meaning():
+    """What the speaker graph reads of each rule (its condition and target lowered to
+    `turnflow.spec` kinds) is the JSON the spec models validate, decides like those models,
+    and like the condition `turnflow compile` emits for it (which drops a `from_speaker`
+    test that tool ownership implies), for every speaker of every fixture workflow."""
+    from turnflow import spec
+    from turnflow.compiler.emit import knobs
+
+    checked = 0
+    for path, block in _fixture_workflows():
+        graph = build_graph(block)
+        owners = knobs.tool_owners(block)
+        for r in graph.rules:
+            model = spec.CONDITION.validate_python(r.when.data())
+            emitted = spec.CONDITION.validate_python(knobs.rule_condition(r.stmt, owners))
+            assert spec.TransitionGraph.model_validate(
+                {"initial_speaker": "x", "transitions": [], "default_target": r.then.data(), "max_turns": None})
+            for s in graph.participants:
+                owned = graph.owned[s] if graph.declares_tools else None
+                verdict = r.when.decide(s, owned)
+                assert model.decide(s, owned) is verdict, (path, r.stmt)
+                assert emitted.decide(s, owned) is verdict, (path, r.stmt)
+                checked += 1
+    assert checked > 500
+
+
+def test_decide_reads_only_the_top_of_a_condition():
+    """docs/analysis.md: `not tool t` may well hold, so it is *maybe* even for a speaker that
+    does not own `t`; a top-level `tool t` it does not own makes the rule *never*."""
+    g = graph_of("""\
+workflow w {
+    participant a tools [t]
+    participant b tools [u]
+    start a
+    * -> a when not tool t
+    * -> b when tool t
+    otherwise -> terminate
+}
+""")
+    assert g.g.edges["b", "a"]["kind"] == "maybe"
+    assert not g.g.has_edge("b", "b")
+    assert g.g.edges["a", "b"]["kind"] == "maybe"

@@ -643,7 +643,7 @@ def test_defect2_fmt_cli_never_changes_the_findings(tmp_path, capsys, text):
     after = f.read_text(encoding="utf-8")
     assert sorted((d.code, d.severity) for d in turnflow.check(after)) == sorted(before)
     if after == text:  # refused: said why
-        assert code == 2 and "would change its findings" in err
+        assert code == 1 and "would change its findings" in err
 
 
 def test_defect6_spec_messages_are_bounded(tmp_path, capsys):

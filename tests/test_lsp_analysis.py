@@ -115,3 +115,11 @@ def test_names_inside_or_not_and_comparisons_are_indexed():
     assert key.kind == "context" and [o.start for o in index.references(key)] == [
         text.index("n = 0"), text.index("n >= 3"), text.index("n) > 2")]
     assert [c[0] for c in complete(text, text.index("go or"))][:1] == ["go"]
+
+
+def test_completion_reads_tokens_not_lines():
+    """Declarations count wherever a statement starts (after `{` or `;` on the same line, too),
+    and nothing inside a string or a comment is taken for one."""
+    text = 'workflow w { participant a tools [go]; participant b\n    # participant ghost\n    context k = "participant c"\n    a -> '
+    assert [c[0] for c in complete(text, len(text)) if c[1] == "participant"] == ["a", "b"]
+    assert declared_names(text, len(text)) == {"participant": ["a", "b"], "context": ["k"], "tool": ["go"]}

@@ -10,9 +10,9 @@ import pytest
 
 import turnflow
 from turnflow.migrate import migrate
-from ag2_session import Ag2Session
+from ag2_session import Ag2Session, ag2_missing
 
-pytest.importorskip("ag2.network")
+pytestmark = pytest.mark.skipif(ag2_missing(), reason="ag2 is not installed (pip install -e '.[test]')")
 
 ROOT = Path(__file__).parent / "fixtures" / "migrate"
 CASES = sorted(p for p in ROOT.glob("*/*") if p.suffix in (".py", ".json", ".ipynb") and p.parent.name != "errors")

@@ -95,3 +95,17 @@ def test_names_and_docs_need_no_compiler_import():
     assert names == ["unreadable-file", "syntax-error", "invalid-value", "migrate-unsupported-input",
                      "unused-suppression"]
     assert before is False and docs == [True] * 4 and after is False
+
+
+def test_severity_and_stage_are_enums_that_read_as_their_words():
+    """The code table holds `Severity` / `Stage` members; everything that shows them
+    (JSON, text, comparisons with the plain words) sees the same strings as before."""
+    import json
+
+    from turnflow.diagnostics.codes import BY_CODE, CODES, Severity, Stage
+
+    assert all(isinstance(c.severity, Severity) and isinstance(c.stage, Stage) for c in CODES)
+    row = BY_CODE["TF203"]
+    assert row.severity is Severity.WARNING and row.stage is Stage.GRAPH
+    assert json.dumps([row.severity, row.stage]) == '["warning", "graph"]'
+    assert f"{row.severity}:{row.stage}" == "warning:graph" and row.stage == "graph"

@@ -61,7 +61,7 @@ def test_scripted_agent_plays_its_steps_then_raises():
 
 
 def test_bad_capabilities_fail_the_handshake():
-    with pytest.raises(AdapterError, match="control_loop must be 'hub' or 'self'"):
+    with pytest.raises(AdapterError, match="control_loop must be 'hub', 'self' or 'atlas'"):
         Capabilities(control_loop="sometimes").check("a")
 
 

@@ -44,9 +44,11 @@ def test_run_json_contract(tmp_path, capsys):
     assert sorted(t["agent_id"] for t in shakes) == ["billing", "tech", "triage", "user"]
     assert shakes[0]["effective"] == {"control_loop": "hub", "supports_stepwise": True, "telemetry_stream": False}
     assert main(["inspect", db, "--format", "json"]) == 0
-    got = [{k: v for k, v in g.items() if k != "telemetry"} for g in json.loads(capsys.readouterr().out)]
+    got = [{k: v for k, v in g.items() if k not in ("telemetry", "adapter_capabilities", "created_at")}
+           for g in json.loads(capsys.readouterr().out)]
     assert got == [{"session_id": out["session_id"], "kind": "workflow", "state": "closed",
-                    "close_reason": "resolved", "turn_count": 3, "expected_next": None, "envelope_count": 11}]
+                    "close_reason": "resolved", "turn_count": 3, "expected_next": None, "envelope_count": 11,
+                    "block": "support", "task_id": None, "last_speaker": "user"}]
 
 
 def test_run_text_and_inspect_text(tmp_path, capsys):
@@ -59,7 +61,8 @@ def test_run_text_and_inspect_text(tmp_path, capsys):
     sid = out.split()[1]
     assert main(["inspect", db, "--session", sid]) == 0
     text = capsys.readouterr().out
-    assert "state: closed  close_reason: resolved  turns: 3" in text and "session.closed" in text
+    assert text.splitlines()[1].split() == [sid, "-", "support", "closed", "resolved", "3", "user"]
+    assert "session.closed" in text  # --session: with its envelopes
 
 
 def test_dynamic_handoff_finish_and_delete(tmp_path, capsys):

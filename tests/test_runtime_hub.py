@@ -302,3 +302,17 @@ def test_an_audience_must_be_a_list_of_participants_and_a_refused_one_writes_not
         await hub.post(Envelope(md.session_id, "b", [], EV_TEXT, {"text": "to nobody"}))
         assert hub.info(md.session_id)["turn_count"] == 2
     run(go())
+
+
+def test_the_opener_of_a_spec_is_its_initiator_else_the_graphs_start_speaker_else_the_first_participant():
+    from turnflow.runtime.hub import spec_opener
+
+    parts = [{"agent_id": "a"}, {"agent_id": "b"}, {"agent_id": "c"}]
+    graph = {"initial_speaker": "b", "transitions": [], "default_target": {"name": "round_robin", "args": {}}}
+    assert spec_opener({"participants": parts, "knobs": {"graph": graph}}) == "b"
+    assert spec_opener({"participants": parts, "knobs": {"graph": {"initial_speaker": "c"}}}) == "c"  # AG2 defaults
+    assert spec_opener({"participants": [*parts[:2], {"agent_id": "c", "role": "initiator"}],
+                        "knobs": {"graph": graph}}) == "c"
+    assert spec_opener({"participants": parts, "knobs": {"graph": {"transitions": 3}}}) == "a"  # not a graph
+    assert spec_opener({"participants": parts, "knobs": {}}) == "a"
+    assert spec_opener({"participants": []}) is None

@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -47,9 +48,14 @@ def exp(name, seconds, action):
     return {"name": name, "params": {"seconds": seconds}, "on_violation": action}
 
 
-def go(spec, agents, clock, **kw):
+def go(spec, agents, clock, on_violation=None, **kw):
     async def inner():
         hub = await Hub.open(SQLiteStore(":memory:"), clock=clock)
+        if on_violation is not None:
+            async def listener(env, md):
+                if env.event_type == EV_EXPECTATION_VIOLATED:
+                    on_violation.set()
+            hub.subscribe(listener)
         res = await run_session(hub, spec, agents, sweep_interval=0.01, **kw)
         envs = list(hub.read(res.session_id))
         tel = hub.store.telemetry(res.session_id)
@@ -91,14 +97,14 @@ def test_ttl_expires_the_session_while_an_agent_works():
 
 
 def test_warn_is_stored_and_the_session_goes_on():
-    clock = FakeClock()
+    clock, violated = FakeClock(), asyncio.Event()
 
     async def slow(msg, tools):
         clock.advance(6)
-        await asyncio.sleep(0.1)  # the sweeper runs meanwhile
+        await asyncio.wait_for(violated.wait(), 20)  # the sweeper notices meanwhile
         return {"say": "late but here"}
     res, envs, _ = go(pair_spec([exp("turn_within", 5, "warn")]),
-                      {"a": ScriptedAgent("a", [{"say": "hi"}]), "b": FunctionAgent(slow)}, clock)
+                      {"a": ScriptedAgent("a", [{"say": "hi"}]), "b": FunctionAgent(slow)}, clock, violated)
     assert (res.close_reason, res.ok) == ("done", True)
     warned = [e for e in envs if e.event_type == EV_EXPECTATION_VIOLATED]
     assert [(e.event_data["action"], e.event_data["agent_id"], e.audience) for e in warned] == [("warn", "b", None)]
@@ -119,14 +125,14 @@ def test_hide_moves_the_turn_on_and_cancels_the_stalled_turn():
 
 
 def test_audit_is_recorded_for_nobody_and_changes_nothing():
-    clock = FakeClock()
+    clock, violated = FakeClock(), asyncio.Event()
 
     async def slow(msg, tools):
         clock.advance(6)
-        await asyncio.sleep(0.1)
+        await asyncio.wait_for(violated.wait(), 20)  # the sweeper notices meanwhile
         return "ok"
     res, envs, _ = go(pair_spec([exp("max_silence", 5, "audit")]),
-                      {"a": ScriptedAgent("a", [{"say": "hi"}]), "b": FunctionAgent(slow)}, clock)
+                      {"a": ScriptedAgent("a", [{"say": "hi"}]), "b": FunctionAgent(slow)}, clock, violated)
     assert res.close_reason == "done"
     assert [e.audience for e in envs if e.event_type == EV_EXPECTATION_VIOLATED] == [[]]
 
@@ -206,16 +212,19 @@ def test_telemetry_with_metadata_reaches_subscribers_while_the_turn_runs():
 
 
 def test_sync_agents_run_in_a_worker_thread_so_the_loop_keeps_sweeping():
-    clock = FakeClock()
+    clock, release = FakeClock(), threading.Event()
 
     def blocking(msg, tools):
         clock.advance(6)
-        time.sleep(5)  # a synchronous agent stuck in a blocking call
+        release.wait(30)  # a synchronous agent stuck in a blocking call (let go once the test has its answer)
         return "never"
     t0 = time.monotonic()
-    res, _, _ = go(pair_spec([exp("turn_within", 5, "auto_close")]),
-                   {"a": ScriptedAgent("a", [{"say": "hi"}]), "b": FunctionAgent(blocking)}, clock)
-    assert time.monotonic() - t0 < 3
+    try:
+        res, _, _ = go(pair_spec([exp("turn_within", 5, "auto_close")]),
+                       {"a": ScriptedAgent("a", [{"say": "hi"}]), "b": FunctionAgent(blocking)}, clock)
+        assert time.monotonic() - t0 < 3
+    finally:
+        release.set()
     assert res.close_reason == "expectation_violated:turn_within"
 
 

@@ -115,10 +115,10 @@ def test_participants_are_shared_only_when_equal_in_type_too():
     run(go())
 
 
-def test_a_state_somebody_holds_never_changes_and_an_unheld_one_is_updated_in_place():
+def test_a_state_somebody_holds_never_changes():
     """`fold` never changes its input: a workflow state handed out by `adapter_state` stays as it
-    was after the next turns. One that nobody was handed is updated in place by the hub (one object
-    fewer per turn); both end in the same state as a fresh hydrate of the log."""
+    was after the next turns (no state is updated in place: docs/benchmarks.md measured that it
+    did not pay); the live state ends equal to a fresh hydrate of the log."""
     from turnflow.runtime.envelope import EV_TEXT, Envelope
 
     async def go():
@@ -133,16 +133,13 @@ def test_a_state_somebody_holds_never_changes_and_an_unheld_one_is_updated_in_pl
         after = hub.adapter_state(md.session_id)
         assert held.snapshot() == before and after is not held
         assert after.snapshot()["turn_count"] == 1 and after.expected_next_speaker == "b"
-        await hub.post(Envelope(md.session_id, "b", None, EV_TEXT, {"text": "two"}))
-        assert after.snapshot()["turn_count"] == 1  # handed out: the next turn built a new state
         live = hub.sessions[md.session_id]
-        own = live.state  # the hub's own (nobody was handed this one)
-        await hub.post(Envelope(md.session_id, "c", None, EV_TEXT, {"text": "three"}))
-        assert live.state is own  # updated in place
+        own = live.state
+        for who, text in (("b", "two"), ("c", "three")):
+            await hub.post(Envelope(md.session_id, who, None, EV_TEXT, {"text": text}))
+        assert after.snapshot()["turn_count"] == 1 and own.turn_count == 1 and live.state is not own
         now = hub.adapter_state(md.session_id)
-        assert now is own and (now.turn_count, now.expected_next_speaker, now.last_speaker_id) == (3, "a", "c")
-        await hub.post(Envelope(md.session_id, "a", None, EV_TEXT, {"text": "four"}))
-        assert now.turn_count == 3 and hub.adapter_state(md.session_id).turn_count == 4  # handed out: kept
+        assert (now.turn_count, now.expected_next_speaker, now.last_speaker_id) == (3, "a", "c")
         again = Hub(hub.store)
         again.hydrate()
         assert again.adapter_state(md.session_id).snapshot() == hub.adapter_state(md.session_id).snapshot()

@@ -189,6 +189,16 @@ def test_claims_are_exclusive_under_contention(pg_url):
     assert sum(1 for ids in got.values() if ids) >= 2  # the workers really competed
 
 
+def _lease_runs_out(url, task_id):
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        held = conn.execute("UPDATE turnflow_tasks SET lease_until = clock_timestamp() - interval '1 second' "
+                            "WHERE id = %s AND state = 'running' AND lease_until > clock_timestamp() RETURNING id",
+                            (task_id,)).fetchall()
+    assert held == [(task_id,)]  # it was held under a lease that had not run out yet
+
+
 def test_an_expired_lease_is_taken_over_and_the_old_holder_can_no_longer_write(pg_url):
     """Worker A holds a task and wrote part of its session, then stalls past its lease (alive,
     so not detected as dead); worker B claims the task, hydrates the session and finishes it;
@@ -196,7 +206,8 @@ def test_an_expired_lease_is_taken_over_and_the_old_holder_can_no_longer_write(p
     from batch_helpers import SPEC
 
     from turnflow.runtime.agents.function import FunctionAgent
-    from turnflow.runtime.batch import BatchStoreView, BatchWorker
+    from turnflow.runtime.batch import BatchWorker
+    from turnflow.runtime.stores import SessionScopedStore
 
     spec = {**SPEC, "knobs": {**SPEC["knobs"], "graph": {**SPEC["knobs"]["graph"], "max_turns": 4}}}
     loader = _store(pg_url, worker="loader")
@@ -207,7 +218,7 @@ def test_an_expired_lease_is_taken_over_and_the_old_holder_can_no_longer_write(p
         store = _store(pg_url, worker="host-a:1:aaaa")
         q = PostgresTaskQueue(store)
         [claim] = q.claim("host-a:1:aaaa", 1, 0.5)
-        hub = Hub(BatchStoreView(store, store.next_global_seq))
+        hub = Hub(SessionScopedStore(store))
         md = await hub.open_session("workflow", ["a", "b", "c"], knobs=spec["knobs"], labels={"task_id": claim.id})
         await hub.ack(md.session_id, "b")
         await hub.ack(md.session_id, "c")
@@ -216,7 +227,9 @@ def test_an_expired_lease_is_taken_over_and_the_old_holder_can_no_longer_write(p
 
     async def main():
         store_a, q_a, hub_a, sid = await as_a()
-        await asyncio.sleep(0.8)  # A's lease (0.5 s) runs out; A is still alive
+        # A's lease (0.5 s) runs out while A is still alive: moved into the past on the
+        # database's clock (the one leases are read against) instead of waiting for it
+        _lease_runs_out(pg_url, "only")
         store_b = _store(pg_url, worker="host-b:1:bbbb")
         qb = PostgresTaskQueue(store_b)
         bw = BatchWorker(store_b, qb, spec, lambda: {n: FunctionAgent(lambda m, t: "from B", n) for n in "abc"},
@@ -254,7 +267,15 @@ def test_kill_9_of_one_of_several_workers(pg_url, tmp_path):
 
     assert wait_for(a_is_working, timeout=60)
     b = start(files, pg_url, "--concurrency", "4", "--lease", "2", "--format", "json", delay=0.01)
-    time.sleep(0.5)
+
+    def b_is_working():  # a task held by a worker other than A (worker ids are host:pid:random)
+        try:
+            workers = reader.query("", "SELECT worker FROM turnflow_tasks WHERE state = 'running'")
+        except Exception:
+            return False
+        return any(w and f":{a.pid}:" not in w for (w,) in workers)
+
+    assert wait_for(b_is_working, timeout=60)
     a.kill()
     a.communicate(timeout=30)
     out, err = b.communicate(timeout=120)
@@ -311,6 +332,17 @@ def _env(sid, seq):
     return env
 
 
+def _units(*envs):
+    from turnflow.runtime.store import envelope_row
+    from turnflow.runtime.store_contract import CommitUnits
+
+    units = CommitUnits()
+    for env, gseq in envs:
+        units.rows.append(envelope_row(env, gseq))
+        units.envelopes.append(env)
+    return units
+
+
 def test_a_statement_that_fails_is_retried_session_by_session(pg_url):
     """One bad row (a global sequence number already in the log) fails only its own session's
     part of the group; the other session's envelopes are written."""
@@ -318,11 +350,9 @@ def test_a_statement_that_fails_is_retried_session_by_session(pg_url):
     store = _store(pg_url, worker="w1")
 
     async def go():
-        store.stage(_env("s0", 1), 1)
-        assert await store.commit_async() == {}
-        store.stage(_env("s0", 2), 1)  # gseq 1 again: a unique violation
-        store.stage(_env("s1", 1), 3)
-        return await store.commit_async()
+        assert await store.commit_group(_units((_env("s0", 1), 1))) == {}
+        # gseq 1 again: a unique violation
+        return await store.commit_group(_units((_env("s0", 2), 1), (_env("s1", 1), 3)))
 
     refused = asyncio.run(go())
     store.close()
@@ -341,8 +371,7 @@ def test_a_finish_queued_with_its_sessions_rows_waits_for_the_next_statement(pg_
     store = _store(pg_url, worker="w1")
 
     async def go():
-        store.stage(_env("s0", 1), 1)
-        written = store.commit_async()
+        written = store.commit_group(_units((_env("s0", 1), 1)))
         finished = store.finish_task("t0", "done", {"id": "t0"}, "s0")
         return await written, await finished, store.commits
 
@@ -459,15 +488,16 @@ def test_a_waiting_worker_is_told_at_once_when_a_task_is_finished_or_given_back(
     _held_tasks(pg_url, "w1", 2, 2)
     waiter_store = _store(pg_url, worker="w2")
     waiter = PostgresTaskQueue(waiter_store)
-    waiter.wait_for_change(5.0)  # the first call starts listening and returns at once
+    waiter.block_until_change(5.0)  # the first call starts listening and returns at once
     worker = _store(pg_url, worker="w1")
     q = PostgresTaskQueue(worker)
 
     def waited(action) -> float:
         t0 = time.monotonic()
-        th = threading.Thread(target=waiter.wait_for_change, args=(5.0,))
+        th = threading.Thread(target=waiter.block_until_change, args=(5.0,))
         th.start()
-        time.sleep(0.2)
+        # (no pause for the thread to start waiting: a notification sent before it waits is
+        # read from the listening connection at once; one never sent makes it wait 5 s)
         action()
         th.join(10)
         return time.monotonic() - t0

@@ -22,7 +22,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from turnflow.diagnostics.diagnostic import Diagnostic
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
-FORMATS = ("text", "json", "sarif", "github")
+FORMATS = ("text", "full", "concise", "grouped", "json", "sarif", "github", "junit", "gitlab")
+FORMAT_HELP = ("text (default; with carets; `full` is its ruff name), concise (one line each), grouped (by file), "
+               "json, sarif (code scanning), github (workflow annotations), junit (JUnit XML) or gitlab "
+               "(Code Quality report)")
 
 
 class CommandError(Exception):
@@ -68,18 +71,22 @@ def exit_status(diags: Sequence["Diagnostic"], *, strict: bool = False, unreadab
 
 
 def report(diags: Sequence["Diagnostic"], fmt: str = "text", *, sources: Optional[Mapping] = None,
-           files: Optional[int] = None, stats: Optional[list[dict]] = None, stream: Optional[IO[str]] = None) -> None:
+           files: Optional[int] = None, stats: Optional[list[dict]] = None, stream: Optional[IO[str]] = None,
+           colour: Optional[bool] = None, extra: str = "") -> None:
     """Render `diags` in `fmt` on `stream` (stdout by default).
 
-    text: caret diagnostics, then (when `stats` is given) one line per block, then (when `files`
-    is given) the summary line. json: one array; each diagnostic is an object with `path`,
-    `line`, `column`, `end_line`, `end_column`, `code`, `name`, `severity`, `message`, `help`
-    and `related`; with `stats`, one more object per block follows the diagnostics, holding
-    `path`, `line` and `stats` (and no `code`). sarif: a SARIF 2.1.0 log. github: workflow
-    annotations. Text is coloured on a terminal (`turnflow.term`: NO_COLOR, FORCE_COLOR)."""
+    text (`full`): caret diagnostics, then (when `stats` is given) one line per block, then
+    `extra`, then (when `files` is given) the summary line. concise and grouped: the same without
+    source lines. json: one array; each diagnostic is an object with `path`, `line`, `column`,
+    `end_line`, `end_column`, `code`, `name`, `severity`, `message`, `help` and `related`; with
+    `stats`, one more object per block follows the diagnostics, holding `path`, `line` and
+    `stats` (and no `code`). sarif: a SARIF 2.1.0 log. github: workflow annotations. junit: JUnit
+    XML. gitlab: a GitLab Code Quality report. Text is coloured on a terminal (`turnflow.term`:
+    NO_COLOR, FORCE_COLOR), or as `colour` says when it is not None (`--color`)."""
     from turnflow.diagnostics import render
 
     stream = stream or sys.stdout
+    machine = {"github": render.render_github, "junit": render.render_junit, "gitlab": render.render_gitlab}
     if fmt == "json":
         items: list[dict] = [d.to_json() for d in diags]
         items += [{"path": st["path"], "line": st["line"], "stats": {k: v for k, v in st.items() if k != "path"}}
@@ -88,18 +95,71 @@ def report(diags: Sequence["Diagnostic"], fmt: str = "text", *, sources: Optiona
     elif fmt == "sarif":
         import turnflow
 
-        stream.write(render.render_sarif(diags, turnflow.__version__))
-    elif fmt == "github":
-        stream.write(render.render_github(diags))
+        stream.write(render.render_sarif(diags, turnflow.__version__, sources))
+    elif fmt in machine:
+        stream.write(machine[fmt](diags))
     else:
-        text = render.render_text(diags, sources or {})
+        if fmt == "concise":
+            text = render.render_concise(diags)
+        elif fmt == "grouped":
+            text = render.render_grouped(diags)
+        else:
+            text = render.render_text(diags, sources or {})
         if stats:
             text += "".join(render.stats_line(st) + "\n" for st in stats)
+        text += extra
         if files is not None:
             text += render.summary_line(diags, files) + "\n"
         from turnflow.term import colourise, use_colour
 
-        stream.write(colourise(text) if use_colour(stream) else text)
+        stream.write(colourise(text) if (use_colour(stream) if colour is None else colour) else text)
+
+
+def add_project_options(parser, verb: str) -> None:
+    """The options `check` and `fmt` share to choose files the way a project says (docs/configuration.md)."""
+    parser.add_argument("--exclude", action="append", metavar="GLOBS",
+                        help="also skip these files or folders inside folders (comma-separated globs)")
+    parser.add_argument("--force-exclude", action="store_true",
+                        help="apply the excludes (and .gitignore) to files named on the command line too, "
+                             "as pre-commit passes them")
+    parser.add_argument("--stdin-filename", metavar="NAME",
+                        help=f"the name to report for `-` (standard input), and to match the configuration against "
+                             f"(e.g. from an editor: turnflow {verb} - --stdin-filename flows/a.flow < a.flow)")
+    parser.add_argument("--config", metavar="FILE",
+                        help="read this turnflow.toml or pyproject.toml instead of searching upwards "
+                             "(docs/configuration.md)")
+
+
+def project_config(args, **overrides):
+    """The configuration of a run over `args.paths` (`--config`, else found upwards), with the
+    command line's `--exclude` / `--force-exclude` (and `overrides` for `Config.with_cli`:
+    `select`, `ignore`, `extend_select`) applied. Raises CommandError (exit 2) when the
+    configuration cannot be used."""
+    from turnflow.config import ConfigError, load as load_config
+
+    named = [args.stdin_filename if p == "-" and args.stdin_filename else p for p in args.paths]
+    try:
+        return load_config(named, args.config).with_cli(exclude=args.exclude, force_exclude=args.force_exclude,
+                                                        **overrides)
+    except ConfigError as exc:
+        raise CommandError(str(exc), EXIT_USAGE) from None
+
+
+def discover_flows(paths: Sequence[str], config) -> tuple[list[str], list["Diagnostic"]]:
+    """`turnflow.files.discover`, with ruff's rule for folders that hold no `.flow` file (or only
+    excluded ones): a warning on stderr, not a finding — a CI job over a repository without flows
+    passes, and no such result reaches a SARIF upload. A missing path stays a TF000 error."""
+    import os
+
+    from turnflow.files import discover
+
+    files, problems = discover(list(paths), config)
+    empty = [d for d in problems if d.code == "TF000" and os.path.isdir(d.path)]
+    for d in empty:
+        err(f"warning: No .flow files found under `{d.path}`")
+    if not files and not problems and paths:  # every file named was force-excluded
+        err("warning: No .flow files found (every path given is excluded)")
+    return files, [d for d in problems if d not in empty]
 
 
 def positive_int(text: str) -> int:

@@ -96,14 +96,17 @@ class Config:
         return out
 
     def with_cli(self, select: Optional[list[str]] = None, ignore: Optional[list[str]] = None,
-                 exclude: Optional[list[str]] = None, force_exclude: bool = False) -> "Config":
-        """`--select` replaces `select` (and `extend-select`); `--ignore` and `--exclude` add;
-        `--force-exclude` turns `force-exclude` on."""
+                 exclude: Optional[list[str]] = None, force_exclude: bool = False,
+                 extend_select: Optional[list[str]] = None) -> "Config":
+        """`--select` replaces `select` (and `extend-select`); `--extend-select`, `--ignore` and
+        `--exclude` add; `--force-exclude` turns `force-exclude` on."""
         cfg = self
         if force_exclude:
             cfg = replace(cfg, force_exclude=True)
         if select:
             cfg = replace(cfg, select=tuple(_split(select)), extend_select=())
+        if extend_select:
+            cfg = replace(cfg, extend_select=cfg.extend_select + tuple(_split(extend_select)))
         if ignore:
             cfg = replace(cfg, ignore=cfg.ignore + tuple(_split(ignore)))
         if exclude:

@@ -1,79 +1,229 @@
-"""`turnflow check PATH...`: parse and analyse files or folders."""
+"""`turnflow check [PATH...]`: parse and analyse files or folders, with the flags a ruff user
+types (docs/cli.md has the table): `--fix` / `--unsafe-fixes` / `--diff`, `--exit-zero`,
+`--statistics`, `--show-settings`, `--extend-select` / `--extend-ignore`, `--output-format`."""
 
 from __future__ import annotations
 
-from turnflow.cli_util import EXIT_USAGE, FORMATS, exit_status, fail, report
+import sys
+from typing import TYPE_CHECKING
+
+from turnflow.cli_util import (EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, FORMAT_HELP, FORMATS, add_project_options,
+                               discover_flows, err, exit_status, fail, out, project_config, report)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from turnflow.fixes import Fix
 
 
 def register(sub) -> None:
     c = sub.add_parser("check", help="parse and analyse .flow files or folders")
     c.add_argument("paths", nargs="*", default=["."], metavar="PATH",
                    help="files or folders to check (default: the current folder)")
-    c.add_argument("--format", choices=FORMATS, default="text",
-                   help="text (default; with carets), json, sarif (code scanning) or github (workflow annotations)")
+    c.add_argument("--format", "--output-format", dest="format", choices=FORMATS, default="text", help=FORMAT_HELP)
     c.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
     c.add_argument("-q", "--quiet", action="store_true", help="no summary line")
+    c.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings "
+                   "(an unreadable path or a bad command line is still exit 2)")
+    c.add_argument("--fix", action="store_true",
+                   help="apply the safe fixes (the language server's did-you-mean quick fixes for keywords, "
+                        "participants, tools and context keys) and report what remains")
+    c.add_argument("--unsafe-fixes", action="store_true",
+                   help="with --fix or --diff, also apply fixes that change what a condition means (TF111)")
+    c.add_argument("--diff", action="store_true",
+                   help="print the fixes as a unified diff instead of writing them; exit 1 if there are any")
+    c.add_argument("--statistics", action="store_true",
+                   help="print the number of findings per code instead of the findings (text or json)")
+    c.add_argument("--show-settings", action="store_true",
+                   help="print the resolved configuration, where each value came from, and the files it "
+                        "selects; then exit")
     c.add_argument("--stats", action="store_true",
                    help="also print, per block, participants, rules, reachable participants and the fewest "
                         "and most turns (text and json formats; see docs/analysis.md)")
     c.add_argument("--select", action="append", metavar="CODES",
                    help="only these rules (comma-separated codes, prefixes such as TF2, or names); "
                         "replaces `select` of the configuration")
-    c.add_argument("--ignore", action="append", metavar="CODES",
+    c.add_argument("--extend-select", action="append", metavar="CODES",
+                   help="these rules on top of `select` (comma-separated codes, prefixes or names)")
+    c.add_argument("--ignore", "--extend-ignore", dest="ignore", action="append", metavar="CODES",
                    help="also turn these rules off (comma-separated codes, prefixes or names)")
-    c.add_argument("--exclude", action="append", metavar="GLOBS",
-                   help="also skip these files or folders inside folders (comma-separated globs)")
-    c.add_argument("--force-exclude", action="store_true",
-                   help="apply the excludes (and .gitignore) to files named on the command line too, "
-                        "as pre-commit passes them")
-    c.add_argument("--stdin-filename", metavar="NAME",
-                   help="the name to report for `-` (standard input), and to match the configuration against "
-                        "(e.g. from an editor: turnflow check - --stdin-filename flows/a.flow < a.flow)")
-    c.add_argument("--config", metavar="FILE",
-                   help="read this turnflow.toml or pyproject.toml instead of searching upwards "
-                        "(docs/configuration.md)")
+    add_project_options(c, "check")
+    c.add_argument("--color", choices=("auto", "always", "never"), default="auto",
+                   help="colour the text output: auto (default: on a terminal, NO_COLOR / FORCE_COLOR), "
+                        "always or never")
+    c.add_argument("--no-cache", action="store_true",
+                   help="accepted for ruff-style command lines; turnflow keeps no results between runs")
     c.set_defaults(func=run)
 
 
 def run(args) -> int:
-    from turnflow.compiler.pipeline import analyse
-    from turnflow.diagnostics.diagnostic import Diagnostic, sort_key
     from turnflow.dsl.parser import gc_paused
-    from turnflow.files import discover, load
 
-    if args.stats and args.format not in ("text", "json"):
-        return fail("check", f"--stats works with --format text or json, not {args.format}", EXIT_USAGE)
-    from turnflow.config import ConfigError, load as load_config
+    problem = _refuse(args)
+    if problem:
+        return fail("check", problem, EXIT_USAGE)
+    config = project_config(args, select=args.select, ignore=args.ignore, extend_select=args.extend_select)
+    if args.show_settings:
+        from turnflow.commands.check_settings import show_settings
 
-    try:
-        named = [args.stdin_filename if p == "-" and args.stdin_filename else p for p in args.paths]
-        config = load_config(named, args.config).with_cli(args.select, args.ignore, args.exclude,
-                                                          args.force_exclude)
-    except ConfigError as exc:
-        return fail("check", str(exc), EXIT_USAGE)
-    files, problems = discover(args.paths, config)
-    stats: list[dict] = []
-    diags: list[Diagnostic] = list(problems)
-    sources = {}
-    unreadable = bool(problems)
+        return show_settings(args, config)
+    files, problems = discover_flows(args.paths, config)
+    run_ = Checked(problems)
     with gc_paused():  # the command's edge: parsing builds many objects and frees none (see gc_paused)
         for path in files:
-            loaded = load(path)
-            if loaded.error is not None:
-                diags.append(loaded.error)
-                unreadable = True
-                continue
-            if path == "-" and args.stdin_filename:
-                path = args.stdin_filename
-            sources[path] = loaded.source
-            flow, found = analyse(loaded.text, path)
-            if args.stats and flow is not None:
-                _block_stats(flow, path, found, stats)
-            diags.extend(config.apply(found, path))
-    diags.sort(key=sort_key)
-    report(diags, args.format, sources=sources, stats=stats if args.stats else None,
-           files=None if args.quiet or args.format != "text" else len(files))
-    return exit_status(diags, strict=args.strict, unreadable=unreadable)
+            run_.check(path, args, config)
+    if args.diff:
+        return _report_diff(run_)
+    return _report(args, run_, files)
+
+
+def _refuse(args) -> str:
+    """A combination of flags that means nothing, as one sentence (empty: fine)."""
+    if args.stats and args.format not in ("text", "full", "json"):
+        return f"--stats works with --format text or json, not {args.format}"
+    if args.statistics and args.format not in ("text", "full", "json"):
+        return f"--statistics works with --format text or json, not {args.format}"
+    if args.unsafe_fixes and not (args.fix or args.diff):
+        return "--unsafe-fixes goes with --fix or --diff"
+    return ""
+
+
+class Checked:
+    """The findings of a run, and the fixes applied on the way."""
+
+    def __init__(self, problems) -> None:
+        self.diags = list(problems)
+        self.unreadable = bool(problems)
+        self.sources: dict = {}
+        self.stats: list[dict] = []
+        self.fixed: list[tuple[str, Fix]] = []   # (path, Fix)
+        self.diffs: list[str] = []
+        self.fixable = 0
+
+    def check(self, path: str, args, config) -> None:
+        from turnflow.compiler.pipeline import analyse
+        from turnflow.files import load
+
+        loaded = load(path)
+        if loaded.error is not None:
+            self.diags.append(loaded.error)
+            self.unreadable = True
+            return
+        shown = args.stdin_filename if path == "-" and args.stdin_filename else path
+        text = loaded.text
+        if args.fix or args.diff:
+            text = self._fix(path, shown, text, args, config)
+        source = loaded.source if text == loaded.text else _source(text)
+        self.sources[shown] = source
+        flow, found = analyse(text, shown)
+        if args.stats and flow is not None:
+            _block_stats(flow, shown, found, self.stats)
+        kept = config.apply(found, shown)
+        if not args.fix:
+            from turnflow.fixes import fixable
+
+            self.fixable += len(fixable(kept, text))
+        self.diags.extend(kept)
+
+    def _fix(self, path: str, shown: str, text: str, args, config) -> str:
+        from turnflow.compiler.pipeline import analyse
+        from turnflow.files import write_atomic, write_error
+        from turnflow.fixes import fix_text
+
+        new, applied = fix_text(text, lambda t: config.apply(analyse(t, shown)[1], shown), args.unsafe_fixes)
+        if not applied:
+            return text
+        self.fixed.extend((shown, f) for f in applied)
+        if args.diff:
+            import difflib
+
+            self.diffs.append("".join(difflib.unified_diff(text.splitlines(True), new.splitlines(True),
+                                                           fromfile=shown, tofile=shown)))
+            return text
+        if path == "-":
+            return new  # printed instead of the findings (a filter: fixed text out)
+        try:
+            write_atomic(path, new)
+        except OSError as exc:
+            err(f"turnflow check: {write_error(path, exc)}")
+            self.unreadable = True
+            return text
+        return new
+
+
+def _source(text: str):
+    from turnflow.source import SourceText
+
+    return SourceText(text)
+
+
+def _report_diff(run_: Checked) -> int:
+    for diff in run_.diffs:
+        out(diff)
+    n = len(run_.fixed)
+    err(f"Would fix {n} finding{'s' if n != 1 else ''}." if n else "No fixes available.")
+    if run_.unreadable:
+        return EXIT_USAGE
+    return EXIT_FINDINGS if n else EXIT_OK
+
+
+def _fix_lines(run_: Checked) -> str:
+    lines = [f"fixed {path}:{f.line}:{f.column}: {f.code} `{f.original}` -> `{f.replacement}`\n"
+             for path, f in run_.fixed]
+    n = len(run_.fixed)
+    if n:
+        lines.append(f"Fixed {n} finding{'s' if n != 1 else ''}.\n")
+    return "".join(lines)
+
+
+def _extra(args, run_: Checked) -> str:
+    """The lines before the summary: what --fix changed, or how many findings it could fix."""
+    extra = _fix_lines(run_) if args.fix and args.format in ("text", "full") else ""
+    if run_.fixable and not args.fix:
+        extra += f"[*] {run_.fixable} fixable with the `--fix` option.\n"
+    return extra
+
+
+def _report(args, run_: Checked, files: list[str]) -> int:
+    from turnflow.diagnostics.diagnostic import sort_key
+
+    diags = sorted(run_.diags, key=sort_key)
+    colour = None if args.color == "auto" else args.color == "always"
+    stdin_fixed = args.fix and files == ["-"] and not run_.unreadable
+    if stdin_fixed:  # as ruff: the fixed text on stdout, the findings on stderr
+        shown = args.stdin_filename or "-"
+        out(run_.sources[shown].text)
+    stream = sys.stderr if stdin_fixed else sys.stdout
+    if args.fix and run_.fixed and args.format not in ("text", "full"):
+        err(_fix_lines(run_))  # machine formats keep stdout for the findings
+    if args.statistics:
+        _statistics(diags, args.format, stream)
+    else:
+        counted = len(set(files) | {d.path for d in run_.diags if d.code == "TF000"})
+        report(diags, args.format, sources=run_.sources, stats=run_.stats if args.stats else None,
+               files=None if args.quiet or args.format not in ("text", "full", "concise", "grouped") else counted,
+               stream=stream, colour=colour, extra=_extra(args, run_))
+    status = exit_status(diags, strict=args.strict, unreadable=run_.unreadable)
+    return EXIT_OK if args.exit_zero and status == EXIT_FINDINGS else status
+
+
+def _statistics(diags, fmt: str, stream) -> None:
+    import json
+    from collections import Counter
+
+    from turnflow.diagnostics.codes import lookup
+    from turnflow.diagnostics.render import render_statistics
+    from turnflow.fixes import SAFE
+
+    def name(code: str) -> str:
+        row = lookup(code)
+        return row.name if row is not None else ""
+
+    counts = Counter(d.code for d in diags)
+    rows = [(code, name(code), n, code in SAFE) for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+    if fmt == "json":
+        stream.write(json.dumps([{"code": c, "name": name, "count": n, "fixable": fix} for c, name, n, fix in rows],
+                                indent=2) + "\n")
+    else:
+        stream.write(render_statistics(rows))
 
 
 def _block_stats(flow, path: str, found: list, stats: list[dict]) -> None:

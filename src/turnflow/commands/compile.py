@@ -43,14 +43,14 @@ def run(args) -> int:
         block = flow.block(args.block)
         if block is None:
             raise unknown_block(args.file, args.block, names)
-        result: Any = compile_block(block)
+        result: Any = compile_block(block, args.profile)
     elif args.knobs:
         if len(flow.blocks) != 1:
             return fail("compile", f"--knobs needs --block NAME when {args.file} has {len(flow.blocks)} blocks"
                         + (f" ({', '.join(names)})" if names else ""))
-        result = compile_block(flow.blocks[0])
+        result = compile_block(flow.blocks[0], args.profile)
     else:
-        result = [compile_block(b) for b in flow.blocks]
+        result = [compile_block(b, args.profile) for b in flow.blocks]
     text = dumps(result["knobs"] if args.knobs and isinstance(result, dict) else result)
     if args.output:
         try:

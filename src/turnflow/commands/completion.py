@@ -18,21 +18,37 @@ def register(sub) -> None:
     p.set_defaults(func=run, subcommands=sub)  # the other subcommands, as registered
 
 
+def rule_words() -> list[str]:
+    """What completes where a rule is named: every code, then every kebab-case name."""
+    from turnflow.diagnostics.codes import CODES
+
+    return [c.code for c in CODES] + [c.name for c in CODES]
+
+
 def commands(sub) -> dict[str, dict]:
-    """{subcommand: {"help": str, "options": {flag: [choices] or None (takes a value) or [] (a switch)}}}
-    from the `turnflow` parser's subparsers action `sub`."""
+    """{subcommand: {"help": str, "options": {flag: [choices] or None (takes a value) or [] (a switch)},
+    "words": [what completes a positional argument; empty: file names]}} from the `turnflow`
+    parser's subparsers action `sub`. Options whose value is rule codes (metavar CODES) and
+    positionals named CODE complete rule codes and names."""
     helps = {c.dest: c.help or "" for c in sub._choices_actions}
     result: dict[str, dict] = {}
     for name, sp in sub.choices.items():
         options: dict[str, object] = {}
+        words: list[str] = []
         for action in sp._actions:
             if not action.option_strings:
+                if str(action.metavar or "").startswith("CODE"):
+                    words = rule_words()
+                elif action.choices:
+                    words = list(action.choices)
                 continue
             takes = action.nargs != 0
             value = list(action.choices) if action.choices else (None if takes else [])
+            if action.metavar == "CODES":
+                value = rule_words()
             for flag in action.option_strings:
                 options[flag] = value
-        result[name] = {"help": helps.get(name, ""), "options": options}
+        result[name] = {"help": helps.get(name, ""), "options": options, "words": words}
     return result
 
 
@@ -42,11 +58,13 @@ def bash_script(sub) -> str:
              '    local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}"',
              "    if [[ $COMP_CWORD -eq 1 ]]; then",
              f"        COMPREPLY=( $(compgen -W {shlex.quote(' '.join(cmds) + ' --help --version')} -- \"$cur\") )",
-             "        return", "    fi", '    local opts=""', '    case "${COMP_WORDS[1]}" in']
+             "        return", "    fi", '    local opts="" words=""', '    case "${COMP_WORDS[1]}" in']
     for name, info in cmds.items():
         opts = " ".join(info["options"])
         lines.append(f"        {name})")
         lines.append(f"            opts={shlex.quote(opts)}")
+        if info["words"]:
+            lines.append(f"            words={shlex.quote(' '.join(info['words']))}")
         value_cases = [(flag, v) for flag, v in info["options"].items() if v]
         if value_cases:
             lines.append('            case "$prev" in')
@@ -58,6 +76,8 @@ def bash_script(sub) -> str:
     lines += ["    esac",
               '    if [[ "$cur" == -* ]]; then',
               '        COMPREPLY=( $(compgen -W "$opts" -- "$cur") )',
+              '    elif [[ -n "$words" ]]; then',
+              '        COMPREPLY=( $(compgen -W "$words" -- "$cur") )',
               "    else",
               '        COMPREPLY=( $(compgen -f -- "$cur") )',
               "    fi", "}", "complete -o filenames -o bashdefault -F _turnflow turnflow", ""]
@@ -90,7 +110,11 @@ def fish_script(sub) -> str:
             elif values is None:
                 arg = " -r -F"
             lines.append(f"complete -c turnflow -n '__fish_seen_subcommand_from {name}' {spec}{arg}")
-        lines.append(f"complete -c turnflow -n '__fish_seen_subcommand_from {name}' -F")
+        if info["words"]:
+            lines.append(f"complete -c turnflow -n '__fish_seen_subcommand_from {name}' -xa "
+                         f"{shlex.quote(' '.join(info['words']))}")
+        else:
+            lines.append(f"complete -c turnflow -n '__fish_seen_subcommand_from {name}' -F")
     return "\n".join(lines) + "\n"
 
 

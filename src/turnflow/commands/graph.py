@@ -23,21 +23,35 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from turnflow.compiler.emit.dot import DotFailed, DotMissing, render as render_dot, to_dot
-    from turnflow.compiler.emit.graph_json import to_json
-    from turnflow.compiler.emit.mermaid import to_mermaid
-    from turnflow.compiler.emit.picture import build_picture
-    from turnflow.compiler.pipeline import analyse
-    from turnflow.dsl.parser import gc_paused
-    from turnflow.files import load, write_atomic
+    from turnflow.files import load
 
     loaded = load(args.file)
     if loaded.error is not None:
         report([loaded.error], stream=sys.stderr)
         return EXIT_USAGE
-    text = loaded.text
+    drawn = _pictures(args, loaded)
+    if isinstance(drawn, int):
+        return drawn
+    pictures, errors = drawn
+    result = _render(pictures, args)
+    if isinstance(result, int):
+        return result
+    status = EXIT_OK
+    if errors:  # drawn, with the errors marked; still a finding
+        report(errors, sources={args.file: loaded.source}, stream=sys.stderr)
+        err(f"{args.file}: drawn with {len(errors)} error{'s' if len(errors) != 1 else ''} (marked in red)")
+        status = EXIT_FINDINGS
+    return _emit(result, args, status)
+
+
+def _pictures(args, loaded):
+    """The pictures of the blocks to draw and the errors to mark on them, or an exit status."""
+    from turnflow.compiler.emit.picture import build_picture
+    from turnflow.compiler.pipeline import analyse
+    from turnflow.dsl.parser import gc_paused
+
     with gc_paused():  # the command's edge; large flows: see turnflow.dsl.parser.gc_paused
-        flow, diags = analyse(text, args.file)
+        flow, diags = analyse(loaded.text, args.file)
         errors = [d for d in diags if d.severity == "error"]
         # graph findings (TF2xx: traps, flows that never end) are what the picture shows;
         # only syntax and reference errors leave nothing sound to draw
@@ -53,25 +67,32 @@ def run(args) -> int:
                 raise unknown_block(args.file, args.block, [b.name.name for b in flow.blocks])
         if not blocks:
             return fail("graph", f"{args.file} has no blocks to draw", EXIT_FINDINGS)
-        pictures = [build_picture(b, diags) for b in blocks]
-    name = args.file.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+        return [build_picture(b, diags) for b in blocks], errors
+
+
+def _render(pictures, args) -> "str | bytes | int":
+    """The picture in `--format`, or the exit status when Graphviz fails."""
+    from turnflow.compiler.emit.dot import DotFailed, DotMissing, render as render_dot, to_dot
+    from turnflow.compiler.emit.graph_json import to_json
+    from turnflow.compiler.emit.mermaid import to_mermaid
+
     fmt = args.format
     if fmt == "mermaid":
-        result: "str | bytes" = to_mermaid(pictures)
-    elif fmt == "json":
-        result = to_json(pictures)
-    else:
-        result = to_dot(pictures, name)
-        if fmt in ("svg", "png"):
-            try:
-                result = render_dot(result, fmt, timeout=args.timeout)
-            except (DotMissing, DotFailed) as exc:
-                return fail("graph", str(exc))
-    status = EXIT_OK
-    if errors:  # drawn, with the errors marked; still a finding
-        report(errors, sources={args.file: loaded.source}, stream=sys.stderr)
-        err(f"{args.file}: drawn with {len(errors)} error{'s' if len(errors) != 1 else ''} (marked in red)")
-        status = EXIT_FINDINGS
+        return to_mermaid(pictures)
+    if fmt == "json":
+        return to_json(pictures)
+    dot = to_dot(pictures, args.file.rsplit("/", 1)[-1].rsplit(".", 1)[0])
+    if fmt not in ("svg", "png"):
+        return dot
+    try:
+        return render_dot(dot, fmt, timeout=args.timeout)
+    except (DotMissing, DotFailed) as exc:
+        return fail("graph", str(exc))
+
+
+def _emit(result: "str | bytes", args, status: int) -> int:
+    from turnflow.files import write_atomic
+
     if args.output:
         try:
             write_atomic(args.output, result)
@@ -81,7 +102,7 @@ def run(args) -> int:
             return fail("graph", write_error(args.output, exc))
         return status
     if isinstance(result, bytes):
-        if fmt == "png" and sys.stdout.isatty():
+        if args.format == "png" and sys.stdout.isatty():
             return fail("graph", "PNG is binary; write it to a file with -o OUT.png")
         sys.stdout.buffer.write(result)
         sys.stdout.flush()

@@ -1,7 +1,8 @@
-"""`turnflow inspect STORE [--session ID] [--summary] [--format text|json]`: hydrate a hub store (read only)
-and print each session's state, close reason, turn count, next expected speaker, envelopes and
-telemetry records (agents' handshakes and the events they emitted, docs/agents.md). STORE is a
-SQLite file or a `postgresql://` URL; `--session ID` reads that session alone.
+"""`turnflow inspect STORE [--session ID] [--events] [--summary] [--format text|json]`: hydrate a hub
+store (read only) and print one line per session: id, task id (sessions of `run --tasks`),
+block, state, close reason, turns and last speaker. `--events` (and `--session ID`, which reads
+that session alone) adds each session's envelopes and telemetry records (agents' handshakes and
+the events they emitted, docs/agents.md). STORE is a SQLite file or a `postgresql://` URL.
 Exit 0; 1 when the store holds corrupt records (each reported with its session and sequence
 number); 2 when the store cannot be read or is not a turnflow store, or the session id is invalid
 or unknown."""
@@ -10,16 +11,22 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any
 
 from turnflow.cli_util import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, err, out
+
+if TYPE_CHECKING:
+    from turnflow.runtime.store_contract import Store
 
 
 def register(sub) -> None:
     p = sub.add_parser("inspect", help="show the sessions kept in a hub store")
     p.add_argument("store", metavar="STORE",
                    help="the SQLite file or postgresql:// URL given to `turnflow run --store`")
-    p.add_argument("--session", metavar="ID", help="only this session (read alone, not the whole store)")
+    p.add_argument("--session", metavar="ID", help="only this session (read alone, not the whole store), "
+                   "with its envelopes and telemetry")
+    p.add_argument("--events", action="store_true",
+                   help="print each session's envelopes and telemetry records under its line")
     p.add_argument("--format", choices=("text", "json"), default="text", help="text (default) or json")
     p.add_argument("--summary", action="store_true",
                    help="counts by state and close reason, turn percentiles and task states (SQL aggregates; "
@@ -27,32 +34,11 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-class OneSession:
-    """The store as a hub's hydrate sees it when it should rebuild one session only: that
-    session's record and its envelopes, never the whole store."""
-
-    def __init__(self, store: Any, session_id: str) -> None:
-        self._store = store
-        self._sid = session_id
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._store, name)
-
-    def sessions(self) -> Iterator[Any]:
-        rec = self._store.session_record(self._sid)
-        if rec is not None:
-            yield rec
-
-    def stream(self) -> Iterator[Any]:
-        return self._store.read_range(self._sid)
-
-
 def run(args) -> int:
-    from turnflow.runtime.envelope import Envelope
     from turnflow.runtime.errors import RuntimeErrorBase
     from turnflow.runtime.hub import Hub
     from turnflow.runtime.session import check_session_id
-    from turnflow.runtime.stores import is_postgres_url, open_store
+    from turnflow.runtime.stores import SessionScopedStore, is_postgres_url, open_store
 
     if args.summary:
         from turnflow.commands.inspect_summary import run_summary
@@ -69,40 +55,99 @@ def run(args) -> int:
     except RuntimeErrorBase as exc:
         err(f"turnflow inspect: {exc}")
         return EXIT_USAGE
-    where = getattr(store, "path", args.store)  # a URL without its password
+    where = store.path  # a URL without its password
     try:
-        hub = Hub(store if args.session is None else OneSession(store, args.session))
+        # with --session: that session's record and log only, never the whole store
+        hub = Hub(store if args.session is None else SessionScopedStore(store, args.session))
         report = hub.hydrate()  # read only: no pending close is completed here
-        count, ever = getattr(store, "session_count", None), getattr(store, "sessions_ever_created", None)
-        held, created = (count(), ever()) if count is not None and ever is not None else (0, None)
-        if created is not None and created > held:
-            err(f"turnflow inspect: warning: {where} holds {held} session{'s' if held != 1 else ''} but "
-                f"{created} were created in it: its newest records are missing (a lost or deleted -wal file?)")
+        _warn_lost(store, where)
         lives = list(hub.sessions.values())
         bad = [p for p in report.problems if args.session is None or p.session_id == args.session]
         if args.session is not None and not lives and not bad:
             err(f"turnflow inspect: {where}: no session {args.session}")
             return EXIT_USAGE
-        if args.format == "json":
-            out(json.dumps([{**s.info(), "telemetry": store.telemetry(s.session_id)} for s in lives],
-                           indent=2) + "\n")
-        else:
-            for s in lives:
-                i = s.info()
-                out(f"session {i['session_id']} {i['kind']} {s.metadata.name}".rstrip() + "\n")
-                out(f"  state: {i['state']}  close_reason: {i['close_reason'] or '-'}  turns: {i['turn_count']}"
-                    f"  expected_next: {i['expected_next'] or '-'}  envelopes: {i['envelope_count']}\n")
-                for e in store.read_range(s.session_id):
-                    if isinstance(e, Envelope):
-                        out(f"  {e.seq:>5} {e.envelope_id} {e.sender_id} {e.event_type} "
-                            f"{json.dumps(e.event_data, sort_keys=True)}\n")
-                for t in store.telemetry(s.session_id):
-                    out(render_telemetry(t))
+        _print(args, lives, store)
         for problem in bad:
             err(f"turnflow inspect: {where}: {problem}")
         return EXIT_FINDINGS if bad else EXIT_OK
     finally:
         store.close()
+
+
+def _warn_lost(store: "Store", where: str) -> None:
+    held, created = store.session_count(), store.sessions_ever_created()
+    if created is not None and created > held:
+        err(f"turnflow inspect: warning: {where} holds {held} session{'s' if held != 1 else ''} but "
+            f"{created} were created in it: its newest records are missing (a lost or deleted -wal file?)")
+
+
+def _print(args, lives: list, store: Any) -> None:
+    if args.format == "json":
+        from turnflow.runtime.agents.driver import adapter_capabilities
+
+        rows = []
+        for s in lives:
+            tel = store.telemetry(s.session_id)
+            rows.append({**session_row(s), "created_at": iso_z(s.metadata.created_at),
+                         "adapter_capabilities": adapter_capabilities(tel), "telemetry": tel})
+        out(json.dumps(rows, indent=2) + "\n")
+    else:
+        render_sessions(lives, store, events=args.events or args.session is not None)
+
+
+def session_row(live: Any) -> dict:
+    """What `inspect` says of a session: `LiveSession.info()` plus its block's name, the task it
+    ran (`run --tasks`; None otherwise) and who spoke last."""
+    md = live.metadata
+    labels = md.labels if isinstance(md.labels, dict) else {}
+    task = labels.get("task_id")
+    return {**live.info(), "block": md.name or None, "task_id": None if task is None else str(task),
+            "last_speaker": getattr(live.state, "last_speaker_id", None)}
+
+
+HEADER = ("SESSION", "TASK", "BLOCK", "STATE", "CLOSE REASON", "TURNS", "LAST SPEAKER")
+
+
+def render_sessions(lives: list, store: Any, events: bool) -> None:
+    """One aligned line per session under a header, then `N sessions`; with `events`, each
+    session's envelopes and telemetry under its line."""
+    from turnflow.runtime.envelope import Envelope
+
+    rows = []
+    for s in lives:
+        r = session_row(s)
+        rows.append((r["session_id"], r["task_id"] or "-", r["block"] or "-", r["state"], r["close_reason"] or "-",
+                     str(r["turn_count"]), r["last_speaker"] or "-"))
+    widths = [max(len(row[i]) for row in [HEADER, *rows]) for i in range(len(HEADER))]
+
+    def line(row) -> str:
+        return "  ".join(f"{v:>{w}}" if i == 5 else f"{v:<{w}}" for i, (v, w) in enumerate(zip(row, widths))).rstrip()
+
+    if rows:
+        out(line(HEADER) + "\n")
+    for s, row in zip(lives, rows):
+        out(line(row) + "\n")
+        if not events:
+            continue
+        i = s.info()
+        out(f"  expected_next: {i['expected_next'] or '-'}  envelopes: {i['envelope_count']}\n")
+        for e in store.read_range(s.session_id):
+            if isinstance(e, Envelope):
+                out(f"  {e.seq:>5} {e.envelope_id} {e.sender_id} {e.event_type} "
+                    f"{json.dumps(e.event_data, sort_keys=True)}\n")
+        for t in store.telemetry(s.session_id):
+            out(render_telemetry(t))
+    out(f"{len(rows)} session{'s' if len(rows) != 1 else ''}\n")
+
+
+def iso_z(t: object) -> object:
+    """Epoch seconds as ISO-8601 UTC text ending in `Z` (milliseconds); anything else as it is."""
+    if isinstance(t, (int, float)) and not isinstance(t, bool):
+        import datetime
+
+        return (datetime.datetime.fromtimestamp(t, datetime.timezone.utc).isoformat(timespec="milliseconds")
+                .replace("+00:00", "Z"))
+    return t
 
 
 def render_telemetry(t: dict) -> str:
@@ -111,6 +156,7 @@ def render_telemetry(t: dict) -> str:
     if ev == "handshake":
         eff = t.get("effective")
         detail = (f"raw={json.dumps(t.get('raw'), sort_keys=True)} effective={json.dumps(eff, sort_keys=True)}"
+                  + (f" behavior={t['behavior']}" if t.get("behavior") else "")
                   + (f" error={t['error']}" if t.get("error") else ""))
     else:
         step = t.get("step")

@@ -34,5 +34,5 @@ def run_summary(args) -> int:
     if args.format == "json":
         out(json.dumps(s, indent=2, sort_keys=True) + "\n")
     else:
-        out(render(s, getattr(store, "path", args.store)))
+        out(render(s, store.path))
     return EXIT_OK

@@ -40,8 +40,10 @@ def run(args) -> int:
         out(catalogue_markdown())
         return EXIT_OK
     if args.list or not args.code:
-        for r in all_rules():
-            out(f"{r.code}  {r.name:<28} {r.severity:<8} {r.summary}\n")
+        rules = all_rules()
+        width = max(len(r.name) for r in rules)  # the longest name sets the column: every summary aligned
+        for r in rules:
+            out(f"{r.code}  {r.name:<{width}}  {r.severity:<7}  {r.summary}\n")
         return EXIT_OK
     info = get_rule(args.code) or next((r for r in all_rules() if r.name == args.code.strip().lower()), None)
     if info is None:

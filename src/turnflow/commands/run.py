@@ -111,7 +111,9 @@ def load_specs(path: str, text: Optional[str] = None) -> list[dict]:
             for d in getattr(exc, "diagnostics", [])[:20]:
                 span = getattr(d, "span", None)
                 pos = f"{span.line}:{span.column}: " if span is not None else ""
-                lines.append(f"{path}:{pos}{getattr(d, 'code', '')} {getattr(d, 'message', d)}")
+                severity = getattr(d, "severity", "")  # as `turnflow check` says it: CODE severity: message
+                lines.append(f"{path}:{pos}{getattr(d, 'code', '')}{' ' + severity + ':' if severity else ''} "
+                             f"{getattr(d, 'message', d)}")
             raise RunInputError("\n".join(lines)) from None
     if kind != "json":
         raise RunInputError(f"{path}: FILE must be a compiled session spec (.json) or a .flow file (`-`: standard input)")
@@ -209,12 +211,15 @@ def _step_lines(path: str) -> dict:
 def check_agents(spec: dict, agents: dict, path: str) -> None:
     """Scripted steps checked against the spec before the session starts: every `tool` must be one
     of the agent's routing tools (unless the spec declares none) and every `handoff` a participant."""
+    from turnflow.runtime.agents.config import Behaved
     from turnflow.runtime.agents.scripted import ScriptedAgent
 
     tools = [t for t in spec.get("tools") or [] if isinstance(t, dict) and t.get("name")]
     parts = [str(p.get("agent_id")) for p in spec.get("participants") or [] if isinstance(p, dict)]
     lines = agents_lines.get(path, {})
     for name, agent in agents.items():
+        if isinstance(agent, Behaved):  # a `behavior:` override: its steps are checked all the same
+            agent = agent._agent
         if not isinstance(agent, ScriptedAgent):
             continue
         own = [t["name"] for t in tools if t.get("owner") == name]
@@ -301,12 +306,12 @@ async def _run(spec: dict, agents: dict, args, store_path: str, printer: "Printe
         except (NotImplementedError, RuntimeError, ValueError):  # no signal support here (Windows, a thread)
             pass
     store = open_store(store_path, durability=args.durability)
-    if getattr(store, "engine", None) == "postgresql":
+    if store.dialect.shared:
         # a database other runs and batch workers share: this run hydrates nothing and writes only
         # its own session (a whole-store hydrate would also complete other sessions' pending closes)
-        from turnflow.runtime.batch import BatchStoreView
+        from turnflow.runtime.stores import SessionScopedStore
 
-        hub = Hub(BatchStoreView(store, store.next_global_seq, owner=True))
+        hub = Hub(SessionScopedStore(store, owner=True))
     else:
         hub = await Hub.open(store)
     hub.subscribe(printer.envelope)

@@ -15,9 +15,13 @@ import json
 import os
 import sys
 import time
-from typing import Any, Callable, NamedTuple, Optional
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional
 
 from turnflow.cli_util import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, err, out, positive_int
+
+if TYPE_CHECKING:
+    from turnflow.runtime.batch import BatchWorker
+    from turnflow.runtime.task_queue import TaskQueue
 
 EXIT_ERROR = EXIT_FINDINGS
 EXIT_INTERRUPTED = 130
@@ -112,10 +116,39 @@ def run_batch(args, inputs: Inputs) -> int:
         return _run(args, spec, make_agents, tasks, os.path.join(tmp, "hub.db"))
 
 
-def _run(args, spec: dict, make_agents: Callable[[], dict], tasks: list, store_value: str) -> int:
+def _finished_before(queue: "TaskQueue", ids: list[str], as_json: bool) -> list[str]:
+    """The tasks this store finished in an earlier run (printed as skipped with --format json)."""
+    before = queue.results(ids)
+    finished = [i for i in ids if before.get(i, ("pending",))[0] in ("done", "failed")]
+    if as_json:
+        for i in finished:
+            rec = before[i][1] or {"id": i, "status": before[i][0]}
+            out(json.dumps({**rec, "skipped": True}, sort_keys=True) + "\n")
+    return finished
+
+
+def _work(bw: "BatchWorker") -> bool:
+    """Run the batch worker until the task list is done; True when interrupted (Ctrl-C, SIGTERM)."""
     import asyncio
     import signal
 
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        me = asyncio.current_task()
+        try:
+            loop.add_signal_handler(signal.SIGTERM, me.cancel)  # type: ignore[union-attr]
+        except (NotImplementedError, RuntimeError):  # pragma: no cover - not on this platform
+            pass
+        await bw.run()
+
+    try:
+        asyncio.run(main())
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        return True
+    return False
+
+
+def _run(args, spec: dict, make_agents: Callable[[], dict], tasks: list, store_value: str) -> int:
     from turnflow.runtime.batch import BatchWorker, TaskOutcome
     from turnflow.runtime.errors import RuntimeErrorBase, StoreError
     from turnflow.runtime.stores import open_store
@@ -133,7 +166,7 @@ def _run(args, spec: dict, make_agents: Callable[[], dict], tasks: list, store_v
         return EXIT_ERROR
     as_json = args.format == "json"
     ids = [t.id for t in tasks]
-    queue: Any = None
+    queue: "Optional[TaskQueue]" = None
     try:
         queue = task_queue_for(store)
         try:
@@ -141,12 +174,7 @@ def _run(args, spec: dict, make_agents: Callable[[], dict], tasks: list, store_v
         except RuntimeErrorBase as exc:
             err(f"turnflow run: {args.tasks}: {exc}")
             return EXIT_ERROR
-        before = queue.results(ids)
-        finished_before = [i for i in ids if before.get(i, ("pending",))[0] in ("done", "failed")]
-        if as_json:
-            for i in finished_before:
-                rec = before[i][1] or {"id": i, "status": before[i][0]}
-                out(json.dumps({**rec, "skipped": True}, sort_keys=True) + "\n")
+        finished_before = _finished_before(queue, ids, as_json)
         progress = _ProgressLine(len(ids), len(finished_before)) if sys.stderr.isatty() else None
 
         def on_result(o: TaskOutcome) -> None:
@@ -157,36 +185,25 @@ def _run(args, spec: dict, make_agents: Callable[[], dict], tasks: list, store_v
         bw = BatchWorker(store, queue, spec, make_agents, worker=worker_id, concurrency=args.concurrency,
                          lease=args.lease, on_result=on_result, on_progress=progress)
         started = time.monotonic()
+        problem: Optional[RuntimeErrorBase] = None
         interrupted = False
-
-        async def main() -> None:
-            loop = asyncio.get_running_loop()
-            me = asyncio.current_task()
-            try:
-                loop.add_signal_handler(signal.SIGTERM, me.cancel)  # type: ignore[union-attr]
-            except (NotImplementedError, RuntimeError):  # pragma: no cover - not on this platform
-                pass
-            await bw.run()
-
         try:
-            asyncio.run(main())
-        except (KeyboardInterrupt, asyncio.CancelledError):
-            interrupted = True
+            interrupted = _work(bw)
         except RuntimeErrorBase as exc:
-            if progress is not None:
-                progress.end()
-            err(f"turnflow run: {exc}")
-            return EXIT_ERROR
+            problem = exc
         if progress is not None:
             progress.end()
+        if problem is not None:
+            err(f"turnflow run: {problem}")
+            return EXIT_ERROR
         elapsed = time.monotonic() - started
         final = queue.results(ids)
-        failures = getattr(store, "batch_failures", None)
+        failures = store.batch_failures
         if failures:
             err(f"turnflow run: note: {len(failures)} group commit(s) failed as a whole and were retried item "
                 f"by item (first: {failures[0]})")
     finally:
-        if hasattr(queue, "close"):  # PostgreSQL: the connection that listens for finished tasks
+        if queue is not None:  # PostgreSQL: the connection that listens for finished tasks
             queue.close()
         store.close()
     report = summary(ids, final, len(finished_before), bw.outcomes, bw.progress.posts, elapsed, interrupted)

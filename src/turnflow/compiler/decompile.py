@@ -316,26 +316,11 @@ def _term(c: model.BaseCondition, path: str, nested: bool = False):
         return ast.CompareTerm(span=_SPAN, key=_name(a.key, f"{path}.args.key", "a context key"), op=a.op,
                                value=_literal(a.value, f"{path}.args.value"), length=a.len)
     if isinstance(c, model.AnyOf):
-        alts = c.args.conditions
-        if len(alts) < 2:
-            raise DecompileError(path, f"`any_of` with {len(alts)} condition{'s' if len(alts) != 1 else ''} has "
-                                 "no .flow form (`or` joins two or more terms)")
-        out = []
-        for j, sub in enumerate(alts):
-            if isinstance(sub, model.AnyOf):
-                raise DecompileError(f"{path}.args.conditions[{j}]", "`any_of` directly inside `any_of` has no "
-                                     ".flow form (`(a or b) or c` is `a or b or c`)")
-            out.append(_term(sub, f"{path}.args.conditions[{j}]", nested=True))
-        return ast.AnyTerm(span=_SPAN, terms=tuple(out))
+        return _any_term(c, path)
     if isinstance(c, model.Not):
         return ast.NotTerm(span=_SPAN, term=_term(c.args.condition, f"{path}.args.condition", nested=True))
     if isinstance(c, model.AllOf) and nested:
-        conds = c.args.conditions
-        if len(conds) < 2:
-            raise DecompileError(path, f"`all_of` with {len(conds)} condition{'s' if len(conds) != 1 else ''} "
-                                 "inside `any_of` or `not` has no .flow form (`and` joins two or more terms)")
-        return ast.AllTerm(span=_SPAN, terms=tuple(_term(sub, f"{path}.args.conditions[{j}]")
-                                                   for j, sub in enumerate(conds)))
+        return _all_term(c, path)
     if isinstance(c, model.ToolCalled):
         return ast.ToolTerm(span=_SPAN, tool=_name(c.args.tool_name, f"{path}.args.tool_name", "a tool name"))
     if isinstance(c, model.ContextEquals):
@@ -343,13 +328,40 @@ def _term(c: model.BaseCondition, path: str, nested: bool = False):
                                value=_literal(c.args.value, f"{path}.args.value"))
     if isinstance(c, model.TextContains):
         return ast.TextTerm(span=_SPAN, text=_string(c.args.text))
-    where = "first (as the source test)" if isinstance(c, model.FromSpeaker) else None
+    raise _not_a_term(c, path, nested)
+
+
+def _any_term(c: model.AnyOf, path: str) -> ast.AnyTerm:
+    alts = c.args.conditions
+    if len(alts) < 2:
+        raise DecompileError(path, f"`any_of` with {len(alts)} condition{'s' if len(alts) != 1 else ''} has "
+                             "no .flow form (`or` joins two or more terms)")
+    out = []
+    for j, sub in enumerate(alts):
+        if isinstance(sub, model.AnyOf):
+            raise DecompileError(f"{path}.args.conditions[{j}]", "`any_of` directly inside `any_of` has no "
+                                 ".flow form (`(a or b) or c` is `a or b or c`)")
+        out.append(_term(sub, f"{path}.args.conditions[{j}]", nested=True))
+    return ast.AnyTerm(span=_SPAN, terms=tuple(out))
+
+
+def _all_term(c: model.AllOf, path: str) -> ast.AllTerm:
+    conds = c.args.conditions
+    if len(conds) < 2:
+        raise DecompileError(path, f"`all_of` with {len(conds)} condition{'s' if len(conds) != 1 else ''} "
+                             "inside `any_of` or `not` has no .flow form (`and` joins two or more terms)")
+    return ast.AllTerm(span=_SPAN, terms=tuple(_term(sub, f"{path}.args.conditions[{j}]")
+                                               for j, sub in enumerate(conds)))
+
+
+def _not_a_term(c: model.BaseCondition, path: str, nested: bool) -> DecompileError:
     if nested:
-        raise DecompileError(path, f"`{c.name}` cannot be a term inside `any_of` or `not` in .flow")
-    raise DecompileError(path, f"`{c.name}` cannot be a term of `all_of` in .flow"
-                         + (f"; `from_speaker` may only come {where}" if where else
-                            "; terms are tool_called, context_equals, context_compare, text_contains, any_of "
-                            "and not"))
+        return DecompileError(path, f"`{c.name}` cannot be a term inside `any_of` or `not` in .flow")
+    where = "first (as the source test)" if isinstance(c, model.FromSpeaker) else None
+    return DecompileError(path, f"`{c.name}` cannot be a term of `all_of` in .flow"
+                          + (f"; `from_speaker` may only come {where}" if where else
+                             "; terms are tool_called, context_equals, context_compare, text_contains, any_of "
+                             "and not"))
 
 
 def _target(t: model.BaseTarget, path: str) -> ast.Target:
@@ -495,25 +507,33 @@ def first_difference(a: Any, b: Any, path: str = "$"):
     """The first place where JSON values `a` and `b` differ, as (path, a part,
     b part), or None. Numbers compare by value (1 == 1.0); booleans are not numbers."""
     if isinstance(a, dict) and isinstance(b, dict):
-        for k in list(a) + [k for k in b if k not in a]:
-            sub = json_path([k], path)
-            va, vb = a.get(k, _ABSENT), b.get(k, _ABSENT)
-            if va is _ABSENT or vb is _ABSENT:
-                return sub, va, vb
-            d = first_difference(va, vb, sub)
-            if d is not None:
-                return d
-        return None
+        return _first_in_objects(a, b, path)
     if isinstance(a, list) and isinstance(b, list):
-        for i, (x, y) in enumerate(zip(a, b)):
-            d = first_difference(x, y, f"{path}[{i}]")
-            if d is not None:
-                return d
-        if len(a) != len(b):
-            i = min(len(a), len(b))
-            return f"{path}[{i}]", a[i] if i < len(a) else _ABSENT, b[i] if i < len(b) else _ABSENT
-        return None
+        return _first_in_arrays(a, b, path)
     num = (int, float)
     if isinstance(a, bool) or isinstance(b, bool) or not (isinstance(a, num) and isinstance(b, num)):
         return None if (type(a) is type(b) and a == b) else (path, a, b)
     return None if a == b else (path, a, b)
+
+
+def _first_in_objects(a: dict, b: dict, path: str):
+    for k in list(a) + [k for k in b if k not in a]:
+        sub = json_path([k], path)
+        va, vb = a.get(k, _ABSENT), b.get(k, _ABSENT)
+        if va is _ABSENT or vb is _ABSENT:
+            return sub, va, vb
+        d = first_difference(va, vb, sub)
+        if d is not None:
+            return d
+    return None
+
+
+def _first_in_arrays(a: list, b: list, path: str):
+    for i, (x, y) in enumerate(zip(a, b)):
+        d = first_difference(x, y, f"{path}[{i}]")
+        if d is not None:
+            return d
+    if len(a) != len(b):
+        i = min(len(a), len(b))
+        return f"{path}[{i}]", a[i] if i < len(a) else _ABSENT, b[i] if i < len(b) else _ABSENT
+    return None

@@ -1,5 +1,8 @@
 """The speaker graph: the IR every graph rule (TF2xx), `check --stats` and the
-pictures work on (docs/analysis.md).
+pictures work on (docs/analysis.md). It reads the block's rules lowered to
+`turnflow.spec` kinds (`compiler/lower.py`): a rule's condition says for which
+speakers it is *never* / *always* / *maybe* (`decide`), its target where the turn
+can go (`successors`), so the analysis and the runtime share one meaning.
 
 For a workflow block the graph's nodes are the participants plus one node
 `END`. For each participant `s` (as last speaker) the rules are walked in
@@ -28,32 +31,16 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import Iterable, Optional, Union
+from typing import Any, Iterable, Optional, Union
 
 from turnflow.compiler import digraph as dg
+from turnflow.compiler.lower import Lowering, RuleInfo, lower_rules
 from turnflow.dsl import ast
+from turnflow.spec.meaning import TargetMeaning
 
 END = "<END>"
 
 Statement = Union[ast.Rule, ast.Handoff, ast.Otherwise]
-
-
-@dataclass(eq=False)
-class RuleInfo:
-    """One transition rule as the analysis sees it (treat as read-only)."""
-
-    __slots__ = ("stmt", "order", "source", "tools", "conditional", "priority")
-
-    stmt: Union[ast.Rule, ast.Handoff]
-    order: int  # position in evaluation order
-    source: Optional[str]  # None: `*`
-    tools: tuple[str, ...]  # tools named by `tool` terms (a handoff: its tool)
-    conditional: bool  # has a COND (a handoff always has one)
-    priority: int
-
-    @property
-    def target(self) -> ast.Target:
-        return self.stmt.target
 
 
 @dataclass(frozen=True)
@@ -65,25 +52,9 @@ class TrapComponent:
     cycle: tuple[str, ...]  # first member ... first member
 
 
-def rule_info(stmt: Union[ast.Rule, ast.Handoff], order: int) -> RuleInfo:
-    if isinstance(stmt, ast.Handoff):
-        return RuleInfo(stmt, order, stmt.source.name, (stmt.tool.name,), True, 0)
-    tools = tuple(t.tool.name for t in stmt.terms if isinstance(t, ast.ToolTerm))
-    prio = stmt.priority.value if stmt.priority is not None else 0
-    return RuleInfo(stmt, order, stmt.source.name if stmt.source else None, tools, bool(stmt.terms), prio)
-
-
-def evaluation_order(block: ast.Block) -> list[RuleInfo]:
-    """The block's rules and handoffs in evaluation order: ascending priority, ties in file order."""
-    stmts = block.rules
-    keyed = sorted(range(len(stmts)), key=lambda i: (_priority(stmts[i]), i))
-    return [rule_info(stmts[i], n) for n, i in enumerate(keyed)]
-
-
-def _priority(stmt) -> int:
-    if isinstance(stmt, ast.Rule) and stmt.priority is not None:
-        return stmt.priority.value
-    return 0
+def _first(by_type: dict[type, list], cls: type) -> Any:
+    found = by_type.get(cls)
+    return found[0] if found else None
 
 
 class SpeakerGraph:
@@ -98,41 +69,26 @@ class SpeakerGraph:
 
     def __init__(self, block: ast.Block):
         self.block = block
-        names: list[str] = []
-        seen: set[str] = set()
-        for p in block.participants:
-            if p.name.name not in seen:
-                seen.add(p.name.name)
-                names.append(p.name.name)
+        by_type: dict[type, list] = {}
+        for st in block.statements:  # one pass (a large block has tens of thousands of statements)
+            by_type.setdefault(type(st), []).append(st)
+        participants: list[ast.Participant] = by_type.get(ast.Participant, [])
+        names = list(dict.fromkeys(p.name.name for p in participants))
         self.participants: list[str] = names
         self.index: dict[str, int] = {n: i for i, n in enumerate(names)}
-        starts = block.of_type(ast.Start)
-        self.start_stmt: Optional[ast.Start] = starts[0] if starts else None
-        start = starts[0].name.name if starts else None
+        self.start_stmt: Optional[ast.Start] = _first(by_type, ast.Start)
+        start = self.start_stmt.name.name if self.start_stmt else None
         self.start: Optional[str] = start if start in self.index else None
-        caps = block.of_type(ast.MaxTurns)
-        self.max_turns_stmt: Optional[ast.MaxTurns] = caps[0] if caps else None
-        self.max_turns: Optional[int] = caps[0].value.value if caps else None
-        inits = [p.name.name for p in block.participants if p.role == "initiator"]
-        self.initiator: Optional[str] = inits[0] if inits else None
-        others = block.of_type(ast.Otherwise)
-        self.otherwise: Optional[ast.Otherwise] = others[0] if others else None
-
-        # tools: owning = listed in `tools [...]` or the source of a handoff via the tool
-        self.owned: dict[str, set[str]] = {n: set() for n in names}
-        declares = False
-        for p in block.participants:
-            if p.tools is not None:
-                declares = True
-                if p.name.name in self.owned:
-                    self.owned[p.name.name].update(t.name for t in p.tools)
-        for h in block.of_type(ast.Handoff):
-            declares = True
-            if h.source.name in self.owned:
-                self.owned[h.source.name].add(h.tool.name)
-        self.declares_tools: bool = declares
-
-        self.rules: list[RuleInfo] = evaluation_order(block)
+        self.max_turns_stmt: Optional[ast.MaxTurns] = _first(by_type, ast.MaxTurns)
+        self.max_turns: Optional[int] = self.max_turns_stmt.value.value if self.max_turns_stmt else None
+        self.initiator: Optional[str] = next((p.name.name for p in participants if p.role == "initiator"), None)
+        self.otherwise: Optional[ast.Otherwise] = _first(by_type, ast.Otherwise)
+        self._order = tuple(names)
+        self._initiator = self.initiator if self.initiator in self.index else None
+        self._owners(participants, by_type.get(ast.Handoff, []))
+        lowering = Lowering()
+        self.rules: list[RuleInfo] = lower_rules(block, lowering)
+        self.otherwise_target: TargetMeaning = lowering.target(self.otherwise.target if self.otherwise else None)
         #: speaker -> its deciding *always* rule (None: falls through to `otherwise`)
         self.first_always: dict[str, Optional[RuleInfo]] = {}
         #: evaluation positions of rules that are *maybe* or the deciding *always* rule for some speaker
@@ -144,46 +100,48 @@ class SpeakerGraph:
         self._cache: dict[str, object] = {}
 
     # -- construction ---------------------------------------------------------
+    def _owners(self, participants: list[ast.Participant], handoffs: list[ast.Handoff]) -> None:
+        """Tools: a participant owns those in its `tools [...]` and those of the handoffs it is the source of."""
+        self.owned: dict[str, set[str]] = {n: set() for n in self.participants}
+        declares = bool(handoffs)
+        for p in participants:
+            if p.tools is not None:
+                declares = True
+                self.owned[p.name.name].update(t.name for t in p.tools)
+        for h in handoffs:
+            if h.source.name in self.owned:
+                self.owned[h.source.name].add(h.tool.name)
+        self.declares_tools: bool = declares
+
+    def decide(self, r: RuleInfo, s: str) -> Optional[bool]:
+        """Rule `r` for last speaker `s`: True *always*, False *never*, None *maybe*."""
+        return r.when.decide(s, self.owned.get(s, ()) if self.declares_tools else None)
+
     def never(self, r: RuleInfo, s: str) -> bool:
         """Is rule `r` *never* for last speaker `s`?"""
-        if r.source is not None and r.source != s:
-            return True
-        if self.declares_tools and r.tools:
-            owned = self.owned.get(s, ())
-            return any(t not in owned for t in r.tools)
-        return False
+        return self.decide(r, s) is False
 
-    def targets(self, s: str, target: Optional[ast.Target]) -> list[str]:
-        """The nodes a target resolves to when `s` spoke last (None: the default `terminate`)."""
-        if target is None or target.kind == "terminate":
-            return [END]
-        if target.kind == "participant":
-            name = target.name.name if target.name else None
-            return [name] if name in self.index else []
-        if target.kind == "stay":
-            return [s]
-        if target.kind == "next":
-            return [self.participants[(self.index[s] + 1) % len(self.participants)]]
-        if target.kind == "previous":
-            return self.previous_of(s)
-        if self.initiator is not None and self.initiator in self.index:
-            return [self.initiator]
-        return list(self.participants)
+    def targets(self, s: str, target: TargetMeaning) -> list[str]:
+        """The nodes a target can give when `s` spoke last (END: the session closes), participants only."""
+        nodes = target.successors(s, self._order, self._initiator,
+                                  self.speakers_before(s) if target.uses_previous else (None,))
+        if len(nodes) == 1:
+            n = nodes[0]
+            return [END] if n is None else [n] if n in self.index else []
+        return self.sorted_names(END if n is None else n for n in nodes if n is None or n in self.index)
 
-    def previous_of(self, s: str) -> list[str]:
-        """What `previous` can resolve to after `s` spoke: every participant with an edge to
-        `s` (so far: `_build` repeats until nothing changes), and on the first turn, when `s`
-        is `start` and nobody spoke before, the participant after `s` (round robin)."""
-        out = [p for p in self.g.predecessors(s) if p in self.index] if s in self.g else []
+    def speakers_before(self, s: str) -> list[Optional[str]]:
+        """Who may have spoken before `s`: every participant with an edge to `s` (so far:
+        `_build` repeats until nothing changes), and None (nobody: the first turn) when `s`
+        is `start`."""
+        out: list[Optional[str]] = [p for p in self.g.predecessors(s) if p in self.index] if s in self.g else []
         if s == self.start:
-            nxt = self.participants[(self.index[s] + 1) % len(self.participants)]
-            if nxt not in out:
-                out.append(nxt)
-        return self.sorted_names(out)
+            out.append(None)
+        return out
 
-    def _add(self, out: dict, s: str, target: Optional[ast.Target], stmt: Optional[Statement], kind: str) -> None:
-        if target is not None and target.kind == "previous":
-            self._previous.append((s, stmt, "otherwise" if kind == "otherwise" else "maybe"))
+    def _add(self, out: dict, s: str, target: TargetMeaning, stmt: Optional[Statement], kind: str) -> None:
+        if target.uses_previous:
+            self._previous.append((s, target, stmt, "otherwise" if kind == "otherwise" else "maybe"))
             return
         for t in self.targets(s, target):
             data = out.get(t)
@@ -195,7 +153,7 @@ class SpeakerGraph:
                     data["kind"] = kind
 
     def _build(self) -> None:
-        self._previous: list[tuple[str, Optional[Statement], str]] = []
+        self._previous: list[tuple[str, TargetMeaning, Optional[Statement], str]] = []
         self._build_edges()
         self._resolve_previous()
 
@@ -206,8 +164,8 @@ class SpeakerGraph:
         changed = bool(pending)
         while changed:
             changed = False
-            for s, stmt, kind in pending:
-                for t in self.previous_of(s):
+            for s, target, stmt, kind in pending:
+                for t in self.targets(s, target):
                     if not self.g.has_edge(s, t):
                         self.g.add_edge(s, t, {"rules": [stmt], "kind": kind})
                         changed = True
@@ -229,26 +187,30 @@ class SpeakerGraph:
                 star.append(r)
             elif r.source in self.index:
                 by_source.setdefault(r.source, []).append(r)
-        other_target = self.otherwise.target if self.otherwise else None
         for s in self.participants:
-            decided: Optional[RuleInfo] = None
-            out: dict[str, dict] = {}
             own = by_source.get(s, ())
-            for r in (_merge(own, star) if star else own):
-                if self.never(r, s):
-                    continue
-                self.live.add(r.order)
-                if r.conditional:
-                    self._add(out, s, r.target, r.stmt, "maybe")
-                else:
-                    self._add(out, s, r.target, r.stmt, "always")
-                    decided = r
-                    break
+            out: dict[str, dict] = {}
+            decided = self._walk(s, _merge(own, star) if star else own, out)
             self.first_always[s] = decided
             if decided is None:
                 self.otherwise_speakers.append(s)
-                self._add(out, s, other_target, self.otherwise, "otherwise")
+                self._add(out, s, self.otherwise_target, self.otherwise, "otherwise")
             g.add_edges_from((s, t, data) for t, data in out.items())
+
+    def _walk(self, s: str, rules: Iterable[RuleInfo], out: dict) -> Optional[RuleInfo]:
+        """Add the edges of `s`'s *maybe* rules and of its deciding *always* rule (returned) to `out`."""
+        owned = self.owned.get(s, ()) if self.declares_tools else None
+        for r in rules:
+            verdict = r.when.decide(s, owned)
+            if verdict is False:
+                continue
+            self.live.add(r.order)
+            if verdict is None:
+                self._add(out, s, r.then, r.stmt, "maybe")
+            else:
+                self._add(out, s, r.then, r.stmt, "always")
+                return r
+        return None
 
     # -- views ----------------------------------------------------------------
     def speaker_edges(self) -> set[tuple[str, str]]:

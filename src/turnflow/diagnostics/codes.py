@@ -1,7 +1,8 @@
 """The catalogue of diagnostic codes as data: one row per code (code, kebab-case name, default
 severity, stage, profile, home) and one constructor, `diagnostic()`.
 
-`stage` says who emits the code:
+`severity` is a `Severity`, `stage` a `Stage` (enums of plain words: they compare, print and
+encode as the strings `"error"`, `"graph"`, ...). `stage` says who emits the code:
 
 | stage | emitted by | runs in |
 |---|---|---|
@@ -22,22 +23,54 @@ home; only the documentation (`turnflow rule`, SARIF) does. This module imports 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 from typing import TYPE_CHECKING, Optional
 
 if TYPE_CHECKING:  # pragma: no cover  (this table is read by `turnflow --help`: no pydantic here)
     from turnflow.diagnostics.diagnostic import Diagnostic, Related
     from turnflow.source import Span
 
-STAGES = ("read", "parse", "file", "graph", "profile", "migrate", "suppress")
-CHECK_STAGES = ("file", "graph", "profile")
+class _Word(str, Enum):
+    """An enum whose members are their words: equal to, hashed, printed, formatted and
+    JSON-encoded as the plain string (so output that shows them does not change)."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+
+class Severity(_Word):
+    """A code's default severity (`turnflow.toml` may change it per project)."""
+
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+
+class Stage(_Word):
+    """Who emits a code (the table in this module's documentation)."""
+
+    READ = "read"
+    PARSE = "parse"
+    FILE = "file"
+    GRAPH = "graph"
+    PROFILE = "profile"
+    MIGRATE = "migrate"
+    SUPPRESS = "suppress"
+
+
+STAGES: tuple[Stage, ...] = tuple(Stage)
+CHECK_STAGES: tuple[Stage, ...] = (Stage.FILE, Stage.GRAPH, Stage.PROFILE)
 
 
 @dataclass(frozen=True)
 class Code:
     code: str
     name: str
-    severity: str
-    stage: str
+    severity: Severity
+    stage: Stage
     home: str
     profile: Optional[str] = None
 
@@ -45,41 +78,41 @@ class Code:
 _C = "turnflow.compiler.checks."
 
 CODES: tuple[Code, ...] = (
-    Code("TF000", "unreadable-file", "error", "read", "turnflow.files"),
-    Code("TF001", "syntax-error", "error", "parse", "turnflow.dsl.codes"),
-    Code("TF002", "invalid-value", "error", "file", _C + "invalid_value"),
-    Code("TF101", "duplicate-participant", "error", "file", _C + "duplicate_participant"),
-    Code("TF102", "undeclared-participant", "error", "file", _C + "undeclared_participant"),
-    Code("TF103", "missing-start", "error", "file", _C + "missing_start"),
-    Code("TF104", "repeated-statement", "error", "file", _C + "repeated_statement"),
-    Code("TF105", "participant-roles", "error", "file", _C + "participant_roles"),
-    Code("TF106", "statement-not-allowed", "error", "file", _C + "statement_not_allowed"),
-    Code("TF107", "conflicting-handoff", "error", "file", _C + "conflicting_handoff"),
-    Code("TF110", "initiator-undeclared", "warning", "file", _C + "initiator_undeclared"),
-    Code("TF111", "context-type-mismatch", "warning", "file", _C + "context_type"),
-    Code("TF201", "never-ends", "error", "graph", _C + "never_ends"),
-    Code("TF202", "trap", "error", "graph", _C + "trap"),
-    Code("TF203", "unreachable-participant", "warning", "graph", _C + "unreachable_participant"),
-    Code("TF204", "shadowed-rule", "warning", "graph", _C + "shadowed_rule"),
-    Code("TF205", "unused-otherwise", "info", "graph", _C + "unused_otherwise"),
-    Code("TF206", "unbounded-cycle", "warning", "graph", _C + "unbounded_cycle"),
-    Code("TF207", "undeclared-tool", "warning", "graph", _C + "undeclared_tool"),
-    Code("TF208", "uninitialised-context", "warning", "graph", _C + "uninitialised_context"),
-    Code("TF209", "ends-only-by-cap", "warning", "graph", _C + "ends_only_by_cap"),
-    Code("TF210", "cap-too-small", "warning", "graph", _C + "cap_too_small"),
-    Code("TF211", "cap-never-binds", "info", "graph", _C + "cap_never_binds"),
-    Code("TF301", "needs-ag2-extension", "error", "profile", _C + "ag2_builtin_profile", profile="ag2-builtin"),
-    Code("TF401", "migrate-unsupported-input", "error", "migrate", "turnflow.migrate.codes"),
-    Code("TF402", "migrate-renamed", "warning", "migrate", "turnflow.migrate.codes"),
-    Code("TF403", "migrate-llm-selection", "info", "migrate", "turnflow.migrate.codes"),
-    Code("TF404", "migrate-selection-method", "warning", "migrate", "turnflow.migrate.codes"),
-    Code("TF405", "migrate-termination", "warning", "migrate", "turnflow.migrate.codes"),
-    Code("TF406", "migrate-condition-approximated", "warning", "migrate", "turnflow.migrate.codes"),
-    Code("TF407", "migrate-parallel-branches", "warning", "migrate", "turnflow.migrate.codes"),
-    Code("TF408", "migrate-target-approximated", "warning", "migrate", "turnflow.migrate.codes"),
-    Code("TF409", "migrate-ignored-setting", "info", "migrate", "turnflow.migrate.codes"),
-    Code("TF901", "unused-suppression", "warning", "suppress", "turnflow.diagnostics.suppress"),
-    Code("TF902", "unknown-suppression-code", "warning", "suppress", "turnflow.diagnostics.suppress"),
+    Code("TF000", "unreadable-file", Severity.ERROR, Stage.READ, "turnflow.files"),
+    Code("TF001", "syntax-error", Severity.ERROR, Stage.PARSE, "turnflow.dsl.codes"),
+    Code("TF002", "invalid-value", Severity.ERROR, Stage.FILE, _C + "invalid_value"),
+    Code("TF101", "duplicate-participant", Severity.ERROR, Stage.FILE, _C + "duplicate_participant"),
+    Code("TF102", "undeclared-participant", Severity.ERROR, Stage.FILE, _C + "undeclared_participant"),
+    Code("TF103", "missing-start", Severity.ERROR, Stage.FILE, _C + "missing_start"),
+    Code("TF104", "repeated-statement", Severity.ERROR, Stage.FILE, _C + "repeated_statement"),
+    Code("TF105", "participant-roles", Severity.ERROR, Stage.FILE, _C + "participant_roles"),
+    Code("TF106", "statement-not-allowed", Severity.ERROR, Stage.FILE, _C + "statement_not_allowed"),
+    Code("TF107", "conflicting-handoff", Severity.ERROR, Stage.FILE, _C + "conflicting_handoff"),
+    Code("TF110", "initiator-undeclared", Severity.WARNING, Stage.FILE, _C + "initiator_undeclared"),
+    Code("TF111", "context-type-mismatch", Severity.WARNING, Stage.FILE, _C + "context_type"),
+    Code("TF201", "never-ends", Severity.ERROR, Stage.GRAPH, _C + "never_ends"),
+    Code("TF202", "trap", Severity.ERROR, Stage.GRAPH, _C + "trap"),
+    Code("TF203", "unreachable-participant", Severity.WARNING, Stage.GRAPH, _C + "unreachable_participant"),
+    Code("TF204", "shadowed-rule", Severity.WARNING, Stage.GRAPH, _C + "shadowed_rule"),
+    Code("TF205", "unused-otherwise", Severity.INFO, Stage.GRAPH, _C + "unused_otherwise"),
+    Code("TF206", "unbounded-cycle", Severity.WARNING, Stage.GRAPH, _C + "unbounded_cycle"),
+    Code("TF207", "undeclared-tool", Severity.WARNING, Stage.GRAPH, _C + "undeclared_tool"),
+    Code("TF208", "uninitialised-context", Severity.WARNING, Stage.GRAPH, _C + "uninitialised_context"),
+    Code("TF209", "ends-only-by-cap", Severity.WARNING, Stage.GRAPH, _C + "ends_only_by_cap"),
+    Code("TF210", "cap-too-small", Severity.WARNING, Stage.GRAPH, _C + "cap_too_small"),
+    Code("TF211", "cap-never-binds", Severity.INFO, Stage.GRAPH, _C + "cap_never_binds"),
+    Code("TF301", "needs-ag2-extension", Severity.ERROR, Stage.PROFILE, _C + "ag2_builtin_profile", profile="ag2-builtin"),
+    Code("TF401", "migrate-unsupported-input", Severity.ERROR, Stage.MIGRATE, "turnflow.migrate.codes"),
+    Code("TF402", "migrate-renamed", Severity.WARNING, Stage.MIGRATE, "turnflow.migrate.codes"),
+    Code("TF403", "migrate-llm-selection", Severity.INFO, Stage.MIGRATE, "turnflow.migrate.codes"),
+    Code("TF404", "migrate-selection-method", Severity.WARNING, Stage.MIGRATE, "turnflow.migrate.codes"),
+    Code("TF405", "migrate-termination", Severity.WARNING, Stage.MIGRATE, "turnflow.migrate.codes"),
+    Code("TF406", "migrate-condition-approximated", Severity.WARNING, Stage.MIGRATE, "turnflow.migrate.codes"),
+    Code("TF407", "migrate-parallel-branches", Severity.WARNING, Stage.MIGRATE, "turnflow.migrate.codes"),
+    Code("TF408", "migrate-target-approximated", Severity.WARNING, Stage.MIGRATE, "turnflow.migrate.codes"),
+    Code("TF409", "migrate-ignored-setting", Severity.INFO, Stage.MIGRATE, "turnflow.migrate.codes"),
+    Code("TF901", "unused-suppression", Severity.WARNING, Stage.SUPPRESS, "turnflow.diagnostics.suppress"),
+    Code("TF902", "unknown-suppression-code", Severity.WARNING, Stage.SUPPRESS, "turnflow.diagnostics.suppress"),
 )
 
 BY_CODE: dict[str, Code] = {c.code: c for c in CODES}
@@ -97,5 +130,5 @@ def diagnostic(code: str, message: str, span: Span, path: str = "<string>", *,
     from turnflow.diagnostics.diagnostic import Diagnostic
 
     row = BY_CODE[code]
-    return Diagnostic(code=row.code, severity=row.severity, message=message, span=span, path=path,
+    return Diagnostic(code=row.code, severity=row.severity.value, message=message, span=span, path=path,
                       name=row.name, related=tuple(related), help=help)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional
 
 from turnflow.source import Span
 
@@ -29,7 +29,7 @@ class Diagnostic:
     related: tuple[Related, ...] = field(default_factory=tuple)
     help: Optional[str] = None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The machine form (1-based lines/columns, end_column exclusive; docs/cli.md): what the
         text output shows, including the rule's name, the help line and the related notes."""
         return {
@@ -48,6 +48,6 @@ class Diagnostic:
         }
 
 
-def sort_key(d: Diagnostic) -> tuple:
+def sort_key(d: Diagnostic) -> tuple[Any, ...]:
     """Deterministic report order: path, line, column, code, message."""
     return (d.path, d.span.line, d.span.column, d.code, d.message)

@@ -12,9 +12,9 @@ import importlib
 import inspect
 import re
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
-from turnflow.diagnostics.codes import BY_CODE, CHECK_STAGES, CODES, Code, lookup
+from turnflow.diagnostics.codes import BY_CODE, CHECK_STAGES, CODES, Code, Severity, Stage, lookup
 
 CODE_RE = re.compile(r"^TF[0-9]{3}$")
 NAME_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
@@ -25,24 +25,24 @@ DOC_SECTIONS = ("## What it does", "## Why is this bad?", "## Example", "## Use 
 class RuleInfo:
     code: str
     name: str
-    severity: str
-    stage: str
+    severity: Severity
+    stage: Stage
     profile: Optional[str]
     summary: str
     doc: str
-    check: Optional[Callable] = None  # None: emitted by another stage (reader, parser, migrate, suppress)
+    check: Optional[Callable[..., Any]] = None  # None: emitted by another stage (reader, parser, migrate, suppress)
 
 
-_CHECKS: dict[str, Callable] = {}
+_CHECKS: dict[str, Callable[..., Any]] = {}
 
 
-def rule(code: str) -> Callable:
+def rule(code: str) -> Callable[..., Any]:
     """Decorator: attach a check function (whose docstring documents the rule) to a table code."""
     row = BY_CODE.get(code)
     if row is None or row.stage not in CHECK_STAGES:
         raise ValueError(f"{code} is not a check code in turnflow.diagnostics.codes")
 
-    def deco(fn: Callable) -> Callable:
+    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
         if code in _CHECKS and _CHECKS[code] is not fn:
             raise ValueError(f"rule code {code} has two check functions")
         _CHECKS[code] = fn
@@ -51,7 +51,7 @@ def rule(code: str) -> Callable:
     return deco
 
 
-def check_function(code: str) -> Optional[Callable]:
+def check_function(code: str) -> Optional[Callable[..., Any]]:
     """The check of a check code (importing its home module registers it)."""
     row = BY_CODE[code]
     if row.stage in CHECK_STAGES and code not in _CHECKS:
@@ -85,7 +85,7 @@ def all_rules() -> list[RuleInfo]:
     return [_info(row) for row in sorted(CODES, key=lambda r: r.code)]
 
 
-def checks(stage: str, profile: Optional[str] = None) -> list[tuple[Code, Callable]]:
+def checks(stage: str, profile: Optional[str] = None) -> list[tuple[Code, Callable[..., Any]]]:
     """The check functions of one stage (and profile), in code order."""
     out = []
     for row in sorted(CODES, key=lambda r: r.code):

@@ -1,16 +1,17 @@
-"""Renderers: human (path:line:col: CODE severity: message + source + caret),
-JSON (docs/cli.md), SARIF 2.1.0 and GitHub workflow annotations."""
+"""Renderers: human (path:line:col: CODE severity: message + source + caret), concise (one
+line each), grouped (by file), JSON (docs/cli.md), SARIF 2.1.0, GitHub workflow annotations,
+JUnit XML and GitLab Code Quality."""
 
 from __future__ import annotations
 
 import json
 from collections import Counter
-from typing import Mapping, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 from turnflow.diagnostics.diagnostic import Diagnostic
 from turnflow.diagnostics.codes import lookup
-from turnflow.diagnostics.registry import all_rules
-from turnflow.source import SourceText
+from turnflow.diagnostics.registry import RuleInfo, all_rules
+from turnflow.source import SourceText, Span
 
 
 def _caret_lines(d: Diagnostic, src: Optional[SourceText]) -> list[str]:
@@ -45,6 +46,96 @@ def render_text(diags: Sequence[Diagnostic], sources: Mapping[str, SourceText]) 
     return "\n".join(out) + ("\n" if out else "")
 
 
+def render_concise(diags: Sequence[Diagnostic]) -> str:
+    """One line per diagnostic (ruff's `concise`): `path:line:col: CODE severity: message`."""
+    return "".join(f"{d.path}:{d.span.line}:{d.span.column}: {d.code} {d.severity}: {d.message}\n" for d in diags)
+
+
+def render_grouped(diags: Sequence[Diagnostic]) -> str:
+    """Diagnostics under their file's name (ruff's `grouped`), a blank line between files."""
+    by_path: dict[str, list[Diagnostic]] = {}
+    for d in diags:
+        by_path.setdefault(d.path, []).append(d)
+    out = []
+    for path, group in by_path.items():
+        width = max(len(f"{d.span.line}:{d.span.column}") for d in group)
+        out.append(f"{path}:\n" + "".join(
+            f"  {f'{d.span.line}:{d.span.column}':<{width}} {d.code} {d.severity}: {d.message}\n" for d in group))
+    return "\n".join(out)
+
+
+def render_junit(diags: Sequence[Diagnostic]) -> str:
+    """JUnit XML (ruff's `junit`): one test suite per file, one failing test case per diagnostic;
+    no diagnostic: one passing test case."""
+    import xml.etree.ElementTree as ET
+
+    root = ET.Element("testsuites", name="turnflow", tests=str(len(diags) or 1), failures=str(len(diags)),
+                      errors="0")
+    by_path: dict[str, list[Diagnostic]] = {}
+    for d in diags:
+        by_path.setdefault(d.path, []).append(d)
+    if not diags:
+        suite = ET.SubElement(root, "testsuite", name="turnflow", tests="1", disabled="0", errors="0", failures="0")
+        ET.SubElement(suite, "testcase", name="No errors found", classname="turnflow")
+    for path, group in by_path.items():
+        suite = ET.SubElement(root, "testsuite", name=path, tests=str(len(group)), disabled="0", errors="0",
+                              failures=str(len(group)), package="org.turnflow")
+        classname = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+        for d in group:
+            case = ET.SubElement(suite, "testcase", name=f"org.turnflow.{d.code}", classname=classname,
+                                 line=str(d.span.line), column=str(d.span.column))
+            failure = ET.SubElement(case, "failure", message=_xml_text(d.message), type=d.severity)
+            failure.text = _xml_text(f"line {d.span.line}, col {d.span.column}, {d.message}")
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def _xml_text(text: str) -> str:
+    """Characters XML 1.0 cannot hold at all (control characters) as `\\xNN`."""
+    return "".join(c if c in "\t\n\r" or (ord(c) >= 0x20 and not 0xD800 <= ord(c) <= 0xDFFF
+                                            and c not in "\ufffe\uffff") else f"\\x{ord(c):02x}" for c in text)
+
+
+_GITLAB_SEVERITY = {"error": "major", "warning": "minor", "info": "info"}
+
+
+def render_gitlab(diags: Sequence[Diagnostic], root: Optional[str] = None) -> str:
+    """GitLab Code Quality (a JSON array of issues: description, check_name, fingerprint,
+    severity, location.path relative to the project, location.lines.begin/end). The fingerprint
+    is stable across runs: path, code, message and the occurrence's rank among equal ones."""
+    import hashlib
+    import os
+
+    root = root or os.getcwd()
+    seen: Counter[tuple[Any, ...]] = Counter()
+    issues = []
+    for d in diags:
+        path = d.path
+        if os.path.isabs(path):
+            rel = os.path.relpath(path, root)
+            path = rel if not rel.startswith("..") else path
+        path = path.replace("\\", "/")
+        key = (path, d.code, d.message)
+        seen[key] += 1
+        fingerprint = hashlib.sha256("\0".join((*key, str(seen[key]))).encode("utf-8", "surrogatepass")).hexdigest()
+        issues.append({
+            "description": f"{d.code} {d.message}",
+            "check_name": d.code,
+            "fingerprint": fingerprint,
+            "severity": _GITLAB_SEVERITY.get(d.severity, "minor"),
+            "location": {"path": path, "lines": {"begin": d.span.line, "end": d.span.end_line}},
+        })
+    return json.dumps(issues, indent=2, ensure_ascii=False) + "\n"
+
+
+def render_statistics(counts: Sequence[tuple[str, str, int, bool]]) -> str:
+    """`check --statistics`: one line per code, most frequent first (count, code, [*] if fixable, name)."""
+    if not counts:
+        return ""
+    width = max(len(str(n)) for _, _, n, _ in counts)
+    return "".join(f"{n:>{width}}\t{code}\t{'[*] ' if fix else ''}{name}\n" for code, name, n, fix in counts)
+
+
 def summary_line(diags: Sequence[Diagnostic], files: int) -> str:
     counts = Counter(d.severity for d in diags)
     if not diags:
@@ -58,60 +149,98 @@ def summary_line(diags: Sequence[Diagnostic], files: int) -> str:
 
 
 _SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
+RULES_URL = "https://github.com/turnflow/turnflow/blob/main/docs/rules.md"  # as the language server's default
 
 
-def render_sarif(diags: Sequence[Diagnostic], version: str) -> str:
+def rule_url(code: str, name: str) -> str:
+    """The rule's section of docs/rules.md (its heading `## CODE name` as GitHub anchors it)."""
+    return f"{RULES_URL}#{code.lower()}-{name}"
+
+
+def _sarif_rule(r: RuleInfo) -> dict[str, Any]:
+    url = rule_url(r.code, r.name)
+    return {
+        "id": r.code,
+        "name": r.name,
+        "shortDescription": {"text": r.summary},
+        "fullDescription": {"text": r.doc},
+        "helpUri": url,
+        "help": {"text": f"{r.doc}\n\n{url}", "markdown": f"{r.doc}\n\n[{r.code} {r.name}]({url})"},
+        "messageStrings": {"default": {"text": "{0}"}},
+        "defaultConfiguration": {"level": _SARIF_LEVEL[r.severity]},
+    }
+
+
+def _artifact(path: str) -> dict[str, Any]:
+    """A SARIF artifactLocation: a relative path against %SRCROOT% (the folder turnflow ran in,
+    as code-scanning expects), an absolute one as a file: URI; percent-encoded either way."""
+    import os
+    from pathlib import Path
+    from urllib.parse import quote
+
+    if os.path.isabs(path):
+        return {"uri": Path(os.path.abspath(path)).as_uri()}
+    return {"uri": quote(path.replace("\\", "/")), "uriBaseId": "%SRCROOT%"}
+
+
+def _region(span: Span, src: Optional[SourceText]) -> dict[str, Any]:
+    region: dict[str, Any] = {"startLine": span.line, "startColumn": span.column, "endLine": span.end_line,
+                    "endColumn": span.end_column}
+    if src is None:
+        return region
+    text = src.text[span.start:span.end]
+    if text:
+        region["snippet"] = {"text": text}
+    return region
+
+
+def _context_region(span: Span, src: Optional[SourceText]) -> Optional[dict[str, Any]]:
+    """The whole lines of the region, for viewers that show the code around a result."""
+    if src is None or span.line > src.line_count:
+        return None
+    lines = [src.line_text(n) for n in range(span.line, min(span.end_line, src.line_count) + 1)]
+    return {"startLine": span.line, "endLine": span.line + len(lines) - 1, "snippet": {"text": "\n".join(lines) + "\n"}}
+
+
+def render_sarif(diags: Sequence[Diagnostic], version: str, sources: Optional[Mapping[str, SourceText]] = None) -> str:
+    """A SARIF 2.1.0 log: the whole catalogue as rules (helpUri, help in text and Markdown, a
+    `default` message string), one result per diagnostic (message text and its argument, region
+    with the source it covers as snippet, the surrounding lines as contextRegion)."""
+    import os
+    from pathlib import Path
+
+    sources = sources or {}
     rules = all_rules()
     index = {r.code: i for i, r in enumerate(rules)}
-    driver = {
-        "name": "turnflow",
-        "informationUri": "https://pypi.org/project/turnflow/",
-        "version": version,
-        "rules": [
-            {
-                "id": r.code,
-                "name": r.name,
-                "shortDescription": {"text": r.summary},
-                "fullDescription": {"text": r.doc},
-                "help": {"text": r.doc, "markdown": r.doc},
-                "defaultConfiguration": {"level": _SARIF_LEVEL[r.severity]},
-            }
-            for r in rules
-        ],
-    }
+    driver = {"name": "turnflow", "informationUri": "https://github.com/turnflow/turnflow", "version": version,
+              "rules": [_sarif_rule(r) for r in rules]}
     results = []
     for d in diags:
+        src = sources.get(d.path)
+        physical: dict[str, Any] = {"artifactLocation": _artifact(d.path), "region": _region(d.span, src)}
+        context = _context_region(d.span, src)
+        if context is not None:
+            physical["contextRegion"] = context
         result: dict[str, object] = {
             "ruleId": d.code,
             "level": _SARIF_LEVEL.get(d.severity, "warning"),
-            "message": {"text": d.message},
-            "locations": [{
-                "physicalLocation": {
-                    "artifactLocation": {"uri": d.path.replace("\\", "/")},
-                    "region": {
-                        "startLine": d.span.line,
-                        "startColumn": d.span.column,
-                        "endLine": d.span.end_line,
-                        "endColumn": d.span.end_column,
-                    },
-                }
-            }],
+            "message": {"text": d.message, "id": "default", "arguments": [d.message]},
+            "locations": [{"physicalLocation": physical}],
         }
         if d.code in index:
             result["ruleIndex"] = index[d.code]
         if d.related:
             result["relatedLocations"] = [
                 {"id": i, "message": {"text": r.message},
-                 "physicalLocation": {"artifactLocation": {"uri": d.path.replace("\\", "/")},
-                                      "region": {"startLine": r.span.line, "startColumn": r.span.column,
-                                                 "endLine": r.span.end_line, "endColumn": r.span.end_column}}}
+                 "physicalLocation": {"artifactLocation": _artifact(d.path), "region": _region(r.span, src)}}
                 for i, r in enumerate(d.related)
             ]
         results.append(result)
     log = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
-        "runs": [{"tool": {"driver": driver}, "results": results, "columnKind": "unicodeCodePoints"}],
+        "runs": [{"tool": {"driver": driver}, "results": results, "columnKind": "unicodeCodePoints",
+                  "originalUriBaseIds": {"%SRCROOT%": {"uri": Path(os.getcwd()).as_uri() + "/"}}}],
     }
     return json.dumps(log, indent=2, ensure_ascii=False) + "\n"
 
@@ -139,7 +268,7 @@ def render_github(diags: Sequence[Diagnostic]) -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
-def stats_line(st: dict) -> str:
+def stats_line(st: dict[str, Any]) -> str:
     """One block's statistics as a line of text (docs/analysis.md, "check --stats")."""
     head = (f"{st['path']}:{st['line']}: {st['kind']} {st['block']}: {st['participants']} participants, "
             f"{st['rules']} rules")

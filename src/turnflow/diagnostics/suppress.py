@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Iterable, Optional, Sequence
+from typing import Any, Iterable, Optional, Sequence
 
 from turnflow.diagnostics.codes import BY_CODE, diagnostic
 from turnflow.diagnostics.diagnostic import Diagnostic
@@ -32,7 +32,7 @@ class Suppression:
     span: Span  # the code inside the comment (the whole directive for a bare `ignore`)
 
 
-def parse(comments: Iterable) -> list[Suppression]:
+def parse(comments: Iterable[Any]) -> list[Suppression]:
     """Every suppression in the file's comments, in source order."""
     out: list[Suppression] = []
     for c in comments:
@@ -59,7 +59,7 @@ def _silences(s: Suppression, d: Diagnostic) -> bool:
     return d.span.line == s.line and d.code not in UNSUPPRESSIBLE and s.code in (ALL, d.code)
 
 
-def apply(diags: Sequence[Diagnostic], comments: Iterable, path: str = "<string>",
+def apply(diags: Sequence[Diagnostic], comments: Iterable[Any], path: str = "<string>",
           profile: Optional[str] = None, silence_errors: bool = True) -> list[Diagnostic]:
     """The diagnostics no suppression silences, plus TF901/TF902 about the suppressions
     themselves. `profile` is the compile profile whose checks ran (None: `turnflow check`).
@@ -81,23 +81,26 @@ def apply(diags: Sequence[Diagnostic], comments: Iterable, path: str = "<string>
             if silence_errors or d.severity != "error" or _profile_code(d.code):
                 continue
         kept.append(d)
-    findings: list[Diagnostic] = []
-    for s in sups:
-        row = BY_CODE.get(s.code)
-        if s.code != ALL and row is None:
-            findings.append(diagnostic(UNKNOWN, f"`{s.code}` is not a turnflow diagnostic code", s.span, path,
-                                       help="see `turnflow rule` for the catalogue"))
-        elif s in used or (row is not None and row.profile is not None and row.profile != profile):
-            continue
-        elif any(x.code == UNUSED for x in by_line[s.line]):
-            continue  # `ignore[..., TF901]` keeps a suppression that is unused on purpose
-        else:
-            what = "this suppression" if s.code == ALL else f"`{s.code}`"
-            why = " (it cannot be suppressed)" if s.code in UNSUPPRESSIBLE else ""
-            findings.append(diagnostic(UNUSED, f"{what} silences nothing on this line{why}", s.span, path,
-                                       help="remove it"))
+    findings = [f for f in (_about(s, used, by_line, path, profile) for s in sups) if f is not None]
     table = {s.line: {x.code for x in by_line[s.line]} for s in sups}
     return kept + [f for f in findings if not _silenced_by(f, table)]
+
+
+def _about(s: Suppression, used: set[Suppression], by_line: dict[int, list[Suppression]], path: str,
+           profile: Optional[str]) -> Optional[Diagnostic]:
+    """TF902 for a suppression naming an unknown code, TF901 for one that silences nothing
+    (not when it names a check of another profile, nor on a line that also says `TF901`)."""
+    row = BY_CODE.get(s.code)
+    if s.code != ALL and row is None:
+        return diagnostic(UNKNOWN, f"`{s.code}` is not a turnflow diagnostic code", s.span, path,
+                          help="see `turnflow rule` for the catalogue")
+    if s in used or (row is not None and row.profile is not None and row.profile != profile):
+        return None
+    if any(x.code == UNUSED for x in by_line[s.line]):
+        return None  # `ignore[..., TF901]` keeps a suppression that is unused on purpose
+    what = "this suppression" if s.code == ALL else f"`{s.code}`"
+    why = " (it cannot be suppressed)" if s.code in UNSUPPRESSIBLE else ""
+    return diagnostic(UNUSED, f"{what} silences nothing on this line{why}", s.span, path, help="remove it")
 
 
 def _profile_code(code: str) -> bool:

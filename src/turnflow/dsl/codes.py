@@ -20,6 +20,10 @@ DOCS["TF001"] = """
     ```
     workflow w {
         participant start      # `start` is a keyword
+        participant closer
+        start start
+        start -> closer
+        closer -> terminate
     }
     ```
 
@@ -27,6 +31,10 @@ DOCS["TF001"] = """
     ```
     workflow w {
         participant starter
+        participant closer
+        start starter
+        starter -> closer
+        closer -> terminate
     }
     ```
 """

@@ -502,52 +502,56 @@ def _refine(tok: Token, expected: set[str], src: SourceText):
 
 
 def _syntax_diagnostic(err: UnexpectedInput, src: SourceText) -> Diagnostic:
-    text = src.text
     if isinstance(err, UnexpectedToken):
-        tok = err.token
-        expected = set(err.expected)
-        if tok.type == "$END" or tok.start_pos is None:
-            offset = len(text)
-            span = src.span(offset, offset)
-        else:
-            span = src.span(tok.start_pos, tok.start_pos + max(1, len(str(tok))) if tok.type != "_SEP"
-                            else tok.start_pos + 1)
-        found = _found(tok)
-        refined = _refine(tok, expected, src)
-        if refined is not None:
-            code, span, message, help_text = refined
-            return Diagnostic(code=code, severity="error", message=message, span=span, path=src.path,
-                              help=help_text)
-        if "NAME" in expected and str(tok) in ast.KEYWORDS and tok.type != "NAME":
-            message = (f"`{tok}` is a keyword and cannot be used as a name; "
-                       f"expected {describe_expected(expected)}")
-        elif "_SEP" in expected and (tok.type in _STATEMENT_STARTS or tok.type in _KEYWORD_STATEMENT_STARTS):
-            message = (f"expected {describe_expected(expected)}, found {found}: a new statement starts "
-                       "on a new line or after `;`")
-        else:
-            message = f"expected {describe_expected(expected)}, found {found}"
-        return Diagnostic(code="TF001", severity="error", message=message, span=span, path=src.path)
+        return _unexpected_token(err, src)
     if isinstance(err, UnexpectedCharacters):
-        offset = err.pos_in_stream or 0
-        ch = text[offset] if offset < len(text) else ""
-        span = src.span(offset, offset + 1)
-        if ch == '"':
-            message = "unterminated string: a string must close with `\"` on the same line"
-        elif ch.isprintable() and not ch.isspace():
-            message = f"unexpected character `{ch}`"
-            allowed = set(err.allowed or ())
-            if allowed:
-                message += f"; expected {describe_expected(allowed)}"
-        else:
-            message = f"unexpected character {ch!r}"
-        return Diagnostic(code="TF001", severity="error", message=message, span=span, path=src.path)
+        return _unexpected_character(err, src)
     if isinstance(err, UnexpectedEOF):
-        offset = len(text)
+        offset = len(src.text)
         return Diagnostic(code="TF001", severity="error",
                           message=f"unexpected end of file; expected {describe_expected(set(err.expected))}",
                           span=src.span(offset, offset), path=src.path)
-    offset = 0
     return Diagnostic(code="TF001", severity="error", message=str(err), span=src.span(0, 1), path=src.path)
+
+
+def _unexpected_token(err: UnexpectedToken, src: SourceText) -> Diagnostic:
+    tok = err.token
+    expected = set(err.expected)
+    refined = _refine(tok, expected, src)
+    if refined is not None:
+        code, span, message, help_text = refined
+        return Diagnostic(code=code, severity="error", message=message, span=span, path=src.path, help=help_text)
+    if tok.type == "$END" or tok.start_pos is None:
+        span = src.span(len(src.text), len(src.text))
+    else:
+        span = src.span(tok.start_pos, tok.start_pos + max(1, len(str(tok))) if tok.type != "_SEP"
+                        else tok.start_pos + 1)
+    if "NAME" in expected and str(tok) in ast.KEYWORDS and tok.type != "NAME":
+        message = (f"`{tok}` is a keyword and cannot be used as a name; "
+                   f"expected {describe_expected(expected)}")
+    elif "_SEP" in expected and (tok.type in _STATEMENT_STARTS or tok.type in _KEYWORD_STATEMENT_STARTS):
+        message = (f"expected {describe_expected(expected)}, found {_found(tok)}: a new statement starts "
+                   "on a new line or after `;`")
+    else:
+        message = f"expected {describe_expected(expected)}, found {_found(tok)}"
+    return Diagnostic(code="TF001", severity="error", message=message, span=span, path=src.path)
+
+
+def _unexpected_character(err: UnexpectedCharacters, src: SourceText) -> Diagnostic:
+    text = src.text
+    offset = err.pos_in_stream or 0
+    ch = text[offset] if offset < len(text) else ""
+    if ch == '"':
+        message = "unterminated string: a string must close with `\"` on the same line"
+    elif ch.isprintable() and not ch.isspace():
+        message = f"unexpected character `{ch}`"
+        allowed = set(err.allowed or ())
+        if allowed:
+            message += f"; expected {describe_expected(allowed)}"
+    else:
+        message = f"unexpected character {ch!r}"
+    return Diagnostic(code="TF001", severity="error", message=message, span=src.span(offset, offset + 1),
+                      path=src.path)
 
 
 # --------------------------------------------------------------------------
@@ -590,74 +594,94 @@ def attach_layout(flow: ast.FlowFile, src: SourceText) -> ast.FlowFile:
     blanks = [m.start() for m in _BLANK_LINE.finditer(text)]
     if not comments and not blanks:
         return flow
-    # the line items: (start, end offset, end line, block index, position, start line);
-    # position -1 is a block's header, -2 its closing brace
-    items: list[tuple[int, int, int, int, int, int]] = []
+    items = _line_items(flow)
+    layout = _Layout()
+    layout.place(items, comments, blanks)
+    joined = _joined(items, layout.trailing)
+    blocks = tuple(layout.apply(bi, b, joined) for bi, b in enumerate(flow.blocks))
+    return replace(flow, blocks=blocks, trailing=tuple(layout.pending))
+
+
+#: a line item: (start, end offset, end line, block index, position, start line);
+#: position -1 is a block's header, -2 its closing brace
+_Item = tuple[int, int, int, int, int, int]
+
+
+def _line_items(flow: ast.FlowFile) -> list[_Item]:
+    """Each block's header, its statements and its closing brace, in file order."""
+    items: list[_Item] = []
     for bi, b in enumerate(flow.blocks):
         head_end = b.title.span if b.title is not None else b.name.span
         items.append((b.span.start, head_end.end, head_end.end_line, bi, -1, b.span.line))
         for si, st in enumerate(b.statements):
             items.append((st.span.start, st.span.end, st.span.end_line, bi, si, st.span.line))
         items.append((b.close_span.start, b.close_span.end, b.close_span.end_line, bi, -2, b.close_span.line))
-    # merge comments and items in file order
-    Item = tuple[int, int, int, int, int, int]
-    seq: list[tuple[int, Union[ast.Comment, Item]]] = [(it[0], it) for it in items] + [(c.span.start, c) for c in comments]
-    seq.sort(key=lambda e: e[0])
-    starts = [e[0] for e in seq]
-    blank_at: set[int] = set()  # indexes into seq
-    for p in blanks:
-        i = bisect.bisect_right(starts, p)
-        if i < len(seq):
-            blank_at.add(i)
+    return items
 
-    leading: dict[tuple[int, int], list[ast.Comment]] = {}
-    trailing: dict[tuple[int, int], list[ast.Comment]] = {}
-    blank_items: set[tuple[int, int]] = set()
-    pending: list[ast.Comment] = []
-    prev_item: Optional[tuple[int, int, int, int, int, int]] = None
-    prev_was_item = False
-    for i, (_, e) in enumerate(seq):
-        if isinstance(e, ast.Comment):
-            if prev_item is not None and prev_was_item and e.span.line == prev_item[2] and not pending:
-                trailing.setdefault((prev_item[3], prev_item[4]), []).append(e)
-                continue  # stays "after the item": a later comment on the next line leads what follows
-            pending.append(replace(e, blank_before=True) if i in blank_at else e)
-            prev_was_item = False
-            continue
-        key = (e[3], e[4])
-        if pending:
-            leading[key] = pending
-            pending = []
-        if i in blank_at:
-            blank_items.add(key)
-        prev_item, prev_was_item = e, True
 
-    # a suppression trailing a line of several statements (`a -> b; c -> d  # turnflow: ignore`)
-    # covers all of them: the line stays joined (`same_line`), so fmt keeps the findings
+class _Layout:
+    """Where each comment and blank line goes: `leading` / `trailing` comments and
+    `blank_items` by (block index, position); `pending` are the file's trailing comments."""
+
+    def __init__(self) -> None:
+        self.leading: dict[tuple[int, int], list[ast.Comment]] = {}
+        self.trailing: dict[tuple[int, int], list[ast.Comment]] = {}
+        self.blank_items: set[tuple[int, int]] = set()
+        self.pending: list[ast.Comment] = []
+
+    def place(self, items: list[_Item], comments: list[ast.Comment], blanks: list[int]) -> None:
+        # merge comments and items in file order
+        seq: list[tuple[int, Union[ast.Comment, _Item]]] = ([(it[0], it) for it in items]
+                                                             + [(c.span.start, c) for c in comments])
+        seq.sort(key=lambda e: e[0])
+        starts = [e[0] for e in seq]
+        blank_at = {i for i in (bisect.bisect_right(starts, p) for p in blanks) if i < len(seq)}  # indexes into seq
+        prev_item: Optional[_Item] = None
+        prev_was_item = False
+        for i, (_, e) in enumerate(seq):
+            if isinstance(e, ast.Comment):
+                if prev_item is not None and prev_was_item and e.span.line == prev_item[2] and not self.pending:
+                    self.trailing.setdefault((prev_item[3], prev_item[4]), []).append(e)
+                    continue  # stays "after the item": a later comment on the next line leads what follows
+                self.pending.append(replace(e, blank_before=True) if i in blank_at else e)
+                prev_was_item = False
+                continue
+            key = (e[3], e[4])
+            if self.pending:
+                self.leading[key] = self.pending
+                self.pending = []
+            if i in blank_at:
+                self.blank_items.add(key)
+            prev_item, prev_was_item = e, True
+
+    def apply(self, bi: int, b: ast.Block, joined: set[tuple[int, int]]) -> ast.Block:
+        """Block `bi` with its comments, blank lines and joined lines attached."""
+        statements = list(b.statements)
+        for si, st in enumerate(statements):
+            key = (bi, si)
+            if key in self.leading or key in self.trailing or key in self.blank_items or key in joined:
+                statements[si] = replace(st, leading=tuple(self.leading.get(key, ())),
+                                         trailing=tuple(self.trailing.get(key, ())),
+                                         blank_before=key in self.blank_items, same_line=key in joined)
+        head, close = (bi, -1), (bi, -2)
+        return replace(b, statements=tuple(statements), leading=tuple(self.leading.get(head, ())),
+                       trailing=tuple(self.trailing.get(head, ())), inner=tuple(self.leading.get(close, ())),
+                       close_trailing=tuple(self.trailing.get(close, ())), blank_before=head in self.blank_items)
+
+
+def _joined(items: list[_Item], trailing: dict[tuple[int, int], list[ast.Comment]]) -> set[tuple[int, int]]:
+    """A suppression trailing a line of several statements (`a -> b; c -> d  # turnflow: ignore`)
+    covers all of them: the line stays joined (`same_line`), so fmt keeps the findings."""
     joined: set[tuple[int, int]] = set()
     suppressed_lines = {c.span.line for cs in trailing.values() for c in cs if _SUPPRESSION.search(c.text)}
     if suppressed_lines:
-        prev: Optional[tuple[int, int, int, int, int, int]] = None
+        prev: Optional[_Item] = None
         for it in items:
             if (it[4] >= 0 and prev is not None and prev[4] >= 0 and prev[3] == it[3]
                     and it[5] in suppressed_lines and prev[2] == it[5]):
                 joined.add((it[3], it[4]))
             prev = it
-
-    blocks = []
-    for bi, b in enumerate(flow.blocks):
-        statements = list(b.statements)
-        for si, st in enumerate(statements):
-            key = (bi, si)
-            if key in leading or key in trailing or key in blank_items or key in joined:
-                statements[si] = replace(st, leading=tuple(leading.get(key, ())),
-                                         trailing=tuple(trailing.get(key, ())), blank_before=key in blank_items,
-                                         same_line=key in joined)
-        head, close = (bi, -1), (bi, -2)
-        blocks.append(replace(b, statements=tuple(statements), leading=tuple(leading.get(head, ())),
-                              trailing=tuple(trailing.get(head, ())), inner=tuple(leading.get(close, ())),
-                              close_trailing=tuple(trailing.get(close, ())), blank_before=head in blank_items))
-    return replace(flow, blocks=tuple(blocks), trailing=tuple(pending))
+    return joined
 
 
 @contextmanager

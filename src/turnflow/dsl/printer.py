@@ -166,38 +166,59 @@ def format_flow(flow: ast.FlowFile) -> str:
     blank lines where the tree records them, one blank line after every block."""
     items: list[_Item] = []
     for block in flow.blocks:
-        _comments(items, block.leading, 0)
-        items.append(_Item(header(block), 0, "open", block.blank_before, [c.text for c in block.trailing]))
-        for st in block.statements:
-            _comments(items, st.leading, 1)
-            parts = statement_parts(st)
-            if st.same_line and items and items[-1].kind == "stmt" and not items[-1].trailing:
-                joined = items[-1]  # a `;`-joined line under a suppression stays one line, unaligned
-                joined.text += "; " + " ".join(parts)
-                joined.parts = [joined.text]
-                joined.group = f"joined-{len(items)}"
-                joined.trailing = [c.text for c in st.trailing]
-                continue
-            items.append(_Item(" ".join(parts), 1, "stmt", st.blank_before, [c.text for c in st.trailing],
-                               parts, type(st).__name__))
-        _comments(items, block.inner, 1)
-        items.append(_Item("}", 0, "close", False, [c.text for c in block.close_trailing]))
+        _block_items(items, block)
     _comments(items, flow.trailing, 0)
+    blank_before = _blank_lines(items)
+    _align_runs(items, blank_before)
+    lines: list[str] = []
+    for it, blank in zip(items, blank_before):
+        if blank and lines and lines[-1] != "":
+            lines.append("")
+        text = INDENT * it.depth + it.text
+        if it.trailing:
+            text += " " + " ".join(it.trailing)
+        lines.append(text)
+    return "\n".join(lines) + "\n" if lines else ""
 
-    blank_before = []
+
+def _block_items(items: list[_Item], block: ast.Block) -> None:
+    """The lines of one block: its header, statements, comments and closing brace."""
+    _comments(items, block.leading, 0)
+    items.append(_Item(header(block), 0, "open", block.blank_before, [c.text for c in block.trailing]))
+    for st in block.statements:
+        _comments(items, st.leading, 1)
+        parts = statement_parts(st)
+        if st.same_line and items and items[-1].kind == "stmt" and not items[-1].trailing:
+            joined = items[-1]  # a `;`-joined line under a suppression stays one line, unaligned
+            joined.text += "; " + " ".join(parts)
+            joined.parts = [joined.text]
+            joined.group = f"joined-{len(items)}"
+            joined.trailing = [c.text for c in st.trailing]
+            continue
+        items.append(_Item(" ".join(parts), 1, "stmt", st.blank_before, [c.text for c in st.trailing],
+                           parts, type(st).__name__))
+    _comments(items, block.inner, 1)
+    items.append(_Item("}", 0, "close", False, [c.text for c in block.close_trailing]))
+
+
+def _blank_lines(items: list[_Item]) -> list[bool]:
+    """Whether a blank line goes before each item: as recorded, always after a block,
+    never just inside the braces."""
+    out = []
     prev = None
     for it in items:
         blank = False
         if prev is not None:
-            blank = it.blank
-            if prev.kind == "close":
-                blank = True  # one blank line after every block
+            blank = it.blank or prev.kind == "close"
             if prev.kind == "open" or it.kind == "close":
-                blank = False  # no blank line just inside the braces
-        blank_before.append(blank)
+                blank = False
+        out.append(blank)
         prev = it
+    return out
 
-    # align runs of consecutive same-type statements (no blank line or comment between)
+
+def _align_runs(items: list[_Item], blank_before: list[bool]) -> None:
+    """Align runs of consecutive same-type statements (no blank line or comment between)."""
     run: list[_Item] = []
 
     def flush() -> None:
@@ -214,16 +235,6 @@ def format_flow(flow: ast.FlowFile) -> str:
             if it.kind == "stmt":
                 run.append(it)
     flush()
-
-    lines: list[str] = []
-    for it, blank in zip(items, blank_before):
-        if blank and lines and lines[-1] != "":
-            lines.append("")
-        text = INDENT * it.depth + it.text
-        if it.trailing:
-            text += " " + " ".join(it.trailing)
-        lines.append(text)
-    return "\n".join(lines) + "\n" if lines else ""
 
 
 print_flow = format_flow

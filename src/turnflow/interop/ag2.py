@@ -22,6 +22,11 @@ The speaker before is the `last_speaker_id` of the state `fold` receives, so
 fold runs (a `contextvars.ContextVar`, reset when the fold returns). The fold
 stays a pure function of (envelope, state): `Hub.open`, which folds the log
 again, rebuilds the same decisions. Nothing else about the adapter changes.
+
+What each extension means is not written here: `evaluate` / `resolve` read AG2's
+state and envelope into the turn `turnflow.spec.meaning` reads and call the kind's
+`holds` / `resolve` (nested conditions of `all_of`, `any_of` and `not` stay AG2's,
+resolved through its registry, so a nested builtin keeps AG2's own meaning).
 """
 
 from __future__ import annotations
@@ -30,7 +35,8 @@ import contextvars
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from turnflow.spec import EXTENSION_CONDITIONS, EXTENSION_TARGETS, compare
+from turnflow.spec import EXTENSION_CONDITIONS, EXTENSION_TARGETS
+from turnflow.spec.meaning import plain, resolve_previous
 
 #: the extension conditions and targets this module registers
 EXTENSIONS = EXTENSION_CONDITIONS + EXTENSION_TARGETS
@@ -40,10 +46,36 @@ _UNSET = object()
 _BEFORE: contextvars.ContextVar = contextvars.ContextVar("turnflow_previous_speaker", default=_UNSET)
 
 
-def _nested(data: dict[str, Any]) -> Any:
-    from ag2.network import TransitionRegistry
+class _Nested:
+    """A nested condition as AG2's registry reads it, for a junction's meaning to test
+    (`holds`, on the turn it was made for)."""
 
-    return TransitionRegistry.default().condition_from_dict(data)
+    __slots__ = ("data", "state", "envelope")
+
+    def __init__(self, data: dict[str, Any], state: Any, envelope: Any) -> None:
+        self.data, self.state, self.envelope = data, state, envelope
+
+    def holds(self, speaker: Any, context: Any, tool: Any, text: Any) -> bool:
+        from ag2.network import TransitionRegistry
+
+        return bool(TransitionRegistry.default().condition_from_dict(self.data).evaluate(self.state, self.envelope))
+
+
+def _nested(conditions: list[dict[str, Any]], state: Any, envelope: Any) -> list[_Nested]:
+    return [_Nested(c, state, envelope) for c in conditions]
+
+
+def _body(envelope: Any) -> Any:
+    """The round's body `text_contains` reads: `event_data["text"]` of an `ag2.msg.text`,
+    `event_data["body"]` of an `ag2.packet`, None for other events."""
+    from ag2.network import EV_PACKET, EV_TEXT
+
+    data = envelope.event_data or {}
+    if envelope.event_type == EV_TEXT:
+        return data.get("text")
+    if envelope.event_type == EV_PACKET:
+        return data.get("body")
+    return None
 
 
 @dataclass(slots=True)
@@ -56,7 +88,7 @@ class AllOf:
     name: ClassVar[str] = "all_of"
 
     def evaluate(self, state, envelope) -> bool:
-        return all(_nested(c).evaluate(state, envelope) for c in self.conditions)
+        return plain("all_of", conditions=_nested(self.conditions, state, envelope)).holds(None, {}, None, None)
 
 
 @dataclass(slots=True)
@@ -68,7 +100,7 @@ class AnyOf:
     name: ClassVar[str] = "any_of"
 
     def evaluate(self, state, envelope) -> bool:
-        return any(_nested(c).evaluate(state, envelope) for c in self.conditions)
+        return plain("any_of", conditions=_nested(self.conditions, state, envelope)).holds(None, {}, None, None)
 
 
 @dataclass(slots=True)
@@ -79,7 +111,7 @@ class Not:
     name: ClassVar[str] = "not"
 
     def evaluate(self, state, envelope) -> bool:
-        return not _nested(self.condition).evaluate(state, envelope)
+        return plain("not", condition=_Nested(self.condition, state, envelope)).holds(None, {}, None, None)
 
 
 @dataclass(slots=True)
@@ -101,7 +133,8 @@ class ContextCompare:
             raise ValueError(f"context_compare: unknown op {self.op!r} (one of == != < <= > >=)")
 
     def evaluate(self, state, envelope) -> bool:
-        return compare(state.context_vars.get(self.key), self.op, self.value, self.len)
+        kind = plain("context_compare", key=self.key, op=self.op, value=self.value, len=self.len)
+        return kind.holds(None, state.context_vars, None, None)
 
 
 @dataclass(slots=True)
@@ -114,16 +147,7 @@ class TextContains:
     name: ClassVar[str] = "text_contains"
 
     def evaluate(self, state, envelope) -> bool:
-        from ag2.network import EV_PACKET, EV_TEXT
-
-        data = envelope.event_data or {}
-        if envelope.event_type == EV_TEXT:
-            body = data.get("text")
-        elif envelope.event_type == EV_PACKET:
-            body = data.get("body")
-        else:
-            return False
-        return isinstance(body, str) and self.text in body
+        return plain("text_contains", text=self.text).holds(None, {}, None, _body(envelope))
 
 
 @dataclass(slots=True)
@@ -141,13 +165,10 @@ class PreviousSpeaker:
         if before is _UNSET:
             raise RuntimeError("previous_speaker resolved outside WorkflowAdapter.fold: call "
                                "turnflow.interop.ag2.register_extensions() before creating or opening the hub")
-        if before is not None:
-            return TransitionDecision(next_speaker=before)
-        order = state.participant_order
-        if not order:
-            return TransitionDecision(next_speaker=None, close_reason="no_participants")
         anchor = state.last_speaker_id or envelope.sender_id
-        nxt = order[(order.index(anchor) + 1) % len(order)] if anchor in order else order[0]
+        nxt, reason, _ = resolve_previous(anchor, tuple(state.participant_order), before)
+        if nxt is None:
+            return TransitionDecision(next_speaker=None, close_reason=reason)
         return TransitionDecision(next_speaker=nxt)
 
 

@@ -1,6 +1,9 @@
 """Completion from the text alone (a file being typed rarely parses): the
-words before the cursor decide what fits, and the names come from a scan of
-the declarations in the enclosing block.
+tokens before the cursor decide what fits, and the names come from the
+declarations in the enclosing block. Tokens come from the language's own
+lexer (`turnflow.dsl.lexer`, the grammar's terminals), read tolerantly: an
+unexpected character is skipped, an unterminated string or a comment runs to
+the end of its line.
 
 Each item is (label, kind, detail) with kind one of keyword, participant,
 tool, context, expectation, action."""
@@ -8,7 +11,7 @@ tool, context, expectation, action."""
 from __future__ import annotations
 
 import re
-from typing import Optional
+from typing import Iterator, Optional
 
 from turnflow.dsl.ast import BLOCK_KINDS, EXPECT_ACTIONS, EXPECT_EVALUATORS, ORDERINGS
 
@@ -17,113 +20,186 @@ STATEMENT_KEYWORDS = ("participant", "start", "max_turns", "context", "handoff",
                       "expect", "ttl")
 TARGET_KEYWORDS = ("terminate", "stay", "next", "previous", "initiator")
 TERM_KEYWORDS = ("tool", "context", "text contains", "not", "len")
-_DECL_PARTICIPANT = re.compile(rf"^[ \t;]*participant[ \t]+({NAME})", re.M)
-_DECL_CONTEXT = re.compile(rf"^[ \t;]*context[ \t]+({NAME})[ \t]*=", re.M)
-_TOOLS_CLAUSE = re.compile(r"\btools[ \t]*\[([^\]\n]*)\]?")
-_VIA = re.compile(rf"\bvia[ \t]+({NAME})")
-_TOOL_TERM = re.compile(rf"\btool[ \t]+({NAME})")
-_STRINGS_AND_COMMENTS = re.compile(r'"(?:[^"\\\n\r]|\\[^\n\r])*"?|#[^\n]*')
-_BLOCK_OPEN = re.compile(rf"^[ \t]*(?:{'|'.join(BLOCK_KINDS)})\b[^\n]*\{{", re.M)
+_BLOCK_TYPES = frozenset(k.upper() for k in BLOCK_KINDS)
+_WORD = re.compile(NAME)
 
 Item = tuple[str, str, str]
 
 
-def _blank(text: str) -> str:
-    """Strings and comments blanked out (same length), so names inside them are not scanned."""
-    return _STRINGS_AND_COMMENTS.sub(lambda m: " " * len(m.group(0)), text)
+class Tok:
+    """A token: its terminal (`NAME`, `ARROW`, `PARTICIPANT`, `_SEP` ...), text and offsets."""
+
+    __slots__ = ("type", "value", "start", "end")
+
+    def __init__(self, type_: str, value: str, start: int, end: int) -> None:
+        self.type, self.value, self.start, self.end = type_, value, start, end
+
+    @property
+    def word(self) -> bool:
+        """A name or a keyword (what the cursor may be in the middle of typing)."""
+        return _WORD.fullmatch(self.value) is not None
 
 
-def _enclosing_block(text: str, offset: int) -> tuple[int, int]:
-    """The text span of the block around `offset`: from the last block header before it to the next one."""
-    starts = [m.start() for m in _BLOCK_OPEN.finditer(text)]
-    begin = 0
-    end = len(text)
-    for s in starts:
-        if s <= offset:
-            begin = s
+def tokens(text: str, start: int = 0, stop: Optional[int] = None) -> Iterator[Tok]:
+    """The tokens of `text[start:stop]` as the parser's lexer (`FlowLexer`: its master regex of
+    the grammar's terminals, its keyword table) reads them, never failing: at a character no
+    token starts with, a `"` or `#` skips to the end of the line (an unterminated string, a
+    comment) and anything else skips one character. Linear in the text."""
+    from turnflow.dsl.lexer import KEYWORD_TYPES
+    from turnflow.dsl.parser import build_parser
+
+    match = build_parser().parser.lexer.master.match
+    end = len(text) if stop is None else stop
+    pos = start
+    while pos < end:
+        m = match(text, pos, end)
+        if m is None:
+            pos = _skip(text, pos, end)
+            continue
+        kind: str = m.lastgroup  # every alternative is a named group
+        a, b = m.span(kind)
+        if a == b:  # no terminal matches empty; guard the loop anyway
+            pos = _skip(text, b, end)
+            continue
+        value = text[a:b]
+        yield Tok(KEYWORD_TYPES.get(value, "NAME") if kind == "NAME" else kind, value, a, b)
+        pos = b
+
+
+def _skip(text: str, pos: int, end: int) -> int:
+    while pos < end and text[pos] in " \t\f":
+        pos += 1
+    if pos < end and text[pos] in "\"#":
+        ends = [i for i in (text.find("\n", pos, end), text.find("\r", pos, end)) if i >= 0]
+        return min(ends) if ends else end
+    return pos + 1
+
+
+def _statements(toks: list[Tok]) -> Iterator[list[Tok]]:
+    """The token runs between separators (`_SEP`: line ends, `;`, comments) and braces."""
+    run: list[Tok] = []
+    for t in toks:
+        if t.type in ("_SEP", "LBRACE", "RBRACE"):
+            if run:
+                yield run
+            run = []
         else:
-            end = s
+            run.append(t)
+    if run:
+        yield run
+
+
+def _enclosing_block(toks: list[Tok], offset: int) -> list[Tok]:
+    """The tokens of the block around `offset`: from the last block header before it to the next one."""
+    heads = [i for i, t in enumerate(toks) if t.type in _BLOCK_TYPES and (i == 0 or toks[i - 1].type == "_SEP")]
+    begin, end = 0, len(toks)
+    for i in heads:
+        if toks[i].start <= offset:
+            begin = i
+        else:
+            end = i
             break
-    return begin, end
+    return toks[begin:end]
+
+
+def _names_after(run: list[Tok], i: int) -> Iterator[str]:
+    """The NAMEs of a `[a, b, ...]` list starting at `run[i]` (an LSQB)."""
+    for t in run[i + 1:]:
+        if t.type == "NAME":
+            yield t.value
+        elif t.type != "COMMA":
+            return
+
+
+def _declared(run: list[Tok], out: dict[str, dict[str, None]]) -> None:
+    first = run[0].type
+    if first == "PARTICIPANT" and len(run) > 1 and run[1].type == "NAME":
+        out["participant"].setdefault(run[1].value, None)
+    if first == "CONTEXT" and len(run) > 2 and run[1].type == "NAME" and run[2].type == "EQUAL":
+        out["context"].setdefault(run[1].value, None)
+    for i, t in enumerate(run[:-1]):
+        if t.type == "TOOLS" and run[i + 1].type == "LSQB":
+            for name in _names_after(run, i + 1):
+                out["tool"].setdefault(name, None)
+        elif t.type in ("VIA", "TOOL") and run[i + 1].type == "NAME":
+            out["tool"].setdefault(run[i + 1].value, None)
 
 
 def declared_names(text: str, offset: int) -> dict[str, list[str]]:
     """Participants, tools and context keys declared (or, for tools, used) in the block around `offset`."""
-    clean = _blank(text)
-    begin, end = _enclosing_block(clean, offset)
-    body = clean[begin:end]
-    def uniq(xs):
-        seen: dict[str, None] = {}
-        for x in xs:
-            seen.setdefault(x, None)
-        return list(seen)
-    tools = []
-    for m in _TOOLS_CLAUSE.finditer(body):
-        tools += [t.strip() for t in m.group(1).split(",") if re.fullmatch(NAME, t.strip())]
-    tools += [m.group(1) for m in _VIA.finditer(body)]
-    tools += [m.group(1) for m in _TOOL_TERM.finditer(body)]
-    return {
-        "participant": uniq(m.group(1) for m in _DECL_PARTICIPANT.finditer(body)),
-        "context": uniq(m.group(1) for m in _DECL_CONTEXT.finditer(body)),
-        "tool": uniq(tools),
-    }
+    out: dict[str, dict[str, None]] = {"participant": {}, "context": {}, "tool": {}}
+    for run in _statements(_enclosing_block(list(tokens(text)), offset)):
+        _declared(run, out)
+    return {kind: list(names) for kind, names in out.items()}
+
+
+def _words_before(text: str, offset: int) -> list[str]:
+    """The tokens of the statement before `offset`, without the word being typed."""
+    line_start = max(text.rfind("\n", 0, offset), text.rfind("\r", 0, offset)) + 1
+    toks = list(tokens(text, line_start, offset))
+    seps = [i for i, t in enumerate(toks) if t.type == "_SEP"]
+    toks = toks[seps[-1] + 1:] if seps else toks
+    if toks and toks[-1].end == offset and toks[-1].word:
+        toks.pop()  # the word being typed
+    return [t.value for t in toks]
+
+
+#: (first word or None, number of words or None, last word or None) → what fits next; the first match wins
+_AFTER: list[tuple[Optional[str], Optional[int], Optional[str], str]] = [
+    (None, None, "tool", "tools"), (None, None, "via", "tools"),
+    ("expect", 1, None, "evaluators"), ("expect", 3, None, "actions"), ("ordering", 1, None, "orderings"),
+    ("start", 1, None, "people"), ("handoff", 1, None, "people"), (None, None, "->", "targets"),
+]
 
 
 def complete(text: str, offset: int) -> list[Item]:
     """What may be typed at `offset`."""
-    line_start = text.rfind("\n", 0, offset) + 1
-    before = _blank(text[line_start:offset])
-    before = before[before.rfind(";") + 1:]
-    m = re.search(rf"({NAME})?$", before)
-    head = before[: m.start()] if m else before  # the words before the one being typed
-    words = head.replace("(", " ( ").replace(")", " ) ").split()
-    last = words[-1] if words else ""
+    words = _words_before(text, offset)
     names = declared_names(text, offset)
     people = [(n, "participant", "participant") for n in names["participant"]]
-    tools = [(n, "tool", "tool") for n in names["tool"]]
-    keys = [(n, "context", "context key") for n in names["context"]]
-
-    def kw(xs, detail="keyword"):
-        return [(x, "keyword", detail) for x in xs]
-
-    if head.rstrip().endswith("context.") or before.endswith("context."):
-        return keys
+    choices: dict[str, list[Item]] = {
+        "tools": [(n, "tool", "tool") for n in names["tool"]],
+        "people": people,
+        "evaluators": [(e, "expectation", "expectation") for e in EXPECT_EVALUATORS],
+        "actions": [(a, "action", "expectation action") for a in EXPECT_ACTIONS],
+        "orderings": _kw(ORDERINGS, "ordering"),
+        "targets": people + _kw(TARGET_KEYWORDS, "target"),
+    }
+    if words[-2:] == ["context", "."]:
+        return [(n, "context", "context key") for n in names["context"]]
     if not words:
-        inside = _inside_block(text, offset)
-        if not inside:
-            return kw(BLOCK_KINDS, "block")
-        return kw(STATEMENT_KEYWORDS) + people + [("*", "keyword", "any participant")]
-    first = words[0]
-    if last == "tool":
-        return tools
-    if last == "via":
-        return tools
-    if first == "expect" and len(words) == 1:
-        return [(e, "expectation", "expectation") for e in EXPECT_EVALUATORS]
-    if first == "expect" and len(words) == 3:
-        return [(a, "action", "expectation action") for a in EXPECT_ACTIONS]
-    if first == "ordering" and len(words) == 1:
-        return kw(ORDERINGS, "ordering")
-    if first in ("start",) and len(words) == 1:
-        return people
-    if first == "handoff" and len(words) == 1:
-        return people
-    if last == "->":
-        return people + kw(TARGET_KEYWORDS, "target")
+        if not _inside_block(text, offset):
+            return _kw(BLOCK_KINDS, "block")
+        return _kw(STATEMENT_KEYWORDS) + people + [("*", "keyword", "any participant")]
+    first, last = words[0], words[-1]
+    for want_first, count, want_last, choice in _AFTER:
+        if (want_first in (None, first) and count in (None, len(words)) and want_last in (None, last)):
+            return choices[choice]
+    return _after_statement(words)
+
+
+def _after_statement(words: list[str]) -> list[Item]:
+    first, last = words[0], words[-1]
     if last in ("when", "and", "or", "not", "("):
-        return kw(TERM_KEYWORDS, "condition")
+        return _kw(TERM_KEYWORDS, "condition")
     if first == "participant" and len(words) >= 2:
-        return kw(("initiator", "respondent", "tools"))
+        return _kw(("initiator", "respondent", "tools"))
     if "->" in words:
-        return kw(("when", "and", "or", "priority"))
+        return _kw(("when", "and", "or", "priority"))
     if len(words) == 1 and first not in STATEMENT_KEYWORDS:
-        return kw(("->",), "arrow")
+        return _kw(("->",), "arrow")
     return []
 
 
+def _kw(xs, detail: str = "keyword") -> list[Item]:
+    return [(x, "keyword", detail) for x in xs]
+
+
 def _inside_block(text: str, offset: int) -> bool:
-    clean = _blank(text[:offset])
-    return clean.count("{") > clean.count("}")
+    depth = 0
+    for t in tokens(text, 0, offset):
+        depth += (t.type == "LBRACE") - (t.type == "RBRACE")
+    return depth > 0
 
 
 def word_range(text: str, offset: int) -> tuple[int, int]:

@@ -110,12 +110,6 @@ class FlowIndex:
                 best = o
         return best
 
-    def block_at(self, offset: int) -> Optional[int]:
-        for i, bi in enumerate(self.blocks):
-            if bi.block.span.start <= offset <= bi.block.span.end:
-                return i
-        return None
-
     def same(self, occ: Occurrence) -> list[Occurrence]:
         """Every occurrence of the same name, kind and block, in file order."""
         return [o for o in self.occurrences if o.kind == occ.kind and o.name == occ.name and o.block == occ.block]
@@ -150,33 +144,39 @@ class FlowIndex:
             return code_hover(self.text, offset)
         bi = self.blocks[occ.block]
         where = f"{bi.block.kind} `{bi.block.name.name}`"
-        if occ.kind == "participant":
-            decl = bi.participants.get(occ.name)
-            if decl is None:
-                return occ.start, occ.end, f"**{occ.name}**: not a participant of {where}"
-            lines = [f"```flow\n{self._line_of(decl.span.start)}\n```", f"participant of {where}"]
-            if decl.description is not None:
-                lines.append(decl.description.value)
-            if decl.role:
-                lines.append(f"role: `{decl.role}`")
-            if decl.tools:
-                lines.append("tools: " + ", ".join(f"`{t.name}`" for t in decl.tools))
-            return occ.start, occ.end, "\n\n".join(lines)
-        if occ.kind == "tool":
-            lines = [f"tool **{occ.name}** in {where}"]
-            owners = bi.tool_owners.get(occ.name, [])
-            if owners:
-                lines.append("declared by " + ", ".join(f"`{p}`" for p in owners))
-            for h in bi.handoffs.get(occ.name, []):
-                text = f"```flow\n{self._line_of(h.span.start)}\n```"
-                if h.description is not None:
-                    text += f"\n{h.description.value}"
-                lines.append(text)
-            if not owners and not bi.handoffs.get(occ.name):
-                lines.append("no participant declares this tool")
-            uses = sum(1 for o in self.same(occ) if not o.declaration and isinstance(o.statement, ast.Rule))
-            lines.append(f"named by {uses} rule condition{'s' if uses != 1 else ''}")
-            return occ.start, occ.end, "\n\n".join(lines)
+        about = {"participant": self._participant_hover, "tool": self._tool_hover}.get(occ.kind, self._context_hover)
+        return occ.start, occ.end, "\n\n".join(about(occ, bi, where))
+
+    def _participant_hover(self, occ, bi, where: str) -> list[str]:
+        decl = bi.participants.get(occ.name)
+        if decl is None:
+            return [f"**{occ.name}**: not a participant of {where}"]
+        lines = [f"```flow\n{self._line_of(decl.span.start)}\n```", f"participant of {where}"]
+        if decl.description is not None:
+            lines.append(decl.description.value)
+        if decl.role:
+            lines.append(f"role: `{decl.role}`")
+        if decl.tools:
+            lines.append("tools: " + ", ".join(f"`{t.name}`" for t in decl.tools))
+        return lines
+
+    def _tool_hover(self, occ, bi, where: str) -> list[str]:
+        lines = [f"tool **{occ.name}** in {where}"]
+        owners = bi.tool_owners.get(occ.name, [])
+        if owners:
+            lines.append("declared by " + ", ".join(f"`{p}`" for p in owners))
+        for h in bi.handoffs.get(occ.name, []):
+            text = f"```flow\n{self._line_of(h.span.start)}\n```"
+            if h.description is not None:
+                text += f"\n{h.description.value}"
+            lines.append(text)
+        if not owners and not bi.handoffs.get(occ.name):
+            lines.append("no participant declares this tool")
+        uses = sum(1 for o in self.same(occ) if not o.declaration and isinstance(o.statement, ast.Rule))
+        lines.append(f"named by {uses} rule condition{'s' if uses != 1 else ''}")
+        return lines
+
+    def _context_hover(self, occ, bi, where: str) -> list[str]:
         init = bi.context.get(occ.name)
         lines = [f"context key **{occ.name}** in {where}"]
         if init is not None:
@@ -186,7 +186,7 @@ class FlowIndex:
             lines.append("never initialised with `context`")
         uses = sum(1 for o in self.same(occ) if not o.declaration)
         lines.append(f"read by {uses} condition{'s' if uses != 1 else ''}")
-        return occ.start, occ.end, "\n\n".join(lines)
+        return lines
 
     def _line_of(self, offset: int) -> str:
         start = self.text.rfind("\n", 0, offset) + 1

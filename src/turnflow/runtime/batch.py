@@ -17,79 +17,17 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Optional, Union
+from typing import Any, Callable, Optional
 
 from turnflow.runtime.envelope import SUBSTANTIVE, Envelope
 from turnflow.runtime.errors import AdapterError, ProtocolError, StoreError
 from turnflow.runtime.hub import Hub
 from turnflow.runtime.runner import RunResult, run_session
 from turnflow.runtime.session import SessionMetadata
-from turnflow.runtime.store import Corrupt, decode_session
+from turnflow.runtime.store_contract import Store
+from turnflow.runtime.stores import SessionScopedStore
+from turnflow.runtime.task_queue import TaskQueue
 from turnflow.runtime.tasks import Claim, LeaseLost, spec_for
-
-
-class _Counter:
-    """The global sequence of a SQLite store, shared by every hub of this process."""
-
-    def __init__(self, start: int) -> None:
-        self.value = start
-
-    def __call__(self) -> int:
-        self.value += 1
-        return self.value
-
-
-class BatchStoreView:
-    """What a hub sees of a shared store: everything but a whole-store hydrate (a batch worker's
-    hub; a single run on PostgreSQL). With `only`, hydrate covers that one session (a worker
-    taking it over). `owner`: closing the hub closes the store (else its owner closes it)."""
-
-    def __init__(self, store: Any, alloc: Callable[[], int], only: Optional[str] = None,
-                 owner: bool = False) -> None:
-        self._store = store
-        self.next_global_seq = alloc
-        self._only = only
-        self._owner = owner
-
-    def __getattr__(self, name: str) -> Any:
-        if self._only is not None and name in ("stage", "stage_session", "commit", "commit_async", "rollback"):
-            # the short-lived hub that takes one session over writes directly, so it never shares
-            # (or drops, on a failed commit) the batch hub's staged group
-            raise AttributeError(name)
-        return getattr(self._store, name)
-
-    def last_global_seq(self) -> int:
-        return 0  # unused: next_global_seq allocates
-
-    def sessions(self) -> Iterator[Union[dict, Corrupt]]:
-        if self._only is None:
-            return
-        rec = session_record(self._store, self._only)
-        if rec is not None:
-            yield rec
-
-    def stream(self) -> Iterator[Union[Envelope, Corrupt]]:
-        if self._only is None:
-            return iter(())
-        load = getattr(self._store, "load", None)
-        return iter(load(self._only)) if load is not None else self._store.read_range(self._only)
-
-    def close(self) -> None:
-        if self._owner:
-            self._store.close()
-
-
-def session_record(store: Any, session_id: str) -> Optional[Union[dict, Corrupt]]:
-    """One session's creation record, checked like hydrate checks it."""
-    get = getattr(store, "session_record", None)
-    if get is not None:
-        return get(session_id)
-    row = store.db.execute("SELECT session_id, record, crc FROM sessions WHERE session_id = ?",
-                           (session_id,)).fetchone()
-    if row is None:
-        return None
-    sid, text, crc = row
-    return decode_session(sid, text, crc)
 
 
 @dataclass
@@ -132,7 +70,7 @@ class Progress:
 
 
 class BatchWorker:
-    def __init__(self, store: Any, queue: Any, spec: dict, make_agents: Callable[[], dict], *, worker: str,
+    def __init__(self, store: Store, queue: TaskQueue, spec: dict, make_agents: Callable[[], dict], *, worker: str,
                  concurrency: int = 8, lease: float = 30.0, on_result: Optional[Callable[[TaskOutcome], None]] = None,
                  on_progress: Optional[Callable[[Progress], None]] = None) -> None:
         self.store = store
@@ -144,9 +82,7 @@ class BatchWorker:
         self.lease = lease
         self.on_result = on_result
         self.on_progress = on_progress
-        alloc = getattr(store, "next_global_seq", None) or _Counter(store.last_global_seq())
-        self._alloc = alloc
-        self.hub = Hub(BatchStoreView(store, alloc))
+        self.hub = Hub(SessionScopedStore(store))  # hydrates nothing: sessions are taken one at a time
         self.hub.subscribe(self._count)
         self.progress = Progress()
         self.outcomes: list[TaskOutcome] = []
@@ -173,8 +109,7 @@ class BatchWorker:
     # -- one task -------------------------------------------------------------------------------
     async def _adopt(self, session_id: str) -> None:
         """Hydrate one session (and complete a close its log asked for) into the batch hub."""
-        view = BatchStoreView(self.store, self._alloc, only=session_id)
-        sub = await Hub.open(view, clock=self.hub.clock, adapters=self.hub.adapters)
+        sub = await Hub.open(SessionScopedStore(self.store, session_id), clock=self.hub.clock, adapters=self.hub.adapters)
         if sub.report.problems:
             raise StoreError(str(sub.report.problems[0]))
         live = sub.sessions.get(session_id)
@@ -210,17 +145,11 @@ class BatchWorker:
             for s in ([sid] if sid else []) + [s for s, live in list(self.hub.sessions.items())
                                                if (live.metadata.labels or {}).get("task_id") == claim.id]:
                 self.hub.sessions.pop(s, None)
-                forget = getattr(self.store, "forget", None)
-                if forget is not None:
-                    forget(s)
+                self.store.forget(s)
         self._finishing.add(claim.id)  # the renewer must not mistake a task being finished for a lost one
         try:
-            grouped = getattr(self.queue, "finish_grouped", None)
-            if grouped is not None:  # with the next group commit (PostgreSQL)
-                finished = await grouped(self.worker, claim.id, outcome.status, outcome.to_json(), sid)
-            else:
-                finished = await self._call(self.queue.finish, self.worker, claim.id, outcome.status,
-                                            outcome.to_json())
+            # PostgreSQL: written with the next group commit
+            finished = await self.queue.finish_grouped(self.worker, claim.id, outcome.status, outcome.to_json(), sid)
         finally:
             self._finishing.discard(claim.id)
         if finished:
@@ -252,11 +181,7 @@ class BatchWorker:
                         return
                     # other workers hold the rest: wait until they finish (told at once on PostgreSQL)
                     # or die (their leases run out: looked at again every poll interval)
-                    wait = getattr(self.queue, "wait_for_change", None)
-                    if wait is not None:
-                        await self._call(wait, self.poll)
-                    else:
-                        await asyncio.sleep(self.poll)
+                    await self.queue.wait_for_change(self.poll)
                     continue
                 done, _ = await asyncio.wait(running, timeout=self.poll, return_when=asyncio.FIRST_COMPLETED)
                 for t in done:

@@ -69,7 +69,7 @@ def envelope_id_for(global_seq: int) -> str:
 
 
 def packet(body: str = "", *, kind: str = "text", tool: Optional[str] = None, reason: Optional[str] = None,
-           target: Optional[str] = None, set: Optional[dict] = None, delete: Optional[list] = None) -> dict:
+           target: Optional[str] = None, set: Optional[dict[str, Any]] = None, delete: Optional[list[Any]] = None) -> dict[str, Any]:
     """Build EV_PACKET event data."""
     routing: dict[str, Any] = {"kind": kind}
     if tool is not None:

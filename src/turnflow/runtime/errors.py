@@ -9,6 +9,8 @@ written or folded, so the session state is unchanged.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class RuntimeErrorBase(Exception):
     """Base of every error the runtime raises on purpose."""
@@ -41,7 +43,7 @@ def brief(value: object, limit: int = 80) -> str:
 _SECRET_NAMES = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
 
 
-def mask_secrets(text: str, names: tuple = ()) -> str:
+def mask_secrets(text: str, names: tuple[Any, ...] = ()) -> str:
     """`text` with the value of every environment variable named in `names`, and of every
     variable whose name says it holds a secret (`*KEY*`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*`),
     replaced by `***` (values shorter than 6 characters are left alone: they would mask

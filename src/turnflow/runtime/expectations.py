@@ -18,7 +18,7 @@ from typing import Optional
 from turnflow.runtime.live import LiveSession
 from turnflow.runtime.session import Expectation, SessionState
 
-Violation = tuple  # (key, agent_id | None)
+Violation = tuple[str, Optional[str]]  # (key, agent_id | None)
 
 
 def evaluate(live: LiveSession, index: int, exp: Expectation, now: float) -> Optional[Violation]:

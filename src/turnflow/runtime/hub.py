@@ -1,8 +1,9 @@
 """The asyncio hub: sessions, their lifecycle (docs/runtime.md, "Lifecycle"), the write-ahead log and the sweepers.
 
-Every change is an envelope appended to the store *before* it is folded or delivered:
-`post` = check → adapter.validate_send → stamp → append → fold → on_accepted → deliver →
-(close). A refused send raises `ProtocolError` and changes nothing. A close asked by the
+Every change is an envelope written to the store *before* it is folded or delivered:
+`post` = check → adapter.validate_send → stamp → stage in this tick's group → the group's one
+`store.commit_group` (group_commit.py, store_contract.py: the hub's only write path) → fold →
+on_accepted → deliver → (close). A refused send raises `ProtocolError` and changes nothing. A close asked by the
 adapter puts the session in CLOSING (so nothing else is accepted) until its envelope has
 been delivered, then the hub logs `session.closed` and the session is CLOSED: the hub
 always completes that step, on hydrate too.
@@ -13,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Iterable, Iterator, Optional, Sequence, Union, cast
+from typing import Any, Awaitable, Callable, Iterable, Iterator, Optional, Sequence, Union
 
 from turnflow.runtime import expectations as _exp
 from turnflow.runtime.adapters import builtin_adapters
@@ -26,7 +27,9 @@ from turnflow.runtime.live import LiveSession
 from turnflow.runtime.session import (Expectation, Participant, SessionMetadata, SessionState, check_agent_id,
                                       check_name, check_session_id, new_session_id, shared_knobs,
                                       shared_participant)
-from turnflow.runtime.store import Corrupt, GroupCommitStore, Store
+from turnflow.runtime.group_commit import GroupCommit
+from turnflow.runtime.store import Corrupt, envelope_row, session_row
+from turnflow.runtime.store_contract import Store
 from turnflow.runtime.transcript import Transcript
 
 Listener = Callable[[Envelope, SessionMetadata], Awaitable[None]]
@@ -34,57 +37,33 @@ HUB_SENDER = "hub"
 
 
 def spec_opener(spec: dict) -> Optional[str]:
-    """Who opens a session from a spec: the `initiator`, else the workflow's start speaker,
-    else the first participant."""
-    parts = spec.get("participants") or []
-    for p in parts:
-        if isinstance(p, dict) and p.get("role") == "initiator":
-            return p.get("agent_id")
-    knobs = spec.get("knobs")
+    """Who opens a session from a spec: the `initiator`, else the workflow's start speaker (its
+    graph read as the `turnflow.spec` model, as the workflow adapter reads it), else the first
+    participant. None when the spec names nobody (opening it then reports what is wrong)."""
+    parts = [p for p in spec.get("participants") or [] if isinstance(p, dict)]
+    initiator = next((p.get("agent_id") for p in parts if p.get("role") == "initiator"), None)
+    if initiator is not None:
+        return initiator
+    graph = _graph_model(spec.get("knobs"))
+    if graph is not None:
+        return graph.initial_speaker
+    return parts[0].get("agent_id") if parts else None
+
+
+def _graph_model(knobs: Any) -> Any:
+    """The `TransitionGraph` of a workflow spec's knobs; None without one, or when it is not a
+    valid graph (the adapter refuses the session then, naming the problem)."""
     graph = knobs.get("graph") if isinstance(knobs, dict) else None
-    if isinstance(graph, dict) and isinstance(graph.get("initial_speaker"), str):
-        return graph["initial_speaker"]
-    return parts[0].get("agent_id") if parts and isinstance(parts[0], dict) else None
+    if graph is None:
+        return None  # not a workflow: pydantic is not loaded for the other kinds
+    from turnflow.spec import SpecError, TransitionGraph
 
-
-class _GroupCommit(asyncio.Future):
-    """The commit of one event-loop tick's envelopes, awaited by all their posters. It cannot be
-    cancelled: a poster cancelled while waiting is cancelled once the group has committed (the
-    write and the fold happen either way), and the other posters are not affected."""
-
-    refused: Optional[dict] = None  # {session_id: exception}: sessions whose part the store refused
-    soon = False  # committed by a callback scheduled before any of its posters resumes (SQLite)
-
-    def cancel(self, msg: Any = None) -> bool:
-        return False
-
-    # Awaiting the group: when it is committed by a callback that the event loop runs before any
-    # waiter resumes (`soon`), a waiter gives up one loop iteration (a bare yield, like
-    # `asyncio.sleep(0)`) instead of registering a wake-up callback on the future: 10,000 waiting
-    # posters then cost the loop and the cyclic GC two objects each (the task's step and its
-    # handle) instead of four (the wake-up method, its callback entry, the handle and its args).
-    # Otherwise (a commit off the event loop) it is awaited like any future.
-    def __await__(self) -> Any:
-        return self
-
-    __iter__ = __await__
-
-    def __next__(self) -> Any:
-        if self.done():
-            raise StopIteration(self.result())
-        if self.soon:
-            return None  # resume after the next loop iteration (the commit runs before it)
-        self._asyncio_future_blocking = True
-        return self
-
-
-def _check_refused(written: asyncio.Future, session_id: str) -> None:
-    """After awaiting a group: raise the store's refusal of this session's part of it."""
-    refused = getattr(written, "refused", None)
-    if refused is not None:
-        problem = refused.get(session_id)
-        if problem is not None:
-            raise problem
+    if isinstance(graph, TransitionGraph):
+        return graph
+    try:
+        return TransitionGraph.loads(graph) if isinstance(graph, dict) else None
+    except SpecError:
+        return None
 
 
 def _audience_ok(audience: Any, pset: frozenset) -> bool:
@@ -115,6 +94,53 @@ def _check_participant_fields(p: dict) -> None:
         raise ProtocolError("participant tools must be a list of tool names")
 
 
+def _participants(participants: Iterable[Union[Participant, dict, str]]) -> list[Participant]:
+    """The participants of a new session (ids, or objects from a spec), checked and shared."""
+    parts = []
+    for i, p in enumerate(participants):
+        if isinstance(p, str):
+            p = Participant(p, "participant", i)
+        elif isinstance(p, dict):
+            _check_participant_fields(p)
+            p = Participant(check_agent_id(p.get("agent_id")), p.get("role", "participant"), p.get("order", i),
+                            p.get("description", "") or "", tuple(p.get("tools") or ()))
+        check_agent_id(p.agent_id)
+        parts.append(shared_participant(p))
+    return parts
+
+
+def _check_open_args(name: Any, tools: Any, labels: Any) -> None:
+    if not isinstance(name, str):
+        raise ProtocolError(f"session name must be a string, got {type(name).__name__}")
+    if name:
+        check_name(name)
+    if tools is not None and not isinstance(tools, list):
+        raise ProtocolError(f"tools must be a list, got {type(tools).__name__}")
+    if labels is not None and not isinstance(labels, dict):
+        raise ProtocolError(f"labels must be an object, got {type(labels).__name__}")
+
+
+def _expectations(declared: Optional[list], defaults: Iterable[Expectation]) -> list[Expectation]:
+    """A new session's expectations: the declared ones, then each default not declared by name."""
+    exps = [e if isinstance(e, Expectation) else Expectation.from_dict(e) for e in (declared or [])]
+    names = {e.name for e in exps}
+    return exps + [e for e in defaults if e.name not in names]
+
+
+def _check_limits(ttl_seconds: Any, expectations: Any) -> None:
+    if ttl_seconds is not None and (isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, (int, float))
+                                    or ttl_seconds <= 0):
+        raise ProtocolError(f"ttl_seconds must be a positive number or null, got {ttl_seconds!r}")
+    if expectations is not None and not isinstance(expectations, list):
+        raise ProtocolError(f"expectations must be a list, got {type(expectations).__name__}")
+
+
+def _sweepable(live: LiveSession) -> bool:
+    """Whether the sweepers look at a session: not ended, not closing, its log not corrupt."""
+    state = live.metadata.state
+    return not state.terminal and state != SessionState.CLOSING and live.corrupt is None
+
+
 class Hub:
     """Create with `await Hub.open(store, clock=...)`; `clock()` returns seconds (time.time by default)."""
 
@@ -127,17 +153,7 @@ class Hub:
         self.listeners: list[Listener] = []
         self._session_listeners: dict[str, list[Listener]] = {}  # listeners of one session's envelopes
         self.telemetry_listeners: list[Callable[[str, dict], None]] = []
-        self._gseq = store.last_global_seq()
-        # what the store can do, looked up once (a store's methods do not change while a hub uses it)
-        self._store_stage: Optional[Callable[[Envelope, int], None]] = getattr(store, "stage", None)
-        self._store_alloc: Optional[Callable[[], int]] = getattr(store, "next_global_seq", None)
-        # a store that commits off the event loop (PostgreSQL): groups fold when its future resolves
-        self._store_commit_async: Optional[Callable[[], Any]] = getattr(store, "commit_async", None)
-        self._group: Optional["_GroupCommit"] = None  # the group commit of this event-loop tick
-        self._staged_lives: list = []
-        self._staged_envs: list = []
-        self._staged_accept: list = []
-        self._staged_new: list = []  # ids of sessions whose creation record is in this tick's group
+        self._group: Optional[GroupCommit] = None  # the group commit of this event-loop tick
         self._sweeper: Optional[asyncio.Task] = None
         self.report = HydrateReport()
 
@@ -165,58 +181,68 @@ class Hub:
         report = HydrateReport()
         self.sessions = {}
         for rec in self.store.sessions():
-            if isinstance(rec, Corrupt):
-                report.problems.append(rec)
-                continue
-            try:
-                md = SessionMetadata.from_creation_record(rec)
-            except (KeyError, TypeError, ValueError, AttributeError, RuntimeErrorBase) as exc:
-                report.problems.append(Corrupt(str(rec.get("session_id")), 0,
-                                               f"session record has the wrong shape: {type(exc).__name__}"))
-                continue
-            adapter = self.adapters.get((md.manifest.type, md.manifest.version))
-            if adapter is None:
-                report.problems.append(Corrupt(md.session_id, 0, f"no adapter for {md.manifest.type!r} "
-                                                                 f"v{md.manifest.version}"))
-                continue
-            md.expires_at = md.created_at + md.ttl_seconds if md.ttl_seconds else None
-            try:
-                state = adapter.initial_state(md)
-            except ProtocolError as exc:
-                report.problems.append(Corrupt(md.session_id, 0, f"session record is invalid: {exc}"))
-                continue
-            self.sessions[md.session_id] = LiveSession(md, adapter, state)
-            report.sessions += 1
+            live = self._hydrate_session(rec, report)
+            if live is not None:
+                self.sessions[live.session_id] = live
+                report.sessions += 1
         for item in self.store.stream():
-            live = self.sessions.get(item.session_id)
-            if isinstance(item, Corrupt):
-                if live is not None and live.corrupt is None:
-                    live.corrupt = str(item)
-                report.problems.append(item)
-                continue
-            if live is None or live.corrupt is not None:
-                continue
-            if item.seq != live.last_seq + 1:
-                live.corrupt = f"session {item.session_id} seq {live.last_seq + 1}: missing record"
-                report.problems.append(Corrupt(item.session_id, live.last_seq + 1, "missing record (gap)"))
-                continue
-            try:
-                live.apply(item)
-                if item.event_type in SUBSTANTIVE and not live.metadata.state.terminal:
-                    res = live.adapter.on_accepted(live.metadata, item, live.state)
-                    if res.close_reason is not None:
-                        live.pending_close = res.close_reason
-            except (KeyError, TypeError, ValueError, AttributeError, RuntimeErrorBase) as exc:
-                # a record with a good checksum that the session cannot fold: stop this session here
-                live.corrupt = f"session {item.session_id} seq {item.seq}: record does not fold"
-                report.problems.append(Corrupt(item.session_id, item.seq,
-                                               f"record does not fold ({type(exc).__name__}: {str(exc)[:120]})"))
-                continue
-            report.envelopes += 1
+            self._hydrate_record(item, report)
         report.completed_closes = [sid for sid, live in self.sessions.items()
                                    if live.pending_close is not None and live.corrupt is None
                                    and not live.metadata.state.terminal]
         return report
+
+    def _hydrate_session(self, rec: Union[dict, Corrupt], report: HydrateReport) -> Optional[LiveSession]:
+        """A session from its creation record, before any envelope; None (reported) when it cannot be."""
+        if isinstance(rec, Corrupt):
+            report.problems.append(rec)
+            return None
+        try:
+            md = SessionMetadata.from_creation_record(rec)
+        except (KeyError, TypeError, ValueError, AttributeError, RuntimeErrorBase) as exc:
+            report.problems.append(Corrupt(str(rec.get("session_id")), 0,
+                                           f"session record has the wrong shape: {type(exc).__name__}"))
+            return None
+        adapter = self.adapters.get((md.manifest.type, md.manifest.version))
+        if adapter is None:
+            report.problems.append(Corrupt(md.session_id, 0, f"no adapter for {md.manifest.type!r} "
+                                                             f"v{md.manifest.version}"))
+            return None
+        md.expires_at = md.created_at + md.ttl_seconds if md.ttl_seconds else None
+        try:
+            state = adapter.initial_state(md)
+        except ProtocolError as exc:
+            report.problems.append(Corrupt(md.session_id, 0, f"session record is invalid: {exc}"))
+            return None
+        return LiveSession(md, adapter, state)
+
+    def _hydrate_record(self, item: Union[Envelope, Corrupt], report: HydrateReport) -> None:
+        """Fold one logged envelope into its session, or stop that session at a bad record."""
+        live = self.sessions.get(item.session_id)
+        if isinstance(item, Corrupt):
+            if live is not None and live.corrupt is None:
+                live.corrupt = str(item)
+            report.problems.append(item)
+            return
+        if live is None or live.corrupt is not None:
+            return
+        if item.seq != live.last_seq + 1:
+            live.corrupt = f"session {item.session_id} seq {live.last_seq + 1}: missing record"
+            report.problems.append(Corrupt(item.session_id, live.last_seq + 1, "missing record (gap)"))
+            return
+        try:
+            live.apply(item)
+            if item.event_type in SUBSTANTIVE and not live.metadata.state.terminal:
+                res = live.adapter.on_accepted(live.metadata, item, live.state)
+                if res.close_reason is not None:
+                    live.pending_close = res.close_reason
+        except (KeyError, TypeError, ValueError, AttributeError, RuntimeErrorBase) as exc:
+            # a record with a good checksum that the session cannot fold: stop this session here
+            live.corrupt = f"session {item.session_id} seq {item.seq}: record does not fold"
+            report.problems.append(Corrupt(item.session_id, item.seq,
+                                           f"record does not fold ({type(exc).__name__}: {str(exc)[:120]})"))
+            return
+        report.envelopes += 1
 
     # -- lookups --------------------------------------------------------------------------------
     def _live(self, session_id: Any) -> LiveSession:
@@ -230,11 +256,8 @@ class Hub:
         return self._live(session_id).metadata
 
     def adapter_state(self, session_id: str) -> Any:
-        """The session's adapter state. The object handed out never changes: the session's next
-        fold builds a new one instead of updating it in place."""
-        live = self._live(session_id)
-        live.state_out = True
-        return live.state
+        """The session's adapter state (an immutable value: the next fold builds a new one)."""
+        return self._live(session_id).state
 
     def info(self, session_id: str) -> dict:
         return self._live(session_id).info()
@@ -247,9 +270,14 @@ class Hub:
         self._live(session_id)
         return self.store.read_range(session_id, start, end)
 
+    async def get_session(self, session_id: str) -> SessionMetadata:
+        """The session's metadata (the contract's name for `metadata`); `ProtocolError` for an
+        unknown id."""
+        return self.metadata(session_id)
+
     def view(self, session_id: str, agent_id: Optional[str], policy: Any = None) -> Sequence[dict]:
         live = self._live(session_id)
-        policy = policy or live.adapter.default_view_policy(live.metadata)
+        policy = policy or live.adapter.default_view_policy(live.metadata, agent_id)
         render = live.adapter.render_envelope
         if not hasattr(policy, "project_log"):  # a policy of the user's own: give it the log
             envs = (e for e in self.store.read_range(session_id) if isinstance(e, Envelope))
@@ -280,175 +308,98 @@ class Hub:
         """`fn(session_id, record)` is called (synchronously) for every telemetry record as it is stored."""
         self.telemetry_listeners.append(fn)
 
-    # -- writing --------------------------------------------------------------------------------
+    # -- writing: one path, the tick's group commit (group_commit.py) -----------------------------
 
     async def _idle(self, live: LiveSession) -> None:
         """Wait until no envelope of this session is waiting for its commit (so checks see the
         folded state and envelopes of one session are written and folded in order)."""
         while live.writing is not None:
-            try:
-                await live.writing
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # that write failed; its poster gets the error
-                pass
+            await live.writing.committed()
 
     async def _append(self, live: LiveSession, env: Envelope, accept: bool = False) -> Envelope:
         """Stamp, log and fold one envelope (call `_idle` first, then check, with no await between)."""
         group = self._stage(live, env, accept)
-        if group is not None:
-            await group  # cancelling the poster here takes effect after the commit and the fold
-            _check_refused(group, env.session_id)
+        await group.committed()  # cancelling the poster here takes effect after the commit and the fold
+        group.outcome(env.session_id)
         return env
 
-    def _stage(self, live: LiveSession, env: Envelope, accept: bool, ahead: int = 0) -> Optional[asyncio.Future]:
-        """Stamp one envelope and stage it in this event-loop tick's group; returns the group's
-        future (None when the store has no group commit: then it is written and folded already).
-        The group is committed at the end of the tick (one commit, one fsync for every envelope
-        staged meanwhile), then each envelope is folded in log order and its poster resumes.
+    def _stage(self, live: LiveSession, env: Envelope, accept: bool, ahead: int = 0) -> GroupCommit:
+        """Stamp one envelope and add it to this event-loop tick's group; returns the group. The
+        group is committed at the end of the tick, then each envelope is folded in log order.
         `accept`: a participant's envelope, also given to the adapter's `on_accepted`. `ahead`: how
         many envelopes of this session are already staged in this group (open_session's invites)."""
-        # stamp it (a store shared by several hubs, PostgreSQL, allocates the global sequence itself)
-        alloc = self._store_alloc
-        gseq = self._gseq = alloc() if alloc is not None else self._gseq + 1
+        gseq = self.store.next_global_seq()
         env.envelope_id = envelope_id_for(gseq)
         env.seq = live.last_seq + 1 + ahead
         env.created_at = self.clock()
-        stage = self._store_stage
-        pending = None
         try:
-            if stage is not None:
-                stage(env, gseq)
-            else:  # a store without hub-driven group commit: it writes the envelope itself
-                pending = self.store.append(env, gseq)
-        except (TypeError, ValueError) as exc:  # not JSON: refused, nothing written
-            self._gseq -= 1
+            row = envelope_row(env, gseq)
+        except (TypeError, ValueError) as exc:  # not JSON: refused, nothing staged
             raise ProtocolError(f"envelope data must be JSON values: {exc}") from None
-        except BaseException:
-            self._gseq -= 1
-            raise
-        if stage is None:
-            if pending is None:  # written (one transaction per envelope)
-                self._fold(live, env, accept)
-                return None
-            # a store that groups commits itself (PostgresStore): fold once its commit is done
-            return self._fold_when_written(live, env, accept, pending)
-        group = self._group or self._group_future()
-        self._staged_lives.append(live)  # parallel lists, not tuples: fewer objects for the GC to track
-        self._staged_envs.append(env)
-        self._staged_accept.append(accept)
+        group = self._group or self._new_group()
+        group.rows.append(row)  # parallel lists, not tuples: fewer objects for the GC to track
+        group.envelopes.append(env)
+        group.lives.append(live)
+        group.accepts.append(accept)
         live.writing = group
         return group
 
-    def _group_future(self) -> "_GroupCommit":
-        """This tick's group commit (created, and its commit scheduled, by the first stager)."""
-        group = self._group
-        if group is None:
-            loop = asyncio.get_running_loop()
-            group = self._group = _GroupCommit(loop=loop)
-            group.soon = self._store_commit_async is None
-            loop.call_soon(self._commit_group)
+    def _new_group(self) -> GroupCommit:
+        """This tick's group, its commit scheduled for the end of the tick."""
+        group = self._group = GroupCommit()
+        asyncio.get_running_loop().call_soon(self._commit)
         return group
 
-    def _commit_group(self) -> None:
-        assert self._group is not None  # scheduled by the stager that created the group
-        group, lives, envs, accepts = self._group, self._staged_lives, self._staged_envs, self._staged_accept
-        self._group, self._staged_lives, self._staged_envs, self._staged_accept = None, [], [], []
-        new, self._staged_new = self._staged_new, []
-        store = self.store
-        commit_async = self._store_commit_async
+    def _commit(self) -> None:
+        group = self._group
+        assert group is not None  # scheduled by `_new_group`
+        self._group = None
         try:
-            # a store that commits off the event loop (PostgreSQL) returns a future: fold when it resolves
-            pending = None
-            if commit_async is not None:
-                pending = commit_async()
-            else:
-                cast(GroupCommitStore, store).commit()
-        except BaseException as exc:
-            try:
-                cast(GroupCommitStore, store).rollback()
-            finally:
-                self._group_failed(group, lives, new, exc)
+            written = self.store.commit_group(group)
+        except Exception as exc:  # the store could not even take the group (closed)
+            self._settle(group, None, exc)
             return
-        if pending is None:
-            self._fold_group(group, lives, envs, accepts, None, new)
-            return
+        if written.done():  # committed on the loop (SQLite)
+            self._written(group, written)
+        else:
+            written.add_done_callback(lambda f: self._written(group, f))
 
-        def written(f: asyncio.Future) -> None:
-            problem = StoreError("the write was cancelled") if f.cancelled() else f.exception()
-            if problem is not None:
-                self._group_failed(group, lives, new, problem)
-            else:
-                self._fold_group(group, lives, envs, accepts, f.result() or None, new)
+    def _written(self, group: GroupCommit, written: "asyncio.Future[dict]") -> None:
+        if written.cancelled():
+            self._settle(group, None, StoreError("the write was cancelled"))
+        elif written.exception() is not None:
+            self._settle(group, None, written.exception())
+        else:
+            self._settle(group, written.result() or None, None)
 
-        pending.add_done_callback(written)
-
-    def _group_failed(self, group: "_GroupCommit", lives: list, new: list, exc: BaseException) -> None:
-        """Nothing of the group was written: every poster re-raises the error."""
-        if self._store_alloc is None:
-            self._gseq = self.store.last_global_seq()  # the next envelope reuses the numbers
-        for live in lives:
-            live.writing = None
-        for sid in new:  # sessions whose creation record was in the group: never created
-            self.sessions.pop(sid, None)
-        group.set_exception(StoreError(f"commit failed: {exc}") if not isinstance(exc, StoreError) else exc)
-        group.exception()  # retrieved: every poster re-raises it
-
-    def _fold_group(self, group: "_GroupCommit", lives: list, envs: list, accepts: list,
-                    refused: Optional[dict], new: list) -> None:
-        """The group is committed: fold each envelope in log order, except those of the sessions the
-        store refused (a batch worker that lost a task's lease: their posters get the refusal)."""
+    def _settle(self, group: GroupCommit, refused: Optional[dict], error: Optional[BaseException]) -> None:
+        """Fold each envelope of the group in log order, except those of the sessions the store
+        refused (a batch worker that lost a task's lease); on an error nothing was written and
+        nothing is folded. Sessions whose creation record was not written are dropped."""
+        if error is not None:
+            group.error = error if isinstance(error, StoreError) else StoreError(f"commit failed: {error}")
+            refused = {sid: group.error for sid in group.new}
+        group.refused = refused
         if refused:
-            group.refused = refused
-            for sid in new:
+            for sid in group.new:
                 if sid in refused:
                     self.sessions.pop(sid, None)
-        for live, env, accept in zip(lives, envs, accepts):
+        for live, env, accept in zip(group.lives, group.envelopes, group.accepts):
             live.writing = None
-            if refused and env.session_id in refused:
-                continue
-            try:  # (`_fold`, inlined: once per envelope)
-                live.apply(env)
-                if accept and env.event_type in SUBSTANTIVE:
-                    result = live.adapter.on_accepted(live.metadata, env, live.state)
-                    if result.close_reason is not None:
-                        live.metadata.state = SessionState.CLOSING
-                        live.pending_close = result.close_reason
-            except Exception as exc:  # an adapter bug: this session refuses further sends, the others go on
-                live.corrupt = f"session {live.session_id} seq {env.seq}: fold failed: {type(exc).__name__}: {exc}"
-        group.set_result(None)
-
-    def _fold_when_written(self, live: LiveSession, env: Envelope, accept: bool, pending: Any) -> asyncio.Future:
-        """A future that resolves once the store committed `env` and the hub folded it. The fold
-        happens even if the poster stopped waiting: a committed envelope is always folded."""
-        written = asyncio.get_running_loop().create_future()
-
-        def done(f: Any) -> None:
-            if live.writing is written:
-                live.writing = None
-            problem = None if f.cancelled() else f.exception()
-            if f.cancelled() or problem is not None:
-                if not written.done():
-                    written.set_exception(problem or StoreError("the write was cancelled"))
-                return
-            try:
+            if group.error is None and not (refused and env.session_id in refused):
                 self._fold(live, env, accept)
-            except Exception as exc:  # an adapter bug: this session refuses further sends
-                live.corrupt = f"session {live.session_id} seq {env.seq}: fold failed: {type(exc).__name__}: {exc}"
-            if not written.done():
-                written.set_result(None)
-
-        pending.add_done_callback(done)
-        live.writing = written
-        return written
+        group.settle()
 
     def _fold(self, live: LiveSession, env: Envelope, accept: bool) -> None:
-        live.apply(env)
-        if accept and env.event_type in SUBSTANTIVE:
-            result = live.adapter.on_accepted(live.metadata, env, live.state)
-            if result.close_reason is not None:
-                live.metadata.state = SessionState.CLOSING
-                live.pending_close = result.close_reason
+        try:
+            live.apply(env)
+            if accept and env.event_type in SUBSTANTIVE:
+                result = live.adapter.on_accepted(live.metadata, env, live.state)
+                if result.close_reason is not None:
+                    live.metadata.state = SessionState.CLOSING
+                    live.pending_close = result.close_reason
+        except Exception as exc:  # an adapter bug: this session refuses further sends, the others go on
+            live.corrupt = f"session {live.session_id} seq {env.seq}: fold failed: {type(exc).__name__}: {exc}"
 
     async def _append_hub(self, live: LiveSession, event_type: str, data: dict, audience: Optional[list] = None,
                           sender: Optional[str] = None) -> Optional[Envelope]:
@@ -458,11 +409,7 @@ class Hub:
         if live.metadata.state.terminal:
             return None
         env = Envelope(live.session_id, sender or HUB_SENDER, audience, event_type, data)
-        group = self._stage(live, env, False)  # (what `_append` does, without one more coroutine)
-        if group is not None:
-            await group
-            _check_refused(group, env.session_id)
-        return env
+        return await self._append(live, env)
 
     async def _deliver(self, env: Envelope, md: SessionMetadata) -> None:
         for listener in self.listeners:
@@ -472,87 +419,66 @@ class Hub:
             for listener in tuple(own):
                 await listener(env, md)
 
+    def _listening(self) -> bool:
+        return bool(self.listeners or self._session_listeners)
+
     async def open_session(self, kind: str, participants: Iterable[Union[Participant, dict, str]], *,
                            creator_id: Optional[str] = None, knobs: Optional[dict] = None, name: str = "",
                            expectations: Optional[list] = None, ttl_seconds: Optional[float] = None,
                            labels: Optional[dict] = None, tools: Optional[list] = None,
                            version: int = 1) -> SessionMetadata:
-        """Validate, create (INVITED) and post one invite per target; nothing is stored when invalid."""
-        if not isinstance(kind, str) or isinstance(version, bool) or not isinstance(version, int):
-            raise ProtocolError(f"session kind must be a string, got {type(kind).__name__}")
-        adapter = self.adapters.get((kind, version))
-        if adapter is None:
-            known = ", ".join(sorted(t for t, _ in self.adapters))
-            raise ProtocolError(f"unknown session kind {kind!r} (known: {known})")
-        parts = []
-        for i, p in enumerate(participants):
-            if isinstance(p, str):
-                p = Participant(p, "participant", i)
-            elif isinstance(p, dict):
-                _check_participant_fields(p)
-                p = Participant(check_agent_id(p.get("agent_id")), p.get("role", "participant"), p.get("order", i),
-                                p.get("description", "") or "", tuple(p.get("tools") or ()))
-            check_agent_id(p.agent_id)
-            parts.append(shared_participant(p))
-        if not isinstance(name, str):
-            raise ProtocolError(f"session name must be a string, got {type(name).__name__}")
-        if name:
-            check_name(name)
-        if tools is not None and not isinstance(tools, list):
-            raise ProtocolError(f"tools must be a list, got {type(tools).__name__}")
-        if labels is not None and not isinstance(labels, dict):
-            raise ProtocolError(f"labels must be an object, got {type(labels).__name__}")
+        """Validate, create (INVITED) and post one invite per target; nothing is stored when invalid.
+        The creation record and the invites are one group commit (one wait per open)."""
+        adapter = self._adapter_for(kind, version)
+        parts = _participants(participants)
+        _check_open_args(name, tools, labels)
         if creator_id is None:
             creator_id = next((p.agent_id for p in parts if p.role == "initiator"), parts[0].agent_id if parts else "")
         check_agent_id(creator_id)
-        if ttl_seconds is not None and (isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, (int, float))
-                                        or ttl_seconds <= 0):
-            raise ProtocolError(f"ttl_seconds must be a positive number or null, got {ttl_seconds!r}")
-        if expectations is not None and not isinstance(expectations, list):
-            raise ProtocolError(f"expectations must be a list, got {type(expectations).__name__}")
-        declared = [e if isinstance(e, Expectation) else Expectation.from_dict(e) for e in (expectations or [])]
-        names = {e.name for e in declared}
-        exps = declared + [e for e in adapter.manifest.default_expectations if e.name not in names]
+        _check_limits(ttl_seconds, expectations)
+        exps = _expectations(expectations, adapter.manifest.default_expectations)
         now = self.clock()
         md = SessionMetadata(session_id=new_session_id(), manifest=adapter.manifest, creator_id=creator_id,
                              participants=parts, knobs=shared_knobs(knobs) if knobs is not None else {}, created_at=now,
                              name=name, expectations=exps, ttl_seconds=ttl_seconds, labels=dict(labels or {}),
                              tools=list(tools or []))
         adapter.validate_create(md)
-        state = adapter.initial_state(md)
+        live = LiveSession(md, adapter, adapter.initial_state(md))
         md.expires_at = now + ttl_seconds if ttl_seconds else None
         md.pending_acks = set(md.participant_ids) - {creator_id}
-        live = LiveSession(md, adapter, state)
-        if getattr(self.store, "stage_session", None) is not None and getattr(self.store, "stage", None) is not None:
-            # hub-driven group commit: the record is written in the transaction of the invites, and
-            # the invites are staged together (one commit and one wait per open, not one per invite)
-            self.store.stage_session(md.creation_record())  # type: ignore[attr-defined]
-            self._group_future()
-            self._staged_new.append(md.session_id)
-            self.sessions[md.session_id] = live
-            group, staged = None, 0
-            for target in md.participant_ids:
-                if target != creator_id:
-                    group = self._stage(live, Envelope(md.session_id, creator_id, [target], EV_SESSION_INVITE, {}),
-                                        False, staged)
-                    staged += 1
-            if not md.pending_acks:  # pragma: no cover - every kind has two or more participants
-                group = self._stage(live, Envelope(md.session_id, HUB_SENDER, None, EV_SESSION_OPENED, {}), False,
-                                    staged)
-            if group is not None:
-                await group
-                _check_refused(group, md.session_id)
-            return md
-        pending = self.store.create_session(md.creation_record())
-        if pending is not None:  # a store that commits in groups itself (PostgresStore)
-            await pending
+        record = session_row(md.creation_record())
+        group = self._group or self._new_group()
+        group.sessions.append(record)
+        group.new.append(md.session_id)
         self.sessions[md.session_id] = live
-        for target in md.participant_ids:
-            if target != creator_id:
-                await self._append_hub(live, EV_SESSION_INVITE, {}, audience=[target], sender=creator_id)
+        invites = [Envelope(md.session_id, creator_id, [target], EV_SESSION_INVITE, {})
+                   for target in md.participant_ids if target != creator_id]
+        for staged, invite in enumerate(invites):
+            self._stage(live, invite, False, staged)
         if not md.pending_acks:  # pragma: no cover - every kind has two or more participants
-            await self._append_hub(live, EV_SESSION_OPENED, {})
+            self._stage(live, Envelope(md.session_id, HUB_SENDER, None, EV_SESSION_OPENED, {}), False, len(invites))
+        await asyncio.sleep(0)  # `await group.committed()`, inlined: one coroutine fewer per waiting open
+        if not group.settled:
+            await group.committed()
+        group.outcome(md.session_id)
+        await self._deliver_invites(invites, md)
         return md
+
+    async def _deliver_invites(self, invites: list, md: SessionMetadata) -> None:
+        """The invites of a new session, handed to the hub's listeners (the invited participants
+        learn of the session that way)."""
+        if self.listeners:
+            for env in invites:
+                await self._deliver(env, md)
+
+    def _adapter_for(self, kind: Any, version: Any) -> Any:
+        if not isinstance(kind, str) or isinstance(version, bool) or not isinstance(version, int):
+            raise ProtocolError(f"session kind must be a string, got {type(kind).__name__}")
+        adapter = self.adapters.get((kind, version))
+        if adapter is None:
+            known = ", ".join(sorted(t for t, _ in self.adapters))
+            raise ProtocolError(f"unknown session kind {kind!r} (known: {known})")
+        return adapter
 
     async def open_spec(self, spec: dict, *, labels: Optional[dict] = None) -> SessionMetadata:
         """Open a session from a compiled session spec (docs/compiler.md)."""
@@ -581,14 +507,15 @@ class Hub:
             raise ProtocolError(f"session {session_id!r} has no pending invite for {agent_id!r}")
         env = Envelope(session_id, agent_id, [md.creator_id], EV_SESSION_ACK, {})
         listening = bool(self.listeners or self._session_listeners)
-        group = self._stage(live, env, False)  # (`_append`, inlined: one coroutine fewer per ack)
-        if group is not None and not listening and len(md.pending_acks) == 1 and self._store_stage is not None:
+        group = self._stage(live, env, False)
+        if not listening and len(md.pending_acks) == 1:
             # the last ack: `session.opened` goes into the same group (one commit and one wait, not
             # two); with listeners it is written after they have heard the ack, as it always was
-            group = self._stage(live, Envelope(session_id, HUB_SENDER, None, EV_SESSION_OPENED, {}), False, 1)
-        if group is not None:
-            await group
-            _check_refused(group, session_id)
+            self._stage(live, Envelope(session_id, HUB_SENDER, None, EV_SESSION_OPENED, {}), False, 1)
+        await asyncio.sleep(0)  # `await group.committed()`, inlined: one coroutine fewer per waiting ack
+        if not group.settled:
+            await group.committed()
+        group.outcome(session_id)
         if listening:
             await self._deliver(env, md)
         if not md.pending_acks and md.state == SessionState.INVITED:
@@ -634,9 +561,11 @@ class Hub:
         live.adapter.validate_send(md, env, live.state)
         group = self._stage(live, env, True)
         try:
-            if group is not None:
-                await group
-                _check_refused(group, sid)
+            # `await group.committed()`, inlined on the busiest path: one coroutine fewer per waiting post
+            await asyncio.sleep(0)
+            if not group.settled:
+                await group.committed()
+            group.outcome(sid)
         except asyncio.CancelledError:  # the poster went away after its envelope was written
             if live.pending_close is not None and env.seq <= live.last_seq:
                 asyncio.get_running_loop().create_task(self._finish_close(live, live.pending_close))
@@ -654,8 +583,9 @@ class Hub:
     def record_telemetry(self, session_id: str, agent_id: str, event: Any) -> bool:
         """`emit_telemetry` for synchronous callers (the hub's event-loop thread only)."""
         live = self._live(session_id)
-        ok = (isinstance(event, dict) and event.get("event") in ("env_action", "tool_response", "progress", "error")
-              and set(event) <= {"event", "payload", "reason", "step", "metadata"})
+        ok = (isinstance(event, dict) and event.get("event") in ("env_action", "tool_response", "progress", "error",
+                                                                          "thought", "task")
+              and set(event) <= {"event", "payload", "reason", "step", "timestamp", "metadata"})
         if not ok:
             import warnings
 
@@ -706,42 +636,47 @@ class Hub:
         now = self.clock() if now is None else now
         written: list[Envelope] = []
         for live in list(self.sessions.values()):
-            md = live.metadata
-            if md.state.terminal or md.state == SessionState.CLOSING or live.corrupt is not None:
+            if not _sweepable(live):
                 continue
             if live.writing is not None:
                 await self._idle(live)
-                # the await may have changed md.state; mypy keeps the narrowing from above
-                if md.state.terminal or md.state == SessionState.CLOSING:  # type: ignore[comparison-overlap]
+                if not _sweepable(live):  # the wait may have closed it
                     continue
+            md = live.metadata
             if md.expires_at is not None and now >= md.expires_at:
                 env = await self._expire(live)
                 if env is not None:
                     written.append(env)
                 continue
             for i, exp in enumerate(md.expectations):
-                # the awaits below may have changed md.state; mypy keeps the narrowing from above
-                if md.state.terminal or md.state == SessionState.CLOSING:  # type: ignore[comparison-overlap]
+                if not _sweepable(live) or not await self._check_expectation(live, i, exp, now, written):
                     break
-                v = _exp.evaluate(live, i, exp, now)
-                if v is None or v[0] in live.fired:
-                    continue
-                key, agent = v
-                data = {"name": exp.name, "action": exp.on_violation, "seconds": exp.to_dict()["params"]["seconds"],
-                        "agent_id": agent, "key": key}
-                audience: Optional[list] = [] if exp.on_violation == "audit" else None
-                env = await self._append_hub(live, EV_EXPECTATION_VIOLATED, data, audience=audience)
-                if env is None:
-                    break
-                written.append(env)
-                await self._deliver(env, md)
-                if exp.on_violation == "auto_close":
-                    before = live.last_seq
-                    await self._close(live, f"expectation_violated:{exp.name}")
-                    if live.last_seq > before:
-                        written.extend(e for e in self.store.read_range(live.session_id, before + 1, live.last_seq)
-                                       if isinstance(e, Envelope))
         return written
+
+    async def _check_expectation(self, live: LiveSession, i: int, exp: Expectation, now: float,
+                                 written: list[Envelope]) -> bool:
+        """Log (and act on) expectation `i` of the session when it is violated now and has not
+        fired for this turn yet; False when the session can take no more (nothing was written)."""
+        v = _exp.evaluate(live, i, exp, now)
+        if v is None or v[0] in live.fired:
+            return True
+        key, agent = v
+        md = live.metadata
+        data = {"name": exp.name, "action": exp.on_violation, "seconds": exp.to_dict()["params"]["seconds"],
+                "agent_id": agent, "key": key}
+        audience: Optional[list] = [] if exp.on_violation == "audit" else None
+        env = await self._append_hub(live, EV_EXPECTATION_VIOLATED, data, audience=audience)
+        if env is None:
+            return False
+        written.append(env)
+        await self._deliver(env, md)
+        if exp.on_violation == "auto_close":
+            before = live.last_seq
+            await self._close(live, f"expectation_violated:{exp.name}")
+            if live.last_seq > before:
+                written.extend(e for e in self.store.read_range(live.session_id, before + 1, live.last_seq)
+                               if isinstance(e, Envelope))
+        return True
 
     def start_sweeper(self, interval: float = 1.0) -> None:
         async def loop() -> None:

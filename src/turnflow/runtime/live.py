@@ -15,7 +15,7 @@ _NONE_FIRED: frozenset = frozenset()  # shared until a session's first violation
 
 
 class LiveSession:
-    __slots__ = ("metadata", "adapter", "state", "state_out", "last_seq", "envelope_count", "fired",
+    __slots__ = ("metadata", "adapter", "state", "last_seq", "envelope_count", "fired",
                  "turn_started_at", "turn_epoch", "_turn_key", "last_substantive_at", "pending_close", "corrupt",
                  "transcript", "writing")
 
@@ -23,7 +23,6 @@ class LiveSession:
         self.metadata = metadata
         self.adapter = adapter
         self.state = state
-        self.state_out = True  # `state` may be held outside this session (the caller gave it): never updated in place
         self.last_seq = 0
         self.envelope_count = 0
         self.fired: Any = _NONE_FIRED  # expectation keys that fired: a set from the first one on
@@ -53,17 +52,7 @@ class LiveSession:
         et = env.event_type
         self.last_seq = env.seq
         self.envelope_count += 1
-        st = self.state
-        fold_owned = None if self.state_out else getattr(self.adapter, "fold_owned", None)
-        if fold_owned is not None:
-            # a state the adapter built for this session and nobody was handed (`Hub.adapter_state`
-            # sets `state_out`): the adapter may update it in place, one object fewer per turn for
-            # the GC to promote
-            self.state = fold_owned(env, st)
-        else:
-            new = self.adapter.fold(env, st)
-            if new is not st:  # built by the fold: this session's own until someone is handed it
-                self.state, self.state_out = new, False
+        self.state = self.adapter.fold(env, self.state)
         if et in SUBSTANTIVE:
             self.last_substantive_at = env.created_at
             if self.transcript is not None:

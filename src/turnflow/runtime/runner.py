@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import copy
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Optional
+from typing import Any, Awaitable, Iterable, Optional
 
 from turnflow.runtime.agents.base import SessionTools
 from turnflow.runtime.agents.driver import TurnStopped, handshake, take_turn
@@ -33,7 +33,7 @@ from turnflow.runtime.envelope import (EV_EXPECTATION_VIOLATED, EV_PACKET, EV_SE
                                        EV_TEXT, Envelope)
 from turnflow.runtime.errors import AdapterError, ProtocolError
 from turnflow.runtime.hub import Hub, spec_opener as opener
-from turnflow.runtime.session import SessionState, check_agent_id
+from turnflow.runtime.session import SessionMetadata, SessionState, check_agent_id
 from turnflow.runtime.transcript import Messages
 
 TASK_SENDER = "<task>"
@@ -46,7 +46,7 @@ class RunResult:
     session_id: str
     state: str
     close_reason: Optional[str]
-    turns: list[dict] = field(default_factory=list)
+    turns: list[dict[str, Any]] = field(default_factory=list)
     error: Optional[str] = None
     interrupted: bool = False
 
@@ -55,12 +55,12 @@ class RunResult:
         return (self.error is None and self.state == SessionState.CLOSED.value
                 and not any((self.close_reason or "").startswith(a) for a in ABNORMAL))
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"session_id": self.session_id, "state": self.state, "close_reason": self.close_reason,
                 "turns": self.turns}
 
 
-def turn_of(e: Envelope) -> Optional[dict]:
+def turn_of(e: Envelope) -> Optional[dict[str, Any]]:
     """One substantive envelope as a turn record (None for anything else)."""
     if e.event_type == EV_TEXT:
         return {"speaker": e.sender_id, "kind": "text", "tool": None, "target": None,
@@ -75,11 +75,11 @@ def turn_of(e: Envelope) -> Optional[dict]:
             "delete": cu.get("delete") or []}
 
 
-def turns_of(envelopes) -> list[dict]:
+def turns_of(envelopes: Iterable[Any]) -> list[dict[str, Any]]:
     return [t for t in (turn_of(e) for e in envelopes if isinstance(e, Envelope)) if t is not None]
 
 
-def with_overrides(spec: dict, max_turns: Optional[int] = None, ttl_seconds: Optional[float] = None) -> dict:
+def with_overrides(spec: dict[str, Any], max_turns: Optional[int] = None, ttl_seconds: Optional[float] = None) -> dict[str, Any]:
     """The spec with `max_turns` (a workflow's graph) and `ttl_seconds` replaced for one run."""
     out = dict(spec)
     if ttl_seconds is not None:
@@ -92,7 +92,7 @@ def with_overrides(spec: dict, max_turns: Optional[int] = None, ttl_seconds: Opt
     return out
 
 
-def sweep_interval_for(md) -> float:
+def sweep_interval_for(md: SessionMetadata) -> float:
     """How often the sweeper runs for a session: a quarter of its shortest deadline, 0.05-1 s."""
     deadlines = [e.seconds for e in md.expectations] + ([md.ttl_seconds] if md.ttl_seconds else [])
     return max(0.05, min([1.0] + [d / 4 for d in deadlines if d]))
@@ -105,7 +105,7 @@ class RunControl:
 
     def __init__(self) -> None:
         self.reason: Optional[str] = None
-        self._task: Optional[asyncio.Future] = None
+        self._task: Optional[asyncio.Future[Any]] = None
         self._why: Optional[str] = None
 
     def interrupt(self, reason: str = "interrupted") -> None:
@@ -137,10 +137,10 @@ class RunControl:
             self._task = None
 
 
-async def run_session(hub: Hub, spec: dict, agents: dict[str, Any], task: Optional[str] = None, *,
+async def run_session(hub: Hub, spec: dict[str, Any], agents: dict[str, Any], task: Optional[str] = None, *,
                       control: Optional[RunControl] = None, max_turns: Optional[int] = None,
                       ttl_seconds: Optional[float] = None, sweep_interval: Optional[float] = None,
-                      labels: Optional[dict] = None, session_id: Optional[str] = None,
+                      labels: Optional[dict[str, Any]] = None, session_id: Optional[str] = None,
                       keep_open: bool = False) -> RunResult:
     """Run one session of `spec` with `agents` (participant name -> agent). `max_turns` and
     `ttl_seconds` override the spec for this run; `control` lets the caller interrupt it.
@@ -151,14 +151,7 @@ async def run_session(hub: Hub, spec: dict, agents: dict[str, Any], task: Option
     as its log has it, to be continued later, instead of closing it."""
     ctl = control or RunControl()
     spec = with_overrides(spec, max_turns, ttl_seconds)
-    names = [check_agent_id(p.get("agent_id")) for p in spec.get("participants") or [] if isinstance(p, dict)]
-    missing = [n for n in names if n not in agents]
-    if missing:
-        raise AdapterError(f"no agent for participant{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
-    extra = sorted(set(agents) - set(names))
-    if extra:
-        raise AdapterError(f"agents file names {', '.join(extra)}, not a participant of "
-                           f"{spec.get('name') or 'this session'} ({', '.join(names)})")
+    _check_agents(spec, agents)
     if session_id is not None:
         md = hub.metadata(session_id)
         if md.state.terminal:
@@ -170,45 +163,41 @@ async def run_session(hub: Hub, spec: dict, agents: dict[str, Any], task: Option
                                     ttl_seconds=spec.get("ttl_seconds"),
                                     labels={**({"task": task} if task else {}), **(labels or {})},
                                     tools=spec.get("tools") or [])
-    sid = md.session_id
-    run = _Run(hub, md, agents, spec, task, ctl, max_turns if md.kind != "workflow" else None)
-    hub.subscribe(run.watch, session_id=sid)
+    run = _Run(hub, md, agents, spec, task, ctl, max_turns if md.kind != "workflow" else None,
+               continued=session_id is not None)
+    hub.subscribe(run.watch, session_id=md.session_id)
     own_sweeper = hub._sweeper is None
     if own_sweeper:
         hub.start_sweeper(sweep_interval if sweep_interval is not None else sweep_interval_for(md))
     error: Optional[str] = None
     try:
-        try:
-            await run.start()
-            await run.loop()
-        except TurnStopped:
-            pass
-        except (AdapterError, ProtocolError) as exc:
-            error = str(exc)
-            if md.state == SessionState.ACTIVE or md.state == SessionState.INVITED:
-                await hub.close(sid, "agent_error")
-        if ctl.reason is not None and md.state in (SessionState.ACTIVE, SessionState.INVITED):
-            await hub.close(sid, ctl.reason)
+        error = await run.drive()
     finally:
-        if md.state in (SessionState.ACTIVE, SessionState.INVITED) and not keep_open:  # never leave one open
-            await hub.close(sid, ctl.reason or "agent_error")
-        if own_sweeper:
-            await hub.stop_sweeper()
-        hub.unsubscribe(run.watch, session_id=sid)
-        for a in agents.values():
-            try:
-                await a.close_session(sid)
-            except Exception:  # close_session never raises by contract; a broken agent must not mask the result
-                pass
+        await run.wind_down(keep_open, own_sweeper)
     if md.close_reason == "interrupted" and ctl.reason is not None:
         error = None
-    return RunResult(sid, md.state.value, md.close_reason or None, turns_of(hub.read(sid)), error,
+    return RunResult(md.session_id, md.state.value, md.close_reason or None, run.all_turns(), error,
                      interrupted=ctl.reason is not None)
 
 
+def _check_agents(spec: dict[str, Any], agents: dict[str, Any]) -> None:
+    """One agent per participant, and no agent for anyone else (`AdapterError` naming them)."""
+    names = [check_agent_id(p.get("agent_id")) for p in spec.get("participants") or [] if isinstance(p, dict)]
+    missing = [n for n in names if n not in agents]
+    if missing:
+        raise AdapterError(f"no agent for participant{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
+    extra = sorted(set(agents) - set(names))
+    if extra:
+        raise AdapterError(f"agents file names {', '.join(extra)}, not a participant of "
+                           f"{spec.get('name') or 'this session'} ({', '.join(names)})")
+
+
+_OPEN = (SessionState.ACTIVE, SessionState.INVITED)
+
+
 class _Run:
-    def __init__(self, hub: Hub, md: Any, agents: dict, spec: dict, task: Optional[str], ctl: RunControl,
-                 max_turns: Optional[int]) -> None:
+    def __init__(self, hub: Hub, md: Any, agents: dict[str, Any], spec: dict[str, Any], task: Optional[str], ctl: RunControl,
+                 max_turns: Optional[int], continued: bool = False) -> None:
         self.hub, self.md, self.agents, self.ctl, self.max_turns = hub, md, agents, ctl, max_turns
         self.sid = md.session_id
         self.all_tools = [t for t in (spec.get("tools") or []) if isinstance(t, dict)]
@@ -218,11 +207,67 @@ class _Run:
         self.caps: dict[str, Any] = {}
         self.calls: dict[str, int] = {}
         self.speaker: Optional[str] = None
+        # The run's turns, from the envelopes the hub delivers to `watch` (the log is not read
+        # again at the end): a continued session's earlier ones (read once, here), then each one
+        # delivered while the delivered seqs follow on without a gap.
+        self.base_seq = hub.sessions[self.sid].last_seq
+        self.turns: list[dict[str, Any]] = turns_of(hub.read(self.sid, 1, self.base_seq)) if continued else []
+        self.next_seq = self.base_seq + 1
+        self.gap = False
+
+    def all_turns(self) -> list[dict[str, Any]]:
+        """Every turn in the session's log: the ones the run saw, or — when a delivery was missed
+        or came out of order (a poster cancelled after its envelope was written) — the log's."""
+        live = self.hub.sessions.get(self.sid)
+        if not self.gap and live is not None and live.last_seq == self.next_seq - 1:
+            return self.turns
+        return turns_of(self.hub.read(self.sid))
+
+    async def drive(self) -> Optional[str]:
+        """Hand the session to the agents and run its rounds; returns the error that ended it."""
+        hub, md, sid, ctl = self.hub, self.md, self.sid, self.ctl
+        error: Optional[str] = None
+        try:
+            await self.start()
+            await self.loop()
+        except TurnStopped:
+            pass
+        except (AdapterError, ProtocolError) as exc:
+            error = str(exc)
+            if md.state in _OPEN:
+                await hub.close(sid, "agent_error")
+        if ctl.reason is not None and md.state in _OPEN:
+            await hub.close(sid, ctl.reason)
+        return error
+
+    async def wind_down(self, keep_open: bool, own_sweeper: bool) -> None:
+        """Never leave the session open (unless `keep_open`), stop what the run started, and let
+        every agent close its session."""
+        hub, sid = self.hub, self.sid
+        try:
+            if self.md.state in _OPEN and not keep_open:
+                await hub.close(sid, self.ctl.reason or "agent_error")
+        finally:
+            if own_sweeper:
+                await hub.stop_sweeper()
+            hub.unsubscribe(self.watch, session_id=sid)
+            for a in self.agents.values():
+                try:
+                    await a.close_session(sid)
+                except Exception:  # close_session never raises by contract; a broken agent must not mask the result
+                    pass
 
     async def watch(self, env: Envelope, md: Any) -> None:
         """A hub listener: the hub ended the session, or moved the turn away from the speaker."""
         if env.session_id != self.sid:
             return
+        if env.seq == self.next_seq:
+            self.next_seq += 1
+            t = turn_of(env)
+            if t is not None:
+                self.turns.append(t)
+        else:
+            self.gap = True
         et = env.event_type
         if et in (EV_SESSION_CLOSED, EV_SESSION_EXPIRED) or self.md.state != SessionState.ACTIVE:
             self.ctl._stop("session_ended")
@@ -246,10 +291,27 @@ class _Run:
             if name in md.pending_acks and md.state == SessionState.INVITED:
                 await hub.ack(sid, name)
 
+    def _called(self, speaker: str) -> Any:
+        """Count one call of `speaker`'s agent; its capabilities (a single-shot agent is called once)."""
+        caps = self.caps[speaker]
+        self.calls[speaker] = self.calls.get(speaker, 0) + 1
+        if not caps.supports_stepwise and self.calls[speaker] > 1:
+            raise AdapterError(f"agent {speaker!r} is single-shot (supports_stepwise: false) and already "
+                               "took its turn; the session asked it for another one")
+        return caps
+
+    def _message(self, speaker: str) -> Any:
+        """What `speaker` is shown: its view of the session, after the task (if any)."""
+        msg = self.hub.view(self.sid, speaker)
+        if self.task:
+            head = [{"sender": TASK_SENDER, "text": self.task}]
+            msg = msg.with_prefix(head) if isinstance(msg, Messages) else head + list(msg)
+        return msg
+
     async def loop(self) -> None:
         hub, md, sid, ctl = self.hub, self.md, self.sid, self.ctl
         live = hub.sessions[sid]
-        spoken = turns_of(hub.read(sid)) if live.turn_count() else []  # a continued session goes on from its log
+        spoken = self.turns if not self.gap else turns_of(hub.read(sid))  # a continued session goes on from its log
         last: Optional[str] = spoken[-1]["speaker"] if spoken else None
         step = len(spoken)
         for _ in range(MAX_ROUNDS):
@@ -262,19 +324,12 @@ class _Run:
             if speaker is None:  # any order (conversation): alternate, starting with the opener
                 ids = md.participant_ids
                 speaker = md.creator_id if last is None else ids[(ids.index(last) + 1) % len(ids)]
-            caps = self.caps[speaker]
-            self.calls[speaker] = self.calls.get(speaker, 0) + 1
-            if not caps.supports_stepwise and self.calls[speaker] > 1:
-                raise AdapterError(f"agent {speaker!r} is single-shot (supports_stepwise: false) and already "
-                                   "took its turn; the session asked it for another one")
-            msg = hub.view(sid, speaker)
-            if self.task:
-                head = [{"sender": TASK_SENDER, "text": self.task}]
-                msg = msg.with_prefix(head) if isinstance(msg, Messages) else head + list(msg)
+            caps = self._called(speaker)
+            msg = self._message(speaker)
             own = tuple(t for t in self.all_tools if t.get("owner") == speaker)
             step += 1
 
-            def make_tools(_speaker: str = speaker, _own: tuple = own) -> SessionTools:
+            def make_tools(_speaker: str = speaker, _own: tuple[Any, ...] = own) -> SessionTools:
                 return SessionTools(_speaker, tuple(md.participant_ids), _own, self.any_tool, session_id=self.sid)
 
             async def deliver(tools: SessionTools, _speaker: str = speaker) -> None:

@@ -46,13 +46,13 @@ _MISS = "<simulated other value>"
 class BlockReport:
     name: str
     runs: int
-    participants: list
+    participants: list[str]
     rule_count: int
-    close_reasons: dict = field(default_factory=dict)
-    turns: list = field(default_factory=list)
-    fired: list = field(default_factory=list)  # per transition index: how many times it decided
+    close_reasons: dict[str, int] = field(default_factory=dict)
+    turns: list[int] = field(default_factory=list)
+    fired: list[int] = field(default_factory=list)  # per transition index: how many times it decided
     otherwise_taken: int = 0
-    reached: dict = field(default_factory=dict)  # participant -> sessions in which it was given the turn
+    reached: dict[str, int] = field(default_factory=dict)  # participant -> sessions in which it was given the turn
     max_turns: Optional[int] = None
 
     @property
@@ -65,7 +65,7 @@ class BlockReport:
     def never_fired(self) -> list[int]:
         return [i for i, n in enumerate(self.fired) if n == 0]
 
-    def turn_stats(self) -> dict:
+    def turn_stats(self) -> dict[str, Any]:
         if not self.turns:
             return {"min": None, "median": None, "max": None}
         med = statistics.median(self.turns)
@@ -75,7 +75,7 @@ class BlockReport:
 class Simulator:
     """Random sessions of one workflow spec (a compiled session spec dict)."""
 
-    def __init__(self, spec: dict, *, finish_p: float = 0.02, cap: int = DEFAULT_CAP) -> None:
+    def __init__(self, spec: dict[str, Any], *, finish_p: float = 0.02, cap: int = DEFAULT_CAP) -> None:
         if spec.get("kind") != "workflow":
             raise ProtocolError(f"only workflow sessions can be simulated, got {spec.get('kind')!r}")
         from turnflow.runtime.runner import opener
@@ -107,35 +107,14 @@ class Simulator:
 
     def _explore_inputs(self) -> None:
         conds = list(self.graph.model.conditions())
-        ctx0 = self.initial.context_vars
-        values: dict[str, list] = {}
-        for c in conds:
-            if isinstance(c, ContextEquals):
-                seen = values.setdefault(c.args.key, [])
-                if c.args.value not in seen:
-                    seen.append(c.args.value)
-            elif isinstance(c, ContextCompare):
-                seen = values.setdefault(c.args.key, [])
-                for v in _compare_witnesses(c.args.value, c.args.len):
-                    if v not in seen:
-                        seen.append(v)
-        for k, vs in values.items():
-            if k in ctx0 and ctx0[k] not in vs:
-                vs.append(ctx0[k])
-            vs.append(_MISS)
-        self.context_values = values
-        self.context_keys = sorted(values)
+        self.context_values = _context_values(conds, self.initial.context_vars)
+        self.context_keys = sorted(self.context_values)
         self.texts = sorted({c.args.text for c in conds if isinstance(c, TextContains)})
         declared = [t for t in self.md.tools if isinstance(t, dict) and t.get("name")]
-        any_declared = bool(declared) or any(p.tools for p in self.md.participants)
         self.routing_tools = {s: tuple(t for t in declared if t.get("owner") == s) for s in self.ids}
-        if any_declared:
-            pools = {}
-            for p in self.md.participants:
-                names = [t["name"] for t in self.routing_tools[p.agent_id]]
-                names += [t for t in p.tools if t not in names]
-                pools[p.agent_id] = tuple(names)
-            self.tool_pool = pools
+        if declared or any(p.tools for p in self.md.participants):
+            self.tool_pool = {p.agent_id: _tool_pool(self.routing_tools[p.agent_id], p.tools)
+                              for p in self.md.participants}
             self.any_tool = False
         else:
             named = sorted({c.args.tool_name for c in conds if isinstance(c, ToolCalled)})
@@ -143,7 +122,7 @@ class Simulator:
             self.any_tool = True
 
     # -- one random round -----------------------------------------------------------------------
-    def random_round(self, rng: random.Random, speaker: str, turn: int) -> dict:
+    def random_round(self, rng: random.Random, speaker: str, turn: int) -> dict[str, Any]:
         own = self.routing_tools[speaker]
         pool = self.tool_pool[speaker]
         extra = tuple({"name": n, "description": ""} for n in pool if n not in {t["name"] for t in own})
@@ -163,12 +142,12 @@ class Simulator:
 
     # -- one session ----------------------------------------------------------------------------
     def run_one(self, rng: random.Random, report: Optional[BlockReport] = None,
-                rounds: Optional[list] = None) -> tuple[str, int]:
+                rounds: Optional[list[Any]] = None) -> tuple[str, int]:
         """One random session: (close reason, turn count). `rounds` (if given) receives
         `(speaker, round)` for each turn, so the session can be replayed on a hub."""
         adapter, md = self.adapter, self.md
         state = self.initial
-        reached = {state.expected_next_speaker}
+        reached: set[str] = {s for s in (state.expected_next_speaker,) if s is not None}
         turn = 0
         reason = SIM_CAP_REASON
         while turn < self.cap:
@@ -191,8 +170,9 @@ class Simulator:
             state = new
             if state.expected_next_speaker is not None:
                 reached.add(state.expected_next_speaker)
-            if result.close_reason is not None:
-                reason = result.close_reason
+            close = result.close_reason
+            if close is not None:
+                reason = close
                 break
         if report is not None:
             report.close_reasons[reason] = report.close_reasons.get(reason, 0) + 1
@@ -201,7 +181,7 @@ class Simulator:
                 report.reached[p] = report.reached.get(p, 0) + 1
         return reason, state.turn_count
 
-    def _record_rule(self, report: BlockReport, speaker: str, ctx: dict, env: Any, decided: tuple,
+    def _record_rule(self, report: BlockReport, speaker: str, ctx: dict[str, Any], env: Any, decided: tuple[Any, ...],
                      before: Optional[str] = None) -> None:
         """Which rule decided (first match in evaluation order, else the default target),
         checked against the adapter's own decision `decided` = (next speaker, close reason)."""
@@ -229,7 +209,37 @@ class Simulator:
         return report
 
 
-def _compare_witnesses(value, length: bool) -> list:
+def _context_values(conds: list[Any], ctx0: dict[str, Any]) -> dict[str, list[Any]]:
+    """Per context key the conditions test, the values a simulated agent may set: each literal
+    of a `context_equals`, the witnesses around a `context_compare` literal, the initial value,
+    and `_MISS` (the key deleted) — in first-seen order, so a seed replays the same run."""
+    values: dict[str, list[Any]] = {}
+    for c in conds:
+        if isinstance(c, ContextEquals):
+            _add_new(values.setdefault(c.args.key, []), [c.args.value])
+        elif isinstance(c, ContextCompare):
+            _add_new(values.setdefault(c.args.key, []), _compare_witnesses(c.args.value, c.args.len))
+    for k, vs in values.items():
+        if k in ctx0:
+            _add_new(vs, [ctx0[k]])
+        vs.append(_MISS)
+    return values
+
+
+def _add_new(seen: list[Any], candidates: list[Any]) -> None:
+    for v in candidates:
+        if v not in seen:
+            seen.append(v)
+
+
+def _tool_pool(own: tuple[Any, ...], declared: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The tools one participant may call: its routing tools, then the others it declares."""
+    names = [t["name"] for t in own]
+    names += [t for t in declared if t not in names]
+    return tuple(names)
+
+
+def _compare_witnesses(value: Any, length: bool) -> list[Any]:
     """Context values on both sides of a `context_compare` literal (so simulated agents make it
     hold and fail): the value itself, one below and one above (numbers), a smaller and a larger
     string; with `len`, strings of those lengths."""

@@ -14,14 +14,12 @@ prefix but the most recent envelopes may be missing. `durability="full"`
 (`synchronous=FULL`, an fsync per commit) also keeps every returned envelope across power loss.
 All SQL is parameterised; session ids are validated before they reach the database.
 
-Group commit: `stage(envelope, gseq)` prepares a row (its JSON and checksum) and `commit()`
-writes every staged row in one transaction, durable when it returns; the hub stages every
-envelope posted in one event-loop tick and commits them together (one fsync for the group
-with `durability="full"`), and no post returns before its group is committed.
-`append` is `stage` + `commit` for a single envelope. `stage_session(record)` stages a new
-session's creation record the same way (written in the transaction of the envelopes staged with
-it, before them), so opening thousands of sessions at once costs one transaction per tick, not one
-per session.
+Writing follows the store contract (store_contract.py): the hub encodes records into rows
+(`session_row`, `envelope_row`, below: the same record format on every engine) and hands one
+event-loop tick's rows to `commit_group`, which writes them in one transaction (one fsync for the
+group with `durability="full"`) and returns a future that is already done; no post returns before
+its group is committed. New sessions' creation records go in the same transaction, before their
+envelopes, so opening thousands of sessions at once costs one transaction per tick.
 """
 
 from __future__ import annotations
@@ -29,54 +27,18 @@ from __future__ import annotations
 import json
 import sqlite3
 import zlib
-from dataclasses import dataclass
-from typing import Any, Awaitable, Iterator, Optional, Protocol, Union
+import asyncio
+from typing import Any, Iterator, Optional, Union
 
+from turnflow.runtime.dialect import SQLITE, Dialect
 from turnflow.runtime.envelope import Envelope
 from turnflow.runtime.errors import StoreError
 from turnflow.runtime.session import check_session_id
+from turnflow.runtime.store_contract import Corrupt as Corrupt  # re-exported: what reads yield for a bad record
+from turnflow.runtime.store_contract import CommitUnits, EnvelopeRow, Refusals, SessionRow
+from turnflow.runtime.store_contract import Store as Store  # re-exported: the contract every store meets
 
 FORMAT = "turnflow-wal/1"
-
-
-@dataclass(frozen=True)
-class Corrupt:
-    """A record that failed its checksum, did not decode, or broke the sequence."""
-
-    session_id: str
-    seq: int
-    detail: str
-
-    def __str__(self) -> str:
-        return f"corrupt record: session {self.session_id} seq {self.seq}: {self.detail}"
-
-
-class Store(Protocol):
-    # create_session/append may return an awaitable: a store that groups commits itself (PostgresStore);
-    # the hub awaits it before folding
-    def create_session(self, record: dict) -> Optional[Awaitable[None]]: ...
-    def append(self, envelope: Envelope, global_seq: int) -> Optional[Awaitable[None]]: ...
-    # optional (the hub falls back to `append` without them): group commit driven by the hub
-    # def stage(self, envelope: Envelope, global_seq: int) -> None: ...
-    # def commit(self) -> None: ...
-    # def rollback(self) -> None: ...
-    # def commit_async(self) -> Optional[asyncio.Future]: ...  a store that commits off the event loop
-    #   (PostgreSQL): the hub folds the group when the future resolves to {session_id: refusal}
-    def read_range(self, session_id: str, start: int = 1, end: Optional[int] = None) -> Iterator[Union[Envelope, Corrupt]]: ...
-    def sessions(self) -> Iterator[Union[dict, Corrupt]]: ...
-    def stream(self) -> Iterator[Union[Envelope, Corrupt]]: ...
-    def last_global_seq(self) -> int: ...
-    def append_telemetry(self, session_id: str, event: dict) -> None: ...
-    def telemetry(self, session_id: str) -> list[dict]: ...
-    def close(self) -> None: ...
-
-
-class GroupCommitStore(Store, Protocol):
-    """A `Store` with the optional group-commit methods (the hub uses them when `stage` exists)."""
-
-    def stage(self, envelope: Envelope, global_seq: int) -> None: ...
-    def commit(self) -> None: ...
-    def rollback(self) -> None: ...
 
 
 def _crc(session_id: str, seq: int, text: str) -> int:
@@ -146,6 +108,24 @@ def _shape_problem(rec: Any) -> str:
     return ""
 
 
+def session_row(record: dict) -> SessionRow:
+    """A new session's creation record as stored (every engine): its id, the batch task it belongs
+    to (`labels.task_id`, or None), its JSON text (sorted keys) and checksum."""
+    sid = check_session_id(record["session_id"])
+    text = json.dumps(record, sort_keys=True, separators=(",", ":"))
+    labels = record.get("labels") or {}
+    task_id = labels.get("task_id") if isinstance(labels, dict) else None
+    return (sid, None if task_id is None else str(task_id), text, _crc(sid, 0, text))
+
+
+def envelope_row(envelope: Envelope, global_seq: int) -> EnvelopeRow:
+    """A stamped envelope as stored (every engine). Raises TypeError/ValueError, as `json.dumps`
+    does, when its data is not JSON."""
+    text = _record_text(envelope.to_record())
+    sid, seq = envelope.session_id, envelope.seq
+    return (global_seq, sid, seq, envelope.event_type, text, zlib.crc32(f"{sid}\x00{seq}\x00{text}".encode("utf-8")))
+
+
 def decode_session(sid: str, text: Any, crc: int) -> Union[dict, Corrupt]:
     """A stored session record (checksum, JSON, shape), or what is wrong with it; every engine uses this."""
     if not isinstance(text, str) or _crc(sid, 0, text) != crc:
@@ -198,8 +178,8 @@ class SQLiteStore:
         self.path = path
         self.read_only = read_only
         self._lock: Optional[_WriterLock] = None
-        self._staged: list[tuple] = []  # rows waiting for the next group commit
-        self._staged_sessions: list[tuple] = []  # session records waiting for it (written first)
+        self._gseq: Optional[int] = None  # the last envelope number given out (read from the log at first use)
+        self.batch_failures: list[str] = []  # (PostgreSQL's; a SQLite group is one transaction, never retried)
         if read_only:
             self._open_read_only(path)
             return
@@ -282,65 +262,57 @@ class SQLiteStore:
             self._lock = None
 
     # -- writing --------------------------------------------------------------------------------
-    def _session_row(self, record: dict) -> tuple:
-        sid = check_session_id(record["session_id"])
-        text = json.dumps(record, sort_keys=True, separators=(",", ":"))
-        return (sid, text, _crc(sid, 0, text))
+    @property
+    def dialect(self) -> Dialect:
+        return SQLITE
 
-    def create_session(self, record: dict) -> None:
-        """Store one session's creation record, committed when this returns."""
-        self.db.execute("INSERT INTO sessions (session_id, record, crc) VALUES (?, ?, ?)", self._session_row(record))
-        if self._lock is not None:
-            self._lock.session_created()
+    def next_global_seq(self) -> int:
+        """The next envelope number (one writer per SQLite store: a counter in this process)."""
+        if self._gseq is None:
+            self._gseq = self.last_global_seq()
+        self._gseq += 1
+        return self._gseq
 
-    def stage_session(self, record: dict) -> None:
-        """`create_session` for the next `commit()`: the record is written in the same transaction
-        as the envelopes staged with it (before them), or not at all."""
-        self._staged_sessions.append(self._session_row(record))
-
-    def _row(self, env: Envelope, gseq: int) -> tuple:
-        text = _record_text(env.to_record())
-        return (gseq, env.session_id, env.seq, text, _crc(env.session_id, env.seq, text))
+    def commit_group(self, units: CommitUnits) -> "asyncio.Future[Refusals]":
+        """Write the group in one transaction, now: the returned future is already done — with
+        no refusals (one writer holds no leases), or with the error when nothing was written."""
+        done: asyncio.Future[Refusals] = asyncio.get_running_loop().create_future()
+        try:
+            self._write(units.sessions, units.rows)
+        except sqlite3.Error as exc:
+            done.set_exception(StoreError(f"{self.path}: commit failed: {exc}"))
+        except StoreError as exc:
+            done.set_exception(exc)
+        else:
+            done.set_result({})
+        return done
 
     def append(self, envelope: Envelope, global_seq: int) -> None:
-        """One envelope, committed (with anything staged before it) when this returns."""
-        self.stage(envelope, global_seq)
-        self.commit()
+        """One envelope, committed when this returns (for tools and tests; the hub writes through
+        `commit_group`)."""
+        self._write([], [envelope_row(envelope, global_seq)])
 
-    def stage(self, envelope: Envelope, global_seq: int) -> None:
-        """Prepare one envelope's row for the next `commit()` (nothing is written yet). Raises
-        TypeError/ValueError, and stages nothing, when the envelope does not serialise."""
-        # (`_row`, inlined: once per envelope)
-        text = _record_text(envelope.to_record())
-        sid, seq = envelope.session_id, envelope.seq
-        self._staged.append((global_seq, sid, seq, text, zlib.crc32(f"{sid}\x00{seq}\x00{text}".encode("utf-8"))))
-
-    def commit(self) -> None:
-        """Write every staged row in one transaction: all or none (the staged rows are dropped
-        either way; on failure the error propagates and nothing of them is in the log)."""
-        rows, self._staged = self._staged, []
-        sessions, self._staged_sessions = self._staged_sessions, []
+    def _write(self, sessions: list[SessionRow], rows: list[EnvelopeRow]) -> None:
+        """Every row in one transaction: all or none (on failure nothing of them is in the log,
+        and the envelope numbers they took are given out again)."""
         if not rows and not sessions:
             return
         db = self.db
         db.execute("BEGIN IMMEDIATE")
         try:
-            if sessions:
-                db.executemany("INSERT INTO sessions (session_id, record, crc) VALUES (?, ?, ?)", sessions)
-            if rows:
-                db.executemany("INSERT INTO envelopes (gseq, session_id, seq, record, crc) VALUES (?, ?, ?, ?, ?)",
+            if sessions:  # (session_id, task_id, record, crc): the task id is PostgreSQL's
+                db.executemany("INSERT INTO sessions (session_id, record, crc) VALUES (?1, ?3, ?4)", sessions)
+            if rows:  # (gseq, session_id, seq, event_type, record, crc): the type is inside the record
+                db.executemany("INSERT INTO envelopes (gseq, session_id, seq, record, crc) VALUES (?1, ?2, ?3, ?5, ?6)",
                                rows)
             db.execute("COMMIT")
         except BaseException:
             if db.in_transaction:
                 db.execute("ROLLBACK")
+            self._gseq = None  # numbered again from the log
             raise
         if sessions and self._lock is not None:
             self._lock.session_created(len(sessions))  # one write of the lock file per group
-
-    def rollback(self) -> None:
-        self._staged = []
-        self._staged_sessions = []
 
     def append_telemetry(self, session_id: str, event: dict) -> None:
         check_session_id(session_id)
@@ -363,6 +335,14 @@ class SQLiteStore:
                               (session_id,)).fetchone()
         return None if row is None else decode_session(*row)
 
+    def load(self, session_id: str) -> list[Union[Envelope, Corrupt]]:
+        return list(self.read_range(session_id))
+
+    def forget(self, session_id: str) -> None:
+        """(Nothing to drop: a SQLite store keeps no copy of a session's log.)"""
+
+    def query(self, sql: str, params: Any = ()) -> list[tuple]:
+        return self.db.execute(sql, params).fetchall()
 
     def stream(self) -> Iterator[Union[Envelope, Corrupt]]:
         """Every envelope of every session in append order, streamed (bounded memory)."""

@@ -7,8 +7,8 @@ it is committed before the hub folds or delivers it. What differs:
 
 - **Durability** (`durability=`, as for SQLite): "process" by default, "full" on request (see
   the class).
-- **Group commit.** As with SQLite, the hub stages one event-loop tick's envelopes and new
-  sessions (`stage`, `stage_session`); `commit_async` hands them to one committer thread,
+- **Group commit.** As with SQLite, the hub hands one event-loop tick's envelopes and new
+  sessions to `commit_group` (store_contract.py), which queues them for one committer thread,
   which writes everything queued meanwhile — several ticks' groups, telemetry, the results of
   finished batch tasks — in ONE statement (its own transaction, one round trip) and resolves
   each group's future on the hub's event loop. The hub folds a group only then, so a post
@@ -16,8 +16,9 @@ it is committed before the hub folds or delivers it. What differs:
 - **Several writers.** Global sequence numbers (the envelope ids) come from a PostgreSQL
   sequence in blocks of `GSEQ_BLOCK`, so they are unique across processes and increase within
   a process; a session's log is ordered by its own `seq`, and `(session_id, seq)` is unique.
-  When the store belongs to a batch worker (`worker` set), each commit also checks — in the
-  same statement, share-locking the task rows — that this worker still holds the lease of
+  When the store belongs to a batch worker (`worker` set), it composes that worker's
+  `TaskLeases` (pg_leases.py) and each commit also checks — in the same statement,
+  share-locking the task rows — that this worker still holds the lease of
   every session it writes: a worker whose task was taken over can never append to it again,
   so two writers never interleave one session's log (docs/scale.md). Sessions refused so are
   named in the group's result; their posters get `LeaseLost`, the others are not affected.
@@ -37,8 +38,11 @@ from typing import Any, Iterator, Optional, Union
 
 from turnflow.runtime.envelope import Envelope
 from turnflow.runtime.errors import StoreError
+from turnflow.runtime.pg_leases import TaskLeases
 from turnflow.runtime.session import check_session_id
-from turnflow.runtime.store import Corrupt, _crc, _record_text, decode_envelope, decode_session
+from turnflow.runtime.dialect import POSTGRESQL, Dialect
+from turnflow.runtime.store import Corrupt, decode_envelope, decode_session
+from turnflow.runtime.store_contract import CommitUnits, Refusals
 from turnflow.runtime.tasks import LeaseLost
 
 SCHEMA_VERSION = 1
@@ -86,17 +90,9 @@ _DDL = [
 
 # One statement per group commit (autocommit: the statement is its transaction, one round trip).
 # Rows travel as one JSON array per kind (`json_to_recordset`): far cheaper to encode and to
-# decode than one array parameter per column. Task rows are reached through arrays of their keys
-# (`= ANY`), so every lookup is an index probe: the cost of a commit does not grow with the task
-# list. The CTEs run on one snapshot; what each refuses:
-#   bound  binds a new session to its task, only while this worker holds the task's lease;
-#   s_ok   creates the session records (a record with a task only when `bound` bound it);
-#   held   share-locks the task rows of the sessions written to, only where this worker holds them
-#          (a claim that takes a task over waits for this commit, and later commits see the new holder);
-#   e_ok   writes the envelopes of held sessions and of sessions created in this statement, in
-#          allocation order (their `n` is commit order);
-#   tel    telemetry, except into a session whose task another worker holds;
-#   fin    records finished tasks, only while this worker still holds them.
+# decode than one array parameter per column. The CTEs run on one snapshot: `s_ok` creates the
+# session records, `e_ok` writes the envelopes in allocation order (their `n` is commit order),
+# `tel` the telemetry. A batch worker's store adds the lease checks of `TaskLeases` (pg_leases.py).
 _S_IN = "json_to_recordset(%(s)s::json) AS x (sid text, task text, rec text, crc bigint)"
 _E_IN = "json_to_recordset(%(e)s::json) AS v (g bigint, sid text, seq integer, ev text, rec text, crc bigint)"
 _T_IN = "json_to_recordset(%(t)s::json) AS x (sid text, rec text)"
@@ -106,40 +102,27 @@ _T_IN = "json_to_recordset(%(t)s::json) AS x (sid text, rec text)"
 def commit_sql(held: bool, sessions: bool, envelopes: bool, telemetry: bool, finishes: bool) -> str:
     """The statement of one group commit, holding only the parts for the kinds of rows it carries
     (most carry envelopes alone: a smaller plan to start, ~25 % less server time at 8 rows).
-    `held`: a batch worker's store, whose writes are checked against its leases."""
+    `held`: a batch worker's store, whose writes `TaskLeases` checks (and which records finishes)."""
+    leases = TaskLeases if held else None
     ctes, out = [], []
     if sessions:
         ctes.append(f"s_in AS (SELECT * FROM {_S_IN})")
-        if held:
-            ctes.append("bound AS (UPDATE turnflow_tasks t SET session_id = x.sid FROM s_in x "
-                        "WHERE t.id = ANY(%(s_tasks)s::text[]) AND t.id = x.task AND t.worker = %(w)s "
-                        "AND t.state = 'running' AND t.session_id IS NULL RETURNING x.sid)")
-            ctes.append("s_ok AS (INSERT INTO turnflow_sessions (session_id, task_id, record, crc) "
-                        "SELECT x.sid, x.task, x.rec, x.crc FROM s_in x "
-                        "WHERE x.task IS NULL OR x.sid IN (SELECT sid FROM bound) RETURNING session_id)")
-        else:
-            ctes.append("s_ok AS (INSERT INTO turnflow_sessions (session_id, task_id, record, crc) "
-                        "SELECT x.sid, x.task, x.rec, x.crc FROM s_in x RETURNING session_id)")
+        ctes += leases.session_ctes() if leases else []
+        ctes.append("s_ok AS (INSERT INTO turnflow_sessions (session_id, task_id, record, crc) "
+                    f"SELECT x.sid, x.task, x.rec, x.crc FROM s_in x{leases.session_filter() if leases else ''} "
+                    "RETURNING session_id)")
         out.append("SELECT 0, session_id FROM s_ok")
     if envelopes:
-        where = ""
-        if held:
-            ctes.append("held AS (SELECT t.session_id FROM turnflow_tasks t WHERE t.session_id = ANY(%(e_sids)s::text[]) "
-                        "AND t.worker = %(w)s FOR SHARE)")
-            where = " WHERE v.sid IN (SELECT session_id FROM held)" + (" OR v.sid IN (SELECT sid FROM bound)"
-                                                                        if sessions else "")
+        ctes += leases.envelope_ctes() if leases else []
+        where = leases.envelope_filter(sessions) if leases else ""
         ctes.append("e_ok AS (INSERT INTO turnflow_envelopes (gseq, session_id, seq, event_type, record, crc) "
                     f"SELECT v.g, v.sid, v.seq, v.ev, v.rec, v.crc FROM {_E_IN}{where} ORDER BY v.g RETURNING gseq)")
         out.append("SELECT 1, gseq::text FROM e_ok")
     if telemetry:
-        check = (" WHERE x.sid NOT IN (SELECT t.session_id FROM turnflow_tasks t WHERE t.session_id = "
-                 "ANY(%(t_sids)s::text[]) AND t.worker IS DISTINCT FROM %(w)s)") if held else ""
+        check = leases.telemetry_filter() if leases else ""
         ctes.append(f"tel AS (INSERT INTO turnflow_telemetry (session_id, record) SELECT x.sid, x.rec FROM {_T_IN}{check})")
-    if finishes and held:
-        ctes.append("fin AS (UPDATE turnflow_tasks t SET state = x.state, result = x.result, worker = NULL, "
-                    "lease_until = NULL FROM json_to_recordset(%(f)s::json) AS x (id text, state text, result text) "
-                    "WHERE t.id = ANY(%(f_ids)s::text[]) AND t.id = x.id AND t.worker = %(w)s "
-                    "AND t.state = 'running' RETURNING t.id, pg_notify('turnflow_tasks', ''))")  # workers waiting LISTEN
+    if finishes and leases:
+        ctes += leases.finish_ctes()
         out.append("SELECT 2, id FROM fin")
     main = " UNION ALL ".join(out) if out else "SELECT 0, NULL::text WHERE false"
     return ("WITH " + ",\n".join(ctes) + "\n" + main) if ctes else main
@@ -228,8 +211,6 @@ class PostgresStore:
     checked, never created, and a database that is not a turnflow store of this schema version
     is refused (`StoreError`) untouched."""
 
-    engine = "postgresql"
-
     def __init__(self, url: str, *, worker: Optional[str] = None, durability: str = "process",
                  pool_size: int = 4, connect_timeout: float = 10.0, read_only: bool = False) -> None:
         if durability not in ("process", "full"):
@@ -240,6 +221,7 @@ class PostgresStore:
         self.url = url
         self.path = redact(url)
         self.worker = worker
+        self.leases = TaskLeases(worker) if worker is not None else None  # what every commit checks
         self.read_only = read_only
         try:
             with psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(connect_timeout))) as conn:
@@ -273,9 +255,6 @@ class PostgresStore:
         self._committer: Optional[threading.Thread] = None
         self._conn: Any = None  # the committer thread's own connection
         self._inflight = 0  # queued or being written
-        self._staged: list[tuple] = []  # the hub's group of this tick: envelope rows ...
-        self._staged_envs: list[Envelope] = []  # ... their envelopes ...
-        self._staged_sessions: list[tuple] = []  # ... and new sessions' records
         self.commits = 0  # statements written by the committer (a group commit counts once)
         self.batch_failures: list[str] = []  # why whole statements failed (their work was retried session by session)
         self._cache: dict[str, list[Envelope]] = {}  # committed logs of the sessions this process writes
@@ -324,86 +303,17 @@ class PostgresStore:
         return row[0] or 0
 
     # -- writing --------------------------------------------------------------------------------
-    # The hub drives the group commit (as with SQLite): `stage`/`stage_session` collect one
-    # event-loop tick's rows and `commit_async` hands them to the committer thread, which writes
-    # everything queued meanwhile (several ticks' groups, telemetry, finished tasks) in one
-    # statement. The hub folds a group once its future resolves; a session refused for a lost
-    # lease is named in the result and none of its rows is written.
-    def _session_row(self, record: dict) -> tuple:
-        sid = check_session_id(record["session_id"])
-        text = json.dumps(record, sort_keys=True, separators=(",", ":"))
-        labels = record.get("labels") or {}
-        task_id = labels.get("task_id") if isinstance(labels, dict) else None
-        return (sid, None if task_id is None else str(task_id), text, _crc(sid, 0, text))
-
-    @staticmethod
-    def _env_row(envelope: Envelope, global_seq: int) -> tuple:
-        text = _record_text(envelope.to_record())  # not JSON: raises here, nothing staged
-        return (global_seq, envelope.session_id, envelope.seq, envelope.event_type, text,
-                _crc(envelope.session_id, envelope.seq, text))
-
-    def stage_session(self, record: dict) -> None:
-        """A new session's creation record for the next `commit_async` (written before the
-        envelopes staged with it, in the same statement, or not at all). A record whose labels
-        carry a `task_id` binds the session to that task, only while this worker holds it."""
-        row = self._session_row(record)
-        self._staged_sessions.append(row)
-        self._cache[row[0]] = []
-
-    def stage(self, envelope: Envelope, global_seq: int) -> None:
-        """One envelope's row for the next `commit_async`; raises TypeError/ValueError, staging
-        nothing, when it does not serialise."""
-        self._staged.append(self._env_row(envelope, global_seq))
-        self._staged_envs.append(envelope)
-
-    def rollback(self) -> None:
-        self._staged, self._staged_envs, self._staged_sessions = [], [], []
-
-    def commit_async(self) -> Optional[asyncio.Future]:
-        """Hand the staged group to the committer; the future resolves (on this event loop) to
-        {session_id: refusal} once the statement holding it is done. None when nothing is staged."""
-        if not self._staged and not self._staged_sessions:
-            return None
-        unit = _Unit(self._staged_sessions, self._staged, self._staged_envs, [], None, None, None)
-        self._staged, self._staged_envs, self._staged_sessions = [], [], []
-        return self._enqueue(unit)
-
-    def create_session(self, record: dict) -> Optional[asyncio.Future]:
-        """Store one creation record on its own (not in the hub's staged group): committed
-        before this returns, or — on a running event loop — when the returned future resolves
-        (it raises `LeaseLost` when the session's task is not this worker's)."""
-        row = self._session_row(record)
-        self._cache[row[0]] = []
-        return self._single(_Unit([row], [], [], [], None, None, None))
-
-    def append(self, envelope: Envelope, global_seq: int) -> Optional[asyncio.Future]:
-        """One envelope on its own (a hub that does not stage: e.g. a worker taking a session
-        over); like `create_session`, written before this returns or when the future resolves."""
-        unit = _Unit([], [self._env_row(envelope, global_seq)], [envelope], [], None, None, None)
-        return self._single(unit)
-
-    def _single(self, unit: _Unit) -> Optional[asyncio.Future]:
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            self._write_now(unit)
-            return None
-        outcome = self._enqueue(unit)
-        done = loop.create_future()
-
-        def check(f: asyncio.Future) -> None:
-            if done.done():
-                return
-            problem = f.exception() if not f.cancelled() else StoreError("the write was cancelled")
-            if problem is None:
-                problem = next(iter(f.result().values()), None)
-            if problem is None:
-                done.set_result(None)
-            else:
-                done.set_exception(problem)
-
-        outcome.add_done_callback(check)
-        return done
+    # The hub drives the group commit (store_contract.py): `commit_group` hands one event-loop
+    # tick's rows to the committer thread, which writes everything queued meanwhile (several
+    # ticks' groups, telemetry, finished tasks) in one statement and resolves the group's future
+    # on the hub's loop. A session refused for a lost lease is named in the result and none of
+    # its rows is written.
+    def commit_group(self, units: CommitUnits) -> "asyncio.Future[Refusals]":
+        """Queue the group for the committer; the future resolves (on this event loop) to
+        {session_id: refusal} once the statement holding it is done."""
+        for row in units.sessions:
+            self._cache[row[0]] = []  # a new session: this process holds its whole log from now
+        return self._enqueue(_Unit(units.sessions, units.rows, units.envelopes, [], None, None, None))
 
     def append_telemetry(self, session_id: str, event: dict) -> None:
         """Telemetry rides along with the next group commit (it is not under the envelope promise)."""
@@ -593,13 +503,10 @@ class PostgresStore:
         tels = [{"sid": r[0], "rec": r[1]} for u in batch for r in u.tels]
         fins = [{"id": u.fin[0], "state": u.fin[1], "result": u.fin[2]} for u in batch if u.fin is not None]
         params: dict[str, Any] = {"s": json.dumps(sessions), "e": json.dumps(rows), "t": json.dumps(tels)}
-        if self.worker is not None:  # the keys of the task rows the statement reaches
-            params.update(w=self.worker, f=json.dumps(fins),
-                          s_tasks=[r["task"] for r in sessions if r["task"] is not None],
-                          e_sids=list({r["sid"]: None for r in rows}), t_sids=list({r["sid"]: None for r in tels}),
-                          f_ids=[r["id"] for r in fins])
-        sql = commit_sql(self.worker is not None, bool(sessions), bool(rows), bool(tels),
-                         bool(fins) and self.worker is not None)
+        leases = self.leases
+        if leases is not None:
+            params.update(leases.params(sessions, rows, tels, fins))
+        sql = commit_sql(leases is not None, bool(sessions), bool(rows), bool(tels), bool(fins) and leases is not None)
         written: tuple[set, set, set] = (set(), set(), set())
         for kind, key in conn.execute(sql, params):
             written[kind].add(key)
@@ -661,6 +568,21 @@ class PostgresStore:
                 fut.set_result(bool(outcome))
 
     # -- reading --------------------------------------------------------------------------------
+    @property
+    def dialect(self) -> Dialect:
+        return POSTGRESQL
+
+    def query(self, sql: str, params: Any = ()) -> list[tuple]:
+        with self.pool.connection() as conn:
+            return conn.execute(sql, params).fetchall()
+
+    def session_count(self) -> int:
+        return int(self.query("SELECT COUNT(*) FROM turnflow_sessions")[0][0])
+
+    def sessions_ever_created(self) -> Optional[int]:
+        """(Not tracked: PostgreSQL's own log keeps committed rows.)"""
+        return None
+
     def sessions(self) -> Iterator[Union[dict, Corrupt]]:
         with self.pool.connection() as conn, conn.transaction():
             with conn.cursor(name="turnflow_sessions_scan") as cur:

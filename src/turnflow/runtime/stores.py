@@ -1,9 +1,16 @@
 """Pick the store engine from a `--store` value: a `postgresql://` (or `postgres://`) URL opens a
-`PostgresStore` (optional extra `turnflow[postgres]`), anything else is a SQLite file path."""
+`PostgresStore` (optional extra `turnflow[postgres]`), anything else is a SQLite file path. And
+`SessionScopedStore`: a store whose hydrate covers one session, or none."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+import asyncio
+from typing import Any, Iterator, Optional, Union
+
+from turnflow.runtime.dialect import Dialect
+from turnflow.runtime.envelope import Envelope
+from turnflow.runtime.store import Corrupt
+from turnflow.runtime.store_contract import CommitUnits, Refusals, Store
 
 
 def is_postgres_url(value: str) -> bool:
@@ -11,7 +18,7 @@ def is_postgres_url(value: str) -> bool:
 
 
 def open_store(value: str, *, worker: Optional[str] = None, read_only: bool = False,
-               durability: str = "process") -> Any:
+               durability: str = "process") -> Store:
     """The store named by `value`; `worker` (PostgreSQL only) names the batch worker whose leases
     every commit checks; `read_only` opens it without writing to it (inspect: SQLite's `mode=ro`,
     PostgreSQL's read-only transactions; either refuses a database that is not a turnflow store);
@@ -26,5 +33,74 @@ def open_store(value: str, *, worker: Optional[str] = None, read_only: bool = Fa
     return SQLiteStore(value, durability, read_only=read_only)
 
 
-def engine_of(store: Any) -> str:
-    return getattr(store, "engine", "sqlite")
+class SessionScopedStore:
+    """A store as a hub sees it when it must not hydrate the whole store: with `only=None`
+    nothing (a batch worker's hub; a single run on a shared PostgreSQL store), with `only=ID`
+    that one session's record and log (a worker taking the session over; `inspect --session`).
+    Everything else goes to `store`. `owner`: closing the view closes the store (else the
+    store's owner closes it)."""
+
+    def __init__(self, store: Store, only: Optional[str] = None, *, owner: bool = False) -> None:
+        self.store = store
+        self.only = only
+        self.owner = owner
+        self.path = store.path
+        self.read_only = store.read_only
+        self.batch_failures = store.batch_failures
+
+    @property
+    def dialect(self) -> Dialect:
+        return self.store.dialect
+
+    # -- the narrowed part: what a hydrate streams --------------------------------------------------
+    def sessions(self) -> Iterator[Union[dict[str, Any], Corrupt]]:
+        if self.only is not None:
+            rec = self.store.session_record(self.only)
+            if rec is not None:
+                yield rec
+
+    def stream(self) -> Iterator[Union[Envelope, Corrupt]]:
+        return iter(self.store.load(self.only)) if self.only is not None else iter(())
+
+    def close(self) -> None:
+        if self.owner:
+            self.store.close()
+
+    # -- everything else, as the store does it ------------------------------------------------------
+    def next_global_seq(self) -> int:
+        return self.store.next_global_seq()
+
+    def commit_group(self, units: CommitUnits) -> "asyncio.Future[Refusals]":
+        return self.store.commit_group(units)
+
+    def append_telemetry(self, session_id: str, event: dict[str, Any]) -> None:
+        self.store.append_telemetry(session_id, event)
+
+    def last_global_seq(self) -> int:
+        return self.store.last_global_seq()
+
+    def session_record(self, session_id: str) -> Optional[Union[dict[str, Any], Corrupt]]:
+        return self.store.session_record(session_id)
+
+    def read_range(self, session_id: str, start: int = 1,
+                   end: Optional[int] = None) -> Iterator[Union[Envelope, Corrupt]]:
+        return self.store.read_range(session_id, start, end)
+
+    def load(self, session_id: str) -> list[Union[Envelope, Corrupt]]:
+        return self.store.load(session_id)
+
+    def forget(self, session_id: str) -> None:
+        self.store.forget(session_id)
+
+    def telemetry(self, session_id: str) -> list[dict[str, Any]]:
+        return self.store.telemetry(session_id)
+
+    def session_count(self) -> int:
+        return self.store.session_count()
+
+    def sessions_ever_created(self) -> Optional[int]:
+        return self.store.sessions_ever_created()
+
+    def query(self, sql: str, params: object = ()) -> list[tuple[Any, ...]]:
+        return self.store.query(sql, params)
+

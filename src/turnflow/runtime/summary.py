@@ -14,32 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-TERMINAL = ("session.closed", "session.expired")
-
-# per session: turns, the terminal envelope's type|reason, whether it opened
-_SQLITE_PER_SESSION = """
-SELECT s.session_id AS sid,
-       COALESCE(SUM(CASE WHEN e.et IN ('text', 'packet') THEN 1 ELSE 0 END), 0) AS turns,
-       MIN(CASE WHEN e.et IN ('session.closed', 'session.expired')
-                THEN printf('%010d', e.seq) || e.et || '|' || COALESCE(json_extract(e.record, '$.event_data.reason'), '')
-           END) AS term,
-       COALESCE(MAX(CASE WHEN e.et = 'session.opened' THEN 1 ELSE 0 END), 0) AS opened
-FROM sessions s
-LEFT JOIN (SELECT session_id, seq, record, json_extract(record, '$.event_type') AS et FROM envelopes) e
-       ON e.session_id = s.session_id
-GROUP BY s.session_id
-"""
-
-_PG_PER_SESSION = """
-SELECT s.session_id AS sid,
-       COUNT(e.n) FILTER (WHERE e.event_type IN ('text', 'packet')) AS turns,
-       MIN(lpad(e.seq::text, 10, '0') || e.event_type || '|' || COALESCE((e.record::jsonb) -> 'event_data' ->> 'reason', ''))
-           FILTER (WHERE e.event_type IN ('session.closed', 'session.expired')) AS term,
-       COALESCE(MAX(CASE WHEN e.event_type = 'session.opened' THEN 1 ELSE 0 END), 0) AS opened
-FROM turnflow_sessions s
-LEFT JOIN turnflow_envelopes e ON e.session_id = s.session_id
-GROUP BY s.session_id
-"""
+from turnflow.runtime.store_contract import Store
 
 _STATE = """
 CASE WHEN term IS NULL THEN (CASE WHEN opened = 1 THEN 'active' ELSE 'invited' END)
@@ -47,33 +22,13 @@ CASE WHEN term IS NULL THEN (CASE WHEN opened = 1 THEN 'active' ELSE 'invited' E
 """
 
 
-def _reason_sql(engine: str) -> str:
-    # term = 10-digit seq, event type, '|', reason
-    return "CASE WHEN term IS NULL THEN NULL ELSE substr(term, strpos(term, '|') + 1) END" if engine == "postgresql" \
-        else "CASE WHEN term IS NULL THEN NULL ELSE substr(term, instr(term, '|') + 1) END"
-
-
-def summarize(store: Any) -> dict:
-    engine = getattr(store, "engine", "sqlite")
-    tasks: Optional[dict] = None
-    per = _PG_PER_SESSION if engine == "postgresql" else _SQLITE_PER_SESSION
-    by_state_reason = f"""
-        SELECT {_STATE} AS state, {_reason_sql(engine)} AS reason, COUNT(*) FROM ({per}) per GROUP BY 1, 2"""
-    histogram = f"SELECT turns, COUNT(*) FROM ({per}) per GROUP BY turns ORDER BY turns"
-    if engine == "postgresql":
-        with store.pool.connection() as conn:
-            groups = conn.execute(by_state_reason).fetchall()
-            hist = conn.execute(histogram).fetchall()
-            envelopes = conn.execute("SELECT COUNT(*) FROM turnflow_envelopes").fetchone()[0]
-            tasks = dict(conn.execute("SELECT state, COUNT(*) FROM turnflow_tasks GROUP BY state").fetchall())
-    else:
-        db = store.db
-        groups = db.execute(by_state_reason).fetchall()
-        hist = db.execute(histogram).fetchall()
-        envelopes = db.execute("SELECT COUNT(*) FROM envelopes").fetchone()[0]
-        has_tasks = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'turnflow_tasks'").fetchone()
-        tasks = (dict(db.execute("SELECT state, COUNT(*) FROM turnflow_tasks GROUP BY state").fetchall())
-                 if has_tasks else None)
+def summarize(store: Store) -> dict:
+    d = store.dialect
+    per = d.per_session_sql
+    groups = store.query(f"SELECT {_STATE} AS state, {d.reason_sql} AS reason, COUNT(*) FROM ({per}) per GROUP BY 1, 2")
+    hist = store.query(f"SELECT turns, COUNT(*) FROM ({per}) per GROUP BY turns ORDER BY turns")
+    envelopes = store.query(d.envelope_count_sql)[0][0]
+    tasks = dict(store.query(d.task_states_sql)) if store.query(d.has_tasks_sql)[0][0] else None
     states: dict[str, int] = {}
     reasons: dict[str, int] = {}
     for state, reason, n in groups:
@@ -82,7 +37,7 @@ def summarize(store: Any) -> dict:
             key = reason or "-"
             reasons[key] = reasons.get(key, 0) + n
     sessions = sum(states.values())
-    return {"engine": engine, "sessions": sessions, "envelopes": envelopes,
+    return {"engine": d.name, "sessions": sessions, "envelopes": envelopes,
             "states": dict(sorted(states.items())), "close_reasons": dict(sorted(reasons.items())),
             "turns": _percentiles([(int(t), int(n)) for t, n in hist]),
             "tasks": None if tasks is None else {s: int(tasks.get(s, 0)) for s in ("pending", "running", "done", "failed")}}
@@ -109,7 +64,10 @@ def _percentiles(hist: list[tuple[int, int]]) -> Optional[dict]:
 
 
 def render(s: dict, where: str) -> str:
-    lines = [f"store {where} ({s['engine']}): {s['sessions']} sessions, {s['envelopes']} envelopes"]
+    def n(count: int, word: str) -> str:
+        return f"{count} {word}{'s' if count != 1 else ''}"
+
+    lines = [f"store {where} ({s['engine']}): {n(s['sessions'], 'session')}, {n(s['envelopes'], 'envelope')}"]
     if s["states"]:
         lines.append("state: " + "  ".join(f"{k} {v}" for k, v in s["states"].items()))
     if s["close_reasons"]:

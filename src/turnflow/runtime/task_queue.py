@@ -20,12 +20,39 @@ import os
 import socket
 import time
 import uuid
-from typing import Any, Iterable, Optional
+from typing import TYPE_CHECKING, Any, Iterable, Optional, Protocol, cast
 
+from turnflow.runtime.dialect import POSTGRESQL
 from turnflow.runtime.errors import StoreError
+from turnflow.runtime.pg_leases import NOTIFY_CHANNEL
 from turnflow.runtime.tasks import Claim, Task, decode_context
 
+if TYPE_CHECKING:
+    from turnflow.runtime.store import SQLiteStore
+    from turnflow.runtime.store_contract import Store
+    from turnflow.runtime.store_pg import PostgresStore
+
 STATES = ("pending", "running", "done", "failed")
+
+
+class TaskQueue(Protocol):
+    """What a batch worker asks of a task list (both engines implement all of it)."""
+
+    blocking: bool  # whether its calls wait for the network: the worker then makes them off the event loop
+
+    def load(self, tasks: list[Task], spec_hash: str) -> int: ...
+    def claim(self, worker: str, n: int, lease: float) -> list[Claim]: ...
+    def renew(self, worker: str, lease: float) -> set[str]: ...
+    def finish(self, worker: str, task_id: str, state: str, result: dict) -> bool: ...
+    async def finish_grouped(self, worker: str, task_id: str, state: str, result: dict,
+                             session_id: Optional[str]) -> bool: ...
+    def release_task(self, worker: str, task_id: str) -> bool: ...
+    def release(self, worker: str) -> int: ...
+    def counts(self) -> dict[str, int]: ...
+    def unfinished(self) -> bool: ...
+    async def wait_for_change(self, timeout: float) -> None: ...
+    def results(self, ids: list[str]) -> dict[str, tuple[str, Optional[dict]]]: ...
+    def close(self) -> None: ...
 
 # A claim takes the first `n` tasks by file order among the pending ones and the running ones whose
 # lease lapsed. Each kind is its own index range on (state, ord), so a claim costs O(n), not a scan
@@ -63,8 +90,7 @@ def _dead_here(workers: Iterable[str]) -> list[str]:
 
 _UNFINISHED = ("SELECT EXISTS (SELECT 1 FROM turnflow_tasks WHERE state = 'pending') "
                "OR EXISTS (SELECT 1 FROM turnflow_tasks WHERE state = 'running')")
-NOTIFY_CHANNEL = "turnflow_tasks"  # PostgreSQL: a task was finished or given back (workers waiting LISTEN)
-_NOTIFY = "SELECT pg_notify('turnflow_tasks', '')"
+_NOTIFY = f"SELECT pg_notify('{NOTIFY_CHANNEL}', '')"
 
 DEAD_CHECK_EVERY = 1.0  # seconds between two looks for workers on this host whose process is gone
 
@@ -101,7 +127,7 @@ class SQLiteTaskQueue:
     CREATE INDEX IF NOT EXISTS turnflow_tasks_by_state ON turnflow_tasks (state, ord);
     """
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: "SQLiteStore") -> None:
         self.store = store
         self.db = store.db
         self._dead_checked: Optional[float] = None  # when a claim last looked for dead workers
@@ -169,6 +195,20 @@ class SQLiteTaskQueue:
                               (state, json.dumps(result, sort_keys=True), task_id, worker))
         return cur.rowcount == 1
 
+    async def finish_grouped(self, worker: str, task_id: str, state: str, result: dict,
+                             session_id: Optional[str]) -> bool:
+        """`finish` (one local transaction: nothing to share)."""
+        return self.finish(worker, task_id, state, result)
+
+    async def wait_for_change(self, timeout: float) -> None:
+        """Wait `timeout` seconds (one process writes a SQLite store: nobody notifies)."""
+        import asyncio
+
+        await asyncio.sleep(timeout)
+
+    def close(self) -> None:
+        """(Nothing held open.)"""
+
     def release_task(self, worker: str, task_id: str) -> bool:
         cur = self.db.execute("UPDATE turnflow_tasks SET state = 'pending', worker = NULL, lease_until = NULL "
                               "WHERE id = ? AND worker = ? AND state = 'running'", (task_id, worker))
@@ -187,11 +227,6 @@ class SQLiteTaskQueue:
         """Whether a task is still pending or running (two index probes, not a count of the list)."""
         return bool(self.db.execute(_UNFINISHED).fetchone()[0])
 
-    def live_elsewhere(self, worker: str) -> int:
-        """Tasks other workers hold under a lease that has not run out."""
-        return self.db.execute("SELECT COUNT(*) FROM turnflow_tasks WHERE state = 'running' AND worker != ? "
-                               "AND lease_until >= ?", (worker, time.time())).fetchone()[0]
-
     def results(self, ids: list[str]) -> dict[str, tuple[str, Optional[dict]]]:
         out: dict[str, tuple[str, Optional[dict]]] = {}
         for i in range(0, len(ids), 500):
@@ -208,7 +243,7 @@ class PostgresTaskQueue:
 
     blocking = True  # network round trips: called from a thread, off the event loop
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: "PostgresStore") -> None:
         self.store = store
         self.pool = store.pool
         self._listener: Any = None  # the connection that LISTENs for finished or released tasks
@@ -267,10 +302,10 @@ class PostgresTaskQueue:
                              session_id: Optional[str]) -> bool:
         """`finish`, written with the store's next group commit instead of a transaction of its own
         (a batch worker finishing many tasks a second shares its statements)."""
-        if getattr(self.store, "worker", None) == worker:
-            return await self.store.finish_task(task_id, state, result, session_id)
         import asyncio
 
+        if self.store.worker == worker:
+            return await self.store.finish_task(task_id, state, result, session_id)
         return await asyncio.to_thread(self.finish, worker, task_id, state, result)
 
     def release_task(self, worker: str, task_id: str) -> bool:
@@ -296,7 +331,13 @@ class PostgresTaskQueue:
         with self.pool.connection() as conn:
             return bool(conn.execute(_UNFINISHED).fetchone()[0])
 
-    def wait_for_change(self, timeout: float) -> None:
+    async def wait_for_change(self, timeout: float) -> None:
+        """`block_until_change` off the event loop."""
+        import asyncio
+
+        await asyncio.to_thread(self.block_until_change, timeout)
+
+    def block_until_change(self, timeout: float) -> None:
         """Block until another worker finishes or gives back a task (a NOTIFY on `turnflow_tasks`),
         or `timeout` seconds: a worker with nothing left to claim exits as soon as the last task
         is done, instead of up to a poll interval later. The first call only starts listening and
@@ -304,7 +345,7 @@ class PostgresTaskQueue:
         if self._listener is None:
             psycopg = self.store._psycopg
             self._listener = psycopg.connect(self.store.url, autocommit=True)
-            self._listener.execute("LISTEN turnflow_tasks")
+            self._listener.execute(f"LISTEN {NOTIFY_CHANNEL}")
             return
         for _ in self._listener.notifies(timeout=timeout, stop_after=1):
             pass
@@ -316,18 +357,14 @@ class PostgresTaskQueue:
             finally:
                 self._listener = None
 
-    def live_elsewhere(self, worker: str) -> int:
-        with self.pool.connection() as conn:
-            return conn.execute("SELECT COUNT(*) FROM turnflow_tasks WHERE state = 'running' AND worker <> %s "
-                                "AND lease_until >= clock_timestamp()", (worker,)).fetchone()[0]
-
     def results(self, ids: list[str]) -> dict[str, tuple[str, Optional[dict]]]:
         with self.pool.connection() as conn:
             rows = conn.execute("SELECT id, state, result FROM turnflow_tasks WHERE id = ANY(%s)", (ids,)).fetchall()
         return {tid: (state, json.loads(res) if res else None) for tid, state, res in rows}
 
 
-def task_queue_for(store: Any) -> Any:
-    if getattr(store, "engine", None) == "postgresql":
-        return PostgresTaskQueue(store)
-    return SQLiteTaskQueue(store)
+def task_queue_for(store: Store) -> TaskQueue:
+    """The task list kept in `store`, in its engine's dialect."""
+    if store.dialect is POSTGRESQL:
+        return PostgresTaskQueue(cast("PostgresStore", store))
+    return SQLiteTaskQueue(cast("SQLiteStore", store))

@@ -35,50 +35,67 @@ class TaskFileError(Exception):
 class Task:
     id: str
     task: Optional[str] = None
-    context: dict = field(default_factory=dict)
+    context: dict[str, Any] = field(default_factory=dict)
     line: int = 0
 
     def context_text(self) -> str:
         return json.dumps(self.context, sort_keys=True, separators=(",", ":"))
 
 
+MAX_REPORTED = 50  # bad lines listed at most (then how many more)
+
+
 def parse_tasks(text: str, path: str = "<tasks>") -> list[Task]:
+    """The tasks of a JSON-lines text. Every bad line is reported (at most MAX_REPORTED, then a
+    count), in one TaskFileError, one line each: `PATH:LINE: what is wrong`."""
     tasks: list[Task] = []
     seen: dict[str, int] = {}
+    problems: list[str] = []
     for n, raw in enumerate(text.splitlines(), 1):
         if not raw.strip():
             continue
-        where = f"{path}:{n}"
         try:
-            obj = json_input.loads(raw)  # refuses deep nesting, NaN, 1e309, lone surrogates, with a column
-        except json_input.JSONInputError as exc:
-            raise TaskFileError(f"{where}: not valid JSON: {exc.msg} (column {exc.colno})") from None
-        if not isinstance(obj, dict):
-            raise TaskFileError(f"{where}: expected an object {{\"id\", \"task\", \"context\"}}, "
-                                f"got {type(obj).__name__}")
-        unknown = sorted(set(obj) - set(KEYS))
-        if unknown:
-            raise TaskFileError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(KEYS)})")
-        tid = obj.get("id")
-        if not isinstance(tid, str) or not tid.strip():
-            raise TaskFileError(f"{where}: `id` must be a non-empty string, got {tid!r}")
-        if len(tid) > MAX_ID or any(ord(c) < 32 for c in tid):
-            raise TaskFileError(f"{where}: `id` must be at most {MAX_ID} printable characters")
-        if tid in seen:
-            raise TaskFileError(f"{where}: duplicate id {tid!r} (first on line {seen[tid]})")
-        seen[tid] = n
-        task = obj.get("task")
-        if task is not None and not isinstance(task, str):
-            raise TaskFileError(f"{where}: `task` must be a string, got {type(task).__name__}")
-        ctx = obj.get("context")
-        if ctx is None:
-            ctx = {}
-        if not isinstance(ctx, dict):
-            raise TaskFileError(f"{where}: `context` must be an object, got {type(ctx).__name__}")
-        tasks.append(Task(tid, task or None, ctx, n))
+            task = _parse_line(raw, n, seen)
+        except TaskFileError as exc:
+            problems.append(f"{path}:{n}: {exc}")
+            continue
+        seen[task.id] = n
+        tasks.append(task)
+    if problems:
+        more = len(problems) - MAX_REPORTED
+        raise TaskFileError("\n".join(problems[:MAX_REPORTED])
+                            + (f"\n{path}: ... and {more} more bad line{'s' if more != 1 else ''}" if more > 0 else ""))
     if not tasks:
         raise TaskFileError(f"{path}: no tasks (expected one JSON object a line)")
     return tasks
+
+
+def _parse_line(raw: str, n: int, seen: dict[str, int]) -> Task:
+    try:
+        obj = json_input.loads(raw)  # refuses deep nesting, NaN, 1e309, lone surrogates, with a column
+    except json_input.JSONInputError as exc:
+        raise TaskFileError(f"not valid JSON: {exc.msg} (column {exc.colno})") from None
+    if not isinstance(obj, dict):
+        raise TaskFileError(f"expected an object {{\"id\", \"task\", \"context\"}}, got {type(obj).__name__}")
+    unknown = sorted(set(obj) - set(KEYS))
+    if unknown:
+        raise TaskFileError(f"unknown key {unknown[0]!r} (known: {', '.join(KEYS)})")
+    tid = obj.get("id")
+    if not isinstance(tid, str) or not tid.strip():
+        raise TaskFileError(f"`id` must be a non-empty string, got {tid!r}")
+    if len(tid) > MAX_ID or any(ord(c) < 32 for c in tid):
+        raise TaskFileError(f"`id` must be at most {MAX_ID} printable characters")
+    if tid in seen:
+        raise TaskFileError(f"duplicate id {tid!r} (first on line {seen[tid]})")
+    task = obj.get("task")
+    if task is not None and not isinstance(task, str):
+        raise TaskFileError(f"`task` must be a string, got {type(task).__name__}")
+    ctx = obj.get("context")
+    if ctx is None:
+        ctx = {}
+    if not isinstance(ctx, dict):
+        raise TaskFileError(f"`context` must be an object, got {type(ctx).__name__}")
+    return Task(tid, task or None, ctx, n)
 
 
 def read_tasks(path: str) -> list[Task]:
@@ -94,7 +111,7 @@ def read_tasks(path: str) -> list[Task]:
     return parse_tasks(text, path)
 
 
-def spec_for(spec: dict, task: Task) -> dict:
+def spec_for(spec: dict[str, Any], task: Task) -> dict[str, Any]:
     """The session spec of one task: its `context` is added to the workflow's `context_vars`."""
     if not task.context:
         return spec
@@ -107,12 +124,12 @@ def spec_for(spec: dict, task: Task) -> dict:
     return {**spec, "knobs": knobs}
 
 
-def spec_hash(spec: dict) -> str:
+def spec_hash(spec: dict[str, Any]) -> str:
     """Identifies the flow a task list was started with (a re-run with another flow is refused)."""
     return hashlib.sha256(json.dumps(spec, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
 
 
-def check_tasks(spec: dict, tasks: list[Task]) -> None:
+def check_tasks(spec: dict[str, Any], tasks: list[Task]) -> None:
     for t in tasks:
         spec_for(spec, t)
 
@@ -123,7 +140,7 @@ class Claim:
 
     id: str
     task: Optional[str]
-    context: dict
+    context: dict[str, Any]
     session_id: Optional[str]
     attempts: int
 
@@ -131,7 +148,7 @@ class Claim:
         return Task(self.id, self.task, self.context)
 
 
-def decode_context(text: Any) -> dict:
+def decode_context(text: Any) -> dict[str, Any]:
     try:
         value = json.loads(text) if isinstance(text, str) else {}
     except ValueError:

@@ -22,12 +22,15 @@ from typing import Any, Callable, Iterator, Optional
 from turnflow.runtime.envelope import Envelope
 
 
-def message(e: Envelope, render: Callable[[Envelope], str], named: bool) -> dict:
+def message(e: Envelope, render: Callable[[Envelope], Optional[str]], named: bool) -> Optional[dict[str, Any]]:
+    """The message a viewer sees for `e`, or None when the adapter's `render_envelope` skips it."""
     text = render(e)
+    if text is None:
+        return None
     return {"sender": e.sender_id, "text": f"[{e.sender_id}] {text}" if named else text}
 
 
-class Messages(Sequence):
+class Messages(Sequence[dict[str, Any]]):
     """A read-only sequence of `{"sender", "text"}` messages: an optional prefix, then the first
     `n` items of an append-only list shared with the session (the list is never copied, and
     later appends do not show through). Compares equal to any sequence with equal items.
@@ -35,7 +38,7 @@ class Messages(Sequence):
 
     __slots__ = ("_items", "_n", "_prefix")
 
-    def __init__(self, items: list, n: Optional[int] = None, prefix: tuple = ()) -> None:
+    def __init__(self, items: list[Any], n: Optional[int] = None, prefix: tuple[Any, ...] = ()) -> None:
         self._items = items
         self._n = len(items) if n is None else n
         self._prefix = tuple(prefix)
@@ -54,7 +57,7 @@ class Messages(Sequence):
         p = len(self._prefix)
         return self._prefix[i] if i < p else self._items[i - p]
 
-    def __iter__(self) -> Iterator[dict]:
+    def __iter__(self) -> Iterator[dict[str, Any]]:
         yield from self._prefix
         items = self._items
         for k in range(self._n):
@@ -67,16 +70,16 @@ class Messages(Sequence):
 
     __hash__ = None  # type: ignore[assignment]
 
-    def __add__(self, other: Any) -> list:
+    def __add__(self, other: Any) -> list[Any]:
         return list(self) + list(other)
 
-    def __radd__(self, other: Any) -> list:
+    def __radd__(self, other: Any) -> list[Any]:
         return list(other) + list(self)
 
     def __repr__(self) -> str:
         return repr(list(self))
 
-    def with_prefix(self, prefix: Sequence) -> "Messages":
+    def with_prefix(self, prefix: Sequence[Any]) -> "Messages":
         return Messages(self._items, self._n, tuple(prefix) + self._prefix)
 
 
@@ -88,22 +91,22 @@ class ViewerLog:
     def __init__(self, viewer: Optional[str]) -> None:
         self.viewer = viewer
         self.pos = 0  # how many transcript entries have been looked at
-        self.messages: list[dict] = []
+        self.messages: list[dict[str, Any]] = []
         self.counts: dict[str, int] = {}  # sender -> visible messages
 
 
 class Transcript:
     __slots__ = ("entries", "_rendered", "_logs")
 
-    def __init__(self, entries: Optional[list] = None) -> None:
+    def __init__(self, entries: Optional[list[Any]] = None) -> None:
         self.entries: list[Envelope] = entries if entries is not None else []
-        self._rendered: dict[tuple, list] = {}  # (render, named) -> message per entry (shared by viewers)
-        self._logs: dict[tuple, ViewerLog] = {}
+        self._rendered: dict[tuple[Any, ...], list[Any]] = {}  # (render, named) -> message per entry (shared by viewers)
+        self._logs: dict[tuple[Any, ...], ViewerLog] = {}
 
     def add(self, env: Envelope) -> None:
         self.entries.append(env)
 
-    def log_for(self, viewer: Optional[str], render: Callable[[Envelope], str], named: bool) -> ViewerLog:
+    def log_for(self, viewer: Optional[str], render: Callable[[Envelope], Optional[str]], named: bool) -> ViewerLog:
         flavour = (render, named)
         rendered = self._rendered.get(flavour)
         if rendered is None:
@@ -118,7 +121,7 @@ class Transcript:
         msgs, counts = vl.messages, vl.counts
         for k in range(vl.pos, len(entries)):
             e = entries[k]
-            if viewer is None or e.audience is None or viewer in e.audience:
+            if (viewer is None or e.audience is None or viewer in e.audience) and rendered[k] is not None:
                 msgs.append(rendered[k])
                 counts[e.sender_id] = counts.get(e.sender_id, 0) + 1
         vl.pos = len(entries)

@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover
 #: the JSON path of the graph in a session's knobs, for error messages
 GRAPH_ROOT = "$.knobs.graph"
 
-Test = Callable[[dict, Any], bool]  # (context_vars, envelope) -> fires?
+Test = Callable[[dict[str, Any], Any], bool]  # (context_vars, envelope) -> fires?
 
 # -- a dispatch table row -------------------------------------------------------------------------
 # (op, a, b, next_speaker, close_reason, by_round_robin), one table per (last speaker, text|packet),
@@ -70,13 +70,13 @@ def round_inputs(env: Any) -> tuple[Optional[str], Optional[str]]:
 
 
 def _test(cond: BaseCondition, speaker: str) -> Test:
-    def test(ctx: dict, env: Any) -> bool:
+    def test(ctx: dict[str, Any], env: Any) -> bool:
         tool, text = round_inputs(env)
         return cond.holds(speaker, ctx, tool, text)
     return test
 
 
-def _row_test(cond: BaseCondition, speaker: str) -> tuple:
+def _row_test(cond: BaseCondition, speaker: str) -> tuple[Any, ...]:
     """A residual condition → (op, a, b); context and tool comparisons are inlined."""
     from turnflow.spec import ContextEquals, ToolCalled
 
@@ -93,7 +93,7 @@ class CompiledGraph:
     __slots__ = ("model", "initial_speaker", "max_turns", "order", "creator", "_rules", "text_tables",
                  "packet_tables", "_previous")
 
-    def __init__(self, graph: Union[dict, TransitionGraph], order: list[str], creator: str) -> None:
+    def __init__(self, graph: Union[dict[str, Any], TransitionGraph], order: list[str], creator: str) -> None:
         from turnflow.spec import PreviousSpeaker
 
         self.model = validate_graph(graph, order)
@@ -104,13 +104,13 @@ class CompiledGraph:
         self.creator = creator
         trs = self.model.transitions
         self._rules = [(trs[i].when, trs[i].then) for i in self.model.evaluation_order()]
-        self.text_tables: dict[str, tuple] = {}
-        self.packet_tables: dict[str, tuple] = {}
+        self.text_tables: dict[str, tuple[Any, ...]] = {}
+        self.packet_tables: dict[str, tuple[Any, ...]] = {}
         for s in self.order:
             self.text_tables[s] = self._table(s, False)
             self.packet_tables[s] = self._table(s, True)
 
-    def _table(self, speaker: str, packet: bool) -> tuple:
+    def _table(self, speaker: str, packet: bool) -> tuple[Any, ...]:
         rows = []
         for when, then in self._rules:
             t = when.partial(speaker, packet)
@@ -125,7 +125,7 @@ class CompiledGraph:
         rows.append((ALWAYS, None, None, nxt, reason, rr))
         return tuple(rows)
 
-    def _resolve(self, then, speaker: str) -> tuple:
+    def _resolve(self, then: Any, speaker: str) -> tuple[Any, ...]:
         if then.uses_previous:
             return PREVIOUS, "", False
         return then.resolve(speaker, self.order, self.creator)
@@ -135,7 +135,7 @@ class CompiledGraph:
         (None on the first turn: round robin)."""
         return self._previous(speaker, self.order, before)
 
-    def table(self, speaker: str, packet: bool) -> tuple:
+    def table(self, speaker: str, packet: bool) -> tuple[Any, ...]:
         """The dispatch table (built on first use for a speaker that is not a participant)."""
         tables = self.packet_tables if packet else self.text_tables
         t = tables.get(speaker)
@@ -143,7 +143,7 @@ class CompiledGraph:
             t = tables[speaker] = self._table(speaker, packet)
         return t
 
-    def next_visible(self, speaker: str, hidden: frozenset) -> Optional[str]:
+    def next_visible(self, speaker: str, hidden: frozenset[str]) -> Optional[str]:
         order = self.order
         start = order.index(speaker) + 1 if speaker in order else 0
         for k in range(len(order)):

@@ -15,19 +15,23 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import Callable, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 from turnflow.runtime.adapters.base import render_substantive
 from turnflow.runtime.envelope import SUBSTANTIVE, Envelope
 from turnflow.runtime.transcript import Messages, ViewerLog, message as _message
 
 SUMMARY_SENDER = "<summary>"
+Render = Callable[[Envelope], Optional[str]]
 
 
-def _visible(envelopes: Iterable[Envelope], viewer: Optional[str]) -> Iterable[Envelope]:
+def _visible(envelopes: Iterable[Envelope], viewer: Optional[str], render: Render, named: bool) -> Iterable[tuple[Any, ...]]:
+    """(envelope, message) for each substantive envelope `viewer` sees and `render` does not skip."""
     for e in envelopes:
         if e.event_type in SUBSTANTIVE and (viewer is None or e.visible_to(viewer)):
-            yield e
+            m = _message(e, render, named)
+            if m is not None:
+                yield e, m
 
 
 @dataclass(frozen=True)
@@ -36,8 +40,8 @@ class FullTranscript:
     name = "full_transcript"
 
     def project(self, envelopes: Iterable[Envelope], viewer: Optional[str] = None,
-                render: Callable[[Envelope], str] = render_substantive) -> list[dict]:
-        return [_message(e, render, self.named) for e in _visible(envelopes, viewer)]
+                render: Render = render_substantive) -> list[dict[str, Any]]:
+        return [m for _, m in _visible(envelopes, viewer, render, self.named)]
 
     def project_log(self, vl: ViewerLog) -> Messages:
         return Messages(vl.messages)
@@ -54,26 +58,26 @@ class WindowedSummary:
             raise ValueError(f"recent_n must be a positive integer, got {self.recent_n!r}")
 
     def project(self, envelopes: Iterable[Envelope], viewer: Optional[str] = None,
-                render: Callable[[Envelope], str] = render_substantive) -> list[dict]:
-        window: deque = deque(maxlen=self.recent_n)
+                render: Render = render_substantive) -> list[dict[str, Any]]:
+        window: deque[Any] = deque(maxlen=self.recent_n)
         earlier = 0
         senders: dict[str, int] = {}
-        for e in _visible(envelopes, viewer):
+        for e, m in _visible(envelopes, viewer, render, self.named):
             if len(window) == self.recent_n:
-                old = window[0]
+                old = window[0][0]
                 earlier += 1
                 senders[old.sender_id] = senders.get(old.sender_id, 0) + 1
-            window.append(e)
+            window.append((e, m))
         out = []
         if earlier:
             who = ", ".join(f"{s} ({n})" for s, n in sorted(senders.items()))
             plural = "s" if earlier > 1 else ""
             out.append({"sender": SUMMARY_SENDER,
                         "text": f"[{earlier} earlier message{plural} not shown; from {who}]"})
-        out.extend(_message(e, render, self.named) for e in window)
+        out.extend(m for _, m in window)
         return out
 
-    def project_log(self, vl: ViewerLog) -> list[dict]:
+    def project_log(self, vl: ViewerLog) -> list[dict[str, Any]]:
         msgs = vl.messages
         window = msgs[-self.recent_n:]
         earlier = len(msgs) - len(window)

@@ -6,20 +6,23 @@ interop, the shipped JSON Schemas) reads these models.
 
     from turnflow.spec import TransitionGraph, parse_spec, SpecError
 
-The session-spec names (`turnflow.spec.session`) load on first use: the runtime reads only the
-TransitionGraph models and never builds the session-spec classes.
+Every name loads on first use (module `__getattr__`), so `turnflow.spec.meaning` (what each
+condition and target means, standard library only) is read without importing pydantic; the
+runtime reads only the TransitionGraph models and never builds the session-spec classes.
 """
 
 from typing import TYPE_CHECKING, Any
 
-from turnflow.spec.errors import SpecError, json_path
-from turnflow.spec.graph import (CONDITION, CONDITIONS, DEFAULT_REASON, EXTENSION_CONDITIONS, LOADS,
-                                 NO_PARTICIPANTS_REASON, TARGETS, EXTENSION_TARGETS, AllOf, AnyOf, ContextCompare, Not,
-                                 PreviousSpeaker, any_of, compare, context_compare, negate, previous_speaker, Always, AgentTarget, BaseCondition,
-                                 BaseTarget, Condition, ContextEquals, FromSpeaker, RevertToInitiator, RoundRobin,
-                                 Stay, Target, Terminate, TextContains, ToolCalled, Transition, TransitionGraph,
-                                 agent, all_of, always, context_equals, from_speaker, parse, revert_to_initiator,
-                                 round_robin, stay, terminate, text_contains, tool_called)
+if TYPE_CHECKING:  # pragma: no cover
+    from turnflow.spec.errors import SpecError, json_path
+    from turnflow.spec.graph import (CONDITION, CONDITIONS, DEFAULT_REASON, EXTENSION_CONDITIONS, LOADS,
+                                     NO_PARTICIPANTS_REASON, TARGETS, EXTENSION_TARGETS, AllOf, AnyOf, ContextCompare,
+                                     Not, PreviousSpeaker, any_of, compare, context_compare, negate, previous_speaker,
+                                     Always, AgentTarget, BaseCondition, BaseTarget, Condition, ContextEquals,
+                                     FromSpeaker, RevertToInitiator, RoundRobin, Stay, Target, Terminate, TextContains,
+                                     ToolCalled, Transition, TransitionGraph, agent, all_of, always, context_equals,
+                                     from_speaker, parse, revert_to_initiator, round_robin, stay, terminate,
+                                     text_contains, tool_called)
 
 if TYPE_CHECKING:  # pragma: no cover
     from turnflow.spec.session import (KINDS, KNOBS, SESSION_SPEC, SESSION_SPECS, TOOL_TARGET_KEYWORDS,
@@ -47,14 +50,21 @@ __all__ = ["SpecError", "json_path", "CONDITION", "CONDITIONS", "DEFAULT_REASON"
            "check_spec", "parse_spec"]
 
 
+_ERRORS = ("SpecError", "json_path")
+
+
 def __getattr__(name: str) -> Any:
     if name in _SESSION:
-        from turnflow.spec import session
-
-        value = getattr(session, name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'turnflow.spec' has no attribute {name!r}")
+        from turnflow.spec import session as module
+    elif name in _ERRORS:
+        from turnflow.spec import errors as module  # type: ignore[no-redef]
+    elif name in __all__:
+        from turnflow.spec import graph as module  # type: ignore[no-redef]
+    else:
+        raise AttributeError(f"module 'turnflow.spec' has no attribute {name!r}")
+    value = getattr(module, name)
+    globals()[name] = value
+    return value
 
 
 def __dir__() -> list[str]:

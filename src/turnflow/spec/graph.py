@@ -5,18 +5,17 @@ pydantic models: conditions and targets are tagged unions on `name`.
     g = TransitionGraph.loads(data)             # AG2's `loads`: its defaults filled in
     g.to_dict()                                 # exactly AG2's `to_dict()`
 
-Each condition and target says what it means as a pure function of the
-turn just taken, so every reader (the runtime's dispatch tables, simulate,
-decompile, interop) shares one meaning:
+Each condition and target says what it means, so every reader (the runtime's
+dispatch tables, simulate, decompile, interop, the compiler's speaker-graph
+analysis) shares one meaning. The meaning itself lives in `spec/meaning.py`
+(`holds`, `decide`, `resolve`, `successors`; standard library only, so the
+compiler's analysis reads the same kinds without pydantic); each model here
+inherits its kind's, and adds:
 
-- `Condition.holds(speaker, context, tool, text)`: `tool` is the routing
-  tool of an `ag2.packet` (None for anything else), `text` the body of the
-  round (a text's `text`, a packet's `body`; None for other events);
 - `Condition.partial(speaker, packet)`: True / False when the condition is
   decided by the last speaker and the envelope type alone, else the residual
   condition to test per envelope;
-- `Target.resolve(speaker, order, initiator)`: (next speaker or None, close
-  reason, chosen by round robin).
+- `describe()`, `walk()`, `agent_refs()`, `with_agents()`.
 
 Adding a kind is one class with its `Args` model and an entry in
 `CONDITIONS` / `TARGETS` below.
@@ -30,12 +29,11 @@ from typing import Annotated, Any, ClassVar, Iterator, Literal, Optional, Union,
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, TypeAdapter, ValidationError, ValidationInfo, field_validator, \
     model_validator
 
+from turnflow.spec import meaning as m
 from turnflow.spec.errors import SpecError, from_validation_error
+from turnflow.spec.meaning import DEFAULT_REASON, NO_PARTICIPANTS_REASON, compare
 
-#: the close reason of a `terminate` target without one, and of the default target AG2 fills in
-DEFAULT_REASON = "after_work"
-#: the close reason of a `round_robin` target with nobody to hand to
-NO_PARTICIPANTS_REASON = "no_participants"
+__all__ = ["DEFAULT_REASON", "NO_PARTICIPANTS_REASON", "compare"]  # re-exported with the models below
 #: validation context asking for AG2's `loads` reading (defaults filled, max_turns 0 allowed)
 LOADS = {"ag2_loads": True}
 
@@ -93,12 +91,9 @@ class _Named(Model):
 # ---------------------------------------------------------------------------------------------
 #  Conditions
 # ---------------------------------------------------------------------------------------------
-class BaseCondition(_Named):
+class BaseCondition(m.ConditionMeaning, _Named):
     #: False for turnflow's extensions (AG2 1.2.1 needs `turnflow.interop.ag2.register_extensions()`)
     builtin: ClassVar[bool] = True
-
-    def holds(self, speaker: str, context: dict, tool: Optional[str], text: Optional[str]) -> bool:
-        raise NotImplementedError
 
     def partial(self, speaker: str, packet: bool) -> Union[bool, "BaseCondition"]:
         return self
@@ -121,12 +116,9 @@ class BaseCondition(_Named):
         return self
 
 
-class Always(BaseCondition):
+class Always(m.AlwaysMeaning, BaseCondition):
     name: Literal["always"]
     args: NoArgs
-
-    def holds(self, speaker, context, tool, text) -> bool:
-        return True
 
     def partial(self, speaker, packet):
         return True
@@ -136,12 +128,9 @@ class FromSpeakerArgs(Model):
     agent_id: NonEmpty
 
 
-class FromSpeaker(BaseCondition):
+class FromSpeaker(m.FromSpeakerMeaning, BaseCondition):
     name: Literal["from_speaker"]
     args: FromSpeakerArgs
-
-    def holds(self, speaker, context, tool, text) -> bool:
-        return self.args.agent_id == speaker
 
     def partial(self, speaker, packet):
         return self.args.agent_id == speaker
@@ -160,12 +149,9 @@ class ToolCalledArgs(Model):
     tool_name: NonEmpty
 
 
-class ToolCalled(BaseCondition):
+class ToolCalled(m.ToolCalledMeaning, BaseCondition):
     name: Literal["tool_called"]
     args: ToolCalledArgs
-
-    def holds(self, speaker, context, tool, text) -> bool:
-        return tool == self.args.tool_name
 
     def partial(self, speaker, packet):
         return self if packet else False  # only a packet carries a routing tool
@@ -179,12 +165,9 @@ class ContextEqualsArgs(Model):
     value: Any
 
 
-class ContextEquals(BaseCondition):
+class ContextEquals(m.ContextEqualsMeaning, BaseCondition):
     name: Literal["context_equals"]
     args: ContextEqualsArgs
-
-    def holds(self, speaker, context, tool, text) -> bool:
-        return context.get(self.args.key) == self.args.value
 
     def describe(self) -> str:
         return f"context.{self.args.key} == {json.dumps(self.args.value)}"
@@ -194,15 +177,12 @@ class TextContainsArgs(Model):
     text: str
 
 
-class TextContains(BaseCondition):
+class TextContains(m.TextContainsMeaning, BaseCondition):
     """Extension: the round's body contains `text` (case-sensitive)."""
 
     builtin: ClassVar[bool] = False
     name: Literal["text_contains"]
     args: TextContainsArgs
-
-    def holds(self, speaker, context, tool, text) -> bool:
-        return isinstance(text, str) and self.args.text in text
 
     def describe(self) -> str:
         return f"text contains {json.dumps(self.args.text)}"
@@ -255,16 +235,13 @@ class AllOfArgs(ConditionListArgs):
     pass
 
 
-class AllOf(_Junction):
+class AllOf(m.AllOfMeaning, _Junction):
     """Extension: every nested condition holds (an empty list holds)."""
 
     builtin: ClassVar[bool] = False
     decisive: ClassVar[bool] = False
     name: Literal["all_of"]
     args: AllOfArgs
-
-    def holds(self, speaker, context, tool, text) -> bool:
-        return all(c.holds(speaker, context, tool, text) for c in self.args.conditions)
 
     def join(self, conditions):
         return all_of(conditions)
@@ -276,44 +253,6 @@ class AllOf(_Junction):
 CompareOp = Literal["==", "!=", "<", "<=", ">", ">="]
 
 
-def compare(actual: Any, op: str, value: Any, length: bool = False) -> bool:
-    """The meaning of `context_compare` (docs/language.md, "Comparisons"):
-
-    - a missing key reads as null (`actual` None);
-    - with `length`, the operand is the length of a string, array or object;
-      any other value (null, a number, a boolean) has no length: false for every `op`;
-    - `==` / `!=` are JSON equality and its negation, as `context_equals` reads it
-      (Python `==`: `1 == 1.0`; `true == 1` too, as in AG2);
-    - `<`, `<=`, `>`, `>=` hold between two numbers (booleans are not numbers) or two
-      strings (code point order); any other pair is incomparable: false.
-    """
-    if length:
-        if not isinstance(actual, (str, list, dict)):
-            return False
-        actual = len(actual)
-    if op == "==":
-        return bool(actual == value)
-    if op == "!=":
-        return bool(actual != value)
-    if isinstance(actual, str) and isinstance(value, str):
-        pass
-    elif not (_number(actual) and _number(value)):
-        return False
-    if op == "<":
-        return actual < value
-    if op == "<=":
-        return actual <= value
-    if op == ">":
-        return actual > value
-    if op == ">=":
-        return actual >= value
-    return False  # pragma: no cover - CompareOp admits nothing else
-
-
-def _number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
 class ContextCompareArgs(Model):
     key: NonEmpty
     op: CompareOp
@@ -321,16 +260,12 @@ class ContextCompareArgs(Model):
     len: bool = False
 
 
-class ContextCompare(BaseCondition):
+class ContextCompare(m.ContextCompareMeaning, BaseCondition):
     """Extension: `context[key] op value`, or with `len` the length of `context[key]` (see `compare`)."""
 
     builtin: ClassVar[bool] = False
     name: Literal["context_compare"]
     args: ContextCompareArgs
-
-    def holds(self, speaker, context, tool, text) -> bool:
-        a = self.args
-        return compare(context.get(a.key), a.op, a.value, a.len)
 
     def describe(self) -> str:
         a = self.args
@@ -342,16 +277,13 @@ class AnyOfArgs(ConditionListArgs):
     pass
 
 
-class AnyOf(_Junction):
+class AnyOf(m.AnyOfMeaning, _Junction):
     """Extension: some nested condition holds (an empty list never holds)."""
 
     builtin: ClassVar[bool] = False
     decisive: ClassVar[bool] = True
     name: Literal["any_of"]
     args: AnyOfArgs
-
-    def holds(self, speaker, context, tool, text) -> bool:
-        return any(c.holds(speaker, context, tool, text) for c in self.args.conditions)
 
     def join(self, conditions):
         return any_of(conditions)
@@ -365,15 +297,12 @@ class NotArgs(Model):
     condition: "Condition"
 
 
-class Not(BaseCondition):
+class Not(m.NotMeaning, BaseCondition):
     """Extension: the nested condition does not hold."""
 
     builtin: ClassVar[bool] = False
     name: Literal["not"]
     args: NotArgs
-
-    def holds(self, speaker, context, tool, text) -> bool:
-        return not self.args.condition.holds(speaker, context, tool, text)
 
     def partial(self, speaker, packet):
         p = self.args.condition.partial(speaker, packet)
@@ -409,17 +338,11 @@ EXTENSION_CONDITIONS = tuple(get_args(c.model_fields["name"].annotation)[0] for 
 # ---------------------------------------------------------------------------------------------
 #  Targets
 # ---------------------------------------------------------------------------------------------
-class BaseTarget(_Named):
+class BaseTarget(m.TargetMeaning, _Named):
     #: False for turnflow's extensions (AG2 1.2.1 needs `turnflow.interop.ag2.register_extensions()`)
     builtin: ClassVar[bool] = True
     #: True when the target also depends on who spoke before the last speaker (`previous_speaker`)
     uses_previous: ClassVar[bool] = False
-
-    def resolve(self, speaker: str, order: tuple, initiator: str,
-                previous: Optional[str] = None) -> tuple[Optional[str], str, bool]:
-        """`previous`: the participant who spoke before `speaker` (None on the first turn);
-        only `previous_speaker` reads it."""
-        raise NotImplementedError
 
     def agent_refs(self, path: str) -> Iterator[tuple[str, str]]:
         return iter(())
@@ -432,12 +355,9 @@ class AgentArgs(Model):
     agent_id: NonEmpty
 
 
-class AgentTarget(BaseTarget):
+class AgentTarget(m.AgentMeaning, BaseTarget):
     name: Literal["agent"]
     args: AgentArgs
-
-    def resolve(self, speaker, order, initiator, previous=None):
-        return self.args.agent_id, "", False
 
     def agent_refs(self, path):
         yield self.args.agent_id, f"{path}.args.agent_id"
@@ -449,32 +369,19 @@ class AgentTarget(BaseTarget):
         return self.args.agent_id
 
 
-class RoundRobin(BaseTarget):
+class RoundRobin(m.RoundRobinMeaning, BaseTarget):
     name: Literal["round_robin"]
     args: NoArgs
 
-    def resolve(self, speaker, order, initiator, previous=None):
-        if not order:
-            return None, NO_PARTICIPANTS_REASON, False
-        if speaker in order:
-            return order[(order.index(speaker) + 1) % len(order)], "", True
-        return order[0], "", True
 
-
-class Stay(BaseTarget):
+class Stay(m.StayMeaning, BaseTarget):
     name: Literal["stay"]
     args: NoArgs
 
-    def resolve(self, speaker, order, initiator, previous=None):
-        return speaker, "", False
 
-
-class RevertToInitiator(BaseTarget):
+class RevertToInitiator(m.RevertToInitiatorMeaning, BaseTarget):
     name: Literal["revert_to_initiator"]
     args: NoArgs
-
-    def resolve(self, speaker, order, initiator, previous=None):
-        return initiator, "", False
 
 
 class TerminateArgs(Model):
@@ -488,18 +395,15 @@ class TerminateArgs(Model):
         return data
 
 
-class Terminate(BaseTarget):
+class Terminate(m.TerminateMeaning, BaseTarget):
     name: Literal["terminate"]
     args: TerminateArgs
-
-    def resolve(self, speaker, order, initiator, previous=None):
-        return None, self.args.reason, False
 
     def describe(self) -> str:
         return f"terminate {json.dumps(self.args.reason)}"
 
 
-class PreviousSpeaker(BaseTarget):
+class PreviousSpeaker(m.PreviousSpeakerMeaning, BaseTarget):
     """Extension: the participant who spoke before the last speaker (the speaker of
     the turn before the one just taken). On the first turn nobody did: then it is
     `round_robin` (the participant after the last speaker)."""
@@ -508,15 +412,6 @@ class PreviousSpeaker(BaseTarget):
     uses_previous: ClassVar[bool] = True
     name: Literal["previous_speaker"]
     args: NoArgs
-
-    def resolve(self, speaker, order, initiator, previous=None):
-        return self.resolve_previous(speaker, order, previous)
-
-    @staticmethod
-    def resolve_previous(speaker: str, order: tuple, previous: Optional[str]) -> tuple[Optional[str], str, bool]:
-        if previous is None:
-            return round_robin().resolve(speaker, order, "")
-        return previous, "", False
 
     def describe(self) -> str:
         return "previous"

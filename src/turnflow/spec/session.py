@@ -149,6 +149,14 @@ def parse_spec(data: Any, root: str = "$") -> Union[WorkflowSpec, ConsultingSpec
 
 def check_spec(spec: _Spec, root: str = "$") -> None:
     """The cross-reference checks of `parse_spec` on a spec model."""
+    ids = _check_participants(spec, root)
+    if isinstance(spec, WorkflowSpec):
+        spec.knobs.graph.check_agents(ids, f"{root}.knobs.graph")
+    _check_tools(spec, root)
+
+
+def _check_participants(spec: _Spec, root: str) -> list[str]:
+    """Distinct ids and orders, the roles the kind allows; returns the ids."""
     parts = spec.participants
     ids: list[str] = []
     orders: set[int] = set()
@@ -168,9 +176,12 @@ def check_spec(spec: _Spec, root: str = "$") -> None:
     if spec.kind not in ("consulting", "conversation") and "respondent" in roles:
         raise SpecError(f"{root}.participants[{roles.index('respondent')}].role",
                         f"`respondent` is a role of consulting and conversation specs, not {spec.kind}")
-    if isinstance(spec, WorkflowSpec):
-        spec.knobs.graph.check_agents(ids, f"{root}.knobs.graph")
-    tools_of = {p.agent_id: p.tools for p in parts}
+    return ids
+
+
+def _check_tools(spec: _Spec, root: str) -> None:
+    """Each tool belongs to a participant that lists it, once; only workflow tools route."""
+    tools_of = {p.agent_id: p.tools for p in spec.participants}
     seen: set[tuple[str, str]] = set()
     for i, t in enumerate(spec.tools):
         path = f"{root}.tools[{i}]"

@@ -8,6 +8,8 @@ from turnflow.dsl import ast
 def check(flow: ast.FlowFile) -> Iterator[Finding]:
     """A rule compiles to an extension condition that AG2 does not ship (profile `ag2-builtin`).
 
+    To load such knobs on stock AG2 1.2.1, call `turnflow.interop.ag2.register_extensions()` in the AG2 process first.
+
     ## What it does
     Only with `turnflow compile --profile ag2-builtin` (never in `turnflow
     check`): reports every workflow rule or handoff whose compiled condition
@@ -19,6 +21,9 @@ def check(flow: ast.FlowFile) -> Iterator[Finding]:
     terms; `any_of` for `or`, `not` for `not`; `text_contains` for a
     `text contains` term; `context_compare` for a comparison other than
     `context.KEY == LITERAL` and for every `len(context.KEY)` comparison.
+    A block the profile can emit in built-in conditions alone is not reported:
+    when one speaker only has guarded rules, reordered transitions express
+    them exactly (docs/compiler.md, "Built-in form").
 
     ## Why is this bad?
     The knobs are meant to load on AG2's own hub without turnflow installed
@@ -43,10 +48,11 @@ def check(flow: ast.FlowFile) -> Iterator[Finding]:
     the AG2 process before loading the knobs (and compile without the profile).
     """
     from turnflow.compiler.emit import knobs  # only with the profile: `turnflow check` never needs the emitter
+    from turnflow.compiler.emit.builtin_graph import builtin_transitions
 
     for block in flow.blocks:
-        if block.kind != "workflow":
-            continue
+        if block.kind != "workflow" or builtin_transitions(block) is not None:
+            continue  # (the profile then emits the built-in form: compiler/emit/builtin_graph.py)
         owners = knobs.tool_owners(block)
         for st in [*block.rules, *block.of_type(ast.Otherwise)]:
             conds = [] if isinstance(st, ast.Otherwise) else knobs.extensions_used(knobs.rule_condition(st, owners))
@@ -61,7 +67,8 @@ def check(flow: ast.FlowFile) -> Iterator[Finding]:
             if parts:
                 word = {ast.Handoff: "handoff", ast.Otherwise: "`otherwise`"}.get(type(st), "rule")
                 yield Finding(st.span, f"this {word} compiles to {' and '.join(parts)}, which AG2 1.2.1 does not "
-                              "ship (profile `ag2-builtin`)",
+                              "ship (profile `ag2-builtin`): call `turnflow.interop.ag2.register_extensions()` in "
+                              "the AG2 process to load it there",
                               help="compile without --profile and call turnflow.interop.ag2.register_extensions() "
                                    "in the AG2 process, or use built-in conditions and targets")
 

@@ -47,22 +47,7 @@ def check(block: ast.Block, graph: SpeakerGraph) -> Iterator[Finding]:
     ```
     """
     if not graph.declares_tools:
-        terms = [t for st in block.of_type(ast.Rule) for t in ast.leaf_terms(st.terms) if isinstance(t, ast.ToolTerm)]
-        uses: dict[str, int] = {}
-        for t in terms:
-            uses[t.tool.name] = uses.get(t.tool.name, 0) + 1
-        seen: set[str] = set()
-        for t in terms:
-            if t.tool.name in seen:
-                continue
-            seen.add(t.tool.name)
-            # a name used once that is close to one used more often is most likely a typo of it
-            others = sorted(n for n, k in uses.items() if n != t.tool.name and k > uses[t.tool.name])
-            yield Finding(t.span, f"tool `{t.tool.name}` is declared nowhere in block `{block.name.name}`: "
-                          "no participant lists it in `tools [...]` and no `handoff` routes through it",
-                          help=_did_you_mean(t.tool.name, others)
-                          or "declare it on the participant that calls it, e.g. "
-                             f"`participant NAME tools [{t.tool.name}]`")
+        yield from _undeclared_anywhere(block)
         return
     every_tool = sorted(set().union(*graph.owned.values())) if graph.owned else []
     for st in block.of_type(ast.Rule):
@@ -70,26 +55,56 @@ def check(block: ast.Block, graph: SpeakerGraph) -> Iterator[Finding]:
         if not terms:
             continue
         if st.source is not None:
-            owned = graph.owned.get(st.source.name)
-            if owned is None:
-                continue
-            for t in terms:
-                if t.tool.name not in owned:
-                    yield Finding(t.span, f"`{st.source.name}` does not declare tool `{t.tool.name}`, so this "
-                                  "condition never holds",
-                                  help=_did_you_mean(t.tool.name, sorted(owned) or every_tool)
-                                  or f"add `{t.tool.name}` to `tools [...]` of `{st.source.name}`, or fix the "
-                                     "tool name")
+            yield from _not_owned(st.source.name, terms, graph, every_tool)
+        else:
+            yield from _owned_by_nobody(terms, graph, every_tool)
+
+
+def _undeclared_anywhere(block: ast.Block) -> Iterator[Finding]:
+    """A block that declares no tools: each tool name once, at its first `tool` term."""
+    terms = [t for st in block.of_type(ast.Rule) for t in ast.leaf_terms(st.terms) if isinstance(t, ast.ToolTerm)]
+    uses: dict[str, int] = {}
+    for t in terms:
+        uses[t.tool.name] = uses.get(t.tool.name, 0) + 1
+    seen: set[str] = set()
+    for t in terms:
+        if t.tool.name in seen:
             continue
-        wanted = {t.tool.name for t in terms}
-        if any(wanted <= graph.owned[s] for s in graph.participants):
-            continue
-        orphans = [t for t in terms if not any(t.tool.name in graph.owned[s] for s in graph.participants)]
-        for t in orphans:
-            yield Finding(t.span, f"no participant declares tool `{t.tool.name}`, so this condition never holds",
-                          help=_did_you_mean(t.tool.name, every_tool)
-                          or "declare the tool with `tools [...]` or a `handoff`, or fix the tool name")
-        if not orphans:
-            tools = sorted(wanted)
-            yield Finding(terms[0].span, f"no participant declares all of the tools {names(tools)}, so this "
-                          "rule never fires")
+        seen.add(t.tool.name)
+        # a name used once that is close to one used more often is most likely a typo of it
+        others = sorted(n for n, k in uses.items() if n != t.tool.name and k > uses[t.tool.name])
+        yield Finding(t.span, f"tool `{t.tool.name}` is declared nowhere in block `{block.name.name}`: "
+                      "no participant lists it in `tools [...]` and no `handoff` routes through it",
+                      help=_did_you_mean(t.tool.name, others)
+                      or "declare it on the participant that calls it, e.g. "
+                         f"`participant NAME tools [{t.tool.name}]`")
+
+
+def _not_owned(source: str, terms: list[ast.ToolTerm], graph: SpeakerGraph, every_tool: list[str]) -> Iterator[Finding]:
+    """SOURCE `A`: each tool term naming a tool `A` does not own."""
+    owned = graph.owned.get(source)
+    if owned is None:
+        return
+    for t in terms:
+        if t.tool.name not in owned:
+            yield Finding(t.span, f"`{source}` does not declare tool `{t.tool.name}`, so this "
+                          "condition never holds",
+                          help=_did_you_mean(t.tool.name, sorted(owned) or every_tool)
+                          or f"add `{t.tool.name}` to `tools [...]` of `{source}`, or fix the "
+                             "tool name")
+
+
+def _owned_by_nobody(terms: list[ast.ToolTerm], graph: SpeakerGraph, every_tool: list[str]) -> Iterator[Finding]:
+    """SOURCE `*`: tools no participant owns, or (each owned) no single participant owns them all."""
+    wanted = {t.tool.name for t in terms}
+    if any(wanted <= graph.owned[s] for s in graph.participants):
+        return
+    orphans = [t for t in terms if not any(t.tool.name in graph.owned[s] for s in graph.participants)]
+    for t in orphans:
+        yield Finding(t.span, f"no participant declares tool `{t.tool.name}`, so this condition never holds",
+                      help=_did_you_mean(t.tool.name, every_tool)
+                      or "declare the tool with `tools [...]` or a `handoff`, or fix the tool name")
+    if not orphans:
+        tools = sorted(wanted)
+        yield Finding(terms[0].span, f"no participant declares all of the tools {names(tools)}, so this "
+                      "rule never fires")

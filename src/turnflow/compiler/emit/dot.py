@@ -49,10 +49,8 @@ def _node(n: Node, nid: str) -> str:
     return f"{quote(nid)} {_attrs(attrs)}"
 
 
-def _edge(e: Edge, src: str, dst: str) -> str:
+def _edge_attrs(e: Edge) -> dict:
     attrs: dict = {}
-    if e.label:
-        attrs["label"] = e.label
     if e.kind == "maybe":
         attrs["style"] = "dashed"
     elif e.kind == "otherwise":
@@ -67,15 +65,71 @@ def _edge(e: Edge, src: str, dst: str) -> str:
         attrs["fontcolor"] = RED
     if e.lines:
         attrs["tooltip"] = "line " + ", ".join(map(str, e.lines)) + (f": {e.note}" if e.note else "")
-    return f"{quote(src)} -> {quote(dst)}" + (f" {_attrs(attrs)}" if attrs else "")
+    return attrs
+
+
+def _edge(e: Edge, src: str, dst: str, label_id: str, back: bool = False) -> list[str]:
+    """The edge's statements. A labelled edge is drawn through a label node (plain text, on the
+    edge's path): Graphviz clips edges at a node's border, so no edge ever crosses its label —
+    with `rankdir=LR`, an edge label proper is often drawn across its own edge. A `back` edge
+    (towards a speaker nearer the start) is written the other way round with `dir=back`, so its
+    label node is ranked between its ends rather than beyond its source."""
+    attrs = _edge_attrs(e)
+    if e.label and src == dst:  # a loop: Graphviz sets its label beside it
+        attrs = {"label": e.label, **attrs}
+    if not e.label or src == dst:
+        return [f"{quote(src)} -> {quote(dst)}" + (f" {_attrs(attrs)}" if attrs else "")]
+    text = {"shape": "plaintext", "label": e.label, "fontsize": "9", "width": "0", "height": "0", "margin": "0.04"}
+    for key in ("fontcolor", "tooltip"):
+        if key in attrs:
+            text[key] = attrs[key]
+    attrs.pop("fontcolor", None)
+    head = attrs.pop("arrowhead", "normal")
+    plain = {**attrs, "dir": "none"}
+    if back:
+        arrow = {**attrs, "dir": "back", "arrowtail": head}
+        halves = [f"{quote(dst)} -> {quote(label_id)} {_attrs(arrow)}",
+                  f"{quote(label_id)} -> {quote(src)} {_attrs(plain)}"]
+    else:
+        arrow = {**attrs, "arrowhead": head} if head != "normal" else attrs
+        halves = [f"{quote(src)} -> {quote(label_id)} {_attrs(plain)}",
+                  f"{quote(label_id)} -> {quote(dst)}" + (f" {_attrs(arrow)}" if arrow else "")]
+    return [f"{quote(label_id)} {_attrs(text)}", *halves]
+
+
+def _depths(p: Picture) -> dict[str, int]:
+    """Each node's distance from the start (breadth first over the edges), as Graphviz ranks them
+    left to right; a node the start cannot reach counts from the first such node in file order."""
+    from collections import deque
+
+    nexts: dict[str, list[str]] = {}
+    for e in p.edges:
+        nexts.setdefault(e.src, []).append(e.dst)
+    seeds = [n.id for n in p.nodes if n.kind in ("start", "any")] + [n.id for n in p.nodes]
+    out: dict[str, int] = {}
+    for seed in seeds:
+        if seed in out:
+            continue
+        out[seed] = 0
+        queue = deque([seed])
+        while queue:
+            node = queue.popleft()
+            for dst in nexts.get(node, ()):
+                if dst not in out:
+                    out[dst] = out[node] + 1
+                    queue.append(dst)
+    return out
 
 
 def _body(p: Picture, prefix: str, indent: str) -> list[str]:
     def nid(x: str) -> str:
         return prefix + x
 
+    depth = _depths(p)
     out = [indent + _node(n, nid(n.id)) + ";" for n in p.nodes]
-    out += [indent + _edge(e, nid(e.src), nid(e.dst)) + ";" for e in p.edges]
+    for i, e in enumerate(p.edges):
+        back = depth.get(e.dst, 0) <= depth.get(e.src, 0)
+        out += [indent + line + ";" for line in _edge(e, nid(e.src), nid(e.dst), nid(f"<label {i}>"), back)]
     return out
 
 

@@ -16,66 +16,87 @@ def _text(label: str) -> str:
     return '"' + label.replace("\n", "<br/>") + '"'
 
 
-def to_mermaid(pictures: list[Picture]) -> str:
-    lines = ["flowchart LR"]
-    ids: dict[tuple[str, str], str] = {}
-    link = 0
-    styles: list[str] = []
-    classes: dict[str, list[str]] = {}
-    several = len(pictures) > 1
-    for bi, p in enumerate(pictures):
-        indent = "    " if several else "  "
-        if several:
+_CLASS_DEFS = [
+    "  classDef startdot fill:#263238,stroke:#263238",
+    "  classDef endnode fill:#263238,color:#ffffff,stroke:#263238",
+    "  classDef startnode stroke-width:3px",
+    "  classDef unreachable fill:#f2f2f2,color:#9e9e9e,stroke:#9e9e9e,stroke-dasharray:4 3",
+    "  classDef trapped fill:#fdecea,color:#c62828,stroke:#c62828,stroke-width:2px",
+    "  classDef noted stroke:#ef6c00,stroke-width:2px",
+    "  classDef shadow fill:#ffffff,color:#9e9e9e,stroke:#9e9e9e",
+]
+
+
+class _Chart:
+    """The flowchart being written: lines, node ids, link styles, class members."""
+
+    def __init__(self, several: bool) -> None:
+        self.several = several
+        self.indent = "    " if several else "  "
+        self.lines = ["flowchart LR"]
+        self.ids: dict[tuple[str, str], str] = {}
+        self.link = 0
+        self.styles: list[str] = []
+        self.classes: dict[str, list[str]] = {}
+
+    def node(self, nid: str, n) -> None:
+        shape = _SPECIAL_NODES.get(n.kind)
+        if shape is not None:
+            text, cls = shape(n)
+            self.lines.append(f"{self.indent}{nid}{text}")
+            self.classes.setdefault(cls, []).append(nid)
+            return
+        label = n.label
+        roles = [r for r, on in (("initiator", n.initiator), ("respondent", n.respondent)) if on]
+        if roles:
+            label += f"\n({', '.join(roles)})"
+        if n.notes:
+            label += "\n⚠ " + "; ".join(n.notes)
+        self.lines.append(f"{self.indent}{nid}[{_text(label)}]")
+        for cls, on in (("unreachable", n.unreachable), ("trapped", n.trapped), ("noted", bool(n.notes)),
+                        ("startnode", n.start)):
+            if on:
+                self.classes.setdefault(cls, []).append(nid)
+
+    def edge(self, p: Picture, e) -> None:
+        a, b = self.ids[(p.block, e.src)], self.ids[(p.block, e.dst)]
+        label = f"|{_text(e.label)}|" if e.label else ""
+        arrow = "-.->" if e.kind in ("maybe", "shadowed") else "-->"
+        self.lines.append(f"{self.indent}{a} {arrow}{label} {b}")
+        if e.kind == "shadowed":
+            self.styles.append(f"  linkStyle {self.link} stroke:#9e9e9e,stroke-dasharray:2 4,color:#9e9e9e")
+        elif e.trapped:
+            self.styles.append(f"  linkStyle {self.link} stroke:#c62828,color:#c62828")
+        self.link += 1
+
+    def picture(self, bi: int, p: Picture) -> None:
+        if self.several:
             caption = f"{p.kind} {p.block}" + (f" — {p.title}" if p.title else "")
-            lines.append(f"  subgraph b{bi}[{_text(caption)}]")
+            self.lines.append(f"  subgraph b{bi}[{_text(caption)}]")
         for ni, n in enumerate(p.nodes):
-            nid = f"b{bi}n{ni}" if several else f"n{ni}"
-            ids[(p.block, n.id)] = nid
-            if n.kind == "start":
-                lines.append(f"{indent}{nid}(( ))")
-                classes.setdefault("startdot", []).append(nid)
-                continue
-            if n.kind == "end":
-                lines.append(f"{indent}{nid}([{_text('END: ' + n.label)}])")
-                classes.setdefault("endnode", []).append(nid)
-                continue
-            if n.kind == "any":
-                lines.append(f"{indent}{nid}[{_text('any speaker')}]")
-                classes.setdefault("shadow", []).append(nid)
-                continue
-            label = n.label
-            roles = [r for r, on in (("initiator", n.initiator), ("respondent", n.respondent)) if on]
-            if roles:
-                label += f"\n({', '.join(roles)})"
-            if n.notes:
-                label += "\n⚠ " + "; ".join(n.notes)
-            lines.append(f"{indent}{nid}[{_text(label)}]")
-            for cls, on in (("unreachable", n.unreachable), ("trapped", n.trapped), ("noted", bool(n.notes)),
-                            ("startnode", n.start)):
-                if on:
-                    classes.setdefault(cls, []).append(nid)
+            nid = f"b{bi}n{ni}" if self.several else f"n{ni}"
+            self.ids[(p.block, n.id)] = nid
+            self.node(nid, n)
         for e in p.edges:
-            a, b = ids[(p.block, e.src)], ids[(p.block, e.dst)]
-            label = f"|{_text(e.label)}|" if e.label else ""
-            arrow = "-.->" if e.kind in ("maybe", "shadowed") else "-->"
-            lines.append(f"{indent}{a} {arrow}{label} {b}")
-            if e.kind == "shadowed":
-                styles.append(f"  linkStyle {link} stroke:#9e9e9e,stroke-dasharray:2 4,color:#9e9e9e")
-            elif e.trapped:
-                styles.append(f"  linkStyle {link} stroke:#c62828,color:#c62828")
-            link += 1
-        if several:
-            lines.append("  end")
-    lines += [
-        "  classDef startdot fill:#263238,stroke:#263238",
-        "  classDef endnode fill:#263238,color:#ffffff,stroke:#263238",
-        "  classDef startnode stroke-width:3px",
-        "  classDef unreachable fill:#f2f2f2,color:#9e9e9e,stroke:#9e9e9e,stroke-dasharray:4 3",
-        "  classDef trapped fill:#fdecea,color:#c62828,stroke:#c62828,stroke-width:2px",
-        "  classDef noted stroke:#ef6c00,stroke-width:2px",
-        "  classDef shadow fill:#ffffff,color:#9e9e9e,stroke:#9e9e9e",
-    ]
-    for cls in sorted(classes):
-        lines.append(f"  class {','.join(classes[cls])} {cls}")
-    lines += styles
+            self.edge(p, e)
+        if self.several:
+            self.lines.append("  end")
+
+
+#: node kinds drawn as a fixed shape: kind → (shape text, class)
+_SPECIAL_NODES = {
+    "start": lambda n: ("(( ))", "startdot"),
+    "end": lambda n: (f"([{_text('END: ' + n.label)}])", "endnode"),
+    "any": lambda n: (f"[{_text('any speaker')}]", "shadow"),
+}
+
+
+def to_mermaid(pictures: list[Picture]) -> str:
+    chart = _Chart(len(pictures) > 1)
+    for bi, p in enumerate(pictures):
+        chart.picture(bi, p)
+    lines = chart.lines + _CLASS_DEFS
+    for cls in sorted(chart.classes):
+        lines.append(f"  class {','.join(chart.classes[cls])} {cls}")
+    lines += chart.styles
     return "\n".join(lines) + "\n"

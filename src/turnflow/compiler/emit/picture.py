@@ -125,14 +125,31 @@ def build_picture(block: ast.Block, diagnostics: Sequence[Diagnostic] = ()) -> P
     if block.kind != "workflow":
         return _session_picture(block, title)
 
-    from turnflow.compiler import digraph as dg
-    from turnflow.compiler.graph import END, build_graph
+    from turnflow.compiler.graph import build_graph
 
     ir = build_graph(block)
-    g = ir.g
     nodes = _participant_nodes(block)
     start = ir.start
     inside = [d for d in diagnostics if block.span.start <= d.span.start < block.span.end]
+    _mark_nodes(ir.g, start, nodes, inside)
+    end_nodes: dict[str, Node] = {}
+    edges = _graph_edges(ir.g, nodes, end_nodes, _fallbacks(block))
+    any_node = _shadowed_edges(block, inside, edges, end_nodes)
+
+    out_nodes = [Node(id=START_ID, label="start", kind="start")] if start in nodes else []
+    out_nodes += list(nodes.values())
+    if any_node is not None:
+        out_nodes.append(any_node)
+    out_nodes += [end_nodes[r] for r in sorted(end_nodes)]
+    if start in nodes:
+        edges.insert(0, Edge(src=START_ID, dst=start, kind="start"))
+    return Picture(block=block.name.name, kind=block.kind, title=title, nodes=out_nodes, edges=edges)
+
+
+def _mark_nodes(g, start: Optional[str], nodes: dict[str, Node], inside: list[Diagnostic]) -> None:
+    """Unreachable and trapped participants; the start node with the cap findings as notes."""
+    from turnflow.compiler import digraph as dg
+    from turnflow.compiler.graph import END
 
     reach = {start} | dg.descendants(g, start) if start in g else set()
     coreach = dg.ancestors(g, END) | {END} if END in g else set()
@@ -145,10 +162,13 @@ def build_picture(block: ast.Block, diagnostics: Sequence[Diagnostic] = ()) -> P
             if d.code in ("TF209", "TF210", "TF211"):
                 nodes[start].notes.append(f"{d.code}: {d.message}")
 
+
+def _graph_edges(g, nodes: dict[str, Node], end_nodes: dict[str, Node], fallback) -> list[Edge]:
+    """The speaker graph's edges in participant order; edges to END split by close reason."""
+    from turnflow.compiler.graph import END
+
     edges: list[Edge] = []
-    end_nodes: dict[str, Node] = {}
     position = {name: i for i, name in enumerate(nodes)}
-    fallback = _fallbacks(block)
 
     def order(name: str) -> tuple:
         return (0, position[name]) if name in position else (1, str(name))
@@ -167,13 +187,16 @@ def build_picture(block: ast.Block, diagnostics: Sequence[Diagnostic] = ()) -> P
         else:
             trapped = src in nodes and dst in nodes and nodes[src].trapped and nodes[dst].trapped
             edges.append(_edge(src, dst, rules, trapped, fallback))
+    return edges
 
-    # shadowed rules (TF204): dotted, from their source, labelled with what shadows them
+
+def _shadowed_edges(block: ast.Block, inside: list[Diagnostic], edges: list[Edge],
+                    end_nodes: dict[str, Node]) -> Optional[Node]:
+    """Shadowed rules (TF204): dotted, from their source, labelled with what shadows them;
+    returns the "any speaker" node when a `*` rule is among them."""
     any_node = None
     for d in inside:
-        if d.code != "TF204":
-            continue
-        rule = _rule_at(block, d)
+        rule = _rule_at(block, d) if d.code == "TF204" else None
         if rule is None:
             continue
         src = rule.source.name if rule.source is not None else "*"
@@ -185,15 +208,7 @@ def build_picture(block: ast.Block, diagnostics: Sequence[Diagnostic] = ()) -> P
             continue
         edges.append(Edge(src=src, dst=dst, kind="shadowed", labels=[f"shadowed: {rule_label(rule)}"],
                           lines=[rule.span.line], note=d.message))
-
-    out_nodes = [Node(id=START_ID, label="start", kind="start")] if start in nodes else []
-    out_nodes += list(nodes.values())
-    if any_node is not None:
-        out_nodes.append(any_node)
-    out_nodes += [end_nodes[r] for r in sorted(end_nodes)]
-    if start in nodes:
-        edges.insert(0, Edge(src=START_ID, dst=start, kind="start"))
-    return Picture(block=block.name.name, kind=block.kind, title=title, nodes=out_nodes, edges=edges)
+    return any_node
 
 
 def _fallbacks(block: ast.Block):

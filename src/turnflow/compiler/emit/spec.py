@@ -56,7 +56,7 @@ def compile(flow: Union[str, ast.FlowFile], path: str = "<string>",  # noqa: A00
     parsed, diags = diagnostics(flow, path, profile)
     if parsed is None or any(d.severity == "error" for d in diags):
         raise CompileError(diags)
-    return [compile_block(b) for b in parsed.blocks]
+    return [compile_block(b, profile) for b in parsed.blocks]
 
 
 # --------------------------------------------------------------------------
@@ -69,8 +69,9 @@ def compile(flow: Union[str, ast.FlowFile], path: str = "<string>",  # noqa: A00
 #  several times slower, docs/benchmarks.md); the runtime, decompile and the
 #  tests validate with the models.
 # --------------------------------------------------------------------------
-def compile_block(block: ast.Block) -> dict[str, Any]:
-    """The session spec of one block, as plain JSON data."""
+def compile_block(block: ast.Block, profile: Optional[str] = None) -> dict[str, Any]:
+    """The session spec of one block, as plain JSON data (for `profile="ag2-builtin"`, with
+    built-in conditions only where they express the rules exactly: emit/builtin_graph.py)."""
     tools_of = _knobs.participant_tools(block)
     participants = [
         {"agent_id": p.name.name, "role": p.role or "participant", "order": i,
@@ -82,16 +83,21 @@ def compile_block(block: ast.Block) -> dict[str, Any]:
         "name": block.name.name,
         "title": block.title.value if block.title is not None else None,
         "participants": participants,
-        "knobs": block_knobs(block),
+        "knobs": block_knobs(block, profile),
         "expectations": [expectation(e) for e in block.of_type(ast.Expect)],
         "ttl_seconds": _ttl(block),
         "tools": tools(block, tools_of),
     }
 
 
-def block_knobs(block: ast.Block) -> dict[str, Any]:
+def block_knobs(block: ast.Block, profile: Optional[str] = None) -> dict[str, Any]:
     if block.kind == "workflow":
-        return {"graph": _knobs.transition_graph(block),
+        graph = None
+        if profile == "ag2-builtin":
+            from turnflow.compiler.emit.builtin_graph import builtin_graph
+
+            graph = builtin_graph(block)
+        return {"graph": graph if graph is not None else _knobs.transition_graph(block),
                 "context_vars": {c.key.name: c.value.value for c in block.of_type(ast.ContextInit)}}
     if block.kind == "discussion":
         ordering = block.of_type(ast.Ordering)

@@ -5,11 +5,7 @@ An adapter owns one session kind. The hub calls, in order, for every send:
 `fold(envelope, state_before) -> state_after` (pure and deterministic: hydrate replays it),
 `on_accepted(metadata, envelope, state_after) -> AdapterResult` (ask to close, or not).
 Adapter states are treated as immutable values: `fold` returns a new object (or the
-same one when nothing changed) and never mutates its input. An adapter may also offer
-`fold_owned(envelope, state) -> state`, the same fold allowed to update `state` in place: the
-hub calls it instead of `fold` only for a state that `fold` built for this session and that was
-never handed out (`Hub.adapter_state` marks what it hands out); workflow does, to save one
-object per turn with many sessions running.
+same one when nothing changed) and never mutates its input.
 """
 
 from __future__ import annotations
@@ -22,9 +18,30 @@ from turnflow.runtime.errors import ProtocolError
 from turnflow.runtime.session import SessionManifest, SessionMetadata
 
 
+NEXT_STATES = (None, "active", "closing", "closed")
+
+
 @dataclass(frozen=True, slots=True)
 class AdapterResult:
-    close_reason: Optional[str] = None  # not None: the adapter asks the hub to close the session
+    """What `on_accepted` answers. `close_reason` not None: the adapter asks the hub to close the
+    session. The contract's names are accepted too: `auto_close_reason` (the same request) and
+    `next_state` — `"active"` (or None) changes nothing; `"closing"` / `"closed"` asks to close,
+    with `close_reason` or `auto_close_reason` (default `adapter_closed`). The hub reads
+    `close_reason`, which construction fills from the other two."""
+
+    close_reason: Optional[str] = None
+    next_state: Optional[str] = None
+    auto_close_reason: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        if self.next_state not in NEXT_STATES:
+            raise ProtocolError(f"on_accepted: next_state must be one of active, closing, closed, got {self.next_state!r}")
+        reason = self.close_reason or self.auto_close_reason
+        if reason is None and self.next_state in ("closing", "closed"):
+            reason = "adapter_closed"
+        if self.next_state == "active" and self.close_reason is None:
+            reason = None
+        object.__setattr__(self, "close_reason", reason)
 
 
 NO_CHANGE = AdapterResult()
@@ -46,10 +63,10 @@ class SessionAdapter(Protocol):
     def on_accepted(self, metadata: SessionMetadata, envelope: Envelope, state: Any) -> AdapterResult: ...
     def expected_next(self, metadata: SessionMetadata, state: Any) -> Optional[ExpectedTurn]: ...
     def turn_count(self, state: Any) -> int: ...
-    def default_view_policy(self, metadata: SessionMetadata) -> Any: ...
+    def default_view_policy(self, metadata: SessionMetadata, participant_id: Optional[str] = None) -> Any: ...
     def extract_turn_input(self, envelope: Envelope) -> Optional[str]: ...
     def build_round_envelope(self, metadata: SessionMetadata, sender_id: str, round: dict) -> Optional[Envelope]: ...
-    def render_envelope(self, envelope: Envelope) -> str: ...
+    def render_envelope(self, envelope: Envelope) -> Optional[str]: ...  # None: the envelope is skipped in views
 
 
 def check_participants(metadata: SessionMetadata, manifest: SessionManifest) -> None:
@@ -95,8 +112,10 @@ def text_of(envelope: Envelope) -> str:
     return t if isinstance(t, str) else ""
 
 
-def render_substantive(envelope: Envelope) -> str:
-    """Default rendering: a handoff note then the body (as AG2 renders packets)."""
+def render_substantive(envelope: Envelope) -> Optional[str]:
+    """Default rendering: a handoff note then the body (as AG2 renders packets); None — skipped
+    in every view — for an envelope with nothing to show (a packet that only changes the context,
+    an empty text)."""
     if envelope.event_type == EV_PACKET:
         r = envelope.event_data.get("routing") or {}
         parts = []
@@ -108,12 +127,12 @@ def render_substantive(envelope: Envelope) -> str:
         body = text_of(envelope)
         if body:
             parts.append(body)
-        return "\n".join(parts)
-    return text_of(envelope)
+        return "\n".join(parts) or None
+    return text_of(envelope) or None
 
 
 def round_to_envelope(metadata: SessionMetadata, sender_id: str, rnd: dict) -> Optional[Envelope]:
-    """One agent round (`{body, kind, tool, reason, target, set, delete}`) -> an EV_PACKET, or None
+    """One agent round (`{body, kind, tool, reason, target, set, delete, mentions?}`) -> an EV_PACKET, or None
     for a silent round (no body, no routing, no context)."""
     kind = rnd.get("kind") or "text"
     body = rnd.get("body") or ""
@@ -124,5 +143,7 @@ def round_to_envelope(metadata: SessionMetadata, sender_id: str, rnd: dict) -> O
     for key in ("tool", "reason", "target"):
         if rnd.get(key) is not None:
             routing[key] = rnd[key]
-    return Envelope(metadata.session_id, sender_id, None, EV_PACKET,
-                    {"routing": routing, "context_updates": {"set": sets, "delete": dels}, "body": body})
+    data: dict[str, Any] = {"routing": routing, "context_updates": {"set": sets, "delete": dels}, "body": body}
+    if rnd.get("mentions"):  # send_message(content, mentions=[...]): the participants the round addresses
+        data["mentions"] = list(rnd["mentions"])
+    return Envelope(metadata.session_id, sender_id, None, EV_PACKET, data)

@@ -4,7 +4,7 @@ once, the respondent replies once, and the session closes with `consulting_compl
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from turnflow.runtime.adapters.base import NO_CHANGE, AdapterResult
 from turnflow.runtime.adapters.simple import SimpleAdapter, TurnState
@@ -12,9 +12,20 @@ from turnflow.runtime.envelope import EV_PACKET, EV_TEXT, Envelope
 from turnflow.runtime.errors import ProtocolError
 from turnflow.runtime.session import Expectation, SessionManifest, SessionMetadata
 
+if TYPE_CHECKING:
+    from turnflow.runtime.views import FullTranscript
+
 
 def _role(metadata: SessionMetadata, role: str) -> Optional[str]:
     return next((p.agent_id for p in metadata.participants if p.role == role), None)
+
+
+def _the(metadata: SessionMetadata, role: str) -> str:
+    """The participant with `role` (there is one: `validate_create` checked it)."""
+    found = _role(metadata, role)
+    if found is None:
+        raise ProtocolError(f"consulting session needs one {role}")
+    return found
 
 
 class ConsultingAdapter(SimpleAdapter):
@@ -23,7 +34,7 @@ class ConsultingAdapter(SimpleAdapter):
         knobs_schema={}, default_view="full_transcript",
         default_expectations=(Expectation("acks_within", 30.0, "auto_close"),
                               Expectation("reply_within", 600.0, "auto_close")))
-    knobs: dict = {}
+    knobs: dict[str, Any] = {}
 
     def validate_create(self, metadata: SessionMetadata) -> None:
         super().validate_create(metadata)
@@ -37,8 +48,8 @@ class ConsultingAdapter(SimpleAdapter):
 
     def initial_state(self, metadata: SessionMetadata) -> TurnState:
         # order = (initiator, respondent): the whole script of a consultation
-        return TurnState(order=(_role(metadata, "initiator"), _role(metadata, "respondent")),
-                         expected=_role(metadata, "initiator"))
+        return TurnState(order=(_the(metadata, "initiator"), _the(metadata, "respondent")),
+                         expected=_the(metadata, "initiator"))
 
     def advance(self, envelope: Envelope, state: TurnState) -> TurnState:
         n = state.turn_count + 1
@@ -50,7 +61,7 @@ class ConsultingAdapter(SimpleAdapter):
             return AdapterResult("consulting_complete")
         return NO_CHANGE
 
-    def default_view_policy(self, metadata: SessionMetadata):
+    def default_view_policy(self, metadata: SessionMetadata, participant_id: Optional[str] = None) -> FullTranscript:
         from turnflow.runtime.views import FullTranscript
 
         return FullTranscript()

@@ -3,8 +3,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Optional
+
 from turnflow.runtime.adapters.simple import SimpleAdapter
 from turnflow.runtime.session import Expectation, SessionManifest, SessionMetadata
+
+if TYPE_CHECKING:
+    from turnflow.runtime.views import WindowedSummary
 
 
 class ConversationAdapter(SimpleAdapter):
@@ -12,9 +17,9 @@ class ConversationAdapter(SimpleAdapter):
         type="conversation", version=1, min_participants=2, max_participants=2,
         roles=("initiator", "respondent", "participant"), knobs_schema={}, default_view="windowed_summary:10",
         default_expectations=(Expectation("max_silence", 3600.0, "audit"),))
-    knobs: dict = {}
+    knobs: dict[str, Any] = {}
 
-    def default_view_policy(self, metadata: SessionMetadata):
+    def default_view_policy(self, metadata: SessionMetadata, participant_id: Optional[str] = None) -> WindowedSummary:
         from turnflow.runtime.views import WindowedSummary
 
         return WindowedSummary(10)

@@ -8,20 +8,23 @@ round robin skip it until it speaks again; a hidden participant may speak out of
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from turnflow.runtime.adapters.simple import SimpleAdapter, TurnState
 from turnflow.runtime.envelope import EV_EXPECTATION_VIOLATED, Envelope
 from turnflow.runtime.errors import ProtocolError
 from turnflow.runtime.session import Expectation, SessionManifest, SessionMetadata
 
+if TYPE_CHECKING:
+    from turnflow.runtime.views import WindowedSummary
 
-def _ordering(v) -> None:
+
+def _ordering(v: Any) -> None:
     if v != "round_robin":
         raise ProtocolError(f"discussion session: knob `ordering` must be 'round_robin', got {v!r}")
 
 
-def _next(order: tuple, after: str, hidden: frozenset) -> str:
+def _next(order: tuple[Any, ...], after: str, hidden: frozenset[Any]) -> str:
     i = order.index(after) if after in order else -1
     for k in range(1, len(order) + 1):
         cand = order[(i + k) % len(order)]
@@ -65,7 +68,7 @@ class DiscussionAdapter(SimpleAdapter):
                 return replace(state, hidden=hidden, expected=expected)
         return state
 
-    def default_view_policy(self, metadata: SessionMetadata):
+    def default_view_policy(self, metadata: SessionMetadata, participant_id: Optional[str] = None) -> WindowedSummary:
         from turnflow.runtime.views import WindowedSummary
 
         return WindowedSummary(max(2 * len(metadata.participants), 4))

@@ -8,7 +8,7 @@ kinds ends with an explicit close, its TTL, an expectation, or (consulting) the 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import ClassVar, Optional
+from typing import Any, ClassVar, Optional
 
 from turnflow.runtime.adapters.base import (NO_CHANGE, AdapterResult, ExpectedTurn, check_knobs,
                                             check_participants, render_substantive, round_to_envelope, text_of)
@@ -19,19 +19,19 @@ from turnflow.runtime.session import SessionManifest, SessionMetadata
 
 @dataclass(frozen=True, slots=True)
 class TurnState:
-    order: tuple = ()
+    order: tuple[str, ...] = ()
     expected: Optional[str] = None
     last_speaker_id: Optional[str] = None
     last_envelope_id: Optional[str] = None
     turn_count: int = 0
-    hidden: frozenset = field(default_factory=frozenset)
+    hidden: frozenset[str] = field(default_factory=frozenset)
     done: bool = False
 
     @property
     def expected_next_speaker(self) -> Optional[str]:
         return self.expected
 
-    def snapshot(self) -> dict:
+    def snapshot(self) -> dict[str, Any]:
         return {"expected_next_speaker": self.expected, "last_speaker_id": self.last_speaker_id,
                 "last_envelope_id": self.last_envelope_id, "turn_count": self.turn_count,
                 "hidden": sorted(self.hidden)}
@@ -41,7 +41,7 @@ class SimpleAdapter:
     """Base for the three plain kinds; subclasses set `manifest` and the turn rule."""
 
     manifest: ClassVar[SessionManifest]
-    knobs: dict = {}
+    knobs: dict[str, Any] = {}
 
     def validate_create(self, metadata: SessionMetadata) -> None:
         check_participants(metadata, self.manifest)
@@ -110,8 +110,8 @@ class SimpleAdapter:
     def extract_turn_input(self, envelope: Envelope) -> Optional[str]:
         return text_of(envelope) or None
 
-    def build_round_envelope(self, metadata: SessionMetadata, sender_id: str, rnd: dict) -> Optional[Envelope]:
+    def build_round_envelope(self, metadata: SessionMetadata, sender_id: str, rnd: dict[str, Any]) -> Optional[Envelope]:
         return round_to_envelope(metadata, sender_id, rnd)
 
-    def render_envelope(self, envelope: Envelope) -> str:
+    def render_envelope(self, envelope: Envelope) -> Optional[str]:
         return render_substantive(envelope)

@@ -124,6 +124,69 @@ def _compiled(key: str, order: tuple, creator: str) -> CompiledGraph:
     return CompiledGraph(json.loads(key), list(order), creator)
 
 
+def _check_packet(metadata: SessionMetadata, d: dict) -> None:
+    """A packet's routing and context updates (`validate_send`)."""
+    routing = d.get("routing")
+    if routing:
+        if type(routing) is not dict and not isinstance(routing, dict):
+            raise ProtocolError(f"packet routing must be an object, got {routing!r}")
+        if routing.get("kind") == "handoff":
+            target = routing.get("target")
+            if target and (type(target) is not str or target not in metadata.pset):
+                raise ProtocolError(
+                    f"workflow {metadata.session_id!r}: handoff target {target!r} is not a "
+                    f"participant ({', '.join(metadata.participant_ids)})")
+    elif routing is not None and not isinstance(routing, dict):
+        raise ProtocolError(f"packet routing must be an object, got {routing!r}")
+    cu = d.get("context_updates")
+    if cu and (type(cu) is not dict or type(cu.get("set", _NODICT)) is not dict or cu.get("delete")):
+        _check_updates(cu, "packet context_updates")
+
+
+def _fold_packet(envelope: Envelope, state: WorkflowState) -> WorkflowState:
+    """A packet: its context updates, then its routing (finish, handoff) or the graph's."""
+    sender = envelope.sender_id
+    ctx = state.context_vars
+    graph = state.graph
+    data = envelope.event_data
+    cu = data.get("context_updates")
+    if cu:
+        ctx = _apply(ctx, cu)
+    routing = data.get("routing")
+    tool = None
+    if routing:
+        kind = routing.get("kind")
+        if kind == "finish":
+            return WorkflowState(graph, None, sender, envelope.envelope_id, state.turn_count + 1,
+                                 routing.get("reason") or "finished", ctx, _unhide(state.hidden, sender))
+        if kind == "handoff":
+            target = routing.get("target")
+            if target:
+                return WorkflowState(graph, target, sender, envelope.envelope_id, state.turn_count + 1,
+                                     "", ctx, _unhide(state.hidden, sender))
+        tool = routing.get("tool")
+    return _route(state, envelope, sender, graph.packet_tables.get(sender) or graph.table(sender, True), ctx, tool)
+
+
+def _route(state: WorkflowState, envelope: Envelope, sender: str, table: Any, ctx: dict,
+           tool: Optional[str]) -> WorkflowState:
+    """The next state of a turn the graph routes: the first row of the sender's dispatch table that holds."""
+    graph = state.graph
+    hidden = state.hidden
+    if hidden and sender in hidden:
+        hidden = hidden - {sender}
+    for op, a, b, nxt, reason, rr in table:
+        if op == ALWAYS or (op == CTX and ctx.get(a) == b) or (op == TOOL and tool == a) \
+                or (op == TEST and a(ctx, envelope)):
+            if nxt is PREVIOUS:
+                nxt, reason, rr = graph.previous(sender, state.last_speaker_id)
+            if rr and hidden:
+                nxt = graph.next_visible(sender, hidden)
+            return WorkflowState(graph, nxt, sender, envelope.envelope_id, state.turn_count + 1, reason, ctx,
+                                 hidden, rr)
+    raise AssertionError("dispatch table without a default row")  # pragma: no cover
+
+
 class WorkflowAdapter:
     manifest = SessionManifest(
         type="workflow", version=1, min_participants=2, max_participants=None,
@@ -155,22 +218,7 @@ class WorkflowAdapter:
                 raise ProtocolError(f"workflow {metadata.session_id!r} expects {exp!r} to speak, "
                                     f"got {envelope.sender_id!r}")
             if et == EV_PACKET:
-                d = envelope.event_data
-                routing = d.get("routing")
-                if routing:
-                    if type(routing) is not dict and not isinstance(routing, dict):
-                        raise ProtocolError(f"packet routing must be an object, got {routing!r}")
-                    if routing.get("kind") == "handoff":
-                        target = routing.get("target")
-                        if target and (type(target) is not str or target not in metadata.pset):
-                            raise ProtocolError(
-                                f"workflow {metadata.session_id!r}: handoff target {target!r} is not a "
-                                f"participant ({', '.join(metadata.participant_ids)})")
-                elif routing is not None and not isinstance(routing, dict):
-                    raise ProtocolError(f"packet routing must be an object, got {routing!r}")
-                cu = d.get("context_updates")
-                if cu and (type(cu) is not dict or type(cu.get("set", _NODICT)) is not dict or cu.get("delete")):
-                    _check_updates(cu, "packet context_updates")
+                _check_packet(metadata, envelope.event_data)
             return
         if et == EV_CONTEXT_SET:
             if envelope.sender_id not in metadata.pset:
@@ -178,72 +226,21 @@ class WorkflowAdapter:
                                     f"participants, got {envelope.sender_id!r}")
             _check_updates(envelope.event_data, "context.set data")
 
-    def fold(self, envelope: Envelope, state: WorkflowState, _reuse: bool = False) -> WorkflowState:
+    def fold(self, envelope: Envelope, state: WorkflowState) -> WorkflowState:
         et = envelope.event_type
         if et == EV_TEXT:
             sender = envelope.sender_id
-            ctx = state.context_vars
             graph = state.graph
-            table = graph.text_tables.get(sender) or graph.table(sender, False)
-            tool = None
-        elif et == EV_PACKET:
-            sender = envelope.sender_id
-            ctx = state.context_vars
-            graph = state.graph
-            data = envelope.event_data
-            cu = data.get("context_updates")
-            if cu:
-                ctx = _apply(ctx, cu)
-            routing = data.get("routing")
-            tool = None
-            if routing:
-                kind = routing.get("kind")
-                if kind == "finish":
-                    return WorkflowState(graph, None, sender, envelope.envelope_id, state.turn_count + 1,
-                                         routing.get("reason") or "finished", ctx, _unhide(state.hidden, sender))
-                if kind == "handoff":
-                    target = routing.get("target")
-                    if target:
-                        return WorkflowState(graph, target, sender, envelope.envelope_id, state.turn_count + 1,
-                                             "", ctx, _unhide(state.hidden, sender))
-                tool = routing.get("tool")
-            table = graph.packet_tables.get(sender) or graph.table(sender, True)
-        elif et == EV_CONTEXT_SET:
+            return _route(state, envelope, sender, graph.text_tables.get(sender) or graph.table(sender, False),
+                          state.context_vars, None)
+        if et == EV_PACKET:
+            return _fold_packet(envelope, state)
+        if et == EV_CONTEXT_SET:
             return WorkflowState(state.graph, state.expected_next_speaker, state.last_speaker_id,
                                  state.last_envelope_id, state.turn_count, state.pending_close_reason,
                                  _apply(state.context_vars, envelope.event_data), state.hidden,
                                  state.via_round_robin)
-        else:
-            return self._fold_other(envelope, state)
-        hidden = state.hidden
-        if hidden and sender in hidden:
-            hidden = hidden - {sender}
-        for op, a, b, nxt, reason, rr in table:
-            if op == ALWAYS or (op == CTX and ctx.get(a) == b) or (op == TOOL and tool == a) \
-                    or (op == TEST and a(ctx, envelope)):
-                if nxt is PREVIOUS:
-                    nxt, reason, rr = graph.previous(sender, state.last_speaker_id)
-                if rr and hidden:
-                    nxt = graph.next_visible(sender, hidden)
-                if _reuse:  # `fold_owned`: nobody else can see `state`
-                    state.expected_next_speaker = nxt
-                    state.last_speaker_id = sender
-                    state.last_envelope_id = envelope.envelope_id
-                    state.turn_count += 1
-                    state.pending_close_reason = reason
-                    state.context_vars = ctx
-                    state.hidden = hidden
-                    state.via_round_robin = rr
-                    return state
-                return WorkflowState(graph, nxt, sender, envelope.envelope_id, state.turn_count + 1, reason, ctx,
-                                     hidden, rr)
-        raise AssertionError("dispatch table without a default row")  # pragma: no cover
-
-    def fold_owned(self, envelope: Envelope, state: WorkflowState) -> WorkflowState:
-        """`fold`, for a state that nobody but the caller can see (the hub checks that): a turn
-        routed by the graph updates it in place instead of building a new one. The result is the
-        state `fold` returns; only the object is the same."""
-        return self.fold(envelope, state, True)
+        return self._fold_other(envelope, state)
 
     def _fold_other(self, envelope: Envelope, state: WorkflowState) -> WorkflowState:
         if envelope.event_type == EV_EXPECTATION_VIOLATED and envelope.event_data.get("action") == "hide":
@@ -282,7 +279,7 @@ class WorkflowAdapter:
         """`(expected_next(...).agent_id or None, turn_count(state))`, cheaply (called on every fold)."""
         return (state.expected_next_speaker, state.turn_count)
 
-    def default_view_policy(self, metadata: SessionMetadata):
+    def default_view_policy(self, metadata: SessionMetadata, participant_id: Optional[str] = None):
         from turnflow.runtime.views import NamedWindowedSummary
 
         return NamedWindowedSummary(recent_n=max(2 * len(metadata.participants), 4))
@@ -293,6 +290,6 @@ class WorkflowAdapter:
     def build_round_envelope(self, metadata: SessionMetadata, sender_id: str, rnd: dict) -> Optional[Envelope]:
         return round_to_envelope(metadata, sender_id, rnd)
 
-    def render_envelope(self, envelope: Envelope) -> str:
+    def render_envelope(self, envelope: Envelope) -> Optional[str]:
         return render_substantive(envelope) if envelope.event_type in (EV_TEXT, EV_PACKET) else text_of(envelope)
 

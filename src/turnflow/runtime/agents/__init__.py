@@ -1,26 +1,32 @@
 """Agent adapters: the participant side of a session (docs/agents.md).
 
-The model agents (`OpenAIChatAgent`, `AnthropicMessagesAgent`) load on first use of their name:
-a run whose agents file names only scripted or python agents never imports them."""
+The model agents (`OpenAIChatAgent`, `AnthropicMessagesAgent`) and the framework agents
+(`LangGraphAgent`, `AG2Agent`, `AutoGenAgent`) load on first use of their name: a run whose agents
+file names only scripted or python agents never imports them."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from turnflow.runtime.agents.base import (AgentContext, Capabilities, FakeSessionTools, SessionTools, ToolError,
-                                          telemetry_problem)
+from turnflow.runtime.agents.base import (AdapterTelemetryEvent, AgentContext, Capabilities, FakeSessionTools,
+                                          SessionTools, ToolError, telemetry_problem)
 from turnflow.runtime.agents.function import FunctionAgent
 from turnflow.runtime.agents.scripted import ScriptedAgent
 
 if TYPE_CHECKING:  # pragma: no cover
+    from turnflow.runtime.agents.ag2_agent import AG2Agent
     from turnflow.runtime.agents.anthropic_messages import AnthropicMessagesAgent
+    from turnflow.runtime.agents.autogen_agent import AutoGenAgent
+    from turnflow.runtime.agents.langgraph_agent import LangGraphAgent
     from turnflow.runtime.agents.openai_chat import OpenAIChatAgent
 
-#: the lazily loaded names → their modules
-_MODEL_AGENTS = {"AnthropicMessagesAgent": "anthropic_messages", "OpenAIChatAgent": "openai_chat"}
+#: the lazily loaded names → their modules (the model and framework agents)
+_MODEL_AGENTS = {"AnthropicMessagesAgent": "anthropic_messages", "OpenAIChatAgent": "openai_chat",
+                 "LangGraphAgent": "langgraph_agent", "AG2Agent": "ag2_agent", "AutoGenAgent": "autogen_agent"}
 
-__all__ = ["AgentContext", "AnthropicMessagesAgent", "Capabilities", "FakeSessionTools", "FunctionAgent",
-           "OpenAIChatAgent", "ScriptedAgent", "SessionTools", "ToolError", "telemetry_problem"]
+__all__ = ["AG2Agent", "AdapterTelemetryEvent", "AgentContext", "AnthropicMessagesAgent", "AutoGenAgent", "Capabilities",
+           "FakeSessionTools", "FunctionAgent", "LangGraphAgent", "OpenAIChatAgent", "ScriptedAgent", "SessionTools",
+           "ToolError", "telemetry_problem"]
 
 
 def __getattr__(name: str) -> Any:

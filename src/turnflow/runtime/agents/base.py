@@ -21,10 +21,26 @@ from typing import Any, Awaitable, Callable, Optional, Protocol, Union
 
 from turnflow.runtime.errors import AdapterError
 
-CONTROL_LOOPS = ("hub", "self")
-TELEMETRY_EVENTS = ("env_action", "tool_response", "progress", "error")
-TELEMETRY_KEYS = ("event", "payload", "reason", "step", "metadata")
+CONTROL_LOOPS = ("hub", "self", "atlas")  # "atlas": the contract's name for the hub-driven loop (effective "hub")
+BEHAVIORS = ("self", "atlas")  # the agents file's `behavior:` override
+TELEMETRY_EVENTS = ("env_action", "tool_response", "progress", "error", "thought", "task")
+#: what `send_event(content, message_type)` accepts (the telemetry events an agent reports by message)
+MESSAGE_TYPES = TELEMETRY_EVENTS
+TELEMETRY_KEYS = ("event", "payload", "reason", "step", "timestamp", "metadata")
 SCHEMA_FORMATS = ("openai", "anthropic")
+FIXED_MEMBERSHIP = ("workflow", "consulting")  # session kinds whose roster the flow fixes
+#: the platform tools `execute_tool_call` runs by name: name -> (required, optional arguments)
+PLATFORM_CALLS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "send_message": (("content",), ("mentions",)),
+    "send_event": (("content",), ("message_type",)),
+    "set_context": (("key", "value"), ()),
+    "delete_context": (("key",), ()),
+    "handoff": (("target",), ("reason",)),
+    "finish": ((), ("reason", "summary")),
+    "lookup_peers": ((), ()),
+    "add_participant": (("agent_id",), ("role",)),
+    "remove_participant": (("agent_id",), ()),
+}
 
 
 class ToolError(AdapterError):
@@ -47,9 +63,12 @@ class Capabilities:
     telemetry_stream: bool = False
 
     def check(self, agent_id: str) -> "Capabilities":
+        """The capabilities the hub uses (`atlas` becomes `hub`), or `AdapterError`."""
         if self.control_loop not in CONTROL_LOOPS:
-            raise AdapterError(f"agent {agent_id!r}: bad handshake: control_loop must be 'hub' or 'self', "
+            raise AdapterError(f"agent {agent_id!r}: bad handshake: control_loop must be 'hub', 'self' or 'atlas', "
                                f"got {self.control_loop!r}")
+        if self.control_loop == "atlas":
+            return Capabilities("hub", self.supports_stepwise, self.telemetry_stream).check(agent_id)
         for name in ("supports_stepwise", "telemetry_stream"):
             v = getattr(self, name)
             if not isinstance(v, bool):
@@ -90,6 +109,22 @@ def raw_capabilities(raw: Any) -> Any:
         return repr(raw)[:300]
 
 
+@dataclass(frozen=True)
+class AdapterTelemetryEvent:
+    """A telemetry event as an object; `emit` / `emit_event` accept it as well as a mapping of the
+    same keys. `timestamp`: when it happened by the agent's clock (epoch seconds or ISO-8601 text)."""
+
+    event: str
+    payload: Any = None
+    reason: Optional[str] = None
+    step: Optional[int] = None
+    timestamp: Any = None
+    metadata: Optional[dict] = None
+
+    def to_dict(self) -> dict:
+        return {k: getattr(self, k) for k in TELEMETRY_KEYS if k == "event" or getattr(self, k) is not None}
+
+
 def _json_safe(v: Any) -> bool:
     try:
         json.dumps(v, allow_nan=False)
@@ -101,11 +136,13 @@ def _json_safe(v: Any) -> bool:
 def telemetry_problem(event: Any) -> Optional[str]:
     """Why a telemetry event is malformed, or None when it is valid.
 
-    A valid event is a mapping with `event` ∈ env_action|tool_response|progress|error and
+    A valid event is a mapping with `event` ∈ env_action|tool_response|progress|error|thought|task and
     optional `payload` (any JSON value), `reason` (string or null), `step` (non-negative integer
     or null), `metadata` (an object of JSON values, or null); no other keys."""
+    if isinstance(event, AdapterTelemetryEvent):
+        event = event.to_dict()
     if not isinstance(event, dict):
-        return f"a telemetry event is a mapping, got {type(event).__name__}"
+        return f"a telemetry event is a mapping or an AdapterTelemetryEvent, got {type(event).__name__}"
     extra = sorted(str(k) for k in event if k not in TELEMETRY_KEYS)
     if extra:
         return f"unknown key {extra[0]!r} (known: {', '.join(TELEMETRY_KEYS)})"
@@ -117,6 +154,14 @@ def telemetry_problem(event: Any) -> Optional[str]:
     s = event.get("step")
     if s is not None and (isinstance(s, bool) or not isinstance(s, int) or s < 0):
         return f"`step` must be a non-negative integer, got {s!r}"
+    return _extras_problem(event)
+
+
+def _extras_problem(event: dict) -> Optional[str]:
+    """`timestamp`, `payload` and `metadata` of a telemetry event (see `telemetry_problem`)."""
+    ts = event.get("timestamp")
+    if ts is not None and (isinstance(ts, bool) or not isinstance(ts, (int, float, str))):
+        return f"`timestamp` must be epoch seconds or ISO-8601 text, got {ts!r}"
     if not _json_safe(event.get("payload")):
         return "`payload` must be a JSON value (no NaN, no objects that do not serialise)"
     meta = event.get("metadata")
@@ -132,10 +177,13 @@ def check_telemetry(event: Any, agent_id: str) -> Optional[dict]:
     if problem is not None:
         warnings.warn(f"dropped malformed telemetry event from {agent_id!r}: {problem}", stacklevel=3)
         return None
+    if isinstance(event, AdapterTelemetryEvent):
+        event = event.to_dict()
     ev = {"event": event["event"], "payload": event.get("payload"), "reason": event.get("reason"),
           "step": event.get("step")}
-    if event.get("metadata") is not None:
-        ev["metadata"] = event["metadata"]
+    for key in ("timestamp", "metadata"):
+        if event.get(key) is not None:
+            ev[key] = event[key]
     return ev
 
 
@@ -210,13 +258,42 @@ class SessionTools:
     _routing: dict = field(default_factory=dict)
     _set: dict = field(default_factory=dict)
     _delete: list = field(default_factory=list)
+    _mentions: list = field(default_factory=list)
     events: list = field(default_factory=list)
+    session_kind: str = ""  # the session's kind (workflow, consulting, conversation, discussion); "" unknown
+    roster: tuple = ()  # every participant as {agent_id, role, description}, in order (set by the hub)
+    is_session_bootstrap: bool = False  # this is the session's first delivery to this participant
+    participants_msg: Optional[str] = None  # the roster as text, only when it changed since this participant's last turn
+    input_source: Optional[Callable[[], Optional[str]]] = None  # set by the hub: reads `turn_input`
 
     # -- the round ------------------------------------------------------------------------------
-    def send_message(self, text: str) -> None:
+    def send_message(self, content: str, mentions: Optional[Any] = None) -> None:
+        """Append `text` to the round's body. `mentions` (participant names) are checked and
+        kept as the round's `mentions`; an unknown name raises `ToolError`."""
+        text = content
         if not isinstance(text, str):
             raise AdapterError(f"{self.agent_id}: send_message needs text, got {text!r}")
+        if mentions is not None:
+            if isinstance(mentions, str) or not all(isinstance(m, str) for m in mentions):
+                raise ToolError(f"{self.agent_id}: send_message mentions must be a list of participant names, "
+                                f"got {mentions!r}"[:300])
+            unknown = [m for m in mentions if m not in self.participants]
+            if unknown:
+                raise ToolError(f"{self.agent_id}: send_message mentions {unknown[0]!r}, not a participant "
+                                f"({', '.join(self.participants)})")
+            self._mentions.extend(m for m in mentions if m not in self._mentions)
         self._body.append(text)
+
+    def send_event(self, content: Any, message_type: str = "thought") -> bool:
+        """A telemetry event of type `message_type` (thought, task, error, progress, env_action,
+        tool_response) whose payload is `{"content": content}`; stored, never part of the round.
+        An unknown type raises `ToolError` (a tool call the model may correct)."""
+        if message_type not in MESSAGE_TYPES:
+            raise ToolError(f"{self.agent_id}: send_event message_type must be one of {', '.join(MESSAGE_TYPES)}, "
+                            f"got {message_type!r}"[:300])
+        if not _json_safe(content):
+            raise ToolError(f"{self.agent_id}: send_event content must be a JSON value, got {content!r}"[:300])
+        return self.emit_event({"event": message_type, "payload": {"content": content}})
 
     def handoff(self, target: str, reason: str = "") -> str:
         if target not in self.participants:
@@ -249,7 +326,7 @@ class SessionTools:
             self._delete.append(key)
 
     # -- telemetry ------------------------------------------------------------------------------
-    def emit_event(self, event: dict) -> bool:
+    def emit_event(self, event: Any) -> bool:
         ev = check_telemetry(event, self.agent_id)
         if ev is None:
             return False
@@ -261,9 +338,36 @@ class SessionTools:
             self.events.append(ev)
         return True
 
-    # -- discovery ------------------------------------------------------------------------------
+    @property
+    def turn_input(self) -> Optional[str]:
+        """What this turn answers: the session adapter's `extract_turn_input` of the latest message
+        from another participant (None at the start, or without a hub)."""
+        return self.input_source() if self.input_source is not None else None
+
+    # -- discovery and membership ---------------------------------------------------------------
     def get_participants(self) -> list[str]:
         return list(self.participants)
+
+    def lookup_peers(self) -> list[dict]:
+        """The other participants as `{agent_id, role, description}`, in order."""
+        roster = self.roster or tuple({"agent_id": p, "role": "participant", "description": ""}
+                                      for p in self.participants)
+        return [dict(r) for r in roster if r["agent_id"] != self.agent_id]
+
+    def add_participant(self, agent_id: str, role: str = "participant") -> str:
+        raise ToolError(self._membership("add_participant", agent_id))
+
+    def remove_participant(self, agent_id: str) -> str:
+        raise ToolError(self._membership("remove_participant", agent_id))
+
+    def _membership(self, what: str, agent_id: Any) -> str:
+        """Why a membership change is refused: a workflow's and a consulting session's roster is
+        fixed by the flow; in a conversation or discussion the hub does not support changing it yet."""
+        if self.session_kind in FIXED_MEMBERSHIP:
+            return (f"{self.agent_id}: {what}({agent_id!r}) refused: the participants of a {self.session_kind} "
+                    "session are fixed by its flow")
+        return (f"{self.agent_id}: {what}({agent_id!r}) refused: changing the participants of a running "
+                f"{self.session_kind or 'session'} is not supported by the hub yet")
 
     def get_tool_schemas(self, fmt: str = "openai") -> list[dict]:
         """The agent's routing tools as model tool definitions (`openai` or `anthropic` format),
@@ -278,6 +382,8 @@ class SessionTools:
         text with an optional string `reason`. Raises `ToolError` for an unknown tool, malformed
         arguments or a second, different routing tool in the same round."""
         names = [t["name"] for t in self.routing_tools]
+        if isinstance(name, str) and name not in names and name in PLATFORM_CALLS:
+            return self._platform_call(name, tool_arguments(name, args))
         if not isinstance(name, str) or (name not in names and not self.any_tool):
             import difflib
 
@@ -303,6 +409,28 @@ class SessionTools:
                 self._routing["reason"] = reason
         return f"routed via {name}"
 
+    def _platform_call(self, name: str, args: dict) -> str:
+        """A platform tool called by name (`execute_tool_call`): its arguments checked against
+        `PLATFORM_CALLS`, then the method of the same name."""
+        required, optional = PLATFORM_CALLS[name]
+        extra = sorted(str(k) for k in args if k not in required + optional)
+        if extra:
+            raise ToolError(f"{name}: unknown argument {extra[0]!r} (it takes {', '.join(required + optional) or 'none'})")
+        missing = [k for k in required if k not in args]
+        if missing:
+            raise ToolError(f"{name}: missing argument {missing[0]!r}")
+        try:
+            result = getattr(self, name)(**args)
+        except ToolError:
+            raise
+        except AdapterError as exc:
+            raise ToolError(f"{name}: {exc}") from None
+        except TypeError as exc:  # a value of the wrong kind for the method
+            raise ToolError(f"{name}: {exc}") from None
+        if name == "lookup_peers":
+            return json.dumps(result)
+        return result if isinstance(result, str) else f"{name}: done"
+
     # -- result ---------------------------------------------------------------------------------
     @property
     def routed(self) -> bool:
@@ -310,9 +438,12 @@ class SessionTools:
 
     def round(self) -> dict:
         r = {k: v for k, v in self._routing.items() if v is not None}
-        return {"body": "\n".join(self._body), "kind": r.get("kind", "text"), "tool": r.get("tool"),
-                "reason": r.get("reason"), "target": r.get("target"), "set": dict(self._set),
-                "delete": list(self._delete)}
+        out = {"body": "\n".join(self._body), "kind": r.get("kind", "text"), "tool": r.get("tool"),
+               "reason": r.get("reason"), "target": r.get("target"), "set": dict(self._set),
+               "delete": list(self._delete)}
+        if self._mentions:
+            out["mentions"] = list(self._mentions)
+        return out
 
 
 class FakeSessionTools(SessionTools):
@@ -344,9 +475,9 @@ class FakeSessionTools(SessionTools):
     def tool_calls(self) -> list[str]:
         return [c[1] for c in self.calls if c[0] == "execute_tool_call"]
 
-    def send_message(self, text: str) -> None:
-        self.calls.append(("send_message", text))
-        super().send_message(text)
+    def send_message(self, content: str, mentions: Optional[Any] = None) -> None:
+        self.calls.append(("send_message", content) if mentions is None else ("send_message", content, mentions))
+        super().send_message(content, mentions)
 
     def handoff(self, target: str, reason: str = "") -> str:
         self.calls.append(("handoff", target, reason))
@@ -364,7 +495,7 @@ class FakeSessionTools(SessionTools):
         self.calls.append(("delete_context", key))
         super().delete_context(key)
 
-    def emit_event(self, event: dict) -> bool:
+    def emit_event(self, event: Any) -> bool:
         self.calls.append(("emit_event", event))
         ok = super().emit_event(event)
         if not ok:

@@ -5,6 +5,9 @@
                      turn_timeout?, temperature?, session_tools?
     kind: anthropic  the same (api_key_env defaults to ANTHROPIC_API_KEY), max_tokens?
     kind: python     ref: "module:attribute"
+    kind: langgraph  ref: "module:graph_or_factory"     (turnflow[langgraph])
+    kind: ag2        ref: "module:agent_or_factory"     (turnflow[ag2])
+    kind: autogen    ref: "module:agent_or_factory"     (turnflow[autogen])
 
 `kind: python` imports the user's own module (that is its documented purpose; nothing is
 ever evaluated from a string): the module is looked up on `sys.path` with the agents file's
@@ -19,20 +22,67 @@ import re
 import sys
 from typing import Any, Optional
 
+from turnflow.runtime.agents.base import BEHAVIORS
 from turnflow.runtime.agents.function import FunctionAgent
 from turnflow.runtime.agents.scripted import ScriptedAgent
 from turnflow.runtime.errors import AdapterError, brief
 
-KINDS = ("scripted", "openai", "anthropic", "python")
+#: the framework kinds: (module, class, the packages the extra installs)
+FRAMEWORKS = {"langgraph": ("langgraph_agent", "LangGraphAgent", "langgraph, langchain-core"),
+              "ag2": ("ag2_agent", "AG2Agent", "ag2"),
+              "autogen": ("autogen_agent", "AutoGenAgent", "autogen-agentchat")}
+KINDS = ("scripted", "openai", "anthropic", "python", *FRAMEWORKS)
 MODEL_KEYS = {"model", "base_url", "api_key_env", "system", "max_rounds", "timeout", "turn_timeout", "temperature",
               "session_tools"}
-KEYS = {"scripted": {"steps"}, "openai": MODEL_KEYS, "anthropic": MODEL_KEYS | {"max_tokens"}, "python": {"ref"}}
+KEYS = {"scripted": {"steps"}, "openai": MODEL_KEYS, "anthropic": MODEL_KEYS | {"max_tokens"}, "python": {"ref"},
+        **{k: {"ref"} for k in FRAMEWORKS}}
 _REF = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 CONTRACT = ("open_session", "on_message", "close_session")
 
 
+def is_agent_object(obj: Any) -> bool:
+    """An agent object: the three contract methods, or the stateful-adapter form — a handshake
+    (`open_session` or `aopen_session`) and a turn (`on_message`, or `aplan` + `aexecute` +
+    `asynthesize`)."""
+    if isinstance(obj, type):
+        return False
+    has = lambda m: callable(getattr(obj, m, None))
+    if all(has(m) for m in CONTRACT):
+        return True
+    return ((has("open_session") or has("aopen_session"))
+            and (has("on_message") or all(has(m) for m in ("aplan", "aexecute", "asynthesize"))))
+
+
+class Behaved:
+    """An agent under the agents file's `behavior: self | atlas` override: everything is the
+    agent's own; the hub reads `behavior_override` when it takes the handshake (driver.handshake)
+    and records the raw answer beside the effective capabilities."""
+
+    def __init__(self, agent: Any, behavior: str) -> None:
+        self._agent = agent
+        self.behavior_override = behavior
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._agent, name)
+
+    async def close_session(self, session_id: str) -> None:
+        close = getattr(self._agent, "close_session", None) or getattr(self._agent, "aclose_session", None)
+        if callable(close):
+            await close(session_id)
+
+
 def build_agent(name: str, conf: Any, base_dir: Optional[str] = None) -> Any:
-    """One agent from its YAML mapping; every problem is an `AdapterError` naming the agent."""
+    """One agent from its YAML mapping; every problem is an `AdapterError` naming the agent.
+    `behavior: self | atlas` (any kind) overrides the control loop the agent's handshake declares."""
+    if isinstance(conf, dict) and "behavior" in conf:
+        behavior = conf["behavior"]
+        if behavior not in BEHAVIORS:
+            raise AdapterError(f"agent {brief(name)}: `behavior` must be one of {', '.join(BEHAVIORS)}, got {brief(behavior)}")
+        return Behaved(_build(name, {k: v for k, v in conf.items() if k != "behavior"}, base_dir), behavior)
+    return _build(name, conf, base_dir)
+
+
+def _build(name: str, conf: Any, base_dir: Optional[str]) -> Any:
     if not isinstance(conf, dict):
         raise AdapterError(f"agent {brief(name)}: expected a mapping with `kind`, got {brief(conf)}")
     kind = conf.get("kind")
@@ -64,10 +114,31 @@ def build_agent(name: str, conf: Any, base_dir: Optional[str] = None) -> Any:
         from turnflow.runtime.agents.openai_chat import OpenAIChatAgent
 
         return OpenAIChatAgent(name, conf["model"], **kw)
+    if kind in FRAMEWORKS:
+        return framework_agent(name, kind, conf.get("ref"), base_dir)
     return python_agent(name, conf.get("ref"), base_dir)
 
 
-def python_agent(name: str, ref: Any, base_dir: Optional[str] = None) -> Any:
+def framework_agent(name: str, kind: str, ref: Any, base_dir: Optional[str] = None) -> Any:
+    """A `langgraph` / `ag2` / `autogen` participant: the framework must be installed (the
+    extra of the same name); `ref` names its object or a factory `(tools, ctx)`."""
+    module, cls, packages = FRAMEWORKS[kind]
+    obj = import_ref(name, ref, base_dir)
+    try:
+        agent_cls = getattr(importlib.import_module(f"turnflow.runtime.agents.{module}"), cls)
+        probe = agent_cls(name, obj, ref)
+        probe.accepts(obj)  # imports the framework
+    except ImportError as exc:
+        raise AdapterError(f"agent {brief(name)}: kind {kind} needs {packages} (pip install 'turnflow[{kind}]'): "
+                           f"{exc}") from None
+    if not probe.accepts(obj) and (not callable(obj) or isinstance(obj, type)):
+        raise AdapterError(f"agent {brief(name)}: {ref} is neither {probe.what} nor a factory function "
+                           "(tools, ctx) returning one")
+    return probe
+
+
+def import_ref(name: str, ref: Any, base_dir: Optional[str] = None) -> Any:
+    """The object `ref` ("module:attribute") names, imported with `base_dir` first on sys.path."""
     if not isinstance(ref, str) or not _REF.match(ref):
         raise AdapterError(f"agent {brief(name)}: `ref` must be \"module:function\" (dotted names), got {brief(ref)}")
     mod_name, attr = ref.split(":", 1)
@@ -89,7 +160,12 @@ def python_agent(name: str, ref: Any, base_dir: Optional[str] = None) -> Any:
         if not hasattr(obj, part):
             raise AdapterError(f"agent {brief(name)}: module {brief(mod_name)} has no attribute {brief(attr)}")
         obj = getattr(obj, part)
-    if all(callable(getattr(obj, m, None)) for m in CONTRACT) and not isinstance(obj, type):
+    return obj
+
+
+def python_agent(name: str, ref: Any, base_dir: Optional[str] = None) -> Any:
+    obj = import_ref(name, ref, base_dir)
+    if is_agent_object(obj):
         return obj
     if callable(obj) and not isinstance(obj, type):
         return FunctionAgent(obj, name)

@@ -11,9 +11,11 @@ the session, or moved the turn on) raises `TurnStopped` and is never retried.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import traceback
+import weakref
 from typing import Any, Awaitable, Callable, Optional
 
 from turnflow.runtime.agents.base import AgentContext, Capabilities, SessionTools, check_telemetry, raw_capabilities
@@ -58,10 +60,11 @@ def describe(exc: BaseException) -> str:
     return f"{text} (at {where})" if where else text
 
 
-def telemetry_sink(hub: Any, session_id: str, agent_id: str) -> Callable[[dict], Awaitable[bool]]:
-    """The `emit` given to `open_session`: validates (drops a malformed event with a warning)
-    and stores the event beside the session's envelopes."""
-    async def emit(event: dict) -> bool:
+def telemetry_sink(hub: Any, session_id: str, agent_id: str) -> Callable[[Any], Awaitable[bool]]:
+    """The `emit` given to `open_session` (`emit_event` of `aopen_session`): validates (drops a
+    malformed event with a warning; an `AdapterTelemetryEvent` or a mapping) and stores the event
+    beside the session's envelopes."""
+    async def emit(event: Any) -> bool:
         ev = check_telemetry(event, agent_id)
         if ev is None:
             return False
@@ -70,32 +73,74 @@ def telemetry_sink(hub: Any, session_id: str, agent_id: str) -> Callable[[dict],
 
 
 def log_handshake(hub: Any, session_id: str, agent_id: str, raw: Any, effective: Optional[Capabilities],
-                  error: Optional[str] = None) -> None:
+                  error: Optional[str] = None, behavior: Optional[str] = None) -> None:
     rec = {"agent_id": agent_id, "at": hub.clock(), "event": "handshake", "raw": raw_capabilities(raw),
            "effective": effective.to_dict() if effective is not None else None}
+    if behavior is not None:
+        rec["behavior"] = behavior
     if error is not None:
         rec["error"] = error
     hub.store_telemetry(session_id, rec)
 
 
+def handshake_metadata(ctx: AgentContext) -> dict:
+    """The `metadata` given to `aopen_session(task=..., metadata=..., emit_event=...)`: the
+    session's facts from the `AgentContext`, as JSON values."""
+    return {"session_id": ctx.session_id, "agent_id": ctx.agent_id, "kind": ctx.kind, "name": ctx.name,
+            "title": ctx.title, "description": ctx.description, "participants": list(ctx.participants),
+            "roster": [dict(r) for r in ctx.roster], "tools": [dict(t) for t in ctx.tools],
+            "context_vars": dict(ctx.context_vars), "dynamic_handoffs": ctx.dynamic_handoffs}
+
+
+async def _open(agent: Any, ctx: AgentContext, emit: Callable[[Any], Awaitable[bool]]) -> Any:
+    """The handshake call: `open_session(ctx, emit)`, or the contract's keyword form
+    `aopen_session(task=..., metadata=..., emit_event=...)` for an agent that has only that."""
+    if callable(getattr(agent, "open_session", None)):
+        return await agent.open_session(ctx, emit)
+    if callable(getattr(agent, "aopen_session", None)):
+        return await agent.aopen_session(task=ctx.task, metadata=handshake_metadata(ctx), emit_event=emit)
+    raise AdapterError(f"agent {ctx.agent_id!r} has neither open_session nor aopen_session")
+
+
+def with_behavior(caps: Capabilities, behavior: Optional[str], agent_id: str) -> Capabilities:
+    """The effective capabilities under the agents file's `behavior:` override (`self`: the agent
+    runs its own loop; `atlas`: the hub drives it one turn at a time)."""
+    if behavior is None:
+        return caps
+    loop = "self" if behavior == "self" else "hub"
+    return Capabilities(loop, caps.supports_stepwise, caps.telemetry_stream).check(agent_id)
+
+
 async def handshake(hub: Any, agent: Any, ctx: AgentContext) -> Capabilities:
-    """Open the session on one agent; a bad handshake raises `AdapterError` (logged first)."""
+    """Open the session on one agent; a bad handshake raises `AdapterError` (logged first). The
+    record keeps the raw answer, the effective capabilities and the `behavior` override, if any."""
     name = ctx.agent_id
+    behavior = getattr(agent, "behavior_override", None)
     try:
-        raw = await agent.open_session(ctx, telemetry_sink(hub, ctx.session_id, name))
+        raw = await _open(agent, ctx, telemetry_sink(hub, ctx.session_id, name))
     except Exception as exc:  # any failure of the agent's own code is a failed handshake
         msg = describe(exc)
         if not msg.startswith(f"agent {name!r}"):
             msg = f"agent {name!r}: handshake failed: {msg}"
-        log_handshake(hub, ctx.session_id, name, None, None, msg)
+        log_handshake(hub, ctx.session_id, name, None, None, msg, behavior)
         raise AdapterError(msg) from None
     try:
-        caps = Capabilities.from_handshake(raw, name)
+        caps = with_behavior(Capabilities.from_handshake(raw, name), behavior, name)
     except (AdapterError, TypeError) as exc:
-        log_handshake(hub, ctx.session_id, name, raw, None, str(exc))
+        log_handshake(hub, ctx.session_id, name, raw, None, str(exc), behavior)
         raise AdapterError(str(exc)) from None
-    log_handshake(hub, ctx.session_id, name, raw, caps)
+    log_handshake(hub, ctx.session_id, name, raw, caps, None, behavior)
     return caps
+
+
+def adapter_capabilities(telemetry: list) -> dict:
+    """Each agent's last handshake as `{agent: {raw, effective, behavior?, error?}}` (what
+    `turnflow inspect --format json` shows as `adapter_capabilities`)."""
+    out: dict = {}
+    for t in telemetry:
+        if isinstance(t, dict) and t.get("event") == "handshake":
+            out[str(t.get("agent_id"))] = {k: t[k] for k in ("raw", "effective", "behavior", "error") if k in t}
+    return out
 
 
 async def flush(hub: Any, session_id: str, tools: SessionTools) -> None:
@@ -127,6 +172,103 @@ async def _plain(coro: Awaitable[Any]) -> Any:
     return await coro
 
 
+#: hub -> {session: {agent: the roster it was last shown}}; a session's entry goes when it ends
+_SHOWN: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
+
+
+_ROSTERS: dict = {}  # id(participants list) -> (the list, its roster): sessions of one flow share it
+
+
+def roster_of(md: Any) -> tuple:
+    """Every participant as `{agent_id, role, description}` (one tuple per participant list)."""
+    parts = md.participants
+    hit = _ROSTERS.get(id(parts))
+    if hit is not None and hit[0] is parts:
+        return hit[1]
+    roster = tuple({"agent_id": p.agent_id, "role": p.role, "description": getattr(p, "description", "") or ""}
+                   for p in parts)
+    if len(_ROSTERS) >= 256:
+        _ROSTERS.clear()
+    _ROSTERS[id(parts)] = (parts, roster)
+    return roster
+
+
+def participants_text(roster: tuple) -> str:
+    return "Participants: " + ", ".join(r["agent_id"] + (f" ({r['role']})" if r["role"] != "participant" else "")
+                                        + (f": {r['description']}" if r["description"] else "") for r in roster)
+
+
+def session_facts(hub: Any, session_id: str, tools: SessionTools) -> Any:
+    """Stamp `tools` with what the session knows about this turn: the session kind, the roster,
+    `turn_input` (computed when read, see `turn_input`), `is_session_bootstrap` (no turn of this
+    participant was delivered in this hub yet) and `participants_msg` (the roster as text, when it
+    changed since this participant's last turn — the first turn included). Returns the session's
+    metadata (None when the hub does not know the session: nothing is stamped)."""
+    try:
+        md = hub.metadata(session_id)
+    except Exception:  # a hub without this session (tests driving take_turn by hand): nothing to stamp
+        return None
+    roster = roster_of(md)
+    tools.session_kind, tools.roster = md.kind, roster
+    tools.input_source = lambda: turn_input(hub, session_id, tools.agent_id)
+    shown = _SHOWN.setdefault(hub, {}).get(session_id, {})
+    tools.is_session_bootstrap = tools.agent_id not in shown
+    last = shown.get(tools.agent_id)
+    tools.participants_msg = participants_text(roster) if last is not roster and last != roster else None
+    return md
+
+
+def turn_input(hub: Any, session_id: str, agent_id: str) -> Optional[str]:
+    """What this turn answers: the adapter's `extract_turn_input` of the latest substantive
+    envelope from another participant (None at the start of a session)."""
+    live: Any = getattr(hub, "sessions", {}).get(session_id)
+    entries = getattr(getattr(live, "transcript", None), "entries", None) or ()
+    for env in reversed(entries):
+        if env.sender_id != agent_id:
+            return live.adapter.extract_turn_input(env)
+    return None
+
+
+def delivered(hub: Any, session_id: str, tools: SessionTools, md: Any) -> None:
+    if md is None:
+        return
+    memo = _SHOWN.setdefault(hub, {})
+    if md.state.terminal:
+        memo.pop(session_id, None)
+    elif tools.roster:
+        memo.setdefault(session_id, {})[tools.agent_id] = tools.roster
+
+
+async def run_phases(agent: Any, msg: Any, tools: SessionTools) -> None:
+    """One turn of a self-managed adapter without `on_message`, one call per phase:
+    `aplan(task, metadata)`, `aexecute(task, plan, step, metadata)` (`step`: the turn number),
+    `asynthesize(task, plan, step_results, metadata)`; the synthesis is the round's text. (Like any
+    agent, one declaring `supports_stepwise: false` is single-shot: one turn per session.) The plan,
+    the step's result and the final answer are stored as telemetry: `task` (reason `plan`),
+    `progress` (reason `step`) and `tool_response` (reason `final`) events. `task` is the turn's
+    input as `sender: text` lines; `metadata` holds session_id, agent_id, step, kind, participants."""
+    items = [m for m in msg if isinstance(m, dict)]
+    task = "\n".join(f"{m.get('sender')}: {m.get('text')}" for m in items if m.get("text")) or None
+    metadata = {"session_id": tools.session_id, "agent_id": tools.agent_id, "step": tools.step,
+                "kind": tools.session_kind, "participants": list(tools.participants)}
+    plan = await agent.aplan(task, metadata)
+    tools.emit_event({"event": "task", "reason": "plan", "payload": _safe(plan)})
+    result = await agent.aexecute(task, plan, tools.step, metadata)
+    tools.emit_event({"event": "progress", "reason": "step", "payload": {"step": tools.step, "result": _safe(result)}})
+    final = await agent.asynthesize(task, plan, [result], metadata)
+    tools.emit_event({"event": "tool_response", "reason": "final", "payload": _safe(final)})
+    text = final if isinstance(final, str) else json.dumps(_safe(final))
+    if text:
+        tools.send_message(text)
+
+
+def _safe(v: Any) -> Any:
+    try:
+        return json.loads(json.dumps(v, allow_nan=False))
+    except (TypeError, ValueError):
+        return repr(v)[:1000]
+
+
 async def take_turn(hub: Any, session_id: str, agent: Any, msg: Any, make_tools: Callable[[], SessionTools],
                     deliver: Callable[[SessionTools], Awaitable[None]], step: int, *, attempts: int = TURN_ATTEMPTS,
                     invoke: Callable[[Awaitable[Any]], Awaitable[Any]] = _plain,
@@ -138,12 +280,15 @@ async def take_turn(hub: Any, session_id: str, agent: Any, msg: Any, make_tools:
     for attempt in range(1, attempts + 1):
         tools = make_tools()
         tools.step = step
+        md = session_facts(hub, session_id, tools)
         if tools.sink is None:
             tools.sink = live_sink(hub, session_id, tools.agent_id)
         try:
-            await invoke(agent.on_message(msg, tools))
+            await invoke(agent.on_message(msg, tools) if callable(getattr(agent, "on_message", None))
+                         else run_phases(agent, msg, tools))
             await flush(hub, session_id, tools)
             await deliver(tools)
+            delivered(hub, session_id, tools, md)
             return
         except TurnStopped:
             raise

@@ -24,10 +24,12 @@ from __future__ import annotations
 import json
 from typing import Any, Optional, Union
 
-from turnflow.runtime.agents.base import AgentContext, SessionTools, ToolError, tool_arguments, tool_schema
+from turnflow.runtime.agents.base import MESSAGE_TYPES, AgentContext, SessionTools, ToolError, tool_arguments, tool_schema
 from turnflow.runtime.errors import AdapterError
 
 SESSION_TOOL_NAMES = ("set_context", "delete_context", "finish", "handoff")
+#: the platform tools framework agents are offered besides (`platform=True`)
+PLATFORM_TOOL_NAMES = ("send_message", "send_event")
 ANY_JSON = {"description": "any JSON value (string, number, boolean, null, array or object)"}
 
 
@@ -52,7 +54,8 @@ class ModelTools:
     """One turn's model tool set over `tools` (a fresh `SessionTools`). `ctx` is the agent's
     handshake context (None when unknown: then only `finish` is offered besides routing)."""
 
-    def __init__(self, tools: SessionTools, ctx: Optional[AgentContext], session_tools: bool = True) -> None:
+    def __init__(self, tools: SessionTools, ctx: Optional[AgentContext], session_tools: bool = True,
+                 platform: bool = False) -> None:
         self.tools = tools
         self.ctx = ctx
         self.routing = [dict(t) for t in tools.routing_tools]
@@ -85,6 +88,8 @@ class ModelTools:
                     _obj({"to": {"type": "string", "enum": list(self.handoff_choices),
                                  "description": "the participant who speaks next"},
                           "reason": {"type": "string", "description": "why (shown to the others)"}}, ["to"])))
+        if platform:
+            defs += platform_definitions(tools)
         self.session_defs = [d for d in defs if d["name"] not in routing_names]
         self.names = [t["name"] for t in self.routing] + [d["name"] for d in self.session_defs]
         self._session = {d["name"]: d for d in self.session_defs}
@@ -122,6 +127,12 @@ class ModelTools:
             if name == "delete_context":
                 self.tools.delete_context(a["key"])
                 return f"context {a['key']} deleted (applied when your turn ends)"
+            if name == "send_message":
+                self.tools.send_message(a["content"], a.get("mentions"))
+                return "message added to your turn's reply"
+            if name == "send_event":
+                self.tools.send_event(a["content"], a.get("message_type") or "thought")
+                return f"{a.get('message_type') or 'thought'} event recorded"
             if name == "finish":
                 self._check_route(name, "finish")
                 self.tools.finish(a["reason"])
@@ -162,6 +173,23 @@ class ModelTools:
             if k in required and not args[k]:
                 raise ToolError(f"{name}: `{k}` must not be empty")
         return args
+
+
+def platform_definitions(tools: SessionTools) -> list[dict]:
+    """`send_message(content, mentions)` and `send_event(content, message_type)`."""
+    others = [p for p in tools.participants if p != tools.agent_id]
+    return [
+        _definition("send_message", "Add a message to your turn's reply (several calls are joined by new lines); "
+                    "`mentions` names the participants it addresses. Does not end your turn.",
+                    _obj({"content": {"type": "string", "description": "the message text"},
+                          "mentions": {"type": "array", "items": {"type": "string", "enum": others or [tools.agent_id]},
+                                       "description": "participants addressed"}}, ["content"])),
+        _definition("send_event", "Record an event beside the conversation (not a message to the others): "
+                    "`thought` (your reasoning), `task` (a task you start), `error`, `progress`. Does not end your turn.",
+                    _obj({"content": {"type": "string", "description": "what happened"},
+                          "message_type": {"type": "string", "enum": list(MESSAGE_TYPES),
+                                           "description": "the kind of event (default thought)"}}, ["content"])),
+    ]
 
 
 def is_empty(tools: SessionTools) -> bool:

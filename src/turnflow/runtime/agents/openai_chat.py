@@ -115,7 +115,7 @@ class OpenAIChatAgent:
         return ctx
 
     def toolset(self, tools: SessionTools) -> ModelTools:
-        return ModelTools(tools, self.context_for(tools), self.session_tools)
+        return ModelTools(tools, self.context_for(tools), self.session_tools, platform=self.session_tools)
 
     def system_prompt(self, tools: SessionTools, toolset: Optional[ModelTools] = None) -> str:
         toolset = toolset or self.toolset(tools)

@@ -16,44 +16,55 @@ from typing import Any, Optional
 from turnflow.runtime.agents.base import AgentContext
 
 
-def _targets(graph: dict) -> list:
-    out = [tr.get("then") for tr in graph.get("transitions") or [] if isinstance(tr, dict)]
-    out.append(graph.get("default_target"))
-    return [t for t in out if isinstance(t, dict)]
+_READ: dict = {}  # id(graph dict) -> (the dict, its reading): sessions of one flow share their knobs
+_READ_MAX = 64
+
+
+def _graph_facts(graph: Any) -> tuple[bool, tuple]:
+    """(names an `agent` target, the context keys its rules read in order), read with the spec
+    models (`TransitionGraph.loads`, AG2's reading): `AgentTarget` targets, and every `ContextEquals`
+    / `ContextCompare` condition, nested ones included (`TransitionGraph.conditions`). A graph the
+    models refuse has neither (the hub refuses such a session anyway)."""
+    if not isinstance(graph, dict):
+        return False, ()
+    hit = _READ.get(id(graph))
+    if hit is not None and hit[0] is graph:
+        return hit[1]
+    from turnflow.spec import AgentTarget, ContextCompare, ContextEquals, SpecError, TransitionGraph
+
+    try:
+        model = TransitionGraph.loads(graph)
+    except SpecError:
+        facts: tuple[bool, tuple] = (False, ())
+    else:
+        targets = [tr.then for tr in model.transitions] + [model.default_target]
+        keys = tuple(dict.fromkeys(c.args.key for c in model.conditions()
+                                   if isinstance(c, (ContextEquals, ContextCompare))))
+        facts = (any(isinstance(t, AgentTarget) for t in targets), keys)
+    if len(_READ) >= _READ_MAX:
+        _READ.clear()
+    _READ[id(graph)] = (graph, facts)
+    return facts
 
 
 def allows_dynamic_handoffs(spec: dict) -> bool:
     """True when the spec is a workflow whose graph has an `agent` target (see the module doc)."""
     if spec.get("kind") != "workflow":
         return False
-    graph = (spec.get("knobs") or {}).get("graph")
-    if not isinstance(graph, dict):
-        return False
-    return any(t.get("name") == "agent" for t in _targets(graph))
+    return _graph_facts((spec.get("knobs") or {}).get("graph"))[0]
 
 
 def context_vars(spec: dict) -> tuple:
     """(key, initial value) pairs: the declared context variables, then keys the graph's rules
     read that are not declared (initially unset: None), each once, in order. A rule reads a key
-    through a `context_*` condition (`context_equals`, `context_compare`), also nested in
-    `all_of` / `any_of` (`conditions`) and `not` (`condition`)."""
+    through a context condition (`context_equals`, `context_compare`), also nested in
+    `all_of` / `any_of` and `not`."""
     knobs = spec.get("knobs") or {}
     declared = knobs.get("context_vars")
     out: dict = dict(declared) if isinstance(declared, dict) else {}
-
-    def walk(cond: Any) -> None:
-        if not isinstance(cond, dict):
-            return
-        args: dict = cond["args"] if isinstance(cond.get("args"), dict) else {}
-        if str(cond.get("name")).startswith("context_") and isinstance(args.get("key"), str):
-            out.setdefault(args["key"], None)
-        for sub in args.get("conditions") or []:
-            walk(sub)
-        walk(args.get("condition"))
-    graph: dict = knobs["graph"] if isinstance(knobs.get("graph"), dict) else {}
-    for tr in graph.get("transitions") or []:
-        if isinstance(tr, dict):
-            walk(tr.get("when"))
+    if spec.get("kind") == "workflow":
+        for key in _graph_facts(knobs.get("graph"))[1]:
+            out.setdefault(key, None)
     return tuple(out.items())
 
 

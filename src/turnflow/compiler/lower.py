@@ -1,0 +1,152 @@
+"""A workflow block's transitions lowered to `turnflow.spec` kinds: what the
+speaker-graph analysis (`compiler/graph.py`) reads, so a condition or target
+means one thing everywhere (`spec/meaning.py`: `holds` / `resolve` for a turn,
+`decide` / `successors` over every turn of a speaker).
+
+The kinds are the plain twins of the spec models (`turnflow.spec.meaning.plain`:
+same names, args and meaning, no pydantic): `turnflow check` imports no
+pydantic, and validating a model per term would cost a large check a third of
+its time. `RuleInfo.when.data()` is the JSON form the models validate.
+
+Each lowered rule keeps the statement it came from, so diagnostics point at
+the source. The mapping is the language's (docs/compiler.md): a rule's SOURCE
+is a `from_speaker` test, its terms the conditions joined by `all_of`, a
+handoff `SOURCE -> TARGET via TOOL` the rule `SOURCE -> TARGET when tool TOOL`.
+The compiler's emitted knobs (`emit/knobs.py`, plain data for speed) follow
+the same mapping and drop the `from_speaker` test of a tool only its source
+owns (implied at run time); the analysis gets the same verdicts either way
+(tests/test_graph.py checks both readings agree).
+
+Equal leaves share one object (a `from_speaker p1`, a target `p2`, a
+`text contains "x"` are built once per block).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional, Union
+
+from turnflow.dsl import ast
+from turnflow.spec.meaning import DEFAULT_REASON, ConditionMeaning, TargetMeaning, plain
+
+
+@dataclass(eq=False)
+class RuleInfo:
+    """One transition rule lowered (treat as read-only): its condition and target as
+    `turnflow.spec` kinds, and the statement (spans) it came from."""
+
+    __slots__ = ("stmt", "order", "source", "when", "then", "priority")
+
+    stmt: Union[ast.Rule, ast.Handoff]
+    order: int  # position in evaluation order
+    source: Optional[str]  # the SOURCE name (None: `*`), to index rules by speaker; `when` tests it
+    when: ConditionMeaning
+    then: TargetMeaning
+    priority: int
+
+    @property
+    def target(self) -> ast.Target:
+        """The target as written (its span)."""
+        return self.stmt.target
+
+
+class Lowering:
+    """Lowers the statements of one block; equal leaves share one object."""
+
+    def __init__(self) -> None:
+        self._leaves: dict[tuple, Any] = {}
+        self._speakers: dict[str, Any] = {}
+        self._tools: dict[str, Any] = {}
+        self._agents: dict[str, Any] = {}
+
+    def _leaf(self, memo: tuple, name: str, **args: Any) -> Any:
+        kind = self._leaves.get(memo)
+        if kind is None:
+            kind = self._leaves[memo] = plain(name, **args)
+        return kind
+
+    def target(self, t: Optional[ast.Target]) -> TargetMeaning:
+        """A target (None: the default `otherwise`, `terminate "after_work"`)."""
+        if t is None:
+            return self._leaf(("terminate", DEFAULT_REASON), "terminate", reason=DEFAULT_REASON)
+        if t.kind == "participant":
+            assert t.name is not None  # a participant target names one (the parser guarantees it)
+            name = t.name.name
+            kind = self._agents.get(name)
+            if kind is None:
+                kind = self._agents[name] = plain("agent", agent_id=name)
+            return kind
+        if t.kind == "terminate":
+            reason = t.reason.value if t.reason is not None else DEFAULT_REASON
+            return self._leaf(("terminate", reason), "terminate", reason=reason)
+        return self._leaf((t.kind,), _SIMPLE_TARGETS[t.kind])
+
+    def term(self, t: ast.Term) -> ConditionMeaning:
+        if isinstance(t, ast.ToolTerm):
+            return self.tool(t.tool.name)
+        if isinstance(t, ast.TextTerm):
+            return self._leaf(("text", t.text.value), "text_contains", text=t.text.value)
+        if isinstance(t, ast.ContextTerm):  # the literal's kind in the key: `true` is not `1`
+            key, lit = t.key.name, t.value
+            return self._leaf(("ctx", key, lit.kind, lit.value), "context_equals", key=key, value=lit.value)
+        if isinstance(t, ast.CompareTerm):
+            key, lit = t.key.name, t.value
+            return self._leaf(("cmp", key, t.op, lit.kind, lit.value, t.length), "context_compare",
+                              key=key, op=t.op, value=lit.value, len=t.length)
+        if isinstance(t, ast.AllTerm):
+            return plain("all_of", conditions=[self.term(x) for x in t.terms])
+        if isinstance(t, ast.AnyTerm):
+            return plain("any_of", conditions=[self.term(x) for x in t.terms])
+        assert isinstance(t, ast.NotTerm)
+        return plain("not", condition=self.term(t.term))
+
+    def tool(self, name: str) -> ConditionMeaning:
+        kind = self._tools.get(name)
+        if kind is None:
+            kind = self._tools[name] = plain("tool_called", tool_name=name)
+        return kind
+
+    def speaker(self, name: str) -> ConditionMeaning:
+        kind = self._speakers.get(name)
+        if kind is None:
+            kind = self._speakers[name] = plain("from_speaker", agent_id=name)
+        return kind
+
+    def condition(self, source: Optional[str], terms: tuple) -> ConditionMeaning:
+        """A source test plus terms → one condition (no source, no terms: `always`)."""
+        conds = [self.term(t) for t in terms]
+        if source is not None:
+            conds.insert(0, self.speaker(source))
+        if not conds:
+            return self._leaf(("always",), "always")
+        return conds[0] if len(conds) == 1 else plain("all_of", conditions=conds)
+
+    def rule(self, stmt: Union[ast.Rule, ast.Handoff], order: int) -> RuleInfo:
+        if isinstance(stmt, ast.Handoff):
+            source: Optional[str] = stmt.source.name
+            when = plain("all_of", conditions=[self.speaker(stmt.source.name), self.tool(stmt.tool.name)])
+            priority = 0
+        else:
+            source = stmt.source.name if stmt.source is not None else None
+            when = self.condition(source, stmt.terms)
+            priority = stmt.priority.value if stmt.priority is not None else 0
+        return RuleInfo(stmt, order, source, when, self.target(stmt.target), priority)
+
+
+#: the targets without args: language keyword → kind
+_SIMPLE_TARGETS = {"stay": "stay", "next": "round_robin", "initiator": "revert_to_initiator",
+                   "previous": "previous_speaker"}
+
+
+def priority_of(stmt: Union[ast.Rule, ast.Handoff]) -> int:
+    if isinstance(stmt, ast.Rule) and stmt.priority is not None:
+        return stmt.priority.value
+    return 0
+
+
+def lower_rules(block: ast.Block, lowering: Optional[Lowering] = None) -> list[RuleInfo]:
+    """The block's rules and handoffs lowered, in evaluation order: ascending priority, ties in file order."""
+    lowering = lowering or Lowering()
+    stmts = block.rules
+    keyed = sorted(range(len(stmts)), key=lambda i: (priority_of(stmts[i]), i))
+    return [lowering.rule(stmts[i], n) for n, i in enumerate(keyed)]

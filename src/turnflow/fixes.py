@@ -1,0 +1,86 @@
+"""Fixes for diagnostics, as `turnflow check --fix` applies them: the "did you mean `X`?"
+replacements the language server offers as quick fixes (the same `did_you_mean` and `fix_span`
+of `turnflow.lsp.completion`, so an editor and the command line propose the same edit).
+
+Safe fixes (applied by `--fix`) replace a misspelt name with the one declared nearby: a keyword
+(TF001), a participant (TF102), a tool (TF207), a context key (TF208). Unsafe fixes (also
+applied with `--unsafe-fixes`) change what a condition means: a literal retyped to match its
+context key's initial value (TF111)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Optional, Sequence
+
+from turnflow.diagnostics.diagnostic import Diagnostic
+
+SAFE = frozenset({"TF001", "TF102", "TF207", "TF208"})
+MAX_PASSES = 20  # as ruff: fix, re-check, fix what the new check proposes; never loop forever
+
+
+@dataclass(frozen=True)
+class Fix:
+    code: str
+    start: int          # offsets into the text
+    end: int
+    replacement: str
+    safe: bool
+    original: str = ""  # the text replaced
+    line: int = 0       # where, 1-based, in the text the fix was made in
+    column: int = 0
+
+
+def fix_for(d: Diagnostic, text: str) -> Optional[Fix]:
+    """The fix `d` proposes in `text`, if any (the language server's quick fix, as offsets)."""
+    from turnflow.lsp.completion import did_you_mean, fix_span
+
+    replacement = did_you_mean(d.help or d.message)
+    if replacement is None or d.span.end <= d.span.start:
+        return None
+    rel_start, rel_end = fix_span(text[d.span.start:d.span.end], replacement)
+    start, end = d.span.start + rel_start, d.span.start + rel_end
+    line = text.count("\n", 0, start) + 1
+    column = start - (text.rfind("\n", 0, start) + 1) + 1
+    return Fix(d.code, start, end, replacement, d.code in SAFE, text[start:end], line, column)
+
+
+def fixes(diags: Iterable[Diagnostic], text: str, unsafe: bool = False) -> list[Fix]:
+    """The applicable fixes of `diags`, without overlaps (the first of two overlapping fixes wins)."""
+    chosen: list[Fix] = []
+    for d in diags:
+        f = fix_for(d, text)
+        if f is None or not (f.safe or unsafe) or text[f.start:f.end] == f.replacement:
+            continue
+        if any(f.start < c.end and c.start < f.end for c in chosen):
+            continue
+        chosen.append(f)
+    return chosen
+
+
+def apply(text: str, chosen: Sequence[Fix]) -> str:
+    for f in sorted(chosen, key=lambda f: f.start, reverse=True):
+        text = text[:f.start] + f.replacement + text[f.end:]
+    return text
+
+
+def fixable(diags: Iterable[Diagnostic], text: str, unsafe: bool = False) -> set[int]:
+    """The indexes of `diags` that have a fix `--fix` (or, with `unsafe`, `--unsafe-fixes`) would apply."""
+    out = set()
+    for i, d in enumerate(diags):
+        f = fix_for(d, text)
+        if f is not None and (f.safe or unsafe):
+            out.add(i)
+    return out
+
+
+def fix_text(text: str, check, unsafe: bool = False) -> tuple[str, list[Fix]]:
+    """Apply fixes until none is left (at most MAX_PASSES rounds): `check(text)` returns the
+    diagnostics of a text. Returns the fixed text and every fix applied."""
+    applied: list[Fix] = []
+    for _ in range(MAX_PASSES):
+        chosen = fixes(check(text), text, unsafe)
+        if not chosen:
+            break
+        text = apply(text, chosen)
+        applied.extend(chosen)
+    return text, applied

@@ -1,0 +1,114 @@
+"""The store contract: what the hub, the batch runner and `inspect` may ask of a write-ahead log.
+
+Two engines implement it (`SQLiteStore` in store.py, `PostgresStore` in store_pg.py); mypy checks
+that both satisfy `Store` (`open_store` returns a `Store`), and tests/test_store_contract.py checks
+that nothing in `src/` probes a store for optional methods: every method below exists on both.
+
+Writing has ONE path, `commit_group(units)`. The hub encodes every record it writes into rows
+(`session_row`, `envelope_row` in store.py: the record format is the same on every engine, and a
+value that is not JSON is refused then, before anything is queued), collects one event-loop tick's
+rows in a `CommitUnits`, and hands them to the store at the end of the tick. The store writes them
+all or, per session, none, and returns a future of its *refusals*:
+
+    future = store.commit_group(units)      # rows in log order; new sessions before their envelopes
+    refused = await future                  # {session_id: exception}: the sessions NOT written
+                                            # (a batch worker that lost a task's lease: LeaseLost)
+    # the future raises (StoreError) when nothing of the group was written
+
+SQLite writes the group in one transaction inside the call and returns a future that is already
+done; PostgreSQL queues it for its committer thread (which writes several groups in one
+statement) and resolves the future on the caller's event loop. Either way the hub folds the group
+only once the future is done, so no post returns before its envelope is committed.
+
+Reading: `sessions()` + `stream()` are what a hydrate streams; `session_record` + `load` read one
+session (a worker taking it over, `inspect --session`); `SessionScopedStore` (stores.py) narrows
+a store's hydrate to one session or to none. `dialect` names the engine's SQL for the summary and
+task-list queries (runtime/dialect.py) — no caller compares engine names.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any, Iterator, Optional, Protocol, Union
+
+from turnflow.runtime.dialect import Dialect
+from turnflow.runtime.envelope import Envelope
+
+@dataclass(frozen=True)
+class Corrupt:
+    """A record that failed its checksum, did not decode, or broke the sequence."""
+
+    session_id: str
+    seq: int
+    detail: str
+
+    def __str__(self) -> str:
+        return f"corrupt record: session {self.session_id} seq {self.seq}: {self.detail}"
+
+
+SessionRow = tuple[str, Optional[str], str, int]  # (session_id, task_id or None, record JSON, crc)
+EnvelopeRow = tuple[int, str, int, str, str, int]  # (gseq, session_id, seq, event_type, record JSON, crc)
+Refusals = dict[str, BaseException]  # session_id -> why none of that session's part of a group was written
+
+
+class CommitUnits:
+    """The rows of one group commit, in log order: new sessions' creation records (each written
+    before its envelopes) and envelope rows, with the envelopes they encode (a store may keep them
+    as its copy of a session's log once committed)."""
+
+    __slots__ = ("sessions", "rows", "envelopes")
+
+    def __init__(self) -> None:
+        self.sessions: list[SessionRow] = []
+        self.rows: list[EnvelopeRow] = []
+        self.envelopes: list[Envelope] = []  # parallel to `rows`
+
+
+class Store(Protocol):
+    """A write-ahead log of sessions and their envelopes (see the module docstring)."""
+
+    path: str  # where it is, for messages (a PostgreSQL URL without its password)
+    read_only: bool
+    batch_failures: list[str]  # why whole group statements failed and were retried session by session
+
+    @property
+    def dialect(self) -> Dialect: ...
+
+    # -- writing --------------------------------------------------------------------------------
+    def next_global_seq(self) -> int:
+        """A global sequence number (an envelope id) no other envelope of this store gets."""
+        ...
+
+    def commit_group(self, units: CommitUnits) -> "asyncio.Future[Refusals]":
+        """Write the group (needs a running event loop); the future resolves to the refusals."""
+        ...
+
+    def append_telemetry(self, session_id: str, event: dict[str, Any]) -> None: ...
+
+    # -- reading --------------------------------------------------------------------------------
+    def last_global_seq(self) -> int: ...
+    def sessions(self) -> Iterator[Union[dict[str, Any], Corrupt]]: ...
+    def stream(self) -> Iterator[Union[Envelope, Corrupt]]: ...
+    def session_record(self, session_id: str) -> Optional[Union[dict[str, Any], Corrupt]]: ...
+    def read_range(self, session_id: str, start: int = 1,
+                   end: Optional[int] = None) -> Iterator[Union[Envelope, Corrupt]]: ...
+    def load(self, session_id: str) -> list[Union[Envelope, Corrupt]]:
+        """One session's whole log, kept by the store as this process's copy (a worker taking it over)."""
+        ...
+
+    def forget(self, session_id: str) -> None:
+        """Drop whatever the store keeps of a session this process no longer runs."""
+        ...
+
+    def telemetry(self, session_id: str) -> list[dict[str, Any]]: ...
+    def session_count(self) -> int: ...
+    def sessions_ever_created(self) -> Optional[int]:
+        """How many sessions writers have created in this store, when the store tracks it."""
+        ...
+
+    def query(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
+        """Rows of a read-only SQL statement in the store's dialect (summaries, task lists)."""
+        ...
+
+    def close(self) -> None: ...

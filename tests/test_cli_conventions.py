@@ -1,0 +1,579 @@
+"""Issue 24: the habits a ruff user brings — fmt chooses files as check does, one exit policy
+for a syntax error, ruff's flags and formats, no `.flow` files is a warning, docs that run."""
+
+from __future__ import annotations
+
+import pytest
+
+from turnflow.cli import main
+
+UGLY = "workflow w {participant a;participant b;start a;a->b}\n"
+BROKEN = "workflow w {\n  a -> -> b\n}\n"
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+# -- 1. fmt follows the project's rules -----------------------------------------------------------
+def test_fmt_without_a_path_formats_the_current_folder_minus_the_project_excludes(tmp_path, monkeypatch, capsys):
+    (tmp_path / "turnflow.toml").write_text('extend-exclude = ["generated"]\n')
+    (tmp_path / "flows").mkdir()
+    (tmp_path / "generated").mkdir()
+    (tmp_path / "flows" / "a.flow").write_text(UGLY)
+    (tmp_path / "generated" / "g.flow").write_text(UGLY)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, "fmt")
+    assert code == 0, err
+    assert "reformatted flows/a.flow" in out.replace("./", "")
+    assert (tmp_path / "generated" / "g.flow").read_text() == UGLY
+    assert "1 file reformatted" in err
+
+
+def test_fmt_exclude_force_exclude_and_config(tmp_path, monkeypatch, capsys):
+    (tmp_path / "a.flow").write_text(UGLY)
+    (tmp_path / "b.flow").write_text(UGLY)
+    other = tmp_path / "conf" / "turnflow.toml"
+    other.parent.mkdir()
+    other.write_text('extend-exclude = ["b.flow"]\nforce-exclude = true\n')
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(capsys, "fmt", "--check", "--exclude", "a.flow", ".")
+    assert code == 1 and "b.flow" in out and "a.flow" not in out
+    # a file named explicitly is kept ... unless --force-exclude (pre-commit passes names)
+    assert run(capsys, "fmt", "--check", "--exclude", "a.flow", "a.flow")[0] == 1
+    code, out, err = run(capsys, "fmt", "--check", "--exclude", "a.flow", "--force-exclude", "a.flow")
+    assert code == 0 and out == "" and "No .flow files found" in err
+    # --config names the file to read instead of searching upwards
+    assert run(capsys, "fmt", "--check", "b.flow")[0] == 1
+    code, out, err = run(capsys, "fmt", "--check", "--config", str(other), "b.flow")
+    assert code == 0 and out == "" and "No .flow files found" in err
+
+
+def test_fmt_bad_config_is_a_usage_error(tmp_path, capsys):
+    bad = tmp_path / "turnflow.toml"
+    bad.write_text("exclud = []\n")
+    code, _, err = run(capsys, "fmt", "--config", str(bad), str(tmp_path))
+    assert code == 2 and "did you mean `exclude`" in err
+
+
+@pytest.mark.parametrize("command", ["check", "fmt", "compile"])
+def test_one_exit_policy_for_a_syntax_error(tmp_path, capsys, command):
+    f = tmp_path / "broken.flow"
+    f.write_text(BROKEN)
+    code, out, err = run(capsys, command, str(f))
+    assert code == 1  # docs/cli.md: content that was read but is wrong is a finding
+    assert f"{f}:2:8: TF001" in out + err
+    missing = str(tmp_path / "nope.flow")
+    assert run(capsys, command, missing)[0] == 2  # unreadable: the invocation or the path
+
+
+def test_fmt_formats_the_others_and_counts_the_failure(tmp_path, capsys):
+    (tmp_path / "a.flow").write_text(UGLY)
+    (tmp_path / "b.flow").write_text(BROKEN)
+    (tmp_path / "c.flow").write_text("workflow w {\n    participant a\n    start a\n}\n")
+    code, out, err = run(capsys, "fmt", str(tmp_path))
+    assert code == 1
+    assert (tmp_path / "a.flow").read_text() != UGLY and (tmp_path / "b.flow").read_text() == BROKEN
+    assert err.rstrip().endswith("1 file reformatted, 1 file left unchanged, 1 file could not be formatted")
+    (tmp_path / "a.flow").write_text(UGLY)
+    code, out, err = run(capsys, "fmt", "--check", str(tmp_path))
+    assert code == 1
+    assert err.rstrip().endswith("1 file would be reformatted, 1 file already formatted, "
+                                 "1 file could not be formatted")
+
+
+def test_cli_docs_state_the_syntax_error_policy():
+    from pathlib import Path
+
+    text = (Path(__file__).parent.parent / "docs" / "cli.md").read_text()
+    assert "`check`, `fmt` and `compile` exit 1" in text
+
+
+# -- 3. no .flow files: a warning, exit 0, nothing in SARIF ---------------------------------------
+@pytest.mark.parametrize("command", ["check", "fmt"])
+def test_no_flow_files_is_a_warning_and_exit_0(tmp_path, monkeypatch, capsys, command):
+    (tmp_path / "README.md").write_text("no flows here\n")
+    (tmp_path / "vendor").mkdir()
+    (tmp_path / "vendor" / "x.flow").write_text(UGLY)
+    (tmp_path / "turnflow.toml").write_text('extend-exclude = ["vendor"]\n')  # all excluded
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, command)
+    assert code == 0
+    assert "warning: No .flow files found under `.`" in err and "TF000" not in out + err
+
+
+def test_no_flow_files_is_no_sarif_result(tmp_path, monkeypatch, capsys):
+    import json
+
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, "check", "--format", "sarif")
+    assert code == 0 and "No .flow files found" in err
+    assert json.loads(out)["runs"][0]["results"] == []
+
+
+def test_a_missing_path_is_still_an_error(tmp_path, capsys):
+    code, out, _ = run(capsys, "check", str(tmp_path / "nope"))
+    assert code == 2 and "TF000" in out
+
+
+# -- 2. the flags a ruff user types ---------------------------------------------------------------
+TYPOS = ("workflow w {\n    partcipant a\n    participant bob tools [search]\n    start a\n    max_turns 9\n"
+         "    context done = false\n    a -> bobb\n    bob -> terminate when tool serch\n"
+         "    bob -> a when context.dnoe == \"false\"\n}\n")
+FIXED_SAFE = TYPOS.replace("partcipant", "participant").replace("bobb", "bob").replace("serch", "search") \
+    .replace("dnoe", "done")
+
+
+def test_fix_applies_the_safe_fixes_and_says_what_it_changed(tmp_path, capsys):
+    f = tmp_path / "a.flow"
+    f.write_text(TYPOS)
+    code, out, _ = run(capsys, "check", "--fix", str(f))
+    assert f.read_text() == FIXED_SAFE  # keyword, participant, tool and context key, over several passes
+    assert f"fixed {f}:2:5: TF001 `partcipant` -> `participant`" in out
+    assert f"fixed {f}:7:10: TF102 `bobb` -> `bob`" in out
+    assert "TF207 `serch` -> `search`" in out and "TF208 `dnoe` -> `done`" in out
+    assert "Fixed 4 findings." in out
+    # what remains: the unsafe one (retyping a literal changes what the condition means)
+    assert "TF111" in out and "Found 1 warning in 1 file." in out and code == 0
+    code, out, _ = run(capsys, "check", "--fix", "--unsafe-fixes", str(f))
+    assert f.read_text() == FIXED_SAFE.replace('== "false"', "== false")
+    assert "All checks passed (1 file)." in out and code == 0
+
+
+def test_fix_proposes_what_the_language_server_proposes(tmp_path):
+    from turnflow.compiler.pipeline import analyse
+    from turnflow.fixes import fix_for
+    from turnflow.lsp.completion import did_you_mean, fix_span
+
+    for text in (TYPOS, FIXED_SAFE.replace("context.done", "context.dnoe")):
+        for d in analyse(text, "a.flow")[1]:
+            fix = fix_for(d, text)
+            want = did_you_mean(d.help or d.message)
+            assert (fix is None) == (want is None)
+            if fix is not None:  # the server's code action: the same replacement over the same span
+                rel = fix_span(text[d.span.start:d.span.end], want)
+                assert (fix.replacement, fix.start, fix.end) == (want, d.span.start + rel[0], d.span.start + rel[1])
+
+
+def test_diff_previews_the_fixes_without_writing(tmp_path, capsys):
+    f = tmp_path / "a.flow"
+    f.write_text(TYPOS)
+    code, out, err = run(capsys, "check", "--diff", str(f))
+    assert code == 1 and f.read_text() == TYPOS
+    assert "-    partcipant a\n+    participant a\n" in out and "Would fix 4 findings." in err
+    f.write_text(FIXED_SAFE)
+    code, out, err = run(capsys, "check", "--diff", str(f))
+    assert code == 0 and out == "" and "No fixes available." in err
+
+
+def test_fix_on_standard_input_prints_the_fixed_text(monkeypatch, capsys):
+    import io
+    import sys
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(TYPOS.encode())))
+    code, out, err = run(capsys, "check", "--fix", "-")
+    assert out == FIXED_SAFE and "TF111" in err and code == 0
+
+
+def test_unsafe_fixes_alone_is_a_usage_error(tmp_path, capsys):
+    code, _, err = run(capsys, "check", "--unsafe-fixes", str(tmp_path))
+    assert code == 2 and "--unsafe-fixes goes with --fix or --diff" in err
+
+
+def test_exit_zero_statistics_and_the_fixable_hint(tmp_path, capsys):
+    f = tmp_path / "a.flow"
+    f.write_text(TYPOS.replace("partcipant", "participant"))
+    code, out, _ = run(capsys, "check", str(f))
+    assert code == 1 and "[*] 1 fixable with the `--fix` option." in out
+    assert run(capsys, "check", "--exit-zero", str(f))[0] == 0
+    assert run(capsys, "check", "--exit-zero", str(tmp_path / "nope.flow"))[0] == 2  # still a usage error
+    code, out, _ = run(capsys, "check", "--statistics", str(f))
+    assert code == 1 and out == "1\tTF102\t[*] undeclared-participant\n"
+    code, out, _ = run(capsys, "check", "--statistics", "--format", "json", "--select", "TF1", str(f))
+    import json
+
+    assert json.loads(out) == [{"code": "TF102", "name": "undeclared-participant", "count": 1, "fixable": True}]
+
+
+def test_extend_select_and_extend_ignore_on_the_command_line(tmp_path, capsys):
+    (tmp_path / "turnflow.toml").write_text('select = ["TF1"]\n')
+    f = tmp_path / "a.flow"
+    f.write_text(FIXED_SAFE.replace("max_turns 9\n", ""))  # TF206 (graph) + TF111
+    code, out, _ = run(capsys, "check", str(f))
+    assert "TF206" not in out and "TF111" in out
+    code, out, _ = run(capsys, "check", "--extend-select", "TF206", str(f))
+    assert "TF206" in out and "TF111" in out
+    code, out, _ = run(capsys, "check", "--extend-select", "TF206", "--extend-ignore", "TF111", str(f))
+    assert "TF206" in out and "TF111" not in out
+    assert run(capsys, "check", "--extend-select", "TF9x9", str(f))[0] == 2
+
+
+def test_show_settings_says_where_each_value_came_from(tmp_path, monkeypatch, capsys):
+    import json
+
+    (tmp_path / "turnflow.toml").write_text('ignore = ["TF205"]\nextend-exclude = ["gen"]\n')
+    (tmp_path / "a.flow").write_text(FIXED_SAFE)
+    (tmp_path / "gen").mkdir()
+    (tmp_path / "gen" / "b.flow").write_text(FIXED_SAFE)
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(capsys, "check", "--show-settings", "--extend-ignore", "TF111")
+    assert code == 0
+    cfg = str(tmp_path / "turnflow.toml")
+    assert f"Configuration: {cfg}" in out
+    assert f'ignore            = ["TF205", "TF111"]    # {cfg} + command line (--ignore, --extend-ignore)' in out
+    assert f'extend-exclude    = ["gen"]    # {cfg}' in out and "respect-gitignore = true    # default" in out
+    assert "Files (1):\n  ./a.flow" in out or "Files (1):\n  a.flow" in out
+    code, out, _ = run(capsys, "check", "--show-settings", "--format", "json")
+    data = json.loads(out)
+    assert {r["key"]: r["from"] for r in data["settings"]}["ignore"] == cfg
+
+
+def test_output_format_is_format_and_the_ruff_formats(tmp_path, capsys):
+    f = tmp_path / "a.flow"
+    f.write_text(FIXED_SAFE.replace("max_turns 9\n", ""))
+    assert run(capsys, "check", "--output-format", "json", str(f))[1] == run(capsys, "check", "--format", "json",
+                                                                              str(f))[1]
+    code, out, _ = run(capsys, "check", "--output-format", "concise", str(f))
+    assert code == 0 and out.splitlines()[0].startswith(f"{f}:1:1: TF206 warning: ") and "^" not in out
+    assert out.rstrip().endswith("Found 2 warnings in 1 file.")
+    code, out, _ = run(capsys, "check", "--output-format", "full", str(f))
+    assert "^" in out
+    code, out, _ = run(capsys, "check", "--output-format", "grouped", str(f))
+    assert out.startswith(f"{f}:\n  1:1  TF206 warning: ") and "\n  8:35 TF111 warning: " in out  # aligned
+
+
+def test_junit_is_valid_xml_with_one_failure_per_finding(tmp_path, capsys):
+    import xml.etree.ElementTree as ET
+
+    f = tmp_path / "a.flow"
+    f.write_text(FIXED_SAFE.replace("max_turns 9\n", "").replace('"false"', '"fa <&>"'))
+    code, out, _ = run(capsys, "check", "--output-format", "junit", str(f))
+    root = ET.fromstring(out.split("\n", 1)[1])
+    assert root.tag == "testsuites" and root.get("failures") == "2"
+    suite = root.find("testsuite")
+    assert suite is not None and suite.get("name") == str(f)
+    cases = suite.findall("testcase")
+    assert [c.get("name") for c in cases] == ["org.turnflow.TF206", "org.turnflow.TF111"]
+    assert cases[1].get("line") == "8" and "<&>" in cases[1].find("failure").get("message")
+    g = tmp_path / "control.flow"  # a message quoting a control character XML cannot hold
+    g.write_text(FIXED_SAFE.replace('"false"', '"f\x01alse"'))
+    root = ET.fromstring(run(capsys, "check", "--output-format", "junit", str(g))[1].split("\n", 1)[1])
+    assert "\\x01" in root.find("testsuite/testcase/failure").get("message")
+    f.write_text("workflow w {\n    participant a\n    participant b\n    start a\n    a -> b\n    b -> terminate\n}\n")
+    root = ET.fromstring(run(capsys, "check", "--output-format", "junit", str(f))[1].split("\n", 1)[1])
+    assert root.get("failures") == "0" and root.find("testsuite/testcase").get("name") == "No errors found"
+
+
+def test_gitlab_code_quality_shape(tmp_path, monkeypatch, capsys):
+    import json
+
+    (tmp_path / "flows").mkdir()
+    f = tmp_path / "flows" / "a.flow"
+    f.write_text(FIXED_SAFE.replace("max_turns 9\n", "") + FIXED_SAFE.replace("workflow w", "workflow v")
+                 .replace("max_turns 9\n", ""))
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(capsys, "check", "--output-format", "gitlab", str(f))
+    issues = json.loads(out)
+    assert len(issues) == 4
+    for issue in issues:  # GitLab's Code Quality report: these keys, these values
+        assert set(issue) == {"description", "check_name", "fingerprint", "severity", "location"}
+        assert issue["severity"] in {"info", "minor", "major", "critical", "blocker"}
+        assert issue["location"]["path"] == "flows/a.flow"  # relative to the project (the current folder)
+        assert isinstance(issue["location"]["lines"]["begin"], int)
+    assert len({i["fingerprint"] for i in issues}) == 4  # unique, even for equal messages
+    assert run(capsys, "check", "--output-format", "gitlab", str(f))[1] == out  # stable
+
+
+def test_color_and_no_cache(tmp_path, capsys):
+    f = tmp_path / "a.flow"
+    f.write_text(FIXED_SAFE.replace("max_turns 9\n", ""))
+    assert "\x1b[" in run(capsys, "check", "--color", "always", str(f))[1]
+    assert "\x1b[" not in run(capsys, "check", "--color", "never", "--no-cache", str(f))[1]
+
+
+# -- 4. inspect: one line per session --------------------------------------------------------------
+def test_inspect_prints_one_line_per_session_and_events_on_request(tmp_path, monkeypatch, capsys):
+    import json
+
+    from batch_helpers import write_batch
+
+    files = write_batch(tmp_path, 2, fail=(1,))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    store = str(tmp_path / "runs.db")
+    main(["run", files["flow"], "--agents", files["agents"], "--tasks", files["tasks"], "--store", store])
+    capsys.readouterr()
+    code, out, _ = run(capsys, "inspect", store)
+    lines = out.splitlines()
+    assert code == 0 and len(lines) == 4, out
+    assert lines[0].split() == ["SESSION", "TASK", "BLOCK", "STATE", "CLOSE", "REASON", "TURNS", "LAST", "SPEAKER"]
+    rows = sorted((line.split() for line in lines[1:3]), key=lambda r: r[1])
+    assert [r[1:] for r in rows] == [["t000", "chain", "closed", "max_turns", "12", "c"],
+                                     ["t001", "chain", "closed", "agent_error", "1", "a"]]
+    assert lines[3] == "2 sessions" and "session.opened" not in out
+    code, events, _ = run(capsys, "inspect", store, "--events")
+    assert code == 0 and "session.opened" in events and "session.closed" in events
+    data = json.loads(run(capsys, "inspect", store, "--format", "json")[1])
+    assert sorted((d["task_id"], d["block"], d["last_speaker"]) for d in data) == [("t000", "chain", "c"),
+                                                                                   ("t001", "chain", "a")]
+
+
+def test_inspect_summary_says_1_session(tmp_path, capsys):
+    from runtime_helpers import FIXTURES
+
+    db = str(tmp_path / "hub.db")
+    assert main(["run", str(FIXTURES / "support.json"), "--agents", str(FIXTURES / "support_agents.yaml"),
+                 "--store", db]) == 0
+    capsys.readouterr()
+    code, out, _ = run(capsys, "inspect", db, "--summary")
+    assert code == 0 and ": 1 session, 11 envelopes" in out
+    code, out, _ = run(capsys, "inspect", db)
+    assert out.splitlines()[-1] == "1 session" and out.splitlines()[1].split()[1:] == [
+        "-", "support", "closed", "resolved", "3", "user"]
+
+
+# -- 5. SARIF for dashboards ----------------------------------------------------------------------
+def test_sarif_rules_link_their_docs_and_results_carry_snippets(tmp_path, monkeypatch, capsys):
+    import json
+    import re
+    from pathlib import Path
+    from urllib.parse import unquote
+
+    docs = (Path(__file__).parent.parent / "docs" / "rules.md").read_text()
+    anchors = {re.sub(r"[^a-z0-9 -]", "", h.lower()).replace(" ", "-") for h in re.findall(r"^## (.+)$", docs, re.M)}
+    (tmp_path / "my flows").mkdir()
+    f = tmp_path / "my flows" / "a.flow"
+    f.write_text(FIXED_SAFE)
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(capsys, "check", "--format", "sarif", "my flows/a.flow")
+    log = json.loads(out)
+    rules = log["runs"][0]["tool"]["driver"]["rules"]
+    for rule in rules:
+        base, anchor = rule["helpUri"].split("#")
+        assert base.endswith("/docs/rules.md") and anchor in anchors, rule["id"]
+        assert rule["help"]["markdown"].startswith(rule["fullDescription"]["text"])
+        assert f"]({rule['helpUri']})" in rule["help"]["markdown"]
+    (result,) = log["runs"][0]["results"]
+    rule = rules[result["ruleIndex"]]
+    msg = result["message"]
+    assert rule["messageStrings"][msg["id"]]["text"].format(*msg["arguments"]) == msg["text"]
+    loc = result["locations"][0]["physicalLocation"]
+    assert loc["artifactLocation"] == {"uri": "my%20flows/a.flow", "uriBaseId": "%SRCROOT%"}
+    assert log["runs"][0]["originalUriBaseIds"]["%SRCROOT%"]["uri"] == tmp_path.as_uri() + "/"
+    assert loc["region"]["snippet"]["text"] == '"false"'  # TF111 points at the literal
+    assert loc["contextRegion"]["snippet"]["text"] == '    bob -> a when context.done == "false"\n'
+    assert unquote(loc["artifactLocation"]["uri"]) == "my flows/a.flow"
+    code, out, _ = run(capsys, "check", "--format", "sarif", str(f))
+    uri = json.loads(out)["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+    assert uri == f.as_uri() and "%20" in uri
+
+
+# -- 6. targeting stock AG2 is explained where users meet it --------------------------------------
+def test_tf301_says_in_one_line_what_to_do_and_the_readme_says_what_its_example_needs(tmp_path, capsys):
+    from pathlib import Path
+
+    root = Path(__file__).parent.parent
+    two = tmp_path / "two.flow"  # two speakers with guarded rules: no exact built-in form
+    two.write_text((root / "examples" / "support.flow").read_text().replace(
+        "    billing -> user\n", "    billing -> user when context.resolved == true\n    billing -> triage\n"))
+    code, _, err = run(capsys, "compile", "--profile", "ag2-builtin", str(two))
+    assert code == 1
+    line = next(x for x in err.splitlines() if "TF301" in x)
+    assert "call `turnflow.interop.ag2.register_extensions()` in the AG2 process" in line
+    code, doc, _ = run(capsys, "rule", "TF301")
+    assert any("turnflow.interop.ag2.register_extensions()" in x for x in doc.splitlines()[:8])
+    readme = (root / "README.md").read_text()
+    example_end = readme.index("## Lint")
+    assert "--profile ag2-builtin" in readme[:example_end] and "register_extensions()" in readme[:example_end]
+    assert run(capsys, "compile", "--profile", "ag2-builtin", str(root / "examples" / "support.flow"))[0] == 0
+
+
+# -- 7. install instructions that work before publication -------------------------------------------
+DOCS_WITH_INSTALLS = ("README.md", "docs/editors.md", "docs/ci.md", "editors/vscode/README.md", "docs/agents.md",
+                      "docs/compiler.md", "docs/scale.md")
+
+
+def test_every_install_snippet_works_before_publication():
+    import re
+    from pathlib import Path
+
+    from packaging.requirements import Requirement
+
+    root = Path(__file__).parent.parent
+    seen = 0
+    for name in DOCS_WITH_INSTALLS:
+        text = (root / name).read_text()
+        for m in re.finditer(r"pip install((?:\s+-[qe])*)\s+(?:'([^']+)'|\"([^\"]+)\"|([^\s`]+))", text):
+            spec = m.group(2) or m.group(3) or m.group(4)
+            seen += 1
+            if spec.startswith("."):
+                continue  # from a checkout
+            req = Requirement(spec)  # a valid PEP 508 requirement ...
+            assert req.name == "turnflow" and req.url == "git+https://github.com/turnflow/turnflow", (name, spec)
+    assert seen >= 10
+
+
+def test_pre_commit_examples_point_at_something_that_exists():
+    import re
+    from pathlib import Path
+
+    import yaml
+
+    root = Path(__file__).parent.parent
+    readme = (root / "README.md").read_text()
+    block = re.search(r"```yaml\n(# \.pre-commit-config\.yaml.*?)```", readme, re.S).group(1)
+    (repo,) = yaml.safe_load(block)["repos"]
+    assert repo["repo"] == "local" and "rev" not in repo  # runs the installed turnflow: nothing to resolve
+    manifest = {h["id"]: h for h in yaml.safe_load((root / ".pre-commit-hooks.yaml").read_text())}
+    for hook in repo["hooks"]:
+        assert hook["entry"] == manifest[hook["id"]]["entry"] and hook["files"] == manifest[hook["id"]]["files"]
+        assert hook["language"] == "system"
+    ci = (root / "docs" / "ci.md").read_text()
+    assert "**`rev:` must exist.**" in ci and "pre-commit autoupdate --freeze" in ci
+
+
+def test_neovim_section_states_its_minimum_version_and_an_lspconfig_snippet():
+    from pathlib import Path
+
+    text = (Path(__file__).parent.parent / "docs" / "editors.md").read_text()
+    assert "Neovim **0.10 or later**" in text and "vim.fs.root" in text
+    assert 'require("lspconfig").turnflow.setup({})' in text and "root_pattern(" in text
+
+
+# -- 9. pictures: no edge crosses its label ---------------------------------------------------------
+def _svg_edge_texts(svg: str) -> tuple[list[str], list[str]]:
+    """(texts inside edge groups, texts inside node groups) of a Graphviz SVG."""
+    import xml.etree.ElementTree as ET
+
+    ns = "{http://www.w3.org/2000/svg}"
+    root = ET.fromstring(svg)
+    edge_texts, node_texts = [], []
+    for g in root.iter(f"{ns}g"):
+        texts = ["".join(t.itertext()) for t in g.iter(f"{ns}text")]
+        if g.get("class") == "edge":
+            edge_texts += texts
+        elif g.get("class") == "node":
+            node_texts += texts
+    return edge_texts, node_texts
+
+
+def test_edge_labels_are_label_nodes_in_dot(capsys):
+    import json
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).parent.parent
+    for case in [*sorted((root / "examples").glob("*.flow")), root / "tests/fixtures/graph/diagnostics.flow"]:
+        code, dot, _ = run(capsys, "graph", str(case))
+        pic = json.loads(run(capsys, "graph", str(case), "--format", "json")[1])
+        pictures = pic if isinstance(pic, list) else [pic]
+        for line in dot.splitlines():
+            m = re.match(r'\s*"([^"]+)" -> "([^"]+)" \[(.*)\];$', line)
+            if m and m.group(1) != m.group(2):  # a loop keeps its label: Graphviz sets it beside the loop
+                assert not re.search(r'(^|, )label=', m.group(3)), line
+        labelled = [e for p in pictures for e in p["edges"] if e.get("label") and e["from"] != e["to"]]
+        assert labelled
+        from turnflow.compiler.emit.dot import quote
+
+        for e in labelled:
+            assert f'[shape="plaintext", label={quote(e["label"])}' in dot, e
+
+
+def test_docs_pictures_carry_no_text_on_edges():
+    """docs/pictures/*.svg are redrawn with label nodes: every label is a node's text."""
+    from pathlib import Path
+
+    root = Path(__file__).parent.parent
+    for svg in sorted((root / "docs" / "pictures").glob("*.svg")):
+        edge_texts, node_texts = _svg_edge_texts(svg.read_text(encoding="utf-8"))
+        # onboarding's `setup -> setup` loop keeps its label beside the loop
+        assert edge_texts == ([] if svg.stem != "onboarding" else ["otherwise"]), (svg.name, edge_texts)
+        assert any(t in ("always", "round robin", "question", "otherwise") for t in node_texts), svg.name
+
+
+# -- 10. small things ---------------------------------------------------------------------------------
+def test_rule_examples_show_their_code_and_use_instead_blocks_do_not():
+    """Every rule's `Use instead` flow (a whole block) is free of that rule; TF001's passes `check`."""
+    import re
+
+    import turnflow
+    from turnflow.diagnostics.registry import all_rules
+
+    for r in all_rules():
+        m = re.search(r"## Use instead\n```\n(.*?)```", r.doc, re.S)
+        if not m or not re.match(r"(workflow|discussion|conversation|consulting)\b", m.group(1)):
+            continue
+        codes = {d.code for d in turnflow.check(m.group(1))}
+        assert r.code not in codes, (r.code, codes)
+        if r.code == "TF001":
+            assert codes == set()
+            example = re.search(r"## Example\n```\n(.*?)```", r.doc, re.S).group(1)
+            assert [d.code for d in turnflow.check(example)] == ["TF001"]
+
+
+def test_a_missing_path_is_counted_as_a_file(tmp_path, capsys):
+    code, out, _ = run(capsys, "check", str(tmp_path / "nope.flow"))
+    assert code == 2 and out.rstrip().endswith("Found 1 error in 1 file.")
+
+
+def test_rule_list_aligns_long_names(capsys):
+    code, out, _ = run(capsys, "rule", "--list")
+    lines = out.splitlines()
+    starts = {line.index(" error ") if " error " in line else line.index(" warning ") if " warning " in line
+              else line.index(" info ") for line in lines}
+    assert code == 0 and len(starts) == 1, starts  # one severity column, also after migrate-condition-approximated
+
+
+def test_simulate_says_each_finding_s_severity(tmp_path, capsys):
+    f = tmp_path / "e.flow"
+    f.write_text("workflow w {\n    participant a\n    participant b\n    start a\n    a -> c\n}\n")
+    code, _, err = run(capsys, "simulate", str(f))
+    assert code == 1 and f"{f}:5:10: TF102 error: target `c` is not a participant" in err
+
+
+def test_a_tasks_file_reports_every_bad_line():
+    from turnflow.runtime.tasks import TaskFileError, parse_tasks
+
+    text = ('{"id": "a", "task": "x"}\n{"id": 3}\nnot json\n{"id": "a"}\n{"id": "b", "context": []}\n'
+            '{"id": "c"}\n')
+    with pytest.raises(TaskFileError) as exc:
+        parse_tasks(text, "t.jsonl")
+    assert str(exc.value).splitlines() == [
+        "t.jsonl:2: `id` must be a non-empty string, got 3",
+        "t.jsonl:3: not valid JSON: Expecting value (column 1)",
+        "t.jsonl:4: duplicate id 'a' (first on line 1)",
+        "t.jsonl:5: `context` must be an object, got list"]
+    many = "".join("{}\n" for _ in range(60))
+    with pytest.raises(TaskFileError) as exc:
+        parse_tasks(many, "t.jsonl")
+    assert len(str(exc.value).splitlines()) == 51 and str(exc.value).endswith("... and 10 more bad lines")
+
+
+@pytest.mark.skipif(__import__("shutil").which("bash") is None, reason="bash not installed")
+def test_shell_completion_completes_rule_codes(capsys):
+    import subprocess
+
+    script = run(capsys, "completion", "bash")[1]
+
+    def complete(*words):
+        quoted = " ".join(f"'{w}'" for w in words)
+        prog = (f"{script}\nCOMP_WORDS=({quoted}); COMP_CWORD={len(words) - 1}; _turnflow; "
+                "printf '%s\\n' \"${COMPREPLY[@]}\"")
+        return subprocess.run(["bash", "-c", prog], capture_output=True, text=True, timeout=30).stdout.split()
+
+    assert complete("turnflow", "rule", "TF20") == [f"TF20{i}" for i in range(1, 10)]
+    assert complete("turnflow", "rule", "shad") == ["shadowed-rule"]
+    assert "TF204" in complete("turnflow", "check", "--ignore", "TF2")
+    assert "TF901" in complete("turnflow", "check", "--extend-select", "TF9")
+    fish = run(capsys, "completion", "fish")[1]
+    assert "__fish_seen_subcommand_from rule' -xa 'TF000 TF001" in fish
+
+
+def test_readme_says_how_long_the_test_suite_takes():
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    head = readme[:readme.index("turnflow is a toolchain")]
+    assert re.search(r"whole test suite: about \d+ minutes", head)

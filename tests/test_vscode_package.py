@@ -1,0 +1,57 @@
+"""The VS Code extension packages without a warning: `vsce package` on a copy of editors/vscode,
+with its locked dependencies from the npm registry (skipped, with the reason, without npm or
+without the registry)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import zipfile
+from pathlib import Path
+
+import pytest
+
+EXT = Path(__file__).resolve().parents[1] / "editors" / "vscode"
+NODE_BUILTINS = {"path", "child_process", "util", "os", "net", "fs", "crypto", "events", "stream", "url", "assert"}
+
+
+def test_the_extension_declares_what_the_marketplace_asks_for():
+    pkg = json.loads((EXT / "package.json").read_text())
+    assert pkg["repository"]["url"].startswith("https://github.com/") and pkg["license"] == "Apache-2.0"
+    assert (EXT / "LICENSE").read_text().lstrip().startswith("Apache License")
+    assert pkg["main"] == "./dist/extension.js" and "esbuild" in pkg["scripts"]["bundle"]
+    assert pkg["scripts"]["vscode:prepublish"] == "npm run bundle"
+    assert "node_modules/**" in (EXT / ".vscodeignore").read_text()
+    assert "dependencies" not in pkg  # everything the extension needs is bundled into dist/extension.js
+
+
+def test_vsce_package_gives_no_warning(tmp_path):
+    if shutil.which("npm") is None:
+        pytest.skip("npm is not installed: the VS Code extension cannot be packaged here")
+    work = tmp_path / "vscode"
+    shutil.copytree(EXT, work, ignore=shutil.ignore_patterns("node_modules", "dist", "*.vsix"))
+    install = subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=work, capture_output=True, text=True,
+                             timeout=600)
+    if install.returncode != 0 and any(s in install.stderr for s in ("ENOTFOUND", "EAI_AGAIN", "ECONNREFUSED",
+                                                                    "ETIMEDOUT", "network")):
+        pytest.skip(f"the npm registry is not reachable: {install.stderr.strip().splitlines()[-1]}")
+    assert install.returncode == 0, install.stderr
+    vsix = tmp_path / "turnflow.vsix"
+    proc = subprocess.run(["npx", "--no-install", "vsce", "package", "--out", str(vsix)], cwd=work,
+                          capture_output=True, text=True, timeout=600)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output
+    assert "WARNING" not in output.upper().replace("WARNINGS", ""), output
+    with zipfile.ZipFile(vsix) as z:
+        names = set(z.namelist())
+        bundle = z.read("extension/dist/extension.js").decode()
+        packaged = json.loads(z.read("extension/package.json"))
+    assert {"extension/dist/extension.js", "extension/LICENSE.txt", "extension/syntaxes/flow.tmLanguage.json",
+            "extension/language-configuration.json"} <= names
+    assert not any("node_modules" in n for n in names) and "extension/extension.js" not in names
+    assert packaged["repository"]["url"] == "https://github.com/turnflow/turnflow.git"
+    import re
+
+    required = set(re.findall(r'require\("([^"]+)"\)', bundle))
+    assert "vscode" in required and required - {"vscode"} <= NODE_BUILTINS  # the language client is inside
