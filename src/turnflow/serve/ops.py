@@ -260,11 +260,10 @@ class Ops:
     def _log(self, session_id: str) -> list[Envelope]:
         return self._read(session_id, self._md(session_id)).envs
 
-    def on_envelope(self, env: Envelope, md: SessionMetadata) -> Awaitable[None]:
+    async def on_envelope(self, env: Envelope, md: SessionMetadata) -> None:
         """The hub's listener: notify every recipient bound to a connection (queued, never awaited
         on a socket, so a slow client does not slow the hub), and settle a waiting create."""
         self.notify(env, md)
-        return _DONE
 
     def notify(self, env: Envelope, md: SessionMetadata) -> None:
         waiter = self._opening.get(md.session_id)
@@ -557,13 +556,3 @@ class Ops:
         self.hub.record_telemetry(sid, agent_id, {"event": "error", "reason": "turn_failure",
                                                   "payload": {"envelope_id": envelope_id, "error": error[:MAX_TEXT]}})
         return None
-
-
-class _Done:
-    """An awaitable that is already done (the listener has nothing to wait for)."""
-
-    def __await__(self) -> Any:
-        return iter(())
-
-
-_DONE: Any = _Done()
