@@ -65,7 +65,7 @@ def test_json_keeps_the_file_position_and_adds_the_cell(tmp_path):
     raw = nb.read_text(encoding="utf-8").splitlines()
     assert "is_termination_msg=lambda" in raw[d["line"] - 1]  # line/column: the .ipynb file itself
     assert d["cell"] == {"cell": 3, "line": 5, "column": 24, "end_line": 5,
-                         "end_column": len(TERMINATION_LINE)}  # the lambda, up to the closing `)` of the call
+                         "end_column": len(TERMINATION_LINE)}  # the lambda, end exclusive: up to the call's `)`
 
 
 def test_sarif_result_carries_the_cell(tmp_path):
