@@ -8,6 +8,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from turnflow.cli import main
 
 FIXTURE = Path(__file__).parent / "fixtures" / "notebook" / "two_agents.ipynb"
@@ -94,3 +96,10 @@ def test_a_syntax_error_names_its_cell(tmp_path):
     assert code == 1
     assert out.startswith(f"{nb}:cell 5:2:5: TF401 error: Python syntax error: invalid syntax\n   2 | x = = 1\n")
     assert not (tmp_path / "out.flow").exists()
+    # the Python API says the same
+    from turnflow.migrate import MigrateError, migrate
+
+    with pytest.raises(MigrateError) as err:
+        migrate(nb.read_text(encoding="utf-8"), "nb.ipynb")
+    assert str(err.value).startswith("nb.ipynb:cell 5:2:5: TF401 Python syntax error")
+    assert err.value.diagnostics[0].cell is not None and err.value.diagnostics[0].cell.text == "x = = 1"

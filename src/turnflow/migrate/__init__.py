@@ -154,8 +154,7 @@ def _notebook(cells, path: str, src: SourceText, family: Optional[str], forced: 
             hint = _suggestion(code, family)
             if hint:
                 err.diagnostics[0] = replace(first, message=first.message + hint)
-        err.diagnostics[:] = notebook.relocate(err.diagnostics, cells, path)
-        raise
+        raise MigrateError(notebook.relocate(err.diagnostics, cells, path)) from None
     finally:
         pyread.LINE_MAP[:] = []
     return replace(result, diagnostics=notebook.relocate(result.diagnostics, cells, path))
