@@ -34,7 +34,7 @@ class MigrateError(Exception):
     def __init__(self, diagnostics: list[Diagnostic]):
         self.diagnostics = diagnostics
         first = diagnostics[0]
-        super().__init__(f"{first.path}:{first.span.line}:{first.span.column}: {first.code} {first.message}")
+        super().__init__(f"{first.path}:{first.where()}: {first.code} {first.message}")
 
 
 @dataclass(frozen=True)
