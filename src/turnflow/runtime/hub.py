@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Iterable, Iterator, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Iterator, Optional, Sequence, Union
 
 from turnflow.runtime import expectations as _exp
 from turnflow.runtime.adapters import builtin_adapters
@@ -32,6 +32,9 @@ from turnflow.runtime.group_commit import GroupCommit
 from turnflow.runtime.store import Corrupt, envelope_row, session_row
 from turnflow.runtime.store_contract import Refusals, Store
 from turnflow.runtime.transcript import Transcript
+
+if TYPE_CHECKING:
+    from turnflow.spec import TransitionGraph
 
 Listener = Callable[[Envelope, SessionMetadata], Awaitable[None]]
 HUB_SENDER = "hub"
@@ -51,7 +54,7 @@ def spec_opener(spec: dict[str, Any]) -> Optional[str]:
     return parts[0].get("agent_id") if parts else None
 
 
-def _graph_model(knobs: Any) -> Any:
+def _graph_model(knobs: Any) -> Optional[TransitionGraph]:
     """The `TransitionGraph` of a workflow spec's knobs; None without one, or when it is not a
     valid graph (the adapter refuses the session then, naming the problem)."""
     graph = knobs.get("graph") if isinstance(knobs, dict) else None

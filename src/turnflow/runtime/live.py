@@ -4,12 +4,15 @@ hydrated session is exactly the session that was running."""
 
 from __future__ import annotations
 
-from typing import Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 from turnflow.runtime.envelope import (EV_EXPECTATION_VIOLATED, EV_SESSION_ACK, EV_SESSION_CLOSED,
                                        EV_SESSION_EXPIRED, EV_SESSION_OPENED, SUBSTANTIVE, Envelope)
 from turnflow.runtime.session import NO_ACKS, SessionMetadata, SessionState
 from turnflow.runtime.transcript import Transcript
+
+if TYPE_CHECKING:
+    from turnflow.runtime.adapters.base import SessionAdapter
 
 _NONE_FIRED: frozenset[str] = frozenset()  # shared until a session's first violation (one object fewer per session)
 
@@ -19,7 +22,7 @@ class LiveSession:
                  "turn_started_at", "turn_epoch", "_turn_key", "last_substantive_at", "pending_close", "corrupt",
                  "transcript", "writing")
 
-    def __init__(self, metadata: SessionMetadata, adapter: Any, state: Any) -> None:
+    def __init__(self, metadata: SessionMetadata, adapter: SessionAdapter, state: Any) -> None:
         self.metadata = metadata
         self.adapter = adapter
         self.state = state
