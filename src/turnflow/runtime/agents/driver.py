@@ -18,7 +18,8 @@ import traceback
 import weakref
 from typing import Any, Awaitable, Callable, Container, Optional
 
-from turnflow.runtime.agents.base import AgentContext, Capabilities, SessionTools, check_telemetry, raw_capabilities
+from turnflow.runtime.agents.base import (AgentContext, Capabilities, RosterEntry, SessionTools, check_telemetry,
+                                          raw_capabilities)
 from turnflow.runtime.envelope import EV_PARTICIPANT_ADDED, Envelope
 from turnflow.runtime.errors import AdapterError, ProtocolError
 from turnflow.runtime.session import adapter_capabilities as session_capabilities
@@ -85,7 +86,7 @@ def log_handshake(hub: Any, session_id: str, agent_id: str, raw: Any, effective:
     hub.store_telemetry(session_id, rec)
 
 
-def handshake_metadata(ctx: AgentContext) -> dict:
+def handshake_metadata(ctx: AgentContext) -> dict[str, Any]:
     """The `metadata` given to `aopen_session(task=..., metadata=..., emit_event=...)`: the
     session's facts from the `AgentContext`, as JSON values."""
     return {"session_id": ctx.session_id, "agent_id": ctx.agent_id, "kind": ctx.kind, "name": ctx.name,
@@ -135,7 +136,7 @@ async def handshake(hub: Any, agent: Any, ctx: AgentContext) -> Capabilities:
     return caps
 
 
-def adapter_capabilities(telemetry: list) -> dict:
+def adapter_capabilities(telemetry: list[Any]) -> dict[str, Any]:
     """Each agent's last handshake as `{agent: {raw, effective, behavior?, error?}}` (what
     `turnflow inspect --format json`, `Hub.info` and `hub.get_session` show as `adapter_capabilities`)."""
     return session_capabilities(telemetry)
@@ -147,7 +148,7 @@ async def flush(hub: Any, session_id: str, tools: SessionTools) -> None:
     tools.events = []
 
 
-def live_sink(hub: Any, session_id: str, agent_id: str) -> Callable[[dict], None]:
+def live_sink(hub: Any, session_id: str, agent_id: str) -> Callable[[dict[str, Any]], None]:
     """Where `tools.emit_event` sends an accepted event: stored at once, from the event-loop
     thread or from a worker thread running a synchronous agent."""
     import asyncio
@@ -155,7 +156,7 @@ def live_sink(hub: Any, session_id: str, agent_id: str) -> Callable[[dict], None
     loop = asyncio.get_running_loop()
     loop_thread = threading.get_ident()
 
-    def sink(ev: dict) -> None:
+    def sink(ev: dict[str, Any]) -> None:
         if threading.get_ident() == loop_thread:
             hub.record_telemetry(session_id, agent_id, ev)
             return
@@ -171,19 +172,21 @@ async def _plain(coro: Awaitable[Any]) -> Any:
 
 
 #: hub -> {session: {agent: the roster it was last shown}}; a session's entry goes when it ends
-_SHOWN: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
+_SHOWN: "weakref.WeakKeyDictionary[Any, dict[str, dict[str, Roster]]]" = weakref.WeakKeyDictionary()
 
 
-_ROSTERS: dict = {}  # id(participants list) -> (the list, its roster): sessions of one flow share it
+Roster = tuple[RosterEntry, ...]
+#: id(participants list) -> (the list, its roster): sessions of one flow share it
+_ROSTERS: dict[int, tuple[Any, Roster]] = {}
 
 
-def roster_of(md: Any) -> tuple:
+def roster_of(md: Any) -> Roster:
     """Every participant as `{agent_id, role, description}` (one tuple per participant list)."""
     parts = md.participants
     hit = _ROSTERS.get(id(parts))
     if hit is not None and hit[0] is parts:
         return hit[1]
-    roster = tuple({"agent_id": p.agent_id, "role": p.role, "description": getattr(p, "description", "") or ""}
+    roster = tuple(RosterEntry(agent_id=p.agent_id, role=p.role, description=getattr(p, "description", "") or "")
                    for p in parts)
     if len(_ROSTERS) >= 256:
         _ROSTERS.clear()
@@ -191,7 +194,7 @@ def roster_of(md: Any) -> tuple:
     return roster
 
 
-def participants_text(roster: tuple) -> str:
+def participants_text(roster: Roster) -> str:
     return "Participants: " + ", ".join(r["agent_id"] + (f" ({r['role']})" if r["role"] != "participant" else "")
                                         + (f": {r['description']}" if r["description"] else "") for r in roster)
 
@@ -218,13 +221,13 @@ def session_facts(hub: Any, session_id: str, tools: SessionTools, drivable: Opti
 
 
 def roster_port(hub: Any, session_id: str, tools: SessionTools,
-                drivable: Optional[Container[str]] = None) -> Callable[[str, dict], None]:
+                drivable: Optional[Container[str]] = None) -> Callable[[str, dict[str, Any]], None]:
     """`tools.add_participant` / `remove_participant`: the change as a membership envelope, checked
     at once (the hub's rule, then the adapter's `validate_send` against the roster after this
     turn's earlier changes; `ProtocolError` refuses it) and queued; `post_roster_changes` posts
     them when the turn is delivered, before its round. `drivable`: the participants the caller
     has agents for (`turnflow run`); adding anyone else is refused, since nobody could take its turns."""
-    def change(event_type: str, data: dict) -> None:
+    def change(event_type: str, data: dict[str, Any]) -> None:
         live: Any = getattr(hub, "sessions", {}).get(session_id)
         if live is None or not getattr(live.adapter, "membership", False):
             kind = live.metadata.kind if live is not None else "session"

@@ -69,7 +69,7 @@ def system_prompt(agent_id: str, system: Optional[str], ctx: Optional[AgentConte
     return "\n\n".join(sections)
 
 
-def chat_turns(msg: list[dict], agent_id: str) -> list[tuple[str, str]]:
+def chat_turns(msg: list[dict[str, Any]], agent_id: str) -> list[tuple[str, str]]:
     """The projected transcript as (role, text): this agent's messages are `assistant`, the
     others' `user`, prefixed `sender: `; empty messages are skipped."""
     out: list[tuple[str, str]] = []
