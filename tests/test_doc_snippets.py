@@ -30,6 +30,7 @@ INPUTS = {  # sandbox file -> where it comes from
     "team.json": "tests/fixtures/migrate/autogen/round_robin_reflection.json",
     "team.py": "tests/fixtures/migrate/autogen/round_robin_python.py",
     "example.ipynb": "tests/fixtures/migrate/classic/notebook_fsm.ipynb",
+    "myapp/team.py": "tests/fixtures/migrate/live/team.py",
     "agents.yaml": "examples/support_agents.yaml",
     "a.flow": "examples/support.flow",
     "support.flow": "examples/support.flow",

@@ -180,7 +180,8 @@ def _artifact(path: str) -> dict[str, Any]:
 
     if os.path.isabs(path):
         return {"uri": Path(os.path.abspath(path)).as_uri()}
-    return {"uri": quote(path.replace("\\", "/")), "uriBaseId": "%SRCROOT%"}
+    # the name's own bytes (a name that is not UTF-8 holds surrogates): %XX-escaped, as file URIs are
+    return {"uri": quote(path.replace("\\", "/").encode("utf-8", "surrogateescape")), "uriBaseId": "%SRCROOT%"}
 
 
 def _region(span: Span, src: Optional[SourceText]) -> dict[str, Any]:
@@ -242,7 +243,8 @@ def render_sarif(diags: Sequence[Diagnostic], version: str, sources: Optional[Ma
         "runs": [{"tool": {"driver": driver}, "results": results, "columnKind": "unicodeCodePoints",
                   "originalUriBaseIds": {"%SRCROOT%": {"uri": Path(os.getcwd()).as_uri() + "/"}}}],
     }
-    return json.dumps(log, indent=2, ensure_ascii=False) + "\n"
+    # a file name that is not UTF-8 holds lone surrogates: written as \\udcXX escapes, valid JSON
+    return json.dumps(log, indent=2, ensure_ascii=False).encode("utf-8", "backslashreplace").decode("utf-8") + "\n"
 
 
 def _gh_escape(text: str, prop: bool = False) -> str:

@@ -18,7 +18,16 @@ from turnflow.source import SourceText
 
 FAMILIES = ("classic", "ag2-patterns", "autogen")
 
-__all__ = ["migrate", "detect", "FAMILIES", "Migration", "MigrateError"]
+__all__ = ["migrate", "detect", "from_object", "FAMILIES", "Migration", "MigrateError"]
+
+
+def from_object(obj, name: Optional[str] = None, initiator=None, max_rounds: Optional[int] = None,
+                path: str = "<object>"):
+    """`(flow_text, notes)` for a live GroupChat / GroupChatManager, AG2 group pattern or AutoGen
+    AgentChat team: read from the object itself (see `turnflow.migrate.live`)."""
+    from turnflow.migrate.live import from_object as live
+
+    return live(obj, name=name, initiator=initiator, max_rounds=max_rounds, path=path)
 
 _AG2_MARKERS = ("DefaultPattern(", "AutoPattern(", "RoundRobinPattern(", "RandomPattern(", "ManualPattern(",
                 "initiate_group_chat(", "run_group_chat(", ".handoffs.", "initiate_swarm_chat(", "register_hand_off(")
