@@ -24,12 +24,17 @@ UNRUNNABLE = {  # a fragment of the line -> why it does not run here
     "support_models.yaml": "calls a model API over the network",
     "turnflow lsp": "a language server: waits for an editor on stdin",
     "python3 -m venv": "creates a virtual environment and installs into it",
+    "turnflow serve": "a server: runs until stopped (tests/test_serve.py starts it and drives it)",
+    "ag2_consult.py": "needs a running turnflow serve (tests/test_serve.py runs it against one)",
+    "my_ag2_agents.py": "the user's own AG2 program",
+    "--hub ws://": "needs a served hub with remote agents (tests/test_serve_run_hub.py)",
 }
 INPUTS = {  # sandbox file -> where it comes from
     "my_groupchat.py": "tests/fixtures/migrate/classic/builder_and_closure.py",
     "team.json": "tests/fixtures/migrate/autogen/round_robin_reflection.json",
     "team.py": "tests/fixtures/migrate/autogen/round_robin_python.py",
     "example.ipynb": "tests/fixtures/migrate/classic/notebook_fsm.ipynb",
+    "myapp/team.py": "tests/fixtures/migrate/live/team.py",
     "agents.yaml": "examples/support_agents.yaml",
     "a.flow": "examples/support.flow",
     "support.flow": "examples/support.flow",

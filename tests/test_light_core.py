@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src"
-HEAVY = ("lark", "networkx", "jsonschema", "graphviz")
+HEAVY = ("lark", "networkx", "jsonschema", "graphviz", "websockets")
 
 
 def loaded_after(code: str) -> list[str]:
@@ -39,7 +39,11 @@ def loaded_after(code: str) -> list[str]:
     "with contextlib.redirect_stdout(io.StringIO()):\n"
     "    try: turnflow.cli.main(['--version'])\n"
     "    except SystemExit: pass",
-], ids=["turnflow", "turnflow.runtime", "version", "runtime-names", "--help", "--version"])
+    "import turnflow.cli, contextlib, io\n"
+    "with contextlib.redirect_stdout(io.StringIO()):\n"
+    "    try: turnflow.cli.main(['serve', '--help'])\n"
+    "    except SystemExit: pass",
+], ids=["turnflow", "turnflow.runtime", "version", "runtime-names", "--help", "--version", "serve --help"])
 def test_loads_no_heavy_library(code):
     assert loaded_after(code) == []
 

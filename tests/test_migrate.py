@@ -241,11 +241,12 @@ EDGES: dict[str, dict] = {
     # fixed order outliner -> writer -> editor -> user -> outliner (the user is last in the rotation).
     "ag2-patterns/round_robin_pattern": {None: {
         ("outliner", "writer"), ("writer", "editor"), ("editor", "user"), ("user", "outliner")}},
-    # the group manager may pick any other agent (the user included) after each agent; the user
-    # goes back to the agent that spoke before it, which can be any of them.
+    # the group manager may pick any agent (the user included) after each agent, the agent that just
+    # spoke too: AG2's pattern GroupChat keeps allow_repeat_speaker=None, which GroupChat turns into
+    # True; the user goes back to the agent that spoke before it, which can be any of them.
     "ag2-patterns/auto_pattern": {None: {
         (x, y) for x in ("triage_agent", "tech_agent", "general_agent", "user")
-        for y in ("triage_agent", "tech_agent", "general_agent", "user") if x != y}},
+        for y in ("triage_agent", "tech_agent", "general_agent", "user") if x != y or x != "user"}},
 }
 
 

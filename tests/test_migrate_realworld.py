@@ -106,7 +106,7 @@ chat = autogen.GroupChat(agents=members, messages=[], speaker_selection_method="
     assert edges == {("a", "b"), ("b", "c"), ("c", "a")}
     text = CLASSIC_HEAD + '''
 members = []
-for i in range(3):
+for i in range(int(os.environ["N_AGENTS"])):
     members.append(autogen.AssistantAgent(name=f"agent_{i}"))
 chat = autogen.GroupChat(agents=members, messages=[])
 '''

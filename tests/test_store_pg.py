@@ -462,6 +462,8 @@ def test_every_shape_of_the_commit_statement_runs(pg_url):
     from turnflow.runtime.store_pg import commit_sql
 
     _held_tasks(pg_url, "w1", 2, 3)  # t0, t1 running under w1 with sessions s0, s1; t2 pending
+    with psycopg.connect(pg_url, autocommit=True) as conn:  # s0's record: its envelope 1 continues a stored session
+        conn.execute("INSERT INTO turnflow_sessions (session_id, task_id, record, crc) VALUES ('s0', 't0', '{}', 0)")
     with psycopg.connect(pg_url) as conn:
         for held, *kinds in itertools.product((True, False), repeat=5):
             sessions, envelopes, telemetry, finishes = kinds
@@ -476,7 +478,7 @@ def test_every_shape_of_the_commit_statement_runs(pg_url):
                       "f_ids": ["t1"] if finishes else []}
             got = sorted(conn.execute(commit_sql(held, *kinds), params).fetchall())
             want = sorted(([(0, "new")] if sessions else []) + ([(1, "7")] if envelopes else [])
-                          + ([(2, "t1")] if finishes else []))
+                          + ([(2, "t1")] if finishes else []) + ([(3, "s0")] if envelopes else []))
             tel = conn.execute("SELECT COUNT(*) FROM turnflow_telemetry").fetchone()[0]
             conn.rollback()
             assert (got, tel) == (want, 1 if telemetry else 0), (held, kinds)

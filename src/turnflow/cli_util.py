@@ -70,6 +70,12 @@ def exit_status(diags: Sequence["Diagnostic"], *, strict: bool = False, unreadab
     return EXIT_OK
 
 
+def json_text(obj) -> str:
+    """`json.dumps(obj, indent=2)` keeping non-ASCII text readable, with the lone surrogates of a
+    file name that is not UTF-8 written as `\\udcfe` escapes: the output stays valid UTF-8 JSON."""
+    return json.dumps(obj, indent=2, ensure_ascii=False).encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def report(diags: Sequence["Diagnostic"], fmt: str = "text", *, sources: Optional[Mapping] = None,
            files: Optional[int] = None, stats: Optional[list[dict]] = None, stream: Optional[IO[str]] = None,
            colour: Optional[bool] = None, extra: str = "") -> None:
@@ -91,7 +97,7 @@ def report(diags: Sequence["Diagnostic"], fmt: str = "text", *, sources: Optiona
         items: list[dict] = [d.to_json() for d in diags]
         items += [{"path": st["path"], "line": st["line"], "stats": {k: v for k, v in st.items() if k != "path"}}
                   for st in stats or ()]
-        stream.write(json.dumps(items, indent=2, ensure_ascii=False) + "\n")
+        stream.write(json_text(items) + "\n")
     elif fmt == "sarif":
         import turnflow
 

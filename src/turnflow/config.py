@@ -110,6 +110,8 @@ class Config:
         if ignore:
             cfg = replace(cfg, ignore=cfg.ignore + tuple(_split(ignore)))
         if exclude:
+            for pat in _split(exclude):
+                _check_glob(pat, "--exclude")
             cfg = replace(cfg, extend_exclude=cfg.extend_exclude + tuple(_split(exclude)))
         for sel in (cfg.select or ()) + cfg.extend_select + cfg.ignore:
             _check_selector(sel, "command line")
@@ -160,6 +162,20 @@ def _check_selector(sel: str, where: str) -> None:
                       "see `turnflow rule --list`")
 
 
+def _check_globs(values: dict, where: str) -> None:
+    for key in ("exclude", "extend_exclude"):
+        for pat in values.get(key, ()):
+            _check_glob(pat, f"{where}: `{key.replace('_', '-')}`")
+
+
+def _check_glob(pattern: str, where: str) -> None:
+    from turnflow.globs import glob_problem
+
+    problem = glob_problem(pattern)
+    if problem is not None:
+        raise ConfigError(f"{where}: {problem}")
+
+
 # -- reading ---------------------------------------------------------------
 def _strings(value, key: str, where: str) -> tuple[str, ...]:
     if isinstance(value, str):
@@ -186,6 +202,7 @@ def from_table(table: dict, root: Path, file: Optional[Path], where: str) -> Con
     for key in ("select", "extend_select", "ignore"):
         for sel in values.get(key, ()):
             _check_selector(sel, f"{where}: `{key.replace('_', '-')}`")
+    _check_globs(values, where)
     for key in ("respect-gitignore", "force-exclude"):
         if key in table:
             if not isinstance(table[key], bool):
@@ -219,8 +236,12 @@ def from_table(table: dict, root: Path, file: Optional[Path], where: str) -> Con
 
 def read(path: Path) -> Config:
     """Read one configuration file (`turnflow.toml` or a `pyproject.toml`)."""
+    if path.exists() and not path.is_file():  # a FIFO or a device would block or never end
+        raise ConfigError(f"{path}: not a regular file")
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except RecursionError:  # tomllib recurses once per nesting level
+        raise ConfigError(f"{path}: invalid TOML: nested too deeply") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
@@ -251,7 +272,7 @@ def find(start: Path) -> Optional[Path]:
         if pyproject.is_file():
             try:
                 data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
                 continue
             if isinstance(data.get("tool"), dict) and "turnflow" in data["tool"]:
                 return pyproject

@@ -108,14 +108,37 @@ def decode(data: bytes, path: str) -> Loaded:
     return Loaded(path, SourceText(text, path))
 
 
+def refuse_special(path: str) -> None:
+    """Raise OSError unless `path` is a regular file (or missing: the open then says so): a FIFO
+    or a device named as an input would block the command forever."""
+    import errno
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        raise OSError(errno.EINVAL, "not a regular file", path)
+
+
 def load(path: str) -> Loaded:
     try:
         if path == "-":
             import sys
 
-            data = sys.stdin.buffer.read()
+            data = sys.stdin.buffer.read(MAX_BYTES + 1)  # standard input has the files' limit too
+            if len(data) > MAX_BYTES:
+                return Loaded(path, None, _tf000(path, f"standard input too large (over {MAX_BYTES} bytes)"))
         else:
-            size = os.path.getsize(path)
+            import stat
+
+            st = os.stat(path)
+            if stat.S_ISDIR(st.st_mode):
+                raise IsADirectoryError(path)
+            if not stat.S_ISREG(st.st_mode):  # a FIFO or a device: reading it could block forever
+                return Loaded(path, None, _tf000(path, f"`{path}` is not a regular file"))
+            size = st.st_size
             if size > MAX_BYTES:
                 return Loaded(path, None, _tf000(path, f"file too large ({size} bytes; the limit is {MAX_BYTES})"))
             with open(path, "rb") as fh:

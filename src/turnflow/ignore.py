@@ -5,66 +5,30 @@ excludes (`exclude` / `extend-exclude` of the project configuration)."""
 
 from __future__ import annotations
 
-import fnmatch
+import functools
 import os
-import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional
+
+from turnflow.globs import Glob, GlobError
 
 DEFAULT_EXCLUDE = (".*", "node_modules", "__pycache__")
 
 
 @dataclass(frozen=True)
 class GitPattern:
-    regex: re.Pattern
+    regex: Glob  # (a linear-time matcher, not a regular expression: see turnflow/globs.py)
     negate: bool
     dir_only: bool
 
 
-def _glob_to_regex(glob: str) -> str:
-    out = []
-    i = 0
-    while i < len(glob):
-        c = glob[i]
-        if glob.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-            continue
-        if glob.startswith("/**", i) and i + 3 == len(glob):
-            out.append("/.*")
-            i += 3
-            continue
-        if glob.startswith("**", i):
-            out.append(".*")
-            i += 2
-            continue
-        if c == "*":
-            out.append("[^/]*")
-        elif c == "?":
-            out.append("[^/]")
-        elif c == "[":
-            j = glob.find("]", i + 2)
-            if j == -1:
-                out.append(re.escape(c))
-            else:
-                body = glob[i + 1:j]
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                out.append("[" + body.replace("\\", "\\\\") + "]")
-                i = j
-        elif c == "\\" and i + 1 < len(glob):
-            i += 1
-            out.append(re.escape(glob[i]))
-        else:
-            out.append(re.escape(c))
-        i += 1
-    return "".join(out)
-
-
-def parse_gitignore(text: str) -> list[GitPattern]:
+def parse_gitignore(text: str, problems: Optional[list[str]] = None) -> list[GitPattern]:
+    """The patterns of one `.gitignore`; a pattern that cannot be used (`[z-a]`) is skipped, and
+    `line N: why` is added to `problems` (git skips it too)."""
     patterns = []
-    for raw in text.splitlines():
+    for lineno, raw in enumerate(text.splitlines(), 1):
         line = raw.rstrip("\r")
         if not line.strip() or line.startswith("#"):
             continue
@@ -81,9 +45,13 @@ def parse_gitignore(text: str) -> list[GitPattern]:
             continue
         anchored = "/" in line
         line = line.lstrip("/")
-        body = _glob_to_regex(line)
-        regex = re.compile(("^" if anchored else "^(?:.*/)?") + body + "$", re.DOTALL)
-        patterns.append(GitPattern(regex, negate, dir_only))
+        try:
+            glob = Glob(line, anchored=anchored)
+        except GlobError as exc:
+            if problems is not None:
+                problems.append(f"line {lineno}: {exc}")
+            continue
+        patterns.append(GitPattern(glob, negate, dir_only))
     return patterns
 
 
@@ -97,10 +65,14 @@ class GitIgnore:
     def _patterns(self, folder: Path) -> list[GitPattern]:
         if folder not in self._cache:
             try:
-                text = (folder / ".gitignore").read_text(encoding="utf-8", errors="replace")
+                gi = folder / ".gitignore"
+                text = gi.read_text(encoding="utf-8", errors="replace") if gi.is_file() else ""  # never a FIFO
             except OSError:
                 text = ""
-            self._cache[folder] = parse_gitignore(text)
+            problems: list[str] = []
+            self._cache[folder] = parse_gitignore(text, problems)
+            for why in problems:  # git skips such a pattern too: say so, and go on
+                sys.stderr.write(f"turnflow: warning: {folder / '.gitignore'}: {why}; the pattern is skipped\n")
         return self._cache[folder]
 
     def ignored(self, path: Path, is_dir: bool) -> bool:
@@ -129,15 +101,21 @@ def git_root(start: Path) -> Optional[Path]:
     return None
 
 
+@functools.lru_cache(maxsize=1024)
+def _exclude_glob(pat: str) -> tuple[bool, Glob]:
+    pat = pat.rstrip("/")
+    if "/" in pat:  # a path from the project root, and everything below it
+        return True, Glob(pat.lstrip("./"), dir_prefix=True)
+    return False, Glob(pat.replace("**", "*"))  # a name (`*` crosses nothing in a name)
+
+
 def glob_match(rel_posix: str, name: str, patterns: Iterable[str]) -> bool:
-    """An exclude glob matches a path's name (globs without `/`) or its path relative to the project root."""
+    """An exclude glob matches a path's name (globs without `/`) or its path relative to the project
+    root (linear time; a pattern with a bad range raises GlobError — the configuration is checked
+    when read, so that names its key)."""
     for pat in patterns:
-        pat = pat.rstrip("/")
-        if "/" in pat:
-            if fnmatch.fnmatchcase(rel_posix, pat.lstrip("./")) or re.match(
-                    "^" + _glob_to_regex(pat.lstrip("./")) + "(?:/.*)?$", rel_posix):
-                return True
-        elif fnmatch.fnmatchcase(name, pat):
+        is_path, glob = _exclude_glob(pat)
+        if glob.match(rel_posix if is_path else name):
             return True
     return False
 

@@ -43,7 +43,7 @@ def run(args) -> int:
     if args.summary:
         from turnflow.commands.inspect_summary import run_summary
 
-        return run_summary(args)
+        return _summary(args, run_summary)
     if not is_postgres_url(args.store) and not os.path.isfile(args.store):
         err(f"turnflow inspect: no such store file: {args.store}")
         return EXIT_USAGE
@@ -56,6 +56,9 @@ def run(args) -> int:
         err(f"turnflow inspect: {exc}")
         return EXIT_USAGE
     where = store.path  # a URL without its password
+    damage = getattr(store, "damage", None)  # PRAGMA quick_check's finding on a SQLite file
+    if damage:
+        err(f"turnflow inspect: {where}: the store is damaged ({damage}); showing the sessions still readable")
     try:
         # with --session: that session's record and log only, never the whole store
         hub = Hub(store if args.session is None else SessionScopedStore(store, args.session))
@@ -66,12 +69,39 @@ def run(args) -> int:
         if args.session is not None and not lives and not bad:
             err(f"turnflow inspect: {where}: no session {args.session}")
             return EXIT_USAGE
-        _print(args, lives, store)
+        unreadable = _print_readable(args, lives, store)
         for problem in bad:
             err(f"turnflow inspect: {where}: {problem}")
+        if unreadable:
+            err(f"turnflow inspect: {where}: damaged, cannot be read past here: {unreadable}")
+        if damage or unreadable:
+            return EXIT_USAGE
         return EXIT_FINDINGS if bad else EXIT_OK
     finally:
         store.close()
+
+
+def _summary(args, run_summary) -> int:
+    import sqlite3
+
+    try:
+        return run_summary(args)
+    except sqlite3.DatabaseError as exc:  # a damaged file (flipped bytes, a cut tail)
+        err(f"turnflow inspect: {args.store}: the store is damaged ({exc}); `turnflow inspect {args.store}` "
+            "lists the sessions that are still readable")
+        return EXIT_USAGE
+
+
+def _print_readable(args, lives: list, store: Any) -> str:
+    """`_print`; what stopped it on a damaged file (a page or record that cannot be read), or ""."""
+    import sqlite3
+
+    try:
+        _print(args, lives, store)
+    except (ValueError, sqlite3.DatabaseError) as exc:
+        out("\n")
+        return str(exc)
+    return ""
 
 
 def _warn_lost(store: "Store", where: str) -> None:

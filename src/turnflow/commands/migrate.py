@@ -20,7 +20,11 @@ def register(sub) -> None:
     m = sub.add_parser("migrate", help="turn a GroupChat, AG2 pattern or AutoGen team config into a .flow file",
                        description="Translate existing orchestration into a .flow file; every approximation is "
                                    "reported (TF4xx) and commented in the output.")
-    m.add_argument("input", metavar="INPUT", help="a Python source (.py) or an AutoGen component JSON file")
+    m.add_argument("input", metavar="INPUT", nargs="?",
+                   help="a Python source (.py), a notebook, or an AutoGen component JSON file")
+    m.add_argument("--import", dest="import_", metavar="MODULE:ATTRIBUTE",
+                   help="IMPORTS (runs) MODULE and migrates the object ATTRIBUTE names (a GroupChat, "
+                        "GroupChatManager, AG2 pattern or AutoGen team), exactly; instead of INPUT")
     m.add_argument("-o", "--output", metavar="OUT.flow", help="write the flow here instead of standard output")
     m.add_argument("--from", dest="family", choices=FAMILIES,
                    help="the input family (default: detected from the content)")
@@ -41,6 +45,8 @@ def run(args) -> int:
     from turnflow.migrate import MigrateError, migrate
     from turnflow.source import SourceText
 
+    if args.import_ is not None or args.input is None:
+        return _run_import(args)
     loaded = load(args.input)
     # diagnostics go to stderr when the flow itself goes to stdout
     stream = sys.stdout if args.output else sys.stderr
@@ -72,4 +78,46 @@ def run(args) -> int:
         counts = render.summary_line(diags, 1)
         where = f"wrote {args.output}" if args.output else "flow on standard output"
         stream.write(f"Migrated {args.input} ({result.family}); {where}. {counts}\n")
+    return exit_status(flow_diags)
+
+
+def _run_import(args) -> int:
+    """`--import module:attribute`: import (run) the module, migrate the live object."""
+    from turnflow.compiler.pipeline import check
+    from turnflow.diagnostics import render
+    from turnflow.files import write_atomic
+    from turnflow.migrate import MigrateError
+    from turnflow.migrate.live import import_object, migrate_object
+    from turnflow.source import SourceText
+
+    if args.import_ is None or args.input is not None:
+        return fail("migrate", "give either INPUT or --import MODULE:ATTRIBUTE (exactly one)")
+    stream = sys.stdout if args.output else sys.stderr
+    try:
+        obj, attr = import_object(args.import_)
+    except ValueError as exc:  # a bad spec, a failed import, a missing attribute: the reason, no traceback
+        return fail("migrate", str(exc))
+    where = f"<{args.import_}>"
+    try:
+        result = migrate_object(obj, name=attr.rsplit(".", 1)[-1], path=where)
+    except MigrateError as exc:
+        _print(exc.diagnostics, {}, args.format, stream)
+        if args.format == "text" and not args.quiet:
+            stream.write("Nothing written: the object cannot be migrated.\n")
+        return EXIT_FINDINGS
+    out_path = args.output or "<migrated>"
+    flow_diags = check(result.text, path=out_path)
+    diags = list(result.diagnostics) + list(flow_diags)
+    _print(diags, {out_path: SourceText(result.text, out_path)}, args.format, stream)
+    if args.output:
+        try:
+            write_atomic(args.output, result.text)
+        except OSError as exc:
+            return fail("migrate", f"cannot write `{args.output}`: {exc.strerror or exc}")
+    else:
+        out(result.text)
+    if args.format == "text" and not args.quiet:
+        counts = render.summary_line(diags, 1)
+        target = f"wrote {args.output}" if args.output else "flow on standard output"
+        stream.write(f"Migrated {args.import_} ({result.family}, live object); {target}. {counts}\n")
     return exit_status(flow_diags)

@@ -53,6 +53,10 @@ def register(sub) -> None:
     p.add_argument("--max-turns", type=positive_int, metavar="N", help="end the session after N turns (this run only)")
     p.add_argument("--timeout", type=duration, metavar="DURATION",
                    help="the session's TTL for this run: 90, 90s, 250ms, 5m or 1h")
+    p.add_argument("--hub", metavar="ws://HOST:PORT",
+                   help="take part in the session on a served hub (turnflow serve): the agents file's agents are "
+                        "registered there under their participant names, the other participants are remote "
+                        "(docs/serve.md)")
     from turnflow.commands.run_batch import add_arguments
 
     add_arguments(p)  # --tasks, --concurrency, --lease: batch runs (commands/run_batch.py)
@@ -145,9 +149,11 @@ def load_agents(path: str) -> dict[str, Any]:
 
     from turnflow import yaml_input  # refuses aliases (no "billion laughs") and deep nesting
     from turnflow.runtime.agents.config import build_agent
+    from turnflow.files import refuse_special
     from turnflow.runtime.errors import AdapterError
 
     try:
+        refuse_special(path)  # a FIFO would block forever
         with open(path, encoding="utf-8") as fh:
             data = yaml_input.load(fh.read())
     except FileNotFoundError:
@@ -334,6 +340,11 @@ async def _run(spec: dict, agents: dict, args, store_path: str, printer: "Printe
     if args.verbose:
         hub.subscribe_telemetry(printer.telemetry)
     try:
+        if getattr(args, "hub", None):  # the file's agents on a served hub, the others remote (docs/serve.md)
+            from turnflow.serve.remote import run_remote
+
+            return await run_remote(args.hub, hub, spec, agents, args.task, control=control,
+                                    max_turns=args.max_turns, ttl_seconds=args.timeout)
         return await run_session(hub, spec, agents, args.task, control=control, max_turns=args.max_turns,
                                  ttl_seconds=args.timeout)
     finally:

@@ -15,28 +15,37 @@ from turnflow.source import SourceText, Span
 
 
 def _caret_lines(d: Diagnostic, src: Optional[SourceText]) -> list[str]:
+    """The line the diagnostic is on, with its number and a caret under the span; in a notebook,
+    the cell's line numbered as in the cell."""
+    if d.cell is not None:
+        c = d.cell
+        return _caret(c.line, c.text, c.column, c.end_column if c.end_line == c.line else len(c.text) + 1)
     if src is None:
         return []
     line = src.line_text(d.span.line)
     if not line and d.span.line > src.line_count:
         return []
+    end = d.span.end_column if d.span.end_line == d.span.line else len(line) + 1
+    return _caret(d.span.line, line, d.span.column, end)
+
+
+def _caret(number: int, line: str, column: int, end_column: int) -> list[str]:
     shown = line.expandtabs(1)
     if len(shown) > 200:  # very long lines (e.g. garbage) are cut around the caret
-        start = max(0, d.span.column - 80)
+        start = max(0, column - 80)
         shown = ("…" if start else "") + shown[start:start + 160]
-        col = d.span.column - start + (1 if start else 0)
+        col = column - start + (1 if start else 0)
     else:
-        col = d.span.column
-    width = d.span.end_column - d.span.column if d.span.end_line == d.span.line else len(line) - d.span.column + 1
-    width = max(1, min(width, max(1, len(shown) - col + 1)))
-    gutter = f"{d.span.line:>4} | "
+        col = column
+    width = max(1, min(end_column - column, max(1, len(shown) - col + 1)))
+    gutter = f"{number:>4} | "
     return [gutter + shown, " " * (len(gutter) - 2) + "| " + " " * (col - 1) + "^" * width]
 
 
 def render_text(diags: Sequence[Diagnostic], sources: Mapping[str, SourceText]) -> str:
     out: list[str] = []
     for d in diags:
-        head = f"{d.path}:{d.span.line}:{d.span.column}: {d.code} {d.severity}: {d.message}"
+        head = f"{d.path}:{d.where()}: {d.code} {d.severity}: {d.message}"
         out.append(head)
         out.extend(_caret_lines(d, sources.get(d.path)))
         for rel in d.related:
@@ -47,8 +56,9 @@ def render_text(diags: Sequence[Diagnostic], sources: Mapping[str, SourceText]) 
 
 
 def render_concise(diags: Sequence[Diagnostic]) -> str:
-    """One line per diagnostic (ruff's `concise`): `path:line:col: CODE severity: message`."""
-    return "".join(f"{d.path}:{d.span.line}:{d.span.column}: {d.code} {d.severity}: {d.message}\n" for d in diags)
+    """One line per diagnostic (ruff's `concise`): `path:line:col: CODE severity: message`
+    (`path:cell N:line:col: ...` in a notebook)."""
+    return "".join(f"{d.path}:{d.where()}: {d.code} {d.severity}: {d.message}\n" for d in diags)
 
 
 def render_grouped(diags: Sequence[Diagnostic]) -> str:
@@ -58,9 +68,9 @@ def render_grouped(diags: Sequence[Diagnostic]) -> str:
         by_path.setdefault(d.path, []).append(d)
     out = []
     for path, group in by_path.items():
-        width = max(len(f"{d.span.line}:{d.span.column}") for d in group)
+        width = max(len(d.where()) for d in group)
         out.append(f"{path}:\n" + "".join(
-            f"  {f'{d.span.line}:{d.span.column}':<{width}} {d.code} {d.severity}: {d.message}\n" for d in group))
+            f"  {d.where():<{width}} {d.code} {d.severity}: {d.message}\n" for d in group))
     return "\n".join(out)
 
 
@@ -180,7 +190,8 @@ def _artifact(path: str) -> dict[str, Any]:
 
     if os.path.isabs(path):
         return {"uri": Path(os.path.abspath(path)).as_uri()}
-    return {"uri": quote(path.replace("\\", "/")), "uriBaseId": "%SRCROOT%"}
+    # the name's own bytes (a name that is not UTF-8 holds surrogates): %XX-escaped, as file URIs are
+    return {"uri": quote(path.replace("\\", "/").encode("utf-8", "surrogateescape")), "uriBaseId": "%SRCROOT%"}
 
 
 def _region(span: Span, src: Optional[SourceText]) -> dict[str, Any]:
@@ -229,6 +240,8 @@ def render_sarif(diags: Sequence[Diagnostic], version: str, sources: Optional[Ma
         }
         if d.code in index:
             result["ruleIndex"] = index[d.code]
+        if d.cell is not None:  # a notebook: the region is in the .ipynb file, the cell position rides along
+            result["properties"] = {"cell": d.cell.cell, "cellLine": d.cell.line, "cellColumn": d.cell.column}
         if d.related:
             result["relatedLocations"] = [
                 {"id": i, "message": {"text": r.message},
@@ -242,7 +255,8 @@ def render_sarif(diags: Sequence[Diagnostic], version: str, sources: Optional[Ma
         "runs": [{"tool": {"driver": driver}, "results": results, "columnKind": "unicodeCodePoints",
                   "originalUriBaseIds": {"%SRCROOT%": {"uri": Path(os.getcwd()).as_uri() + "/"}}}],
     }
-    return json.dumps(log, indent=2, ensure_ascii=False) + "\n"
+    # a file name that is not UTF-8 holds lone surrogates: written as \\udcXX escapes, valid JSON
+    return json.dumps(log, indent=2, ensure_ascii=False).encode("utf-8", "backslashreplace").decode("utf-8") + "\n"
 
 
 def _gh_escape(text: str, prop: bool = False) -> str:

@@ -8,7 +8,9 @@ import concurrent.futures
 from typing import Optional
 
 from lsprotocol import types as t
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidRequest
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 
 import turnflow
@@ -26,9 +28,43 @@ _ITEM_KIND = {"keyword": t.CompletionItemKind.Keyword, "participant": t.Completi
               "expectation": t.CompletionItemKind.EnumMember, "action": t.CompletionItemKind.EnumMember}
 
 
+class _Unreadable:
+    """A request whose params pygls could not read (e.g. a position line of -1 or 2**31, outside
+    LSP's unsigned range): it still gets an answer, the error pygls raised."""
+
+    jsonrpc = "2.0"
+
+    def __init__(self, msg_id, code: int, message: str) -> None:
+        self.id, self.code, self.message = msg_id, code, message
+
+
+class FlowProtocol(LanguageServerProtocol):
+    """pygls' protocol, except that every request gets an answer: one it cannot read gets its
+    error (InvalidParams) instead of silence, and one after `shutdown` gets InvalidRequest."""
+
+    def structure_message(self, data):
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as exc:
+            if isinstance(data, dict) and "id" in data and "method" in data:
+                return _Unreadable(data["id"], exc.code, f"{exc.message}: the request's params cannot be read")
+            raise
+
+    def handle_message(self, message):
+        if isinstance(message, _Unreadable):
+            self._send_response(message.id, error=t.ResponseError(code=message.code, message=message.message))
+            return
+        if (getattr(self, "_shutdown", False) and getattr(message, "method", "exit") != "exit"
+                and getattr(message, "id", None) is not None):
+            self._send_response(message.id, error=t.ResponseError(
+                code=JsonRpcInvalidRequest.CODE, message="the server is shut down: only `exit` is accepted"))
+            return
+        super().handle_message(message)
+
+
 class FlowServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("turnflow", turnflow.__version__,
+        super().__init__("turnflow", turnflow.__version__, protocol_cls=FlowProtocol,
                          text_document_sync_kind=t.TextDocumentSyncKind.Incremental)
         self.analyses: dict[str, Analysis] = {}
         self.pending: dict[str, asyncio.Task] = {}

@@ -18,7 +18,16 @@ from turnflow.source import SourceText
 
 FAMILIES = ("classic", "ag2-patterns", "autogen")
 
-__all__ = ["migrate", "detect", "FAMILIES", "Migration", "MigrateError"]
+__all__ = ["migrate", "detect", "from_object", "FAMILIES", "Migration", "MigrateError"]
+
+
+def from_object(obj, name: Optional[str] = None, initiator=None, max_rounds: Optional[int] = None,
+                path: str = "<object>"):
+    """`(flow_text, notes)` for a live GroupChat / GroupChatManager, AG2 group pattern or AutoGen
+    AgentChat team: read from the object itself (see `turnflow.migrate.live`)."""
+    from turnflow.migrate.live import from_object as live
+
+    return live(obj, name=name, initiator=initiator, max_rounds=max_rounds, path=path)
 
 _AG2_MARKERS = ("DefaultPattern(", "AutoPattern(", "RoundRobinPattern(", "RandomPattern(", "ManualPattern(",
                 "initiate_group_chat(", "run_group_chat(", ".handoffs.", "initiate_swarm_chat(", "register_hand_off(")
@@ -128,11 +137,14 @@ def migrate(text: str, path: str = "<string>", family: Optional[str] = None) -> 
         raise
 
 
-def _notebook(cells: tuple[str, list[tuple[int, int]]], path: str, src: SourceText, family: Optional[str],
-              forced: bool) -> Migration:
-    from turnflow.migrate import pyread
+def _notebook(cells, path: str, src: SourceText, family: Optional[str], forced: bool) -> Migration:
+    """Migrate a notebook's code cells (`notebook.Cells`); each diagnostic also says its cell and
+    the line in it (`notebook.relocate`)."""
+    from dataclasses import replace
 
-    code, where = cells
+    from turnflow.migrate import notebook, pyread
+
+    code, where = cells.code, cells.where
     family = family or detect(code)
     if family is None or family == "autogen" and not builds(code):
         raise fail("TF401", "this notebook's code cells build no group chat, AG2 pattern or AutoGen team "
@@ -142,19 +154,19 @@ def _notebook(cells: tuple[str, list[tuple[int, int]]], path: str, src: SourceTe
         if family == "autogen":
             from turnflow.migrate import autogen_py
 
-            return autogen_py.migrate(code, path, src)
-        return _run(code, path, src, family)
+            result = autogen_py.migrate(code, path, src)
+        else:
+            result = _run(code, path, src, family)
     except MigrateError as err:
         first = err.diagnostics[0]
         if "nothing to migrate" in first.message:
             hint = _suggestion(code, family)
             if hint:
-                from dataclasses import replace
-
                 err.diagnostics[0] = replace(first, message=first.message + hint)
-        raise
+        raise MigrateError(notebook.relocate(err.diagnostics, cells, path)) from None
     finally:
         pyread.LINE_MAP[:] = []
+    return replace(result, diagnostics=notebook.relocate(result.diagnostics, cells, path))
 
 
 def _run(text: str, path: str, src: SourceText, family: str) -> Migration:

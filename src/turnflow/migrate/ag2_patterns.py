@@ -19,7 +19,8 @@ from typing import Optional
 from turnflow.migrate.common import MAX_ROUTES, FlowBuilder, Migration, Names, Pos, fail, render, tool_name
 from turnflow.migrate.pyread import (Module, agent_classes, assigned_name, callee, calls, filled_in_loop, function_def,
                                      loop_message,
-                                     is_agent_call, kwarg, parse_module, pos, scopes, termination_test)
+                                     is_agent_call, kwarg, note_choices, parse_module, pos, scopes,
+                                     termination_test)
 from turnflow.source import SourceText
 
 PATTERNS = ("DefaultPattern", "AutoPattern", "RoundRobinPattern", "RandomPattern", "ManualPattern")
@@ -88,25 +89,19 @@ def migrate(text: str, path: str, src: Optional[SourceText] = None) -> Migration
         if id(pcall) in scan.mod.in_loop:
             raise fail("TF401", "the pattern is built in a loop or comprehension the migrator cannot unroll; it "
                        "reads code without running it", pos(pcall), path, src)
-        builders.append(_pattern(scan, pcall, block))
+        scan.mod.take_choices()
+        b = _pattern(scan, pcall, block)
+        note_choices(scan.mod, b)
+        builders.append(b)
     return render(builders, [f"Migrated by `turnflow migrate` from {path} (AG2 group pattern)."],
                   path, src, "ag2-patterns")
 
 
 def _scan(mod: Module, classes: set[str]) -> Scan:
-    path, src = mod.path, mod.src
     scan = Scan(mod, Names())
     for call in calls(mod.tree):
         if is_agent_call(mod, call, classes):
-            var = assigned_name(mod, call)
-            raw = mod.string(kwarg(call, "name", 0)) or var
-            if raw is None:
-                continue
-            name, _ = scan.names.add(raw)
-            fns = mod.elements(kwarg(call, "functions"))
-            one = kwarg(call, "functions")
-            scan.agents[id(call)] = Agent(var or raw, raw, name, call, mod.string(kwarg(call, "description")),
-                                          list(fns) if fns is not None else ([one] if one is not None else []))
+            _scan_agent(scan, call)
     # tools attached after construction
     for fname, fn in mod.functions.items():
         for dec in fn.decorator_list:
@@ -124,63 +119,102 @@ def _scan(mod: Module, classes: set[str]) -> Scan:
             if a is not None and elems is not None:
                 a.functions = list(elems)
     for call in calls(mod.tree):
-        name = callee(call)
-        if name == "register_function" and isinstance(call.func, pyast.Name):
-            # register_function(f, caller=agent, executor=..., name=..., description=...)
-            a = scan.agent_of(kwarg(call, "caller"))
-            f = kwarg(call, "f", 0)
-            if a is not None and f is not None:
-                a.functions.append(_named(f.id, call, kwarg(call, "name")) if isinstance(f, pyast.Name) else f)
-        elif name == "register_for_llm" and isinstance(call.func, pyast.Attribute):
-            # agent.register_for_llm(name=...)(f)
-            a = scan.agent_of(call.func.value)
-            parent = _call_of_result(mod, call)
-            if a is not None and parent is not None and parent.args and isinstance(parent.args[0], pyast.Name):
-                a.functions.append(_named(parent.args[0].id, call, kwarg(call, "name")))
-        elif name in ("add_functions", "update_tool_signature") and isinstance(call.func, pyast.Attribute):
-            a = scan.agent_of(call.func.value)
-            elems = mod.elements(call.args[0]) if call.args else None
-            if a is not None and elems is not None:
-                a.functions += list(elems)
-    # handoffs: agent.handoffs.<method>(...)
-    for call in calls(mod.tree):
-        f = call.func
-        if isinstance(f, pyast.Attribute) and f.attr in HANDOFF_HOLDERS:
-            _legacy_handoffs(scan, call, f.value, call.args[0] if call.args else kwarg(call, "hand_to"))
-            continue
-        if isinstance(f, pyast.Name) and f.id in HANDOFF_HOLDERS:
-            _legacy_handoffs(scan, call, call.args[0] if call.args else kwarg(call, "agent"),
-                             call.args[1] if len(call.args) > 1 else kwarg(call, "hand_to"))
-            continue
-        if not (isinstance(f, pyast.Attribute) and isinstance(f.value, pyast.Attribute)
-                and f.value.attr == "handoffs"):
-            continue
-        owner = f.value.value
-        agent = scan.agent_of(owner)
-        if agent is None or id(call) in mod.in_loop:
-            if agent is None and id(call) not in mod.in_loop and isinstance(owner, pyast.Name) \
-                    and owner.id in ("self", "cls"):
-                continue
-            where = "in a loop the migrator cannot unroll (only `for x in [a, b]:` over a literal list is)" \
-                if id(call) in mod.in_loop else \
-                f"on `{pyast.unparse(owner)}`, which is not an agent created in this file"
-            raise fail("TF401", f"handoffs are configured {where}; the migrator reads code without running it, "
-                       "so it cannot tell which agent they belong to", pos(call), path, src)
-        arg = call.args[0] if call.args else None
-        if f.attr == "set_after_work":
-            agent.after_work = arg if arg is not None else kwarg(call, "target")
-            continue
-        items = _items(mod, arg)
-        if f.attr in ("add_context_condition", "add_context_conditions"):
-            agent.context += items
-        elif f.attr in ("add_llm_condition", "add_llm_conditions"):
-            agent.llm += items
-        elif f.attr in ("add_after_work", "add_after_works"):
-            agent.after_conditional += items
-        elif f.attr in ("add", "add_many"):
-            for it in items:
-                (agent.context if callee(it) == "OnContextCondition" else agent.llm).append(it)
+        _tool_call(scan, call)
+    for call in calls(mod.tree):  # handoffs: agent.handoffs.<method>(...)
+        _handoff_call(scan, call)
     return scan
+
+
+def _scan_agent(scan: Scan, call: pyast.Call) -> None:
+    """An agent constructor: its name (or variable), description and `functions=`."""
+    mod = scan.mod
+    var = assigned_name(mod, call)
+    raw = mod.string(kwarg(call, "name", 0)) or var
+    if raw is None:
+        return
+    name, _ = scan.names.add(raw)
+    fns = mod.elements(kwarg(call, "functions"))
+    one = kwarg(call, "functions")
+    scan.agents[id(call)] = Agent(var or raw, raw, name, call, mod.string(kwarg(call, "description")),
+                                  list(fns) if fns is not None else ([one] if one is not None else []))
+
+
+def _tool_call(scan: Scan, call: pyast.Call) -> None:
+    """A tool attached after construction: `register_function(f, caller=agent)`,
+    `agent.register_for_llm(name=...)(f)`, `agent.add_functions([...])`."""
+    mod = scan.mod
+    name = callee(call)
+    if name == "register_function" and isinstance(call.func, pyast.Name):
+        # register_function(f, caller=agent, executor=..., name=..., description=...)
+        a = scan.agent_of(kwarg(call, "caller"))
+        f = kwarg(call, "f", 0)
+        if a is not None and f is not None:
+            a.functions.append(_named(f.id, call, kwarg(call, "name")) if isinstance(f, pyast.Name) else f)
+    elif name == "register_for_llm" and isinstance(call.func, pyast.Attribute):
+        # agent.register_for_llm(name=...)(f)
+        a = scan.agent_of(call.func.value)
+        parent = _call_of_result(mod, call)
+        if a is not None and parent is not None and parent.args and isinstance(parent.args[0], pyast.Name):
+            a.functions.append(_named(parent.args[0].id, call, kwarg(call, "name")))
+    elif name in ("add_functions", "update_tool_signature") and isinstance(call.func, pyast.Attribute):
+        a = scan.agent_of(call.func.value)
+        elems = mod.elements(call.args[0]) if call.args else None
+        if a is not None and elems is not None:
+            a.functions += list(elems)
+
+
+def _handoff_call(scan: Scan, call: pyast.Call) -> None:
+    """One call configuring handoffs: `register_hand_off(...)`, `agent.handoffs.<method>(...)`."""
+    mod = scan.mod
+    path, src = mod.path, mod.src
+    f = call.func
+    if _legacy_call(scan, call):
+        return
+    if not (isinstance(f, pyast.Attribute) and isinstance(f.value, pyast.Attribute)
+            and f.value.attr == "handoffs"):
+        return
+    owner = f.value.value
+    agent = scan.agent_of(owner)
+    if agent is None or id(call) in mod.in_loop:
+        if agent is None and id(call) not in mod.in_loop and isinstance(owner, pyast.Name) \
+                and owner.id in ("self", "cls"):
+            return
+        where = "in a loop the migrator cannot unroll (only `for x in [a, b]:` over a literal list is)" \
+            if id(call) in mod.in_loop else \
+            f"on `{pyast.unparse(owner)}`, which is not an agent created in this file"
+        raise fail("TF401", f"handoffs are configured {where}; the migrator reads code without running it, "
+                   "so it cannot tell which agent they belong to", pos(call), path, src)
+    arg = call.args[0] if call.args else None
+    if f.attr == "set_after_work":
+        agent.after_work = arg if arg is not None else kwarg(call, "target")
+        return
+    _add_handoffs(agent, f.attr, _items(mod, arg))
+
+
+def _legacy_call(scan: Scan, call: pyast.Call) -> bool:
+    """`agent.register_hand_off([...])` / `register_hand_off(agent, hand_to=[...])`: read, True."""
+    f = call.func
+    if isinstance(f, pyast.Attribute) and f.attr in HANDOFF_HOLDERS:
+        _legacy_handoffs(scan, call, f.value, call.args[0] if call.args else kwarg(call, "hand_to"))
+        return True
+    if isinstance(f, pyast.Name) and f.id in HANDOFF_HOLDERS:
+        _legacy_handoffs(scan, call, call.args[0] if call.args else kwarg(call, "agent"),
+                         call.args[1] if len(call.args) > 1 else kwarg(call, "hand_to"))
+        return True
+    return False
+
+
+def _add_handoffs(agent: Agent, method: str, items: list) -> None:
+    f_attr = method
+    if f_attr in ("add_context_condition", "add_context_conditions"):
+        agent.context += items
+    elif f_attr in ("add_llm_condition", "add_llm_conditions"):
+        agent.llm += items
+    elif f_attr in ("add_after_work", "add_after_works"):
+        agent.after_conditional += items
+    elif f_attr in ("add", "add_many"):
+        for it in items:
+            (agent.context if callee(it) == "OnContextCondition" else agent.llm).append(it)
 
 
 def _named(fname: str, at: pyast.AST, name_node: Optional[pyast.AST]) -> pyast.Name:
@@ -253,22 +287,8 @@ def _pattern(scan: Scan, pcall: pyast.Call, block: str) -> FlowBuilder:
     init_node = kwarg(pcall, "initial_agent", 0)
     agents_arg = kwarg(pcall, "agents", 2 if swarm else 1)
     if filled_in_loop(mod, agents_arg):
-        raise fail("TF401", loop_message(agents_arg), pos(agents_arg), path, src)
-    elements = mod.elements(agents_arg)
-    if elements is None:
-        raise fail("TF401", "`agents` must be a list of agents written out in the file"
-                   + _why_not_list(mod, agents_arg), pos(agents_arg or pcall), path, src)
-    members: list[Agent] = []
-    for e in elements:
-        a = scan.agent_of(e)
-        if a is None:
-            raise fail("TF401", f"`{pyast.unparse(e)}` in `agents` is not an agent created in this file", pos(e),
-                       path, src)
-        if any(m.name == a.name and m is not a for m in members):
-            raise fail("TF401", f"two agents are named {json.dumps(a.raw)}; AG2 requires unique names",
-                       pos(e), path, src)
-        if a not in members:
-            members.append(a)
+        raise fail("TF401", loop_message(agents_arg, mod), pos(agents_arg), path, src)
+    members = _members(scan, agents_arg, pcall)
     initial = scan.agent_of(init_node)
     if initial is None:
         raise fail("TF401", "`initial_agent` must be an agent created in this file", pos(init_node or pcall),
@@ -278,54 +298,17 @@ def _pattern(scan: Scan, pcall: pyast.Call, block: str) -> FlowBuilder:
     cx = Ctx(mod, scan, names, b, initial.name, user.name if user else None, {a.name: a for a in members})
     if user is not None:
         cx.by_name[user.name] = user
-
-    uses_revert = any(callee(c) == "RevertToUserTarget" for c in calls(mod.tree)) or any(
-        isinstance(n, pyast.Attribute) and n.attr == "REVERT_TO_USER" for n in pyast.walk(mod.tree))
-
-    # -- participants (a round robin rotates from the initial agent, the user last) ----------
-    order = list(members)
-    if kind == "RoundRobinPattern":
-        order = [initial] + [m for m in members if m is not initial and m is not user]
-    if user is not None:
-        order = [m for m in order if m is not user] + [user]
-    b.section()
-    for a in order:
-        if a.name != a.raw:
-            b.note("TF402", f"agent name {json.dumps(a.raw)} is not a valid flow NAME; renamed to `{a.name}`",
-                   pos(kwarg(a.call, "name", 0) or a.call))
-        b.participant(a.name, a.description, "initiator" if a is user else None)
-    if user is None and (uses_revert or kind == "ManualPattern"):
-        name = names.add("user")[0]
-        cx.user = name
-        b.note("TF408", "the pattern has no `user_agent`; AG2 creates a user agent for RevertToUserTarget and "
-               f"manual selection; the flow declares `{name}` as the initiator", pos(pcall))
-        b.participant(name, "The human user (created by AG2)", "initiator")
+    order = _pattern_participants(cx, kind, members, initial, user, pcall)
 
     # -- start, caps, context ------------------------------------------------------------------
     b.section()
     b.start(cx.initial)
-    run = pcall if swarm else _run_call(mod, pcall)
-    max_rounds = _max_rounds(cx, run)
-    if max_rounds is None:
-        b.note("TF409", "no `initiate_group_chat(pattern=...)` call runs this pattern in the file; AG2's default "
-               "`max_rounds=20` is assumed", pos(pcall))
-        max_rounds = 20
+    max_rounds, run = _rounds(cx, pcall, swarm)
     b.comment(f"max_rounds={max_rounds} counts the opening message: {max(1, max_rounds - 1)} turns after it")
     b.max_turns(max(1, max_rounds - 1))
     _context_init(cx, kwarg(pcall, "context_variables"))
 
-    # -- the manager's own termination check ----------------------------------------------------
-    b.section()
-    for holder in (pcall, run):
-        if holder is None:
-            continue
-        margs = mod.resolve(kwarg(holder, "swarm_manager_args" if swarm else "group_manager_args"))
-        if isinstance(margs, pyast.Dict):
-            for k, v in zip(margs.keys, margs.values):
-                if mod.string(k) == "is_termination_msg":
-                    _manager_termination(cx, v)
-        if holder is run:
-            break
+    _manager_terminations(cx, pcall, run, swarm)
 
     # -- what the pattern does to after-work -------------------------------------------------------
     speakers = [a.name for a in order]
@@ -344,22 +327,83 @@ def _pattern(scan: Scan, pcall: pyast.Call, block: str) -> FlowBuilder:
         if kind == "RandomPattern":
             _routing_choice(cx, a.name, [y for y in speakers if y != a.name], pcall, note=False)
 
-    # -- the user: AG2 returns to the agent that spoke before it, unless it has after-works ---------
-    user_agent = user if user is not None else None
-    user_has_after = overrides or (user_agent is not None and (user_agent.after_work is not None
-                                                               or user_agent.after_conditional))
-    if cx.user and not user_has_after:
-        # who reaches the user through the group's after-work (written below)
-        group_after = kwarg(pcall, "after_work" if swarm else "group_after_work")
-        via_group: list[str] = []
-        gt = _target(cx, group_after, None) if group_after is not None else \
-            (("group_manager",) if kind == "AutoPattern" else None)  # ManualPattern never picks the user
-        if gt in (("group_manager",), ("initiator",), cx.user):
-            via_group = [m.name for m in members if m.after_work is None and m.name != cx.user]
-        b.section()
-        _back_to_previous(cx, user_node or pcall, via_group)
+    _user_returns(cx, kind, pcall, swarm, user, user_node, overrides, members)
+    _group_after_work(cx, kind, pcall, swarm, speakers, members)
+    return b
 
-    # -- group after-work -----------------------------------------------------------------------------
+
+def _members(scan: Scan, agents_arg: Optional[pyast.AST], pcall: pyast.Call) -> list[Agent]:
+    """The pattern's `agents`: agents of the file, named uniquely."""
+    mod = scan.mod
+    path, src = mod.path, mod.src
+    elements = mod.elements(agents_arg)
+    if elements is None:
+        raise fail("TF401", "`agents` must be a list of agents written out in the file"
+                   + _why_not_list(mod, agents_arg), pos(agents_arg or pcall), path, src)
+    members: list[Agent] = []
+    for e in elements:
+        a = scan.agent_of(e)
+        if a is None:
+            raise fail("TF401", f"`{pyast.unparse(e)}` in `agents` is not an agent created in this file", pos(e),
+                       path, src)
+        if any(m.name == a.name and m is not a for m in members):
+            raise fail("TF401", f"two agents are named {json.dumps(a.raw)}; AG2 requires unique names",
+                       pos(e), path, src)
+        if a not in members:
+            members.append(a)
+    return members
+
+
+def _pattern_participants(cx: "Ctx", kind: str, members: list[Agent], initial: Agent, user: Optional[Agent],
+                          pcall: pyast.Call) -> list[Agent]:
+    """The participants in AG2's order (a round robin rotates from the initial agent, the user last);
+    a `user` initiator when AG2 would create one."""
+    mod, b, names = cx.mod, cx.b, cx.names
+    uses_revert = any(callee(c) == "RevertToUserTarget" for c in calls(mod.tree)) or any(
+        isinstance(n, pyast.Attribute) and n.attr == "REVERT_TO_USER" for n in pyast.walk(mod.tree))
+    order = list(members)
+    if kind == "RoundRobinPattern":
+        order = [initial] + [m for m in members if m is not initial and m is not user]
+    if user is not None:
+        order = [m for m in order if m is not user] + [user]
+    b.section()
+    for a in order:
+        if a.name != a.raw:
+            b.note("TF402", f"agent name {json.dumps(a.raw)} is not a valid flow NAME; renamed to `{a.name}`",
+                   pos(kwarg(a.call, "name", 0) or a.call))
+        b.participant(a.name, a.description, "initiator" if a is user else None)
+    if user is None and (uses_revert or kind == "ManualPattern"):
+        name = names.add("user")[0]
+        cx.user = name
+        b.note("TF408", "the pattern has no `user_agent`; AG2 creates a user agent for RevertToUserTarget and "
+               f"manual selection; the flow declares `{name}` as the initiator", pos(pcall))
+        b.participant(name, "The human user (created by AG2)", "initiator")
+
+    return order
+
+
+def _manager_terminations(cx: "Ctx", pcall: pyast.Call, run: Optional[pyast.Call], swarm: bool) -> None:
+    """The manager's own termination check (`group_manager_args={"is_termination_msg": ...}` on the
+    pattern or on the call that runs it)."""
+    mod, b = cx.mod, cx.b
+    b.section()
+    for holder in (pcall, run):
+        if holder is None:
+            continue
+        margs = mod.resolve(kwarg(holder, "swarm_manager_args" if swarm else "group_manager_args"))
+        if isinstance(margs, pyast.Dict):
+            for k, v in zip(margs.keys, margs.values):
+                if mod.string(k) == "is_termination_msg":
+                    _manager_termination(cx, v)
+        if holder is run:
+            break
+
+
+
+def _group_after_work(cx: "Ctx", kind: str, pcall: pyast.Call, swarm: bool, speakers: list[str],
+                      members: list[Agent]) -> None:
+    """The group's after-work: `otherwise`, or the manager's / the user's / a random choice."""
+    b = cx.b
     b.section()
     group_after = kwarg(pcall, "after_work" if swarm else "group_after_work")
     if kind == "RoundRobinPattern":
@@ -381,7 +425,26 @@ def _pattern(scan: Scan, pcall: pyast.Call, block: str) -> FlowBuilder:
         _manager_choice(cx, speakers, pcall, random=True, manual=True)
     elif not all(m.after_work is not None for m in members):
         b.otherwise(("terminate",))  # the default group after-work (not written when no agent can reach it)
-    return b
+
+
+def _user_returns(cx: "Ctx", kind: str, pcall: pyast.Call, swarm: bool, user: Optional[Agent],
+                  user_node: Optional[pyast.AST], overrides: bool, members: list[Agent]) -> None:
+    """The user: AG2 returns to the agent that spoke before it, unless it has after-works."""
+    b = cx.b
+    user_agent = user if user is not None else None
+    user_has_after = overrides or (user_agent is not None and (user_agent.after_work is not None
+                                                               or user_agent.after_conditional))
+    if cx.user and not user_has_after:
+        # who reaches the user through the group's after-work (written below)
+        group_after = kwarg(pcall, "after_work" if swarm else "group_after_work")
+        via_group: list[str] = []
+        gt = _target(cx, group_after, None) if group_after is not None else \
+            (("group_manager",) if kind == "AutoPattern" else None)  # ManualPattern never picks the user
+        if gt in (("group_manager",), ("initiator",), cx.user):
+            via_group = [m.name for m in members if m.after_work is None and m.name != cx.user]
+        b.section()
+        _back_to_previous(cx, user_node or pcall, via_group)
+
 
 
 def _why_not_list(mod: Module, node: Optional[pyast.AST]) -> str:
@@ -391,11 +454,49 @@ def _why_not_list(mod: Module, node: Optional[pyast.AST]) -> str:
 
 
 def _run_call(mod: Module, pcall: pyast.Call) -> Optional[pyast.Call]:
-    for call in calls(mod.tree):
-        if callee(call) in ("initiate_group_chat", "a_initiate_group_chat", "run_group_chat", "a_run_group_chat"):
-            if mod.resolve(kwarg(call, "pattern", 0)) is pcall:
-                return call
+    """The call that runs the pattern built by `pcall`, by data flow: its `pattern=` resolves to
+    `pcall` where the call is (in the scope, else anywhere in the module: `await
+    a_initiate_group_chat(pattern=pattern, ...)` in `async def main()` runs the global `pattern`)."""
+    for where in (mod, mod.parent):
+        if where is None:
+            continue
+        for call in calls(where.tree):
+            if callee(call) in ("initiate_group_chat", "a_initiate_group_chat", "run_group_chat", "a_run_group_chat"):
+                if where.resolve(kwarg(call, "pattern", 0)) is pcall:
+                    return call
     return None
+
+
+def _rounds(cx: "Ctx", pcall: pyast.Call, swarm: bool) -> tuple[int, Optional[pyast.Call]]:
+    """`max_rounds` of the call that runs the pattern (by data flow); AG2's default 20 when no call
+    does (TF409) or when a call runs a pattern the migrator cannot follow (TF405)."""
+    mod, b = cx.mod, cx.b
+    run = pcall if swarm else _run_call(mod, pcall)
+    max_rounds = _max_rounds(cx, run)
+    if max_rounds is not None:
+        return max_rounds, run
+    unknown = _unfollowed_runs(mod)
+    if unknown:
+        shown = pyast.unparse(kwarg(unknown[0], "pattern", 0) or unknown[0])
+        b.note("TF405", f"`{callee(unknown[0])}(pattern={shown}, ...)` (line {unknown[0].lineno}) runs a pattern the "
+               "migrator cannot follow (a parameter, a call's result); if it runs this one, its `max_rounds` "
+               "applies: AG2's default `max_rounds=20` is assumed", pos(pcall))
+    else:
+        b.note("TF409", "no `initiate_group_chat(pattern=...)` call runs this pattern in the file; AG2's "
+               "default `max_rounds=20` is assumed", pos(pcall))
+    return 20, run
+
+
+def _unfollowed_runs(mod: Module) -> list[pyast.Call]:
+    """Calls running a pattern whose `pattern=` does not resolve to a pattern built in the file."""
+    whole = mod.parent or mod
+    out = []
+    for call in calls(whole.tree):
+        if callee(call) in ("initiate_group_chat", "a_initiate_group_chat", "run_group_chat", "a_run_group_chat"):
+            p = whole.resolve(kwarg(call, "pattern", 0))
+            if not (isinstance(p, pyast.Call) and callee(p) in PATTERNS):
+                out.append(call)
+    return out
 
 
 def _context_init(cx: Ctx, node: Optional[pyast.AST]) -> None:
@@ -497,19 +598,26 @@ def _routing_choice(cx: Ctx, x: str, targets: list[str], at: pyast.AST, note: bo
 
 def _manager_choice(cx: Ctx, speakers: list[str], at: pyast.AST, random: bool = False, manual: bool = False) -> None:
     """GroupManagerTarget as group after-work: every speaker without its own
-    after-work may hand over to any other agent (routing tools) + `next`. ManualPattern's
+    after-work may hand over to any agent, itself included (routing tools) + `next`. ManualPattern's
     AskUserTarget: the user nominates any agent, the speaker itself included, never the user."""
     b = cx.b
     if not random:
         b.note("TF403", "the group manager's LLM picks the next speaker after an agent's work; each agent gets one "
-               "routing tool per other agent, and the next agent when it calls none", pos(at))
+               f"routing tool per agent, {_REPEAT}, and the next agent when it calls none", pos(at))
     for x in speakers:
         a = cx.by_name.get(x)
         if (a is not None and a.after_work is not None) or x == cx.user:
             continue  # the user's replies are handled above
         b.section()
-        targets = [y for y in speakers if y != cx.user] if manual else [y for y in speakers if y != x]
+        targets = [y for y in speakers if y != cx.user] if manual else \
+            [y for y in speakers if y != x] if random else list(speakers)
         _routing_choice(cx, x, targets, at)
+
+
+# AG2's patterns build their GroupChat without `allow_repeat_speaker`; GroupChat turns that None into True
+# when there is no transitions dict (ag2ai/ag2 autogen/agentchat/groupchat.py, __post_init__), so the
+# manager's "auto" selection may pick the agent that just spoke
+_REPEAT = "itself included (the pattern's GroupChat keeps AG2's default `allow_repeat_speaker`, i.e. True)"
 
 
 def _describe(cx: Ctx, name: str) -> str:
@@ -591,10 +699,7 @@ def _alternatives(cx: Ctx, node: Optional[pyast.AST], fn, depth: int = 0) -> lis
     if isinstance(node, pyast.IfExp):
         return _alternatives(cx, node.body, fn, depth + 1) + _alternatives(cx, node.orelse, fn, depth + 1)
     if isinstance(node, pyast.Name) and fn is not None:
-        values = [st.value for st in pyast.walk(fn) if isinstance(st, (pyast.Assign, pyast.AnnAssign))
-                  and st.value is not None
-                  and any(isinstance(t, pyast.Name) and t.id == node.id
-                          for t in (st.targets if isinstance(st, pyast.Assign) else [st.target]))]
+        values = _local_values(fn, node.id)
         if values:
             return [v for value in values for v in _alternatives(cx, value, fn, depth + 1)]
     if isinstance(node, pyast.Subscript):
@@ -605,21 +710,36 @@ def _alternatives(cx: Ctx, node: Optional[pyast.AST], fn, depth: int = 0) -> lis
         if isinstance(d, pyast.Dict):
             return [v for value in d.values for v in _alternatives(cx, value, fn, depth + 1)]
     if isinstance(node, pyast.Call) and callee(node) in ("AgentTarget", "AgentNameTarget"):
-        arg = kwarg(node, "agent", 0) if callee(node) == "AgentTarget" else kwarg(node, "agent_name", 0)
-        if isinstance(arg, (pyast.Name, pyast.IfExp, pyast.Subscript)) and cx.scan.agent_of(arg) is None:
-            alts = _alternatives(cx, arg, fn, depth + 1)
-            if alts and alts != [arg]:
-                out: list[pyast.AST] = []
-                for alt in alts:
-                    if isinstance(alt, pyast.Call) and callee(alt) in ("AgentTarget", "AgentNameTarget"):
-                        out.append(alt)
-                        continue
-                    key = "agent" if callee(node) == "AgentTarget" else "agent_name"
-                    new = pyast.Call(func=node.func, args=[],
-                                     keywords=[pyast.keyword(arg=key, value=alt)])  # type: ignore[call-overload]
-                    out.append(pyast.copy_location(new, alt))
-                return out
+        return _target_alternatives(cx, node, fn, depth)
     return [node]
+
+
+def _local_values(fn, name: str) -> list[pyast.AST]:
+    """Every value a function assigns to its local `name`."""
+    return [st.value for st in pyast.walk(fn) if isinstance(st, (pyast.Assign, pyast.AnnAssign))
+            and st.value is not None
+            and any(isinstance(t, pyast.Name) and t.id == name
+                    for t in (st.targets if isinstance(st, pyast.Assign) else [st.target]))]
+
+
+def _target_alternatives(cx: Ctx, node: pyast.Call, fn, depth: int) -> list[pyast.AST]:
+    """`AgentTarget(x)` where `x` takes several values in the tool (`a if c else b`, a local
+    assigned in branches, a dict lookup): one target per value."""
+    arg = kwarg(node, "agent", 0) if callee(node) == "AgentTarget" else kwarg(node, "agent_name", 0)
+    if not isinstance(arg, (pyast.Name, pyast.IfExp, pyast.Subscript)):
+        return [node]
+    alts = _alternatives(cx, arg, fn, depth + 1)
+    if not alts or alts == [arg] or (len(alts) == 1 and cx.scan.agent_of(arg) is not None):
+        return [node]
+    out: list[pyast.AST] = []
+    for alt in alts:
+        if isinstance(alt, pyast.Call) and callee(alt) in ("AgentTarget", "AgentNameTarget"):
+            out.append(alt)
+            continue
+        key = "agent" if callee(node) == "AgentTarget" else "agent_name"
+        new = pyast.Call(func=node.func, args=[], keywords=[pyast.keyword(arg=key, value=alt)])  # type: ignore[call-overload]
+        out.append(pyast.copy_location(new, alt))
+    return out
 
 
 def _tool_targets(cx: Ctx, fn, depth: int = 0) -> list[tuple[object, pyast.AST]]:
@@ -645,88 +765,100 @@ def _tool_targets(cx: Ctx, fn, depth: int = 0) -> list[tuple[object, pyast.AST]]
 
 
 def _agent_rules(cx: Ctx, a: Agent, kind: str) -> None:
-    b, mod = cx.b, cx.mod
-
-    def resolve_target(t, at):
-        if t == ("group_manager",):
-            b.note("TF408", "GroupManagerTarget as the target of a condition lets the manager's LLM pick; "
-                   f"approximated by the pattern's initial agent, `{cx.initial}`", pos(at))
-            return cx.initial
-        return t
-
-    # 1. context conditions
-    for call in a.context:
-        t = resolve_target(_target(cx, kwarg(call, "target", 0), call), call)
-        _context_rule(cx, a, call, t)
-    # 2. LLM conditions
+    """X's rules in AG2's order: context conditions, LLM conditions, tool targets, after-works."""
+    b = cx.b
+    for call in a.context:  # 1. context conditions
+        _context_rule(cx, a, call, _condition_target(cx, call))
     used_tools: set[str] = set()
-    for call in a.llm:
-        t = resolve_target(_target(cx, kwarg(call, "target", 0), call), call)
-        cond = mod.resolve(kwarg(call, "condition", 1))
-        prompt = None
-        if isinstance(cond, pyast.Call) and callee(cond) == "StringLLMCondition":
-            prompt = mod.string(kwarg(cond, "prompt", 0))
-        elif isinstance(cond, pyast.Constant) and isinstance(cond.value, str):
-            prompt = cond.value  # the legacy ON_CONDITION(target, condition="...")
-        elif isinstance(cond, pyast.Call):
-            b.note("TF406", f"LLM condition `{callee(cond)}` uses a prompt built from context; the routing tool "
-                   "gets a generic description", pos(cond))
-        if kwarg(call, "available") is not None:
-            b.note("TF406", "the `available=` condition of this handoff cannot be expressed; the routing tool is "
-                   "always available", pos(kwarg(call, "available")))
-        label = t if isinstance(t, str) else {"initiator": "user", "terminate": "end", "stay": "self"}.get(t[0],
-                                                                                                          "next")
-        tool = {"end": "end_conversation", "user": "revert_to_user"}.get(label, f"transfer_to_{label}") \
-            if not isinstance(t, str) else f"transfer_to_{label}"
-        i = 2
-        while tool in used_tools:
-            tool = f"transfer_to_{label}_{i}"
-            i += 1
-        used_tools.add(tool)
-        b.handoff(a.name, t, tool, prompt or f"Hand the conversation to {label}")
-    # 3. tools returning ReplyResult(target=...)
-    for fn_node in a.functions:
-        fn = function_def(mod, fn_node)
-        if fn is None or isinstance(fn, pyast.Lambda):
-            continue
-        targets: list = []
-        for t, at in _tool_targets(cx, fn):
-            t = resolve_target(t, at)
-            if t not in targets:
-                targets.append(t)
-        if not targets:
-            continue
-        raw = getattr(fn_node, "_turnflow_tool", None) or fn.name
-        tool = tool_name(raw)
-        if tool != raw:
-            b.note("TF402", f"tool name `{raw}` is not a valid flow NAME; renamed to `{tool}`", pos(fn))
-        if len(targets) == 1:
-            b.add_tool(a.name, tool)
-            b.rule(a.name, targets[0], [("tool", tool)])
-            continue
-        labels = [t if isinstance(t, str) else {"initiator": cx.user or "user", "terminate": "end"}.get(t[0], t[0])
-                  for t in targets]
-        split = [f"{tool}_to_{label}" for label in labels]
-        b.note("TF406", f"tool `{raw}` chooses its target at run time ({', '.join(labels)}); .flow routes on which "
-               "tool was called, so it is split into one routing tool per reachable target ("
-               + ", ".join(f"`{s}`" for s in split) + f"): bind each to `{raw}`", pos(fn))
-        doc = pyast.get_docstring(fn) or f"Call {raw}"
-        doc = doc.strip().splitlines()[0] if doc.strip() else f"Call {raw}"
-        for t, label, s in zip(targets, labels, split):
-            b.handoff(a.name, t, s, f"{doc} (then {label} speaks)" if isinstance(t, str) or t == ("initiator",)
-                      else f"{doc} ({label})")
-    # 4. after-work (conditional, then unconditional)
-    for call in a.after_conditional:
-        t = resolve_target(_target(cx, kwarg(call, "target", 0), call), call)
-        _context_rule(cx, a, call, t)
+    for call in a.llm:  # 2. LLM conditions
+        _llm_handoff(cx, a, call, used_tools)
+    for fn_node in a.functions:  # 3. tools returning ReplyResult(target=...)
+        _tool_rules(cx, a, fn_node)
+    for call in a.after_conditional:  # 4. after-work (conditional, then unconditional)
+        _context_rule(cx, a, call, _condition_target(cx, call))
     if a.after_work is not None:
         t = _target(cx, a.after_work, a.after_work)
         if t == ("group_manager",):
             b.note("TF403", "GroupManagerTarget as after-work lets the manager's LLM pick; the agent gets one "
-                   "routing tool per other agent, and the next agent when it calls none", pos(a.after_work))
-            _routing_choice(cx, a.name, [n for n in cx.by_name if n != a.name], a.after_work)
+                   f"routing tool per agent, {_REPEAT}, and the next agent when it calls none", pos(a.after_work))
+            _routing_choice(cx, a.name, list(cx.by_name), a.after_work)
         else:
             b.rule(a.name, t)
+
+
+def _resolve_target(cx: Ctx, t, at):
+    """GroupManagerTarget as a condition's target: the initial agent (TF408)."""
+    if t == ("group_manager",):
+        cx.b.note("TF408", "GroupManagerTarget as the target of a condition lets the manager's LLM pick; "
+                  f"approximated by the pattern's initial agent, `{cx.initial}`", pos(at))
+        return cx.initial
+    return t
+
+
+def _condition_target(cx: Ctx, call: pyast.Call):
+    return _resolve_target(cx, _target(cx, kwarg(call, "target", 0), call), call)
+
+
+def _llm_handoff(cx: Ctx, a: Agent, call: pyast.Call, used_tools: set[str]) -> None:
+    """`OnCondition(target=T, condition=StringLLMCondition(prompt=P))`: a routing tool to T."""
+    b, mod = cx.b, cx.mod
+    t = _condition_target(cx, call)
+    cond = mod.resolve(kwarg(call, "condition", 1))
+    prompt = None
+    if isinstance(cond, pyast.Call) and callee(cond) == "StringLLMCondition":
+        prompt = mod.string(kwarg(cond, "prompt", 0))
+    elif isinstance(cond, pyast.Constant) and isinstance(cond.value, str):
+        prompt = cond.value  # the legacy ON_CONDITION(target, condition="...")
+    elif isinstance(cond, pyast.Call):
+        b.note("TF406", f"LLM condition `{callee(cond)}` uses a prompt built from context; the routing tool "
+               "gets a generic description", pos(cond))
+    if kwarg(call, "available") is not None:
+        b.note("TF406", "the `available=` condition of this handoff cannot be expressed; the routing tool is "
+               "always available", pos(kwarg(call, "available")))
+    label = t if isinstance(t, str) else {"initiator": "user", "terminate": "end", "stay": "self"}.get(t[0], "next")
+    tool = {"end": "end_conversation", "user": "revert_to_user"}.get(label, f"transfer_to_{label}") \
+        if not isinstance(t, str) else f"transfer_to_{label}"
+    i = 2
+    while tool in used_tools:
+        tool = f"transfer_to_{label}_{i}"
+        i += 1
+    used_tools.add(tool)
+    b.handoff(a.name, t, tool, prompt or f"Hand the conversation to {label}")
+
+
+def _tool_rules(cx: Ctx, a: Agent, fn_node: pyast.AST) -> None:
+    """A tool returning `ReplyResult(target=T)`: `X -> T when tool f`; several targets: one routing
+    tool per target (TF406)."""
+    b, mod = cx.b, cx.mod
+    fn = function_def(mod, fn_node)
+    if fn is None or isinstance(fn, pyast.Lambda):
+        return
+    targets: list = []
+    for t, at in _tool_targets(cx, fn):
+        t = _resolve_target(cx, t, at)
+        if t not in targets:
+            targets.append(t)
+    if not targets:
+        return
+    raw = getattr(fn_node, "_turnflow_tool", None) or fn.name
+    tool = tool_name(raw)
+    if tool != raw:
+        b.note("TF402", f"tool name `{raw}` is not a valid flow NAME; renamed to `{tool}`", pos(fn))
+    if len(targets) == 1:
+        b.add_tool(a.name, tool)
+        b.rule(a.name, targets[0], [("tool", tool)])
+        return
+    labels = [t if isinstance(t, str) else {"initiator": cx.user or "user", "terminate": "end"}.get(t[0], t[0])
+              for t in targets]
+    split = [f"{tool}_to_{label}" for label in labels]
+    b.note("TF406", f"tool `{raw}` chooses its target at run time ({', '.join(labels)}); .flow routes on which "
+           "tool was called, so it is split into one routing tool per reachable target ("
+           + ", ".join(f"`{s}`" for s in split) + f"): bind each to `{raw}`", pos(fn))
+    doc = pyast.get_docstring(fn) or f"Call {raw}"
+    doc = doc.strip().splitlines()[0] if doc.strip() else f"Call {raw}"
+    for t, label, s in zip(targets, labels, split):
+        b.handoff(a.name, t, s, f"{doc} (then {label} speaks)" if isinstance(t, str) or t == ("initiator",)
+                  else f"{doc} ({label})")
 
 
 def _show(t) -> str:

@@ -75,16 +75,7 @@ def _teams(data: Any, pos: Positions, path: str, src: SourceText) -> list[dict]:
     if isinstance(data, dict) and isinstance(data.get("items"), dict) and "components" not in data:
         data = {**data, "components": data["items"]}  # the older AutoGen Studio gallery: {"items": {"teams": [...]}}
     if isinstance(data, dict) and isinstance(data.get("components"), dict):
-        teams = data["components"].get("teams")
-        if isinstance(teams, list) and teams:
-            out = [t for t in teams if _kind(t) in TEAMS]
-            for t in teams:
-                if _kind(t) not in TEAMS:
-                    raise fail("TF401", f"gallery team `{_kind(t) or '?'}` is not a supported team "
-                               f"({', '.join(TEAMS)})", pos.of(t), path, src)
-            return out
-        raise fail("TF401", "gallery file without teams (`components.teams` is empty or missing)",
-                   pos.of(data["components"]), path, src)
+        return _gallery_teams(data, pos, path, src)
     if isinstance(data, list) and data and all(_kind(t) in TEAMS for t in data):
         return data
     if isinstance(data, dict) and _kind(data):
@@ -96,6 +87,19 @@ def _teams(data: Any, pos: Positions, path: str, src: SourceText) -> list[dict]:
     raise fail("TF401", "not an AutoGen team component: expected an object with \"provider\" naming one of "
                f"{', '.join(TEAMS)}, a list of them, or a gallery file with components.teams",
                pos.of(where) if isinstance(where, (dict, list)) else Pos(1, 1), path, src)
+
+
+def _gallery_teams(data: dict, pos: Positions, path: str, src: SourceText) -> list[dict]:
+    """The teams of a gallery file (`components.teams`); refused when one is not a supported team."""
+    teams = data["components"].get("teams")
+    if isinstance(teams, list) and teams:
+        for t in teams:
+            if _kind(t) not in TEAMS:
+                raise fail("TF401", f"gallery team `{_kind(t) or '?'}` is not a supported team "
+                           f"({', '.join(TEAMS)})", pos.of(t), path, src)
+        return list(teams)
+    raise fail("TF401", "gallery file without teams (`components.teams` is empty or missing)",
+               pos.of(data["components"]), path, src)
 
 
 def _agents(team: dict, pos: Positions, names: Names, b: FlowBuilder, path: str, src: SourceText) -> list[Agent]:
@@ -120,13 +124,17 @@ def _agents(team: dict, pos: Positions, names: Names, b: FlowBuilder, path: str,
             tn = _config(t).get("name") if isinstance(t, dict) else None
             if isinstance(tn, str) and tn:
                 agent.tools.append(tool_name(tn))
+        # AutoGen's Handoff defaults (autogen_agentchat.base.Handoff.set_defaults): description
+        # "Handoff to T.", name "transfer_to_t" (lower-cased)
         for h in _list(pc.get("handoffs")):
             if isinstance(h, str):
-                agent.handoffs.append({"target": h, "description": None, "name": f"transfer_to_{h}",
-                                       "at": pos.of(pc, "handoffs")})
+                agent.handoffs.append({"target": h, "description": f"Handoff to {h}.",
+                                       "name": f"transfer_to_{h}".lower(), "at": pos.of(pc, "handoffs")})
             elif isinstance(h, dict) and isinstance(h.get("target"), str):
-                agent.handoffs.append({"target": h["target"], "description": h.get("description"),
-                                       "name": h.get("name") or f"transfer_to_{h['target']}", "at": pos.of(h)})
+                agent.handoffs.append({"target": h["target"],
+                                       "description": h.get("description") or f"Handoff to {h['target']}.",
+                                       "name": h.get("name") or f"transfer_to_{h['target']}".lower(),
+                                       "at": pos.of(h)})
         agents.append(agent)
     return agents
 
@@ -164,55 +172,72 @@ def _termination(cond: Any, pos: Positions, b: FlowBuilder, term: Term, names: N
     if kind in ("OrTerminationCondition", "AndTerminationCondition"):
         if kind == "AndTerminationCondition":
             term.note("TF405", "`&` (And) of termination conditions ends the run only when all have fired; "
-                   "approximated by ending when any of them fires", at)
+                      "approximated by ending when any of them fires", at)
         for c in _list(cfg.get("conditions")):
             _termination(c, pos, b, term, names)
         return
-    if kind == "MaxMessageTermination":
-        n = cfg.get("max_messages")
-        if isinstance(n, int) and not isinstance(n, bool) and n >= 1:
-            if term.max_messages is None or n < term.max_messages:
-                term.max_messages, term.max_at = n, at
-        else:
-            term.note("TF405", f"MaxMessageTermination's `max_messages` is {_show_number(n)}, {_bad_number(n)}; "
-                      "this condition is dropped", at)
-        return
-    if kind == "TextMentionTermination":
-        text = cfg.get("text")
-        if isinstance(text, str) and text:
-            srcs = cfg.get("sources")
-            term.texts.append((text, [names.map.get(s, s) for s in srcs if isinstance(s, str)]
-                               if isinstance(srcs, list) and srcs else None))
-        return
-    if kind == "SourceMatchTermination":
-        for s in _list(cfg.get("sources")):
-            if isinstance(s, str):
-                term.sources.append(names.map.get(s, s))
-        return
-    if kind == "HandoffTermination":
-        if isinstance(cfg.get("target"), str):
-            term.handoff_targets.append(cfg["target"])
-        return
-    if kind == "TextMessageTermination":
-        s = cfg.get("source")
-        term.text_message.append(names.map.get(s, s) if isinstance(s, str) else None)
-        return
-    if kind == "FunctionCallTermination":
-        if isinstance(cfg.get("function_name"), str):
-            term.function_calls.append(tool_name(cfg["function_name"]))
-        return
-    if kind == "TimeoutTermination":
-        t = cfg.get("timeout_seconds")
-        if isinstance(t, (int, float)) and not isinstance(t, bool) and t > 0:
-            term.note("TF405", "TimeoutTermination counts from the start of `run()`; approximated by the session's "
-                   f"time to live, `ttl {int(round(t))}s`", at)
-            term.timeout = int(round(t))
+    read = _TERMINATIONS.get(kind or "")
+    if read is not None:
+        read(cfg, term, names, at)
         return
     if kind == "StopMessageTermination":
         term.note("TF405", "StopMessageTermination ends the run when an agent emits a StopMessage, which .flow "
-               "cannot observe; dropped", at)
+                  "cannot observe; dropped", at)
         return
     term.note("TF405", f"termination condition `{kind or '?'}` cannot be expressed; dropped", at)
+
+
+def _max_messages(cfg: dict, term: Term, names: Names, at: Pos) -> None:
+    n = cfg.get("max_messages")
+    if isinstance(n, int) and not isinstance(n, bool) and n >= 1:
+        if term.max_messages is None or n < term.max_messages:
+            term.max_messages, term.max_at = n, at
+    else:
+        term.note("TF405", f"MaxMessageTermination's `max_messages` is {_show_number(n)}, {_bad_number(n)}; "
+                  "this condition is dropped", at)
+
+
+def _text_mention(cfg: dict, term: Term, names: Names, at: Pos) -> None:
+    text = cfg.get("text")
+    if isinstance(text, str) and text:
+        srcs = cfg.get("sources")
+        term.texts.append((text, [names.map.get(s, s) for s in srcs if isinstance(s, str)]
+                           if isinstance(srcs, list) and srcs else None))
+
+
+def _source_match(cfg: dict, term: Term, names: Names, at: Pos) -> None:
+    for s in _list(cfg.get("sources")):
+        if isinstance(s, str):
+            term.sources.append(names.map.get(s, s))
+
+
+def _handoff_termination(cfg: dict, term: Term, names: Names, at: Pos) -> None:
+    if isinstance(cfg.get("target"), str):
+        term.handoff_targets.append(cfg["target"])
+
+
+def _text_message_termination(cfg: dict, term: Term, names: Names, at: Pos) -> None:
+    s = cfg.get("source")
+    term.text_message.append(names.map.get(s, s) if isinstance(s, str) else None)
+
+
+def _function_call_termination(cfg: dict, term: Term, names: Names, at: Pos) -> None:
+    if isinstance(cfg.get("function_name"), str):
+        term.function_calls.append(tool_name(cfg["function_name"]))
+
+
+def _timeout(cfg: dict, term: Term, names: Names, at: Pos) -> None:
+    t = cfg.get("timeout_seconds")
+    if isinstance(t, (int, float)) and not isinstance(t, bool) and t > 0:
+        term.note("TF405", "TimeoutTermination counts from the start of `run()`; approximated by the session's "
+                  f"time to live, `ttl {int(round(t))}s`", at)
+        term.timeout = int(round(t))
+
+
+_TERMINATIONS = {"MaxMessageTermination": _max_messages, "TextMentionTermination": _text_mention,
+                 "SourceMatchTermination": _source_match, "HandoffTermination": _handoff_termination,
+                 "TextMessageTermination": _text_message_termination,
+                 "FunctionCallTermination": _function_call_termination, "TimeoutTermination": _timeout}
 
 
 def _show_number(n: Any) -> str:
@@ -259,12 +284,52 @@ def _team(team: dict, pos: Positions, blocks: Names, path: str, src: SourceText)
     term = Term()
     _termination(cfg.get("termination_condition"), pos, b, term, names)
 
-    # tools each agent owns (for FunctionCallTermination)
-    for a in agents:
-        for t in a.tools:
-            if t in term.function_calls:
-                b.add_tool(a.name, t)
+    for a in agents:  # tools each agent owns (for FunctionCallTermination)
+        for t in (t for t in a.tools if t in term.function_calls):
+            b.add_tool(a.name, t)
 
+    _participants(b, agents, names, cfg, pos)
+
+    # -- start and caps -------------------------------------------------------
+    b.section()
+    selection = None
+    if team.get("_python"):  # a team written in Python: its selector_func / candidate_func
+        from turnflow.migrate.selection import read_selector
+
+        selection = read_selector(team, order, names, b) if kind == "SelectorGroupChat" else None
+    start = _start(team, cfg, kind, selection, b, pos, names, order, path, src)
+    b.start(start)
+    _caps(cfg, kind, term, b, pos)
+    _ignored_settings(b, cfg, pos)
+
+    _termination_rules(b, term, agents, by_name)
+
+    # -- routing (speakers that always end the run need none) ------------------------
+    ended = {s for s in term.sources if s in by_name}
+    agents = [a for a in agents if a.name not in ended]
+    # TextMessageTermination: after the handoffs, a round that produced text ends the run
+    texted = set(order) if None in term.text_message else {s for s in term.text_message if s in by_name}
+    if kind == "RoundRobinGroupChat":
+        _round_robin_routing(b, agents, term, order, by_name, ended, texted)
+    elif kind in ("SelectorGroupChat", "MagenticOneGroupChat"):
+        _selector_routing(team, cfg, kind, b, agents, term, order, by_name, ended | texted, selection, pos)
+    elif kind == "Swarm":
+        _swarm_routing(team, b, agents, term, order, by_name, names, ended, texted, pos)
+    elif kind == "GraphFlow":
+        _terminating_handoffs(b, agents, term, order)
+        _text_message(b, term, by_name)
+        _graph(cfg, pos, b, names, order, path, src, ended | texted)
+    return b
+
+
+def _ignored_settings(b: FlowBuilder, cfg: dict, pos) -> None:
+    """Settings that change behaviour the speaker graph cannot describe (defaults are not reported)."""
+    for key, default in (("emit_team_events", False), ("max_stalls", 3)):
+        if key in cfg and cfg[key] is not None and cfg[key] != default:
+            b.note("TF409", f"`{key}` has no equivalent in a .flow file; ignored", pos.of(cfg, key))
+
+
+def _participants(b: FlowBuilder, agents, names: Names, cfg: dict, pos) -> None:
     b.section()
     for a in agents:
         if a.name != a.raw:
@@ -276,14 +341,45 @@ def _team(team: dict, pos: Positions, blocks: Names, path: str, src: SourceText)
                "(AutoGen does not count it as a team member)", pos.of(cfg, "participants"))
         b.participant(names.add("user")[0], "The sender of the task (not a team member)", "initiator")
 
-    # -- start and caps -------------------------------------------------------
-    b.section()
-    start = order[0]
-    selection = None
-    if team.get("_python"):  # a team written in Python: its selector_func / candidate_func
-        from turnflow.migrate.selection import TASK_SOURCE, read_selector
 
-        selection = read_selector(team, order, names, b) if kind == "SelectorGroupChat" else None
+def _termination_rules(b: FlowBuilder, term, agents, by_name: dict) -> None:
+    """The termination conditions as rules, first: source matches, text mentions, function calls."""
+    b.section()
+    for code, message, at in term.notes:
+        b.note(code, message, at)
+    for s in term.sources:
+        if s in by_name:
+            b.rule(s, ("terminate", "source_match"))
+    for text, sources in term.texts:
+        for s in sources or [None]:
+            if s is None or s in by_name:
+                b.rule(s, ("terminate", "text_mention"), [("text", text)])
+    for fn in term.function_calls:
+        owners = [a.name for a in agents if fn in a.tools]
+        for o in owners or [None]:
+            b.rule(o, ("terminate", "function_call"), [("tool", fn)])
+
+
+def _round_robin_routing(b: FlowBuilder, agents, term, order: list[str], by_name: dict, ended: set,
+                         texted: set) -> None:
+    _terminating_handoffs(b, agents, term, order)
+    _text_message(b, term, by_name)
+    b.section()
+    if texted >= set(order) - ended:
+        pass  # every speaker's round ends the run: no routing is ever used
+    elif len(order) == 1:
+        b.rule(order[0], ("stay",))  # a one-agent round robin: the agent speaks again
+    else:
+        b.rule(None, ("next",))
+
+
+def _start(team: dict, cfg: dict, kind: str, selection, b: FlowBuilder, pos, names: Names, order: list[str],
+           path: str, src) -> str:
+    """The flow's `start`: GraphFlow's entry, the first speaker a selector function picks, else the first
+    participant (with the note saying why)."""
+    from turnflow.migrate.selection import TASK_SOURCE
+
+    start = order[0]
     first = selection.get(TASK_SOURCE) if selection else None
     if kind == "GraphFlow":
         start = _graph_start(cfg, pos, b, names, order, path, src)
@@ -299,7 +395,11 @@ def _team(team: dict, pos: Positions, blocks: Names, path: str, src: SourceText)
         b.note("TF408", "Magentic-One's orchestrator plans, keeps a progress ledger and picks every speaker "
                "(including the first); approximated by routing tools on each participant and the first "
                "participant as start", pos.of(team, "provider"))
-    b.start(start)
+    return start
+
+
+def _caps(cfg: dict, kind: str, term, b: FlowBuilder, pos) -> None:
+    """`max_turns` (the team's, MaxMessageTermination's minus the task message: the smaller) and `ttl`."""
     caps = []
     mt = cfg.get("max_turns")
     if kind == "MagenticOneGroupChat" and mt is None:
@@ -321,110 +421,78 @@ def _team(team: dict, pos: Positions, blocks: Names, path: str, src: SourceText)
             b.comment(f"MaxMessageTermination({term.max_messages}) counts the task message: "
                       f"{term.max_messages - 1} agent turns")
         b.max_turns(min(caps))
-    # settings that change behaviour the speaker graph cannot describe (defaults are not reported)
-    for key, default in (("emit_team_events", False), ("max_stalls", 3)):
-        if key in cfg and cfg[key] is not None and cfg[key] != default:
-            b.note("TF409", f"`{key}` has no equivalent in a .flow file; ignored", pos.of(cfg, key))
 
-    # -- termination first -------------------------------------------------------
-    b.section()
-    for code, message, at in term.notes:
-        b.note(code, message, at)
-    for s in term.sources:
-        if s in by_name:
-            b.rule(s, ("terminate", "source_match"))
-    for text, sources in term.texts:
-        for s in sources or [None]:  # type: ignore[list-item]
-            if s is None or s in by_name:
-                b.rule(s, ("terminate", "text_mention"), [("text", text)])
-    for fn in term.function_calls:
-        owners = [a.name for a in agents if fn in a.tools]
-        for o in owners or [None]:  # type: ignore[list-item]
-            b.rule(o, ("terminate", "function_call"), [("tool", fn)])
 
-    # -- routing (speakers that always end the run need none) ------------------------
-    ended = {s for s in term.sources if s in by_name}
-    agents = [a for a in agents if a.name not in ended]
-    # TextMessageTermination: after the handoffs, a round that produced text ends the run
-    texted = set(order) if None in term.text_message else {s for s in term.text_message if s in by_name}
-    if kind == "RoundRobinGroupChat":
-        _terminating_handoffs(b, agents, term, order)
-        _text_message(b, term, by_name)
+def _selector_routing(team: dict, cfg: dict, kind: str, b: FlowBuilder, agents, term, order: list[str],
+                      by_name: dict, done: set, selection, pos) -> None:
+    """SelectorGroupChat / Magentic-One: each speaker's selector outcomes, or routing tools to every
+    eligible participant + `next`; `done`: speakers whose round always ends the run."""
+    repeat = bool(cfg.get("allow_repeated_speaker", False)) or kind == "MagenticOneGroupChat"
+    if kind == "SelectorGroupChat":
+        b.note("TF403", "the selector model picks the next speaker; each participant gets one routing tool "
+               "per possible successor, and the next participant when it calls none", pos.of(team, "provider"))
+    _terminating_handoffs(b, agents, term, order)
+    _text_message(b, term, by_name)
+    capped = False
+    for x in order:
+        if x in done:
+            continue
         b.section()
-        if texted >= set(order) - ended:
-            pass  # every speaker's round ends the run: no routing is ever used
-        elif len(order) == 1:
-            b.rule(order[0], ("stay",))  # a one-agent round robin: the agent speaks again
-        else:
-            b.rule(None, ("next",))
-    elif kind in ("SelectorGroupChat", "MagenticOneGroupChat"):
-        repeat = bool(cfg.get("allow_repeated_speaker", False)) or kind == "MagenticOneGroupChat"
-        if kind == "SelectorGroupChat":
-            b.note("TF403", "the selector model picks the next speaker; each participant gets one routing tool "
-                   "per possible successor, and the next participant when it calls none", pos.of(team, "provider"))
-        _terminating_handoffs(b, agents, term, order)
-        _text_message(b, term, by_name)
-        capped = False
-        for x in order:
-            if x in ended or x in texted:
-                continue
-            b.section()
-            eligible = [y for y in order if repeat or y != x] or [x]
-            if selection is not None:
-                from turnflow.migrate.selection import emit
+        eligible = [y for y in order if repeat or y != x] or [x]
+        if selection is not None:
+            from turnflow.migrate.selection import emit
 
-                def choices(o, eligible=eligible):
-                    if o.target[0] == "candidates":
-                        return [y for y in o.target[1] if y in order] or eligible
-                    return eligible
+            def choices(o, eligible=eligible):
+                if o.target[0] == "candidates":
+                    return [y for y in o.target[1] if y in order] or eligible
+                return eligible
 
-                def after(opts, x=x):
-                    i = order.index(x)
-                    return next((order[(i + k) % len(order)] for k in range(1, len(order) + 1)
-                                 if order[(i + k) % len(order)] in opts), opts[0])
+            def after(opts, x=x):
+                i = order.index(x)
+                return next((order[(i + k) % len(order)] for k in range(1, len(order) + 1)
+                             if order[(i + k) % len(order)] in opts), opts[0])
 
-                for text in selection.get("_comments", {}).get(x, []):
-                    b.comment(text)
-                emit(b, x, selection[x], choices, after, lambda y: _describe(by_name, y))
-                continue
-            if len(eligible) == 1:
-                b.rule(x, eligible[0])
-                continue
-            if len(eligible) > MAX_ROUTES and not capped:
-                capped = True
-                b.note("TF403", f"each participant may hand over to {len(eligible)} others; only the first "
-                       f"{MAX_ROUTES} get a routing tool (the output stays bounded); the others are reached through "
-                       "the fallback rotation", pos.of(team, "provider"))
-            for y in eligible[:MAX_ROUTES]:
-                b.handoff(x, y, f"transfer_to_{y}", _describe(by_name, y))
-            b.rule(x, ("next",) if len(order) > 1 else x)
-    elif kind == "Swarm":
-        b.note("TF403", "in a Swarm the speaker picks the next one by calling a handoff tool and speaks again "
-               "when it calls none; the flow keeps the handoffs and falls back to `stay`", pos.of(team, "provider"))
-        for a in agents:
-            if not a.handoffs:
-                continue
-            b.section()
-            for h in a.handoffs:
-                target = h["target"]
-                tool = _tool(b, h)
-                desc = h["description"] or None
-                if target in names.map and names.map[target] in by_name and target not in term.handoff_targets:
-                    b.handoff(a.name, names.map[target], tool, desc or _describe(by_name, names.map[target]))
-                else:
-                    if target not in term.handoff_targets:
-                        b.note("TF408", f"`{a.raw}` hands off to `{target}`, which is not in the team and has no "
-                               "HandoffTermination; AutoGen ends the run there, so does the flow", h["at"])
-                    b.handoff(a.name, ("terminate", f"handoff_to_{target}"), tool, desc)
-        _text_message(b, term, by_name)
-        if not texted >= set(order) - ended:
-            b.section()
-            b.otherwise(("stay",))
-    elif kind == "GraphFlow":
-        _terminating_handoffs(b, agents, term, order)
-        _text_message(b, term, by_name)
-        _graph(cfg, pos, b, names, order, path, src, ended | texted)
-    return b
+            for text in selection.get("_comments", {}).get(x, []):
+                b.comment(text)
+            emit(b, x, selection[x], choices, after, lambda y: _describe(by_name, y))
+            continue
+        if len(eligible) == 1:
+            b.rule(x, eligible[0])
+            continue
+        if len(eligible) > MAX_ROUTES and not capped:
+            capped = True
+            b.note("TF403", f"each participant may hand over to {len(eligible)} others; only the first "
+                   f"{MAX_ROUTES} get a routing tool (the output stays bounded); the others are reached through "
+                   "the fallback rotation", pos.of(team, "provider"))
+        for y in eligible[:MAX_ROUTES]:
+            b.handoff(x, y, f"transfer_to_{y}", _describe(by_name, y))
+        b.rule(x, ("next",) if len(order) > 1 else x)
+
+
+def _swarm_routing(team: dict, b: FlowBuilder, agents, term, order: list[str], by_name: dict, names: Names,
+                   ended: set, texted: set, pos) -> None:
+    """Swarm: each handoff a routing tool (a handoff out of the team terminates), `otherwise -> stay`."""
+    b.note("TF403", "in a Swarm the speaker picks the next one by calling a handoff tool and speaks again "
+           "when it calls none; the flow keeps the handoffs and falls back to `stay`", pos.of(team, "provider"))
+    for a in agents:
+        if not a.handoffs:
+            continue
+        b.section()
+        for h in a.handoffs:
+            target = h["target"]
+            tool = _tool(b, h)
+            desc = h["description"] or None
+            if target in names.map and names.map[target] in by_name and target not in term.handoff_targets:
+                b.handoff(a.name, names.map[target], tool, desc or _describe(by_name, names.map[target]))
+            else:
+                if target not in term.handoff_targets:
+                    b.note("TF408", f"`{a.raw}` hands off to `{target}`, which is not in the team and has no "
+                           "HandoffTermination; AutoGen ends the run there, so does the flow", h["at"])
+                b.handoff(a.name, ("terminate", f"handoff_to_{target}"), tool, desc)
+    _text_message(b, term, by_name)
+    if not texted >= set(order) - ended:
+        b.section()
+        b.otherwise(("stay",))
 
 
 def _terminating_handoffs(b: FlowBuilder, agents: list[Agent], term: Term, order: list[str]) -> None:
@@ -480,11 +548,34 @@ def _graph_start(cfg, pos, b, names, order, path, src) -> str:
                 parents[e["target"]] += 1
     roots = [names.map.get(n, n) for n in nodes if parents[n] == 0]
     if len(roots) > 1:
-        b.note("TF407", f"the graph starts at several nodes in parallel ({', '.join(roots)}); a flow has one "
-               f"speaker at a time: they run one after another in that order, starting with `{roots[0]}`",
-               pos.of(graph, "nodes"))
+        b.note("TF407", f"the graph starts at several nodes, which AutoGen runs in parallel ({', '.join(roots)}); "
+               "a flow has one speaker at a time, so they no longer run in parallel: they run in the order "
+               f"{' -> '.join(roots)}, starting with `{roots[0]}`", pos.of(graph, "nodes"))
         cfg["_roots"] = roots
     return roots[0] if roots else order[0]
+
+
+def _parallel_branch(b: FlowBuilder, x: str, chain: dict, edges: dict, at: Pos) -> None:
+    """`x`, a parallel branch made sequential: it hands over to the next branch; its own edges are
+    taken by the last branch when that one leads there too, else they are lost (TF407 says so)."""
+    nxt, origin, _ = chain[x]
+    dropped = [t for t, _, _ in edges.get(x, [])]
+    where = "the start" if origin == "the start" else f"`{origin}`"
+    last, seen = nxt, {x}
+    while last in chain and last not in seen:  # the branch that continues where they lead
+        seen.add(last)
+        last = chain[last][0]
+    kept = {t for t, _, _ in edges.get(last, [])}
+    lost = [t for t in dropped if t not in kept]
+    if lost:
+        b.note("TF407", f"`{x}` is a parallel branch of {where}, made sequential: it hands over to `{nxt}`, "
+               f"and its own edges to {', '.join(lost)} are not in the flow (the last branch, `{last}`, "
+               "does not lead there)", at)
+    else:
+        b.comment(f"TF407: parallel branch of {where}, made sequential"
+                  + (f" (its own edges to {', '.join(dropped)} are taken by the last branch, `{last}`)"
+                     if dropped else ""))
+    b.rule(x, nxt)
 
 
 def _graph(cfg, pos, b: FlowBuilder, names: Names, order, path, src, ended=frozenset()) -> None:
@@ -498,27 +589,44 @@ def _graph(cfg, pos, b: FlowBuilder, names: Names, order, path, src, ended=froze
             what = "not an object" if not isinstance(node, dict) else "`edges` is not a list"
             raise fail("TF401", f"graph node `{raw}` is malformed ({what}); expected {{\"name\": ..., \"edges\": "
                        "[...]}", pos.of(node) if isinstance(node, (dict, list)) else pos.of(nodes, raw), path, src)
-        out = []
-        for e in _list(node.get("edges")):
-            if not isinstance(e, dict) or not isinstance(e.get("target"), str) or e["target"] not in names.map:
-                raise fail("TF401", "a graph edge names a target that is not a participant",
-                           pos.of(e) if isinstance(e, (dict, list)) else pos.of(node), path, src)
-            cond = e.get("condition")
-            if isinstance(cond, dict) and "_python_text" in cond:
-                neg = "not " if cond.get("_negated") else ""
-                if cond.get("_approximate"):
-                    b.note("TF406", f"the edge condition tests {cond['_approximate']} text; approximated by "
-                           f"`{neg}text contains {json.dumps(cond['_python_text'])}`", cond["_at"])
-                cond = ("not", cond["_python_text"]) if neg else cond["_python_text"]
-            elif isinstance(cond, dict) and "_python_unreadable" in cond:
-                cond = cond  # kept: a routing tool below
-            elif cond is not None and not isinstance(cond, str):
-                b.note("TF406", f"the condition of the edge `{raw}` -> `{e['target']}` cannot be read; kept as a "
-                       "routing tool of the speaker", pos.of(e))
-                cond = {"_python_unreadable": json.dumps(cond)[:80], "_at": pos.of(e)}
-            out.append((names.map[e["target"]], cond, e))
-        edges[name] = out
-    # joins: a node that waits for several parents (the edges of one activation group, "all")
+        edges[name] = [_edge(b, e, raw, node, names, pos, path, src) for e in _list(node.get("edges"))]
+    joins = _joins(nodes, edges, names, order, pos)
+    chain = _fan_out(b, cfg, nodes, edges, names, order, pos)
+    for x in order:
+        if x not in edges or x in ended:
+            continue
+        b.section()
+        for message, at in joins.get(x, []):
+            b.note("TF407", message, at)
+        if x in chain:
+            _parallel_branch(b, x, chain, edges, pos.of(nodes, next(r for r, n in names.map.items() if n == x)))
+            continue
+        _node_rules(b, x, edges[x])
+
+
+def _edge(b: FlowBuilder, e: Any, raw: str, node: dict, names: Names, pos, path: str, src) -> tuple[str, Any, dict]:
+    """(target, condition: None / a text / ("not", text) / an unreadable marker, the edge)."""
+    if not isinstance(e, dict) or not isinstance(e.get("target"), str) or e["target"] not in names.map:
+        raise fail("TF401", "a graph edge names a target that is not a participant",
+                   pos.of(e) if isinstance(e, (dict, list)) else pos.of(node), path, src)
+    cond = e.get("condition")
+    if isinstance(cond, dict) and "_python_text" in cond:
+        neg = "not " if cond.get("_negated") else ""
+        if cond.get("_approximate"):
+            b.note("TF406", f"the edge condition tests {cond['_approximate']} text; approximated by "
+                   f"`{neg}text contains {json.dumps(cond['_python_text'])}`", cond["_at"])
+        cond = ("not", cond["_python_text"]) if neg else cond["_python_text"]
+    elif isinstance(cond, dict) and "_python_unreadable" in cond:
+        pass  # kept: a routing tool
+    elif cond is not None and not isinstance(cond, str):
+        b.note("TF406", f"the condition of the edge `{raw}` -> `{e['target']}` cannot be read; kept as a "
+               "routing tool of the speaker", pos.of(e))
+        cond = {"_python_unreadable": json.dumps(cond)[:80], "_at": pos.of(e)}
+    return names.map[e["target"]], cond, e
+
+
+def _joins(nodes: dict, edges: dict, names: Names, order: list[str], pos) -> dict[str, list[tuple[str, Pos]]]:
+    """Nodes that wait for several parents (the edges of one activation group, "all"): TF407 texts."""
     incoming: dict[str, dict[str, list[str]]] = {}
     for x in order:
         for t, _, e in edges.get(x, []):
@@ -539,13 +647,20 @@ def _graph(cfg, pos, b: FlowBuilder, names: Names, order, path, src, ended=froze
                     f"`{t}` waits for all of {', '.join(parents)} (activation group {json.dumps(group)}); a flow "
                     "has one speaker at a time, so it runs after whichever of them hands over to it",
                     pos.of(nodes, raw_t)))
-    # sequential approximation of fan-out: X -> [T1..Tk] runs T1, ..., Tk one after another
+    return joins
+
+
+def _fan_out(b: FlowBuilder, cfg: dict, nodes: dict, edges: dict, names: Names, order: list[str],
+             pos) -> dict[str, tuple[str, str, dict]]:
+    """The sequential approximation of fan-out: X -> [T1..Tk] runs T1, ..., Tk one after another
+    (several start nodes too): each branch -> (the next one, where it came from, the edge)."""
     chain: dict[str, tuple[str, str, dict]] = {}
     for x in order:
         unconditional = [t for t, c, _ in edges.get(x, []) if c is None]
         if len(unconditional) > 1:
-            b.note("TF407", f"`{x}` fans out to {', '.join(unconditional)} in parallel; approximated by running "
-                   "them one after another in edge order, the last one continuing to where they lead",
+            b.note("TF407", f"`{x}` fans out to {', '.join(unconditional)}, which AutoGen runs in parallel; the "
+                   "flow runs one speaker at a time, so they no longer run in parallel: they run in the order "
+                   f"{' -> '.join([x] + unconditional)}, the last one continuing to where it leads",
                    pos.of(nodes, next(r for r, n in names.map.items() if n == x)))
             for t1, t2 in zip(unconditional, unconditional[1:]):
                 if t1 not in chain:
@@ -554,34 +669,26 @@ def _graph(cfg, pos, b: FlowBuilder, names: Names, order, path, src, ended=froze
     for r1, r2 in zip(roots, roots[1:]):  # several start nodes: chained in order
         if r1 not in chain:
             chain[r1] = (r2, "the start", {})
-    for x in order:
-        if x not in edges or x in ended:
+    return chain
+
+
+def _node_rules(b: FlowBuilder, x: str, out: list) -> None:
+    """A node's rules: text conditions in order, unreadable ones as routing tools, then the
+    unconditional edge (or `no_edge_matched`); a leaf ends the run."""
+    if not out:
+        b.rule(x, ("terminate", "graph_complete"))
+        return
+    for t, c, _ in out:
+        if c is None:
             continue
-        b.section()
-        for message, at in joins.get(x, []):
-            b.note("TF407", message, at)
-        if x in chain:
-            nxt, origin, _ = chain[x]
-            dropped = [t for t, _, _ in edges.get(x, [])]
-            b.comment(f"TF407: parallel branch of {origin if origin == 'the start' else f'`{origin}`'}, made sequential"
-                      + (f" (its own edges to {', '.join(dropped)} are taken by the last branch)"
-                         if dropped else ""))
-            b.rule(x, nxt)
+        if isinstance(c, dict):
+            b.note("TF406", f"edge condition `{c['_python_unreadable']}` cannot be expressed; kept as a routing "
+                   f"tool of `{x}`", c["_at"])
+            b.handoff(x, t, f"transfer_to_{t}", f"The condition of the edge to {t} holds")
             continue
-        out = edges[x]
-        if not out:
-            b.rule(x, ("terminate", "graph_complete"))
-            continue
-        conditional = [(t, c) for t, c, _ in out if c is not None]
-        unconditional = [t for t, c, _ in out if c is None]
-        for t, c in conditional:
-            if isinstance(c, dict):
-                b.note("TF406", f"edge condition `{c['_python_unreadable']}` cannot be expressed; kept as a routing "
-                       f"tool of `{x}`", c["_at"])
-                b.handoff(x, t, f"transfer_to_{t}", f"The condition of the edge to {t} holds")
-                continue
-            b.rule(x, t, [("text", c)] if isinstance(c, str) else [("not", ("text", c[1]))])
-        if unconditional:
-            b.rule(x, unconditional[0])
-        else:
-            b.rule(x, ("terminate", "no_edge_matched"))
+        b.rule(x, t, [("text", c)] if isinstance(c, str) else [("not", ("text", c[1]))])
+    unconditional = [t for t, c, _ in out if c is None]
+    if unconditional:
+        b.rule(x, unconditional[0])
+    else:
+        b.rule(x, ("terminate", "no_edge_matched"))

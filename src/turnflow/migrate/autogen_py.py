@@ -21,7 +21,7 @@ from typing import Any, Optional
 
 from turnflow.migrate.common import Migration, Names, Pos, fail, render
 from turnflow.migrate.pyread import (Module, assigned_name, callee, calls, filled_in_loop, is_literal, kwarg,
-                                     loop_message, parse_module, pos, scopes)
+                                     loop_message, note_choices, parse_module, pos, scopes)
 from turnflow.source import SourceText
 
 TEAMS = ("RoundRobinGroupChat", "SelectorGroupChat", "Swarm", "GraphFlow", "MagenticOneGroupChat")
@@ -253,12 +253,35 @@ class Reader:
         return graph
 
     # -- teams ----------------------------------------------------------------------------------
+    def _participant(self, e: Any) -> dict:
+        """A participant: an agent of the file (a graph node's name, or an expression)."""
+        if isinstance(e, str):
+            return next((c for c in self.agents.values() if c["config"]["name"] == e), None)  # type: ignore[arg-type]
+        a = self.agent(e)
+        if a is None:
+            raise fail("TF401", f"`{pyast.unparse(e)}` in the participants is not an agent created in this "
+                       "file", pos(e), self.mod.path, self.mod.src)
+        return a
+
+    def _graph_config(self, cfg: dict, call: pyast.Call, graph: Optional[dict]) -> None:
+        """GraphFlow's `graph=builder.build()`, read from the DiGraphBuilder calls of the file."""
+        mod = self.mod
+        if graph is None:
+            graph = self.graph(kwarg(call, "graph", 1), call)
+        if graph is None:
+            raise fail("TF401", "GraphFlow's `graph` must be `builder.build()` of a DiGraphBuilder built in this "
+                       "file", pos(kwarg(call, "graph", 1) or call), mod.path, mod.src)
+        for at, message in graph.pop("_errors", []):
+            raise fail("TF401", message, pos(at), mod.path, mod.src)
+        cfg["graph"] = graph
+        self.p.mark(cfg, kwarg(call, "graph", 1) or call, "graph")
+
     def team(self, call: pyast.Call, block: str) -> dict:
         mod = self.mod
         kind = callee(call)
         parts_node = kwarg(call, "participants", 0)
         if parts_node is not None and filled_in_loop(mod, parts_node):
-            raise fail("TF401", loop_message(parts_node), pos(parts_node), mod.path, mod.src)
+            raise fail("TF401", loop_message(parts_node, mod), pos(parts_node), mod.path, mod.src)
         elements = mod.elements(parts_node)
         graph = None
         if elements is None and kind == "GraphFlow":
@@ -272,17 +295,7 @@ class Reader:
 
             raise fail("TF401", "the team's participants must be a list of agents written out in the file"
                        + _why_not_literal(mod, parts_node), pos(parts_node or call), mod.path, mod.src)
-        participants = []
-        for e in elements:
-            if isinstance(e, str):
-                a = next((c for c in self.agents.values() if c["config"]["name"] == e), None)
-            else:
-                a = self.agent(e)
-                if a is None:
-                    raise fail("TF401", f"`{pyast.unparse(e)}` in the participants is not an agent created in this "
-                               "file", pos(e), mod.path, mod.src)
-            participants.append(a)
-        cfg: dict = {"name": block, "participants": participants}
+        cfg: dict = {"name": block, "participants": [self._participant(e) for e in elements]}
         self.p.mark(cfg, parts_node or call, "participants")
         term = self.termination(kwarg(call, "termination_condition"))
         if term is not None:
@@ -298,15 +311,7 @@ class Reader:
                 cfg[key] = value if is_literal(value) else f"<{pyast.unparse(v)}>"
                 self.p.mark(cfg, v, key)
         if kind == "GraphFlow":
-            if graph is None:
-                graph = self.graph(kwarg(call, "graph", 1), call)
-            if graph is None:
-                raise fail("TF401", "GraphFlow's `graph` must be `builder.build()` of a DiGraphBuilder built in this "
-                           "file", pos(kwarg(call, "graph", 1) or call), mod.path, mod.src)
-            for at, message in graph.pop("_errors", []):
-                raise fail("TF401", message, pos(at), mod.path, mod.src)
-            cfg["graph"] = graph
-            self.p.mark(cfg, kwarg(call, "graph", 1) or call, "graph")
+            self._graph_config(cfg, call, graph)
         comp = {"provider": f"{_PACKAGE['team']}.{kind}", "component_type": "team", "config": cfg}
         self.p.mark(comp, call)
         self.p.mark(comp, call, "provider")
@@ -393,8 +398,11 @@ def migrate(text: str, path: str, src: Optional[SourceText] = None) -> Migration
         if id(call) in reader.mod.in_loop:
             raise fail("TF401", "the team is built in a loop the migrator cannot unroll; it reads code without "
                        "running it", pos(call), path, src)
+        reader.mod.take_choices()
         comp = reader.team(call, block)
-        builders.append(autogen._team(comp, reader.p, Names(), path, src))  # type: ignore[arg-type]
+        b = autogen._team(comp, reader.p, Names(), path, src)  # type: ignore[arg-type]
+        note_choices(reader.mod, b)
+        builders.append(b)
     return render(builders, [f"Migrated by `turnflow migrate` from {path} (AutoGen team in Python)."],
                   path, src, "autogen")
 

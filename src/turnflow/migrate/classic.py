@@ -22,8 +22,8 @@ from typing import Optional
 
 from turnflow.migrate.common import MAX_ROUTES, FlowBuilder, Migration, Names, Pos, fail, render
 from turnflow.migrate.pyread import (Module, agent_classes, assigned_name, callee, calls, filled_in_loop,
-                                     is_agent_call, is_literal, kwarg, loop_message, parse_module, pos, scopes,
-                                     termination_test)
+                                     is_agent_call, is_literal, kwarg, loop_message, note_choices, parse_module, pos,
+                                     scopes, termination_test)
 from turnflow.source import SourceText
 
 IGNORED = ("func_call_filter", "send_introductions", "select_speaker_message_template",
@@ -109,7 +109,9 @@ def migrate(text: str, path: str, src: Optional[SourceText] = None) -> Migration
         if id(call) in cx.mod.in_loop:
             raise fail("TF401", "`GroupChat(...)` is built in a loop or comprehension; the migrator reads "
                        "code without running it and cannot tell which group chat runs", pos(call), path, src)
+        cx.mod.take_choices()
         b = _group(cx, call, block)
+        note_choices(cx.mod, b)
         if id(renames) not in noted:
             noted.add(id(renames))
             for renamed, message in renames:
@@ -127,12 +129,18 @@ def _block_names(keys: list[tuple[Optional[str], Optional[str]]], default: str =
     counts: dict[str, int] = {}
     for b in bases:
         counts[b] = counts.get(b, 0) + 1
-    used = Names()
+    used: set[str] = set()
     out = []
     for (scope, _), base in zip(keys, bases):
         if counts[base] > 1 and scope:
             base = f"{base}_{scope}"
-        out.append(used.add(base)[0])
+        base = Names().add(base)[0]  # a valid NAME
+        name, i = base, 2
+        while name in used:  # the same variable twice in one scope: `_2`, `_3`
+            name = f"{base}_{i}"
+            i += 1
+        used.add(name)
+        out.append(name)
     return out
 
 
@@ -158,6 +166,25 @@ def _agent_list(cx: Classic, node: Optional[pyast.AST], what: str, at: pyast.AST
             raise fail("TF401", f"two agents in {what} are named {json.dumps(agent.raw)}; AutoGen requires unique "
                        "names", pos(elt), mod.path, mod.src)
         out.append(agent)
+    return out
+
+
+def _transition_items(mod: Module, b: FlowBuilder, var: Optional[str]) -> list[tuple[pyast.AST, pyast.AST]]:
+    """`d[a] = [...]` statements filling the transitions dict `var` (refused in a loop; TF410 at the
+    branch when one runs only under an `if`: the flow assumes it runs)."""
+    out = []
+    for k, v in mod.items.get(var, []) if var else []:
+        if any(id(n) in mod.in_loop for n in (k, v)):
+            raise fail("TF401", "the transitions dict is filled in a loop; the migrator reads code without "
+                       "running it: write the dict out", pos(k), mod.path, mod.src)
+        where = mod.uses.get(id(v))
+        if where is not None and where.chain:
+            branch = mod.branches[where.chain[-1][0]]
+            b.note("TF410", f"`{pyast.unparse(k)}`'s transitions are set in a branch (line "
+                   f"{getattr(branch, 'lineno', 0)}), decided when the program runs; this flow follows that branch, "
+                   f"`{var}[{pyast.unparse(k)}] = {pyast.unparse(v)[:50]}`",
+                   pos(branch.test if isinstance(branch, pyast.If) else branch))
+        out.append((k, v))
     return out
 
 
@@ -191,18 +218,15 @@ def _manager_and_initiator(cx: Classic, group_var: Optional[str], group_call: py
             if mod.resolve(gc) is group_call:
                 var = _bound_var(mod, call)
                 managers.append((var or "", call))
-    initiator = None
-    init_call = None
     for _var, mcall in managers:
-        for call in calls(mod.tree):
-            if callee(call) in ("initiate_chat", "a_initiate_chat") and isinstance(call.func, pyast.Attribute):
-                recipient = kwarg(call, "recipient", 0)
-                if mod.resolve(recipient) is mcall:
-                    initiator = cx.agent_of(call.func.value)
-                    init_call = call
-                    break
-        if init_call is not None:
-            return mcall, initiator, init_call
+        for where in (mod, mod.parent):  # the scope, then the module (`a_initiate_chat` in `async def main()`)
+            if where is None:
+                continue
+            for call in calls(where.tree):
+                if callee(call) in ("initiate_chat", "a_initiate_chat") and isinstance(call.func, pyast.Attribute):
+                    if where.resolve(kwarg(call, "recipient", 0)) is mcall:
+                        agent = where.resolve(call.func.value)
+                        return mcall, cx.agents.get(id(agent)) if isinstance(agent, pyast.Call) else None, call
     return (managers[0][1] if managers else None), None, None
 
 
@@ -212,7 +236,7 @@ def _group(cx: Classic, call: pyast.Call, block: str) -> FlowBuilder:
     group_var = _bound_var(mod, call)
     agents_node = kwarg(call, "agents", 0)
     if filled_in_loop(mod, agents_node):
-        raise fail("TF401", loop_message(agents_node), pos(agents_node), path, src)
+        raise fail("TF401", loop_message(agents_node, mod), pos(agents_node), path, src)
     agents = _agent_list(cx, agents_node, "`agents`", call)
     if len(agents) < 2:
         raise fail("TF401", "a group chat needs at least two agents (a .flow workflow has two or more "
@@ -232,87 +256,17 @@ def _group(cx: Classic, call: pyast.Call, block: str) -> FlowBuilder:
         return value, node
 
     max_node = kwarg(call, "max_round", 2) or _super_init_arg(mod, call, "max_round", 2)
-    method_node = kwarg(call, "speaker_selection_method")
-    method_value = mod.literal(method_node) if method_node is not None else "auto"
-    custom_fn = None
-    if method_node is not None and not isinstance(method_value, str):
-        custom_fn = _function(mod, method_node)
-        method = "custom"
-    else:
-        method = str(method_value).lower()
-        if method not in METHODS:
-            raise fail("TF401", f"unknown speaker_selection_method {method_value!r} (AutoGen accepts "
-                       + ", ".join(METHODS) + " or a function)", pos(method_node), path, src)
-    override = _select_speaker_override(mod, callee(call))
-    if override is not None:  # a GroupChat subclass of the file that overrides select_speaker
-        custom_fn, method, method_node = override, "custom", override
-    transitions_node = kwarg(call, "allowed_or_disallowed_speaker_transitions")
-    ttype, ttype_node = lit("speaker_transitions_type", None)
-    repeat, repeat_node = lit("allow_repeat_speaker", None)
-    if repeat is _NOTLIT:
-        resolved = mod.resolve(repeat_node)
-        if isinstance(resolved, (pyast.List, pyast.Tuple)):
-            repeat = [a.name for a in _agent_list(cx, repeat_node, "`allow_repeat_speaker`", call)]
-        else:
-            raise fail("TF401", "`allow_repeat_speaker` must be True, False or a list of agents",
-                       pos(repeat_node), path, src)
-
+    method, custom_fn, method_node = _selection_method(mod, call)
     names = [a.name for a in agents]
-    # -- eligible successors ------------------------------------------------
-    dict_mode = transitions_node is not None and not (isinstance(transitions_node, pyast.Constant)
-                                                      and transitions_node.value is None)
-    allowed: dict[str, list[str]] = {}
-    if dict_mode:
-        resolved = mod.resolve(transitions_node)
-        if not isinstance(resolved, pyast.Dict):
-            raise fail("TF401", "`allowed_or_disallowed_speaker_transitions` must be a dict literal "
-                       "(inline or bound to a variable)", pos(transitions_node), path, src)
-        if ttype is None or ttype is _NOTLIT or str(ttype).lower() not in ("allowed", "disallowed"):
-            raise fail("TF401", "`speaker_transitions_type` must be \"allowed\" or \"disallowed\" when "
-                       "transitions are given", pos(ttype_node or call), path, src)
-        if repeat is not None:
-            b.note("TF409", "`allow_repeat_speaker` and `allowed_or_disallowed_speaker_transitions` are mutually "
-                   "exclusive (AutoGen rejects both); the transitions are used", pos(repeat_node))
-        given: dict[str, list[str]] = {}
-        pairs: list[tuple[Optional[pyast.AST], pyast.AST]] = list(zip(resolved.keys, resolved.values))
-        var = transitions_node.id if isinstance(transitions_node, pyast.Name) else None
-        for k, v in mod.items.get(var, []) if var else []:
-            if any(id(n) in mod.in_loop for n in (k, v)):
-                raise fail("TF401", "the transitions dict is filled in a loop; the migrator reads code without "
-                           "running it: write the dict out", pos(k), path, src)
-            pairs.append((k, v))
-        for key_node, value_node in pairs:
-            key = cx.agent_of(key_node)
-            if key is None:
-                raise fail("TF401", "transition keys must be agent variables", pos(key_node or resolved), path, src)
-            given[key.name] = [a.name for a in _agent_list(cx, value_node, "a transition list", resolved)]
-        if str(ttype).lower() == "allowed":
-            allowed = given
-        else:
-            allowed = {n: list(names) for n in names}
-            for key_name, dis in given.items():
-                allowed[key_name] = [n for n in allowed.get(key_name, names) if n not in dis]
-    else:
-        for n in names:
-            allowed[n] = [o for o in names if o != n]
-            if repeat is None or repeat is True or (isinstance(repeat, list) and n in repeat):
-                allowed[n].append(n)
+    allowed = _eligibility(cx, b, call, names, lit)
+    dict_mode = _dict_mode(call)
 
     # -- participants, start, caps -------------------------------------------
     init_agent = initiator
     outside = init_agent is not None and init_agent.name not in names
     b.section()
     order = [init_agent] + agents if outside else agents
-    for a in order:
-        role = "initiator" if init_agent is not None and a is init_agent else None
-        if a.name != a.raw and a.name not in b.participants:
-            b.note("TF402", f"agent name {json.dumps(a.raw)} is not a valid flow NAME; renamed to `{a.name}`",
-                   pos(kwarg(a.call, "name", 0) or a.call))
-        b.participant(a.name, a.description, role)
-    for name in IGNORED:
-        node = kwarg(call, name)
-        if node is not None:
-            b.note("TF409", f"`{name}` has no equivalent in a .flow file; ignored", pos(node), comment=True)
+    _participants(b, order, init_agent, call)
 
     b.section()
     if init_agent is None:
@@ -369,15 +323,34 @@ def _group(cx: Classic, call: pyast.Call, block: str) -> FlowBuilder:
             b.note("TF404", f"speaker_selection_method={method!r} cannot be expressed; approximated as a choice "
                    "by the speaker through routing tools, with the next eligible agent as fallback",
                    pos(method_node))
-    llm = method in ("auto", "manual", "random", "custom")
-    noted_llm = noted_cap = False
     if method == "round_robin" and not dict_mode and not outside:
         b.section()
         b.rule(None, ("next",))
         handled = set(speakers)
+    _speaker_rules(cx, b, call, method, method_node, [x for x in speakers if x not in handled], names, eligible, after)
+    return b
+
+
+def _participants(b: FlowBuilder, order: list[Agent], init_agent: Optional[Agent], call: pyast.Call) -> None:
+    for a in order:
+        role = "initiator" if init_agent is not None and a is init_agent else None
+        if a.name != a.raw and a.name not in b.participants:
+            b.note("TF402", f"agent name {json.dumps(a.raw)} is not a valid flow NAME; renamed to `{a.name}`",
+                   pos(kwarg(a.call, "name", 0) or a.call))
+        b.participant(a.name, a.description, role)
+    for name in IGNORED:
+        node = kwarg(call, name)
+        if node is not None:
+            b.note("TF409", f"`{name}` has no equivalent in a .flow file; ignored", pos(node), comment=True)
+
+
+def _speaker_rules(cx: Classic, b: FlowBuilder, call: pyast.Call, method: str, method_node, speakers: list[str],
+                   names: list[str], eligible, after) -> None:
+    """Each speaker's rules from its eligible successors: a sink terminates, one successor is taken,
+    round robin takes the next, the LLM's choice is routing tools + the next eligible agent."""
+    llm = method in ("auto", "manual", "random", "custom")
+    noted_llm = noted_cap = False
     for x in speakers:
-        if x in handled:
-            continue
         e = eligible(x)
         b.section()
         if e is None:
@@ -402,7 +375,87 @@ def _group(cx: Classic, call: pyast.Call, block: str) -> FlowBuilder:
         for y in _nearest(names, x, e):
             b.handoff(x, y, f"transfer_to_{y}", _describe(cx, y))
         b.rule(x, after(x, e))
-    return b
+
+
+def _dict_mode(call: pyast.Call) -> bool:
+    """A transitions dict is given (not absent, not None)."""
+    node = kwarg(call, "allowed_or_disallowed_speaker_transitions")
+    return node is not None and not (isinstance(node, pyast.Constant) and node.value is None)
+
+
+def _selection_method(mod: Module, call: pyast.Call):
+    """(method, custom function or None, the node naming it): `speaker_selection_method`, or the
+    `select_speaker` of a GroupChat subclass of the file."""
+    method_node = kwarg(call, "speaker_selection_method")
+    method_value = mod.literal(method_node) if method_node is not None else "auto"
+    custom_fn = None
+    if method_node is not None and not isinstance(method_value, str):
+        custom_fn = _function(mod, method_node)
+        method = "custom"
+    else:
+        method = str(method_value).lower()
+        if method not in METHODS:
+            raise fail("TF401", f"unknown speaker_selection_method {method_value!r} (AutoGen accepts "
+                       + ", ".join(METHODS) + " or a function)", pos(method_node), mod.path, mod.src)
+    override = _select_speaker_override(mod, callee(call))
+    if override is not None:  # a GroupChat subclass of the file that overrides select_speaker
+        custom_fn, method, method_node = override, "custom", override
+    return method, custom_fn, method_node
+
+
+def _eligibility(cx: Classic, b: FlowBuilder, call: pyast.Call, names: list[str], lit) -> dict[str, list[str]]:
+    """The eligible successors of each agent: the transitions dict (allowed, or inverted from
+    disallowed), else every agent (itself per `allow_repeat_speaker`)."""
+    mod = cx.mod
+    repeat, repeat_node = lit("allow_repeat_speaker", None)
+    if repeat is _NOTLIT:
+        resolved = mod.resolve(repeat_node)
+        if isinstance(resolved, (pyast.List, pyast.Tuple)):
+            repeat = [a.name for a in _agent_list(cx, repeat_node, "`allow_repeat_speaker`", call)]
+        else:
+            raise fail("TF401", "`allow_repeat_speaker` must be True, False or a list of agents",
+                       pos(repeat_node), mod.path, mod.src)
+    if _dict_mode(call):
+        if repeat is not None:
+            b.note("TF409", "`allow_repeat_speaker` and `allowed_or_disallowed_speaker_transitions` are mutually "
+                   "exclusive (AutoGen rejects both); the transitions are used", pos(repeat_node))
+        return _transitions(cx, b, call, names, lit)
+    allowed: dict[str, list[str]] = {}
+    for n in names:
+        allowed[n] = [o for o in names if o != n]
+        if repeat is None or repeat is True or (isinstance(repeat, list) and n in repeat):
+            allowed[n].append(n)
+    return allowed
+
+
+def _transitions(cx: Classic, b: FlowBuilder, call: pyast.Call, names: list[str], lit) -> dict[str, list[str]]:
+    """`allowed_or_disallowed_speaker_transitions` (a dict literal, maybe filled item by item)."""
+    mod = cx.mod
+    path, src = mod.path, mod.src
+    transitions_node = kwarg(call, "allowed_or_disallowed_speaker_transitions")
+    ttype, ttype_node = lit("speaker_transitions_type", None)
+    resolved = mod.resolve(transitions_node)
+    if not isinstance(resolved, pyast.Dict):
+        raise fail("TF401", "`allowed_or_disallowed_speaker_transitions` must be a dict literal "
+                   "(inline or bound to a variable)", pos(transitions_node), path, src)
+    if ttype is None or ttype is _NOTLIT or str(ttype).lower() not in ("allowed", "disallowed"):
+        raise fail("TF401", "`speaker_transitions_type` must be \"allowed\" or \"disallowed\" when "
+                   "transitions are given", pos(ttype_node or call), path, src)
+    given: dict[str, list[str]] = {}
+    pairs: list[tuple[Optional[pyast.AST], pyast.AST]] = list(zip(resolved.keys, resolved.values))
+    var = transitions_node.id if isinstance(transitions_node, pyast.Name) else None
+    pairs += _transition_items(mod, b, var)
+    for key_node, value_node in pairs:
+        key = cx.agent_of(key_node)
+        if key is None:
+            raise fail("TF401", "transition keys must be agent variables", pos(key_node or resolved), path, src)
+        given[key.name] = [a.name for a in _agent_list(cx, value_node, "a transition list", resolved)]
+    if str(ttype).lower() == "allowed":
+        return given
+    allowed = {n: list(names) for n in names}
+    for key_name, dis in given.items():
+        allowed[key_name] = [n for n in allowed.get(key_name, names) if n not in dis]
+    return allowed
 
 
 def whole_number(mod: Module, b: FlowBuilder, node: pyast.AST, what: str, default: int, words: str) -> int:

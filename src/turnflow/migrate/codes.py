@@ -257,3 +257,36 @@ DOCS["TF409"] = """
     ## Use instead
     Configure the equivalent behaviour in the agents you bind to the flow.
 """
+
+DOCS["TF410"] = """
+    Who takes part, or what a setting is, is decided when the program runs.
+
+    ## What it does
+    Reports a binding the chat depends on that the source makes in one branch
+    of an `if` / `try` / `match` (or with `a if flag else b`), with another
+    binding in another branch or none: an agent chosen by a command-line flag,
+    an agent appended to the team under a condition, `self.agents` set in
+    `if` / `elif` branches, a termination condition built per branch, a pattern
+    variable rebound in a branch. The flow follows the binding named in the
+    message and says what the other branches bind; the diagnostic is at the
+    branching statement.
+
+    ## Why is this bad?
+    `turnflow migrate` reads your code without running it: it cannot know
+    which branch runs, so the migrated flow holds one of the teams your
+    program can build, not necessarily the one you run.
+
+    ## Example
+    ```python
+    if args.fake:
+        runner = AssistantAgent(name="fake_runner")
+    else:
+        runner = AssistantAgent(name="runner")
+    ```
+    The flow has `runner`; with `--fake` the program runs `fake_runner` in its place.
+
+    ## Use instead
+    Migrate each variant (bind the variable once per file), or use
+    `turnflow migrate --import module:attribute` on the object your program
+    builds, which reads the team that actually runs.
+"""

@@ -2,8 +2,10 @@
 
 A front end reads its input and fills a `FlowBuilder`: participants,
 statements, and TF4xx notes (each note is a diagnostic at a position of the
-INPUT file and a `#` comment above the statement it concerns). The builder
-turns that into a turnflow AST directly: notes become leading comments of the
+INPUT file and a `#` comment above the statement it concerns). `FlowBuilder.team()`
+turns that into the typed model (`turnflow.migrate.model.MigratedTeam`: typed
+targets, each statement's provenance), which `model.lower` turns into a turnflow
+AST — the one lowering of every front end: notes become leading comments of the
 statements they concern, a new group of statements is a blank line
 (`blank_before`), and the ordinary printer (`turnflow.dsl.printer.format_flow`)
 prints the tree. Generated nodes carry the placeholder span `GENERATED` (they
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Optional, Sequence, TypedDict, Union
+from typing import Any, Optional, Union
 
 from turnflow.diagnostics.diagnostic import Diagnostic, sort_key
 from turnflow.diagnostics.codes import diagnostic as make_diagnostic
@@ -32,7 +34,7 @@ class MigrateError(Exception):
     def __init__(self, diagnostics: list[Diagnostic]):
         self.diagnostics = diagnostics
         first = diagnostics[0]
-        super().__init__(f"{first.path}:{first.span.line}:{first.span.column}: {first.code} {first.message}")
+        super().__init__(f"{first.path}:{first.where()}: {first.code} {first.message}")
 
 
 @dataclass(frozen=True)
@@ -119,6 +121,7 @@ class Line:
     data: dict
     comments: list[str] = field(default_factory=list)
     group: int = 0
+    notes: list[tuple[str, str]] = field(default_factory=list)  # (code, message) of the notes above it
 
 
 @dataclass
@@ -131,6 +134,8 @@ class Note:
 class FlowBuilder:
     """Collects one block; `notes` become diagnostics and comments."""
 
+    input_positions = True  # comments say where in the input a note is (not for live objects)
+
     def __init__(self, name: str, title: Optional[str] = None):
         self.name = name
         self.title = title
@@ -140,6 +145,8 @@ class FlowBuilder:
         self.notes: list[Note] = []
         self.participants: list[str] = []
         self.tools: dict[str, list[str]] = {}
+        self.pending_notes: list[tuple[str, str]] = []
+        self.run_time: list[tuple[str, str]] = []  # TF410 notes about the whole team
 
     # -- groups and comments ----------------------------------------------
     def section(self, comment: Optional[str] = None) -> None:
@@ -154,15 +161,17 @@ class FlowBuilder:
         for p in (pos, *also):
             self.notes.append(Note(code, message, p))
         if comment:
+            self.pending_notes.append((code, message))
             where = ", ".join(f"{p.line}:{p.column}" for p in (pos, *also))
-            self.pending.append(f"{code}: {message} (input {where})")
+            self.pending.append(f"{code}: {message} (input {where})" if self.input_positions else f"{code}: {message}")
 
     def comment(self, text: str) -> None:
         self.pending.append(text)
 
     def _add(self, kind: str, **data) -> Line:
-        line = Line(kind, data, self.pending, self.group)
+        line = Line(kind, data, self.pending, self.group, self.pending_notes)
         self.pending = []
+        self.pending_notes = []
         self.lines.append(line)
         return line
 
@@ -204,143 +213,43 @@ class FlowBuilder:
         """A comment line that is not above any statement (kept before `}`)."""
         self._add("comment", text=text)
 
+    # -- the typed model ------------------------------------------------------
+    def team(self):
+        """The `MigratedTeam` this builder describes (turnflow.migrate.model)."""
+        from turnflow.migrate import model
+
+        out: list = []
+        for line in self.lines:
+            d = line.data
+            common: dict[str, Any] = {"comments": list(line.comments), "group": line.group,
+                      "provenance": model.Provenance.of(line.notes)}
+            if line.kind == "participant":
+                out.append(model.Participant(name=d["name"], description=d["description"], role=d["role"],
+                                             tools=tuple(self.tools.get(d["name"]) or ()), **common))
+            elif line.kind == "start":
+                out.append(model.Start(name=d["name"], **common))
+            elif line.kind == "max_turns":
+                out.append(model.MaxTurns(value=d["value"], **common))
+            elif line.kind == "context":
+                out.append(model.Context(key=d["key"], value=d["value"], **common))
+            elif line.kind == "ttl":
+                out.append(model.Ttl(seconds=d["seconds"], **common))
+            elif line.kind == "rule":
+                out.append(model.Rule(source=d["source"], target=model.target(d["target"]), terms=tuple(d["terms"]),
+                                      **common))
+            elif line.kind == "handoff":
+                out.append(model.Handoff(source=d["source"], target=model.target(d["target"]), tool=d["tool"],
+                                         description=d["description"], **common))
+            elif line.kind == "otherwise":
+                out.append(model.Otherwise(target=model.target(d["target"]), **common))
+            else:
+                out.append(model.Comment(text=d["text"], **common))
+        return model.MigratedTeam(self.name, self.title, out, list(self.pending), list(self.run_time))
+
 
 # --------------------------------------------------------------------------
 #  Builder → AST → text
 # --------------------------------------------------------------------------
-GENERATED = Span.point()  # the span of every generated node
-
-
-def _comment_lines(text: str, width: int = 92) -> list[str]:
-    import textwrap
-
-    out = []
-    for raw in text.splitlines() or [""]:
-        raw = raw.rstrip()
-        if not raw:
-            out.append("#")
-            continue
-        wrapped = textwrap.wrap(raw, width, break_long_words=False, break_on_hyphens=False) or [raw]
-        out.append("# " + wrapped[0])
-        out.extend("#   " + w for w in wrapped[1:])
-    return out
-
-
-def _comments(texts: list[str], blank: bool = False) -> list[ast.Comment]:
-    """Comment nodes for `texts` (wrapped); the first has `blank_before` = `blank`."""
-    out: list[ast.Comment] = []
-    for text in texts:
-        for c in _comment_lines(text):
-            out.append(ast.Comment(GENERATED, c, blank and not out))
-    return out
-
-
-def _ident(name: str) -> ast.Ident:
-    return ast.Ident(GENERATED, name)
-
-
-def _string(value: Optional[str]) -> Optional[ast.StringLit]:
-    return ast.StringLit(GENERATED, value) if value is not None else None
-
-
-def _literal(value) -> ast.Literal:
-    if value is not None and not isinstance(value, (bool, int, float, str)):
-        value = str(value)
-    return ast.Literal.of(value, GENERATED)
-
-
-def _target(spec: TargetSpec) -> ast.Target:
-    if isinstance(spec, str):
-        return ast.Target(GENERATED, "participant", _ident(spec))
-    kind = spec[0]
-    if kind == "terminate":
-        reason = spec[1] if len(spec) > 1 else None
-        return ast.Target(GENERATED, "terminate", None, _string(reason))
-    return ast.Target(GENERATED, kind)
-
-
-def _terms(terms: list) -> tuple:
-    """Terms from the front ends' tuples: ("tool", T), ("context", K, V), ("text", S),
-    ("compare", K, OP, V[, len]) (OP not "==" unless len), ("any", [term, ...]) (two or
-    more), ("all", [term, ...]) (inside "any" / "not"), ("not", term); AST terms pass through."""
-    return tuple(_term(t) for t in terms)
-
-
-def _term(t):
-    if isinstance(t, ast.Node):
-        return t
-    kind = t[0]
-    if kind == "tool":
-        return ast.ToolTerm(GENERATED, _ident(t[1]))
-    if kind == "context":
-        return ast.ContextTerm(GENERATED, _ident(t[1]), _literal(t[2]))
-    if kind == "compare":
-        return ast.CompareTerm(GENERATED, _ident(t[1]), t[2], _literal(t[3]), bool(t[4]) if len(t) > 4 else False)
-    if kind == "any":
-        return ast.AnyTerm(GENERATED, tuple(_term(x) for x in t[1]))
-    if kind == "all":
-        return ast.AllTerm(GENERATED, tuple(_term(x) for x in t[1]))
-    if kind == "not":
-        return ast.NotTerm(GENERATED, _term(t[1]))
-    return ast.TextTerm(GENERATED, ast.StringLit(GENERATED, t[1]))
-
-
-class _Layout(TypedDict):
-    """The layout fields every generated statement gets (keyword arguments of its node)."""
-
-    leading: tuple[ast.Comment, ...]
-    blank_before: bool
-
-
-def _statement(b: FlowBuilder, line: Line, leading: list[ast.Comment], blank: bool) -> ast.Statement:
-    d, g = line.data, GENERATED
-    layout: _Layout = {"leading": tuple(leading), "blank_before": blank}
-    if line.kind == "participant":
-        tools = b.tools.get(d["name"])
-        return ast.Participant(g, _ident(d["name"]), _string(d["description"] or None), d["role"],
-                               g if d["role"] else None, tuple(_ident(t) for t in tools) if tools else None,
-                               **layout)
-    if line.kind == "start":
-        return ast.Start(g, _ident(d["name"]), **layout)
-    if line.kind == "max_turns":
-        return ast.MaxTurns(g, ast.Number(g, d["value"], str(d["value"])), **layout)
-    if line.kind == "context":
-        return ast.ContextInit(g, _ident(d["key"]), _literal(d["value"]), **layout)
-    if line.kind == "ttl":
-        return ast.Ttl(g, ast.Duration(g, d["seconds"], "s"), **layout)
-    if line.kind == "rule":
-        return ast.Rule(g, _ident(d["source"]) if d["source"] else None, g, _target(d["target"]),
-                        _terms(d["terms"]), **layout)
-    if line.kind == "handoff":
-        return ast.Handoff(g, _ident(d["source"]), _target(d["target"]), _ident(d["tool"]),
-                           _string(d["description"] or None), **layout)
-    if line.kind == "otherwise":
-        return ast.Otherwise(g, _target(d["target"]), **layout)
-    raise ValueError(line.kind)  # pragma: no cover
-
-
-def build_block(b: FlowBuilder, leading: Sequence[ast.Comment] = ()) -> ast.Block:
-    """The block `b` describes; `leading` comments go above its header. A change of
-    group is a blank line before the first comment or statement of the new group."""
-    statements = []
-    pending: list[ast.Comment] = []
-    prev_group: Optional[int] = None
-    for line in b.lines:
-        blank = prev_group is not None and line.group != prev_group
-        prev_group = line.group
-        comments = _comments(line.comments + ([line.data["text"]] if line.kind == "comment" else []), blank)
-        if comments:
-            blank = False  # the blank line goes above the comments
-        pending.extend(comments)
-        if line.kind == "comment":
-            continue
-        statements.append(_statement(b, line, pending, blank))
-        pending = []
-    pending.extend(_comments(b.pending))  # comments with nothing below them
-    return ast.Block(GENERATED, "workflow", GENERATED, _ident(b.name), _string(b.title or None),
-                     tuple(statements), GENERATED, leading=tuple(leading), inner=tuple(pending))
-
-
 @dataclass
 class Migration:
     """The result of a front end: the printed flow, its AST and the TF4xx diagnostics."""
@@ -349,15 +258,19 @@ class Migration:
     flow: ast.FlowFile
     diagnostics: list[Diagnostic]
     family: str
+    teams: list = field(default_factory=list)  # the typed model (turnflow.migrate.model.MigratedTeam), per block
 
 
 def render(builders: list[FlowBuilder], header: list[str], path: str, src: Optional[SourceText],
            family: str) -> Migration:
+    from turnflow.migrate.model import GENERATED, _comments, lower
+
     head = _comments(header)
-    blocks = [build_block(b, head if i == 0 else ()) for i, b in enumerate(builders)]
+    teams = [b.team() for b in builders]
+    blocks = [lower(t, tuple(head) if i == 0 else ()) for i, t in enumerate(teams)]
     flow = ast.FlowFile(GENERATED, tuple(blocks), () if blocks else tuple(head))
     text = format_flow(flow)
     diags = [diagnostic(n.code, n.message, n.pos, path, src) for b in builders for n in b.notes]
     unique = {(d.code, d.message, d.span.line, d.span.column): d for d in diags}
     diags = sorted(unique.values(), key=sort_key)
-    return Migration(text=text, flow=flow, diagnostics=diags, family=family)
+    return Migration(text=text, flow=flow, diagnostics=diags, family=family, teams=teams)

@@ -78,17 +78,119 @@ class Module:
     items: dict[str, list[tuple[pyast.AST, pyast.AST]]] = field(default_factory=dict)  # `d[k] = v`
     assigned: dict[int, str] = field(default_factory=dict)  # id(value) -> the name it is assigned to
     inlined: set[str] = field(default_factory=set)  # functions inlined where they are called
+    # every binding of a name, in source order, and where each expression is used (flow-sensitive resolution)
+    sites: dict[str, list["Site"]] = field(default_factory=dict)
+    uses: dict[int, "Where"] = field(default_factory=dict)
+    branches: dict[int, pyast.stmt] = field(default_factory=dict)  # id -> an if / try / match statement
+    # the bindings decided at run time that resolution went through, since `take_choices()`
+    choices: dict[tuple[str, int], "Choice"] = field(default_factory=dict)
+    parent: Optional["Module"] = None  # the whole module, for a scope's view
 
     # -- evaluation of literals -------------------------------------------
     def resolve(self, node: Optional[pyast.AST], depth: int = 0) -> Optional[pyast.AST]:
-        """Follow `Name` (and `self.x`) → its bound expression (a few levels)."""
-        while depth < 8:
+        """Follow `Name` (and `self.x`) → the expression bound to it where it is used (the binding
+        that reaches the use in source order), `d["k"]` / `xs[0]` of a literal container, and
+        `a if c else b` (a choice made at run time: recorded, see `take_choices`)."""
+        while depth < 8 and node is not None:
+            depth += 1
+            if isinstance(node, pyast.IfExp):
+                self._choose_ifexp(node)
+                node = node.body
+                continue
+            if isinstance(node, pyast.Subscript):
+                item = self._item(node)
+                if item is None:
+                    break
+                node = item
+                continue
             key = _binding_key(node)
             if key is None or key not in self.bindings:
                 break
-            node = self.bindings[key]
-            depth += 1
+            node = self._reaching(key, node)
         return node
+
+    # -- flow-sensitive bindings -------------------------------------------------------------
+    def _reaching(self, key: str, use: pyast.AST) -> pyast.AST:
+        """The value bound to `key` that reaches `use`: the last binding before it (outside loops
+        when there is one), else the last binding of all (a use in a function body runs later)."""
+        sites = self.sites.get(key)
+        if not sites:
+            return self.bindings[key]
+        where = self.uses.get(id(use))
+        before = sites
+        if where is not None and not where.in_def:
+            before = [s for s in sites if s.order < where.order] or sites
+        straight = [s for s in before if not s.loop]
+        site = straight[-1] if straight else before[0]
+        if (where is None or where.in_def) and len({id(s.value) for s in straight if not s.chain}) > 1:
+            k = (key, -1)  # a function body sees the binding current when it runs, not known statically
+            if k not in self.choices:
+                self.choices[k] = Choice(key, site.stmt, "rebound", site, [s for s in straight if s is not site],
+                                         True, None)
+        self._note_choice(key, site, where, before)
+        return site.value
+
+    def _note_choice(self, key: str, site: "Site", where: Optional["Where"], before: list["Site"]) -> None:
+        chain = where.chain if where is not None and not where.in_def else ()
+        for i, (branch_id, _label) in enumerate(site.chain):
+            if i < len(chain) and chain[i] == site.chain[i]:
+                continue  # the use is in the same branch: the binding is certain there
+            if (key, branch_id) not in self.choices:
+                self.choices[(key, branch_id)] = self._choice(key, site, i, before)
+            return
+
+    def _choice(self, key: str, site: "Site", i: int, before: list["Site"]) -> "Choice":
+        """`site` binds `key` in a branch of the statement at `site.chain[i]`: the other branches'
+        bindings, whether every path binds, the binding before the statement."""
+        branch_id = site.chain[i][0]
+        outside = site.chain[:i]
+        inside = [s for s in before if len(s.chain) > i and s.chain[:i] == outside and s.chain[i][0] == branch_id]
+        last: dict[tuple, Site] = {}
+        for s in inside:
+            last[s.chain[i:]] = s
+        every = _covered([s.chain[i:] for s in inside if not s.loop], self.branches)
+        prior = [s for s in before if s.order < site.order and not s.loop
+                 and not any(c[0] == branch_id for c in s.chain)]
+        return Choice(key, self.branches[branch_id], site.chain[i][1], site, [s for s in last.values() if s is not site],
+                      every, None if every or not prior else prior[-1])
+
+    def _choose_ifexp(self, node: pyast.IfExp) -> None:
+        k = (pyast.unparse(node)[:60], id(node))
+        if k not in self.choices:
+            self.choices[k] = Choice(None, node, "if", None, [], True, None)
+
+    def take_choices(self) -> list["Choice"]:
+        """The run-time choices resolution went through since the last call (source order)."""
+        out = sorted(self.choices.values(), key=lambda c: (getattr(c.stmt, "lineno", 0), c.key or ""))
+        self.choices.clear()
+        return out
+
+    def _item(self, node: pyast.Subscript) -> Optional[pyast.AST]:
+        """`d["k"]`, `xs[0]` where `d` / `xs` is a dict / list / tuple literal in scope that is not
+        changed item by item (`d[k] = v`): the element's expression; None otherwise."""
+        base_node = node.value
+        if isinstance(base_node, pyast.Name) and self.items.get(base_node.id):
+            return None
+        base = self.resolve(base_node)
+        key = self.literal(node.slice)
+        if not is_literal(key):
+            return None
+        if isinstance(base, pyast.Dict):
+            found = None
+            for k, v in zip(base.keys, base.values):
+                if k is None:
+                    return None  # `**other`: not known
+                kv = self.literal(k)
+                if not is_literal(kv):
+                    return None
+                if kv == key:
+                    found = v
+            return found
+        if isinstance(base, (pyast.List, pyast.Tuple)) and isinstance(key, int) and not isinstance(key, bool):
+            elts = self.elements(base)
+            if elts is not None and -len(elts) <= key < len(elts):
+                return elts[key]
+        return None
 
     def elements(self, node: Optional[pyast.AST]) -> Optional[list[pyast.AST]]:
         """The elements of a literal list/tuple (through names, `[*xs, y]`, `xs + [y]`), or None."""
@@ -103,13 +205,88 @@ class Module:
             return pyast.literal_eval(node)
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             pass
-        if isinstance(node, pyast.JoinedStr):
-            return _NOT
+        if isinstance(node, pyast.JoinedStr):  # f"agent_{i}" with `i` known (an unrolled loop)
+            parts = []
+            for v in node.values:
+                if isinstance(v, pyast.Constant) and isinstance(v.value, str):
+                    parts.append(v.value)
+                    continue
+                if not isinstance(v, pyast.FormattedValue) or v.format_spec is not None or v.conversion not in (-1, 115):
+                    return _NOT
+                inner = self.literal(v.value)
+                if not isinstance(inner, (str, int)) or isinstance(inner, bool):
+                    return _NOT
+                parts.append(str(inner))
+            return "".join(parts)
         return _NOT
 
     def string(self, node: Optional[pyast.AST]) -> Optional[str]:
         value = self.literal(node)
         return value if isinstance(value, str) else None
+
+
+@dataclass
+class Site:
+    """One binding of a name: its order among the statements, its value, the branches it is in."""
+
+    order: int
+    value: pyast.AST
+    chain: tuple  # ((id of an if / try / match statement, branch label), ...), outermost first
+    loop: bool
+    stmt: pyast.stmt
+
+
+@dataclass
+class Where:
+    """Where an expression is used: the order of its statement, its branches, inside a def/lambda."""
+
+    order: int
+    chain: tuple
+    in_def: bool
+
+
+@dataclass
+class Choice:
+    """A binding that the program decides at run time: `key` is bound in `label` of `stmt` (an
+    `if`, `try` or `match`), and differently in `alternatives` (other branches) or, when not every
+    branch binds it, by `fallback` (the binding before `stmt`; None: unbound there). For
+    `a if c else b` (`key` None), `stmt` is the expression and the flow follows `a`."""
+
+    key: Optional[str]
+    stmt: pyast.AST
+    label: str
+    chosen: Optional[Site]
+    alternatives: list[Site]
+    every: bool
+    fallback: Optional[Site]
+
+
+def _branch_labels(stmt: pyast.AST) -> set[str]:
+    if isinstance(stmt, pyast.Try):  # the path without an exception binds nothing in a handler
+        return {"try"} | {f"except{i}" for i in range(len(stmt.handlers))}
+    if isinstance(stmt, pyast.Match):
+        return {f"case{i}" for i in range(len(stmt.cases))}
+    return {"if", "else"}
+
+
+def _covered(chains: list[tuple], branches: dict[int, pyast.stmt]) -> bool:
+    """Whether every path through the branching statement the chains start with binds: each of its
+    branches holds a binding directly, or a nested branching statement covered the same way."""
+    if not chains:
+        return False
+    stmt = branches[chains[0][0][0]]
+    for label in _branch_labels(stmt):
+        sub = [c[1:] for c in chains if c[0][1] == label]
+        if not sub:
+            return False
+        if any(not c for c in sub):
+            continue
+        nested: dict[int, list[tuple]] = {}
+        for c in sub:
+            nested.setdefault(c[0][0], []).append(c)
+        if not any(_covered(cs, branches) for cs in nested.values()):
+            return False
+    return True
 
 
 def _binding_key(node: Optional[pyast.AST]) -> Optional[str]:
@@ -222,6 +399,7 @@ def _view(mod: Module, body: list[pyast.stmt], methods: dict) -> Module:
     view.functions = {**mod.functions, **methods, **view.functions}
     view.classes = {**mod.classes, **view.classes}
     view.in_loop = mod.in_loop | view.in_loop
+    view.parent = mod
     return view
 
 
@@ -229,37 +407,97 @@ _LOOPS = (pyast.For, pyast.AsyncFor, pyast.While, pyast.ListComp, pyast.SetComp,
           pyast.GeneratorExp)
 
 
-def _index(mod: Module, node: pyast.AST, loop: bool) -> None:
-    for child in pyast.iter_child_nodes(node):
+class _Walk:
+    """The position of the walk in `_index`: the statement counter, the branches, inside a def."""
+
+    def __init__(self) -> None:
+        self.order = 0
+        self.chain: tuple = ()
+        self.in_def = False
+
+
+def _index(mod: Module, node: pyast.AST, loop: bool, walk: Optional[_Walk] = None) -> None:
+    walk = walk or _Walk()
+    if isinstance(node, pyast.Module):
+        mod.uses.clear()
+    for child, chain, in_def in _children(node, walk):
+        outer = (walk.chain, walk.in_def)
+        walk.chain, walk.in_def = chain, in_def
+        if isinstance(child, pyast.stmt):
+            walk.order += 1
+            if isinstance(child, (pyast.If, pyast.Try, pyast.Match)) or type(child).__name__ == "TryStar":
+                mod.branches[id(child)] = child
+        mod.uses[id(child)] = Where(walk.order, walk.chain, walk.in_def)
         child_loop = loop or isinstance(node, _LOOPS)
         if child_loop:
             mod.in_loop.add(id(child))
-        if isinstance(child, (pyast.FunctionDef, pyast.AsyncFunctionDef)):
-            mod.functions.setdefault(child.name, child)  # type: ignore[arg-type]
-        elif isinstance(child, pyast.ClassDef):
-            mod.classes.setdefault(child.name, child)
-        if isinstance(child, pyast.Assign) and len(child.targets) == 1 \
-                and _binding_key(child.targets[0]) is not None:
-            mod.assigned[id(child.value)] = _binding_key(child.targets[0])  # type: ignore[assignment]
-        if isinstance(child, (pyast.FunctionDef, pyast.AsyncFunctionDef)):
-            pass
-        elif isinstance(child, pyast.Assign) and len(child.targets) == 1 and isinstance(child.targets[0], pyast.Name):
-            if not child_loop or child.targets[0].id not in mod.bindings:
-                mod.bindings[child.targets[0].id] = child.value
-        elif isinstance(child, pyast.Assign) and len(child.targets) == 1 \
-                and isinstance(child.targets[0], pyast.Subscript) and isinstance(child.targets[0].value, pyast.Name):
-            mod.items.setdefault(child.targets[0].value.id, []).append((child.targets[0].slice, child.value))
-            if child_loop:
-                mod.in_loop.add(id(child.targets[0].value))
-        elif isinstance(child, pyast.Assign) and len(child.targets) == 1 \
-                and _binding_key(child.targets[0]) is not None:  # self.x = ...
-            key = _binding_key(child.targets[0])
-            if not child_loop or key not in mod.bindings:
-                mod.bindings[key] = child.value  # type: ignore[index]
-        elif isinstance(child, pyast.AnnAssign) and _binding_key(child.target) is not None \
-                and child.value is not None:
-            mod.bindings[_binding_key(child.target)] = child.value  # type: ignore[index]
-        _index(mod, child, child_loop)
+        _bind_child(mod, child, child_loop, walk)
+        _index(mod, child, child_loop, walk)
+        walk.chain, walk.in_def = outer
+
+
+def _children(node: pyast.AST, walk: _Walk) -> Iterator[tuple[pyast.AST, tuple, bool]]:
+    """The children of `node`, each with the branch chain and def-ness it is in."""
+    chain, in_def = walk.chain, walk.in_def
+    if isinstance(node, (pyast.FunctionDef, pyast.AsyncFunctionDef, pyast.Lambda)):
+        in_def = True
+    if isinstance(node, pyast.If):
+        yield node.test, chain, in_def
+        for st in node.body:
+            yield st, chain + ((id(node), "if"),), in_def
+        for st in node.orelse:
+            yield st, chain + ((id(node), "else"),), in_def
+        return
+    if isinstance(node, pyast.Try) or type(node).__name__ == "TryStar":
+        for st in node.body + node.orelse:  # type: ignore[attr-defined]
+            yield st, chain, in_def
+        for i, h in enumerate(node.handlers):  # type: ignore[attr-defined]
+            yield h, chain + ((id(node), f"except{i}"),), in_def
+        for st in node.finalbody:  # type: ignore[attr-defined]
+            yield st, chain, in_def
+        return
+    if isinstance(node, pyast.Match):
+        yield node.subject, chain, in_def
+        for i, case in enumerate(node.cases):
+            yield case, chain + ((id(node), f"case{i}"),), in_def
+        return
+    for child in pyast.iter_child_nodes(node):
+        yield child, chain, in_def
+
+
+def _site(mod: Module, key: str, value: pyast.AST, loop: bool, walk: _Walk, stmt: pyast.stmt) -> None:
+    mod.sites.setdefault(key, []).append(Site(walk.order, value, walk.chain, loop, stmt))
+
+
+def _bind_child(mod: Module, child: pyast.AST, child_loop: bool, walk: _Walk) -> None:
+    if isinstance(child, (pyast.FunctionDef, pyast.AsyncFunctionDef)):
+        mod.functions.setdefault(child.name, child)  # type: ignore[arg-type]
+        return
+    if isinstance(child, pyast.ClassDef):
+        mod.classes.setdefault(child.name, child)
+        return
+    if isinstance(child, pyast.Assign) and len(child.targets) == 1:
+        _bind_assign(mod, child, child.targets[0], child_loop, walk)
+    elif isinstance(child, pyast.AnnAssign) and _binding_key(child.target) is not None \
+            and child.value is not None:
+        key = _binding_key(child.target)
+        assert key is not None
+        mod.bindings[key] = child.value
+        _site(mod, key, child.value, child_loop, walk, child)
+
+
+def _bind_assign(mod: Module, child: pyast.Assign, target: pyast.AST, child_loop: bool, walk: _Walk) -> None:
+    """`x = ...` / `self.x = ...` (a binding: last one wins outside loops, and a site), `d[k] = v` (an item)."""
+    key = _binding_key(target)
+    if key is not None:
+        mod.assigned[id(child.value)] = key
+        if not child_loop or key not in mod.bindings:
+            mod.bindings[key] = child.value
+        _site(mod, key, child.value, child_loop, walk, child)
+    elif isinstance(target, pyast.Subscript) and isinstance(target.value, pyast.Name):
+        mod.items.setdefault(target.value.id, []).append((target.slice, child.value))
+        if child_loop:
+            mod.in_loop.add(id(target.value))
 
 
 def calls(tree: pyast.AST) -> Iterator[pyast.Call]:
@@ -342,21 +580,7 @@ def termination_test(mod: Module, node: Optional[pyast.AST]) -> Optional[TextTes
         for n in pyast.walk(stmt):
             if isinstance(n, pyast.Call) and callee(n) in ("lower", "upper", "casefold"):
                 lowered = True
-            if isinstance(n, pyast.Compare) and len(n.ops) == 1:
-                left, op, right = n.left, n.ops[0], n.comparators[0]
-                if isinstance(op, pyast.In) and isinstance(left, pyast.Constant) and isinstance(left.value, str):
-                    tests.append(TextTest(left.value, True, "`in`"))
-                elif isinstance(op, pyast.Eq):
-                    for side in (left, right):
-                        if isinstance(side, pyast.Constant) and isinstance(side.value, str) and side.value:
-                            tests.append(TextTest(side.value, False, "an `==` test"))
-                elif isinstance(op, (pyast.GtE, pyast.Gt, pyast.NotEq)) and isinstance(left, pyast.Call) \
-                        and callee(left) in ("find", "index") and left.args \
-                        and isinstance(left.args[0], pyast.Constant) and isinstance(left.args[0].value, str):
-                    tests.append(TextTest(left.args[0].value, True, "`find`"))
-            if isinstance(n, pyast.Call) and callee(n) in ("endswith", "startswith") and n.args \
-                    and isinstance(n.args[0], pyast.Constant) and isinstance(n.args[0].value, str):
-                tests.append(TextTest(n.args[0].value, False, f"`{callee(n)}`"))
+            tests += _marker_tests(n)
     if not tests:
         return TextTest(None, False, "a predicate")
     # one marker: the first string tested (several markers: the first, approximated)
@@ -370,18 +594,122 @@ def termination_test(mod: Module, node: Optional[pyast.AST]) -> Optional[TextTes
     return TextTest(first.text, exact, how)
 
 
+def _marker_tests(n: pyast.AST) -> list[TextTest]:
+    """The text tests one node of a termination predicate makes: `"X" in ...`, `== "X"`,
+    `.find("X") >= 0`, `.endswith("X")` / `.startswith("X")`."""
+    if isinstance(n, pyast.Call) and callee(n) in ("endswith", "startswith") and n.args \
+            and isinstance(n.args[0], pyast.Constant) and isinstance(n.args[0].value, str):
+        return [TextTest(n.args[0].value, False, f"`{callee(n)}`")]
+    if not (isinstance(n, pyast.Compare) and len(n.ops) == 1):
+        return []
+    return _compare_marker(n.left, n.ops[0], n.comparators[0])
+
+
+def _compare_marker(left: pyast.AST, op: pyast.cmpop, right: pyast.AST) -> list[TextTest]:
+    if isinstance(op, pyast.In) and isinstance(left, pyast.Constant) and isinstance(left.value, str):
+        return [TextTest(left.value, True, "`in`")]
+    if isinstance(op, pyast.Eq):
+        return [TextTest(side.value, False, "an `==` test") for side in (left, right)
+                if isinstance(side, pyast.Constant) and isinstance(side.value, str) and side.value]
+    if isinstance(op, (pyast.GtE, pyast.Gt, pyast.NotEq)) and isinstance(left, pyast.Call) \
+            and callee(left) in ("find", "index") and left.args \
+            and isinstance(left.args[0], pyast.Constant) and isinstance(left.args[0].value, str):
+        return [TextTest(left.args[0].value, True, "`find`")]
+    return []
+
+
 def filled_in_loop(mod: Module, node: Optional[pyast.AST]) -> bool:
-    """`xs` is appended to / extended inside a loop the static pass could not unroll."""
+    """`xs` is appended to / extended inside a loop the static pass could not unroll, or by a call
+    it could not fold into a binding (after a branch that changed it)."""
+    return _unfolded(mod, node) is not None
+
+
+def _unfolded(mod: Module, node: Optional[pyast.AST]) -> Optional[pyast.Call]:
     if not isinstance(node, pyast.Name):
-        return False
+        return None
     for call in calls(mod.tree):
         f = call.func
-        if isinstance(f, pyast.Attribute) and f.attr in ("append", "extend", "insert") \
-                and isinstance(f.value, pyast.Name) and f.value.id == node.id and id(call) in mod.in_loop:
-            return True
-    return False
+        if isinstance(f, pyast.Attribute) and f.attr in ("append", "extend", "insert", "remove", "pop") \
+                and isinstance(f.value, pyast.Name) and f.value.id == node.id \
+                and (id(call) in mod.in_loop or f.attr != "pop"):
+            where = mod.uses.get(id(call))
+            if where is not None and where.in_def:
+                continue  # inside a function body (a selection function's own list)
+            return call
+    return None
 
 
-def loop_message(node: Optional[pyast.AST]) -> str:
-    return (f"`{pyast.unparse(node) if node is not None else '?'}` is filled in a loop the migrator cannot unroll (only `for x in [a, b, c]:` "
+def loop_message(node: Optional[pyast.AST], mod: Optional[Module] = None) -> str:
+    call = _unfolded(mod, node) if mod is not None else None
+    shown = pyast.unparse(node) if node is not None else "?"
+    if call is not None and id(call) not in mod.in_loop:  # type: ignore[union-attr]
+        return (f"`{shown}` is changed by `{_show(call, 50)}` (line {call.lineno}) after a branch that "
+                "changes it, so which agents it holds is decided when the program runs; build the list in one "
+                "place, or migrate the running object with --import")
+    return (f"`{shown}` is filled in a loop the migrator cannot unroll (only `for x in [a, b, c]:` "
             "over a literal list is); write the agents out")
+
+
+def _show(node: Optional[pyast.AST], width: int = 70) -> str:
+    if isinstance(node, pyast.Call) and callee(node).endswith("Agent") \
+            and isinstance(kwarg(node, "name", 0), pyast.Constant):
+        name = kwarg(node, "name", 0).value  # type: ignore[union-attr]
+        if isinstance(name, str):  # an agent: its class and name say which
+            return f"{callee(node)}(name={name!r}, ...)"
+    text = pyast.unparse(node) if node is not None else "?"
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def _branch_words(stmt: pyast.AST, label: str) -> str:
+    if isinstance(stmt, pyast.If):
+        test = f"`if {_show(stmt.test, 50)}:`"
+        return f"the `else` branch of {test}" if label == "else" else f"the branch of {test}"
+    if label.startswith("except"):
+        handler = stmt.handlers[int(label[6:])]  # type: ignore[attr-defined]
+        return f"the `except {_show(handler.type, 40) if handler.type is not None else ''}:` handler".replace(" :", ":")
+    if label.startswith("case"):
+        case = stmt.cases[int(label[4:])]  # type: ignore[attr-defined]
+        return f"`case {_show(case.pattern, 40)}:`"
+    return "a branch"
+
+
+def choice_message(c: Choice) -> str:
+    """The TF410 message for a choice the program makes at run time."""
+    if c.key is None:
+        e = c.stmt
+        return (f"`{_show(e)}` is decided when the program runs; this flow follows "
+                f"`{_show(e.body, 40)}`, the other branch gives `{_show(e.orelse, 40)}`")  # type: ignore[attr-defined]
+    assert c.chosen is not None
+    name = c.key.split(".", 1)[1] if c.key.startswith(("self.", "cls.")) else c.key
+    if c.label == "rebound":
+        lines = ", ".join(str(getattr(s.stmt, "lineno", 0)) for s in c.alternatives + [c.chosen])
+        return (f"`{name}` is bound more than once (lines {lines}) and used inside a function, which sees the "
+                "binding current when it runs (decided when the program runs); this flow follows the last one, "
+                f"`{_show(c.chosen.value, 50)}` (line {getattr(c.chosen.stmt, 'lineno', 0)})")
+    line = getattr(c.chosen.stmt, "lineno", 0)
+    parts = [f"`{name}` is bound in {_branch_words(c.stmt, c.label)} (line {line}), decided when the program "
+             f"runs; this flow follows that binding, `{_show(c.chosen.value, 50)}`"]
+    others = [f"`{_show(s.value, 50)}` (line {getattr(s.stmt, 'lineno', 0)})" for s in c.alternatives]
+    if not c.every:
+        others.append(f"`{_show(c.fallback.value, 50)}` (line {getattr(c.fallback.stmt, 'lineno', 0)})"
+                      if c.fallback is not None else "nothing (the program would fail with a NameError)")
+    if others:
+        parts.append("; otherwise it is " + " or ".join(others))
+    return "".join(parts)
+
+
+def note_choices(mod: Module, b) -> None:
+    """TF410 at each branching statement the chat depends on (`mod.take_choices()`), and a comment
+    above the block's first statement."""
+    texts = []
+    for c in mod.take_choices():
+        at = pos(c.stmt.test if isinstance(c.stmt, (pyast.If, pyast.IfExp)) and c.label != "rebound" else c.stmt)
+        message = choice_message(c)
+        b.note("TF410", message, at, comment=False)
+        b.run_time.append(("TF410", message))
+        texts.append(f"TF410: {message} (input {at.line}:{at.column})" if b.input_positions else f"TF410: {message}")
+    if texts and b.lines:
+        b.lines[0].comments[:0] = texts
+    elif texts:
+        b.pending[:0] = texts

@@ -307,14 +307,19 @@ class Rewriter:
             return node
 
     # -- blocks ---------------------------------------------------------------------
-    def _block(self, body: list[pyast.stmt], env: dict[str, pyast.AST], top: bool = False) -> list[pyast.stmt]:
+    def _block(self, body: list[pyast.stmt], env: dict[str, pyast.AST], top: bool = False,
+               lists: Optional[dict[str, pyast.AST]] = None) -> list[pyast.stmt]:
         out: list[pyast.stmt] = []
-        lists: dict[str, pyast.AST] = {}  # names bound to literal sequences in this block, flow-sensitive
+        if lists is None:
+            lists = {}  # names bound to literal sequences in this block, flow-sensitive
         for st in body:
             out.extend(self._stmt(st, env, lists))
         return out
 
     def _lookup_seq(self, node: pyast.AST, lists: dict[str, pyast.AST]) -> Optional[list[pyast.AST]]:
+        if isinstance(node, pyast.Call) and isinstance(node.func, pyast.Name) and not node.keywords \
+                and node.func.id in ("range", "enumerate") and len(node.args) in (1, 2):
+            return self._counted(node, lists)
         if isinstance(node, pyast.Name):
             if node.id in lists:
                 return self._lookup_seq(lists[node.id], {k: v for k, v in lists.items() if k != node.id})
@@ -323,90 +328,136 @@ class Rewriter:
             return None
         return sequence(node, lambda n: self._lookup_seq(n, lists))
 
+    def _counted(self, node: pyast.Call, lists: dict[str, pyast.AST]) -> Optional[list[pyast.AST]]:
+        """`range(n)`, `range(a, b)`, `range(len(xs))` with literal bounds or a known `xs`;
+        `enumerate(xs)` → `(i, x)` pairs."""
+        if node.func.id == "enumerate":  # type: ignore[attr-defined]
+            if len(node.args) != 1:
+                return None
+            elems = self._lookup_seq(node.args[0], lists)
+            if elems is None:
+                return None
+            return [pyast.Tuple(elts=[pyast.Constant(value=i), e], ctx=pyast.Load())  # type: ignore[list-item]
+                    for i, e in enumerate(elems)]
+        bounds = []
+        for a in node.args:
+            if isinstance(a, pyast.Constant) and isinstance(a.value, int) and not isinstance(a.value, bool):
+                bounds.append(a.value)
+            elif isinstance(a, pyast.Call) and isinstance(a.func, pyast.Name) and a.func.id == "len" \
+                    and len(a.args) == 1 and (elems := self._lookup_seq(a.args[0], lists)) is not None:
+                bounds.append(len(elems))
+            else:
+                return None
+        lo, hi = (0, bounds[0]) if len(bounds) == 1 else (bounds[0], bounds[1])
+        if hi - lo > MAX_UNROLL:
+            return None
+        return [pyast.Constant(value=i) for i in range(lo, hi)]
+
     def _stmt(self, st: pyast.stmt, env: dict[str, pyast.AST], lists: dict[str, pyast.AST]) -> list[pyast.stmt]:
         if env:
             st = _Subst(env).visit(st)
-        # nested scopes: their own blocks
-        if isinstance(st, (pyast.FunctionDef, pyast.AsyncFunctionDef)):
-            st.body = self._block(st.body, {}) or [pyast.Pass()]
-            return [st]
-        if isinstance(st, pyast.ClassDef):
-            st.body = self._block(st.body, {}) or [pyast.Pass()]
+        if isinstance(st, (pyast.FunctionDef, pyast.AsyncFunctionDef, pyast.ClassDef)):
+            st.body = self._block(st.body, {}) or [pyast.Pass()]  # nested scopes: their own blocks
             return [st]
         if isinstance(st, (pyast.If, pyast.With, pyast.AsyncWith, pyast.Try)):
-            for attr in ("body", "orelse", "finalbody"):
-                if hasattr(st, attr) and getattr(st, attr):
-                    setattr(st, attr, self._block(getattr(st, attr), {}) or [pyast.Pass()])
-            if isinstance(st, pyast.Try):
-                for h in st.handlers:
-                    h.body = self._block(h.body, {}) or [pyast.Pass()]
+            self._branches(st, lists)
             return [st]
         if isinstance(st, pyast.While):
             return [st]
         if isinstance(st, pyast.For):
-            elements = self._lookup_seq(st.iter, lists)
-            cost = len(elements) * sum(1 for b in st.body for _ in pyast.walk(b)) if elements is not None else 0
-            if elements is not None and not st.orelse and not _has_jump(st.body) and len(elements) <= MAX_UNROLL \
-                    and self.copies + cost <= MAX_COPIES:
-                self.copies += cost
-                out: list[pyast.stmt] = []
-                for e in elements:
-                    loop_env: dict[str, pyast.AST] = {}
-                    if not _bind(st.target, e, loop_env):
-                        break
-                    for s in st.body:
-                        out.extend(self._stmt(copy.deepcopy(s), loop_env, lists))
-                else:
-                    return out
-            st.body = self._block(st.body, {}) or [pyast.Pass()]
+            return self._for(st, lists)
+        if isinstance(st, pyast.Assign) and len(st.targets) == 1:
+            done = self._assign(st, lists)
+            if done is not None:
+                return done
+        if self.factories:  # factories used inside expressions (lists of agents, arguments)
+            st = self._InlineExpr(self).visit(st)
+        # list bindings and mutations
+        if isinstance(st, pyast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], pyast.Name):
+            if isinstance(st.value, (pyast.List, pyast.Tuple)):
+                lists[st.targets[0].id] = st.value
+            else:
+                lists.pop(st.targets[0].id, None)
             return [st]
-        # a, b = X, Y
-        if isinstance(st, pyast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], pyast.Tuple) \
-                and isinstance(st.value, pyast.Tuple) and len(st.targets[0].elts) == len(st.value.elts) \
-                and all(isinstance(t, pyast.Name) for t in st.targets[0].elts):
+        mutated = self._mutation(st, lists)
+        return [mutated] if mutated is not None else [st]
+
+    def _for(self, st: pyast.For, lists: dict[str, pyast.AST]) -> list[pyast.stmt]:
+        """A loop over a known sequence, unrolled (bounded); any other loop, kept."""
+        elements = self._lookup_seq(st.iter, lists)
+        cost = len(elements) * sum(1 for b in st.body for _ in pyast.walk(b)) if elements is not None else 0
+        if elements is not None and not st.orelse and not _has_jump(st.body) and len(elements) <= MAX_UNROLL \
+                and self.copies + cost <= MAX_COPIES:
+            self.copies += cost
+            out: list[pyast.stmt] = []
+            for e in elements:
+                loop_env: dict[str, pyast.AST] = {}
+                if not _bind(st.target, e, loop_env):
+                    break
+                for s in st.body:
+                    out.extend(self._stmt(copy.deepcopy(s), loop_env, lists))
+            else:
+                return out
+        st.body = self._block(st.body, {}) or [pyast.Pass()]
+        return [st]
+
+    def _assign(self, st: pyast.Assign, lists: dict[str, pyast.AST]) -> Optional[list[pyast.stmt]]:
+        """`a, b = X, Y`; `x = factory(...)`; `a, b = setup(...)` (a builder): the statements they
+        stand for, or None (nothing to rewrite)."""
+        target, value = st.targets[0], st.value
+        if isinstance(target, pyast.Tuple) and isinstance(value, pyast.Tuple) and len(target.elts) == len(value.elts) \
+                and all(isinstance(t, pyast.Name) for t in target.elts):
             out = []
-            for t, v in zip(st.targets[0].elts, st.value.elts):
-                assert isinstance(t, pyast.Name)
-                a = pyast.Assign(targets=[pyast.Name(id=t.id, ctx=pyast.Store())], value=v)
+            for t, v in zip(target.elts, value.elts):
+                a = pyast.Assign(targets=[pyast.Name(id=t.id, ctx=pyast.Store())], value=v)  # type: ignore[attr-defined]
                 pyast.copy_location(a, st)
                 out.extend(self._stmt(a, {}, lists))
             return out
-        # x = factory(...)
-        if isinstance(st, pyast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], pyast.Name) \
-                and isinstance(st.value, pyast.Call) and isinstance(st.value.func, pyast.Name) \
-                and st.value.func.id in self.factories:
-            done = self._inline(self.factories[st.value.func.id], st.value, st.targets[0].id)
+        if not (isinstance(value, pyast.Call) and isinstance(value.func, pyast.Name)):
+            return None
+        if isinstance(target, pyast.Name) and value.func.id in self.factories:
+            done = self._inline(self.factories[value.func.id], value, target.id)
             if done is not None:
                 st.value = done[0]  # type: ignore[assignment]
-                lists.pop(st.targets[0].id, None)
+                lists.pop(target.id, None)
                 return [st] + done[1]
-        # a, b = setup(...) / agents = setup(...): a straight-line builder of several agents
-        if isinstance(st, pyast.Assign) and len(st.targets) == 1 \
-                and isinstance(st.targets[0], (pyast.Name, pyast.Tuple, pyast.List)) \
-                and isinstance(st.value, pyast.Call) and isinstance(st.value.func, pyast.Name) \
-                and st.value.func.id in self.builders:
-            done_b = self._inline_builder(self.builders[st.value.func.id], st.value, st.targets[0])
+        if isinstance(target, (pyast.Name, pyast.Tuple, pyast.List)) and value.func.id in self.builders:
+            done_b = self._inline_builder(self.builders[value.func.id], value, target)
             if done_b is not None:
-                self.inlined.add(st.value.func.id)
+                self.inlined.add(value.func.id)
                 out_b: list[pyast.stmt] = []
                 for s2 in done_b:
                     out_b.extend(self._stmt(s2, {}, lists))
                 return out_b
-        # factories used inside expressions (lists of agents, arguments)
-        if self.factories:
-            st = self._InlineExpr(self).visit(st)
-        # list bindings and mutations
-        if isinstance(st, pyast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], pyast.Name):
-            name = st.targets[0].id
-            if isinstance(st.value, (pyast.List, pyast.Tuple)):
-                lists[name] = st.value
-            else:
-                lists.pop(name, None)
-            return [st]
-        mutated = self._mutation(st, lists)
-        if mutated is not None:
-            return [mutated]
-        return [st]
+        return None
+
+    def _branches(self, st: Union[pyast.If, pyast.With, pyast.AsyncWith, pyast.Try],
+                  lists: dict[str, pyast.AST]) -> None:
+        """`with` and a `try` body run unconditionally: list changes in them are followed as in
+        straight-line code. An `if` branch or an `except` handler folds `xs.append(...)` into a
+        binding of its own (`xs = [...]` in the branch: a run-time choice the front ends report);
+        after it, a list a branch changed is no longer known (later appends are not folded)."""
+        if isinstance(st, (pyast.With, pyast.AsyncWith)):
+            st.body = self._block(st.body, {}, lists=lists) or [pyast.Pass()]
+            return
+        branches: list[dict[str, pyast.AST]] = []
+        if isinstance(st, pyast.Try):
+            st.body = self._block(st.body, {}, lists=lists) or [pyast.Pass()]
+            for h in st.handlers:
+                branches.append(dict(lists))
+                h.body = self._block(h.body, {}, lists=branches[-1]) or [pyast.Pass()]
+            if st.orelse:
+                st.orelse = self._block(st.orelse, {}, lists=lists)
+            if st.finalbody:
+                st.finalbody = self._block(st.finalbody, {}, lists=lists)
+        else:
+            branches = [dict(lists), dict(lists)]
+            st.body = self._block(st.body, {}, lists=branches[0]) or [pyast.Pass()]
+            if st.orelse:
+                st.orelse = self._block(st.orelse, {}, lists=branches[1])
+        for name in list(lists):
+            if any(b.get(name) is not lists[name] for b in branches):
+                del lists[name]
 
     def _mutation(self, st: pyast.stmt, lists: dict[str, pyast.AST]) -> Optional[pyast.stmt]:
         name = None

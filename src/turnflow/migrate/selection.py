@@ -64,6 +64,15 @@ def _one_term(alternatives: list):
     return conj[0] if len(conj) == 1 else ("any", conj)
 
 
+def _negate(inner: list) -> list:
+    """`not` of a condition's alternatives."""
+    if inner == [[]]:
+        return []
+    if inner == [] or any(not alt for alt in inner):
+        return [] if inner else [[]]
+    return [[("not", _one_term(inner))]]
+
+
 class _Unknown(Exception):
     def __init__(self, what: str, at: pyast.AST):
         super().__init__(what)
@@ -90,6 +99,7 @@ class Evaluator:
         self.opening: Optional[str] = None  # who sent the opening message (classic: the initiator)
         self._speaker: Optional[str] = None
         self._steps = 0
+        self.turn: Optional[str] = None  # the opening speaker's "first" turn or a "later" one (see read)
 
     def note(self, code: str, message: str, at: pyast.AST) -> None:
         key = (code, message, getattr(at, "lineno", 0), getattr(at, "col_offset", 0))
@@ -116,6 +126,55 @@ class Evaluator:
             i = self.mod.literal(node.slice)
             return i == -1
         return False
+
+    def _classic_return(self, value: pyast.AST, x: str, env: dict) -> object:
+        """A classic selection function's return: a method name, an agent (directly, by name,
+        `groupchat.agents[i]`), the speaker itself; else unknown."""
+        if isinstance(value, pyast.Constant) and isinstance(value.value, str):
+            return ("method", value.value.lower())
+        n = self.agent_name(value)
+        if n is not None:
+            return n
+        if isinstance(value, pyast.Call) and callee(value) == "agent_by_name" and value.args:
+            found = self._by_name(value, x, env)
+            if found is not None:
+                return found
+        if isinstance(value, pyast.Subscript) and isinstance(value.value, pyast.Attribute) \
+                and value.value.attr == "agents":
+            i = self.mod.literal(value.slice)
+            if isinstance(i, int) and not isinstance(i, bool) and -len(self.names) <= i < len(self.names):
+                return self.names[i]
+        return x if self._is_speaker(value, env) else ("unknown",)
+
+    def _by_name(self, value: pyast.Call, x: str, env: dict) -> object:
+        """`groupchat.agent_by_name(arg)`: the speaker (its own name), `previous` (the name of the
+        message before the last), an agent named by a string; None otherwise."""
+        arg = self._subst(value.args[0], env)
+        if self._is_speaker(arg, env) or self._speaker_name_expr(arg, env):
+            return x
+        if self._is_before_last_name(arg, env):
+            if x == self.opening:
+                self.note("TF406", f"`{pyast.unparse(value)}` names the agent that spoke before the last one; "
+                          "on the opening turn there is none (the source raises IndexError), the flow's "
+                          "`previous` is then `next`", value)
+            return ("previous",)
+        raw = self.mod.string(arg)
+        return self.agent_name(pyast.Constant(value=raw)) if raw is not None else None
+
+    def _is_before_last_name(self, node: pyast.AST, env: dict) -> bool:
+        """`messages[-2]["name"]` (also `.get("name")`, `.source`): who spoke before the last speaker."""
+        node = self._subst(node, env)
+        msg: Optional[pyast.AST] = None
+        if isinstance(node, pyast.Subscript) and self.mod.literal(node.slice) == "name":
+            msg = node.value
+        elif isinstance(node, pyast.Call) and callee(node) == "get" and isinstance(node.func, pyast.Attribute) \
+                and node.args and self.mod.literal(node.args[0]) == "name":
+            msg = node.func.value
+        elif isinstance(node, pyast.Attribute) and node.attr in ("source", "name"):
+            msg = node.value
+        msg = self._subst(msg, env) if msg is not None else None
+        return isinstance(msg, pyast.Subscript) and self._is_messages(msg.value, env) \
+            and self.mod.literal(msg.slice) == -2
 
     def _is_speaker(self, node: pyast.AST, env: dict) -> bool:
         """The last speaker, as an agent (classic) or its name (selector)."""
@@ -175,79 +234,19 @@ class Evaluator:
         """→ list of alternatives (each a list of text terms); [] = false, [[]] = true; raises _Unknown."""
         test = self._subst(test, env)
         if isinstance(test, pyast.BoolOp):
-            parts = [self.cond(v, x, env) for v in test.values]
-            if isinstance(test.op, pyast.Or):
-                out: list = []
-                for p in parts:
-                    if p == [[]]:
-                        return [[]]
-                    out += p
-                return out[:MAX_PATHS]
-            acc: list = [[]]
-            for p in parts:
-                acc = [a + b for a in acc for b in p][:MAX_PATHS]
-            return acc
+            return self._bool(test, x, env)
         if isinstance(test, pyast.UnaryOp) and isinstance(test.op, pyast.Not):
-            inner = self.cond(test.operand, x, env)
-            if inner == [[]]:
-                return []
-            if inner == [] or any(not alt for alt in inner):
-                return [] if inner else [[]]
-            return [[("not", _one_term(inner))]]
+            return _negate(self.cond(test.operand, x, env))
         if isinstance(test, pyast.Constant):
             return [[]] if test.value else []
+        if self._is_messages(test, env):
+            return [[]]  # the opening message is always there: the list is never empty
         if isinstance(test, (pyast.List, pyast.Tuple)):
             return [[]] if test.elts else []
         if isinstance(test, pyast.Compare) and len(test.ops) == 1:
-            left, op, right = test.left, test.ops[0], test.comparators[0]
-            # the last speaker
-            for a, b in ((left, right), (right, left)):
-                if isinstance(op, (pyast.Is, pyast.Eq, pyast.IsNot, pyast.NotEq)) and \
-                        (self._is_speaker(a, env) or self._speaker_name_expr(a, env)):
-                    n = self._name_of(b, env)
-                    if n is None:
-                        if isinstance(self._subst(b, env), pyast.Constant) and b is not None:
-                            n = "\0"  # a name that is no agent: never equal
-                        else:
-                            raise _Unknown(f"`{pyast.unparse(b)}` is not an agent of the chat", b)
-                    same = n == x
-                    return [[]] if same == isinstance(op, (pyast.Is, pyast.Eq)) else []
-            if isinstance(op, (pyast.In, pyast.NotIn)) and (self._is_speaker(left, env)
-                                                            or self._speaker_name_expr(left, env)):
-                elems = self.mod.elements(self._subst(right, env))
-                if elems is None:
-                    raise _Unknown(f"`{pyast.unparse(right)}` is not a list written out", right)
-                names = [self._name_of(e, env) for e in elems]
-                inside = x in names
-                return [[]] if inside == isinstance(op, pyast.In) else []
-            # the text of the last message
-            if isinstance(op, (pyast.In, pyast.NotIn)):
-                s = self._name_of(left, env)
-                how = self._content(right, env)
-                if s and how is not None:
-                    if how == "lower":
-                        self.note("TF406", f"`{pyast.unparse(test)}` tests case-folded text; approximated by "
-                                  f"`{'not ' if isinstance(op, pyast.NotIn) else ''}text contains \"{s}\"` "
-                                  "(case-sensitive)", test)
-                    return [[("text", s) if isinstance(op, pyast.In) else ("not", ("text", s))]]
-            if isinstance(op, (pyast.Eq, pyast.NotEq)):
-                for a, b in ((left, right), (right, left)):
-                    s = self.mod.string(self._subst(a, env))
-                    if s and self._content(b, env) is not None:
-                        neg = isinstance(op, pyast.NotEq)
-                        self.note("TF406", f"`{pyast.unparse(test)}` tests the whole text with "
-                                  f"`{'!=' if neg else '=='}`; approximated by `{'not ' if neg else ''}text contains "
-                                  f"\"{s}\"`", test)
-                        return [[("not", ("text", s)) if neg else ("text", s)]]
-            if self._is_len_messages(left, env) or self._is_len_messages(right, env):
-                k = self.mod.literal(right if self._is_len_messages(left, env) else left)
-                opening = isinstance(k, int) and self._is_len_messages(left, env) and (
-                    (isinstance(op, pyast.LtE) and k <= 1) or (isinstance(op, pyast.Lt) and k <= 2)
-                    or (isinstance(op, pyast.Eq) and k <= 1))
-                if opening and self.opening is not None and x != self.opening:
-                    return []  # only the opening message precedes this test: its sender is the initiator
-                raise _Unknown(f"`{pyast.unparse(test)}` (a guard on the number of messages"
-                               + (": the opening turn)" if opening else ")"), test)
+            found = self._compare(test, x, env)
+            if found is not None:
+                return found
         if isinstance(test, pyast.Call) and callee(test) in ("startswith", "endswith") and test.args \
                 and isinstance(test.func, pyast.Attribute) and self._content(test.func.value, env) is not None:
             s = self.mod.string(test.args[0])
@@ -256,6 +255,109 @@ class Evaluator:
                           f"`text contains \"{s}\"`", test)
                 return [[("text", s)]]
         raise _Unknown(f"`{pyast.unparse(test)[:60]}`", test)
+
+    def _bool(self, test: pyast.BoolOp, x: str, env: dict) -> list:
+        parts = [self.cond(v, x, env) for v in test.values]
+        if isinstance(test.op, pyast.Or):
+            out: list = []
+            for p in parts:
+                if p == [[]]:
+                    return [[]]
+                out += p
+            return out[:MAX_PATHS]
+        acc: list = [[]]
+        for p in parts:
+            acc = [a + b for a in acc for b in p][:MAX_PATHS]
+        return acc
+
+    def _compare(self, test: pyast.Compare, x: str, env: dict) -> Optional[list]:
+        """A comparison on the last speaker, the last message's text or the number of messages;
+        None when it is none of those."""
+        left, op, right = test.left, test.ops[0], test.comparators[0]
+        speaker = self._speaker_test(left, op, right, x, env)
+        if speaker is not None:
+            return speaker
+        text = self._text_test(test, left, op, right, env)
+        if text is not None:
+            return text
+        if self._is_len_messages(left, env) or self._is_len_messages(right, env):
+            return self._len_test(test, op, left, right, x, env)
+        return None
+
+    def _speaker_test(self, left: pyast.AST, op: pyast.cmpop, right: pyast.AST, x: str, env: dict) -> Optional[list]:
+        """`last_speaker is A`, `==`, `!=`, `.name == "A"`, `in [A, B]`: decided for speaker `x`."""
+        for a, b in ((left, right), (right, left)):
+            if isinstance(op, (pyast.Is, pyast.Eq, pyast.IsNot, pyast.NotEq)) and \
+                    (self._is_speaker(a, env) or self._speaker_name_expr(a, env)):
+                n = self._name_of(b, env)
+                if n is None:
+                    if isinstance(self._subst(b, env), pyast.Constant) and b is not None:
+                        n = "\0"  # a name that is no agent: never equal
+                    else:
+                        raise _Unknown(f"`{pyast.unparse(b)}` is not an agent of the chat", b)
+                same = n == x
+                return [[]] if same == isinstance(op, (pyast.Is, pyast.Eq)) else []
+        if isinstance(op, (pyast.In, pyast.NotIn)) and (self._is_speaker(left, env)
+                                                        or self._speaker_name_expr(left, env)):
+            elems = self.mod.elements(self._subst(right, env))
+            if elems is None:
+                raise _Unknown(f"`{pyast.unparse(right)}` is not a list written out", right)
+            inside = x in [self._name_of(e, env) for e in elems]
+            return [[]] if inside == isinstance(op, pyast.In) else []
+        return None
+
+    def _text_test(self, test: pyast.Compare, left: pyast.AST, op: pyast.cmpop, right: pyast.AST,
+                   env: dict) -> Optional[list]:
+        """`"S" in content` (exact), `not in`, `content == "S"` / `!=` (approximated by `contains`)."""
+        if isinstance(op, (pyast.In, pyast.NotIn)):
+            s = self._name_of(left, env)
+            how = self._content(right, env)
+            if s and how is not None:
+                if how == "lower":
+                    self.note("TF406", f"`{pyast.unparse(test)}` tests case-folded text; approximated by "
+                              f"`{'not ' if isinstance(op, pyast.NotIn) else ''}text contains \"{s}\"` "
+                              "(case-sensitive)", test)
+                return [[("text", s) if isinstance(op, pyast.In) else ("not", ("text", s))]]
+        if isinstance(op, (pyast.Eq, pyast.NotEq)):
+            for a, b in ((left, right), (right, left)):
+                s = self.mod.string(self._subst(a, env))
+                if s and self._content(b, env) is not None:
+                    neg = isinstance(op, pyast.NotEq)
+                    self.note("TF406", f"`{pyast.unparse(test)}` tests the whole text with "
+                              f"`{'!=' if neg else '=='}`; approximated by `{'not ' if neg else ''}text contains "
+                              f"\"{s}\"`", test)
+                    return [[("not", ("text", s)) if neg else ("text", s)]]
+        return None
+
+    def _len_test(self, test: pyast.Compare, op: pyast.cmpop, left: pyast.AST, right: pyast.AST, x: str,
+                  env: dict) -> list:
+        """`len(messages) OP k`: decided when it is the same for every length from 1 (the opening
+        message is always there); true only for length 1 (the opening turn): false for every
+        speaker but the opening one, and for that one decided by `self.turn` when `read` can
+        tell its first turn from later ones."""
+        on_left = self._is_len_messages(left, env)
+        k = self.mod.literal(right if on_left else left)
+        if not isinstance(k, int) or isinstance(k, bool) or abs(k) > 10 ** 6:
+            raise _Unknown(f"`{pyast.unparse(test)}` (a guard on the number of messages)", test)
+        fn = {pyast.Eq: lambda a, b: a == b, pyast.NotEq: lambda a, b: a != b, pyast.Lt: lambda a, b: a < b,
+              pyast.LtE: lambda a, b: a <= b, pyast.Gt: lambda a, b: a > b, pyast.GtE: lambda a, b: a >= b}
+        compare = fn.get(type(op))
+        if compare is None:
+            raise _Unknown(f"`{pyast.unparse(test)}` (a guard on the number of messages)", test)
+
+        def holds(n: int) -> bool:
+            return bool(compare(n, k) if on_left else compare(k, n))
+
+        later = {holds(n) for n in range(2, abs(k) + 4)} | {holds(10 ** 7)}
+        if len(later) == 1 and holds(1) in later:
+            return [[]] if holds(1) else []  # the same for every length: decided
+        if len(later) == 1:
+            if x != self.opening and self.opening is not None:
+                return [[]] if later.pop() else []  # only the opening speaker ever sees one message
+            if self.turn is not None:
+                return [[]] if (holds(1) if self.turn == "first" else later.pop()) else []
+            raise _Unknown(f"`{pyast.unparse(test)}` (a guard on the number of messages: the opening turn)", test)
+        raise _Unknown(f"`{pyast.unparse(test)}` (a guard on the number of messages)", test)
 
     def _is_len_messages(self, node: pyast.AST, env: dict) -> bool:
         node = self._subst(node, env)
@@ -274,24 +376,7 @@ class Evaluator:
                     return ("candidates", names)
             return ("unknown",)
         if self.style == "classic":
-            if isinstance(value, pyast.Constant) and isinstance(value.value, str):
-                return ("method", value.value.lower())
-            n = self.agent_name(value)
-            if n is not None:
-                return n
-            if isinstance(value, pyast.Call) and callee(value) == "agent_by_name" and value.args:
-                raw = self.mod.string(value.args[0])
-                n = self.agent_name(pyast.Constant(value=raw)) if raw is not None else None
-                if n is not None:
-                    return n
-            if isinstance(value, pyast.Subscript) and isinstance(value.value, pyast.Attribute) \
-                    and value.value.attr == "agents":
-                i = self.mod.literal(value.slice)
-                if isinstance(i, int) and not isinstance(i, bool) and -len(self.names) <= i < len(self.names):
-                    return self.names[i]
-            if self._is_speaker(value, env):
-                return x
-            return ("unknown",)
+            return self._classic_return(value, x, env)
         n = self._name_of(value, env)
         if n in self.names:
             return n
@@ -311,37 +396,24 @@ class Evaluator:
                 raise _Budget()
             rest = stmts[i + 1:]
             if isinstance(st, pyast.Return):
+                value = self._subst(st.value, env) if st.value is not None else None
+                if isinstance(value, pyast.IfExp):
+                    return self._if(_if_return(st, value), rest, x, terms, maybe, env, out)
                 out.append(Outcome(list(terms), self.ret(st.value, x, env), maybe, st))
                 return True
             if isinstance(st, pyast.If):
-                try:
-                    alts = self.cond(st.test, x, env)
-                except _Unknown as why:
-                    self.note("TF406", f"the test {why.what} in the selection function cannot be expressed; the "
-                              "targets of its branch are kept as routing tools of the speaker", st.test)
-                    self.block(st.body + rest, x, terms, True, dict(env), out)
-                    return self.block(st.orelse + rest, x, terms, maybe, env, out)
-                if alts == [[]]:
-                    return self.block(st.body + rest, x, terms, maybe, env, out)
-                if alts == []:
-                    return self.block(st.orelse + rest, x, terms, maybe, env, out)
-                for alt in alts:
-                    self.block(st.body + rest, x, terms + alt, maybe, dict(env), out)
-                return self.block(st.orelse + rest, x, terms, maybe, env, out)
+                return self._if(st, rest, x, terms, maybe, env, out)
             if isinstance(st, pyast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], pyast.Name):
                 env[st.targets[0].id] = self._subst(st.value, env)
                 continue
-            if isinstance(st, pyast.Expr) and isinstance(st.value, pyast.Call) \
-                    and isinstance(st.value.func, pyast.Attribute) and st.value.func.attr in ("append", "extend") \
-                    and isinstance(st.value.func.value, pyast.Name) and len(st.value.args) == 1 \
-                    and isinstance(env.get(st.value.func.value.id), (pyast.List, pyast.Tuple)):
-                name, arg = st.value.func.value.id, st.value.args[0]
-                added = [arg] if st.value.func.attr == "append" else (self.mod.elements(arg) or [])
-                env[name] = pyast.List(elts=list(env[name].elts) + added, ctx=pyast.Load())
+            if self._list_change(st, env):
                 continue
             if isinstance(st, (pyast.Expr, pyast.Pass, pyast.Import, pyast.ImportFrom, pyast.AnnAssign,
                                pyast.Global, pyast.Nonlocal, pyast.Assert)):
                 continue
+            if self._lookup_loop(st, env):
+                continue
+            self._unknown_bindings(st, env)
             # loops, try, with, ...: what returns inside is kept as routing tools; then go on
             inner = [n for n in pyast.walk(st) if isinstance(n, pyast.Return)]
             if inner:
@@ -352,28 +424,161 @@ class Evaluator:
                     out.append(Outcome(list(terms), self.ret(r.value, x, {}), True, r))
         return False
 
+    def _if(self, st: pyast.If, rest: list, x: str, terms: list, maybe: bool, env: dict, out: list) -> bool:
+        """An `if`: decided, one path per alternative of its test, or (a test the flow cannot say)
+        its branch's targets kept as routing tools; each branch continues with `rest`."""
+        try:
+            alts = self.cond(st.test, x, env)
+        except _Unknown as why:
+            self.note("TF406", f"the test {why.what} in the selection function cannot be expressed; the "
+                      "targets of its branch are kept as routing tools of the speaker", st.test)
+            self.block(st.body + rest, x, terms, True, dict(env), out)
+            return self.block(st.orelse + rest, x, terms, maybe, env, out)
+        if alts == [[]]:
+            return self.block(st.body + rest, x, terms, maybe, env, out)
+        if alts == []:
+            return self.block(st.orelse + rest, x, terms, maybe, env, out)
+        for alt in alts:
+            self.block(st.body + rest, x, terms + alt, maybe, dict(env), out)
+        return self.block(st.orelse + rest, x, terms, maybe, env, out)
+
+    def _list_change(self, st: pyast.stmt, env: dict) -> bool:
+        """`xs.append(a)` / `xs.extend([...])` on a local list: folded into its value, True."""
+        if not (isinstance(st, pyast.Expr) and isinstance(st.value, pyast.Call)
+                and isinstance(st.value.func, pyast.Attribute) and st.value.func.attr in ("append", "extend")
+                and isinstance(st.value.func.value, pyast.Name) and len(st.value.args) == 1
+                and isinstance(env.get(st.value.func.value.id), (pyast.List, pyast.Tuple))):
+            return False
+        name, arg = st.value.func.value.id, st.value.args[0]
+        added = [arg] if st.value.func.attr == "append" else (self.mod.elements(arg) or [])
+        env[name] = pyast.List(elts=list(env[name].elts) + added, ctx=pyast.Load())
+        return True
+
+    def _lookup_loop(self, st: pyast.stmt, env: dict) -> bool:
+        """`for agent in groupchat.agents: if agent.name == "coder": chosen = agent` (a `break`
+        allowed): `chosen` is the agent named "coder" (agent names are unique), else unchanged."""
+        found = _loop_lookup(st)
+        if found is None:
+            return False
+        test, inner, v = found
+        sides = (test.left, test.comparators[0])
+        name = None
+        for a, b in (sides, sides[::-1]):
+            if isinstance(a, pyast.Attribute) and a.attr == "name" and isinstance(a.value, pyast.Name) \
+                    and a.value.id == v:
+                name = self.mod.string(self._subst(b, env))
+        if name is None:
+            return False
+        if self.agent_name(pyast.Constant(value=name)) is None:
+            return True  # no agent has that name: the variables keep their values
+        group = st.iter.value  # type: ignore[attr-defined]
+        agent = pyast.Call(func=pyast.Attribute(value=group, attr="agent_by_name", ctx=pyast.Load()),
+                           args=[pyast.Constant(value=name)], keywords=[])
+        for assign in inner:
+            env[assign.targets[0].id] = agent
+        return True
+
+    def _unknown_bindings(self, st: pyast.stmt, env: dict) -> None:
+        """Names a loop / try / with binds that cannot be followed: unknown afterwards (TF406)."""
+        bound = sorted({t.id for n in pyast.walk(st) if isinstance(n, (pyast.Assign, pyast.AugAssign, pyast.For))
+                        for t in (n.targets if isinstance(n, pyast.Assign) else [n.target])
+                        if isinstance(t, pyast.Name)})
+        if not bound:
+            return
+        for name in bound:
+            env[name] = pyast.Name(id="<run time>", ctx=pyast.Load())
+        self.note("TF406", f"`{type(st).__name__.lower()}` statement in the selection function sets "
+                  f"{', '.join(f'`{n}`' for n in bound)}, which cannot be followed without running it; "
+                  "what it decides is kept as routing tools", st)
+
     def read(self, speakers: list[str]) -> Reading:
+        """Outcomes per speaker. The opening speaker is read for its first turn (one message so
+        far) and its later ones: when nothing can give it the turn again, or both agree, its first
+        turn decides (a guard like `len(messages) <= 1` picks the first speaker, exactly)."""
         reading = Reading()
         body = [self.fn.body] if isinstance(self.fn, pyast.Lambda) else self.fn.body
         if isinstance(self.fn, pyast.Lambda):
             body = [pyast.Return(value=self.fn.body)]
             pyast.copy_location(body[0], self.fn)
         for x in speakers:
-            self._speaker = x
-            self._steps = 0
-            out: list[Outcome] = []
-            try:
-                done = self.block(body, x, [], False, {}, out)
-            except (_Budget, RecursionError):
-                self.note("TF404", "the selection function has too many paths to follow; for this speaker the "
-                          "choice is left to routing tools among the eligible agents", self.fn)
-                reading.outcomes[x] = [Outcome([], ("unknown",), False, self.fn)]
-                continue
-            if not done:  # falling off the end returns None
-                out.append(Outcome([], self.ret(None, x, {}), False, self.fn))
-            reading.outcomes[x] = out
+            if x != self.opening:
+                reading.outcomes[x] = self._read_one(body, x)
+        if self.opening in speakers:
+            x = self.opening
+            kept = list(self.notes), set(self._noted)
+            self.turn = "first"
+            first = self._read_one(body, x)
+            first_notes = list(self.notes), set(self._noted)
+            self.notes, self._noted = list(kept[0]), set(kept[1])
+            self.turn = "later"
+            later = self._read_one(body, x)
+            self.turn = None
+            others = [o for y, outs in reading.outcomes.items() for o in outs] + later
+            if _same(first, later) or not any(_may_reach(o.target, x) for o in others):
+                reading.outcomes[x] = first
+                self.notes, self._noted = first_notes
+            else:
+                self.notes, self._noted = kept
+                reading.outcomes[x] = self._read_one(body, x)
+            reading.outcomes = {y: reading.outcomes[y] for y in speakers}
         reading.notes = self.notes
         return reading
+
+    def _read_one(self, body: list, x: str) -> list[Outcome]:
+        self._speaker = x
+        self._steps = 0
+        out: list[Outcome] = []
+        try:
+            done = self.block(body, x, [], False, {}, out)
+        except (_Budget, RecursionError):
+            self.note("TF404", "the selection function has too many paths to follow; for this speaker the "
+                      "choice is left to routing tools among the eligible agents", self.fn)
+            return [Outcome([], ("unknown",), False, self.fn)]
+        if not done:  # falling off the end returns None
+            out.append(Outcome([], self.ret(None, x, {}), False, self.fn))
+        return out
+
+
+def _if_return(st: pyast.Return, value: pyast.IfExp) -> pyast.If:
+    """`return a if c else b` as `if c: return a` / `else: return b` (each branch read on its own)."""
+    body = pyast.copy_location(pyast.Return(value=value.body), st)
+    orelse = pyast.copy_location(pyast.Return(value=value.orelse), st)
+    return pyast.copy_location(pyast.If(test=value.test, body=[body], orelse=[orelse]), st)
+
+
+def _loop_lookup(st: pyast.stmt):
+    """(the `==` test, the assignments `x = agent`, the loop variable) of `for agent in g.agents:
+    if agent.name == ...: x = agent`, else None."""
+    if not isinstance(st, pyast.For) or st.orelse or not isinstance(st.target, pyast.Name) \
+            or not (isinstance(st.iter, pyast.Attribute) and st.iter.attr == "agents"):
+        return None
+    v = st.target.id
+    body = [b for b in st.body if not isinstance(b, pyast.Break)]
+    if len(body) != 1 or not isinstance(body[0], pyast.If) or body[0].orelse:
+        return None
+    test, inner = body[0].test, [b for b in body[0].body if not isinstance(b, pyast.Break)]
+    if not (isinstance(test, pyast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], pyast.Eq)):
+        return None
+    if not inner or not all(_assigns_loop_variable(b, v) for b in inner):
+        return None
+    return test, inner, v
+
+
+def _assigns_loop_variable(st: pyast.stmt, v: str) -> bool:
+    return isinstance(st, pyast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], pyast.Name) \
+        and isinstance(st.value, pyast.Name) and st.value.id == v
+
+
+def _same(a: list[Outcome], b: list[Outcome]) -> bool:
+    return [(o.terms, o.target, o.maybe) for o in a] == [(o.terms, o.target, o.maybe) for o in b]
+
+
+def _may_reach(target: object, x: str) -> bool:
+    """Whether an outcome can give `x` the turn (a choice left to the model, `previous`, ... can)."""
+    if isinstance(target, str):
+        return target == x
+    return isinstance(target, tuple) and target[0] in ("method", "model", "unknown", "candidates", "previous") \
+        and (target[0] != "candidates" or x in target[1])
 
 
 def emit(b, x: str, outcomes: list[Outcome], choices: Callable[[Outcome], list[str]],
@@ -455,6 +660,7 @@ def read_selector(team: dict, order: list[str], names, b) -> Optional[dict]:
                    pos(node))
             continue
         ev = Evaluator(mod, fn, style, agent_name, order)
+        ev.opening = TASK_SOURCE  # the task message: the selector's first call sees only it
         if not ev.messages_param:
             b.note("TF404", f"`{key}` takes no messages argument; the selector model's choice is kept", pos(node))
             continue

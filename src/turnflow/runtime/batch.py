@@ -88,6 +88,7 @@ class BatchWorker:
         self.outcomes: list[TaskOutcome] = []
         self.poll = max(0.05, min(0.25, lease / 4))  # how often to look again for tasks others may give back
         self._finishing: set[str] = set()
+        self._orphans: set[str] = set()  # held in the database, run by nobody here, at the last renewal
 
     async def _count(self, env: Envelope, md: SessionMetadata) -> None:
         if env.event_type in SUBSTANTIVE:
@@ -98,9 +99,16 @@ class BatchWorker:
             await asyncio.sleep(0)
 
     async def _call(self, fn: Callable, *args: Any) -> Any:
-        if self.queue.blocking:
-            return await asyncio.to_thread(fn, *args)
-        return fn(*args)
+        if not self.queue.blocking:
+            return fn(*args)
+        deadline = time.monotonic() + RECONNECT_SECONDS
+        while True:  # a database server restarting or a killed connection: try again, then give up
+            try:
+                return await asyncio.to_thread(fn, *args)
+            except Exception as exc:
+                if not _transient(exc) or time.monotonic() >= deadline:
+                    raise
+                await asyncio.sleep(0.2)
 
     def _tick(self) -> None:
         if self.on_progress is not None:
@@ -117,7 +125,9 @@ class BatchWorker:
             raise StoreError(f"session {session_id}: not in the store")
         self.hub.sessions[session_id] = live
 
-    async def _run_task(self, claim: Claim) -> None:
+    async def _run_task(self, claim: Claim, before: Optional[set] = None) -> None:
+        if before:
+            await asyncio.wait(before)
         resumed = claim.session_id is not None
         sid: Optional[str] = claim.session_id
         try:
@@ -131,16 +141,24 @@ class BatchWorker:
                 result = await run_session(self.hub, spec, agents, claim.task, labels={"task_id": claim.id},
                                            keep_open=True)
             sid = result.session_id
+            if result.state not in ("closed", "expired"):
+                # the run stopped before the session ended (its close could not be written): the
+                # task is not finished; it is continued from its stored log
+                raise LeaseLost(f"session {sid} stopped in state {result.state}")
             outcome = _outcome(claim.id, result, resumed)
-        except LeaseLost:
+        except (AdapterError, ProtocolError) as exc:  # the session could not even start
+            outcome = TaskOutcome(claim.id, "failed", sid, None, None, 0, str(exc), resumed)
+        except Exception as exc:
+            if not isinstance(exc, LeaseLost) and not _transient(exc):
+                raise
+            # LeaseLost (TailLost too: the server lost the session's last commits) or the
+            # connection dropped while the session ran: carry on with the other tasks
             self.progress.lost += 1
             # Normally another worker holds the task now. If the database says it is still ours
             # (a write was refused while the lease held), give it back: it is continued from its
             # log by whoever claims it next, instead of staying held by a worker that dropped it.
             await self._call(self.queue.release_task, self.worker, claim.id)
             return
-        except (AdapterError, ProtocolError) as exc:  # the session could not even start
-            outcome = TaskOutcome(claim.id, "failed", sid, None, None, 0, str(exc), resumed)
         finally:
             for s in ([sid] if sid else []) + [s for s, live in list(self.hub.sessions.items())
                                                if (live.metadata.labels or {}).get("task_id") == claim.id]:
@@ -152,16 +170,17 @@ class BatchWorker:
             finished = await self.queue.finish_grouped(self.worker, claim.id, outcome.status, outcome.to_json(), sid)
         finally:
             self._finishing.discard(claim.id)
-        if finished:
-            self.outcomes.append(outcome)
-            if outcome.status == "done":
-                self.progress.done += 1
-            else:
-                self.progress.failed += 1
-            if self.on_result is not None:
-                self.on_result(outcome)
-        else:
+        if not finished:  # not ours any more, or the session's log lost its end in a server crash
             self.progress.lost += 1
+            await self._call(self.queue.release_task, self.worker, claim.id)  # continued from its log
+            return
+        self.outcomes.append(outcome)
+        if outcome.status == "done":
+            self.progress.done += 1
+        else:
+            self.progress.failed += 1
+        if self.on_result is not None:
+            self.on_result(outcome)
 
     # -- the loop -------------------------------------------------------------------------------
     async def run(self) -> None:
@@ -173,7 +192,11 @@ class BatchWorker:
                 free = self.concurrency - len(running)
                 claims = await self._call(self.queue.claim, self.worker, free, self.lease) if free > 0 else []
                 for c in claims:
-                    running[asyncio.get_running_loop().create_task(self._run_task(c))] = c
+                    # a task claimed again while its earlier run here is still stopping (its lease
+                    # was lost and came back, e.g. a server crash rolled the claim back) starts
+                    # after that run ended: two runs of one task never share the hub at once
+                    before = {t for t, k in running.items() if k.id == c.id}
+                    running[asyncio.get_running_loop().create_task(self._run_task(c, before))] = c
                 self.progress.running = len(running)
                 self._tick()
                 if not running:
@@ -230,6 +253,25 @@ class BatchWorker:
             for t, c in before:
                 if c.id not in held and c.id not in self._finishing and not t.done():
                     t.cancel()  # taken over: stop working on it (its writes would be refused anyway)
+            # Tasks the database says this worker holds but no run of it here works on, at two
+            # renewals in a row (a database server crash lost the commit that finished or gave
+            # them back): give them back, or every worker would wait for them forever.
+            mine = {c.id for c in running.values()} | self._finishing
+            orphans = {tid for tid in held if tid not in mine}
+            for tid in orphans & self._orphans:
+                await self._call(self.queue.release_task, self.worker, tid)
+            self._orphans = orphans
+
+
+RECONNECT_SECONDS = 60.0  # how long a worker retries a database that went away before it gives up
+
+
+def _transient(exc: BaseException) -> bool:
+    """A lost or refused database connection (psycopg's OperationalError, a pool timeout): the
+    server restarts or a backend was terminated, and a later attempt may succeed."""
+    names = {c.__name__ for c in type(exc).__mro__}
+    return type(exc).__module__.split(".")[0] in ("psycopg", "psycopg_pool") and bool(
+        names & {"OperationalError", "PoolTimeout", "TooManyRequests"})
 
 
 def _outcome(task_id: str, result: RunResult, resumed: bool) -> TaskOutcome:

@@ -14,10 +14,11 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Iterable, Iterator, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Iterator, Optional, Sequence, Union
 
 from turnflow.runtime import expectations as _exp
 from turnflow.runtime.adapters import builtin_adapters
+from turnflow.runtime.adapters.base import SessionAdapter
 from turnflow.runtime.envelope import (EV_EXPECTATION_VIOLATED, EV_SESSION_ACK, EV_SESSION_CLOSED,
                                        EV_SESSION_EXPIRED, EV_SESSION_INVITE, EV_SESSION_OPENED,
                                        EV_SESSION_REJECT, LIFECYCLE, SUBSTANTIVE, Envelope,
@@ -29,14 +30,17 @@ from turnflow.runtime.session import (Expectation, Participant, SessionMetadata,
                                       shared_participant)
 from turnflow.runtime.group_commit import GroupCommit
 from turnflow.runtime.store import Corrupt, envelope_row, session_row
-from turnflow.runtime.store_contract import Store
+from turnflow.runtime.store_contract import Refusals, Store
 from turnflow.runtime.transcript import Transcript
+
+if TYPE_CHECKING:
+    from turnflow.spec import TransitionGraph
 
 Listener = Callable[[Envelope, SessionMetadata], Awaitable[None]]
 HUB_SENDER = "hub"
 
 
-def spec_opener(spec: dict) -> Optional[str]:
+def spec_opener(spec: dict[str, Any]) -> Optional[str]:
     """Who opens a session from a spec: the `initiator`, else the workflow's start speaker (its
     graph read as the `turnflow.spec` model, as the workflow adapter reads it), else the first
     participant. None when the spec names nobody (opening it then reports what is wrong)."""
@@ -50,7 +54,7 @@ def spec_opener(spec: dict) -> Optional[str]:
     return parts[0].get("agent_id") if parts else None
 
 
-def _graph_model(knobs: Any) -> Any:
+def _graph_model(knobs: Any) -> Optional[TransitionGraph]:
     """The `TransitionGraph` of a workflow spec's knobs; None without one, or when it is not a
     valid graph (the adapter refuses the session then, naming the problem)."""
     graph = knobs.get("graph") if isinstance(knobs, dict) else None
@@ -66,7 +70,7 @@ def _graph_model(knobs: Any) -> Any:
         return None
 
 
-def _audience_ok(audience: Any, pset: frozenset) -> bool:
+def _audience_ok(audience: Any, pset: frozenset[str]) -> bool:
     """A posted audience is a list of participant ids. (A function of its own: a generator
     expression inside `post` would turn the names it uses into cells, one object more per post.)"""
     return isinstance(audience, list) and all(type(a) is str and a in pset for a in audience)
@@ -81,7 +85,7 @@ class HydrateReport:
     completed_opens: list[str] = field(default_factory=list)
 
 
-def _check_participant_fields(p: dict) -> None:
+def _check_participant_fields(p: dict[str, Any]) -> None:
     """A participant object's field types (a spec is user input): ProtocolError, never TypeError."""
     role, order, desc, tools = p.get("role", "participant"), p.get("order", 0), p.get("description"), p.get("tools")
     if not isinstance(role, str):
@@ -94,7 +98,7 @@ def _check_participant_fields(p: dict) -> None:
         raise ProtocolError("participant tools must be a list of tool names")
 
 
-def _participants(participants: Iterable[Union[Participant, dict, str]]) -> list[Participant]:
+def _participants(participants: Iterable[Union[Participant, dict[str, Any], str]]) -> list[Participant]:
     """The participants of a new session (ids, or objects from a spec), checked and shared."""
     parts = []
     for i, p in enumerate(participants):
@@ -120,7 +124,7 @@ def _check_open_args(name: Any, tools: Any, labels: Any) -> None:
         raise ProtocolError(f"labels must be an object, got {type(labels).__name__}")
 
 
-def _expectations(declared: Optional[list], defaults: Iterable[Expectation]) -> list[Expectation]:
+def _expectations(declared: Optional[list[Any]], defaults: Iterable[Expectation]) -> list[Expectation]:
     """A new session's expectations: the declared ones, then each default not declared by name."""
     exps = [e if isinstance(e, Expectation) else Expectation.from_dict(e) for e in (declared or [])]
     names = {e.name for e in exps}
@@ -145,16 +149,16 @@ class Hub:
     """Create with `await Hub.open(store, clock=...)`; `clock()` returns seconds (time.time by default)."""
 
     def __init__(self, store: Store, *, clock: Callable[[], float] = time.time,
-                 adapters: Optional[dict] = None) -> None:
+                 adapters: Optional[dict[tuple[str, int], SessionAdapter]] = None) -> None:
         self.store = store
         self.clock = clock
         self.adapters = adapters if adapters is not None else builtin_adapters()
         self.sessions: dict[str, LiveSession] = {}  # creation order
         self.listeners: list[Listener] = []
         self._session_listeners: dict[str, list[Listener]] = {}  # listeners of one session's envelopes
-        self.telemetry_listeners: list[Callable[[str, dict], None]] = []
+        self.telemetry_listeners: list[Callable[[str, dict[str, Any]], None]] = []
         self._group: Optional[GroupCommit] = None  # the group commit of this event-loop tick
-        self._sweeper: Optional[asyncio.Task] = None
+        self._sweeper: Optional[asyncio.Task[None]] = None
         self.report = HydrateReport()
 
     @classmethod
@@ -192,7 +196,7 @@ class Hub:
                                    and not live.metadata.state.terminal]
         return report
 
-    def _hydrate_session(self, rec: Union[dict, Corrupt], report: HydrateReport) -> Optional[LiveSession]:
+    def _hydrate_session(self, rec: Union[dict[str, Any], Corrupt], report: HydrateReport) -> Optional[LiveSession]:
         """A session from its creation record, before any envelope; None (reported) when it cannot be."""
         if isinstance(rec, Corrupt):
             report.problems.append(rec)
@@ -259,7 +263,7 @@ class Hub:
         """The session's adapter state (an immutable value: the next fold builds a new one)."""
         return self._live(session_id).state
 
-    def info(self, session_id: str) -> dict:
+    def info(self, session_id: str) -> dict[str, Any]:
         return self._live(session_id).info()
 
     def expected_next(self, session_id: str) -> Optional[str]:
@@ -275,7 +279,7 @@ class Hub:
         unknown id."""
         return self.metadata(session_id)
 
-    def view(self, session_id: str, agent_id: Optional[str], policy: Any = None) -> Sequence[dict]:
+    def view(self, session_id: str, agent_id: Optional[str], policy: Any = None) -> Sequence[dict[str, Any]]:
         live = self._live(session_id)
         policy = policy or live.adapter.default_view_policy(live.metadata, agent_id)
         render = live.adapter.render_envelope
@@ -304,7 +308,7 @@ class Hub:
             if session_id is not None and not own:
                 del self._session_listeners[session_id]
 
-    def subscribe_telemetry(self, fn: Callable[[str, dict], None]) -> None:
+    def subscribe_telemetry(self, fn: Callable[[str, dict[str, Any]], None]) -> None:
         """`fn(session_id, record)` is called (synchronously) for every telemetry record as it is stored."""
         self.telemetry_listeners.append(fn)
 
@@ -364,7 +368,7 @@ class Hub:
         else:
             written.add_done_callback(lambda f: self._written(group, f))
 
-    def _written(self, group: GroupCommit, written: "asyncio.Future[dict]") -> None:
+    def _written(self, group: GroupCommit, written: "asyncio.Future[Refusals]") -> None:
         if written.cancelled():
             self._settle(group, None, StoreError("the write was cancelled"))
         elif written.exception() is not None:
@@ -372,7 +376,7 @@ class Hub:
         else:
             self._settle(group, written.result() or None, None)
 
-    def _settle(self, group: GroupCommit, refused: Optional[dict], error: Optional[BaseException]) -> None:
+    def _settle(self, group: GroupCommit, refused: Optional[Refusals], error: Optional[BaseException]) -> None:
         """Fold each envelope of the group in log order, except those of the sessions the store
         refused (a batch worker that lost a task's lease); on an error nothing was written and
         nothing is folded. Sessions whose creation record was not written are dropped."""
@@ -401,8 +405,8 @@ class Hub:
         except Exception as exc:  # an adapter bug: this session refuses further sends, the others go on
             live.corrupt = f"session {live.session_id} seq {env.seq}: fold failed: {type(exc).__name__}: {exc}"
 
-    async def _append_hub(self, live: LiveSession, event_type: str, data: dict, audience: Optional[list] = None,
-                          sender: Optional[str] = None) -> Optional[Envelope]:
+    async def _append_hub(self, live: LiveSession, event_type: str, data: dict[str, Any],
+                          audience: Optional[list[str]] = None, sender: Optional[str] = None) -> Optional[Envelope]:
         """A hub-written envelope; None (nothing written) when the session became terminal meanwhile."""
         if live.writing is not None:
             await self._idle(live)
@@ -422,10 +426,10 @@ class Hub:
     def _listening(self) -> bool:
         return bool(self.listeners or self._session_listeners)
 
-    async def open_session(self, kind: str, participants: Iterable[Union[Participant, dict, str]], *,
-                           creator_id: Optional[str] = None, knobs: Optional[dict] = None, name: str = "",
-                           expectations: Optional[list] = None, ttl_seconds: Optional[float] = None,
-                           labels: Optional[dict] = None, tools: Optional[list] = None,
+    async def open_session(self, kind: str, participants: Iterable[Union[Participant, dict[str, Any], str]], *,
+                           creator_id: Optional[str] = None, knobs: Optional[dict[str, Any]] = None, name: str = "",
+                           expectations: Optional[list[Any]] = None, ttl_seconds: Optional[float] = None,
+                           labels: Optional[dict[str, Any]] = None, tools: Optional[list[dict[str, Any]]] = None,
                            version: int = 1) -> SessionMetadata:
         """Validate, create (INVITED) and post one invite per target; nothing is stored when invalid.
         The creation record and the invites are one group commit (one wait per open)."""
@@ -464,14 +468,14 @@ class Hub:
         await self._deliver_invites(invites, md)
         return md
 
-    async def _deliver_invites(self, invites: list, md: SessionMetadata) -> None:
+    async def _deliver_invites(self, invites: list[Envelope], md: SessionMetadata) -> None:
         """The invites of a new session, handed to the hub's listeners (the invited participants
         learn of the session that way)."""
         if self.listeners:
             for env in invites:
                 await self._deliver(env, md)
 
-    def _adapter_for(self, kind: Any, version: Any) -> Any:
+    def _adapter_for(self, kind: Any, version: Any) -> SessionAdapter:
         if not isinstance(kind, str) or isinstance(version, bool) or not isinstance(version, int):
             raise ProtocolError(f"session kind must be a string, got {type(kind).__name__}")
         adapter = self.adapters.get((kind, version))
@@ -480,7 +484,7 @@ class Hub:
             raise ProtocolError(f"unknown session kind {kind!r} (known: {known})")
         return adapter
 
-    async def open_spec(self, spec: dict, *, labels: Optional[dict] = None) -> SessionMetadata:
+    async def open_spec(self, spec: dict[str, Any], *, labels: Optional[dict[str, Any]] = None) -> SessionMetadata:
         """Open a session from a compiled session spec (docs/compiler.md)."""
         if not isinstance(spec, dict):
             raise ProtocolError(f"a session spec must be an object, got {type(spec).__name__}")
@@ -594,7 +598,7 @@ class Hub:
         self.store_telemetry(live.session_id, {"agent_id": agent_id, "at": self.clock(), **event})
         return True
 
-    def store_telemetry(self, session_id: str, record: dict) -> None:
+    def store_telemetry(self, session_id: str, record: dict[str, Any]) -> None:
         """Store one telemetry record as given and hand it to the telemetry subscribers, live."""
         self.store.append_telemetry(session_id, record)
         for fn in self.telemetry_listeners:
@@ -664,7 +668,7 @@ class Hub:
         md = live.metadata
         data = {"name": exp.name, "action": exp.on_violation, "seconds": exp.to_dict()["params"]["seconds"],
                 "agent_id": agent, "key": key}
-        audience: Optional[list] = [] if exp.on_violation == "audit" else None
+        audience: Optional[list[str]] = [] if exp.on_violation == "audit" else None
         env = await self._append_hub(live, EV_EXPECTATION_VIOLATED, data, audience=audience)
         if env is None:
             return False

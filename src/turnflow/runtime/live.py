@@ -4,14 +4,17 @@ hydrated session is exactly the session that was running."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 from turnflow.runtime.envelope import (EV_EXPECTATION_VIOLATED, EV_SESSION_ACK, EV_SESSION_CLOSED,
                                        EV_SESSION_EXPIRED, EV_SESSION_OPENED, SUBSTANTIVE, Envelope)
 from turnflow.runtime.session import NO_ACKS, SessionMetadata, SessionState
 from turnflow.runtime.transcript import Transcript
 
-_NONE_FIRED: frozenset = frozenset()  # shared until a session's first violation (one object fewer per session)
+if TYPE_CHECKING:
+    from turnflow.runtime.adapters.base import SessionAdapter
+
+_NONE_FIRED: frozenset[str] = frozenset()  # shared until a session's first violation (one object fewer per session)
 
 
 class LiveSession:
@@ -19,13 +22,13 @@ class LiveSession:
                  "turn_started_at", "turn_epoch", "_turn_key", "last_substantive_at", "pending_close", "corrupt",
                  "transcript", "writing")
 
-    def __init__(self, metadata: SessionMetadata, adapter: Any, state: Any) -> None:
+    def __init__(self, metadata: SessionMetadata, adapter: SessionAdapter, state: Any) -> None:
         self.metadata = metadata
         self.adapter = adapter
         self.state = state
         self.last_seq = 0
         self.envelope_count = 0
-        self.fired: Any = _NONE_FIRED  # expectation keys that fired: a set from the first one on
+        self.fired: Union[frozenset[str], set[str]] = _NONE_FIRED  # keys that fired: a set from the first one on
         self.turn_started_at: Optional[float] = None
         self.turn_epoch = 0
         self._turn_key: Any = None
@@ -75,9 +78,10 @@ class LiveSession:
         elif et == EV_EXPECTATION_VIOLATED:
             key = env.event_data.get("key")
             if isinstance(key, str):
-                if self.fired is _NONE_FIRED:
-                    self.fired = set()
-                self.fired.add(key)
+                fired = self.fired
+                if isinstance(fired, frozenset):  # only _NONE_FIRED is one
+                    fired = self.fired = set()
+                fired.add(key)
         if md.state is SessionState.ACTIVE:
             turn_key = getattr(self.adapter, "turn_key", None)  # the same pair, without allocating an ExpectedTurn
             key = turn_key(self.state) if turn_key is not None else (self.expected_speaker(), self.turn_count())
@@ -86,7 +90,7 @@ class LiveSession:
                 self.turn_epoch += 1
                 self.turn_started_at = env.created_at
 
-    def info(self) -> dict:
+    def info(self) -> dict[str, Any]:
         md = self.metadata
         return {"session_id": md.session_id, "kind": md.kind, "state": md.state.value,
                 "close_reason": md.close_reason or None, "turn_count": self.turn_count(),

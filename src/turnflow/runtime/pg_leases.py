@@ -61,10 +61,14 @@ class TaskLeases:
 
     @staticmethod
     def finish_ctes() -> list[str]:
+        # a result is recorded only over a complete log: the last envelope this worker wrote for the
+        # task's session is stored (a server crash may have lost it after it was acknowledged; #25)
         return ["fin AS (UPDATE turnflow_tasks t SET state = x.state, result = x.result, worker = NULL, "
-                "lease_until = NULL FROM json_to_recordset(%(f)s::json) AS x (id text, state text, result text) "
-                "WHERE t.id = ANY(%(f_ids)s::text[]) AND t.id = x.id AND t.worker = %(w)s "
-                f"AND t.state = 'running' RETURNING t.id, pg_notify('{NOTIFY_CHANNEL}', ''))"]
+                "lease_until = NULL FROM json_to_recordset(%(f)s::json) AS x (id text, state text, result text, "
+                "sid text, last integer) WHERE t.id = ANY(%(f_ids)s::text[]) AND t.id = x.id AND t.worker = %(w)s "
+                "AND t.state = 'running' AND (x.last IS NULL OR EXISTS (SELECT 1 FROM turnflow_envelopes e "
+                "WHERE e.session_id = x.sid AND e.seq = x.last)) "
+                f"RETURNING t.id, pg_notify('{NOTIFY_CHANNEL}', ''))"]
 
     # -- the parameters ---------------------------------------------------------------------------
     def params(self, sessions: list[dict[str, Any]], rows: list[dict[str, Any]], tels: list[dict[str, Any]],

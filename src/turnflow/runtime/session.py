@@ -7,7 +7,7 @@ import json
 import re
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any, Hashable, Iterable, Optional, Sequence, TypeVar
 
 from turnflow.runtime.errors import ProtocolError
 
@@ -73,14 +73,18 @@ class Participant:
 # made from their JSON text, so what is stored and what every session sees are the same.
 
 _SHARED_LIMIT = 1024  # entries per cache; a full cache starts over (sharing is an optimisation only)
-_PARTICIPANTS: dict = {}
-_PSETS: dict = {}
-_KNOBS: dict = {}  # canonical JSON text of a knobs object -> one copy of it
+_PARTICIPANTS: dict[Participant, Participant] = {}
+_PSETS: dict[frozenset[str], frozenset[str]] = {}
+_KNOBS: dict[str, dict[str, Any]] = {}  # canonical JSON text of a knobs object -> one copy of it
 _KNOBS_LIMIT = 256  # knobs trees may be large: fewer of them, and none over _KNOBS_TEXT_MAX characters
 _KNOBS_TEXT_MAX = 1 << 18
 
 
-def _remember(cache: dict, key: Any, value: Any, limit: int = _SHARED_LIMIT) -> Any:
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+def _remember(cache: dict[K, V], key: K, value: V, limit: int = _SHARED_LIMIT) -> V:
     if len(cache) >= limit:
         cache.clear()
     cache[key] = value
@@ -100,10 +104,10 @@ def shared_participant(p: "Participant") -> "Participant":
     return same if same is not None else _remember(_PARTICIPANTS, p, p)
 
 
-_GROUPS: dict = {}  # tuples of participants, of expectations
+_GROUPS: dict[tuple[Any, ...], tuple[Any, ...]] = {}  # tuples of participants, of expectations
 
 
-def shared_tuple(items: Any, canonical: Optional[dict] = None) -> tuple:
+def shared_tuple(items: Iterable[V], canonical: Optional[dict[V, V]] = None) -> tuple[V, ...]:
     """`tuple(items)`, shared with every session that holds an equal tuple. With `canonical`, only
     when every item is the shared instance of its value (so equal means equal in type too)."""
     t = tuple(items)
@@ -120,7 +124,7 @@ def shared_tuple(items: Any, canonical: Optional[dict] = None) -> tuple:
     return same if same is not None else _remember(_GROUPS, t, t)
 
 
-def shared_pset(ids: frozenset) -> frozenset:
+def shared_pset(ids: frozenset[str]) -> frozenset[str]:
     same = _PSETS.get(ids)
     return same if same is not None else _remember(_PSETS, ids, ids)
 
@@ -154,7 +158,7 @@ class Expectation:
     seconds: float
     on_violation: str
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         secs = int(self.seconds) if float(self.seconds).is_integer() else self.seconds
         return {"name": self.name, "params": {"seconds": secs}, "on_violation": self.on_violation}
 
@@ -181,24 +185,26 @@ class SessionManifest:
     min_participants: int
     max_participants: Optional[int]
     roles: tuple[str, ...]
-    knobs_schema: dict
+    knobs_schema: dict[str, Any]
     default_view: str
     default_expectations: tuple[Expectation, ...]
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"type": self.type, "version": self.version, "participants": {
             "min": self.min_participants, "max": self.max_participants, "roles": list(self.roles)},
             "knobs_schema": self.knobs_schema, "default_view": self.default_view,
             "default_expectations": [e.to_dict() for e in self.default_expectations]}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "SessionManifest":
+    def from_dict(cls, d: dict[str, Any]) -> "SessionManifest":
         p = d["participants"]
         return cls(d["type"], d["version"], p["min"], p["max"], tuple(p["roles"]), d["knobs_schema"],
                    d["default_view"], tuple(Expectation.from_dict(e) for e in d["default_expectations"]))
 
 
-NO_ACKS: Any = frozenset()  # `pending_acks` once every invite is acked (shared: one object fewer per session)
+# `pending_acks` once every invite is acked (shared: one object fewer per session). Typed Any on purpose: an
+# empty frozenset standing in for the empty set[str]; nobody changes it (readers test `if acks:` first).
+NO_ACKS: Any = frozenset()
 
 
 @dataclass(slots=True)
@@ -211,20 +217,20 @@ class SessionMetadata:
     manifest: SessionManifest
     creator_id: str
     participants: Sequence[Participant]
-    knobs: dict
+    knobs: dict[str, Any]
     created_at: float
     name: str = ""
     expectations: Sequence[Expectation] = ()
     ttl_seconds: Optional[float] = None
-    labels: dict = field(default_factory=dict)
-    tools: Sequence[dict] = ()
+    labels: dict[str, Any] = field(default_factory=dict)
+    tools: Sequence[dict[str, Any]] = ()
     state: SessionState = SessionState.INVITED
     expires_at: Optional[float] = None
     closed_at: Optional[float] = None
     close_reason: str = ""
-    pending_acks: set = field(default_factory=set)
+    pending_acks: set[str] = field(default_factory=set)
     activated_at: Optional[float] = None
-    pset: frozenset = field(default=frozenset(), repr=False, compare=False)
+    pset: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.participants = shared_tuple(self.participants, _PARTICIPANTS)
@@ -243,7 +249,7 @@ class SessionMetadata:
     def is_participant(self, agent_id: str) -> bool:
         return agent_id in self.pset
 
-    def creation_record(self) -> dict:
+    def creation_record(self) -> dict[str, Any]:
         """What the store keeps at creation (the lifecycle itself lives in the log)."""
         return {"session_id": self.session_id, "name": self.name, "manifest": self.manifest.to_dict(),
                 "creator_id": self.creator_id,
@@ -255,7 +261,7 @@ class SessionMetadata:
                 "labels": self.labels, "tools": list(self.tools)}
 
     @classmethod
-    def from_creation_record(cls, r: dict) -> "SessionMetadata":
+    def from_creation_record(cls, r: dict[str, Any]) -> "SessionMetadata":
         md = cls(session_id=r["session_id"], manifest=SessionManifest.from_dict(r["manifest"]),
                  creator_id=r["creator_id"],
                  participants=[shared_participant(Participant(p["agent_id"], p["role"], p["order"],
@@ -267,6 +273,6 @@ class SessionMetadata:
         md.pending_acks = set(md.participant_ids) - {md.creator_id}
         return md
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         return {"session_id": self.session_id, "kind": self.kind, "name": self.name, "state": self.state.value,
                 "close_reason": self.close_reason}

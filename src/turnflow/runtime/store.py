@@ -42,7 +42,7 @@ FORMAT = "turnflow-wal/1"
 
 
 def _crc(session_id: str, seq: int, text: str) -> int:
-    return zlib.crc32(f"{session_id}\x00{seq}\x00{text}".encode("utf-8"))
+    return zlib.crc32(f"{session_id}\x00{seq}\x00{text}".encode("utf-8", "surrogateescape"))
 
 
 def _compact_encoder():
@@ -157,6 +157,12 @@ def decode_envelope(sid: str, seq: int, text: Any, crc: int) -> Union[Envelope, 
     return env
 
 
+def _text(data: bytes) -> str:
+    """A TEXT column as str; bytes that are not UTF-8 (a damaged file) are kept as escapes, so
+    the record fails its checksum (`Corrupt`) instead of the read raising."""
+    return data.decode("utf-8", "surrogateescape")
+
+
 class SQLiteStore:
     """Embedded WAL store. `path` may be ":memory:" for tests that need no durability.
 
@@ -180,6 +186,7 @@ class SQLiteStore:
         self._lock: Optional[_WriterLock] = None
         self._gseq: Optional[int] = None  # the last envelope number given out (read from the log at first use)
         self.batch_failures: list[str] = []  # (PostgreSQL's; a SQLite group is one transaction, never retried)
+        self.damage: Optional[str] = None  # what PRAGMA quick_check found (read-only opens)
         if read_only:
             self._open_read_only(path)
             return
@@ -191,7 +198,13 @@ class SQLiteStore:
             self._lock = _WriterLock(path)
         try:
             self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            self.db.text_factory = _text  # bytes that are not UTF-8 fail the record's checksum, not the read
             existing = self._check_format(empty_ok=True)
+            if existing:  # a damaged file is refused before anything is written to it
+                problem = self._damage()
+                if problem is not None:
+                    raise StoreError(f"{path}: the store is damaged ({problem}); nothing was written. "
+                                     "`turnflow inspect` shows what is still readable")
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute(f"PRAGMA synchronous={'FULL' if durability == 'full' else 'NORMAL'}")
             # the (session_id, seq) index takes inserts at random places when many sessions run at
@@ -219,14 +232,25 @@ class SQLiteStore:
             self.db = sqlite3.connect(f"file:{quote(os.path.abspath(path))}?mode=ro", uri=True,
                                       isolation_level=None, check_same_thread=False)
             self.db.execute("PRAGMA query_only=1")
+            self.db.text_factory = _text
             if not self._check_format(empty_ok=False):
                 raise StoreError(f"{path}: not a turnflow store (it is an empty database)")
+            self.damage = self._damage()  # inspect reports it and shows what is still readable
         except sqlite3.DatabaseError as exc:
             self.close()
             raise StoreError(f"{path}: cannot open as a turnflow store: {exc}") from None
         except BaseException:
             self.close()
             raise
+
+    def _damage(self) -> Optional[str]:
+        """What `PRAGMA quick_check` finds wrong with the file (its first line), or None."""
+        try:
+            rows = self.db.execute("PRAGMA quick_check(5)").fetchall()
+        except sqlite3.DatabaseError as exc:
+            return str(exc)
+        lines = [str(r[0]) for r in rows]
+        return None if lines == ["ok"] else "; ".join(lines)[:300]
 
     def _check_format(self, empty_ok: bool) -> bool:
         """True when the database is a turnflow store; False when it is empty (no tables);
@@ -325,7 +349,12 @@ class SQLiteStore:
         return row[0] or 0
 
     def sessions(self) -> Iterator[Union[dict, Corrupt]]:
-        for sid, text, crc in self.db.execute("SELECT session_id, record, crc FROM sessions ORDER BY n").fetchall():
+        try:
+            rows = self.db.execute("SELECT session_id, record, crc FROM sessions ORDER BY n").fetchall()
+        except sqlite3.DatabaseError as exc:  # a damaged file: report it, and read nothing more
+            yield Corrupt("(store)", 0, f"the sessions table cannot be read: {exc}")
+            return
+        for sid, text, crc in rows:
             yield decode_session(sid, text, crc)
 
     def session_record(self, session_id: str) -> Optional[Union[dict, Corrupt]]:
@@ -348,9 +377,17 @@ class SQLiteStore:
         """Every envelope of every session in append order, streamed (bounded memory)."""
         cur = self.db.cursor()
         cur.arraysize = 512
-        cur.execute("SELECT session_id, seq, record, crc FROM envelopes ORDER BY gseq")
+        try:
+            cur.execute("SELECT session_id, seq, record, crc FROM envelopes ORDER BY gseq")
+        except sqlite3.DatabaseError as exc:
+            yield Corrupt("(store)", 0, f"the envelopes table cannot be read: {exc}")
+            return
         while True:
-            rows = cur.fetchmany()
+            try:
+                rows = cur.fetchmany()
+            except sqlite3.DatabaseError as exc:  # a damaged page: what follows it cannot be read
+                yield Corrupt("(store)", 0, f"the envelopes table cannot be read past this point: {exc}")
+                return
             if not rows:
                 return
             for sid, seq, text, crc in rows:

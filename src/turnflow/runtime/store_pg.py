@@ -33,6 +33,7 @@ import asyncio
 import functools
 import json
 import threading
+import time
 from collections import deque
 from typing import Any, Iterator, Optional, Union
 
@@ -113,11 +114,29 @@ def commit_sql(held: bool, sessions: bool, envelopes: bool, telemetry: bool, fin
                     "RETURNING session_id)")
         out.append("SELECT 0, session_id FROM s_ok")
     if envelopes:
+        # THE INVARIANT (no hole, whatever dies when): a session's rows are written only when they
+        # continue its stored log — the statement's rows of that session are contiguous and the
+        # first is seq 1 of a stored (or just created) session or follows a stored envelope.
+        # PostgreSQL keeps its WAL a prefix, so after a server crash that lost the last commits
+        # (`synchronous_commit=off`, or a commit whose answer never came), a writer whose memory is
+        # ahead of the log is refused (`TailLost`) instead of leaving a gap: its task goes back to
+        # the list and is continued from the log as it is.
+        # (a batch worker's seq 1 needs no session lookup: `held` below requires the task bound to
+        # the session, and the binding is written in the statement that creates the session)
+        first = "TRUE" if leases else ("EXISTS (SELECT 1 FROM turnflow_sessions s WHERE s.session_id = f.sid)"
+                                     + (" OR f.sid IN (SELECT session_id FROM s_ok)" if sessions else ""))
+        ctes.append(f"e_in AS (SELECT * FROM {_E_IN})")
+        ctes.append("e_next AS (SELECT f.sid FROM (SELECT sid, MIN(seq) AS lo, MAX(seq) AS hi, COUNT(*) AS n "
+                    "FROM e_in GROUP BY sid) f WHERE f.n = f.hi - f.lo + 1 AND (EXISTS (SELECT 1 FROM "
+                    f"turnflow_envelopes p WHERE p.session_id = f.sid AND p.seq = f.lo - 1) OR f.lo = 1 AND ({first})))")
         ctes += leases.envelope_ctes() if leases else []
-        where = leases.envelope_filter(sessions) if leases else ""
+        where = " WHERE v.sid IN (SELECT sid FROM e_next)"
+        if leases:  # and only into sessions whose task this worker holds
+            where += " AND (" + leases.envelope_filter(sessions).removeprefix(" WHERE ") + ")"
         ctes.append("e_ok AS (INSERT INTO turnflow_envelopes (gseq, session_id, seq, event_type, record, crc) "
-                    f"SELECT v.g, v.sid, v.seq, v.ev, v.rec, v.crc FROM {_E_IN}{where} ORDER BY v.g RETURNING gseq)")
+                    f"SELECT v.g, v.sid, v.seq, v.ev, v.rec, v.crc FROM e_in v{where} ORDER BY v.g RETURNING gseq)")
         out.append("SELECT 1, gseq::text FROM e_ok")
+        out.append("SELECT 3, sid FROM e_next")
     if telemetry:
         check = leases.telemetry_filter() if leases else ""
         ctes.append(f"tel AS (INSERT INTO turnflow_telemetry (session_id, record) SELECT x.sid, x.rec FROM {_T_IN}{check})")
@@ -159,6 +178,12 @@ def redact(url: str) -> str:
     return f"{head}{sep}{user}:***@{host}" if ":" in cred else url
 
 
+class TailLost(LeaseLost):
+    """The session's stored log is shorter than this process's copy (the database server lost
+    acknowledged commits, e.g. in a crash at `durability="process"`): nothing was written, and
+    the session must be continued from its stored log (a batch worker gives the task back)."""
+
+
 class _Unit:
     """One piece of work for the committer: a group (session records and envelopes, staged by a
     hub in one event-loop tick or written alone by `append`), a telemetry row, or a task to
@@ -173,7 +198,7 @@ class _Unit:
         self.rows = rows  # envelope rows: [(gseq, session_id, seq, event_type, record text, crc)]
         self.envs = envs  # their envelopes, kept in this process's log copy once committed
         self.tels = tels  # [(session_id, record text)]
-        self.fin = fin  # (task_id, state, result text, session_id or None)
+        self.fin = fin  # (task_id, state, result text, session_id or None, its last seq written here or None)
         self.future, self.loop = future, loop
 
     def session_ids(self) -> set:
@@ -239,8 +264,11 @@ class PostgresStore:
             if read_only:
                 _set_read_only(conn)
 
+        # `check`: a connection the server dropped (restart, pg_terminate_backend) is replaced when
+        # taken from the pool, instead of failing the claim or read that took it
         self.pool = psycopg_pool.ConnectionPool(url, min_size=1, max_size=max(2, pool_size), open=False,
-                                                kwargs={"autocommit": True}, configure=configure)
+                                                kwargs={"autocommit": True}, configure=configure,
+                                                check=psycopg_pool.ConnectionPool.check_connection)
         try:
             self.pool.open(wait=True, timeout=connect_timeout)
         except psycopg_pool.PoolTimeout:
@@ -255,9 +283,11 @@ class PostgresStore:
         self._committer: Optional[threading.Thread] = None
         self._conn: Any = None  # the committer thread's own connection
         self._inflight = 0  # queued or being written
+        self.reconnect_timeout = 60.0  # how long the committer waits for a server that went away
         self.commits = 0  # statements written by the committer (a group commit counts once)
         self.batch_failures: list[str] = []  # why whole statements failed (their work was retried session by session)
         self._cache: dict[str, list[Envelope]] = {}  # committed logs of the sessions this process writes
+        self._tails: dict[str, int] = {}  # the last seq this process committed, per session (checked by a finish)
 
     # -- schema ---------------------------------------------------------------------------------
     def _ensure_schema(self, conn: Any) -> None:
@@ -332,7 +362,9 @@ class PostgresStore:
         Needs a running event loop and a worker's store."""
         if self.worker is None:
             raise StoreError("only a batch worker's store records finished tasks")
-        unit = _Unit([], [], [], [], (task_id, state, json.dumps(result, sort_keys=True), session_id), None, None)
+        last = self._tails.pop(session_id, None) if session_id is not None else None
+        unit = _Unit([], [], [], [], (task_id, state, json.dumps(result, sort_keys=True), session_id, last),
+                     None, None)
         return self._enqueue(unit)
 
     def _enqueue(self, unit: _Unit) -> asyncio.Future:
@@ -405,8 +437,20 @@ class PostgresStore:
         part is retried in a statement of its own, so one bad envelope fails only its session."""
         psycopg = self._psycopg
         outcomes: dict[int, Any] = {}
+        deadline: Optional[float] = None
         try:
-            outcomes = self._commit(self._connection(), batch)
+            while True:
+                try:
+                    outcomes = self._commit(self._connection(), batch)
+                    break
+                except psycopg.OperationalError:
+                    if self._conn is not None and not (self._conn.closed or self._conn.broken):
+                        raise  # the statement failed, not the connection
+                    # the server went away (a crash, a restart, a killed backend): wait for it and
+                    # send the batch again — what an earlier commit lost is refused, not skipped over
+                    deadline = deadline or time.monotonic() + self.reconnect_timeout
+                    if not self._await_server(deadline):
+                        raise
         except psycopg.Error as exc:
             self._drop_broken()
             parts = [(i, p) for i, u in enumerate(batch) for p in u.split()]
@@ -456,6 +500,22 @@ class PostgresStore:
         what = f"session {sids[0]}" if len(sids) == 1 else f"{len(sids)} sessions" if sids else self.path
         return StoreError(f"{what}: cannot write: {_first_line(exc)}")
 
+    def _await_server(self, deadline: float) -> bool:
+        """After a lost connection: reconnect (until `deadline`) and take a fresh block of envelope
+        ids (a server crash may have lost the sequence's last advance, and with it this block)."""
+        self._conn = None
+        with self._gseq_lock:
+            self._gseq_end = self._gseq_next
+        while True:
+            try:
+                self._connection()
+                return True
+            except self._psycopg.OperationalError:
+                self._conn = None
+                if time.monotonic() >= deadline:
+                    return False
+                time.sleep(0.1)  # polling a server that is restarting
+
     def _drop_broken(self) -> None:
         if self._conn is not None and (self._conn.closed or self._conn.broken):
             self._conn = None
@@ -501,35 +561,29 @@ class PostgresStore:
         rows = [{"g": r[0], "sid": r[1], "seq": r[2], "ev": r[3], "rec": r[4], "crc": r[5]}
                 for u in batch for r in u.rows]
         tels = [{"sid": r[0], "rec": r[1]} for u in batch for r in u.tels]
-        fins = [{"id": u.fin[0], "state": u.fin[1], "result": u.fin[2]} for u in batch if u.fin is not None]
+        fins = [{"id": u.fin[0], "state": u.fin[1], "result": u.fin[2], "sid": u.fin[3], "last": u.fin[4]}
+                for u in batch if u.fin is not None]
         params: dict[str, Any] = {"s": json.dumps(sessions), "e": json.dumps(rows), "t": json.dumps(tels)}
         leases = self.leases
         if leases is not None:
             params.update(leases.params(sessions, rows, tels, fins))
         sql = commit_sql(leases is not None, bool(sessions), bool(rows), bool(tels), bool(fins) and leases is not None)
-        written: tuple[set, set, set] = (set(), set(), set())
+        written: tuple[set, set, set, set] = (set(), set(), set(), set())
         for kind, key in conn.execute(sql, params):
             written[kind].add(key)
         self.commits += 1
-        made, envs, finished = written
+        made, envs, finished, follows = written
         outcomes: dict[int, Any] = {}
         for i, u in enumerate(batch):
             if u.fin is not None:
                 outcomes[i] = u.fin[0] in finished
                 continue
-            refused: dict[str, BaseException] = {}
-            for r in u.sessions:
-                if r[0] not in made:
-                    refused[r[0]] = LeaseLost(f"task {r[1]!r}: this worker no longer holds its lease "
-                                              "(or it already has a session); the session was not created")
-            for r in u.rows:
-                if str(r[0]) not in envs and r[1] not in refused:
-                    refused[r[1]] = LeaseLost(f"session {r[1]}: this worker lost the task's lease "
-                                              "(another worker took it over); the envelope was not written")
+            refused = _refusals(u, made, envs, follows)
             outcomes[i] = refused
         return outcomes
 
     def _remember(self, env: Envelope) -> None:
+        self._tails[env.session_id] = env.seq
         log = self._cache.get(env.session_id)
         if log is not None and env.seq == len(log) + 1:
             log.append(env)
@@ -562,6 +616,7 @@ class PostgresStore:
                         self._remember(env)
                 for sid in refused:
                     self._cache.pop(sid, None)
+                    self._tails.pop(sid, None)
                 if not fut.done():
                     fut.set_result(refused)
             elif not fut.done():
@@ -649,6 +704,27 @@ class PostgresStore:
             pass
 
 
+
+
+def _refusals(u: _Unit, made: set, envs: set, follows: set) -> dict[str, BaseException]:
+    """A group's sessions the statement did not write, each with why: a lost lease, or a stored
+    log that ends before the group's first envelope (`follows`: the sessions it continues)."""
+    refused: dict[str, BaseException] = {}
+    for r in u.sessions:
+        if r[0] not in made:
+            refused[r[0]] = LeaseLost(f"task {r[1]!r}: this worker no longer holds its lease "
+                                      "(or it already has a session); the session was not created")
+    for r in u.rows:
+        if str(r[0]) in envs or r[1] in refused:
+            continue
+        if r[1] not in follows:
+            refused[r[1]] = TailLost(f"session {r[1]}: its stored log ends before seq {r[2]} (the database "
+                                     "server lost its last commits, e.g. in a crash); the envelope was not "
+                                     "written, the session is continued from its stored log")
+        else:
+            refused[r[1]] = LeaseLost(f"session {r[1]}: this worker lost the task's lease "
+                                      "(another worker took it over); the envelope was not written")
+    return refused
 
 
 def _first_line(exc: BaseException) -> str:

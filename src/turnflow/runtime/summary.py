@@ -22,7 +22,7 @@ CASE WHEN term IS NULL THEN (CASE WHEN opened = 1 THEN 'active' ELSE 'invited' E
 """
 
 
-def summarize(store: Store) -> dict:
+def summarize(store: Store) -> dict[str, Any]:
     d = store.dialect
     per = d.per_session_sql
     groups = store.query(f"SELECT {_STATE} AS state, {d.reason_sql} AS reason, COUNT(*) FROM ({per}) per GROUP BY 1, 2")
@@ -43,12 +43,12 @@ def summarize(store: Store) -> dict:
             "tasks": None if tasks is None else {s: int(tasks.get(s, 0)) for s in ("pending", "running", "done", "failed")}}
 
 
-def _percentiles(hist: list[tuple[int, int]]) -> Optional[dict]:
+def _percentiles(hist: list[tuple[int, int]]) -> Optional[dict[str, float]]:
     """Nearest-rank percentiles from a (value, count) histogram sorted by value."""
     total = sum(n for _, n in hist)
     if total == 0:
         return None
-    out: dict[str, Any] = {}
+    out: dict[str, float] = {}
     for name, q in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99)):
         rank = max(1, -(-int(q * total * 1000) // 1000))  # ceil(q * total) without float drift
         seen = 0
@@ -63,7 +63,7 @@ def _percentiles(hist: list[tuple[int, int]]) -> Optional[dict]:
     return out
 
 
-def render(s: dict, where: str) -> str:
+def render(s: dict[str, Any], where: str) -> str:
     def n(count: int, word: str) -> str:
         return f"{count} {word}{'s' if count != 1 else ''}"
 

@@ -347,8 +347,11 @@ class PostgresTaskQueue:
             self._listener = psycopg.connect(self.store.url, autocommit=True)
             self._listener.execute(f"LISTEN {NOTIFY_CHANNEL}")
             return
-        for _ in self._listener.notifies(timeout=timeout, stop_after=1):
-            pass
+        try:
+            for _ in self._listener.notifies(timeout=timeout, stop_after=1):
+                pass
+        except self.store._psycopg.OperationalError:  # the server went away: listen again next time
+            self.close()
 
     def close(self) -> None:
         if self._listener is not None:

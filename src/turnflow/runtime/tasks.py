@@ -99,7 +99,10 @@ def _parse_line(raw: str, n: int, seen: dict[str, int]) -> Task:
 
 
 def read_tasks(path: str) -> list[Task]:
+    from turnflow.files import refuse_special
+
     try:
+        refuse_special(path)  # a FIFO would block forever
         with open(path, encoding="utf-8") as fh:
             text = fh.read()
     except FileNotFoundError:

@@ -34,6 +34,8 @@ from turnflow.compiler.checks import (  # noqa: F401  (each module attaches its 
     unreachable_participant,
     unused_otherwise,
 )
+from typing import Sequence
+
 from turnflow.compiler.checks.base import Finding
 from turnflow.diagnostics.codes import Code, diagnostic
 from turnflow.diagnostics.diagnostic import Diagnostic
@@ -49,6 +51,22 @@ def _inside(block: ast.Block, d: Diagnostic) -> bool:
     return block.span.start <= d.span.start < block.span.end
 
 
+def _blocks_with_errors(blocks: Sequence[ast.Block], found: list[Diagnostic]) -> set[int]:
+    """The indexes of `blocks` (not overlapping) that hold an error of `found`."""
+    import bisect
+
+    order = sorted(range(len(blocks)), key=lambda k: blocks[k].span.start)
+    starts = [blocks[k].span.start for k in order]
+    out: set[int] = set()
+    for d in found:
+        if d.severity != "error":
+            continue
+        j = bisect.bisect_right(starts, d.span.start) - 1
+        if j >= 0 and _inside(blocks[order[j]], d):
+            out.add(order[j])
+    return out
+
+
 def run_checks(flow: ast.FlowFile, path: str = "<string>") -> list[Diagnostic]:
     """Every file and graph check over a parsed file (unsorted, unsuppressed)."""
     out: list[Diagnostic] = []
@@ -58,10 +76,11 @@ def run_checks(flow: ast.FlowFile, path: str = "<string>") -> list[Diagnostic]:
     if graph_checks:
         from turnflow.compiler.graph import build_graph
 
-        for block in flow.blocks:
-            if block.kind != "workflow":
-                continue
-            if any(d.severity == "error" and _inside(block, d) for d in out):
+        # the blocks holding a file-check error, found once (bisect over the block starts): a scan
+        # of every finding so far for every block made checks quadratic in the number of blocks
+        blocked = _blocks_with_errors(flow.blocks, out)
+        for i, block in enumerate(flow.blocks):
+            if block.kind != "workflow" or i in blocked:
                 continue
             graph = build_graph(block)
             for row, fn in graph_checks:

@@ -65,7 +65,7 @@ class SessionAdapter(Protocol):
     def turn_count(self, state: Any) -> int: ...
     def default_view_policy(self, metadata: SessionMetadata, participant_id: Optional[str] = None) -> Any: ...
     def extract_turn_input(self, envelope: Envelope) -> Optional[str]: ...
-    def build_round_envelope(self, metadata: SessionMetadata, sender_id: str, round: dict) -> Optional[Envelope]: ...
+    def build_round_envelope(self, metadata: SessionMetadata, sender_id: str, round: dict[str, Any]) -> Optional[Envelope]: ...
     def render_envelope(self, envelope: Envelope) -> Optional[str]: ...  # None: the envelope is skipped in views
 
 
@@ -131,7 +131,7 @@ def render_substantive(envelope: Envelope) -> Optional[str]:
     return text_of(envelope) or None
 
 
-def round_to_envelope(metadata: SessionMetadata, sender_id: str, rnd: dict) -> Optional[Envelope]:
+def round_to_envelope(metadata: SessionMetadata, sender_id: str, rnd: dict[str, Any]) -> Optional[Envelope]:
     """One agent round (`{body, kind, tool, reason, target, set, delete, mentions?}`) -> an EV_PACKET, or None
     for a silent round (no body, no routing, no context)."""
     kind = rnd.get("kind") or "text"

@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import json
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from turnflow.runtime.adapters.base import (NO_CHANGE, AdapterResult, ExpectedTurn, check_knobs,
                                             check_participants, render_substantive, round_to_envelope, text_of)
@@ -32,8 +32,11 @@ from turnflow.runtime.errors import ProtocolError
 from turnflow.runtime.session import Expectation, SessionManifest, SessionMetadata
 from turnflow.runtime.transitions import ALWAYS, CTX, PREVIOUS, TEST, TOOL, CompiledGraph
 
-_EMPTY: frozenset = frozenset()
-_NODICT: dict = {}
+if TYPE_CHECKING:
+    from turnflow.runtime.views import WindowedSummary
+
+_EMPTY: frozenset[str] = frozenset()
+_NODICT: dict[str, Any] = {}
 
 
 class WorkflowState:
@@ -41,8 +44,8 @@ class WorkflowState:
                  "pending_close_reason", "context_vars", "hidden", "via_round_robin")
 
     def __init__(self, graph: CompiledGraph, expected: Optional[str], last_speaker: Optional[str],
-                 last_envelope_id: Optional[str], turn_count: int, pending: str, context: dict,
-                 hidden: frozenset = _EMPTY, via_round_robin: bool = False) -> None:
+                 last_envelope_id: Optional[str], turn_count: int, pending: str, context: dict[str, Any],
+                 hidden: frozenset[str] = _EMPTY, via_round_robin: bool = False) -> None:
         self.graph = graph
         self.expected_next_speaker = expected
         self.last_speaker_id = last_speaker
@@ -53,7 +56,7 @@ class WorkflowState:
         self.hidden = hidden
         self.via_round_robin = via_round_robin  # the expected speaker was chosen by a round_robin target
 
-    def snapshot(self) -> dict:
+    def snapshot(self) -> dict[str, Any]:
         return {"expected_next_speaker": self.expected_next_speaker, "last_speaker_id": self.last_speaker_id,
                 "last_envelope_id": self.last_envelope_id, "turn_count": self.turn_count,
                 "pending_close_reason": self.pending_close_reason, "context_vars": self.context_vars,
@@ -91,11 +94,11 @@ def _check_updates(u: Any, what: str) -> None:
         raise ProtocolError(f"{what}.delete must be a list of names, got {d!r}")
 
 
-def _unhide(hidden: frozenset, sender: str) -> frozenset:
+def _unhide(hidden: frozenset[str], sender: str) -> frozenset[str]:
     return hidden - {sender} if hidden and sender in hidden else hidden
 
 
-def _apply(ctx: dict, updates: dict) -> dict:
+def _apply(ctx: dict[str, Any], updates: dict[str, Any]) -> dict[str, Any]:
     dels, sets = updates.get("delete"), updates.get("set")
     if not dels and not sets:
         return ctx
@@ -108,7 +111,7 @@ def _apply(ctx: dict, updates: dict) -> dict:
     return new
 
 
-def compiled_graph(graph: Any, order: list, creator: str) -> CompiledGraph:
+def compiled_graph(graph: Any, order: list[str], creator: str) -> CompiledGraph:
     """The compiled graph of a session, shared by every session with the same graph, participants
     and creator (a `CompiledGraph` never changes once built): thousands of sessions of one flow
     validate and compile it once, and hold one copy."""
@@ -120,11 +123,11 @@ def compiled_graph(graph: Any, order: list, creator: str) -> CompiledGraph:
 
 
 @functools.lru_cache(maxsize=256)
-def _compiled(key: str, order: tuple, creator: str) -> CompiledGraph:
+def _compiled(key: str, order: tuple[str, ...], creator: str) -> CompiledGraph:
     return CompiledGraph(json.loads(key), list(order), creator)
 
 
-def _check_packet(metadata: SessionMetadata, d: dict) -> None:
+def _check_packet(metadata: SessionMetadata, d: dict[str, Any]) -> None:
     """A packet's routing and context updates (`validate_send`)."""
     routing = d.get("routing")
     if routing:
@@ -168,7 +171,7 @@ def _fold_packet(envelope: Envelope, state: WorkflowState) -> WorkflowState:
     return _route(state, envelope, sender, graph.packet_tables.get(sender) or graph.table(sender, True), ctx, tool)
 
 
-def _route(state: WorkflowState, envelope: Envelope, sender: str, table: Any, ctx: dict,
+def _route(state: WorkflowState, envelope: Envelope, sender: str, table: tuple[Any, ...], ctx: dict[str, Any],
            tool: Optional[str]) -> WorkflowState:
     """The next state of a turn the graph routes: the first row of the sender's dispatch table that holds."""
     graph = state.graph
@@ -275,11 +278,11 @@ class WorkflowAdapter:
     def turn_count(self, state: WorkflowState) -> int:
         return state.turn_count
 
-    def turn_key(self, state: WorkflowState) -> tuple:
+    def turn_key(self, state: WorkflowState) -> tuple[Optional[str], int]:
         """`(expected_next(...).agent_id or None, turn_count(state))`, cheaply (called on every fold)."""
         return (state.expected_next_speaker, state.turn_count)
 
-    def default_view_policy(self, metadata: SessionMetadata, participant_id: Optional[str] = None):
+    def default_view_policy(self, metadata: SessionMetadata, participant_id: Optional[str] = None) -> WindowedSummary:
         from turnflow.runtime.views import NamedWindowedSummary
 
         return NamedWindowedSummary(recent_n=max(2 * len(metadata.participants), 4))
@@ -287,7 +290,7 @@ class WorkflowAdapter:
     def extract_turn_input(self, envelope: Envelope) -> Optional[str]:
         return render_substantive(envelope) or None
 
-    def build_round_envelope(self, metadata: SessionMetadata, sender_id: str, rnd: dict) -> Optional[Envelope]:
+    def build_round_envelope(self, metadata: SessionMetadata, sender_id: str, rnd: dict[str, Any]) -> Optional[Envelope]:
         return round_to_envelope(metadata, sender_id, rnd)
 
     def render_envelope(self, envelope: Envelope) -> Optional[str]:

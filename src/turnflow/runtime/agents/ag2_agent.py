@@ -38,7 +38,7 @@ class AG2Agent(FrameworkAgent):
 
         return isinstance(obj, Agent)
 
-    def make_tools(self, specs: list[dict], slot: ToolSlot) -> list:
+    def make_tools(self, specs: list[dict[str, Any]], slot: ToolSlot) -> list[Any]:
         from ag2.tools import tool
 
         out = []
@@ -49,7 +49,7 @@ class AG2Agent(FrameworkAgent):
                             schema=d["parameters"]))
         return out
 
-    async def run(self, obj: Any, msg: list[dict], tools: SessionTools, slot: ToolSlot, native: list,
+    async def run(self, obj: Any, msg: list[dict[str, Any]], tools: SessionTools, slot: ToolSlot, native: list[Any],
                   ctx: AgentContext, prompt: str) -> str:
         from ag2.events import ToolCallEvent, ToolErrorEvent, ToolResultEvent
 

@@ -47,8 +47,8 @@ class AnthropicMessagesAgent(OpenAIChatAgent):
         return self._sdk_client("anthropic", "AsyncAnthropic")
 
     # -- the request ----------------------------------------------------------------------------
-    def anthropic_messages(self, msg: list[dict], tools: SessionTools) -> list[dict]:
-        out: list[dict] = []
+    def anthropic_messages(self, msg: list[dict[str, Any]], tools: SessionTools) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
         for role, text in chat_turns(msg, tools.agent_id):
             if out and out[-1]["role"] == role:
                 out[-1]["content"] += "\n\n" + text
@@ -62,8 +62,9 @@ class AnthropicMessagesAgent(OpenAIChatAgent):
             out.append({"role": "user", "content": YOUR_TURN})
         return out
 
-    async def _create(self, system: str, messages: list[dict], schemas: list[dict]) -> Any:
-        kwargs: dict = {"model": self.model, "max_tokens": self.max_tokens, "system": system, "messages": messages}
+    async def _create(self, system: str, messages: list[dict[str, Any]], schemas: list[dict[str, Any]]) -> Any:
+        kwargs: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens, "system": system,
+                                  "messages": messages}
         if schemas:
             kwargs["tools"] = schemas
         if self.temperature is not None:
@@ -77,7 +78,7 @@ class AnthropicMessagesAgent(OpenAIChatAgent):
         return resp
 
     # -- a turn ---------------------------------------------------------------------------------
-    async def _turn(self, msg: list[dict], tools: SessionTools) -> None:
+    async def _turn(self, msg: list[dict[str, Any]], tools: SessionTools) -> None:
         if self.client is None:
             raise AdapterError(f"agent {self.agent_id!r}: on_message before open_session")
         toolset: ModelTools = self.toolset(tools)
@@ -98,7 +99,7 @@ class AnthropicMessagesAgent(OpenAIChatAgent):
                 if text:
                     tools.send_message(text)
                 return
-            sent: list[dict] = [{"type": "text", "text": text}] if text else []
+            sent: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
             sent += [{"type": "tool_use", "id": u.id, "name": u.name, "input": u.input} for u in uses]
             messages.append({"role": "assistant", "content": sent})
             results, failed = self._call_tools(toolset, uses, tools, n)
@@ -110,9 +111,9 @@ class AnthropicMessagesAgent(OpenAIChatAgent):
         raise AdapterError(f"agent {self.agent_id!r}: no final answer within max_rounds={self.max_rounds} model calls")
 
     @staticmethod
-    def _call_tools(toolset: ModelTools, uses: list[Any], tools: SessionTools, n: int) -> tuple[list[dict], bool]:
+    def _call_tools(toolset: ModelTools, uses: list[Any], tools: SessionTools, n: int) -> tuple[list[dict[str, Any]], bool]:
         """The reply's `tool_use` blocks executed in order: their `tool_result` blocks, and whether a call failed."""
-        results: list[dict] = []
+        results: list[dict[str, Any]] = []
         failed = False
         for u in uses:
             try:
@@ -122,7 +123,7 @@ class AnthropicMessagesAgent(OpenAIChatAgent):
                 result, ok, failed = f"error: {exc}", False, True
             tools.emit_event({"event": "tool_response", "reason": None if ok else result,
                               "payload": {"tool": u.name, "ok": ok, "result": result, "round": n}})
-            block: dict = {"type": "tool_result", "tool_use_id": u.id, "content": result}
+            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": u.id, "content": result}
             if not ok:
                 block["is_error"] = True
             results.append(block)

@@ -41,7 +41,7 @@ class AutoGenAgent(FrameworkAgent):
 
         await obj.on_reset(CancellationToken())
 
-    def make_tools(self, specs: list[dict], slot: ToolSlot) -> list:
+    def make_tools(self, specs: list[dict[str, Any]], slot: ToolSlot) -> list[Any]:
         from autogen_core.tools import FunctionTool
 
         out = []
@@ -52,7 +52,7 @@ class AutoGenAgent(FrameworkAgent):
                                     strict=False))
         return out
 
-    async def run(self, obj: Any, msg: list[dict], tools: SessionTools, slot: ToolSlot, native: list,
+    async def run(self, obj: Any, msg: list[dict[str, Any]], tools: SessionTools, slot: ToolSlot, native: list[Any],
                   ctx: AgentContext, prompt: str) -> str:
         from autogen_agentchat.base import Response
         from autogen_agentchat.messages import HandoffMessage, ThoughtEvent, ToolCallExecutionEvent, ToolCallRequestEvent
@@ -61,7 +61,7 @@ class AutoGenAgent(FrameworkAgent):
         sid = ctx.session_id
         messages = to_autogen(msg, self.agent_id, prompt, bootstrap=sid not in self.delivered)
         self.delivered.add(sid)
-        arguments: dict = {}  # call id -> its arguments
+        arguments: dict[str, Any] = {}  # call id -> its arguments
         final: Any = None
         async for item in obj.on_messages_stream(messages, CancellationToken()):
             if isinstance(item, ToolCallRequestEvent):

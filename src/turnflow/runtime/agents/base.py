@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import warnings
 from dataclasses import dataclass, field, fields
-from typing import Any, Awaitable, Callable, Optional, Protocol, Union
+from typing import Any, Awaitable, Callable, Optional, Protocol, TypedDict, Union
 
 from turnflow.runtime.errors import AdapterError
 
@@ -78,7 +78,7 @@ class Capabilities:
                                "(the hub drives one turn at a time); declare control_loop 'self' instead")
         return self
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"control_loop": self.control_loop, "supports_stepwise": self.supports_stepwise,
                 "telemetry_stream": self.telemetry_stream}
 
@@ -119,9 +119,9 @@ class AdapterTelemetryEvent:
     reason: Optional[str] = None
     step: Optional[int] = None
     timestamp: Any = None
-    metadata: Optional[dict] = None
+    metadata: Optional[dict[str, Any]] = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in TELEMETRY_KEYS if k == "event" or getattr(self, k) is not None}
 
 
@@ -157,7 +157,7 @@ def telemetry_problem(event: Any) -> Optional[str]:
     return _extras_problem(event)
 
 
-def _extras_problem(event: dict) -> Optional[str]:
+def _extras_problem(event: dict[str, Any]) -> Optional[str]:
     """`timestamp`, `payload` and `metadata` of a telemetry event (see `telemetry_problem`)."""
     ts = event.get("timestamp")
     if ts is not None and (isinstance(ts, bool) or not isinstance(ts, (int, float, str))):
@@ -171,7 +171,7 @@ def _extras_problem(event: dict) -> Optional[str]:
     return None
 
 
-def check_telemetry(event: Any, agent_id: str) -> Optional[dict]:
+def check_telemetry(event: Any, agent_id: str) -> Optional[dict[str, Any]]:
     """The event normalised (`payload`, `reason`, `step` present), or None after a warning."""
     problem = telemetry_problem(event)
     if problem is not None:
@@ -187,6 +187,14 @@ def check_telemetry(event: Any, agent_id: str) -> Optional[dict]:
     return ev
 
 
+class RosterEntry(TypedDict):
+    """One participant as agents are told about it (`AgentContext.roster`, `lookup_peers`)."""
+
+    agent_id: str
+    role: str
+    description: str
+
+
 @dataclass(frozen=True)
 class AgentContext:
     """What an agent is told about its session at the handshake. The first five fields are
@@ -196,24 +204,25 @@ class AgentContext:
     session_id: str
     agent_id: str
     kind: str
-    participants: tuple
-    tools: tuple  # this agent's routing tools: dicts {name, description, target}
+    participants: tuple[str, ...]
+    tools: tuple[dict[str, Any], ...]  # this agent's routing tools: dicts {name, description, target}
     name: str = ""  # the block name
     title: str = ""  # the block's human title
     description: str = ""  # this participant's description
     task: Optional[str] = None  # the `--task` text
-    roster: tuple = ()  # every participant: dicts {agent_id, role, description}, in spec order
-    context_vars: tuple = ()  # (key, initial value) pairs of the workflow's context variables
+    roster: tuple[RosterEntry, ...] = ()  # every participant, in spec order
+    context_vars: tuple[tuple[str, Any], ...] = ()  # (key, initial value) pairs of the workflow's context variables
     dynamic_handoffs: bool = False  # the session accepts `handoff(to)` to a named participant
 
 
 class Agent(Protocol):
-    async def open_session(self, ctx: AgentContext, emit: Callable[[dict], Awaitable[bool]]) -> Capabilities: ...
-    async def on_message(self, msg: list[dict], tools: "SessionTools") -> None: ...
+    async def open_session(self, ctx: AgentContext,
+                           emit: Callable[[dict[str, Any]], Awaitable[bool]]) -> Capabilities: ...
+    async def on_message(self, msg: list[dict[str, Any]], tools: "SessionTools") -> None: ...
     async def close_session(self, session_id: str) -> None: ...
 
 
-def tool_arguments(name: str, args: Union[dict, str, None]) -> dict:
+def tool_arguments(name: str, args: Union[dict[str, Any], str, None]) -> dict[str, Any]:
     """The arguments of a tool call as a mapping: `args` itself, or its JSON text (an empty text
     or None: no arguments). Raises `ToolError` for text that is not JSON or for anything but an object."""
     if isinstance(args, str):
@@ -228,7 +237,7 @@ def tool_arguments(name: str, args: Union[dict, str, None]) -> dict:
     return args
 
 
-def tool_schema(tool: dict, fmt: str) -> dict:
+def tool_schema(tool: dict[str, Any], fmt: str) -> dict[str, Any]:
     params = {"type": "object", "properties": {"reason": {"type": "string"}}, "required": []}
     name, desc = tool["name"], tool.get("description") or ""
     if fmt == "openai":
@@ -247,21 +256,21 @@ class SessionTools:
     """
 
     agent_id: str
-    participants: tuple
-    routing_tools: tuple = ()  # dicts {name, description, target} owned by this agent
+    participants: tuple[str, ...]
+    routing_tools: tuple[dict[str, Any], ...] = ()  # dicts {name, description, target} owned by this agent
     any_tool: bool = False  # the session declares no tools at all: any routing tool name is allowed
-    emit: Optional[Callable[[dict], Awaitable[bool]]] = None  # unused since telemetry is collected; kept for callers
+    emit: Optional[Callable[[dict[str, Any]], Awaitable[bool]]] = None  # unused (telemetry is collected); for callers
     step: Optional[int] = None  # the turn number, stamped on telemetry events that carry none
-    sink: Optional[Callable[[dict], None]] = None  # set by the hub: accepted events are stored at once
+    sink: Optional[Callable[[dict[str, Any]], None]] = None  # set by the hub: accepted events are stored at once
     session_id: Optional[str] = None  # the session this turn belongs to (model agents find their context by it)
-    _body: list = field(default_factory=list)
-    _routing: dict = field(default_factory=dict)
-    _set: dict = field(default_factory=dict)
-    _delete: list = field(default_factory=list)
-    _mentions: list = field(default_factory=list)
-    events: list = field(default_factory=list)
+    _body: list[str] = field(default_factory=list)
+    _routing: dict[str, Any] = field(default_factory=dict)
+    _set: dict[str, Any] = field(default_factory=dict)
+    _delete: list[str] = field(default_factory=list)
+    _mentions: list[str] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
     session_kind: str = ""  # the session's kind (workflow, consulting, conversation, discussion); "" unknown
-    roster: tuple = ()  # every participant as {agent_id, role, description}, in order (set by the hub)
+    roster: tuple[RosterEntry, ...] = ()  # every participant, in order (set by the hub)
     is_session_bootstrap: bool = False  # this is the session's first delivery to this participant
     participants_msg: Optional[str] = None  # the roster as text, only when it changed since this participant's last turn
     input_source: Optional[Callable[[], Optional[str]]] = None  # set by the hub: reads `turn_input`
@@ -348,7 +357,7 @@ class SessionTools:
     def get_participants(self) -> list[str]:
         return list(self.participants)
 
-    def lookup_peers(self) -> list[dict]:
+    def lookup_peers(self) -> list[dict[str, Any]]:
         """The other participants as `{agent_id, role, description}`, in order."""
         roster = self.roster or tuple({"agent_id": p, "role": "participant", "description": ""}
                                       for p in self.participants)
@@ -369,14 +378,14 @@ class SessionTools:
         return (f"{self.agent_id}: {what}({agent_id!r}) refused: changing the participants of a running "
                 f"{self.session_kind or 'session'} is not supported by the hub yet")
 
-    def get_tool_schemas(self, fmt: str = "openai") -> list[dict]:
+    def get_tool_schemas(self, fmt: str = "openai") -> list[dict[str, Any]]:
         """The agent's routing tools as model tool definitions (`openai` or `anthropic` format),
         in spec order, each with its description and an optional `reason` argument."""
         if fmt not in SCHEMA_FORMATS:
             raise AdapterError(f"unknown tool schema format {fmt!r} (known: {', '.join(SCHEMA_FORMATS)})")
         return [tool_schema(t, fmt) for t in self.routing_tools]
 
-    def execute_tool_call(self, name: str, args: Union[dict, str, None] = None) -> str:
+    def execute_tool_call(self, name: str, args: Union[dict[str, Any], str, None] = None) -> str:
         """Call a routing tool: this round becomes a handoff through that tool (the graph decides
         the next speaker, as AG2's `tool_called` condition does). `args` is a mapping or its JSON
         text with an optional string `reason`. Raises `ToolError` for an unknown tool, malformed
@@ -409,7 +418,7 @@ class SessionTools:
                 self._routing["reason"] = reason
         return f"routed via {name}"
 
-    def _platform_call(self, name: str, args: dict) -> str:
+    def _platform_call(self, name: str, args: dict[str, Any]) -> str:
         """A platform tool called by name (`execute_tool_call`): its arguments checked against
         `PLATFORM_CALLS`, then the method of the same name."""
         required, optional = PLATFORM_CALLS[name]
@@ -436,7 +445,7 @@ class SessionTools:
     def routed(self) -> bool:
         return bool(self._routing)
 
-    def round(self) -> dict:
+    def round(self) -> dict[str, Any]:
         r = {k: v for k, v in self._routing.items() if v is not None}
         out = {"body": "\n".join(self._body), "kind": r.get("kind", "text"), "tool": r.get("tool"),
                "reason": r.get("reason"), "target": r.get("target"), "set": dict(self._set),
@@ -464,7 +473,7 @@ class FakeSessionTools(SessionTools):
         parts = tuple(participants) if participants is not None else (agent_id,)
         norm = tuple({"name": t, "description": ""} if isinstance(t, str) else dict(t) for t in tools)
         super().__init__(agent_id, parts, norm, any_tool, None, step, session_id=session_id)
-        self.calls: list[tuple] = []
+        self.calls: list[tuple[Any, ...]] = []  # (method name, its arguments...)
         self.dropped: list[Any] = []
 
     @property
@@ -502,6 +511,6 @@ class FakeSessionTools(SessionTools):
             self.dropped.append(event)
         return ok
 
-    def execute_tool_call(self, name: str, args: Union[dict, str, None] = None) -> str:
+    def execute_tool_call(self, name: str, args: Union[dict[str, Any], str, None] = None) -> str:
         self.calls.append(("execute_tool_call", name, args))
         return super().execute_tool_call(name, args)

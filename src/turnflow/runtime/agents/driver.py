@@ -18,7 +18,8 @@ import traceback
 import weakref
 from typing import Any, Awaitable, Callable, Optional
 
-from turnflow.runtime.agents.base import AgentContext, Capabilities, SessionTools, check_telemetry, raw_capabilities
+from turnflow.runtime.agents.base import (AgentContext, Capabilities, RosterEntry, SessionTools, check_telemetry,
+                                          raw_capabilities)
 from turnflow.runtime.errors import AdapterError
 
 TURN_ATTEMPTS = 2
@@ -83,7 +84,7 @@ def log_handshake(hub: Any, session_id: str, agent_id: str, raw: Any, effective:
     hub.store_telemetry(session_id, rec)
 
 
-def handshake_metadata(ctx: AgentContext) -> dict:
+def handshake_metadata(ctx: AgentContext) -> dict[str, Any]:
     """The `metadata` given to `aopen_session(task=..., metadata=..., emit_event=...)`: the
     session's facts from the `AgentContext`, as JSON values."""
     return {"session_id": ctx.session_id, "agent_id": ctx.agent_id, "kind": ctx.kind, "name": ctx.name,
@@ -133,10 +134,10 @@ async def handshake(hub: Any, agent: Any, ctx: AgentContext) -> Capabilities:
     return caps
 
 
-def adapter_capabilities(telemetry: list) -> dict:
+def adapter_capabilities(telemetry: list[Any]) -> dict[str, Any]:
     """Each agent's last handshake as `{agent: {raw, effective, behavior?, error?}}` (what
     `turnflow inspect --format json` shows as `adapter_capabilities`)."""
-    out: dict = {}
+    out: dict[str, Any] = {}
     for t in telemetry:
         if isinstance(t, dict) and t.get("event") == "handshake":
             out[str(t.get("agent_id"))] = {k: t[k] for k in ("raw", "effective", "behavior", "error") if k in t}
@@ -149,7 +150,7 @@ async def flush(hub: Any, session_id: str, tools: SessionTools) -> None:
     tools.events = []
 
 
-def live_sink(hub: Any, session_id: str, agent_id: str) -> Callable[[dict], None]:
+def live_sink(hub: Any, session_id: str, agent_id: str) -> Callable[[dict[str, Any]], None]:
     """Where `tools.emit_event` sends an accepted event: stored at once, from the event-loop
     thread or from a worker thread running a synchronous agent."""
     import asyncio
@@ -157,7 +158,7 @@ def live_sink(hub: Any, session_id: str, agent_id: str) -> Callable[[dict], None
     loop = asyncio.get_running_loop()
     loop_thread = threading.get_ident()
 
-    def sink(ev: dict) -> None:
+    def sink(ev: dict[str, Any]) -> None:
         if threading.get_ident() == loop_thread:
             hub.record_telemetry(session_id, agent_id, ev)
             return
@@ -173,19 +174,21 @@ async def _plain(coro: Awaitable[Any]) -> Any:
 
 
 #: hub -> {session: {agent: the roster it was last shown}}; a session's entry goes when it ends
-_SHOWN: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
+_SHOWN: "weakref.WeakKeyDictionary[Any, dict[str, dict[str, Roster]]]" = weakref.WeakKeyDictionary()
 
 
-_ROSTERS: dict = {}  # id(participants list) -> (the list, its roster): sessions of one flow share it
+Roster = tuple[RosterEntry, ...]
+#: id(participants list) -> (the list, its roster): sessions of one flow share it
+_ROSTERS: dict[int, tuple[Any, Roster]] = {}
 
 
-def roster_of(md: Any) -> tuple:
+def roster_of(md: Any) -> Roster:
     """Every participant as `{agent_id, role, description}` (one tuple per participant list)."""
     parts = md.participants
     hit = _ROSTERS.get(id(parts))
     if hit is not None and hit[0] is parts:
         return hit[1]
-    roster = tuple({"agent_id": p.agent_id, "role": p.role, "description": getattr(p, "description", "") or ""}
+    roster = tuple(RosterEntry(agent_id=p.agent_id, role=p.role, description=getattr(p, "description", "") or "")
                    for p in parts)
     if len(_ROSTERS) >= 256:
         _ROSTERS.clear()
@@ -193,7 +196,7 @@ def roster_of(md: Any) -> tuple:
     return roster
 
 
-def participants_text(roster: tuple) -> str:
+def participants_text(roster: Roster) -> str:
     return "Participants: " + ", ".join(r["agent_id"] + (f" ({r['role']})" if r["role"] != "participant" else "")
                                         + (f": {r['description']}" if r["description"] else "") for r in roster)
 

@@ -59,7 +59,7 @@ class ToolSlot:
                                      "payload": {"tool": name}})
 
 
-def tool_specs(agent_id: str, ctx: AgentContext) -> list[dict]:
+def tool_specs(agent_id: str, ctx: AgentContext) -> list[dict[str, Any]]:
     """The session tool definitions `{name, description, parameters, routes}` a framework agent
     is offered in a session (the same for every turn: they depend on the session, not the turn).
     `routes`: calling it decides the round's routing (the flow's routing tools, handoff, finish)."""
@@ -82,16 +82,16 @@ class FrameworkAgent:
         self.agent_id = agent_id
         self.target = target
         self.ref = ref or repr(target)[:80]
-        self.sessions: dict[str, tuple[AgentContext, ToolSlot, Any, list]] = {}
+        self.sessions: dict[str, tuple[AgentContext, ToolSlot, Any, list[Any]]] = {}  # ctx, slot, object, its tools
 
     # -- to implement ---------------------------------------------------------------------------
     def accepts(self, obj: Any) -> bool:
         raise NotImplementedError
 
-    def make_tools(self, specs: list[dict], slot: ToolSlot) -> list:
+    def make_tools(self, specs: list[dict[str, Any]], slot: ToolSlot) -> list[Any]:
         raise NotImplementedError
 
-    async def run(self, obj: Any, msg: list[dict], tools: SessionTools, slot: ToolSlot, native: list,
+    async def run(self, obj: Any, msg: list[dict[str, Any]], tools: SessionTools, slot: ToolSlot, native: list[Any],
                   ctx: AgentContext, prompt: str) -> str:
         """Run the framework for one turn; returns its final text."""
         raise NotImplementedError
@@ -100,7 +100,7 @@ class FrameworkAgent:
         """Called when a prebuilt object (not a factory's) starts a new session."""
 
     # -- the contract ---------------------------------------------------------------------------
-    async def open_session(self, ctx: AgentContext, emit: Callable[[dict], Awaitable[bool]]) -> Capabilities:
+    async def open_session(self, ctx: AgentContext, emit: Callable[[dict[str, Any]], Awaitable[bool]]) -> Capabilities:
         slot = ToolSlot(self.agent_id)
         native = self.make_tools(tool_specs(self.agent_id, ctx), slot)
         obj = self.target
@@ -119,7 +119,7 @@ class FrameworkAgent:
         self.sessions[ctx.session_id] = (ctx, slot, obj, native)
         return Capabilities(control_loop="self", supports_stepwise=True, telemetry_stream=True)
 
-    async def on_message(self, msg: list[dict], tools: SessionTools) -> None:
+    async def on_message(self, msg: list[dict[str, Any]], tools: SessionTools) -> None:
         entry = self.sessions.get(tools.session_id or "")
         if entry is None and len(self.sessions) == 1:
             entry = next(iter(self.sessions.values()))
@@ -146,10 +146,10 @@ class FrameworkAgent:
 def emit_tool(tools: SessionTools, framework: str, phase: str, name: Any, data: Any) -> None:
     """A tool start (`env_action`), end (`tool_response`) or error (`error`) as telemetry."""
     event = {"start": "env_action", "end": "tool_response", "error": "error"}[phase]
-    payload: dict = {"framework": framework, "tool": str(name), "phase": phase}
+    payload: dict[str, Any] = {"framework": framework, "tool": str(name), "phase": phase}
     key = {"start": "input", "end": "output", "error": "error"}[phase]
     payload[key] = data if isinstance(data, (str, int, float, bool, type(None))) else _jsonable(data)
-    ev: dict = {"event": event, "payload": payload}
+    ev: dict[str, Any] = {"event": event, "payload": payload}
     if phase == "error":
         ev["reason"] = f"tool {name} failed: {data}"[:500]
     tools.emit_event(ev)
@@ -164,10 +164,11 @@ def _jsonable(v: Any) -> Any:
         return str(v)[:1000]
 
 
-_TYPES: dict = {"string": str, "boolean": bool, "integer": int, "number": float, "array": list, "object": dict}
+_TYPES: dict[str, type] = {"string": str, "boolean": bool, "integer": int, "number": float, "array": list,
+                           "object": dict}
 
 
-def keyword_function(fn: Callable[..., Any], parameters: dict) -> Callable[..., str]:
+def keyword_function(fn: Callable[..., Any], parameters: dict[str, Any]) -> Callable[..., str]:
     """`fn(**kwargs)` with a signature and annotations the frameworks read (AG2 and AutoGen build
     their tool schemas and argument parsing from them): one keyword parameter per property of the
     JSON schema `parameters`, typed from its `type` (anything else: `Any`), required ones without

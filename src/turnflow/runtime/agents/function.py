@@ -28,6 +28,8 @@ from turnflow.runtime.agents.base import AgentContext, Capabilities, SessionTool
 from turnflow.runtime.agents.scripted import apply_step, check_step
 from turnflow.runtime.errors import AdapterError
 
+Job = Callable[[], Callable[[], None]]  # runs in a worker thread; returns the hand-off to make once idle
+
 
 class FunctionAgent:
     def __init__(self, fn: Callable[..., Any], agent_id: Optional[str] = None,
@@ -40,11 +42,11 @@ class FunctionAgent:
                                                          telemetry_stream=False)
         self.opened: set[str] = set()
 
-    async def open_session(self, ctx: AgentContext, emit: Callable[[dict], Awaitable[bool]]) -> Capabilities:
+    async def open_session(self, ctx: AgentContext, emit: Callable[[dict[str, Any]], Awaitable[bool]]) -> Capabilities:
         self.opened.add(ctx.session_id)
         return self.capabilities
 
-    async def on_message(self, msg: list[dict], tools: SessionTools) -> None:
+    async def on_message(self, msg: list[dict[str, Any]], tools: SessionTools) -> None:
         if inspect.iscoroutinefunction(self.fn) or inspect.iscoroutinefunction(type(self.fn).__call__):
             result = self.fn(msg, tools)
         else:
@@ -77,9 +79,9 @@ class _Workers:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._idle: list[queue.SimpleQueue] = []
+        self._idle: list[queue.SimpleQueue[Job]] = []
 
-    def submit(self, job: Callable[[], Callable[[], None]]) -> None:
+    def submit(self, job: Job) -> None:
         """Run `job()` in a worker thread; it returns the hand-off to make once the thread is
         idle again (so the turn that follows can reuse it)."""
         with self._lock:
@@ -89,7 +91,7 @@ class _Workers:
             threading.Thread(target=self._run, args=(q,), daemon=True, name="turnflow-agent").start()
         q.put(job)
 
-    def _run(self, q: queue.SimpleQueue) -> None:
+    def _run(self, q: queue.SimpleQueue[Job]) -> None:
         while True:
             hand_off = q.get()()
             with self._lock:

@@ -12,7 +12,7 @@ from typing import Any
 from turnflow.runtime.agents.model_prompt import BEGIN, chat_turns
 
 
-async def to_ag2(msg: list[dict], agent_id: str) -> tuple[Any, list[str]]:
+async def to_ag2(msg: list[dict[str, Any]], agent_id: str) -> tuple[Any, list[str]]:
     """`(stream, inputs)`: the preloaded `MemoryStream` and the texts to `ask` with."""
     from ag2.events import ModelMessage, ModelRequest, ModelResponse, TextInput
     from ag2.stream import MemoryStream

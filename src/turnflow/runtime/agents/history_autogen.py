@@ -14,7 +14,7 @@ from turnflow.runtime.agents.model_prompt import BEGIN
 _SOURCE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
-def to_autogen(msg: list[dict], agent_id: str, prompt: str, bootstrap: bool) -> list[Any]:
+def to_autogen(msg: list[dict[str, Any]], agent_id: str, prompt: str, bootstrap: bool) -> list[Any]:
     from autogen_agentchat.messages import TextMessage
 
     items = [m for m in msg if isinstance(m, dict) and isinstance(m.get("text"), str) and m["text"]]

@@ -14,7 +14,7 @@ from turnflow.runtime.agents.model_prompt import BEGIN, chat_turns
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # what chat APIs accept as a message's `name`
 
 
-def to_langchain(msg: list[dict], agent_id: str, prompt: str) -> list[Any]:
+def to_langchain(msg: list[dict[str, Any]], agent_id: str, prompt: str) -> list[Any]:
     from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
     out: list[Any] = [SystemMessage(content=prompt)]

@@ -31,7 +31,7 @@ class LangGraphAgent(FrameworkAgent):
     def accepts(self, obj: Any) -> bool:
         return callable(getattr(obj, "astream_events", None)) and not isinstance(obj, type)
 
-    def make_tools(self, specs: list[dict], slot: ToolSlot) -> list:
+    def make_tools(self, specs: list[dict[str, Any]], slot: ToolSlot) -> list[Any]:
         from langchain_core.tools import StructuredTool
 
         out = []
@@ -43,7 +43,7 @@ class LangGraphAgent(FrameworkAgent):
                                                     tags=[TAG]))
         return out
 
-    async def run(self, obj: Any, msg: list[dict], tools: SessionTools, slot: ToolSlot, native: list,
+    async def run(self, obj: Any, msg: list[dict[str, Any]], tools: SessionTools, slot: ToolSlot, native: list[Any],
                   ctx: AgentContext, prompt: str) -> str:
         history = to_langchain(msg, self.agent_id, prompt)
         config = {"configurable": {"turnflow_tools": native, "turnflow_context": ctx},

@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 from typing import Any, Optional
 
-from turnflow.runtime.agents.base import AgentContext
+from turnflow.runtime.agents.base import AgentContext, RosterEntry
 from turnflow.runtime.agents.model_tools import ModelTools
 
 
@@ -66,7 +66,7 @@ def _session_section(agent_id: str, ctx: AgentContext) -> str:
     return "\n".join(lines)
 
 
-def _roster_line(agent_id: str, r: dict[str, Any]) -> str:
+def _roster_line(agent_id: str, r: RosterEntry) -> str:
     """`- NAME (ROLE, you): DESCRIPTION`, the tags and description left out when empty."""
     tags = [t for t in (r["role"] if r["role"] != "participant" else "", "you" if r["agent_id"] == agent_id else "")
             if t]
@@ -86,7 +86,7 @@ def _turn_section(toolset: ModelTools) -> str:
     return how
 
 
-def chat_turns(msg: list[dict], agent_id: str) -> list[tuple[str, str]]:
+def chat_turns(msg: list[dict[str, Any]], agent_id: str) -> list[tuple[str, str]]:
     """The projected transcript as (role, text): this agent's messages are `assistant`, the
     others' `user`, prefixed `sender: `; empty messages are skipped."""
     out: list[tuple[str, str]] = []

@@ -33,15 +33,15 @@ PLATFORM_TOOL_NAMES = ("send_message", "send_event")
 ANY_JSON = {"description": "any JSON value (string, number, boolean, null, array or object)"}
 
 
-def _obj(props: dict, required: list) -> dict:
+def _obj(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
     return {"type": "object", "properties": props, "required": required, "additionalProperties": False}
 
 
-def _definition(name: str, description: str, parameters: dict) -> dict:
+def _definition(name: str, description: str, parameters: dict[str, Any]) -> dict[str, Any]:
     return {"name": name, "description": description, "parameters": parameters}
 
 
-def to_format(d: dict, fmt: str) -> dict:
+def to_format(d: dict[str, Any], fmt: str) -> dict[str, Any]:
     if fmt == "openai":
         return {"type": "function", "function": {"name": d["name"], "description": d["description"],
                                                  "parameters": d["parameters"]}}
@@ -61,7 +61,7 @@ class ModelTools:
         self.routing = [dict(t) for t in tools.routing_tools]
         routing_names = {t["name"] for t in self.routing}
         self.handoff_choices: list[str] = []
-        defs: list[dict] = []
+        defs: list[dict[str, Any]] = []
         if session_tools:
             if ctx is not None and ctx.kind == "workflow":
                 keys = [k for k, _ in ctx.context_vars]
@@ -96,7 +96,7 @@ class ModelTools:
         self.route: Optional[str] = None  # the routing decision made this round, as shown in errors
 
     # -- definitions ----------------------------------------------------------------------------
-    def schemas(self, fmt: str = "openai") -> list[dict]:
+    def schemas(self, fmt: str = "openai") -> list[dict[str, Any]]:
         return [tool_schema(t, fmt) for t in self.routing] + [to_format(d, fmt) for d in self.session_defs]
 
     @property
@@ -109,7 +109,7 @@ class ModelTools:
         return [n for n in ("set_context", "delete_context") if n in self._session]
 
     # -- execution ------------------------------------------------------------------------------
-    def call(self, name: Any, args: Union[dict, str, None] = None) -> str:
+    def call(self, name: Any, args: Union[dict[str, Any], str, None] = None) -> str:
         """Execute one tool call; returns the text the model gets back, raises `ToolError`."""
         if not isinstance(name, str) or name not in self.names:
             offered = ", ".join(self.names) or "none"
@@ -155,7 +155,7 @@ class ModelTools:
         if self.route is not None and self.route != label:
             raise ToolError(f"{name}: this round is already routed ({self.route}); one routing decision per round")
 
-    def _arguments(self, name: str, args: Union[dict, str, None]) -> dict:
+    def _arguments(self, name: str, args: Union[dict[str, Any], str, None]) -> dict[str, Any]:
         args = tool_arguments(name, args)
         params = self._session[name]["parameters"]
         props, required = params["properties"], params["required"]
@@ -175,7 +175,7 @@ class ModelTools:
         return args
 
 
-def platform_definitions(tools: SessionTools) -> list[dict]:
+def platform_definitions(tools: SessionTools) -> list[dict[str, Any]]:
     """`send_message(content, mentions)` and `send_event(content, message_type)`."""
     others = [p for p in tools.participants if p != tools.agent_id]
     return [

@@ -90,7 +90,7 @@ class OpenAIChatAgent:
         return getattr(sdk, client_class)(api_key=key, base_url=self.base_url, timeout=self.timeout,
                                           max_retries=self.max_retries)
 
-    async def open_session(self, ctx: AgentContext, emit: Callable[[dict], Awaitable[bool]]) -> Capabilities:
+    async def open_session(self, ctx: AgentContext, emit: Callable[[dict[str, Any]], Awaitable[bool]]) -> Capabilities:
         if self.client is None:
             self.client = self._make_client()
         self.contexts[ctx.session_id] = ctx
@@ -121,15 +121,16 @@ class OpenAIChatAgent:
         toolset = toolset or self.toolset(tools)
         return model_system_prompt(tools.agent_id, self.system, toolset.ctx, toolset, tools.get_participants())
 
-    def messages_for(self, msg: list[dict], tools: SessionTools, toolset: Optional[ModelTools] = None) -> list[dict]:
-        out: list[dict] = [{"role": "system", "content": self.system_prompt(tools, toolset)}]
+    def messages_for(self, msg: list[dict[str, Any]], tools: SessionTools,
+                     toolset: Optional[ModelTools] = None) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = [{"role": "system", "content": self.system_prompt(tools, toolset)}]
         out += [{"role": role, "content": text} for role, text in chat_turns(msg, tools.agent_id)]
         if len(out) == 1:
             out.append({"role": "user", "content": BEGIN})
         return out
 
-    async def _call(self, messages: list[dict], schemas: list[dict]) -> Any:
-        kwargs: dict = {"model": self.model, "messages": messages}
+    async def _call(self, messages: list[dict[str, Any]], schemas: list[dict[str, Any]]) -> Any:
+        kwargs: dict[str, Any] = {"model": self.model, "messages": messages}
         if schemas:
             kwargs["tools"] = schemas
         if self.temperature is not None:
@@ -143,14 +144,14 @@ class OpenAIChatAgent:
             raise AdapterError(f"agent {brief(self.agent_id)}: the model reply has no choices")
         return choices[0]
 
-    async def on_message(self, msg: list[dict], tools: SessionTools) -> None:
+    async def on_message(self, msg: list[dict[str, Any]], tools: SessionTools) -> None:
         try:
             await asyncio.wait_for(self._turn(msg, tools), self.turn_timeout)
         except asyncio.TimeoutError:
             raise AdapterError(f"agent {self.agent_id!r}: the turn took longer than turn_timeout="
                                f"{self.turn_timeout:g} s") from None
 
-    async def _turn(self, msg: list[dict], tools: SessionTools) -> None:
+    async def _turn(self, msg: list[dict[str, Any]], tools: SessionTools) -> None:
         if self.client is None:
             raise AdapterError(f"agent {self.agent_id!r}: on_message before open_session")
         toolset = self.toolset(tools)

@@ -16,7 +16,7 @@ from turnflow.runtime.errors import AdapterError, brief
 STEP_KEYS = ("say", "tool", "handoff", "finish", "set", "delete")
 
 
-def check_step(step: Any, where: str) -> dict:
+def check_step(step: Any, where: str) -> dict[str, Any]:
     if not isinstance(step, dict) or not step:
         raise AdapterError(f"{where}: a step must be a non-empty mapping with keys {', '.join(STEP_KEYS)}, got {brief(step)}")
     unknown = [k for k in step if k not in STEP_KEYS]
@@ -36,7 +36,7 @@ def check_step(step: Any, where: str) -> dict:
     return step
 
 
-def apply_step(step: dict, tools: SessionTools) -> None:
+def apply_step(step: dict[str, Any], tools: SessionTools) -> None:
     """One scripted step onto a round (also what a FunctionAgent's returned mapping means)."""
     if "say" in step:
         tools.send_message(step["say"])
@@ -63,11 +63,11 @@ class ScriptedAgent:
         self.position = 0
         self.opened: set[str] = set()
 
-    async def open_session(self, ctx: AgentContext, emit: Callable[[dict], Awaitable[bool]]) -> Capabilities:
+    async def open_session(self, ctx: AgentContext, emit: Callable[[dict[str, Any]], Awaitable[bool]]) -> Capabilities:
         self.opened.add(ctx.session_id)
         return Capabilities(control_loop="hub", supports_stepwise=True, telemetry_stream=False)
 
-    async def on_message(self, msg: list[dict], tools: SessionTools) -> None:
+    async def on_message(self, msg: list[dict[str, Any]], tools: SessionTools) -> None:
         if self.position >= len(self.steps):
             raise AdapterError(f"agent {brief(self.agent_id)}: its script ran out after {len(self.steps)} "
                                f"step{'s' if len(self.steps) != 1 else ''}")

@@ -13,14 +13,16 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from turnflow.runtime.agents.base import AgentContext
+from turnflow.runtime.agents.base import AgentContext, RosterEntry
 
 
-_READ: dict = {}  # id(graph dict) -> (the dict, its reading): sessions of one flow share their knobs
+GraphFacts = tuple[bool, tuple[str, ...]]  # (names an `agent` target, the context keys its rules read)
+#: id(graph dict) -> (the dict, its reading): sessions of one flow share their knobs
+_READ: dict[int, tuple[dict[str, Any], GraphFacts]] = {}
 _READ_MAX = 64
 
 
-def _graph_facts(graph: Any) -> tuple[bool, tuple]:
+def _graph_facts(graph: Any) -> GraphFacts:
     """(names an `agent` target, the context keys its rules read in order), read with the spec
     models (`TransitionGraph.loads`, AG2's reading): `AgentTarget` targets, and every `ContextEquals`
     / `ContextCompare` condition, nested ones included (`TransitionGraph.conditions`). A graph the
@@ -35,7 +37,7 @@ def _graph_facts(graph: Any) -> tuple[bool, tuple]:
     try:
         model = TransitionGraph.loads(graph)
     except SpecError:
-        facts: tuple[bool, tuple] = (False, ())
+        facts: GraphFacts = (False, ())
     else:
         targets = [tr.then for tr in model.transitions] + [model.default_target]
         keys = tuple(dict.fromkeys(c.args.key for c in model.conditions()
@@ -47,33 +49,33 @@ def _graph_facts(graph: Any) -> tuple[bool, tuple]:
     return facts
 
 
-def allows_dynamic_handoffs(spec: dict) -> bool:
+def allows_dynamic_handoffs(spec: dict[str, Any]) -> bool:
     """True when the spec is a workflow whose graph has an `agent` target (see the module doc)."""
     if spec.get("kind") != "workflow":
         return False
     return _graph_facts((spec.get("knobs") or {}).get("graph"))[0]
 
 
-def context_vars(spec: dict) -> tuple:
+def context_vars(spec: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
     """(key, initial value) pairs: the declared context variables, then keys the graph's rules
     read that are not declared (initially unset: None), each once, in order. A rule reads a key
     through a context condition (`context_equals`, `context_compare`), also nested in
     `all_of` / `any_of` and `not`."""
     knobs = spec.get("knobs") or {}
     declared = knobs.get("context_vars")
-    out: dict = dict(declared) if isinstance(declared, dict) else {}
+    out: dict[str, Any] = dict(declared) if isinstance(declared, dict) else {}
     if spec.get("kind") == "workflow":
         for key in _graph_facts(knobs.get("graph"))[1]:
             out.setdefault(key, None)
     return tuple(out.items())
 
 
-def agent_context(spec: dict, session_id: str, agent_id: str, task: Optional[str] = None) -> AgentContext:
+def agent_context(spec: dict[str, Any], session_id: str, agent_id: str, task: Optional[str] = None) -> AgentContext:
     """The handshake context of participant `agent_id` in a session of `spec`."""
     parts = [p for p in spec.get("participants") or [] if isinstance(p, dict)]
     ids = tuple(str(p.get("agent_id")) for p in parts)
-    roster = tuple({"agent_id": str(p.get("agent_id")), "role": p.get("role") or "participant",
-                    "description": p.get("description") or ""} for p in parts)
+    roster = tuple(RosterEntry(agent_id=str(p.get("agent_id")), role=p.get("role") or "participant",
+                               description=p.get("description") or "") for p in parts)
     me = next((r for r in roster if r["agent_id"] == agent_id), {"description": ""})
     own = tuple(t for t in spec.get("tools") or [] if isinstance(t, dict) and t.get("owner") == agent_id)
     return AgentContext(session_id, agent_id, spec.get("kind") or "", ids, own, name=spec.get("name") or "",

@@ -1,0 +1,189 @@
+"""`turnflow serve` against AG2 1.2.1's own WebSocket hub (`serve_ws` over `Hub.open(MemoryKnowledgeStore())`),
+driven by the same AG2 client workload in one run, alternated: AGENTS agents (half ask, half
+answer) on CLIENTS connections, SESSIONS consulting sessions opened concurrently, each one question
+and one answer (answered by AG2's default notify handler with a scripted model). Each round starts a
+fresh hub process; the figure is sessions per CPU second *of the hub process* (the clients' CPU is
+the same code for both and is not counted). turnflow serve runs on its durable default store
+(SQLite, `durability="process"`), AG2's hub on its in-memory store.
+
+Then memory per idle connection: IDLE connections each registering one agent and doing nothing,
+the hub's RSS before and after, divided by IDLE.
+
+    python bench/serve_vs_ag2.py [--agents 50] [--clients 10] [--sessions 2000] [--rounds 2] [--idle 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.join(HERE, "..", "src")
+TICK = os.sysconf("SC_CLK_TCK")
+
+AG2_HUB = """
+import asyncio, sys
+from ag2.network import Hub
+from ag2.network.transport.ws import serve_ws
+from ag2.knowledge import MemoryKnowledgeStore
+
+async def main():
+    hub = await Hub.open(MemoryKnowledgeStore())
+    async with serve_ws(hub, "127.0.0.1", 0, ping_interval=None) as server:
+        print("listening on ws://127.0.0.1:%d" % server.sockets[0].getsockname()[1], flush=True)
+        await asyncio.Event().wait()
+
+asyncio.run(main())
+"""
+
+
+def start(kind: str, workdir: str) -> tuple[subprocess.Popen, str]:
+    env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    if kind == "ag2":
+        cmd = [sys.executable, "-c", AG2_HUB]
+    else:
+        store = os.path.join(workdir, f"hub-{time.monotonic_ns()}.db")
+        cmd = [sys.executable, "-m", "turnflow", "serve", "--listen", "127.0.0.1:0", "--store", store,
+               "--send-queue", "100000", "--max-connections", "100000"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if "listening on " in line:
+            return proc, line.split("listening on ", 1)[1].split()[0]
+    raise SystemExit(f"{kind} hub did not start")
+
+
+def cpu_seconds(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def make_client(url: str):
+    from ag2.network import HubClient
+    from ag2.network.transport.ws import WsLink
+
+    return HubClient(WsLink(url, ping_interval=None), rpc_timeout=3600)
+
+
+async def workload(url: str, agents: int, clients: int, sessions: int) -> float:
+    from ag2 import Agent
+    from ag2.testing import TestConfig
+
+    askers_n = agents // 2
+    ask_clients = [make_client(url) for _ in range(max(clients // 2, 1))]
+    answer_clients = [make_client(url) for _ in range(max(clients - len(ask_clients), 1))]
+    askers = [await ask_clients[i % len(ask_clients)].register(Agent(f"ask{i}", config=TestConfig("-")))
+              for i in range(askers_n)]
+    for i in range(agents - askers_n):
+        await answer_clients[i % len(answer_clients)].register(Agent(f"answer{i}", config=TestConfig("an answer")))
+
+    async def one(k: int) -> None:
+        asker = askers[k % len(askers)]
+        ch = await asker.open(type="consulting", target=f"answer{k % (agents - askers_n)}")
+        asker.ensure_channel_inbox(ch.channel_id)
+        await ch.send(f"question {k}")
+        await asker.wait_for_channel_event(channel_id=ch.channel_id, timeout=3600,
+                                           predicate=lambda e: e.event_type == "ag2.channel.closed")
+        asker.discard_channel_inbox(ch.channel_id)
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(one(k) for k in range(sessions)))
+    wall = time.perf_counter() - t0
+    await asyncio.wait_for(asyncio.gather(*(c.close() for c in ask_clients + answer_clients), return_exceptions=True), 60)
+    return wall
+
+
+async def idle_connections(url: str, n: int, pid: int) -> float:
+    """KiB of hub RSS per idle connection holding one registered agent (the frames AG2's
+    `HubClient.register` sends, over plain WebSocket connections that then stay idle)."""
+    import json
+
+    from websockets.asyncio.client import connect
+
+    async def hold(name: str):
+        ws = await connect(url, ping_interval=None)
+        await ws.send(json.dumps({"kind": "request", "request_id": "r", "op": "register", "params": {
+            "passport": {"name": name}, "resume": {}, "skill_md": None, "rule": {}}}))
+        reply = json.loads(await ws.recv())
+        assert reply.get("ok"), reply
+        return ws
+
+    warm = [await hold(f"warm{i}") for i in range(10)]
+    before = rss_kib(pid)
+    held = [await hold(f"idle{i}") for i in range(n)]
+    after = rss_kib(pid)
+    await asyncio.wait_for(asyncio.gather(*(ws.close() for ws in warm + held), return_exceptions=True), 60)
+    return (after - before) / n
+
+
+def run_loop(coro):
+    """Run `coro` on a fresh loop, then drop the loop without waiting for leftover tasks (AG2's client
+    can leave notify tasks behind that do not end when cancelled, hanging `asyncio.run`'s shutdown)."""
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(coro)
+    finally:
+        loop.close()
+
+
+def one_round(kind: str, args, workdir: str) -> dict:
+    proc, url = start(kind, workdir)
+    try:  # idle connections first, on the fresh process (memory the workload freed would hide them)
+        idle = run_loop(idle_connections(url, args.idle, proc.pid)) if args.idle else 0.0
+        cpu0 = cpu_seconds(proc.pid)
+        wall = run_loop(workload(url, args.agents, args.clients, args.sessions))
+        cpu = cpu_seconds(proc.pid) - cpu0
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+    return {"kind": kind, "wall": wall, "cpu": cpu, "per_cpu": args.sessions / cpu if cpu else float("inf"),
+            "idle_kib": idle}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--agents", type=int, default=50)
+    ap.add_argument("--clients", type=int, default=10)
+    ap.add_argument("--sessions", type=int, default=2000)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--idle", type=int, default=200)
+    args = ap.parse_args()
+    import logging
+
+    logging.disable(logging.CRITICAL)  # AG2's client logs its notify tasks cancelled at close
+    ratios, rows = [], []
+    with tempfile.TemporaryDirectory() as workdir:
+        for r in range(args.rounds):
+            pair = {}
+            for kind in (("ag2", "turnflow") if r % 2 == 0 else ("turnflow", "ag2")):
+                res = one_round(kind, args, workdir)
+                pair[kind] = res
+                rows.append(res)
+                print(f"round {r + 1} {kind:8}: {args.sessions} sessions, wall {res['wall']:.2f} s, hub CPU "
+                      f"{res['cpu']:.2f} s -> {res['per_cpu']:.0f} sessions per hub CPU s; "
+                      f"idle connection {res['idle_kib']:.1f} KiB", flush=True)
+            ratios.append(pair["turnflow"]["per_cpu"] / pair["ag2"]["per_cpu"])
+    print(f"turnflow serve / AG2 serve_ws, sessions per hub CPU second: median of paired ratios "
+          f"{statistics.median(ratios):.2f}x ({', '.join(f'{x:.2f}' for x in ratios)})")
+    for kind in ("ag2", "turnflow"):
+        kib = [r["idle_kib"] for r in rows if r["kind"] == kind]
+        print(f"{kind}: memory per idle connection (median) {statistics.median(kib):.1f} KiB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,74 @@
+"""`turnflow serve --listen HOST:PORT [--store PATH | postgresql://…] [--auth-keys FILE]`: the hub
+over WebSocket, speaking AG2 1.2.1's wire protocol, so AG2's `HubClient(WsLink(url))` works
+unchanged (docs/serve.md). Needs the `serve` extra (the `websockets` library)."""
+
+from __future__ import annotations
+
+from turnflow.cli_util import EXIT_USAGE, err
+
+
+def register(sub) -> None:
+    p = sub.add_parser("serve", help="run the hub over WebSocket for AG2 clients (docs/serve.md)",
+                       description="Run a long-lived hub that AG2 1.2.1's HubClient(WsLink(url)) talks to unchanged: "
+                                   "agents register, open sessions of the four kinds, send and read back; turnflow's "
+                                   "adapters, sweepers and durable store do the work. Needs the `serve` extra: "
+                                   "pip install 'turnflow[serve]'.")
+    p.add_argument("--listen", default="127.0.0.1:8765", metavar="HOST:PORT",
+                   help="address to listen on (default 127.0.0.1:8765; port 0 picks a free one)")
+    p.add_argument("--store", default="turnflow-hub.db", metavar="PATH",
+                   help="SQLite file or postgresql:// URL holding the sessions (default turnflow-hub.db)")
+    p.add_argument("--registry", metavar="PATH",
+                   help="SQLite file of the registered agents (default: STORE.agents; turnflow-hub.agents "
+                        "for a PostgreSQL store)")
+    p.add_argument("--auth-keys", metavar="FILE",
+                   help="JSON object of agent name -> API key: clients must register and attach with AG2's "
+                        "ApiKeyAuth shape (auth scheme 'api_key', claim {'token': KEY})")
+    p.add_argument("--max-frame-bytes", type=int, default=1 << 20, metavar="N", help="largest frame accepted (default 1 MiB)")
+    p.add_argument("--max-connections", type=int, default=1024, metavar="N", help="default 1024")
+    p.add_argument("--send-queue", type=int, default=4096, metavar="N",
+                   help="frames queued for one client before it is disconnected as stalled (default 4096)")
+    p.add_argument("--idle-timeout", type=float, default=60.0, metavar="SECONDS",
+                   help="close a connection that binds no agent within this time (default 60)")
+    p.add_argument("--max-inflight", type=int, default=64, metavar="N",
+                   help="requests of one connection handled at once; beyond that its frames wait (default 64)")
+    p.add_argument("--sweep-interval", type=float, default=5.0, metavar="SECONDS",
+                   help="how often TTLs and expectations are checked (default 5; AG2's hub checks every 10 and 30)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    try:
+        import websockets  # noqa: F401
+    except ImportError:
+        err("turnflow serve: needs the `serve` extra (the websockets library):\n    pip install 'turnflow[serve]'")
+        return EXIT_USAGE
+    from turnflow.runtime.errors import StoreError
+    from turnflow.serve.app import OptionError, Options, is_loopback, load_keys, main, parse_listen
+    from turnflow.serve.server import Limits
+
+    try:
+        host, port = parse_listen(args.listen)
+        keys = load_keys(args.auth_keys) if args.auth_keys else None
+        for name in ("max_frame_bytes", "max_connections", "send_queue", "idle_timeout", "sweep_interval", "max_inflight"):
+            if getattr(args, name) <= 0:
+                raise OptionError(f"--{name.replace('_', '-')} must be positive")
+    except OptionError as exc:
+        err(f"turnflow serve: {exc}")
+        return EXIT_USAGE
+    if keys is None and not is_loopback(host):
+        err(f"turnflow serve: warning: listening on {host} without --auth-keys: any client that reaches it "
+            "can register, or attach as, any agent")
+    limits = Limits(max_frame_bytes=args.max_frame_bytes, max_connections=args.max_connections,
+                    send_queue=args.send_queue, idle_timeout=args.idle_timeout, max_inflight=args.max_inflight)
+    opts = Options(host=host, port=port, store=args.store, registry=args.registry, keys=keys, limits=limits,
+                   sweep_interval=args.sweep_interval)
+    try:
+        return main(opts)
+    except StoreError as exc:
+        err(f"turnflow serve: {exc}")
+        return EXIT_USAGE
+    except OSError as exc:  # the address is in use, not permitted...
+        err(f"turnflow serve: cannot listen on {args.listen}: {exc.strerror or exc}")
+        return EXIT_USAGE
+    except KeyboardInterrupt:  # pragma: no cover
+        return 130

@@ -1,0 +1,558 @@
+"""The request ops of AG2 1.2.1's `HubClient` (`ag2/network/client/hub_client.py`), answered by a
+turnflow `Hub` (docs/serve.md has the table). Each op checks its params' types, then who may do
+it: discovery reads are open, ops acting as an agent need that agent bound to the connection
+(by `register` or an authenticated `hello`), ops on a session need a bound participant of it.
+Failures raise `OpError` with AG2's error codes; the server answers them on the request."""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import re
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Optional, Protocol
+
+from turnflow.runtime.envelope import SUBSTANTIVE, Envelope
+from turnflow.runtime.errors import ProtocolError
+from turnflow.runtime.session import SessionMetadata, SessionState
+from turnflow.serve import frames, wire
+from turnflow.serve.registry import Agent, Registry, new_agent_id
+
+if TYPE_CHECKING:
+    from turnflow.runtime.hub import Hub
+
+_AGENT_ID_SHAPE = re.compile(r"[0-9a-f]{32}\Z")
+_DURATION = re.compile(r"(\d{1,9})([smhd]?)\Z")
+_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+_ENDING = (SessionState.CLOSING, SessionState.CLOSED, SessionState.EXPIRED)
+MAX_TEXT = 500  # a failure report's text kept (AG2's hub keeps as much)
+
+# every other op AG2's client sends: answered with a protocol error (docs/serve.md says why)
+UNSUPPORTED = frozenset({"get_task", "list_tasks", "observe_task", "update_task", "record_observation",
+                         "fire_task_event", "checkpoint_task", "read_task_checkpoint"})
+
+
+class OpError(Exception):
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def _denied(message: str) -> OpError:
+    return OpError(frames.ACCESS_DENIED, message)
+
+
+def _missing(message: str) -> OpError:
+    return OpError(frames.NOT_FOUND, message)
+
+
+def _bad(message: str) -> OpError:
+    return OpError(frames.PROTOCOL_ERROR, message)
+
+
+def _get(params: dict, key: str, types: tuple, default: Any = ...) -> Any:
+    value = params.get(key, default)
+    if value is ...:
+        raise _bad(f"missing param {key!r}")
+    if value is None and type(None) in types:
+        return None
+    if isinstance(value, bool) and bool not in types or not isinstance(value, types):
+        raise _bad(f"param {key!r} must be {' or '.join(t.__name__ for t in types)}, got {type(value).__name__}")
+    return value
+
+
+def _str(params: dict, key: str) -> str:
+    return _get(params, key, (str,))
+
+
+def _str_list(params: dict, key: str) -> list[str]:
+    value = _get(params, key, (list,))
+    if not all(isinstance(v, str) for v in value):
+        raise _bad(f"param {key!r} must be a list of strings")
+    return value
+
+
+def parse_ttl(value: Any) -> Optional[float]:
+    """AG2's durations: seconds as an integer, or "30s" / "15m" / "2h" / "1d"; 0 or "" = none."""
+    if value is None or value == "" or value == 0:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return float(value)
+    m = _DURATION.match(value) if isinstance(value, str) else None
+    if m is None:
+        raise _bad(f"ttl must be seconds or a duration like '15m', got {str(value)[:40]!r}")
+    return float(int(m.group(1)) * _UNITS[m.group(2)]) or None
+
+
+class Auth:
+    """No keys: AG2's `NoAuth` (scheme "none"). With keys (name -> token): AG2's `ApiKeyAuth`
+    (scheme "api_key", claim {"token": ...}), compared in constant time; "none" is refused."""
+
+    def __init__(self, keys: Optional[dict[str, str]] = None) -> None:
+        self.keys = keys
+
+    def check(self, name: str, scheme: Any, claim: Any) -> None:
+        if self.keys is None:
+            if scheme != "none":
+                raise OpError(frames.AUTH_FAILED, f"unknown auth scheme: {str(scheme)[:40]!r}")
+            return
+        if scheme != "api_key":
+            raise OpError(frames.AUTH_FAILED, "this hub requires the 'api_key' auth scheme")
+        token = claim.get("token") if isinstance(claim, dict) else None
+        if not isinstance(token, str):
+            raise OpError(frames.AUTH_FAILED, "api_key claim missing required string field 'token'")
+        expected = self.keys.get(name)
+        if expected is None or not hmac.compare_digest(token.encode(), expected.encode()):
+            raise OpError(frames.AUTH_FAILED, f"api_key rejected for {name!r}")
+
+
+class Conn(Protocol):
+    """What the ops need of a connection (the server's `Connection`)."""
+
+    endpoint_id: str
+    agents: set
+
+    def send(self, text: str) -> None: ...
+
+
+class _Log:
+    """A session's envelopes as read so far, each with its AG2 encoding (kept while the session is
+    live: AG2's client reads the log several times a turn)."""
+
+    __slots__ = ("envs", "texts")
+
+    def __init__(self) -> None:
+        self.envs: list[Envelope] = []
+        self.texts: list[str] = []
+
+
+class Ops:
+    def __init__(self, hub: "Hub", registry: Registry, auth: Auth, *, invite_timeout: float = 30.0) -> None:
+        self.hub = hub
+        self.registry = registry
+        self.auth = auth
+        self.invite_timeout = invite_timeout
+        self.routes: dict[str, Conn] = {}  # agent id -> the connection it is bound to
+        self._opening: dict[str, asyncio.Future] = {}  # session id -> create_channel waiting for acks
+        self._logs: dict[str, _Log] = {}  # live sessions' logs read so far
+        self._channels: dict[str, tuple] = {}  # live sessions' channel records: (state, acks left, JSON)
+        self.table: dict[str, Callable[[Conn, dict], Awaitable[Any]]] = {
+            "register": self.register, "get_agent": self.get_agent, "get_resume": self.get_resume,
+            "get_skill": self.get_skill, "get_rule": self.get_rule, "find_agent_id": self.find_agent_id,
+            "names_for": self.names_for, "list_agents": self.list_agents, "set_resume": self.set_resume,
+            "set_skill": self.set_skill, "set_rule": self.set_rule, "unregister": self.unregister,
+            "create_channel": self.create_channel, "get_channel": self.get_channel,
+            "list_channels": self.list_channels, "close_channel": self.close_channel,
+            "post_envelope": self.post_envelope, "read_wal": self.read_wal,
+            "find_envelope_by_causation": self.find_by_causation, "can_send": self.can_send,
+            "pending_turns_for": self.pending_turns_for, "report_turn_failure": self.report_turn_failure,
+        }
+        hub.subscribe(self.on_envelope)
+
+    # -- dispatch -----------------------------------------------------------------------------------
+    async def call(self, conn: Conn, op: str, params: dict) -> Any:
+        handler = self.table.get(op)
+        if handler is None:
+            if op in UNSUPPORTED:
+                raise _bad(f"turnflow serve does not support the task op {op!r} (docs/serve.md)")
+            raise _bad(f"unknown control-plane op: {op[:60]!r}")
+        try:
+            return await handler(conn, params)
+        except ProtocolError as exc:
+            raise _bad(str(exc)) from None
+
+    # -- connections and identities -----------------------------------------------------------------
+    def bind(self, conn: Conn, agent_id: str) -> None:
+        prior = self.routes.get(agent_id)
+        if prior is not None and prior is not conn:
+            prior.agents.discard(agent_id)
+        conn.agents.add(agent_id)
+        self.routes[agent_id] = conn
+
+    def unbind_all(self, conn: Conn) -> None:
+        for agent_id in conn.agents:
+            if self.routes.get(agent_id) is conn:
+                del self.routes[agent_id]
+        conn.agents = set()
+
+    def _bound(self, conn: Conn, agent_id: str) -> None:
+        if agent_id not in conn.agents:
+            raise _denied(f"connection is not bound to agent {agent_id[:64]!r}")
+
+    def _agent(self, agent_id: str) -> Agent:
+        agent = self.registry.by_id.get(agent_id)
+        if agent is None:
+            raise _missing(f"agent not found: {agent_id[:64]}")
+        return agent
+
+    def _md(self, session_id: str) -> SessionMetadata:
+        live = self.hub.sessions.get(session_id)  # (a dict lookup: the id's shape needs no check to find it)
+        if live is not None:
+            return live.metadata
+        try:
+            return self.hub.metadata(session_id)
+        except ProtocolError:
+            raise _missing(f"channel not found: {session_id[:64]}") from None
+
+    def _participant(self, conn: Conn, session_id: str) -> SessionMetadata:
+        md = self._md(session_id)
+        if not conn.agents & md.pset:
+            raise _denied(f"connection has no participant in channel {session_id!r}")
+        return md
+
+    async def hello(self, conn: Conn, frame: dict) -> None:
+        """A (re)attach: bind the named identity after its credential is checked, welcome, then
+        replay what it has not acked when `since_envelope_id` is given."""
+        agent = self.registry.get(frame["name"])
+        if agent is None or agent.name != frame["name"]:
+            conn.send(frames.error(frames.NOT_FOUND, f"unknown name: {frame['name'][:64]}"))
+            return
+        scheme = agent.passport.get("auth", {}).get("scheme", "none")
+        try:
+            if frame["auth_scheme"] != scheme:
+                raise OpError(frames.AUTH_FAILED, f"auth scheme {frame['auth_scheme'][:40]!r} does not match "
+                                                  f"{agent.name!r}'s registered scheme {scheme!r}")
+            self.auth.check(agent.name, frame["auth_scheme"], frame["auth_claim"])
+        except OpError as exc:
+            conn.send(frames.error(exc.code, exc.message))
+            return
+        self.bind(conn, agent.agent_id)
+        conn.send(frames.welcome(conn.endpoint_id, wire.now_iso()))
+        if frame["since_envelope_id"] is not None:
+            self.replay(conn, agent.agent_id, frame["since_envelope_id"])
+
+    def replay(self, conn: Conn, agent_id: str, since: str) -> None:
+        for sid, md in self._sessions():
+            if md.state.terminal or agent_id not in md.pset:
+                continue
+            high = max(self.registry.cursor(agent_id, sid), since)
+            log = self._read(sid, md)
+            for env, text in zip(log.envs, log.texts):
+                if env.envelope_id > high and env.sender_id != agent_id and agent_id in wire.recipients(env, md):
+                    conn.send(frames.notify(text, agent_id))
+
+    def receipt(self, conn: Conn, frame: dict) -> None:
+        agent_id, channel_id = frame["recipient_id"], frame["channel_id"]
+        if frame["status"] == "ack" and agent_id in conn.agents and channel_id and frame["envelope_id"]:
+            self.registry.advance(agent_id, channel_id, frame["envelope_id"])
+
+    # -- helpers over the hub ------------------------------------------------------------------------
+    def _sessions(self) -> list[tuple[str, SessionMetadata]]:
+        return [(sid, live.metadata) for sid, live in list(self.hub.sessions.items())]
+
+    def _read(self, session_id: str, md: SessionMetadata) -> _Log:
+        """The session's log, read from the store past what was read before."""
+        log = self._logs.get(session_id)
+        if log is None:
+            log = _Log()
+            if not md.state.terminal:
+                self._logs[session_id] = log
+        envs = log.envs
+        live = self.hub.sessions.get(session_id)
+        if envs and envs[-1].seq == getattr(live, "last_seq", None):  # nothing new since the last read
+            return log
+        for env in self.hub.read(session_id, envs[-1].seq + 1 if envs else 1):
+            if isinstance(env, Envelope):
+                envs.append(env)
+                log.texts.append(frames.dumps(wire.envelope_to_ag2(env, md)))
+        return log
+
+    def _log(self, session_id: str) -> list[Envelope]:
+        return self._read(session_id, self._md(session_id)).envs
+
+    async def on_envelope(self, env: Envelope, md: SessionMetadata) -> None:
+        """The hub's listener: notify every recipient bound to a connection (queued, never awaited
+        on a socket, so a slow client does not slow the hub), and settle a waiting create."""
+        self.notify(env, md)
+
+    def notify(self, env: Envelope, md: SessionMetadata) -> None:
+        waiter = self._opening.get(md.session_id)
+        if waiter is not None and not waiter.done():
+            if md.state == SessionState.ACTIVE:
+                waiter.set_result(None)
+            elif md.state.terminal:
+                waiter.set_exception(_bad(f"channel {md.session_id!r} closed during handshake: {md.close_reason}"))
+        body = None
+        log = self._logs.get(md.session_id)
+        if log is not None and log.envs and log.envs[-1].seq + 1 == env.seq:
+            body = frames.dumps(wire.envelope_to_ag2(env, md))
+            log.envs.append(env)
+            log.texts.append(body)
+        if md.state.terminal:
+            self._logs.pop(md.session_id, None)
+            self._channels.pop(md.session_id, None)
+        for rid in wire.recipients(env, md):
+            conn = self.routes.get(rid)
+            if conn is None:
+                continue
+            if body is None:
+                body = frames.dumps(wire.envelope_to_ag2(env, md))
+            conn.send(frames.notify(body, rid))
+
+    # -- identity ops ------------------------------------------------------------------------------
+    async def register(self, conn: Conn, params: dict) -> Any:
+        passport = dict(_get(params, "passport", (dict,)))
+        resume = _get(params, "resume", (dict, type(None)), None) or {}
+        rule = _get(params, "rule", (dict, type(None)), None) or {}
+        skill = _get(params, "skill_md", (str, type(None)), None)
+        name = _str(passport, "name")
+        if not name or len(name) > 128 or _AGENT_ID_SHAPE.match(name):
+            raise _bad(f"name {name[:64]!r} is empty, too long, or has the shape of an agent id")
+        kind = passport.get("kind")
+        if kind not in (None, "agent", "human"):
+            raise _denied(f"this hub does not accept {str(kind)[:20]!r} registration over the wire")
+        auth = _get(passport, "auth", (dict, type(None)), None) or {}
+        self.auth.check(name, auth.get("scheme", "none"), auth.get("claim"))
+        if name in self.registry.by_name:
+            raise _bad(f"name {name!r} already registered (agent_id={self.registry.by_name[name]}); "
+                       "unregister it before re-registering.")
+        agent_id = new_agent_id()
+        passport.update(agent_id=agent_id, created_at=wire.now_iso(),
+                        auth={**auth, "scheme": auth.get("scheme", "none"), "claim": {}})
+        self.registry.add(Agent(agent_id, name, passport, resume, rule, skill))
+        self.bind(conn, agent_id)
+        return passport
+
+    async def get_agent(self, conn: Conn, params: dict) -> Any:
+        key = _str(params, "name_or_id")
+        agent = self.registry.get(key)
+        if agent is None:
+            raise _missing(f"agent not found: {key[:64]}")
+        return agent.passport
+
+    async def get_resume(self, conn: Conn, params: dict) -> Any:
+        return self._agent(_str(params, "agent_id")).resume
+
+    async def get_rule(self, conn: Conn, params: dict) -> Any:
+        return self._agent(_str(params, "agent_id")).rule
+
+    async def get_skill(self, conn: Conn, params: dict) -> Any:
+        return self._agent(_str(params, "agent_id")).skill
+
+    async def find_agent_id(self, conn: Conn, params: dict) -> Any:
+        return self.registry.by_name.get(_str(params, "name"))
+
+    async def names_for(self, conn: Conn, params: dict) -> Any:
+        by_id = self.registry.by_id
+        return {aid: by_id[aid].name if aid in by_id else aid for aid in _str_list(params, "agent_ids")}
+
+    async def list_agents(self, conn: Conn, params: dict) -> Any:
+        capability = _get(params, "capability", (str, type(None)), None)
+        query = _get(params, "query", (str, type(None)), None)
+        kind = _get(params, "kind", (str, type(None)), None)
+        sort_by = _get(params, "sort_by", (str, type(None)), None)
+        limit = _get(params, "limit", (int,), 50)
+        found = []
+        for agent in self.registry.by_id.values():
+            if kind is not None and (agent.passport.get("kind") or "agent") != kind:
+                continue
+            claimed = agent.resume.get("claimed_capabilities") or []
+            observed = agent.resume.get("observed") or {}
+            if capability is not None and capability not in claimed and capability not in observed:
+                continue
+            if query is not None and query.lower() not in str(agent.resume.get("summary", "")).lower():
+                continue
+            found.append(agent)
+        if sort_by == "name":
+            found.sort(key=lambda a: a.name)
+        return [a.passport for a in found[:max(limit, 0)]]
+
+    async def set_resume(self, conn: Conn, params: dict) -> Any:
+        agent_id = _str(params, "agent_id")
+        self._bound(conn, agent_id)
+        agent = self._agent(agent_id)
+        resume = dict(_get(params, "resume", (dict,)))
+        version = agent.resume.get("version", 1)
+        resume.update(version=(version if isinstance(version, int) else 1) + 1, last_updated=wire.now_iso())
+        agent.resume = resume
+        self.registry.update(agent)
+        return None
+
+    async def set_skill(self, conn: Conn, params: dict) -> Any:
+        agent_id = _str(params, "agent_id")
+        self._bound(conn, agent_id)
+        agent = self._agent(agent_id)
+        agent.skill = _get(params, "skill_md", (str, type(None)), None)
+        self.registry.update(agent)
+        return None
+
+    async def set_rule(self, conn: Conn, params: dict) -> Any:
+        agent_id = _str(params, "agent_id")
+        self._bound(conn, agent_id)
+        agent = self._agent(agent_id)
+        agent.rule = _get(params, "rule", (dict,))
+        self.registry.update(agent)
+        return None
+
+    async def unregister(self, conn: Conn, params: dict) -> Any:
+        agent_id = _str(params, "agent_id")
+        self._bound(conn, agent_id)
+        self.registry.remove(agent_id)
+        conn.agents.discard(agent_id)
+        self.routes.pop(agent_id, None)
+        return None
+
+    # -- sessions ----------------------------------------------------------------------------------
+    def _participants(self, creator: str, targets: list[str]) -> list[dict]:
+        if not targets:
+            raise _bad("channel requires at least one participant")
+        if len(set(targets)) != len(targets):
+            raise _bad("participant listed twice")
+        for t in targets:
+            if t not in self.registry.by_id:
+                raise _missing(f"participant not registered: {t[:64]}")
+        ids = targets if creator in targets else [creator, *targets]
+        return [{"agent_id": a, "order": i,
+                 "role": "initiator" if a == creator else "respondent" if len(ids) == 2 else "participant"}
+                for i, a in enumerate(ids)]
+
+    def _default_ttl(self, creator: str) -> Any:
+        limits = self._agent(creator).rule.get("limits")
+        return limits.get("channel_ttl_default", "2h") if isinstance(limits, dict) else "2h"
+
+    async def create_channel(self, conn: Conn, params: dict) -> Any:
+        creator = _str(params, "creator_id")
+        self._bound(conn, creator)
+        kind = _str(params, "manifest_type")
+        version = _get(params, "manifest_version", (int,), 1)
+        if (kind, version) not in self.hub.adapters:
+            raise _missing(f"no adapter registered for {kind[:40]!r}@v{version}")
+        parts = self._participants(creator, _str_list(params, "participants"))
+        _get(params, "required_acks", (int, type(None)), None)
+        ttl = params.get("ttl")
+        ttl_seconds = parse_ttl(self._default_ttl(creator) if ttl is None else ttl)
+        knobs = _get(params, "knobs", (dict, type(None)), None) or {}
+        labels = dict(_get(params, "labels", (dict, type(None)), None) or {})
+        intent = _get(params, "intent", (str, type(None)), None)
+        if intent:
+            labels["intent"] = intent
+        md = await self.hub.open_session(kind, parts, creator_id=creator, knobs=knobs, ttl_seconds=ttl_seconds,
+                                         labels=labels, version=version)
+        sid = md.session_id
+        waiter = self._opening[sid] = asyncio.get_running_loop().create_future()
+        try:
+            for env in list(self._log(sid)):
+                self.notify(env, md)
+            if md.state == SessionState.INVITED:
+                try:
+                    await asyncio.wait_for(asyncio.shield(waiter), self.invite_timeout)
+                except asyncio.TimeoutError:
+                    if md.state not in _ENDING:
+                        await self.hub.close(sid, "invite_timeout")
+                    raise _bad(f"channel {sid!r} ack timeout") from None
+        finally:
+            self._opening.pop(sid, None)
+            if waiter.done() and not waiter.cancelled():
+                waiter.exception()  # retrieved (raised below when it is the outcome)
+        if waiter.done() and waiter.exception() is not None:
+            raise waiter.exception()  # type: ignore[misc]
+        return self._channel(md)
+
+    def _channel(self, md: SessionMetadata) -> frames.Raw:
+        """The AG2 channel record of a session, encoded once per state (AG2's client asks for it
+        every turn)."""
+        cached = self._channels.get(md.session_id)
+        if cached is not None and cached[0] is md.state and cached[1] == len(md.pending_acks):
+            return cached[2]
+        text = frames.Raw(frames.dumps(wire.channel_to_ag2(md)))
+        if not md.state.terminal:
+            self._channels[md.session_id] = (md.state, len(md.pending_acks), text)
+        return text
+
+    async def get_channel(self, conn: Conn, params: dict) -> Any:
+        return self._channel(self._participant(conn, _str(params, "channel_id")))
+
+    async def list_channels(self, conn: Conn, params: dict) -> Any:
+        agent_id = _get(params, "agent_id", (str, type(None)), None)
+        limit = _get(params, "limit", (int,), 50)
+        if agent_id is not None:
+            self._bound(conn, agent_id)
+        mine = {agent_id} if agent_id is not None else set(conn.agents)
+        found = [md for _, md in self._sessions() if mine & md.pset]
+        return [wire.channel_to_ag2(md) for md in found[:max(limit, 0)]]
+
+    async def close_channel(self, conn: Conn, params: dict) -> Any:
+        sid = _str(params, "channel_id")
+        reason = _get(params, "reason", (str,), "") or "explicit_close"
+        md = self._participant(conn, sid)
+        if md.state not in _ENDING:
+            await self.hub.close(sid, reason[:MAX_TEXT])
+        return wire.channel_to_ag2(md)
+
+    async def post_envelope(self, conn: Conn, params: dict) -> Any:
+        e = _get(params, "envelope", (dict,))
+        sender, sid, et = _str(e, "sender_id"), _str(e, "channel_id"), _str(e, "event_type")
+        self._bound(conn, sender)
+        data = _get(e, "event_data", (dict,))
+        audience = _get(e, "audience", (list, type(None)), None)
+        causation = _get(e, "causation_id", (str, type(None)), None)
+        trace = _get(e, "trace_id", (str, type(None)), None)
+        md = self._md(sid)
+        if et == wire.AG2_ACK:
+            await self.hub.ack(sid, sender)
+            return ""
+        if et == wire.AG2_REJECT:
+            reason = data.get("reason", "")
+            await self.hub.reject(sid, sender, reason[:MAX_TEXT] if isinstance(reason, str) else "")
+            return ""
+        if et.startswith("ag2.channel."):
+            raise _bad(f"{et!r} is emitted only by the hub")
+        if et.startswith("ag2.task.") or et in wire.NATIVE:
+            raise _bad(f"event type {et!r} is not accepted by turnflow serve")
+        if audience is not None and not set(audience) <= md.pset:
+            raise _bad("audience must list only participants of the channel")
+        env = Envelope(sid, sender, audience, wire.FROM_AG2.get(et, et), data, causation_id=causation, trace_id=trace)
+        return (await self.hub.post(env)).envelope_id
+
+    async def read_wal(self, conn: Conn, params: dict) -> Any:
+        sid = _str(params, "channel_id")
+        since = _get(params, "since", (int,), 0)
+        until = _get(params, "until", (int, type(None)), None)
+        md = self._participant(conn, sid)
+        return frames.Raw("[" + ",".join(self._read(sid, md).texts[since:until]) + "]")
+
+    async def find_by_causation(self, conn: Conn, params: dict) -> Any:
+        sid, sender, cause = _str(params, "channel_id"), _str(params, "sender_id"), _str(params, "causation_id")
+        md = self._participant(conn, sid)
+        log = self._read(sid, md)
+        for env, text in zip(log.envs, log.texts):
+            if env.sender_id == sender and env.causation_id == cause:
+                return frames.Raw(text)
+        return None
+
+    async def can_send(self, conn: Conn, params: dict) -> Any:
+        sid, sender = _str(params, "channel_id"), _str(params, "sender_id")
+        _get(params, "event_type", (str, type(None)), None)
+        self._bound(conn, sender)
+        md = self._md(sid)
+        if md.state != SessionState.ACTIVE or sender not in md.pset:
+            return False
+        expected = self.hub.expected_next(sid)
+        return expected is None or expected == sender
+
+    async def pending_turns_for(self, conn: Conn, params: dict) -> Any:
+        agent_id = _str(params, "agent_id")
+        self._bound(conn, agent_id)
+        turns = []
+        for sid, md in self._sessions():
+            if md.state != SessionState.ACTIVE or agent_id not in md.pset or self.hub.expected_next(sid) != agent_id:
+                continue
+            last = None
+            for env in self._log(sid):
+                if env.event_type in SUBSTANTIVE:
+                    last = env
+            turns.append({"channel_id": sid, "triggering_envelope_id": last.envelope_id if last else None,
+                          "expected_at": wire.iso(last.created_at) if last else wire.now_iso()})
+        return turns
+
+    async def report_turn_failure(self, conn: Conn, params: dict) -> Any:
+        sid, agent_id = _str(params, "channel_id"), _str(params, "agent_id")
+        envelope_id = _str(params, "envelope_id")
+        error = _get(params, "error", (str,), "")
+        self._bound(conn, agent_id)
+        md = self._md(sid)
+        if agent_id not in md.pset:
+            raise _denied(f"agent is not a participant of channel {sid!r}")
+        self.hub.record_telemetry(sid, agent_id, {"event": "error", "reason": "turn_failure",
+                                                  "payload": {"envelope_id": envelope_id, "error": error[:MAX_TEXT]}})
+        return None

@@ -1,0 +1,99 @@
+"""turnflow's sessions and envelopes in AG2 1.2.1's wire shapes, and back.
+
+A turnflow session is an AG2 channel (`channel_id` = session id); envelope ids, sequence and
+content are turnflow's (ids are zero-padded global sequence numbers, so they sort as AG2's do).
+Event types are renamed (`text` ↔ `ag2.msg.text`, `session.invite` ↔ `ag2.channel.invite`, ...);
+hub-written lifecycle envelopes are shown as AG2's hub writes them (sent by the creator, addressed
+to every participant, `event_data` carrying `channel_id`). Envelope fields turnflow does not keep
+(`task_id`, `priority`, `depth`, `idempotency_key`, `ttl_seconds`) read back as AG2's defaults."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any, Optional
+
+from turnflow.runtime.envelope import (EV_CONTEXT_SET, EV_EXPECTATION_VIOLATED, EV_PACKET, EV_SESSION_ACK,
+                                       EV_SESSION_CLOSED, EV_SESSION_EXPIRED, EV_SESSION_INVITE, EV_SESSION_OPENED,
+                                       EV_SESSION_REJECT, EV_TELEMETRY, EV_TEXT, Envelope)
+from turnflow.runtime.session import SessionMetadata
+
+AG2_TEXT = "ag2.msg.text"
+AG2_PACKET = "ag2.packet"
+AG2_CONTEXT_SET = "ag2.context.set"
+AG2_INVITE = "ag2.channel.invite"
+AG2_ACK = "ag2.channel.invite.ack"
+AG2_REJECT = "ag2.channel.invite.reject"
+AG2_OPENED = "ag2.channel.opened"
+AG2_CLOSED = "ag2.channel.closed"
+AG2_EXPIRED = "ag2.channel.expired"
+AG2_VIOLATED = "ag2.expectation.violated"
+
+TO_AG2 = {EV_TEXT: AG2_TEXT, EV_PACKET: AG2_PACKET, EV_CONTEXT_SET: AG2_CONTEXT_SET, EV_SESSION_INVITE: AG2_INVITE,
+          EV_SESSION_ACK: AG2_ACK, EV_SESSION_REJECT: AG2_REJECT, EV_SESSION_OPENED: AG2_OPENED,
+          EV_SESSION_CLOSED: AG2_CLOSED, EV_SESSION_EXPIRED: AG2_EXPIRED, EV_EXPECTATION_VIOLATED: AG2_VIOLATED}
+FROM_AG2 = {v: k for k, v in TO_AG2.items()}
+# turnflow's own names: a client posting one of them would alias an AG2 type, so they are refused
+NATIVE = frozenset(TO_AG2) | {EV_TELEMETRY}
+_TO_ALL = frozenset({EV_SESSION_OPENED, EV_SESSION_CLOSED, EV_SESSION_EXPIRED})  # addressed to every participant
+_STATE = {"invited": "pending"}  # turnflow state -> AG2 ChannelState (the others have the same names)
+
+
+def iso(t: Optional[float]) -> Optional[str]:
+    return None if t is None else datetime.fromtimestamp(t, timezone.utc).isoformat()
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat()
+
+
+def envelope_to_ag2(env: Envelope, md: SessionMetadata) -> dict:
+    et = env.event_type
+    data: dict[str, Any] = env.event_data
+    sender, audience = env.sender_id, env.audience
+    if et in _TO_ALL:
+        sender, audience = md.creator_id, md.participant_ids
+        data = {**data, "channel_id": md.session_id}
+    elif et == EV_SESSION_INVITE:
+        data = {"channel_id": md.session_id, "manifest_type": md.manifest.type,
+                "manifest_version": md.manifest.version, "creator_id": md.creator_id, "knobs": md.knobs,
+                "labels": md.labels}
+    elif et in (EV_SESSION_ACK, EV_SESSION_REJECT):
+        audience, data = None, {**data, "channel_id": md.session_id}
+    return {"channel_id": env.session_id, "sender_id": sender, "audience": audience,
+            "event_type": TO_AG2.get(et, et), "event_data": data, "envelope_id": env.envelope_id,
+            "task_id": None, "causation_id": env.causation_id, "trace_id": env.trace_id, "priority": "normal",
+            "depth": 0, "idempotency_key": None, "created_at": iso(env.created_at) or "", "ttl_seconds": None}
+
+
+def recipients(env: Envelope, md: SessionMetadata) -> list[str]:
+    """Who is notified of an envelope, as AG2's hub dispatches: lifecycle broadcasts reach every
+    participant, a broadcast (no audience) every participant but its sender, else its audience.
+    Acks and rejects are absorbed by the hub; telemetry is never sent."""
+    et = env.event_type
+    if et in _TO_ALL:
+        return md.participant_ids
+    if et in (EV_SESSION_ACK, EV_SESSION_REJECT, EV_TELEMETRY):
+        return []
+    if env.audience is None:
+        return [p for p in md.participant_ids if p != env.sender_id]
+    return list(env.audience)
+
+
+def _manifest(md: SessionMetadata) -> dict:
+    m = md.manifest
+    return {"type": m.type, "version": m.version,
+            "participants": {"min": m.min_participants, "max": m.max_participants, "roles": list(m.roles)},
+            "knobs_schema": dict(m.knobs_schema), "default_view_policy": m.default_view,
+            "expectations": [{"name": e.name, "on_violation": e.on_violation, "params": e.to_dict()["params"],
+                              "applies_to": None} for e in md.expectations]}
+
+
+def channel_to_ag2(md: SessionMetadata) -> dict:
+    created = iso(md.created_at) or ""
+    return {"channel_id": md.session_id, "manifest": _manifest(md), "creator_id": md.creator_id,
+            "participants": [{"agent_id": p.agent_id, "role": p.role, "order": p.order, "joined_at": created}
+                             for p in sorted(md.participants, key=lambda p: p.order)],
+            "state": _STATE.get(md.state.value, md.state.value), "created_at": created,
+            "expires_at": iso(md.expires_at), "closed_at": iso(md.closed_at), "close_reason": md.close_reason,
+            "parent_channel_id": None, "knobs": dict(md.knobs), "labels": dict(md.labels), "required_acks": None,
+            "pending_acks": sorted(md.pending_acks), "rejected_by": []}

@@ -1,0 +1,81 @@
+"""Every request to `turnflow lsp` gets an answer (issue #25, item 10): a position outside LSP's
+unsigned range (line -1, 2**31) gets InvalidParams instead of silence, a request after
+`shutdown` gets InvalidRequest. Spoken over real stdio to a real server process."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pygls")
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+
+def _frame(obj: dict) -> bytes:
+    body = json.dumps(obj).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def _answers(proc: subprocess.Popen, want: set, timeout: float = 30) -> dict:
+    buf, got = b"", {}
+    end = time.monotonic() + timeout
+    while not want <= set(got) and time.monotonic() < end:
+        ready, _, _ = select.select([proc.stdout], [], [], 0.2)
+        if ready:
+            chunk = os.read(proc.stdout.fileno(), 65536)
+            if not chunk:
+                break
+            buf += chunk
+        while b"\r\n\r\n" in buf:
+            head, rest = buf.split(b"\r\n\r\n", 1)
+            n = int(head.split(b"\r\n")[0].split(b":")[1])
+            if len(rest) < n:
+                break
+            msg = json.loads(rest[:n])
+            buf = rest[n:]
+            if "id" in msg and "method" not in msg:
+                got[msg["id"]] = msg
+    return got
+
+
+def test_every_request_gets_an_answer(tmp_path):
+    env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    proc = subprocess.Popen([sys.executable, "-m", "turnflow", "lsp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, env=env, cwd=tmp_path)
+    uri = (tmp_path / "x.flow").as_uri()
+
+    def send(obj: dict) -> None:
+        assert proc.stdin is not None
+        proc.stdin.write(_frame({"jsonrpc": "2.0", **obj}))
+        proc.stdin.flush()
+
+    try:
+        send({"id": 1, "method": "initialize", "params": {"capabilities": {}, "processId": None, "rootUri": None}})
+        send({"method": "initialized", "params": {}})
+        send({"method": "textDocument/didOpen", "params": {"textDocument": {
+            "uri": uri, "languageId": "turnflow", "version": 1, "text": "workflow w {\n participant a initiator\n}\n"}}})
+        for msg_id, line in ((2, -1), (3, 2 ** 31), (4, 2 ** 31 - 1)):
+            send({"id": msg_id, "method": "textDocument/hover",
+                  "params": {"textDocument": {"uri": uri}, "position": {"line": line, "character": 0}}})
+        send({"id": 5, "method": "shutdown"})
+        send({"id": 6, "method": "textDocument/hover",
+              "params": {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}}})
+        got = _answers(proc, {1, 2, 3, 4, 5, 6})
+        send({"method": "exit"})
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert set(got) == {1, 2, 3, 4, 5, 6}, sorted(got)
+    assert got[2]["error"]["code"] == got[3]["error"]["code"] == -32602  # InvalidParams
+    assert got[4].get("result") is None and "error" not in got[4]  # a valid, if far, position: no hover
+    assert got[6]["error"]["code"] == -32600  # InvalidRequest after shutdown

@@ -1,0 +1,214 @@
+"""`turnflow migrate` is never silently wrong (issue 23, part 1).
+
+tests/fixtures/migrate/soundness/<case>.py are inputs in the shape of public AG2 / AutoGen code,
+one per construct that used to come out as a different speaker graph without a word. For each,
+EXPECTED holds the source's speaker graph derived by hand (the comment says how) and the TF4xx
+diagnostics the construct must carry, at its line: every edge is read from the source, or the
+construct that made it approximate is reported where it is.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import turnflow
+from turnflow.migrate import migrate
+from test_migrate import END, reference_edges
+
+ROOT = Path(__file__).parent / "fixtures" / "migrate" / "soundness"
+E = END
+
+# case -> ({block: edges of the source}, [(code, line) the migration must report], [text in the flow])
+EXPECTED: dict[str, tuple[dict, list, list]] = {
+    # 1. membership decided at run time. --fake picks FakeExecutor or Executor (the flow follows the
+    # `else` binding, TF410 at the `if`); --review appends Reviewer (the flow follows the branch
+    # that appends, TF410 at the `if`); round robin in `team` order.
+    "cli_variants": ({"groupchat": {("Admin", "Coder"), ("Coder", "Executor"), ("Executor", "Reviewer"),
+                                    ("Reviewer", "Admin")}},
+                     [("TF410", 17), ("TF410", 23)], ["participant Reviewer"]),
+    # self.agents set in if / elif / else: the flow follows the `else` one ([user, writer]), TF410.
+    "class_branches": ({"chat": {("user", "writer"), ("writer", "user")}}, [("TF410", 11)], []),
+    # the termination condition built per branch: the `else` one, MaxMessageTermination(10) ->
+    # max_turns 9, no TERMINATE rule; TF410 at the `if`.
+    "termination_branch": ({"team": {("primary", "critic"), ("critic", "primary")}}, [("TF410", 16)],
+                           ["max_turns 9"]),
+    # 2. agents looked up indirectly: the executor hands back to messages[-2]["name"] (`previous`,
+    # i.e. the coder, the only agent that hands over to it); the user's loop finds `planner`.
+    "selection_lookup": ({"groupchat": {("user_proxy", "planner"), ("planner", "coder"), ("coder", "executor"),
+                                        ("coder", "planner"), ("executor", "coder")}},
+                         [], ["executor -> previous", "user_proxy -> planner"]),
+    # 3. values in literal containers: names and descriptions from AGENT_SPECS[i][...] in a
+    # range(len(...)) loop, round robin and max_round from CHAT_SETUP.
+    "literal_containers": ({"groupchat": {("user", "researcher"), ("researcher", "analyst"), ("analyst", "writer"),
+                                          ("writer", "user")}},
+                           [], ["max_turns 9", 'participant analyst    "Analyses sources."']),
+    # 4. which call runs which chat: main() runs the global `pattern` when it is called, i.e. the
+    # AutoPattern (max_rounds=7 -> 6 turns; the manager may pick anyone, the last speaker too);
+    # the RoundRobinPattern is run by nothing (TF409 at it, and only at it).
+    "async_main": ({"pattern": {("planner", "writer"), ("writer", "planner")},
+                    "pattern_2": {("critic", "critic"), ("critic", "writer"), ("writer", "critic"),
+                                  ("writer", "writer")}},
+                   [("TF409", 15)], ["max_turns 6"]),
+    # 5. two chats in one scope reusing `groupchat` / `manager`: two blocks with unique names, each
+    # with its own initiator.
+    "same_scope_chats": ({"groupchat": {("user", "outliner"), ("outliner", "drafter"), ("drafter", "user")},
+                          "groupchat_2": {("user", "proofreader"), ("proofreader", "user")}},
+                         [], ["start proofreader"]),
+    # 6. first-turn guards: `not messages` never holds (the opening message is there); the
+    # `len(messages) <= 1` guard picks the first speaker after user_proxy, who is never picked again.
+    "first_turn_guard": ({"groupchat": {("user_proxy", "planner"), ("planner", "engineer"), ("engineer", "critic"),
+                                        ("critic", "planner")}}, [], []),
+    # 7. AG2's group manager after triage's work may pick any agent of the GroupChat, triage itself
+    # included (allow_repeat_speaker defaults to None, which AG2 turns into True); billing and tech
+    # revert to the user, who returns to the agent that spoke before it.
+    "manager_after_work": ({"pattern": {("triage", x) for x in ("triage", "billing", "tech", "user")}
+                            | {("billing", "user"), ("tech", "user"), ("user", "triage"), ("user", "billing"),
+                               ("user", "tech")}},
+                           [("TF403", 14)], []),
+    # 8. GraphFlow fan-out writer -> {fact_checker, editor}: run one after the other (TF407 states the
+    # order and that they no longer run in parallel); fact_checker's edge back to researcher is lost
+    # (TF407 says so at fact_checker).
+    "graphflow_diverge": ({"flow": {("researcher", "writer"), ("writer", "fact_checker"), ("fact_checker", "editor"),
+                                    ("editor", "publisher"), ("publisher", E)}},
+                          [("TF407", 15)], []),
+}
+
+
+def _run(case: str):
+    path = ROOT / f"{case}.py"
+    result = migrate(path.read_text(encoding="utf-8"), path.name)
+    assert not [d for d in turnflow.check(result.text) if d.severity == "error"], result.text
+    flow = turnflow.parse(result.text)
+    return result, {b.name.name: reference_edges(b) for b in flow.blocks}
+
+
+@pytest.mark.parametrize("case", sorted(EXPECTED))
+def test_the_migrated_graph_is_the_sources_or_the_construct_is_reported(case):
+    edges, notes, texts = EXPECTED[case]
+    result, got = _run(case)
+    assert got == edges
+    reported = {(d.code, d.span.line) for d in result.diagnostics}
+    assert set(notes) <= reported, sorted(reported)
+    for text in texts:
+        assert text in result.text
+
+
+def test_every_fixture_of_the_soundness_corpus_is_listed():
+    assert sorted(p.stem for p in ROOT.glob("*.py")) == sorted(EXPECTED)
+
+
+def test_run_time_choices_name_the_branch_and_every_alternative():
+    result, _ = _run("cli_variants")
+    by_line = {d.span.line: d.message for d in result.diagnostics if d.code == "TF410"}
+    assert "`if args.fake:`" in by_line[17] and "FakeExecutor" in by_line[17] and "'Executor'" in by_line[17]
+    assert "`if args.review:`" in by_line[23] and "[user_proxy, coder, executor]" in by_line[23]
+    assert "# TF410:" in result.text  # also a comment in the flow
+
+
+def test_no_false_statement_about_runs_and_parallel_branches():
+    result, _ = _run("async_main")
+    assert [(d.code, d.span.line) for d in result.diagnostics if d.code == "TF409"] == [("TF409", 15)]
+    result, _ = _run("graphflow_diverge")
+    messages = [d.message for d in result.diagnostics if d.code == "TF407"]
+    assert any("writer -> fact_checker -> editor" in m and "no longer run in parallel" in m for m in messages)
+    assert any("fact_checker" in m and "researcher are not in the flow" in m for m in messages)
+    assert "taken by the last branch" not in result.text
+
+
+def test_selection_lookups_leave_nothing_to_routing_tools():
+    result, _ = _run("selection_lookup")
+    assert not [d for d in result.diagnostics if d.code in ("TF404", "TF406")]
+    result, _ = _run("first_turn_guard")
+    assert not [d for d in result.diagnostics if d.code in ("TF404", "TF406")]
+
+
+def test_a_transition_set_under_a_condition_is_reported_at_the_branch():
+    text = '''import autogen
+a = autogen.AssistantAgent(name="a")
+b = autogen.AssistantAgent(name="b")
+c = autogen.AssistantAgent(name="c")
+graph = {a: [b]}
+if args.allow_review:
+    graph[b] = [c]
+graph[c] = [a]
+chat = autogen.GroupChat(agents=[a, b, c], messages=[], allowed_or_disallowed_speaker_transitions=graph,
+                         speaker_transitions_type="allowed")
+'''
+    result = migrate(text, "case.py")
+    assert [(d.code, d.span.line) for d in result.diagnostics if d.code == "TF410"] == [("TF410", 6)]
+
+
+# -- the typed model (issue 23, part 3) ---------------------------------------------------------
+def test_the_typed_model_carries_provenance_and_typed_targets():
+    from turnflow.migrate import model
+
+    result, _ = _run("cli_variants")
+    team = result.teams[0]
+    assert [code for code, _ in team.run_time] == ["TF410", "TF410"]
+    assert [p.name for p in team.participants] == ["Admin", "Coder", "Executor", "Reviewer"]
+    result, _ = _run("selection_lookup")
+    routing = result.teams[0].routing
+    assert all(r.provenance.kind == "read" for r in routing)
+    assert model.Rule in {type(r) for r in routing}
+    assert any(isinstance(r, model.Rule) and r.target == model.Builtin("previous") for r in routing)
+    path = Path(__file__).parent / "fixtures" / "migrate" / "ag2-patterns" / "auto_pattern.py"
+    auto = migrate(path.read_text(encoding="utf-8"), path.name).teams[0]
+    handoffs = [r for r in auto.routing if isinstance(r, model.Handoff)]
+    first = handoffs[0]
+    assert first.provenance.kind == "approximated" and first.provenance.notes[0][0] == "TF403"
+    assert first.target == model.AgentTarget(first.source)  # the speaker itself may be picked again
+
+
+def test_one_lowering_gives_the_printed_flow():
+    from turnflow.dsl.printer import format_flow
+    from turnflow.dsl import ast as flow_ast
+    from turnflow.migrate.model import GENERATED, lower
+
+    result, _ = _run("same_scope_chats")
+    blocks = tuple(lower(t) for t in result.teams)
+    again = format_flow(flow_ast.FlowFile(GENERATED, blocks, ()))
+    assert again.split("workflow", 1)[1] == result.text.split("workflow", 1)[1]
+
+
+def test_a_conditional_return_is_read_branch_by_branch():
+    """`return b if "REVIEW" in msg else c` in a selection function: both branches, exactly (was: a
+    binding picked through `a if c else b`)."""
+    text = '''import autogen
+a = autogen.AssistantAgent(name="a")
+b = autogen.AssistantAgent(name="b")
+c = autogen.AssistantAgent(name="c")
+def pick(last_speaker, groupchat):
+    msg = groupchat.messages[-1]["content"]
+    if last_speaker is a:
+        return b if "REVIEW" in msg else c
+    return a
+chat = autogen.GroupChat(agents=[a, b, c], messages=[], speaker_selection_method=pick)
+mgr = autogen.GroupChatManager(groupchat=chat)
+a.initiate_chat(mgr, message="go")
+'''
+    result = migrate(text, "case.py")
+    assert 'a -> b when text contains "REVIEW"' in result.text and "    a -> c\n" in result.text
+    assert not [d for d in result.diagnostics if d.code in ("TF404", "TF406", "TF410")]
+
+
+def test_a_tool_target_chosen_inside_agent_target_keeps_one_routing_tool_per_target():
+    text = '''from autogen import ConversableAgent
+from autogen.agentchat import initiate_group_chat
+from autogen.agentchat.group import AgentTarget, ReplyResult
+from autogen.agentchat.group.patterns import DefaultPattern
+
+def route(urgent: bool) -> ReplyResult:
+    """Route the request."""
+    return ReplyResult(message="ok", target=AgentTarget(fast if urgent else slow))
+
+triage = ConversableAgent(name="triage", functions=[route])
+fast = ConversableAgent(name="fast")
+slow = ConversableAgent(name="slow")
+pattern = DefaultPattern(initial_agent=triage, agents=[triage, fast, slow])
+initiate_group_chat(pattern=pattern, messages="hi", max_rounds=10)
+'''
+    result = migrate(text, "case.py")
+    assert "handoff triage -> fast via route_to_fast" in result.text
+    assert "handoff triage -> slow via route_to_slow" in result.text

@@ -1,0 +1,204 @@
+"""A PostgreSQL server that crashes under a real batch run never leaves a hole in a session's log
+(issue #25, item 1), and workers whose connections are killed reconnect and finish (item 2).
+
+Each test starts its own throw-away server (tests/pg_server.py), since it kills it: `kill -9` of
+the postmaster and every backend (what a crash of the server does to unflushed WAL), then a
+restart on the same data directory and port, several times while three workers run."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+from batch_helpers import TURNS, StoreReader, check_exactly_once, start, write_batch
+from pg_server import PgServer, find_bindir, wait_for
+
+N_TASKS = 60
+WORKERS = 3
+
+
+@pytest.fixture
+def own_server():
+    try:
+        import psycopg  # noqa: F401
+        import psycopg_pool  # noqa: F401
+    except ImportError:
+        pytest.skip("psycopg 3 / psycopg_pool are not installed (pip install -e '.[test]')")
+    bindir = find_bindir()
+    if bindir is None:
+        pytest.skip("no PostgreSQL server binaries")
+    server = PgServer(bindir).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                with open(f"/proc/{p}/stat") as fh:
+                    ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            if ppid == pid:
+                out.append(int(p))
+    return out
+
+
+def _crash_and_restart(server: PgServer) -> None:
+    """kill -9 the postmaster and all its backends (their shared WAL buffers are lost), restart."""
+    postmaster = server.postmaster_pid()
+    pids = [postmaster, *_children(postmaster)]
+    for p in pids:
+        try:
+            os.kill(p, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    assert wait_for(lambda: not any(os.path.exists(f"/proc/{p}") for p in pids), 20)
+    env = {**os.environ, "LC_ALL": "C", "LANG": "C"}
+    opts = (f"-p {server.port} -c listen_addresses=127.0.0.1 -k {server.tmp} -c max_connections=200"
+            f" -c fsync={'on' if server.fsync else 'off'} -c full_page_writes=off")
+    server._run(server._cmd("pg_ctl", "-D", server.data, "-l", server.log, "-o", opts, "-w", "-t", "60", "start"),
+                env)
+
+
+def _finished(reader: StoreReader) -> int:
+    try:
+        return sum(1 for t in reader.tasks().values() if t[0] in ("done", "failed"))
+    except Exception:  # the server is down, or the workers have not created the tables yet
+        return -1
+
+
+def _run_under(server: PgServer, tmp_path, durability: str, hit) -> None:
+    url = server.create_database("crash")
+    files = write_batch(tmp_path, N_TASKS)
+    reader = StoreReader(url)
+    workers = [start(files, url, "--concurrency", "8", "--durability", durability, "--format", "json",
+                     delay=0.002) for _ in range(WORKERS)]
+    try:
+        for _ in range(3):  # three hits, each after the batch made progress since the last
+            base = max(_finished(reader), 0)
+            gone = lambda: all(w.poll() is not None for w in workers)  # noqa: E731
+            assert wait_for(lambda: _finished(reader) >= base + 4 or gone(), 120), "the batch made no progress"
+            if _finished(reader) >= N_TASKS or gone():
+                break
+            hit(url)
+        results = [w.communicate(timeout=240) for w in workers]
+    finally:
+        for w in workers:
+            if w.poll() is None:
+                w.kill()
+                w.communicate()
+    for w, (_, err) in zip(workers, results):
+        assert w.returncode == 0, err[-2000:]
+        assert "internal error" not in err
+    ids = [f"t{i:03d}" for i in range(N_TASKS)]
+    logs = check_exactly_once(reader, ids)  # contiguous logs from seq 1, one session.closed each
+    tasks = reader.tasks()
+    for tid in ids:
+        assert tasks[tid][0] == "done", (tid, tasks[tid])
+        turns = [et for _, et in logs[tasks[tid][1]] if et == "packet"]
+        assert len(turns) == TURNS, (tid, len(turns))  # every turn of a finished session is there
+
+
+@pytest.mark.parametrize("durability", ["process", "full"])
+def test_server_crashes_under_a_batch_leave_no_hole(own_server, tmp_path, durability):
+    _run_under(own_server, tmp_path, durability, lambda url: _crash_and_restart(own_server))
+
+
+def test_killed_connections_are_reconnected_not_an_internal_error(own_server, tmp_path):
+    import psycopg
+
+    def terminate(url: str) -> None:
+        with psycopg.connect(url, autocommit=True) as conn:
+            n = conn.execute("SELECT COUNT(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                             "WHERE datname = current_database() AND pid <> pg_backend_pid()").fetchone()[0]
+        assert n > 0
+
+    _run_under(own_server, tmp_path, "process", terminate)
+
+
+def _worker_store(url: str, sessions: list[str]):
+    """A worker `w1`'s store holding tasks t0.. running with sessions `sessions` (records stored)."""
+    import psycopg
+
+    from turnflow.runtime.store_pg import PostgresStore
+
+    PostgresStore(url, worker="w1").close()
+    with psycopg.connect(url, autocommit=True) as conn, conn.cursor() as cur:
+        cur.executemany("INSERT INTO turnflow_tasks (id, ord, context, spec_hash, state, worker, session_id) "
+                        "VALUES (%s, %s, '{}', 'h', 'running', 'w1', %s)",
+                        [(f"t{i}", i, sid) for i, sid in enumerate(sessions)])
+        cur.executemany("INSERT INTO turnflow_sessions (session_id, task_id, record, crc) VALUES (%s, %s, '{}', 0)",
+                        [(sid, f"t{i}") for i, sid in enumerate(sessions)])
+    return PostgresStore(url, worker="w1")
+
+
+def _units(*envs):
+    from turnflow.runtime.store import envelope_row
+    from turnflow.runtime.store_contract import CommitUnits
+
+    units = CommitUnits()
+    for env, gseq in envs:
+        units.rows.append(envelope_row(env, gseq))
+        units.envelopes.append(env)
+    return units
+
+
+def _env(sid: str, seq: int):
+    from turnflow.runtime.envelope import EV_TEXT, Envelope
+
+    env = Envelope(sid, "a", None, EV_TEXT, {"text": f"{sid}:{seq}"})
+    env.seq, env.envelope_id, env.created_at = seq, f"e-{sid}-{seq}", 1.0
+    return env
+
+
+def test_an_envelope_whose_predecessor_is_not_stored_is_refused_not_written(pg_url):
+    """What a server crash does to a writer whose acknowledged commit was lost: its next envelope
+    (seq 3 over a log that ends at 1) is refused with TailLost and nothing is written; another
+    session in the same statement is not affected; a finish over the short log is refused."""
+    import asyncio
+
+    from turnflow.runtime.store_pg import TailLost
+
+    store = _worker_store(pg_url, ["s0", "s1"])
+
+    async def go():
+        assert await store.commit_group(_units((_env("s0", 1), 1), (_env("s1", 1), 2))) == {}
+        # seq 2 of s0 never reached the table
+        refused = await store.commit_group(_units((_env("s0", 3), 3), (_env("s1", 2), 4)))
+        finished = await store.finish_task("t0", "done", {}, "s0")  # its last envelope here was seq 1: stored
+        return refused, finished
+
+    try:
+        refused, finished = asyncio.run(go())
+    finally:
+        store.close()
+    assert set(refused) == {"s0"} and isinstance(refused["s0"], TailLost)
+    assert {s: [q for q, _ in log] for s, log in StoreReader(pg_url).logs().items()} == {"s0": [1], "s1": [1, 2]}
+    assert finished is True
+
+
+def test_a_finish_over_a_log_that_lost_its_end_is_refused(pg_url):
+    import asyncio
+
+    import psycopg
+
+    store = _worker_store(pg_url, ["s0"])
+
+    async def go():
+        assert await store.commit_group(_units((_env("s0", 1), 1), (_env("s0", 2), 2))) == {}
+        with psycopg.connect(pg_url, autocommit=True) as conn:  # what a crash that lost the commit leaves
+            conn.execute("DELETE FROM turnflow_envelopes WHERE seq = 2")
+        return await store.finish_task("t0", "done", {}, "s0")
+
+    try:
+        finished = asyncio.run(go())
+    finally:
+        store.close()
+    assert finished is False
+    assert StoreReader(pg_url).tasks()["t0"][0] == "running"  # not recorded done over a short log

@@ -1,0 +1,378 @@
+"""`turnflow serve` driven by AG2 1.2.1's own client (`HubClient(WsLink(url))`, unchanged, over a real
+WebSocket on 127.0.0.1): the four session kinds, access rules, API keys, a kill -9 restart."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+pytest.importorskip("websockets")
+ag2net = pytest.importorskip("ag2.network")
+
+from serve_process import ServeProcess  # noqa: E402
+
+TEXT, PACKET, CLOSED = "ag2.msg.text", "ag2.packet", "ag2.channel.closed"
+
+
+@pytest.fixture
+def served(tmp_path):
+    server = ServeProcess(str(tmp_path / "hub.db"))
+    yield server
+    server.stop()
+
+
+def agent(name, *replies):
+    from ag2 import Agent
+    from ag2.testing import TestConfig
+
+    return Agent(name, config=TestConfig(*replies))
+
+
+def client(url):
+    from ag2.network import HubClient
+    from ag2.network.transport.ws import WsLink
+
+    return HubClient(WsLink(url), rpc_timeout=20)
+
+
+def run(coro):
+    return asyncio.run(asyncio.wait_for(coro, 120))
+
+
+async def wait_for(ac, channel_id, pred, timeout=30):
+    return await ac.wait_for_channel_event(channel_id=channel_id, predicate=pred, timeout=timeout)
+
+
+def test_consulting_closes_with_consulting_complete_and_both_texts_read_back(served):
+    async def main():
+        c1, c2 = client(served.url), client(served.url)
+        try:
+            alice = await c1.register(agent("alice", "unused"))
+            await c2.register(agent("bob", "Use an index on (user_id, created_at)."))
+            ch = await alice.open(type="consulting", target="bob")
+            assert ch.metadata.state.value == "active"
+            await ch.send("Why is the orders query slow?")
+            closed = await wait_for(alice, ch.channel_id, lambda e: e.event_type == CLOSED)
+            info = await ch.info()
+            wal = await c1.read_wal(ch.channel_id)
+            return closed, info, wal
+        finally:
+            await c1.close()
+            await c2.close()
+
+    closed, info, wal = run(main())
+    assert closed.event_data["reason"] == "consulting_complete"
+    assert info.state.value == "closed" and info.close_reason == "consulting_complete"
+    texts = [e.event_data["text"] for e in wal if e.event_type == TEXT]
+    assert texts == ["Why is the orders query slow?", "Use an index on (user_id, created_at)."]
+    assert [e.event_type for e in wal] == ["ag2.channel.invite", "ag2.channel.invite.ack", "ag2.channel.opened",
+                                           TEXT, TEXT, CLOSED]
+
+
+def test_discussion_runs_round_robin_across_agents_of_two_clients(served):
+    async def main():
+        c1, c2 = client(served.url), client(served.url)
+        try:
+            alice = await c1.register(agent("alice", "alice again"))
+            bob = await c1.register(agent("bob", "bob here"))
+            carol = await c2.register(agent("carol", "carol here"))
+            ch = await alice.open(type="discussion", target=["bob", "carol"], knobs={"ordering": "round_robin"})
+            await ch.send("alice opens")
+            seen = []  # every text alice is notified of (all but her own), answered by AG2's default handler
+
+            def count(e):
+                if e.event_type == TEXT:
+                    seen.append(e)
+                return len(seen) >= 5  # bob, carol, (alice), bob, carol, (alice), bob
+            await wait_for(alice, ch.channel_id, count)
+            await ch.close(reason="done")
+            wal = await c2.read_wal(ch.channel_id)
+            return wal, {alice.agent_id: "alice", bob.agent_id: "bob", carol.agent_id: "carol"}
+        finally:
+            await c1.close()
+            await c2.close()
+
+    wal, names = run(main())
+    said = [(names[e.sender_id], e.event_data["text"]) for e in wal if e.event_type == TEXT]
+    assert len(said) >= 7
+    assert said[:7] == [("alice", "alice opens"), ("bob", "bob here"), ("carol", "carol here"),
+                        ("alice", "alice again"), ("bob", "bob here"), ("carol", "carol here"),
+                        ("alice", "alice again")]
+    cycle = ["alice", "bob", "carol"]
+    assert [who for who, _ in said] == [cycle[i % 3] for i in range(len(said))]
+    assert wal[-1].event_type == CLOSED and wal[-1].event_data["reason"] == "done"
+
+
+RELAY = """
+workflow relay "three steps" {
+    participant alice
+    participant bob
+    participant carol
+    start alice
+    alice -> bob
+    bob   -> carol
+    carol -> terminate "relayed"
+}
+"""
+
+
+def test_workflow_runs_on_knobs_compiled_from_a_flow(served):
+    import turnflow
+    from turnflow.interop.ag2 import bind_agents
+
+    spec = turnflow.compile(RELAY)[0]
+
+    async def main():
+        c1, c2 = client(served.url), client(served.url)
+        try:
+            alice = await c1.register(agent("alice", "unused"))
+            bob = await c2.register(agent("bob", "bob's part"))
+            carol = await c2.register(agent("carol", "carol's part"))
+            ids = {"alice": alice.agent_id, "bob": bob.agent_id, "carol": carol.agent_id}
+            ch = await alice.open(type="workflow", target=["bob", "carol"], knobs=bind_agents(spec["knobs"], ids))
+            await ch.send("alice starts")
+            closed = await wait_for(alice, ch.channel_id, lambda e: e.event_type == CLOSED)
+            return closed, await c1.read_wal(ch.channel_id), ids
+        finally:
+            await c1.close()
+            await c2.close()
+
+    closed, wal, ids = run(main())
+    names = {v: k for k, v in ids.items()}
+    rounds = [(names[e.sender_id], e.event_type, e.event_data.get("text") or e.event_data.get("body"))
+              for e in wal if e.event_type in (TEXT, PACKET)]
+    assert rounds == [("alice", TEXT, "alice starts"), ("bob", PACKET, "bob's part"), ("carol", PACKET, "carol's part")]
+    assert closed.event_data["reason"] == "relayed"
+
+
+def test_a_non_participant_is_refused_with_access_denied(served):
+    from ag2.network.errors import AccessDeniedError
+
+    async def main():
+        c1, c2, c3 = client(served.url), client(served.url), client(served.url)
+        try:
+            alice = await c1.register(agent("alice", "unused"))
+            await c2.register(agent("bob", "an answer"))
+            await c3.register(agent("mallory", "unused"))
+            ch = await alice.open(type="consulting", target="bob")
+            outcomes = []
+            for call in (lambda: c3.read_wal(ch.channel_id), lambda: c3.get_channel(ch.channel_id),
+                         lambda: c3.close_channel(ch.channel_id)):
+                try:
+                    await call()
+                    outcomes.append("allowed")
+                except AccessDeniedError as exc:
+                    outcomes.append(str(exc))
+            # acting as another agent is refused too
+            env = ag2net.Envelope(channel_id=ch.channel_id, sender_id=alice.agent_id, audience=None,
+                                  event_type=TEXT, event_data={"text": "forged"})
+            try:
+                await c3.post_envelope(env)
+                outcomes.append("allowed")
+            except AccessDeniedError as exc:
+                outcomes.append(str(exc))
+            return outcomes, (await ch.info()).state.value
+        finally:
+            for c in (c1, c2, c3):
+                await c.close()
+
+    outcomes, state = run(main())
+    assert all(o != "allowed" for o in outcomes), outcomes
+    assert "no participant" in outcomes[0]
+    assert state == "active"  # nothing the intruder did changed the session
+
+
+def test_api_keys_admit_the_right_key_and_refuse_a_bad_one(tmp_path):
+    from ag2.network.errors import AuthError
+    from ag2.network.identity import AuthBlock, Passport
+
+    keys = tmp_path / "keys.json"
+    keys.write_text(json.dumps({"alice": "k-alice", "bob": "k-bob"}))
+    server = ServeProcess(str(tmp_path / "hub.db"), "--auth-keys", str(keys))
+
+    def passport(name, token=None, scheme="api_key"):
+        return Passport(name=name, auth=AuthBlock(scheme=scheme, claim={} if token is None else {"token": token}))
+
+    async def main():
+        c = client(server.url)
+        results = {}
+        try:
+            alice = await c.register(agent("alice", "x"), passport("alice", "k-alice"))
+            results["good"] = alice.passport.auth.claim  # the hub never hands a claim back
+            for label, pp in (("bad", passport("bob", "k-alice")), ("none", passport("bob", scheme="none")),
+                              ("unknown", passport("eve", "k-bob"))):
+                try:
+                    await c.register(agent(pp.name, "x"), pp)
+                    results[label] = "allowed"
+                except AuthError as exc:
+                    results[label] = str(exc)
+            # re-attaching needs the key too (a HelloFrame with the claim)
+            c2 = client(server.url)
+            try:
+                try:
+                    await c2.attach(agent("alice", "x"), "alice", passport=passport("alice", "wrong"))
+                    results["attach_bad"] = "allowed"
+                except AuthError as exc:
+                    results["attach_bad"] = str(exc)
+            finally:
+                await c2.close()
+            c3 = client(server.url)
+            try:
+                again = await c3.attach(agent("alice", "x"), "alice", passport=passport("alice", "k-alice"))
+                results["attach_good"] = again.agent_id == alice.agent_id
+            finally:
+                await c3.close()
+        finally:
+            await c.close()
+        return results
+
+    try:
+        results = run(main())
+    finally:
+        server.stop()
+    assert results["good"] == {}
+    assert "rejected" in results["bad"] and "requires the 'api_key'" in results["none"]
+    assert "rejected" in results["unknown"] and "rejected" in results["attach_bad"]
+    assert results["attach_good"] is True
+
+
+def test_kill_9_and_restart_on_the_same_store_keeps_every_session_and_log(tmp_path):
+    store = str(tmp_path / "hub.db")
+    server = ServeProcess(store)
+
+    async def before():
+        c1, c2 = client(server.url), client(server.url)
+        alice = await c1.register(agent("alice", "unused"))
+        bob = await c2.register(agent("bob", "the answer"))
+        done = await alice.open(type="consulting", target="bob")
+        await done.send("a question")
+        await wait_for(alice, done.channel_id, lambda e: e.event_type == CLOSED)
+        bob.on_envelope(_ack_invites_only(bob))  # bob stays quiet in the discussion: it is left mid-way
+        talk = await alice.open(type="conversation", target="bob")
+        await talk.send("first")
+        await talk.send("second")
+        logs = {cid: [e.to_dict() for e in await c1.read_wal(cid)] for cid in (done.channel_id, talk.channel_id)}
+        return logs, done.channel_id, talk.channel_id  # no close: the process dies under the clients
+
+    try:
+        logs, done_id, talk_id = run(before())
+        server.kill9()
+        server = ServeProcess(store, port=server.port)
+
+        async def after():
+            c1 = client(server.url)
+            try:
+                alice = await c1.attach(agent("alice", "unused"), "alice")
+                again = {cid: [e.to_dict() for e in await c1.read_wal(cid)] for cid in (done_id, talk_id)}
+                states = {cid: (await c1.get_channel(cid)).state.value for cid in (done_id, talk_id)}
+                env = ag2net.Envelope(channel_id=talk_id, sender_id=alice.agent_id, audience=None,
+                                      event_type=TEXT, event_data={"text": "third, after the restart"})
+                await c1.post_envelope(env)
+                last = (await c1.read_wal(talk_id))[-1]
+                return again, states, last
+            finally:
+                await c1.close()
+
+        again, states, last = run(after())
+    finally:
+        server.stop()
+    assert again == logs
+    assert states == {done_id: "closed", talk_id: "active"}
+    assert last.event_data == {"text": "third, after the restart"}
+
+
+def _ack_invites_only(ac):
+    from ag2.network.client.handlers import _auto_ack_invite
+
+    async def handler(envelope):
+        if envelope.event_type == "ag2.channel.invite":
+            await _auto_ack_invite(envelope, ac)
+
+    return handler
+
+
+def test_the_readme_example_runs_against_a_served_hub(served):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[1] / "examples" / "ag2_consult.py"
+    out = subprocess.run([sys.executable, str(example), served.url], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[:2] == ["alice: Why is the orders query slow?", "bob: Add an index on orders(user_id, created_at)."]
+    assert lines[2].endswith(": consulting_complete")
+
+
+def test_serve_refuses_a_store_in_use_and_a_bad_keys_file_with_exit_2(served, tmp_path):
+    import subprocess
+    import sys
+
+    from serve_process import SRC
+
+    env = {"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"}
+    store = served.proc.args[served.proc.args.index("--store") + 1]
+    busy = subprocess.run([sys.executable, "-m", "turnflow", "serve", "--listen", "127.0.0.1:0", "--store", store],
+                          capture_output=True, text=True, timeout=60, env=env)
+    assert busy.returncode == 2 and "in use" in busy.stderr and "Traceback" not in busy.stderr
+    bad = tmp_path / "keys.json"
+    bad.write_text('{"alice": 3}')
+    keys = subprocess.run([sys.executable, "-m", "turnflow", "serve", "--auth-keys", str(bad), "--store",
+                           str(tmp_path / "other.db")], capture_output=True, text=True, timeout=60, env=env)
+    assert keys.returncode == 2 and "--auth-keys" in keys.stderr
+    port = subprocess.run([sys.executable, "-m", "turnflow", "serve", "--listen", f"127.0.0.1:{served.port}",
+                           "--store", str(tmp_path / "third.db")], capture_output=True, text=True, timeout=60, env=env)
+    assert port.returncode == 2 and "cannot listen" in port.stderr and "Traceback" not in port.stderr
+    wide = subprocess.run([sys.executable, "-m", "turnflow", "serve", "--listen", "0.0.0.0:x"],
+                          capture_output=True, text=True, timeout=60, env=env)
+    assert wide.returncode == 2 and "HOST:PORT" in wide.stderr
+
+
+def test_listening_beyond_loopback_without_keys_warns(tmp_path):
+    server = ServeProcess(str(tmp_path / "hub.db"), host="0.0.0.0")
+    server.stop()
+    assert "warning: listening on 0.0.0.0 without --auth-keys" in server.stderr()
+    keyed = tmp_path / "keys.json"
+    keyed.write_text('{"alice": "k"}')
+    server = ServeProcess(str(tmp_path / "hub2.db"), "--auth-keys", str(keyed), host="0.0.0.0")
+    server.stop()
+    assert "warning" not in server.stderr()
+
+
+def test_consulting_on_a_postgresql_store_survives_a_restart(pg_url, tmp_path):
+    registry = str(tmp_path / "agents.sqlite")
+    server = ServeProcess(pg_url, "--registry", registry)
+
+    async def first():
+        c1, c2 = client(server.url), client(server.url)
+        try:
+            alice = await c1.register(agent("alice", "unused"))
+            await c2.register(agent("bob", "on postgres"))
+            ch = await alice.open(type="consulting", target="bob")
+            await ch.send("where are you?")
+            await wait_for(alice, ch.channel_id, lambda e: e.event_type == CLOSED)
+            return ch.channel_id, [e.to_dict() for e in await c1.read_wal(ch.channel_id)]
+        finally:
+            await c1.close()
+            await c2.close()
+
+    try:
+        cid, wal = run(first())
+        server.kill9()
+        server = ServeProcess(pg_url, "--registry", registry)
+
+        async def second():
+            c = client(server.url)
+            try:
+                await c.attach(agent("alice", "unused"), "alice")
+                return [e.to_dict() for e in await c.read_wal(cid)], (await c.get_channel(cid)).close_reason
+            finally:
+                await c.close()
+
+        again, reason = run(second())
+    finally:
+        server.stop()
+    assert again == wal and reason == "consulting_complete"
+    assert [e["event_data"].get("text") for e in wal if e["event_type"] == TEXT] == ["where are you?", "on postgres"]
