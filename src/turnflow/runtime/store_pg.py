@@ -255,6 +255,7 @@ class PostgresStore:
         self.worker = worker
         self.leases = TaskLeases(worker) if worker is not None else None  # what every commit checks
         self.read_only = read_only
+        self.damage: Optional[str] = None  # the server checks its own pages; nothing to report here
         try:
             with psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(connect_timeout))) as conn:
                 if read_only:
