@@ -133,8 +133,8 @@ class BatchWorker:
         try:
             spec = spec_for(self.spec, claim.as_task())
             agents = self.make_agents()
-            if resumed:
-                await self._adopt(claim.session_id)  # type: ignore[arg-type]
+            if claim.session_id is not None:  # resumed
+                await self._adopt(claim.session_id)
                 result = await run_session(self.hub, spec, agents, claim.task, session_id=claim.session_id,
                                            keep_open=True)
             else:

@@ -36,7 +36,7 @@ import threading
 import time
 from collections import deque
 from types import ModuleType
-from typing import Any, Iterator, Optional, Union
+from typing import Any, Iterator, Optional, TypeGuard, Union
 
 from turnflow.runtime.envelope import Envelope
 from turnflow.runtime.errors import StoreError
@@ -686,8 +686,8 @@ class PostgresStore:
         worker taking the session over)."""
         self._cache.pop(session_id, None)
         items = list(self.read_range(session_id))
-        if all(isinstance(e, Envelope) for e in items):
-            self._cache[session_id] = items  # type: ignore[assignment]
+        if _all_envelopes(items):
+            self._cache[session_id] = items
         return items
 
     def telemetry(self, session_id: str) -> list[dict[str, Any]]:
@@ -732,6 +732,10 @@ def _refusals(u: _Unit, made: set[str], envs: set[str], follows: set[str]) -> Re
             refused[r[1]] = LeaseLost(f"session {r[1]}: this worker lost the task's lease "
                                       "(another worker took it over); the envelope was not written")
     return refused
+
+
+def _all_envelopes(items: list[Union[Envelope, Corrupt]]) -> TypeGuard[list[Envelope]]:
+    return all(isinstance(e, Envelope) for e in items)
 
 
 def _first_line(exc: BaseException) -> str:
