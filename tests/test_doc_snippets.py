@@ -96,9 +96,12 @@ def sandbox(tmp: Path) -> dict:
     shim = bin_dir / "turnflow"
     shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m turnflow "$@"\n')
     shim.chmod(0o755)
+    # one bytecode cache for the sandbox's commands: the first `turnflow` compiles the package, the
+    # others load it (with PYTHONDONTWRITEBYTECODE each of some 80 commands compiled all of it again)
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
-           "PYTHONPATH": str(ROOT / "src"), "NO_COLOR": "1"}
-    env.pop("FORCE_COLOR", None)
+           "PYTHONPATH": str(ROOT / "src"), "NO_COLOR": "1", "PYTHONPYCACHEPREFIX": str(tmp.parent / f"{tmp.name}-pycache")}
+    for name in ("FORCE_COLOR", "PYTHONDONTWRITEBYTECODE"):
+        env.pop(name, None)
     return env
 
 

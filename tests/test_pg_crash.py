@@ -73,6 +73,15 @@ def _finished(reader: StoreReader) -> int:
         return -1
 
 
+def _workers_seen(reader: StoreReader, seen: set) -> int:
+    """How many distinct workers have claimed a task so far (accumulated in `seen`)."""
+    try:
+        seen.update(r[0] for r in reader.query("SELECT DISTINCT worker FROM turnflow_tasks WHERE worker IS NOT NULL"))
+    except Exception:  # the tables are not there yet
+        pass
+    return len(seen)
+
+
 def _run_under(server: PgServer, tmp_path, durability: str, hit) -> None:
     url = server.create_database("crash")
     files = write_batch(tmp_path, N_TASKS)
@@ -80,6 +89,11 @@ def _run_under(server: PgServer, tmp_path, durability: str, hit) -> None:
     workers = [start(files, url, "--concurrency", "8", "--durability", durability, "--format", "json",
                      delay=0.002) for _ in range(WORKERS)]
     try:
+        # every worker is connected before the first hit (one still starting while the server is
+        # down cannot open its store and says so, exit 2: that is not what this test is about)
+        seen: set = set()
+        gone0 = lambda: any(w.poll() is not None for w in workers)  # noqa: E731
+        assert wait_for(lambda: _workers_seen(reader, seen) >= WORKERS or gone0(), 120), "a worker never claimed"
         for _ in range(3):  # three hits, each after the batch made progress since the last
             base = max(_finished(reader), 0)
             gone = lambda: all(w.poll() is not None for w in workers)  # noqa: E731

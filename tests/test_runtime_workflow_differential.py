@@ -11,6 +11,8 @@ the stream stops at the first close."""
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -50,7 +52,11 @@ EXT_VALUES = VALUES + [2.5, -1, "", "xyz", False, [], [1, 2], {"a": 1}]
 OPS = ["==", "!=", "<", "<=", ">", ">="]
 
 
-def conditions(people, extensions=False):
+# The strategy builders below are memoised on their (tuple) arguments: building a strategy (a
+# recursive one above all) costs far more than drawing from it, and a scenario or an envelope
+# stream used to build them again at every draw. The strategies, hence the examples, are the same.
+@functools.lru_cache(maxsize=None)
+def conditions(people: tuple, extensions=False):
     builtin = st.one_of(
         st.just({"name": "always", "args": {}}),
         st.sampled_from(people).map(lambda p: {"name": "from_speaker", "args": {"agent_id": p}}),
@@ -73,7 +79,8 @@ def conditions(people, extensions=False):
     ), max_leaves=6)
 
 
-def targets(people, extensions=False):
+@functools.lru_cache(maxsize=None)
+def targets(people: tuple, extensions=False):
     return st.one_of(
         st.sampled_from(people).map(lambda p: {"name": "agent", "args": {"agent_id": p}}),
         st.just({"name": "round_robin", "args": {}}),
@@ -87,7 +94,7 @@ def targets(people, extensions=False):
 @st.composite
 def scenarios(draw, extensions=False):
     n = draw(st.integers(2, 4))
-    people = NAMES[:n]
+    people = tuple(NAMES[:n])
     orders = draw(st.permutations(list(range(n))))
     creator = draw(st.sampled_from(people))
     rules = draw(st.lists(st.fixed_dictionaries({"when": conditions(people, extensions),
@@ -101,12 +108,15 @@ def scenarios(draw, extensions=False):
     return people, orders, creator, graph, ctx
 
 
-def updates(values=VALUES):
+@functools.lru_cache(maxsize=None)
+def updates(extensions=False):
+    values = EXT_VALUES if extensions else VALUES
     return st.fixed_dictionaries({"set": st.dictionaries(st.sampled_from(KEYS), st.sampled_from(values), max_size=2),
                                   "delete": st.lists(st.sampled_from(KEYS), max_size=2)})
 
 
-def envelope_data(people, values=VALUES):
+@functools.lru_cache(maxsize=None)
+def envelope_data(people: tuple, extensions=False):
     tool = st.one_of(st.none(), st.sampled_from(TOOLS))
     return st.one_of(
         st.tuples(st.just(EV_TEXT), st.fixed_dictionaries({"text": st.sampled_from(["hi", "t_one", ""])})),
@@ -114,8 +124,8 @@ def envelope_data(people, values=VALUES):
             lambda kind, tool, target, reason, cu, body: _packet(kind, tool, target, reason, cu, body),
             st.sampled_from(["text", "handoff", "finish", "other"]), tool,
             st.one_of(st.none(), st.sampled_from(people)), st.one_of(st.none(), st.sampled_from(REASONS)),
-            st.one_of(st.none(), updates(values)), st.sampled_from(["body", "", "hi t_one"]))),
-        st.tuples(st.just(EV_CONTEXT_SET), updates(values)),
+            st.one_of(st.none(), updates(extensions)), st.sampled_from(["body", "", "hi t_one"]))),
+        st.tuples(st.just(EV_CONTEXT_SET), updates(extensions)),
     )
 
 
@@ -188,7 +198,7 @@ class Theirs:
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios(), st.data())
 def test_same_decisions_as_ag2(scenario, data):
-    _same_decisions(scenario, data, VALUES)
+    _same_decisions(scenario, data, extensions=False)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -199,10 +209,10 @@ def test_same_decisions_as_ag2_with_extensions(scenario, data):
     from turnflow.interop.ag2 import register_extensions
 
     register_extensions()
-    _same_decisions(scenario, data, EXT_VALUES)
+    _same_decisions(scenario, data, extensions=True)
 
 
-def _same_decisions(scenario, data, values):
+def _same_decisions(scenario, data, extensions):
     import copy
 
     ours, theirs = Ours(*copy.deepcopy(scenario)), Theirs(*copy.deepcopy(scenario))
@@ -214,7 +224,7 @@ def _same_decisions(scenario, data, values):
             sender = exp
         else:
             sender = data.draw(st.sampled_from(people), label="sender")
-        et, payload = data.draw(envelope_data(people, values), label="envelope")
+        et, payload = data.draw(envelope_data(people, extensions), label="envelope")
         eid = f"e{i:04d}"
         got = ours.post(sender, et, copy.deepcopy(payload), eid)
         want = theirs.post(sender, et, copy.deepcopy(payload), eid)

@@ -209,29 +209,37 @@ def from_table(table: dict, root: Path, file: Optional[Path], where: str) -> Con
                 raise ConfigError(f"{where}: `{key}` must be true or false")
             values[key.replace("-", "_")] = table[key]
     if "per-file-ignores" in table:
-        pfi = table["per-file-ignores"]
-        if not isinstance(pfi, dict):
-            raise ConfigError(f"{where}: `per-file-ignores` must be a table of glob = [codes]")
-        pairs = []
-        for glob, codes in pfi.items():
-            codes = _strings(codes, f"per-file-ignores.\"{glob}\"", where)
-            for sel in codes:
-                _check_selector(sel, f"{where}: `per-file-ignores`")
-            pairs.append((glob, codes))
-        values["per_file_ignores"] = tuple(pairs)
+        values["per_file_ignores"] = _per_file_ignores(table["per-file-ignores"], where)
     if "severity" in table:
-        sev = table["severity"]
-        if not isinstance(sev, dict):
-            raise ConfigError(f"{where}: `severity` must be a table of CODE = \"error\" | \"warning\" | \"info\"")
-        for code, level in sev.items():
-            if level not in SEVERITIES:
-                raise ConfigError(f"{where}: severity of `{code}` must be one of {', '.join(SEVERITIES)}, "
-                                  f"not {level!r}")
-            _check_selector(code, f"{where}: `severity`")
-            if code.upper() in ALWAYS_ON:
-                raise ConfigError(f"{where}: the severity of {code.upper()} cannot be changed")
-        values["severity"] = {(k.upper() if k.upper().startswith("TF") else k.lower()): v for k, v in sev.items()}
+        values["severity"] = _severities(table["severity"], where)
     return replace(cfg, **values)
+
+
+def _per_file_ignores(pfi: object, where: str) -> tuple:
+    """`per-file-ignores`: a table of glob = [codes], each code a valid selector."""
+    if not isinstance(pfi, dict):
+        raise ConfigError(f"{where}: `per-file-ignores` must be a table of glob = [codes]")
+    pairs = []
+    for glob, codes in pfi.items():
+        codes = _strings(codes, f"per-file-ignores.\"{glob}\"", where)
+        for sel in codes:
+            _check_selector(sel, f"{where}: `per-file-ignores`")
+        pairs.append((glob, codes))
+    return tuple(pairs)
+
+
+def _severities(sev: object, where: str) -> dict:
+    """`severity`: a table of CODE (or prefix / name) = "error" | "warning" | "info"."""
+    if not isinstance(sev, dict):
+        raise ConfigError(f"{where}: `severity` must be a table of CODE = \"error\" | \"warning\" | \"info\"")
+    for code, level in sev.items():
+        if level not in SEVERITIES:
+            raise ConfigError(f"{where}: severity of `{code}` must be one of {', '.join(SEVERITIES)}, "
+                              f"not {level!r}")
+        _check_selector(code, f"{where}: `severity`")
+        if code.upper() in ALWAYS_ON:
+            raise ConfigError(f"{where}: the severity of {code.upper()} cannot be changed")
+    return {(k.upper() if k.upper().startswith("TF") else k.lower()): v for k, v in sev.items()}
 
 
 def read(path: Path) -> Config:

@@ -56,7 +56,7 @@ def run(args) -> int:
         err(f"turnflow inspect: {exc}")
         return EXIT_USAGE
     where = store.path  # a URL without its password
-    damage = getattr(store, "damage", None)  # PRAGMA quick_check's finding on a SQLite file
+    damage = store.damage  # PRAGMA quick_check's finding on a SQLite file
     if damage:
         err(f"turnflow inspect: {where}: the store is damaged ({damage}); showing the sessions still readable")
     try:

@@ -213,32 +213,52 @@ def _step_lines(path: str) -> dict:
 def check_agents(spec: dict, agents: dict, path: str) -> None:
     """Scripted steps checked against the spec before the session starts: every `tool` must be one
     of the agent's routing tools (unless the spec declares none) and every `handoff` a participant."""
-    from turnflow.runtime.agents.config import Behaved
-    from turnflow.runtime.agents.scripted import ScriptedAgent
-
     tools = [t for t in spec.get("tools") or [] if isinstance(t, dict) and t.get("name")]
     parts = [str(p.get("agent_id")) for p in spec.get("participants") or [] if isinstance(p, dict)]
     lines = agents_lines.get(path, {})
-    for name, agent in agents.items():
-        if isinstance(agent, Behaved):  # a `behavior:` override: its steps are checked all the same
-            agent = agent._agent
-        if not isinstance(agent, ScriptedAgent):
-            continue
+    for name, agent in _scripted_agents(agents):
         own = [t["name"] for t in tools if t.get("owner") == name]
         for i, step in enumerate(agent.steps):
             where = f"{path}:{lines[(name, i)]}" if (name, i) in lines else path
-            tool = step.get("tool")
-            if tool is not None and tools and tool not in own:
-                import difflib
+            if tools:
+                _check_step_tool(step, own, f"{where}: agent {name!r} step {i + 1}")
+            if parts:
+                _check_step_handoff(step, parts, f"{where}: agent {name!r} step {i + 1}")
 
-                have = f"its tools: {', '.join(own)}" if own else "it owns no routing tools"
-                close = difflib.get_close_matches(str(tool), own, n=1, cutoff=0.8)
-                guess = f"; did you mean {close[0]!r}?" if close else ""
-                raise RunInputError(f"{where}: agent {name!r} step {i + 1}: unknown tool {tool!r}{guess} ({have})")
-            target = step.get("handoff")
-            if target is not None and parts and target not in parts:
-                raise RunInputError(f"{where}: agent {name!r} step {i + 1}: cannot hand off to {target!r}: "
-                                    f"not a participant ({', '.join(parts)})")
+
+def _scripted_agents(agents: dict) -> list:
+    """(name, ScriptedAgent) for every scripted agent, looking through a `behavior:` override
+    (its steps are checked all the same)."""
+    from turnflow.runtime.agents.config import Behaved
+    from turnflow.runtime.agents.scripted import ScriptedAgent
+
+    found = []
+    for name, agent in agents.items():
+        if isinstance(agent, Behaved):
+            agent = agent._agent
+        if isinstance(agent, ScriptedAgent):
+            found.append((name, agent))
+    return found
+
+
+def _check_step_tool(step: dict, own: list, at: str) -> None:
+    """A step's `tool` must be one of the agent's own routing tools (`own`)."""
+    tool = step.get("tool")
+    if tool is None or tool in own:
+        return
+    import difflib
+
+    have = f"its tools: {', '.join(own)}" if own else "it owns no routing tools"
+    close = difflib.get_close_matches(str(tool), own, n=1, cutoff=0.8)
+    guess = f"; did you mean {close[0]!r}?" if close else ""
+    raise RunInputError(f"{at}: unknown tool {tool!r}{guess} ({have})")
+
+
+def _check_step_handoff(step: dict, parts: list, at: str) -> None:
+    """A step's `handoff` must name a participant (`parts`)."""
+    target = step.get("handoff")
+    if target is not None and target not in parts:
+        raise RunInputError(f"{at}: cannot hand off to {target!r}: not a participant ({', '.join(parts)})")
 
 
 def run(args) -> int:

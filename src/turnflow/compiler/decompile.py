@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any, Literal, Optional
+from typing import TYPE_CHECKING, Any, Literal, Optional, TypeVar
 
 from turnflow import spec as model
 from turnflow.compiler.emit import knobs as _knobs
@@ -30,12 +30,19 @@ from turnflow.spec import DEFAULT_REASON, SpecError, json_path
 from turnflow.dsl import ast
 from turnflow.source import Span
 
+if TYPE_CHECKING:  # `turnflow.spec` loads its pydantic models lazily
+    from turnflow.spec.graph import Model
+
 _SPAN = Span.point()
 _NAME_RE = re.compile(r"[^\W\d](?:[\w-]*\w)?\Z")
 #: target names without arguments → the `.flow` target keyword
 _KEYWORD_TARGETS: dict[str, Literal["next", "stay", "initiator", "previous"]] = {
     "round_robin": "next", "stay": "stay", "revert_to_initiator": "initiator", "previous_speaker": "previous"}
 _GRAPH_KEYS = ("initial_speaker", "transitions", "default_target", "max_turns")
+#: a spec model class `_parse` validates against
+M = TypeVar("M", bound="Model")
+#: where two JSON values first differ: (JSON path, the first's part, the second's part)
+Difference = tuple[str, Any, Any]
 
 
 class DecompileError(ValueError):
@@ -91,7 +98,7 @@ def decompile_text(data: Any, name: str = "main", participants: Optional[list[st
     return text
 
 
-def _decompile(data, name, participants):
+def _decompile(data: Any, name: str, participants: Optional[list[str]]) -> tuple[ast.FlowFile, Any]:
     kind = classify(data)
     if kind == "specs":
         blocks = []  # an empty list is an empty file, as `compile` of an empty file gives []
@@ -124,7 +131,7 @@ def _decompile(data, name, participants):
 # --------------------------------------------------------------------------
 #  A bare graph, the way AG2's TransitionGraph.loads reads it
 # --------------------------------------------------------------------------
-def _parse(m, data: Any, root: str):
+def _parse(m: type[M], data: Any, root: str) -> M:
     try:
         return model.parse(m, data, root)
     except SpecError as e:
@@ -161,7 +168,8 @@ def mentioned_agents(graph: Any, root: str = "$") -> dict[str, str]:
     return seen
 
 
-def _bare_block(name, graph, context, participants, groot, croot) -> ast.Block:
+def _bare_block(name: str, graph: model.TransitionGraph, context: dict[str, Any], participants: Optional[list[str]],
+                groot: str, croot: str) -> ast.Block:
     mentioned = mentioned_agents(graph, groot)
     for agent, path in mentioned.items():
         _name(agent, path)
@@ -181,7 +189,7 @@ def _bare_block(name, graph, context, participants, groot, croot) -> ast.Block:
     except SpecError as e:  # pragma: no cover - names hold every mentioned id
         raise DecompileError(e.path, e.reason) from None
     parts = [ast.Participant(span=_SPAN, name=_name(n, "participants")) for n in names]
-    stmts: list = list(parts)
+    stmts: list[ast.Statement] = list(parts)
     stmts.extend(_workflow_statements(graph, context, {}, {}, groot, croot, None))
     return _mk_block("workflow", name, None, stmts)
 
@@ -204,7 +212,7 @@ def _spec_block(data: dict[str, Any], root: str) -> ast.Block:
         for tool in p.tools:
             owners.setdefault(tool, []).append(p.agent_id)
 
-    rules: list = []
+    rules: list[ast.Statement] = []
     if isinstance(spec, model.WorkflowSpec):
         rules = _workflow_statements(spec.knobs.graph, spec.knobs.context_vars, owners,
                                      handoff_tools, f"{root}.knobs.graph", f"{root}.knobs.context_vars", root)
@@ -214,7 +222,7 @@ def _spec_block(data: dict[str, Any], root: str) -> ast.Block:
             lst = handoffs_of.setdefault(st.source.name, [])
             if st.tool.name not in lst:
                 lst.append(st.tool.name)
-    stmts: list = []
+    stmts: list[ast.Statement] = []
     for i, p in enumerate(spec.participants):
         tools = list(p.tools)
         clause = None if tools == handoffs_of.get(p.agent_id, []) else [
@@ -234,14 +242,16 @@ def _spec_block(data: dict[str, Any], root: str) -> ast.Block:
     return _mk_block(kind, _name(spec.name, f"{root}.name").name, spec.title, stmts)
 
 
-def _workflow_statements(graph: model.TransitionGraph, context, owners, handoff_tools, groot, croot, sroot) -> list:
-    stmts: list = [ast.Start(span=_SPAN, name=_name(graph.initial_speaker, f"{groot}.initial_speaker"))]
+def _workflow_statements(graph: model.TransitionGraph, context: dict[str, Any], owners: dict[str, list[str]],
+                         handoff_tools: dict[tuple[str, str], tuple[int, model.Tool]], groot: str, croot: str,
+                         sroot: Optional[str]) -> list[ast.Statement]:
+    stmts: list[ast.Statement] = [ast.Start(span=_SPAN, name=_name(graph.initial_speaker, f"{groot}.initial_speaker"))]
     if graph.max_turns is not None:
         turns = _whole(graph.max_turns, f"{groot}.max_turns")
         stmts.append(ast.MaxTurns(span=_SPAN, value=ast.Number(span=_SPAN, value=turns, raw=str(turns))))
-    for key, value in context.items():
-        path = json_path([key], croot)
-        stmts.append(ast.ContextInit(span=_SPAN, key=_name(key, path, "a context key"), value=_literal(value, path)))
+    for name, value in context.items():
+        path = json_path([name], croot)
+        stmts.append(ast.ContextInit(span=_SPAN, key=_name(name, path, "a context key"), value=_literal(value, path)))
     used: set[tuple[str, str]] = set()
     for i, tr in enumerate(graph.transitions):
         path = f"{groot}.transitions[{i}]"
@@ -257,7 +267,7 @@ def _workflow_statements(graph: model.TransitionGraph, context, owners, handoff_
                 stmts.append(ast.Handoff(span=_SPAN, source=source, target=target, tool=terms[0].tool,
                                          description=_string(desc) if desc else None))
                 continue
-        stmts.append(ast.Rule(span=_SPAN, source=source, source_span=_SPAN, target=target, terms=terms,
+        stmts.append(ast.Rule(span=_SPAN, source=source, source_span=_SPAN, target=target, terms=tuple(terms),
                               priority=ast.Number(span=_SPAN, value=prio, raw=str(prio)) if prio != 0 else None))
     for key, (i, t) in sorted(handoff_tools.items(), key=lambda kv: kv[1][0]):
         if key not in used:
@@ -269,7 +279,7 @@ def _workflow_statements(graph: model.TransitionGraph, context, owners, handoff_
     return stmts
 
 
-def _condition(c: model.BaseCondition, owners: dict[str, list[str]], path: str):
+def _condition(c: model.BaseCondition, owners: dict[str, list[str]], path: str) -> tuple[Optional[ast.Ident], list[ast.Term]]:
     """A condition → (source Ident or None, terms)."""
     if isinstance(c, model.Always):
         return None, []
@@ -304,7 +314,7 @@ def _condition(c: model.BaseCondition, owners: dict[str, list[str]], path: str):
     return source, terms
 
 
-def _term(c: model.BaseCondition, path: str, nested: bool = False):
+def _term(c: model.BaseCondition, path: str, nested: bool = False) -> ast.Term:
     """A condition as a term; `nested`: inside `any_of` or `not`, where a parenthesised
     conjunction (`all_of`) is a term (at the top of a rule, and inside a conjunction, .flow
     flattens it, so a nested `all_of` there has no .flow form)."""
@@ -454,7 +464,7 @@ def _describe(value: Any) -> str:
 
 
 def _mk_block(kind: Literal["workflow", "consulting", "conversation", "discussion"], name: str,
-              title: Optional[str], stmts: list) -> ast.Block:
+              title: Optional[str], stmts: list[ast.Statement]) -> ast.Block:
     return ast.Block(span=_SPAN, kind=kind, kind_span=_SPAN, name=ast.Ident(span=_SPAN, name=name),
                      title=_string(title) if title is not None else None, statements=tuple(stmts), close_span=_SPAN)
 
@@ -503,7 +513,7 @@ def _show(v: Any) -> str:
     return "nothing" if v is _ABSENT else json.dumps(v, ensure_ascii=False, sort_keys=True)
 
 
-def first_difference(a: Any, b: Any, path: str = "$"):
+def first_difference(a: Any, b: Any, path: str = "$") -> Optional[Difference]:
     """The first place where JSON values `a` and `b` differ, as (path, a part,
     b part), or None. Numbers compare by value (1 == 1.0); booleans are not numbers."""
     if isinstance(a, dict) and isinstance(b, dict):
@@ -516,7 +526,7 @@ def first_difference(a: Any, b: Any, path: str = "$"):
     return None if a == b else (path, a, b)
 
 
-def _first_in_objects(a: dict, b: dict, path: str):
+def _first_in_objects(a: dict[str, Any], b: dict[str, Any], path: str) -> Optional[Difference]:
     for k in list(a) + [k for k in b if k not in a]:
         sub = json_path([k], path)
         va, vb = a.get(k, _ABSENT), b.get(k, _ABSENT)
@@ -528,7 +538,7 @@ def _first_in_objects(a: dict, b: dict, path: str):
     return None
 
 
-def _first_in_arrays(a: list, b: list, path: str):
+def _first_in_arrays(a: list[Any], b: list[Any], path: str) -> Optional[Difference]:
     for i, (x, y) in enumerate(zip(a, b)):
         d = first_difference(x, y, f"{path}[{i}]")
         if d is not None:

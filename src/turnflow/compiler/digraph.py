@@ -10,47 +10,58 @@ against networkx on random graphs."""
 
 from __future__ import annotations
 
-from typing import Any, Hashable, Iterable, Iterator, Optional
+from typing import Any, Callable, Generic, Hashable, Iterable, Iterator, Literal, Optional, TypeVar, Union, overload
+
+#: a node (the speaker graph's are participant names and `END`)
+N = TypeVar("N", bound=Hashable)
+#: an edge's data, as networkx keeps it: attribute name → value
+EdgeData = dict[str, Any]
 
 
-class EdgeView:
+class EdgeView(Generic[N]):
     """`g.edges[u, v]` is the edge's data; `g.edges()` / `g.edges(data=True)` list the edges."""
 
-    def __init__(self, succ: dict[Any, dict[Any, dict]]):
+    def __init__(self, succ: dict[N, dict[N, EdgeData]]):
         self._succ = succ
 
-    def __getitem__(self, edge: tuple[Any, Any]) -> dict:
+    def __getitem__(self, edge: tuple[N, N]) -> EdgeData:
         u, v = edge
         return self._succ[u][v]
 
-    def __call__(self, data: bool = False) -> list:
+    @overload
+    def __call__(self, data: Literal[False] = False) -> list[tuple[N, N]]: ...
+
+    @overload
+    def __call__(self, data: Literal[True]) -> list[tuple[N, N, EdgeData]]: ...
+
+    def __call__(self, data: bool = False) -> Union[list[tuple[N, N, EdgeData]], list[tuple[N, N]]]:
         if data:
             return [(u, v, d) for u, out in self._succ.items() for v, d in out.items()]
         return [(u, v) for u, out in self._succ.items() for v in out]
 
-    def __iter__(self) -> Iterator[tuple[Any, Any]]:
+    def __iter__(self) -> Iterator[tuple[N, N]]:
         return iter(self())
 
     def __len__(self) -> int:
         return sum(len(out) for out in self._succ.values())
 
 
-class DiGraph:
+class DiGraph(Generic[N]):
     def __init__(self) -> None:
-        self._succ: dict[Any, dict[Any, dict]] = {}
-        self._pred: dict[Any, dict[Any, dict]] = {}
+        self._succ: dict[N, dict[N, EdgeData]] = {}
+        self._pred: dict[N, dict[N, EdgeData]] = {}
 
     # -- building ---------------------------------------------------------------
-    def add_node(self, n: Hashable) -> None:
+    def add_node(self, n: N) -> None:
         if n not in self._succ:
             self._succ[n] = {}
             self._pred[n] = {}
 
-    def add_nodes_from(self, nodes: Iterable[Hashable]) -> None:
+    def add_nodes_from(self, nodes: Iterable[N]) -> None:
         for n in nodes:
             self.add_node(n)
 
-    def add_edge(self, u: Hashable, v: Hashable, data: Optional[dict] = None) -> None:
+    def add_edge(self, u: N, v: N, data: Optional[EdgeData] = None) -> None:
         self.add_node(u)
         self.add_node(v)
         d = self._succ[u].get(v)
@@ -61,7 +72,7 @@ class DiGraph:
         elif data is not None:
             d.update(data)
 
-    def add_edges_from(self, edges: Iterable[tuple]) -> None:
+    def add_edges_from(self, edges: Iterable[Union[tuple[N, N], tuple[N, N, EdgeData]]]) -> None:
         for e in edges:
             self.add_edge(e[0], e[1], e[2] if len(e) > 2 else None)
 
@@ -69,38 +80,44 @@ class DiGraph:
     def __contains__(self, n: object) -> bool:
         return n in self._succ
 
-    def __iter__(self) -> Iterator:
+    def __iter__(self) -> Iterator[N]:
         return iter(self._succ)
 
     def __len__(self) -> int:
         return len(self._succ)
 
     @property
-    def nodes(self) -> list:
+    def nodes(self) -> list[N]:
         return list(self._succ)
 
     @property
-    def edges(self) -> EdgeView:
+    def edges(self) -> EdgeView[N]:
         return EdgeView(self._succ)
 
-    def out_edges(self, u: Hashable, data: bool = False) -> list:
+    @overload
+    def out_edges(self, u: N, data: Literal[False] = False) -> list[tuple[N, N]]: ...
+
+    @overload
+    def out_edges(self, u: N, data: Literal[True]) -> list[tuple[N, N, EdgeData]]: ...
+
+    def out_edges(self, u: N, data: bool = False) -> Union[list[tuple[N, N, EdgeData]], list[tuple[N, N]]]:
         out = self._succ[u]
         return [(u, v, d) for v, d in out.items()] if data else [(u, v) for v in out]
 
-    def successors(self, u: Hashable) -> Iterator:
+    def successors(self, u: N) -> Iterator[N]:
         return iter(self._succ[u])
 
-    def predecessors(self, v: Hashable) -> Iterator:
+    def predecessors(self, v: N) -> Iterator[N]:
         return iter(self._pred[v])
 
-    def has_edge(self, u: Hashable, v: Hashable) -> bool:
+    def has_edge(self, u: N, v: N) -> bool:
         return v in self._succ.get(u, ())
 
-    def subgraph(self, nodes: Iterable[Hashable]) -> DiGraph:
+    def subgraph(self, nodes: Iterable[N]) -> DiGraph[N]:
         """The induced subgraph (a copy of the structure sharing the edge data), nodes in this
         graph's order."""
         keep = set(nodes)
-        sub = DiGraph()
+        sub: DiGraph[N] = DiGraph()
         for u, out in self._succ.items():
             if u in keep:
                 sub._succ[u] = {v: d for v, d in out.items() if v in keep}
@@ -108,13 +125,13 @@ class DiGraph:
         return sub
 
 
-def strongly_connected_components(g: DiGraph) -> list[set]:
+def strongly_connected_components(g: DiGraph[N]) -> list[set[N]]:
     """Tarjan's algorithm, iterative (no recursion limit on long chains)."""
-    index: dict[Any, int] = {}
-    low: dict[Any, int] = {}
-    on_stack: set = set()
-    stack: list = []
-    out: list[set] = []
+    index: dict[N, int] = {}
+    low: dict[N, int] = {}
+    on_stack: set[N] = set()
+    stack: list[N] = []
+    out: list[set[N]] = []
     for root in g:
         if root in index:
             continue
@@ -154,12 +171,12 @@ def strongly_connected_components(g: DiGraph) -> list[set]:
     return out
 
 
-def topological_sort(g: DiGraph) -> list:
+def topological_sort(g: DiGraph[N]) -> list[N]:
     """Kahn's algorithm generation by generation, in node order (networkx's order);
     ValueError on a cycle."""
     indegree = {v: len(g._pred[v]) for v in g}
     generation = [v for v, d in indegree.items() if d == 0]
-    order: list = []
+    order: list[N] = []
     while generation:
         order.extend(generation)
         nxt = []
@@ -174,7 +191,7 @@ def topological_sort(g: DiGraph) -> list:
     return order
 
 
-def _walk(start: Hashable, step) -> set:
+def _walk(start: N, step: Callable[[N], Iterable[N]]) -> set[N]:
     seen = {start}
     todo = [start]
     while todo:
@@ -186,11 +203,11 @@ def _walk(start: Hashable, step) -> set:
     return seen
 
 
-def descendants(g: DiGraph, source: Hashable) -> set:
+def descendants(g: DiGraph[N], source: N) -> set[N]:
     """Nodes reachable from `source` (itself excluded, as networkx)."""
     return _walk(source, g.successors)
 
 
-def ancestors(g: DiGraph, target: Hashable) -> set:
+def ancestors(g: DiGraph[N], target: N) -> set[N]:
     """Nodes from which `target` is reachable (itself excluded, as networkx)."""
     return _walk(target, g.predecessors)

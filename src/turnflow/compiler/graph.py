@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Iterable, Optional, Union
+from typing import Any, Callable, Iterable, Iterator, Optional, Union
 
 from turnflow.compiler import digraph as dg
 from turnflow.compiler.lower import Lowering, RuleInfo, lower_rules
@@ -52,7 +52,7 @@ class TrapComponent:
     cycle: tuple[str, ...]  # first member ... first member
 
 
-def _first(by_type: dict[type, list], cls: type) -> Any:
+def _first(by_type: dict[type, list[Any]], cls: type) -> Any:
     found = by_type.get(cls)
     return found[0] if found else None
 
@@ -69,7 +69,7 @@ class SpeakerGraph:
 
     def __init__(self, block: ast.Block):
         self.block = block
-        by_type: dict[type, list] = {}
+        by_type: dict[type, list[Any]] = {}  # statement class -> its statements (of that class)
         for st in block.statements:  # one pass (a large block has tens of thousands of statements)
             by_type.setdefault(type(st), []).append(st)
         participants: list[ast.Participant] = by_type.get(ast.Participant, [])
@@ -95,7 +95,7 @@ class SpeakerGraph:
         self.live: set[int] = set()
         #: speakers for which no rule is *always* (the `otherwise` target is an edge of theirs)
         self.otherwise_speakers: list[str] = []
-        self.g = dg.DiGraph()
+        self.g: dg.DiGraph[str] = dg.DiGraph()
         self._build()
         self._cache: dict[str, object] = {}
 
@@ -139,7 +139,7 @@ class SpeakerGraph:
             out.append(None)
         return out
 
-    def _add(self, out: dict, s: str, target: TargetMeaning, stmt: Optional[Statement], kind: str) -> None:
+    def _add(self, out: dict[str, dg.EdgeData], s: str, target: TargetMeaning, stmt: Optional[Statement], kind: str) -> None:
         if target.uses_previous:
             self._previous.append((s, target, stmt, "otherwise" if kind == "otherwise" else "maybe"))
             return
@@ -189,7 +189,7 @@ class SpeakerGraph:
                 by_source.setdefault(r.source, []).append(r)
         for s in self.participants:
             own = by_source.get(s, ())
-            out: dict[str, dict] = {}
+            out: dict[str, dg.EdgeData] = {}
             decided = self._walk(s, _merge(own, star) if star else own, out)
             self.first_always[s] = decided
             if decided is None:
@@ -197,7 +197,7 @@ class SpeakerGraph:
                 self._add(out, s, self.otherwise_target, self.otherwise, "otherwise")
             g.add_edges_from((s, t, data) for t, data in out.items())
 
-    def _walk(self, s: str, rules: Iterable[RuleInfo], out: dict) -> Optional[RuleInfo]:
+    def _walk(self, s: str, rules: Iterable[RuleInfo], out: dict[str, dg.EdgeData]) -> Optional[RuleInfo]:
         """Add the edges of `s`'s *maybe* rules and of its deciding *always* rule (returned) to `out`."""
         owned = self.owned.get(s, ()) if self.declares_tools else None
         for r in rules:
@@ -372,7 +372,7 @@ class SpeakerGraph:
             return longest if self.max_turns is None else min(longest, self.max_turns)
         return self.max_turns if self.max_turns is not None else "unbounded"
 
-    def _bfs(self, root: Optional[str], step) -> set[str]:
+    def _bfs(self, root: Optional[str], step: Callable[[str], Iterable[str]]) -> set[str]:
         if root is None:
             return set()
         seen = {root}
@@ -389,7 +389,7 @@ class SpeakerGraph:
 _KIND_RANK = {"otherwise": 0, "maybe": 1, "always": 2}
 
 
-def _merge(a: Iterable[RuleInfo], b: Iterable[RuleInfo]):
+def _merge(a: Iterable[RuleInfo], b: Iterable[RuleInfo]) -> Iterator[RuleInfo]:
     """Merge two evaluation-ordered rule lists."""
     a, b = list(a), list(b)
     i = j = 0
@@ -402,7 +402,7 @@ def _merge(a: Iterable[RuleInfo], b: Iterable[RuleInfo]):
             j += 1
 
 
-def _bfs_path(g: dg.DiGraph, source: str, dest: str, key) -> Optional[list[str]]:
+def _bfs_path(g: dg.DiGraph[str], source: str, dest: str, key: Callable[[str], int]) -> Optional[list[str]]:
     parent: dict[str, Optional[str]] = {source: None}
     queue = deque([source])
     while queue:
@@ -412,8 +412,10 @@ def _bfs_path(g: dg.DiGraph, source: str, dest: str, key) -> Optional[list[str]]
                 parent[v] = u
                 if v == dest:
                     path = [v]
-                    while parent[path[-1]] is not None:
-                        path.append(parent[path[-1]])
+                    back = parent[v]
+                    while back is not None:  # (one lookup per step: mypy narrows a name, not parent[...])
+                        path.append(back)
+                        back = parent[back]
                     return path[::-1]
                 queue.append(v)
     return None
@@ -430,7 +432,7 @@ def show_path(path: Iterable[str]) -> str:
     return " -> ".join("terminate" if n == END else n for n in path)
 
 
-def block_stats(block_or_graph: Union[ast.Block, SpeakerGraph], analyse: bool = True) -> dict:
+def block_stats(block_or_graph: Union[ast.Block, SpeakerGraph], analyse: bool = True) -> dict[str, Any]:
     """Plain-data statistics of one block (JSON-friendly; see docs/analysis.md):
     `block`, `kind`, `line`, `participants` (distinct names), `rules` (transition rules and
     handoffs; `otherwise` not counted), and for workflow blocks `analysed`, `reachable`
@@ -444,7 +446,7 @@ def block_stats(block_or_graph: Union[ast.Block, SpeakerGraph], analyse: bool = 
     else:
         block = block_or_graph
         graph = build_graph(block) if block.kind == "workflow" and analyse else None
-    out: dict = {
+    out: dict[str, Any] = {
         "block": block.name.name,
         "kind": block.kind,
         "line": block.span.line,

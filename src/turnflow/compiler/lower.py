@@ -50,16 +50,20 @@ class RuleInfo:
         return self.stmt.target
 
 
+#: what makes two leaves equal (their kind and args, a literal's kind too: `true` is not `1`)
+Memo = tuple[ast.LiteralValue, ...]
+
+
 class Lowering:
     """Lowers the statements of one block; equal leaves share one object."""
 
     def __init__(self) -> None:
-        self._leaves: dict[tuple, Any] = {}
+        self._leaves: dict[Memo, Any] = {}
         self._speakers: dict[str, Any] = {}
         self._tools: dict[str, Any] = {}
         self._agents: dict[str, Any] = {}
 
-    def _leaf(self, memo: tuple, name: str, **args: Any) -> Any:
+    def _leaf(self, memo: Memo, name: str, **args: Any) -> Any:
         kind = self._leaves.get(memo)
         if kind is None:
             kind = self._leaves[memo] = plain(name, **args)
@@ -112,7 +116,7 @@ class Lowering:
             kind = self._speakers[name] = plain("from_speaker", agent_id=name)
         return kind
 
-    def condition(self, source: Optional[str], terms: tuple) -> ConditionMeaning:
+    def condition(self, source: Optional[str], terms: tuple[ast.Term, ...]) -> ConditionMeaning:
         """A source test plus terms → one condition (no source, no terms: `always`)."""
         conds = [self.term(t) for t in terms]
         if source is not None:

@@ -43,13 +43,13 @@ class TaskOutcome:
     error: Optional[str] = None
     resumed: bool = False
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "status": self.status, "session_id": self.session_id, "state": self.state,
                 "close_reason": self.close_reason, "turns": self.turns, "error": self.error,
                 "resumed": self.resumed}
 
     @classmethod
-    def from_json(cls, d: dict) -> "TaskOutcome":
+    def from_json(cls, d: dict[str, Any]) -> "TaskOutcome":
         return cls(d.get("id", ""), d.get("status", "failed"), d.get("session_id"), d.get("state"),
                    d.get("close_reason"), int(d.get("turns") or 0), d.get("error"), bool(d.get("resumed")))
 
@@ -70,7 +70,7 @@ class Progress:
 
 
 class BatchWorker:
-    def __init__(self, store: Store, queue: TaskQueue, spec: dict, make_agents: Callable[[], dict], *, worker: str,
+    def __init__(self, store: Store, queue: TaskQueue, spec: dict[str, Any], make_agents: Callable[[], dict[str, Any]], *, worker: str,
                  concurrency: int = 8, lease: float = 30.0, on_result: Optional[Callable[[TaskOutcome], None]] = None,
                  on_progress: Optional[Callable[[Progress], None]] = None) -> None:
         self.store = store
@@ -98,7 +98,7 @@ class BatchWorker:
             # otherwise run from its first turn to its last without giving up the event loop.
             await asyncio.sleep(0)
 
-    async def _call(self, fn: Callable, *args: Any) -> Any:
+    async def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
         if not self.queue.blocking:
             return fn(*args)
         deadline = time.monotonic() + RECONNECT_SECONDS
@@ -125,7 +125,7 @@ class BatchWorker:
             raise StoreError(f"session {session_id}: not in the store")
         self.hub.sessions[session_id] = live
 
-    async def _run_task(self, claim: Claim, before: Optional[set] = None) -> None:
+    async def _run_task(self, claim: Claim, before: Optional[set[asyncio.Task[None]]] = None) -> None:
         if before:
             await asyncio.wait(before)
         resumed = claim.session_id is not None
@@ -133,8 +133,8 @@ class BatchWorker:
         try:
             spec = spec_for(self.spec, claim.as_task())
             agents = self.make_agents()
-            if resumed:
-                await self._adopt(claim.session_id)  # type: ignore[arg-type]
+            if claim.session_id is not None:  # resumed
+                await self._adopt(claim.session_id)
                 result = await run_session(self.hub, spec, agents, claim.task, session_id=claim.session_id,
                                            keep_open=True)
             else:
@@ -184,7 +184,7 @@ class BatchWorker:
 
     # -- the loop -------------------------------------------------------------------------------
     async def run(self) -> None:
-        running: dict[asyncio.Task, Claim] = {}
+        running: dict[asyncio.Task[None], Claim] = {}
         renewer = asyncio.get_running_loop().create_task(self._renew(running))
         self.hub.start_sweeper(self._sweep_interval())  # one sweeper (TTL, expectations) for every session
         try:
@@ -238,7 +238,7 @@ class BatchWorker:
             deadlines.append(float(ttl))
         return max(0.05, min([1.0] + [d / 4 for d in deadlines if d > 0]))
 
-    async def _renew(self, running: dict[asyncio.Task, Claim]) -> None:
+    async def _renew(self, running: dict[asyncio.Task[None], Claim]) -> None:
         while True:
             await asyncio.sleep(self.lease / 3)
             before = list(running.items())  # only tasks claimed before this renewal can be missing from it

@@ -28,7 +28,7 @@ import json
 import sqlite3
 import zlib
 import asyncio
-from typing import Any, Iterator, Optional, Union
+from typing import Any, Callable, Iterable, Iterator, Optional, Union
 
 from turnflow.runtime.dialect import SQLITE, Dialect
 from turnflow.runtime.envelope import Envelope
@@ -45,7 +45,7 @@ def _crc(session_id: str, seq: int, text: str) -> int:
     return zlib.crc32(f"{session_id}\x00{seq}\x00{text}".encode("utf-8", "surrogateescape"))
 
 
-def _compact_encoder():
+def _compact_encoder() -> Optional[Callable[[Any, int], Iterable[str]]]:
     """`json.dumps(x, separators=(",", ":"))`, with the encoder built once instead of per call
     (the same text; half the cost per envelope). Circular data: see `_record_text`."""
     make = getattr(json.encoder, "c_make_encoder", None)
@@ -65,7 +65,7 @@ def _compact_encoder():
 _ENCODE = _compact_encoder()
 
 
-def _record_text(record: dict) -> str:
+def _record_text(record: dict[str, Any]) -> str:
     """The stored JSON text of one envelope record (byte-identical to `json.dumps` with compact
     separators). Data that is not JSON raises TypeError/ValueError exactly as `json.dumps` does."""
     if _ENCODE is not None:
@@ -108,7 +108,7 @@ def _shape_problem(rec: Any) -> str:
     return ""
 
 
-def session_row(record: dict) -> SessionRow:
+def session_row(record: dict[str, Any]) -> SessionRow:
     """A new session's creation record as stored (every engine): its id, the batch task it belongs
     to (`labels.task_id`, or None), its JSON text (sorted keys) and checksum."""
     sid = check_session_id(record["session_id"])
@@ -126,7 +126,7 @@ def envelope_row(envelope: Envelope, global_seq: int) -> EnvelopeRow:
     return (global_seq, sid, seq, envelope.event_type, text, zlib.crc32(f"{sid}\x00{seq}\x00{text}".encode("utf-8")))
 
 
-def decode_session(sid: str, text: Any, crc: int) -> Union[dict, Corrupt]:
+def decode_session(sid: str, text: Any, crc: int) -> Union[dict[str, Any], Corrupt]:
     """A stored session record (checksum, JSON, shape), or what is wrong with it; every engine uses this."""
     if not isinstance(text, str) or _crc(sid, 0, text) != crc:
         return Corrupt(sid, 0, "session record checksum mismatch")
@@ -338,7 +338,7 @@ class SQLiteStore:
         if sessions and self._lock is not None:
             self._lock.session_created(len(sessions))  # one write of the lock file per group
 
-    def append_telemetry(self, session_id: str, event: dict) -> None:
+    def append_telemetry(self, session_id: str, event: dict[str, Any]) -> None:
         check_session_id(session_id)
         self.db.execute("INSERT INTO telemetry (session_id, record) VALUES (?, ?)",
                         (session_id, json.dumps(event, sort_keys=True)))
@@ -348,7 +348,7 @@ class SQLiteStore:
         row = self.db.execute("SELECT MAX(gseq) FROM envelopes").fetchone()
         return row[0] or 0
 
-    def sessions(self) -> Iterator[Union[dict, Corrupt]]:
+    def sessions(self) -> Iterator[Union[dict[str, Any], Corrupt]]:
         try:
             rows = self.db.execute("SELECT session_id, record, crc FROM sessions ORDER BY n").fetchall()
         except sqlite3.DatabaseError as exc:  # a damaged file: report it, and read nothing more
@@ -357,7 +357,7 @@ class SQLiteStore:
         for sid, text, crc in rows:
             yield decode_session(sid, text, crc)
 
-    def session_record(self, session_id: str) -> Optional[Union[dict, Corrupt]]:
+    def session_record(self, session_id: str) -> Optional[Union[dict[str, Any], Corrupt]]:
         """One session's creation record (checked like `sessions` checks it), or None."""
         check_session_id(session_id)
         row = self.db.execute("SELECT session_id, record, crc FROM sessions WHERE session_id = ?",
@@ -370,7 +370,7 @@ class SQLiteStore:
     def forget(self, session_id: str) -> None:
         """(Nothing to drop: a SQLite store keeps no copy of a session's log.)"""
 
-    def query(self, sql: str, params: Any = ()) -> list[tuple]:
+    def query(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
         return self.db.execute(sql, params).fetchall()
 
     def stream(self) -> Iterator[Union[Envelope, Corrupt]]:
@@ -405,7 +405,7 @@ class SQLiteStore:
             for sid, seq, text, crc in rows:
                 yield decode_envelope(sid, seq, text, crc)
 
-    def telemetry(self, session_id: str) -> list[dict]:
+    def telemetry(self, session_id: str) -> list[dict[str, Any]]:
         check_session_id(session_id)
         return [json.loads(t) for (t,) in self.db.execute(
             "SELECT record FROM telemetry WHERE session_id = ? ORDER BY id", (session_id,))]
@@ -452,7 +452,7 @@ class _WriterLock:
         self.sessions = recorded if isinstance(recorded, int) and not isinstance(recorded, bool) else 0
 
     @staticmethod
-    def _read(file: str) -> dict:
+    def _read(file: str) -> dict[str, Any]:
         try:
             with open(file, encoding="utf-8") as fh:
                 data = json.loads(fh.read(4096) or "{}")

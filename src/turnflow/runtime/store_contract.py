@@ -70,6 +70,7 @@ class Store(Protocol):
 
     path: str  # where it is, for messages (a PostgreSQL URL without its password)
     read_only: bool
+    damage: Optional[str]  # what an integrity check found when an existing store was opened read-only
     batch_failures: list[str]  # why whole group statements failed and were retried session by session
 
     @property

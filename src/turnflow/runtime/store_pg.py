@@ -35,7 +35,8 @@ import json
 import threading
 import time
 from collections import deque
-from typing import Any, Iterator, Optional, Union
+from types import ModuleType
+from typing import Any, Iterator, Optional, TypeGuard, Union
 
 from turnflow.runtime.envelope import Envelope
 from turnflow.runtime.errors import StoreError
@@ -43,7 +44,7 @@ from turnflow.runtime.pg_leases import TaskLeases
 from turnflow.runtime.session import check_session_id
 from turnflow.runtime.dialect import POSTGRESQL, Dialect
 from turnflow.runtime.store import Corrupt, decode_envelope, decode_session
-from turnflow.runtime.store_contract import CommitUnits, Refusals
+from turnflow.runtime.store_contract import CommitUnits, EnvelopeRow, Refusals, SessionRow
 from turnflow.runtime.tasks import LeaseLost
 
 SCHEMA_VERSION = 1
@@ -158,7 +159,7 @@ def _set_read_only(conn: Any) -> None:
     conn.execute("SELECT set_config('default_transaction_read_only', 'on', false)")
 
 
-def _import_psycopg():
+def _import_psycopg() -> tuple[ModuleType, ModuleType]:
     try:
         import psycopg
         import psycopg_pool
@@ -184,6 +185,11 @@ class TailLost(LeaseLost):
     the session must be continued from its stored log (a batch worker gives the task back)."""
 
 
+_TelemetryRow = tuple[str, str]  # (session_id, record JSON)
+# (task_id, state, result JSON, session_id or None, its last seq written here or None)
+_Finish = tuple[str, str, str, Optional[str], Optional[int]]
+
+
 class _Unit:
     """One piece of work for the committer: a group (session records and envelopes, staged by a
     hub in one event-loop tick or written alone by `append`), a telemetry row, or a task to
@@ -192,8 +198,9 @@ class _Unit:
 
     __slots__ = ("sessions", "rows", "envs", "tels", "fin", "future", "loop")
 
-    def __init__(self, sessions: list, rows: list, envs: list, tels: list, fin: Optional[tuple],
-                 future: Optional[asyncio.Future], loop: Optional[asyncio.AbstractEventLoop]) -> None:
+    def __init__(self, sessions: list[SessionRow], rows: list[EnvelopeRow], envs: list[Envelope],
+                 tels: list[_TelemetryRow], fin: Optional[_Finish], future: Optional[asyncio.Future[Any]],
+                 loop: Optional[asyncio.AbstractEventLoop]) -> None:
         self.sessions = sessions  # [(session_id, task_id, record text, crc)]
         self.rows = rows  # envelope rows: [(gseq, session_id, seq, event_type, record text, crc)]
         self.envs = envs  # their envelopes, kept in this process's log copy once committed
@@ -201,7 +208,7 @@ class _Unit:
         self.fin = fin  # (task_id, state, result text, session_id or None, its last seq written here or None)
         self.future, self.loop = future, loop
 
-    def session_ids(self) -> set:
+    def session_ids(self) -> set[str]:
         return {r[0] for r in self.sessions} | {r[1] for r in self.rows}
 
     def split(self) -> list["_Unit"]:
@@ -209,14 +216,14 @@ class _Unit:
         if self.fin is not None or len(self.session_ids()) <= 1:
             return [self]
         parts: dict[str, _Unit] = {}
-        for r in self.sessions:
-            parts.setdefault(r[0], _Unit([], [], [], [], None, None, None)).sessions.append(r)
+        for s in self.sessions:
+            parts.setdefault(s[0], _Unit([], [], [], [], None, None, None)).sessions.append(s)
         for r, e in zip(self.rows, self.envs):
             u = parts.setdefault(r[1], _Unit([], [], [], [], None, None, None))
             u.rows.append(r)
             u.envs.append(e)
-        for r in self.tels:
-            parts.setdefault(r[0], _Unit([], [], [], [], None, None, None)).tels.append(r)
+        for t in self.tels:
+            parts.setdefault(t[0], _Unit([], [], [], [], None, None, None)).tels.append(t)
         return list(parts.values())
 
 
@@ -248,6 +255,7 @@ class PostgresStore:
         self.worker = worker
         self.leases = TaskLeases(worker) if worker is not None else None  # what every commit checks
         self.read_only = read_only
+        self.damage: Optional[str] = None  # the server checks its own pages; nothing to report here
         try:
             with psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(connect_timeout))) as conn:
                 if read_only:
@@ -345,7 +353,7 @@ class PostgresStore:
             self._cache[row[0]] = []  # a new session: this process holds its whole log from now
         return self._enqueue(_Unit(units.sessions, units.rows, units.envelopes, [], None, None, None))
 
-    def append_telemetry(self, session_id: str, event: dict) -> None:
+    def append_telemetry(self, session_id: str, event: dict[str, Any]) -> None:
         """Telemetry rides along with the next group commit (it is not under the envelope promise)."""
         check_session_id(session_id)
         unit = _Unit([], [], [], [(session_id, json.dumps(event, sort_keys=True))], None, None, None)
@@ -356,7 +364,7 @@ class PostgresStore:
             return
         self._submit(unit)
 
-    def finish_task(self, task_id: str, state: str, result: dict, session_id: Optional[str]) -> asyncio.Future:
+    def finish_task(self, task_id: str, state: str, result: dict[str, Any], session_id: Optional[str]) -> asyncio.Future[bool]:
         """Record a task as finished in the next group commit (never in the statement of its
         session's own rows); the future resolves to whether this worker still held the task.
         Needs a running event loop and a worker's store."""
@@ -367,7 +375,7 @@ class PostgresStore:
                      None, None)
         return self._enqueue(unit)
 
-    def _enqueue(self, unit: _Unit) -> asyncio.Future:
+    def _enqueue(self, unit: _Unit) -> asyncio.Future[Any]:
         loop = asyncio.get_running_loop()
         unit.loop = loop
         unit.future = loop.create_future()
@@ -416,7 +424,7 @@ class PostgresStore:
         self._queue.clear()
         if not any(u.fin is not None for u in units):
             return units, []
-        touched: set = set()
+        touched: set[str] = set()
         for u in units:
             if u.fin is None:
                 touched |= u.session_ids()
@@ -462,10 +470,10 @@ class PostgresStore:
         except Exception as exc:  # pragma: no cover - pool closed, connection lost: fail every waiter
             outcomes = {i: StoreError(f"{self.path}: {_first_line(exc)}") for i in range(len(batch))}
         # one hand-off per event loop, not one per unit: each call_soon_threadsafe wakes the loop
-        settle: dict[asyncio.AbstractEventLoop, list] = {}
+        settle: dict[asyncio.AbstractEventLoop, list[tuple[_Unit, asyncio.Future[Any], Any]]] = {}
         for i, u in enumerate(batch):
             if u.future is not None and u.loop is not None:
-                settle.setdefault(u.loop, []).append((u, outcomes.get(i)))
+                settle.setdefault(u.loop, []).append((u, u.future, outcomes.get(i)))
         for loop, items in settle.items():
             try:
                 loop.call_soon_threadsafe(self._settle_all, items)
@@ -568,7 +576,7 @@ class PostgresStore:
         if leases is not None:
             params.update(leases.params(sessions, rows, tels, fins))
         sql = commit_sql(leases is not None, bool(sessions), bool(rows), bool(tels), bool(fins) and leases is not None)
-        written: tuple[set, set, set, set] = (set(), set(), set(), set())
+        written: tuple[set[str], set[str], set[str], set[str]] = (set(), set(), set(), set())
         for kind, key in conn.execute(sql, params):
             written[kind].add(key)
         self.commits += 1
@@ -600,11 +608,10 @@ class PostgresStore:
             while self._inflight:
                 self._cond.wait()
 
-    def _settle_all(self, items: list) -> None:
+    def _settle_all(self, items: list[tuple[_Unit, asyncio.Future[Any], Any]]) -> None:
         """On the event loop: record each committed envelope in this process's log copy, in
         commit order, then resolve the futures (a group's with its refusals, a failure raises)."""
-        for unit, outcome in items:
-            fut = unit.future
+        for unit, fut, outcome in items:
             if isinstance(outcome, BaseException):
                 if not fut.done():
                     fut.set_exception(outcome)
@@ -627,7 +634,7 @@ class PostgresStore:
     def dialect(self) -> Dialect:
         return POSTGRESQL
 
-    def query(self, sql: str, params: Any = ()) -> list[tuple]:
+    def query(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
         with self.pool.connection() as conn:
             return conn.execute(sql, params).fetchall()
 
@@ -638,7 +645,7 @@ class PostgresStore:
         """(Not tracked: PostgreSQL's own log keeps committed rows.)"""
         return None
 
-    def sessions(self) -> Iterator[Union[dict, Corrupt]]:
+    def sessions(self) -> Iterator[Union[dict[str, Any], Corrupt]]:
         with self.pool.connection() as conn, conn.transaction():
             with conn.cursor(name="turnflow_sessions_scan") as cur:
                 cur.itersize = 512
@@ -646,7 +653,7 @@ class PostgresStore:
                 for sid, text, crc in cur:
                     yield decode_session(sid, text, crc)
 
-    def session_record(self, session_id: str) -> Optional[Union[dict, Corrupt]]:
+    def session_record(self, session_id: str) -> Optional[Union[dict[str, Any], Corrupt]]:
         check_session_id(session_id)
         with self.pool.connection() as conn:
             row = conn.execute("SELECT session_id, record, crc FROM turnflow_sessions WHERE session_id = %s",
@@ -679,11 +686,11 @@ class PostgresStore:
         worker taking the session over)."""
         self._cache.pop(session_id, None)
         items = list(self.read_range(session_id))
-        if all(isinstance(e, Envelope) for e in items):
-            self._cache[session_id] = items  # type: ignore[assignment]
+        if _all_envelopes(items):
+            self._cache[session_id] = items
         return items
 
-    def telemetry(self, session_id: str) -> list[dict]:
+    def telemetry(self, session_id: str) -> list[dict[str, Any]]:
         check_session_id(session_id)
         self.flush()
         with self.pool.connection() as conn:
@@ -706,13 +713,13 @@ class PostgresStore:
 
 
 
-def _refusals(u: _Unit, made: set, envs: set, follows: set) -> dict[str, BaseException]:
+def _refusals(u: _Unit, made: set[str], envs: set[str], follows: set[str]) -> Refusals:
     """A group's sessions the statement did not write, each with why: a lost lease, or a stored
     log that ends before the group's first envelope (`follows`: the sessions it continues)."""
     refused: dict[str, BaseException] = {}
-    for r in u.sessions:
-        if r[0] not in made:
-            refused[r[0]] = LeaseLost(f"task {r[1]!r}: this worker no longer holds its lease "
+    for s in u.sessions:
+        if s[0] not in made:
+            refused[s[0]] = LeaseLost(f"task {s[1]!r}: this worker no longer holds its lease "
                                       "(or it already has a session); the session was not created")
     for r in u.rows:
         if str(r[0]) in envs or r[1] in refused:
@@ -725,6 +732,10 @@ def _refusals(u: _Unit, made: set, envs: set, follows: set) -> dict[str, BaseExc
             refused[r[1]] = LeaseLost(f"session {r[1]}: this worker lost the task's lease "
                                       "(another worker took it over); the envelope was not written")
     return refused
+
+
+def _all_envelopes(items: list[Union[Envelope, Corrupt]]) -> TypeGuard[list[Envelope]]:
+    return all(isinstance(e, Envelope) for e in items)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -46,6 +46,7 @@ class SessionScopedStore:
         self.owner = owner
         self.path = store.path
         self.read_only = store.read_only
+        self.damage = store.damage
         self.batch_failures = store.batch_failures
 
     @property

@@ -43,15 +43,15 @@ class TaskQueue(Protocol):
     def load(self, tasks: list[Task], spec_hash: str) -> int: ...
     def claim(self, worker: str, n: int, lease: float) -> list[Claim]: ...
     def renew(self, worker: str, lease: float) -> set[str]: ...
-    def finish(self, worker: str, task_id: str, state: str, result: dict) -> bool: ...
-    async def finish_grouped(self, worker: str, task_id: str, state: str, result: dict,
+    def finish(self, worker: str, task_id: str, state: str, result: dict[str, Any]) -> bool: ...
+    async def finish_grouped(self, worker: str, task_id: str, state: str, result: dict[str, Any],
                              session_id: Optional[str]) -> bool: ...
     def release_task(self, worker: str, task_id: str) -> bool: ...
     def release(self, worker: str) -> int: ...
     def counts(self) -> dict[str, int]: ...
     def unfinished(self) -> bool: ...
     async def wait_for_change(self, timeout: float) -> None: ...
-    def results(self, ids: list[str]) -> dict[str, tuple[str, Optional[dict]]]: ...
+    def results(self, ids: list[str]) -> dict[str, tuple[str, Optional[dict[str, Any]]]]: ...
     def close(self) -> None: ...
 
 # A claim takes the first `n` tasks by file order among the pending ones and the running ones whose
@@ -105,7 +105,7 @@ def _due(queue: Any) -> bool:
     return True
 
 
-def _mismatch(t: Task, row: tuple, spec_hash: str) -> Optional[str]:
+def _mismatch(t: Task, row: tuple[Any, ...], spec_hash: str) -> Optional[str]:
     task, context, h = row
     if h != spec_hash:
         return f"task {t.id!r} (line {t.line}) was started with another flow on this store; use another store"
@@ -189,13 +189,13 @@ class SQLiteTaskQueue:
                                "RETURNING id", (time.time() + lease, worker)).fetchall()
         return {r[0] for r in rows}
 
-    def finish(self, worker: str, task_id: str, state: str, result: dict) -> bool:
+    def finish(self, worker: str, task_id: str, state: str, result: dict[str, Any]) -> bool:
         cur = self.db.execute("UPDATE turnflow_tasks SET state = ?, result = ?, worker = NULL, lease_until = NULL "
                               "WHERE id = ? AND worker = ? AND state = 'running'",
                               (state, json.dumps(result, sort_keys=True), task_id, worker))
         return cur.rowcount == 1
 
-    async def finish_grouped(self, worker: str, task_id: str, state: str, result: dict,
+    async def finish_grouped(self, worker: str, task_id: str, state: str, result: dict[str, Any],
                              session_id: Optional[str]) -> bool:
         """`finish` (one local transaction: nothing to share)."""
         return self.finish(worker, task_id, state, result)
@@ -227,8 +227,8 @@ class SQLiteTaskQueue:
         """Whether a task is still pending or running (two index probes, not a count of the list)."""
         return bool(self.db.execute(_UNFINISHED).fetchone()[0])
 
-    def results(self, ids: list[str]) -> dict[str, tuple[str, Optional[dict]]]:
-        out: dict[str, tuple[str, Optional[dict]]] = {}
+    def results(self, ids: list[str]) -> dict[str, tuple[str, Optional[dict[str, Any]]]]:
+        out: dict[str, tuple[str, Optional[dict[str, Any]]]] = {}
         for i in range(0, len(ids), 500):
             chunk = ids[i:i + 500]
             marks = ",".join("?" * len(chunk))
@@ -290,7 +290,7 @@ class PostgresTaskQueue:
                                 "WHERE worker = %s AND state = 'running' RETURNING id", (float(lease), worker)).fetchall()
         return {r[0] for r in rows}
 
-    def finish(self, worker: str, task_id: str, state: str, result: dict) -> bool:
+    def finish(self, worker: str, task_id: str, state: str, result: dict[str, Any]) -> bool:
         with self.pool.connection() as conn:
             cur = conn.execute("UPDATE turnflow_tasks SET state = %s, result = %s, worker = NULL, lease_until = NULL "
                                "WHERE id = %s AND worker = %s AND state = 'running'",
@@ -298,7 +298,7 @@ class PostgresTaskQueue:
             conn.execute(_NOTIFY)
             return cur.rowcount == 1
 
-    async def finish_grouped(self, worker: str, task_id: str, state: str, result: dict,
+    async def finish_grouped(self, worker: str, task_id: str, state: str, result: dict[str, Any],
                              session_id: Optional[str]) -> bool:
         """`finish`, written with the store's next group commit instead of a transaction of its own
         (a batch worker finishing many tasks a second shares its statements)."""
@@ -360,7 +360,7 @@ class PostgresTaskQueue:
             finally:
                 self._listener = None
 
-    def results(self, ids: list[str]) -> dict[str, tuple[str, Optional[dict]]]:
+    def results(self, ids: list[str]) -> dict[str, tuple[str, Optional[dict[str, Any]]]]:
         with self.pool.connection() as conn:
             rows = conn.execute("SELECT id, state, result FROM turnflow_tasks WHERE id = ANY(%s)", (ids,)).fetchall()
         return {tid: (state, json.loads(res) if res else None) for tid, state, res in rows}

@@ -10,6 +10,7 @@ import re
 from typing import Any, Iterable, Union
 
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _MISSING = object()
@@ -49,7 +50,7 @@ def _show(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _walk(loc: tuple, data: Any) -> tuple[list[Union[str, int]], Any]:
+def _walk(loc: tuple[Union[str, int], ...], data: Any) -> tuple[list[Union[str, int]], Any]:
     """The JSON path parts of pydantic's `loc` in `data` (dropping the tags
     pydantic inserts for a tagged union's member) and the value found there."""
     parts: list[Union[str, int]] = []
@@ -81,7 +82,7 @@ _EXPECTED_TYPE = {"model_type": "an object", "dict_type": "an object", "model_at
                   "float_type": "a number", "number_type": "a number"}
 
 
-def _reason(err: Any, value: Any, parts: list) -> tuple[list, str]:
+def _reason(err: ErrorDetails, value: Any, parts: list[Union[str, int]]) -> tuple[list[Union[str, int]], str]:
     kind, ctx = err["type"], err.get("ctx") or {}
     if kind == "missing":
         return parts[:-1], f"{parts[-1]!r} is a required property"

@@ -24,7 +24,7 @@ Adding a kind is one class with its `Args` model and an entry in
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, ClassVar, Iterator, Literal, Optional, Union, get_args
+from typing import Annotated, Any, Callable, ClassVar, Iterable, Iterator, Literal, Optional, Union, cast, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, TypeAdapter, ValidationError, ValidationInfo, field_validator, \
     model_validator
@@ -38,6 +38,8 @@ __all__ = ["DEFAULT_REASON", "NO_PARTICIPANTS_REASON", "compare"]  # re-exported
 LOADS = {"ag2_loads": True}
 
 NonEmpty = Annotated[str, Field(min_length=1)]
+#: a renaming of agent ids (`with_agents`)
+Rename = Callable[[str], str]
 
 
 def _loads(info: ValidationInfo) -> bool:
@@ -111,7 +113,7 @@ class BaseCondition(m.ConditionMeaning, _Named):
         """Agent ids this condition names, with their JSON paths."""
         return iter(())
 
-    def with_agents(self, rename) -> "BaseCondition":
+    def with_agents(self, rename: Rename) -> "BaseCondition":
         """This condition with every agent id `a` replaced by `rename(a)`."""
         return self
 
@@ -120,7 +122,7 @@ class Always(m.AlwaysMeaning, BaseCondition):
     name: Literal["always"]
     args: NoArgs
 
-    def partial(self, speaker, packet):
+    def partial(self, speaker: str, packet: bool) -> Union[bool, BaseCondition]:
         return True
 
 
@@ -132,13 +134,13 @@ class FromSpeaker(m.FromSpeakerMeaning, BaseCondition):
     name: Literal["from_speaker"]
     args: FromSpeakerArgs
 
-    def partial(self, speaker, packet):
+    def partial(self, speaker: str, packet: bool) -> Union[bool, BaseCondition]:
         return self.args.agent_id == speaker
 
-    def agent_refs(self, path):
+    def agent_refs(self, path: str) -> Iterator[tuple[str, str]]:
         yield self.args.agent_id, f"{path}.args.agent_id"
 
-    def with_agents(self, rename):
+    def with_agents(self, rename: Rename) -> "FromSpeaker":
         return from_speaker(rename(self.args.agent_id))
 
     def describe(self) -> str:
@@ -153,7 +155,7 @@ class ToolCalled(m.ToolCalledMeaning, BaseCondition):
     name: Literal["tool_called"]
     args: ToolCalledArgs
 
-    def partial(self, speaker, packet):
+    def partial(self, speaker: str, packet: bool) -> Union[bool, BaseCondition]:
         return self if packet else False  # only a packet carries a routing tool
 
     def describe(self) -> str:
@@ -202,11 +204,11 @@ class _Junction(BaseCondition):
     decisive: ClassVar[bool]
     args: ConditionListArgs
 
-    def join(self, conditions: list) -> "_Junction":
+    def join(self, conditions: list[BaseCondition]) -> "_Junction":
         """A junction of the same kind over `conditions`."""
         raise NotImplementedError
 
-    def partial(self, speaker, packet):
+    def partial(self, speaker: str, packet: bool) -> Union[bool, BaseCondition]:
         rest = []
         for c in self.args.conditions:
             p = c.partial(speaker, packet)
@@ -220,14 +222,14 @@ class _Junction(BaseCondition):
             return rest[0]
         return self.join(rest)
 
-    def children(self):
+    def children(self) -> tuple[BaseCondition, ...]:
         return tuple(self.args.conditions)
 
-    def agent_refs(self, path):
+    def agent_refs(self, path: str) -> Iterator[tuple[str, str]]:
         for i, c in enumerate(self.args.conditions):
             yield from c.agent_refs(f"{path}.args.conditions[{i}]")
 
-    def with_agents(self, rename):
+    def with_agents(self, rename: Rename) -> "_Junction":
         return self.join([c.with_agents(rename) for c in self.args.conditions])
 
 
@@ -243,7 +245,7 @@ class AllOf(m.AllOfMeaning, _Junction):
     name: Literal["all_of"]
     args: AllOfArgs
 
-    def join(self, conditions):
+    def join(self, conditions: list[BaseCondition]) -> "AllOf":
         return all_of(conditions)
 
     def describe(self) -> str:
@@ -285,7 +287,7 @@ class AnyOf(m.AnyOfMeaning, _Junction):
     name: Literal["any_of"]
     args: AnyOfArgs
 
-    def join(self, conditions):
+    def join(self, conditions: list[BaseCondition]) -> "AnyOf":
         return any_of(conditions)
 
     def describe(self) -> str:
@@ -304,19 +306,19 @@ class Not(m.NotMeaning, BaseCondition):
     name: Literal["not"]
     args: NotArgs
 
-    def partial(self, speaker, packet):
+    def partial(self, speaker: str, packet: bool) -> Union[bool, BaseCondition]:
         p = self.args.condition.partial(speaker, packet)
         if p is True or p is False:
             return not p
         return negate(p)
 
-    def children(self):
+    def children(self) -> tuple[BaseCondition, ...]:
         return (self.args.condition,)
 
-    def agent_refs(self, path):
+    def agent_refs(self, path: str) -> Iterator[tuple[str, str]]:
         yield from self.args.condition.agent_refs(f"{path}.args.condition")
 
-    def with_agents(self, rename):
+    def with_agents(self, rename: Rename) -> "Not":
         return negate(self.args.condition.with_agents(rename))
 
     def describe(self) -> str:
@@ -347,7 +349,7 @@ class BaseTarget(m.TargetMeaning, _Named):
     def agent_refs(self, path: str) -> Iterator[tuple[str, str]]:
         return iter(())
 
-    def with_agents(self, rename) -> "BaseTarget":
+    def with_agents(self, rename: Rename) -> "BaseTarget":
         return self
 
 
@@ -359,10 +361,10 @@ class AgentTarget(m.AgentMeaning, BaseTarget):
     name: Literal["agent"]
     args: AgentArgs
 
-    def agent_refs(self, path):
+    def agent_refs(self, path: str) -> Iterator[tuple[str, str]]:
         yield self.args.agent_id, f"{path}.args.agent_id"
 
-    def with_agents(self, rename):
+    def with_agents(self, rename: Rename) -> "AgentTarget":
         return agent(rename(self.args.agent_id))
 
     def describe(self) -> str:
@@ -427,6 +429,12 @@ EXTENSION_TARGETS = tuple(get_args(t.model_fields["name"].annotation)[0] for t i
 
 
 # -- constructors ------------------------------------------------------------------------------
+def _members(conditions: Iterable[BaseCondition]) -> list[Condition]:
+    """`conditions` as the `Condition` union the models declare: every `BaseCondition` is one of
+    its members (a kind is a class plus its entry in `Condition`), which mypy cannot see."""
+    return cast("list[Condition]", list(conditions))
+
+
 def always() -> Always:
     return Always(name="always", args=NoArgs())
 
@@ -447,20 +455,20 @@ def text_contains(text: str) -> TextContains:
     return TextContains(name="text_contains", args=TextContainsArgs(text=text))
 
 
-def all_of(conditions: list) -> AllOf:
-    return AllOf(name="all_of", args=AllOfArgs(conditions=list(conditions)))
+def all_of(conditions: Iterable[BaseCondition]) -> AllOf:
+    return AllOf(name="all_of", args=AllOfArgs(conditions=_members(conditions)))
 
 
 def context_compare(key: str, op: str, value: Any, length: bool = False) -> ContextCompare:
     return ContextCompare(name="context_compare", args=ContextCompareArgs(key=key, op=op, value=value, len=length))  # type: ignore[arg-type]
 
 
-def any_of(conditions: list) -> AnyOf:
-    return AnyOf(name="any_of", args=AnyOfArgs(conditions=list(conditions)))
+def any_of(conditions: Iterable[BaseCondition]) -> AnyOf:
+    return AnyOf(name="any_of", args=AnyOfArgs(conditions=_members(conditions)))
 
 
-def negate(condition: Any) -> Not:
-    return Not(name="not", args=NotArgs(condition=condition))
+def negate(condition: BaseCondition) -> Not:
+    return Not(name="not", args=NotArgs(condition=cast("Condition", condition)))  # a member, as in _members
 
 
 def previous_speaker() -> PreviousSpeaker:
@@ -566,14 +574,14 @@ class TransitionGraph(Model):
             yield from tr.then.agent_refs(f"{root}.transitions[{i}].then")
         yield from self.default_target.agent_refs(f"{root}.default_target")
 
-    def check_agents(self, participants, root: str = "$", speakers: bool = True) -> None:
+    def check_agents(self, participants: Iterable[str], root: str = "$", speakers: bool = True) -> None:
         """Every agent id named (see `agent_refs`) is a participant, else `SpecError`."""
         known = set(participants)
         for agent_id, path in self.agent_refs(root, speakers):
             if agent_id not in known:
                 raise SpecError(path, f"{agent_id!r} is not a participant (participants: {', '.join(participants)})")
 
-    def with_agents(self, rename) -> "TransitionGraph":
+    def with_agents(self, rename: Rename) -> "TransitionGraph":
         """The graph with every agent id `a` replaced by `rename(a)`."""
         return TransitionGraph(
             initial_speaker=rename(self.initial_speaker),
@@ -582,7 +590,7 @@ class TransitionGraph(Model):
             default_target=self.default_target.with_agents(rename), max_turns=self.max_turns)  # type: ignore[arg-type]
 
 
-def parse(model: Any, data: Any, root: str = "$", context: Optional[dict] = None) -> Any:
+def parse(model: Any, data: Any, root: str = "$", context: Optional[dict[str, Any]] = None) -> Any:
     """`model.model_validate(data)` (a model class, or a pydantic TypeAdapter),
     with pydantic's first error as a `SpecError` at its JSON path."""
     try:

@@ -31,6 +31,13 @@ DEFAULT_REASON = "after_work"
 #: the close reason of a `round_robin` target with nobody to hand to
 NO_PARTICIPANTS_REASON = "no_participants"
 
+#: the shared context a condition reads (JSON values by key)
+Context = dict[str, Any]
+#: the participants in speaking order
+Order = tuple[str, ...]
+#: what a target resolves to: (next speaker or None, close reason, chosen by round robin)
+Resolved = tuple[Optional[str], str, bool]
+
 
 # ---------------------------------------------------------------------------------------------
 #  Conditions
@@ -39,7 +46,7 @@ class ConditionMeaning:
     __slots__ = ()
     args: Any
 
-    def holds(self, speaker: str, context: dict, tool: Optional[str], text: Optional[str]) -> bool:
+    def holds(self, speaker: str, context: Context, tool: Optional[str], text: Optional[str]) -> bool:
         raise NotImplementedError
 
     def decide(self, speaker: str, owned: Optional[Collection[str]]) -> Optional[bool]:
@@ -55,51 +62,51 @@ class ConditionMeaning:
 class AlwaysMeaning(ConditionMeaning):
     __slots__ = ()
 
-    def holds(self, speaker, context, tool, text) -> bool:
+    def holds(self, speaker: str, context: Context, tool: Optional[str], text: Optional[str]) -> bool:
         return True
 
-    def decide(self, speaker, owned):
+    def decide(self, speaker: str, owned: Optional[Collection[str]]) -> Optional[bool]:
         return True
 
 
 class FromSpeakerMeaning(ConditionMeaning):
     __slots__ = ()
 
-    def holds(self, speaker, context, tool, text) -> bool:
+    def holds(self, speaker: str, context: Context, tool: Optional[str], text: Optional[str]) -> bool:
         return self.args.agent_id == speaker
 
-    def decide(self, speaker, owned):
+    def decide(self, speaker: str, owned: Optional[Collection[str]]) -> Optional[bool]:
         return self.args.agent_id == speaker
 
 
 class ToolCalledMeaning(ConditionMeaning):
     __slots__ = ()
 
-    def holds(self, speaker, context, tool, text) -> bool:
+    def holds(self, speaker: str, context: Context, tool: Optional[str], text: Optional[str]) -> bool:
         return tool == self.args.tool_name
 
-    def decide(self, speaker, owned):
+    def decide(self, speaker: str, owned: Optional[Collection[str]]) -> Optional[bool]:
         return False if owned is not None and self.args.tool_name not in owned else None
 
 
 class ContextEqualsMeaning(ConditionMeaning):
     __slots__ = ()
 
-    def holds(self, speaker, context, tool, text) -> bool:
+    def holds(self, speaker: str, context: Context, tool: Optional[str], text: Optional[str]) -> bool:
         return context.get(self.args.key) == self.args.value
 
 
 class TextContainsMeaning(ConditionMeaning):
     __slots__ = ()
 
-    def holds(self, speaker, context, tool, text) -> bool:
+    def holds(self, speaker: str, context: Context, tool: Optional[str], text: Optional[str]) -> bool:
         return isinstance(text, str) and self.args.text in text
 
 
 class ContextCompareMeaning(ConditionMeaning):
     __slots__ = ()
 
-    def holds(self, speaker, context, tool, text) -> bool:
+    def holds(self, speaker: str, context: Context, tool: Optional[str], text: Optional[str]) -> bool:
         a = self.args
         return compare(context.get(a.key), a.op, a.value, a.len)
 
@@ -107,10 +114,10 @@ class ContextCompareMeaning(ConditionMeaning):
 class AllOfMeaning(ConditionMeaning):
     __slots__ = ()
 
-    def holds(self, speaker, context, tool, text) -> bool:
+    def holds(self, speaker: str, context: Context, tool: Optional[str], text: Optional[str]) -> bool:
         return all(c.holds(speaker, context, tool, text) for c in self.args.conditions)
 
-    def decide(self, speaker, owned):
+    def decide(self, speaker: str, owned: Optional[Collection[str]]) -> Optional[bool]:
         verdict: Optional[bool] = True
         for c in self.args.conditions:
             d = c.decide(speaker, owned)
@@ -124,14 +131,14 @@ class AllOfMeaning(ConditionMeaning):
 class AnyOfMeaning(ConditionMeaning):
     __slots__ = ()
 
-    def holds(self, speaker, context, tool, text) -> bool:
+    def holds(self, speaker: str, context: Context, tool: Optional[str], text: Optional[str]) -> bool:
         return any(c.holds(speaker, context, tool, text) for c in self.args.conditions)
 
 
 class NotMeaning(ConditionMeaning):
     __slots__ = ()
 
-    def holds(self, speaker, context, tool, text) -> bool:
+    def holds(self, speaker: str, context: Context, tool: Optional[str], text: Optional[str]) -> bool:
         return not self.args.condition.holds(speaker, context, tool, text)
 
 
@@ -175,13 +182,12 @@ class TargetMeaning:
     #: True when the target also depends on who spoke before the last speaker (`previous_speaker`)
     uses_previous: ClassVar[bool] = False
 
-    def resolve(self, speaker: str, order: tuple, initiator: str,
-                previous: Optional[str] = None) -> tuple[Optional[str], str, bool]:
+    def resolve(self, speaker: str, order: Order, initiator: str, previous: Optional[str] = None) -> Resolved:
         """`previous`: the participant who spoke before `speaker` (None on the first turn);
         only `previous_speaker` reads it."""
         raise NotImplementedError
 
-    def successors(self, speaker: str, order: tuple, initiator: Optional[str],
+    def successors(self, speaker: str, order: Order, initiator: Optional[str],
                    previous: Iterable[Optional[str]] = (None,)) -> list[Optional[str]]:
         """The abstract `resolve` (the speaker-graph analysis, docs/analysis.md): every next
         speaker (None: the session closes) this target can give when `speaker` spoke last,
@@ -199,14 +205,15 @@ class TargetMeaning:
 class AgentMeaning(TargetMeaning):
     __slots__ = ()
 
-    def resolve(self, speaker, order, initiator, previous=None):
+    def resolve(self, speaker: str, order: Order, initiator: str, previous: Optional[str] = None) -> Resolved:
         return self.args.agent_id, "", False
 
-    def successors(self, speaker, order, initiator, previous=(None,)):
+    def successors(self, speaker: str, order: Order, initiator: Optional[str],
+                   previous: Iterable[Optional[str]] = (None,)) -> list[Optional[str]]:
         return [self.args.agent_id]
 
 
-def next_in_order(speaker: str, order: tuple) -> tuple[Optional[str], str, bool]:
+def next_in_order(speaker: str, order: Order) -> Resolved:
     """`round_robin`: the participant after `speaker` (the first one when `speaker` is none)."""
     if not order:
         return None, NO_PARTICIPANTS_REASON, False
@@ -218,41 +225,44 @@ def next_in_order(speaker: str, order: tuple) -> tuple[Optional[str], str, bool]
 class RoundRobinMeaning(TargetMeaning):
     __slots__ = ()
 
-    def resolve(self, speaker, order, initiator, previous=None):
+    def resolve(self, speaker: str, order: Order, initiator: str, previous: Optional[str] = None) -> Resolved:
         return next_in_order(speaker, order)
 
 
 class StayMeaning(TargetMeaning):
     __slots__ = ()
 
-    def resolve(self, speaker, order, initiator, previous=None):
+    def resolve(self, speaker: str, order: Order, initiator: str, previous: Optional[str] = None) -> Resolved:
         return speaker, "", False
 
-    def successors(self, speaker, order, initiator, previous=(None,)):
+    def successors(self, speaker: str, order: Order, initiator: Optional[str],
+                   previous: Iterable[Optional[str]] = (None,)) -> list[Optional[str]]:
         return [speaker]
 
 
 class RevertToInitiatorMeaning(TargetMeaning):
     __slots__ = ()
 
-    def resolve(self, speaker, order, initiator, previous=None):
+    def resolve(self, speaker: str, order: Order, initiator: str, previous: Optional[str] = None) -> Resolved:
         return initiator, "", False
 
-    def successors(self, speaker, order, initiator, previous=(None,)):
+    def successors(self, speaker: str, order: Order, initiator: Optional[str],
+                   previous: Iterable[Optional[str]] = (None,)) -> list[Optional[str]]:
         return [initiator] if initiator is not None else list(order)  # no initiator: anyone may be it
 
 
 class TerminateMeaning(TargetMeaning):
     __slots__ = ()
 
-    def resolve(self, speaker, order, initiator, previous=None):
+    def resolve(self, speaker: str, order: Order, initiator: str, previous: Optional[str] = None) -> Resolved:
         return None, self.args.reason, False
 
-    def successors(self, speaker, order, initiator, previous=(None,)):
+    def successors(self, speaker: str, order: Order, initiator: Optional[str],
+                   previous: Iterable[Optional[str]] = (None,)) -> list[Optional[str]]:
         return [None]
 
 
-def resolve_previous(speaker: str, order: tuple, previous: Optional[str]) -> tuple[Optional[str], str, bool]:
+def resolve_previous(speaker: str, order: Order, previous: Optional[str]) -> Resolved:
     """`previous_speaker`: who spoke before `speaker`; on the first turn nobody did: round robin."""
     if previous is None:
         return next_in_order(speaker, order)
@@ -263,7 +273,7 @@ class PreviousSpeakerMeaning(TargetMeaning):
     __slots__ = ()
     uses_previous: ClassVar[bool] = True
 
-    def resolve(self, speaker, order, initiator, previous=None):
+    def resolve(self, speaker: str, order: Order, initiator: str, previous: Optional[str] = None) -> Resolved:
         return resolve_previous(speaker, order, previous)
 
     resolve_previous = staticmethod(resolve_previous)

@@ -34,7 +34,7 @@ Seconds = Annotated[Union[StrictInt, StrictFloat], AfterValidator(_positive),
                     WithJsonSchema({"type": "number", "exclusiveMinimum": 0})]
 
 
-def _unique(v: list) -> list:
+def _unique(v: list[str]) -> list[str]:
     for i, x in enumerate(v):
         if x in v[:i]:
             raise PydanticCustomError("unique", "{item!r} is listed twice", {"item": x})

@@ -1,10 +1,10 @@
-from typing import Iterator
+from typing import Iterator, Optional
 
 from turnflow.compiler.checks.base import Finding, related, rule
 from turnflow.dsl import ast
 
 
-def target_key(t: ast.Target) -> tuple:
+def target_key(t: ast.Target) -> tuple[str, Optional[str], Optional[str]]:
     return (t.kind, t.name.name if t.name else None, t.reason.value if t.reason else None)
 
 

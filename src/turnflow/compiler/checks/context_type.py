@@ -1,4 +1,4 @@
-from typing import Iterator
+from typing import Iterator, Optional
 
 from turnflow.compiler.checks.base import Finding, related, rule
 from turnflow.dsl import ast
@@ -59,7 +59,7 @@ def check(flow: ast.FlowFile) -> Iterator[Finding]:
                     help=f"did you mean `{suggestion}`?" if suggestion else None)
 
 
-def _retyped(lit: ast.Literal, kind: str):
+def _retyped(lit: ast.Literal, kind: str) -> Optional[str]:
     """The literal written as `kind` when its text says so (`"true"` → `true`, `"3"` → `3`)."""
     import json
 

@@ -43,7 +43,7 @@ def loop_hint(graph: SpeakerGraph) -> str:
     return f"; it loops, e.g. {show_path(traps[0].cycle)}" if traps else ""
 
 
-def rule_text(stmt) -> str:
+def rule_text(stmt: ast.Statement) -> str:
     return printer.statement(stmt)
 
 

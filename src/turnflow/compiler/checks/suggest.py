@@ -49,7 +49,7 @@ class Suggester:
         if len(self.names) <= EXACT_UP_TO:
             close = difflib.get_close_matches(name, self.names, n=1, cutoff=CUTOFF)
             return close[0] if close else None
-        counts: Counter = Counter()
+        counts: Counter[int] = Counter()
         for g in _grams(name):
             post = self.index.get(g)
             if not post or len(post) > COMMON or self.spent + len(post) > BUDGET:

@@ -41,7 +41,7 @@ def check(flow: ast.FlowFile) -> Iterator[Finding]:
         known = set(declared)
         suggest = Suggester(declared)  # indexed once per block; bounded work per query
 
-        def finding(ident: ast.Ident, role: str):
+        def finding(ident: ast.Ident, role: str) -> Finding:
             return Finding(ident.span, f"{role} `{ident.name}` is not a participant of block `{block.name.name}`",
                            help=_did_you_mean(ident.name, suggest))
 

@@ -1,4 +1,4 @@
-from typing import Iterator
+from typing import Iterator, Optional
 
 from turnflow.compiler.checks.base import Finding, rule
 from turnflow.compiler.checks.graph_common import names
@@ -6,7 +6,7 @@ from turnflow.compiler.graph import SpeakerGraph
 from turnflow.dsl import ast
 
 
-def _did_you_mean(name: str, candidates: list[str]):
+def _did_you_mean(name: str, candidates: list[str]) -> Optional[str]:
     import difflib
 
     close = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)

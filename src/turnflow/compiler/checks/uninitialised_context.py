@@ -1,4 +1,5 @@
-from typing import Iterator
+from types import ModuleType
+from typing import Iterator, Optional
 
 from turnflow.compiler.checks.base import Finding, rule
 from turnflow.compiler.graph import SpeakerGraph
@@ -44,6 +45,6 @@ def check(block: ast.Block, graph: SpeakerGraph) -> Iterator[Finding]:
                               or f"add `context {t.key.name} = <initial value>` or fix the key")
 
 
-def _suggest(name: str, keys: list[str], difflib):
+def _suggest(name: str, keys: list[str], difflib: ModuleType) -> Optional[str]:
     close = difflib.get_close_matches(name, keys, n=1, cutoff=0.6)
     return f"did you mean `{close[0]}`?" if close else None

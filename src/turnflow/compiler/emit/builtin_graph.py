@@ -19,7 +19,7 @@ a `*` rule with a condition, a condition that is not a single built-in one even 
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Union
 
 from turnflow import spec
 from turnflow.compiler.emit import knobs
@@ -29,7 +29,7 @@ from turnflow.spec import DEFAULT_REASON
 Data = knobs.Data
 
 
-def _ordered(block: ast.Block) -> list:
+def _ordered(block: ast.Block) -> list[Union[ast.Rule, ast.Handoff]]:
     """The rules and handoffs in the order the language evaluates them: ascending priority, ties
     in file order."""
     keyed = [(st.priority.value if isinstance(st, ast.Rule) and st.priority is not None else 0, i, st)
@@ -41,7 +41,7 @@ def _builtin(cond: Data) -> bool:
     return not knobs.extensions_used(cond)
 
 
-def _guarded(st) -> bool:
+def _guarded(st: Union[ast.Rule, ast.Handoff]) -> bool:
     return isinstance(st, ast.Handoff) or bool(st.terms)
 
 
@@ -75,7 +75,7 @@ def builtin_transitions(block: ast.Block) -> Optional[list[Data]]:
     return out
 
 
-def _turn_of(name: str, rules: list, owners: dict[str, list[str]], fallback: Data,
+def _turn_of(name: str, rules: list[Union[ast.Rule, ast.Handoff]], owners: dict[str, list[str]], fallback: Data,
              speaker_test: bool) -> Optional[list[Data]]:
     """The transitions deciding `name`'s turn; None when one of them is not built in."""
     out: list[Data] = []

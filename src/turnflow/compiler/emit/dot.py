@@ -13,7 +13,7 @@ def quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
-def _attrs(items: dict) -> str:
+def _attrs(items: dict[str, str]) -> str:
     return "[" + ", ".join(f"{k}={quote(str(v))}" for k, v in items.items()) + "]"
 
 
@@ -49,8 +49,8 @@ def _node(n: Node, nid: str) -> str:
     return f"{quote(nid)} {_attrs(attrs)}"
 
 
-def _edge_attrs(e: Edge) -> dict:
-    attrs: dict = {}
+def _edge_attrs(e: Edge) -> dict[str, str]:
+    attrs: dict[str, str] = {}
     if e.kind == "maybe":
         attrs["style"] = "dashed"
     elif e.kind == "otherwise":

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 
+from typing import Any
+
 from turnflow.compiler.emit.picture import Picture
 
 
-def picture_dict(p: Picture) -> dict:
+def picture_dict(p: Picture) -> dict[str, Any]:
     nodes = []
     for n in p.nodes:
         node: dict[str, object] = {"id": n.id, "kind": n.kind, "label": n.label}

@@ -17,7 +17,7 @@ tests validate every emitted graph with `turnflow.spec`).
 
 from __future__ import annotations
 
-from typing import Any, Optional, Union
+from typing import Any, Iterable, Optional, Sequence, Union
 
 from turnflow import spec
 from turnflow.dsl import ast
@@ -54,7 +54,7 @@ def participant_tools(block: ast.Block) -> dict[str, list[str]]:
     return out
 
 
-def _unique(names) -> list[str]:
+def _unique(names: Iterable[str]) -> list[str]:
     seen: list[str] = []
     for n in names:
         if n not in seen:
@@ -86,7 +86,7 @@ def tool_target(t: ast.Target) -> str:
     return t.kind
 
 
-def term(t) -> Data:
+def term(t: ast.Term) -> Data:
     if isinstance(t, ast.ToolTerm):
         return spec.ToolCalled.data(tool_name=t.tool.name)
     if isinstance(t, ast.ContextTerm):
@@ -102,7 +102,7 @@ def term(t) -> Data:
     return spec.TextContains.data(text=t.text.value)
 
 
-def condition(source: Optional[str], terms: list, owners: dict[str, list[str]]) -> Data:
+def condition(source: Optional[str], terms: Sequence[ast.Term], owners: dict[str, list[str]]) -> Data:
     """The language's mapping: a source test plus terms → one condition."""
     conds: list[Data] = []
     if source is not None:

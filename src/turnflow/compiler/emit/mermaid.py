@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from turnflow.compiler.emit.picture import Picture
+from turnflow.compiler.emit.picture import Edge, Node, Picture
 
 
 # Mermaid entity codes: a label is text, never HTML or Markdown. `#` first, since the
@@ -39,7 +39,7 @@ class _Chart:
         self.styles: list[str] = []
         self.classes: dict[str, list[str]] = {}
 
-    def node(self, nid: str, n) -> None:
+    def node(self, nid: str, n: Node) -> None:
         shape = _SPECIAL_NODES.get(n.kind)
         if shape is not None:
             text, cls = shape(n)
@@ -58,7 +58,7 @@ class _Chart:
             if on:
                 self.classes.setdefault(cls, []).append(nid)
 
-    def edge(self, p: Picture, e) -> None:
+    def edge(self, p: Picture, e: Edge) -> None:
         a, b = self.ids[(p.block, e.src)], self.ids[(p.block, e.dst)]
         label = f"|{_text(e.label)}|" if e.label else ""
         arrow = "-.->" if e.kind in ("maybe", "shadowed") else "-->"

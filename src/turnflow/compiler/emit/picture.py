@@ -13,11 +13,18 @@ with the rule that shadows them; TF209/TF210/TF211 noted on the start node.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Optional, Sequence, Union
 
 from turnflow.diagnostics.diagnostic import Diagnostic
 from turnflow.dsl import ast
 from turnflow.dsl.printer import condition
+
+if TYPE_CHECKING:  # imported lazily at run time: the speaker graph is only built for a picture
+    from turnflow.compiler.digraph import DiGraph
+    from turnflow.compiler.graph import Statement
+
+    #: `fallback(src, rule)` (see `_fallbacks`)
+    Fallback = Callable[[str, Optional[Statement]], bool]
 
 START_ID = "<start>"
 
@@ -67,7 +74,7 @@ class Picture:
 # --------------------------------------------------------------------------
 #  Labels
 # --------------------------------------------------------------------------
-def rule_label(rule) -> str:
+def rule_label(rule: Optional[Statement]) -> str:
     """The condition under which `rule` sends the turn along its edge."""
     if rule is None:
         return "otherwise"
@@ -83,7 +90,7 @@ def rule_label(rule) -> str:
     return text + via
 
 
-def rule_kind(rule) -> str:
+def rule_kind(rule: Optional[Statement]) -> str:
     if rule is None or isinstance(rule, ast.Otherwise):
         return "otherwise"
     if isinstance(rule, ast.Handoff) or rule.terms or rule.target.kind == "previous":
@@ -91,7 +98,7 @@ def rule_kind(rule) -> str:
     return "always"
 
 
-def close_reason(rule) -> str:
+def close_reason(rule: Optional[Statement]) -> str:
     target = None if rule is None else rule.target
     if target is None or target.reason is None:
         return "after_work"
@@ -112,7 +119,7 @@ def _participant_nodes(block: ast.Block) -> dict[str, Node]:
     return nodes
 
 
-def _rule_at(block: ast.Block, d: Diagnostic):
+def _rule_at(block: ast.Block, d: Diagnostic) -> Optional[Union[ast.Rule, ast.Handoff]]:
     for st in block.statements:
         if isinstance(st, (ast.Rule, ast.Handoff)) and st.span.start <= d.span.start < st.span.end:
             return st
@@ -146,12 +153,12 @@ def build_picture(block: ast.Block, diagnostics: Sequence[Diagnostic] = ()) -> P
     return Picture(block=block.name.name, kind=block.kind, title=title, nodes=out_nodes, edges=edges)
 
 
-def _mark_nodes(g, start: Optional[str], nodes: dict[str, Node], inside: list[Diagnostic]) -> None:
+def _mark_nodes(g: DiGraph[str], start: Optional[str], nodes: dict[str, Node], inside: list[Diagnostic]) -> None:
     """Unreachable and trapped participants; the start node with the cap findings as notes."""
     from turnflow.compiler import digraph as dg
     from turnflow.compiler.graph import END
 
-    reach = {start} | dg.descendants(g, start) if start in g else set()
+    reach = {start} | dg.descendants(g, start) if start is not None and start in g else set()
     coreach = dg.ancestors(g, END) | {END} if END in g else set()
     for name, node in nodes.items():
         node.unreachable = name not in reach
@@ -163,14 +170,15 @@ def _mark_nodes(g, start: Optional[str], nodes: dict[str, Node], inside: list[Di
                 nodes[start].notes.append(f"{d.code}: {d.message}")
 
 
-def _graph_edges(g, nodes: dict[str, Node], end_nodes: dict[str, Node], fallback) -> list[Edge]:
+def _graph_edges(g: DiGraph[str], nodes: dict[str, Node], end_nodes: dict[str, Node],
+                 fallback: Fallback) -> list[Edge]:
     """The speaker graph's edges in participant order; edges to END split by close reason."""
     from turnflow.compiler.graph import END
 
     edges: list[Edge] = []
     position = {name: i for i, name in enumerate(nodes)}
 
-    def order(name: str) -> tuple:
+    def order(name: str) -> tuple[int, Union[int, str]]:
         return (0, position[name]) if name in position else (1, str(name))
 
     for src, dst, data in sorted(g.edges(data=True), key=lambda e: (order(e[0]), order(e[1]))):
@@ -178,7 +186,7 @@ def _graph_edges(g, nodes: dict[str, Node], end_nodes: dict[str, Node], fallback
             continue
         rules = data.get("rules") or [None]
         if dst == END:
-            by_reason: dict[str, list] = {}
+            by_reason: dict[str, list[Optional[Statement]]] = {}
             for r in rules:
                 by_reason.setdefault(close_reason(r), []).append(r)
             for reason, rs in by_reason.items():
@@ -211,14 +219,14 @@ def _shadowed_edges(block: ast.Block, inside: list[Diagnostic], edges: list[Edge
     return any_node
 
 
-def _fallbacks(block: ast.Block):
+def _fallbacks(block: ast.Block) -> Fallback:
     """`fallback(src, rule)`: whether an unconditional `rule` is, for speaker `src`, a fallback —
     an earlier rule that applies to `src` has a condition, so this one is taken only *otherwise*
     (drawn and labelled like the `otherwise` edge, not as `always`)."""
-    conditional_before: dict[int, set] = {}  # id(rule) → sources ("*" = any) with an earlier conditional rule
-    seen: set = set()
+    conditional_before: dict[int, set[str]] = {}  # id(rule) → sources ("*" = any) with an earlier conditional rule
+    seen: set[str] = set()
 
-    def priority(st) -> int:
+    def priority(st: Union[ast.Rule, ast.Handoff]) -> int:
         p = getattr(st, "priority", None)
         return p.value if p is not None else 0
 
@@ -228,7 +236,7 @@ def _fallbacks(block: ast.Block):
         if isinstance(st, ast.Handoff) or st.terms:
             seen.add(st.source.name if st.source is not None else "*")
 
-    def fallback(src: str, rule) -> bool:
+    def fallback(src: str, rule: Optional[Statement]) -> bool:
         if not isinstance(rule, ast.Rule) or rule.terms:
             return False
         before = conditional_before.get(id(rule), set())
@@ -237,8 +245,9 @@ def _fallbacks(block: ast.Block):
     return fallback
 
 
-def _edge(src: str, dst: str, rules: list, trapped: bool, fallback=None) -> Edge:
-    def kind_of(r) -> str:
+def _edge(src: str, dst: str, rules: list[Optional[Statement]], trapped: bool,
+          fallback: Optional[Fallback] = None) -> Edge:
+    def kind_of(r: Optional[Statement]) -> str:
         return "otherwise" if fallback is not None and fallback(src, r) else rule_kind(r)
 
     kinds = {kind_of(r) for r in rules}

@@ -109,7 +109,7 @@ def expectation(e: ast.Expect) -> dict[str, Any]:
     return {"name": e.name.name, "params": {"seconds": e.duration.seconds}, "on_violation": e.action.name}
 
 
-def _ttl(block: ast.Block):
+def _ttl(block: ast.Block) -> Optional[float]:
     ttl = block.of_type(ast.Ttl)
     return ttl[0].duration.seconds if ttl else None
 

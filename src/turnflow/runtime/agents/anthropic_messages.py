@@ -102,23 +102,29 @@ class AnthropicMessagesAgent(OpenAIChatAgent):
             sent: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
             sent += [{"type": "tool_use", "id": u.id, "name": u.name, "input": u.input} for u in uses]
             messages.append({"role": "assistant", "content": sent})
-            results: list[dict[str, Any]] = []
-            failed = False
-            for u in uses:
-                try:
-                    result = toolset.call(u.name, u.input)
-                    ok = True
-                except ToolError as exc:
-                    result, ok, failed = f"error: {exc}", False, True
-                tools.emit_event({"event": "tool_response", "reason": None if ok else result,
-                                  "payload": {"tool": u.name, "ok": ok, "result": result, "round": n}})
-                block: dict[str, Any] = {"type": "tool_result", "tool_use_id": u.id, "content": result}
-                if not ok:
-                    block["is_error"] = True
-                results.append(block)
+            results, failed = self._call_tools(toolset, uses, tools, n)
             messages.append({"role": "user", "content": results})
             if not failed and tools.routed:
                 if text:
                     tools.send_message(text)
                 return
         raise AdapterError(f"agent {self.agent_id!r}: no final answer within max_rounds={self.max_rounds} model calls")
+
+    @staticmethod
+    def _call_tools(toolset: ModelTools, uses: list[Any], tools: SessionTools, n: int) -> tuple[list[dict[str, Any]], bool]:
+        """The reply's `tool_use` blocks executed in order: their `tool_result` blocks, and whether a call failed."""
+        results: list[dict[str, Any]] = []
+        failed = False
+        for u in uses:
+            try:
+                result = toolset.call(u.name, u.input)
+                ok = True
+            except ToolError as exc:
+                result, ok, failed = f"error: {exc}", False, True
+            tools.emit_event({"event": "tool_response", "reason": None if ok else result,
+                              "payload": {"tool": u.name, "ok": ok, "result": result, "round": n}})
+            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": u.id, "content": result}
+            if not ok:
+                block["is_error"] = True
+            results.append(block)
+        return results, failed
