@@ -38,10 +38,8 @@ def _print(diags, sources, fmt: str, stream) -> None:
 
 
 def run(args) -> int:
-    from turnflow.compiler.pipeline import check
-    from turnflow.diagnostics import render
     from turnflow.diagnostics.diagnostic import sort_key
-    from turnflow.files import load, write_atomic
+    from turnflow.files import load
     from turnflow.migrate import MigrateError, migrate
     from turnflow.source import SourceText
 
@@ -62,6 +60,17 @@ def run(args) -> int:
         if args.format == "text" and not args.quiet:
             stream.write("Nothing written: the input cannot be migrated.\n")
         return EXIT_FINDINGS
+    return _emit(args, result, sources, stream, f"{args.input} ({result.family})")
+
+
+def _emit(args, result, sources: dict, stream, what: str) -> int:
+    """Check the migrated flow, print every diagnostic, write the flow (`-o`) or print it, and
+    say what was migrated; the exit status is the migrated flow's check."""
+    from turnflow.compiler.pipeline import check
+    from turnflow.diagnostics import render
+    from turnflow.files import write_atomic
+    from turnflow.source import SourceText
+
     out_path = args.output or "<migrated>"
     flow_diags = check(result.text, path=out_path)
     sources[out_path] = SourceText(result.text, out_path)
@@ -77,18 +86,14 @@ def run(args) -> int:
     if args.format == "text" and not args.quiet:
         counts = render.summary_line(diags, 1)
         where = f"wrote {args.output}" if args.output else "flow on standard output"
-        stream.write(f"Migrated {args.input} ({result.family}); {where}. {counts}\n")
+        stream.write(f"Migrated {what}; {where}. {counts}\n")
     return exit_status(flow_diags)
 
 
 def _run_import(args) -> int:
     """`--import module:attribute`: import (run) the module, migrate the live object."""
-    from turnflow.compiler.pipeline import check
-    from turnflow.diagnostics import render
-    from turnflow.files import write_atomic
     from turnflow.migrate import MigrateError
     from turnflow.migrate.live import import_object, migrate_object
-    from turnflow.source import SourceText
 
     if args.import_ is None or args.input is not None:
         return fail("migrate", "give either INPUT or --import MODULE:ATTRIBUTE (exactly one)")
@@ -105,19 +110,4 @@ def _run_import(args) -> int:
         if args.format == "text" and not args.quiet:
             stream.write("Nothing written: the object cannot be migrated.\n")
         return EXIT_FINDINGS
-    out_path = args.output or "<migrated>"
-    flow_diags = check(result.text, path=out_path)
-    diags = list(result.diagnostics) + list(flow_diags)
-    _print(diags, {out_path: SourceText(result.text, out_path)}, args.format, stream)
-    if args.output:
-        try:
-            write_atomic(args.output, result.text)
-        except OSError as exc:
-            return fail("migrate", f"cannot write `{args.output}`: {exc.strerror or exc}")
-    else:
-        out(result.text)
-    if args.format == "text" and not args.quiet:
-        counts = render.summary_line(diags, 1)
-        target = f"wrote {args.output}" if args.output else "flow on standard output"
-        stream.write(f"Migrated {args.import_} ({result.family}, live object); {target}. {counts}\n")
-    return exit_status(flow_diags)
+    return _emit(args, result, {}, stream, f"{args.import_} ({result.family}, live object)")
