@@ -38,6 +38,7 @@ class Agent:
     llm: list[pyast.Call] = field(default_factory=list)       # OnCondition calls
     after_conditional: list[pyast.Call] = field(default_factory=list)
     after_work: Optional[pyast.AST] = None
+    configured: list[pyast.AST] = field(default_factory=list)  # the calls / statements that configure it
 
 
 class _Unexpressible(Exception):
@@ -118,6 +119,7 @@ def _scan(mod: Module, classes: set[str]) -> Scan:
             elems = mod.elements(st.value)
             if a is not None and elems is not None:
                 a.functions = list(elems)
+                a.configured.append(st)
     for call in calls(mod.tree):
         _tool_call(scan, call)
     for call in calls(mod.tree):  # handoffs: agent.handoffs.<method>(...)
@@ -150,17 +152,20 @@ def _tool_call(scan: Scan, call: pyast.Call) -> None:
         f = kwarg(call, "f", 0)
         if a is not None and f is not None:
             a.functions.append(_named(f.id, call, kwarg(call, "name")) if isinstance(f, pyast.Name) else f)
+            a.configured.append(call)
     elif name == "register_for_llm" and isinstance(call.func, pyast.Attribute):
         # agent.register_for_llm(name=...)(f)
         a = scan.agent_of(call.func.value)
         parent = _call_of_result(mod, call)
         if a is not None and parent is not None and parent.args and isinstance(parent.args[0], pyast.Name):
             a.functions.append(_named(parent.args[0].id, call, kwarg(call, "name")))
+            a.configured.append(parent)
     elif name in ("add_functions", "update_tool_signature") and isinstance(call.func, pyast.Attribute):
         a = scan.agent_of(call.func.value)
         elems = mod.elements(call.args[0]) if call.args else None
         if a is not None and elems is not None:
             a.functions += list(elems)
+            a.configured.append(call)
 
 
 def _handoff_call(scan: Scan, call: pyast.Call) -> None:
@@ -184,6 +189,7 @@ def _handoff_call(scan: Scan, call: pyast.Call) -> None:
             f"on `{pyast.unparse(owner)}`, which is not an agent created in this file"
         raise fail("TF401", f"handoffs are configured {where}; the migrator reads code without running it, "
                    "so it cannot tell which agent they belong to", pos(call), path, src)
+    agent.configured.append(call)
     arg = call.args[0] if call.args else None
     if f.attr == "set_after_work":
         agent.after_work = arg if arg is not None else kwarg(call, "target")
@@ -244,6 +250,7 @@ def _legacy_handoffs(scan: Scan, call: pyast.Call, owner: Optional[pyast.AST], h
             f"on `{pyast.unparse(owner) if owner is not None else '?'}`, which is not an agent created in this file"
         raise fail("TF401", f"handoffs are registered {where}; the migrator reads code without running it",
                    pos(call), mod.path, mod.src)
+    agent.configured.append(call)
     for it in _items(mod, hand_to):
         kind = callee(it)
         if kind in ("ON_CONDITION", "OnCondition"):
@@ -299,6 +306,9 @@ def _pattern(scan: Scan, pcall: pyast.Call, block: str) -> FlowBuilder:
     if user is not None:
         cx.by_name[user.name] = user
     order = _pattern_participants(cx, kind, members, initial, user, pcall)
+    for a in order + ([user] if user is not None else []):
+        for c in a.configured:  # a call under an `if` / in a loop the pattern is not in: TF410
+            mod.note_guarded(c, pcall)
 
     # -- start, caps, context ------------------------------------------------------------------
     b.section()

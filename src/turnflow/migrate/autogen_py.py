@@ -215,6 +215,7 @@ class Reader:
         self.p.mark(graph, node)
         for call in _builder_calls(mod, builder):
             method = callee(call)
+            mod.note_guarded(call, team_call)  # under an `if` / in a loop the team is not in: TF410
             if method == "add_node":
                 a = self.agent(kwarg(call, "node", 0))
                 if a is None:

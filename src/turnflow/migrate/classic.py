@@ -169,22 +169,124 @@ def _agent_list(cx: Classic, node: Optional[pyast.AST], what: str, at: pyast.AST
     return out
 
 
-def _transition_items(mod: Module, b: FlowBuilder, var: Optional[str]) -> list[tuple[pyast.AST, pyast.AST]]:
-    """`d[a] = [...]` statements filling the transitions dict `var` (refused in a loop; TF410 at the
-    branch when one runs only under an `if`: the flow assumes it runs)."""
+_LIST_CHANGES = ("append", "extend", "insert", "remove")
+_COMPOUND = (pyast.If, pyast.For, pyast.AsyncFor, pyast.While, pyast.Try, pyast.With, pyast.AsyncWith, pyast.Match,
+             pyast.FunctionDef, pyast.AsyncFunctionDef, pyast.ClassDef)
+
+
+def _transition_changes(mod: Module, var: Optional[str]) -> list[tuple[str, pyast.AST, Optional[pyast.AST],
+                                                                       pyast.stmt]]:
+    """The statements that change the transitions dict `var` after its literal, in source order, as
+    (kind, key, value, statement): `d[a] = [...]` ("set"), `d[a].append(x)` / `.insert(i, x)` /
+    `.remove(x)` / `.extend(xs)` and `d[a] += xs` ("extend"). Any other change of `d` (`d.update(...)`,
+    `del d[a]`, `d[a].pop()`, ...) is refused: the migrator would not know the transitions."""
+    if var is None:
+        return []
     out = []
-    for k, v in mod.items.get(var, []) if var else []:
-        if any(id(n) in mod.in_loop for n in (k, v)):
+    for st in pyast.walk(mod.tree):
+        if not isinstance(st, pyast.stmt) or isinstance(st, _COMPOUND):
+            continue  # a compound statement's own statements are visited too
+        where = mod.uses.get(id(st))
+        if where is None or where.in_def:
+            continue  # a function body's own dict
+        change = _transition_change(st, var)
+        if change is not None:
+            out.append((where.order, change, st))
+        elif _touches(st, var):
+            raise fail("TF401", f"the transitions dict `{var}` is changed by `{_show(st)}`, which the migrator "
+                       "does not follow; write the dict out (or set items with `d[a] = [...]`)", pos(st),
+                       mod.path, mod.src)
+    return [(kind, key, value, st) for _, (kind, key, value), st in sorted(out, key=lambda e: e[0])]
+
+
+def _transition_change(st: pyast.stmt, var: str) -> Optional[tuple[str, pyast.AST, Optional[pyast.AST]]]:
+    def item(node: pyast.AST) -> Optional[pyast.AST]:
+        ok = isinstance(node, pyast.Subscript) and isinstance(node.value, pyast.Name) and node.value.id == var
+        return node.slice if ok else None  # type: ignore[attr-defined]
+
+    if isinstance(st, pyast.Assign) and len(st.targets) == 1 and item(st.targets[0]) is not None:
+        return "set", item(st.targets[0]), st.value  # type: ignore[return-value]
+    if isinstance(st, pyast.AugAssign) and isinstance(st.op, pyast.Add) and item(st.target) is not None:
+        return "extend", item(st.target), st.value  # type: ignore[return-value]
+    call = st.value if isinstance(st, pyast.Expr) else None
+    if isinstance(call, pyast.Call) and isinstance(call.func, pyast.Attribute) and call.func.attr in _LIST_CHANGES \
+            and item(call.func.value) is not None and not call.keywords and call.args \
+            and len(call.args) == (2 if call.func.attr == "insert" else 1):
+        return call.func.attr, item(call.func.value), call.args[-1]  # type: ignore[return-value]
+    return None
+
+
+def _touches(st: pyast.stmt, var: str) -> bool:
+    """`st` changes the dict `var` or one of its lists in a way `_transition_change` does not read."""
+    for n in pyast.walk(st):
+        if isinstance(n, pyast.Call) and isinstance(n.func, pyast.Attribute):
+            obj = n.func.value
+            if isinstance(obj, pyast.Subscript):
+                obj = obj.value
+            if isinstance(obj, pyast.Name) and obj.id == var and n.func.attr not in ("get", "keys", "values",
+                                                                                       "items", "copy", "count",
+                                                                                       "index"):
+                return True
+        if isinstance(n, (pyast.Delete, pyast.AugAssign, pyast.Assign)):
+            targets = n.targets if isinstance(n, (pyast.Delete, pyast.Assign)) else [n.target]
+            if any(isinstance(t, pyast.Subscript) and isinstance(t.value, (pyast.Name, pyast.Subscript))
+                   and var in {x.id for x in pyast.walk(t.value) if isinstance(x, pyast.Name)} for t in targets):
+                return True
+    return False
+
+
+def _show(node: pyast.AST) -> str:
+    text = " ".join(pyast.unparse(node).split())
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _apply_transition(cx: Classic, given: dict[str, list[str]], change: tuple, at: pyast.AST) -> None:
+    """One change of the transitions dict (`_transition_changes`) applied to `given`."""
+    mod = cx.mod
+    kind, key_node, value_node, st = change
+    key = cx.agent_of(key_node)
+    if key is None:
+        raise fail("TF401", "transition keys must be agent variables", pos(key_node), mod.path, mod.src)
+    if kind == "set":
+        given[key.name] = [a.name for a in _agent_list(cx, value_node, "a transition list", at)]
+        return
+    if key.name not in given:
+        raise fail("TF401", f"`{_show(st)}` changes the transitions of `{key.raw}`, which the dict does not "
+                   "have yet (the program would fail with a KeyError)", pos(st), mod.path, mod.src)
+    if kind == "extend":
+        added = [a.name for a in _agent_list(cx, value_node, "a transition list", at)]
+    else:
+        agent = cx.agent_of(value_node)
+        if agent is None:
+            raise fail("TF401", f"`{pyast.unparse(value_node)}` is not an agent created in this file",
+                       pos(value_node), mod.path, mod.src)
+        added = [agent.name]
+    if kind == "remove":
+        if added[0] in given[key.name]:
+            given[key.name].remove(added[0])
+        return
+    given[key.name] += [n for n in added if n not in given[key.name]]
+
+
+def _transition_items(cx: Classic, b: FlowBuilder, var: Optional[str], call: pyast.Call) -> list[tuple]:
+    """The changes of the transitions dict `var` after its literal (refused in a loop; TF410 at the
+    branch when one runs only under an `if` the chat is not in: the flow assumes it runs)."""
+    mod = cx.mod
+    out = []
+    for change in _transition_changes(mod, var):
+        kind, k, v, st = change
+        if id(st) in mod.in_loop:
             raise fail("TF401", "the transitions dict is filled in a loop; the migrator reads code without "
                        "running it: write the dict out", pos(k), mod.path, mod.src)
-        where = mod.uses.get(id(v))
-        if where is not None and where.chain:
+        where, at = mod.uses.get(id(st)), mod.uses.get(id(call))
+        if where is not None and where.chain and (at is None or where.chain[:len(at.chain)] != at.chain
+                                                   or len(where.chain) > len(at.chain)):
             branch = mod.branches[where.chain[-1][0]]
-            b.note("TF410", f"`{pyast.unparse(k)}`'s transitions are set in a branch (line "
+            b.note("TF410", f"`{pyast.unparse(k)}`'s transitions are {'set' if kind == 'set' else 'changed'} in a branch (line "
                    f"{getattr(branch, 'lineno', 0)}), decided when the program runs; this flow follows that branch, "
-                   f"`{var}[{pyast.unparse(k)}] = {pyast.unparse(v)[:50]}`",
+                   f"`{_show(st)}` (line {st.lineno})",
                    pos(branch.test if isinstance(branch, pyast.If) else branch))
-        out.append((k, v))
+        out.append(change)
     return out
 
 
@@ -442,14 +544,14 @@ def _transitions(cx: Classic, b: FlowBuilder, call: pyast.Call, names: list[str]
         raise fail("TF401", "`speaker_transitions_type` must be \"allowed\" or \"disallowed\" when "
                    "transitions are given", pos(ttype_node or call), path, src)
     given: dict[str, list[str]] = {}
-    pairs: list[tuple[Optional[pyast.AST], pyast.AST]] = list(zip(resolved.keys, resolved.values))
-    var = transitions_node.id if isinstance(transitions_node, pyast.Name) else None
-    pairs += _transition_items(mod, b, var)
-    for key_node, value_node in pairs:
+    for key_node, value_node in zip(resolved.keys, resolved.values):
         key = cx.agent_of(key_node)
         if key is None:
             raise fail("TF401", "transition keys must be agent variables", pos(key_node or resolved), path, src)
         given[key.name] = [a.name for a in _agent_list(cx, value_node, "a transition list", resolved)]
+    var = transitions_node.id if isinstance(transitions_node, pyast.Name) else None
+    for change in _transition_items(cx, b, var, call):
+        _apply_transition(cx, given, change, resolved)
     if str(ttype).lower() == "allowed":
         return given
     allowed = {n: list(names) for n in names}
