@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
-from turnflow.migrate.common import MAX_ROUTES, FlowBuilder, Migration, Names, Pos, fail, render, tool_name
+from turnflow.migrate.common import MAX_ROUTES, FlowBuilder, Migration, Names, Pos, fail, line_ref, render, tool_name
 from turnflow.migrate.pyread import (Module, agent_classes, assigned_name, callee, calls, filled_in_loop, function_def,
                                      loop_message,
                                      is_agent_call, kwarg, note_choices, parse_module, pos, scopes,
@@ -488,7 +488,7 @@ def _rounds(cx: "Ctx", pcall: pyast.Call, swarm: bool) -> tuple[int, Optional[py
     unknown = _unfollowed_runs(mod)
     if unknown:
         shown = pyast.unparse(kwarg(unknown[0], "pattern", 0) or unknown[0])
-        b.note("TF405", f"`{callee(unknown[0])}(pattern={shown}, ...)` (line {unknown[0].lineno}) runs a pattern the "
+        b.note("TF405", f"`{callee(unknown[0])}(pattern={shown}, ...)` ({line_ref(unknown[0].lineno)}) runs a pattern the "
                "migrator cannot follow (a parameter, a call's result); if it runs this one, its `max_rounds` "
                "applies: AG2's default `max_rounds=20` is assumed", pos(pcall))
     else:

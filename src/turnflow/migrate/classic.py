@@ -20,7 +20,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Optional
 
-from turnflow.migrate.common import MAX_ROUTES, FlowBuilder, Migration, Names, Pos, fail, render
+from turnflow.migrate.common import MAX_ROUTES, FlowBuilder, Migration, Names, Pos, fail, line_ref, render
 from turnflow.migrate.pyread import (Module, agent_classes, assigned_name, callee, calls, filled_in_loop,
                                      is_agent_call, is_literal, kwarg, loop_message, note_choices, parse_module, pos,
                                      scopes, termination_test)
@@ -282,9 +282,9 @@ def _transition_items(cx: Classic, b: FlowBuilder, var: Optional[str], call: pya
         if where is not None and where.chain and (at is None or where.chain[:len(at.chain)] != at.chain
                                                    or len(where.chain) > len(at.chain)):
             branch = mod.branches[where.chain[-1][0]]
-            b.note("TF410", f"`{pyast.unparse(k)}`'s transitions are {'set' if kind == 'set' else 'changed'} in a branch (line "
-                   f"{getattr(branch, 'lineno', 0)}), decided when the program runs; this flow follows that branch, "
-                   f"`{_show(st)}` (line {st.lineno})",
+            b.note("TF410", f"`{pyast.unparse(k)}`'s transitions are {'set' if kind == 'set' else 'changed'} in a "
+                   f"branch ({line_ref(getattr(branch, 'lineno', 0))}), decided when the program runs; this flow "
+                   f"follows that branch, `{_show(st)}` ({line_ref(st.lineno)})",
                    pos(branch.test if isinstance(branch, pyast.If) else branch))
         out.append(change)
     return out

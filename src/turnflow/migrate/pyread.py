@@ -7,7 +7,7 @@ import ast as pyast
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
-from turnflow.migrate.common import Pos, fail
+from turnflow.migrate.common import Pos, fail, input_where, line_ref, lines_ref
 from turnflow.migrate.pystatic import callee, sequence
 from turnflow.source import SourceText
 
@@ -678,7 +678,7 @@ def loop_message(node: Optional[pyast.AST], mod: Optional[Module] = None) -> str
     call = _unfolded(mod, node) if mod is not None else None
     shown = pyast.unparse(node) if node is not None else "?"
     if call is not None and id(call) not in mod.in_loop:  # type: ignore[union-attr]
-        return (f"`{shown}` is changed by `{_show(call, 50)}` (line {call.lineno}) after a branch that "
+        return (f"`{shown}` is changed by `{_show(call, 50)}` ({line_ref(call.lineno)}) after a branch that "
                 "changes it, so which agents it holds is decided when the program runs; build the list in one "
                 "place, or migrate the running object with --import")
     return (f"`{shown}` is filled in a loop the migrator cannot unroll (only `for x in [a, b, c]:` "
@@ -710,16 +710,16 @@ def _branch_words(stmt: pyast.AST, label: str) -> str:
 
 
 def _guard_words(stmt: pyast.AST, label: str) -> str:
-    line = getattr(stmt, "lineno", 0)
+    line = line_ref(getattr(stmt, "lineno", 0))
     if label == "loop":
         head = f"for {_show(stmt.target, 30)} in {_show(stmt.iter, 40)}" if isinstance(stmt, (pyast.For, pyast.AsyncFor)) \
             else f"while {_show(stmt.test, 50)}"  # type: ignore[attr-defined]
-        return (f"runs in the loop `{head}:` (line {line}), as many times as it turns (perhaps never), decided "
+        return (f"runs in the loop `{head}:` ({line}), as many times as it turns (perhaps never), decided "
                 "when the program runs; this flow reads it as if it ran once")
     where = _branch_words(stmt, label)
     if label.startswith("except"):
         where += " of the `try`"
-    return (f"runs only in {where} (line {line}), decided when the program runs; this flow reads it as if "
+    return (f"runs only in {where} ({line}), decided when the program runs; this flow reads it as if "
             "it always ran")
 
 
@@ -736,16 +736,16 @@ def choice_message(c: Choice) -> str:
     assert c.chosen is not None
     name = c.key.split(".", 1)[1] if c.key.startswith(("self.", "cls.")) else c.key
     if c.label == "rebound":
-        lines = ", ".join(str(getattr(s.stmt, "lineno", 0)) for s in c.alternatives + [c.chosen])
-        return (f"`{name}` is bound more than once (lines {lines}) and used inside a function, which sees the "
+        lines = lines_ref([getattr(s.stmt, "lineno", 0) for s in c.alternatives + [c.chosen]])
+        return (f"`{name}` is bound more than once ({lines}) and used inside a function, which sees the "
                 "binding current when it runs (decided when the program runs); this flow follows the last one, "
-                f"`{_show(c.chosen.value, 50)}` (line {getattr(c.chosen.stmt, 'lineno', 0)})")
-    line = getattr(c.chosen.stmt, "lineno", 0)
-    parts = [f"`{name}` is bound in {_branch_words(c.stmt, c.label)} (line {line}), decided when the program "
+                f"`{_show(c.chosen.value, 50)}` ({line_ref(getattr(c.chosen.stmt, 'lineno', 0))})")
+    line = line_ref(getattr(c.chosen.stmt, "lineno", 0))
+    parts = [f"`{name}` is bound in {_branch_words(c.stmt, c.label)} ({line}), decided when the program "
              f"runs; this flow follows that binding, `{_show(c.chosen.value, 50)}`"]
-    others = [f"`{_show(s.value, 50)}` (line {getattr(s.stmt, 'lineno', 0)})" for s in c.alternatives]
+    others = [f"`{_show(s.value, 50)}` ({line_ref(getattr(s.stmt, 'lineno', 0))})" for s in c.alternatives]
     if not c.every:
-        others.append(f"`{_show(c.fallback.value, 50)}` (line {getattr(c.fallback.stmt, 'lineno', 0)})"
+        others.append(f"`{_show(c.fallback.value, 50)}` ({line_ref(getattr(c.fallback.stmt, 'lineno', 0))})"
                       if c.fallback is not None else "nothing (the program would fail with a NameError)")
     if others:
         parts.append("; otherwise it is " + " or ".join(others))
@@ -762,7 +762,7 @@ def note_choices(mod: Module, b) -> None:
         message = choice_message(c)
         b.note("TF410", message, at, comment=False)
         b.run_time.append(("TF410", message))
-        texts.append(f"TF410: {message} (input {at.line}:{at.column})" if b.input_positions else f"TF410: {message}")
+        texts.append(f"TF410: {message} (input {input_where(at)})" if b.input_positions else f"TF410: {message}")
     if texts and b.lines:
         b.lines[0].comments[:0] = texts
     elif texts:
