@@ -635,10 +635,12 @@ def read_selector(team: dict, order: list[str], names, b) -> Optional[dict]:
     """`selector_func` / `candidate_func` of a SelectorGroupChat written in Python → outcomes per
     last speaker (the task's source `user` included, for the first pick), the model's choices
     narrowed by `candidate_func`. None when the team has neither."""
-    from turnflow.migrate.common import input_where
+    from turnflow.migrate.common import Pos, input_where
     from turnflow.migrate.pyread import function_def, pos
 
     py = team.get("_python") or {}
+    for why in (py.get("unreadable") or {}).values():  # a live team's function without source
+        b.note("TF404", f"{why}; the flow lets the selector model pick instead", Pos(1, 1))
     reader = py.get("reader")  # an autogen_py.Reader
     if reader is None or not (py.get("selector_func") or py.get("candidate_func")):
         return None
@@ -676,7 +678,8 @@ def read_selector(team: dict, order: list[str], names, b) -> Optional[dict]:
         for n in reading.notes:
             where = n.speaker if n.speaker in order else order[0]
             at = pos(n.at)
-            comments.setdefault(where, []).append(f"{n.code}: {n.message} (input {input_where(at)})")
+            comments.setdefault(where, []).append(f"{n.code}: {n.message} (input {input_where(at)})"
+                                                  if b.input_positions else f"{n.code}: {n.message}")
     out: dict[str, list] = {"_comments": comments}  # type: ignore[dict-item]
     for x in speakers:
         sel = readings["selector"].outcomes[x] if "selector" in readings else [Outcome([], ("model",))]
