@@ -4,10 +4,11 @@ migrate to the same speaker graph or carry a TF4xx at the changed construct (or 
 Mutations (a deterministic enumeration, bounded per file):
 - `if unknown_flag:` wrapped around one assignment;
 - a variable rebound to a second object at the end of the module (after every use);
-- `if unknown_flag:` or `for item in unknown_items:` wrapped around one call statement (the
-  configuration calls: `x.handoffs.set_after_work(...)`, `builder.add_edge(...)`, `agents.append(a)`):
-  unless the call changes nothing (the module without it gives the same graph), the output must say
-  so at the `if` / `for`, or at the call naming the `if` / `for` line;
+- `if unknown_flag:`, `for item in unknown_items:` or `try: unknown_setup()` / `except Exception:`
+  wrapped around one call statement (the configuration calls: `x.handoffs.set_after_work(...)`,
+  `builder.add_edge(...)`, `transitions[a].append(b)`): unless the call changes nothing (the module
+  without it gives the same graph), the output must say so at the `if` / `for` / `try`, or at the
+  call naming that line;
 - the call that runs the chat moved into `async def main()` (`await a_initiate_group_chat(...)`,
   `await x.a_initiate_chat(...)`), run by `asyncio.run(main())`.
 The baseline is the unmutated module printed by `ast.unparse` (the mutants are printed the same
@@ -74,11 +75,20 @@ def _call_statements(tree: ast.Module) -> list[tuple[list, int]]:
     return out[:PER_FILE]
 
 
-def _line_of(text: str, pred) -> int:
+def _node_of(text: str, pred) -> ast.stmt:
     for node in ast.walk(ast.parse(text)):
         if pred(node):
-            return node.lineno
+            return node
     raise AssertionError("mutation not found")
+
+
+def _at_change(d, node: Optional[ast.stmt]) -> bool:
+    """A TF4xx at the changed statement's first line, or inside it naming that line."""
+    if not d.code.startswith("TF4"):
+        return False
+    if node is None or d.span.line == node.lineno:
+        return True
+    return node.lineno < d.span.line <= (node.end_lineno or node.lineno) and f"line {node.lineno})" in d.message
 
 
 def _wrap(tree: ast.Module) -> Iterator[tuple[str, str, object]]:
@@ -101,7 +111,7 @@ def _wrap_calls(tree: ast.Module) -> Iterator[tuple[str, str, object]]:
         del body[i]
         body.insert(i, ast.Pass()) if not body else None
         without = ast.unparse(ast.fix_missing_locations(gone))
-        for kind in ("if", "for"):
+        for kind in ("if", "for", "except"):
             t = copy.deepcopy(tree)
             body, i = _call_statements(t)[k]
             st = body[i]
@@ -110,6 +120,10 @@ def _wrap_calls(tree: ast.Module) -> Iterator[tuple[str, str, object]]:
             if kind == "if":
                 body[i] = ast.If(test=ast.Name(id="unknown_flag", ctx=ast.Load()), body=[st], orelse=[])
                 changed = _is_flag_if
+            elif kind == "except":  # a fallback configuration: runs only when the setup fails
+                body[i] = ast.Try(body=ast.parse("unknown_setup()").body, handlers=[ast.ExceptHandler(
+                    type=ast.Name(id="Exception", ctx=ast.Load()), name=None, body=[st])], orelse=[], finalbody=[])
+                changed = _is_setup_try
             else:
                 body[i] = ast.For(target=ast.Name(id="item", ctx=ast.Store()),
                                   iter=ast.Name(id="unknown_items", ctx=ast.Load()), body=[st], orelse=[],
@@ -129,6 +143,10 @@ def _runs_a_chat(st: ast.stmt) -> bool:
 
 def _is_flag_if(n: ast.AST) -> bool:
     return isinstance(n, ast.If) and isinstance(n.test, ast.Name) and n.test.id == "unknown_flag"
+
+
+def _is_setup_try(n: ast.AST) -> bool:
+    return isinstance(n, ast.Try) and "unknown_setup()" in ast.unparse(n.body[0])
 
 
 def _is_items_for(n: ast.AST) -> bool:
@@ -208,9 +226,8 @@ def test_a_mutant_keeps_the_graph_or_reports_the_change(path):
             graph_without, _ = _graph(without)
             if graph_without is not None and all(graph_without.get(k) == v for k, v in baseline.items()):
                 continue
-        line = _line_of(text, changed) if changed is not None else None
-        at_change = [d for d in diags if d.code.startswith("TF4") and (
-            line is None or d.span.line == line or (d.span.line == line + 1 and f"line {line}" in d.message))]
+        node = _node_of(text, changed) if changed is not None else None
+        at_change = [d for d in diags if _at_change(d, node)]
         if graph is None and diags and diags[0].code == "TF401":
             continue  # refused, with its reason: not silently wrong
         if not at_change:

@@ -195,6 +195,25 @@ def test_the_transitions_dict_changed_in_a_way_not_followed_is_refused():
     assert "KeyError" in err.value.diagnostics[0].message
 
 
+@pytest.mark.parametrize("change", ["groupchat.max_round = 3", "groupchat.agents.append(reviewer)",
+                                    "groupchat.allowed_or_disallowed_speaker_transitions[engineer].append(planner)",
+                                    "groupchat.speaker_selection_method = 'random'"])
+def test_a_group_chat_changed_after_it_is_built_is_refused_at_the_change(change):
+    from turnflow.migrate import MigrateError
+
+    text = (ROOT / "transitions_changed.py").read_text(encoding="utf-8").replace(
+        "manager = GroupChatManager(", f"{change}\nmanager = GroupChatManager(")
+    line = text.splitlines().index(change) + 1
+    with pytest.raises(MigrateError) as err:
+        migrate(text, "x.py")
+    (d,) = err.value.diagnostics
+    assert (d.code, d.span.line) == ("TF401", line) and "after it is built" in d.message
+    # reading it is no change
+    same = text.replace(change, "print(groupchat.agents, groupchat.max_round)")
+    assert migrate(same, "x.py").text == migrate((ROOT / "transitions_changed.py").read_text(encoding="utf-8"),
+                                                 "x.py").text
+
+
 # -- the typed model (issue 23, part 3) ---------------------------------------------------------
 def test_the_typed_model_carries_provenance_and_typed_targets():
     from turnflow.migrate import model

@@ -109,6 +109,7 @@ def migrate(text: str, path: str, src: Optional[SourceText] = None) -> Migration
         if id(call) in cx.mod.in_loop:
             raise fail("TF401", "`GroupChat(...)` is built in a loop or comprehension; the migrator reads "
                        "code without running it and cannot tell which group chat runs", pos(call), path, src)
+        _changed_after_built(cx.mod, call)
         cx.mod.take_choices()
         b = _group(cx, call, block)
         note_choices(cx.mod, b)
@@ -169,6 +170,57 @@ def _agent_list(cx: Classic, node: Optional[pyast.AST], what: str, at: pyast.AST
     return out
 
 
+# the GroupChat attributes that make the speaker graph: changing one after the GroupChat is built
+# changes the chat that runs, and the migrator reads the constructor's arguments
+_GRAPH_ATTRS = ("agents", "max_round", "speaker_selection_method", "allow_repeat_speaker",
+                "allowed_or_disallowed_speaker_transitions", "speaker_transitions_type",
+                "allowed_speaker_transitions_dict")
+
+
+def _changed_after_built(mod: Module, call: pyast.Call) -> None:
+    """TF401 at a statement that changes one of `_GRAPH_ATTRS` of the GroupChat `call` builds
+    (`groupchat.max_round = 5`, `groupchat.agents.append(a)`): the flow would silently be the
+    constructor's chat, not the one that runs."""
+    for st in pyast.walk(mod.tree):
+        if not isinstance(st, (pyast.Assign, pyast.AugAssign, pyast.AnnAssign, pyast.Expr, pyast.Delete)):
+            continue
+        where = mod.uses.get(id(st))
+        if where is None or where.in_def:
+            continue
+        for base, attr in _attribute_changes(st):
+            if attr in _GRAPH_ATTRS and mod.resolve(base) is call:
+                raise fail("TF401", f"`{_show(st)}` changes the GroupChat's `{attr}` after it is built; the migrator "
+                           "reads what `GroupChat(...)` is given: pass it there, or migrate the running object "
+                           "with --import", pos(st), mod.path, mod.src)
+
+
+def _attribute_changes(st: pyast.stmt) -> list[tuple[pyast.Name, str]]:
+    """(the object, the attribute) of each `obj.attr` a simple statement sets or changes in place:
+    `obj.attr = v`, `obj.attr += v`, `obj.attr[k] = v`, `del obj.attr[k]`, `obj.attr.append(v)`,
+    `obj.attr[k].append(v)`."""
+    if isinstance(st, pyast.Expr):
+        call = st.value
+        if not (isinstance(call, pyast.Call) and isinstance(call.func, pyast.Attribute)
+                and call.func.attr in _MUTATORS):
+            return []
+        targets = [call.func.value]
+    elif isinstance(st, pyast.Assign):
+        targets = list(st.targets)
+    elif isinstance(st, pyast.Delete):
+        targets = list(st.targets)
+    else:
+        targets = [st.target]  # type: ignore[attr-defined]
+    out = []
+    for t in targets:
+        while isinstance(t, pyast.Subscript):
+            t = t.value
+        if isinstance(t, pyast.Attribute) and isinstance(t.value, pyast.Name):
+            out.append((t.value, t.attr))
+    return out
+
+
+_MUTATORS = ("append", "extend", "insert", "remove", "pop", "clear", "update", "sort", "reverse", "setdefault",
+             "popitem", "__setitem__", "__delitem__")
 _LIST_CHANGES = ("append", "extend", "insert", "remove")
 _COMPOUND = (pyast.If, pyast.For, pyast.AsyncFor, pyast.While, pyast.Try, pyast.With, pyast.AsyncWith, pyast.Match,
              pyast.FunctionDef, pyast.AsyncFunctionDef, pyast.ClassDef)
