@@ -214,6 +214,37 @@ def test_a_group_chat_changed_after_it_is_built_is_refused_at_the_change(change)
                                                  "x.py").text
 
 
+def test_the_pattern_context_changed_after_it_is_built_is_followed():
+    text = """import sys
+from autogen import ConversableAgent
+from autogen.agentchat import initiate_group_chat
+from autogen.agentchat.group import (AgentTarget, ContextExpression, ContextVariables, ExpressionContextCondition,
+                                     OnContextCondition)
+from autogen.agentchat.group.patterns import DefaultPattern
+
+triage = ConversableAgent(name="triage")
+vip_desk = ConversableAgent(name="vip_desk")
+user = ConversableAgent(name="user")
+ctx = ContextVariables(data={"is_vip": False, "tier": 1})
+ctx["tier"] = 2
+ctx.set("region", "eu")
+if "--vip" in sys.argv:
+    ctx["is_vip"] = True
+ctx.update({"lang": "en"})
+ctx.refresh_from(sys.argv)
+triage.handoffs.add_context_condition(OnContextCondition(
+    target=AgentTarget(vip_desk), condition=ExpressionContextCondition(ContextExpression("${is_vip} == True"))))
+pattern = DefaultPattern(initial_agent=triage, agents=[triage, vip_desk], user_agent=user, context_variables=ctx)
+initiate_group_chat(pattern=pattern, messages="hi", max_rounds=5)
+"""
+    result = migrate(text, "case.py")
+    for line in ("context is_vip = true", "context tier   = 2", 'context region = "eu"', 'context lang   = "en"'):
+        assert line in result.text
+    found = {(d.code, d.span.line): d.message for d in result.diagnostics}
+    assert "`if '--vip' in sys.argv:` (line 14)" in found[("TF410", 15)]
+    assert "ctx.refresh_from(sys.argv)" in found[("TF406", 17)]
+
+
 # -- the typed model (issue 23, part 3) ---------------------------------------------------------
 def test_the_typed_model_carries_provenance_and_typed_targets():
     from turnflow.migrate import model

@@ -316,7 +316,7 @@ def _pattern(scan: Scan, pcall: pyast.Call, block: str) -> FlowBuilder:
     max_rounds, run = _rounds(cx, pcall, swarm)
     b.comment(f"max_rounds={max_rounds} counts the opening message: {max(1, max_rounds - 1)} turns after it")
     b.max_turns(max(1, max_rounds - 1))
-    _context_init(cx, kwarg(pcall, "context_variables"))
+    _context_init(cx, kwarg(pcall, "context_variables"), pcall)
 
     _manager_terminations(cx, pcall, run, swarm)
 
@@ -509,26 +509,103 @@ def _unfollowed_runs(mod: Module) -> list[pyast.Call]:
     return out
 
 
-def _context_init(cx: Ctx, node: Optional[pyast.AST]) -> None:
-    mod, b = cx.mod, cx.b
+def _context_init(cx: Ctx, node: Optional[pyast.AST], pcall: pyast.Call) -> None:
+    """`context KEY = VALUE` for the pattern's initial context: `ContextVariables(data={...})` (or the
+    swarm API's plain dict), then the changes made to it before the run, in source order
+    (`ctx["k"] = v`, `ctx.set("k", v)`, `ctx.update({...})`, `ctx.remove("k")`, `data["k"] = v`), a
+    change under an `if` or in a loop the pattern is not in reported (TF410), one not followed TF406."""
+    mod = cx.mod
+    holders = {n.id for n in (node,) if isinstance(n, pyast.Name)}
     node = mod.resolve(node)
-    data = None
+    data_node = None
     if isinstance(node, pyast.Call) and callee(node) == "ContextVariables":
-        data = mod.resolve(kwarg(node, "data", 0))
+        data_node = kwarg(node, "data", 0)
+        holders |= {data_node.id} if isinstance(data_node, pyast.Name) else set()
+        data_node = mod.resolve(data_node)
     elif isinstance(node, pyast.Dict):  # the legacy swarm API takes a plain dict
-        data = node
-    if not isinstance(data, pyast.Dict):
+        data_node = node
+    if not isinstance(data_node, pyast.Dict):
         return
-    for k, v in zip(data.keys, data.values):
+    values: dict[str, tuple[object, pyast.AST]] = {}
+    for k, v in zip(data_node.keys, data_node.values):
         key = mod.string(k)
-        value = mod.literal(v)
-        if key is None:
-            continue
+        if key is not None:
+            values[key] = (mod.literal(v), v)
+    for st in _context_changes(mod, holders):
+        mod.note_guarded(st, pcall)
+        if not _apply_context_change(mod, st, values):
+            cx.b.note("TF406", f"`{_show_stmt(st)}` changes the context variables in a way the migrator does not "
+                      "follow; the flow's initial context leaves it out, so its context conditions may see other "
+                      "values", pos(st))
+    for key, (value, at) in values.items():
         if isinstance(value, (bool, int, float, str)) or value is None:
-            b.context(_key(cx, key, k or data), value)
+            cx.b.context(_key(cx, key, at), value)
             continue
-        b.note("TF409", f"context variable `{key}` starts as a list or dict, which a `context` statement "
-               "cannot hold; not initialised", pos(v))
+        cx.b.note("TF409", f"context variable `{key}` starts as a list or dict, which a `context` statement "
+                  "cannot hold; not initialised", pos(at))
+
+
+def _context_changes(mod: Module, holders: set[str]) -> list[pyast.stmt]:
+    """The simple statements outside functions that change `holders` (the ContextVariables and its
+    data dict) item by item or by a method, in source order."""
+    out = []
+    for st in pyast.walk(mod.tree):
+        where = mod.uses.get(id(st))
+        if where is None or where.in_def or not isinstance(st, (pyast.Assign, pyast.AugAssign, pyast.Expr,
+                                                                 pyast.Delete)):
+            continue
+        if isinstance(st, pyast.Expr):
+            f = st.value.func if isinstance(st.value, pyast.Call) else None
+            targets = [f.value] if isinstance(f, pyast.Attribute) and f.attr not in ("get", "keys", "values", "items",
+                                                                                      "to_dict", "copy") else []
+        else:  # `ctx[...] = v`, `ctx.data[...] = v` (not `ctx = ...`, the binding itself)
+            targets = [t for t in (st.targets if isinstance(st, (pyast.Assign, pyast.Delete)) else [st.target])
+                       if not isinstance(t, pyast.Name)]
+        for t in targets:
+            while isinstance(t, (pyast.Subscript, pyast.Attribute)) and not (
+                    isinstance(t, pyast.Attribute) and isinstance(t.value, pyast.Name) and t.attr != "data"):
+                t = t.value
+            if isinstance(t, pyast.Name) and t.id in holders:
+                out.append((where.order, st))
+                break
+    return [st for _, st in sorted(out, key=lambda e: e[0])]
+
+
+def _apply_context_change(mod: Module, st: pyast.stmt, values: dict) -> bool:
+    """Apply `ctx["k"] = v` / `ctx.set("k", v)` / `ctx.update({...})` / `ctx.remove("k")` /
+    `del ctx["k"]` to `values`; False for any other change."""
+    if isinstance(st, pyast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], pyast.Subscript):
+        key = mod.string(st.targets[0].slice)
+        if key is None:
+            return False
+        values[key] = (mod.literal(st.value), st.value)
+        return True
+    if isinstance(st, pyast.Delete) and len(st.targets) == 1 and isinstance(st.targets[0], pyast.Subscript):
+        key = mod.string(st.targets[0].slice)
+        values.pop(key, None)
+        return key is not None
+    call = st.value if isinstance(st, pyast.Expr) else None
+    if not (isinstance(call, pyast.Call) and isinstance(call.func, pyast.Attribute)) or call.keywords:
+        return False
+    method, args = call.func.attr, call.args
+    key = mod.string(args[0]) if args else None
+    if method == "set" and len(args) == 2 and key is not None:
+        values[key] = (mod.literal(args[1]), args[1])
+        return True
+    if method in ("remove", "pop") and len(args) == 1 and key is not None:
+        values.pop(key, None)
+        return True
+    update = mod.resolve(args[0]) if method == "update" and len(args) == 1 else None
+    if isinstance(update, pyast.Dict) and all(mod.string(k) is not None for k in update.keys):
+        for k, v in zip(update.keys, update.values):
+            values[mod.string(k)] = (mod.literal(v), v)
+        return True
+    return False
+
+
+def _show_stmt(st: pyast.AST) -> str:
+    text = " ".join(pyast.unparse(st).split())
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _manager_termination(cx: Ctx, node: pyast.AST) -> None:
