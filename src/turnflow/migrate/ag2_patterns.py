@@ -306,9 +306,7 @@ def _pattern(scan: Scan, pcall: pyast.Call, block: str) -> FlowBuilder:
     if user is not None:
         cx.by_name[user.name] = user
     order = _pattern_participants(cx, kind, members, initial, user, pcall)
-    for a in order + ([user] if user is not None else []):
-        for c in a.configured:  # a call under an `if` / in a loop the pattern is not in: TF410
-            mod.note_guarded(c, pcall)
+    _note_guarded_configuration(mod, order + ([user] if user is not None else []), pcall)
 
     # -- start, caps, context ------------------------------------------------------------------
     b.section()
@@ -340,6 +338,14 @@ def _pattern(scan: Scan, pcall: pyast.Call, block: str) -> FlowBuilder:
     _user_returns(cx, kind, pcall, swarm, user, user_node, overrides, members)
     _group_after_work(cx, kind, pcall, swarm, speakers, members)
     return b
+
+
+def _note_guarded_configuration(mod: Module, agents: list[Agent], pcall: pyast.Call) -> None:
+    """TF410 (through `mod.note_guarded`) for each call configuring one of `agents` that runs only
+    under an `if` / `except` / `case` or in a loop the pattern `pcall` is not built in."""
+    for a in agents:
+        for c in a.configured:
+            mod.note_guarded(c, pcall)
 
 
 def _members(scan: Scan, agents_arg: Optional[pyast.AST], pcall: pyast.Call) -> list[Agent]:
@@ -572,22 +578,26 @@ def _context_changes(mod: Module, holders: set[str]) -> list[pyast.stmt]:
 
 
 def _apply_context_change(mod: Module, st: pyast.stmt, values: dict) -> bool:
-    """Apply `ctx["k"] = v` / `ctx.set("k", v)` / `ctx.update({...})` / `ctx.remove("k")` /
-    `del ctx["k"]` to `values`; False for any other change."""
-    if isinstance(st, pyast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], pyast.Subscript):
+    """Apply `ctx["k"] = v` / `del ctx["k"]` / `ctx.set("k", v)` / `ctx.update({...})` /
+    `ctx.remove("k")` to `values`; False for any other change."""
+    if isinstance(st, (pyast.Assign, pyast.Delete)) and len(st.targets) == 1 \
+            and isinstance(st.targets[0], pyast.Subscript):
         key = mod.string(st.targets[0].slice)
         if key is None:
             return False
-        values[key] = (mod.literal(st.value), st.value)
+        if isinstance(st, pyast.Assign):
+            values[key] = (mod.literal(st.value), st.value)
+        else:
+            values.pop(key, None)
         return True
-    if isinstance(st, pyast.Delete) and len(st.targets) == 1 and isinstance(st.targets[0], pyast.Subscript):
-        key = mod.string(st.targets[0].slice)
-        values.pop(key, None)
-        return key is not None
     call = st.value if isinstance(st, pyast.Expr) else None
     if not (isinstance(call, pyast.Call) and isinstance(call.func, pyast.Attribute)) or call.keywords:
         return False
-    method, args = call.func.attr, call.args
+    return _context_method(mod, call.func.attr, call.args, values)
+
+
+def _context_method(mod: Module, method: str, args: list, values: dict) -> bool:
+    """`ctx.set("k", v)`, `ctx.remove("k")` / `.pop("k")`, `ctx.update({...})` applied to `values`."""
     key = mod.string(args[0]) if args else None
     if method == "set" and len(args) == 2 and key is not None:
         values[key] = (mod.literal(args[1]), args[1])
@@ -596,11 +606,14 @@ def _apply_context_change(mod: Module, st: pyast.stmt, values: dict) -> bool:
         values.pop(key, None)
         return True
     update = mod.resolve(args[0]) if method == "update" and len(args) == 1 else None
-    if isinstance(update, pyast.Dict) and all(mod.string(k) is not None for k in update.keys):
-        for k, v in zip(update.keys, update.values):
-            values[mod.string(k)] = (mod.literal(v), v)
-        return True
-    return False
+    if not isinstance(update, pyast.Dict):
+        return False
+    keys = [mod.string(k) for k in update.keys]
+    if any(k is None for k in keys):
+        return False
+    for k, v in zip(keys, update.values):
+        values[k] = (mod.literal(v), v)
+    return True
 
 
 def _show_stmt(st: pyast.AST) -> str:
