@@ -75,31 +75,9 @@ def migrate(text: str, path: str, src: Optional[SourceText] = None) -> Migration
     found: list[tuple[Classic, pyast.Call, list]] = []
     for scope in scopes(mod):
         group_calls = [c for c in scope.own_calls if callee(c) in group_classes]
-        if not group_calls:
-            continue
-        view = scope.mod
-        cx = Classic(view, scope=scope.name)
-        renames: list[tuple[Optional[Agent], str]] = []
-        for call in calls(view.tree):
-            if callee(call) in group_classes or not is_agent_call(view, call, classes):
-                continue
-            var = _bound_var(view, call)
-            raw = view.string(kwarg(call, "name", 0))
-            if raw is None:
-                if var is None:
-                    continue
-                raw = var
-                renames.append((None, f"the name of `{var}` is not a string literal; the variable name is used"))
-            name, changed = cx.names.add(raw)
-            agent = Agent(var=var or raw, raw=raw, name=name, call=call,
-                          description=view.string(kwarg(call, "description")),
-                          system_message=view.string(kwarg(call, "system_message", 1)),
-                          termination=kwarg(call, "is_termination_msg"))
-            cx.agents[id(call)] = agent
-            if changed:
-                renames.append((agent, f"agent name {json.dumps(raw)} is not a valid flow NAME; renamed to `{name}`"))
-        for call in group_calls:
-            found.append((cx, call, renames))
+        if group_calls:
+            cx, renames = _scope_agents(scope, classes, group_classes)
+            found += [(cx, call, renames) for call in group_calls]
     if not found:
         raise fail("TF401", "no `GroupChat(...)` call found: nothing to migrate", Pos(1, 1), path, src)
     block_names = _block_names([(cx.scope, _bound_var(cx.mod, call)) for cx, call, _ in found])
@@ -121,6 +99,34 @@ def migrate(text: str, path: str, src: Optional[SourceText] = None) -> Migration
         builders.append(b)
     return render(builders, [f"Migrated by `turnflow migrate` from {path} (classic GroupChat)."],
                   path, src, "classic")
+
+
+def _scope_agents(scope, classes: set[str], group_classes: set[str]) \
+        -> tuple[Classic, list[tuple[Optional[Agent], str]]]:
+    """The agents a scope constructs (its view of the module), and the renames to report: a name
+    that is not a string literal (the variable's is used), one that is not a valid flow NAME."""
+    view = scope.mod
+    cx = Classic(view, scope=scope.name)
+    renames: list[tuple[Optional[Agent], str]] = []
+    for call in calls(view.tree):
+        if callee(call) in group_classes or not is_agent_call(view, call, classes):
+            continue
+        var = _bound_var(view, call)
+        raw = view.string(kwarg(call, "name", 0))
+        if raw is None:
+            if var is None:
+                continue
+            raw = var
+            renames.append((None, f"the name of `{var}` is not a string literal; the variable name is used"))
+        name, changed = cx.names.add(raw)
+        agent = Agent(var=var or raw, raw=raw, name=name, call=call,
+                      description=view.string(kwarg(call, "description")),
+                      system_message=view.string(kwarg(call, "system_message", 1)),
+                      termination=kwarg(call, "is_termination_msg"))
+        cx.agents[id(call)] = agent
+        if changed:
+            renames.append((agent, f"agent name {json.dumps(raw)} is not a valid flow NAME; renamed to `{name}`"))
+    return cx, renames
 
 
 def _block_names(keys: list[tuple[Optional[str], Optional[str]]], default: str = "groupchat") -> list[str]:
@@ -710,19 +716,9 @@ def _function(mod: Module, node: pyast.AST):
 
 
 def _termination(cx: Classic, b: FlowBuilder, manager, agents, speakers, successors) -> None:
-    mod = cx.mod
+    """The manager's `is_termination_msg` (first), then each agent's own (grouped by predicate)."""
     if manager is not None:
-        node = kwarg(manager, "is_termination_msg")
-        if node is not None:
-            test = termination_test(mod, node)
-            if test is None or test.text is None:
-                b.note("TF405", "the manager's `is_termination_msg` does not test the message text for a marker "
-                       "the migrator can read; dropped", pos(node))
-            else:
-                if not test.exact:
-                    b.note("TF405", f"the manager's `is_termination_msg` uses {test.how}; approximated by "
-                           f"`text contains {json.dumps(test.text)}`", pos(node))
-                b.rule(None, ("terminate", "is_termination_msg"), [("text", test.text)])
+        _manager_termination(cx, b, kwarg(manager, "is_termination_msg"))
     # an agent's own check: the chat ends when that agent is picked to reply to a matching message
     groups: dict[str, list[Agent]] = {}
     for agent in agents:
@@ -730,29 +726,49 @@ def _termination(cx: Classic, b: FlowBuilder, manager, agents, speakers, success
             groups.setdefault(pyast.unparse(agent.termination), []).append(agent)
     emitted: set[tuple[str, str]] = set()
     for members in groups.values():
-        first = members[0]
-        test = termination_test(mod, first.termination)
-        who = ", ".join(f"`{a.name}`" for a in members)
-        others = tuple(pos(a.termination) for a in members[1:])
-        if test is None or test.text is None:
-            b.note("TF405", f"the `is_termination_msg` of {who} does not test the message text for a marker "
-                   "the migrator can read; dropped", pos(first.termination), also=others)
-            continue
-        names = {a.name for a in members}
-        sources = [x for x in speakers if names & set(successors(x))]
-        if not sources:
-            continue
-        how = "" if test.exact else f"; it uses {test.how}, approximated by `text contains`"
-        message = (f"the `is_termination_msg` of {who} ends the chat only when that agent is picked to reply to "
-                   "a matching message; approximated by ending after any matching message from a speaker that "
-                   f"may be followed by it{how}")
-        b.note("TF405", message, pos(first.termination), also=others)
-        if set(sources) == set(speakers):
-            sources = [None]
-        for x in sources:
-            if (x or "*", test.text) not in emitted and ("*", test.text) not in emitted:
-                emitted.add((x or "*", test.text))
-                b.rule(x, ("terminate", "is_termination_msg"), [("text", test.text)])
+        _agents_termination(cx, b, members, speakers, successors, emitted)
+
+
+def _manager_termination(cx: Classic, b: FlowBuilder, node: Optional[pyast.AST]) -> None:
+    if node is None:
+        return
+    test = termination_test(cx.mod, node)
+    if test is None or test.text is None:
+        b.note("TF405", "the manager's `is_termination_msg` does not test the message text for a marker "
+               "the migrator can read; dropped", pos(node))
+        return
+    if not test.exact:
+        b.note("TF405", f"the manager's `is_termination_msg` uses {test.how}; approximated by "
+               f"`text contains {json.dumps(test.text)}`", pos(node))
+    b.rule(None, ("terminate", "is_termination_msg"), [("text", test.text)])
+
+
+def _agents_termination(cx: Classic, b: FlowBuilder, members: list[Agent], speakers, successors,
+                        emitted: set[tuple[str, str]]) -> None:
+    """The `is_termination_msg` shared by `members`: a rule from each speaker one of them may follow."""
+    first = members[0]
+    test = termination_test(cx.mod, first.termination)
+    who = ", ".join(f"`{a.name}`" for a in members)
+    others = tuple(pos(a.termination) for a in members[1:])
+    if test is None or test.text is None:
+        b.note("TF405", f"the `is_termination_msg` of {who} does not test the message text for a marker "
+               "the migrator can read; dropped", pos(first.termination), also=others)
+        return
+    names = {a.name for a in members}
+    sources = [x for x in speakers if names & set(successors(x))]
+    if not sources:
+        return
+    how = "" if test.exact else f"; it uses {test.how}, approximated by `text contains`"
+    message = (f"the `is_termination_msg` of {who} ends the chat only when that agent is picked to reply to "
+               "a matching message; approximated by ending after any matching message from a speaker that "
+               f"may be followed by it{how}")
+    b.note("TF405", message, pos(first.termination), also=others)
+    if set(sources) == set(speakers):
+        sources = [None]
+    for x in sources:
+        if (x or "*", test.text) not in emitted and ("*", test.text) not in emitted:
+            emitted.add((x or "*", test.text))
+            b.rule(x, ("terminate", "is_termination_msg"), [("text", test.text)])
 
 
 # --------------------------------------------------------------------------
