@@ -755,6 +755,10 @@ _OPTION_STRINGS = {"terminate": ("terminate",), "revert_to_user": ("initiator",)
                    "swarm_manager": ("group_manager",), "group_manager": ("group_manager",)}
 
 
+_BUILTIN_TARGETS = {"RevertToUserTarget": ("initiator",), "TerminateTarget": ("terminate",), "StayTarget": ("stay",),
+                    "GroupManagerTarget": ("group_manager",)}
+
+
 def _target(cx: Ctx, node: Optional[pyast.AST], at: Optional[pyast.AST]):
     node = cx.mod.resolve(node)
     kind = callee(node) if isinstance(node, pyast.Call) else ""
@@ -768,14 +772,8 @@ def _target(cx: Ctx, node: Optional[pyast.AST], at: Optional[pyast.AST]):
         raw = cx.mod.string(kwarg(node, "agent_name", 0))
         if raw is not None and raw in cx.names.map:
             return cx.names.map[raw]
-    if kind == "RevertToUserTarget":
-        return ("initiator",)
-    if kind == "TerminateTarget":
-        return ("terminate",)
-    if kind == "StayTarget":
-        return ("stay",)
-    if kind == "GroupManagerTarget":
-        return ("group_manager",)
+    if kind in _BUILTIN_TARGETS:
+        return _BUILTIN_TARGETS[kind]
     if isinstance(node, pyast.Attribute) and node.attr in _AFTER_WORK_OPTIONS:  # AfterWorkOption.TERMINATE
         return _AFTER_WORK_OPTIONS[node.attr]
     if isinstance(node, pyast.Constant) and isinstance(node.value, str):
