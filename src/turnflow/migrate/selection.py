@@ -209,25 +209,30 @@ class Evaluator:
     def _content(self, node: pyast.AST, env: dict) -> Optional[str]:
         """The last message's text: "" (plain), "lower" (case-folded), None (not the text)."""
         node = self._subst(node, env)
-        if isinstance(node, pyast.Call) and callee(node) in ("lower", "upper", "casefold", "strip", "rstrip",
-                                                             "lstrip") \
-                and isinstance(node.func, pyast.Attribute):
-            inner = self._content(node.func.value, env)
-            if inner is None:
-                return None
-            return "lower" if callee(node) in ("lower", "upper", "casefold") else inner
-        if isinstance(node, pyast.Call) and callee(node) in ("to_text", "to_model_text", "get") \
-                and isinstance(node.func, pyast.Attribute) and self._is_last_message(node.func.value, env):
-            if callee(node) == "get" and self.mod.literal(node.args[0] if node.args else None) != "content":
-                return None
-            return ""
-        if isinstance(node, pyast.Call) and callee(node) == "str" and node.args:
-            return self._content(node.args[0], env)
+        if isinstance(node, pyast.Call):
+            return self._content_call(node, env)
         if isinstance(node, pyast.Subscript) and self._is_last_message(node.value, env) \
                 and self.mod.literal(node.slice) == "content":
             return ""
         if isinstance(node, pyast.Attribute) and node.attr == "content" and self._is_last_message(node.value, env):
             return ""
+        return None
+
+    def _content_call(self, node: pyast.Call, env: dict) -> Optional[str]:
+        """`text.lower()` / `.strip()` of the text, `msg.to_text()`, `msg.get("content")`, `str(...)`."""
+        name = callee(node)
+        if name in ("lower", "upper", "casefold", "strip", "rstrip", "lstrip") and isinstance(node.func, pyast.Attribute):
+            inner = self._content(node.func.value, env)
+            if inner is None:
+                return None
+            return "lower" if name in ("lower", "upper", "casefold") else inner
+        if name in ("to_text", "to_model_text", "get") and isinstance(node.func, pyast.Attribute) \
+                and self._is_last_message(node.func.value, env):
+            if name == "get" and self.mod.literal(node.args[0] if node.args else None) != "content":
+                return None
+            return ""
+        if name == "str" and node.args:
+            return self._content(node.args[0], env)
         return None
 
     def cond(self, test: pyast.AST, x: str, env: dict):
