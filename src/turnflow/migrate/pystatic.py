@@ -204,16 +204,7 @@ class Rewriter:
         local_names = {t.id for s in rest if isinstance(s, pyast.Assign) for t in s.targets
                        if isinstance(t, pyast.Name)}
         rename = {n: pyast.Name(id=f"__inl{self.counter}_{n}", ctx=pyast.Load()) for n in local_names}
-        # the returned locals take the caller's names (`chat, manager = build(...)`)
-        pairs: list[tuple[pyast.AST, pyast.AST]] = [(ret, target)]
-        if isinstance(ret, (pyast.Tuple, pyast.List)) and isinstance(target, (pyast.Tuple, pyast.List)) \
-                and len(ret.elts) == len(target.elts):
-            pairs = list(zip(ret.elts, target.elts))
-        direct = all(isinstance(r, pyast.Name) and r.id in local_names and isinstance(t, pyast.Name)
-                     for r, t in pairs)
-        if direct:
-            for r, t in pairs:
-                rename[r.id] = pyast.Name(id=t.id, ctx=pyast.Load())  # type: ignore[attr-defined]
+        direct = _returned_locals(ret, target, local_names, rename)
         subst = _Subst({**env, **rename})
         out: list[pyast.stmt] = []
         for st in rest:
@@ -283,15 +274,7 @@ class Rewriter:
             new_rest.append(s)
         if product is None:
             product = subst.visit(ret)
-        if isinstance(product, pyast.Call):
-            # the agent is created where the factory is called
-            product.lineno, product.col_offset = call.lineno, call.col_offset
-            product.end_lineno, product.end_col_offset = call.end_lineno, call.end_col_offset
-        for stmt in new_rest:
-            for node in pyast.walk(stmt):
-                if isinstance(node, (pyast.expr, pyast.stmt)):
-                    node.lineno, node.col_offset = call.lineno, call.col_offset
-                    node.end_lineno, node.end_col_offset = call.end_lineno, call.end_col_offset
+        _at_call(product, new_rest, call)
         return product, new_rest
 
     class _InlineExpr(pyast.NodeTransformer):
@@ -483,6 +466,29 @@ class Rewriter:
         lists[name] = new
         assign = pyast.Assign(targets=[pyast.Name(id=name, ctx=pyast.Store())], value=new)
         return pyast.copy_location(assign, st)
+
+
+def _returned_locals(ret: pyast.AST, target: pyast.AST, local_names: set[str], rename: dict) -> bool:
+    """When a builder returns its own locals (`return chat, manager`) into names of the caller
+    (`chat, manager = build(...)`), the locals take the caller's names (in `rename`): True."""
+    pairs: list[tuple[pyast.AST, pyast.AST]] = [(ret, target)]
+    if isinstance(ret, (pyast.Tuple, pyast.List)) and isinstance(target, (pyast.Tuple, pyast.List)) \
+            and len(ret.elts) == len(target.elts):
+        pairs = list(zip(ret.elts, target.elts))
+    direct = all(isinstance(r, pyast.Name) and r.id in local_names and isinstance(t, pyast.Name) for r, t in pairs)
+    if direct:
+        for r, t in pairs:
+            rename[r.id] = pyast.Name(id=t.id, ctx=pyast.Load())  # type: ignore[attr-defined]
+    return direct
+
+
+def _at_call(product: pyast.AST, stmts: list[pyast.stmt], call: pyast.Call) -> None:
+    """An inlined factory's product and statements are at the call (the agent is created there)."""
+    nodes: list[Union[pyast.expr, pyast.stmt]] = [product] if isinstance(product, pyast.Call) else []
+    nodes += [n for st in stmts for n in pyast.walk(st) if isinstance(n, (pyast.expr, pyast.stmt))]
+    for node in nodes:
+        node.lineno, node.col_offset = call.lineno, call.col_offset
+        node.end_lineno, node.end_col_offset = call.end_lineno, call.end_col_offset
 
 
 def rewrite(tree: pyast.Module) -> tuple[pyast.Module, Rewriter]:
