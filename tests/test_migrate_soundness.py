@@ -170,6 +170,15 @@ def test_a_configuration_call_under_a_condition_names_the_condition_and_its_line
     assert [d.span.line for d in certain.diagnostics if d.code == "TF410"] == [23]
 
 
+def test_a_call_in_the_main_guard_of_a_script_is_not_reported():
+    """`if __name__ == "__main__":` always runs when the script runs: no TF410 for it."""
+    text = (ROOT / "conditional_handoffs.py").read_text(encoding="utf-8").replace(
+        'if "--escalate" in sys.argv:', 'if __name__ == "__main__":')
+    result = migrate(text, "x.py")
+    assert [d.span.line for d in result.diagnostics if d.code == "TF410"] == [23]
+    assert "billing -> tech" in result.text
+
+
 def test_a_call_in_a_loop_of_unknown_length_says_it_may_run_never():
     text = (ROOT / "conditional_edges.py").read_text(encoding="utf-8").replace(
         """if os.environ.get("REVISION_LOOP") == "1":""", "for _ in range(int(os.environ['LOOPS'])):")

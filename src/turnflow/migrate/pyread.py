@@ -165,7 +165,7 @@ class Module:
         achain, aloops = (a.chain, a.loops) if a is not None else ((), ())
         guards = []
         for i, (branch_id, label) in enumerate(w.chain):
-            if i < len(achain) and achain[i] == (branch_id, label):
+            if i < len(achain) and achain[i] == (branch_id, label) or _main_guard(self.branches[branch_id], label):
                 continue
             guards.append((self.branches[branch_id], label))
             break
@@ -462,6 +462,12 @@ def _index(mod: Module, node: pyast.AST, loop: bool, walk: Optional[_Walk] = Non
         _bind_child(mod, child, child_loop, walk)
         _index(mod, child, child_loop, walk)
         walk.chain, walk.in_def, walk.loops = outer
+
+
+def _main_guard(stmt: pyast.AST, label: str) -> bool:
+    """The body of `if __name__ == "__main__":`, which a script run (what is migrated) always runs."""
+    return label == "if" and isinstance(stmt, pyast.If) and isinstance(stmt.test, pyast.Compare) \
+        and pyast.unparse(stmt.test).replace('"', "'") in ("__name__ == '__main__'", "'__main__' == __name__")
 
 
 def _repeats(node: pyast.AST) -> bool:
