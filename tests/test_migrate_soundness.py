@@ -179,6 +179,45 @@ def test_a_call_in_the_main_guard_of_a_script_is_not_reported():
     assert "billing -> tech" in result.text
 
 
+def test_configuration_in_a_function_runs_where_the_function_is_called():
+    """A function that wires handoffs is inlined where it is called: under an `if` there, its calls
+    are reported; one that nothing calls configures nothing."""
+    text = """import os
+from autogen import ConversableAgent
+from autogen.agentchat import initiate_group_chat
+from autogen.agentchat.group import AgentTarget, RevertToUserTarget
+from autogen.agentchat.group.patterns import DefaultPattern
+
+triage = ConversableAgent(name="triage")
+billing = ConversableAgent(name="billing")
+tech = ConversableAgent(name="tech")
+user = ConversableAgent(name="user")
+
+
+def wire(first, second, escalate):
+    first.handoffs.set_after_work(AgentTarget(second))
+    if escalate:
+        target = AgentTarget(tech)
+        second.handoffs.set_after_work(target)
+
+
+def legacy_wiring():
+    tech.handoffs.set_after_work(AgentTarget(triage))
+
+
+wire(triage, billing, os.environ.get("ESCALATE") == "1")
+tech.handoffs.set_after_work(RevertToUserTarget())
+pattern = DefaultPattern(initial_agent=triage, agents=[triage, billing, tech], user_agent=user)
+initiate_group_chat(pattern=pattern, messages="hi", max_rounds=8)
+"""
+    result = migrate(text, "case.py")
+    assert "triage -> billing" in result.text and "billing -> tech" in result.text
+    assert "tech -> initiator" in result.text and "tech -> triage" not in result.text
+    (message,) = [d.message for d in result.diagnostics if d.code == "TF410" and d.span.line == 17]
+    assert message.startswith("`billing.handoffs.set_after_work(target)` runs only in the branch of `if "
+                              "os.environ.get('ESCALATE') == '1':` (line 15)")
+
+
 def test_a_call_in_a_loop_of_unknown_length_says_it_may_run_never():
     text = (ROOT / "conditional_edges.py").read_text(encoding="utf-8").replace(
         """if os.environ.get("REVISION_LOOP") == "1":""", "for _ in range(int(os.environ['LOOPS'])):")

@@ -4,6 +4,7 @@ or executed. Shared by the classic GroupChat and AG2 pattern front ends."""
 from __future__ import annotations
 
 import ast as pyast
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
@@ -698,8 +699,11 @@ def _show(node: Optional[pyast.AST], width: int = 70) -> str:
         if isinstance(name, str):  # an agent: its class and name say which
             return f"{callee(node)}(name={name!r}, ...)"
     text = pyast.unparse(node) if node is not None else "?"
-    text = " ".join(text.split())
+    text = " ".join(_INLINED.sub("", text).split())  # an inlined function's locals: their own names
     return text if len(text) <= width else text[:width - 3] + "..."
+
+
+_INLINED = re.compile(r"\b__inl\d+_")
 
 
 def _branch_words(stmt: pyast.AST, label: str) -> str:

@@ -20,6 +20,9 @@ constructs into the straight-line code the front ends already understand
   returned local is renamed to `x`, the other statements of the body (e.g.
   `agent.handoffs.set_after_work(...)`) follow the assignment.
 - `a, b = X(...), Y(...)` becomes `a = X(...)` and `b = Y(...)`.
+- a straight-line function that configures the chat and returns nothing (`def wire(): triage.handoffs
+  .set_after_work(...); ...`) is inlined where it is called as a statement (`wire()`, under an `if`
+  too, which the front ends then report): its configuration runs there, and only if it is called.
 """
 
 from __future__ import annotations
@@ -93,6 +96,52 @@ def _straight_line(fn: _Fn) -> Optional[list[pyast.stmt]]:
     return body
 
 
+# calls that configure a chat (what the front ends read besides constructors)
+_CONFIGURING = {"register_hand_off", "register_function", "register_for_llm", "add_functions", "add_edge",
+                "add_node", "set_entry_point"}
+
+
+_PROCEDURE_STATEMENTS = (pyast.Assign, pyast.AugAssign, pyast.AnnAssign, pyast.Expr, pyast.If, pyast.For, pyast.While,
+                         pyast.With, pyast.Try, pyast.Pass, pyast.Break, pyast.Continue, pyast.ExceptHandler)
+
+
+def _procedure(fn: pyast.FunctionDef) -> Optional[list[pyast.stmt]]:
+    """The statements of `fn` when it takes plain parameters, returns nothing (a bare `return` at
+    the end at most), holds no function, class, `global` or `yield` and configures a chat:
+    `x.handoffs.<method>(...)`, or one of `_CONFIGURING`; else None."""
+    body = _code(fn.body)
+    if body and isinstance(body[-1], pyast.Return) and body[-1].value is None:
+        body = body[:-1]
+    if not body or fn.args.vararg or fn.args.kwonlyargs or fn.args.posonlyargs:
+        return None
+    inner = [n for st in body for n in pyast.walk(st)]
+    if any(isinstance(n, (pyast.stmt, pyast.excepthandler)) and not isinstance(n, _PROCEDURE_STATEMENTS)
+           or isinstance(n, (pyast.Yield, pyast.YieldFrom, pyast.Await)) for n in inner):
+        return None
+    return body if any(_configures(n) for n in inner) else None
+
+
+def _configures(node: pyast.AST) -> bool:
+    """A call that configures a chat: `x.handoffs.<method>(...)`, or one of `_CONFIGURING`."""
+    if not isinstance(node, pyast.Call):
+        return False
+    f = node.func
+    return callee(node) in _CONFIGURING or (isinstance(f, pyast.Attribute) and isinstance(f.value, pyast.Attribute)
+                                            and f.value.attr == "handoffs")
+
+
+class _Rename(pyast.NodeTransformer):
+    """Rename the names in `names` (loads and stores): an inlined function's locals, kept apart."""
+
+    def __init__(self, names: dict[str, str]):
+        self.names = names
+
+    def visit_Name(self, node: pyast.Name):
+        if node.id in self.names:
+            return pyast.copy_location(pyast.Name(id=self.names[node.id], ctx=node.ctx), node)
+        return node
+
+
 class _Subst(pyast.NodeTransformer):
     """Replace loads of the names in `env` by copies of their values."""
 
@@ -145,6 +194,8 @@ class Rewriter:
         self.tree = tree
         self.factories: dict[str, _Fn] = {}
         self.builders: dict[str, _Fn] = {}  # straight-line functions returning agents or a chat
+        self.procedures: dict[str, _Fn] = {}  # functions configuring the chat, returning nothing
+        self.active: set[str] = set()  # the procedures being inlined
         self.inlined: set[str] = set()  # builders inlined at a call: their own body is not a chat of its own
         self.module_lists: dict[str, pyast.AST] = {}
         self.counter = 0
@@ -157,6 +208,8 @@ class Rewriter:
                 self.factories[st.name] = st
             elif isinstance(st, (pyast.FunctionDef, pyast.AsyncFunctionDef)) and self._is_builder(st):
                 self.builders[st.name] = st
+            elif isinstance(st, pyast.FunctionDef) and _procedure(st) is not None:
+                self.procedures[st.name] = st
         for st in self.tree.body:  # module-level literal sequences, visible from functions
             if isinstance(st, pyast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], pyast.Name) \
                     and isinstance(st.value, (pyast.List, pyast.Tuple)):
@@ -219,6 +272,31 @@ class Rewriter:
             assign = pyast.Assign(targets=[target], value=value)  # type: ignore[list-item]
             out.append(pyast.copy_location(assign, call))
         return out
+
+    def _procedure_call(self, st: pyast.stmt) -> Optional[list[pyast.stmt]]:
+        """`wire(a, b)` as a statement, `wire` a configuring function (`_procedure`): its statements."""
+        call = st.value if isinstance(st, pyast.Expr) else None
+        if isinstance(call, pyast.Call) and isinstance(call.func, pyast.Name) and call.func.id in self.procedures \
+                and call.func.id not in self.active:
+            return self._inline_procedure(self.procedures[call.func.id], call)
+        return None
+
+    def _inline_procedure(self, fn: _Fn, call: pyast.Call) -> Optional[list[pyast.stmt]]:
+        """The statements of a configuring function (`_procedure`) run by `call`: parameters replaced
+        by the arguments, locals renamed apart; each keeps its position in the function."""
+        env = self._args_env(fn, call)
+        body = _procedure(fn)  # type: ignore[arg-type]
+        if env is None or body is None or self.copies + sum(1 for b in body for _ in pyast.walk(b)) > MAX_COPIES:
+            return None
+        local_names = {n.id for st in body for n in pyast.walk(st)
+                       if isinstance(n, pyast.Name) and isinstance(n.ctx, pyast.Store)}
+        if local_names & set(env):
+            return None  # a parameter rebound in the body
+        self.copies += sum(1 for b in body for _ in pyast.walk(b))
+        self.counter += 1
+        rename = _Rename({n: f"__inl{self.counter}_{n}" for n in local_names})
+        subst = _Subst(env)
+        return [subst.visit(rename.visit(copy.deepcopy(st))) for st in body]
 
     def _args_env(self, fn: _Fn, call: pyast.Call) -> Optional[dict[str, pyast.AST]]:
         params = [a.arg for a in fn.args.args]
@@ -353,6 +431,14 @@ class Rewriter:
             done = self._assign(st, lists)
             if done is not None:
                 return done
+        inlined = self._procedure_call(st)
+        if inlined is not None:
+            name = st.value.func.id  # type: ignore[attr-defined]
+            self.active.add(name)  # a function that calls itself is not inlined again inside itself
+            try:
+                return [s for one in inlined for s in self._stmt(one, {}, lists)]
+            finally:
+                self.active.discard(name)
         if self.factories:  # factories used inside expressions (lists of agents, arguments)
             st = self._InlineExpr(self).visit(st)
         # list bindings and mutations
