@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from turnflow.cli_util import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, err, out
 
-if TYPE_CHECKING:
-    from turnflow.runtime.store_contract import Store
 
 
 def register(sub) -> None:
@@ -63,7 +61,6 @@ def run(args) -> int:
         # with --session: that session's record and log only, never the whole store
         hub = Hub(store if args.session is None else SessionScopedStore(store, args.session))
         report = hub.hydrate()  # read only: no pending close is completed here
-        _warn_lost(store, where)
         lives = list(hub.sessions.values())
         bad = [p for p in report.problems if args.session is None or p.session_id == args.session]
         if args.session is not None and not lives and not bad:
@@ -102,13 +99,6 @@ def _print_readable(args, lives: list, store: Any) -> str:
         out("\n")
         return str(exc)
     return ""
-
-
-def _warn_lost(store: "Store", where: str) -> None:
-    held, created = store.session_count(), store.sessions_ever_created()
-    if created is not None and created > held:
-        err(f"turnflow inspect: warning: {where} holds {held} session{'s' if held != 1 else ''} but "
-            f"{created} were created in it: its newest records are missing (a lost or deleted -wal file?)")
 
 
 def _print(args, lives: list, store: Any) -> None:

@@ -205,6 +205,11 @@ class SQLiteStore:
                 if problem is not None:
                     raise StoreError(f"{path}: the store is damaged ({problem}); nothing was written. "
                                      "`turnflow inspect` shows what is still readable")
+                lost = self._lost(self._lock.recorded) if self._lock is not None else None
+                if lost is not None:
+                    raise StoreError(f"{path}: {lost}; nothing was written (tasks it reported done would run "
+                                     f"again). Put the -wal file back if you still have it; `turnflow inspect "
+                                     f"{path}` shows what survived; to carry on from that, delete {path}.lock")
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute(f"PRAGMA synchronous={'FULL' if durability == 'full' else 'NORMAL'}")
             # the (session_id, seq) index takes inserts at random places when many sessions run at
@@ -213,14 +218,14 @@ class SQLiteStore:
             if not existing:
                 self.db.executescript(_SCHEMA)
                 self.db.execute("INSERT INTO meta (key, value) VALUES ('format', ?)", (FORMAT,))
+            if self._lock is not None:
+                self._lock.start(self._identity(), *self._held(), durability == "full")
         except sqlite3.DatabaseError as exc:
             self._release()
             raise StoreError(f"{path}: cannot open as a turnflow store: {exc}") from None
         except BaseException:
             self._release()
             raise
-        if self._lock is not None:
-            self._lock.start(self.session_count())
 
     def _open_read_only(self, path: str) -> None:
         import os
@@ -235,7 +240,8 @@ class SQLiteStore:
             self.db.text_factory = _text
             if not self._check_format(empty_ok=False):
                 raise StoreError(f"{path}: not a turnflow store (it is an empty database)")
-            self.damage = self._damage()  # inspect reports it and shows what is still readable
+            mark = _WriterLock.mark(path)  # first: a writer updates it after its commit is visible
+            self.damage = self._damage() or self._lost(mark)  # inspect reports it, shows what is readable
         except sqlite3.DatabaseError as exc:
             self.close()
             raise StoreError(f"{path}: cannot open as a turnflow store: {exc}") from None
@@ -270,15 +276,58 @@ class SQLiteStore:
             raise StoreError(f"{self.path}: unsupported store format {str(row[0])[:40]!r} (expected {FORMAT})")
         return True
 
+    def _identity(self) -> str:
+        """This store's id (meta `store_id`), made when missing and copied into the main file
+        at once (a checkpoint), so that a lost `-wal` cannot take it away."""
+        row = self.db.execute("SELECT value FROM meta WHERE key='store_id'").fetchone()
+        if row is not None:
+            return str(row[0])
+        import uuid
+
+        ident = uuid.uuid4().hex
+        self.db.execute("INSERT INTO meta (key, value) VALUES ('store_id', ?)", (ident,))
+        self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return ident
+
+    def _held(self) -> tuple[int, int]:
+        """(sessions, last envelope number) the store holds, read in one snapshot."""
+        row = self.db.execute("SELECT (SELECT COUNT(*) FROM sessions), (SELECT MAX(gseq) FROM envelopes)").fetchone()
+        return int(row[0]), int(row[1] or 0)
+
+    def _lost(self, mark: dict[str, Any]) -> Optional[str]:
+        """What is missing when the store holds less than its writers committed (`PATH.lock`'s
+        record of them: same store id, more sessions or a later envelope number), or None."""
+        try:
+            row = self.db.execute("SELECT value FROM meta WHERE key='store_id'").fetchone()
+        except sqlite3.DatabaseError:
+            return None
+        if row is None or mark.get("store") != row[0]:
+            return None  # no record of this store's writers (an older store, or another store's lock file)
+        sessions, gseq = self._held()
+        want_s, want_g = mark.get("sessions"), mark.get("gseq")
+        if not (isinstance(want_s, int) and isinstance(want_g, int)) or (want_s <= sessions and want_g <= gseq):
+            return None
+        return (f"records are missing: writers committed {want_s} session{'s' if want_s != 1 else ''} and "
+                f"envelopes up to #{want_g} to it, it holds {sessions} and envelopes up to #{gseq}: its -wal "
+                "file was lost or deleted after a crash (or the machine lost power at --durability process)")
+
     def session_count(self) -> int:
         """How many session records the store holds."""
         return self.db.execute("SELECT COUNT(*) FROM sessions").fetchone()[0]
 
     def sessions_ever_created(self) -> Optional[int]:
-        """How many sessions writers of this store have created (from `PATH.lock`), or None
+        """How many sessions writers of this store have committed (from `PATH.lock`), or None
         when unknown. More than `session_count()` means the log lost its newest part (e.g. a
         deleted `-wal` file)."""
-        return _WriterLock.recorded_sessions(self.path) if self.path != ":memory:" else None
+        if self.path == ":memory:" or self.path.startswith("file:"):
+            return None
+        mark = _WriterLock.mark(self.path)
+        try:
+            row = self.db.execute("SELECT value FROM meta WHERE key='store_id'").fetchone()
+        except sqlite3.DatabaseError:
+            return None
+        n = mark.get("sessions")
+        return n if row is not None and mark.get("store") == row[0] and isinstance(n, int) else None
 
     def _release(self) -> None:
         if self._lock is not None:
@@ -335,8 +384,8 @@ class SQLiteStore:
                 db.execute("ROLLBACK")
             self._gseq = None  # numbered again from the log
             raise
-        if sessions and self._lock is not None:
-            self._lock.session_created(len(sessions))  # one write of the lock file per group
+        if self._lock is not None:  # what was committed, outside the database (a lost -wal shows)
+            self._lock.committed(len(sessions), max(r[0] for r in rows) if rows else 0)
 
     def append_telemetry(self, session_id: str, event: dict[str, Any]) -> None:
         check_session_id(session_id)
@@ -422,16 +471,23 @@ class SQLiteStore:
 
 
 class _WriterLock:
-    """An exclusive `flock` on `PATH.lock`, held while a writable store is open. The file
-    holds `{"pid": N, "sessions": K}`: the writer's pid (for the "in use" message) and how
-    many sessions the store has ever held. Where `fcntl` is missing (Windows) no lock is taken."""
+    """An exclusive `flock` on `PATH.lock`, held while a writable store is open. The file holds
+    the writer's pid (for the "in use" message) and the store's high-water mark: its id (meta
+    `store_id`), how many sessions and the last envelope number committed to it. The mark is
+    rewritten after every committed group (one `pwrite` of a fixed-size record; fdatasync'd at
+    `durability="full"`), outside the database: a store holding less than its mark lost committed
+    records (its `-wal` file deleted after a crash). Where `fcntl` is missing (Windows) no lock is taken."""
+
+    SIZE = 160  # the record is padded to this many bytes: each update is one write, never a truncate
 
     def __init__(self, path: str) -> None:
         import os
 
         self.file = path + ".lock"
         self.fd: Optional[int] = None
-        self.sessions = 0
+        self.recorded: dict[str, Any] = {}  # the mark as the previous writer left it
+        self.state: dict[str, Any] = {}
+        self.sync = False
         try:
             import fcntl
         except ImportError:  # pragma: no cover - not POSIX
@@ -444,33 +500,43 @@ class _WriterLock:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             os.close(fd)
-            pid = self._read(self.file).get("pid")
+            pid = self.mark(path).get("pid")
             who = f"pid {pid}" if isinstance(pid, int) else "another process"
             raise StoreError(f"{path}: store in use by {who}; wait for it to finish or use another store") from None
         self.fd = fd
-        recorded = self._read(self.file).get("sessions")
-        self.sessions = recorded if isinstance(recorded, int) and not isinstance(recorded, bool) else 0
+        self.recorded = self.mark(path)
 
     @staticmethod
-    def _read(file: str) -> dict[str, Any]:
+    def mark(path: str) -> dict[str, Any]:
+        """What `PATH.lock` holds: {"pid", "store", "sessions", "gseq"} (ints and the store id), or {}."""
         try:
-            with open(file, encoding="utf-8") as fh:
+            with open(path + ".lock", encoding="utf-8") as fh:
                 data = json.loads(fh.read(4096) or "{}")
         except (OSError, ValueError):
             return {}
-        return data if isinstance(data, dict) else {}
+        if not isinstance(data, dict):
+            return {}
+        return {k: v for k, v in data.items() if isinstance(v, (int, str)) and not isinstance(v, bool)}
 
-    @classmethod
-    def recorded_sessions(cls, path: str) -> Optional[int]:
-        n = cls._read(path + ".lock").get("sessions")
-        return n if isinstance(n, int) and not isinstance(n, bool) else None
+    def start(self, store_id: str, sessions: int, gseq: int, sync: bool) -> None:
+        import os
 
-    def start(self, stored: int) -> None:
-        self.sessions = max(self.sessions, stored)
+        self.state = {"pid": os.getpid(), "store": store_id, "sessions": sessions, "gseq": gseq}
+        self.sync = sync
+        if self.fd is not None:
+            try:
+                os.ftruncate(self.fd, self.SIZE)  # whatever an older writer left past the record
+            except OSError:  # pragma: no cover
+                pass
         self._write()
 
-    def session_created(self, n: int = 1) -> None:
-        self.sessions += n
+    def committed(self, sessions: int, gseq: int) -> None:
+        """A group was committed: `sessions` new sessions, envelopes up to number `gseq` (0: none)."""
+        if not self.state:
+            return
+        self.state["sessions"] += sessions
+        if gseq > self.state["gseq"]:
+            self.state["gseq"] = gseq
         self._write()
 
     def _write(self) -> None:
@@ -478,11 +544,16 @@ class _WriterLock:
 
         if self.fd is None:
             return
-        data = json.dumps({"pid": os.getpid(), "sessions": self.sessions}).encode()
+        data = json.dumps(self.state, separators=(",", ":")).encode()
         try:
-            os.ftruncate(self.fd, 0)
-            os.pwrite(self.fd, data, 0)
-        except OSError:  # pragma: no cover - the count is advisory
+            if len(data) < self.SIZE:
+                os.pwrite(self.fd, data + b" " * (self.SIZE - len(data)), 0)
+            else:  # pragma: no cover - a record longer than SIZE (ids are 32 hex digits)
+                os.ftruncate(self.fd, 0)
+                os.pwrite(self.fd, data, 0)
+            if self.sync:
+                os.fdatasync(self.fd)
+        except OSError:  # pragma: no cover - the mark is a check, the records are in the database
             pass
 
     def release(self) -> None:
