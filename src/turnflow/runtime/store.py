@@ -195,6 +195,10 @@ class SQLiteStore:
 
             if os.path.isdir(path):
                 raise StoreError(f"{path}: cannot open as a turnflow store: it is a directory")
+            why = _unwritable(path)
+            if why is not None:
+                raise StoreError(f"{path}: the store cannot be written ({why}); nothing was written"
+                                 + (f". `turnflow inspect {path}` reads it" if os.path.isfile(path) else ""))
             self._lock = _WriterLock(path)
         try:
             self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
@@ -233,12 +237,17 @@ class SQLiteStore:
 
         if not os.path.isfile(path):
             raise StoreError(f"{path}: no such store file")
+        uri = f"file:{quote(os.path.abspath(path))}?mode=ro"
         try:
-            self.db = sqlite3.connect(f"file:{quote(os.path.abspath(path))}?mode=ro", uri=True,
-                                      isolation_level=None, check_same_thread=False)
+            self.db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
             self.db.execute("PRAGMA query_only=1")
             self.db.text_factory = _text
-            if not self._check_format(empty_ok=False):
+            try:
+                existing = self._check_format(empty_ok=False)
+            except sqlite3.OperationalError as exc:  # SQLite could not make the -shm file (a read-only folder)?
+                self._reopen_immutable(path, uri, exc)
+                existing = self._check_format(empty_ok=False)
+            if not existing:
                 raise StoreError(f"{path}: not a turnflow store (it is an empty database)")
             mark = _WriterLock.mark(path)  # first: a writer updates it after its commit is visible
             self.damage = self._damage() or self._lost(mark)  # inspect reports it, shows what is readable
@@ -248,6 +257,22 @@ class SQLiteStore:
         except BaseException:
             self.close()
             raise
+
+    def _reopen_immutable(self, path: str, uri: str, exc: sqlite3.OperationalError) -> None:
+        """Open a store in a read-only folder (no `-shm` file can be made there) as immutable, which
+        SQLite may do only when there is no `-wal` file to read (it would ignore it)."""
+        import os
+
+        text = str(exc)
+        if "readonly" not in text and "unable to open" not in text:
+            raise exc
+        if _wal_bytes(path):
+            raise StoreError(f"{path}: its -wal file holds records SQLite reads only where it can make a "
+                             f"{os.path.basename(path)}-shm file, and the folder is read-only: copy the store "
+                             "and its -wal file to a writable folder and inspect the copy") from None
+        self.db.close()
+        self.db = sqlite3.connect(uri + "&immutable=1", uri=True, isolation_level=None, check_same_thread=False)
+        self.db.text_factory = _text
 
     def _damage(self) -> Optional[str]:
         """What `PRAGMA quick_check` finds wrong with the file (its first line), or None."""
@@ -468,6 +493,33 @@ class SQLiteStore:
             pass
         finally:
             self._release()
+
+
+def _wal_bytes(path: str) -> int:
+    import os
+
+    try:
+        return os.path.getsize(path + "-wal")
+    except OSError:
+        return 0
+
+
+def _unwritable(path: str) -> Optional[str]:
+    """Why this process cannot write the store at `path` (a read-only file, `-wal`/`-shm` file or
+    folder), or None. Asked before anything is opened: SQLite would open such a file read-only
+    and fail only at the first commit."""
+    import os
+
+    for name in (path, path + "-wal", path + "-shm", path + ".lock"):
+        if os.path.exists(name):
+            try:
+                os.close(os.open(name, os.O_RDWR))
+            except OSError as exc:
+                return f"{name}: {exc.strerror or exc}"
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.access(folder, os.W_OK):  # the -wal, -shm and .lock files are made (and removed) there
+        return f"its folder {folder} is read-only"
+    return None
 
 
 class _WriterLock:
