@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import Any, Optional
 
 from turnflow.cli_util import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, err, out
 
@@ -66,7 +66,7 @@ def run(args) -> int:
         if args.session is not None and not lives and not bad:
             err(f"turnflow inspect: {where}: no session {args.session}")
             return EXIT_USAGE
-        unreadable = _print_readable(args, lives, store)
+        unreadable = _print_readable(args, lives, store, bad)
         for problem in bad:
             err(f"turnflow inspect: {where}: {problem}")
         if unreadable:
@@ -89,19 +89,44 @@ def _summary(args, run_summary) -> int:
         return EXIT_USAGE
 
 
-def _print_readable(args, lives: list, store: Any) -> str:
+def _print_readable(args, lives: list, store: Any, problems: list) -> str:
     """`_print`; what stopped it on a damaged file (a page or record that cannot be read), or ""."""
     import sqlite3
 
     try:
-        _print(args, lives, store)
+        _print(args, lives, store, damage_by_session(problems))
     except (ValueError, sqlite3.DatabaseError) as exc:
         out("\n")
         return str(exc)
     return ""
 
 
-def _print(args, lives: list, store: Any) -> None:
+# what a damaged record is, by the detail the store or the hydrate gave it
+_KINDS = (("checksum mismatch", "checksum"), ("does not decode", "undecodable"), ("wrong shape", "shape"),
+          ("is invalid", "shape"), ("does not match its position", "misplaced"), ("gap", "gap"),
+          ("does not fold", "unfoldable"), ("no adapter", "unknown-kind"), ("cannot be read", "unreadable"))
+
+
+def damage_kind(detail: str) -> str:
+    """`checksum`, `undecodable`, `shape`, `misplaced`, `gap`, `unfoldable`, `unknown-kind`,
+    `unreadable` (a page SQLite cannot read) or `corrupt`."""
+    return next((kind for text, kind in _KINDS if text in detail), "corrupt")
+
+
+def damage_by_session(problems: list) -> dict[str, list[dict]]:
+    """{session id: [{seq, kind, detail}]} for the sessions with damaged records (seq 0: the
+    session's creation record); damage to the store as a whole is under "(store)"."""
+    found: dict[str, list[dict]] = {}
+    for p in problems:
+        found.setdefault(p.session_id, []).append({"seq": p.seq, "kind": damage_kind(p.detail), "detail": p.detail})
+    return found
+
+
+_UNREADABLE = ("kind", "state", "close_reason", "turn_count", "expected_next", "envelope_count", "block", "task_id",
+               "last_speaker", "created_at", "adapter_capabilities")
+
+
+def _print(args, lives: list, store: Any, damage: dict[str, list[dict]]) -> None:
     if args.format == "json":
         from turnflow.runtime.agents.driver import adapter_capabilities
 
@@ -109,10 +134,15 @@ def _print(args, lives: list, store: Any) -> None:
         for s in lives:
             tel = store.telemetry(s.session_id)
             rows.append({**session_row(s), "created_at": iso_z(s.metadata.created_at),
-                         "adapter_capabilities": adapter_capabilities(tel), "telemetry": tel})
+                         "adapter_capabilities": adapter_capabilities(tel), "telemetry": tel,
+                         "damage": damage.get(s.session_id, [])})
+        listed = {s.session_id for s in lives}
+        for sid in sorted(set(damage) - listed - {"(store)"}):  # its creation record cannot be read
+            rows.append({"session_id": sid, **dict.fromkeys(_UNREADABLE), "state": "unreadable", "telemetry": [],
+                         "damage": damage[sid]})
         out(json.dumps(rows, indent=2) + "\n")
     else:
-        render_sessions(lives, store, events=args.events or args.session is not None)
+        render_sessions(lives, store, events=args.events or args.session is not None, damage=damage)
 
 
 def session_row(live: Any) -> dict:
@@ -128,16 +158,22 @@ def session_row(live: Any) -> dict:
 HEADER = ("SESSION", "TASK", "BLOCK", "STATE", "CLOSE REASON", "TURNS", "LAST SPEAKER")
 
 
-def render_sessions(lives: list, store: Any, events: bool) -> None:
+def render_sessions(lives: list, store: Any, events: bool, damage: Optional[dict[str, list[dict]]] = None) -> None:
     """One aligned line per session under a header, then `N sessions`; with `events`, each
-    session's envelopes and telemetry under its line."""
+    session's envelopes and telemetry under its line. `damage` (`damage_by_session`): a session
+    with damaged records shows STATE `damaged` (its log is folded up to the first of them), one
+    whose creation record cannot be read a line of its own, and the last line counts them."""
     from turnflow.runtime.envelope import Envelope
 
+    damage = damage or {}
     rows = []
     for s in lives:
         r = session_row(s)
-        rows.append((r["session_id"], r["task_id"] or "-", r["block"] or "-", r["state"], r["close_reason"] or "-",
+        state = "damaged" if s.session_id in damage else r["state"]
+        rows.append((r["session_id"], r["task_id"] or "-", r["block"] or "-", state, r["close_reason"] or "-",
                      str(r["turn_count"]), r["last_speaker"] or "-"))
+    unreadable = sorted(set(damage) - {s.session_id for s in lives} - {"(store)"})
+    rows += [(sid, "-", "-", "unreadable", "-", "-", "-") for sid in unreadable]
     widths = [max(len(row[i]) for row in [HEADER, *rows]) for i in range(len(HEADER))]
 
     def line(row) -> str:
@@ -147,6 +183,8 @@ def render_sessions(lives: list, store: Any, events: bool) -> None:
         out(line(HEADER) + "\n")
     for s, row in zip(lives, rows):
         out(line(row) + "\n")
+        for d in damage.get(s.session_id, []) if events else []:
+            out(f"  damaged: seq {d['seq']} {d['kind']}: {d['detail']}\n")
         if not events:
             continue
         i = s.info()
@@ -157,7 +195,10 @@ def render_sessions(lives: list, store: Any, events: bool) -> None:
                     f"{json.dumps(e.event_data, sort_keys=True)}\n")
         for t in store.telemetry(s.session_id):
             out(render_telemetry(t))
-    out(f"{len(rows)} session{'s' if len(rows) != 1 else ''}\n")
+    for row in rows[len(lives):]:
+        out(line(row) + "\n")
+    damaged = len(set(damage) - {"(store)"})
+    out(f"{len(rows)} session{'s' if len(rows) != 1 else ''}" + (f", {damaged} damaged" if damaged else "") + "\n")
 
 
 def iso_z(t: object) -> object:
