@@ -67,6 +67,9 @@ def test_run_tasks_refuses_instead_of_running_done_tasks_again(lost):
     single = _tf("run", files["flow"], "--agents", files["agents"], "--task", "hello", "--store", str(copy))
     assert single.returncode == 2 and "records are missing" in single.stderr, single.stderr[-800:]
     assert copy.read_bytes() == before
+    serve = _tf("serve", "--store", str(copy), "--listen", "127.0.0.1:0")
+    assert serve.returncode == 2 and "records are missing" in serve.stderr, serve.stderr[-800:]
+    assert copy.read_bytes() == before
 
 
 def test_deleting_the_lock_file_carries_on_from_what_survived(lost, tmp_path):

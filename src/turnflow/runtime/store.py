@@ -249,7 +249,8 @@ class SQLiteStore:
                 existing = self._check_format(empty_ok=False)
             if not existing:
                 raise StoreError(f"{path}: not a turnflow store (it is an empty database)")
-            mark = _WriterLock.mark(path)  # first: a writer updates it after its commit is visible
+            # a live writer has the -wal open (and may be rewriting the mark): check a store at rest only
+            mark = {} if _WriterLock.in_use(path) else _WriterLock.mark(path)
             self.damage = self._damage() or self._lost(mark)  # inspect reports it, shows what is readable
         except sqlite3.DatabaseError as exc:
             self.close()
@@ -570,6 +571,25 @@ class _WriterLock:
         if not isinstance(data, dict):
             return {}
         return {k: v for k, v in data.items() if isinstance(v, (int, str)) and not isinstance(v, bool)}
+
+    @staticmethod
+    def in_use(path: str) -> bool:
+        """Whether a writer holds the store's lock now (asked without creating the lock file)."""
+        import os
+
+        try:
+            import fcntl
+
+            fd = os.open(path + ".lock", os.O_RDONLY)
+        except (ImportError, OSError):
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        finally:
+            os.close(fd)
+        return False
 
     def start(self, store_id: str, sessions: int, gseq: int, sync: bool) -> None:
         import os
