@@ -28,6 +28,7 @@ import json
 import sqlite3
 import zlib
 import asyncio
+import time
 from typing import Any, Callable, Iterable, Iterator, Optional, Union
 
 from turnflow.runtime.dialect import SQLITE, Dialect
@@ -527,9 +528,12 @@ class _WriterLock:
     """An exclusive `flock` on `PATH.lock`, held while a writable store is open. The file holds
     the writer's pid (for the "in use" message) and the store's high-water mark: its id (meta
     `store_id`), how many sessions and the last envelope number committed to it. The mark is
-    rewritten after every committed group (one `pwrite` of a fixed-size record; fdatasync'd at
-    `durability="full"`), outside the database: a store holding less than its mark lost committed
-    records (its `-wal` file deleted after a crash). Where `fcntl` is missing (Windows) no lock is taken."""
+    rewritten after every committed group (one `pwrite` of a fixed-size record), outside the
+    database: a store holding less than its mark lost committed records (its `-wal` file deleted
+    after a crash). Like the `-wal`, the mark survives a crash of the process in the OS's cache; at
+    `durability="full"` it is also fdatasync'd at most once a second (and at close), so after a
+    power loss it lags by at most the last second's commits — never ahead of what was committed,
+    so never a false alarm. Where `fcntl` is missing (Windows) no lock is taken."""
 
     SIZE = 160  # the record is padded to this many bytes: each update is one write, never a truncate
 
@@ -541,6 +545,8 @@ class _WriterLock:
         self.recorded: dict[str, Any] = {}  # the mark as the previous writer left it
         self.state: dict[str, Any] = {}
         self.sync = False
+        self.synced = 0.0  # time.monotonic() of the last fdatasync
+        self.dirty = False
         self.store_json = b'""'
         try:
             import fcntl
@@ -627,8 +633,12 @@ class _WriterLock:
             else:  # pragma: no cover - a record longer than SIZE (ids are 32 hex digits)
                 os.ftruncate(self.fd, 0)
                 os.pwrite(self.fd, data, 0)
+            self.dirty = True
             if self.sync:
-                os.fdatasync(self.fd)
+                now = time.monotonic()
+                if now - self.synced >= 1.0:
+                    os.fdatasync(self.fd)
+                    self.synced, self.dirty = now, False
         except OSError:  # pragma: no cover - the mark is a check, the records are in the database
             pass
 
@@ -636,6 +646,11 @@ class _WriterLock:
         import os
 
         if self.fd is not None:
+            try:
+                if self.sync and self.dirty:
+                    os.fdatasync(self.fd)
+            except OSError:  # pragma: no cover
+                pass
             try:
                 os.close(self.fd)  # closing drops the flock
             finally:
