@@ -158,22 +158,47 @@ def session_row(live: Any) -> dict:
 HEADER = ("SESSION", "TASK", "BLOCK", "STATE", "CLOSE REASON", "TURNS", "LAST SPEAKER")
 
 
-def render_sessions(lives: list, store: Any, events: bool, damage: Optional[dict[str, list[dict]]] = None) -> None:
-    """One aligned line per session under a header, then `N sessions`; with `events`, each
-    session's envelopes and telemetry under its line. `damage` (`damage_by_session`): a session
-    with damaged records shows STATE `damaged` (its log is folded up to the first of them), one
-    whose creation record cannot be read a line of its own, and the last line counts them."""
-    from turnflow.runtime.envelope import Envelope
-
-    damage = damage or {}
-    rows = []
+def _table_rows(lives: list, damage: dict[str, list[dict]]) -> list[tuple[str, ...]]:
+    """The text table's rows: the readable sessions (STATE `damaged` when their log has damaged
+    records), then the sessions whose creation record cannot be read."""
+    rows: list[tuple[str, ...]] = []
     for s in lives:
         r = session_row(s)
         state = "damaged" if s.session_id in damage else r["state"]
         rows.append((r["session_id"], r["task_id"] or "-", r["block"] or "-", state, r["close_reason"] or "-",
                      str(r["turn_count"]), r["last_speaker"] or "-"))
     unreadable = sorted(set(damage) - {s.session_id for s in lives} - {"(store)"})
-    rows += [(sid, "-", "-", "unreadable", "-", "-", "-") for sid in unreadable]
+    return rows + [(_printable(sid), "-", "-", "unreadable", "-", "-", "-") for sid in unreadable]
+
+
+def _printable(text: str) -> str:
+    """Text read from a damaged record as it can be printed: bytes that were not UTF-8 as `\\udcXX`."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _print_events(live: Any, store: Any, damage: list[dict]) -> None:
+    """A session's damaged records, next expected speaker, envelopes and telemetry (under its line)."""
+    from turnflow.runtime.envelope import Envelope
+
+    for d in damage:
+        out(f"  damaged: seq {d['seq']} {d['kind']}: {_printable(d['detail'])}\n")
+    i = live.info()
+    out(f"  expected_next: {i['expected_next'] or '-'}  envelopes: {i['envelope_count']}\n")
+    for e in store.read_range(live.session_id):
+        if isinstance(e, Envelope):
+            out(f"  {e.seq:>5} {e.envelope_id} {e.sender_id} {e.event_type} "
+                f"{json.dumps(e.event_data, sort_keys=True)}\n")
+    for t in store.telemetry(live.session_id):
+        out(render_telemetry(t))
+
+
+def render_sessions(lives: list, store: Any, events: bool, damage: Optional[dict[str, list[dict]]] = None) -> None:
+    """One aligned line per session under a header, then `N sessions`; with `events`, each
+    session's envelopes and telemetry under its line. `damage` (`damage_by_session`): a session
+    with damaged records shows STATE `damaged` (its log is folded up to the first of them), one
+    whose creation record cannot be read a line of its own, and the last line counts them."""
+    damage = damage or {}
+    rows = _table_rows(lives, damage)
     widths = [max(len(row[i]) for row in [HEADER, *rows]) for i in range(len(HEADER))]
 
     def line(row) -> str:
@@ -183,18 +208,8 @@ def render_sessions(lives: list, store: Any, events: bool, damage: Optional[dict
         out(line(HEADER) + "\n")
     for s, row in zip(lives, rows):
         out(line(row) + "\n")
-        for d in damage.get(s.session_id, []) if events else []:
-            out(f"  damaged: seq {d['seq']} {d['kind']}: {d['detail']}\n")
-        if not events:
-            continue
-        i = s.info()
-        out(f"  expected_next: {i['expected_next'] or '-'}  envelopes: {i['envelope_count']}\n")
-        for e in store.read_range(s.session_id):
-            if isinstance(e, Envelope):
-                out(f"  {e.seq:>5} {e.envelope_id} {e.sender_id} {e.event_type} "
-                    f"{json.dumps(e.event_data, sort_keys=True)}\n")
-        for t in store.telemetry(s.session_id):
-            out(render_telemetry(t))
+        if events:
+            _print_events(s, store, damage.get(s.session_id, []))
     for row in rows[len(lives):]:
         out(line(row) + "\n")
     damaged = len(set(damage) - {"(store)"})
