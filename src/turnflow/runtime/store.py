@@ -519,7 +519,7 @@ def _unwritable(path: str) -> Optional[str]:
             except OSError as exc:
                 return f"{name}: {exc.strerror or exc}"
     folder = os.path.dirname(os.path.abspath(path))
-    if not os.access(folder, os.W_OK):  # the -wal, -shm and .lock files are made (and removed) there
+    if os.path.isdir(folder) and not os.access(folder, os.W_OK):  # the -wal, -shm, .lock files are made there
         return f"its folder {folder} is read-only"
     return None
 
