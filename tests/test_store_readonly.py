@@ -93,3 +93,29 @@ def test_a_store_in_a_read_only_folder(batch, tmp_path):
         assert fresh.returncode == 2 and "cannot be written" in fresh.stderr, fresh.stderr[-600:]
     finally:
         folder.chmod(0o755)
+
+
+def test_a_read_only_folder_whose_wal_holds_records_is_a_clear_line(batch, tmp_path):
+    import sqlite3
+
+    _, made = batch
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    store = folder / "runs.db"
+    shutil.copyfile(made, store)
+    holder = sqlite3.connect(store)  # keeps the -wal a writer leaves behind
+    try:
+        holder.execute("SELECT COUNT(*) FROM sessions").fetchone()
+        writer = sqlite3.connect(store)
+        writer.execute("INSERT INTO telemetry (session_id, record) VALUES ('s', '{}')")
+        writer.commit()
+        writer.close()
+        assert (folder / "runs.db-wal").stat().st_size > 0
+        os.remove(folder / "runs.db-shm")
+        folder.chmod(0o555)
+        res = _run(_tf("inspect", str(store)))
+        assert res.returncode == 2 and "internal error" not in res.stderr, res.stderr[-600:]
+        assert "-wal file holds records" in res.stderr and "writable folder" in res.stderr, res.stderr
+    finally:
+        folder.chmod(0o755)
+        holder.close()
