@@ -549,22 +549,35 @@ class _WriterLock:
         self.dirty = False
         self.store_json = b'""'
         try:
-            import fcntl
+            import fcntl  # noqa: F401 - only to know whether flock exists here
         except ImportError:  # pragma: no cover - not POSIX
             return
         try:
             fd = os.open(self.file, os.O_RDWR | os.O_CREAT, 0o666)
         except OSError as exc:
             raise StoreError(f"{path}: cannot create the lock file {self.file}: {exc.strerror or exc}") from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
+        if not self._take(fd):
             os.close(fd)
             pid = self.mark(path).get("pid")
             who = f"pid {pid}" if isinstance(pid, int) else "another process"
             raise StoreError(f"{path}: store in use by {who}; wait for it to finish or use another store") from None
         self.fd = fd
         self.recorded = self.mark(path)
+
+    @staticmethod
+    def _take(fd: int) -> bool:
+        """The exclusive lock, or False when another writer holds it. A few tries 10 ms apart: an
+        `inspect` checking whether a writer is there holds a shared lock for microseconds."""
+        import fcntl
+
+        for attempt in range(4):
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return True
+            except OSError:
+                if attempt < 3:
+                    time.sleep(0.01)
+        return False
 
     @staticmethod
     def mark(path: str) -> dict[str, Any]:
