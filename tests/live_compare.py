@@ -122,11 +122,15 @@ def _block(text: str, name: str) -> list[str]:
 
 # Programs whose chats are built only by what a user calls (a class, a mode, a command-line flag):
 # every variant is run; a static block that follows one binding (TF410) must equal one of them.
-DRIVERS: dict[str, list[tuple[list[str], Optional[str]]]] = {
-    "class_builder.py": [([], "ResearchTeam({'model': 'gpt-4o'}).run('Find papers on agents.')")],
-    "class_branches.py": [([], f"ResearchTeam({mode!r}, {{'model': 'gpt-4o'}}).run('Write a survey.')")
+# (argv, an expression to run after the module, environment variables set while it runs)
+DRIVERS: dict[str, list[tuple[list[str], Optional[str], dict[str, str]]]] = {
+    "class_builder.py": [([], "ResearchTeam({'model': 'gpt-4o'}).run('Find papers on agents.')", {})],
+    "class_branches.py": [([], f"ResearchTeam({mode!r}, {{'model': 'gpt-4o'}}).run('Write a survey.')", {})
                           for mode in ("quick", "full", "other")],
-    "cli_variants.py": [(argv, None) for argv in ([], ["--fake"], ["--review"], ["--fake", "--review"])],
+    "cli_variants.py": [(argv, None, {}) for argv in ([], ["--fake"], ["--review"], ["--fake", "--review"])],
+    "conditional_handoffs.py": [(argv, None, env) for argv in ([], ["--escalate"])
+                                for env in ({}, {"TECH_SUPPORT": "1"})],
+    "transitions_changed.py": [([], None, {}), (["--strict-review"], None, {})],
 }
 
 
@@ -231,8 +235,22 @@ def _program(path: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_fixture(path: Path, argv: list[str], driver: Optional[str]) -> list[tuple[Any, Any, Optional[int]]]:
+def run_fixture(path: Path, argv: list[str], driver: Optional[str],
+                env: Optional[dict[str, str]] = None) -> list[tuple[Any, Any, Optional[int]]]:
     """Run the fixture once: the chats it runs, then those it builds without running."""
+    saved = {k: os.environ.get(k) for k in env or {}}
+    os.environ.update(env or {})
+    try:
+        return _run_fixture(path, argv, driver)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _run_fixture(path: Path, argv: list[str], driver: Optional[str]) -> list[tuple[Any, Any, Optional[int]]]:
     import asyncio
 
     os.environ.setdefault("OPENAI_API_KEY", "sk-test")  # agents build their model clients; nothing calls them
@@ -294,10 +312,10 @@ def compare_classic(path: Path) -> dict:
 def _live_chats(path: Path, live: list[dict]) -> None:
     from turnflow.migrate.live import from_object
 
-    for argv, driver in DRIVERS.get(path.name, [([], None)]):
-        for obj, initiator, rounds in run_fixture(path, argv, driver):
+    for argv, driver, env in DRIVERS.get(path.name, [([], None, {})]):
+        for obj, initiator, rounds in run_fixture(path, argv, driver, env):
             text, _ = from_object(obj, name="chat", initiator=initiator, max_rounds=rounds)
-            how = " ".join([*argv, driver or ""]).strip()
+            how = " ".join([*(f"{k}={v}" for k, v in env.items()), *argv, driver or ""]).strip()
             body = _body(text, "chat")
             if all(x["body"] != body for x in live):  # variants that build the same chat count once
                 live.append({"how": how, "body": body})

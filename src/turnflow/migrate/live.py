@@ -244,6 +244,8 @@ class _Writer:
         node = _function_node(fn)
         if node is None:
             return None
+        if instance is not None:  # the chat's agents already have their variables
+            node = _unbind_self(node, instance, self.vars)
         for value in _free_values(fn).values():  # helpers it calls: their source too (once)
             if inspect.isfunction(value) and id(value) not in self.functions and not _library_default(value) \
                     and len(self.functions) < 64:
@@ -255,8 +257,6 @@ class _Writer:
         for free, value in _free_values(fn).items():
             if id(value) in self.vars:
                 self.lines.append(f"{free} = {self.vars[id(value)]}")
-        if instance is not None:
-            node = _unbind_self(node, instance, self.vars)
         if isinstance(node, pyast.Lambda):
             self.lines.append(f"{name} = {pyast.unparse(node)}")
         else:
