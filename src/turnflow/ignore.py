@@ -19,37 +19,77 @@ DEFAULT_EXCLUDE = (".*", "node_modules", "__pycache__")
 
 @dataclass(frozen=True)
 class GitPattern:
-    regex: Glob  # (a linear-time matcher, not a regular expression: see turnflow/globs.py)
+    regex: Glob  # (a linear-time matcher over octets, not a regular expression: see turnflow/globs.py)
     negate: bool
     dir_only: bool
 
+    def match(self, rel: str) -> bool:
+        """Whether the pattern matches `rel` (a path relative to its `.gitignore`'s folder)."""
+        return self.regex.match(octets(rel))
+
+
+def octets(text: str) -> str:
+    """`text` as git sees it, one character per byte (its UTF-8 bytes, a name that is not UTF-8
+    back to its own bytes): git matches bytes, so `?` is one byte and `[é]` two alternatives."""
+    return os.fsencode(text).decode("latin-1")
+
+
+def _shown(line: str) -> str:
+    return line.encode("latin-1").decode("utf-8", "replace")
+
+
+def _trim_trailing_spaces(line: str) -> str:
+    """git's rule: trailing spaces go unless escaped with a backslash (a tab stays)."""
+    last_space = None
+    k = 0
+    while k < len(line):
+        c = line[k]
+        if c == " ":
+            if last_space is None:
+                last_space = k
+        else:
+            last_space = None
+            if c == "\\":
+                k += 1
+        k += 1
+    return line if last_space is None else line[:last_space]
+
 
 def parse_gitignore(text: str, problems: Optional[list[str]] = None) -> list[GitPattern]:
-    """The patterns of one `.gitignore`; a pattern that cannot be used (`[z-a]`) is skipped, and
-    `line N: why` is added to `problems` (git skips it too)."""
+    """The patterns of one `.gitignore` (as text; a name that is not UTF-8 as its surrogate
+    escapes, like `os.fsdecode`); a pattern that cannot be used (`[z-a]`) is skipped, and
+    `line N: why` is added to `problems`."""
+    return _parse_octets(octets(text), problems)
+
+
+def _parse_octets(text: str, problems: Optional[list[str]]) -> list[GitPattern]:
+    """git's reading of a `.gitignore` (dir.c): lines end at `\\n` (a `\\r` before it goes), a UTF-8
+    BOM first is skipped, `#` first is a comment, unescaped trailing spaces go, `!` negates, one
+    trailing `/` means folders only, any other `/` anchors to the file's folder (one leading `/` goes)."""
+    if text.startswith("\xef\xbb\xbf"):
+        text = text[3:]
     patterns = []
-    for lineno, raw in enumerate(text.splitlines(), 1):
-        line = raw.rstrip("\r")
-        if not line.strip() or line.startswith("#"):
+    for lineno, raw in enumerate(text.split("\n"), 1):
+        line = raw[:-1] if raw.endswith("\r") else raw
+        if not line or line.startswith("#"):
             continue
-        if not line.endswith("\\ "):
-            line = line.rstrip(" ")
+        line = _trim_trailing_spaces(line)
         negate = line.startswith("!")
         if negate:
             line = line[1:]
-        elif line.startswith("\\!") or line.startswith("\\#"):
-            line = line[1:]
         dir_only = line.endswith("/")
-        line = line.rstrip("/")
+        if dir_only:
+            line = line[:-1]
         if not line:
             continue
         anchored = "/" in line
-        line = line.lstrip("/")
+        if line.startswith("/"):
+            line = line[1:]
         try:
-            glob = Glob(line, anchored=anchored)
+            glob = Glob(line, anchored=anchored, git_prefix=anchored)
         except GlobError as exc:
             if problems is not None:
-                problems.append(f"line {lineno}: {exc}")
+                problems.append(f"line {lineno}: {_shown(str(exc))}")
             continue
         patterns.append(GitPattern(glob, negate, dir_only))
     return patterns
@@ -66,12 +106,12 @@ class GitIgnore:
         if folder not in self._cache:
             try:
                 gi = folder / ".gitignore"
-                text = gi.read_text(encoding="utf-8", errors="replace") if gi.is_file() else ""  # never a FIFO
+                data = gi.read_bytes() if gi.is_file() else b""  # never a FIFO
             except OSError:
-                text = ""
+                data = b""
             problems: list[str] = []
-            self._cache[folder] = parse_gitignore(text, problems)
-            for why in problems:  # git skips such a pattern too: say so, and go on
+            self._cache[folder] = _parse_octets(data.decode("latin-1"), problems)
+            for why in problems:  # git keeps such a pattern, which matches nothing: say so, and go on
                 sys.stderr.write(f"turnflow: warning: {folder / '.gitignore'}: {why}; the pattern is skipped\n")
         return self._cache[folder]
 
@@ -84,7 +124,7 @@ class GitIgnore:
         decision = False
         folder = self.root
         for depth in range(len(rel_parts)):
-            rel = "/".join(rel_parts[depth:])
+            rel = octets("/".join(rel_parts[depth:]))
             for pat in self._patterns(folder):
                 if pat.dir_only and not is_dir:
                     continue
