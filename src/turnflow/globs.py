@@ -91,6 +91,10 @@ def _closure(states: set[int], steps: list[tuple]) -> set[int]:
     return out
 
 
+def _shown(glob: str) -> str:
+    return glob if len(glob) <= 60 else f"{glob[:60]}... ({len(glob)} characters)"
+
+
 def _in_class(ch: str, ranges: tuple) -> bool:
     return any(lo <= ch <= hi for lo, hi in ranges)
 
@@ -123,7 +127,7 @@ def _compile(glob: str, restart: int = 0) -> list[tuple]:
             steps.append(step)
         elif c == "\\":
             if i + 1 == n:
-                raise GlobError(f"`{glob}` ends with a lone `\\` (write `\\\\` for a backslash)")
+                raise GlobError(f"`{_shown(glob)}` ends with a lone `\\` (write `\\\\` for a backslash)")
             i += 1
             steps.append((_CHAR, glob[i]))
         else:
@@ -163,7 +167,7 @@ def _class(glob: str, i: int) -> tuple[tuple, int]:
     or `^` first negates; a `]` first (after them) is literal; `\\` escapes; `a-z` is a range
     unless the `-` is first or last; `[:alpha:]` and the other POSIX names."""
     n = len(glob)
-    unclosed = GlobError(f"`[` is never closed in `{glob}`")
+    unclosed = GlobError(f"`[` is never closed in `{_shown(glob)}`")
     p = i + 1
     negate = glob[p:p + 1] in ("!", "^")
     p += negate
@@ -185,7 +189,7 @@ def _class(glob: str, i: int) -> tuple[tuple, int]:
         elif c == "-" and prev is not None and p + 1 < n and glob[p + 1] != "]":
             p, hi = _range_end(glob, p + 1, unclosed)
             if hi < prev:
-                raise GlobError(f"bad character range {prev}-{hi} in `{glob}`")
+                raise GlobError(f"bad character range {prev}-{hi} in `{_shown(glob)}`")
             ranges.append((prev, hi))
             prev, p = None, p + 1
             continue
@@ -217,7 +221,7 @@ def _named(glob: str, p: int, unclosed: GlobError) -> Optional[tuple[tuple, int]
         return None
     name = glob[p + 2:end - 1]
     if name not in _NAMED:
-        raise GlobError(f"unknown character class `[:{name}:]` in `{glob}`")
+        raise GlobError(f"unknown character class `[:{name}:]` in `{_shown(glob)}`")
     return _NAMED[name], end
 
 
