@@ -281,7 +281,7 @@ def read(path: Path) -> Config:
 
 def find(start: Path) -> Optional[Path]:
     """The nearest `turnflow.toml`, or `pyproject.toml` with a `[tool.turnflow]` table, from `start` up."""
-    start = start.resolve()
+    start = Path(os.path.realpath(start))  # (a symlink loop stays as it is: realpath never raises)
     folder = start if start.is_dir() else start.parent
     for current in (folder, *folder.parents):
         candidate = current / "turnflow.toml"

@@ -161,11 +161,13 @@ def glob_match(rel_posix: str, name: str, patterns: Iterable[str]) -> bool:
 
 
 def walk_flow_files(folder: Path, exclude: Iterable[str] = DEFAULT_EXCLUDE, root: Optional[Path] = None,
-                    respect_gitignore: bool = True) -> list[Path]:
-    """`*.flow` files under `folder` (relative to it), sorted, skipping excluded names/paths and (inside a git
-    repository) what `.gitignore` ignores. `root` is the folder `exclude` paths are relative to."""
-    folder = folder.resolve()
-    root = (root or folder).resolve()
+                    respect_gitignore: bool = True, problems: Optional[list[tuple[str, str]]] = None) -> list[Path]:
+    """`*.flow` entries under `folder` (relative to it), sorted, skipping excluded names/paths and (inside a git
+    repository) what `.gitignore` ignores. `root` is the folder `exclude` paths are relative to. An entry
+    that is not a regular file (a FIFO, a dangling symlink, a symlink loop) is listed too, never opened:
+    reading it then says what it is. A folder that cannot be listed is added to `problems` as (path, why)."""
+    folder = Path(os.path.realpath(folder))
+    root = Path(os.path.realpath(root or folder))
     exclude = tuple(exclude)
     repo = git_root(folder) if respect_gitignore else None
     gitignore = GitIgnore(repo) if repo is not None else None
@@ -177,7 +179,11 @@ def walk_flow_files(folder: Path, exclude: Iterable[str] = DEFAULT_EXCLUDE, root
         except ValueError:
             return p.as_posix()
 
-    for current, dirs, files in os.walk(folder):
+    def unreadable(exc: OSError) -> None:
+        if problems is not None:
+            problems.append((str(exc.filename), exc.strerror or str(exc)))
+
+    for current, dirs, files in os.walk(folder, onerror=unreadable):
         here = Path(current)
         keep = []
         for d in sorted(dirs):
@@ -192,8 +198,7 @@ def walk_flow_files(folder: Path, exclude: Iterable[str] = DEFAULT_EXCLUDE, root
             p = here / f
             if glob_match(rel(p), f, exclude) or (gitignore is not None and gitignore.ignored(p, False)):
                 continue
-            if p.is_file():
-                found.append(p.relative_to(folder))
+            found.append(p.relative_to(folder))
     return sorted(found)
 
 
@@ -201,8 +206,8 @@ def excluded(path: Path, exclude: Iterable[str] = DEFAULT_EXCLUDE, root: Optiona
              respect_gitignore: bool = True) -> bool:
     """Whether a folder walk from `root` would skip `path` (used for files named explicitly
     under `--force-exclude`, e.g. the file lists pre-commit passes)."""
-    path = path.resolve()
-    root = (root or Path.cwd()).resolve()
+    path = Path(os.path.realpath(path))  # (a symlink loop stays as it is: realpath never raises)
+    root = Path(os.path.realpath(root or Path.cwd()))
     exclude = tuple(exclude)
     try:
         parts = path.relative_to(root).parts
