@@ -78,7 +78,7 @@ def documents(draw) -> tuple[str, bytes]:
     return name, data
 
 
-FUZZ = settings(max_examples=int(os.environ.get("TF_FUZZ_EXAMPLES", "60")), deadline=None,
+FUZZ = settings(max_examples=int(os.environ.get("TF_FUZZ_EXAMPLES", "40")), deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 
