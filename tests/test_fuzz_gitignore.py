@@ -3,8 +3,11 @@ ranges, `**`, escapes, trailing spaces, bytes that are not UTF-8) over generated
 files; the folder walk keeps exactly the files git itself does not ignore
 (`git ls-files --others --exclude-standard`, the reference), in bounded time.
 
-A pattern turnflow refuses (a reversed range such as `[b-a]`: skipped with a warning) is the one
-place it may differ from git, which keeps such a line as a pattern that matches nothing."""
+A reversed range (`[b-a]`: the line is skipped with a warning) is the one place turnflow may differ
+from git, which keeps the line (`[!b-a]` then matches any character); other refused patterns (a `[`
+never closed, a lone `\\` at the end) match nothing in git either, and are compared.
+
+TF_FUZZ_EXAMPLES=400 runs a longer search (the default, 40, keeps it to a few seconds)."""
 
 from __future__ import annotations
 
