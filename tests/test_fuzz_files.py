@@ -182,3 +182,23 @@ def test_an_unreadable_folder_is_named(tmp_path, capsys):
     finally:
         _restore(tmp_path)
     assert code == 2 and "cannot read folder" in text and "locked" in text, text
+
+
+def test_an_unreadable_gitignore_is_a_warning_and_the_walk_goes_on(tmp_path, capsys, monkeypatch):
+    """git warns ("unable to access") and goes on; it was skipped without a word. (Unreadable by
+    permissions needs a user other than root, so the read fails here by hand.)"""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".gitignore").write_text("a.flow\n")
+    (tmp_path / "a.flow").write_text(GOOD)
+    (tmp_path / "b.flow").write_text(GOOD)
+    real = Path.read_bytes
+
+    def read_bytes(self):
+        if self.name == ".gitignore":
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self)
+
+    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    code, text = _run(capsys, ["check", str(tmp_path)])
+    assert code == 0 and "warning: cannot read" in text and ".gitignore: Permission denied" in text, text
+    assert "2 files" in text, text  # as if it were empty: a.flow is checked too

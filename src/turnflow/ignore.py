@@ -104,12 +104,13 @@ class GitIgnore:
 
     def _patterns(self, folder: Path) -> list[GitPattern]:
         if folder not in self._cache:
-            try:
-                gi = folder / ".gitignore"
-                data = gi.read_bytes() if gi.is_file() else b""  # never a FIFO
-            except OSError:
-                data = b""
             problems: list[str] = []
+            gi = folder / ".gitignore"
+            try:
+                data = gi.read_bytes() if gi.is_file() else b""  # never a FIFO
+            except OSError as exc:  # as git: say so, and go on as if it were empty
+                sys.stderr.write(f"turnflow: warning: cannot read {gi}: {exc.strerror or exc}\n")
+                data = b""
             self._cache[folder] = _parse_octets(data.decode("latin-1"), problems)
             for why in problems:  # git keeps such a pattern, which matches nothing: say so, and go on
                 sys.stderr.write(f"turnflow: warning: {folder / '.gitignore'}: {why}; the pattern is skipped\n")
