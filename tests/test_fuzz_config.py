@@ -113,3 +113,19 @@ def _check_run(tmp_path_factory, capsys, name: str, data: bytes, explicit: bool)
 @example(doc=("turnflow.toml", b"exclude = [\"a\\\\\"]\n"), explicit=False)
 def test_any_configuration_is_exit_0_1_or_2_naming_the_key(tmp_path_factory, capsys, doc, explicit):
     _check_run(tmp_path_factory, capsys, doc[0], doc[1], explicit)
+
+
+FINDING = "workflow w {\n    participant a\n    participant b\n    start a\n    a -> zzz\n}\n"  # TF102
+
+
+def test_a_path_glob_naming_a_hidden_folder_keeps_its_dot(tmp_path, capsys, monkeypatch):
+    """`lstrip("./")` took `.gen/a.flow` for `gen/a.flow`: neither `exclude` nor
+    `per-file-ignores` applied to a hidden folder named with its dot."""
+    (tmp_path / ".gen").mkdir()
+    (tmp_path / ".gen" / "a.flow").write_text(FINDING)
+    (tmp_path / "b.flow").write_text(FLOW)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "turnflow.toml").write_text('exclude = [".gen/a.flow"]\n')
+    assert main(["check", "."]) == 0 and "(1 file)" in capsys.readouterr().out
+    (tmp_path / "turnflow.toml").write_text('exclude = []\nper-file-ignores = { "./.gen/*.flow" = ["TF102"] }\n')
+    assert main(["check", "."]) == 0 and "(2 files)" in capsys.readouterr().out

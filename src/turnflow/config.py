@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Optional
 
 from turnflow.diagnostics.diagnostic import SEVERITIES, Diagnostic
-from turnflow.ignore import DEFAULT_EXCLUDE
+from turnflow.ignore import DEFAULT_EXCLUDE, from_root
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -75,7 +75,8 @@ class Config:
         out: list[str] = []
         for pattern, codes in self.per_file_ignores:
             target = rel if "/" in pattern else name
-            if fnmatch.fnmatchcase(target, pattern.lstrip("./")) or fnmatch.fnmatchcase(rel, pattern.lstrip("./")):
+            glob = from_root(pattern)
+            if fnmatch.fnmatchcase(target, glob) or fnmatch.fnmatchcase(rel, glob):
                 out.extend(codes)
         return tuple(out)
 

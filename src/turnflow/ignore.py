@@ -142,11 +142,19 @@ def git_root(start: Path) -> Optional[Path]:
     return None
 
 
+def from_root(pattern: str) -> str:
+    """A path glob without its leading `./` or `/` (relative to the configuration's folder either way);
+    a leading `.` of a name stays (`.gen/*.flow` is the hidden folder `.gen`)."""
+    while pattern.startswith(("./", "/")):
+        pattern = pattern[2:] if pattern.startswith("./") else pattern[1:]
+    return pattern
+
+
 @functools.lru_cache(maxsize=1024)
 def _exclude_glob(pat: str) -> tuple[bool, Glob]:
     pat = pat.rstrip("/")
     if "/" in pat:  # a path from the project root, and everything below it
-        return True, Glob(pat.lstrip("./"), dir_prefix=True)
+        return True, Glob(from_root(pat), dir_prefix=True)
     return False, Glob(pat.replace("**", "*"))  # a name (`*` crosses nothing in a name)
 
 
