@@ -135,7 +135,7 @@ def _restore(root: Path) -> None:  # let pytest remove what chmod locked
                 pass
 
 
-@settings(max_examples=8, deadline=None,
+@settings(max_examples=int(os.environ.get("TF_FUZZ_EXAMPLES", "8")), deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(odd=st.lists(st.sampled_from(ODD), unique=True, max_size=len(ODD)), sub=st.sampled_from([b"", b"s", b"s/t"]))
 @example(odd=["loop"], sub=b"")  # named explicitly, a symlink loop was an internal error (Path.resolve)
