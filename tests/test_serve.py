@@ -341,38 +341,89 @@ def test_listening_beyond_loopback_without_keys_warns(tmp_path):
     assert "warning" not in server.stderr()
 
 
-def test_consulting_on_a_postgresql_store_survives_a_restart(pg_url, tmp_path):
-    registry = str(tmp_path / "agents.sqlite")
-    server = ServeProcess(pg_url, "--registry", registry)
+def test_on_postgresql_agents_and_sessions_survive_kill_9_and_a_restart_elsewhere(pg_url, tmp_path):
+    """The registry lives in the database: a hub restarted from another directory (as on another
+    machine, no file of the first one around) knows the agents, their résumés and their sessions."""
+    first_dir, second_dir = tmp_path / "machine1", tmp_path / "machine2"
+    first_dir.mkdir()
+    second_dir.mkdir()
+    server = ServeProcess(pg_url, cwd=str(first_dir))
 
     async def first():
         c1, c2 = client(server.url), client(server.url)
         try:
             alice = await c1.register(agent("alice", "unused"))
-            await c2.register(agent("bob", "on postgres"))
+            bob = await c2.register(agent("bob", "on postgres"))
+            await c2.set_resume(bob.agent_id, ag2net.Resume(summary="knows databases"))
             ch = await alice.open(type="consulting", target="bob")
             await ch.send("where are you?")
             await wait_for(alice, ch.channel_id, lambda e: e.event_type == CLOSED)
-            return ch.channel_id, [e.to_dict() for e in await c1.read_wal(ch.channel_id)]
+            ids = {"alice": alice.agent_id, "bob": bob.agent_id}
+            return ids, ch.channel_id, [e.to_dict() for e in await c1.read_wal(ch.channel_id)]
         finally:
             await c1.close()
             await c2.close()
 
     try:
-        cid, wal = run(first())
+        ids, cid, wal = run(first())
         server.kill9()
-        server = ServeProcess(pg_url, "--registry", registry)
+        server = ServeProcess(pg_url, cwd=str(second_dir))
 
         async def second():
             c = client(server.url)
             try:
-                await c.attach(agent("alice", "unused"), "alice")
-                return [e.to_dict() for e in await c.read_wal(cid)], (await c.get_channel(cid)).close_reason
+                alice = await c.attach(agent("alice", "unused"), "alice")
+                bob = await c.get_agent("bob")
+                summary = (await c.get_resume(bob.agent_id)).summary
+                listed = sorted(p.name for p in await c.list_agents())
+                return (alice.agent_id, bob.agent_id, summary, listed,
+                        [e.to_dict() for e in await c.read_wal(cid)], (await c.get_channel(cid)).close_reason)
             finally:
                 await c.close()
 
-        again, reason = run(second())
+        alice_id, bob_id, summary, listed, again, reason = run(second())
     finally:
         server.stop()
+    assert (alice_id, bob_id) == (ids["alice"], ids["bob"]) and summary == "knows databases"
+    assert listed == ["alice", "bob"]
     assert again == wal and reason == "consulting_complete"
     assert [e["event_data"].get("text") for e in wal if e["event_type"] == TEXT] == ["where are you?", "on postgres"]
+    assert list(first_dir.iterdir()) == [] and list(second_dir.iterdir()) == []  # no registry file anywhere
+
+
+def test_a_registry_file_of_an_earlier_version_is_imported_into_postgresql_once(pg_url, tmp_path):
+    sqlite_hub = ServeProcess(str(tmp_path / "old.db"))
+
+    async def register_on(url, name):
+        c = client(url)
+        try:
+            return (await c.register(agent(name, "x"))).agent_id
+        finally:
+            await c.close()
+
+    async def names_on(url):
+        c = client(url)
+        try:
+            return sorted((p.name, p.agent_id) for p in await c.list_agents())
+        finally:
+            await c.close()
+
+    try:
+        carol = run(register_on(sqlite_hub.url, "carol"))
+    finally:
+        sqlite_hub.stop()
+    old_file = str(tmp_path / "old.db.agents")
+    server = ServeProcess(pg_url, "--registry", old_file)
+    try:
+        imported = run(names_on(server.url))
+        run(register_on(server.url, "dave"))
+    finally:
+        server.stop()
+    assert imported == [("carol", carol)]
+    assert "imported 1 agent(s) from" in server.stderr()
+    again = ServeProcess(pg_url, "--registry", old_file)  # the database has agents now: nothing imported
+    try:
+        assert [n for n, _ in run(names_on(again.url))] == ["carol", "dave"]
+    finally:
+        again.stop()
+    assert "not imported: the database already holds agents" in again.stderr()

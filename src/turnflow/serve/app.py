@@ -1,4 +1,5 @@
-"""Start a served hub: open the store and the agent registry, the hub (hydrated: every session
+"""Start a served hub: open the store and the agent registry (registry.py: beside a SQLite store,
+inside a PostgreSQL one), the hub (hydrated: every session
 as it was), its sweeper, then the WebSocket server; stop on SIGINT / SIGTERM."""
 
 from __future__ import annotations
@@ -64,28 +65,24 @@ def load_keys(path: str) -> dict[str, str]:
     return data
 
 
-def registry_path(opts: Options) -> str:
-    if opts.registry:
-        return opts.registry
-    from turnflow.runtime.stores import is_postgres_url
-
-    if is_postgres_url(opts.store):
-        return "turnflow-hub.agents"
-    return opts.store + ".agents"
-
-
 async def serve(opts: Options, ready: Callable[[str], None], stop: Optional[asyncio.Event] = None) -> None:
     from websockets.asyncio.server import serve as ws_serve
 
     from turnflow.runtime.hub import Hub
     from turnflow.runtime.stores import open_store
     from turnflow.serve.ops import Auth, Ops
-    from turnflow.serve.registry import Registry
+    from turnflow.serve.registry import open_registry
     from turnflow.serve.server import Server
 
     store = open_store(opts.store)
+    try:
+        registry = open_registry(opts.store, opts.registry)
+    except BaseException:
+        store.close()
+        raise
+    if registry.note:
+        print(f"turnflow serve: {registry.note}", file=sys.stderr, flush=True)
     hub = await Hub.open(store)
-    registry = Registry(registry_path(opts))
     ops = Ops(hub, registry, Auth(opts.keys), invite_timeout=opts.invite_timeout)
     server = Server(ops, opts.limits)
     hub.start_sweeper(opts.sweep_interval)
