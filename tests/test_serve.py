@@ -427,3 +427,73 @@ def test_a_registry_file_of_an_earlier_version_is_imported_into_postgresql_once(
     finally:
         again.stop()
     assert "not imported: the database already holds agents" in again.stderr()
+
+
+def test_envelope_task_fields_and_required_acks_are_kept_checked_and_survive_a_restart(tmp_path):
+    """AG2's envelope fields `task_id`, `priority`, `depth`, `idempotency_key`, `ttl_seconds` and a
+    channel's `required_acks` read back as sent (also after kill -9); `depth` is capped by the
+    sender rule's `delegation_depth` (AG2's default 5) and a malformed task id is refused, as AG2's
+    hub does; an `idempotency_key` seen before is not deduplicated (AG2's hub ignores it too)."""
+    from ag2.network.errors import AccessDeniedError, ProtocolError
+    from ag2.network.rule import LimitsBlock, Rule
+
+    store = str(tmp_path / "hub.db")
+    server = ServeProcess(store)
+
+    def env(channel_id, sender, text, **fields):
+        return ag2net.Envelope(channel_id=channel_id, sender_id=sender, audience=None, event_type=TEXT,
+                               event_data={"text": text}, **fields)
+
+    async def before():
+        c1, c2 = client(server.url), client(server.url)
+        try:
+            alice = await c1.register(agent("alice", "unused"))
+            bob = await c2.register(agent("bob", "unused"), rule=Rule(limits=LimitsBlock(delegation_depth=2)))
+            bob.on_envelope(_ack_invites_only(bob))
+            ch = await c1.create_channel(creator_id=alice.agent_id, manifest_type="conversation",
+                                         participants=[bob.agent_id], required_acks=1)
+            cid = ch.channel_id
+            await c1.post_envelope(env(cid, alice.agent_id, "q", task_id="task-1", priority="urgent", depth=1,
+                                       idempotency_key="k-1", ttl_seconds=90))
+            refused = {}
+            for label, c, e in (("alice depth 6", c1, env(cid, alice.agent_id, "x", depth=6)),
+                                ("bob depth 3", c2, env(cid, bob.agent_id, "x", depth=3)),
+                                ("bad task id", c1, env(cid, alice.agent_id, "x", task_id="../etc"))):
+                try:
+                    await c.post_envelope(e)
+                    refused[label] = "accepted"
+                except (AccessDeniedError, ProtocolError) as exc:
+                    refused[label] = f"{type(exc).__name__}: {exc}"
+            await c2.post_envelope(env(cid, bob.agent_id, "a", depth=2, idempotency_key="k-1"))
+            wal = [e.to_dict() for e in await c1.read_wal(cid)]
+            return cid, ch.required_acks, (await c1.get_channel(cid)).required_acks, refused, wal
+        finally:
+            await c1.close()
+            await c2.close()
+
+    try:
+        cid, created_acks, read_acks, refused, wal = run(before())
+        server.kill9()
+        server = ServeProcess(store, port=server.port)
+
+        async def after():
+            c = client(server.url)
+            try:
+                await c.attach(agent("alice", "unused"), "alice")
+                return [e.to_dict() for e in await c.read_wal(cid)], (await c.get_channel(cid)).required_acks
+            finally:
+                await c.close()
+
+        again, acks_after = run(after())
+    finally:
+        server.stop()
+    fields = ("task_id", "priority", "depth", "idempotency_key", "ttl_seconds")
+    texts = [(e["event_data"]["text"], *(e[f] for f in fields)) for e in wal if e["event_type"] == TEXT]
+    assert texts == [("q", "task-1", "urgent", 1, "k-1", 90), ("a", None, "normal", 2, "k-1", None)]
+    assert refused["alice depth 6"] == "AccessDeniedError: sender 'alice' exceeded delegation_depth (6 > 5)"
+    assert refused["bob depth 3"] == "AccessDeniedError: sender 'bob' exceeded delegation_depth (3 > 2)"
+    assert refused["bad task id"].startswith("ProtocolError: invalid task_id")
+    assert created_acks == read_acks == acks_after == 1
+    assert again == wal
+    invite = next(e for e in wal if e["event_type"] == "ag2.channel.invite")
+    assert (invite["task_id"], invite["priority"], invite["depth"]) == (None, "normal", 0)
