@@ -51,17 +51,18 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def load_keys(path: str) -> dict[str, str]:
-    """An API-keys file: a JSON object, agent name -> key."""
+def load_keys(path: str, option: str = "--auth-keys") -> dict[str, str]:
+    """An API-keys file: a JSON object, agent name -> key (`option` names it in messages; a key
+    is never part of one)."""
     try:
         with open(path, encoding="utf-8") as fh:
             data = json.load(fh)
     except OSError as exc:
-        raise OptionError(f"--auth-keys {path}: {exc.strerror or exc}") from None
+        raise OptionError(f"{option} {path}: {exc.strerror or exc}") from None
     except ValueError as exc:
-        raise OptionError(f"--auth-keys {path}: not JSON ({exc})") from None
+        raise OptionError(f"{option} {path}: not JSON (line {getattr(exc, 'lineno', '?')})") from None
     if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) and v for k, v in data.items()):
-        raise OptionError(f"--auth-keys {path}: expected a JSON object of agent name -> non-empty key string")
+        raise OptionError(f"{option} {path}: expected a JSON object of agent name -> non-empty key string")
     return data
 
 

@@ -510,6 +510,15 @@ class Ops:
                        extra=extra)
         return (await self.hub.post(env)).envelope_id
 
+    def _check_depth(self, sender: str, depth: int) -> None:
+        """AG2's arbiter: `depth` above the sender rule's `limits.delegation_depth` (0: no cap) is denied."""
+        agent = self._agent(sender)
+        limits = agent.rule.get("limits")
+        cap = limits.get("delegation_depth", DEFAULT_DELEGATION_DEPTH) if isinstance(limits, dict) else \
+            DEFAULT_DELEGATION_DEPTH
+        if isinstance(cap, int) and cap > 0 and depth > cap:
+            raise _denied(f"sender {agent.name!r} exceeded delegation_depth ({depth} > {cap})")
+
     def _task_fields(self, sender: str, e: dict) -> Optional[dict]:
         """AG2's task fields of a posted envelope, checked as AG2's hub checks them: a task id of
         AG2's shape, `depth` at most the sender rule's `limits.delegation_depth` (AG2's arbiter;
@@ -530,11 +539,7 @@ class Ops:
         ttl = _get(e, "ttl_seconds", (int, type(None)), None)
         if depth < 0 or ttl is not None and ttl < 0 or key is not None and len(key) > MAX_TEXT:
             raise _bad("depth and ttl_seconds must not be negative, an idempotency_key at most 500 characters")
-        limits = self._agent(sender).rule.get("limits")
-        cap = limits.get("delegation_depth", DEFAULT_DELEGATION_DEPTH) if isinstance(limits, dict) else \
-            DEFAULT_DELEGATION_DEPTH
-        if isinstance(cap, int) and cap > 0 and depth > cap:
-            raise _denied(f"sender {self._agent(sender).name!r} exceeded delegation_depth ({depth} > {cap})")
+        self._check_depth(sender, depth)
         fields = {"task_id": task_id, "priority": priority, "depth": depth, "idempotency_key": key, "ttl_seconds": ttl}
         kept = {k: v for k, v in fields.items() if v != wire.TASK_DEFAULTS[k]}
         return kept or None
