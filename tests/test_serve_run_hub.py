@@ -300,3 +300,40 @@ def test_run_hub_waiting_for_a_remote_opener_ends_at_timeout_or_ctrl_c(served, t
     assert t_code == 2 and "'engineer' did not open the session within 1 s" in t_err
     assert s_code == 2 and "stopped while waiting for 'engineer' to open the session (interrupted)" in s_err
     assert "Traceback" not in t_err + s_err
+
+
+def test_run_hub_acks_an_invite_sent_before_it_attached(served, tmp_path):
+    """The file's agent is registered already and unbound when the remote opener invites it: the
+    hub replays the pending invite when the run attaches, and the run joins that session."""
+    from ag2 import Agent
+    from ag2.network import HubClient
+    from ag2.network.transport.ws import WsLink
+    from ag2.testing import TestConfig
+
+    agents = 'agents:\n  dba: {kind: scripted, steps: [{say: "Add an index."}]}\n'
+
+    async def main():
+        hub = HubClient(WsLink(served.url), rpc_timeout=30)
+        earlier = HubClient(WsLink(served.url), rpc_timeout=30)
+        try:
+            engineer = await hub.register(Agent("engineer", config=TestConfig("unused")))
+            await earlier.register(Agent("dba", config=TestConfig("unused")))
+            await earlier.close()  # dba is registered, and bound to no connection now
+            opening = asyncio.ensure_future(engineer.open(type="consulting", target="dba"))
+            channels = []
+            while not channels:  # the invite is stored once the channel is listed (pending)
+                channels = await hub.list_channels(agent_id=engineer.agent_id)
+            proc = await _turnflow_run(tmp_path, OPENED_BY_REMOTE, agents, "--hub", served.url)
+            ch = await asyncio.wait_for(opening, 60)
+            await ch.send("Why is it slow?")
+            await engineer.wait_for_channel_event(channel_id=ch.channel_id, timeout=60,
+                                                  predicate=lambda e: e.event_type == "ag2.channel.closed")
+            out, err = await asyncio.wait_for(proc.communicate(), 120)
+            return proc.returncode, out.decode(), err.decode(), (await hub.get_channel(ch.channel_id)).close_reason
+        finally:
+            await hub.close()
+
+    code, out, err, reason = asyncio.run(main())
+    assert code == 0, err
+    assert "engineer: Why is it slow?" in out and "dba: Add an index." in out
+    assert reason == "consulting_complete"

@@ -244,6 +244,7 @@ async def _identify(client: WireClient, names: list[str], local: set[str], repla
                                                           "resume": {}, "skill_md": None, "rule": {}})
                 agent_id = passport["agent_id"]
             else:
+                client.local[agent_id] = name  # before the hello: the replayed invites are for this agent
                 await client.hello(name, replay)
             client.local[agent_id] = name
         else:
