@@ -1,6 +1,7 @@
 """`turnflow run FILE --agents AGENTS.yaml [--block NAME] [--task TEXT] [--store hub.db]
-[--durability process|full] [--format text|json] [--quiet] [--verbose] [--max-turns N] [--timeout DURATION]`:
-run one session on the hub with the given agents (docs/runtime.md).
+[--durability process|full] [--format text|json] [--quiet] [--verbose] [--max-turns N] [--timeout DURATION]
+[--hub ws://HOST:PORT [--hub-keys FILE]]`: run one session on the hub with the given agents (docs/runtime.md);
+with `--hub`, on a served hub next to remote participants (docs/serve.md).
 
 Output: in text format each turn is printed as the hub accepts it, then the final state (and,
 on a terminal, a summary line); `--quiet` prints only the final state line and `--format json`
