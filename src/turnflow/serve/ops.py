@@ -525,8 +525,8 @@ class Ops:
         `access_denied` beyond it). Kept only when one differs from AG2's default; none is acted
         on otherwise (AG2's hub does not either: no dedupe by `idempotency_key`, no per-envelope TTL)."""
         get = e.get
-        if get("task_id") is None and get("priority", "normal") == "normal" and get("depth", 0) == 0 \
-                and get("idempotency_key") is None and get("ttl_seconds") is None and get("depth", 0) is not False:
+        if get("task_id") is None and get("priority", "normal") == "normal" and type(get("depth", 0)) is int \
+                and get("depth", 0) == 0 and get("idempotency_key") is None and get("ttl_seconds") is None:
             return None  # AG2's client sends these defaults with nearly every envelope
         task_id = _get(e, "task_id", (str, type(None)), None)
         if task_id is not None and not _TASK_ID.match(task_id):
