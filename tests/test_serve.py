@@ -459,6 +459,7 @@ def test_envelope_task_fields_and_required_acks_are_kept_checked_and_survive_a_r
         try:
             alice = await c1.register(agent("alice", "unused"))
             bob = await c2.register(agent("bob", "unused"), rule=Rule(limits=LimitsBlock(delegation_depth=2)))
+            alice.on_envelope(_ack_invites_only(alice))  # neither answers on its own: the test posts every round
             bob.on_envelope(_ack_invites_only(bob))
             ch = await c1.create_channel(creator_id=alice.agent_id, manifest_type="conversation",
                                          participants=[bob.agent_id], required_acks=1)
