@@ -508,3 +508,101 @@ def test_envelope_task_fields_and_required_acks_are_kept_checked_and_survive_a_r
     assert again == wal
     invite = next(e for e in wal if e["event_type"] == "ag2.channel.invite")
     assert (invite["task_id"], invite["priority"], invite["depth"]) == (None, "normal", 0)
+
+
+class _RawAgent:
+    """One agent over the bare wire protocol, so the test sees exactly which notifications the hub
+    sends and when its receipts have been taken in (frames of a connection are handled in order:
+    the answer to a later request comes after)."""
+
+    def __init__(self, ws):
+        self.ws, self.notes, self.n = ws, [], 0
+
+    @classmethod
+    async def connect(cls, url):
+        from websockets.asyncio.client import connect
+
+        return cls(await connect(url))
+
+    async def _until(self, done):
+        while True:
+            frame = json.loads(await asyncio.wait_for(self.ws.recv(), 30))
+            if frame["kind"] == "notify":
+                self.notes.append(frame)
+            if done(frame):
+                return frame
+
+    async def call(self, op, params):
+        self.n += 1
+        rid = f"r{self.n}"
+        await self.ws.send(json.dumps({"kind": "request", "request_id": rid, "op": op, "params": params}))
+        frame = await self._until(lambda f: f["kind"] == "response" and f["request_id"] == rid)
+        assert frame["ok"], frame
+        return frame["result"]
+
+    async def hello(self, name):
+        await self.ws.send(json.dumps({"kind": "hello", "name": name, "auth_scheme": "none", "auth_claim": {},
+                                       "since_envelope_id": ""}))
+        return await self._until(lambda f: f["kind"] in ("welcome", "error"))
+
+    async def note(self):
+        return await self._until(lambda f: f["kind"] == "notify")
+
+    async def ack(self, frame):
+        env = frame["envelope"]
+        await self.ws.send(json.dumps({"kind": "receipt", "envelope_id": env["envelope_id"], "status": "ack",
+                                       "recipient_id": frame["recipient_id"], "channel_id": env["channel_id"],
+                                       "reason": ""}))
+
+
+def test_on_postgresql_delivery_cursors_survive_a_restart_elsewhere(pg_url, tmp_path):
+    """bob acknowledged the first text, not the second: a hub restarted from another directory on
+    the same database replays only the second when bob attaches again."""
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    server = ServeProcess(pg_url, cwd=str(tmp_path / "one"))
+
+    async def first():
+        c = client(server.url)
+        bob = await _RawAgent.connect(server.url)
+        try:
+            bob_id = (await bob.call("register", {"passport": {"name": "bob"}}))["agent_id"]
+            alice = await c.register(agent("alice", "unused"))
+            opening = asyncio.ensure_future(alice.open(type="conversation", target="bob"))
+            invite = await bob.note()
+            await bob.call("post_envelope", {"envelope": {"channel_id": invite["envelope"]["channel_id"],
+                                                          "sender_id": bob_id, "audience": None, "event_type":
+                                                          "ag2.channel.invite.ack", "event_data": {}}})
+            ch = await opening
+            await ch.send("first")
+            while not any(n["envelope"].get("event_data", {}).get("text") == "first" for n in bob.notes):
+                await bob.note()
+            for frame in bob.notes:  # bob acks everything so far, "first" included
+                await bob.ack(frame)
+            await bob.call("get_agent", {"name_or_id": "bob"})  # the receipts are in
+            await ch.send("second")  # never acked by bob
+            return ch.channel_id
+        finally:
+            await bob.ws.close()
+            await c.close()
+
+    try:
+        cid = run(first())
+        server.stop()  # a clean stop: the cursors are flushed (a kill -9 may lose the last second's)
+        server = ServeProcess(pg_url, cwd=str(tmp_path / "two"))
+
+        async def second():
+            bob = await _RawAgent.connect(server.url)
+            try:
+                welcome = await bob.hello("bob")
+                await bob.call("get_agent", {"name_or_id": "bob"})  # every replayed notification came before
+                return welcome["kind"], [(n["envelope"]["channel_id"], n["envelope"]["event_type"],
+                                          n["envelope"]["event_data"].get("text")) for n in bob.notes]
+            finally:
+                await bob.ws.close()
+
+        welcome, replayed = run(second())
+    finally:
+        server.stop()
+    assert welcome == "welcome"
+    assert replayed == [(cid, TEXT, "second")]
