@@ -1,7 +1,9 @@
 """The served hub's agent registry in the PostgreSQL database that holds its sessions: tables
 `turnflow_hub_agents` and `turnflow_hub_cursors` (created when missing), so a hub restarted on
 another machine on the same database finds the same agents and delivery cursors. One connection,
-autocommit; a connection the server dropped is replaced once before a statement fails."""
+autocommit; a connection the server dropped is replaced once before a statement fails. Statements
+run on the hub's event loop, as the SQLite registry's do: registrations are rare and cursors are
+written once a second, in one statement."""
 
 from __future__ import annotations
 
