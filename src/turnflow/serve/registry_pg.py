@@ -3,7 +3,7 @@
 another machine on the same database finds the same agents and delivery cursors. One connection,
 autocommit; a connection the server dropped is replaced once before a statement fails. Statements
 run on the hub's event loop, as the SQLite registry's do: registrations are rare and cursors are
-written once a second, in one statement."""
+written once a second, in one transaction."""
 
 from __future__ import annotations
 
