@@ -214,8 +214,8 @@ initiate_group_chat(pattern=pattern, messages="hi", max_rounds=8)
     assert "triage -> billing" in result.text and "billing -> tech" in result.text
     assert "tech -> initiator" in result.text and "tech -> triage" not in result.text
     (message,) = [d.message for d in result.diagnostics if d.code == "TF410" and d.span.line == 17]
-    assert message.startswith("`billing.handoffs.set_after_work(target)` runs only in the branch of `if "
-                              "os.environ.get('ESCALATE') == '1':` (line 15)")
+    assert message.startswith("`billing.handoffs.set_after_work(target)` (through `wire(triage, billing, ")
+    assert ", line 24) runs only in the branch of `if os.environ.get('ESCALATE') == '1':` (line 15)" in message
 
 
 def test_a_call_in_a_loop_of_unknown_length_says_it_may_run_never():

@@ -737,8 +737,10 @@ def choice_message(c: Choice) -> str:
     """The TF410 message for a choice the program makes at run time."""
     if c.label == "guarded":
         assert c.guard is not None
-        return (f"`{_show(c.stmt, 60)}` {_guard_words(*c.guard)}; make it unconditional, or migrate the running "
-                "object with --import")
+        via = getattr(c.stmt, "_turnflow_via", None)  # inlined from a function: the call that runs it
+        through = f" (through `{_show(via, 40)}`, {line_ref(via.lineno)})" if via is not None else ""
+        return (f"`{_show(c.stmt, 60)}`{through} {_guard_words(*c.guard)}; make it unconditional, or migrate the "
+                "running object with --import")
     if c.key is None:
         e = c.stmt
         return (f"`{_show(e)}` is decided when the program runs; this flow follows "

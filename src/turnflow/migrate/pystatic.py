@@ -296,7 +296,10 @@ class Rewriter:
         self.counter += 1
         rename = _Rename({n: f"__inl{self.counter}_{n}" for n in local_names})
         subst = _Subst(env)
-        return [subst.visit(rename.visit(copy.deepcopy(st))) for st in body]
+        out = [subst.visit(rename.visit(copy.deepcopy(st))) for st in body]
+        for node in (n for st in out for n in pyast.walk(st)):
+            node._turnflow_via = call  # type: ignore[attr-defined]  # the call that ran it (for messages)
+        return out
 
     def _args_env(self, fn: _Fn, call: pyast.Call) -> Optional[dict[str, pyast.AST]]:
         params = [a.arg for a in fn.args.args]
