@@ -531,21 +531,22 @@ def _handoff_lines(w: _Writer, a: Any) -> None:
 
 
 def _tool_lines(w: _Writer, a: Any) -> None:
-    """The agent's tools, from their own source, as `agent.functions = [...]`."""
-    tools = []
+    """The agent's tools, from their own source, as `register_function(f, caller=agent, ...)` calls
+    (an `agent.functions = [...]` after construction registers nothing in AG2)."""
+    v = w.vars[id(a)]
     for t in getattr(a, "tools", []):
         fn = getattr(t, "func", None) or getattr(t, "_func", None)
         tn = w.function(fn, keep_name=True) if fn is not None else None
         if tn is not None:
-            tools.append(tn)
-    if tools:
-        w.lines.append(f"{w.vars[id(a)]}.functions = [{', '.join(tools)}]")
+            name = getattr(t, "name", None)
+            named = f", name={name!r}" if isinstance(name, str) and name != tn else ""
+            w.lines.append(f"register_function({tn}, caller={v}, executor={v}{named})")
 
 
 def pattern_source(obj: Any, name: str = "pattern", max_rounds: Optional[int] = None) -> str:
     """The canonical Python of a live AG2 group pattern."""
     w = _Writer()
-    w.lines[0] = ("from autogen import ConversableAgent\n"
+    w.lines[0] = ("from autogen import ConversableAgent, register_function\n"
                   "from autogen.agentchat.group import (AgentTarget, AgentNameTarget, RevertToUserTarget, "
                   "TerminateTarget, StayTarget, GroupManagerTarget, OnCondition, OnContextCondition, "
                   "ExpressionContextCondition, ContextExpression, StringContextCondition, StringLLMCondition, "
