@@ -87,6 +87,11 @@ EXPECTED: dict[str, tuple[dict, list, list]] = {
     # The transitions dict changed after its literal: engineer -> reviewer always (read), reviewer ->
     # planner / user_proxy only with --strict-review (TF410 at the `if`). `auto` selection: every
     # allowed successor is an edge.
+    # banned transitions: the ban added before GroupChat(...) counts, the two after it change nothing
+    # (AG2 inverts a disallowed dict when the chat is built): TF409 at each of them
+    "disallowed_changed": ({"groupchat": {("user_proxy", "user_proxy"), ("user_proxy", "coder"), ("coder", "coder"),
+                                          ("coder", "critic"), ("critic", "user_proxy"), ("critic", "coder"),
+                                          ("critic", "critic")}}, [("TF409", 26), ("TF409", 27)], []),
     "transitions_changed": ({"groupchat": {("user_proxy", "planner"), ("planner", "engineer"), ("engineer", "planner"),
                                            ("engineer", "reviewer"), ("reviewer", "engineer"), ("reviewer", "planner"),
                                            ("reviewer", "user_proxy")}}, [("TF410", 27)], []),

@@ -326,9 +326,12 @@ def _apply_transition(cx: Classic, given: dict[str, list[str]], change: tuple, a
     given[key.name] += [n for n in added if n not in given[key.name]]
 
 
-def _transition_items(cx: Classic, b: FlowBuilder, var: Optional[str], call: pyast.Call) -> list[tuple]:
+def _transition_items(cx: Classic, b: FlowBuilder, var: Optional[str], call: pyast.Call,
+                      disallowed: bool = False) -> list[tuple]:
     """The changes of the transitions dict `var` after its literal (refused in a loop; TF410 at the
-    branch when one runs only under an `if` the chat is not in: the flow assumes it runs)."""
+    branch when one runs only under an `if` the chat is not in: the flow assumes it runs). A
+    *disallowed* dict is inverted when the GroupChat is built, so a change after that is a TF409
+    and not applied (an *allowed* dict is the GroupChat's own: later changes count)."""
     mod = cx.mod
     out = []
     for change in _transition_changes(mod, var):
@@ -337,6 +340,11 @@ def _transition_items(cx: Classic, b: FlowBuilder, var: Optional[str], call: pya
             raise fail("TF401", "the transitions dict is filled in a loop; the migrator reads code without "
                        "running it: write the dict out", pos(k), mod.path, mod.src)
         where, at = mod.uses.get(id(st)), mod.uses.get(id(call))
+        if disallowed and where is not None and at is not None and where.order > at.order:
+            b.note("TF409", f"`{_show(st)}` changes the disallowed transitions after the GroupChat is built "
+                   f"({line_ref(call.lineno)}), which has already turned them into its allowed ones; the "
+                   "change has no effect and the flow leaves it out", pos(st))
+            continue
         if where is not None and where.chain and (at is None or where.chain[:len(at.chain)] != at.chain
                                                    or len(where.chain) > len(at.chain)):
             branch = mod.branches[where.chain[-1][0]]
@@ -608,7 +616,7 @@ def _transitions(cx: Classic, b: FlowBuilder, call: pyast.Call, names: list[str]
             raise fail("TF401", "transition keys must be agent variables", pos(key_node or resolved), path, src)
         given[key.name] = [a.name for a in _agent_list(cx, value_node, "a transition list", resolved)]
     var = transitions_node.id if isinstance(transitions_node, pyast.Name) else None
-    for change in _transition_items(cx, b, var, call):
+    for change in _transition_items(cx, b, var, call, disallowed=str(ttype).lower() == "disallowed"):
         _apply_transition(cx, given, change, resolved)
     if str(ttype).lower() == "allowed":
         return given

@@ -448,9 +448,13 @@ def classic_source(obj: Any, name: str = "groupchat", initiator: Any = None) -> 
         else:
             args.append(f"allow_repeat_speaker={repeat!r}")
     else:
-        items = ", ".join(f"{w.var(k)}: [{', '.join(w.var(v) for v in vs)}]" for k, vs in transitions.items())
+        # the transitions the chat uses: a disallowed dict was inverted when the chat was built, so
+        # a later change of it changes nothing (an allowed dict is the chat's own)
+        allowed = getattr(chat, "allowed_speaker_transitions_dict", None) or transitions
+        kind = "allowed" if allowed is not transitions else chat.speaker_transitions_type
+        items = ", ".join(f"{w.var(k)}: [{', '.join(w.var(v) for v in vs)}]" for k, vs in allowed.items())
         args.append(f"allowed_or_disallowed_speaker_transitions={{{items}}}")
-        args.append(f"speaker_transitions_type={chat.speaker_transitions_type!r}")
+        args.append(f"speaker_transitions_type={kind!r}")
     override = _select_speaker_override(type(chat))
     cls = "autogen.GroupChat"
     if override is not None:  # a subclass of the user's that picks the speaker itself
