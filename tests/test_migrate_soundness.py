@@ -370,3 +370,21 @@ initiate_group_chat(pattern=pattern, messages="hi", max_rounds=10)
     result = migrate(text, "case.py")
     assert "handoff triage -> fast via route_to_fast" in result.text
     assert "handoff triage -> slow via route_to_slow" in result.text
+
+
+@pytest.mark.parametrize("change", ["manager.groupchat.max_round = 3", "manager.groupchat.agents.remove(reviewer)",
+                                    "manager.groupchat.speaker_selection_method = 'round_robin'"])
+def test_a_group_chat_changed_through_its_manager_is_refused_at_the_change(change):
+    from turnflow.migrate import MigrateError
+
+    text = (ROOT / "transitions_changed.py").read_text(encoding="utf-8").replace(
+        "user_proxy.initiate_chat(", f"{change}\nuser_proxy.initiate_chat(")
+    line = text.splitlines().index(change) + 1
+    with pytest.raises(MigrateError) as err:
+        migrate(text, "x.py")
+    (d,) = err.value.diagnostics
+    assert (d.code, d.span.line) == ("TF401", line) and "after it is built" in d.message
+    # another object's `groupchat` is not this chat's
+    other = text.replace(change, change.replace("manager.", "other_manager."))
+    assert migrate(other, "x.py").text == migrate((ROOT / "transitions_changed.py").read_text(encoding="utf-8"),
+                                                  "x.py").text

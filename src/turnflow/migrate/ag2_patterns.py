@@ -288,6 +288,13 @@ class Ctx:
         return a.name if a is not None else None
 
 
+def _note_ignored(b: FlowBuilder, agents: list[Agent]) -> None:
+    """TF409 at each statement of the agents' that AG2 ignores (`agent.functions = [...]`)."""
+    for a in agents:
+        for node, why in a.ignored:
+            b.note("TF409", why, pos(node))
+
+
 def _pattern(scan: Scan, pcall: pyast.Call, block: str) -> FlowBuilder:
     mod, names = scan.mod, scan.names
     path, src = mod.path, mod.src
@@ -332,9 +339,7 @@ def _pattern(scan: Scan, pcall: pyast.Call, block: str) -> FlowBuilder:
                 b.note("TF409", f"{kind} sets every agent's after-work itself (replacing `{a.raw}`'s "
                        "`set_after_work`); ignored", pos(a.after_work))
                 a.after_work = None
-    for a in order:
-        for node, why in a.ignored:
-            b.note("TF409", why, pos(node))
+    _note_ignored(b, order)
     for a in order:
         b.section()
         _agent_rules(cx, a, kind)

@@ -194,13 +194,22 @@ def _changed_after_built(mod: Module, call: pyast.Call) -> None:
         if where is None or where.in_def:
             continue
         for base, attr in _attribute_changes(st):
-            if attr in _GRAPH_ATTRS and mod.resolve(base) is call:
+            if attr in _GRAPH_ATTRS and _is_the_chat(mod, base, call):
                 raise fail("TF401", f"`{_show(st)}` changes the GroupChat's `{attr}` after it is built; the migrator "
                            "reads what `GroupChat(...)` is given: pass it there, or migrate the running object "
                            "with --import", pos(st), mod.path, mod.src)
 
 
-def _attribute_changes(st: pyast.stmt) -> list[tuple[pyast.Name, str]]:
+def _is_the_chat(mod: Module, base: pyast.expr, call: pyast.Call) -> bool:
+    """`base` is the GroupChat `call` builds: its variable, or `manager.groupchat` of a
+    GroupChatManager built on it."""
+    if isinstance(base, pyast.Attribute) and base.attr in ("groupchat", "_groupchat"):
+        manager = mod.resolve(base.value)
+        return isinstance(manager, pyast.Call) and mod.resolve(kwarg(manager, "groupchat", 0)) is call
+    return mod.resolve(base) is call
+
+
+def _attribute_changes(st: pyast.stmt) -> list[tuple[pyast.expr, str]]:
     """(the object, the attribute) of each `obj.attr` a simple statement sets or changes in place:
     `obj.attr = v`, `obj.attr += v`, `obj.attr[k] = v`, `del obj.attr[k]`, `obj.attr.append(v)`,
     `obj.attr[k].append(v)`."""
@@ -216,11 +225,13 @@ def _attribute_changes(st: pyast.stmt) -> list[tuple[pyast.Name, str]]:
         targets = list(st.targets)
     else:
         targets = [st.target]  # type: ignore[attr-defined]
-    out = []
+    out: list[tuple[pyast.expr, str]] = []
     for t in targets:
         while isinstance(t, pyast.Subscript):
             t = t.value
-        if isinstance(t, pyast.Attribute) and isinstance(t.value, pyast.Name):
+        if isinstance(t, pyast.Attribute) and (isinstance(t.value, pyast.Name)
+                                               or (isinstance(t.value, pyast.Attribute)
+                                                   and isinstance(t.value.value, pyast.Name))):
             out.append((t.value, t.attr))
     return out
 

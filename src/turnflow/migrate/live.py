@@ -425,6 +425,21 @@ def _select_speaker_override(cls: type):
     return None
 
 
+def _transition_args(w: _Writer, chat: Any) -> list[str]:
+    """`allow_repeat_speaker=` or the transitions the chat uses: a disallowed dict was inverted
+    when the chat was built, so a later change of it changes nothing (an allowed dict is the chat's own)."""
+    transitions = getattr(chat, "allowed_or_disallowed_speaker_transitions", None)
+    repeat = chat.allow_repeat_speaker
+    if transitions is None:
+        if isinstance(repeat, list):
+            return [f"allow_repeat_speaker=[{', '.join(w.var(a) for a in repeat)}]"]
+        return [f"allow_repeat_speaker={repeat!r}"]
+    allowed = getattr(chat, "allowed_speaker_transitions_dict", None) or transitions
+    kind = "allowed" if allowed is not transitions else chat.speaker_transitions_type
+    items = ", ".join(f"{w.var(k)}: [{', '.join(w.var(v) for v in vs)}]" for k, vs in allowed.items())
+    return [f"allowed_or_disallowed_speaker_transitions={{{items}}}", f"speaker_transitions_type={kind!r}"]
+
+
 def classic_source(obj: Any, name: str = "groupchat", initiator: Any = None) -> str:
     """The canonical Python of a live GroupChat (or GroupChatManager and its GroupChat)."""
     manager = obj if hasattr(obj, "groupchat") else None
@@ -440,21 +455,7 @@ def classic_source(obj: Any, name: str = "groupchat", initiator: Any = None) -> 
     else:
         fn = w.function(method)
         args.append(f"speaker_selection_method={fn or 'live_unreadable_selection'}")
-    transitions = getattr(chat, "allowed_or_disallowed_speaker_transitions", None)
-    repeat = chat.allow_repeat_speaker
-    if transitions is None:
-        if isinstance(repeat, list):
-            args.append(f"allow_repeat_speaker=[{', '.join(w.var(a) for a in repeat)}]")
-        else:
-            args.append(f"allow_repeat_speaker={repeat!r}")
-    else:
-        # the transitions the chat uses: a disallowed dict was inverted when the chat was built, so
-        # a later change of it changes nothing (an allowed dict is the chat's own)
-        allowed = getattr(chat, "allowed_speaker_transitions_dict", None) or transitions
-        kind = "allowed" if allowed is not transitions else chat.speaker_transitions_type
-        items = ", ".join(f"{w.var(k)}: [{', '.join(w.var(v) for v in vs)}]" for k, vs in allowed.items())
-        args.append(f"allowed_or_disallowed_speaker_transitions={{{items}}}")
-        args.append(f"speaker_transitions_type={kind!r}")
+    args += _transition_args(w, chat)
     override = _select_speaker_override(type(chat))
     cls = "autogen.GroupChat"
     if override is not None:  # a subclass of the user's that picks the speaker itself
