@@ -36,7 +36,8 @@ def _agentchat():
 
 
 AUTOGEN_FIXTURES = ["autogen/swarm_python.py", "autogen/graphflow_python.py", "autogen/graphflow_parallel.py",
-                    "autogen/round_robin_python.py", "soundness/graphflow_diverge.py", "soundness/termination_branch.py"]
+                    "autogen/round_robin_python.py", "autogen/selector_python.py", "soundness/graphflow_diverge.py",
+                    "soundness/termination_branch.py"]
 
 
 @pytest.mark.parametrize("fixture", AUTOGEN_FIXTURES)
