@@ -10,6 +10,10 @@ Then memory per idle connection: IDLE connections each registering one agent and
 the hub's RSS before and after, divided by IDLE.
 
     python bench/serve_vs_ag2.py [--agents 50] [--clients 10] [--sessions 2000] [--rounds 2] [--idle 200]
+                                 [--timeout 3600]
+
+AG2's hub runs with WebSocket pings off (`serve_ws(..., ping_interval=None)`), turnflow serve on its
+defaults (pings every 20 s; a late pong closes nothing).
 """
 
 from __future__ import annotations
@@ -80,7 +84,7 @@ def make_client(url: str):
     return HubClient(WsLink(url, ping_interval=None), rpc_timeout=3600)
 
 
-async def workload(url: str, agents: int, clients: int, sessions: int) -> float:
+async def workload(url: str, agents: int, clients: int, sessions: int, timeout: float) -> float:
     from ag2 import Agent
     from ag2.testing import TestConfig
 
@@ -102,7 +106,10 @@ async def workload(url: str, agents: int, clients: int, sessions: int) -> float:
         asker.discard_channel_inbox(ch.channel_id)
 
     t0 = time.perf_counter()
-    await asyncio.gather(*(one(k) for k in range(sessions)))
+    try:
+        await asyncio.wait_for(asyncio.gather(*(one(k) for k in range(sessions))), timeout)
+    except asyncio.TimeoutError:
+        raise SystemExit(f"{sessions} sessions did not finish within {timeout:.0f} s") from None
     wall = time.perf_counter() - t0
     await asyncio.wait_for(asyncio.gather(*(c.close() for c in ask_clients + answer_clients), return_exceptions=True), 60)
     return wall
@@ -146,7 +153,7 @@ def one_round(kind: str, args, workdir: str) -> dict:
     try:  # idle connections first, on the fresh process (memory the workload freed would hide them)
         idle = run_loop(idle_connections(url, args.idle, proc.pid)) if args.idle else 0.0
         cpu0 = cpu_seconds(proc.pid)
-        wall = run_loop(workload(url, args.agents, args.clients, args.sessions))
+        wall = run_loop(workload(url, args.agents, args.clients, args.sessions, args.timeout))
         cpu = cpu_seconds(proc.pid) - cpu0
     finally:
         proc.terminate()
@@ -162,11 +169,13 @@ def main() -> None:
     ap.add_argument("--sessions", type=int, default=2000)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--idle", type=int, default=200)
+    ap.add_argument("--timeout", type=float, default=3600, help="seconds a round's sessions may take (then exit 1)")
     args = ap.parse_args()
     import logging
 
     logging.disable(logging.CRITICAL)  # AG2's client logs its notify tasks cancelled at close
     ratios, rows = [], []
+    print("load average at start: %.2f %.2f %.2f" % os.getloadavg(), flush=True)
     with tempfile.TemporaryDirectory() as workdir:
         for r in range(args.rounds):
             pair = {}
@@ -180,6 +189,7 @@ def main() -> None:
             ratios.append(pair["turnflow"]["per_cpu"] / pair["ag2"]["per_cpu"])
     print(f"turnflow serve / AG2 serve_ws, sessions per hub CPU second: median of paired ratios "
           f"{statistics.median(ratios):.2f}x ({', '.join(f'{x:.2f}' for x in ratios)})")
+    print("load average at end: %.2f %.2f %.2f" % os.getloadavg())
     for kind in ("ag2", "turnflow"):
         kib = [r["idle_kib"] for r in rows if r["kind"] == kind]
         print(f"{kind}: memory per idle connection (median) {statistics.median(kib):.1f} KiB")
