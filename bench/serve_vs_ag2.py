@@ -12,8 +12,10 @@ the hub's RSS before and after, divided by IDLE.
     python bench/serve_vs_ag2.py [--agents 50] [--clients 10] [--sessions 2000] [--rounds 2] [--idle 200]
                                  [--timeout 3600]
 
-AG2's hub runs with WebSocket pings off (`serve_ws(..., ping_interval=None)`), turnflow serve on its
-defaults (pings every 20 s; a late pong closes nothing).
+AG2's hub runs with WebSocket pings off (`serve_ws(..., ping_interval=None)`) and a 600 s invite-ack
+timeout (at its default 30 s, an AG2 round of 1,000 sessions on a loaded machine failed with
+"ack timeout": the one client process acks late), turnflow serve on its defaults (pings every 20 s, a
+late pong closes nothing; invite timeout 30 s).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from ag2.network.transport.ws import serve_ws
 from ag2.knowledge import MemoryKnowledgeStore
 
 async def main():
-    hub = await Hub.open(MemoryKnowledgeStore())
+    hub = await Hub.open(MemoryKnowledgeStore(), invite_ack_timeout=600)
     async with serve_ws(hub, "127.0.0.1", 0, ping_interval=None) as server:
         print("listening on ws://127.0.0.1:%d" % server.sockets[0].getsockname()[1], flush=True)
         await asyncio.Event().wait()
@@ -196,4 +198,9 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except (Exception, SystemExit) as exc:  # a failed round: exit now (AG2 client threads left behind would hang exit)
+        if not isinstance(exc, SystemExit) or exc.code:
+            print(f"serve_vs_ag2: {exc}", file=sys.stderr, flush=True)
+            os._exit(1)
