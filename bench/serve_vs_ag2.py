@@ -10,7 +10,7 @@ Then memory per idle connection: IDLE connections each registering one agent and
 the hub's RSS before and after, divided by IDLE.
 
     python bench/serve_vs_ag2.py [--agents 50] [--clients 10] [--sessions 2000] [--rounds 2] [--idle 200]
-                                 [--timeout 3600]
+                                 [--warmup 10] [--timeout 3600]
 
 AG2's hub runs with WebSocket pings off (`serve_ws(..., ping_interval=None)`) and a 600 s invite-ack
 timeout (at its default 30 s, an AG2 round of 1,000 sessions on a loaded machine failed with
@@ -86,21 +86,21 @@ def make_client(url: str):
     return HubClient(WsLink(url, ping_interval=None), rpc_timeout=3600)
 
 
-async def workload(url: str, agents: int, clients: int, sessions: int, timeout: float) -> float:
+async def workload(url: str, agents: int, clients: int, sessions: int, timeout: float, prefix: str = "") -> float:
     from ag2 import Agent
     from ag2.testing import TestConfig
 
     askers_n = agents // 2
     ask_clients = [make_client(url) for _ in range(max(clients // 2, 1))]
     answer_clients = [make_client(url) for _ in range(max(clients - len(ask_clients), 1))]
-    askers = [await ask_clients[i % len(ask_clients)].register(Agent(f"ask{i}", config=TestConfig("-")))
+    askers = [await ask_clients[i % len(ask_clients)].register(Agent(f"{prefix}ask{i}", config=TestConfig("-")))
               for i in range(askers_n)]
     for i in range(agents - askers_n):
-        await answer_clients[i % len(answer_clients)].register(Agent(f"answer{i}", config=TestConfig("an answer")))
+        await answer_clients[i % len(answer_clients)].register(Agent(f"{prefix}answer{i}", config=TestConfig("an answer")))
 
     async def one(k: int) -> None:
         asker = askers[k % len(askers)]
-        ch = await asker.open(type="consulting", target=f"answer{k % (agents - askers_n)}")
+        ch = await asker.open(type="consulting", target=f"{prefix}answer{k % (agents - askers_n)}")
         asker.ensure_channel_inbox(ch.channel_id)
         await ch.send(f"question {k}")
         await asker.wait_for_channel_event(channel_id=ch.channel_id, timeout=3600,
@@ -154,6 +154,8 @@ def one_round(kind: str, args, workdir: str) -> dict:
     proc, url = start(kind, workdir)
     try:  # idle connections first, on the fresh process (memory the workload freed would hide them)
         idle = run_loop(idle_connections(url, args.idle, proc.pid)) if args.idle else 0.0
+        if args.warmup:  # first-use costs (lazy imports, caches) out of the figure, for both hubs alike
+            run_loop(workload(url, 2, 2, args.warmup, args.timeout, prefix="warm"))
         cpu0 = cpu_seconds(proc.pid)
         wall = run_loop(workload(url, args.agents, args.clients, args.sessions, args.timeout))
         cpu = cpu_seconds(proc.pid) - cpu0
@@ -171,6 +173,7 @@ def main() -> None:
     ap.add_argument("--sessions", type=int, default=2000)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--idle", type=int, default=200)
+    ap.add_argument("--warmup", type=int, default=10, help="sessions run on each fresh hub before measuring")
     ap.add_argument("--timeout", type=float, default=3600, help="seconds a round's sessions may take (then exit 1)")
     args = ap.parse_args()
     import logging
