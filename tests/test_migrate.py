@@ -360,12 +360,14 @@ def test_migrate_fixture(case: Path, update_goldens):
     # every TF4xx diagnostic is also a comment in the flow, with its input position
     lines = text.splitlines()
     comments = " ".join(c.text.lstrip("# ") for c in flow.comments)
-    cited = {(code, pos.strip()) for code, where in re.findall(r"(TF4\d\d): .*?\(input ([0-9:, ]+)\)", comments)
+    cited = {(code, pos.strip()) for code, where in re.findall(r"(TF4\d\d): .*?\(input ([0-9:, cel]+)\)", comments)
              for pos in where.split(",")}
     for d in result.diagnostics:
         assert d.code.startswith("TF4")
         assert 1 <= d.span.line <= len(lines) and 1 <= d.span.column <= len(lines[d.span.line - 1]) + 1
-        assert (d.code, f"{d.span.line}:{d.span.column}") in cited, d
+        # in a notebook, the cell and the line in it (as the diagnostic prints), else the file's line
+        where = f"cell {d.cell.cell}:{d.cell.line}:{d.cell.column}" if d.cell else f"{d.span.line}:{d.span.column}"
+        assert (d.code, where) in cited, d
     # the speaker graph equals the source's, edge for edge
     expected = EDGES.get(_key(case))
     assert expected is not None, f"add the source's edges for {_key(case)} to EDGES"
