@@ -217,7 +217,8 @@ EDGES: dict[str, dict] = {
         ("order", "triage"), ("order", "refund"), ("customer", "refund")}},
     # the manager's is_termination_msg can end after any message; triage's classify -> billing /
     # tech / the user (target assigned in branches), no after-work: the default (terminate);
-    # billing: close_ticket (through a helper) ends, after-work -> user; tech: escalate ->
+    # billing: `billing.functions = [close_ticket]` after construction registers no tool in AG2
+    # (TF409), so billing only hands back to the user (after-work); tech: escalate ->
     # supervisor (register_function), after-work -> user; supervisor -> triage; the customer
     # returns to whichever of triage, billing, tech spoke before it.
     "ag2-patterns/tool_routing": {None: {

@@ -87,6 +87,11 @@ EXPECTED: dict[str, tuple[dict, list, list]] = {
     # The transitions dict changed after its literal: engineer -> reviewer always (read), reviewer ->
     # planner / user_proxy only with --strict-review (TF410 at the `if`). `auto` selection: every
     # allowed successor is an edge.
+    # banned transitions: the ban added before GroupChat(...) counts, the two after it change nothing
+    # (AG2 inverts a disallowed dict when the chat is built): TF409 at each of them
+    "disallowed_changed": ({"groupchat": {("user_proxy", "user_proxy"), ("user_proxy", "coder"), ("coder", "coder"),
+                                          ("coder", "critic"), ("critic", "user_proxy"), ("critic", "coder"),
+                                          ("critic", "critic")}}, [("TF409", 26), ("TF409", 27)], []),
     "transitions_changed": ({"groupchat": {("user_proxy", "planner"), ("planner", "engineer"), ("engineer", "planner"),
                                            ("engineer", "reviewer"), ("reviewer", "engineer"), ("reviewer", "planner"),
                                            ("reviewer", "user_proxy")}}, [("TF410", 27)], []),
@@ -365,3 +370,21 @@ initiate_group_chat(pattern=pattern, messages="hi", max_rounds=10)
     result = migrate(text, "case.py")
     assert "handoff triage -> fast via route_to_fast" in result.text
     assert "handoff triage -> slow via route_to_slow" in result.text
+
+
+@pytest.mark.parametrize("change", ["manager.groupchat.max_round = 3", "manager.groupchat.agents.remove(reviewer)",
+                                    "manager.groupchat.speaker_selection_method = 'round_robin'"])
+def test_a_group_chat_changed_through_its_manager_is_refused_at_the_change(change):
+    from turnflow.migrate import MigrateError
+
+    text = (ROOT / "transitions_changed.py").read_text(encoding="utf-8").replace(
+        "user_proxy.initiate_chat(", f"{change}\nuser_proxy.initiate_chat(")
+    line = text.splitlines().index(change) + 1
+    with pytest.raises(MigrateError) as err:
+        migrate(text, "x.py")
+    (d,) = err.value.diagnostics
+    assert (d.code, d.span.line) == ("TF401", line) and "after it is built" in d.message
+    # another object's `groupchat` is not this chat's
+    other = text.replace(change, change.replace("manager.", "other_manager."))
+    assert migrate(other, "x.py").text == migrate((ROOT / "transitions_changed.py").read_text(encoding="utf-8"),
+                                                  "x.py").text

@@ -39,6 +39,7 @@ class Agent:
     after_conditional: list[pyast.Call] = field(default_factory=list)
     after_work: Optional[pyast.AST] = None
     configured: list[pyast.AST] = field(default_factory=list)  # the calls / statements that configure it
+    ignored: list[tuple[pyast.AST, str]] = field(default_factory=list)  # statements AG2 ignores, and why
 
 
 class _Unexpressible(Exception):
@@ -115,11 +116,13 @@ def _scan(mod: Module, classes: set[str]) -> Scan:
         # agent.functions = [...]
         if isinstance(st, pyast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], pyast.Attribute) \
                 and st.targets[0].attr == "functions":
+            # AG2 reads `functions=` only in ConversableAgent.__init__: the assignment registers no tool
             a = scan.agent_of(st.targets[0].value)
-            elems = mod.elements(st.value)
-            if a is not None and elems is not None:
-                a.functions = list(elems)
-                a.configured.append(st)
+            if a is not None:
+                a.ignored.append((st, f"`{a.var}.functions = ...` after `{a.var}` is built registers no tool: "
+                                      "AG2 reads `functions=` only when the agent is constructed (use "
+                                      "`functions=` or `register_function`); the flow gives these tools to "
+                                      "no one"))
     for call in calls(mod.tree):
         _tool_call(scan, call)
     for call in calls(mod.tree):  # handoffs: agent.handoffs.<method>(...)
@@ -285,6 +288,13 @@ class Ctx:
         return a.name if a is not None else None
 
 
+def _note_ignored(b: FlowBuilder, agents: list[Agent]) -> None:
+    """TF409 at each statement of the agents' that AG2 ignores (`agent.functions = [...]`)."""
+    for a in agents:
+        for node, why in a.ignored:
+            b.note("TF409", why, pos(node))
+
+
 def _pattern(scan: Scan, pcall: pyast.Call, block: str) -> FlowBuilder:
     mod, names = scan.mod, scan.names
     path, src = mod.path, mod.src
@@ -329,6 +339,7 @@ def _pattern(scan: Scan, pcall: pyast.Call, block: str) -> FlowBuilder:
                 b.note("TF409", f"{kind} sets every agent's after-work itself (replacing `{a.raw}`'s "
                        "`set_after_work`); ignored", pos(a.after_work))
                 a.after_work = None
+    _note_ignored(b, order)
     for a in order:
         b.section()
         _agent_rules(cx, a, kind)

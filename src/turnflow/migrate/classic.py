@@ -194,13 +194,22 @@ def _changed_after_built(mod: Module, call: pyast.Call) -> None:
         if where is None or where.in_def:
             continue
         for base, attr in _attribute_changes(st):
-            if attr in _GRAPH_ATTRS and mod.resolve(base) is call:
+            if attr in _GRAPH_ATTRS and _is_the_chat(mod, base, call):
                 raise fail("TF401", f"`{_show(st)}` changes the GroupChat's `{attr}` after it is built; the migrator "
                            "reads what `GroupChat(...)` is given: pass it there, or migrate the running object "
                            "with --import", pos(st), mod.path, mod.src)
 
 
-def _attribute_changes(st: pyast.stmt) -> list[tuple[pyast.Name, str]]:
+def _is_the_chat(mod: Module, base: pyast.expr, call: pyast.Call) -> bool:
+    """`base` is the GroupChat `call` builds: its variable, or `manager.groupchat` of a
+    GroupChatManager built on it."""
+    if isinstance(base, pyast.Attribute) and base.attr in ("groupchat", "_groupchat"):
+        manager = mod.resolve(base.value)
+        return isinstance(manager, pyast.Call) and mod.resolve(kwarg(manager, "groupchat", 0)) is call
+    return mod.resolve(base) is call
+
+
+def _attribute_changes(st: pyast.stmt) -> list[tuple[pyast.expr, str]]:
     """(the object, the attribute) of each `obj.attr` a simple statement sets or changes in place:
     `obj.attr = v`, `obj.attr += v`, `obj.attr[k] = v`, `del obj.attr[k]`, `obj.attr.append(v)`,
     `obj.attr[k].append(v)`."""
@@ -216,11 +225,13 @@ def _attribute_changes(st: pyast.stmt) -> list[tuple[pyast.Name, str]]:
         targets = list(st.targets)
     else:
         targets = [st.target]  # type: ignore[attr-defined]
-    out = []
+    out: list[tuple[pyast.expr, str]] = []
     for t in targets:
         while isinstance(t, pyast.Subscript):
             t = t.value
-        if isinstance(t, pyast.Attribute) and isinstance(t.value, pyast.Name):
+        if isinstance(t, pyast.Attribute) and (isinstance(t.value, pyast.Name)
+                                               or (isinstance(t.value, pyast.Attribute)
+                                                   and isinstance(t.value.value, pyast.Name))):
             out.append((t.value, t.attr))
     return out
 
@@ -326,9 +337,12 @@ def _apply_transition(cx: Classic, given: dict[str, list[str]], change: tuple, a
     given[key.name] += [n for n in added if n not in given[key.name]]
 
 
-def _transition_items(cx: Classic, b: FlowBuilder, var: Optional[str], call: pyast.Call) -> list[tuple]:
+def _transition_items(cx: Classic, b: FlowBuilder, var: Optional[str], call: pyast.Call,
+                      disallowed: bool = False) -> list[tuple]:
     """The changes of the transitions dict `var` after its literal (refused in a loop; TF410 at the
-    branch when one runs only under an `if` the chat is not in: the flow assumes it runs)."""
+    branch when one runs only under an `if` the chat is not in: the flow assumes it runs). A
+    *disallowed* dict is inverted when the GroupChat is built, so a change after that is a TF409
+    and not applied (an *allowed* dict is the GroupChat's own: later changes count)."""
     mod = cx.mod
     out = []
     for change in _transition_changes(mod, var):
@@ -337,6 +351,11 @@ def _transition_items(cx: Classic, b: FlowBuilder, var: Optional[str], call: pya
             raise fail("TF401", "the transitions dict is filled in a loop; the migrator reads code without "
                        "running it: write the dict out", pos(k), mod.path, mod.src)
         where, at = mod.uses.get(id(st)), mod.uses.get(id(call))
+        if disallowed and where is not None and at is not None and where.order > at.order:
+            b.note("TF409", f"`{_show(st)}` changes the disallowed transitions after the GroupChat is built "
+                   f"({line_ref(call.lineno)}), which has already turned them into its allowed ones; the "
+                   "change has no effect and the flow leaves it out", pos(st))
+            continue
         if where is not None and where.chain and (at is None or where.chain[:len(at.chain)] != at.chain
                                                    or len(where.chain) > len(at.chain)):
             branch = mod.branches[where.chain[-1][0]]
@@ -608,7 +627,7 @@ def _transitions(cx: Classic, b: FlowBuilder, call: pyast.Call, names: list[str]
             raise fail("TF401", "transition keys must be agent variables", pos(key_node or resolved), path, src)
         given[key.name] = [a.name for a in _agent_list(cx, value_node, "a transition list", resolved)]
     var = transitions_node.id if isinstance(transitions_node, pyast.Name) else None
-    for change in _transition_items(cx, b, var, call):
+    for change in _transition_items(cx, b, var, call, disallowed=str(ttype).lower() == "disallowed"):
         _apply_transition(cx, given, change, resolved)
     if str(ttype).lower() == "allowed":
         return given

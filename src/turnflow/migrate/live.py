@@ -425,6 +425,21 @@ def _select_speaker_override(cls: type):
     return None
 
 
+def _transition_args(w: _Writer, chat: Any) -> list[str]:
+    """`allow_repeat_speaker=` or the transitions the chat uses: a disallowed dict was inverted
+    when the chat was built, so a later change of it changes nothing (an allowed dict is the chat's own)."""
+    transitions = getattr(chat, "allowed_or_disallowed_speaker_transitions", None)
+    repeat = chat.allow_repeat_speaker
+    if transitions is None:
+        if isinstance(repeat, list):
+            return [f"allow_repeat_speaker=[{', '.join(w.var(a) for a in repeat)}]"]
+        return [f"allow_repeat_speaker={repeat!r}"]
+    allowed = getattr(chat, "allowed_speaker_transitions_dict", None) or transitions
+    kind = "allowed" if allowed is not transitions else chat.speaker_transitions_type
+    items = ", ".join(f"{w.var(k)}: [{', '.join(w.var(v) for v in vs)}]" for k, vs in allowed.items())
+    return [f"allowed_or_disallowed_speaker_transitions={{{items}}}", f"speaker_transitions_type={kind!r}"]
+
+
 def classic_source(obj: Any, name: str = "groupchat", initiator: Any = None) -> str:
     """The canonical Python of a live GroupChat (or GroupChatManager and its GroupChat)."""
     manager = obj if hasattr(obj, "groupchat") else None
@@ -440,17 +455,7 @@ def classic_source(obj: Any, name: str = "groupchat", initiator: Any = None) -> 
     else:
         fn = w.function(method)
         args.append(f"speaker_selection_method={fn or 'live_unreadable_selection'}")
-    transitions = getattr(chat, "allowed_or_disallowed_speaker_transitions", None)
-    repeat = chat.allow_repeat_speaker
-    if transitions is None:
-        if isinstance(repeat, list):
-            args.append(f"allow_repeat_speaker=[{', '.join(w.var(a) for a in repeat)}]")
-        else:
-            args.append(f"allow_repeat_speaker={repeat!r}")
-    else:
-        items = ", ".join(f"{w.var(k)}: [{', '.join(w.var(v) for v in vs)}]" for k, vs in transitions.items())
-        args.append(f"allowed_or_disallowed_speaker_transitions={{{items}}}")
-        args.append(f"speaker_transitions_type={chat.speaker_transitions_type!r}")
+    args += _transition_args(w, chat)
     override = _select_speaker_override(type(chat))
     cls = "autogen.GroupChat"
     if override is not None:  # a subclass of the user's that picks the speaker itself
@@ -531,21 +536,22 @@ def _handoff_lines(w: _Writer, a: Any) -> None:
 
 
 def _tool_lines(w: _Writer, a: Any) -> None:
-    """The agent's tools, from their own source, as `agent.functions = [...]`."""
-    tools = []
+    """The agent's tools, from their own source, as `register_function(f, caller=agent, ...)` calls
+    (an `agent.functions = [...]` after construction registers nothing in AG2)."""
+    v = w.vars[id(a)]
     for t in getattr(a, "tools", []):
         fn = getattr(t, "func", None) or getattr(t, "_func", None)
         tn = w.function(fn, keep_name=True) if fn is not None else None
         if tn is not None:
-            tools.append(tn)
-    if tools:
-        w.lines.append(f"{w.vars[id(a)]}.functions = [{', '.join(tools)}]")
+            name = getattr(t, "name", None)
+            named = f", name={name!r}" if isinstance(name, str) and name != tn else ""
+            w.lines.append(f"register_function({tn}, caller={v}, executor={v}{named})")
 
 
 def pattern_source(obj: Any, name: str = "pattern", max_rounds: Optional[int] = None) -> str:
     """The canonical Python of a live AG2 group pattern."""
     w = _Writer()
-    w.lines[0] = ("from autogen import ConversableAgent\n"
+    w.lines[0] = ("from autogen import ConversableAgent, register_function\n"
                   "from autogen.agentchat.group import (AgentTarget, AgentNameTarget, RevertToUserTarget, "
                   "TerminateTarget, StayTarget, GroupManagerTarget, OnCondition, OnContextCondition, "
                   "ExpressionContextCondition, ContextExpression, StringContextCondition, StringLLMCondition, "
