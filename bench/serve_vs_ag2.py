@@ -10,6 +10,12 @@ Then memory per idle connection: IDLE connections each registering one agent and
 the hub's RSS before and after, divided by IDLE.
 
     python bench/serve_vs_ag2.py [--agents 50] [--clients 10] [--sessions 2000] [--rounds 2] [--idle 200]
+                                 [--warmup 10] [--timeout 3600]
+
+AG2's hub runs with WebSocket pings off (`serve_ws(..., ping_interval=None)`) and a 600 s invite-ack
+timeout (at its default 30 s, an AG2 round of 1,000 sessions on a loaded machine failed with
+"ack timeout": the one client process acks late), turnflow serve on its defaults (pings every 20 s, a
+late pong closes nothing; invite timeout 30 s).
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ from ag2.network.transport.ws import serve_ws
 from ag2.knowledge import MemoryKnowledgeStore
 
 async def main():
-    hub = await Hub.open(MemoryKnowledgeStore())
+    hub = await Hub.open(MemoryKnowledgeStore(), invite_ack_timeout=600)
     async with serve_ws(hub, "127.0.0.1", 0, ping_interval=None) as server:
         print("listening on ws://127.0.0.1:%d" % server.sockets[0].getsockname()[1], flush=True)
         await asyncio.Event().wait()
@@ -80,21 +86,21 @@ def make_client(url: str):
     return HubClient(WsLink(url, ping_interval=None), rpc_timeout=3600)
 
 
-async def workload(url: str, agents: int, clients: int, sessions: int) -> float:
+async def workload(url: str, agents: int, clients: int, sessions: int, timeout: float, prefix: str = "") -> float:
     from ag2 import Agent
     from ag2.testing import TestConfig
 
     askers_n = agents // 2
     ask_clients = [make_client(url) for _ in range(max(clients // 2, 1))]
     answer_clients = [make_client(url) for _ in range(max(clients - len(ask_clients), 1))]
-    askers = [await ask_clients[i % len(ask_clients)].register(Agent(f"ask{i}", config=TestConfig("-")))
+    askers = [await ask_clients[i % len(ask_clients)].register(Agent(f"{prefix}ask{i}", config=TestConfig("-")))
               for i in range(askers_n)]
     for i in range(agents - askers_n):
-        await answer_clients[i % len(answer_clients)].register(Agent(f"answer{i}", config=TestConfig("an answer")))
+        await answer_clients[i % len(answer_clients)].register(Agent(f"{prefix}answer{i}", config=TestConfig("an answer")))
 
     async def one(k: int) -> None:
         asker = askers[k % len(askers)]
-        ch = await asker.open(type="consulting", target=f"answer{k % (agents - askers_n)}")
+        ch = await asker.open(type="consulting", target=f"{prefix}answer{k % (agents - askers_n)}")
         asker.ensure_channel_inbox(ch.channel_id)
         await ch.send(f"question {k}")
         await asker.wait_for_channel_event(channel_id=ch.channel_id, timeout=3600,
@@ -102,7 +108,10 @@ async def workload(url: str, agents: int, clients: int, sessions: int) -> float:
         asker.discard_channel_inbox(ch.channel_id)
 
     t0 = time.perf_counter()
-    await asyncio.gather(*(one(k) for k in range(sessions)))
+    try:
+        await asyncio.wait_for(asyncio.gather(*(one(k) for k in range(sessions))), timeout)
+    except asyncio.TimeoutError:
+        raise SystemExit(f"{sessions} sessions did not finish within {timeout:.0f} s") from None
     wall = time.perf_counter() - t0
     await asyncio.wait_for(asyncio.gather(*(c.close() for c in ask_clients + answer_clients), return_exceptions=True), 60)
     return wall
@@ -145,8 +154,10 @@ def one_round(kind: str, args, workdir: str) -> dict:
     proc, url = start(kind, workdir)
     try:  # idle connections first, on the fresh process (memory the workload freed would hide them)
         idle = run_loop(idle_connections(url, args.idle, proc.pid)) if args.idle else 0.0
+        if args.warmup:  # first-use costs (lazy imports, caches) out of the figure, for both hubs alike
+            run_loop(workload(url, 2, 2, args.warmup, args.timeout, prefix="warm"))
         cpu0 = cpu_seconds(proc.pid)
-        wall = run_loop(workload(url, args.agents, args.clients, args.sessions))
+        wall = run_loop(workload(url, args.agents, args.clients, args.sessions, args.timeout))
         cpu = cpu_seconds(proc.pid) - cpu0
     finally:
         proc.terminate()
@@ -162,11 +173,14 @@ def main() -> None:
     ap.add_argument("--sessions", type=int, default=2000)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--idle", type=int, default=200)
+    ap.add_argument("--warmup", type=int, default=10, help="sessions run on each fresh hub before measuring")
+    ap.add_argument("--timeout", type=float, default=3600, help="seconds a round's sessions may take (then exit 1)")
     args = ap.parse_args()
     import logging
 
     logging.disable(logging.CRITICAL)  # AG2's client logs its notify tasks cancelled at close
     ratios, rows = [], []
+    print("load average at start: %.2f %.2f %.2f" % os.getloadavg(), flush=True)
     with tempfile.TemporaryDirectory() as workdir:
         for r in range(args.rounds):
             pair = {}
@@ -180,10 +194,16 @@ def main() -> None:
             ratios.append(pair["turnflow"]["per_cpu"] / pair["ag2"]["per_cpu"])
     print(f"turnflow serve / AG2 serve_ws, sessions per hub CPU second: median of paired ratios "
           f"{statistics.median(ratios):.2f}x ({', '.join(f'{x:.2f}' for x in ratios)})")
+    print("load average at end: %.2f %.2f %.2f" % os.getloadavg())
     for kind in ("ag2", "turnflow"):
         kib = [r["idle_kib"] for r in rows if r["kind"] == kind]
         print(f"{kind}: memory per idle connection (median) {statistics.median(kib):.1f} KiB")
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except (Exception, SystemExit) as exc:  # a failed round: exit now (AG2 client threads left behind would hang exit)
+        if not isinstance(exc, SystemExit) or exc.code:
+            print(f"serve_vs_ag2: {exc}", file=sys.stderr, flush=True)
+            os._exit(1)

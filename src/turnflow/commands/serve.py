@@ -32,6 +32,12 @@ def register(sub) -> None:
                    help="close a connection that binds no agent within this time (default 60)")
     p.add_argument("--max-inflight", type=int, default=64, metavar="N",
                    help="requests of one connection handled at once; beyond that its frames wait (default 64)")
+    p.add_argument("--ping-interval", type=float, default=20.0, metavar="SECONDS",
+                   help="WebSocket pings, and TCP keepalive probes after this long without traffic; a late pong "
+                        "closes nothing (a busy client reads late); 0 turns both off (default 20)")
+    p.add_argument("--ping-timeout", type=float, default=20.0, metavar="SECONDS",
+                   help="a peer whose host acknowledges neither probes nor data this much longer is closed by "
+                        "the kernel (TCP keepalive, TCP_USER_TIMEOUT; default 20)")
     p.add_argument("--sweep-interval", type=float, default=5.0, metavar="SECONDS",
                    help="how often TTLs and expectations are checked (default 5; AG2's hub checks every 10 and 30)")
     p.set_defaults(func=run)
@@ -53,6 +59,8 @@ def run(args) -> int:
         for name in ("max_frame_bytes", "max_connections", "send_queue", "idle_timeout", "sweep_interval", "max_inflight"):
             if getattr(args, name) <= 0:
                 raise OptionError(f"--{name.replace('_', '-')} must be positive")
+        if args.ping_interval < 0 or args.ping_timeout <= 0:
+            raise OptionError("--ping-interval must be 0 (off) or positive, --ping-timeout positive")
     except OptionError as exc:
         err(f"turnflow serve: {exc}")
         return EXIT_USAGE
@@ -60,7 +68,8 @@ def run(args) -> int:
         err(f"turnflow serve: warning: listening on {host} without --auth-keys: any client that reaches it "
             "can register, or attach as, any agent")
     limits = Limits(max_frame_bytes=args.max_frame_bytes, max_connections=args.max_connections,
-                    send_queue=args.send_queue, idle_timeout=args.idle_timeout, max_inflight=args.max_inflight)
+                    send_queue=args.send_queue, idle_timeout=args.idle_timeout, max_inflight=args.max_inflight,
+                    ping_interval=args.ping_interval or None, ping_timeout=args.ping_timeout)
     opts = Options(host=host, port=port, store=args.store, registry=args.registry, keys=keys, limits=limits,
                    sweep_interval=args.sweep_interval)
     try:

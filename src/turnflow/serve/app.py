@@ -96,7 +96,7 @@ async def serve(opts: Options, ready: Callable[[str], None], stop: Optional[asyn
     lim = opts.limits
     try:
         async with ws_serve(server.handle, opts.host, opts.port, max_size=lim.max_frame_bytes, compression=None,
-                            ping_interval=lim.ping_interval, ping_timeout=lim.ping_interval) as ws_server:
+                            ping_interval=lim.ping_interval, ping_timeout=None) as ws_server:  # see server.py
             port = ws_server.sockets[0].getsockname()[1]
             ready(f"ws://{opts.host}:{port}")
             await stop.wait()

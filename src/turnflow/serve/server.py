@@ -5,13 +5,22 @@ A connection's outgoing frames go through its own bounded queue, written by its 
 and the other connections never wait on a socket. A client whose queue fills (it stopped reading)
 is disconnected; so is one that binds no agent within the idle timeout. Requests of a connection
 run concurrently (at most `max_inflight` at once; the reader waits beyond that, so a flooding
-client is slowed, not the hub)."""
+client is slowed, not the hub).
+
+Dead peers are found by the kernel, not by pong latency: WebSocket pings go out every
+`ping_interval` (keeping proxies and NATs open) but a late pong closes nothing, because a live
+client whose event loop is busy reads its backlog late, and a ping with it (AG2's client with
+thousands of turns in flight answered minutes late; closed, it never reconnects and its waits hang).
+A vanished host is closed by TCP keepalive probes and `TCP_USER_TIMEOUT` (unacknowledged data):
+`ping_interval + ping_timeout` seconds. A client that is alive but stops reading is closed by its
+bounded send queue."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
+import socket
 import uuid
 from collections import deque
 from dataclasses import dataclass
@@ -34,7 +43,22 @@ class Limits:
     send_queue: int = 4096  # frames waiting for one client before it is disconnected
     idle_timeout: float = 60.0  # seconds a connection may stay without a bound agent
     max_inflight: int = 64  # concurrent requests per connection
-    ping_interval: Optional[float] = 20.0
+    ping_interval: Optional[float] = 20.0  # WebSocket pings, and TCP keepalive probes after this idle time
+    ping_timeout: float = 20.0  # a peer whose host acknowledges nothing this much longer is closed
+
+
+def tcp_keepalive(sock: Any, idle: float, timeout: float) -> None:
+    """Let the kernel close a connection to a vanished host: keepalive probes after `idle` seconds
+    of quiet, unanswered for `timeout`; data unacknowledged for `idle + timeout` (Linux's
+    TCP_USER_TIMEOUT). Where an option does not exist (other systems), it is left out."""
+    options = [(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)]
+    for name, value in (("TCP_KEEPIDLE", idle), ("TCP_KEEPINTVL", timeout / 4), ("TCP_KEEPCNT", 4),
+                        ("TCP_USER_TIMEOUT", (idle + timeout) * 1000)):
+        if hasattr(socket, name):
+            options.append((socket.IPPROTO_TCP, getattr(socket, name), max(1, int(value))))
+    for level, option, value in options:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(level, option, value)
 
 
 class Connection:
@@ -121,6 +145,9 @@ class Server:
             return
         conn = Connection(ws, self.limits, loop.time())
         self.connections.add(conn)
+        sock = ws.transport.get_extra_info("socket")
+        if sock is not None and self.limits.ping_interval is not None:
+            tcp_keepalive(sock, self.limits.ping_interval, self.limits.ping_timeout)
         conn.writer = loop.create_task(conn.write_loop())
         try:
             async for message in ws:

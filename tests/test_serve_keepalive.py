@@ -1,0 +1,90 @@
+"""`turnflow serve`'s keepalive finds dead peers, not slow ones (docs/serve.md, "Limits").
+
+The stall this guards against: AG2's client with 2,000 turns in flight on one event loop read its
+socket minutes behind; a ping queued behind that backlog was answered later than the pong timeout,
+the hub closed the connection, and AG2's client (which does not reconnect) waited forever."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+
+import pytest
+
+pytest.importorskip("websockets")
+
+from turnflow.serve.app import Options, serve  # noqa: E402
+from turnflow.serve.server import Limits  # noqa: E402
+
+PING = 0.3  # pings every 0.3 s; before the fix a pong later than 0.3 s closed the connection
+
+
+def request(op, params, rid):
+    return json.dumps({"kind": "request", "request_id": rid, "op": op, "params": params})
+
+
+def register(name):
+    return request("register", {"passport": {"name": name}, "resume": {}, "skill_md": None, "rule": {}}, "reg")
+
+
+class Closed(logging.Handler):
+    """The server's 'closing connection' warnings, as they are logged."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.reasons: list[str] = []
+        self.event = asyncio.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.reasons.append(record.getMessage())
+        self.event.set()
+
+
+async def with_server(tmp_path, body):
+    urls: asyncio.Queue = asyncio.Queue()
+    stop = asyncio.Event()
+    opts = Options(port=0, store=str(tmp_path / "hub.db"), limits=Limits(ping_interval=PING, ping_timeout=PING))
+    closed = Closed()
+    logger = logging.getLogger("turnflow.serve")
+    logger.addHandler(closed)
+    task = asyncio.get_running_loop().create_task(serve(opts, urls.put_nowait, stop))
+    try:
+        url = await asyncio.wait_for(urls.get(), 60)
+        return await body(url, closed)
+    finally:
+        logger.removeHandler(closed)
+        stop.set()
+        await asyncio.wait_for(task, 60)
+
+
+def test_a_client_that_reads_late_but_keeps_talking_is_not_dropped(tmp_path):
+    """The client keeps 150 requests in flight and reads each answer 10 ms after the one before:
+    its reading lags more than a second behind (five times the ping timeout), as AG2's client does
+    with thousands of turns in flight; at the end it reads its backlog in silence. Every one of its
+    600 requests is answered and the hub closes nothing."""
+    from websockets.asyncio.client import connect
+
+    async def body(url, closed):
+        async with connect(url, ping_interval=None, max_queue=4) as ws:
+            await ws.send(register("slow"))
+            assert json.loads(await ws.recv())["ok"] is True
+            total, window, answered, sent = 600, 150, 0, 0
+            for _ in range(window):
+                await ws.send(request("list_agents", {}, f"q{sent}"))
+                sent += 1
+            while answered < total:
+                reply = json.loads(await asyncio.wait_for(ws.recv(), 30))
+                assert reply.get("ok") is True, reply
+                answered += 1
+                await asyncio.sleep(0.01)  # a busy client: each answer takes it a while to handle
+                if sent < total:
+                    await ws.send(request("list_agents", {}, f"q{sent}"))
+                    sent += 1
+            lag = window * 0.01
+            assert lag > 4 * PING
+            return answered, closed.reasons
+
+    answered, reasons = asyncio.run(asyncio.wait_for(with_server(tmp_path, body), 120))
+    assert answered == 600
+    assert reasons == []
