@@ -340,18 +340,17 @@ def _members(scan: Scan, agents_arg: Optional[pyast.AST], pcall: pyast.Call) -> 
     if elements is None:
         raise fail("TF401", "`agents` must be a list of agents written out in the file"
                    + _why_not_list(mod, agents_arg), pos(agents_arg or pcall), path, src)
-    members: list[Agent] = []
+    by_name: dict[str, Agent] = {}  # the members so far by name (they are unique): linear in the agents
     for e in elements:
         a = scan.agent_of(e)
         if a is None:
             raise fail("TF401", f"`{pyast.unparse(e)}` in `agents` is not an agent created in this file", pos(e),
                        path, src)
-        if any(m.name == a.name and m is not a for m in members):
+        seen = by_name.setdefault(a.name, a)
+        if seen is not a:
             raise fail("TF401", f"two agents are named {json.dumps(a.raw)}; AG2 requires unique names",
                        pos(e), path, src)
-        if a not in members:
-            members.append(a)
-    return members
+    return list(by_name.values())
 
 
 def _pattern_participants(cx: "Ctx", kind: str, members: list[Agent], initial: Agent, user: Optional[Agent],

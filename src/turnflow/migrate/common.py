@@ -144,6 +144,7 @@ class FlowBuilder:
         self.pending: list[str] = []
         self.notes: list[Note] = []
         self.participants: list[str] = []
+        self.participant_set: set[str] = set()  # `participants` for membership tests (linear in the agents)
         self.tools: dict[str, list[str]] = {}
         self.pending_notes: list[tuple[str, str]] = []
         self.run_time: list[tuple[str, str]] = []  # TF410 notes about the whole team
@@ -177,9 +178,10 @@ class FlowBuilder:
 
     # -- statements ---------------------------------------------------------
     def participant(self, name: str, description: Optional[str] = None, role: Optional[str] = None) -> None:
-        if name in self.participants:
+        if name in self.participant_set:
             return
         self.participants.append(name)
+        self.participant_set.add(name)
         self._add("participant", name=name, description=description, role=role)
 
     def add_tool(self, owner: str, tool: str) -> None:
