@@ -22,6 +22,7 @@ from turnflow.migrate.pyread import (Module, agent_classes, assigned_name, calle
                                      is_agent_call, kwarg, note_choices, parse_module, pos, scopes,
                                      termination_test)
 from turnflow.source import SourceText
+from turnflow.diagnostics.listing import bounded
 
 PATTERNS = ("DefaultPattern", "AutoPattern", "RoundRobinPattern", "RandomPattern", "ManualPattern")
 
@@ -568,7 +569,7 @@ def _back_to_previous(cx: Ctx, at: pyast.AST, via_group: list[str]) -> None:
         b.rule(user, cx.initial)
         return
     b.comment("after the user replies AG2 returns to the agent that spoke before it ("
-              + ", ".join(sources) + " hand over to the user)")
+              + bounded(sources) + " hand over to the user)")
     b.rule(user, ("previous",))
 
 
@@ -850,9 +851,9 @@ def _tool_rules(cx: Ctx, a: Agent, fn_node: pyast.AST) -> None:
     labels = [t if isinstance(t, str) else {"initiator": cx.user or "user", "terminate": "end"}.get(t[0], t[0])
               for t in targets]
     split = [f"{tool}_to_{label}" for label in labels]
-    b.note("TF406", f"tool `{raw}` chooses its target at run time ({', '.join(labels)}); .flow routes on which "
+    b.note("TF406", f"tool `{raw}` chooses its target at run time ({bounded(labels)}); .flow routes on which "
            "tool was called, so it is split into one routing tool per reachable target ("
-           + ", ".join(f"`{s}`" for s in split) + f"): bind each to `{raw}`", pos(fn))
+           + bounded(f"`{s}`" for s in split) + f"): bind each to `{raw}`", pos(fn))
     doc = pyast.get_docstring(fn) or f"Call {raw}"
     doc = doc.strip().splitlines()[0] if doc.strip() else f"Call {raw}"
     for t, label, s in zip(targets, labels, split):

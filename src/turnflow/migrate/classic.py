@@ -27,6 +27,7 @@ from turnflow.migrate.pyread import (Module, agent_classes, assigned_name, calle
                                      is_agent_call, is_literal, kwarg, loop_message, note_choices, parse_module, pos,
                                      scopes, termination_test)
 from turnflow.source import SourceText
+from turnflow.diagnostics.listing import bounded
 
 IGNORED = ("func_call_filter", "send_introductions", "select_speaker_message_template",
            "select_speaker_prompt_template", "select_speaker_auto_multiple_template",
@@ -586,7 +587,7 @@ def _termination(cx: Classic, b: FlowBuilder, manager, agents, speakers, success
     for members in groups.values():
         first = members[0]
         test = termination_test(mod, first.termination)
-        who = ", ".join(f"`{a.name}`" for a in members)
+        who = bounded(f"`{a.name}`" for a in members)
         others = tuple(pos(a.termination) for a in members[1:])
         if test is None or test.text is None:
             b.note("TF405", f"the `is_termination_msg` of {who} does not test the message text for a marker "

@@ -23,6 +23,7 @@ from turnflow.diagnostics.codes import diagnostic as make_diagnostic
 from turnflow.dsl import ast
 from turnflow.dsl.printer import format_flow
 from turnflow.source import SourceText, Span
+from turnflow.diagnostics.listing import bounded
 
 NAME_RE = re.compile(r"[^\W\d](?:[\w-]*\w)?\Z")
 MAX_ROUTES = 32  # routing tools emitted per speaker: an 800-agent chat stays a bounded, readable file
@@ -163,7 +164,7 @@ class FlowBuilder:
             self.notes.append(Note(code, message, p))
         if comment:
             self.pending_notes.append((code, message))
-            where = ", ".join(f"{p.line}:{p.column}" for p in (pos, *also))
+            where = bounded(f"{p.line}:{p.column}" for p in (pos, *also))
             self.pending.append(f"{code}: {message} (input {where})" if self.input_positions else f"{code}: {message}")
 
     def comment(self, text: str) -> None:

@@ -10,6 +10,7 @@ from typing import Any, Iterator, Optional
 from turnflow.migrate.common import Pos, fail
 from turnflow.migrate.pystatic import callee, sequence
 from turnflow.source import SourceText
+from turnflow.diagnostics.listing import bounded
 
 _NOT = object()  # "not a literal"
 
@@ -683,7 +684,7 @@ def choice_message(c: Choice) -> str:
     assert c.chosen is not None
     name = c.key.split(".", 1)[1] if c.key.startswith(("self.", "cls.")) else c.key
     if c.label == "rebound":
-        lines = ", ".join(str(getattr(s.stmt, "lineno", 0)) for s in c.alternatives + [c.chosen])
+        lines = bounded(str(getattr(s.stmt, "lineno", 0)) for s in c.alternatives + [c.chosen])
         return (f"`{name}` is bound more than once (lines {lines}) and used inside a function, which sees the "
                 "binding current when it runs (decided when the program runs); this flow follows the last one, "
                 f"`{_show(c.chosen.value, 50)}` (line {getattr(c.chosen.stmt, 'lineno', 0)})")
@@ -695,7 +696,7 @@ def choice_message(c: Choice) -> str:
         others.append(f"`{_show(c.fallback.value, 50)}` (line {getattr(c.fallback.stmt, 'lineno', 0)})"
                       if c.fallback is not None else "nothing (the program would fail with a NameError)")
     if others:
-        parts.append("; otherwise it is " + " or ".join(others))
+        parts.append("; otherwise it is " + bounded(others, " or "))
     return "".join(parts)
 
 
