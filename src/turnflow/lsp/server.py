@@ -20,6 +20,7 @@ from turnflow.lsp.positions import LineIndex
 
 DEBOUNCE_SECONDS = 0.3
 LARGE = 200_000  # characters: a larger document is analysed off the event loop, answered block by block meanwhile
+MAX_SYMBOLS = 20_000  # document symbols (blocks and their children) answered with children; above, the blocks only
 RULES_URL = "https://github.com/turnflow/turnflow/blob/main/docs/rules.md"  # initializationOptions.rulesUrl
 _SEVERITY = {"error": t.DiagnosticSeverity.Error, "warning": t.DiagnosticSeverity.Warning,
              "info": t.DiagnosticSeverity.Information}
@@ -73,6 +74,7 @@ class FlowServer(LanguageServer):
         self.debounce = DEBOUNCE_SECONDS
         self.config_problems: set[str] = set()  # invalid configuration files already shown
         self.line_indexes: dict[str, LineIndex] = {}  # per document, for its current text
+        self.symbol_answers: dict[str, tuple[str, bool, list]] = {}  # per document: (text, analysed, answer)
         # one worker: debounced checks run one at a time, off the event loop
         self.worker = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="turnflow-check")
 
@@ -251,6 +253,7 @@ def _did_close(ls: FlowServer, params: t.DidCloseTextDocumentParams) -> None:
     uri = params.text_document.uri
     ls.analyses.pop(uri, None)
     ls.line_indexes.pop(uri, None)
+    ls.symbol_answers.pop(uri, None)
     task = ls.pending.pop(uri, None)
     if task is not None:
         task.cancel()
@@ -350,16 +353,23 @@ def _formatting(ls: FlowServer, params: t.DocumentFormattingParams) -> Optional[
 
 @server.feature(t.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
 def _symbols(ls: FlowServer, params: t.DocumentSymbolParams) -> Optional[list[t.DocumentSymbol]]:
-    a = ls.analysis(params.text_document.uri)
+    uri = params.text_document.uri
+    a = ls.analysis(uri)
+    text = ls.workspace.get_text_document(uri).source
+    kept = ls.symbol_answers.get(uri)
+    if kept is not None and kept[0] == text and kept[1] == (a is not None):
+        return kept[2]  # editors ask again and again (outline, breadcrumbs): answered once per text
     if a is None:  # a large document still being analysed: its outline, read from the declaration lines
         from turnflow.lsp.blocks import outline
 
-        lines = ls.lines(params.text_document.uri)
+        lines = ls.lines(uri)
         symbols = outline(lines.text)
     elif a.index is None:
         return None
     else:
         lines, symbols = a.lines, a.index.symbols()
+    if len(symbols) + sum(len(s["children"]) for s in symbols) > MAX_SYMBOLS:
+        symbols = [{**s, "children": []} for s in symbols]  # a usable outline of a huge document: its blocks
 
     def convert(s: dict) -> t.DocumentSymbol:
         return t.DocumentSymbol(name=s["name"], detail=s["detail"] or None,
@@ -368,7 +378,9 @@ def _symbols(ls: FlowServer, params: t.DocumentSymbolParams) -> Optional[list[t.
                                 selection_range=_range(lines, *s["selection"]),
                                 children=[convert(c) for c in s["children"]] or None)
 
-    return [convert(s) for s in symbols]
+    answer = [convert(s) for s in symbols]
+    ls.symbol_answers[uri] = (text, a is not None, answer)
+    return answer
 
 
 @server.feature(t.TEXT_DOCUMENT_CODE_ACTION,
