@@ -10,7 +10,8 @@ Two generated sources of N agents each, the shapes real programs have, only larg
 - pattern: an AG2 DefaultPattern of N ConversableAgents, each with an LLM handoff to
   the next agent and an after-work target back to the first.
 Prints, per size, the CPU time of `turnflow.migrate.migrate` (the command's work
-minus the check of the migrated flow, measured apart) and the time per agent:
+minus the check of the migrated flow, measured apart; both with the cyclic GC paused, as the
+command runs them) and the time per agent:
 a flat time per agent is linear scaling, a growing one is not.
 """
 
@@ -70,13 +71,16 @@ SOURCES = {"classic": classic_source, "everyone": everyone_source, "pattern": pa
 def measure(kind: str, n: int) -> tuple[float, float, int]:
     """(migrate CPU s, check-of-the-result CPU s, flow lines) for a generated source of n agents."""
     from turnflow.compiler.pipeline import check
+    from turnflow.dsl.parser import gc_paused
     from turnflow.migrate import migrate
 
     text = SOURCES[kind](n)
     t0 = time.process_time()
-    result = migrate(text, f"{kind}_{n}.py")
+    with gc_paused():  # as `turnflow migrate` runs it (turnflow/commands/migrate.py)
+        result = migrate(text, f"{kind}_{n}.py")
     t1 = time.process_time()
-    check(result.text, path="<migrated>")
+    with gc_paused():
+        check(result.text, path="<migrated>")
     t2 = time.process_time()
     return t1 - t0, t2 - t1, result.text.count("\n")
 
@@ -86,6 +90,9 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,2000,4000,8000")
     parser.add_argument("--kind", choices=(*SOURCES, "all"), default="all")
     args = parser.parse_args()
+    from turnflow import process
+
+    process.enable_cli_switches()  # the switches `turnflow migrate` turns on for its own process
     sizes = [int(s) for s in args.sizes.split(",")]
     kinds = tuple(SOURCES) if args.kind == "all" else (args.kind,)
     print(f"{'kind':>8} {'agents':>7} {'lines':>7} {'migrate s':>10} {'ms/agent':>9} {'check s':>8} {'ms/agent':>9}")
