@@ -107,7 +107,8 @@ class FlowServer(LanguageServer):
         return analyse(text, path, self.encoding, policy)
 
     def publish(self, uri: str, result: Analysis, version: Optional[int]) -> None:
-        self.analyses[uri] = result
+        if result.index is not None or len(result.text) <= LARGE:  # a large one is answered block by block
+            self.analyses[uri] = result
         self.text_document_publish_diagnostics(
             t.PublishDiagnosticsParams(uri=uri, version=version,
                                        diagnostics=[self.to_lsp(d, uri, result.lines) for d in result.diagnostics]))
@@ -122,10 +123,10 @@ class FlowServer(LanguageServer):
         """The analysis of the document's current text (computed now if typing outran the debounce);
         None for a large document whose analysis is still running in the worker."""
         doc = self.workspace.get_text_document(uri)
+        if len(doc.source) > LARGE:
+            return None  # answered block by block; its diagnostics come from a child process
         current = self.analyses.get(uri)
         if current is None or current.text != doc.source:
-            if len(doc.source) > LARGE:
-                return None
             current = self._analyse(uri, doc.source, self._policy(uri))
             self.analyses[uri] = current
         return current
@@ -174,7 +175,11 @@ class FlowServer(LanguageServer):
             doc = self.workspace.get_text_document(uri)
             text, version = doc.source, doc.version
             policy = self._policy(uri)
-            result = await asyncio.get_running_loop().run_in_executor(self.worker, self._analyse, uri, text, policy)
+            if len(text) > LARGE:
+                result = await self._analyse_in_child(uri, text, policy)
+            else:
+                result = await asyncio.get_running_loop().run_in_executor(self.worker, self._analyse, uri, text,
+                                                                          policy)
             if self.pending.get(uri) is not me:
                 return  # superseded by a newer change while it ran
             self.pending.pop(uri, None)
@@ -184,6 +189,37 @@ class FlowServer(LanguageServer):
 
         me = asyncio.ensure_future(later())
         self.pending[uri] = me
+
+    async def _analyse_in_child(self, uri: str, text: str, policy) -> Analysis:
+        """The diagnostics of a large document, checked in a child process: the server keeps no
+        syntax tree of it (memory) and its requests do not wait behind the check for the
+        interpreter lock. A newer change cancels this and ends the child at once."""
+        import multiprocessing
+
+        from turnflow.lsp.features import diagnose_to
+
+        path = to_fs_path(uri) or uri
+        ctx = multiprocessing.get_context("spawn")
+        receive, send = ctx.Pipe(duplex=False)
+        child = ctx.Process(target=diagnose_to, args=(send, text, path), daemon=True, name="turnflow-check")
+        child.start()
+        send.close()
+        try:  # waited for in a thread of its own: the worker stays free for small documents
+            result = await asyncio.get_running_loop().run_in_executor(None, receive.recv)
+        except EOFError:  # the child died (killed, out of memory): say so instead of staying silent
+            child.join(5)
+            result = f"the check of this document stopped (exit status {child.exitcode})"
+        finally:
+            if child.is_alive():  # cancelled by a newer change or a close: stop the check now
+                child.terminate()
+            child.join(5)
+            receive.close()
+        if isinstance(result, str):
+            self.window_show_message(t.ShowMessageParams(type=t.MessageType.Error,
+                                                         message=f"turnflow: {path}: {result}"))
+            result = []
+        diags = policy(result, path) if policy is not None else result
+        return Analysis(text, LineIndex(text, self.encoding), None, diags)
 
     def to_lsp(self, d, uri: str, lines: LineIndex) -> t.Diagnostic:
         info = _rule(d.code)
