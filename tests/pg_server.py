@@ -92,12 +92,18 @@ class PgServer:
         env = {**os.environ, "LC_ALL": "C", "LANG": "C"}
         self._run(self._cmd("initdb", "-D", self.data, "-U", SUPERUSER, "--auth=trust", "-E", "UTF8", "--no-sync"),
                   env)
+        self.run_server()
+        self.started = True
+        return self
+
+    def run_server(self) -> None:
+        """`pg_ctl start` on the data directory, with the same settings every time (also after a
+        crash: a restart without `synchronous_commit=off` would lose no acknowledged commit)."""
+        env = {**os.environ, "LC_ALL": "C", "LANG": "C"}
         opts = (f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.tmp} -c max_connections=200"
                 f" -c fsync={'on' if self.fsync else 'off'}"
                 f" -c synchronous_commit={'on' if self.fsync else 'off'} -c full_page_writes=off")
         self._run(self._cmd("pg_ctl", "-D", self.data, "-l", self.log, "-o", opts, "-w", "-t", "60", "start"), env)
-        self.started = True
-        return self
 
     def _run(self, argv: list[str], env: dict) -> None:
         res = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=self.tmp)

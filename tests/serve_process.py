@@ -17,11 +17,12 @@ SRC = str(Path(__file__).resolve().parents[1] / "src")
 
 
 class ServeProcess:
-    def __init__(self, store: str, *args: str, port: int = 0, host: str = "127.0.0.1") -> None:
+    def __init__(self, store: str, *args: str, port: int = 0, host: str = "127.0.0.1",
+                 cwd: Optional[str] = None) -> None:
         env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "turnflow", "serve", "--listen", f"{host}:{port}", "--store", store, *args],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd)
         self._stderr = ""
         self.url = self._wait_ready()
         self.port = int(self.url.rsplit(":", 1)[1])

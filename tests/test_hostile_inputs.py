@@ -99,7 +99,10 @@ def test_fifos_found_while_walking_are_never_opened(tmp_path):
     os.mkfifo(tmp_path / ".gitignore")
     (tmp_path / "a.flow").write_text(FLOW)
     res = tf("check", ".", cwd=tmp_path)
-    assert res.returncode == 0, res.stderr
+    # named and refused without being opened (the FIFO `.gitignore` is not read); a.flow is checked
+    assert res.returncode == 2, res.stderr
+    assert "p.flow:1:1: TF000 error: `p.flow` is not a regular file" in res.stdout, res.stdout
+    assert "in 2 files" in res.stdout, res.stdout
 
 
 def _blocks(n: int) -> str:

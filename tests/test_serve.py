@@ -341,38 +341,268 @@ def test_listening_beyond_loopback_without_keys_warns(tmp_path):
     assert "warning" not in server.stderr()
 
 
-def test_consulting_on_a_postgresql_store_survives_a_restart(pg_url, tmp_path):
-    registry = str(tmp_path / "agents.sqlite")
-    server = ServeProcess(pg_url, "--registry", registry)
+def test_on_postgresql_agents_and_sessions_survive_kill_9_and_a_restart_elsewhere(pg_url, tmp_path):
+    """The registry lives in the database: a hub restarted from another directory (as on another
+    machine, no file of the first one around) knows the agents, their résumés and their sessions."""
+    first_dir, second_dir = tmp_path / "machine1", tmp_path / "machine2"
+    first_dir.mkdir()
+    second_dir.mkdir()
+    server = ServeProcess(pg_url, cwd=str(first_dir))
 
     async def first():
         c1, c2 = client(server.url), client(server.url)
         try:
             alice = await c1.register(agent("alice", "unused"))
-            await c2.register(agent("bob", "on postgres"))
+            bob = await c2.register(agent("bob", "on postgres"))
+            await c2.set_resume(bob.agent_id, ag2net.Resume(summary="knows databases"))
             ch = await alice.open(type="consulting", target="bob")
             await ch.send("where are you?")
             await wait_for(alice, ch.channel_id, lambda e: e.event_type == CLOSED)
-            return ch.channel_id, [e.to_dict() for e in await c1.read_wal(ch.channel_id)]
+            ids = {"alice": alice.agent_id, "bob": bob.agent_id}
+            return ids, ch.channel_id, [e.to_dict() for e in await c1.read_wal(ch.channel_id)]
         finally:
             await c1.close()
             await c2.close()
 
     try:
-        cid, wal = run(first())
+        ids, cid, wal = run(first())
         server.kill9()
-        server = ServeProcess(pg_url, "--registry", registry)
+        server = ServeProcess(pg_url, cwd=str(second_dir))
 
         async def second():
             c = client(server.url)
             try:
-                await c.attach(agent("alice", "unused"), "alice")
-                return [e.to_dict() for e in await c.read_wal(cid)], (await c.get_channel(cid)).close_reason
+                alice = await c.attach(agent("alice", "unused"), "alice")
+                bob = await c.get_agent("bob")
+                summary = (await c.get_resume(bob.agent_id)).summary
+                listed = sorted(p.name for p in await c.list_agents())
+                return (alice.agent_id, bob.agent_id, summary, listed,
+                        [e.to_dict() for e in await c.read_wal(cid)], (await c.get_channel(cid)).close_reason)
             finally:
                 await c.close()
 
-        again, reason = run(second())
+        alice_id, bob_id, summary, listed, again, reason = run(second())
     finally:
         server.stop()
+    assert (alice_id, bob_id) == (ids["alice"], ids["bob"]) and summary == "knows databases"
+    assert listed == ["alice", "bob"]
     assert again == wal and reason == "consulting_complete"
     assert [e["event_data"].get("text") for e in wal if e["event_type"] == TEXT] == ["where are you?", "on postgres"]
+    assert list(first_dir.iterdir()) == [] and list(second_dir.iterdir()) == []  # no registry file anywhere
+
+
+def test_a_registry_file_of_an_earlier_version_is_imported_into_postgresql_once(pg_url, tmp_path):
+    sqlite_hub = ServeProcess(str(tmp_path / "old.db"))
+
+    async def register_on(url, name):
+        c = client(url)
+        try:
+            return (await c.register(agent(name, "x"))).agent_id
+        finally:
+            await c.close()
+
+    async def names_on(url):
+        c = client(url)
+        try:
+            return sorted((p.name, p.agent_id) for p in await c.list_agents())
+        finally:
+            await c.close()
+
+    try:
+        carol = run(register_on(sqlite_hub.url, "carol"))
+    finally:
+        sqlite_hub.stop()
+    old_file = str(tmp_path / "old.db.agents")
+    server = ServeProcess(pg_url, "--registry", old_file)
+    try:
+        imported = run(names_on(server.url))
+        run(register_on(server.url, "dave"))
+    finally:
+        server.stop()
+    assert imported == [("carol", carol)]
+    assert "imported 1 agent(s) from" in server.stderr()
+    again = ServeProcess(pg_url, "--registry", old_file)  # the database has agents now: nothing imported
+    try:
+        assert [n for n, _ in run(names_on(again.url))] == ["carol", "dave"]
+    finally:
+        again.stop()
+    assert "not imported: the database already holds agents" in again.stderr()
+    import subprocess
+    import sys
+
+    from serve_process import SRC
+
+    missing = subprocess.run([sys.executable, "-m", "turnflow", "serve", "--listen", "127.0.0.1:0", "--store", pg_url,
+                              "--registry", str(tmp_path / "nowhere.agents")], capture_output=True, text=True,
+                             timeout=60, env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"})
+    assert missing.returncode == 2 and "no such registry file to import" in missing.stderr
+    assert "Traceback" not in missing.stderr
+
+
+def test_envelope_task_fields_and_required_acks_are_kept_checked_and_survive_a_restart(tmp_path):
+    """AG2's envelope fields `task_id`, `priority`, `depth`, `idempotency_key`, `ttl_seconds` and a
+    channel's `required_acks` read back as sent (also after kill -9); `depth` is capped by the
+    sender rule's `delegation_depth` (AG2's default 5) and a malformed task id is refused, as AG2's
+    hub does; an `idempotency_key` seen before is not deduplicated (AG2's hub ignores it too)."""
+    from ag2.network.errors import AccessDeniedError, ProtocolError
+    from ag2.network.rule import LimitsBlock, Rule
+
+    store = str(tmp_path / "hub.db")
+    server = ServeProcess(store)
+
+    def env(channel_id, sender, text, **fields):
+        return ag2net.Envelope(channel_id=channel_id, sender_id=sender, audience=None, event_type=TEXT,
+                               event_data={"text": text}, **fields)
+
+    async def before():
+        c1, c2 = client(server.url), client(server.url)
+        try:
+            alice = await c1.register(agent("alice", "unused"))
+            bob = await c2.register(agent("bob", "unused"), rule=Rule(limits=LimitsBlock(delegation_depth=2)))
+            alice.on_envelope(_ack_invites_only(alice))  # neither answers on its own: the test posts every round
+            bob.on_envelope(_ack_invites_only(bob))
+            ch = await c1.create_channel(creator_id=alice.agent_id, manifest_type="conversation",
+                                         participants=[bob.agent_id], required_acks=1)
+            cid = ch.channel_id
+            await c1.post_envelope(env(cid, alice.agent_id, "q", task_id="task-1", priority="urgent", depth=1,
+                                       idempotency_key="k-1", ttl_seconds=90))
+            refused = {}
+            for label, c, e in (("alice depth 6", c1, env(cid, alice.agent_id, "x", depth=6)),
+                                ("bob depth 3", c2, env(cid, bob.agent_id, "x", depth=3)),
+                                ("bad task id", c1, env(cid, alice.agent_id, "x", task_id="../etc"))):
+                try:
+                    await c.post_envelope(e)
+                    refused[label] = "accepted"
+                except (AccessDeniedError, ProtocolError) as exc:
+                    refused[label] = f"{type(exc).__name__}: {exc}"
+            await c2.post_envelope(env(cid, bob.agent_id, "a", depth=2, idempotency_key="k-1"))
+            wal = [e.to_dict() for e in await c1.read_wal(cid)]
+            return cid, ch.required_acks, (await c1.get_channel(cid)).required_acks, refused, wal
+        finally:
+            await c1.close()
+            await c2.close()
+
+    try:
+        cid, created_acks, read_acks, refused, wal = run(before())
+        server.kill9()
+        server = ServeProcess(store, port=server.port)
+
+        async def after():
+            c = client(server.url)
+            try:
+                await c.attach(agent("alice", "unused"), "alice")
+                return [e.to_dict() for e in await c.read_wal(cid)], (await c.get_channel(cid)).required_acks
+            finally:
+                await c.close()
+
+        again, acks_after = run(after())
+    finally:
+        server.stop()
+    fields = ("task_id", "priority", "depth", "idempotency_key", "ttl_seconds")
+    texts = [(e["event_data"]["text"], *(e[f] for f in fields)) for e in wal if e["event_type"] == TEXT]
+    assert texts == [("q", "task-1", "urgent", 1, "k-1", 90), ("a", None, "normal", 2, "k-1", None)]
+    assert refused["alice depth 6"] == "AccessDeniedError: sender 'alice' exceeded delegation_depth (6 > 5)"
+    assert refused["bob depth 3"] == "AccessDeniedError: sender 'bob' exceeded delegation_depth (3 > 2)"
+    assert refused["bad task id"].startswith("ProtocolError: invalid task_id")
+    assert created_acks == read_acks == acks_after == 1
+    assert again == wal
+    invite = next(e for e in wal if e["event_type"] == "ag2.channel.invite")
+    assert (invite["task_id"], invite["priority"], invite["depth"]) == (None, "normal", 0)
+
+
+class _RawAgent:
+    """One agent over the bare wire protocol, so the test sees exactly which notifications the hub
+    sends and when its receipts have been taken in (frames of a connection are handled in order:
+    the answer to a later request comes after)."""
+
+    def __init__(self, ws):
+        self.ws, self.notes, self.n = ws, [], 0
+
+    @classmethod
+    async def connect(cls, url):
+        from websockets.asyncio.client import connect
+
+        return cls(await connect(url))
+
+    async def _until(self, done):
+        while True:
+            frame = json.loads(await asyncio.wait_for(self.ws.recv(), 30))
+            if frame["kind"] == "notify":
+                self.notes.append(frame)
+            if done(frame):
+                return frame
+
+    async def call(self, op, params):
+        self.n += 1
+        rid = f"r{self.n}"
+        await self.ws.send(json.dumps({"kind": "request", "request_id": rid, "op": op, "params": params}))
+        frame = await self._until(lambda f: f["kind"] == "response" and f["request_id"] == rid)
+        assert frame["ok"], frame
+        return frame["result"]
+
+    async def hello(self, name):
+        await self.ws.send(json.dumps({"kind": "hello", "name": name, "auth_scheme": "none", "auth_claim": {},
+                                       "since_envelope_id": ""}))
+        return await self._until(lambda f: f["kind"] in ("welcome", "error"))
+
+    async def note(self):
+        return await self._until(lambda f: f["kind"] == "notify")
+
+    async def ack(self, frame):
+        env = frame["envelope"]
+        await self.ws.send(json.dumps({"kind": "receipt", "envelope_id": env["envelope_id"], "status": "ack",
+                                       "recipient_id": frame["recipient_id"], "channel_id": env["channel_id"],
+                                       "reason": ""}))
+
+
+def test_on_postgresql_delivery_cursors_survive_a_restart_elsewhere(pg_url, tmp_path):
+    """bob acknowledged the first text, not the second: a hub restarted from another directory on
+    the same database replays only the second when bob attaches again."""
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    server = ServeProcess(pg_url, cwd=str(tmp_path / "one"))
+
+    async def first():
+        c = client(server.url)
+        bob = await _RawAgent.connect(server.url)
+        try:
+            bob_id = (await bob.call("register", {"passport": {"name": "bob"}}))["agent_id"]
+            alice = await c.register(agent("alice", "unused"))
+            opening = asyncio.ensure_future(alice.open(type="conversation", target="bob"))
+            invite = await bob.note()
+            await bob.call("post_envelope", {"envelope": {"channel_id": invite["envelope"]["channel_id"],
+                                                          "sender_id": bob_id, "audience": None, "event_type":
+                                                          "ag2.channel.invite.ack", "event_data": {}}})
+            ch = await opening
+            await ch.send("first")
+            while not any(n["envelope"].get("event_data", {}).get("text") == "first" for n in bob.notes):
+                await bob.note()
+            for frame in bob.notes:  # bob acks everything so far, "first" included
+                await bob.ack(frame)
+            await bob.call("get_agent", {"name_or_id": "bob"})  # the receipts are in
+            await ch.send("second")  # never acked by bob
+            return ch.channel_id
+        finally:
+            await bob.ws.close()
+            await c.close()
+
+    try:
+        cid = run(first())
+        server.stop()  # a clean stop: the cursors are flushed (a kill -9 may lose the last second's)
+        server = ServeProcess(pg_url, cwd=str(tmp_path / "two"))
+
+        async def second():
+            bob = await _RawAgent.connect(server.url)
+            try:
+                welcome = await bob.hello("bob")
+                await bob.call("get_agent", {"name_or_id": "bob"})  # every replayed notification came before
+                return welcome["kind"], [(n["envelope"]["channel_id"], n["envelope"]["event_type"],
+                                          n["envelope"]["event_data"].get("text")) for n in bob.notes]
+            finally:
+                await bob.ws.close()
+
+        welcome, replayed = run(second())
+    finally:
+        server.stop()
+    assert welcome == "welcome"
+    assert replayed == [(cid, TEXT, "second")]

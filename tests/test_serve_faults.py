@@ -209,12 +209,12 @@ def test_fuzz_every_request_op_answers_once_with_a_protocol_error_code(tmp_path)
     from turnflow.runtime.hub import Hub
     from turnflow.runtime.store import SQLiteStore
     from turnflow.serve.ops import UNSUPPORTED, Auth, Ops
-    from turnflow.serve.registry import Registry
+    from turnflow.serve.registry import Registry, SQLiteBackend
     from turnflow.serve.server import Limits, Server
 
     loop = asyncio.new_event_loop()
     hub = loop.run_until_complete(Hub.open(SQLiteStore(str(tmp_path / "fuzz.db"))))
-    ops = Ops(hub, Registry(str(tmp_path / "fuzz.agents")), Auth(), invite_timeout=0.01)
+    ops = Ops(hub, Registry(SQLiteBackend(str(tmp_path / "fuzz.agents"))), Auth(), invite_timeout=0.01)
     server = Server(ops, Limits())
     conn = _FakeConn()
     me = loop.run_until_complete(ops.register(conn, {"passport": {"name": "me"}}))["agent_id"]
@@ -227,7 +227,8 @@ def test_fuzz_every_request_op_answers_once_with_a_protocol_error_code(tmp_path)
     keys = st.sampled_from(["agent_id", "name", "name_or_id", "agent_ids", "creator_id", "manifest_type", "participants",
                             "channel_id", "envelope", "sender_id", "event_type", "event_data", "audience", "since",
                             "until", "knobs", "ttl", "limit", "passport", "resume", "rule", "skill_md", "reason",
-                            "causation_id", "labels", "intent", "error", "envelope_id", "manifest_version"])
+                            "causation_id", "labels", "intent", "error", "envelope_id", "manifest_version",
+                            "task_id", "priority", "depth", "idempotency_key", "ttl_seconds", "required_acks"])
     params = st.dictionaries(keys, value, max_size=8)
 
     @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])

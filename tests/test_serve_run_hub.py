@@ -104,3 +104,236 @@ def test_run_hub_says_clearly_when_a_participant_is_nowhere(served, tmp_path):
                                   str(tmp_path / "agents.yaml"), "--hub", "ws://127.0.0.1:1"], capture_output=True,
                                  text=True, timeout=120, env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"})
     assert unreachable.returncode == 2 and "cannot reach the hub" in unreachable.stderr
+
+
+OPENED_BY_REMOTE = """
+consulting ask "The engineer (remote) asks the DBA (this run)" {
+    participant engineer initiator
+    participant dba respondent
+}
+"""
+
+
+def _turnflow_run(tmp_path, flow, agents_yaml, *extra):
+    (tmp_path / "s.flow").write_text(flow)
+    (tmp_path / "agents.yaml").write_text(agents_yaml)
+    return asyncio.create_subprocess_exec(
+        sys.executable, "-m", "turnflow", "run", str(tmp_path / "s.flow"), "--agents", str(tmp_path / "agents.yaml"),
+        *extra, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"})
+
+
+def test_run_hub_joins_a_session_a_remote_ag2_agent_opens(served, tmp_path):
+    from ag2 import Agent
+    from ag2.network import HubClient
+    from ag2.network.transport.ws import WsLink
+    from ag2.testing import TestConfig
+
+    agents = 'agents:\n  dba: {kind: scripted, steps: [{say: "Add an index on orders(user_id)."}]}\n'
+
+    async def main():
+        hub = HubClient(WsLink(served.url), rpc_timeout=30)
+        try:
+            engineer = await hub.register(Agent("engineer", config=TestConfig("unused")))
+            proc = await _turnflow_run(tmp_path, OPENED_BY_REMOTE, agents, "--hub", served.url)
+            waiting = await asyncio.wait_for(proc.stderr.readline(), 60)  # registered, waiting for the invite
+            ch = await engineer.open(type="consulting", target="dba")
+            await ch.send("Why is the orders query slow?")
+            await engineer.wait_for_channel_event(channel_id=ch.channel_id, timeout=60,
+                                                  predicate=lambda e: e.event_type == "ag2.channel.closed")
+            out, err = await asyncio.wait_for(proc.communicate(), 120)
+            wal = await hub.read_wal(ch.channel_id)
+            info = await hub.get_channel(ch.channel_id)
+            names = {p.agent_id: (await hub.get_agent(p.agent_id)).name for p in info.participants}
+            return proc.returncode, waiting.decode(), out.decode(), err.decode(), wal, info, names
+        finally:
+            await hub.close()
+
+    code, waiting, out, err, wal, info, names = asyncio.run(main())
+    assert code == 0, err
+    assert "waiting for 'engineer' to open the consulting session" in waiting
+    assert "engineer: Why is the orders query slow?" in out and "dba: Add an index on orders(user_id)." in out
+    said = [(names[e.sender_id], e.event_data["text"]) for e in wal if e.event_type == "ag2.msg.text"]
+    assert said == [("engineer", "Why is the orders query slow?"), ("dba", "Add an index on orders(user_id).")]
+    assert info.close_reason == "consulting_complete" and "closed: consulting_complete" in out
+
+
+def test_run_hub_gives_the_agents_file_agents_their_api_keys_and_never_prints_them(tmp_path):
+    import json
+
+    from ag2 import Agent
+    from ag2.network import HubClient
+    from ag2.network.identity import AuthBlock, Passport
+    from ag2.network.transport.ws import WsLink
+    from ag2.testing import TestConfig
+
+    (tmp_path / "hub-keys.json").write_text(json.dumps({"engineer": "sekrit-engineer-key", "dba": "sekrit-dba-key"}))
+    (tmp_path / "mine.json").write_text(json.dumps({"engineer": "sekrit-engineer-key"}))
+    (tmp_path / "wrong.json").write_text(json.dumps({"engineer": "sekrit-but-wrong"}))
+    server = ServeProcess(str(tmp_path / "hub.db"), "--auth-keys", str(tmp_path / "hub-keys.json"))
+    agents = 'agents:\n  engineer: {kind: scripted, steps: [{say: "Why is the orders query slow?"}]}\n'
+
+    async def main():
+        hub = HubClient(WsLink(server.url), rpc_timeout=30)
+        runs = {}
+        try:
+            passport = Passport(name="dba", auth=AuthBlock(scheme="api_key", claim={"token": "sekrit-dba-key"}))
+            await hub.register(Agent("dba", config=TestConfig("Add an index.")), passport)
+            for label, extra in (("no keys", ()), ("wrong key", ("--hub-keys", str(tmp_path / "wrong.json"))),
+                                 ("its key", ("--hub-keys", str(tmp_path / "mine.json"))),
+                                 ("again", ("--hub-keys", str(tmp_path / "mine.json")))):  # re-attach with the key
+                proc = await _turnflow_run(tmp_path, CONSULT, agents, "--hub", server.url, *extra)
+                out, err = await asyncio.wait_for(proc.communicate(), 120)
+                runs[label] = (proc.returncode, out.decode(), err.decode())
+        finally:
+            await hub.close()
+        return runs
+
+    try:
+        runs = asyncio.run(main())
+    finally:
+        server.stop()
+    assert runs["no keys"][0] == 2 and "auth_failed" in runs["no keys"][2] and "api_key" in runs["no keys"][2]
+    assert runs["wrong key"][0] == 2 and "api_key rejected for 'engineer'" in runs["wrong key"][2]
+    for label in ("its key", "again"):
+        code, out, err = runs[label]
+        assert code == 0, err
+        assert "dba: Add an index." in out and "closed: consulting_complete" in out
+    assert not any("sekrit" in out + err for _, out, err in runs.values())
+    bare = subprocess_run_keys_without_hub(tmp_path)
+    assert bare.returncode == 2 and "--hub-keys needs --hub" in bare.stderr
+
+
+def subprocess_run_keys_without_hub(tmp_path):
+    import subprocess
+
+    return subprocess.run([sys.executable, "-m", "turnflow", "run", str(tmp_path / "s.flow"), "--agents",
+                           str(tmp_path / "agents.yaml"), "--hub-keys", str(tmp_path / "mine.json")],
+                          capture_output=True, text=True, timeout=120, env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"})
+
+
+STARTED_BY_REMOTE = """
+workflow relay "remote, local, local" {
+    participant alice
+    participant bob
+    participant carol
+    start bob
+    bob   -> alice
+    alice -> carol
+    carol -> terminate "relayed"
+}
+"""
+
+
+def test_run_hub_joins_a_remote_workflow_only_on_the_flows_own_graph(served, tmp_path):
+    import turnflow
+    from ag2 import Agent
+    from ag2.network import HubClient
+    from ag2.network.errors import ProtocolError
+    from ag2.network.transport.ws import WsLink
+    from ag2.testing import TestConfig
+    from turnflow.interop.ag2 import bind_agents
+
+    spec = turnflow.compile(STARTED_BY_REMOTE)[0]
+    other = turnflow.compile(STARTED_BY_REMOTE.replace('terminate "relayed"', 'terminate "elsewhere"'))[0]
+    agents = ('agents:\n  alice: {kind: scripted, steps: [{say: "reviewed"}]}\n'
+              '  carol: {kind: scripted, steps: [{say: "approved"}]}\n')
+
+    async def main():
+        hub = HubClient(WsLink(served.url), rpc_timeout=30)
+        try:
+            bob = await hub.register(Agent("bob", config=TestConfig("unused")))
+            proc = await _turnflow_run(tmp_path, STARTED_BY_REMOTE, agents, "--hub", served.url)
+            await asyncio.wait_for(proc.stderr.readline(), 60)  # alice and carol are registered now
+            ids = {n: (await hub.get_agent(n)).agent_id for n in ("alice", "bob", "carol")}
+            try:
+                await bob.open(type="workflow", target=["alice", "carol"], knobs=bind_agents(other["knobs"], ids))
+                refused = "opened"
+            except ProtocolError as exc:  # the reject's reason is in the log of the refused session
+                refused_id = str(exc).split("'")[1]
+                refused = [(e.event_type, e.event_data.get("reason")) for e in await hub.read_wal(refused_id)
+                           if e.event_type == "ag2.channel.invite.reject"]
+            ch = await bob.open(type="workflow", target=["alice", "carol"], knobs=bind_agents(spec["knobs"], ids))
+            await ch.send("draft")
+            await bob.wait_for_channel_event(channel_id=ch.channel_id, timeout=60,
+                                             predicate=lambda e: e.event_type == "ag2.channel.closed")
+            out, err = await asyncio.wait_for(proc.communicate(), 120)
+            wal = await hub.read_wal(ch.channel_id)
+            return proc.returncode, refused, out.decode(), err.decode(), wal, {v: k for k, v in ids.items()}
+        finally:
+            await hub.close()
+
+    code, refused, out, err, wal, names = asyncio.run(main())
+    assert code == 0, err
+    assert refused == [("ag2.channel.invite.reject", "the workflow differs from the flow this participant runs")]
+    rounds = [(names[e.sender_id], e.event_data.get("body") or e.event_data.get("text"))
+              for e in wal if e.event_type in ("ag2.packet", "ag2.msg.text")]
+    assert rounds == [("bob", "draft"), ("alice", "reviewed"), ("carol", "approved")]
+    assert "closed: relayed" in out
+
+
+def test_run_hub_waiting_for_a_remote_opener_ends_at_timeout_or_ctrl_c(served, tmp_path):
+    import signal
+
+    from ag2 import Agent
+    from ag2.network import HubClient
+    from ag2.network.transport.ws import WsLink
+    from ag2.testing import TestConfig
+
+    agents = 'agents:\n  dba: {kind: scripted, steps: [{say: "x"}]}\n'
+
+    async def main():
+        hub = HubClient(WsLink(served.url), rpc_timeout=30)
+        try:
+            await hub.register(Agent("engineer", config=TestConfig("unused")))
+            timed = await _turnflow_run(tmp_path, OPENED_BY_REMOTE, agents, "--hub", served.url, "--timeout", "1s")
+            _, t_err = await asyncio.wait_for(timed.communicate(), 120)
+            stopped = await _turnflow_run(tmp_path, OPENED_BY_REMOTE, agents, "--hub", served.url)
+            await asyncio.wait_for(stopped.stderr.readline(), 60)  # waiting now
+            stopped.send_signal(signal.SIGINT)
+            _, s_err = await asyncio.wait_for(stopped.communicate(), 120)
+            return timed.returncode, t_err.decode(), stopped.returncode, s_err.decode()
+        finally:
+            await hub.close()
+
+    t_code, t_err, s_code, s_err = asyncio.run(main())
+    assert t_code == 2 and "'engineer' did not open the session within 1 s" in t_err
+    assert s_code == 2 and "stopped while waiting for 'engineer' to open the session (interrupted)" in s_err
+    assert "Traceback" not in t_err + s_err
+
+
+def test_run_hub_acks_an_invite_sent_before_it_attached(served, tmp_path):
+    """The file's agent is registered already and unbound when the remote opener invites it: the
+    hub replays the pending invite when the run attaches, and the run joins that session."""
+    from ag2 import Agent
+    from ag2.network import HubClient
+    from ag2.network.transport.ws import WsLink
+    from ag2.testing import TestConfig
+
+    agents = 'agents:\n  dba: {kind: scripted, steps: [{say: "Add an index."}]}\n'
+
+    async def main():
+        hub = HubClient(WsLink(served.url), rpc_timeout=30)
+        earlier = HubClient(WsLink(served.url), rpc_timeout=30)
+        try:
+            engineer = await hub.register(Agent("engineer", config=TestConfig("unused")))
+            await earlier.register(Agent("dba", config=TestConfig("unused")))
+            await earlier.close()  # dba is registered, and bound to no connection now
+            opening = asyncio.ensure_future(engineer.open(type="consulting", target="dba"))
+            channels = []
+            while not channels:  # the invite is stored once the channel is listed (pending)
+                channels = await hub.list_channels(agent_id=engineer.agent_id)
+            proc = await _turnflow_run(tmp_path, OPENED_BY_REMOTE, agents, "--hub", served.url)
+            ch = await asyncio.wait_for(opening, 60)
+            await ch.send("Why is it slow?")
+            await engineer.wait_for_channel_event(channel_id=ch.channel_id, timeout=60,
+                                                  predicate=lambda e: e.event_type == "ag2.channel.closed")
+            out, err = await asyncio.wait_for(proc.communicate(), 120)
+            return proc.returncode, out.decode(), err.decode(), (await hub.get_channel(ch.channel_id)).close_reason
+        finally:
+            await hub.close()
+
+    code, out, err, reason = asyncio.run(main())
+    assert code == 0, err
+    assert "engineer: Why is it slow?" in out and "dba: Add an index." in out
+    assert reason == "consulting_complete"

@@ -63,3 +63,39 @@ def test_a_record_that_is_not_utf8_is_reported_and_the_others_shown(store, tmp_p
     assert res.returncode == 1, res.stderr[-1500:]  # a corrupt record is a finding, the file is sound
     assert "checksum mismatch" in res.stderr and "internal error" not in res.stderr
     assert "12 sessions" in res.stdout  # every session is still listed
+
+
+def test_json_and_text_name_each_damaged_session_with_its_record_and_kind(store, tmp_path):
+    import json
+    import sqlite3
+
+    _, good = store
+    data = bytearray(good.read_bytes())
+    at = data.find(b'"body":"b says')
+    data[at + 9] = 0xFF  # one envelope fails its checksum
+    bad = tmp_path / "detail.db"
+    bad.write_bytes(bytes(data))
+    db = sqlite3.connect(bad)
+    hit = db.execute("SELECT session_id, seq FROM envelopes WHERE instr(CAST(record AS BLOB), X'FF') > 0").fetchone()
+    gone = db.execute("SELECT session_id FROM sessions WHERE session_id != ? ORDER BY n LIMIT 1", (hit[0],)).fetchone()[0]
+    db.execute("UPDATE sessions SET crc = crc + 1 WHERE session_id = ?", (gone,))  # its creation record fails
+    db.commit()
+    db.close()
+    res = _inspect(bad, "--format", "json")
+    assert res.returncode == 1, res.stderr[-1500:]
+    rows = {r["session_id"]: r for r in json.loads(res.stdout)}
+    assert len(rows) == 12  # the 11 readable sessions and the one that cannot be read
+    assert rows[hit[0]]["damage"] == [{"seq": hit[1], "kind": "checksum", "detail": "checksum mismatch"}]
+    assert rows[hit[0]]["state"] != "closed" and rows[hit[0]]["turn_count"] < 12  # folded up to the damage
+    assert rows[gone]["state"] == "unreadable" and rows[gone]["damage"][0]["seq"] == 0
+    assert rows[gone]["damage"][0]["kind"] == "checksum"
+    sound = [r for sid, r in rows.items() if sid not in (hit[0], gone)]
+    assert all(r["damage"] == [] and r["state"] == "closed" for r in sound)
+    text = _inspect(bad)
+    assert text.returncode == 1
+    lines = {ln.split()[0]: ln for ln in text.stdout.splitlines()[1:-1]}
+    assert " damaged " in lines[hit[0]] and " unreadable" in lines[gone]
+    assert text.stdout.endswith("12 sessions, 2 damaged\n")
+    assert f"session {hit[0]} seq {hit[1]}: checksum mismatch" in text.stderr
+    events = _inspect(bad, "--session", hit[0])
+    assert f"damaged: seq {hit[1]} checksum: checksum mismatch" in events.stdout

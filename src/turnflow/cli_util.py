@@ -39,11 +39,21 @@ class CommandError(Exception):
 
 
 def out(text: str) -> None:
-    sys.stdout.write(text)
+    _write(sys.stdout, text)
 
 
 def err(text: str) -> None:
-    sys.stderr.write(text if text.endswith("\n") else text + "\n")
+    _write(sys.stderr, text if text.endswith("\n") else text + "\n")
+
+
+def _write(stream, text: str) -> None:
+    """Write `text`; a file name that is not UTF-8 (its surrogate escapes) on a stream that refuses
+    them (a strict UTF-8 locale) is written escaped, `\\udcfe`, as `compile` and `graph` name it."""
+    try:
+        stream.write(text)
+    except UnicodeEncodeError:
+        encoding = getattr(stream, "encoding", None) or "utf-8"
+        stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
 
 
 def fail(command: str, message: str, status: int = EXIT_USAGE) -> int:
@@ -97,13 +107,13 @@ def report(diags: Sequence["Diagnostic"], fmt: str = "text", *, sources: Optiona
         items: list[dict] = [d.to_json() for d in diags]
         items += [{"path": st["path"], "line": st["line"], "stats": {k: v for k, v in st.items() if k != "path"}}
                   for st in stats or ()]
-        stream.write(json_text(items) + "\n")
+        _write(stream, json_text(items) + "\n")
     elif fmt == "sarif":
         import turnflow
 
-        stream.write(render.render_sarif(diags, turnflow.__version__, sources))
+        _write(stream, render.render_sarif(diags, turnflow.__version__, sources))
     elif fmt in machine:
-        stream.write(machine[fmt](diags))
+        _write(stream, machine[fmt](diags))
     else:
         if fmt == "concise":
             text = render.render_concise(diags)
@@ -118,7 +128,7 @@ def report(diags: Sequence["Diagnostic"], fmt: str = "text", *, sources: Optiona
             text += render.summary_line(diags, files) + "\n"
         from turnflow.term import colourise, use_colour
 
-        stream.write(colourise(text) if (use_colour(stream) if colour is None else colour) else text)
+        _write(stream, colourise(text) if (use_colour(stream) if colour is None else colour) else text)
 
 
 def add_project_options(parser, verb: str) -> None:

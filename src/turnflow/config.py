@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Optional
 
 from turnflow.diagnostics.diagnostic import SEVERITIES, Diagnostic
-from turnflow.ignore import DEFAULT_EXCLUDE
+from turnflow.ignore import DEFAULT_EXCLUDE, from_root
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -75,7 +75,8 @@ class Config:
         out: list[str] = []
         for pattern, codes in self.per_file_ignores:
             target = rel if "/" in pattern else name
-            if fnmatch.fnmatchcase(target, pattern.lstrip("./")) or fnmatch.fnmatchcase(rel, pattern.lstrip("./")):
+            glob = from_root(pattern)
+            if fnmatch.fnmatchcase(target, glob) or fnmatch.fnmatchcase(rel, glob):
                 out.extend(codes)
         return tuple(out)
 
@@ -118,6 +119,12 @@ class Config:
         return cfg
 
 
+def shown(text: object, limit: int = 60) -> str:
+    """`text` for a message, at most `limit` characters (a 200,000-character value is not echoed)."""
+    text = str(text)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
 def _split(values: list[str]) -> list[str]:
     return [v.strip() for item in values for v in item.split(",") if v.strip()]
 
@@ -158,7 +165,7 @@ def _check_selector(sel: str, where: str) -> None:
         return
     if any(r.name == s.lower() for r in rules):
         return
-    raise ConfigError(f"{where}: `{sel}` is neither a rule code (or code prefix such as TF2) nor a rule name; "
+    raise ConfigError(f"{where}: `{shown(sel)}` is neither a rule code (or code prefix such as TF2) nor a rule name; "
                       "see `turnflow rule --list`")
 
 
@@ -190,9 +197,9 @@ def from_table(table: dict, root: Path, file: Optional[Path], where: str) -> Con
     if unknown:
         import difflib
 
-        close = difflib.get_close_matches(unknown[0], sorted(KEYS), n=1)
+        close = difflib.get_close_matches(unknown[0], sorted(KEYS), n=1) if len(unknown[0]) < 100 else []
         hint = f"; did you mean `{close[0]}`?" if close else f"; known keys: {', '.join(sorted(KEYS))}"
-        raise ConfigError(f"{where}: unknown key `{unknown[0]}`{hint}")
+        raise ConfigError(f"{where}: unknown key `{shown(unknown[0])}`{hint}")
     cfg = Config(root=root, file=file)
     values: dict = {}
     for key, attr in (("select", "select"), ("extend-select", "extend_select"), ("ignore", "ignore"),
@@ -221,7 +228,7 @@ def _per_file_ignores(pfi: object, where: str) -> tuple:
         raise ConfigError(f"{where}: `per-file-ignores` must be a table of glob = [codes]")
     pairs = []
     for glob, codes in pfi.items():
-        codes = _strings(codes, f"per-file-ignores.\"{glob}\"", where)
+        codes = _strings(codes, f"per-file-ignores.\"{shown(glob)}\"", where)
         for sel in codes:
             _check_selector(sel, f"{where}: `per-file-ignores`")
         pairs.append((glob, codes))
@@ -234,8 +241,8 @@ def _severities(sev: object, where: str) -> dict:
         raise ConfigError(f"{where}: `severity` must be a table of CODE = \"error\" | \"warning\" | \"info\"")
     for code, level in sev.items():
         if level not in SEVERITIES:
-            raise ConfigError(f"{where}: severity of `{code}` must be one of {', '.join(SEVERITIES)}, "
-                              f"not {level!r}")
+            raise ConfigError(f"{where}: severity of `{shown(code)}` must be one of {', '.join(SEVERITIES)}, "
+                              f"not {shown(repr(level))}")
         _check_selector(code, f"{where}: `severity`")
         if code.upper() in ALWAYS_ON:
             raise ConfigError(f"{where}: the severity of {code.upper()} cannot be changed")
@@ -247,30 +254,35 @@ def read(path: Path) -> Config:
     if path.exists() and not path.is_file():  # a FIFO or a device would block or never end
         raise ConfigError(f"{path}: not a regular file")
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        raw = path.read_bytes()
+        data = tomllib.loads(raw.decode("utf-8"))
     except RecursionError:  # tomllib recurses once per nesting level
         raise ConfigError(f"{path}: invalid TOML: nested too deeply") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: not UTF-8 text") from None
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(f"{path}: not UTF-8 text (invalid byte 0x{raw[exc.start]:02x} on line {line})") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
     root = path.resolve().parent
     if path.name == "pyproject.toml":
-        table = data.get("tool", {}).get("turnflow", {})
+        tool = data.get("tool", {})
+        if not isinstance(tool, dict):
+            raise ConfigError(f"{path}: `tool` must be a table")
+        table = tool.get("turnflow", {})
         where = f"{path} [tool.turnflow]"
     else:
         table = data
         where = str(path)
     if not isinstance(table, dict):
-        raise ConfigError(f"{where}: must be a table")
+        raise ConfigError(f"{path}: `tool.turnflow` must be a table")
     return from_table(table, root, path, where)
 
 
 def find(start: Path) -> Optional[Path]:
     """The nearest `turnflow.toml`, or `pyproject.toml` with a `[tool.turnflow]` table, from `start` up."""
-    start = start.resolve()
+    start = Path(os.path.realpath(start))  # (a symlink loop stays as it is: realpath never raises)
     folder = start if start.is_dir() else start.parent
     for current in (folder, *folder.parents):
         candidate = current / "turnflow.toml"

@@ -63,13 +63,16 @@ def discover(paths: list[str], config=None) -> tuple[list[str], list[Diagnostic]
             continue
         path = Path(p)
         if path.is_dir():
+            unreadable: list[tuple[str, str]] = []
             found = [str(path / f) for f in walk_flow_files(
                 path, excludes, root=config.root if config is not None else None,
-                respect_gitignore=config.respect_gitignore if config is not None else True)]
-            if not found:
+                respect_gitignore=config.respect_gitignore if config is not None else True, problems=unreadable)]
+            for folder, why in unreadable:
+                problems.append(_tf000(folder, f"cannot read folder `{folder}`: {why}"))
+            if not found and not unreadable:
                 problems.append(_tf000(p, f"no .flow files found under `{p}`"))
             files.extend(found)
-        elif path.exists():
+        elif path.exists() or os.path.islink(path):  # a dangling symlink or a loop: reading it says so
             if config is not None and config.force_exclude and excluded(path, excludes, config.root,
                                                                          config.respect_gitignore):
                 continue
@@ -161,10 +164,17 @@ def load(path: str) -> Loaded:
             with open(path, "rb") as fh:
                 data = fh.read()
     except FileNotFoundError:
+        if path != "-" and os.path.islink(path):
+            return Loaded(path, None, _tf000(path, f"`{path}` is a symbolic link to `{os.readlink(path)}`, "
+                                                   "which does not exist"))
         return Loaded(path, None, _tf000(path, missing_path(path)))
     except IsADirectoryError:
         return Loaded(path, None, _tf000(path, f"`{path}` is a directory; give a file"))
     except OSError as err:
+        import errno
+
+        if err.errno == errno.ELOOP:
+            return Loaded(path, None, _tf000(path, f"`{path}` is a symbolic link loop (it never reaches a file)"))
         return Loaded(path, None, _tf000(path, f"cannot read `{path}`: {err.strerror or err}"))
     return decode(data, path)
 

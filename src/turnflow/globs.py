@@ -3,9 +3,11 @@ list of steps and matched by simulating every position at once (a Thompson NFA),
 pattern like `*a*a*a*a*b` costs O(len(pattern) x len(path)) on any path — never the
 exponential backtracking of a regular expression.
 
-Syntax: `*` (any run without `/`), `**` (any run), `**/` (any run of whole folders, or none),
-`?` (one character but `/`), `[...]` / `[!...]` / `[^...]` (a class; a `]` first is literal),
-`\\x` (x literally). A class with a reversed range (`[z-a]`) is a `GlobError`."""
+Syntax, as git's wildmatch: `*` (any run without `/`), `**` as a whole segment (any run),
+`**/` (any run of whole folders, or none), `?` (one character but `/`), `[...]` / `[!...]` /
+`[^...]` (a class, never `/`; a `]` first is literal; ranges; `\\` escapes; `[:alpha:]` and the
+other POSIX names), `\\x` (x literally). A pattern git would never match (a reversed range
+`[z-a]`, a `[` never closed, a lone `\\` at the end, an unknown `[:name:]`) is a `GlobError`."""
 
 from __future__ import annotations
 
@@ -16,20 +18,25 @@ _CHAR, _ANY, _CLASS, _STAR, _DSTAR, _DIRS = range(6)
 
 
 class GlobError(ValueError):
-    """A pattern that cannot be compiled (a bad character range)."""
+    """A pattern that cannot be compiled (a bad character range, a `[` never closed, ...)."""
 
 
 class Glob:
     """`Glob(pattern, anchored=True, dir_prefix=False)`. `anchored=False`: the pattern may also
     match after any folder (`(.*/)?pattern`, a `.gitignore` pattern without a `/`);
-    `dir_prefix=True`: it also matches every path below what it matches (`pattern(/.*)?`)."""
+    `dir_prefix=True`: it also matches every path below what it matches (`pattern(/.*)?`);
+    `git_prefix=True`: git's reading of a `.gitignore` pattern with a `/` (dir.c's
+    `match_pathname`), which compares the pattern's literal head on its own and wildmatches the
+    rest as a pattern of its own, so a `**` right after that head counts as a whole segment
+    (`a**/b` matches `ab` and `a/x/b`)."""
 
     __slots__ = ("pattern", "steps", "dir_prefix")
 
-    def __init__(self, pattern: str, *, anchored: bool = True, dir_prefix: bool = False) -> None:
+    def __init__(self, pattern: str, *, anchored: bool = True, dir_prefix: bool = False,
+                 git_prefix: bool = False) -> None:
         self.pattern = pattern
         steps: list[tuple] = [] if anchored else [(_DIRS,)]
-        steps.extend(_compile(pattern))
+        steps.extend(_compile(pattern, literal_head(pattern) if git_prefix else 0))
         self.steps = steps
         self.dir_prefix = dir_prefix
 
@@ -84,36 +91,43 @@ def _closure(states: set[int], steps: list[tuple]) -> set[int]:
     return out
 
 
+def _shown(glob: str) -> str:
+    return glob if len(glob) <= 60 else f"{glob[:60]}... ({len(glob)} characters)"
+
+
 def _in_class(ch: str, ranges: tuple) -> bool:
     return any(lo <= ch <= hi for lo, hi in ranges)
 
 
-def _compile(glob: str) -> list[tuple]:
+def literal_head(glob: str) -> int:
+    """The length of `glob`'s head without a wildcard or escape (git's `simple_length`)."""
+    for k, c in enumerate(glob):
+        if c in "*?[\\":
+            return k
+    return len(glob)
+
+
+def _compile(glob: str, restart: int = 0) -> list[tuple]:
+    """The steps of `glob`, read as git's wildmatch reads a pattern: a run of two or more `*` is
+    `**` (crossing folders) only as a whole path segment (after the start or a `/`, before the end
+    or a `/`), anywhere else it is one `*`; a pattern ending in a lone `\\`, a class never closed
+    (`[ab`) or an unknown `[:name:]` is a GlobError (git's pattern would match nothing). `restart`:
+    where a segment counts as starting besides 0 and after a `/` (see `Glob`'s `git_prefix`)."""
     steps: list[tuple] = []
-    i = 0
-    while i < len(glob):
+    i, n = 0, len(glob)
+    while i < n:
         c = glob[i]
-        if glob.startswith("**/", i):
-            steps.append((_DIRS,))
-            i += 3
-            continue
-        if glob.startswith("**", i):
-            steps.append((_DSTAR,))
-            i += 2
-            continue
         if c == "*":
-            if not (steps and steps[-1][0] == _STAR):  # `**`-free runs of `*` are one step
-                steps.append((_STAR,))
-        elif c == "?":
+            i = _stars(glob, i, steps, i in (0, restart))
+            continue
+        if c == "?":
             steps.append((_ANY,))
         elif c == "[":
-            j = glob.find("]", i + 2)
-            if j == -1:
-                steps.append((_CHAR, c))
-            else:
-                steps.append(_class(glob[i + 1:j], glob))
-                i = j
-        elif c == "\\" and i + 1 < len(glob):
+            step, i = _class(glob, i)
+            steps.append(step)
+        elif c == "\\":
+            if i + 1 == n:
+                raise GlobError(f"`{_shown(glob)}` ends with a lone `\\` (write `\\\\` for a backslash)")
             i += 1
             steps.append((_CHAR, glob[i]))
         else:
@@ -122,27 +136,93 @@ def _compile(glob: str) -> list[tuple]:
     return steps
 
 
-def _class(body: str, glob: str) -> tuple:
-    negate = body[:1] in ("!", "^")
-    if negate:
-        body = body[1:]
+def _stars(glob: str, i: int, steps: list[tuple], at_start: bool) -> int:
+    """Append the step of the run of `*` at `i`; return where the pattern goes on."""
+    j = i
+    while j < len(glob) and glob[j] == "*":
+        j += 1
+    segment = (at_start or glob[i - 1] == "/") and (j == len(glob) or glob[j] == "/" or glob.startswith("\\/", j))
+    if j - i >= 2 and segment:
+        if glob.startswith("/", j):  # `**/`: any run of whole folders, or none
+            steps.append((_DIRS,))
+            return j + 1
+        steps.append((_DSTAR,))
+    elif not (steps and steps[-1][0] == _STAR):
+        steps.append((_STAR,))
+    return j
+
+
+_NAMED = {  # git's [:name:] classes (ASCII, as git's own ctype)
+    "alnum": (("0", "9"), ("A", "Z"), ("a", "z")), "alpha": (("A", "Z"), ("a", "z")),
+    "blank": ((" ", " "), ("\t", "\t")), "cntrl": (("\x00", "\x1f"), ("\x7f", "\x7f")),
+    "digit": (("0", "9"),), "graph": (("!", "~"),), "lower": (("a", "z"),), "print": ((" ", "~"),),
+    "punct": (("!", "/"), (":", "@"), ("[", "`"), ("{", "~")),
+    "space": (("\t", "\n"), ("\r", "\r"), (" ", " ")), "upper": (("A", "Z"),),
+    "xdigit": (("0", "9"), ("A", "F"), ("a", "f")),
+}
+
+
+def _class(glob: str, i: int) -> tuple[tuple, int]:
+    """The class opening at `glob[i]` (`[`) and the index of its closing `]`, as git reads one: `!`
+    or `^` first negates; a `]` first (after them) is literal; `\\` escapes; `a-z` is a range
+    unless the `-` is first or last; `[:alpha:]` and the other POSIX names."""
+    n = len(glob)
+    unclosed = GlobError(f"`[` is never closed in `{_shown(glob)}`")
+    p = i + 1
+    negate = glob[p:p + 1] in ("!", "^")
+    p += negate
     ranges: list[tuple[str, str]] = []
-    k = 0
-    while k < len(body):
-        lo = body[k]
-        if lo == "\\" and k + 1 < len(body):
-            k += 1
-            lo = body[k]
-        if k + 2 < len(body) and body[k + 1] == "-":
-            hi = body[k + 2]
-            if hi < lo:
-                raise GlobError(f"bad character range {lo}-{hi} in `{glob}`")
-            ranges.append((lo, hi))
-            k += 3
-        else:
-            ranges.append((lo, lo))
-            k += 1
-    return (_CLASS, tuple(ranges), negate)
+    prev: Optional[str] = None  # the character a `-` may start a range from
+    first = True
+    while True:
+        if p >= n:
+            raise unclosed
+        c = glob[p]
+        if c == "]" and not first:
+            return (_CLASS, tuple(ranges), negate), p
+        first = False
+        if c == "\\":
+            p += 1
+            if p >= n:
+                raise unclosed
+            c = glob[p]
+        elif c == "-" and prev is not None and p + 1 < n and glob[p + 1] != "]":
+            p, hi = _range_end(glob, p + 1, unclosed)
+            if hi < prev:
+                raise GlobError(f"bad character range {prev}-{hi} in `{_shown(glob)}`")
+            ranges.append((prev, hi))
+            prev, p = None, p + 1
+            continue
+        elif c == "[" and glob.startswith(":", p + 1):
+            named = _named(glob, p, unclosed)
+            if named is not None:
+                ranges.extend(named[0])
+                prev, p = None, named[1] + 1
+                continue
+        ranges.append((c, c))
+        prev, p = c, p + 1
+
+
+def _range_end(glob: str, p: int, unclosed: GlobError) -> tuple[int, str]:
+    if glob[p] == "\\":
+        p += 1
+        if p >= len(glob):
+            raise unclosed
+    return p, glob[p]
+
+
+def _named(glob: str, p: int, unclosed: GlobError) -> Optional[tuple[tuple, int]]:
+    """`[:name:]` at `glob[p]`: its ranges and the index of its `]`; None when it is no such
+    form (the `[` is then a literal)."""
+    end = glob.find("]", p + 2)
+    if end == -1:
+        raise unclosed
+    if end - (p + 2) < 1 or glob[end - 1] != ":":
+        return None
+    name = glob[p + 2:end - 1]
+    if name not in _NAMED:
+        raise GlobError(f"unknown character class `[:{name}:]` in `{_shown(glob)}`")
+    return _NAMED[name], end
 
 
 def glob_problem(pattern: str) -> Optional[str]:

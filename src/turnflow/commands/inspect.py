@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any, Optional
 
 from turnflow.cli_util import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, err, out
 
-if TYPE_CHECKING:
-    from turnflow.runtime.store_contract import Store
 
 
 def register(sub) -> None:
@@ -63,13 +61,12 @@ def run(args) -> int:
         # with --session: that session's record and log only, never the whole store
         hub = Hub(store if args.session is None else SessionScopedStore(store, args.session))
         report = hub.hydrate()  # read only: no pending close is completed here
-        _warn_lost(store, where)
         lives = list(hub.sessions.values())
         bad = [p for p in report.problems if args.session is None or p.session_id == args.session]
         if args.session is not None and not lives and not bad:
             err(f"turnflow inspect: {where}: no session {args.session}")
             return EXIT_USAGE
-        unreadable = _print_readable(args, lives, store)
+        unreadable = _print_readable(args, lives, store, bad)
         for problem in bad:
             err(f"turnflow inspect: {where}: {problem}")
         if unreadable:
@@ -92,26 +89,44 @@ def _summary(args, run_summary) -> int:
         return EXIT_USAGE
 
 
-def _print_readable(args, lives: list, store: Any) -> str:
+def _print_readable(args, lives: list, store: Any, problems: list) -> str:
     """`_print`; what stopped it on a damaged file (a page or record that cannot be read), or ""."""
     import sqlite3
 
     try:
-        _print(args, lives, store)
+        _print(args, lives, store, damage_by_session(problems))
     except (ValueError, sqlite3.DatabaseError) as exc:
         out("\n")
         return str(exc)
     return ""
 
 
-def _warn_lost(store: "Store", where: str) -> None:
-    held, created = store.session_count(), store.sessions_ever_created()
-    if created is not None and created > held:
-        err(f"turnflow inspect: warning: {where} holds {held} session{'s' if held != 1 else ''} but "
-            f"{created} were created in it: its newest records are missing (a lost or deleted -wal file?)")
+# what a damaged record is, by the detail the store or the hydrate gave it
+_KINDS = (("checksum mismatch", "checksum"), ("does not decode", "undecodable"), ("wrong shape", "shape"),
+          ("is invalid", "shape"), ("does not match its position", "misplaced"), ("gap", "gap"),
+          ("does not fold", "unfoldable"), ("no adapter", "unknown-kind"), ("cannot be read", "unreadable"))
 
 
-def _print(args, lives: list, store: Any) -> None:
+def damage_kind(detail: str) -> str:
+    """`checksum`, `undecodable`, `shape`, `misplaced`, `gap`, `unfoldable`, `unknown-kind`,
+    `unreadable` (a page SQLite cannot read) or `corrupt`."""
+    return next((kind for text, kind in _KINDS if text in detail), "corrupt")
+
+
+def damage_by_session(problems: list) -> dict[str, list[dict]]:
+    """{session id: [{seq, kind, detail}]} for the sessions with damaged records (seq 0: the
+    session's creation record); damage to the store as a whole is under "(store)"."""
+    found: dict[str, list[dict]] = {}
+    for p in problems:
+        found.setdefault(p.session_id, []).append({"seq": p.seq, "kind": damage_kind(p.detail), "detail": p.detail})
+    return found
+
+
+_UNREADABLE = ("kind", "state", "close_reason", "turn_count", "expected_next", "envelope_count", "block", "task_id",
+               "last_speaker", "created_at", "adapter_capabilities")
+
+
+def _print(args, lives: list, store: Any, damage: dict[str, list[dict]]) -> None:
     if args.format == "json":
         from turnflow.runtime.agents.driver import adapter_capabilities
 
@@ -119,10 +134,15 @@ def _print(args, lives: list, store: Any) -> None:
         for s in lives:
             tel = store.telemetry(s.session_id)
             rows.append({**session_row(s), "created_at": iso_z(s.metadata.created_at),
-                         "adapter_capabilities": adapter_capabilities(tel), "telemetry": tel})
+                         "adapter_capabilities": adapter_capabilities(tel), "telemetry": tel,
+                         "damage": damage.get(s.session_id, [])})
+        listed = {s.session_id for s in lives}
+        for sid in sorted(set(damage) - listed - {"(store)"}):  # its creation record cannot be read
+            rows.append({"session_id": sid, **dict.fromkeys(_UNREADABLE), "state": "unreadable", "telemetry": [],
+                         "damage": damage[sid]})
         out(json.dumps(rows, indent=2) + "\n")
     else:
-        render_sessions(lives, store, events=args.events or args.session is not None)
+        render_sessions(lives, store, events=args.events or args.session is not None, damage=damage)
 
 
 def session_row(live: Any) -> dict:
@@ -138,16 +158,47 @@ def session_row(live: Any) -> dict:
 HEADER = ("SESSION", "TASK", "BLOCK", "STATE", "CLOSE REASON", "TURNS", "LAST SPEAKER")
 
 
-def render_sessions(lives: list, store: Any, events: bool) -> None:
-    """One aligned line per session under a header, then `N sessions`; with `events`, each
-    session's envelopes and telemetry under its line."""
-    from turnflow.runtime.envelope import Envelope
-
-    rows = []
+def _table_rows(lives: list, damage: dict[str, list[dict]]) -> list[tuple[str, ...]]:
+    """The text table's rows: the readable sessions (STATE `damaged` when their log has damaged
+    records), then the sessions whose creation record cannot be read."""
+    rows: list[tuple[str, ...]] = []
     for s in lives:
         r = session_row(s)
-        rows.append((r["session_id"], r["task_id"] or "-", r["block"] or "-", r["state"], r["close_reason"] or "-",
+        state = "damaged" if s.session_id in damage else r["state"]
+        rows.append((r["session_id"], r["task_id"] or "-", r["block"] or "-", state, r["close_reason"] or "-",
                      str(r["turn_count"]), r["last_speaker"] or "-"))
+    unreadable = sorted(set(damage) - {s.session_id for s in lives} - {"(store)"})
+    return rows + [(_printable(sid), "-", "-", "unreadable", "-", "-", "-") for sid in unreadable]
+
+
+def _printable(text: str) -> str:
+    """Text read from a damaged record as it can be printed: bytes that were not UTF-8 as `\\udcXX`."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _print_events(live: Any, store: Any, damage: list[dict]) -> None:
+    """A session's damaged records, next expected speaker, envelopes and telemetry (under its line)."""
+    from turnflow.runtime.envelope import Envelope
+
+    for d in damage:
+        out(f"  damaged: seq {d['seq']} {d['kind']}: {_printable(d['detail'])}\n")
+    i = live.info()
+    out(f"  expected_next: {i['expected_next'] or '-'}  envelopes: {i['envelope_count']}\n")
+    for e in store.read_range(live.session_id):
+        if isinstance(e, Envelope):
+            out(f"  {e.seq:>5} {e.envelope_id} {e.sender_id} {e.event_type} "
+                f"{json.dumps(e.event_data, sort_keys=True)}\n")
+    for t in store.telemetry(live.session_id):
+        out(render_telemetry(t))
+
+
+def render_sessions(lives: list, store: Any, events: bool, damage: Optional[dict[str, list[dict]]] = None) -> None:
+    """One aligned line per session under a header, then `N sessions`; with `events`, each
+    session's envelopes and telemetry under its line. `damage` (`damage_by_session`): a session
+    with damaged records shows STATE `damaged` (its log is folded up to the first of them), one
+    whose creation record cannot be read a line of its own, and the last line counts them."""
+    damage = damage or {}
+    rows = _table_rows(lives, damage)
     widths = [max(len(row[i]) for row in [HEADER, *rows]) for i in range(len(HEADER))]
 
     def line(row) -> str:
@@ -157,17 +208,12 @@ def render_sessions(lives: list, store: Any, events: bool) -> None:
         out(line(HEADER) + "\n")
     for s, row in zip(lives, rows):
         out(line(row) + "\n")
-        if not events:
-            continue
-        i = s.info()
-        out(f"  expected_next: {i['expected_next'] or '-'}  envelopes: {i['envelope_count']}\n")
-        for e in store.read_range(s.session_id):
-            if isinstance(e, Envelope):
-                out(f"  {e.seq:>5} {e.envelope_id} {e.sender_id} {e.event_type} "
-                    f"{json.dumps(e.event_data, sort_keys=True)}\n")
-        for t in store.telemetry(s.session_id):
-            out(render_telemetry(t))
-    out(f"{len(rows)} session{'s' if len(rows) != 1 else ''}\n")
+        if events:
+            _print_events(s, store, damage.get(s.session_id, []))
+    for row in rows[len(lives):]:
+        out(line(row) + "\n")
+    damaged = len(set(damage) - {"(store)"})
+    out(f"{len(rows)} session{'s' if len(rows) != 1 else ''}" + (f", {damaged} damaged" if damaged else "") + "\n")
 
 
 def iso_z(t: object) -> object:

@@ -1,6 +1,7 @@
 """`turnflow inspect STORE --summary [--format text|json]`: sessions by state and close reason,
 turn percentiles and task states, from SQL aggregates (runtime/summary.py) on a SQLite file or
-a `postgresql://` database. Exit 0; 2 when the store cannot be opened or is not a turnflow store."""
+a `postgresql://` database. Exit 0; 2 when the store cannot be opened or is not a turnflow store, or is damaged (the
+counts then cover what is still readable)."""
 
 from __future__ import annotations
 
@@ -35,4 +36,8 @@ def run_summary(args) -> int:
         out(json.dumps(s, indent=2, sort_keys=True) + "\n")
     else:
         out(render(s, store.path))
+    if store.damage:  # counted from what is still readable; say what is not
+        err(f"turnflow inspect: {store.path}: the store is damaged ({store.damage}); the summary counts "
+            "what is still readable")
+        return EXIT_USAGE
     return EXIT_OK

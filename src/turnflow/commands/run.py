@@ -1,6 +1,7 @@
 """`turnflow run FILE --agents AGENTS.yaml [--block NAME] [--task TEXT] [--store hub.db]
-[--durability process|full] [--format text|json] [--quiet] [--verbose] [--max-turns N] [--timeout DURATION]`:
-run one session on the hub with the given agents (docs/runtime.md).
+[--durability process|full] [--format text|json] [--quiet] [--verbose] [--max-turns N] [--timeout DURATION]
+[--hub ws://HOST:PORT [--hub-keys FILE]]`: run one session on the hub with the given agents (docs/runtime.md);
+with `--hub`, on a served hub next to remote participants (docs/serve.md).
 
 Output: in text format each turn is printed as the hub accepts it, then the final state (and,
 on a terminal, a summary line); `--quiet` prints only the final state line and `--format json`
@@ -57,6 +58,9 @@ def register(sub) -> None:
                    help="take part in the session on a served hub (turnflow serve): the agents file's agents are "
                         "registered there under their participant names, the other participants are remote "
                         "(docs/serve.md)")
+    p.add_argument("--hub-keys", metavar="FILE",
+                   help="with --hub: JSON object of agent name -> API key for the agents file's agents, for a hub "
+                        "started with --auth-keys (same shape); keys are sent in AG2's ApiKeyAuth shape, never printed")
     from turnflow.commands.run_batch import add_arguments
 
     add_arguments(p)  # --tasks, --concurrency, --lease: batch runs (commands/run_batch.py)
@@ -259,6 +263,21 @@ def _check_step_handoff(step: dict, parts: list, at: str) -> None:
         raise RunInputError(f"{at}: cannot hand off to {target!r}: not a participant ({', '.join(parts)})")
 
 
+def _hub_keys(args) -> Optional[dict]:
+    """`--hub-keys FILE` read (only with `--hub`), or None."""
+    path = getattr(args, "hub_keys", None)
+    if path is None:
+        return None
+    if not getattr(args, "hub", None):
+        raise RunInputError("--hub-keys needs --hub ws://HOST:PORT", EXIT_USAGE)
+    from turnflow.serve.app import OptionError, load_keys
+
+    try:
+        return load_keys(path, "--hub-keys")
+    except OptionError as exc:
+        raise RunInputError(str(exc), EXIT_USAGE) from None
+
+
 def run(args) -> int:
     from turnflow.runtime.errors import RuntimeErrorBase, StoreError
 
@@ -271,6 +290,7 @@ def run(args) -> int:
         agents = load_agents(args.agents)
         if set(agents) == {p.get("agent_id") for p in spec.get("participants") or [] if isinstance(p, dict)}:
             check_agents(spec, agents, args.agents)
+        args.keys = _hub_keys(args)
     except RunInputError as exc:
         err(f"turnflow run: {exc}")
         return exc.status
@@ -341,7 +361,8 @@ async def _run(spec: dict, agents: dict, args, store_path: str, printer: "Printe
         if getattr(args, "hub", None):  # the file's agents on a served hub, the others remote (docs/serve.md)
             from turnflow.serve.remote import run_remote
 
-            return await run_remote(args.hub, hub, spec, agents, args.task, control=control,
+            return await run_remote(args.hub, hub, spec, agents, args.task, keys=getattr(args, "keys", None),
+                                    notice=lambda text: err(f"turnflow run: {text}"), control=control,
                                     max_turns=args.max_turns, ttl_seconds=args.timeout)
         return await run_session(hub, spec, agents, args.task, control=control, max_turns=args.max_turns,
                                  ttl_seconds=args.timeout)

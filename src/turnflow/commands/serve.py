@@ -18,8 +18,9 @@ def register(sub) -> None:
     p.add_argument("--store", default="turnflow-hub.db", metavar="PATH",
                    help="SQLite file or postgresql:// URL holding the sessions (default turnflow-hub.db)")
     p.add_argument("--registry", metavar="PATH",
-                   help="SQLite file of the registered agents (default: STORE.agents; turnflow-hub.agents "
-                        "for a PostgreSQL store)")
+                   help="SQLite file of the registered agents for a SQLite store (default: STORE.agents); with "
+                        "a postgresql:// store the agents are kept in that database, and PATH names a registry "
+                        "file of an earlier version to import into it while it holds no agent")
     p.add_argument("--auth-keys", metavar="FILE",
                    help="JSON object of agent name -> API key: clients must register and attach with AG2's "
                         "ApiKeyAuth shape (auth scheme 'api_key', claim {'token': KEY})")

@@ -415,8 +415,8 @@ def _group_after_work(cx: "Ctx", kind: str, pcall: pyast.Call, swarm: bool, spea
         t = _target(cx, group_after, None)
         if t == ("group_manager",):
             _manager_choice(cx, speakers, group_after)
-        else:
-            b.otherwise(t)
+        elif t != ("terminate",) or not all(m.after_work is not None for m in members):
+            b.otherwise(t)  # a written TerminateTarget is AG2's default: left out alike when no agent reaches it
     elif kind == "AutoPattern":
         _manager_choice(cx, speakers, pcall)
     elif kind == "ManualPattern":

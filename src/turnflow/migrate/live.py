@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ast as pyast
 import inspect
+import linecache
 import textwrap
 from typing import Any, Optional
 
@@ -234,7 +235,8 @@ class _Writer:
         """The name of `fn` in the generated source (its `def` copied there, or a lambda bound to a
         name), with the names it uses that are agents of the chat bound to them; None when its
         source cannot be read."""
-        fn = getattr(fn, "__func__", fn)  # a bound method: its function (`self` is not used below)
+        instance = getattr(fn, "__self__", None) if inspect.ismethod(fn) else None
+        fn = getattr(fn, "__func__", fn)  # a bound method: its function, `self.<agent>` bound below
         try:
             fn = inspect.unwrap(fn)  # a tool wrapped by the library: the user's function
         except ValueError:
@@ -242,6 +244,8 @@ class _Writer:
         node = _function_node(fn)
         if node is None:
             return None
+        if instance is not None:  # the chat's agents already have their variables
+            node = _unbind_self(node, instance, self.vars)
         for value in _free_values(fn).values():  # helpers it calls: their source too (once)
             if inspect.isfunction(value) and id(value) not in self.functions and not _library_default(value) \
                     and len(self.functions) < 64:
@@ -260,6 +264,26 @@ class _Writer:
             node.decorator_list = []
             self.lines.append(pyast.unparse(node))
         return name
+
+
+def _unbind_self(node, instance: Any, agents: dict[int, str]):
+    """A bound method's `def` as the function it is called as: without its `self` parameter, each
+    `self.<attribute>` holding an agent of the chat replaced by that agent's variable."""
+    params = node.args.posonlyargs or node.args.args
+    if not params:
+        return node
+    me = params[0].arg
+    del params[0]
+
+    class Bind(pyast.NodeTransformer):
+        def visit_Attribute(self, n: pyast.Attribute) -> pyast.AST:
+            if isinstance(n.value, pyast.Name) and n.value.id == me and isinstance(n.ctx, pyast.Load):
+                var = agents.get(id(getattr(instance, n.attr, None)))
+                if var is not None:
+                    return pyast.copy_location(pyast.Name(var, pyast.Load()), n)
+            return self.generic_visit(n)
+
+    return Bind().visit(node)
 
 
 def _library_defaults(agent: Any) -> set[str]:
@@ -302,8 +326,9 @@ def _function_node(fn: Any):
             tree = pyast.parse(textwrap.dedent(inspect.getsource(fn)))
             found = next((n for n in tree.body if isinstance(n, (pyast.FunctionDef, pyast.AsyncFunctionDef))), None)
             return found
-        with open(code.co_filename, encoding="utf-8") as f:  # the file the lambda was written in
-            source = f.read()
+        # the file the lambda was written in, through linecache: a notebook cell's code is there
+        # (IPython registers it) under a file name that is no file on disk
+        source = "".join(linecache.getlines(code.co_filename))
     except (OSError, TypeError, SyntaxError, UnicodeDecodeError):
         return None
     try:

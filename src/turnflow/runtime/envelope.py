@@ -53,17 +53,26 @@ class Envelope:
     seq: int = 0  # position in the session's log, 1-based
     causation_id: Optional[str] = None
     trace_id: Optional[str] = None
+    # fields a client's wire envelope carried that the hub keeps and hands back without acting on
+    # them (AG2's `task_id`, `priority`, `depth`, `idempotency_key`, `ttl_seconds`: docs/serve.md);
+    # None for nearly every envelope, and then absent from the stored record
+    extra: Optional[dict[str, Any]] = None
 
     def to_record(self) -> dict[str, Any]:
-        return {"session_id": self.session_id, "sender_id": self.sender_id, "audience": self.audience,
-                "event_type": self.event_type, "event_data": self.event_data,
-                "envelope_id": self.envelope_id, "created_at": self.created_at, "seq": self.seq,
-                "causation_id": self.causation_id, "trace_id": self.trace_id}
+        rec = {"session_id": self.session_id, "sender_id": self.sender_id, "audience": self.audience,
+               "event_type": self.event_type, "event_data": self.event_data,
+               "envelope_id": self.envelope_id, "created_at": self.created_at, "seq": self.seq,
+               "causation_id": self.causation_id, "trace_id": self.trace_id}
+        if self.extra is not None:
+            rec["extra"] = self.extra
+        return rec
 
     @classmethod
     def from_record(cls, r: dict[str, Any]) -> "Envelope":
+        extra = r.get("extra")
         return cls(r["session_id"], r["sender_id"], r["audience"], r["event_type"], r["event_data"],
-                   r["envelope_id"], r["created_at"], r["seq"], r.get("causation_id"), r.get("trace_id"))
+                   r["envelope_id"], r["created_at"], r["seq"], r.get("causation_id"), r.get("trace_id"),
+                   extra if isinstance(extra, dict) else None)
 
     def visible_to(self, agent_id: str) -> bool:
         return self.audience is None or agent_id in self.audience

@@ -444,9 +444,10 @@ class Hub:
                            creator_id: Optional[str] = None, knobs: Optional[dict[str, Any]] = None, name: str = "",
                            expectations: Optional[list[Any]] = None, ttl_seconds: Optional[float] = None,
                            labels: Optional[dict[str, Any]] = None, tools: Optional[list[dict[str, Any]]] = None,
-                           version: int = 1) -> SessionMetadata:
+                           version: int = 1, extra: Optional[dict[str, Any]] = None) -> SessionMetadata:
         """Validate, create (INVITED) and post one invite per target; nothing is stored when invalid.
-        The creation record and the invites are one group commit (one wait per open)."""
+        The creation record and the invites are one group commit (one wait per open). `extra`:
+        kept in the record and handed back, never acted on (`SessionMetadata.extra`)."""
         adapter = self._adapter_for(kind, version)
         parts = _participants(participants)
         _check_open_args(name, tools, labels)
@@ -459,7 +460,7 @@ class Hub:
         md = SessionMetadata(session_id=new_session_id(), manifest=adapter.manifest, creator_id=creator_id,
                              participants=parts, knobs=shared_knobs(knobs) if knobs is not None else {}, created_at=now,
                              name=name, expectations=exps, ttl_seconds=ttl_seconds, labels=dict(labels or {}),
-                             tools=list(tools or []))
+                             tools=list(tools or []), extra=extra)
         adapter.validate_create(md)
         live = LiveSession(md, adapter, adapter.initial_state(md))
         md.expires_at = now + ttl_seconds if ttl_seconds else None

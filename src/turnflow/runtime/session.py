@@ -230,6 +230,9 @@ class SessionMetadata:
     close_reason: str = ""
     pending_acks: set[str] = field(default_factory=set)
     activated_at: Optional[float] = None
+    # what a client's create request carried that the hub keeps and hands back without acting on it
+    # (AG2's `required_acks`: docs/serve.md); None for nearly every session, then absent from the record
+    extra: Optional[dict[str, Any]] = None
     pset: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -265,14 +268,17 @@ class SessionMetadata:
 
     def creation_record(self) -> dict[str, Any]:
         """What the store keeps at creation (the lifecycle itself lives in the log)."""
-        return {"session_id": self.session_id, "name": self.name, "manifest": self.manifest.to_dict(),
-                "creator_id": self.creator_id,
-                "participants": [{"agent_id": p.agent_id, "role": p.role, "order": p.order,
-                                  "description": p.description, "tools": list(p.tools)}
-                                 for p in self.participants],
-                "knobs": self.knobs, "created_at": self.created_at,
-                "expectations": [e.to_dict() for e in self.expectations], "ttl_seconds": self.ttl_seconds,
-                "labels": self.labels, "tools": list(self.tools)}
+        rec = {"session_id": self.session_id, "name": self.name, "manifest": self.manifest.to_dict(),
+               "creator_id": self.creator_id,
+               "participants": [{"agent_id": p.agent_id, "role": p.role, "order": p.order,
+                                 "description": p.description, "tools": list(p.tools)}
+                                for p in self.participants],
+               "knobs": self.knobs, "created_at": self.created_at,
+               "expectations": [e.to_dict() for e in self.expectations], "ttl_seconds": self.ttl_seconds,
+               "labels": self.labels, "tools": list(self.tools)}
+        if self.extra is not None:
+            rec["extra"] = self.extra
+        return rec
 
     @classmethod
     def from_creation_record(cls, r: dict[str, Any]) -> "SessionMetadata":
@@ -283,7 +289,8 @@ class SessionMetadata:
                                for p in r["participants"]],
                  knobs=r["knobs"], created_at=r["created_at"], name=r.get("name", ""),
                  expectations=[Expectation.from_dict(e) for e in r.get("expectations", [])],
-                 ttl_seconds=r.get("ttl_seconds"), labels=r.get("labels") or {}, tools=r.get("tools") or [])
+                 ttl_seconds=r.get("ttl_seconds"), labels=r.get("labels") or {}, tools=r.get("tools") or [],
+                 extra=r["extra"] if isinstance(r.get("extra"), dict) else None)
         md.pending_acks = set(md.participant_ids) - {md.creator_id}
         return md
 

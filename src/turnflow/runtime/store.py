@@ -28,6 +28,7 @@ import json
 import sqlite3
 import zlib
 import asyncio
+import time
 from typing import Any, Callable, Iterable, Iterator, Optional, Union
 
 from turnflow.runtime.dialect import SQLITE, Dialect
@@ -195,6 +196,10 @@ class SQLiteStore:
 
             if os.path.isdir(path):
                 raise StoreError(f"{path}: cannot open as a turnflow store: it is a directory")
+            why = _unwritable(path)
+            if why is not None:
+                raise StoreError(f"{path}: the store cannot be written ({why}); nothing was written"
+                                 + (f". `turnflow inspect {path}` reads it" if os.path.isfile(path) else ""))
             self._lock = _WriterLock(path)
         try:
             self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
@@ -205,6 +210,11 @@ class SQLiteStore:
                 if problem is not None:
                     raise StoreError(f"{path}: the store is damaged ({problem}); nothing was written. "
                                      "`turnflow inspect` shows what is still readable")
+                lost = self._lost(self._lock.recorded) if self._lock is not None else None
+                if lost is not None:
+                    raise StoreError(f"{path}: {lost}; nothing was written (tasks it reported done would run "
+                                     f"again). Put the -wal file back if you still have it; `turnflow inspect "
+                                     f"{path}` shows what survived; to carry on from that, delete {path}.lock")
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute(f"PRAGMA synchronous={'FULL' if durability == 'full' else 'NORMAL'}")
             # the (session_id, seq) index takes inserts at random places when many sessions run at
@@ -213,14 +223,14 @@ class SQLiteStore:
             if not existing:
                 self.db.executescript(_SCHEMA)
                 self.db.execute("INSERT INTO meta (key, value) VALUES ('format', ?)", (FORMAT,))
+            if self._lock is not None:
+                self._lock.start(self._identity(), *self._held(), durability == "full")
         except sqlite3.DatabaseError as exc:
             self._release()
             raise StoreError(f"{path}: cannot open as a turnflow store: {exc}") from None
         except BaseException:
             self._release()
             raise
-        if self._lock is not None:
-            self._lock.start(self.session_count())
 
     def _open_read_only(self, path: str) -> None:
         import os
@@ -228,20 +238,43 @@ class SQLiteStore:
 
         if not os.path.isfile(path):
             raise StoreError(f"{path}: no such store file")
+        uri = f"file:{quote(os.path.abspath(path))}?mode=ro"
         try:
-            self.db = sqlite3.connect(f"file:{quote(os.path.abspath(path))}?mode=ro", uri=True,
-                                      isolation_level=None, check_same_thread=False)
+            self.db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
             self.db.execute("PRAGMA query_only=1")
             self.db.text_factory = _text
-            if not self._check_format(empty_ok=False):
+            try:
+                existing = self._check_format(empty_ok=False)
+            except sqlite3.OperationalError as exc:  # SQLite could not make the -shm file (a read-only folder)?
+                self._reopen_immutable(path, uri, exc)
+                existing = self._check_format(empty_ok=False)
+            if not existing:
                 raise StoreError(f"{path}: not a turnflow store (it is an empty database)")
-            self.damage = self._damage()  # inspect reports it and shows what is still readable
+            # a live writer has the -wal open (and may be rewriting the mark): check a store at rest only
+            mark = {} if _WriterLock.in_use(path) else _WriterLock.mark(path)
+            self.damage = self._damage() or self._lost(mark)  # inspect reports it, shows what is readable
         except sqlite3.DatabaseError as exc:
             self.close()
             raise StoreError(f"{path}: cannot open as a turnflow store: {exc}") from None
         except BaseException:
             self.close()
             raise
+
+    def _reopen_immutable(self, path: str, uri: str, exc: sqlite3.OperationalError) -> None:
+        """Open a store in a read-only folder (no `-shm` file can be made there) as immutable, which
+        SQLite may do only when there is no `-wal` file to read (it would ignore it)."""
+        import os
+
+        text = str(exc)
+        if "readonly" not in text and "unable to open" not in text:
+            raise exc
+        if _wal_bytes(path):
+            raise StoreError(f"{path}: its -wal file holds records SQLite reads only where it can make a "
+                             f"{os.path.basename(path)}-shm file, and the folder is read-only: copy the store "
+                             "and its -wal file to a writable folder and inspect the copy") from None
+        self.db.close()
+        self.db = sqlite3.connect(uri + "&immutable=1", uri=True, isolation_level=None, check_same_thread=False)
+        self.db.text_factory = _text
 
     def _damage(self) -> Optional[str]:
         """What `PRAGMA quick_check` finds wrong with the file (its first line), or None."""
@@ -270,15 +303,58 @@ class SQLiteStore:
             raise StoreError(f"{self.path}: unsupported store format {str(row[0])[:40]!r} (expected {FORMAT})")
         return True
 
+    def _identity(self) -> str:
+        """This store's id (meta `store_id`), made when missing and copied into the main file
+        at once (a checkpoint), so that a lost `-wal` cannot take it away."""
+        row = self.db.execute("SELECT value FROM meta WHERE key='store_id'").fetchone()
+        if row is not None:
+            return str(row[0])
+        import uuid
+
+        ident = uuid.uuid4().hex
+        self.db.execute("INSERT INTO meta (key, value) VALUES ('store_id', ?)", (ident,))
+        self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return ident
+
+    def _held(self) -> tuple[int, int]:
+        """(sessions, last envelope number) the store holds, read in one snapshot."""
+        row = self.db.execute("SELECT (SELECT COUNT(*) FROM sessions), (SELECT MAX(gseq) FROM envelopes)").fetchone()
+        return int(row[0]), int(row[1] or 0)
+
+    def _lost(self, mark: dict[str, Any]) -> Optional[str]:
+        """What is missing when the store holds less than its writers committed (`PATH.lock`'s
+        record of them: same store id, more sessions or a later envelope number), or None."""
+        try:
+            row = self.db.execute("SELECT value FROM meta WHERE key='store_id'").fetchone()
+        except sqlite3.DatabaseError:
+            return None
+        if row is None or mark.get("store") != row[0]:
+            return None  # no record of this store's writers (an older store, or another store's lock file)
+        sessions, gseq = self._held()
+        want_s, want_g = mark.get("sessions"), mark.get("gseq")
+        if not (isinstance(want_s, int) and isinstance(want_g, int)) or (want_s <= sessions and want_g <= gseq):
+            return None
+        return (f"records are missing: writers committed {want_s} session{'s' if want_s != 1 else ''} and "
+                f"envelopes up to #{want_g} to it, it holds {sessions} and envelopes up to #{gseq}: its -wal "
+                "file was lost or deleted after a crash (or the machine lost power at --durability process)")
+
     def session_count(self) -> int:
         """How many session records the store holds."""
         return self.db.execute("SELECT COUNT(*) FROM sessions").fetchone()[0]
 
     def sessions_ever_created(self) -> Optional[int]:
-        """How many sessions writers of this store have created (from `PATH.lock`), or None
+        """How many sessions writers of this store have committed (from `PATH.lock`), or None
         when unknown. More than `session_count()` means the log lost its newest part (e.g. a
         deleted `-wal` file)."""
-        return _WriterLock.recorded_sessions(self.path) if self.path != ":memory:" else None
+        if self.path == ":memory:" or self.path.startswith("file:"):
+            return None
+        mark = _WriterLock.mark(self.path)
+        try:
+            row = self.db.execute("SELECT value FROM meta WHERE key='store_id'").fetchone()
+        except sqlite3.DatabaseError:
+            return None
+        n = mark.get("sessions")
+        return n if row is not None and mark.get("store") == row[0] and isinstance(n, int) else None
 
     def _release(self) -> None:
         if self._lock is not None:
@@ -335,8 +411,8 @@ class SQLiteStore:
                 db.execute("ROLLBACK")
             self._gseq = None  # numbered again from the log
             raise
-        if sessions and self._lock is not None:
-            self._lock.session_created(len(sessions))  # one write of the lock file per group
+        if self._lock is not None:  # what was committed, outside the database (a lost -wal shows)
+            self._lock.committed(len(sessions), max(r[0] for r in rows) if rows else 0)
 
     def append_telemetry(self, session_id: str, event: dict[str, Any]) -> None:
         check_session_id(session_id)
@@ -421,56 +497,139 @@ class SQLiteStore:
             self._release()
 
 
+def _wal_bytes(path: str) -> int:
+    import os
+
+    try:
+        return os.path.getsize(path + "-wal")
+    except OSError:
+        return 0
+
+
+def _unwritable(path: str) -> Optional[str]:
+    """Why this process cannot write the store at `path` (a read-only file, `-wal`/`-shm` file or
+    folder), or None. Asked before anything is opened: SQLite would open such a file read-only
+    and fail only at the first commit."""
+    import os
+
+    for name in (path, path + "-wal", path + "-shm", path + ".lock"):
+        if os.path.exists(name):
+            try:
+                os.close(os.open(name, os.O_RDWR))
+            except OSError as exc:
+                return f"{name}: {exc.strerror or exc}"
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(folder) and not os.access(folder, os.W_OK):  # the -wal, -shm, .lock files are made there
+        return f"its folder {folder} is read-only"
+    return None
+
+
 class _WriterLock:
-    """An exclusive `flock` on `PATH.lock`, held while a writable store is open. The file
-    holds `{"pid": N, "sessions": K}`: the writer's pid (for the "in use" message) and how
-    many sessions the store has ever held. Where `fcntl` is missing (Windows) no lock is taken."""
+    """An exclusive `flock` on `PATH.lock`, held while a writable store is open. The file holds
+    the writer's pid (for the "in use" message) and the store's high-water mark: its id (meta
+    `store_id`), how many sessions and the last envelope number committed to it. The mark is
+    rewritten after every committed group (one `pwrite` of a fixed-size record), outside the
+    database: a store holding less than its mark lost committed records (its `-wal` file deleted
+    after a crash). Like the `-wal`, the mark survives a crash of the process in the OS's cache; at
+    `durability="full"` it is also fdatasync'd at most once a second (and at close), so after a
+    power loss it lags by at most the last second's commits — never ahead of what was committed,
+    so never a false alarm. Where `fcntl` is missing (Windows) no lock is taken."""
+
+    SIZE = 160  # the record is padded to this many bytes: each update is one write, never a truncate
 
     def __init__(self, path: str) -> None:
         import os
 
         self.file = path + ".lock"
         self.fd: Optional[int] = None
-        self.sessions = 0
+        self.recorded: dict[str, Any] = {}  # the mark as the previous writer left it
+        self.state: dict[str, Any] = {}
+        self.sync = False
+        self.synced = 0.0  # time.monotonic() of the last fdatasync
+        self.dirty = False
+        self.store_json = b'""'
         try:
-            import fcntl
+            import fcntl  # noqa: F401 - only to know whether flock exists here
         except ImportError:  # pragma: no cover - not POSIX
             return
         try:
             fd = os.open(self.file, os.O_RDWR | os.O_CREAT, 0o666)
         except OSError as exc:
             raise StoreError(f"{path}: cannot create the lock file {self.file}: {exc.strerror or exc}") from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
+        if not self._take(fd):
             os.close(fd)
-            pid = self._read(self.file).get("pid")
+            pid = self.mark(path).get("pid")
             who = f"pid {pid}" if isinstance(pid, int) else "another process"
             raise StoreError(f"{path}: store in use by {who}; wait for it to finish or use another store") from None
         self.fd = fd
-        recorded = self._read(self.file).get("sessions")
-        self.sessions = recorded if isinstance(recorded, int) and not isinstance(recorded, bool) else 0
+        self.recorded = self.mark(path)
 
     @staticmethod
-    def _read(file: str) -> dict[str, Any]:
+    def _take(fd: int) -> bool:
+        """The exclusive lock, or False when another writer holds it. A few tries 10 ms apart: an
+        `inspect` checking whether a writer is there holds a shared lock for microseconds."""
+        import fcntl
+
+        for attempt in range(4):
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return True
+            except OSError:
+                if attempt < 3:
+                    time.sleep(0.01)
+        return False
+
+    @staticmethod
+    def mark(path: str) -> dict[str, Any]:
+        """What `PATH.lock` holds: {"pid", "store", "sessions", "gseq"} (ints and the store id), or {}."""
         try:
-            with open(file, encoding="utf-8") as fh:
+            with open(path + ".lock", encoding="utf-8") as fh:
                 data = json.loads(fh.read(4096) or "{}")
         except (OSError, ValueError):
             return {}
-        return data if isinstance(data, dict) else {}
+        if not isinstance(data, dict):
+            return {}
+        return {k: v for k, v in data.items() if isinstance(v, (int, str)) and not isinstance(v, bool)}
 
-    @classmethod
-    def recorded_sessions(cls, path: str) -> Optional[int]:
-        n = cls._read(path + ".lock").get("sessions")
-        return n if isinstance(n, int) and not isinstance(n, bool) else None
+    @staticmethod
+    def in_use(path: str) -> bool:
+        """Whether a writer holds the store's lock now (asked without creating the lock file)."""
+        import os
 
-    def start(self, stored: int) -> None:
-        self.sessions = max(self.sessions, stored)
+        try:
+            import fcntl
+
+            fd = os.open(path + ".lock", os.O_RDONLY)
+        except (ImportError, OSError):
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        finally:
+            os.close(fd)
+        return False
+
+    def start(self, store_id: str, sessions: int, gseq: int, sync: bool) -> None:
+        import os
+
+        self.state = {"pid": os.getpid(), "store": store_id, "sessions": sessions, "gseq": gseq}
+        self.store_json = json.dumps(store_id).encode()
+        self.sync = sync
+        if self.fd is not None:
+            try:
+                os.ftruncate(self.fd, self.SIZE)  # whatever an older writer left past the record
+            except OSError:  # pragma: no cover
+                pass
         self._write()
 
-    def session_created(self, n: int = 1) -> None:
-        self.sessions += n
+    def committed(self, sessions: int, gseq: int) -> None:
+        """A group was committed: `sessions` new sessions, envelopes up to number `gseq` (0: none)."""
+        if not self.state:
+            return
+        self.state["sessions"] += sessions
+        if gseq > self.state["gseq"]:
+            self.state["gseq"] = gseq
         self._write()
 
     def _write(self) -> None:
@@ -478,17 +637,33 @@ class _WriterLock:
 
         if self.fd is None:
             return
-        data = json.dumps({"pid": os.getpid(), "sessions": self.sessions}).encode()
+        st = self.state  # by hand: json.dumps would double this per-group cost (the same text)
+        data = b'{"pid":%d,"store":%s,"sessions":%d,"gseq":%d}' % (
+            st["pid"], self.store_json, st["sessions"], st["gseq"])
         try:
-            os.ftruncate(self.fd, 0)
-            os.pwrite(self.fd, data, 0)
-        except OSError:  # pragma: no cover - the count is advisory
+            if len(data) < self.SIZE:
+                os.pwrite(self.fd, data + b" " * (self.SIZE - len(data)), 0)
+            else:  # pragma: no cover - a record longer than SIZE (ids are 32 hex digits)
+                os.ftruncate(self.fd, 0)
+                os.pwrite(self.fd, data, 0)
+            self.dirty = True
+            if self.sync:
+                now = time.monotonic()
+                if now - self.synced >= 1.0:
+                    os.fdatasync(self.fd)
+                    self.synced, self.dirty = now, False
+        except OSError:  # pragma: no cover - the mark is a check, the records are in the database
             pass
 
     def release(self) -> None:
         import os
 
         if self.fd is not None:
+            try:
+                if self.sync and self.dirty:
+                    os.fdatasync(self.fd)
+            except OSError:  # pragma: no cover
+                pass
             try:
                 os.close(self.fd)  # closing drops the flock
             finally:

@@ -1,4 +1,5 @@
-"""Start a served hub: open the store and the agent registry, the hub (hydrated: every session
+"""Start a served hub: open the store and the agent registry (registry.py: beside a SQLite store,
+inside a PostgreSQL one), the hub (hydrated: every session
 as it was), its sweeper, then the WebSocket server; stop on SIGINT / SIGTERM."""
 
 from __future__ import annotations
@@ -50,28 +51,19 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def load_keys(path: str) -> dict[str, str]:
-    """An API-keys file: a JSON object, agent name -> key."""
+def load_keys(path: str, option: str = "--auth-keys") -> dict[str, str]:
+    """An API-keys file: a JSON object, agent name -> key (`option` names it in messages; a key
+    is never part of one)."""
     try:
         with open(path, encoding="utf-8") as fh:
             data = json.load(fh)
     except OSError as exc:
-        raise OptionError(f"--auth-keys {path}: {exc.strerror or exc}") from None
+        raise OptionError(f"{option} {path}: {exc.strerror or exc}") from None
     except ValueError as exc:
-        raise OptionError(f"--auth-keys {path}: not JSON ({exc})") from None
+        raise OptionError(f"{option} {path}: not JSON (line {getattr(exc, 'lineno', '?')})") from None
     if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) and v for k, v in data.items()):
-        raise OptionError(f"--auth-keys {path}: expected a JSON object of agent name -> non-empty key string")
+        raise OptionError(f"{option} {path}: expected a JSON object of agent name -> non-empty key string")
     return data
-
-
-def registry_path(opts: Options) -> str:
-    if opts.registry:
-        return opts.registry
-    from turnflow.runtime.stores import is_postgres_url
-
-    if is_postgres_url(opts.store):
-        return "turnflow-hub.agents"
-    return opts.store + ".agents"
 
 
 async def serve(opts: Options, ready: Callable[[str], None], stop: Optional[asyncio.Event] = None) -> None:
@@ -80,12 +72,18 @@ async def serve(opts: Options, ready: Callable[[str], None], stop: Optional[asyn
     from turnflow.runtime.hub import Hub
     from turnflow.runtime.stores import open_store
     from turnflow.serve.ops import Auth, Ops
-    from turnflow.serve.registry import Registry
+    from turnflow.serve.registry import open_registry
     from turnflow.serve.server import Server
 
     store = open_store(opts.store)
+    try:
+        registry = open_registry(opts.store, opts.registry)
+    except BaseException:
+        store.close()
+        raise
+    if registry.note:
+        print(f"turnflow serve: {registry.note}", file=sys.stderr, flush=True)
     hub = await Hub.open(store)
-    registry = Registry(registry_path(opts))
     ops = Ops(hub, registry, Auth(opts.keys), invite_timeout=opts.invite_timeout)
     server = Server(ops, opts.limits)
     hub.start_sweeper(opts.sweep_interval)

@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     from turnflow.runtime.hub import Hub
 
 _AGENT_ID_SHAPE = re.compile(r"[0-9a-f]{32}\Z")
+_TASK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")  # AG2's hub accepts task ids of this shape
+PRIORITIES = ("background", "normal", "urgent")  # AG2's `Priority`
+DEFAULT_DELEGATION_DEPTH = 5  # AG2's `Rule().limits.delegation_depth` (0 disables the cap)
 _DURATION = re.compile(r"(\d{1,9})([smhd]?)\Z")
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 _ENDING = (SessionState.CLOSING, SessionState.CLOSED, SessionState.EXPIRED)
@@ -418,7 +421,7 @@ class Ops:
         if (kind, version) not in self.hub.adapters:
             raise _missing(f"no adapter registered for {kind[:40]!r}@v{version}")
         parts = self._participants(creator, _str_list(params, "participants"))
-        _get(params, "required_acks", (int, type(None)), None)
+        required_acks = _get(params, "required_acks", (int, type(None)), None)
         ttl = params.get("ttl")
         ttl_seconds = parse_ttl(self._default_ttl(creator) if ttl is None else ttl)
         knobs = _get(params, "knobs", (dict, type(None)), None) or {}
@@ -427,7 +430,8 @@ class Ops:
         if intent:
             labels["intent"] = intent
         md = await self.hub.open_session(kind, parts, creator_id=creator, knobs=knobs, ttl_seconds=ttl_seconds,
-                                         labels=labels, version=version)
+                                         labels=labels, version=version,
+                                         extra=None if required_acks is None else {"required_acks": required_acks})
         sid = md.session_id
         waiter = self._opening[sid] = asyncio.get_running_loop().create_future()
         try:
@@ -487,6 +491,7 @@ class Ops:
         audience = _get(e, "audience", (list, type(None)), None)
         causation = _get(e, "causation_id", (str, type(None)), None)
         trace = _get(e, "trace_id", (str, type(None)), None)
+        extra = self._task_fields(sender, e)
         md = self._md(sid)
         if et == wire.AG2_ACK:
             await self.hub.ack(sid, sender)
@@ -501,8 +506,43 @@ class Ops:
             raise _bad(f"event type {et!r} is not accepted by turnflow serve")
         if audience is not None and not set(audience) <= md.pset:
             raise _bad("audience must list only participants of the channel")
-        env = Envelope(sid, sender, audience, wire.FROM_AG2.get(et, et), data, causation_id=causation, trace_id=trace)
+        env = Envelope(sid, sender, audience, wire.FROM_AG2.get(et, et), data, causation_id=causation, trace_id=trace,
+                       extra=extra)
         return (await self.hub.post(env)).envelope_id
+
+    def _check_depth(self, sender: str, depth: int) -> None:
+        """AG2's arbiter: `depth` above the sender rule's `limits.delegation_depth` (0: no cap) is denied."""
+        agent = self._agent(sender)
+        limits = agent.rule.get("limits")
+        cap = limits.get("delegation_depth", DEFAULT_DELEGATION_DEPTH) if isinstance(limits, dict) else \
+            DEFAULT_DELEGATION_DEPTH
+        if isinstance(cap, int) and cap > 0 and depth > cap:
+            raise _denied(f"sender {agent.name!r} exceeded delegation_depth ({depth} > {cap})")
+
+    def _task_fields(self, sender: str, e: dict) -> Optional[dict]:
+        """AG2's task fields of a posted envelope, checked as AG2's hub checks them: a task id of
+        AG2's shape, `depth` at most the sender rule's `limits.delegation_depth` (AG2's arbiter;
+        `access_denied` beyond it). Kept only when one differs from AG2's default; none is acted
+        on otherwise (AG2's hub does not either: no dedupe by `idempotency_key`, no per-envelope TTL)."""
+        get = e.get
+        if get("task_id") is None and get("priority", "normal") == "normal" and type(get("depth", 0)) is int \
+                and get("depth", 0) == 0 and get("idempotency_key") is None and get("ttl_seconds") is None:
+            return None  # AG2's client sends these defaults with nearly every envelope
+        task_id = _get(e, "task_id", (str, type(None)), None)
+        if task_id is not None and not _TASK_ID.match(task_id):
+            raise _bad(f"invalid task_id: {task_id[:140]!r}")
+        priority = _get(e, "priority", (str,), "normal")
+        if priority not in PRIORITIES:
+            raise _bad(f"priority must be one of {', '.join(PRIORITIES)}, got {priority[:40]!r}")
+        depth = _get(e, "depth", (int,), 0)
+        key = _get(e, "idempotency_key", (str, type(None)), None)
+        ttl = _get(e, "ttl_seconds", (int, type(None)), None)
+        if depth < 0 or ttl is not None and ttl < 0 or key is not None and len(key) > MAX_TEXT:
+            raise _bad("depth and ttl_seconds must not be negative, an idempotency_key at most 500 characters")
+        self._check_depth(sender, depth)
+        fields = {"task_id": task_id, "priority": priority, "depth": depth, "idempotency_key": key, "ttl_seconds": ttl}
+        kept = {k: v for k, v in fields.items() if v != wire.TASK_DEFAULTS[k]}
+        return kept or None
 
     async def read_wal(self, conn: Conn, params: dict) -> Any:
         sid = _str(params, "channel_id")

@@ -2,17 +2,21 @@
 texts as AG2's client sends them, and each agent's delivery cursors (the last envelope it acked per
 session, so a reconnect replays only what it has not seen).
 
-Kept in a small SQLite file of its own beside the session store (`PATH.agents` for a SQLite store),
-written through on every registration change; cursors are written in batches (`flush`), so after
-a crash a client may be sent again what it acked in the last second (AG2's client skips a turn it
-has already answered: delivery is at least once, as with AG2's own hub)."""
+Kept where the sessions are (`open_registry`): with a PostgreSQL store, in two tables of that
+database (`turnflow_hub_agents`, `turnflow_hub_cursors`, registry_pg.py), so a hub restarted on
+another machine finds the same agents; with a SQLite store, in a small SQLite file beside it
+(`PATH.agents`): the store file is one writer's log with a checked format, and cursor writes
+would otherwise share its write lock with every group commit. Registration changes are written
+through; cursors are written in batches (`flush`), so after a crash a client may be sent again
+what it acked in the last second (AG2's client skips a turn it has already answered: delivery is
+at least once, as with AG2's own hub)."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
 import uuid
-from typing import Any, Optional
+from typing import Any, Iterable, Optional, Protocol
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS agents (agent_id TEXT PRIMARY KEY, name TEXT UNIQUE NOT NULL, passport TEXT NOT NULL,
@@ -20,6 +24,9 @@ CREATE TABLE IF NOT EXISTS agents (agent_id TEXT PRIMARY KEY, name TEXT UNIQUE N
 CREATE TABLE IF NOT EXISTS cursors (agent_id TEXT NOT NULL, channel_id TEXT NOT NULL, envelope_id TEXT NOT NULL,
     PRIMARY KEY (agent_id, channel_id));
 """
+
+AgentRow = tuple[str, str, str, str, str, Optional[str]]  # agent_id, name, passport, resume, rule (JSON), skill
+CursorRow = tuple[str, str, str]  # agent_id, channel_id, envelope_id
 
 
 class Agent:
@@ -34,26 +41,81 @@ class Agent:
         self.rule = rule
         self.skill = skill
 
+    def row(self) -> AgentRow:
+        return (self.agent_id, self.name, json.dumps(self.passport), json.dumps(self.resume), json.dumps(self.rule),
+                self.skill)
+
+    @classmethod
+    def from_row(cls, row: Iterable[Any]) -> "Agent":
+        agent_id, name, passport, resume, rule, skill = row
+        return cls(agent_id, name, json.loads(passport), json.loads(resume), json.loads(rule), skill)
+
 
 def new_agent_id() -> str:
     return uuid.uuid4().hex
 
 
-class Registry:
+class Backend(Protocol):
+    """Where the registry's rows live (a SQLite file, or tables of the PostgreSQL store)."""
+
+    where: str  # for messages
+
+    def agents(self) -> list[AgentRow]: ...
+    def cursors(self) -> list[CursorRow]: ...
+    def insert(self, row: AgentRow) -> None: ...
+    def update(self, agent_id: str, resume: str, rule: str, skill: Optional[str]) -> None: ...
+    def delete(self, agent_id: str) -> None: ...
+    def write_cursors(self, rows: list[CursorRow]) -> None: ...
+    def close(self) -> None: ...
+
+
+class SQLiteBackend:
     def __init__(self, path: str) -> None:
-        self.path = path
+        self.where = path
         self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
+
+    def agents(self) -> list[AgentRow]:
+        return self._db.execute("SELECT agent_id, name, passport, resume, rule, skill FROM agents").fetchall()
+
+    def cursors(self) -> list[CursorRow]:
+        return self._db.execute("SELECT agent_id, channel_id, envelope_id FROM cursors").fetchall()
+
+    def insert(self, row: AgentRow) -> None:
+        self._db.execute("INSERT INTO agents VALUES (?, ?, ?, ?, ?, ?)", row)
+
+    def update(self, agent_id: str, resume: str, rule: str, skill: Optional[str]) -> None:
+        self._db.execute("UPDATE agents SET resume = ?, rule = ?, skill = ? WHERE agent_id = ?",
+                         (resume, rule, skill, agent_id))
+
+    def delete(self, agent_id: str) -> None:
+        self._db.execute("DELETE FROM agents WHERE agent_id = ?", (agent_id,))
+        self._db.execute("DELETE FROM cursors WHERE agent_id = ?", (agent_id,))
+
+    def write_cursors(self, rows: list[CursorRow]) -> None:
+        self._db.execute("BEGIN")
+        self._db.executemany("INSERT OR REPLACE INTO cursors VALUES (?, ?, ?)", rows)
+        self._db.execute("COMMIT")
+
+    def close(self) -> None:
+        self._db.close()
+
+
+class Registry:
+    """The agents in memory (every op reads them), written through to a `Backend`."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+        self.note = ""  # what opening it did that the operator should hear of (an import)
         self.by_id: dict[str, Agent] = {}
         self.by_name: dict[str, str] = {}
         self.cursors: dict[str, dict[str, str]] = {}
         self._dirty: set[tuple[str, str]] = set()
-        for agent_id, name, passport, resume, rule, skill in self._db.execute(
-                "SELECT agent_id, name, passport, resume, rule, skill FROM agents"):
-            self._remember(Agent(agent_id, name, json.loads(passport), json.loads(resume), json.loads(rule), skill))
-        for agent_id, channel_id, envelope_id in self._db.execute("SELECT agent_id, channel_id, envelope_id FROM cursors"):
+        for row in backend.agents():
+            self._remember(Agent.from_row(row))
+        for agent_id, channel_id, envelope_id in backend.cursors():
             self.cursors.setdefault(agent_id, {})[channel_id] = envelope_id
 
     def _remember(self, agent: Agent) -> None:
@@ -68,14 +130,11 @@ class Registry:
         return agent
 
     def add(self, agent: Agent) -> None:
-        self._db.execute("INSERT INTO agents VALUES (?, ?, ?, ?, ?, ?)",
-                         (agent.agent_id, agent.name, json.dumps(agent.passport), json.dumps(agent.resume),
-                          json.dumps(agent.rule), agent.skill))
+        self.backend.insert(agent.row())
         self._remember(agent)
 
     def update(self, agent: Agent) -> None:
-        self._db.execute("UPDATE agents SET resume = ?, rule = ?, skill = ? WHERE agent_id = ?",
-                         (json.dumps(agent.resume), json.dumps(agent.rule), agent.skill, agent.agent_id))
+        self.backend.update(agent.agent_id, json.dumps(agent.resume), json.dumps(agent.rule), agent.skill)
 
     def remove(self, agent_id: str) -> None:
         agent = self.by_id.pop(agent_id, None)
@@ -83,8 +142,7 @@ class Registry:
             self.by_name.pop(agent.name, None)
         self.cursors.pop(agent_id, None)
         self._dirty = {k for k in self._dirty if k[0] != agent_id}
-        self._db.execute("DELETE FROM agents WHERE agent_id = ?", (agent_id,))
-        self._db.execute("DELETE FROM cursors WHERE agent_id = ?", (agent_id,))
+        self.backend.delete(agent_id)
 
     def advance(self, agent_id: str, channel_id: str, envelope_id: str) -> None:
         own = self.cursors.setdefault(agent_id, {})
@@ -98,12 +156,63 @@ class Registry:
     def flush(self) -> None:
         if not self._dirty:
             return
-        rows: list[Any] = [(a, c, self.cursors[a][c]) for a, c in self._dirty if c in self.cursors.get(a, {})]
-        self._dirty = set()
-        self._db.execute("BEGIN")
-        self._db.executemany("INSERT OR REPLACE INTO cursors VALUES (?, ?, ?)", rows)
-        self._db.execute("COMMIT")
+        dirty, self._dirty = self._dirty, set()
+        rows = [(a, c, self.cursors[a][c]) for a, c in dirty if c in self.cursors.get(a, {})]
+        try:
+            self.backend.write_cursors(rows)
+        except Exception:
+            self._dirty |= dirty  # written with the next flush
+            raise
 
     def close(self) -> None:
-        self.flush()
-        self._db.close()
+        try:
+            self.flush()
+        finally:
+            self.backend.close()
+
+
+def _old_rows(path: str) -> tuple[list[AgentRow], list[CursorRow]]:
+    """The agents and cursors of a registry file (read only)."""
+    import os
+    from urllib.parse import quote
+
+    from turnflow.runtime.errors import StoreError
+
+    if not os.path.isfile(path):
+        raise StoreError(f"--registry {path}: no such registry file to import")
+    try:
+        db = sqlite3.connect(f"file:{quote(os.path.abspath(path))}?mode=ro", uri=True)
+        try:
+            agents = db.execute("SELECT agent_id, name, passport, resume, rule, skill FROM agents").fetchall()
+            cursors = db.execute("SELECT agent_id, channel_id, envelope_id FROM cursors").fetchall()
+        finally:
+            db.close()
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"--registry {path}: not a registry file of turnflow serve ({exc})") from None
+    return agents, cursors
+
+
+def open_registry(store: str, registry: Optional[str] = None) -> Registry:
+    """The registry of the hub whose sessions are in `store`: the database's tables for a
+    PostgreSQL URL (a `registry` file, written by an earlier version, is imported into them while
+    they hold no agent), else the SQLite file `registry` or `STORE.agents`."""
+    from turnflow.runtime.stores import is_postgres_url
+
+    if not is_postgres_url(store):
+        return Registry(SQLiteBackend(registry or store + ".agents"))
+    from turnflow.serve.registry_pg import PostgresBackend
+
+    backend = PostgresBackend(store)
+    note = ""
+    if registry:
+        try:
+            agents, cursors = _old_rows(registry)
+            imported = backend.import_rows(agents, cursors)
+        except BaseException:
+            backend.close()
+            raise
+        note = (f"imported {len(agents)} agent(s) from {registry}" if imported else
+                f"{registry} not imported: the database already holds agents")
+    reg = Registry(backend)
+    reg.note = note
+    return reg

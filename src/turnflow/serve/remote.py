@@ -7,7 +7,13 @@ The session is run by the ordinary runner on a local *mirror*: a local hub holds
 always does; every round a local agent takes is posted to the served hub as that agent, and a
 remote participant's turn is taken by a proxy that waits for its next round on the served hub and
 replays it into the mirror. The served hub is the authority: it runs the same adapters, so both
-logs hold the same rounds; the local store keeps the mirror (and the agents' telemetry)."""
+logs hold the same rounds; the local store keeps the mirror (and the agents' telemetry).
+
+The session's opener (initiator, or a workflow's start speaker) is either one of the file's agents
+(this run opens the session) or a remote participant: the run then registers or attaches the
+file's agents, waits for that participant's invite to a session of the flow's kind with exactly
+the flow's participants (and, for a workflow, the flow's knobs), acks it and runs the mirror.
+API keys (`keys`: name -> key, a hub started with `--auth-keys`) go in AG2's `ApiKeyAuth` shape."""
 
 from __future__ import annotations
 
@@ -33,8 +39,9 @@ class HubError(StoreError):
 class WireClient:
     """A minimal client of the served hub's protocol (requests, notifications, receipts)."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, keys: Optional[dict[str, str]] = None) -> None:
         self.url = url
+        self.keys = keys or {}
         self.ws: Any = None
         self._pending: dict[str, asyncio.Future] = {}
         self._next = 0
@@ -43,6 +50,15 @@ class WireClient:
         self.local: dict[str, str] = {}  # agent id -> name, the agents this client acts as
         self.changed = asyncio.Event()  # set on every notification (proxies re-read the log)
         self.closed_reason: dict[str, str] = {}
+        # invites to the file's agents: acked at once when one of them created the session (this
+        # run opened it), else queued for `join` (a remote opener); others are left unanswered
+        self.invites: asyncio.Queue = asyncio.Queue()
+
+    def auth(self, name: str) -> dict:
+        """The passport's auth block for one of the file's agents: AG2's ApiKeyAuth shape when a
+        key is given for it, else NoAuth (the key is sent to the hub, never printed)."""
+        key = self.keys.get(name)
+        return {"scheme": "api_key", "claim": {"token": key}} if key else {"scheme": "none", "claim": {}}
 
     async def connect(self) -> None:
         from websockets.asyncio.client import connect
@@ -65,10 +81,13 @@ class WireClient:
             raise HubError(f"the hub refused {op}: {frame['error_code']}: {frame['error_message']}")
         return frame["result"]
 
-    async def hello(self, name: str) -> None:
+    async def hello(self, name: str, replay: bool = False) -> None:
+        """Attach as a registered agent; `replay`: the hub re-sends what it has not acked (a
+        pending invite among them)."""
         fut = self._pending["hello"] = asyncio.get_running_loop().create_future()
-        await self.ws.send(json.dumps({"kind": "hello", "name": name, "auth_scheme": "none", "auth_claim": {},
-                                       "since_envelope_id": None}))
+        auth = self.auth(name)
+        await self.ws.send(json.dumps({"kind": "hello", "name": name, "auth_scheme": auth["scheme"],
+                                       "auth_claim": auth["claim"], "since_envelope_id": "" if replay else None}))
         frame = await fut
         if frame["kind"] == "error":
             raise HubError(f"the hub refused to attach {name!r}: {frame['code']}: {frame['message']}")
@@ -99,10 +118,11 @@ class WireClient:
 
     def _on_notify(self, env: dict, recipient: str) -> None:
         et = env.get("event_type")
-        if et == wire.AG2_INVITE and recipient in self.local:  # the file's agents accept their invites
-            ack = {"channel_id": env["channel_id"], "sender_id": recipient, "audience": None,
-                   "event_type": wire.AG2_ACK, "event_data": {}}
-            self._spawn(self.call("post_envelope", {"envelope": ack}))
+        if et == wire.AG2_INVITE and recipient in self.local:
+            if env.get("sender_id") in self.local:  # this run opened the session: its agents accept
+                self._spawn(self.answer(env["channel_id"], recipient, True))
+            else:
+                self.invites.put_nowait((env, recipient))
         if et in (wire.AG2_CLOSED, wire.AG2_EXPIRED):
             self.closed_reason[env["channel_id"]] = str(env.get("event_data", {}).get("reason", ""))
         if env.get("envelope_id"):
@@ -110,6 +130,12 @@ class WireClient:
                                                  "recipient_id": recipient, "channel_id": env["channel_id"],
                                                  "reason": ""})))
         self.changed.set()
+
+    async def answer(self, channel_id: str, agent_id: str, ack: bool, reason: str = "") -> None:
+        """Ack (or reject) an invite as one of the file's agents."""
+        env = {"channel_id": channel_id, "sender_id": agent_id, "audience": None,
+               "event_type": wire.AG2_ACK if ack else wire.AG2_REJECT, "event_data": {} if ack else {"reason": reason}}
+        await self.call("post_envelope", {"envelope": env})
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -208,17 +234,18 @@ class RemoteParticipant:
         return None
 
 
-async def _identify(client: WireClient, names: list[str], local: set[str]) -> dict[str, str]:
+async def _identify(client: WireClient, names: list[str], local: set[str], replay: bool) -> dict[str, str]:
     ids = {}
     for name in names:
         if name in local:
             agent_id = await client.call("find_agent_id", {"name": name})
             if agent_id is None:
-                passport = await client.call("register", {"passport": {"name": name}, "resume": {}, "skill_md": None,
-                                                          "rule": {}})
+                passport = await client.call("register", {"passport": {"name": name, "auth": client.auth(name)},
+                                                          "resume": {}, "skill_md": None, "rule": {}})
                 agent_id = passport["agent_id"]
             else:
-                await client.hello(name)
+                client.local[agent_id] = name  # before the hello: the replayed invites are for this agent
+                await client.hello(name, replay)
             client.local[agent_id] = name
         else:
             try:
@@ -230,29 +257,84 @@ async def _identify(client: WireClient, names: list[str], local: set[str]) -> di
     return ids
 
 
-async def run_remote(url: str, hub: Any, spec: dict, agents: dict, task: Optional[str], **kw: Any) -> Any:
-    """Run `spec` with the file's `agents` on the served hub at `url`; the others are remote."""
+async def _join(remote: _Remote, spec: dict, knobs: dict, opener: str, control: Any,
+                timeout: Optional[float]) -> dict:
+    """Wait for the remote opener's invite to this flow's session, ack it as every one of the
+    file's agents in it, and return the channel record. A session of the flow's kind with the
+    flow's participants but other workflow knobs is rejected (the mirror would run another graph);
+    other invites are left alone."""
+    client, kind = remote.client, spec.get("kind")
+    everyone = set(remote.ids.values())
+
+    async def matching() -> dict:
+        while True:
+            env, recipient = await client.invites.get()
+            data = env.get("event_data") or {}
+            if data.get("manifest_type") != kind or data.get("creator_id") != remote.ids[opener]:
+                continue
+            channel = await client.call("get_channel", {"channel_id": env["channel_id"]})
+            if channel["state"] != "pending" or {p["agent_id"] for p in channel["participants"]} != everyone:
+                continue
+            if kind == "workflow" and channel.get("knobs") != knobs:
+                await client.answer(channel["channel_id"], recipient, False, "the workflow differs from the flow "
+                                    "this participant runs")
+                continue
+            return channel
+
+    waiting = asyncio.wait_for(matching(), timeout)
+    try:
+        channel = await (control.cancellable(waiting) if control is not None else waiting)
+    except asyncio.TimeoutError:
+        raise HubError(f"{opener!r} did not open the session within {timeout:g} s") from None
+    except Exception as exc:
+        if control is None or control.reason is None:
+            raise
+        raise HubError(f"stopped while waiting for {opener!r} to open the session ({control.reason})") from exc
+    for agent_id in client.local:
+        if agent_id in channel.get("pending_acks", []):
+            await client.answer(channel["channel_id"], agent_id, True)
+    return channel
+
+
+async def _open_or_join(remote: _Remote, spec: dict, names: list[str], opener: str, task: Optional[str],
+                        control: Any, timeout: Optional[float]) -> dict:
+    """The served session: opened by this run when the opener is one of the file's agents, else
+    the one the remote opener invites the file's agents to."""
+    client = remote.client
+    knobs = spec.get("knobs") or {}
+    if spec.get("kind") == "workflow" and knobs:
+        from turnflow.interop.ag2 import bind_agents
+
+        knobs = bind_agents(knobs, remote.ids)
+    if remote.ids[opener] not in client.local:
+        return await _join(remote, spec, knobs, opener, control, timeout)
+    ttl = spec.get("ttl_seconds")
+    return await client.call("create_channel", {
+        "creator_id": remote.ids[opener], "manifest_type": spec.get("kind"),
+        "participants": [remote.ids[n] for n in names if n != opener], "knobs": knobs,
+        "ttl": int(ttl) if ttl else None, "labels": {"task": task} if task else None})
+
+
+async def run_remote(url: str, hub: Any, spec: dict, agents: dict, task: Optional[str], *,
+                     keys: Optional[dict[str, str]] = None, notice: Any = None, **kw: Any) -> Any:
+    """Run `spec` with the file's `agents` on the served hub at `url`; the others are remote.
+    `keys`: API keys of the file's agents; `notice(text)`: tells the user the run is waiting."""
     from turnflow.runtime.runner import run_session
 
     names = [str(p.get("agent_id")) for p in spec.get("participants") or [] if isinstance(p, dict)]
     local = set(agents) & set(names)
     opener = spec_opener(spec)
-    if opener is None or opener not in local:
-        raise HubError(f"the session's opener {opener!r} must be one of the agents file's agents")
-    client = WireClient(url)
+    if opener is None or opener not in names:
+        raise HubError(f"the flow names no opener among its participants (found {opener!r})")
+    if not local:
+        raise HubError("none of the flow's participants is defined in the agents file")
+    client = WireClient(url, keys)
     await client.connect()
     try:
-        remote = _Remote(client, await _identify(client, names, local))
-        knobs = spec.get("knobs") or {}
-        if spec.get("kind") == "workflow" and knobs:
-            from turnflow.interop.ag2 import bind_agents
-
-            knobs = bind_agents(knobs, remote.ids)
-        ttl = spec.get("ttl_seconds")
-        channel = await client.call("create_channel", {
-            "creator_id": remote.ids[opener], "manifest_type": spec.get("kind"),
-            "participants": [remote.ids[n] for n in names if n != opener], "knobs": knobs,
-            "ttl": int(ttl) if ttl else None, "labels": {"task": task} if task else None})
+        remote = _Remote(client, await _identify(client, names, local, replay=opener not in local))
+        if opener not in local and notice is not None:
+            notice(f"waiting for {opener!r} to open the {spec.get('kind')} session on {url}")
+        channel = await _open_or_join(remote, spec, names, opener, task, kw.get("control"), kw.get("ttl_seconds"))
         remote.channel_id = channel["channel_id"]
         everyone = {**{n: RemoteParticipant(n, remote) for n in names if n not in local}, **agents}
         hub.subscribe(remote.forward)

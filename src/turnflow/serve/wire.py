@@ -4,8 +4,10 @@ A turnflow session is an AG2 channel (`channel_id` = session id); envelope ids, 
 content are turnflow's (ids are zero-padded global sequence numbers, so they sort as AG2's do).
 Event types are renamed (`text` ↔ `ag2.msg.text`, `session.invite` ↔ `ag2.channel.invite`, ...);
 hub-written lifecycle envelopes are shown as AG2's hub writes them (sent by the creator, addressed
-to every participant, `event_data` carrying `channel_id`). Envelope fields turnflow does not keep
-(`task_id`, `priority`, `depth`, `idempotency_key`, `ttl_seconds`) read back as AG2's defaults."""
+to every participant, `event_data` carrying `channel_id`). AG2's task fields of an envelope
+(`task_id`, `priority`, `depth`, `idempotency_key`, `ttl_seconds`) are kept in `Envelope.extra` when
+a client set one, and read back as AG2's defaults otherwise; a channel's `required_acks` likewise
+in `SessionMetadata.extra`."""
 
 from __future__ import annotations
 
@@ -35,6 +37,8 @@ FROM_AG2 = {v: k for k, v in TO_AG2.items()}
 # turnflow's own names: a client posting one of them would alias an AG2 type, so they are refused
 NATIVE = frozenset(TO_AG2) | {EV_TELEMETRY}
 _TO_ALL = frozenset({EV_SESSION_OPENED, EV_SESSION_CLOSED, EV_SESSION_EXPIRED})  # addressed to every participant
+TASK_DEFAULTS: dict[str, Any] = {"task_id": None, "priority": "normal", "depth": 0, "idempotency_key": None,
+                                 "ttl_seconds": None}  # AG2's `Envelope` defaults
 _STATE = {"invited": "pending"}  # turnflow state -> AG2 ChannelState (the others have the same names)
 
 
@@ -59,10 +63,13 @@ def envelope_to_ag2(env: Envelope, md: SessionMetadata) -> dict:
                 "labels": md.labels}
     elif et in (EV_SESSION_ACK, EV_SESSION_REJECT):
         audience, data = None, {**data, "channel_id": md.session_id}
+    task = env.extra or TASK_DEFAULTS
     return {"channel_id": env.session_id, "sender_id": sender, "audience": audience,
             "event_type": TO_AG2.get(et, et), "event_data": data, "envelope_id": env.envelope_id,
-            "task_id": None, "causation_id": env.causation_id, "trace_id": env.trace_id, "priority": "normal",
-            "depth": 0, "idempotency_key": None, "created_at": iso(env.created_at) or "", "ttl_seconds": None}
+            "task_id": task.get("task_id"), "causation_id": env.causation_id, "trace_id": env.trace_id,
+            "priority": task.get("priority", "normal"), "depth": task.get("depth", 0),
+            "idempotency_key": task.get("idempotency_key"), "created_at": iso(env.created_at) or "",
+            "ttl_seconds": task.get("ttl_seconds")}
 
 
 def recipients(env: Envelope, md: SessionMetadata) -> list[str]:
@@ -95,5 +102,6 @@ def channel_to_ag2(md: SessionMetadata) -> dict:
                              for p in sorted(md.participants, key=lambda p: p.order)],
             "state": _STATE.get(md.state.value, md.state.value), "created_at": created,
             "expires_at": iso(md.expires_at), "closed_at": iso(md.closed_at), "close_reason": md.close_reason,
-            "parent_channel_id": None, "knobs": dict(md.knobs), "labels": dict(md.labels), "required_acks": None,
+            "parent_channel_id": None, "knobs": dict(md.knobs), "labels": dict(md.labels),
+            "required_acks": (md.extra or {}).get("required_acks"),
             "pending_acks": sorted(md.pending_acks), "rejected_by": []}
