@@ -60,9 +60,10 @@ def _string(lit: Optional[str]) -> Optional[str]:
     return value if isinstance(value, str) else lit[1:-1]
 
 
-def outline(text: str) -> list[dict]:
-    """The document's blocks with their participants and context keys as children, in the shape
-    of `FlowIndex.symbols()`, read from the declaration lines (no parse: linear in the text)."""
+def outline(text: str, children: bool = True) -> list[dict]:
+    """The document's blocks with their participants and context keys as children (or none), in
+    the shape of `FlowIndex.symbols()`, read from the declaration lines (no parse: linear in the
+    text)."""
     found = list(HEADER.finditer(text))
     out = []
     for i, m in enumerate(found):
@@ -70,19 +71,19 @@ def outline(text: str) -> list[dict]:
         stop = found[i + 1].start(1) if i + 1 < len(found) else len(text)
         brace = text.rfind("}", begin, stop)
         end = brace + 1 if brace >= 0 else begin + len(text[begin:stop].rstrip())
-        children: list[dict] = []
-        for p in _PARTICIPANT.finditer(text, m.end(), end):
+        kids: list[dict] = []
+        for p in _PARTICIPANT.finditer(text, m.end(), end) if children else ():
             description = _string(p.group(3))
             role = _ROLE.search(p.group(4) or "")
-            children.append({"name": p.group(2), "kind": "participant",
+            kids.append({"name": p.group(2), "kind": "participant",
                              "detail": description if description is not None else (role.group(1) if role else ""),
                              "range": (p.start(1), p.start(1) + len(p.group(0).strip())),
                              "selection": (p.start(2), p.end(2)), "children": []})
-        for c in _CONTEXT.finditer(text, m.end(), end):
-            children.append({"name": c.group(2), "kind": "context", "detail": f"= {c.group(3)}",
+        for c in _CONTEXT.finditer(text, m.end(), end) if children else ():
+            kids.append({"name": c.group(2), "kind": "context", "detail": f"= {c.group(3)}",
                              "range": (c.start(1), c.end(3)), "selection": (c.start(2), c.end(2)), "children": []})
         title = _string(m.group(3))
         out.append({"name": m.group(2), "kind": m.group(1),
                     "detail": m.group(1) + (f" {title}" if title is not None else ""),
-                    "range": (begin, end), "selection": (m.start(2), m.end(2)), "children": children})
+                    "range": (begin, end), "selection": (m.start(2), m.end(2)), "children": kids})
     return out

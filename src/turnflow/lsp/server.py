@@ -396,10 +396,10 @@ def _symbols(ls: FlowServer, params: t.DocumentSymbolParams) -> Optional[list[t.
     if kept is not None and kept[0] == text and kept[1] == (a is not None):
         return kept[2]  # editors ask again and again (outline, breadcrumbs): answered once per text
     if a is None:  # a large document still being analysed: its outline, read from the declaration lines
-        from turnflow.lsp.blocks import outline
+        from turnflow.lsp.blocks import headers, outline
 
         lines = ls.lines(uri)
-        symbols = outline(lines.text)
+        symbols = outline(lines.text, children=len(headers(lines.text)) <= MAX_SYMBOLS)
     elif a.index is None:
         return None
     else:
