@@ -1,16 +1,26 @@
 """The README's and docs' shell snippets run: every `turnflow ...` line of a ```sh block that
-needs no network, no database server and no placeholder is run with bash, in document order,
-in a temporary folder holding the examples and small inputs for the commands that read files
-the docs do not create (a team to migrate, a task list). A line that cannot run offline must be
-listed in UNRUNNABLE with the reason, so docs cannot drift from behaviour unnoticed."""
+needs no network, no database server and no placeholder runs, in document order, in a temporary
+folder holding the examples and small inputs for the commands that read files the docs do not
+create (a team to migrate, a task list). A line that cannot run offline must be listed in
+UNRUNNABLE with the reason, so docs cannot drift from behaviour unnoticed.
+
+A plain `turnflow ARGS [< IN] [> OUT]` line runs in this process through `turnflow.cli.main`
+(what the `turnflow` script calls), with its own standard input, output and working folder: some
+60 of them each paid a Python start and the package's imports as a subprocess. A line that needs
+the shell (`eval "$(...)"`, a `for` loop, a pipe) still runs with bash and the `turnflow` command,
+so the installed-command path is run too."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
+import traceback
 from pathlib import Path
 
 import pytest
@@ -110,10 +120,100 @@ def test_snippets_are_found():
     assert any(line.startswith("turnflow check") for line in lines) and len(lines) > 40
 
 
+def plain_argv(line: str) -> tuple[list[str], str | None, str | None] | None:
+    """(arguments after `turnflow`, stdin file, stdout file) for a line that needs no shell beyond
+    `< FILE` and `> FILE`; None for one that does (expansions, globs, loops, pipes, lists)."""
+    lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    words = list(lexer)  # the `# ...` comment is dropped
+    code = line.split("  #")[0]
+    if not words or words[0] != "turnflow" or any(ch in code for ch in "$`*?~{}"):
+        return None
+    argv, redirects = [], {}
+    it = iter(words[1:])
+    for word in it:
+        if word in ("<", ">"):
+            redirects[word] = next(it, None)
+            if redirects[word] is None:
+                return None
+        elif set(word) <= set("|&;()<>"):
+            return None
+        else:
+            argv.append(word)
+    return argv, redirects.get("<"), redirects.get(">")
+
+
+def run_in_process(argv: list[str], stdin: bytes, cwd: Path, stdout_file: str | None) -> tuple[int, str]:
+    """`turnflow ARGV` as the script runs it (`sys.exit(turnflow.cli.main())`), in `cwd`, with
+    `stdin` as standard input: (exit status, its stdout + stderr as text, or stderr alone when
+    stdout goes to a file). An exception that escapes `main` is reported with its traceback, as
+    the process would have printed it."""
+    from turnflow.cli import main
+
+    out, errs = io.BytesIO(), io.BytesIO()
+    streams = [io.TextIOWrapper(buf, encoding="utf-8", write_through=True) for buf in (out, errs)]
+    path, modules, here = list(sys.path), set(sys.modules), os.getcwd()
+    stdin_was = sys.stdin
+    sys.stdin = io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8")
+    try:
+        os.chdir(cwd)
+        with contextlib.redirect_stdout(streams[0]), contextlib.redirect_stderr(streams[1]):
+            try:
+                status = main(argv)
+            except SystemExit as exc:  # argparse's usage errors, --help, --version
+                status = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            except BaseException:
+                status = 1
+                sys.stderr.write(traceback.format_exc())
+            for stream in streams:
+                stream.flush()
+    finally:
+        os.chdir(here)
+        sys.stdin = stdin_was
+        sys.path[:] = path
+        for name in set(sys.modules) - modules:  # what `migrate --import` imported from the sandbox
+            if str(cwd) in str(getattr(sys.modules[name], "__file__", None) or ""):
+                del sys.modules[name]
+    if stdout_file is not None:
+        (cwd / stdout_file).write_bytes(out.getvalue())
+        return status, errs.getvalue().decode("utf-8", "replace")
+    return status, (out.getvalue() + errs.getvalue()).decode("utf-8", "replace")
+
+
+def test_plain_lines_are_told_from_shell_lines():
+    assert plain_argv('turnflow run a.flow --task "I was charged"  # x | y; $z') == (
+        ["run", "a.flow", "--task", "I was charged"], None, None)
+    assert plain_argv("turnflow check - --stdin-filename f/a.flow < a.flow   # as that file") == (
+        ["check", "-", "--stdin-filename", "f/a.flow"], "a.flow", None)
+    assert plain_argv("turnflow compile x.flow > specs.json") == (["compile", "x.flow"], None, "specs.json")
+    assert plain_argv("turnflow check --exclude 'drafts' .") == (["check", "--exclude", "drafts", "."], None, None)
+    for line in ('eval "$(turnflow completion bash)"', "turnflow completion fish | source",
+                 'for f in a/*.flow; do turnflow graph "$f"; done', "turnflow check a && turnflow fmt a",
+                 "turnflow check *.flow", "turnflow check >", "python3 -m turnflow check"):
+        assert plain_argv(line) is None, line
+
+
+def test_in_process_lines_report_what_the_process_would(tmp_path, monkeypatch):
+    assert run_in_process(["rule", "TF204"], b"", tmp_path, None)[0] == 0
+    status, output = run_in_process(["check", "--no-such-option"], b"", tmp_path, None)
+    assert status == 2 and "--no-such-option" in output
+    status, output = run_in_process(["fmt", "-"], b"workflow w {\n", tmp_path, None)  # stdin is the given bytes
+    assert status == 1 and "-:2:1: TF001" in output and "Traceback" not in output
+    status, output = run_in_process(["schema", "session-spec"], b"", tmp_path, "out.json")
+    assert status == 0 and output == "" and (tmp_path / "out.json").read_text().startswith("{")
+
+    def broken(argv):
+        raise RuntimeError("escaped")
+
+    monkeypatch.setattr("turnflow.cli.main", broken)
+    status, output = run_in_process(["check"], b"", tmp_path, None)
+    assert status == 1 and "Traceback" in output and "RuntimeError: escaped" in output
+
+
 @pytest.mark.skipif(shutil.which("bash") is None, reason="bash not installed")
 def test_docs_shell_snippets_run_offline(tmp_path):
     env = sandbox(tmp_path)
-    ran, skipped, failures = 0, [], []
+    ran, in_process, skipped, failures = 0, 0, [], []
     stdin = (ROOT / "examples" / "support.flow").read_bytes()
     for doc, line in snippets():
         line = concrete(line)
@@ -124,14 +224,22 @@ def test_docs_shell_snippets_run_offline(tmp_path):
         if reason:
             skipped.append((doc, line, reason))
             continue
-        proc = subprocess.run(["bash", "-c", line], cwd=tmp_path, env=env, input=stdin, capture_output=True,
-                              timeout=120)
         ran += 1
-        output = (proc.stdout + proc.stderr).decode("utf-8", "replace")
+        plain = plain_argv(line)
+        if plain is not None:
+            argv, stdin_file, stdout_file = plain
+            status, output = run_in_process(argv, (tmp_path / stdin_file).read_bytes() if stdin_file else stdin,
+                                            tmp_path, stdout_file)
+            in_process += 1
+        else:
+            proc = subprocess.run(["bash", "-c", line], cwd=tmp_path, env=env, input=stdin, capture_output=True,
+                                  timeout=120)
+            status, output = proc.returncode, (proc.stdout + proc.stderr).decode("utf-8", "replace")
         # 0 done, 1 findings (e.g. `compile --profile ag2-builtin` refusing TF301); 2 or 3 is a docs bug
-        if proc.returncode not in (0, 1) or "Traceback" in output or "internal error" in output:
-            failures.append(f"{doc}: `{line}` exited {proc.returncode}:\n{output[-800:]}")
+        if status not in (0, 1) or "Traceback" in output or "internal error" in output:
+            failures.append(f"{doc}: `{line}` exited {status}:\n{output[-800:]}")
     assert failures == [], "\n\n".join(failures)
     assert ran >= 30, (ran, skipped)
+    assert ran - in_process >= 2, "the shell lines (eval, for) run through bash and the `turnflow` command"
     for doc, line, reason in skipped:
         assert reason, (doc, line)

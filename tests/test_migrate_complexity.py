@@ -1,15 +1,16 @@
-"""Issue 23: no function in `src/turnflow/migrate/` above cyclomatic complexity 25, as radon counts
-it (its nested functions included); tests/test_complexity.py holds the rest of the package to 20."""
+"""Issue 23: no function in `src/turnflow/migrate/` above cyclomatic complexity 20 (the issue asked
+for 25; the front ends' last offenders were split since), as radon counts it (its nested functions
+included); tests/test_complexity.py holds the rest of the package to the same 20."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 MIGRATE = Path(__file__).resolve().parents[1] / "src" / "turnflow" / "migrate"
-LIMIT = 25
+LIMIT = 20
 
 
-def test_no_migrate_function_above_25():
+def test_no_migrate_function_above_20():
     from radon.complexity import cc_visit
     from radon.visitors import Function
 

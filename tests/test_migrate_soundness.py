@@ -73,6 +73,28 @@ EXPECTED: dict[str, tuple[dict, list, list]] = {
     "graphflow_diverge": ({"flow": {("researcher", "writer"), ("writer", "fact_checker"), ("fact_checker", "editor"),
                                     ("editor", "publisher"), ("publisher", E)}},
                           [("TF407", 15)], []),
+    # 1 (calls). A configuration call under an `if` the chat is not in: the flow reads it as if it
+    # always ran, TF410 at the call naming the `if`. triage hands to billing, and to tech only with
+    # TECH_SUPPORT; billing's after-work is tech only with --escalate (else the user); tech reverts
+    # to the user, who returns to the agent before it; triage without after-work: the group's terminate.
+    "conditional_handoffs": ({"pattern": {("triage", "billing"), ("triage", "tech"), ("triage", E),
+                                          ("billing", "tech"), ("tech", "user"), ("user", "tech")}},
+                             [("TF410", 23), ("TF410", 28)], []),
+    # The revision edge exists only with REVISION_LOOP=1: publisher -> writer on "REVISE", else the
+    # graph ends at publisher; TF410 at that add_edge.
+    "conditional_edges": ({"flow": {("researcher", "writer"), ("writer", "publisher"), ("publisher", "writer"),
+                                    ("publisher", E)}}, [("TF410", 20)], []),
+    # The transitions dict changed after its literal: engineer -> reviewer always (read), reviewer ->
+    # planner / user_proxy only with --strict-review (TF410 at the `if`). `auto` selection: every
+    # allowed successor is an edge.
+    # banned transitions: the ban added before GroupChat(...) counts, the two after it change nothing
+    # (AG2 inverts a disallowed dict when the chat is built): TF409 at each of them
+    "disallowed_changed": ({"groupchat": {("user_proxy", "user_proxy"), ("user_proxy", "coder"), ("coder", "coder"),
+                                          ("coder", "critic"), ("critic", "user_proxy"), ("critic", "coder"),
+                                          ("critic", "critic")}}, [("TF409", 26), ("TF409", 27)], []),
+    "transitions_changed": ({"groupchat": {("user_proxy", "planner"), ("planner", "engineer"), ("engineer", "planner"),
+                                           ("engineer", "reviewer"), ("reviewer", "engineer"), ("reviewer", "planner"),
+                                           ("reviewer", "user_proxy")}}, [("TF410", 27)], []),
 }
 
 
@@ -138,6 +160,142 @@ chat = autogen.GroupChat(agents=[a, b, c], messages=[], allowed_or_disallowed_sp
 '''
     result = migrate(text, "case.py")
     assert [(d.code, d.span.line) for d in result.diagnostics if d.code == "TF410"] == [("TF410", 6)]
+
+
+def test_a_configuration_call_under_a_condition_names_the_condition_and_its_line():
+    result, _ = _run("conditional_handoffs")
+    by_line = {d.span.line: d.message for d in result.diagnostics if d.code == "TF410"}
+    assert "`if '--escalate' in sys.argv:` (line 27)" in by_line[28] and "as if it always ran" in by_line[28]
+    assert "billing.handoffs.set_after_work(AgentTarget(tech))" in by_line[28]
+    # the same call in the branch that also builds and runs the chat is certain there: no TF410
+    text = (ROOT / "conditional_handoffs.py").read_text(encoding="utf-8").replace(
+        'if "--escalate" in sys.argv:\n    billing', 'billing').replace("\npattern = ", "\nif True:\n    pattern = ")
+    certain = migrate(text.replace("\nresult, context", "\n    result, context").replace(
+        "\n                         group_after_work", "\n                             group_after_work"), "x.py")
+    assert [d.span.line for d in certain.diagnostics if d.code == "TF410"] == [23]
+
+
+def test_a_call_in_the_main_guard_of_a_script_is_not_reported():
+    """`if __name__ == "__main__":` always runs when the script runs: no TF410 for it."""
+    text = (ROOT / "conditional_handoffs.py").read_text(encoding="utf-8").replace(
+        'if "--escalate" in sys.argv:', 'if __name__ == "__main__":')
+    result = migrate(text, "x.py")
+    assert [d.span.line for d in result.diagnostics if d.code == "TF410"] == [23]
+    assert "billing -> tech" in result.text
+
+
+def test_configuration_in_a_function_runs_where_the_function_is_called():
+    """A function that wires handoffs is inlined where it is called: under an `if` there, its calls
+    are reported; one that nothing calls configures nothing."""
+    text = """import os
+from autogen import ConversableAgent
+from autogen.agentchat import initiate_group_chat
+from autogen.agentchat.group import AgentTarget, RevertToUserTarget
+from autogen.agentchat.group.patterns import DefaultPattern
+
+triage = ConversableAgent(name="triage")
+billing = ConversableAgent(name="billing")
+tech = ConversableAgent(name="tech")
+user = ConversableAgent(name="user")
+
+
+def wire(first, second, escalate):
+    first.handoffs.set_after_work(AgentTarget(second))
+    if escalate:
+        target = AgentTarget(tech)
+        second.handoffs.set_after_work(target)
+
+
+def legacy_wiring():
+    tech.handoffs.set_after_work(AgentTarget(triage))
+
+
+wire(triage, billing, os.environ.get("ESCALATE") == "1")
+tech.handoffs.set_after_work(RevertToUserTarget())
+pattern = DefaultPattern(initial_agent=triage, agents=[triage, billing, tech], user_agent=user)
+initiate_group_chat(pattern=pattern, messages="hi", max_rounds=8)
+"""
+    result = migrate(text, "case.py")
+    assert "triage -> billing" in result.text and "billing -> tech" in result.text
+    assert "tech -> initiator" in result.text and "tech -> triage" not in result.text
+    (message,) = [d.message for d in result.diagnostics if d.code == "TF410" and d.span.line == 17]
+    assert message.startswith("`billing.handoffs.set_after_work(target)` (through `wire(triage, billing, ")
+    assert ", line 24) runs only in the branch of `if os.environ.get('ESCALATE') == '1':` (line 15)" in message
+
+
+def test_a_call_in_a_loop_of_unknown_length_says_it_may_run_never():
+    text = (ROOT / "conditional_edges.py").read_text(encoding="utf-8").replace(
+        """if os.environ.get("REVISION_LOOP") == "1":""", "for _ in range(int(os.environ['LOOPS'])):")
+    result = migrate(text, "x.py")
+    (message,) = [d.message for d in result.diagnostics if d.code == "TF410" and d.span.line == 20]
+    assert "in the loop `for _ in range(int(os.environ['LOOPS'])):` (line 19)" in message
+    assert "perhaps never" in message
+
+
+def test_the_transitions_dict_changed_in_a_way_not_followed_is_refused():
+    from turnflow.migrate import MigrateError
+
+    text = (ROOT / "transitions_changed.py").read_text(encoding="utf-8").replace(
+        "allowed_transitions[reviewer] = [engineer]", "allowed_transitions.update({reviewer: [engineer]})")
+    with pytest.raises(MigrateError) as err:
+        migrate(text, "x.py")
+    (d,) = err.value.diagnostics
+    assert (d.code, d.span.line) == ("TF401", 26) and "allowed_transitions.update(" in d.message
+    text = (ROOT / "transitions_changed.py").read_text(encoding="utf-8").replace(
+        "allowed_transitions[reviewer] = [engineer]\n", "")
+    with pytest.raises(MigrateError) as err:
+        migrate(text, "x.py")
+    assert "KeyError" in err.value.diagnostics[0].message
+
+
+@pytest.mark.parametrize("change", ["groupchat.max_round = 3", "groupchat.agents.append(reviewer)",
+                                    "groupchat.allowed_or_disallowed_speaker_transitions[engineer].append(planner)",
+                                    "groupchat.speaker_selection_method = 'random'"])
+def test_a_group_chat_changed_after_it_is_built_is_refused_at_the_change(change):
+    from turnflow.migrate import MigrateError
+
+    text = (ROOT / "transitions_changed.py").read_text(encoding="utf-8").replace(
+        "manager = GroupChatManager(", f"{change}\nmanager = GroupChatManager(")
+    line = text.splitlines().index(change) + 1
+    with pytest.raises(MigrateError) as err:
+        migrate(text, "x.py")
+    (d,) = err.value.diagnostics
+    assert (d.code, d.span.line) == ("TF401", line) and "after it is built" in d.message
+    # reading it is no change
+    same = text.replace(change, "print(groupchat.agents, groupchat.max_round)")
+    assert migrate(same, "x.py").text == migrate((ROOT / "transitions_changed.py").read_text(encoding="utf-8"),
+                                                 "x.py").text
+
+
+def test_the_pattern_context_changed_after_it_is_built_is_followed():
+    text = """import sys
+from autogen import ConversableAgent
+from autogen.agentchat import initiate_group_chat
+from autogen.agentchat.group import (AgentTarget, ContextExpression, ContextVariables, ExpressionContextCondition,
+                                     OnContextCondition)
+from autogen.agentchat.group.patterns import DefaultPattern
+
+triage = ConversableAgent(name="triage")
+vip_desk = ConversableAgent(name="vip_desk")
+user = ConversableAgent(name="user")
+ctx = ContextVariables(data={"is_vip": False, "tier": 1})
+ctx["tier"] = 2
+ctx.set("region", "eu")
+if "--vip" in sys.argv:
+    ctx["is_vip"] = True
+ctx.update({"lang": "en"})
+ctx.refresh_from(sys.argv)
+triage.handoffs.add_context_condition(OnContextCondition(
+    target=AgentTarget(vip_desk), condition=ExpressionContextCondition(ContextExpression("${is_vip} == True"))))
+pattern = DefaultPattern(initial_agent=triage, agents=[triage, vip_desk], user_agent=user, context_variables=ctx)
+initiate_group_chat(pattern=pattern, messages="hi", max_rounds=5)
+"""
+    result = migrate(text, "case.py")
+    for line in ("context is_vip = true", "context tier   = 2", 'context region = "eu"', 'context lang   = "en"'):
+        assert line in result.text
+    found = {(d.code, d.span.line): d.message for d in result.diagnostics}
+    assert "`if '--vip' in sys.argv:` (line 14)" in found[("TF410", 15)]
+    assert "ctx.refresh_from(sys.argv)" in found[("TF406", 17)]
 
 
 # -- the typed model (issue 23, part 3) ---------------------------------------------------------
@@ -212,3 +370,21 @@ initiate_group_chat(pattern=pattern, messages="hi", max_rounds=10)
     result = migrate(text, "case.py")
     assert "handoff triage -> fast via route_to_fast" in result.text
     assert "handoff triage -> slow via route_to_slow" in result.text
+
+
+@pytest.mark.parametrize("change", ["manager.groupchat.max_round = 3", "manager.groupchat.agents.remove(reviewer)",
+                                    "manager.groupchat.speaker_selection_method = 'round_robin'"])
+def test_a_group_chat_changed_through_its_manager_is_refused_at_the_change(change):
+    from turnflow.migrate import MigrateError
+
+    text = (ROOT / "transitions_changed.py").read_text(encoding="utf-8").replace(
+        "user_proxy.initiate_chat(", f"{change}\nuser_proxy.initiate_chat(")
+    line = text.splitlines().index(change) + 1
+    with pytest.raises(MigrateError) as err:
+        migrate(text, "x.py")
+    (d,) = err.value.diagnostics
+    assert (d.code, d.span.line) == ("TF401", line) and "after it is built" in d.message
+    # another object's `groupchat` is not this chat's
+    other = text.replace(change, change.replace("manager.", "other_manager."))
+    assert migrate(other, "x.py").text == migrate((ROOT / "transitions_changed.py").read_text(encoding="utf-8"),
+                                                  "x.py").text

@@ -44,6 +44,15 @@ def _keep(node_modules: Path, cached: Path) -> None:
         shutil.rmtree(staging, ignore_errors=True)
 
 
+def _link_or_copy(src: str, dst: str) -> None:
+    """A hard link to the cached file (nothing of the tree is written by `vsce package`; a copy
+    of its 160 MB in 14,000 files cost seconds of system time), a copy across file systems."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
 def test_the_extension_declares_what_the_marketplace_asks_for():
     pkg = json.loads((EXT / "package.json").read_text())
     assert pkg["repository"]["url"].startswith("https://github.com/") and pkg["license"] == "Apache-2.0"
@@ -61,7 +70,7 @@ def test_vsce_package_gives_no_warning(tmp_path):
     shutil.copytree(EXT, work, ignore=shutil.ignore_patterns("node_modules", "dist", "*.vsix"))
     cached = _node_modules_cache()
     if cached.is_dir():  # installed by `npm ci` from this very package-lock.json on an earlier run
-        shutil.copytree(cached, work / "node_modules", symlinks=True)
+        shutil.copytree(cached, work / "node_modules", symlinks=True, copy_function=_link_or_copy)
     else:
         install = subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=work, capture_output=True, text=True,
                                  timeout=600)

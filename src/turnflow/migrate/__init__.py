@@ -142,7 +142,7 @@ def _notebook(cells, path: str, src: SourceText, family: Optional[str], forced: 
     the line in it (`notebook.relocate`)."""
     from dataclasses import replace
 
-    from turnflow.migrate import notebook, pyread
+    from turnflow.migrate import common, notebook, pyread
 
     code, where = cells.code, cells.where
     family = family or detect(code)
@@ -150,6 +150,7 @@ def _notebook(cells, path: str, src: SourceText, family: Optional[str], forced: 
         raise fail("TF401", "this notebook's code cells build no group chat, AG2 pattern or AutoGen team "
                    "(use --from to say which)", Pos(1, 1), path, src)
     pyread.LINE_MAP[:] = where
+    common.NOTEBOOK[:] = [notebook.Locator(cells)]
     try:
         if family == "autogen":
             from turnflow.migrate import autogen_py
@@ -166,6 +167,7 @@ def _notebook(cells, path: str, src: SourceText, family: Optional[str], forced: 
         raise MigrateError(notebook.relocate(err.diagnostics, cells, path)) from None
     finally:
         pyread.LINE_MAP[:] = []
+        common.NOTEBOOK[:] = []
     return replace(result, diagnostics=notebook.relocate(result.diagnostics, cells, path))
 
 

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
-from turnflow.migrate.common import MAX_ROUTES, FlowBuilder, Migration, Names, Pos, fail, render, tool_name
+from turnflow.migrate.common import MAX_ROUTES, FlowBuilder, Migration, Names, Pos, fail, line_ref, render, tool_name
 from turnflow.migrate.pyread import (Module, agent_classes, assigned_name, callee, calls, filled_in_loop, function_def,
                                      loop_message,
                                      is_agent_call, kwarg, note_choices, parse_module, pos, scopes,
@@ -39,6 +39,8 @@ class Agent:
     llm: list[pyast.Call] = field(default_factory=list)       # OnCondition calls
     after_conditional: list[pyast.Call] = field(default_factory=list)
     after_work: Optional[pyast.AST] = None
+    configured: list[pyast.AST] = field(default_factory=list)  # the calls / statements that configure it
+    ignored: list[tuple[pyast.AST, str]] = field(default_factory=list)  # statements AG2 ignores, and why
 
 
 class _Unexpressible(Exception):
@@ -115,10 +117,13 @@ def _scan(mod: Module, classes: set[str]) -> Scan:
         # agent.functions = [...]
         if isinstance(st, pyast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], pyast.Attribute) \
                 and st.targets[0].attr == "functions":
+            # AG2 reads `functions=` only in ConversableAgent.__init__: the assignment registers no tool
             a = scan.agent_of(st.targets[0].value)
-            elems = mod.elements(st.value)
-            if a is not None and elems is not None:
-                a.functions = list(elems)
+            if a is not None:
+                a.ignored.append((st, f"`{a.var}.functions = ...` after `{a.var}` is built registers no tool: "
+                                      "AG2 reads `functions=` only when the agent is constructed (use "
+                                      "`functions=` or `register_function`); the flow gives these tools to "
+                                      "no one"))
     for call in calls(mod.tree):
         _tool_call(scan, call)
     for call in calls(mod.tree):  # handoffs: agent.handoffs.<method>(...)
@@ -151,17 +156,20 @@ def _tool_call(scan: Scan, call: pyast.Call) -> None:
         f = kwarg(call, "f", 0)
         if a is not None and f is not None:
             a.functions.append(_named(f.id, call, kwarg(call, "name")) if isinstance(f, pyast.Name) else f)
+            a.configured.append(call)
     elif name == "register_for_llm" and isinstance(call.func, pyast.Attribute):
         # agent.register_for_llm(name=...)(f)
         a = scan.agent_of(call.func.value)
         parent = _call_of_result(mod, call)
         if a is not None and parent is not None and parent.args and isinstance(parent.args[0], pyast.Name):
             a.functions.append(_named(parent.args[0].id, call, kwarg(call, "name")))
+            a.configured.append(parent)
     elif name in ("add_functions", "update_tool_signature") and isinstance(call.func, pyast.Attribute):
         a = scan.agent_of(call.func.value)
         elems = mod.elements(call.args[0]) if call.args else None
         if a is not None and elems is not None:
             a.functions += list(elems)
+            a.configured.append(call)
 
 
 def _handoff_call(scan: Scan, call: pyast.Call) -> None:
@@ -185,6 +193,7 @@ def _handoff_call(scan: Scan, call: pyast.Call) -> None:
             f"on `{pyast.unparse(owner)}`, which is not an agent created in this file"
         raise fail("TF401", f"handoffs are configured {where}; the migrator reads code without running it, "
                    "so it cannot tell which agent they belong to", pos(call), path, src)
+    agent.configured.append(call)
     arg = call.args[0] if call.args else None
     if f.attr == "set_after_work":
         agent.after_work = arg if arg is not None else kwarg(call, "target")
@@ -245,6 +254,7 @@ def _legacy_handoffs(scan: Scan, call: pyast.Call, owner: Optional[pyast.AST], h
             f"on `{pyast.unparse(owner) if owner is not None else '?'}`, which is not an agent created in this file"
         raise fail("TF401", f"handoffs are registered {where}; the migrator reads code without running it",
                    pos(call), mod.path, mod.src)
+    agent.configured.append(call)
     for it in _items(mod, hand_to):
         kind = callee(it)
         if kind in ("ON_CONDITION", "OnCondition"):
@@ -279,6 +289,13 @@ class Ctx:
         return a.name if a is not None else None
 
 
+def _note_ignored(b: FlowBuilder, agents: list[Agent]) -> None:
+    """TF409 at each statement of the agents' that AG2 ignores (`agent.functions = [...]`)."""
+    for a in agents:
+        for node, why in a.ignored:
+            b.note("TF409", why, pos(node))
+
+
 def _pattern(scan: Scan, pcall: pyast.Call, block: str) -> FlowBuilder:
     mod, names = scan.mod, scan.names
     path, src = mod.path, mod.src
@@ -300,6 +317,7 @@ def _pattern(scan: Scan, pcall: pyast.Call, block: str) -> FlowBuilder:
     if user is not None:
         cx.by_name[user.name] = user
     order = _pattern_participants(cx, kind, members, initial, user, pcall)
+    _note_guarded_configuration(mod, order + ([user] if user is not None else []), pcall)
 
     # -- start, caps, context ------------------------------------------------------------------
     b.section()
@@ -307,7 +325,7 @@ def _pattern(scan: Scan, pcall: pyast.Call, block: str) -> FlowBuilder:
     max_rounds, run = _rounds(cx, pcall, swarm)
     b.comment(f"max_rounds={max_rounds} counts the opening message: {max(1, max_rounds - 1)} turns after it")
     b.max_turns(max(1, max_rounds - 1))
-    _context_init(cx, kwarg(pcall, "context_variables"))
+    _context_init(cx, kwarg(pcall, "context_variables"), pcall)
 
     _manager_terminations(cx, pcall, run, swarm)
 
@@ -322,6 +340,7 @@ def _pattern(scan: Scan, pcall: pyast.Call, block: str) -> FlowBuilder:
                 b.note("TF409", f"{kind} sets every agent's after-work itself (replacing `{a.raw}`'s "
                        "`set_after_work`); ignored", pos(a.after_work))
                 a.after_work = None
+    _note_ignored(b, order)
     for a in order:
         b.section()
         _agent_rules(cx, a, kind)
@@ -331,6 +350,14 @@ def _pattern(scan: Scan, pcall: pyast.Call, block: str) -> FlowBuilder:
     _user_returns(cx, kind, pcall, swarm, user, user_node, overrides, members)
     _group_after_work(cx, kind, pcall, swarm, speakers, members)
     return b
+
+
+def _note_guarded_configuration(mod: Module, agents: list[Agent], pcall: pyast.Call) -> None:
+    """TF410 (through `mod.note_guarded`) for each call configuring one of `agents` that runs only
+    under an `if` / `except` / `case` or in a loop the pattern `pcall` is not built in."""
+    for a in agents:
+        for c in a.configured:
+            mod.note_guarded(c, pcall)
 
 
 def _members(scan: Scan, agents_arg: Optional[pyast.AST], pcall: pyast.Call) -> list[Agent]:
@@ -478,7 +505,7 @@ def _rounds(cx: "Ctx", pcall: pyast.Call, swarm: bool) -> tuple[int, Optional[py
     unknown = _unfollowed_runs(mod)
     if unknown:
         shown = pyast.unparse(kwarg(unknown[0], "pattern", 0) or unknown[0])
-        b.note("TF405", f"`{callee(unknown[0])}(pattern={shown}, ...)` (line {unknown[0].lineno}) runs a pattern the "
+        b.note("TF405", f"`{callee(unknown[0])}(pattern={shown}, ...)` ({line_ref(unknown[0].lineno)}) runs a pattern the "
                "migrator cannot follow (a parameter, a call's result); if it runs this one, its `max_rounds` "
                "applies: AG2's default `max_rounds=20` is assumed", pos(pcall))
     else:
@@ -499,26 +526,110 @@ def _unfollowed_runs(mod: Module) -> list[pyast.Call]:
     return out
 
 
-def _context_init(cx: Ctx, node: Optional[pyast.AST]) -> None:
-    mod, b = cx.mod, cx.b
+def _context_init(cx: Ctx, node: Optional[pyast.AST], pcall: pyast.Call) -> None:
+    """`context KEY = VALUE` for the pattern's initial context: `ContextVariables(data={...})` (or the
+    swarm API's plain dict), then the changes made to it before the run, in source order
+    (`ctx["k"] = v`, `ctx.set("k", v)`, `ctx.update({...})`, `ctx.remove("k")`, `data["k"] = v`), a
+    change under an `if` or in a loop the pattern is not in reported (TF410), one not followed TF406."""
+    mod = cx.mod
+    holders = {n.id for n in (node,) if isinstance(n, pyast.Name)}
     node = mod.resolve(node)
-    data = None
+    data_node = None
     if isinstance(node, pyast.Call) and callee(node) == "ContextVariables":
-        data = mod.resolve(kwarg(node, "data", 0))
+        data_node = kwarg(node, "data", 0)
+        holders |= {data_node.id} if isinstance(data_node, pyast.Name) else set()
+        data_node = mod.resolve(data_node)
     elif isinstance(node, pyast.Dict):  # the legacy swarm API takes a plain dict
-        data = node
-    if not isinstance(data, pyast.Dict):
+        data_node = node
+    if not isinstance(data_node, pyast.Dict):
         return
-    for k, v in zip(data.keys, data.values):
+    values: dict[str, tuple[object, pyast.AST]] = {}
+    for k, v in zip(data_node.keys, data_node.values):
         key = mod.string(k)
-        value = mod.literal(v)
-        if key is None:
-            continue
+        if key is not None:
+            values[key] = (mod.literal(v), v)
+    for st in _context_changes(mod, holders):
+        mod.note_guarded(st, pcall)
+        if not _apply_context_change(mod, st, values):
+            cx.b.note("TF406", f"`{_show_stmt(st)}` changes the context variables in a way the migrator does not "
+                      "follow; the flow's initial context leaves it out, so its context conditions may see other "
+                      "values", pos(st))
+    for key, (value, at) in values.items():
         if isinstance(value, (bool, int, float, str)) or value is None:
-            b.context(_key(cx, key, k or data), value)
+            cx.b.context(_key(cx, key, at), value)
             continue
-        b.note("TF409", f"context variable `{key}` starts as a list or dict, which a `context` statement "
-               "cannot hold; not initialised", pos(v))
+        cx.b.note("TF409", f"context variable `{key}` starts as a list or dict, which a `context` statement "
+                  "cannot hold; not initialised", pos(at))
+
+
+def _context_changes(mod: Module, holders: set[str]) -> list[pyast.stmt]:
+    """The simple statements outside functions that change `holders` (the ContextVariables and its
+    data dict) item by item or by a method, in source order."""
+    out = []
+    for st in pyast.walk(mod.tree):
+        where = mod.uses.get(id(st))
+        if where is None or where.in_def or not isinstance(st, (pyast.Assign, pyast.AugAssign, pyast.Expr,
+                                                                 pyast.Delete)):
+            continue
+        if isinstance(st, pyast.Expr):
+            f = st.value.func if isinstance(st.value, pyast.Call) else None
+            targets = [f.value] if isinstance(f, pyast.Attribute) and f.attr not in ("get", "keys", "values", "items",
+                                                                                      "to_dict", "copy") else []
+        else:  # `ctx[...] = v`, `ctx.data[...] = v` (not `ctx = ...`, the binding itself)
+            targets = [t for t in (st.targets if isinstance(st, (pyast.Assign, pyast.Delete)) else [st.target])
+                       if not isinstance(t, pyast.Name)]
+        for t in targets:
+            while isinstance(t, (pyast.Subscript, pyast.Attribute)) and not (
+                    isinstance(t, pyast.Attribute) and isinstance(t.value, pyast.Name) and t.attr != "data"):
+                t = t.value
+            if isinstance(t, pyast.Name) and t.id in holders:
+                out.append((where.order, st))
+                break
+    return [st for _, st in sorted(out, key=lambda e: e[0])]
+
+
+def _apply_context_change(mod: Module, st: pyast.stmt, values: dict) -> bool:
+    """Apply `ctx["k"] = v` / `del ctx["k"]` / `ctx.set("k", v)` / `ctx.update({...})` /
+    `ctx.remove("k")` to `values`; False for any other change."""
+    if isinstance(st, (pyast.Assign, pyast.Delete)) and len(st.targets) == 1 \
+            and isinstance(st.targets[0], pyast.Subscript):
+        key = mod.string(st.targets[0].slice)
+        if key is None:
+            return False
+        if isinstance(st, pyast.Assign):
+            values[key] = (mod.literal(st.value), st.value)
+        else:
+            values.pop(key, None)
+        return True
+    call = st.value if isinstance(st, pyast.Expr) else None
+    if not (isinstance(call, pyast.Call) and isinstance(call.func, pyast.Attribute)) or call.keywords:
+        return False
+    return _context_method(mod, call.func.attr, call.args, values)
+
+
+def _context_method(mod: Module, method: str, args: list, values: dict) -> bool:
+    """`ctx.set("k", v)`, `ctx.remove("k")` / `.pop("k")`, `ctx.update({...})` applied to `values`."""
+    key = mod.string(args[0]) if args else None
+    if method == "set" and len(args) == 2 and key is not None:
+        values[key] = (mod.literal(args[1]), args[1])
+        return True
+    if method in ("remove", "pop") and len(args) == 1 and key is not None:
+        values.pop(key, None)
+        return True
+    update = mod.resolve(args[0]) if method == "update" and len(args) == 1 else None
+    if not isinstance(update, pyast.Dict):
+        return False
+    keys = [mod.string(k) for k in update.keys]
+    if any(k is None for k in keys):
+        return False
+    for k, v in zip(keys, update.values):
+        values[k] = (mod.literal(v), v)
+    return True
+
+
+def _show_stmt(st: pyast.AST) -> str:
+    text = " ".join(pyast.unparse(st).split())
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _manager_termination(cx: Ctx, node: pyast.AST) -> None:
@@ -655,6 +766,10 @@ _OPTION_STRINGS = {"terminate": ("terminate",), "revert_to_user": ("initiator",)
                    "swarm_manager": ("group_manager",), "group_manager": ("group_manager",)}
 
 
+_BUILTIN_TARGETS = {"RevertToUserTarget": ("initiator",), "TerminateTarget": ("terminate",), "StayTarget": ("stay",),
+                    "GroupManagerTarget": ("group_manager",)}
+
+
 def _target(cx: Ctx, node: Optional[pyast.AST], at: Optional[pyast.AST]):
     node = cx.mod.resolve(node)
     kind = callee(node) if isinstance(node, pyast.Call) else ""
@@ -668,14 +783,8 @@ def _target(cx: Ctx, node: Optional[pyast.AST], at: Optional[pyast.AST]):
         raw = cx.mod.string(kwarg(node, "agent_name", 0))
         if raw is not None and raw in cx.names.map:
             return cx.names.map[raw]
-    if kind == "RevertToUserTarget":
-        return ("initiator",)
-    if kind == "TerminateTarget":
-        return ("terminate",)
-    if kind == "StayTarget":
-        return ("stay",)
-    if kind == "GroupManagerTarget":
-        return ("group_manager",)
+    if kind in _BUILTIN_TARGETS:
+        return _BUILTIN_TARGETS[kind]
     if isinstance(node, pyast.Attribute) and node.attr in _AFTER_WORK_OPTIONS:  # AfterWorkOption.TERMINATE
         return _AFTER_WORK_OPTIONS[node.attr]
     if isinstance(node, pyast.Constant) and isinstance(node.value, str):

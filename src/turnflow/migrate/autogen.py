@@ -17,7 +17,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from turnflow.migrate.common import MAX_ROUTES, FlowBuilder, Migration, Names, Pos, fail, render, tool_name
+from turnflow.migrate.common import (MAX_ROUTES, FlowBuilder, MigrateError, Migration, Names, Pos, fail, render,
+                                    tool_name)
 from turnflow.migrate.jsonpos import Positions, load
 from turnflow.source import SourceText
 from turnflow.diagnostics.listing import bounded
@@ -79,15 +80,20 @@ def _teams(data: Any, pos: Positions, path: str, src: SourceText) -> list[dict]:
         return _gallery_teams(data, pos, path, src)
     if isinstance(data, list) and data and all(_kind(t) in TEAMS for t in data):
         return data
+    raise _not_a_team(data, pos, path, src)
+
+
+def _not_a_team(data: Any, pos: Positions, path: str, src: SourceText) -> MigrateError:
+    """The TF401 for JSON that holds no team: an other component (its type), or something else."""
     if isinstance(data, dict) and _kind(data):
         ctype = data.get("component_type")
-        raise fail("TF401", f"`{_kind(data)}` is " + (f"a component of type {json.dumps(ctype)}" if isinstance(ctype, str)
-                   else "not a team component") + f", not a team; supported teams: {', '.join(TEAMS)}",
-                   pos.of(data, "provider"), path, src)
+        return fail("TF401", f"`{_kind(data)}` is " + (f"a component of type {json.dumps(ctype)}" if isinstance(ctype, str)
+                    else "not a team component") + f", not a team; supported teams: {', '.join(TEAMS)}",
+                    pos.of(data, "provider"), path, src)
     where = data[0] if isinstance(data, list) and data else data
-    raise fail("TF401", "not an AutoGen team component: expected an object with \"provider\" naming one of "
-               f"{', '.join(TEAMS)}, a list of them, or a gallery file with components.teams",
-               pos.of(where) if isinstance(where, (dict, list)) else Pos(1, 1), path, src)
+    return fail("TF401", "not an AutoGen team component: expected an object with \"provider\" naming one of "
+                f"{', '.join(TEAMS)}, a list of them, or a gallery file with components.teams",
+                pos.of(where) if isinstance(where, (dict, list)) else Pos(1, 1), path, src)
 
 
 def _gallery_teams(data: dict, pos: Positions, path: str, src: SourceText) -> list[dict]:
@@ -305,7 +311,16 @@ def _team(team: dict, pos: Positions, blocks: Names, path: str, src: SourceText)
 
     _termination_rules(b, term, agents, by_name)
 
-    # -- routing (speakers that always end the run need none) ------------------------
+    _routing(team, kind, b, agents, term, names, selection, pos, path, src)
+    return b
+
+
+def _routing(team: dict, kind: str, b: FlowBuilder, agents, term: "Term", names: Names, selection,
+             pos: Positions, path: str, src: SourceText) -> None:
+    """Who speaks after whom, per kind of team (speakers that always end the run need none)."""
+    cfg = _config(team)
+    order = [a.name for a in agents]
+    by_name = {a.name: a for a in agents}
     ended = {s for s in term.sources if s in by_name}
     agents = [a for a in agents if a.name not in ended]
     # TextMessageTermination: after the handoffs, a round that produced text ends the run
@@ -320,7 +335,6 @@ def _team(team: dict, pos: Positions, blocks: Names, path: str, src: SourceText)
         _terminating_handoffs(b, agents, term, order)
         _text_message(b, term, by_name)
         _graph(cfg, pos, b, names, order, path, src, ended | texted)
-    return b
 
 
 def _ignored_settings(b: FlowBuilder, cfg: dict, pos) -> None:

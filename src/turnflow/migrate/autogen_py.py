@@ -156,6 +156,13 @@ class Reader:
             self.p.mark(comp, node)
             return self.p.mark(comp, node, "provider")
         kind = callee(node)
+        comp = {"provider": f"{_PACKAGE['termination']}.{kind}", "config": self._termination_config(kind, node)}
+        self.p.mark(comp, node)
+        return self.p.mark(comp, node, "provider")
+
+    def _termination_config(self, kind: str, node: pyast.Call) -> dict:
+        """The component config of one termination condition's constructor call."""
+        mod = self.mod
         cfg: dict = {}
         if kind == "MaxMessageTermination":
             cfg["max_messages"] = self.number(kwarg(node, "max_messages", 0))
@@ -175,9 +182,7 @@ class Reader:
             cfg["function_name"] = mod.string(kwarg(node, "function_name", 0))
         elif kind == "TimeoutTermination":
             cfg["timeout_seconds"] = self.number(kwarg(node, "timeout_seconds", 0))
-        comp = {"provider": f"{_PACKAGE['termination']}.{kind}", "config": cfg}
-        self.p.mark(comp, node)
-        return self.p.mark(comp, node, "provider")
+        return cfg
 
     def number(self, node: Optional[pyast.AST]) -> Any:
         value = self.mod.literal(node)
@@ -215,6 +220,7 @@ class Reader:
         self.p.mark(graph, node)
         for call in _builder_calls(mod, builder):
             method = callee(call)
+            mod.note_guarded(call, team_call)  # under an `if` / in a loop the team is not in: TF410
             if method == "add_node":
                 a = self.agent(kwarg(call, "node", 0))
                 if a is None:
@@ -300,16 +306,7 @@ class Reader:
         term = self.termination(kwarg(call, "termination_condition"))
         if term is not None:
             cfg["termination_condition"] = term
-        mt = kwarg(call, "max_turns")
-        if mt is not None:
-            cfg["max_turns"] = self.number(mt)
-            self.p.mark(cfg, mt, "max_turns")
-        for key in ("allow_repeated_speaker", "emit_team_events", "max_stalls"):
-            v = kwarg(call, key)
-            if v is not None:
-                value = mod.literal(v)
-                cfg[key] = value if is_literal(value) else f"<{pyast.unparse(v)}>"
-                self.p.mark(cfg, v, key)
+        self._settings(cfg, call)
         if kind == "GraphFlow":
             self._graph_config(cfg, call, graph)
         comp = {"provider": f"{_PACKAGE['team']}.{kind}", "component_type": "team", "config": cfg}
@@ -322,6 +319,20 @@ class Reader:
                 python[key] = fn
         comp["_python"] = python
         return comp
+
+    def _settings(self, cfg: dict, call: pyast.Call) -> None:
+        """`max_turns`, `allow_repeated_speaker`, `emit_team_events`, `max_stalls` of the team call
+        (a value that is not a literal kept as `<source>`, which the JSON front end reports)."""
+        mt = kwarg(call, "max_turns")
+        if mt is not None:
+            cfg["max_turns"] = self.number(mt)
+            self.p.mark(cfg, mt, "max_turns")
+        for key in ("allow_repeated_speaker", "emit_team_events", "max_stalls"):
+            v = kwarg(call, key)
+            if v is not None:
+                value = self.mod.literal(v)
+                cfg[key] = value if is_literal(value) else f"<{pyast.unparse(v)}>"
+                self.p.mark(cfg, v, key)
 
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from collections.abc import Sequence
 from typing import Optional
 
-from turnflow.migrate.common import MAX_ROUTES, FlowBuilder, Migration, Names, Pos, fail, render
+from turnflow.migrate.common import MAX_ROUTES, FlowBuilder, Migration, Names, Pos, fail, line_ref, render
 from turnflow.migrate.rotation import AllBut, Rotation
 from turnflow.migrate.pyread import (Module, agent_classes, assigned_name, callee, calls, filled_in_loop,
                                      is_agent_call, is_literal, kwarg, loop_message, note_choices, parse_module, pos,
@@ -79,31 +79,9 @@ def migrate(text: str, path: str, src: Optional[SourceText] = None) -> Migration
     found: list[tuple[Classic, pyast.Call, list]] = []
     for scope in scopes(mod):
         group_calls = [c for c in scope.own_calls if callee(c) in group_classes]
-        if not group_calls:
-            continue
-        view = scope.mod
-        cx = Classic(view, scope=scope.name)
-        renames: list[tuple[Optional[Agent], str]] = []
-        for call in calls(view.tree):
-            if callee(call) in group_classes or not is_agent_call(view, call, classes):
-                continue
-            var = _bound_var(view, call)
-            raw = view.string(kwarg(call, "name", 0))
-            if raw is None:
-                if var is None:
-                    continue
-                raw = var
-                renames.append((None, f"the name of `{var}` is not a string literal; the variable name is used"))
-            name, changed = cx.names.add(raw)
-            agent = Agent(var=var or raw, raw=raw, name=name, call=call,
-                          description=view.string(kwarg(call, "description")),
-                          system_message=view.string(kwarg(call, "system_message", 1)),
-                          termination=kwarg(call, "is_termination_msg"))
-            cx.agents[id(call)] = agent
-            if changed:
-                renames.append((agent, f"agent name {json.dumps(raw)} is not a valid flow NAME; renamed to `{name}`"))
-        for call in group_calls:
-            found.append((cx, call, renames))
+        if group_calls:
+            cx, renames = _scope_agents(scope, classes, group_classes)
+            found += [(cx, call, renames) for call in group_calls]
     if not found:
         raise fail("TF401", "no `GroupChat(...)` call found: nothing to migrate", Pos(1, 1), path, src)
     block_names = _block_names([(cx.scope, _bound_var(cx.mod, call)) for cx, call, _ in found])
@@ -113,6 +91,7 @@ def migrate(text: str, path: str, src: Optional[SourceText] = None) -> Migration
         if id(call) in cx.mod.in_loop:
             raise fail("TF401", "`GroupChat(...)` is built in a loop or comprehension; the migrator reads "
                        "code without running it and cannot tell which group chat runs", pos(call), path, src)
+        _changed_after_built(cx.mod, call)
         cx.mod.take_choices()
         b = _group(cx, call, block)
         note_choices(cx.mod, b)
@@ -124,6 +103,34 @@ def migrate(text: str, path: str, src: Optional[SourceText] = None) -> Migration
         builders.append(b)
     return render(builders, [f"Migrated by `turnflow migrate` from {path} (classic GroupChat)."],
                   path, src, "classic")
+
+
+def _scope_agents(scope, classes: set[str], group_classes: set[str]) \
+        -> tuple[Classic, list[tuple[Optional[Agent], str]]]:
+    """The agents a scope constructs (its view of the module), and the renames to report: a name
+    that is not a string literal (the variable's is used), one that is not a valid flow NAME."""
+    view = scope.mod
+    cx = Classic(view, scope=scope.name)
+    renames: list[tuple[Optional[Agent], str]] = []
+    for call in calls(view.tree):
+        if callee(call) in group_classes or not is_agent_call(view, call, classes):
+            continue
+        var = _bound_var(view, call)
+        raw = view.string(kwarg(call, "name", 0))
+        if raw is None:
+            if var is None:
+                continue
+            raw = var
+            renames.append((None, f"the name of `{var}` is not a string literal; the variable name is used"))
+        name, changed = cx.names.add(raw)
+        agent = Agent(var=var or raw, raw=raw, name=name, call=call,
+                      description=view.string(kwarg(call, "description")),
+                      system_message=view.string(kwarg(call, "system_message", 1)),
+                      termination=kwarg(call, "is_termination_msg"))
+        cx.agents[id(call)] = agent
+        if changed:
+            renames.append((agent, f"agent name {json.dumps(raw)} is not a valid flow NAME; renamed to `{name}`"))
+    return cx, renames
 
 
 def _block_names(keys: list[tuple[Optional[str], Optional[str]]], default: str = "groupchat") -> list[str]:
@@ -174,22 +181,194 @@ def _agent_list(cx: Classic, node: Optional[pyast.AST], what: str, at: pyast.AST
     return list(by_name.values())
 
 
-def _transition_items(mod: Module, b: FlowBuilder, var: Optional[str]) -> list[tuple[pyast.AST, pyast.AST]]:
-    """`d[a] = [...]` statements filling the transitions dict `var` (refused in a loop; TF410 at the
-    branch when one runs only under an `if`: the flow assumes it runs)."""
+# the GroupChat attributes that make the speaker graph: changing one after the GroupChat is built
+# changes the chat that runs, and the migrator reads the constructor's arguments
+_GRAPH_ATTRS = ("agents", "max_round", "speaker_selection_method", "allow_repeat_speaker",
+                "allowed_or_disallowed_speaker_transitions", "speaker_transitions_type",
+                "allowed_speaker_transitions_dict")
+
+
+def _changed_after_built(mod: Module, call: pyast.Call) -> None:
+    """TF401 at a statement that changes one of `_GRAPH_ATTRS` of the GroupChat `call` builds
+    (`groupchat.max_round = 5`, `groupchat.agents.append(a)`): the flow would silently be the
+    constructor's chat, not the one that runs."""
+    for st in pyast.walk(mod.tree):
+        if not isinstance(st, (pyast.Assign, pyast.AugAssign, pyast.AnnAssign, pyast.Expr, pyast.Delete)):
+            continue
+        where = mod.uses.get(id(st))
+        if where is None or where.in_def:
+            continue
+        for base, attr in _attribute_changes(st):
+            if attr in _GRAPH_ATTRS and _is_the_chat(mod, base, call):
+                raise fail("TF401", f"`{_show(st)}` changes the GroupChat's `{attr}` after it is built; the migrator "
+                           "reads what `GroupChat(...)` is given: pass it there, or migrate the running object "
+                           "with --import", pos(st), mod.path, mod.src)
+
+
+def _is_the_chat(mod: Module, base: pyast.expr, call: pyast.Call) -> bool:
+    """`base` is the GroupChat `call` builds: its variable, or `manager.groupchat` of a
+    GroupChatManager built on it."""
+    if isinstance(base, pyast.Attribute) and base.attr in ("groupchat", "_groupchat"):
+        manager = mod.resolve(base.value)
+        return isinstance(manager, pyast.Call) and mod.resolve(kwarg(manager, "groupchat", 0)) is call
+    return mod.resolve(base) is call
+
+
+def _attribute_changes(st: pyast.stmt) -> list[tuple[pyast.expr, str]]:
+    """(the object, the attribute) of each `obj.attr` a simple statement sets or changes in place:
+    `obj.attr = v`, `obj.attr += v`, `obj.attr[k] = v`, `del obj.attr[k]`, `obj.attr.append(v)`,
+    `obj.attr[k].append(v)`."""
+    if isinstance(st, pyast.Expr):
+        call = st.value
+        if not (isinstance(call, pyast.Call) and isinstance(call.func, pyast.Attribute)
+                and call.func.attr in _MUTATORS):
+            return []
+        targets = [call.func.value]
+    elif isinstance(st, pyast.Assign):
+        targets = list(st.targets)
+    elif isinstance(st, pyast.Delete):
+        targets = list(st.targets)
+    else:
+        targets = [st.target]  # type: ignore[attr-defined]
+    out: list[tuple[pyast.expr, str]] = []
+    for t in targets:
+        while isinstance(t, pyast.Subscript):
+            t = t.value
+        if isinstance(t, pyast.Attribute) and (isinstance(t.value, pyast.Name)
+                                               or (isinstance(t.value, pyast.Attribute)
+                                                   and isinstance(t.value.value, pyast.Name))):
+            out.append((t.value, t.attr))
+    return out
+
+
+_MUTATORS = ("append", "extend", "insert", "remove", "pop", "clear", "update", "sort", "reverse", "setdefault",
+             "popitem", "__setitem__", "__delitem__")
+_LIST_CHANGES = ("append", "extend", "insert", "remove")
+_COMPOUND = (pyast.If, pyast.For, pyast.AsyncFor, pyast.While, pyast.Try, pyast.With, pyast.AsyncWith, pyast.Match,
+             pyast.FunctionDef, pyast.AsyncFunctionDef, pyast.ClassDef)
+
+
+def _transition_changes(mod: Module, var: Optional[str]) -> list[tuple[str, pyast.AST, Optional[pyast.AST],
+                                                                       pyast.stmt]]:
+    """The statements that change the transitions dict `var` after its literal, in source order, as
+    (kind, key, value, statement): `d[a] = [...]` ("set"), `d[a].append(x)` / `.insert(i, x)` /
+    `.remove(x)` / `.extend(xs)` and `d[a] += xs` ("extend"). Any other change of `d` (`d.update(...)`,
+    `del d[a]`, `d[a].pop()`, ...) is refused: the migrator would not know the transitions."""
+    if var is None:
+        return []
     out = []
-    for k, v in mod.items.get(var, []) if var else []:
-        if any(id(n) in mod.in_loop for n in (k, v)):
+    for st in pyast.walk(mod.tree):
+        if not isinstance(st, pyast.stmt) or isinstance(st, _COMPOUND):
+            continue  # a compound statement's own statements are visited too
+        where = mod.uses.get(id(st))
+        if where is None or where.in_def:
+            continue  # a function body's own dict
+        change = _transition_change(st, var)
+        if change is not None:
+            out.append((where.order, change, st))
+        elif _touches(st, var):
+            raise fail("TF401", f"the transitions dict `{var}` is changed by `{_show(st)}`, which the migrator "
+                       "does not follow; write the dict out (or set items with `d[a] = [...]`)", pos(st),
+                       mod.path, mod.src)
+    return [(kind, key, value, st) for _, (kind, key, value), st in sorted(out, key=lambda e: e[0])]
+
+
+def _transition_change(st: pyast.stmt, var: str) -> Optional[tuple[str, pyast.AST, Optional[pyast.AST]]]:
+    def item(node: pyast.AST) -> Optional[pyast.AST]:
+        ok = isinstance(node, pyast.Subscript) and isinstance(node.value, pyast.Name) and node.value.id == var
+        return node.slice if ok else None  # type: ignore[attr-defined]
+
+    if isinstance(st, pyast.Assign) and len(st.targets) == 1 and item(st.targets[0]) is not None:
+        return "set", item(st.targets[0]), st.value  # type: ignore[return-value]
+    if isinstance(st, pyast.AugAssign) and isinstance(st.op, pyast.Add) and item(st.target) is not None:
+        return "extend", item(st.target), st.value  # type: ignore[return-value]
+    call = st.value if isinstance(st, pyast.Expr) else None
+    if isinstance(call, pyast.Call) and isinstance(call.func, pyast.Attribute) and call.func.attr in _LIST_CHANGES \
+            and item(call.func.value) is not None and not call.keywords and call.args \
+            and len(call.args) == (2 if call.func.attr == "insert" else 1):
+        return call.func.attr, item(call.func.value), call.args[-1]  # type: ignore[return-value]
+    return None
+
+
+def _touches(st: pyast.stmt, var: str) -> bool:
+    """`st` changes the dict `var` or one of its lists in a way `_transition_change` does not read."""
+    for n in pyast.walk(st):
+        if isinstance(n, pyast.Call) and isinstance(n.func, pyast.Attribute):
+            obj = n.func.value
+            if isinstance(obj, pyast.Subscript):
+                obj = obj.value
+            if isinstance(obj, pyast.Name) and obj.id == var and n.func.attr not in ("get", "keys", "values",
+                                                                                       "items", "copy", "count",
+                                                                                       "index"):
+                return True
+        if isinstance(n, (pyast.Delete, pyast.AugAssign, pyast.Assign)):
+            targets = n.targets if isinstance(n, (pyast.Delete, pyast.Assign)) else [n.target]
+            if any(isinstance(t, pyast.Subscript) and isinstance(t.value, (pyast.Name, pyast.Subscript))
+                   and var in {x.id for x in pyast.walk(t.value) if isinstance(x, pyast.Name)} for t in targets):
+                return True
+    return False
+
+
+def _show(node: pyast.AST) -> str:
+    text = " ".join(pyast.unparse(node).split())
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _apply_transition(cx: Classic, given: dict[str, list[str]], change: tuple, at: pyast.AST) -> None:
+    """One change of the transitions dict (`_transition_changes`) applied to `given`."""
+    mod = cx.mod
+    kind, key_node, value_node, st = change
+    key = cx.agent_of(key_node)
+    if key is None:
+        raise fail("TF401", "transition keys must be agent variables", pos(key_node), mod.path, mod.src)
+    if kind == "set":
+        given[key.name] = [a.name for a in _agent_list(cx, value_node, "a transition list", at)]
+        return
+    if key.name not in given:
+        raise fail("TF401", f"`{_show(st)}` changes the transitions of `{key.raw}`, which the dict does not "
+                   "have yet (the program would fail with a KeyError)", pos(st), mod.path, mod.src)
+    if kind == "extend":
+        added = [a.name for a in _agent_list(cx, value_node, "a transition list", at)]
+    else:
+        agent = cx.agent_of(value_node)
+        if agent is None:
+            raise fail("TF401", f"`{pyast.unparse(value_node)}` is not an agent created in this file",
+                       pos(value_node), mod.path, mod.src)
+        added = [agent.name]
+    if kind == "remove":
+        if added[0] in given[key.name]:
+            given[key.name].remove(added[0])
+        return
+    given[key.name] += [n for n in added if n not in given[key.name]]
+
+
+def _transition_items(cx: Classic, b: FlowBuilder, var: Optional[str], call: pyast.Call,
+                      disallowed: bool = False) -> list[tuple]:
+    """The changes of the transitions dict `var` after its literal (refused in a loop; TF410 at the
+    branch when one runs only under an `if` the chat is not in: the flow assumes it runs). A
+    *disallowed* dict is inverted when the GroupChat is built, so a change after that is a TF409
+    and not applied (an *allowed* dict is the GroupChat's own: later changes count)."""
+    mod = cx.mod
+    out = []
+    for change in _transition_changes(mod, var):
+        kind, k, v, st = change
+        if id(st) in mod.in_loop:
             raise fail("TF401", "the transitions dict is filled in a loop; the migrator reads code without "
                        "running it: write the dict out", pos(k), mod.path, mod.src)
-        where = mod.uses.get(id(v))
-        if where is not None and where.chain:
+        where, at = mod.uses.get(id(st)), mod.uses.get(id(call))
+        if disallowed and where is not None and at is not None and where.order > at.order:
+            b.note("TF409", f"`{_show(st)}` changes the disallowed transitions after the GroupChat is built "
+                   f"({line_ref(call.lineno)}), which has already turned them into its allowed ones; the "
+                   "change has no effect and the flow leaves it out", pos(st))
+            continue
+        if where is not None and where.chain and (at is None or where.chain[:len(at.chain)] != at.chain
+                                                   or len(where.chain) > len(at.chain)):
             branch = mod.branches[where.chain[-1][0]]
-            b.note("TF410", f"`{pyast.unparse(k)}`'s transitions are set in a branch (line "
-                   f"{getattr(branch, 'lineno', 0)}), decided when the program runs; this flow follows that branch, "
-                   f"`{var}[{pyast.unparse(k)}] = {pyast.unparse(v)[:50]}`",
+            b.note("TF410", f"`{pyast.unparse(k)}`'s transitions are {'set' if kind == 'set' else 'changed'} in a "
+                   f"branch ({line_ref(getattr(branch, 'lineno', 0))}), decided when the program runs; this flow "
+                   f"follows that branch, `{_show(st)}` ({line_ref(st.lineno)})",
                    pos(branch.test if isinstance(branch, pyast.If) else branch))
-        out.append((k, v))
+        out.append(change)
     return out
 
 
@@ -442,17 +621,17 @@ def _transitions(cx: Classic, b: FlowBuilder, call: pyast.Call, rota: Rotation,
     if ttype is None or ttype is _NOTLIT or str(ttype).lower() not in ("allowed", "disallowed"):
         raise fail("TF401", "`speaker_transitions_type` must be \"allowed\" or \"disallowed\" when "
                    "transitions are given", pos(ttype_node or call), path, src)
-    given: dict[str, Sequence[str]] = {}
-    pairs: list[tuple[Optional[pyast.AST], pyast.AST]] = list(zip(resolved.keys, resolved.values))
-    var = transitions_node.id if isinstance(transitions_node, pyast.Name) else None
-    pairs += _transition_items(mod, b, var)
-    for key_node, value_node in pairs:
+    given: dict[str, list[str]] = {}
+    for key_node, value_node in zip(resolved.keys, resolved.values):
         key = cx.agent_of(key_node)
         if key is None:
             raise fail("TF401", "transition keys must be agent variables", pos(key_node or resolved), path, src)
         given[key.name] = [a.name for a in _agent_list(cx, value_node, "a transition list", resolved)]
+    var = transitions_node.id if isinstance(transitions_node, pyast.Name) else None
+    for change in _transition_items(cx, b, var, call, disallowed=str(ttype).lower() == "disallowed"):
+        _apply_transition(cx, given, change, resolved)
     if str(ttype).lower() == "allowed":
-        return given
+        return {k: v for k, v in given.items()}
     allowed: dict[str, Sequence[str]] = {n: rota.all for n in rota.names}
     for key_name, dis in given.items():
         allowed[key_name] = rota.all_but(dis)
@@ -565,19 +744,9 @@ def _meets(names: set[str], successors: Sequence[str]) -> bool:
 
 
 def _termination(cx: Classic, b: FlowBuilder, manager, agents, speakers, successors) -> None:
-    mod = cx.mod
+    """The manager's `is_termination_msg` (first), then each agent's own (grouped by predicate)."""
     if manager is not None:
-        node = kwarg(manager, "is_termination_msg")
-        if node is not None:
-            test = termination_test(mod, node)
-            if test is None or test.text is None:
-                b.note("TF405", "the manager's `is_termination_msg` does not test the message text for a marker "
-                       "the migrator can read; dropped", pos(node))
-            else:
-                if not test.exact:
-                    b.note("TF405", f"the manager's `is_termination_msg` uses {test.how}; approximated by "
-                           f"`text contains {json.dumps(test.text)}`", pos(node))
-                b.rule(None, ("terminate", "is_termination_msg"), [("text", test.text)])
+        _manager_termination(cx, b, kwarg(manager, "is_termination_msg"))
     # an agent's own check: the chat ends when that agent is picked to reply to a matching message
     groups: dict[str, list[Agent]] = {}
     for agent in agents:
@@ -585,29 +754,49 @@ def _termination(cx: Classic, b: FlowBuilder, manager, agents, speakers, success
             groups.setdefault(pyast.unparse(agent.termination), []).append(agent)
     emitted: set[tuple[str, str]] = set()
     for members in groups.values():
-        first = members[0]
-        test = termination_test(mod, first.termination)
-        who = bounded(f"`{a.name}`" for a in members)
-        others = tuple(pos(a.termination) for a in members[1:])
-        if test is None or test.text is None:
-            b.note("TF405", f"the `is_termination_msg` of {who} does not test the message text for a marker "
-                   "the migrator can read; dropped", pos(first.termination), also=others)
-            continue
-        names = {a.name for a in members}
-        sources = [x for x in speakers if _meets(names, successors(x))]
-        if not sources:
-            continue
-        how = "" if test.exact else f"; it uses {test.how}, approximated by `text contains`"
-        message = (f"the `is_termination_msg` of {who} ends the chat only when that agent is picked to reply to "
-                   "a matching message; approximated by ending after any matching message from a speaker that "
-                   f"may be followed by it{how}")
-        b.note("TF405", message, pos(first.termination), also=others)
-        if set(sources) == set(speakers):
-            sources = [None]
-        for x in sources:
-            if (x or "*", test.text) not in emitted and ("*", test.text) not in emitted:
-                emitted.add((x or "*", test.text))
-                b.rule(x, ("terminate", "is_termination_msg"), [("text", test.text)])
+        _agents_termination(cx, b, members, speakers, successors, emitted)
+
+
+def _manager_termination(cx: Classic, b: FlowBuilder, node: Optional[pyast.AST]) -> None:
+    if node is None:
+        return
+    test = termination_test(cx.mod, node)
+    if test is None or test.text is None:
+        b.note("TF405", "the manager's `is_termination_msg` does not test the message text for a marker "
+               "the migrator can read; dropped", pos(node))
+        return
+    if not test.exact:
+        b.note("TF405", f"the manager's `is_termination_msg` uses {test.how}; approximated by "
+               f"`text contains {json.dumps(test.text)}`", pos(node))
+    b.rule(None, ("terminate", "is_termination_msg"), [("text", test.text)])
+
+
+def _agents_termination(cx: Classic, b: FlowBuilder, members: list[Agent], speakers, successors,
+                        emitted: set[tuple[str, str]]) -> None:
+    """The `is_termination_msg` shared by `members`: a rule from each speaker one of them may follow."""
+    first = members[0]
+    test = termination_test(cx.mod, first.termination)
+    who = bounded(f"`{a.name}`" for a in members)
+    others = tuple(pos(a.termination) for a in members[1:])
+    if test is None or test.text is None:
+        b.note("TF405", f"the `is_termination_msg` of {who} does not test the message text for a marker "
+               "the migrator can read; dropped", pos(first.termination), also=others)
+        return
+    names = {a.name for a in members}
+    sources = [x for x in speakers if _meets(names, successors(x))]
+    if not sources:
+        return
+    how = "" if test.exact else f"; it uses {test.how}, approximated by `text contains`"
+    message = (f"the `is_termination_msg` of {who} ends the chat only when that agent is picked to reply to "
+               "a matching message; approximated by ending after any matching message from a speaker that "
+               f"may be followed by it{how}")
+    b.note("TF405", message, pos(first.termination), also=others)
+    if set(sources) == set(speakers):
+        sources = [None]
+    for x in sources:
+        if (x or "*", test.text) not in emitted and ("*", test.text) not in emitted:
+            emitted.add((x or "*", test.text))
+            b.rule(x, ("terminate", "is_termination_msg"), [("text", test.text)])
 
 
 # --------------------------------------------------------------------------

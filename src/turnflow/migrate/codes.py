@@ -269,7 +269,12 @@ DOCS["TF410"] = """
     `if` / `elif` branches, a termination condition built per branch, a pattern
     variable rebound in a branch. The flow follows the binding named in the
     message and says what the other branches bind; the diagnostic is at the
-    branching statement.
+    branching statement. Also a call that configures the chat and runs only
+    in a branch, an `except` handler or a loop the chat is not built in
+    (`agent.handoffs.set_after_work(...)` under `if args.escalate:`,
+    `builder.add_edge(...)` in a `for` over data read at run time): the flow
+    reads it as if it always ran (once, for a loop); the diagnostic is at the
+    call and names the `if` / `try` / loop and its line.
 
     ## Why is this bad?
     `turnflow migrate` reads your code without running it: it cannot know

@@ -29,6 +29,30 @@ NAME_RE = re.compile(r"[^\W\d](?:[\w-]*\w)?\Z")
 MAX_ROUTES = 32  # routing tools emitted per speaker: an 800-agent chat stays a bounded, readable file
 
 
+# the notebook being migrated (`notebook.Locator`), if any: comments and messages name cells and
+# lines within them, as the diagnostics do, not the JSON file's or the joined code cells' lines
+NOTEBOOK: list = []
+
+
+def input_where(p: "Pos") -> str:
+    """`line:column` of a position in the input, or `cell 3:5:24` in a notebook."""
+    cell = NOTEBOOK[0].where(p.line, p.column) if NOTEBOOK else None
+    return cell or f"{p.line}:{p.column}"
+
+
+def line_ref(lineno: int) -> str:
+    """`line 12` of a Python source (an `ast` line number), or `cell 3, line 5` in a notebook."""
+    cell = NOTEBOOK[0].python_line(lineno) if NOTEBOOK else None
+    return cell or f"line {lineno}"
+
+
+def lines_ref(linenos: list[int]) -> str:
+    """`lines 3, 7`, or `cell 2, line 3; cell 4, line 1` in a notebook."""
+    if NOTEBOOK:
+        return bounded((line_ref(n) for n in linenos), "; ")
+    return "lines " + bounded(str(n) for n in linenos)
+
+
 class MigrateError(Exception):
     """The input cannot be migrated at all; `.diagnostics` says where and why."""
 
@@ -164,7 +188,7 @@ class FlowBuilder:
             self.notes.append(Note(code, message, p))
         if comment:
             self.pending_notes.append((code, message))
-            where = bounded(f"{p.line}:{p.column}" for p in (pos, *also))
+            where = bounded(input_where(p) for p in (pos, *also))
             self.pending.append(f"{code}: {message} (input {where})" if self.input_positions else f"{code}: {message}")
 
     def comment(self, text: str) -> None:

@@ -119,6 +119,7 @@ def _autogen(team: Any, name: str, path: str) -> Migration:
     from turnflow.source import SourceText
 
     comp = _autogen_component(team, name)
+    _selection_functions(team, comp)
     b = autogen._team(comp, PyPositions(), Names(), path, SourceText("", path))  # type: ignore[arg-type]
     return render([b], [f"Migrated by `turnflow migrate` from {path} (AutoGen team object)."], path, None,
                   "autogen")
@@ -167,6 +168,45 @@ def _autogen_component(team: Any, name: str) -> dict:
                 if fn is not None and isinstance(out, dict):  # a callable the dump leaves out
                     out["condition"] = _callable_condition(fn)
     return comp
+
+
+def _selection_functions(team: Any, comp: dict) -> None:
+    """A SelectorGroupChat's `selector_func` / `candidate_func`, which `dump_component()` leaves out:
+    each read from its own source, with the global and closure names it uses bound to the team's
+    agents (or to their literal values), as the static path reads a team written in Python. One
+    that has no Python source (a builtin, a `functools.partial`, a callable object) is a TF404: the
+    flow lets the selector model pick, which is not what the team does."""
+    funcs = {key: getattr(team, f"_{key}", None) for key in ("selector_func", "candidate_func")}
+    funcs = {key: fn for key, fn in funcs.items() if fn is not None}
+    if not funcs:
+        return
+    from turnflow.migrate.autogen_py import Reader
+    from turnflow.migrate.pyread import kwarg, parse_module
+    from turnflow.source import SourceText
+
+    w = _Writer()
+    w.lines[0] = "from autogen_agentchat.teams import SelectorGroupChat"
+    members = [w.var(a) for a in getattr(team, "_participants", [])]
+    args, unreadable = [], {}
+    for key, fn in funcs.items():
+        fn_name = w.function(fn)
+        if fn_name is None:
+            shown = getattr(fn, "__qualname__", None) or type(fn).__name__
+            unreadable[key] = (f"`{key}` (`{shown}`) has no Python source the migrator can read (a builtin, a "
+                               "`functools.partial` or a callable object)")
+        else:
+            args.append(f"{key}={fn_name}")
+    w.lines.append(f"team = SelectorGroupChat([{', '.join(members)}], {', '.join(args)})")
+    text = "\n".join(w.lines) + "\n"
+    mod = parse_module(text, "<object>", SourceText(text, "<object>"))
+    call = next(n for n in pyast.walk(mod.tree) if isinstance(n, pyast.Call)
+                and isinstance(n.func, pyast.Name) and n.func.id == "SelectorGroupChat")
+    python: dict[str, Any] = {"reader": Reader(mod), "unreadable": unreadable}
+    for key in funcs:
+        node = kwarg(call, key)
+        if node is not None:
+            python[key] = node
+    comp["_python"] = python
 
 
 def _default_description(agent: Any) -> Optional[str]:
@@ -231,6 +271,23 @@ class _Writer:
         self.lines.append(f"{v} = autogen.ConversableAgent({', '.join(args)})")
         return v
 
+    def value(self, value: Any) -> Optional[str]:
+        """A free name's value as source: an agent of the chat (its variable), a list / tuple of
+        them, or a plain literal (`"APPROVE"`, `3`, `["a", "b"]`); None for anything else."""
+        if id(value) in self.vars:
+            return self.vars[id(value)]
+        if isinstance(value, (list, tuple)) and value and all(id(v) in self.vars for v in value):
+            inner = ", ".join(self.vars[id(v)] for v in value)
+            return f"[{inner}]" if isinstance(value, list) else f"({inner},)"
+        if isinstance(value, (str, int, float, bool, list, tuple, dict, type(None))):
+            text = repr(value)
+            try:
+                same = len(text) <= 10_000 and pyast.literal_eval(text) == value
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                same = False
+            return text if same else None
+        return None
+
     def function(self, fn: Any, owner: Any = None, keep_name: bool = False) -> Optional[str]:
         """The name of `fn` in the generated source (its `def` copied there, or a lambda bound to a
         name), with the names it uses that are agents of the chat bound to them; None when its
@@ -255,8 +312,9 @@ class _Writer:
             else f"live_fn_{len(self.functions) + 1}"
         self.functions.add(id(fn))
         for free, value in _free_values(fn).items():
-            if id(value) in self.vars:
-                self.lines.append(f"{free} = {self.vars[id(value)]}")
+            bound = self.value(value)
+            if bound is not None:
+                self.lines.append(f"{free} = {bound}")
         if isinstance(node, pyast.Lambda):
             self.lines.append(f"{name} = {pyast.unparse(node)}")
         else:
@@ -367,6 +425,21 @@ def _select_speaker_override(cls: type):
     return None
 
 
+def _transition_args(w: _Writer, chat: Any) -> list[str]:
+    """`allow_repeat_speaker=` or the transitions the chat uses: a disallowed dict was inverted
+    when the chat was built, so a later change of it changes nothing (an allowed dict is the chat's own)."""
+    transitions = getattr(chat, "allowed_or_disallowed_speaker_transitions", None)
+    repeat = chat.allow_repeat_speaker
+    if transitions is None:
+        if isinstance(repeat, list):
+            return [f"allow_repeat_speaker=[{', '.join(w.var(a) for a in repeat)}]"]
+        return [f"allow_repeat_speaker={repeat!r}"]
+    allowed = getattr(chat, "allowed_speaker_transitions_dict", None) or transitions
+    kind = "allowed" if allowed is not transitions else chat.speaker_transitions_type
+    items = ", ".join(f"{w.var(k)}: [{', '.join(w.var(v) for v in vs)}]" for k, vs in allowed.items())
+    return [f"allowed_or_disallowed_speaker_transitions={{{items}}}", f"speaker_transitions_type={kind!r}"]
+
+
 def classic_source(obj: Any, name: str = "groupchat", initiator: Any = None) -> str:
     """The canonical Python of a live GroupChat (or GroupChatManager and its GroupChat)."""
     manager = obj if hasattr(obj, "groupchat") else None
@@ -382,17 +455,7 @@ def classic_source(obj: Any, name: str = "groupchat", initiator: Any = None) -> 
     else:
         fn = w.function(method)
         args.append(f"speaker_selection_method={fn or 'live_unreadable_selection'}")
-    transitions = getattr(chat, "allowed_or_disallowed_speaker_transitions", None)
-    repeat = chat.allow_repeat_speaker
-    if transitions is None:
-        if isinstance(repeat, list):
-            args.append(f"allow_repeat_speaker=[{', '.join(w.var(a) for a in repeat)}]")
-        else:
-            args.append(f"allow_repeat_speaker={repeat!r}")
-    else:
-        items = ", ".join(f"{w.var(k)}: [{', '.join(w.var(v) for v in vs)}]" for k, vs in transitions.items())
-        args.append(f"allowed_or_disallowed_speaker_transitions={{{items}}}")
-        args.append(f"speaker_transitions_type={chat.speaker_transitions_type!r}")
+    args += _transition_args(w, chat)
     override = _select_speaker_override(type(chat))
     cls = "autogen.GroupChat"
     if override is not None:  # a subclass of the user's that picks the speaker itself
@@ -473,21 +536,22 @@ def _handoff_lines(w: _Writer, a: Any) -> None:
 
 
 def _tool_lines(w: _Writer, a: Any) -> None:
-    """The agent's tools, from their own source, as `agent.functions = [...]`."""
-    tools = []
+    """The agent's tools, from their own source, as `register_function(f, caller=agent, ...)` calls
+    (an `agent.functions = [...]` after construction registers nothing in AG2)."""
+    v = w.vars[id(a)]
     for t in getattr(a, "tools", []):
         fn = getattr(t, "func", None) or getattr(t, "_func", None)
         tn = w.function(fn, keep_name=True) if fn is not None else None
         if tn is not None:
-            tools.append(tn)
-    if tools:
-        w.lines.append(f"{w.vars[id(a)]}.functions = [{', '.join(tools)}]")
+            name = getattr(t, "name", None)
+            named = f", name={name!r}" if isinstance(name, str) and name != tn else ""
+            w.lines.append(f"register_function({tn}, caller={v}, executor={v}{named})")
 
 
 def pattern_source(obj: Any, name: str = "pattern", max_rounds: Optional[int] = None) -> str:
     """The canonical Python of a live AG2 group pattern."""
     w = _Writer()
-    w.lines[0] = ("from autogen import ConversableAgent\n"
+    w.lines[0] = ("from autogen import ConversableAgent, register_function\n"
                   "from autogen.agentchat.group import (AgentTarget, AgentNameTarget, RevertToUserTarget, "
                   "TerminateTarget, StayTarget, GroupManagerTarget, OnCondition, OnContextCondition, "
                   "ExpressionContextCondition, ContextExpression, StringContextCondition, StringLLMCondition, "

@@ -102,22 +102,39 @@ def extract(text: str, path: str, src: SourceText) -> Optional[Cells]:
     return Cells("\n".join(lines) + "\n", where, cells)
 
 
-def relocate(diags: Sequence[Diagnostic], cells: Cells, path: str) -> list[Diagnostic]:
-    """`diags` with the cell position of each one on a code cell's line (`Diagnostic.cell`); the
-    inverse of the mapping `extract` gives `pyread` (JSON column = line start + Python column - 1)."""
-    index: dict[int, list[tuple[int, int]]] = {}  # JSON line -> (JSON column of a Python line's start, its index)
-    for i, (at, info) in enumerate(zip(cells.where, cells.lines)):
-        if info is not None:
-            index.setdefault(at[0], []).append((at[1], i))
+class Locator:
+    """JSON positions of a notebook's code → cell positions; the inverse of the mapping `extract`
+    gives `pyread` (JSON column = line start + Python column - 1)."""
 
-    def find(line: int, column: int) -> Optional[tuple[int, tuple[int, int, str]]]:
-        """(the Python column, the cell line) of a JSON position on a code cell's line."""
-        best = max(((c, i) for c, i in index.get(line, ()) if c <= column), default=None)
+    def __init__(self, cells: Cells):
+        self.cells = cells
+        self.index: dict[int, list[tuple[int, int]]] = {}  # JSON line -> (JSON column of a Python line's start, its index)
+        for i, (at, info) in enumerate(zip(cells.where, cells.lines)):
+            if info is not None:
+                self.index.setdefault(at[0], []).append((at[1], i))
+
+    def find(self, line: int, column: int) -> Optional[tuple[int, tuple[int, int, str]]]:
+        """(the Python column, (cell, line in the cell, its text)) of a JSON position on a code cell's line."""
+        best = max(((c, i) for c, i in self.index.get(line, ()) if c <= column), default=None)
         if best is None:
             return None
-        info = cells.lines[best[1]]
+        info = self.cells.lines[best[1]]
         return (column - best[0] + 1, info) if info is not None else None
 
+    def where(self, line: int, column: int) -> Optional[str]:
+        """`cell 3:5:24` (as the diagnostics print it) for a JSON position, or None."""
+        found = self.find(line, column)
+        return f"cell {found[1][0]}:{found[1][1]}:{found[0]}" if found is not None else None
+
+    def python_line(self, lineno: int) -> Optional[str]:
+        """`cell 3, line 5` for a line of the Python the code cells make, or None."""
+        info = self.cells.lines[lineno - 1] if 1 <= lineno <= len(self.cells.lines) else None
+        return f"cell {info[0]}, line {info[1]}" if info is not None else None
+
+
+def relocate(diags: Sequence[Diagnostic], cells: Cells, path: str) -> list[Diagnostic]:
+    """`diags` with the cell position of each one on a code cell's line (`Diagnostic.cell`)."""
+    find = Locator(cells).find
     out = []
     for d in diags:
         start = find(d.span.line, d.span.column) if d.path == path and d.cell is None else None

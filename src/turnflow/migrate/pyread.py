@@ -4,10 +4,11 @@ or executed. Shared by the classic GroupChat and AG2 pattern front ends."""
 from __future__ import annotations
 
 import ast as pyast
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
-from turnflow.migrate.common import Pos, fail
+from turnflow.migrate.common import Pos, fail, input_where, line_ref, lines_ref
 from turnflow.migrate.pystatic import callee, sequence
 from turnflow.source import SourceText
 from turnflow.diagnostics.listing import bounded
@@ -155,6 +156,29 @@ class Module:
         return Choice(key, self.branches[branch_id], site.chain[i][1], site, [s for s in last.values() if s is not site],
                       every, None if every or not prior else prior[-1])
 
+    def note_guarded(self, node: pyast.AST, anchor: Optional[pyast.AST]) -> None:
+        """`node` (a call or statement configuring the chat `anchor` builds) runs only in a branch or a
+        loop that `anchor` is not in: which configuration the chat gets is decided at run time. Recorded
+        as a choice (the flow reads it as if it always ran), see `take_choices`."""
+        w = self.uses.get(id(node))
+        if w is None or w.in_def:
+            return
+        a = self.uses.get(id(anchor)) if anchor is not None else None
+        achain, aloops = (a.chain, a.loops) if a is not None else ((), ())
+        guards = []
+        for i, (branch_id, label) in enumerate(w.chain):
+            if i < len(achain) and achain[i] == (branch_id, label) or _main_guard(self.branches[branch_id], label):
+                continue
+            guards.append((self.branches[branch_id], label))
+            break
+        guards += [(loop, "loop") for loop in w.loops if not any(loop is x for x in aloops)][:1]
+        if not guards:
+            return
+        guard = min(guards, key=lambda g: (getattr(g[0], "lineno", 0), getattr(g[0], "col_offset", 0)))
+        k = ("guarded", id(node))
+        if k not in self.choices:
+            self.choices[k] = Choice(None, node, "guarded", None, [], False, None, guard)
+
     def _choose_ifexp(self, node: pyast.IfExp) -> None:
         k = (pyast.unparse(node)[:60], id(node))
         if k not in self.choices:
@@ -244,6 +268,7 @@ class Where:
     order: int
     chain: tuple
     in_def: bool
+    loops: tuple = ()  # the `for` / `while` statements around it (a `while True:` excepted), outermost first
 
 
 @dataclass
@@ -260,6 +285,7 @@ class Choice:
     alternatives: list[Site]
     every: bool
     fallback: Optional[Site]
+    guard: Optional[tuple] = None  # label "guarded": (the `if` / `try` / `match` / loop, branch label)
 
 
 def _branch_labels(stmt: pyast.AST) -> set[str]:
@@ -415,6 +441,7 @@ class _Walk:
         self.order = 0
         self.chain: tuple = ()
         self.in_def = False
+        self.loops: tuple = ()
 
 
 def _index(mod: Module, node: pyast.AST, loop: bool, walk: Optional[_Walk] = None) -> None:
@@ -422,19 +449,34 @@ def _index(mod: Module, node: pyast.AST, loop: bool, walk: Optional[_Walk] = Non
     if isinstance(node, pyast.Module):
         mod.uses.clear()
     for child, chain, in_def in _children(node, walk):
-        outer = (walk.chain, walk.in_def)
+        outer = (walk.chain, walk.in_def, walk.loops)
         walk.chain, walk.in_def = chain, in_def
         if isinstance(child, pyast.stmt):
             walk.order += 1
             if isinstance(child, (pyast.If, pyast.Try, pyast.Match)) or type(child).__name__ == "TryStar":
                 mod.branches[id(child)] = child
-        mod.uses[id(child)] = Where(walk.order, walk.chain, walk.in_def)
+            if _repeats(node):
+                walk.loops = walk.loops + (node,)
+        mod.uses[id(child)] = Where(walk.order, walk.chain, walk.in_def, walk.loops)
         child_loop = loop or isinstance(node, _LOOPS)
         if child_loop:
             mod.in_loop.add(id(child))
         _bind_child(mod, child, child_loop, walk)
         _index(mod, child, child_loop, walk)
-        walk.chain, walk.in_def = outer
+        walk.chain, walk.in_def, walk.loops = outer
+
+
+def _main_guard(stmt: pyast.AST, label: str) -> bool:
+    """The body of `if __name__ == "__main__":`, which a script run (what is migrated) always runs."""
+    return label == "if" and isinstance(stmt, pyast.If) and isinstance(stmt.test, pyast.Compare) \
+        and pyast.unparse(stmt.test).replace('"', "'") in ("__name__ == '__main__'", "'__main__' == __name__")
+
+
+def _repeats(node: pyast.AST) -> bool:
+    """A loop whose body runs a number of times only the run decides (`while True:` runs it at least once)."""
+    if isinstance(node, pyast.While):
+        return not (isinstance(node.test, pyast.Constant) and bool(node.test.value))
+    return isinstance(node, (pyast.For, pyast.AsyncFor))
 
 
 def _children(node: pyast.AST, walk: _Walk) -> Iterator[tuple[pyast.AST, tuple, bool]]:
@@ -644,7 +686,7 @@ def loop_message(node: Optional[pyast.AST], mod: Optional[Module] = None) -> str
     call = _unfolded(mod, node) if mod is not None else None
     shown = pyast.unparse(node) if node is not None else "?"
     if call is not None and id(call) not in mod.in_loop:  # type: ignore[union-attr]
-        return (f"`{shown}` is changed by `{_show(call, 50)}` (line {call.lineno}) after a branch that "
+        return (f"`{shown}` is changed by `{_show(call, 50)}` ({line_ref(call.lineno)}) after a branch that "
                 "changes it, so which agents it holds is decided when the program runs; build the list in one "
                 "place, or migrate the running object with --import")
     return (f"`{shown}` is filled in a loop the migrator cannot unroll (only `for x in [a, b, c]:` "
@@ -658,8 +700,11 @@ def _show(node: Optional[pyast.AST], width: int = 70) -> str:
         if isinstance(name, str):  # an agent: its class and name say which
             return f"{callee(node)}(name={name!r}, ...)"
     text = pyast.unparse(node) if node is not None else "?"
-    text = " ".join(text.split())
+    text = " ".join(_INLINED.sub("", text).split())  # an inlined function's locals: their own names
     return text if len(text) <= width else text[:width - 3] + "..."
+
+
+_INLINED = re.compile(r"\b__inl\d+_")
 
 
 def _branch_words(stmt: pyast.AST, label: str) -> str:
@@ -675,8 +720,28 @@ def _branch_words(stmt: pyast.AST, label: str) -> str:
     return "a branch"
 
 
+def _guard_words(stmt: pyast.AST, label: str) -> str:
+    line = line_ref(getattr(stmt, "lineno", 0))
+    if label == "loop":
+        head = f"for {_show(stmt.target, 30)} in {_show(stmt.iter, 40)}" if isinstance(stmt, (pyast.For, pyast.AsyncFor)) \
+            else f"while {_show(stmt.test, 50)}"  # type: ignore[attr-defined]
+        return (f"runs in the loop `{head}:` ({line}), as many times as it turns (perhaps never), decided "
+                "when the program runs; this flow reads it as if it ran once")
+    where = _branch_words(stmt, label)
+    if label.startswith("except"):
+        where += " of the `try`"
+    return (f"runs only in {where} ({line}), decided when the program runs; this flow reads it as if "
+            "it always ran")
+
+
 def choice_message(c: Choice) -> str:
     """The TF410 message for a choice the program makes at run time."""
+    if c.label == "guarded":
+        assert c.guard is not None
+        via = getattr(c.stmt, "_turnflow_via", None)  # inlined from a function: the call that runs it
+        through = f" (through `{_show(via, 40)}`, {line_ref(via.lineno)})" if via is not None else ""
+        return (f"`{_show(c.stmt, 60)}`{through} {_guard_words(*c.guard)}; make it unconditional, or migrate the "
+                "running object with --import")
     if c.key is None:
         e = c.stmt
         return (f"`{_show(e)}` is decided when the program runs; this flow follows "
@@ -684,16 +749,16 @@ def choice_message(c: Choice) -> str:
     assert c.chosen is not None
     name = c.key.split(".", 1)[1] if c.key.startswith(("self.", "cls.")) else c.key
     if c.label == "rebound":
-        lines = bounded(str(getattr(s.stmt, "lineno", 0)) for s in c.alternatives + [c.chosen])
-        return (f"`{name}` is bound more than once (lines {lines}) and used inside a function, which sees the "
+        lines = lines_ref([getattr(s.stmt, "lineno", 0) for s in c.alternatives + [c.chosen]])
+        return (f"`{name}` is bound more than once ({lines}) and used inside a function, which sees the "
                 "binding current when it runs (decided when the program runs); this flow follows the last one, "
-                f"`{_show(c.chosen.value, 50)}` (line {getattr(c.chosen.stmt, 'lineno', 0)})")
-    line = getattr(c.chosen.stmt, "lineno", 0)
-    parts = [f"`{name}` is bound in {_branch_words(c.stmt, c.label)} (line {line}), decided when the program "
+                f"`{_show(c.chosen.value, 50)}` ({line_ref(getattr(c.chosen.stmt, 'lineno', 0))})")
+    line = line_ref(getattr(c.chosen.stmt, "lineno", 0))
+    parts = [f"`{name}` is bound in {_branch_words(c.stmt, c.label)} ({line}), decided when the program "
              f"runs; this flow follows that binding, `{_show(c.chosen.value, 50)}`"]
-    others = [f"`{_show(s.value, 50)}` (line {getattr(s.stmt, 'lineno', 0)})" for s in c.alternatives]
+    others = [f"`{_show(s.value, 50)}` ({line_ref(getattr(s.stmt, 'lineno', 0))})" for s in c.alternatives]
     if not c.every:
-        others.append(f"`{_show(c.fallback.value, 50)}` (line {getattr(c.fallback.stmt, 'lineno', 0)})"
+        others.append(f"`{_show(c.fallback.value, 50)}` ({line_ref(getattr(c.fallback.stmt, 'lineno', 0))})"
                       if c.fallback is not None else "nothing (the program would fail with a NameError)")
     if others:
         parts.append("; otherwise it is " + bounded(others, " or "))
@@ -705,11 +770,12 @@ def note_choices(mod: Module, b) -> None:
     above the block's first statement."""
     texts = []
     for c in mod.take_choices():
-        at = pos(c.stmt.test if isinstance(c.stmt, (pyast.If, pyast.IfExp)) and c.label != "rebound" else c.stmt)
+        at = pos(c.stmt.test if isinstance(c.stmt, (pyast.If, pyast.IfExp)) and c.label not in ("rebound", "guarded")
+                 else c.stmt)
         message = choice_message(c)
         b.note("TF410", message, at, comment=False)
         b.run_time.append(("TF410", message))
-        texts.append(f"TF410: {message} (input {at.line}:{at.column})" if b.input_positions else f"TF410: {message}")
+        texts.append(f"TF410: {message} (input {input_where(at)})" if b.input_positions else f"TF410: {message}")
     if texts and b.lines:
         b.lines[0].comments[:0] = texts
     elif texts:

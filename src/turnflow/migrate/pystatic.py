@@ -20,6 +20,9 @@ constructs into the straight-line code the front ends already understand
   returned local is renamed to `x`, the other statements of the body (e.g.
   `agent.handoffs.set_after_work(...)`) follow the assignment.
 - `a, b = X(...), Y(...)` becomes `a = X(...)` and `b = Y(...)`.
+- a straight-line function that configures the chat and returns nothing (`def wire(): triage.handoffs
+  .set_after_work(...); ...`) is inlined where it is called as a statement (`wire()`, under an `if`
+  too, which the front ends then report): its configuration runs there, and only if it is called.
 """
 
 from __future__ import annotations
@@ -93,6 +96,52 @@ def _straight_line(fn: _Fn) -> Optional[list[pyast.stmt]]:
     return body
 
 
+# calls that configure a chat (what the front ends read besides constructors)
+_CONFIGURING = {"register_hand_off", "register_function", "register_for_llm", "add_functions", "add_edge",
+                "add_node", "set_entry_point"}
+
+
+_PROCEDURE_STATEMENTS = (pyast.Assign, pyast.AugAssign, pyast.AnnAssign, pyast.Expr, pyast.If, pyast.For, pyast.While,
+                         pyast.With, pyast.Try, pyast.Pass, pyast.Break, pyast.Continue, pyast.ExceptHandler)
+
+
+def _procedure(fn: pyast.FunctionDef) -> Optional[list[pyast.stmt]]:
+    """The statements of `fn` when it takes plain parameters, returns nothing (a bare `return` at
+    the end at most), holds no function, class, `global` or `yield` and configures a chat:
+    `x.handoffs.<method>(...)`, or one of `_CONFIGURING`; else None."""
+    body = _code(fn.body)
+    if body and isinstance(body[-1], pyast.Return) and body[-1].value is None:
+        body = body[:-1]
+    if not body or fn.args.vararg or fn.args.kwonlyargs or fn.args.posonlyargs:
+        return None
+    inner = [n for st in body for n in pyast.walk(st)]
+    if any(isinstance(n, (pyast.stmt, pyast.excepthandler)) and not isinstance(n, _PROCEDURE_STATEMENTS)
+           or isinstance(n, (pyast.Yield, pyast.YieldFrom, pyast.Await)) for n in inner):
+        return None
+    return body if any(_configures(n) for n in inner) else None
+
+
+def _configures(node: pyast.AST) -> bool:
+    """A call that configures a chat: `x.handoffs.<method>(...)`, or one of `_CONFIGURING`."""
+    if not isinstance(node, pyast.Call):
+        return False
+    f = node.func
+    return callee(node) in _CONFIGURING or (isinstance(f, pyast.Attribute) and isinstance(f.value, pyast.Attribute)
+                                            and f.value.attr == "handoffs")
+
+
+class _Rename(pyast.NodeTransformer):
+    """Rename the names in `names` (loads and stores): an inlined function's locals, kept apart."""
+
+    def __init__(self, names: dict[str, str]):
+        self.names = names
+
+    def visit_Name(self, node: pyast.Name):
+        if node.id in self.names:
+            return pyast.copy_location(pyast.Name(id=self.names[node.id], ctx=node.ctx), node)
+        return node
+
+
 class _Subst(pyast.NodeTransformer):
     """Replace loads of the names in `env` by copies of their values."""
 
@@ -145,6 +194,8 @@ class Rewriter:
         self.tree = tree
         self.factories: dict[str, _Fn] = {}
         self.builders: dict[str, _Fn] = {}  # straight-line functions returning agents or a chat
+        self.procedures: dict[str, _Fn] = {}  # functions configuring the chat, returning nothing
+        self.active: set[str] = set()  # the procedures being inlined
         self.inlined: set[str] = set()  # builders inlined at a call: their own body is not a chat of its own
         self.module_lists: dict[str, pyast.AST] = {}
         self.counter = 0
@@ -157,6 +208,8 @@ class Rewriter:
                 self.factories[st.name] = st
             elif isinstance(st, (pyast.FunctionDef, pyast.AsyncFunctionDef)) and self._is_builder(st):
                 self.builders[st.name] = st
+            elif isinstance(st, pyast.FunctionDef) and _procedure(st) is not None:
+                self.procedures[st.name] = st
         for st in self.tree.body:  # module-level literal sequences, visible from functions
             if isinstance(st, pyast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], pyast.Name) \
                     and isinstance(st.value, (pyast.List, pyast.Tuple)):
@@ -204,16 +257,7 @@ class Rewriter:
         local_names = {t.id for s in rest if isinstance(s, pyast.Assign) for t in s.targets
                        if isinstance(t, pyast.Name)}
         rename = {n: pyast.Name(id=f"__inl{self.counter}_{n}", ctx=pyast.Load()) for n in local_names}
-        # the returned locals take the caller's names (`chat, manager = build(...)`)
-        pairs: list[tuple[pyast.AST, pyast.AST]] = [(ret, target)]
-        if isinstance(ret, (pyast.Tuple, pyast.List)) and isinstance(target, (pyast.Tuple, pyast.List)) \
-                and len(ret.elts) == len(target.elts):
-            pairs = list(zip(ret.elts, target.elts))
-        direct = all(isinstance(r, pyast.Name) and r.id in local_names and isinstance(t, pyast.Name)
-                     for r, t in pairs)
-        if direct:
-            for r, t in pairs:
-                rename[r.id] = pyast.Name(id=t.id, ctx=pyast.Load())  # type: ignore[attr-defined]
+        direct = _returned_locals(ret, target, local_names, rename)
         subst = _Subst({**env, **rename})
         out: list[pyast.stmt] = []
         for st in rest:
@@ -227,6 +271,34 @@ class Rewriter:
             value = subst.visit(ret)
             assign = pyast.Assign(targets=[target], value=value)  # type: ignore[list-item]
             out.append(pyast.copy_location(assign, call))
+        return out
+
+    def _procedure_call(self, st: pyast.stmt) -> Optional[list[pyast.stmt]]:
+        """`wire(a, b)` as a statement, `wire` a configuring function (`_procedure`): its statements."""
+        call = st.value if isinstance(st, pyast.Expr) else None
+        if isinstance(call, pyast.Call) and isinstance(call.func, pyast.Name) and call.func.id in self.procedures \
+                and call.func.id not in self.active:
+            return self._inline_procedure(self.procedures[call.func.id], call)
+        return None
+
+    def _inline_procedure(self, fn: _Fn, call: pyast.Call) -> Optional[list[pyast.stmt]]:
+        """The statements of a configuring function (`_procedure`) run by `call`: parameters replaced
+        by the arguments, locals renamed apart; each keeps its position in the function."""
+        env = self._args_env(fn, call)
+        body = _procedure(fn)  # type: ignore[arg-type]
+        if env is None or body is None or self.copies + sum(1 for b in body for _ in pyast.walk(b)) > MAX_COPIES:
+            return None
+        local_names = {n.id for st in body for n in pyast.walk(st)
+                       if isinstance(n, pyast.Name) and isinstance(n.ctx, pyast.Store)}
+        if local_names & set(env):
+            return None  # a parameter rebound in the body
+        self.copies += sum(1 for b in body for _ in pyast.walk(b))
+        self.counter += 1
+        rename = _Rename({n: f"__inl{self.counter}_{n}" for n in local_names})
+        subst = _Subst(env)
+        out = [subst.visit(rename.visit(copy.deepcopy(st))) for st in body]
+        for node in (n for st in out for n in pyast.walk(st)):
+            node._turnflow_via = call  # type: ignore[attr-defined]  # the call that ran it (for messages)
         return out
 
     def _args_env(self, fn: _Fn, call: pyast.Call) -> Optional[dict[str, pyast.AST]]:
@@ -283,15 +355,7 @@ class Rewriter:
             new_rest.append(s)
         if product is None:
             product = subst.visit(ret)
-        if isinstance(product, pyast.Call):
-            # the agent is created where the factory is called
-            product.lineno, product.col_offset = call.lineno, call.col_offset
-            product.end_lineno, product.end_col_offset = call.end_lineno, call.end_col_offset
-        for stmt in new_rest:
-            for node in pyast.walk(stmt):
-                if isinstance(node, (pyast.expr, pyast.stmt)):
-                    node.lineno, node.col_offset = call.lineno, call.col_offset
-                    node.end_lineno, node.end_col_offset = call.end_lineno, call.end_col_offset
+        _at_call(product, new_rest, call)
         return product, new_rest
 
     class _InlineExpr(pyast.NodeTransformer):
@@ -370,6 +434,14 @@ class Rewriter:
             done = self._assign(st, lists)
             if done is not None:
                 return done
+        inlined = self._procedure_call(st)
+        if inlined is not None:
+            name = st.value.func.id  # type: ignore[attr-defined]
+            self.active.add(name)  # a function that calls itself is not inlined again inside itself
+            try:
+                return [s for one in inlined for s in self._stmt(one, {}, lists)]
+            finally:
+                self.active.discard(name)
         if self.factories:  # factories used inside expressions (lists of agents, arguments)
             st = self._InlineExpr(self).visit(st)
         # list bindings and mutations
@@ -483,6 +555,29 @@ class Rewriter:
         lists[name] = new
         assign = pyast.Assign(targets=[pyast.Name(id=name, ctx=pyast.Store())], value=new)
         return pyast.copy_location(assign, st)
+
+
+def _returned_locals(ret: pyast.AST, target: pyast.AST, local_names: set[str], rename: dict) -> bool:
+    """When a builder returns its own locals (`return chat, manager`) into names of the caller
+    (`chat, manager = build(...)`), the locals take the caller's names (in `rename`): True."""
+    pairs: list[tuple[pyast.AST, pyast.AST]] = [(ret, target)]
+    if isinstance(ret, (pyast.Tuple, pyast.List)) and isinstance(target, (pyast.Tuple, pyast.List)) \
+            and len(ret.elts) == len(target.elts):
+        pairs = list(zip(ret.elts, target.elts))
+    direct = all(isinstance(r, pyast.Name) and r.id in local_names and isinstance(t, pyast.Name) for r, t in pairs)
+    if direct:
+        for r, t in pairs:
+            rename[r.id] = pyast.Name(id=t.id, ctx=pyast.Load())  # type: ignore[attr-defined]
+    return direct
+
+
+def _at_call(product: pyast.AST, stmts: list[pyast.stmt], call: pyast.Call) -> None:
+    """An inlined factory's product and statements are at the call (the agent is created there)."""
+    nodes: list[Union[pyast.expr, pyast.stmt]] = [product] if isinstance(product, pyast.Call) else []
+    nodes += [n for st in stmts for n in pyast.walk(st) if isinstance(n, (pyast.expr, pyast.stmt))]
+    for node in nodes:
+        node.lineno, node.col_offset = call.lineno, call.col_offset
+        node.end_lineno, node.end_col_offset = call.end_lineno, call.end_col_offset
 
 
 def rewrite(tree: pyast.Module) -> tuple[pyast.Module, Rewriter]:

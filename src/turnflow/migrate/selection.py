@@ -210,25 +210,30 @@ class Evaluator:
     def _content(self, node: pyast.AST, env: dict) -> Optional[str]:
         """The last message's text: "" (plain), "lower" (case-folded), None (not the text)."""
         node = self._subst(node, env)
-        if isinstance(node, pyast.Call) and callee(node) in ("lower", "upper", "casefold", "strip", "rstrip",
-                                                             "lstrip") \
-                and isinstance(node.func, pyast.Attribute):
-            inner = self._content(node.func.value, env)
-            if inner is None:
-                return None
-            return "lower" if callee(node) in ("lower", "upper", "casefold") else inner
-        if isinstance(node, pyast.Call) and callee(node) in ("to_text", "to_model_text", "get") \
-                and isinstance(node.func, pyast.Attribute) and self._is_last_message(node.func.value, env):
-            if callee(node) == "get" and self.mod.literal(node.args[0] if node.args else None) != "content":
-                return None
-            return ""
-        if isinstance(node, pyast.Call) and callee(node) == "str" and node.args:
-            return self._content(node.args[0], env)
+        if isinstance(node, pyast.Call):
+            return self._content_call(node, env)
         if isinstance(node, pyast.Subscript) and self._is_last_message(node.value, env) \
                 and self.mod.literal(node.slice) == "content":
             return ""
         if isinstance(node, pyast.Attribute) and node.attr == "content" and self._is_last_message(node.value, env):
             return ""
+        return None
+
+    def _content_call(self, node: pyast.Call, env: dict) -> Optional[str]:
+        """`text.lower()` / `.strip()` of the text, `msg.to_text()`, `msg.get("content")`, `str(...)`."""
+        name = callee(node)
+        if name in ("lower", "upper", "casefold", "strip", "rstrip", "lstrip") and isinstance(node.func, pyast.Attribute):
+            inner = self._content(node.func.value, env)
+            if inner is None:
+                return None
+            return "lower" if name in ("lower", "upper", "casefold") else inner
+        if name in ("to_text", "to_model_text", "get") and isinstance(node.func, pyast.Attribute) \
+                and self._is_last_message(node.func.value, env):
+            if name == "get" and self.mod.literal(node.args[0] if node.args else None) != "content":
+                return None
+            return ""
+        if name == "str" and node.args:
+            return self._content(node.args[0], env)
         return None
 
     def cond(self, test: pyast.AST, x: str, env: dict):
@@ -636,12 +641,39 @@ def read_selector(team: dict, order: list[str], names, b) -> Optional[dict]:
     """`selector_func` / `candidate_func` of a SelectorGroupChat written in Python → outcomes per
     last speaker (the task's source `user` included, for the first pick), the model's choices
     narrowed by `candidate_func`. None when the team has neither."""
-    from turnflow.migrate.pyread import function_def, pos
+    from turnflow.migrate.common import Pos
 
     py = team.get("_python") or {}
+    for why in (py.get("unreadable") or {}).values():  # a live team's function without source
+        b.note("TF404", f"{why}; the flow lets the selector model pick instead", Pos(1, 1))
     reader = py.get("reader")  # an autogen_py.Reader
     if reader is None or not (py.get("selector_func") or py.get("candidate_func")):
         return None
+    speakers = order + [TASK_SOURCE]
+    readings = _read_selection_functions(py, reader, order, names, b, speakers)
+    if not readings:
+        return None
+    out: dict[str, list] = {"_comments": _reading_comments(readings, order, b)}  # type: ignore[dict-item]
+    for x in speakers:
+        sel = readings["selector"].outcomes[x] if "selector" in readings else [Outcome([], ("model",))]
+        merged: list = []
+        for o in sel:
+            if o.target == ("model",) and "candidates" in readings:
+                for c in readings["candidates"].outcomes[x]:  # the model picks among the candidates
+                    merged.append(Outcome(o.terms + c.terms, c.target, o.maybe or c.maybe, c.at))
+                    if not c.terms and not c.maybe:
+                        break
+            else:
+                merged.append(o)
+        out[x] = merged
+    return out
+
+
+def _read_selection_functions(py: dict, reader, order: list[str], names, b, speakers: list[str]) -> dict:
+    """{"selector" / "candidates": the reading of `selector_func` / `candidate_func`}, each function
+    that cannot be read a TF404 (the selector model's choice is kept)."""
+    from turnflow.migrate.pyread import function_def, pos
+
     mod = reader.mod
 
     def agent_name(node) -> Optional[str]:
@@ -649,7 +681,6 @@ def read_selector(team: dict, order: list[str], names, b) -> Optional[dict]:
         raw = a["config"]["name"] if a is not None else mod.string(node)
         return names.map.get(raw) if raw is not None else None
 
-    speakers = order + [TASK_SOURCE]
     readings = {}
     for key, style in (("selector_func", "selector"), ("candidate_func", "candidates")):
         node = py.get(key)
@@ -669,25 +700,20 @@ def read_selector(team: dict, order: list[str], names, b) -> Optional[dict]:
         for n in reading.notes:
             b.note(n.code, n.message, pos(n.at), comment=False)  # the comments go above the speaker's rules
         readings[style] = reading
-    if not readings:
-        return None
+    return readings
+
+
+def _reading_comments(readings: dict, order: list[str], b) -> dict[str, list[str]]:
+    """The readings' notes as comments above each speaker's rules (with the input position, except
+    for a live object's)."""
+    from turnflow.migrate.common import input_where
+    from turnflow.migrate.pyread import pos
+
     comments: dict[str, list[str]] = {}
     for reading in readings.values():
         for n in reading.notes:
             where = n.speaker if n.speaker in order else order[0]
-            at = pos(n.at)
-            comments.setdefault(where, []).append(f"{n.code}: {n.message} (input {at.line}:{at.column})")
-    out: dict[str, list] = {"_comments": comments}  # type: ignore[dict-item]
-    for x in speakers:
-        sel = readings["selector"].outcomes[x] if "selector" in readings else [Outcome([], ("model",))]
-        merged: list = []
-        for o in sel:
-            if o.target == ("model",) and "candidates" in readings:
-                for c in readings["candidates"].outcomes[x]:  # the model picks among the candidates
-                    merged.append(Outcome(o.terms + c.terms, c.target, o.maybe or c.maybe, c.at))
-                    if not c.terms and not c.maybe:
-                        break
-            else:
-                merged.append(o)
-        out[x] = merged
-    return out
+            text = f"{n.code}: {n.message}"
+            comments.setdefault(where, []).append(f"{text} (input {input_where(pos(n.at))})"
+                                                  if b.input_positions else text)
+    return comments
