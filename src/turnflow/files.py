@@ -125,6 +125,23 @@ def refuse_special(path: str) -> None:
         raise OSError(errno.EINVAL, "not a regular file", path)
 
 
+def read_text(path: str) -> str:
+    """The UTF-8 text of the regular file `path` under MAX_BYTES (the limit of every input: a
+    flow, an agents or task file, standard input). OSError when it is missing, not a regular file
+    (EINVAL) or too large (EFBIG, never read); UnicodeDecodeError for bytes that are not UTF-8."""
+    import errno
+
+    refuse_special(path)  # a FIFO would block forever
+    with open(path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size > MAX_BYTES:
+            raise OSError(errno.EFBIG, f"file too large ({size} bytes; the limit is {MAX_BYTES})", path)
+        data = fh.read(MAX_BYTES + 1)
+    if len(data) > MAX_BYTES:  # grew while we read it
+        raise OSError(errno.EFBIG, f"file too large (over {MAX_BYTES} bytes)", path)
+    return data.decode("utf-8")
+
+
 def load(path: str) -> Loaded:
     try:
         if path == "-":

@@ -39,6 +39,7 @@ def _print(diags, sources, fmt: str, stream) -> None:
 
 def run(args) -> int:
     from turnflow.diagnostics.diagnostic import sort_key
+    from turnflow.dsl.parser import gc_paused
     from turnflow.files import load
     from turnflow.migrate import MigrateError, migrate
     from turnflow.source import SourceText
@@ -54,7 +55,8 @@ def run(args) -> int:
     text = loaded.text
     sources = {args.input: SourceText(text[1:] if text.startswith("\ufeff") else text, args.input)}
     try:
-        result = migrate(loaded.text, args.input, args.family)
+        with gc_paused():  # as `check`: reading the source builds many objects and frees few (see gc_paused)
+            result = migrate(loaded.text, args.input, args.family)
     except MigrateError as exc:
         _print(sorted(exc.diagnostics, key=sort_key), sources, args.format, stream)
         if args.format == "text" and not args.quiet:
@@ -71,8 +73,11 @@ def _emit(args, result, sources: dict, stream, what: str) -> int:
     from turnflow.files import write_atomic
     from turnflow.source import SourceText
 
+    from turnflow.dsl.parser import gc_paused
+
     out_path = args.output or "<migrated>"
-    flow_diags = check(result.text, path=out_path)
+    with gc_paused():
+        flow_diags = check(result.text, path=out_path)
     sources[out_path] = SourceText(result.text, out_path)
     diags = list(result.diagnostics) + list(flow_diags)
     _print(diags, sources, args.format, stream)

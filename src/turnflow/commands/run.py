@@ -153,13 +153,11 @@ def load_agents(path: str) -> dict[str, Any]:
 
     from turnflow import yaml_input  # refuses aliases (no "billion laughs") and deep nesting
     from turnflow.runtime.agents.config import build_agent
-    from turnflow.files import refuse_special
+    from turnflow.files import read_text
     from turnflow.runtime.errors import AdapterError
 
     try:
-        refuse_special(path)  # a FIFO would block forever
-        with open(path, encoding="utf-8") as fh:
-            data = yaml_input.load(fh.read())
+        data = yaml_input.load(read_text(path))  # not a FIFO, under the size limit of every input
     except FileNotFoundError:
         from turnflow.files import missing_path
 

@@ -35,6 +35,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional, Union
 
 from turnflow.compiler import digraph as dg
 from turnflow.compiler.lower import Lowering, RuleInfo, lower_rules
+from turnflow.diagnostics.listing import bounded
 from turnflow.dsl import ast
 from turnflow.spec.meaning import TargetMeaning
 
@@ -428,8 +429,9 @@ def build_graph(block: ast.Block) -> SpeakerGraph:
 
 
 def show_path(path: Iterable[str]) -> str:
-    """`a -> b -> terminate` (END is shown as `terminate`)."""
-    return " -> ".join("terminate" if n == END else n for n in path)
+    """`a -> b -> terminate` (END is shown as `terminate`); a long path shows its first
+    MAX_LISTED speakers, then how many more."""
+    return bounded(("terminate" if n == END else n for n in path), " -> ")
 
 
 def block_stats(block_or_graph: Union[ast.Block, SpeakerGraph], analyse: bool = True) -> dict[str, Any]:

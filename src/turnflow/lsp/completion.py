@@ -127,8 +127,11 @@ def _declared(run: list[Tok], out: dict[str, dict[str, None]]) -> None:
 
 def declared_names(text: str, offset: int) -> dict[str, list[str]]:
     """Participants, tools and context keys declared (or, for tools, used) in the block around `offset`."""
+    from turnflow.lsp.blocks import block_around
+
     out: dict[str, dict[str, None]] = {"participant": {}, "context": {}, "tool": {}}
-    for run in _statements(_enclosing_block(list(tokens(text)), offset)):
+    start, end = block_around(text, offset)  # only the block's text is read: a 40,000-block file stays quick
+    for run in _statements(_enclosing_block(list(tokens(text, start, end)), offset)):
         _declared(run, out)
     return {kind: list(names) for kind, names in out.items()}
 
@@ -196,8 +199,12 @@ def _kw(xs, detail: str = "keyword") -> list[Item]:
 
 
 def _inside_block(text: str, offset: int) -> bool:
+    """Whether `offset` is inside the braces of the block it follows (counted from that block's
+    header, not from the start of the text)."""
+    from turnflow.lsp.blocks import block_around
+
     depth = 0
-    for t in tokens(text, 0, offset):
+    for t in tokens(text, block_around(text, offset)[0], offset):
         depth += (t.type == "LBRACE") - (t.type == "RBRACE")
     return depth > 0
 

@@ -35,6 +35,27 @@ def analyse(text: str, path: str, encoding: str = "utf-16",
     return Analysis(text, LineIndex(text, encoding), index, diags)
 
 
+def diagnose(text: str, path: str) -> list[Diagnostic]:
+    """`turnflow check`'s diagnostics of `text`, without the symbol index (what a large
+    document's analysis needs, run in a child process by the server)."""
+    import turnflow
+    from turnflow.dsl.parser import parse_source
+
+    flow, _ = parse_source(text, path)
+    return turnflow.check(flow if flow is not None else text, path=path)
+
+
+def diagnose_to(conn, text: str, path: str) -> None:
+    """`diagnose` in a child process: the result is sent on `conn` (a pipe's end), or the
+    error's text when the check itself failed."""
+    try:
+        result: object = diagnose(text, path)
+    except Exception as exc:  # a bug in a check: the parent reports it, the child exits
+        result = f"{type(exc).__name__}: {exc}"
+    conn.send(result)
+    conn.close()
+
+
 def format_text(text: str, path: str = "<string>") -> Optional[str]:
     """The canonical text, or None when the text does not parse (nothing to format safely)."""
     from turnflow.dsl.parser import parse_source

@@ -19,6 +19,8 @@ from turnflow.lsp.features import Analysis, analyse, format_text
 from turnflow.lsp.positions import LineIndex
 
 DEBOUNCE_SECONDS = 0.3
+LARGE = 200_000  # characters: a larger document is analysed off the event loop, answered block by block meanwhile
+MAX_SYMBOLS = 20_000  # document symbols (blocks and their children) answered with children; above, the blocks only
 RULES_URL = "https://github.com/turnflow/turnflow/blob/main/docs/rules.md"  # initializationOptions.rulesUrl
 _SEVERITY = {"error": t.DiagnosticSeverity.Error, "warning": t.DiagnosticSeverity.Warning,
              "info": t.DiagnosticSeverity.Information}
@@ -71,6 +73,8 @@ class FlowServer(LanguageServer):
         self.rules_url = RULES_URL
         self.debounce = DEBOUNCE_SECONDS
         self.config_problems: set[str] = set()  # invalid configuration files already shown
+        self.line_indexes: dict[str, LineIndex] = {}  # per document, for its current text
+        self.symbol_answers: dict[str, tuple[str, bool, list]] = {}  # per document: (text, analysed, answer)
         # one worker: debounced checks run one at a time, off the event loop
         self.worker = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="turnflow-check")
 
@@ -103,7 +107,8 @@ class FlowServer(LanguageServer):
         return analyse(text, path, self.encoding, policy)
 
     def publish(self, uri: str, result: Analysis, version: Optional[int]) -> None:
-        self.analyses[uri] = result
+        if result.index is not None or len(result.text) <= LARGE:  # a large one is answered block by block
+            self.analyses[uri] = result
         self.text_document_publish_diagnostics(
             t.PublishDiagnosticsParams(uri=uri, version=version,
                                        diagnostics=[self.to_lsp(d, uri, result.lines) for d in result.diagnostics]))
@@ -114,16 +119,51 @@ class FlowServer(LanguageServer):
         self.publish(uri, result, doc.version)
         return result
 
-    def analysis(self, uri: str) -> Analysis:
-        """The analysis of the document's current text (computed now if typing outran the debounce)."""
+    def analysis(self, uri: str) -> Optional[Analysis]:
+        """The analysis of the document's current text (computed now if typing outran the debounce);
+        None for a large document whose analysis is still running in the worker."""
         doc = self.workspace.get_text_document(uri)
+        if len(doc.source) > LARGE:
+            return None  # answered block by block; its diagnostics come from a child process
         current = self.analyses.get(uri)
         if current is None or current.text != doc.source:
             current = self._analyse(uri, doc.source, self._policy(uri))
             self.analyses[uri] = current
         return current
 
-    def schedule(self, uri: str) -> None:
+    def lines(self, uri: str) -> LineIndex:
+        """The position index of the document's current text (kept between requests)."""
+        text = self.workspace.get_text_document(uri).source
+        lines = self.line_indexes.get(uri)
+        if lines is None or lines.text != text:
+            lines = self.line_indexes[uri] = LineIndex(text, self.encoding)
+        return lines
+
+    def analysis_at(self, uri: str, position: t.Position) -> tuple[Analysis, int]:
+        """The analysis to answer a request at `position`, and its offset: the document's, or while
+        a large document's is still running, the analysis of the one block around the position
+        (hover, definition, references and rename are block-local)."""
+        a = self.analysis(uri)
+        if a is not None:
+            return a, _offset(a, position)
+        from turnflow.dsl.parser import parse_source
+        from turnflow.lsp.blocks import block_around, padded
+        from turnflow.lsp.index import FlowIndex
+
+        lines = self.lines(uri)
+        offset = lines.offset(position.line, position.character)
+        text = padded(lines.text, *block_around(lines.text, offset))
+        flow, _ = parse_source(text, to_fs_path(uri) or uri)
+        return Analysis(lines.text, lines, FlowIndex(flow, text) if flow is not None else None, []), offset
+
+    def open_or_save(self, uri: str) -> None:
+        """Analyse now; a large document in the worker, so that requests are answered meanwhile."""
+        if len(self.workspace.get_text_document(uri).source) > LARGE:
+            self.schedule(uri, 0.0)
+        else:
+            self.refresh(uri)
+
+    def schedule(self, uri: str, delay: Optional[float] = None) -> None:
         """Re-check `uri` once typing pauses (debounced). The check runs in a worker thread so that
         requests are answered meanwhile; a result for text that has changed since is dropped."""
         task = self.pending.pop(uri, None)
@@ -131,11 +171,15 @@ class FlowServer(LanguageServer):
             task.cancel()
 
         async def later():
-            await asyncio.sleep(self.debounce)
+            await asyncio.sleep(self.debounce if delay is None else delay)
             doc = self.workspace.get_text_document(uri)
             text, version = doc.source, doc.version
             policy = self._policy(uri)
-            result = await asyncio.get_running_loop().run_in_executor(self.worker, self._analyse, uri, text, policy)
+            if len(text) > LARGE:
+                result = await self._analyse_in_child(uri, text, policy)
+            else:
+                result = await asyncio.get_running_loop().run_in_executor(self.worker, self._analyse, uri, text,
+                                                                          policy)
             if self.pending.get(uri) is not me:
                 return  # superseded by a newer change while it ran
             self.pending.pop(uri, None)
@@ -145,6 +189,37 @@ class FlowServer(LanguageServer):
 
         me = asyncio.ensure_future(later())
         self.pending[uri] = me
+
+    async def _analyse_in_child(self, uri: str, text: str, policy) -> Analysis:
+        """The diagnostics of a large document, checked in a child process: the server keeps no
+        syntax tree of it (memory) and its requests do not wait behind the check for the
+        interpreter lock. A newer change cancels this and ends the child at once."""
+        import multiprocessing
+
+        from turnflow.lsp.features import diagnose_to
+
+        path = to_fs_path(uri) or uri
+        ctx = multiprocessing.get_context("spawn")
+        receive, send = ctx.Pipe(duplex=False)
+        child = ctx.Process(target=diagnose_to, args=(send, text, path), daemon=True, name="turnflow-check")
+        child.start()
+        send.close()
+        try:  # waited for in a thread of its own: the worker stays free for small documents
+            result = await asyncio.get_running_loop().run_in_executor(None, receive.recv)
+        except EOFError:  # the child died (killed, out of memory): say so instead of staying silent
+            child.join(5)
+            result = f"the check of this document stopped (exit status {child.exitcode})"
+        finally:
+            if child.is_alive():  # cancelled by a newer change or a close: stop the check now
+                child.terminate()
+            child.join(5)
+            receive.close()
+        if isinstance(result, str):
+            self.window_show_message(t.ShowMessageParams(type=t.MessageType.Error,
+                                                         message=f"turnflow: {path}: {result}"))
+            result = []
+        diags = policy(result, path) if policy is not None else result
+        return Analysis(text, LineIndex(text, self.encoding), None, diags)
 
     def to_lsp(self, d, uri: str, lines: LineIndex) -> t.Diagnostic:
         info = _rule(d.code)
@@ -196,7 +271,7 @@ def _initialize(ls: FlowServer, params: t.InitializeParams) -> None:
 
 @server.feature(t.TEXT_DOCUMENT_DID_OPEN)
 def _did_open(ls: FlowServer, params: t.DidOpenTextDocumentParams) -> None:
-    ls.refresh(params.text_document.uri)
+    ls.open_or_save(params.text_document.uri)
 
 
 @server.feature(t.TEXT_DOCUMENT_DID_CHANGE)
@@ -206,13 +281,15 @@ def _did_change(ls: FlowServer, params: t.DidChangeTextDocumentParams) -> None:
 
 @server.feature(t.TEXT_DOCUMENT_DID_SAVE)
 def _did_save(ls: FlowServer, params: t.DidSaveTextDocumentParams) -> None:
-    ls.refresh(params.text_document.uri)
+    ls.open_or_save(params.text_document.uri)
 
 
 @server.feature(t.TEXT_DOCUMENT_DID_CLOSE)
 def _did_close(ls: FlowServer, params: t.DidCloseTextDocumentParams) -> None:
     uri = params.text_document.uri
     ls.analyses.pop(uri, None)
+    ls.line_indexes.pop(uri, None)
+    ls.symbol_answers.pop(uri, None)
     task = ls.pending.pop(uri, None)
     if task is not None:
         task.cancel()
@@ -221,8 +298,7 @@ def _did_close(ls: FlowServer, params: t.DidCloseTextDocumentParams) -> None:
 
 @server.feature(t.TEXT_DOCUMENT_HOVER)
 def _hover(ls: FlowServer, params: t.HoverParams) -> Optional[t.Hover]:
-    a = ls.analysis(params.text_document.uri)
-    offset = _offset(a, params.position)
+    a, offset = ls.analysis_at(params.text_document.uri, params.position)
     if a.index is not None:
         found = a.index.hover(offset)
     else:
@@ -238,10 +314,10 @@ def _hover(ls: FlowServer, params: t.HoverParams) -> Optional[t.Hover]:
 
 @server.feature(t.TEXT_DOCUMENT_DEFINITION)
 def _definition(ls: FlowServer, params: t.DefinitionParams) -> Optional[t.Location]:
-    a = ls.analysis(params.text_document.uri)
+    a, offset = ls.analysis_at(params.text_document.uri, params.position)
     if a.index is None:
         return None
-    occ = a.index.at(_offset(a, params.position))
+    occ = a.index.at(offset)
     target = a.index.definition(occ) if occ is not None else None
     if target is None:
         return None
@@ -250,10 +326,10 @@ def _definition(ls: FlowServer, params: t.DefinitionParams) -> Optional[t.Locati
 
 @server.feature(t.TEXT_DOCUMENT_REFERENCES)
 def _references(ls: FlowServer, params: t.ReferenceParams) -> Optional[list[t.Location]]:
-    a = ls.analysis(params.text_document.uri)
+    a, offset = ls.analysis_at(params.text_document.uri, params.position)
     if a.index is None:
         return None
-    occ = a.index.at(_offset(a, params.position))
+    occ = a.index.at(offset)
     if occ is None:
         return None
     return [t.Location(uri=params.text_document.uri, range=_range(a.lines, o.start, o.end))
@@ -262,8 +338,8 @@ def _references(ls: FlowServer, params: t.ReferenceParams) -> Optional[list[t.Lo
 
 @server.feature(t.TEXT_DOCUMENT_PREPARE_RENAME)
 def _prepare_rename(ls: FlowServer, params: t.PrepareRenameParams):
-    a = ls.analysis(params.text_document.uri)
-    occ = a.index.at(_offset(a, params.position)) if a.index is not None else None
+    a, offset = ls.analysis_at(params.text_document.uri, params.position)
+    occ = a.index.at(offset) if a.index is not None else None
     if occ is None or occ.kind != "participant":
         return None
     return t.PrepareRenamePlaceholder(range=_range(a.lines, occ.start, occ.end), placeholder=occ.name)
@@ -273,10 +349,10 @@ def _prepare_rename(ls: FlowServer, params: t.PrepareRenameParams):
 def _rename(ls: FlowServer, params: t.RenameParams) -> Optional[t.WorkspaceEdit]:
     from pygls.exceptions import JsonRpcInvalidParams
 
-    a = ls.analysis(params.text_document.uri)
+    a, offset = ls.analysis_at(params.text_document.uri, params.position)
     if a.index is None:
         raise JsonRpcInvalidParams("the file does not parse; fix the syntax errors before renaming")
-    occ = a.index.at(_offset(a, params.position))
+    occ = a.index.at(offset)
     if occ is None or occ.kind != "participant":
         raise JsonRpcInvalidParams("only a participant name can be renamed")
     try:
@@ -290,7 +366,7 @@ def _rename(ls: FlowServer, params: t.RenameParams) -> Optional[t.WorkspaceEdit]
 @server.feature(t.TEXT_DOCUMENT_COMPLETION, t.CompletionOptions(trigger_characters=[".", " ", ">"]))
 def _completion(ls: FlowServer, params: t.CompletionParams) -> t.CompletionList:
     doc = ls.workspace.get_text_document(params.text_document.uri)
-    lines = LineIndex(doc.source, ls.encoding)
+    lines = ls.lines(params.text_document.uri)
     offset = lines.offset(params.position.line, params.position.character)
     start, _ = completion.word_range(doc.source, offset)
     items = []
@@ -313,18 +389,34 @@ def _formatting(ls: FlowServer, params: t.DocumentFormattingParams) -> Optional[
 
 @server.feature(t.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
 def _symbols(ls: FlowServer, params: t.DocumentSymbolParams) -> Optional[list[t.DocumentSymbol]]:
-    a = ls.analysis(params.text_document.uri)
-    if a.index is None:
+    uri = params.text_document.uri
+    a = ls.analysis(uri)
+    text = ls.workspace.get_text_document(uri).source
+    kept = ls.symbol_answers.get(uri)
+    if kept is not None and kept[0] == text and kept[1] == (a is not None):
+        return kept[2]  # editors ask again and again (outline, breadcrumbs): answered once per text
+    if a is None:  # a large document still being analysed: its outline, read from the declaration lines
+        from turnflow.lsp.blocks import headers, outline
+
+        lines = ls.lines(uri)
+        symbols = outline(lines.text, children=len(headers(lines.text)) <= MAX_SYMBOLS)
+    elif a.index is None:
         return None
+    else:
+        lines, symbols = a.lines, a.index.symbols()
+    if len(symbols) + sum(len(s["children"]) for s in symbols) > MAX_SYMBOLS:
+        symbols = [{**s, "children": []} for s in symbols]  # a usable outline of a huge document: its blocks
 
     def convert(s: dict) -> t.DocumentSymbol:
         return t.DocumentSymbol(name=s["name"], detail=s["detail"] or None,
                                 kind=_SYMBOL_KIND.get(s["kind"], t.SymbolKind.Module),
-                                range=_range(a.lines, *s["range"]),
-                                selection_range=_range(a.lines, *s["selection"]),
+                                range=_range(lines, *s["range"]),
+                                selection_range=_range(lines, *s["selection"]),
                                 children=[convert(c) for c in s["children"]] or None)
 
-    return [convert(s) for s in a.index.symbols()]
+    answer = [convert(s) for s in symbols]
+    ls.symbol_answers[uri] = (text, a is not None, answer)
+    return answer
 
 
 @server.feature(t.TEXT_DOCUMENT_CODE_ACTION,
@@ -332,7 +424,7 @@ def _symbols(ls: FlowServer, params: t.DocumentSymbolParams) -> Optional[list[t.
 def _code_action(ls: FlowServer, params: t.CodeActionParams) -> list[t.CodeAction]:
     uri = params.text_document.uri
     doc = ls.workspace.get_text_document(uri)
-    lines = LineIndex(doc.source, ls.encoding)
+    lines = ls.lines(uri)
     actions = []
     for diag in params.context.diagnostics:
         if diag.source != "turnflow":

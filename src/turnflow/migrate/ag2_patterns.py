@@ -22,6 +22,7 @@ from turnflow.migrate.pyread import (Module, agent_classes, assigned_name, calle
                                      is_agent_call, kwarg, note_choices, parse_module, pos, scopes,
                                      termination_test)
 from turnflow.source import SourceText
+from turnflow.diagnostics.listing import bounded
 
 PATTERNS = ("DefaultPattern", "AutoPattern", "RoundRobinPattern", "RandomPattern", "ManualPattern")
 
@@ -367,18 +368,17 @@ def _members(scan: Scan, agents_arg: Optional[pyast.AST], pcall: pyast.Call) -> 
     if elements is None:
         raise fail("TF401", "`agents` must be a list of agents written out in the file"
                    + _why_not_list(mod, agents_arg), pos(agents_arg or pcall), path, src)
-    members: list[Agent] = []
+    by_name: dict[str, Agent] = {}  # the members so far by name (they are unique): linear in the agents
     for e in elements:
         a = scan.agent_of(e)
         if a is None:
             raise fail("TF401", f"`{pyast.unparse(e)}` in `agents` is not an agent created in this file", pos(e),
                        path, src)
-        if any(m.name == a.name and m is not a for m in members):
+        seen = by_name.setdefault(a.name, a)
+        if seen is not a:
             raise fail("TF401", f"two agents are named {json.dumps(a.raw)}; AG2 requires unique names",
                        pos(e), path, src)
-        if a not in members:
-            members.append(a)
-    return members
+    return list(by_name.values())
 
 
 def _pattern_participants(cx: "Ctx", kind: str, members: list[Agent], initial: Agent, user: Optional[Agent],
@@ -680,7 +680,7 @@ def _back_to_previous(cx: Ctx, at: pyast.AST, via_group: list[str]) -> None:
         b.rule(user, cx.initial)
         return
     b.comment("after the user replies AG2 returns to the agent that spoke before it ("
-              + ", ".join(sources) + " hand over to the user)")
+              + bounded(sources) + " hand over to the user)")
     b.rule(user, ("previous",))
 
 
@@ -960,9 +960,9 @@ def _tool_rules(cx: Ctx, a: Agent, fn_node: pyast.AST) -> None:
     labels = [t if isinstance(t, str) else {"initiator": cx.user or "user", "terminate": "end"}.get(t[0], t[0])
               for t in targets]
     split = [f"{tool}_to_{label}" for label in labels]
-    b.note("TF406", f"tool `{raw}` chooses its target at run time ({', '.join(labels)}); .flow routes on which "
+    b.note("TF406", f"tool `{raw}` chooses its target at run time ({bounded(labels)}); .flow routes on which "
            "tool was called, so it is split into one routing tool per reachable target ("
-           + ", ".join(f"`{s}`" for s in split) + f"): bind each to `{raw}`", pos(fn))
+           + bounded(f"`{s}`" for s in split) + f"): bind each to `{raw}`", pos(fn))
     doc = pyast.get_docstring(fn) or f"Call {raw}"
     doc = doc.strip().splitlines()[0] if doc.strip() else f"Call {raw}"
     for t, label, s in zip(targets, labels, split):

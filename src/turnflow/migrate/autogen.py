@@ -21,6 +21,7 @@ from turnflow.migrate.common import (MAX_ROUTES, FlowBuilder, MigrateError, Migr
                                     tool_name)
 from turnflow.migrate.jsonpos import Positions, load
 from turnflow.source import SourceText
+from turnflow.diagnostics.listing import bounded
 
 TEAMS = ("RoundRobinGroupChat", "SelectorGroupChat", "Swarm", "GraphFlow", "MagenticOneGroupChat")
 
@@ -562,9 +563,9 @@ def _graph_start(cfg, pos, b, names, order, path, src) -> str:
                 parents[e["target"]] += 1
     roots = [names.map.get(n, n) for n in nodes if parents[n] == 0]
     if len(roots) > 1:
-        b.note("TF407", f"the graph starts at several nodes, which AutoGen runs in parallel ({', '.join(roots)}); "
+        b.note("TF407", f"the graph starts at several nodes, which AutoGen runs in parallel ({bounded(roots)}); "
                "a flow has one speaker at a time, so they no longer run in parallel: they run in the order "
-               f"{' -> '.join(roots)}, starting with `{roots[0]}`", pos.of(graph, "nodes"))
+               f"{bounded(roots, ' -> ')}, starting with `{roots[0]}`", pos.of(graph, "nodes"))
         cfg["_roots"] = roots
     return roots[0] if roots else order[0]
 
@@ -583,11 +584,11 @@ def _parallel_branch(b: FlowBuilder, x: str, chain: dict, edges: dict, at: Pos) 
     lost = [t for t in dropped if t not in kept]
     if lost:
         b.note("TF407", f"`{x}` is a parallel branch of {where}, made sequential: it hands over to `{nxt}`, "
-               f"and its own edges to {', '.join(lost)} are not in the flow (the last branch, `{last}`, "
+               f"and its own edges to {bounded(lost)} are not in the flow (the last branch, `{last}`, "
                "does not lead there)", at)
     else:
         b.comment(f"TF407: parallel branch of {where}, made sequential"
-                  + (f" (its own edges to {', '.join(dropped)} are taken by the last branch, `{last}`)"
+                  + (f" (its own edges to {bounded(dropped)} are taken by the last branch, `{last}`)"
                      if dropped else ""))
     b.rule(x, nxt)
 
@@ -658,7 +659,7 @@ def _joins(nodes: dict, edges: dict, names: Names, order: list[str], pos) -> dic
             if len(parents) > 1:
                 raw_t = next(r for r, n in names.map.items() if n == t)
                 joins.setdefault(t, []).append((
-                    f"`{t}` waits for all of {', '.join(parents)} (activation group {json.dumps(group)}); a flow "
+                    f"`{t}` waits for all of {bounded(parents)} (activation group {json.dumps(group)}); a flow "
                     "has one speaker at a time, so it runs after whichever of them hands over to it",
                     pos.of(nodes, raw_t)))
     return joins
@@ -672,9 +673,9 @@ def _fan_out(b: FlowBuilder, cfg: dict, nodes: dict, edges: dict, names: Names, 
     for x in order:
         unconditional = [t for t, c, _ in edges.get(x, []) if c is None]
         if len(unconditional) > 1:
-            b.note("TF407", f"`{x}` fans out to {', '.join(unconditional)}, which AutoGen runs in parallel; the "
+            b.note("TF407", f"`{x}` fans out to {bounded(unconditional)}, which AutoGen runs in parallel; the "
                    "flow runs one speaker at a time, so they no longer run in parallel: they run in the order "
-                   f"{' -> '.join([x] + unconditional)}, the last one continuing to where it leads",
+                   f"{bounded([x] + unconditional, ' -> ')}, the last one continuing to where it leads",
                    pos.of(nodes, next(r for r, n in names.map.items() if n == x)))
             for t1, t2 in zip(unconditional, unconditional[1:]):
                 if t1 not in chain:

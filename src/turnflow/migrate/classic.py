@@ -18,13 +18,16 @@ from __future__ import annotations
 import ast as pyast
 import json
 from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Optional
 
 from turnflow.migrate.common import MAX_ROUTES, FlowBuilder, Migration, Names, Pos, fail, line_ref, render
+from turnflow.migrate.rotation import AllBut, Rotation
 from turnflow.migrate.pyread import (Module, agent_classes, assigned_name, callee, calls, filled_in_loop,
                                      is_agent_call, is_literal, kwarg, loop_message, note_choices, parse_module, pos,
                                      scopes, termination_test)
 from turnflow.source import SourceText
+from turnflow.diagnostics.listing import bounded
 
 IGNORED = ("func_call_filter", "send_introductions", "select_speaker_message_template",
            "select_speaker_prompt_template", "select_speaker_auto_multiple_template",
@@ -58,6 +61,7 @@ class Classic:
     names: Names = field(default_factory=Names)
     agents: dict[int, Agent] = field(default_factory=dict)  # by the id of the constructor call
     scope: Optional[str] = None
+    descriptions: Optional[dict[str, str]] = None  # routing-tool descriptions by agent name (_describe)
 
     def agent_of(self, node: Optional[pyast.AST]) -> Optional[Agent]:
         node = self.mod.resolve(node)
@@ -161,19 +165,20 @@ def _agent_list(cx: Classic, node: Optional[pyast.AST], what: str, at: pyast.AST
     if elements is None:
         raise fail("TF401", f"{what} must be a list of agents written out in the file{_why_not_literal(mod, node)}",
                    pos(node if node is not None else at), mod.path, mod.src)
-    out: list[Agent] = []
+    by_name: dict[str, Agent] = {}  # the agents so far by name (they are unique): linear in the agents
     for elt in elements:
         agent = cx.agent_of(elt)
         if agent is None:
             raise fail("TF401", f"`{pyast.unparse(elt)}` in {what} is not an agent "
                        f"created in this file{_why_not_agent(cx, elt)}", pos(elt), mod.path, mod.src)
-        if agent in out:
+        seen = by_name.get(agent.name)
+        if seen == agent:
             continue
-        if any(a.name == agent.name for a in out):
+        if seen is not None:
             raise fail("TF401", f"two agents in {what} are named {json.dumps(agent.raw)}; AutoGen requires unique "
                        "names", pos(elt), mod.path, mod.src)
-        out.append(agent)
-    return out
+        by_name[agent.name] = agent
+    return list(by_name.values())
 
 
 # the GroupChat attributes that make the speaker graph: changing one after the GroupChat is built
@@ -437,7 +442,8 @@ def _group(cx: Classic, call: pyast.Call, block: str) -> FlowBuilder:
     max_node = kwarg(call, "max_round", 2) or _super_init_arg(mod, call, "max_round", 2)
     method, custom_fn, method_node = _selection_method(mod, call)
     names = [a.name for a in agents]
-    allowed = _eligibility(cx, b, call, names, lit)
+    rota = Rotation(names)
+    allowed = _eligibility(cx, b, call, rota, lit)
     dict_mode = _dict_mode(call)
 
     # -- participants, start, caps -------------------------------------------
@@ -457,27 +463,20 @@ def _group(cx: Classic, call: pyast.Call, block: str) -> FlowBuilder:
     b.start(start)
     max_round = 10 if max_node is None else whole_number(mod, b, max_node, "max_round", 10, "AutoGen's default")
     b.max_turns(max_round)
-    def eligible(x: str) -> Optional[list[str]]:
-        if x not in names:  # the initiator outside the group: every agent is eligible
-            return list(names)
+    def eligible(x: str) -> Optional[Sequence[str]]:
+        if x not in rota.index:  # the initiator outside the group: every agent is eligible
+            return rota.all
         if x not in allowed:
             return None
-        ok = set(allowed[x])
-        e = [n for n in names if n in ok]
-        return e or list(names)
+        return rota.in_order(allowed[x]) or rota.all
 
-    def after(x: str, e: list[str]) -> str:
-        idx = names.index(x) if x in names else -1
-        for i in range(len(names)):
-            cand = names[(idx + 1 + i) % len(names)]
-            if cand in e:
-                return cand
-        return e[0]  # pragma: no cover
+    def after(x: str, e: Sequence[str]) -> str:
+        return rota.after(x, e)
 
     speakers = [a.name for a in order]
     # -- termination -----------------------------------------------------------
     b.section()
-    def successors(x: str) -> list[str]:
+    def successors(x: str) -> Sequence[str]:
         """Who may be picked after x (for agents' own termination checks)."""
         e = eligible(x)
         if e is None:
@@ -506,14 +505,14 @@ def _group(cx: Classic, call: pyast.Call, block: str) -> FlowBuilder:
         b.section()
         b.rule(None, ("next",))
         handled = set(speakers)
-    _speaker_rules(cx, b, call, method, method_node, [x for x in speakers if x not in handled], names, eligible, after)
+    _speaker_rules(cx, b, call, method, method_node, [x for x in speakers if x not in handled], rota, eligible, after)
     return b
 
 
 def _participants(b: FlowBuilder, order: list[Agent], init_agent: Optional[Agent], call: pyast.Call) -> None:
     for a in order:
         role = "initiator" if init_agent is not None and a is init_agent else None
-        if a.name != a.raw and a.name not in b.participants:
+        if a.name != a.raw and a.name not in b.participant_set:
             b.note("TF402", f"agent name {json.dumps(a.raw)} is not a valid flow NAME; renamed to `{a.name}`",
                    pos(kwarg(a.call, "name", 0) or a.call))
         b.participant(a.name, a.description, role)
@@ -524,7 +523,7 @@ def _participants(b: FlowBuilder, order: list[Agent], init_agent: Optional[Agent
 
 
 def _speaker_rules(cx: Classic, b: FlowBuilder, call: pyast.Call, method: str, method_node, speakers: list[str],
-                   names: list[str], eligible, after) -> None:
+                   rota: Rotation, eligible, after) -> None:
     """Each speaker's rules from its eligible successors: a sink terminates, one successor is taken,
     round robin takes the next, the LLM's choice is routing tools + the next eligible agent."""
     llm = method in ("auto", "manual", "random", "custom")
@@ -551,7 +550,7 @@ def _speaker_rules(cx: Classic, b: FlowBuilder, call: pyast.Call, method: str, m
             b.note("TF403", f"speakers may hand over to up to {len(e)} agents; only the first {MAX_ROUTES} eligible "
                    "agents of each speaker get a routing tool (the output stays bounded); the others are reached "
                    "through the fallback rotation", pos(call))
-        for y in _nearest(names, x, e):
+        for y in rota.nearest(x, e, MAX_ROUTES):
             b.handoff(x, y, f"transfer_to_{y}", _describe(cx, y))
         b.rule(x, after(x, e))
 
@@ -582,7 +581,8 @@ def _selection_method(mod: Module, call: pyast.Call):
     return method, custom_fn, method_node
 
 
-def _eligibility(cx: Classic, b: FlowBuilder, call: pyast.Call, names: list[str], lit) -> dict[str, list[str]]:
+def _eligibility(cx: Classic, b: FlowBuilder, call: pyast.Call, rota: Rotation,
+                 lit) -> dict[str, Sequence[str]]:
     """The eligible successors of each agent: the transitions dict (allowed, or inverted from
     disallowed), else every agent (itself per `allow_repeat_speaker`)."""
     mod = cx.mod
@@ -598,16 +598,17 @@ def _eligibility(cx: Classic, b: FlowBuilder, call: pyast.Call, names: list[str]
         if repeat is not None:
             b.note("TF409", "`allow_repeat_speaker` and `allowed_or_disallowed_speaker_transitions` are mutually "
                    "exclusive (AutoGen rejects both); the transitions are used", pos(repeat_node))
-        return _transitions(cx, b, call, names, lit)
-    allowed: dict[str, list[str]] = {}
-    for n in names:
-        allowed[n] = [o for o in names if o != n]
-        if repeat is None or repeat is True or (isinstance(repeat, list) and n in repeat):
-            allowed[n].append(n)
+        return _transitions(cx, b, call, rota, lit)
+    repeats = set(repeat) if isinstance(repeat, list) else set()
+    allowed: dict[str, Sequence[str]] = {}
+    for n in rota.names:
+        keep = repeat is None or repeat is True or n in repeats
+        allowed[n] = rota.all if keep else rota.all_but((n,))
     return allowed
 
 
-def _transitions(cx: Classic, b: FlowBuilder, call: pyast.Call, names: list[str], lit) -> dict[str, list[str]]:
+def _transitions(cx: Classic, b: FlowBuilder, call: pyast.Call, rota: Rotation,
+                 lit) -> dict[str, Sequence[str]]:
     """`allowed_or_disallowed_speaker_transitions` (a dict literal, maybe filled item by item)."""
     mod = cx.mod
     path, src = mod.path, mod.src
@@ -630,10 +631,10 @@ def _transitions(cx: Classic, b: FlowBuilder, call: pyast.Call, names: list[str]
     for change in _transition_items(cx, b, var, call, disallowed=str(ttype).lower() == "disallowed"):
         _apply_transition(cx, given, change, resolved)
     if str(ttype).lower() == "allowed":
-        return given
-    allowed = {n: list(names) for n in names}
+        return {k: v for k, v in given.items()}
+    allowed: dict[str, Sequence[str]] = {n: rota.all for n in rota.names}
     for key_name, dis in given.items():
-        allowed[key_name] = [n for n in allowed.get(key_name, names) if n not in dis]
+        allowed[key_name] = rota.all_but(dis)
     return allowed
 
 
@@ -662,28 +663,28 @@ def whole_number(mod: Module, b: FlowBuilder, node: pyast.AST, what: str, defaul
     return default
 
 
-def _nearest(order: list[str], x: str, targets: list[str]) -> list[str]:
-    """At most MAX_ROUTES of `targets`, in their order; when capped, the ones that follow `x` in
-    `order` (so the fallback rotation and the routing tools reach every agent between them)."""
-    if len(targets) <= MAX_ROUTES:
-        return targets
-    ok = set(targets)
-    i = order.index(x) if x in order else -1
-    rotated = [order[(i + 1 + k) % len(order)] for k in range(len(order))]
-    chosen = set([y for y in rotated if y in ok][:MAX_ROUTES])
-    return [y for y in targets if y in chosen]
-
-
 def _describe(cx: Classic, name: str) -> str:
-    for a in cx.agents.values():
-        if a.name == name:
-            if a.description:
-                return a.description.strip()
-            if a.system_message:
-                first = a.system_message.strip().splitlines()[0] if a.system_message.strip() else ""
-                if first:
-                    return first if len(first) <= 120 else first[:117].rstrip() + "..."
-    return f"Let {name} speak next"
+    """The routing tool's description for agent `name`: the first agent of that name with a
+    description or a system message (looked up once per chat, not by scanning every agent)."""
+    if cx.descriptions is None:
+        cx.descriptions = {}
+        for a in cx.agents.values():
+            if a.name not in cx.descriptions:
+                text = _description_of(a)
+                if text is not None:
+                    cx.descriptions[a.name] = text
+    found = cx.descriptions.get(name)
+    return found if found is not None else f"Let {name} speak next"
+
+
+def _description_of(a: Agent) -> Optional[str]:
+    if a.description:
+        return a.description.strip()
+    if a.system_message:
+        first = a.system_message.strip().splitlines()[0] if a.system_message.strip() else ""
+        if first:
+            return first if len(first) <= 120 else first[:117].rstrip() + "..."
+    return None
 
 
 def _super_init_arg(mod: Module, call: pyast.Call, name: str, index: int) -> Optional[pyast.AST]:
@@ -734,6 +735,14 @@ def _function(mod: Module, node: pyast.AST):
     return fn if isinstance(fn, (pyast.FunctionDef, pyast.AsyncFunctionDef, pyast.Lambda)) else None
 
 
+def _meets(names: set[str], successors: Sequence[str]) -> bool:
+    """Whether one of `successors` is in `names`, from the smaller side (successors are a view of
+    every agent when all are eligible: linear in the agents, not quadratic)."""
+    if isinstance(successors, AllBut):  # stops at the first member not excluded
+        return any(n in successors for n in names)
+    return not names.isdisjoint(successors)
+
+
 def _termination(cx: Classic, b: FlowBuilder, manager, agents, speakers, successors) -> None:
     """The manager's `is_termination_msg` (first), then each agent's own (grouped by predicate)."""
     if manager is not None:
@@ -767,14 +776,14 @@ def _agents_termination(cx: Classic, b: FlowBuilder, members: list[Agent], speak
     """The `is_termination_msg` shared by `members`: a rule from each speaker one of them may follow."""
     first = members[0]
     test = termination_test(cx.mod, first.termination)
-    who = ", ".join(f"`{a.name}`" for a in members)
+    who = bounded(f"`{a.name}`" for a in members)
     others = tuple(pos(a.termination) for a in members[1:])
     if test is None or test.text is None:
         b.note("TF405", f"the `is_termination_msg` of {who} does not test the message text for a marker "
                "the migrator can read; dropped", pos(first.termination), also=others)
         return
     names = {a.name for a in members}
-    sources = [x for x in speakers if names & set(successors(x))]
+    sources = [x for x in speakers if _meets(names, successors(x))]
     if not sources:
         return
     how = "" if test.exact else f"; it uses {test.how}, approximated by `text contains`"

@@ -23,6 +23,7 @@ from turnflow.diagnostics.codes import diagnostic as make_diagnostic
 from turnflow.dsl import ast
 from turnflow.dsl.printer import format_flow
 from turnflow.source import SourceText, Span
+from turnflow.diagnostics.listing import bounded
 
 NAME_RE = re.compile(r"[^\W\d](?:[\w-]*\w)?\Z")
 MAX_ROUTES = 32  # routing tools emitted per speaker: an 800-agent chat stays a bounded, readable file
@@ -48,8 +49,8 @@ def line_ref(lineno: int) -> str:
 def lines_ref(linenos: list[int]) -> str:
     """`lines 3, 7`, or `cell 2, line 3; cell 4, line 1` in a notebook."""
     if NOTEBOOK:
-        return "; ".join(line_ref(n) for n in linenos)
-    return "lines " + ", ".join(str(n) for n in linenos)
+        return bounded((line_ref(n) for n in linenos), "; ")
+    return "lines " + bounded(str(n) for n in linenos)
 
 
 class MigrateError(Exception):
@@ -168,6 +169,7 @@ class FlowBuilder:
         self.pending: list[str] = []
         self.notes: list[Note] = []
         self.participants: list[str] = []
+        self.participant_set: set[str] = set()  # `participants` for membership tests (linear in the agents)
         self.tools: dict[str, list[str]] = {}
         self.pending_notes: list[tuple[str, str]] = []
         self.run_time: list[tuple[str, str]] = []  # TF410 notes about the whole team
@@ -186,7 +188,7 @@ class FlowBuilder:
             self.notes.append(Note(code, message, p))
         if comment:
             self.pending_notes.append((code, message))
-            where = ", ".join(input_where(p) for p in (pos, *also))
+            where = bounded(input_where(p) for p in (pos, *also))
             self.pending.append(f"{code}: {message} (input {where})" if self.input_positions else f"{code}: {message}")
 
     def comment(self, text: str) -> None:
@@ -201,9 +203,10 @@ class FlowBuilder:
 
     # -- statements ---------------------------------------------------------
     def participant(self, name: str, description: Optional[str] = None, role: Optional[str] = None) -> None:
-        if name in self.participants:
+        if name in self.participant_set:
             return
         self.participants.append(name)
+        self.participant_set.add(name)
         self._add("participant", name=name, description=description, role=role)
 
     def add_tool(self, owner: str, tool: str) -> None:

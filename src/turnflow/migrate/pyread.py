@@ -11,6 +11,7 @@ from typing import Any, Iterator, Optional
 from turnflow.migrate.common import Pos, fail, input_where, line_ref, lines_ref
 from turnflow.migrate.pystatic import callee, sequence
 from turnflow.source import SourceText
+from turnflow.diagnostics.listing import bounded
 
 _NOT = object()  # "not a literal"
 
@@ -760,7 +761,7 @@ def choice_message(c: Choice) -> str:
         others.append(f"`{_show(c.fallback.value, 50)}` ({line_ref(getattr(c.fallback.stmt, 'lineno', 0))})"
                       if c.fallback is not None else "nothing (the program would fail with a NameError)")
     if others:
-        parts.append("; otherwise it is " + " or ".join(others))
+        parts.append("; otherwise it is " + bounded(others, " or "))
     return "".join(parts)
 
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from turnflow.migrate.pyread import Module, callee
+from turnflow.diagnostics.listing import bounded
 
 MAX_PATHS = 64  # outcomes per speaker (bounded work on pathological functions)
 MAX_STEPS = 4000  # statements evaluated per speaker, over all paths
@@ -493,7 +494,7 @@ class Evaluator:
         for name in bound:
             env[name] = pyast.Name(id="<run time>", ctx=pyast.Load())
         self.note("TF406", f"`{type(st).__name__.lower()}` statement in the selection function sets "
-                  f"{', '.join(f'`{n}`' for n in bound)}, which cannot be followed without running it; "
+                  f"{bounded(f'`{n}`' for n in bound)}, which cannot be followed without running it; "
                   "what it decides is kept as routing tools", st)
 
     def read(self, speakers: list[str]) -> Reading:

@@ -46,19 +46,20 @@ _SECRET_NAMES = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
 _SUBSTRING = 12  # a run of this many characters of a secret (or of an encoding of it) is masked
 
 
-def mask_secrets(text: str, names: tuple[Any, ...] = ()) -> str:
+def mask_secrets(text: str, names: tuple[Any, ...] = (), values: tuple[str, ...] = ()) -> str:
     """`text` with the value of every environment variable named in `names`, and of every
     variable whose name says it holds a secret (`*KEY*`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*`),
     replaced by `***` (values shorter than 6 characters are left alone: they would mask
     ordinary words). Also masked: any run of 12 or more characters of such a value — an
     endpoint that echoes the key minus its last characters — and of its base64 (standard and
-    URL-safe) and URL encodings. Used on text that comes back from endpoints before it is
-    stored or printed."""
+    URL-safe) and URL encodings. `values`: more secrets, given as they are (the credentials of an
+    endpoint's URL), masked the same way. Used on text that comes back from endpoints before it
+    is stored or printed."""
     import os
 
-    values = {os.environ.get(n) for n in names}
-    values |= {v for k, v in os.environ.items() if any(w in k.upper() for w in _SECRET_NAMES)}
-    secrets = sorted((v for v in values if v and len(v) >= 6), key=len, reverse=True)
+    found = {os.environ.get(n) for n in names} | set(values)
+    found |= {v for k, v in os.environ.items() if any(w in k.upper() for w in _SECRET_NAMES)}
+    secrets = sorted((v for v in found if v and len(v) >= 6), key=len, reverse=True)
     for v in secrets:
         text = text.replace(v, "***")
     forms = [f for v in secrets for f in _encodings(v) if len(f) >= _SUBSTRING]
@@ -100,10 +101,12 @@ def _mask_runs(text: str, forms: list[str]) -> str:
     return "".join(out)
 
 
-def endpoint_failure(agent_id: str, exc: BaseException, key_env: str) -> "AdapterError":
+def endpoint_failure(agent_id: str, exc: BaseException, key_env: str,
+                     url_secrets: tuple[str, ...] = ()) -> "AdapterError":
     """The `AdapterError` for a failed model call: the endpoint's error text with API key values
+    and the credentials of the endpoint's URL (`url_secrets`: its query string, user:password)
     masked (`mask_secrets`) and its length bounded, since it is stored and printed."""
-    detail = mask_secrets(str(exc), (key_env,))  # an endpoint may echo the key back
+    detail = mask_secrets(str(exc), (key_env,), url_secrets)  # an endpoint may echo the key or the URL back
     if len(detail) > 2000:
         detail = detail[:2000] + f"... ({len(detail)} characters)"
     return AdapterError(f"agent {brief(agent_id)}: model call failed: {type(exc).__name__}: {detail}")

@@ -99,12 +99,10 @@ def _parse_line(raw: str, n: int, seen: dict[str, int]) -> Task:
 
 
 def read_tasks(path: str) -> list[Task]:
-    from turnflow.files import refuse_special
+    from turnflow.files import read_text
 
     try:
-        refuse_special(path)  # a FIFO would block forever
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
+        text = read_text(path)  # not a FIFO, under the size limit of every input
     except FileNotFoundError:
         raise TaskFileError(f"no such file or directory: `{path}`", unreadable=True) from None
     except OSError as exc:

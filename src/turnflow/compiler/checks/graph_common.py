@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Iterable, Optional
 
 from turnflow.compiler.graph import SpeakerGraph, TrapComponent, show_path
+from turnflow.diagnostics.listing import MAX_LISTED
 from turnflow.dsl import ast, printer
 from turnflow.source import Span
 
@@ -25,10 +26,10 @@ def declaration(block: ast.Block, name: str) -> Span:
     return block.name.span
 
 
-def names(items: Iterable[str], limit: int = 0) -> str:
-    """`a`, `b` and `c` (with `limit`, the rest as "and N more")."""
+def names(items: Iterable[str], limit: int = MAX_LISTED) -> str:
+    """`a`, `b` and `c` (past `limit`, the rest as "and N more")."""
     items = [f"`{n}`" for n in items]
-    if limit and len(items) > limit:
+    if len(items) > limit:
         rest = len(items) - limit
         items = items[:limit] + [f"{rest} more"]
     if len(items) <= 1:

@@ -3,6 +3,7 @@ from typing import Iterator
 from turnflow.diagnostics.diagnostic import Related
 from turnflow.compiler.checks.base import Finding, related, rule
 from turnflow.compiler.checks.graph_common import names, rule_text
+from turnflow.diagnostics.listing import MAX_LISTED, bounded
 from turnflow.compiler.graph import RuleInfo, SpeakerGraph
 from turnflow.dsl import ast
 
@@ -66,6 +67,6 @@ def check(block: ast.Block, graph: SpeakerGraph) -> Iterator[Finding]:
             parts.append(f"`{rule_text(first.stmt)}` (line {first.stmt.span.line}{why}) always decides first "
                          f"{whom}")
             rel += related(first.stmt.span, "this rule decides first")
-        yield Finding(r.stmt.span, f"this {kind} never fires: " + "; ".join(parts), related=rel,
+        yield Finding(r.stmt.span, f"this {kind} never fires: " + bounded(parts, "; "), related=rel[:MAX_LISTED],
                       help="move it above the rule that shadows it, give it a lower `priority`, "
                            "or remove it")

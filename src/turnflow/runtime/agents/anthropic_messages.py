@@ -72,7 +72,7 @@ class AnthropicMessagesAgent(OpenAIChatAgent):
         try:
             resp = await self.client.messages.create(**kwargs)
         except Exception as exc:  # anthropic.APIError and friends, httpx errors: infrastructure
-            raise endpoint_failure(self.agent_id, exc, self.api_key_env) from None
+            raise endpoint_failure(self.agent_id, exc, self.api_key_env, self.endpoint.secrets) from None
         if not isinstance(getattr(resp, "content", None), list):
             raise AdapterError(f"agent {self.agent_id!r}: the model reply has no content")
         return resp

@@ -31,7 +31,8 @@ from typing import Any, Awaitable, Callable, Optional
 from turnflow.runtime.agents.base import AgentContext, Capabilities, SessionTools, ToolError
 from turnflow.runtime.agents.model_prompt import BEGIN, chat_turns, system_prompt as model_system_prompt
 from turnflow.runtime.agents.model_tools import ModelTools, is_empty
-from turnflow.runtime.errors import AdapterError, brief, endpoint_failure
+from turnflow.runtime.agents.endpoint import endpoint
+from turnflow.runtime.errors import AdapterError, brief, endpoint_failure, mask_secrets
 
 DEFAULT_MAX_ROUNDS = 4
 
@@ -58,7 +59,8 @@ class OpenAIChatAgent:
         self.session_tools = session_tools
         self.agent_id = agent_id
         self.model = model
-        self.base_url = base_url
+        self.endpoint = endpoint(base_url)  # the URL without its query string; what to mask (agents/endpoint.py)
+        self.base_url = self.endpoint.url
         self.api_key_env = api_key_env
         self.system = system
         self.max_rounds = max_rounds
@@ -87,8 +89,13 @@ class OpenAIChatAgent:
         if not key:
             raise AdapterError(f"agent {brief(self.agent_id)}: environment variable {self.api_key_env} is not set "
                                "(it holds the API key; any non-empty value for a local server)")
-        return getattr(sdk, client_class)(api_key=key, base_url=self.base_url, timeout=self.timeout,
-                                          max_retries=self.max_retries)
+        try:
+            return getattr(sdk, client_class)(api_key=key, base_url=self.base_url, timeout=self.timeout,
+                                              max_retries=self.max_retries, default_query=self.endpoint.query or None)
+        except Exception as exc:  # e.g. a URL the client refuses: its message may quote the URL
+            detail = mask_secrets(str(exc), (self.api_key_env,), self.endpoint.secrets)
+            raise AdapterError(f"agent {brief(self.agent_id)}: cannot make the {package} client: "
+                               f"{type(exc).__name__}: {detail[:500]}") from None
 
     async def open_session(self, ctx: AgentContext, emit: Callable[[dict[str, Any]], Awaitable[bool]]) -> Capabilities:
         if self.client is None:
@@ -138,7 +145,7 @@ class OpenAIChatAgent:
         try:
             resp = await self.client.chat.completions.create(**kwargs)
         except Exception as exc:  # openai.APIError and friends, httpx errors: infrastructure
-            raise endpoint_failure(self.agent_id, exc, self.api_key_env) from None
+            raise endpoint_failure(self.agent_id, exc, self.api_key_env, self.endpoint.secrets) from None
         choices = getattr(resp, "choices", None)
         if not choices or getattr(choices[0], "message", None) is None:
             raise AdapterError(f"agent {brief(self.agent_id)}: the model reply has no choices")
