@@ -220,3 +220,48 @@ def test_a_finish_over_a_log_that_lost_its_end_is_refused(pg_url):
         store.close()
     assert finished is False
     assert StoreReader(pg_url).tasks()["t0"][0] == "running"  # not recorded done over a short log
+
+
+def test_a_worker_says_nothing_is_left_only_once_the_finishes_it_saw_are_durable(own_server):
+    """At durability "process" a finish is visible to other workers before it is on the server's
+    disk (`synchronous_commit=off`). A worker that saw every task finished, left, and then a
+    server crash lost the last finish, left that task running for nobody: the batch ended "done
+    59, unfinished 1" (exit 1) although no task failed. `unfinished()` says no task is left only
+    once every commit it read is flushed, so the task below stays done across a crash that
+    follows at once. (The WAL writer is slowed to 5 s so that nothing else flushes meanwhile.)"""
+    import psycopg
+
+    from turnflow.runtime.store_pg import PostgresStore
+    from turnflow.runtime.task_queue import PostgresTaskQueue
+    from turnflow.runtime.tasks import Task
+
+    url = own_server.create_database("durable_end")
+    admin = own_server.url()
+
+    def wal(sql: str) -> object:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            cur = conn.execute(sql)
+            return cur.fetchone()[0] if cur.description else None
+
+    wal("ALTER SYSTEM SET wal_writer_delay = '5s'")
+    wal("SELECT pg_reload_conf()")
+    store = PostgresStore(url, worker="w1")  # durability "process"
+    try:
+        queue = PostgresTaskQueue(store)
+        queue.load([Task("t0", "go", {}, 1)], "h")
+        assert [c.id for c in queue.claim("w1", 1, 30.0)] == ["t0"]
+        wal("CHECKPOINT")  # the tables, the task and its claim are on disk
+        # an asynchronous commit wakes a hibernating WAL writer; once it has flushed it, the
+        # writer sleeps its 5 s and the finish below stays in the server's memory only
+        queue.renew("w1", 30.0)
+        lsn = wal("SELECT pg_current_wal_insert_lsn()::text")
+        assert wait_for(lambda: wal(f"SELECT pg_current_wal_flush_lsn() >= '{lsn}'::pg_lsn"), 30)
+        assert queue.finish("w1", "t0", "done", {"id": "t0", "status": "done"})
+        assert queue.unfinished() is False
+        queue.close()
+    finally:
+        store.close()
+        _crash_and_restart(own_server)
+        wal("ALTER SYSTEM RESET wal_writer_delay")
+        wal("SELECT pg_reload_conf()")
+    assert StoreReader(url).tasks()["t0"][0] == "done"

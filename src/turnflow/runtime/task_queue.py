@@ -91,6 +91,9 @@ def _dead_here(workers: Iterable[str]) -> list[str]:
 _UNFINISHED = ("SELECT EXISTS (SELECT 1 FROM turnflow_tasks WHERE state = 'pending') "
                "OR EXISTS (SELECT 1 FROM turnflow_tasks WHERE state = 'running')")
 _NOTIFY = f"SELECT pg_notify('{NOTIFY_CHANNEL}', '')"
+# A write that changes nothing but makes its transaction's commit write (and, synchronous, flush)
+# the WAL: a transaction that only reads, or only takes a transaction id, is never flushed.
+_FLUSH = "UPDATE turnflow_schema SET version = version"
 
 DEAD_CHECK_EVERY = 1.0  # seconds between two looks for workers on this host whose process is gone
 
@@ -328,8 +331,19 @@ class PostgresTaskQueue:
         return {s: got.get(s, 0) for s in STATES}
 
     def unfinished(self) -> bool:
+        """Whether a task is still pending or running. "No" only once every commit this read saw
+        is on the server's disk: at durability "process" (`synchronous_commit=off`) a finish is
+        visible before it is durable, and a server crash right after could still lose it and put
+        its task back to running — after every worker had left on the word of this read. A
+        synchronous commit of a write flushes the WAL up to it, so every commit read before it;
+        if the server goes away first, the error is transient and the caller asks again."""
         with self.pool.connection() as conn:
-            return bool(conn.execute(_UNFINISHED).fetchone()[0])
+            if conn.execute(_UNFINISHED).fetchone()[0]:
+                return True
+            with conn.transaction():
+                conn.execute("SET LOCAL synchronous_commit = on")
+                conn.execute(_FLUSH)
+            return False
 
     async def wait_for_change(self, timeout: float) -> None:
         """`block_until_change` off the event loop."""
