@@ -265,3 +265,48 @@ def test_a_worker_says_nothing_is_left_only_once_the_finishes_it_saw_are_durable
         wal("ALTER SYSTEM RESET wal_writer_delay")
         wal("SELECT pg_reload_conf()")
     assert StoreReader(url).tasks()["t0"][0] == "done"
+
+
+def test_the_last_read_of_the_results_waits_for_a_server_that_restarts(pg_url, tmp_path, monkeypatch, capsys):
+    """The summary's read of the task list, after the batch, meets a connection the server just
+    dropped: it is read again once the server is back (exit 0, every task done), not an internal
+    error (exit 3) at the very end of a batch whose tasks all finished."""
+    import psycopg
+
+    from turnflow.cli import main
+    from turnflow.runtime.task_queue import PostgresTaskQueue
+
+    files = write_batch(tmp_path, 3)
+    real, calls = PostgresTaskQueue.results, []
+
+    def results(self, ids):
+        calls.append(len(ids))
+        if len(calls) == 2:  # the first is the look for tasks finished before this run
+            raise psycopg.OperationalError("server closed the connection unexpectedly")
+        return real(self, ids)
+
+    monkeypatch.setattr(PostgresTaskQueue, "results", results)
+    monkeypatch.setenv("TF_DELAY", "0")
+    code = main(["run", files["flow"], "--agents", files["agents"], "--tasks", files["tasks"], "--store", pg_url])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "tasks 3: done 3, failed 0, unfinished 0" in captured.out
+    assert len(calls) == 3
+
+
+def test_a_worker_waiting_for_the_others_outlasts_a_server_that_is_away(pg_url):
+    """A worker with nothing left to claim listens for the others' finishes; when its first
+    LISTEN meets a server that is down (restarting), it waits and looks again instead of ending
+    the batch with an internal error."""
+    from turnflow.runtime.store_pg import PostgresStore
+    from turnflow.runtime.task_queue import PostgresTaskQueue
+
+    store = PostgresStore(pg_url, worker="w1")
+    queue = PostgresTaskQueue(store)
+    store.url = "postgresql://turnflow@127.0.0.1:1/gone"  # nothing listens there: connection refused
+    try:
+        queue.block_until_change(0.01)
+        assert queue._listener is None  # not listening: the next call tries again
+    finally:
+        queue.close()
+        store.close()

@@ -149,7 +149,7 @@ def _work(bw: "BatchWorker") -> bool:
 
 
 def _run(args, spec: dict, make_agents: Callable[[], dict], tasks: list, store_value: str) -> int:
-    from turnflow.runtime.batch import BatchWorker, TaskOutcome
+    from turnflow.runtime.batch import BatchWorker, TaskOutcome, is_transient, retrying
     from turnflow.runtime.errors import RuntimeErrorBase, StoreError
     from turnflow.runtime.stores import open_store
     from turnflow.runtime.task_queue import new_worker_id, task_queue_for
@@ -197,7 +197,13 @@ def _run(args, spec: dict, make_agents: Callable[[], dict], tasks: list, store_v
             err(f"turnflow run: {problem}")
             return EXIT_ERROR
         elapsed = time.monotonic() - started
-        final = queue.results(ids)
+        try:  # a server restarting right now is waited for, as the worker did
+            final = retrying(queue.results, ids)
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            err(f"turnflow run: {store.path}: cannot read the results: {str(exc).splitlines()[0]}")
+            return EXIT_USAGE
         failures = store.batch_failures
         if failures:
             err(f"turnflow run: note: {len(failures)} group commit(s) failed as a whole and were retried item "

@@ -106,7 +106,7 @@ class BatchWorker:
             try:
                 return await asyncio.to_thread(fn, *args)
             except Exception as exc:
-                if not _transient(exc) or time.monotonic() >= deadline:
+                if not is_transient(exc) or time.monotonic() >= deadline:
                     raise
                 await asyncio.sleep(0.2)
 
@@ -149,7 +149,7 @@ class BatchWorker:
         except (AdapterError, ProtocolError) as exc:  # the session could not even start
             outcome = TaskOutcome(claim.id, "failed", sid, None, None, 0, str(exc), resumed)
         except Exception as exc:
-            if not isinstance(exc, LeaseLost) and not _transient(exc):
+            if not isinstance(exc, LeaseLost) and not is_transient(exc):
                 raise
             # LeaseLost (TailLost too: the server lost the session's last commits) or the
             # connection dropped while the session ran: carry on with the other tasks
@@ -266,7 +266,20 @@ class BatchWorker:
 RECONNECT_SECONDS = 60.0  # how long a worker retries a database that went away before it gives up
 
 
-def _transient(exc: BaseException) -> bool:
+def retrying(fn: Callable[..., Any], *args: Any) -> Any:
+    """`fn(*args)` from a thread with no event loop (the command's last read of the results),
+    tried again like `BatchWorker._call` while the database is away, up to RECONNECT_SECONDS."""
+    deadline = time.monotonic() + RECONNECT_SECONDS
+    while True:
+        try:
+            return fn(*args)
+        except Exception as exc:
+            if not is_transient(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.2)
+
+
+def is_transient(exc: BaseException) -> bool:
     """A lost or refused database connection (psycopg's OperationalError, a pool timeout): the
     server restarts or a backend was terminated, and a later attempt may succeed."""
     names = {c.__name__ for c in type(exc).__mro__}

@@ -356,15 +356,19 @@ class PostgresTaskQueue:
         or `timeout` seconds: a worker with nothing left to claim exits as soon as the last task
         is done, instead of up to a poll interval later. The first call only starts listening and
         returns at once (the caller then looks at the list again: nothing is missed meanwhile)."""
+        psycopg = self.store._psycopg
         if self._listener is None:
-            psycopg = self.store._psycopg
-            self._listener = psycopg.connect(self.store.url, autocommit=True)
-            self._listener.execute(f"LISTEN {NOTIFY_CHANNEL}")
+            try:
+                self._listener = psycopg.connect(self.store.url, autocommit=True)
+                self._listener.execute(f"LISTEN {NOTIFY_CHANNEL}")
+            except psycopg.OperationalError:  # the server is away (restarting): wait, then look again
+                self.close()
+                time.sleep(timeout)
             return
         try:
             for _ in self._listener.notifies(timeout=timeout, stop_after=1):
                 pass
-        except self.store._psycopg.OperationalError:  # the server went away: listen again next time
+        except psycopg.OperationalError:  # the server went away: listen again next time
             self.close()
 
     def close(self) -> None:
