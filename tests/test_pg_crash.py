@@ -16,6 +16,27 @@ from pg_server import PgServer, find_bindir, wait_for
 
 N_TASKS = 60
 WORKERS = 3
+HITS = 3
+STAGE = N_TASKS // (HITS + 1)  # tasks per stage: stage k may finish only after hit k
+
+# The batch's agents hold each task of stage k (t015-t029 is stage 1, ...) at its sixth turn until
+# the test opens gate k, which it does right after hit k: the batch cannot outrun the hits, however
+# fast the workers are next to the test (the suite runs in parallel), and the hits still meet
+# sessions in flight (those held, and those of the stage just opened).
+GATED_AGENTS_PY = '''
+import asyncio, os
+
+GATES = os.environ["TF_GATES"]
+
+
+async def speak(msg, tools):
+    first = msg[0]["text"] if msg else ""
+    stage = int(first.split()[-1]) // STAGE if first.startswith("task ") else 0
+    while stage and len(msg) >= 6 and not os.path.exists(os.path.join(GATES, f"go{stage}")):
+        await asyncio.sleep(0.02)
+    await asyncio.sleep(0.002)
+    return f"{tools.agent_id} says {len(msg)}"
+'''.replace("STAGE", str(STAGE))
 
 
 @pytest.fixture(scope="module")
@@ -81,12 +102,24 @@ def _workers_seen(reader: StoreReader, seen: set) -> int:
     return len(seen)
 
 
-def _run_under(server: PgServer, tmp_path, durability: str, hit, db: str) -> None:
-    url = server.create_database(db)
+def _gated_batch(tmp_path) -> dict:
+    """The batch of write_batch, its agents replaced by GATED_AGENTS_PY (gates in tmp_path/gates)."""
     files = write_batch(tmp_path, N_TASKS)
+    (tmp_path / "tf_gated_agents.py").write_text(GATED_AGENTS_PY)
+    (tmp_path / "agents.yaml").write_text("agents:\n" + "".join(
+        f'  {a}: {{kind: python, ref: "tf_gated_agents:speak"}}\n' for a in "abc"))
+    (tmp_path / "gates").mkdir()
+    return files
+
+
+def _run_under(server: PgServer, tmp_path, monkeypatch, durability: str, hit, db: str) -> None:
+    url = server.create_database(db)
+    files = _gated_batch(tmp_path)
+    gates = tmp_path / "gates"
     reader = StoreReader(url)
-    workers = [start(files, url, "--concurrency", "8", "--durability", durability, "--format", "json",
-                     delay=0.002) for _ in range(WORKERS)]
+    monkeypatch.setenv("TF_GATES", str(gates))  # the workers' environment (start() copies os.environ)
+    workers = [start(files, url, "--concurrency", "8", "--durability", durability, "--format", "json")
+               for _ in range(WORKERS)]
     try:
         # every worker is connected before the first hit (one still starting while the server is
         # down cannot open its store and says so, exit 2: that is not what this test is about)
@@ -94,17 +127,17 @@ def _run_under(server: PgServer, tmp_path, durability: str, hit, db: str) -> Non
         gone0 = lambda: any(w.poll() is not None for w in workers)  # noqa: E731
         assert wait_for(lambda: _workers_seen(reader, seen) >= WORKERS or gone0(), 120), "a worker never claimed"
         hits = []  # how many tasks were finished at each hit
-        for _ in range(3):  # three hits, each after the batch made progress since the last
-            base = max(_finished(reader), 0)
+        base = 0
+        for k in range(1, HITS + 1):  # each hit after the batch made progress since the last
             gone = lambda: all(w.poll() is not None for w in workers)  # noqa: E731
+            # certain to come: stage k-1 (STAGE tasks, at most `base` of them finished) is open
             assert wait_for(lambda: _finished(reader) >= base + 4 or gone(), 120), "the batch made no progress"
-            if _finished(reader) >= N_TASKS or gone():
-                break
+            assert not gone(), "the workers ended before every stage was opened"
             hits.append(_finished(reader))
             hit(url)
-        # (measured: hits at 8-24, 16-35 and 24-49 of 60 finished tasks; at least two, or the batch
-        # outran the test and it proved little)
-        assert len(hits) >= 2, f"the batch finished after {len(hits)} hit(s) at {hits}"
+            base = max(_finished(reader), 0)  # read before stage k opens: at most k * STAGE
+            (gates / f"go{k}").touch()
+        assert len(hits) == HITS and max(hits) < N_TASKS, hits
         results = [w.communicate(timeout=240) for w in workers]
     finally:
         for w in workers:
@@ -124,11 +157,11 @@ def _run_under(server: PgServer, tmp_path, durability: str, hit, db: str) -> Non
 
 
 @pytest.mark.parametrize("durability", ["process", "full"])
-def test_server_crashes_under_a_batch_leave_no_hole(own_server, tmp_path, durability):
-    _run_under(own_server, tmp_path, durability, lambda url: _crash_and_restart(own_server), f"crash_{durability}")
+def test_server_crashes_under_a_batch_leave_no_hole(own_server, tmp_path, monkeypatch, durability):
+    _run_under(own_server, tmp_path, monkeypatch, durability, lambda url: _crash_and_restart(own_server), f"crash_{durability}")
 
 
-def test_killed_connections_are_reconnected_not_an_internal_error(own_server, tmp_path):
+def test_killed_connections_are_reconnected_not_an_internal_error(own_server, tmp_path, monkeypatch):
     import psycopg
 
     def terminate(url: str) -> None:
@@ -137,7 +170,7 @@ def test_killed_connections_are_reconnected_not_an_internal_error(own_server, tm
                              "WHERE datname = current_database() AND pid <> pg_backend_pid()").fetchone()[0]
         assert n > 0
 
-    _run_under(own_server, tmp_path, "process", terminate, "terminated")
+    _run_under(own_server, tmp_path, monkeypatch, "process", terminate, "terminated")
 
 
 def _worker_store(url: str, sessions: list[str]):
