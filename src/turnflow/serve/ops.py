@@ -434,9 +434,8 @@ class Ops:
                                          extra=None if required_acks is None else {"required_acks": required_acks})
         sid = md.session_id
         waiter = self._opening[sid] = asyncio.get_running_loop().create_future()
-        try:
-            for env in list(self._log(sid)):
-                self.notify(env, md)
+        try:  # (the invites reached the invited through the hub's listener, `on_envelope`)
+            self._log(sid)  # kept from now on, each later envelope appended as it is written
             if md.state == SessionState.INVITED:
                 try:
                     await asyncio.wait_for(asyncio.shield(waiter), self.invite_timeout)
