@@ -277,7 +277,9 @@ class Ops:
                 waiter.set_exception(_bad(f"channel {md.session_id!r} closed during handshake: {md.close_reason}"))
         body = None
         log = self._logs.get(md.session_id)
-        if log is not None and log.envs and log.envs[-1].seq + 1 == env.seq:
+        if log is None and env.seq == 1 and not md.state.terminal:  # a new session's first envelope (an
+            log = self._logs[md.session_id] = _Log()  # invite): its log kept from here, not read back
+        if log is not None and (log.envs[-1].seq if log.envs else 0) + 1 == env.seq:
             body = frames.dumps(wire.envelope_to_ag2(env, md))
             log.envs.append(env)
             log.texts.append(body)
