@@ -65,7 +65,26 @@ def pattern_source(n: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-SOURCES = {"classic": classic_source, "everyone": everyone_source, "pattern": pattern_source}
+def graphflow_source(n: int) -> str:
+    """An AgentChat GraphFlow: the first agent fans out to every other one (parallel branches)."""
+    lines = ["from autogen_agentchat.agents import AssistantAgent",
+             "from autogen_agentchat.conditions import MaxMessageTermination",
+             "from autogen_agentchat.teams import DiGraphBuilder, GraphFlow",
+             "from autogen_ext.models.openai import OpenAIChatCompletionClient", "",
+             "client = OpenAIChatCompletionClient(model='gpt-4.1-nano')"]
+    lines += [f"a{i} = AssistantAgent('agent_{i}', model_client=client, system_message='Agent number {i}.')"
+              for i in range(n)]
+    lines.append("builder = DiGraphBuilder()")
+    lines += [f"builder.add_node(a{i})" for i in range(n)]
+    lines += [f"builder.add_edge(a0, a{i})" for i in range(1, n)]
+    lines.append("builder.set_entry_point(a0)")
+    lines.append("flow = GraphFlow(participants=builder.get_participants(), graph=builder.build(), "
+                 "termination_condition=MaxMessageTermination(20))")
+    return "\n".join(lines) + "\n"
+
+
+SOURCES = {"classic": classic_source, "everyone": everyone_source, "pattern": pattern_source,
+           "graphflow": graphflow_source}
 
 
 def measure(kind: str, n: int) -> tuple[float, float, int]:

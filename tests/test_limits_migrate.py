@@ -35,7 +35,7 @@ def _calls(text: str) -> int:
     return pstats.Stats(profile).total_calls  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize("kind", ["classic", "everyone", "pattern"])
+@pytest.mark.parametrize("kind", ["classic", "everyone", "pattern", "graphflow"])
 def test_migrate_work_per_agent_does_not_grow_with_the_number_of_agents(kind):
     source = bench.SOURCES[kind]
     migrate(source(3), "warm.py")  # imports and caches out of the count

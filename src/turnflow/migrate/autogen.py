@@ -570,16 +570,34 @@ def _graph_start(cfg, pos, b, names, order, path, src) -> str:
     return roots[0] if roots else order[0]
 
 
-def _parallel_branch(b: FlowBuilder, x: str, chain: dict, edges: dict, at: Pos) -> None:
+def _last_branch(chain: dict, x: str, ends: dict) -> str:
+    """The branch that continues where `x`'s chain of branches leads: followed from `x`'s next
+    until a node outside the chain (or one seen again). `ends` remembers the end of every node
+    walked, so all the branches of a fan-out cost one walk, not one walk each."""
+    path, y, on_path = [], chain[x][0], {x}
+    while y in chain and y not in ends:
+        if y in on_path:  # a cycle: walk it as it is, remembering nothing
+            last, seen = chain[x][0], {x}
+            while last in chain and last not in seen:
+                seen.add(last)
+                last = chain[last][0]
+            return last
+        on_path.add(y)
+        path.append(y)
+        y = chain[y][0]
+    end = ends[y] if y in ends else y
+    for p in path:
+        ends[p] = end
+    return end
+
+
+def _parallel_branch(b: FlowBuilder, x: str, chain: dict, edges: dict, at: Pos, ends: dict) -> None:
     """`x`, a parallel branch made sequential: it hands over to the next branch; its own edges are
     taken by the last branch when that one leads there too, else they are lost (TF407 says so)."""
     nxt, origin, _ = chain[x]
     dropped = [t for t, _, _ in edges.get(x, [])]
     where = "the start" if origin == "the start" else f"`{origin}`"
-    last, seen = nxt, {x}
-    while last in chain and last not in seen:  # the branch that continues where they lead
-        seen.add(last)
-        last = chain[last][0]
+    last = _last_branch(chain, x, ends)
     kept = {t for t, _, _ in edges.get(last, [])}
     lost = [t for t in dropped if t not in kept]
     if lost:
@@ -607,6 +625,7 @@ def _graph(cfg, pos, b: FlowBuilder, names: Names, order, path, src, ended=froze
         edges[name] = [_edge(b, e, raw, node, names, pos, path, src) for e in _list(node.get("edges"))]
     joins = _joins(nodes, edges, names, order, pos)
     chain = _fan_out(b, cfg, nodes, edges, names, order, pos)
+    ends: dict[str, str] = {}
     for x in order:
         if x not in edges or x in ended:
             continue
@@ -614,7 +633,7 @@ def _graph(cfg, pos, b: FlowBuilder, names: Names, order, path, src, ended=froze
         for message, at in joins.get(x, []):
             b.note("TF407", message, at)
         if x in chain:
-            _parallel_branch(b, x, chain, edges, pos.of(nodes, next(r for r, n in names.map.items() if n == x)))
+            _parallel_branch(b, x, chain, edges, pos.of(nodes, names.raw_of(x)), ends)
             continue
         _node_rules(b, x, edges[x])
 
@@ -645,7 +664,7 @@ def _joins(nodes: dict, edges: dict, names: Names, order: list[str], pos) -> dic
     incoming: dict[str, dict[str, list[str]]] = {}
     for x in order:
         for t, _, e in edges.get(x, []):
-            raw_t = next((r for r, n in names.map.items() if n == t), t)
+            raw_t = names.raw_of(t, t)
             node_t: dict = nodes[raw_t] if isinstance(nodes.get(raw_t), dict) else {}
             group: str = e["activation_group"] if isinstance(e.get("activation_group"), str) and \
                 e.get("activation_group") else t
@@ -657,7 +676,7 @@ def _joins(nodes: dict, edges: dict, names: Names, order: list[str], pos) -> dic
     for t in order:
         for group, parents in incoming.get(t, {}).items():
             if len(parents) > 1:
-                raw_t = next(r for r, n in names.map.items() if n == t)
+                raw_t = names.raw_of(t)
                 joins.setdefault(t, []).append((
                     f"`{t}` waits for all of {bounded(parents)} (activation group {json.dumps(group)}); a flow "
                     "has one speaker at a time, so it runs after whichever of them hands over to it",
@@ -676,7 +695,7 @@ def _fan_out(b: FlowBuilder, cfg: dict, nodes: dict, edges: dict, names: Names, 
             b.note("TF407", f"`{x}` fans out to {bounded(unconditional)}, which AutoGen runs in parallel; the "
                    "flow runs one speaker at a time, so they no longer run in parallel: they run in the order "
                    f"{bounded([x] + unconditional, ' -> ')}, the last one continuing to where it leads",
-                   pos.of(nodes, next(r for r, n in names.map.items() if n == x)))
+                   pos.of(nodes, names.raw_of(x)))
             for t1, t2 in zip(unconditional, unconditional[1:]):
                 if t1 not in chain:
                     chain[t1] = (t2, x, edges[x][0][2])

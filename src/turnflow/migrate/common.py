@@ -101,6 +101,8 @@ class Names:
     def __init__(self) -> None:
         self.map: dict[str, str] = {}
         self.used: set[str] = set()
+        self._raw: dict[str, str] = {}  # NAME -> the source name it was made from
+        self._next: dict[str, int] = {}  # base -> the next suffix to try (linear in repeats of one base)
 
     @staticmethod
     def clean(raw: str) -> str:
@@ -121,13 +123,19 @@ class Names:
         if raw in self.map:
             return self.map[raw], self.map[raw] != raw
         base = raw if NAME_RE.match(raw) and raw not in ast.KEYWORDS else self.clean(raw)
-        name, i = base, 2
+        name, i = base, self._next.get(base, 2)
         while name in self.used:
             name = f"{base}_{i}"
             i += 1
+        self._next[base] = i
         self.map[raw] = name
         self.used.add(name)
+        self._raw[name] = raw
         return name, name != raw
+
+    def raw_of(self, name: str, default: Optional[str] = None) -> Optional[str]:
+        """The source name `name` was made from."""
+        return self._raw.get(name, default)
 
 
 def tool_name(raw: str) -> str:
