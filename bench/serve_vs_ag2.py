@@ -12,6 +12,9 @@ the hub's RSS before and after, divided by IDLE.
     python bench/serve_vs_ag2.py [--agents 50] [--clients 10] [--sessions 2000] [--rounds 2] [--idle 200]
                                  [--warmup 10] [--timeout 3600]
 
+With SERVE_VS_AG2_PROFILE=PATH in the environment, each turnflow hub runs under cProfile and writes
+its profile to PATH.<n> when it stops (its CPU figure then includes the profiler's overhead).
+
 AG2's hub runs with WebSocket pings off (`serve_ws(..., ping_interval=None)`) and a 600 s invite-ack
 timeout (at its default 30 s, an AG2 round of 1,000 sessions on a loaded machine failed with
 "ack timeout": the one client process acks late), turnflow serve on its defaults (pings every 20 s, a
@@ -55,7 +58,9 @@ def start(kind: str, workdir: str) -> tuple[subprocess.Popen, str]:
         cmd = [sys.executable, "-c", AG2_HUB]
     else:
         store = os.path.join(workdir, f"hub-{time.monotonic_ns()}.db")
-        cmd = [sys.executable, "-m", "turnflow", "serve", "--listen", "127.0.0.1:0", "--store", store,
+        profile = os.environ.get("SERVE_VS_AG2_PROFILE")  # a path: cProfile the turnflow hub into PATH.N
+        prof = ["-m", "cProfile", "-o", f"{profile}.{time.monotonic_ns()}"] if profile else []
+        cmd = [sys.executable, *prof, "-m", "turnflow", "serve", "--listen", "127.0.0.1:0", "--store", store,
                "--send-queue", "100000", "--max-connections", "100000"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
     assert proc.stdout is not None

@@ -316,3 +316,38 @@ def test_the_opener_of_a_spec_is_its_initiator_else_the_graphs_start_speaker_els
     assert spec_opener({"participants": parts, "knobs": {"graph": {"transitions": 3}}}) == "a"  # not a graph
     assert spec_opener({"participants": parts, "knobs": {}}) == "a"
     assert spec_opener({"participants": []}) is None
+
+
+def test_sweep_passes_walk_only_sessions_not_ended(monkeypatch):
+    """A long-running hub holds every session it ever opened; a sweeper pass looks at the open ones
+    (an ended session is dropped from the walk at the first pass that finds it ended), and a
+    session opened later is still swept."""
+    import turnflow.runtime.hub as hub_mod
+
+    seen: list[str] = []
+    real = hub_mod._sweepable
+
+    def counting(live):
+        seen.append(live.session_id)
+        return real(live)
+
+    monkeypatch.setattr(hub_mod, "_sweepable", counting)
+
+    async def go():
+        clock = FakeClock()
+        hub = await new_hub(clock=clock)
+        pair = [Participant("q", "initiator", 0), Participant("r", "respondent", 1)]
+        ended = [await hub.open_session("consulting", pair) for _ in range(3)]
+        for md in ended:
+            await hub.close(md.session_id, "done")
+        kept = await hub.open_session("consulting", pair, ttl_seconds=10)
+        await hub.sweep()
+        seen.clear()
+        await hub.sweep()
+        assert set(seen) == {kept.session_id}
+        later = await hub.open_session("consulting", pair, ttl_seconds=5)
+        clock.advance(6)
+        seen.clear()
+        await hub.sweep()
+        assert later.session_id in seen and later.state == SessionState.EXPIRED
+    run(go())

@@ -606,3 +606,29 @@ def test_on_postgresql_delivery_cursors_survive_a_restart_elsewhere(pg_url, tmp_
         server.stop()
     assert welcome == "welcome"
     assert replayed == [(cid, TEXT, "second")]
+
+
+def test_an_invited_agent_is_notified_of_the_invite_once(served):
+    """Each envelope reaches each recipient once: the invite of a new channel included (the hub
+    hands it to the listener; the opening request does not send it a second time)."""
+    async def main():
+        c = client(served.url)
+        bob = await _RawAgent.connect(served.url)
+        try:
+            bob_id = (await bob.call("register", {"passport": {"name": "bob"}}))["agent_id"]
+            alice = await c.register(agent("alice", "unused"))
+            opening = asyncio.ensure_future(alice.open(type="conversation", target="bob"))
+            invite = await bob.note()
+            await bob.call("post_envelope", {"envelope": {"channel_id": invite["envelope"]["channel_id"],
+                                                          "sender_id": bob_id, "audience": None, "event_type":
+                                                          "ag2.channel.invite.ack", "event_data": {}}})
+            ch = await opening
+            await ch.send("hello")
+            while not any(n["envelope"]["event_type"] == TEXT for n in bob.notes):
+                await bob.note()
+            return [n["envelope"]["event_type"] for n in bob.notes]
+        finally:
+            await bob.ws.close()
+            await c.close()
+
+    assert run(main()) == ["ag2.channel.invite", "ag2.channel.opened", TEXT]

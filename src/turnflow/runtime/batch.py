@@ -123,7 +123,7 @@ class BatchWorker:
         live = sub.sessions.get(session_id)
         if live is None:
             raise StoreError(f"session {session_id}: not in the store")
-        self.hub.sessions[session_id] = live
+        self.hub.adopt(live)
 
     async def _run_task(self, claim: Claim, before: Optional[set[asyncio.Task[None]]] = None) -> None:
         if before:

@@ -163,6 +163,9 @@ class Hub:
         self.clock = clock
         self.adapters = adapters if adapters is not None else builtin_adapters()
         self.sessions: dict[str, LiveSession] = {}  # creation order
+        # the sessions the sweepers still look at (creation order): an ended one leaves at the next
+        # pass, so a pass walks the open sessions, not every session the hub ever held
+        self._watched: dict[str, LiveSession] = {}
         self.listeners: list[Listener] = []
         self._session_listeners: dict[str, list[Listener]] = {}  # listeners of one session's envelopes
         self.telemetry_listeners: list[Callable[[str, dict[str, Any]], None]] = []
@@ -186,6 +189,12 @@ class Hub:
                 hub.report.completed_opens.append(sid)
         return hub
 
+    def adopt(self, live: LiveSession) -> None:
+        """Hold a session hydrated elsewhere (a batch worker's claimed one): read, written and swept
+        like the hub's own."""
+        self.sessions[live.session_id] = live
+        self._watched[live.session_id] = live
+
     # -- hydrate --------------------------------------------------------------------------------
     def hydrate(self) -> HydrateReport:
         """Rebuild every session by streaming its envelopes through initial_state + fold.
@@ -200,6 +209,7 @@ class Hub:
                 report.sessions += 1
         for item in self.store.stream():
             self._hydrate_record(item, report)
+        self._watched = dict(self.sessions)
         report.completed_closes = [sid for sid, live in self.sessions.items()
                                    if live.pending_close is not None and live.corrupt is None
                                    and not live.metadata.state.terminal]
@@ -402,6 +412,7 @@ class Hub:
             for sid in group.new:
                 if sid in refused:
                     self.sessions.pop(sid, None)
+                    self._watched.pop(sid, None)
         for live, env, accept in zip(group.lives, group.envelopes, group.accepts):
             live.writing = None
             if group.error is None and not (refused and env.session_id in refused):
@@ -470,6 +481,7 @@ class Hub:
         group.sessions.append(record)
         group.new.append(md.session_id)
         self.sessions[md.session_id] = live
+        self._watched[md.session_id] = live
         invites = [Envelope(md.session_id, creator_id, [target], EV_SESSION_INVITE, {})
                    for target in md.participant_ids if target != creator_id]
         for staged, invite in enumerate(invites):
@@ -654,8 +666,10 @@ class Hub:
         """One pass of the TTL and expectation sweepers; returns the envelopes it wrote."""
         now = self.clock() if now is None else now
         written: list[Envelope] = []
-        for live in list(self.sessions.values()):
+        for live in list(self._watched.values()):
             if not _sweepable(live):
+                if live.metadata.state.terminal or live.corrupt is not None:  # for good: not looked at again
+                    del self._watched[live.session_id]
                 continue
             if live.writing is not None:
                 await self._idle(live)

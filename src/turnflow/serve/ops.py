@@ -277,7 +277,9 @@ class Ops:
                 waiter.set_exception(_bad(f"channel {md.session_id!r} closed during handshake: {md.close_reason}"))
         body = None
         log = self._logs.get(md.session_id)
-        if log is not None and log.envs and log.envs[-1].seq + 1 == env.seq:
+        if log is None and env.seq == 1 and not md.state.terminal:  # a new session's first envelope (an
+            log = self._logs[md.session_id] = _Log()  # invite): its log kept from here, not read back
+        if log is not None and (log.envs[-1].seq if log.envs else 0) + 1 == env.seq:
             body = frames.dumps(wire.envelope_to_ag2(env, md))
             log.envs.append(env)
             log.texts.append(body)
@@ -434,9 +436,8 @@ class Ops:
                                          extra=None if required_acks is None else {"required_acks": required_acks})
         sid = md.session_id
         waiter = self._opening[sid] = asyncio.get_running_loop().create_future()
-        try:
-            for env in list(self._log(sid)):
-                self.notify(env, md)
+        try:  # (the invites reached the invited through the hub's listener, `on_envelope`)
+            self._log(sid)  # kept from now on, each later envelope appended as it is written
             if md.state == SessionState.INVITED:
                 try:
                     await asyncio.wait_for(asyncio.shield(waiter), self.invite_timeout)
