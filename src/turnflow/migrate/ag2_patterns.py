@@ -18,9 +18,8 @@ from typing import Optional
 
 from turnflow.migrate.common import MAX_ROUTES, FlowBuilder, Migration, Names, Pos, fail, line_ref, render, tool_name
 from turnflow.migrate.pyread import (Module, agent_classes, assigned_name, callee, calls, filled_in_loop, function_def,
-                                     loop_message,
-                                     is_agent_call, kwarg, note_choices, parse_module, pos, scopes,
-                                     termination_test)
+                                     loop_message, manager_termination,
+                                     is_agent_call, kwarg, note_choices, parse_module, pos, scopes)
 from turnflow.source import SourceText
 from turnflow.diagnostics.listing import bounded
 
@@ -633,16 +632,7 @@ def _show_stmt(st: pyast.AST) -> str:
 
 
 def _manager_termination(cx: Ctx, node: pyast.AST) -> None:
-    b = cx.b
-    test = termination_test(cx.mod, node)
-    if test is None or test.text is None:
-        b.note("TF405", "the group manager's `is_termination_msg` does not test the message text for a marker the "
-               "migrator can read; dropped", pos(node))
-        return
-    if not test.exact:
-        b.note("TF405", f"the group manager's `is_termination_msg` uses {test.how}; approximated by "
-               f"`text contains {json.dumps(test.text)}`", pos(node))
-    b.rule(None, ("terminate", "is_termination_msg"), [("text", test.text)])
+    manager_termination(cx.mod, cx.b, node, "the group manager")
 
 
 def _sources_of(b: FlowBuilder, target: str, speakers: list[str]) -> list[str]:

@@ -24,7 +24,7 @@ from typing import Optional
 from turnflow.migrate.common import MAX_ROUTES, FlowBuilder, Migration, Names, Pos, fail, line_ref, render
 from turnflow.migrate.rotation import AllBut, Rotation
 from turnflow.migrate.pyread import (Module, agent_classes, assigned_name, callee, calls, filled_in_loop,
-                                     is_agent_call, is_literal, kwarg, loop_message, note_choices, parse_module, pos,
+                                     is_agent_call, is_literal, kwarg, loop_message, manager_termination, note_choices, parse_module, pos,
                                      scopes, termination_test)
 from turnflow.source import SourceText
 from turnflow.diagnostics.listing import bounded
@@ -758,17 +758,8 @@ def _termination(cx: Classic, b: FlowBuilder, manager, agents, speakers, success
 
 
 def _manager_termination(cx: Classic, b: FlowBuilder, node: Optional[pyast.AST]) -> None:
-    if node is None:
-        return
-    test = termination_test(cx.mod, node)
-    if test is None or test.text is None:
-        b.note("TF405", "the manager's `is_termination_msg` does not test the message text for a marker "
-               "the migrator can read; dropped", pos(node))
-        return
-    if not test.exact:
-        b.note("TF405", f"the manager's `is_termination_msg` uses {test.how}; approximated by "
-               f"`text contains {json.dumps(test.text)}`", pos(node))
-    b.rule(None, ("terminate", "is_termination_msg"), [("text", test.text)])
+    if node is not None:
+        manager_termination(cx.mod, b, node, "the manager")
 
 
 def _agents_termination(cx: Classic, b: FlowBuilder, members: list[Agent], speakers, successors,

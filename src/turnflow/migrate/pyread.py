@@ -4,6 +4,7 @@ or executed. Shared by the classic GroupChat and AG2 pattern front ends."""
 from __future__ import annotations
 
 import ast as pyast
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
@@ -635,6 +636,20 @@ def termination_test(mod: Module, node: Optional[pyast.AST]) -> Optional[TextTes
     if len({t.text for t in tests}) > 1:
         how += " with several markers"
     return TextTest(first.text, exact, how)
+
+
+def manager_termination(mod: Module, b: Any, node: pyast.AST, who: str) -> None:
+    """The rule for a group manager's `is_termination_msg` (`who`: how the message names the
+    manager): `* -> terminate when text contains "MARK"`, TF405 when approximated or dropped."""
+    test = termination_test(mod, node)
+    if test is None or test.text is None:
+        b.note("TF405", f"{who}'s `is_termination_msg` does not test the message text for a marker the "
+               "migrator can read; dropped", pos(node))
+        return
+    if not test.exact:
+        b.note("TF405", f"{who}'s `is_termination_msg` uses {test.how}; approximated by "
+               f"`text contains {json.dumps(test.text)}`", pos(node))
+    b.rule(None, ("terminate", "is_termination_msg"), [("text", test.text)])
 
 
 def _marker_tests(n: pyast.AST) -> list[TextTest]:
