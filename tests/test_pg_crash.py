@@ -343,3 +343,31 @@ def test_a_worker_waiting_for_the_others_outlasts_a_server_that_is_away(pg_url):
     finally:
         queue.close()
         store.close()
+
+
+@pytest.mark.parametrize("first", ["load", "results"])
+def test_the_first_reads_of_a_batch_wait_for_a_server_that_restarts(pg_url, tmp_path, monkeypatch, capsys, first):
+    """Loading the task list and the look for tasks finished before this run, right after the
+    store opened, meet a connection the server just dropped: they are tried again once it is back
+    (exit 0, every task done), never an internal error (exit 3) before the batch even starts."""
+    import psycopg
+
+    from turnflow.cli import main
+    from turnflow.runtime.task_queue import PostgresTaskQueue
+
+    files = write_batch(tmp_path, 3)
+    real, calls = getattr(PostgresTaskQueue, first), []
+
+    def flaky(self, *args):
+        calls.append(1)
+        if len(calls) == 1:
+            raise psycopg.OperationalError("server closed the connection unexpectedly")
+        return real(self, *args)
+
+    monkeypatch.setattr(PostgresTaskQueue, first, flaky)
+    monkeypatch.setenv("TF_DELAY", "0")
+    code = main(["run", files["flow"], "--agents", files["agents"], "--tasks", files["tasks"], "--store", pg_url])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "tasks 3: done 3, failed 0, unfinished 0" in captured.out
+    assert len(calls) >= 2

@@ -118,7 +118,9 @@ def run_batch(args, inputs: Inputs) -> int:
 
 def _finished_before(queue: "TaskQueue", ids: list[str], as_json: bool) -> list[str]:
     """The tasks this store finished in an earlier run (printed as skipped with --format json)."""
-    before = queue.results(ids)
+    from turnflow.runtime.batch import retrying
+
+    before = retrying(queue.results, ids)  # a server restarting right now is waited for
     finished = [i for i in ids if before.get(i, ("pending",))[0] in ("done", "failed")]
     if as_json:
         for i in finished:
@@ -170,10 +172,15 @@ def _run(args, spec: dict, make_agents: Callable[[], dict], tasks: list, store_v
     try:
         queue = task_queue_for(store)
         try:
-            queue.load(tasks, spec_hash(spec))
+            retrying(queue.load, tasks, spec_hash(spec))  # a server restarting right now is waited for
         except RuntimeErrorBase as exc:
             err(f"turnflow run: {args.tasks}: {exc}")
             return EXIT_ERROR
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            err(f"turnflow run: {store.path}: cannot load the task list: {str(exc).splitlines()[0]}")
+            return EXIT_USAGE
         finished_before = _finished_before(queue, ids, as_json)
         progress = _ProgressLine(len(ids), len(finished_before)) if sys.stderr.isatty() else None
 
