@@ -555,6 +555,19 @@ class _RawAgent:
                                        "reason": ""}))
 
 
+async def _conversation_with_raw_bob(c, bob: "_RawAgent"):
+    """alice (AG2's client `c`) opens a conversation with bob, a raw-wire agent that registers
+    and acks the invite itself; the open channel."""
+    bob_id = (await bob.call("register", {"passport": {"name": "bob"}}))["agent_id"]
+    alice = await c.register(agent("alice", "unused"))
+    opening = asyncio.ensure_future(alice.open(type="conversation", target="bob"))
+    invite = await bob.note()
+    await bob.call("post_envelope", {"envelope": {"channel_id": invite["envelope"]["channel_id"],
+                                                  "sender_id": bob_id, "audience": None,
+                                                  "event_type": "ag2.channel.invite.ack", "event_data": {}}})
+    return await opening
+
+
 def test_on_postgresql_delivery_cursors_survive_a_restart_elsewhere(pg_url, tmp_path):
     """bob acknowledged the first text, not the second: a hub restarted from another directory on
     the same database replays only the second when bob attaches again."""
@@ -566,14 +579,7 @@ def test_on_postgresql_delivery_cursors_survive_a_restart_elsewhere(pg_url, tmp_
         c = client(server.url)
         bob = await _RawAgent.connect(server.url)
         try:
-            bob_id = (await bob.call("register", {"passport": {"name": "bob"}}))["agent_id"]
-            alice = await c.register(agent("alice", "unused"))
-            opening = asyncio.ensure_future(alice.open(type="conversation", target="bob"))
-            invite = await bob.note()
-            await bob.call("post_envelope", {"envelope": {"channel_id": invite["envelope"]["channel_id"],
-                                                          "sender_id": bob_id, "audience": None, "event_type":
-                                                          "ag2.channel.invite.ack", "event_data": {}}})
-            ch = await opening
+            ch = await _conversation_with_raw_bob(c, bob)
             await ch.send("first")
             while not any(n["envelope"].get("event_data", {}).get("text") == "first" for n in bob.notes):
                 await bob.note()
@@ -615,14 +621,7 @@ def test_an_invited_agent_is_notified_of_the_invite_once(served):
         c = client(served.url)
         bob = await _RawAgent.connect(served.url)
         try:
-            bob_id = (await bob.call("register", {"passport": {"name": "bob"}}))["agent_id"]
-            alice = await c.register(agent("alice", "unused"))
-            opening = asyncio.ensure_future(alice.open(type="conversation", target="bob"))
-            invite = await bob.note()
-            await bob.call("post_envelope", {"envelope": {"channel_id": invite["envelope"]["channel_id"],
-                                                          "sender_id": bob_id, "audience": None, "event_type":
-                                                          "ag2.channel.invite.ack", "event_data": {}}})
-            ch = await opening
+            ch = await _conversation_with_raw_bob(c, bob)
             await ch.send("hello")
             while not any(n["envelope"]["event_type"] == TEXT for n in bob.notes):
                 await bob.note()
