@@ -18,7 +18,7 @@ from typing import Optional
 
 from turnflow.migrate.common import MAX_ROUTES, FlowBuilder, Migration, Names, Pos, fail, line_ref, render, tool_name
 from turnflow.migrate.pyread import (Module, agent_classes, assigned_name, callee, calls, filled_in_loop, function_def,
-                                     loop_message, manager_termination,
+                                     loop_message, manager_termination, one_line,
                                      is_agent_call, kwarg, note_choices, parse_module, pos, scopes)
 from turnflow.source import SourceText
 from turnflow.diagnostics.listing import bounded
@@ -550,7 +550,7 @@ def _context_init(cx: Ctx, node: Optional[pyast.AST], pcall: pyast.Call) -> None
     for st in _context_changes(mod, holders):
         mod.note_guarded(st, pcall)
         if not _apply_context_change(mod, st, values):
-            cx.b.note("TF406", f"`{_show_stmt(st)}` changes the context variables in a way the migrator does not "
+            cx.b.note("TF406", f"`{one_line(st)}` changes the context variables in a way the migrator does not "
                       "follow; the flow's initial context leaves it out, so its context conditions may see other "
                       "values", pos(st))
     for key, (value, at) in values.items():
@@ -624,11 +624,6 @@ def _context_method(mod: Module, method: str, args: list, values: dict) -> bool:
     for k, v in zip(keys, update.values):
         values[k] = (mod.literal(v), v)
     return True
-
-
-def _show_stmt(st: pyast.AST) -> str:
-    text = " ".join(pyast.unparse(st).split())
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _manager_termination(cx: Ctx, node: pyast.AST) -> None:

@@ -24,8 +24,8 @@ from typing import Optional
 from turnflow.migrate.common import MAX_ROUTES, FlowBuilder, Migration, Names, Pos, fail, line_ref, render
 from turnflow.migrate.rotation import AllBut, Rotation
 from turnflow.migrate.pyread import (Module, agent_classes, assigned_name, callee, calls, filled_in_loop,
-                                     is_agent_call, is_literal, kwarg, loop_message, manager_termination, note_choices, parse_module, pos,
-                                     scopes, termination_test)
+                                     is_agent_call, is_literal, kwarg, loop_message, manager_termination,
+                                     note_choices, one_line, parse_module, pos, scopes, termination_test)
 from turnflow.source import SourceText
 from turnflow.diagnostics.listing import bounded
 
@@ -200,7 +200,7 @@ def _changed_after_built(mod: Module, call: pyast.Call) -> None:
             continue
         for base, attr in _attribute_changes(st):
             if attr in _GRAPH_ATTRS and _is_the_chat(mod, base, call):
-                raise fail("TF401", f"`{_show(st)}` changes the GroupChat's `{attr}` after it is built; the migrator "
+                raise fail("TF401", f"`{one_line(st)}` changes the GroupChat's `{attr}` after it is built; the migrator "
                            "reads what `GroupChat(...)` is given: pass it there, or migrate the running object "
                            "with --import", pos(st), mod.path, mod.src)
 
@@ -267,7 +267,7 @@ def _transition_changes(mod: Module, var: Optional[str]) -> list[tuple[str, pyas
         if change is not None:
             out.append((where.order, change, st))
         elif _touches(st, var):
-            raise fail("TF401", f"the transitions dict `{var}` is changed by `{_show(st)}`, which the migrator "
+            raise fail("TF401", f"the transitions dict `{var}` is changed by `{one_line(st)}`, which the migrator "
                        "does not follow; write the dict out (or set items with `d[a] = [...]`)", pos(st),
                        mod.path, mod.src)
     return [(kind, key, value, st) for _, (kind, key, value), st in sorted(out, key=lambda e: e[0])]
@@ -309,11 +309,6 @@ def _touches(st: pyast.stmt, var: str) -> bool:
     return False
 
 
-def _show(node: pyast.AST) -> str:
-    text = " ".join(pyast.unparse(node).split())
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
 def _apply_transition(cx: Classic, given: dict[str, list[str]], change: tuple, at: pyast.AST) -> None:
     """One change of the transitions dict (`_transition_changes`) applied to `given`."""
     mod = cx.mod
@@ -325,7 +320,7 @@ def _apply_transition(cx: Classic, given: dict[str, list[str]], change: tuple, a
         given[key.name] = [a.name for a in _agent_list(cx, value_node, "a transition list", at)]
         return
     if key.name not in given:
-        raise fail("TF401", f"`{_show(st)}` changes the transitions of `{key.raw}`, which the dict does not "
+        raise fail("TF401", f"`{one_line(st)}` changes the transitions of `{key.raw}`, which the dict does not "
                    "have yet (the program would fail with a KeyError)", pos(st), mod.path, mod.src)
     if kind == "extend":
         added = [a.name for a in _agent_list(cx, value_node, "a transition list", at)]
@@ -357,7 +352,7 @@ def _transition_items(cx: Classic, b: FlowBuilder, var: Optional[str], call: pya
                        "running it: write the dict out", pos(k), mod.path, mod.src)
         where, at = mod.uses.get(id(st)), mod.uses.get(id(call))
         if disallowed and where is not None and at is not None and where.order > at.order:
-            b.note("TF409", f"`{_show(st)}` changes the disallowed transitions after the GroupChat is built "
+            b.note("TF409", f"`{one_line(st)}` changes the disallowed transitions after the GroupChat is built "
                    f"({line_ref(call.lineno)}), which has already turned them into its allowed ones; the "
                    "change has no effect and the flow leaves it out", pos(st))
             continue
@@ -366,7 +361,7 @@ def _transition_items(cx: Classic, b: FlowBuilder, var: Optional[str], call: pya
             branch = mod.branches[where.chain[-1][0]]
             b.note("TF410", f"`{pyast.unparse(k)}`'s transitions are {'set' if kind == 'set' else 'changed'} in a "
                    f"branch ({line_ref(getattr(branch, 'lineno', 0))}), decided when the program runs; this flow "
-                   f"follows that branch, `{_show(st)}` ({line_ref(st.lineno)})",
+                   f"follows that branch, `{one_line(st)}` ({line_ref(st.lineno)})",
                    pos(branch.test if isinstance(branch, pyast.If) else branch))
         out.append(change)
     return out

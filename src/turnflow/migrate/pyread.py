@@ -708,6 +708,12 @@ def loop_message(node: Optional[pyast.AST], mod: Optional[Module] = None) -> str
             "over a literal list is); write the agents out")
 
 
+def one_line(node: pyast.AST, width: int = 60) -> str:
+    """A statement or expression as one line of source, cut to `width` characters, for messages."""
+    text = " ".join(pyast.unparse(node).split())
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
 def _show(node: Optional[pyast.AST], width: int = 70) -> str:
     if isinstance(node, pyast.Call) and callee(node).endswith("Agent") \
             and isinstance(kwarg(node, "name", 0), pyast.Constant):
