@@ -128,7 +128,7 @@ _UNREADABLE = ("kind", "state", "close_reason", "turn_count", "expected_next", "
 
 def _print(args, lives: list, store: Any, damage: dict[str, list[dict]]) -> None:
     if args.format == "json":
-        from turnflow.runtime.agents.driver import adapter_capabilities
+        from turnflow.runtime.session import adapter_capabilities, iso_z
 
         rows = []
         for s in lives:
@@ -214,16 +214,6 @@ def render_sessions(lives: list, store: Any, events: bool, damage: Optional[dict
         out(line(row) + "\n")
     damaged = len(set(damage) - {"(store)"})
     out(f"{len(rows)} session{'s' if len(rows) != 1 else ''}" + (f", {damaged} damaged" if damaged else "") + "\n")
-
-
-def iso_z(t: object) -> object:
-    """Epoch seconds as ISO-8601 UTC text ending in `Z` (milliseconds); anything else as it is."""
-    if isinstance(t, (int, float)) and not isinstance(t, bool):
-        import datetime
-
-        return (datetime.datetime.fromtimestamp(t, datetime.timezone.utc).isoformat(timespec="milliseconds")
-                .replace("+00:00", "Z"))
-    return t
 
 
 def render_telemetry(t: dict) -> str:

@@ -22,7 +22,6 @@ from turnflow.runtime.agents.base import (AgentContext, Capabilities, RosterEntr
                                           raw_capabilities)
 from turnflow.runtime.envelope import EV_PARTICIPANT_ADDED, Envelope
 from turnflow.runtime.errors import AdapterError, ProtocolError
-from turnflow.runtime.session import adapter_capabilities as session_capabilities
 
 TURN_ATTEMPTS = 2
 
@@ -134,12 +133,6 @@ async def handshake(hub: Any, agent: Any, ctx: AgentContext) -> Capabilities:
         raise AdapterError(str(exc)) from None
     log_handshake(hub, ctx.session_id, name, raw, caps, None, behavior)
     return caps
-
-
-def adapter_capabilities(telemetry: list[Any]) -> dict[str, Any]:
-    """Each agent's last handshake as `{agent: {raw, effective, behavior?, error?}}` (what
-    `turnflow inspect --format json`, `Hub.info` and `hub.get_session` show as `adapter_capabilities`)."""
-    return session_capabilities(telemetry)
 
 
 async def flush(hub: Any, session_id: str, tools: SessionTools) -> None:
