@@ -321,15 +321,21 @@ class SQLiteStore:
         row = self.db.execute("SELECT (SELECT COUNT(*) FROM sessions), (SELECT MAX(gseq) FROM envelopes)").fetchone()
         return int(row[0]), int(row[1] or 0)
 
-    def _lost(self, mark: dict[str, Any]) -> Optional[str]:
-        """What is missing when the store holds less than its writers committed (`PATH.lock`'s
-        record of them: same store id, more sessions or a later envelope number), or None."""
+    def _own(self, mark: dict[str, Any]) -> dict[str, Any]:
+        """`PATH.lock`'s mark when it is this store's (the same store id), else {}: an older store
+        without an id, or the lock file another store left behind."""
         try:
             row = self.db.execute("SELECT value FROM meta WHERE key='store_id'").fetchone()
         except sqlite3.DatabaseError:
-            return None
-        if row is None or mark.get("store") != row[0]:
-            return None  # no record of this store's writers (an older store, or another store's lock file)
+            return {}
+        return mark if row is not None and mark.get("store") == row[0] else {}
+
+    def _lost(self, mark: dict[str, Any]) -> Optional[str]:
+        """What is missing when the store holds less than its writers committed (`PATH.lock`'s
+        record of them: same store id, more sessions or a later envelope number), or None."""
+        mark = self._own(mark)
+        if not mark:
+            return None  # no record of this store's writers
         sessions, gseq = self._held()
         want_s, want_g = mark.get("sessions"), mark.get("gseq")
         if not (isinstance(want_s, int) and isinstance(want_g, int)) or (want_s <= sessions and want_g <= gseq):
@@ -348,13 +354,8 @@ class SQLiteStore:
         deleted `-wal` file)."""
         if self.path == ":memory:" or self.path.startswith("file:"):
             return None
-        mark = _WriterLock.mark(self.path)
-        try:
-            row = self.db.execute("SELECT value FROM meta WHERE key='store_id'").fetchone()
-        except sqlite3.DatabaseError:
-            return None
-        n = mark.get("sessions")
-        return n if row is not None and mark.get("store") == row[0] and isinstance(n, int) else None
+        n = self._own(_WriterLock.mark(self.path)).get("sessions")
+        return n if isinstance(n, int) else None
 
     def _release(self) -> None:
         if self._lock is not None:
