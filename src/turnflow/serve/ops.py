@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Optional, Protocol
 
 from turnflow.runtime.envelope import SUBSTANTIVE, Envelope
@@ -32,6 +33,16 @@ MAX_TEXT = 500  # a failure report's text kept (AG2's hub keeps as much)
 # every other op AG2's client sends: answered with a protocol error (docs/serve.md says why)
 UNSUPPORTED = frozenset({"get_task", "list_tasks", "observe_task", "update_task", "record_observation",
                          "fire_task_event", "checkpoint_task", "read_task_checkpoint"})
+
+
+@dataclass
+class Quotas:
+    """What one agent or session may hold on the hub (docs/serve.md, "Limits")."""
+
+    max_session_bytes: int = 8 << 20  # a live session's log, as AG2 envelopes: past it, posts are refused
+    max_channels_per_agent: int = 1000  # live sessions an agent has opened
+    max_labels_bytes: int = 16 << 10  # a channel's labels (with its intent), as JSON
+    max_list: int = 1000  # entries of one list_agents / list_channels answer
 
 
 class OpError(Exception):
@@ -122,19 +133,33 @@ class _Log:
     """A session's envelopes as read so far, each with its AG2 encoding (kept while the session is
     live: AG2's client reads the log several times a turn)."""
 
-    __slots__ = ("envs", "texts")
+    __slots__ = ("envs", "texts", "size")
 
     def __init__(self) -> None:
         self.envs: list[Envelope] = []
         self.texts: list[str] = []
+        self.size = 0  # characters of `texts`
+
+    def add(self, env: Envelope, text: str) -> None:
+        self.envs.append(env)
+        self.texts.append(text)
+        self.size += len(text)
 
 
 class Ops:
-    def __init__(self, hub: "Hub", registry: Registry, auth: Auth, *, invite_timeout: float = 30.0) -> None:
+    def __init__(self, hub: "Hub", registry: Registry, auth: Auth, *, invite_timeout: float = 30.0,
+                 quotas: Optional[Quotas] = None) -> None:
         self.hub = hub
         self.registry = registry
         self.auth = auth
         self.invite_timeout = invite_timeout
+        self.quotas = quotas or Quotas()
+        self.max_reply = 16 << 20  # the server's `Limits.max_reply_bytes` (set by it)
+        self._opened: dict[str, str] = {}  # live session id -> its creator (counted in `_opened_by`)
+        self._opened_by: dict[str, int] = {}  # agent id -> live sessions it opened
+        for sid, live in list(hub.sessions.items()):
+            if not live.metadata.state.terminal and live.metadata.creator_id:
+                self._count_open(sid, live.metadata.creator_id)
         self.routes: dict[str, Conn] = {}  # agent id -> the connection it is bound to
         self._opening: dict[str, asyncio.Future] = {}  # session id -> create_channel waiting for acks
         self._logs: dict[str, _Log] = {}  # live sessions' logs read so far
@@ -222,22 +247,34 @@ class Ops:
         self.bind(conn, agent.agent_id)
         conn.send(frames.welcome(conn.endpoint_id, wire.now_iso()))
         if frame["since_envelope_id"] is not None:
-            self.replay(conn, agent.agent_id, frame["since_envelope_id"])
+            await self.replay(conn, agent.agent_id, frame["since_envelope_id"])
 
-    def replay(self, conn: Conn, agent_id: str, since: str) -> None:
+    async def replay(self, conn: Conn, agent_id: str, since: str) -> None:
+        """Send again what the agent has not acked, paced by the client's reading (the server's
+        connection waits while half its send buffer is taken), so a long backlog does not overflow it."""
+        paced = getattr(conn, "paced", None)
         for sid, md in self._sessions():
             if md.state.terminal or agent_id not in md.pset:
                 continue
             high = max(self.registry.cursor(agent_id, sid), since)
             log = self._read(sid, md)
-            for env, text in zip(log.envs, log.texts):
+            for env, text in list(zip(log.envs, log.texts)):
                 if env.envelope_id > high and env.sender_id != agent_id and agent_id in wire.recipients(env, md):
                     conn.send(frames.notify(text, agent_id))
+                    if paced is not None:
+                        await paced()
 
     def receipt(self, conn: Conn, frame: dict) -> None:
-        agent_id, channel_id = frame["recipient_id"], frame["channel_id"]
-        if frame["status"] == "ack" and agent_id in conn.agents and channel_id and frame["envelope_id"]:
-            self.registry.advance(agent_id, channel_id, frame["envelope_id"])
+        """An ack moves the agent's cursor in a live session it is a participant of (ids of
+        anything else are not kept: cursors only matter for replay, of live sessions)."""
+        agent_id, channel_id, envelope_id = frame["recipient_id"], frame["channel_id"], frame["envelope_id"]
+        if frame["status"] != "ack" or agent_id not in conn.agents or not channel_id or not envelope_id:
+            return
+        live = self.hub.sessions.get(channel_id)
+        if live is None or live.metadata.state.terminal or agent_id not in live.metadata.pset:
+            return
+        if len(envelope_id) <= 20 and envelope_id.isascii() and envelope_id.isdigit():  # the hub's ids
+            self.registry.advance(agent_id, channel_id, envelope_id)
 
     # -- helpers over the hub ------------------------------------------------------------------------
     def _sessions(self) -> list[tuple[str, SessionMetadata]]:
@@ -256,12 +293,23 @@ class Ops:
             return log
         for env in self.hub.read(session_id, envs[-1].seq + 1 if envs else 1):
             if isinstance(env, Envelope):
-                envs.append(env)
-                log.texts.append(frames.dumps(wire.envelope_to_ag2(env, md)))
+                log.add(env, frames.dumps(wire.envelope_to_ag2(env, md)))
         return log
 
     def _log(self, session_id: str) -> list[Envelope]:
         return self._read(session_id, self._md(session_id)).envs
+
+    def _count_open(self, session_id: str, creator: str) -> None:
+        self._opened[session_id] = creator
+        self._opened_by[creator] = self._opened_by.get(creator, 0) + 1
+
+    def _ended(self, session_id: str) -> None:
+        """A session ended: what was held for it goes (its count against its creator's quota)."""
+        creator = self._opened.pop(session_id, None)
+        if creator is not None:
+            left = self._opened_by.pop(creator, 1) - 1
+            if left > 0:
+                self._opened_by[creator] = left
 
     async def on_envelope(self, env: Envelope, md: SessionMetadata) -> None:
         """The hub's listener: notify every recipient bound to a connection (queued, never awaited
@@ -281,11 +329,11 @@ class Ops:
             log = self._logs[md.session_id] = _Log()  # invite): its log kept from here, not read back
         if log is not None and (log.envs[-1].seq if log.envs else 0) + 1 == env.seq:
             body = frames.dumps(wire.envelope_to_ag2(env, md))
-            log.envs.append(env)
-            log.texts.append(body)
+            log.add(env, body)
         if md.state.terminal:
             self._logs.pop(md.session_id, None)
             self._channels.pop(md.session_id, None)
+            self._ended(md.session_id)
         for rid in wire.recipients(env, md):
             conn = self.routes.get(rid)
             if conn is None:
@@ -346,7 +394,7 @@ class Ops:
         query = _get(params, "query", (str, type(None)), None)
         kind = _get(params, "kind", (str, type(None)), None)
         sort_by = _get(params, "sort_by", (str, type(None)), None)
-        limit = _get(params, "limit", (int,), 50)
+        limit = min(_get(params, "limit", (int,), 50), self.quotas.max_list)
         found = []
         for agent in self.registry.by_id.values():
             if kind is not None and (agent.passport.get("kind") or "agent") != kind:
@@ -431,10 +479,13 @@ class Ops:
         intent = _get(params, "intent", (str, type(None)), None)
         if intent:
             labels["intent"] = intent
+        self._check_open_quotas(creator, labels)
         md = await self.hub.open_session(kind, parts, creator_id=creator, knobs=knobs, ttl_seconds=ttl_seconds,
                                          labels=labels, version=version,
                                          extra=None if required_acks is None else {"required_acks": required_acks})
         sid = md.session_id
+        if not md.state.terminal:
+            self._count_open(sid, creator)
         waiter = self._opening[sid] = asyncio.get_running_loop().create_future()
         try:  # (the invites reached the invited through the hub's listener, `on_envelope`)
             self._log(sid)  # kept from now on, each later envelope appended as it is written
@@ -453,6 +504,20 @@ class Ops:
             raise waiter.exception()  # type: ignore[misc]
         return self._channel(md)
 
+    def _check_open_quotas(self, creator: str, labels: dict) -> None:
+        q = self.quotas
+        if self._opened_by.get(creator, 0) >= q.max_channels_per_agent:
+            raise _bad(f"agent has {q.max_channels_per_agent} live channels open, this hub's limit "
+                       "(--max-channels-per-agent): close one first")
+        if labels:
+            try:
+                size = len(frames.dumps(labels))
+            except (TypeError, ValueError) as exc:
+                raise _bad(f"labels cannot be stored: {str(exc)[:100]}") from None
+            if size > q.max_labels_bytes:
+                raise _bad(f"labels are {size} bytes as JSON, over this hub's limit of {q.max_labels_bytes} "
+                           "(--max-labels-bytes)")
+
     def _channel(self, md: SessionMetadata) -> frames.Raw:
         """The AG2 channel record of a session, encoded once per state (AG2's client asks for it
         every turn)."""
@@ -469,7 +534,7 @@ class Ops:
 
     async def list_channels(self, conn: Conn, params: dict) -> Any:
         agent_id = _get(params, "agent_id", (str, type(None)), None)
-        limit = _get(params, "limit", (int,), 50)
+        limit = min(_get(params, "limit", (int,), 50), self.quotas.max_list)
         if agent_id is not None:
             self._bound(conn, agent_id)
         mine = {agent_id} if agent_id is not None else set(conn.agents)
@@ -507,6 +572,11 @@ class Ops:
             raise _bad(f"event type {et!r} is not accepted by turnflow serve")
         if audience is not None and not set(audience) <= md.pset:
             raise _bad("audience must list only participants of the channel")
+        if not md.state.terminal:
+            size = self._read(sid, md).size
+            if size >= self.quotas.max_session_bytes:
+                raise _bad(f"channel {sid!r} holds {size} bytes, this hub's limit for a live channel "
+                           "(--max-session-bytes): nothing more can be posted to it")
         env = Envelope(sid, sender, audience, wire.FROM_AG2.get(et, et), data, causation_id=causation, trace_id=trace,
                        extra=extra)
         return (await self.hub.post(env)).envelope_id
@@ -550,7 +620,12 @@ class Ops:
         since = _get(params, "since", (int,), 0)
         until = _get(params, "until", (int, type(None)), None)
         md = self._participant(conn, sid)
-        return frames.Raw("[" + ",".join(self._read(sid, md).texts[since:until]) + "]")
+        texts = self._read(sid, md).texts[since:until]
+        size = sum(map(len, texts))
+        if size > self.max_reply:
+            raise _bad(f"the log of {sid!r} from {since} is {size} bytes, over this hub's limit for one answer "
+                       f"({self.max_reply}, --max-reply-bytes): read it in pages with since/until")
+        return frames.Raw("[" + ",".join(texts) + "]")
 
     async def find_by_causation(self, conn: Conn, params: dict) -> Any:
         sid, sender, cause = _str(params, "channel_id"), _str(params, "sender_id"), _str(params, "causation_id")
