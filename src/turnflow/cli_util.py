@@ -43,6 +43,11 @@ def out(text: str) -> None:
 
 
 def err(text: str) -> None:
+    """One message on stderr, with every secret in it masked (`turnflow.masking.mask`: URL
+    passwords, libpq's `password=`, anything shaped like an API key), whichever command says it."""
+    from turnflow.masking import mask
+
+    text = mask(text)
     _write(sys.stderr, text if text.endswith("\n") else text + "\n")
 
 
