@@ -24,7 +24,8 @@ import sys
 import time
 from typing import Any, Optional
 
-from turnflow.cli_util import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, err, out, positive_int, unknown_block
+from turnflow.cli_util import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, err, out, positive_int, unknown_block, write_text
+from turnflow.term import visible
 
 EXIT_ERROR = EXIT_FINDINGS
 
@@ -389,8 +390,11 @@ class Printer:
         self.header = False
 
     def _line(self, text: str) -> None:
+        """One line of live output: foreign text (agents' messages, their names, reasons) made
+        visible (`term.visible`: control and bidi characters, lone surrogates as escapes), so
+        nothing an agent says can act on the terminal or make the write fail."""
         if self.progress is not None:
-            self.progress.write(text + "\n")
+            write_text(self.progress, visible(text) + "\n")
             self.progress.flush()
 
     async def envelope(self, env, md) -> None:
@@ -426,7 +430,7 @@ class Printer:
             self._line(f"session {result.session_id}")
         final = f"{result.state}: {result.close_reason or '-'}"
         if self.quiet:
-            out(final + "\n")
+            out(visible(final) + "\n")
             return
         self._line(final)
         if self.stdout_tty:
@@ -455,4 +459,4 @@ def render_text(result) -> str:
     lines = [f"session {result.session_id}"]
     lines += [turn_line(i, t) for i, t in enumerate(result.turns, 1)]
     lines.append(f"{result.state}: {result.close_reason or '-'}")
-    return "\n".join(lines) + "\n"
+    return visible("\n".join(lines)) + "\n"
