@@ -132,3 +132,38 @@ def test_check_shows_control_characters_of_a_foreign_flow_escaped_with_the_caret
     i = lines.index('   3 |  participant b "\\x1b[2J"')
     assert lines[i + 1] == "     |                " + "^" * len('"\\x1b[2J"'), text
     assert 'invalid string literal "\\x1b[2J"' in lines[i - 1]
+
+
+class _FailingStdout:
+    """A terminal that goes away after the first line (EIO): writes after it raise."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def write(self, text: str) -> int:
+        if self.lines:
+            raise OSError(5, "Input/output error")
+        self.lines.append(text)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+
+def test_output_that_cannot_be_written_never_leaves_the_session_active(tmp_path, monkeypatch, capsys):
+    from turnflow.cli import main
+
+    agents = _agents(tmp_path, "    return 'hello'")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "stdout", _FailingStdout())
+    rc = main(["run", str(ROOT / "examples" / "support.flow"), "--agents", str(agents), "--task", "hi",
+               "--store", "hub.db"])
+    said = capsys.readouterr().err
+    monkeypatch.undo()
+    assert rc == 2 and "the output could not be written (OSError" in said and "inspect hub.db" in said, said
+    listing = _turnflow("inspect", "hub.db", cwd=tmp_path)
+    assert " closed " in _clean(listing.stdout) and " active " not in listing.stdout.decode()

@@ -315,6 +315,10 @@ def run(args) -> int:
     printer.finish(result)
     if result.error:
         err(f"turnflow run: {result.error}")
+    if printer.broken is not None and not isinstance(printer.broken, BrokenPipeError):
+        err(f"turnflow run: the output could not be written ({type(printer.broken).__name__}: {printer.broken}); "
+            f"the session ran to its end{' and is stored: turnflow inspect ' + args.store if args.store else ''}")
+        return EXIT_USAGE
     if printer.signals:
         return 128 + printer.signals[0]
     return EXIT_OK if result.ok else EXIT_ERROR
@@ -388,14 +392,19 @@ class Printer:
         else:
             self.progress = sys.stdout
         self.header = False
+        self.broken: Optional[OSError] = None  # why the live output could not be written
 
     def _line(self, text: str) -> None:
         """One line of live output: foreign text (agents' messages, their names, reasons) made
         visible (`term.visible`: control and bidi characters, lone surrogates as escapes), so
         nothing an agent says can act on the terminal or make the write fail."""
-        if self.progress is not None:
+        if self.progress is None or self.broken is not None:
+            return
+        try:
             write_text(self.progress, visible(text) + "\n")
             self.progress.flush()
+        except OSError as exc:  # a full disk, a closed pipe: the session goes on and is stored; said at the end
+            self.broken = exc
 
     async def envelope(self, env, md) -> None:
         from turnflow.runtime.envelope import EV_EXPECTATION_VIOLATED
