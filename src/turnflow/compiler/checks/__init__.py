@@ -20,6 +20,7 @@ from turnflow.compiler.checks import (  # noqa: F401  (each module attaches its 
     ends_only_by_cap,
     initiator_undeclared,
     invalid_value,
+    langgraph_target,
     missing_start,
     never_ends,
     participant_roles,
