@@ -175,3 +175,40 @@ def test_compare_helper_is_the_languages(data):
             for op in ("==", "!=", "<", "<=", ">", ">="):
                 for n in (False, True):
                     assert ns["_compare"](a, op, v, n) == compare(a, op, v, n), (a, op, v, n)
+
+
+def test_docs_targets_page_is_generated_from_the_writers_tables():
+    """docs/targets.md comes from the same `TABLE`s the writers and their TF3xx checks use."""
+    from turnflow.compiler.emit.targets_doc import DOC, render
+
+    assert DOC.read_text(encoding="utf-8") == render(), \
+        "docs/targets.md is stale: python -m turnflow.compiler.emit.targets_doc --write"
+
+
+def test_every_construct_has_an_entry_in_every_target_table():
+    from turnflow.compiler.emit.constructs import KEYS
+    from turnflow.compiler.emit.targets import TARGETS, writer
+    from turnflow.diagnostics.codes import TARGETS as CODE_TARGETS
+
+    assert TARGETS == CODE_TARGETS
+    for t in TARGETS:
+        assert set(writer(t).TABLE) == set(KEYS), t
+
+
+def test_the_worked_example_of_the_docs_runs(tmp_path, monkeypatch):
+    """docs/targets.md's LangGraph example, run as written against the compiled support flow."""
+    import re
+
+    doc = (ROOT / "docs/targets.md").read_text(encoding="utf-8")
+    section = doc.split("## Worked example: the support triage flow as a LangGraph graph", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    text = (ROOT / "examples/support.flow").read_text(encoding="utf-8")
+    (tmp_path / "support_graph.py").write_text(compile_target(text, "langgraph"), encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("support_graph", None)
+    ns: dict = {}
+    exec(code, ns)  # noqa: S102 - the documentation's own example
+    final = ns["final"]
+    shown = dict(re.findall(r"^(\[t\[\"speaker\"\].*?|final\[\"reason\"\].*?)\s+# (.*)$", code, re.M))
+    assert repr([t["speaker"] for t in final["transcript"]]) == shown[next(k for k in shown if k.startswith("[t"))]
+    assert repr((final["reason"], final["context"])) == shown[next(k for k in shown if k.startswith("final"))]

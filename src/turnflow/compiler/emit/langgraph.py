@@ -28,7 +28,7 @@ TABLE: dict[str, tuple[str, bool]] = {
     "participant": ("a node calling `agents[NAME](state)`; the description is in `DESCRIPTIONS`", True),
     "reserved_name": ("LangGraph reserves the node names `__start__` and `__end__`", False),
     "tools": ("`TOOLS[NAME]`: the routing tools the node accepts in a step's `tool`", True),
-    "initiator": ("`INITIATOR`, the target of `initiator`", True),
+    "initiator": ("`INITIATOR` (without one, the start speaker, as on the hub): the target of `initiator`", True),
     "start": ("the edge `START -> NAME`", True),
     "max_turns": ("`MAX_TURNS`: the state's `turns` counter ends the run with reason `max_turns`", True),
     "context": ("`CONTEXT`, the state's initial `context`", True),
