@@ -44,11 +44,15 @@ choices = st.tuples(st.sampled_from(["text", "text", "tool", "tool", "tool", "to
 plans = st.lists(choices, min_size=8, max_size=30)
 
 
-def step(plan: list, i: int, speaker: str, order: list[str], owned: dict[str, list[str]]) -> dict[str, Any]:
-    """The step the `i`-th turn's speaker takes under `plan` (a scripted step mapping)."""
+def step(plan: list, i: int, speaker: str, order: list[str], owned: dict[str, list[str]],
+         classic: bool = False) -> dict[str, Any]:
+    """The step the `i`-th turn's speaker takes under `plan` (a scripted step mapping). With
+    `classic`, only what a classic GroupChat reply carries: text and a tool call."""
     if i >= len(plan):
         return {"finish": SCRIPT_END}
     kind, text_i, tool_i, sets, dels, who_i, reason = plan[i]
+    if classic and kind in ("context", "handoff", "finish"):
+        kind = "text"
     out: dict[str, Any] = {}
     if text_i < len(TEXTS) and TEXTS[text_i]:
         out["say"] = TEXTS[text_i]
@@ -77,7 +81,8 @@ def replay(initial: dict[str, Any], turns: list[dict[str, Any]]) -> list[dict[st
     return out
 
 
-def run_hub(spec: dict[str, Any], plan: list) -> tuple[list[str], list[dict[str, Any]], Optional[str]]:
+def run_hub(spec: dict[str, Any], plan: list, classic: bool = False
+            ) -> tuple[list[str], list[dict[str, Any]], Optional[str]]:
     """`spec` run on turnflow's hub (in-memory store) by function agents following `plan`:
     (speakers, context after each turn, close reason)."""
     from turnflow.runtime.agents.function import FunctionAgent
@@ -91,7 +96,7 @@ def run_hub(spec: dict[str, Any], plan: list) -> tuple[list[str], list[dict[str,
 
     def agent(name: str) -> FunctionAgent:
         async def take(msg, tools):  # on the event loop: no worker thread per turn
-            return step(plan, next(taken), name, order, owned)
+            return step(plan, next(taken), name, order, owned, classic)
         return FunctionAgent(take, name)
 
     async def go():

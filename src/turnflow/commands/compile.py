@@ -25,8 +25,8 @@ def register(sub) -> None:
     c.add_argument("--target", choices=TARGETS, default=None,
                    help="write one workflow block as another framework's code instead of session specs "
                         "(default: session specs for turnflow's hub); langgraph: a Python module whose "
-                        "build(agents) returns a compiled StateGraph. What the framework cannot express "
-                        "exactly is refused (TF3xx, docs/targets.md)")
+                        "build(agents) returns a compiled StateGraph; ag2-groupchat: classic AG2 GroupChat "
+                        "Python. What the framework cannot express exactly is refused (TF3xx, docs/targets.md)")
     c.add_argument("-o", "--output", metavar="OUT", help="write to OUT (atomically) instead of stdout")
     c.set_defaults(func=run)
 

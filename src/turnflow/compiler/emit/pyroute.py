@@ -77,8 +77,9 @@ def literal(v: Any) -> str:
     raise TypeError(f"not a JSON value: {v!r}")  # pragma: no cover - the spec is JSON
 
 
-def expression(cond: Any) -> str:
-    """A residual condition (after `partial`) as a Python expression over ctx, tool, text."""
+def expression(cond: Any, text: str = "text") -> str:
+    """A residual condition (after `partial`) as a Python expression over ctx, tool and the
+    round's text (the variable named `text`)."""
     name, a = cond.name, cond.args
     if name == "tool_called":
         return f"tool == {literal(a.tool_name)}"
@@ -87,12 +88,12 @@ def expression(cond: Any) -> str:
     if name == "context_compare":
         return f"_compare(ctx.get({literal(a.key)}), {literal(a.op)}, {literal(a.value)}, {a.len!r})"
     if name == "text_contains":
-        return f"{literal(a.text)} in text"
+        return f"{literal(a.text)} in {text}"
     if name == "not":
-        return f"not ({expression(a.condition)})"
+        return f"not ({expression(a.condition, text)})"
     if name in ("all_of", "any_of"):
         joint = " and " if name == "all_of" else " or "
-        return "(" + joint.join(expression(c) for c in a.conditions) + ")"
+        return "(" + joint.join(expression(c, text) for c in a.conditions) + ")"
     raise ValueError(f"no Python form for condition {name!r}")  # pragma: no cover - every kind is above
 
 
@@ -153,8 +154,9 @@ class Routing(NamedTuple):
     compare: bool  # some residual condition needs `_compare`
 
 
-def routing(spec: Any) -> Routing:
-    """`spec`: a `turnflow.spec.WorkflowSpec` (the compiled session spec, validated)."""
+def routing(spec: Any, text: str = "text") -> Routing:
+    """`spec`: a `turnflow.spec.WorkflowSpec` (the compiled session spec, validated); `text`: the
+    name the expressions give the round's text."""
     parts = sorted(spec.participants, key=lambda p: p.order)
     order = tuple(p.agent_id for p in parts)
     graph = spec.knobs.graph
@@ -177,7 +179,7 @@ def routing(spec: Any) -> Routing:
                 out.append(Row(None, nxt))
                 break
             compare = compare or uses_compare(t)
-            out.append(Row(expression(t), nxt))
+            out.append(Row(expression(t, text), nxt))
         else:
             out.append(Row(None, resolve(graph.default_target, s, order, initiator)))
         rows[s] = tuple(out)

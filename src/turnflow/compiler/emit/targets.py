@@ -19,7 +19,8 @@ from turnflow.diagnostics.diagnostic import Diagnostic
 from turnflow.dsl import ast
 
 #: target name → writer module (`write(spec, source) -> str`, `TABLE`, `FRAMEWORK`)
-WRITERS: dict[str, str] = {"langgraph": "turnflow.compiler.emit.langgraph"}
+WRITERS: dict[str, str] = {"langgraph": "turnflow.compiler.emit.langgraph",
+                           "ag2-groupchat": "turnflow.compiler.emit.ag2_groupchat"}
 TARGETS: tuple[str, ...] = tuple(WRITERS)
 
 
