@@ -186,3 +186,20 @@ def test_output_is_deterministic_and_readable_python():
     assert a == b
     pyast.parse(a)
     assert "agent_1 = ConversableAgent(name='bot-1'" in a and "user = ConversableAgent(name='user'" in a
+
+
+WORKFLOWS = [(p, b) for p in EXAMPLES for b in turnflow.parse(p.read_text(encoding="utf-8")).blocks
+             if b.kind == "workflow"]
+
+
+@pytest.mark.parametrize("path,block", WORKFLOWS, ids=[f"{p.stem}:{b.name.name}" for p, b in WORKFLOWS])
+def test_every_examples_routing_round_trips_through_migrate(path, block):
+    """The examples keep state in the context (refused above); their routing without it (text,
+    tools, targets) compiles and migrates back to the same participants, start and graph."""
+    block = without_context(block)
+    text = print_flow(ast.FlowFile(span=block.span, blocks=[block]))
+    source = compile_target(text, "ag2-groupchat")
+    back = turnflow.parse(migrate(source, "chat.py").text).blocks[0]
+    assert [p.name.name for p in back.participants] == [p.name.name for p in block.participants]
+    assert back.of_type(ast.Start)[0].name.name == block.of_type(ast.Start)[0].name.name
+    assert reference_edges(back) == run_graph(turnflow.compile(text)[0])

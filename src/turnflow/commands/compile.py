@@ -13,9 +13,10 @@ from turnflow.diagnostics.codes import PROFILES, TARGETS
 
 def register(sub) -> None:
     c = sub.add_parser("compile", help="compile a .flow file to session specs (JSON)",
-                       description="Print a JSON array with one session spec per block, in file order. "
-                                   "A flow with errors is not compiled: its diagnostics are printed on stderr "
-                                   "and the exit code is 1.")
+                       description="Print a JSON array with one session spec per block, in file order, or "
+                                   "with --target one workflow block as LangGraph or classic AG2 GroupChat code "
+                                   "(docs/targets.md). A flow with errors is not compiled: its diagnostics are "
+                                   "printed on stderr and the exit code is 1.")
     c.add_argument("file", metavar="FILE", help="a .flow file (`-` for stdin)")
     c.add_argument("--block", metavar="NAME", help="print only this block's spec (an object, not an array)")
     c.add_argument("--knobs", action="store_true", help="print only the block's `knobs` "
