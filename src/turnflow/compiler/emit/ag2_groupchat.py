@@ -218,5 +218,6 @@ def _chat(r: Routing, names: dict[str, str]) -> str:
               "    \"\"\"The chat: the flow's start speaker opens it with `message`, its first turn (a string, or a",
               "    message dict with `tool_calls`); `OUTCOME[\"reason\"]` says why it ended.\"\"\"",
               "    OUTCOME[\"reason\"] = None",
+              "    groupchat.reset()  # a new chat: the selection reads this chat's messages only",
               f"    return {names[r.start]}.initiate_chat(manager, message=message)"]
     return "\n".join(lines) + "\n"
