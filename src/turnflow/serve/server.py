@@ -1,11 +1,15 @@
 """The WebSocket server: one `Connection` per client, frames decoded and answered, notifications
 queued per connection, limits enforced (docs/serve.md, "Limits").
 
-A connection's outgoing frames go through its own bounded queue, written by its own task: the hub
-and the other connections never wait on a socket. A client whose queue fills (it stopped reading)
-is disconnected; so is one that binds no agent within the idle timeout. Requests of a connection
-run concurrently (at most `max_inflight` at once; the reader waits beyond that, so a flooding
-client is slowed, not the hub).
+Every buffer is bounded in bytes. A connection's outgoing frames go through its own queue, written
+by its own task at most WRITE_BATCH bytes at a time: the hub and the other connections never wait on
+a socket. A client whose backlog (queue and socket buffer) passes `send_buffer_bytes`, or that needs
+more while all clients' backlogs pass `total_send_bytes`, is disconnected; so is one that binds no
+agent within the idle timeout (on a hub with API keys: the auth timeout, and it may only register or
+attach meanwhile). Requests of a connection run concurrently (at most `max_inflight` and
+`inflight_bytes` of frames at once; the reader waits beyond that, so a flooding client is slowed,
+not the hub). New connections are refused (1013) beyond the cap, beyond `max_per_peer` from one
+address, and beyond the share of connections without an agent (`Server.refusal`).
 
 Dead peers are found by the kernel, not by pong latency: WebSocket pings go out every
 `ping_interval` (keeping proxies and NATs open) but a late pong closes nothing, because a live
