@@ -239,7 +239,8 @@ def test_anonymous_connections_cannot_take_every_slot_of_a_keyed_hub(tmp_path, k
     """`--max-connections 64`: 64 connections with no key from one address hold at most an eighth
     of the slots (8); the rest are closed with 1013, and an honest client with its key still
     registers. A connection with no agent may only register or attach: `list_agents` is refused,
-    and after 16 requests it is closed. (Before: the 64 took every slot, the honest client got 1013.)"""
+    and after 16 requests (or hellos with a wrong key) it is closed. (Before: the 64 took every
+    slot, the honest client got 1013.)"""
     server = ServeProcess(str(tmp_path / "hub.db"), "--auth-keys", keys, "--max-connections", "64")
 
     async def main():
@@ -260,9 +261,14 @@ def test_anonymous_connections_cannot_take_every_slot_of_a_keyed_hub(tmp_path, k
             for i in range(20):
                 await u.send(request("find_agent_id", {"name": "alice"}, f"f{i}"))
             code = await closed_code(u, timeout=10)
+        async with connect(server.url) as g:  # guessing alice's key
+            for i in range(20):
+                await g.send(json.dumps({"kind": "hello", "name": "alice", "auth_scheme": "api_key",
+                                         "auth_claim": {"token": f"guess-{i}"}, "since_envelope_id": None}))
+            guessed = await closed_code(g, timeout=10)
         for ws in held:
             await ws.close()
-        return refused, alice, listed, anonymous, code
+        return refused, alice, listed, anonymous, (code, guessed)
 
     try:
         refused, alice, listed, anonymous, code = run(main())
@@ -272,7 +278,7 @@ def test_anonymous_connections_cannot_take_every_slot_of_a_keyed_hub(tmp_path, k
     assert alice and listed
     assert anonymous["ok"] is False and anonymous["error_code"] == "access_denied"
     assert "authenticate first" in anonymous["error_message"]
-    assert code == 1008
+    assert code == (1008, 1008)
 
 
 def test_connections_from_one_address_are_limited(tmp_path):

@@ -44,7 +44,10 @@ WAITING_OPS = frozenset({"create_channel", "post_envelope", "close_channel"})
 
 @dataclass
 class Limits:
-    """Every bound of the server (docs/serve.md, "Limits"). Byte budgets count encoded frames."""
+    """Every bound of the server (docs/serve.md, "Limits"). The send budgets count the memory a
+    queued frame holds (`sys.getsizeof` of its text: its length and 49 bytes for ASCII JSON, up to
+    four bytes a character otherwise), the reply cap its characters, the in-flight cap the frames'
+    bytes as received."""
 
     max_frame_bytes: int = 1 << 20
     max_connections: int = 1024
@@ -338,18 +341,27 @@ class Server:
             else:  # answered without waiting: inline (no task to create)
                 await self.request(conn, frame["request_id"], frame["op"], frame["params"])
         elif kind == "hello":
+            if not conn.agents and self.keyed and not self.unbound_count(conn):
+                return
             await self.ops.hello(conn, frame)
         elif kind == "receipt":
             self.ops.receipt(conn, frame)
         elif kind == "ping":
             conn.send(frames.PONG)
 
-    def unbound_may(self, conn: Connection, frame: dict) -> bool:
-        """On a hub with API keys, a connection with no bound agent may only register or attach
-        (AG2's client looks the name up first), a few requests in all: beyond, it is closed (1008)."""
+    def unbound_count(self, conn: Connection) -> bool:
+        """On a hub with API keys, a connection with no bound agent may send a few requests and
+        hellos in all (a key is not guessed on one connection): beyond, it is closed (1008)."""
         conn.requests += 1
         if conn.requests > UNBOUND_REQUESTS:
             conn.drop(1008, f"{UNBOUND_REQUESTS} requests without an authenticated agent")
+            return False
+        return True
+
+    def unbound_may(self, conn: Connection, frame: dict) -> bool:
+        """On a hub with API keys, a connection with no bound agent may only register or attach
+        (AG2's client looks the name up first)."""
+        if not self.unbound_count(conn):
             return False
         if frame["op"] not in UNBOUND_OPS:
             conn.send(frames.failure(frame["request_id"], frames.ACCESS_DENIED,
