@@ -115,6 +115,7 @@ CODES: tuple[Code, ...] = (
     Code("TF408", "migrate-target-approximated", Severity.WARNING, Stage.MIGRATE, "turnflow.migrate.codes"),
     Code("TF409", "migrate-ignored-setting", Severity.INFO, Stage.MIGRATE, "turnflow.migrate.codes"),
     Code("TF410", "migrate-run-time-choice", Severity.WARNING, Stage.MIGRATE, "turnflow.migrate.codes"),
+    Code("TF411", "migrate-call-does-not-bind", Severity.WARNING, Stage.MIGRATE, "turnflow.migrate.codes"),
     Code("TF901", "unused-suppression", Severity.WARNING, Stage.SUPPRESS, "turnflow.diagnostics.suppress"),
     Code("TF902", "unknown-suppression-code", Severity.WARNING, Stage.SUPPRESS, "turnflow.diagnostics.suppress"),
 )
