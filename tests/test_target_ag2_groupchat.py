@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, assume, given, settings
 
 import turnflow
 from flow_strategies import workflow_blocks
-from target_harness import DIFF_TOOLS, plans, run_hub, step
+from target_harness import DIFF_TOOLS, plans, run_hub, step, without_context
 from test_migrate import reference_edges
 from turnflow.compiler.emit.spec import CompileError
 from turnflow.compiler.emit.targets import compile_target
@@ -38,26 +38,6 @@ N = int(os.environ.get("TURNFLOW_TARGET_EXAMPLES", "40"))
 def classic_python():
     exe = os.environ.get("TURNFLOW_AG2_CLASSIC_PYTHON") or str(ROOT / ".venv-ag2-classic" / "bin" / "python")
     return exe if Path(exe).exists() else None
-
-
-def _mentions_context(term) -> bool:
-    if isinstance(term, (ast.ContextTerm, ast.CompareTerm)):
-        return True
-    if isinstance(term, ast.NotTerm):
-        return _mentions_context(term.term)
-    if isinstance(term, (ast.AllTerm, ast.AnyTerm)):
-        return any(_mentions_context(t) for t in term.terms)
-    return False
-
-
-def without_context(block: ast.Block) -> ast.Block:
-    """`block` with what a classic GroupChat cannot hold removed: context, rules on context,
-    `expect` and `ttl`."""
-    keep = [s for s in block.statements
-            if not isinstance(s, (ast.ContextInit, ast.Expect, ast.Ttl))
-            and not (isinstance(s, ast.Rule) and any(_mentions_context(t) for t in s.terms))]
-    return ast.Block(span=block.span, kind=block.kind, kind_span=block.kind_span, name=block.name,
-                     title=block.title, statements=keep, close_span=block.close_span)
 
 
 def generated(n: int) -> list:

@@ -26,6 +26,7 @@ TABLE: dict[str, tuple[str, bool]] = {
     "other_kind": ("only a workflow block has a speaker graph to compile", False),
     "participant": ("a `ConversableAgent(name=NAME, description=...)`", True),
     "reserved_name": ("an ordinary agent name", True),
+    "non_identifier": ("the agent's name; its Python variable is `agent_I`", True),
     "tools": ("`TOOLS[NAME]`: the tool names whose call routes the turn", True),
     "initiator": ("`INITIATOR` (without one, the start speaker): the target of `initiator`", True),
     "start": ("`run(message)`: the start speaker opens the chat, its message is its first turn", True),

@@ -20,7 +20,8 @@ from turnflow.dsl import ast
 
 #: target name → writer module (`write(spec, source) -> str`, `TABLE`, `FRAMEWORK`)
 WRITERS: dict[str, str] = {"langgraph": "turnflow.compiler.emit.langgraph",
-                           "ag2-groupchat": "turnflow.compiler.emit.ag2_groupchat"}
+                           "ag2-groupchat": "turnflow.compiler.emit.ag2_groupchat",
+                           "autogen": "turnflow.compiler.emit.autogen"}
 TARGETS: tuple[str, ...] = tuple(WRITERS)
 
 
