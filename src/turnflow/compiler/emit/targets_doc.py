@@ -38,8 +38,8 @@ turnflow compile examples/onboarding.flow --block intake --target langgraph > in
 ```
 
 ```python
-from turnflow.compiler.emit.targets import compile_target
-source = compile_target(text, "langgraph", block="support", path="support.flow")  # raises turnflow.CompileError
+import turnflow
+source = turnflow.compile_target(text, "langgraph", block="support", path="support.flow")  # raises turnflow.CompileError
 ```
 
 The writers read the compiled session spec as the typed model (`turnflow.spec`), never the
