@@ -5,7 +5,8 @@ the decisions turnflow's hub makes, and `turnflow migrate` reads it back to the 
 Generated flows (tests/flow_strategies.py) lose their context statements and the rules that test
 context (TF303 refuses those for this target: a classic GroupChat has no shared context), then
 run with the same scripted plan (text and tool calls) on the hub and in one classic process;
-speakers and the close reason must be equal. The suite runs 40 flows; the larger run:
+speakers and the close reason must be equal; the routing of every example workflow too (5 plans
+each). The suite runs 40 generated flows; the larger run:
 
     TURNFLOW_TARGET_EXAMPLES=500 python3 -m pytest -q -p no:cacheprovider tests/test_target_ag2_groupchat.py
 """
@@ -57,6 +58,26 @@ def generated(n: int) -> list:
     return found
 
 
+def example_cases(per_example: int = 5) -> list:
+    """The routing of every example workflow (context removed), each with `per_example` plans."""
+    drawn: list = []
+
+    @settings(max_examples=per_example, database=None, deadline=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(plans)
+    def gather(plan):
+        drawn.append(plan)
+
+    gather()
+    out = []
+    for path in EXAMPLES:
+        for block in turnflow.parse(path.read_text(encoding="utf-8")).blocks:
+            if block.kind == "workflow":
+                block = without_context(block)
+                out.extend((print_flow(ast.FlowFile(span=block.span, blocks=[block])), plan) for plan in drawn)
+    return out
+
+
 def run_classic(jobs: list) -> list:
     exe = classic_python()
     run = subprocess.run([exe, str(ROOT / "tests" / "classic_target_runner.py")], input=json.dumps(jobs),
@@ -82,6 +103,9 @@ def _steps(spec: dict, plan: list) -> list:
 def test_generated_flows_decide_alike_in_classic_groupchat_and_on_the_hub():
     cases = generated(N)
     assert len(cases) >= N // 2
+    examples = example_cases()  # and the routing of every example workflow
+    assert len(examples) >= 5 * len(WORKFLOWS)
+    cases += examples
     jobs, want = [], []
     for text, plan in cases:
         spec = turnflow.compile(text)[0]
