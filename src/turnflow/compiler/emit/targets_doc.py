@@ -143,8 +143,8 @@ evaluation order), `ALLOWED` as `allowed_or_disallowed_speaker_transitions`, an
 speaker opens the chat (its opening message is its first turn). Give the agents their replies
 (an `llm_config`, or `register_reply`) and call `run`.
 
-**Checked.** `tests/test_target_ag2_groupchat.py` runs generated flows (context removed) with
-the same scripted replies (text and tool calls) on turnflow's hub and in AG2 0.9.9's classic
+**Checked.** `tests/test_target_ag2_groupchat.py` runs generated flows and the routing of every
+example workflow (context removed) with the same scripted replies (text and tool calls) on turnflow's hub and in AG2 0.9.9's classic
 GroupChat (one `.venv-ag2-classic` process for the batch) and compares the speakers and the
 close reason; the same file migrates each emitted module back (`turnflow migrate`) and finds
 the flow's participants, start and speaker graph (flows without `previous`, whose run-time
