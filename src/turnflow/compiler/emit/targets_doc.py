@@ -48,8 +48,11 @@ builds: the rules in evaluation order (priority ascending, ties in file order), 
 evaluated for the speaker, then `otherwise`. The output is deterministic (the same input gives
 byte-identical output) and names the source file, never its folder.
 
-| target | framework | refusals | differential test |
-|---|---|---|---|
+A file with several blocks needs `--block NAME`; a target's refusals outside the chosen block
+(a `discussion` next to the workflow, say) do not stop it.
+
+| target | framework | refusals | differential test | round trip through `turnflow migrate` |
+|---|---|---|---|---|
 """
 
 _LANGGRAPH_EXAMPLE = """\
@@ -212,6 +215,12 @@ yet.
 _TAIL = ""
 
 
+#: what `migrate(compile --target T (flow))` gives back, per target
+_ROUND_TRIP = {"langgraph": "none: migrate has no LangGraph reader",
+               "ag2-groupchat": "the same participants, start and speaker graph (tested)",
+               "autogen": "none yet: migrate does not follow the generated selector's helpers"}
+
+
 def _code_of(target: str) -> str:
     return next(c.code for c in CODES if c.profile == target)
 
@@ -220,7 +229,8 @@ def render() -> str:
     out = [_HEAD]
     for t in TARGETS:
         w = writer(t)
-        out.append(f"| `{t}` | {w.FRAMEWORK} | {_code_of(t)} | tests/test_target_{t.replace('-', '_')}.py |\n")
+        out.append(f"| `{t}` | {w.FRAMEWORK} | {_code_of(t)} | tests/test_target_{t.replace('-', '_')}.py | "
+                   f"{_ROUND_TRIP[t]} |\n")
     for t in TARGETS:
         w = writer(t)
         out.append(f"\n## {w.FRAMEWORK} (`--target {t}`)\n\nWhat each construct becomes; a refused one is "
