@@ -148,6 +148,20 @@ def test_choice_of_block_and_other_kinds():
     assert [d.code for d in exc.value.diagnostics if d.severity == "error"] == ["TF302"]
 
 
+def test_a_silenced_refusal_of_another_kind_is_still_no_workflow(tmp_path, capsys):
+    """`discussion d { ... }  # turnflow: ignore[TF302]` silences the finding, yet there is no
+    speaker graph to write: a clear failure, never a traceback."""
+    from turnflow.cli import main
+
+    text = "discussion d {  # turnflow: ignore[TF302]\n    participant a\n    participant b\n}\n"
+    with pytest.raises(LookupError, match="is a discussion"):
+        compile_target(text, "langgraph")
+    path = tmp_path / "d.flow"
+    path.write_text(text, encoding="utf-8")
+    assert main(["compile", str(path), "--target", "langgraph"]) == 2
+    assert "is a discussion: a target compiles a workflow block" in capsys.readouterr().err
+
+
 def test_bad_steps_are_refused_by_the_module():
     mod = load_module(compile_target((ROOT / "examples/support.flow").read_text(encoding="utf-8"), "langgraph"))
     for bad, words in [({"tool": "transfer_to_tech", "say": 1}, "must be a string"), ({}, "empty step"),

@@ -81,7 +81,7 @@ def _write(args, text: str) -> int:
 
 def _run_target(args, loaded) -> int:
     """`--target T`: one workflow block as framework code (compiler/emit/targets.py)."""
-    from turnflow.compiler.emit.targets import emit, relevant, select
+    from turnflow.compiler.emit.targets import emit, relevant, select, workflow_only
     from turnflow.compiler.pipeline import analyse
 
     if args.profile is not None or args.knobs:
@@ -99,4 +99,8 @@ def _run_target(args, loaded) -> int:
     if flow is None or any(d.severity == "error" for d in diags):
         report(diags, sources={args.file: loaded.source}, files=1, stream=sys.stderr)
         return EXIT_FINDINGS
+    try:
+        workflow_only(block)
+    except LookupError as exc:
+        return fail("compile", f"{args.file}: {exc}")
     return _write(args, emit(block, args.target, args.file))

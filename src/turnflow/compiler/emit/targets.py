@@ -45,6 +45,13 @@ def select(flow: ast.FlowFile, block: Optional[str]) -> ast.Block:
     return flow.blocks[0]
 
 
+def workflow_only(block: ast.Block) -> None:
+    """`LookupError` unless `block` is a workflow (a target's refusal of another kind, TF302-TF304,
+    may have been silenced; there is still no speaker graph to write)."""
+    if block.kind != "workflow":
+        raise LookupError(f"block `{block.name.name}` is a {block.kind}: a target compiles a workflow block")
+
+
 def in_block(block: ast.Block, d: Diagnostic) -> bool:
     return block.span.start <= d.span.start < block.span.end
 
@@ -75,7 +82,7 @@ def emit(block: ast.Block, target: str, path: str = "<string>") -> str:
 def compile_target(flow: Union[str, ast.FlowFile], target: str, block: Optional[str] = None,
                    path: str = "<string>") -> str:
     """`flow` (text or AST) compiled for `target`; `CompileError` when it has errors, `LookupError`
-    when no single block is chosen."""
+    when no single workflow block is chosen."""
     from turnflow.compiler.pipeline import analyse
 
     writer(target)
@@ -86,6 +93,7 @@ def compile_target(flow: Union[str, ast.FlowFile], target: str, block: Optional[
     diags = relevant(diags, chosen, target)
     if any(d.severity == "error" for d in diags):
         raise CompileError(diags)
+    workflow_only(chosen)
     return emit(chosen, target, path)
 
 
