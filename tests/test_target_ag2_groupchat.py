@@ -207,3 +207,18 @@ def test_every_examples_routing_round_trips_through_migrate(path, block):
     assert [p.name.name for p in back.participants] == [p.name.name for p in block.participants]
     assert back.of_type(ast.Start)[0].name.name == block.of_type(ast.Start)[0].name.name
     assert reference_edges(back) == run_graph(turnflow.compile(text)[0])
+
+
+@pytest.mark.skipif(classic_python() is None, reason="no classic AG2 0.9 interpreter (.venv-ag2-classic)")
+def test_a_silenced_context_refusal_reads_the_initial_context():
+    """TF303 silenced knowingly: the condition is compiled against the initial context, which no
+    classic reply can change (the hub's run with replies that set nothing decides the same)."""
+    text = ("workflow w {\n    participant a\n    participant b\n    start a\n    max_turns 5\n"
+            "    context done = false  # turnflow: ignore[TF303]\n"
+            "    a -> terminate \"done\" when context.done == true  # turnflow: ignore[TF303]\n"
+            "    a -> b\n    b -> a\n}\n")
+    [got] = run_classic([{"source": compile_target(text, "ag2-groupchat"), "steps": [{"say": "ok"}] * 9}])
+    assert got == {"speakers": ["a", "b", "a", "b", "a"], "reason": "max_turns"}
+    plan = [("text", 1, 0, {}, [], 0, "")] * 9
+    speakers, _ctx, reason = run_hub(turnflow.compile(text)[0], plan, classic=True)
+    assert (speakers, reason) == (got["speakers"], got["reason"])

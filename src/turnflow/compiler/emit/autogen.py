@@ -97,6 +97,8 @@ def _constants(r: Routing) -> str:
         f"INITIATOR = {literal(r.initiator)}",
         f"START_SPEAKER = {literal(r.start)}",
         f"MAX_TURNS: Optional[int] = {r.max_turns!r}",
+        "#: the flow's initial context, read-only here (AgentChat teams share no context: TF304)",
+        f"CONTEXT = {literal(r.context)}",
         "#: why the last run ended, in the flow's words (None while it runs)",
         "OUTCOME: dict[str, Optional[str]] = {\"reason\": None}",
         "_STATE = {\"task_seen\": False}",
@@ -126,7 +128,7 @@ def _route(thread: Sequence[Any]) -> tuple[Optional[str], Optional[str]]:
     speaker, text, tool = _turn(thread)
     chat = [m for m in thread if isinstance(m, BaseChatMessage)]
     before = chat[-2].source if len(chat) > 2 else None  # chat[0] is the task
-    return ROUTERS[speaker]({}, tool, text, before)
+    return ROUTERS[speaker](CONTEXT, tool, text, before)
 
 
 def selector_func(thread: Sequence[Any]) -> Optional[str]:
@@ -145,7 +147,7 @@ def _ends(delta: Sequence[Any]) -> bool:
     speaker, text, tool = _turn(delta)
     if speaker not in ROUTERS:
         return False
-    nxt, reason = ROUTERS[speaker]({}, tool, text, None)
+    nxt, reason = ROUTERS[speaker](CONTEXT, tool, text, None)
     if nxt is None:
         OUTCOME["reason"] = reason
         return True

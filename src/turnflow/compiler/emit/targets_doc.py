@@ -161,7 +161,8 @@ found 0 differences over 1000 flows, and 1000 round trips to the same graph (abo
 
 **Where it differs from the hub, by design.** A reply calling a tool its agent does not own
 routes as if it called none (the hub refuses it); a reply without content reads as the text
-`None` (AG2's own cast).
+`None` (AG2's own cast). A TF303 silenced on a `context` statement or condition compiles it
+against the flow's initial context, which nothing can change.
 """
 
 _AUTOGEN_EXAMPLE = """\
