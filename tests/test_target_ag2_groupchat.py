@@ -190,6 +190,11 @@ def test_output_is_deterministic_and_readable_python():
     assert a == b
     pyast.parse(a)
     assert "agent_1 = ConversableAgent(name='bot-1'" in a and "user = ConversableAgent(name='user'" in a
+    # a participant named like something the module defines gets a variable of its own
+    clash = ("workflow w {\n    participant run\n    participant groupchat\n    participant content\n"
+             "    start run\n    max_turns 3\n    run -> groupchat\n    groupchat -> content\n}\n")
+    code = compile_target(clash, "ag2-groupchat")
+    assert all(f"agent_{i} = ConversableAgent(name='{n}'" in code for i, n in enumerate(["run", "groupchat", "content"]))
 
 
 WORKFLOWS = [(p, b) for p in EXAMPLES for b in turnflow.parse(p.read_text(encoding="utf-8")).blocks

@@ -61,7 +61,7 @@ TABLE: dict[str, tuple[str, bool]] = {
 _TAKEN = frozenset({"ConversableAgent", "GroupChat", "GroupChatManager", "LLM_CONFIG", "AGENTS", "TOOLS", "CONTEXT", "ctx",
                     "INITIATOR", "MAX_TURNS", "OUTCOME", "ALLOWED", "groupchat", "manager", "select_speaker",
                     "is_termination_msg", "message", "messages", "content", "tool", "text", "before",
-                    "last_speaker", "last", "reason"})
+                    "last_speaker", "last", "reason", "run", "calls", "call"})
 
 
 def _variables(order: tuple[str, ...]) -> dict[str, str]:
