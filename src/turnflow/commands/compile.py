@@ -81,7 +81,7 @@ def _write(args, text: str) -> int:
 
 def _run_target(args, loaded) -> int:
     """`--target T`: one workflow block as framework code (compiler/emit/targets.py)."""
-    from turnflow.compiler.emit.targets import emit, relevant, select, workflow_only
+    from turnflow.compiler.emit.targets import TargetError, emit, relevant, select, workflow_only
     from turnflow.compiler.pipeline import analyse
 
     if args.profile is not None or args.knobs:
@@ -103,4 +103,8 @@ def _run_target(args, loaded) -> int:
         workflow_only(block)
     except LookupError as exc:
         return fail("compile", f"{args.file}: {exc}")
-    return _write(args, emit(block, args.target, args.file))
+    try:
+        code = emit(block, args.target, args.file)
+    except TargetError as exc:
+        return fail("compile", f"{args.file}: {exc}", EXIT_FINDINGS)
+    return _write(args, code)

@@ -25,6 +25,11 @@ WRITERS: dict[str, str] = {"langgraph": "turnflow.compiler.emit.langgraph",
 TARGETS: tuple[str, ...] = tuple(WRITERS)
 
 
+class TargetError(ValueError):
+    """The block passed every check, yet the target's code cannot be written for it (a condition
+    nested deeper than the spec model or Python's parser accepts)."""
+
+
 def writer(target: str) -> ModuleType:
     if target not in WRITERS:
         raise ValueError(f"unknown target {target!r}; known: {', '.join(TARGETS)}")
@@ -71,12 +76,26 @@ def relevant(diags: list[Diagnostic], block: ast.Block, target: str) -> list[Dia
 
 
 def emit(block: ast.Block, target: str, path: str = "<string>") -> str:
-    """The target's code for one checked block (no errors)."""
-    from turnflow.compiler.emit.spec import compile_block
-    from turnflow.spec import parse_spec
+    """The target's code for one checked block (no errors); `TargetError` when it cannot be written."""
+    import ast as pyast
 
-    model = parse_spec(compile_block(block))
-    return writer(target).write(model, _display(path))
+    from turnflow.compiler.emit.spec import compile_block
+    from turnflow.spec import SpecError, parse_spec
+
+    name = block.name.name
+    try:
+        model = parse_spec(compile_block(block))
+    except (SpecError, RecursionError) as exc:  # pydantic refuses a condition nested some 130 deep
+        raise TargetError(f"cannot write `{name}` for {target}: its compiled spec does not validate "
+                          f"({str(exc)[-160:]})") from None
+    source = writer(target).write(model, _display(path))
+    try:
+        pyast.parse(source)  # parsed, never run: Python refuses expressions nested some 100 deep
+    except (SyntaxError, RecursionError, MemoryError) as exc:
+        raise TargetError(f"cannot write `{name}` for {target}: a condition nests deeper than Python's "
+                          f"parser accepts ({exc.__class__.__name__}: {getattr(exc, 'msg', exc)}); "
+                          "split it into several rules") from None
+    return source
 
 
 def compile_target(flow: Union[str, ast.FlowFile], target: str, block: Optional[str] = None,
