@@ -42,6 +42,11 @@ import turnflow
 source = turnflow.compile_target(text, "langgraph", block="support", path="support.flow")  # raises turnflow.CompileError
 ```
 
+A flow with errors raises `turnflow.CompileError` (its diagnostics); no single workflow block
+chosen, `LookupError`; a condition nested deeper than Python's parser accepts in the generated
+code (about 100 levels), `turnflow.compiler.emit.targets.TargetError` (exit 1 on the command
+line, nothing written).
+
 The writers read the compiled session spec as the typed model (`turnflow.spec`), never the
 `.flow` syntax, so a target routes each turn with the same per-speaker dispatch table the hub
 builds: the rules in evaluation order (priority ascending, ties in file order), partially
