@@ -26,6 +26,7 @@ TABLE: dict[str, tuple[str, bool]] = {
     "other_kind": ("only a workflow block has a speaker graph to compile", False),
     "participant": ("a `ConversableAgent(name=NAME, description=...)`", True),
     "reserved_name": ("an ordinary agent name", True),
+    "non_identifier": ("the agent's name; its Python variable is `agent_I`", True),
     "tools": ("`TOOLS[NAME]`: the tool names whose call routes the turn", True),
     "initiator": ("`INITIATOR` (without one, the start speaker): the target of `initiator`", True),
     "start": ("`run(message)`: the start speaker opens the chat, its message is its first turn", True),
@@ -57,10 +58,10 @@ TABLE: dict[str, tuple[str, bool]] = {
 
 
 #: names the generated module defines itself: an agent is never given one of them
-_TAKEN = frozenset({"ConversableAgent", "GroupChat", "GroupChatManager", "LLM_CONFIG", "AGENTS", "TOOLS",
+_TAKEN = frozenset({"ConversableAgent", "GroupChat", "GroupChatManager", "LLM_CONFIG", "AGENTS", "TOOLS", "CONTEXT", "ctx",
                     "INITIATOR", "MAX_TURNS", "OUTCOME", "ALLOWED", "groupchat", "manager", "select_speaker",
                     "is_termination_msg", "message", "messages", "content", "tool", "text", "before",
-                    "last_speaker", "last", "reason"})
+                    "last_speaker", "last", "reason", "run", "calls", "call"})
 
 
 def _variables(order: tuple[str, ...]) -> dict[str, str]:
@@ -103,6 +104,8 @@ def write(spec: Any, source: str = "<string>") -> str:
     out.append("TOOLS = {" + ", ".join(f"{literal(s)}: {_tuple(r.tools[s])}" for s in r.order) + "}\n")
     out.append(f"INITIATOR = {names[r.initiator]}\n")
     out.append(f"MAX_TURNS = {r.max_turns!r}\n")
+    out.append(f"#: the flow's initial context, read-only here (a classic GroupChat has no shared context: TF303)\n"
+               f"CONTEXT = {literal(r.context)}\n")
     out.append("#: why the last chat ended, in the flow's words (None while it runs)\n")
     out.append("OUTCOME = {\"reason\": None}\n")
     if r.compare:
@@ -145,7 +148,8 @@ def _branches(r: Routing, names: dict[str, str], reasons: bool) -> list[str]:
     `select_speaker` returns the next agent, `_end_reason` the close reason)."""
     lines = ["    messages = groupchat.messages",
              "    content = messages[-1][\"content\"]  # always a string: GroupChat.append casts it",
-             "    tool = _tool(messages[-1])"]
+             "    tool = _tool(messages[-1])",
+             "    ctx = CONTEXT"]
     if not reasons and any(row.then.kind == "previous" for rows in r.rows.values() for row in rows):
         lines.append("    before = groupchat.agent_by_name(messages[-2][\"name\"]) if len(messages) > 1 else None")
     for s in r.order:

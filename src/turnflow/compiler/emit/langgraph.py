@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from turnflow.compiler.emit.pyroute import COMPARE_SOURCE, Next, Routing, literal, routing
+from turnflow.compiler.emit.pyroute import COMPARE_SOURCE, Routing, literal, router_source, routing
 
 NAME = "langgraph"
 FRAMEWORK = "LangGraph"
@@ -27,6 +27,7 @@ TABLE: dict[str, tuple[str, bool]] = {
     "other_kind": ("only a workflow block has a speaker graph to compile", False),
     "participant": ("a node calling `agents[NAME](state)`; the description is in `DESCRIPTIONS`", True),
     "reserved_name": ("LangGraph reserves the node names `__start__` and `__end__`", False),
+    "non_identifier": ("a node name like any other (LangGraph node names are strings)", True),
     "tools": ("`TOOLS[NAME]`: the routing tools the node accepts in a step's `tool`", True),
     "initiator": ("`INITIATOR` (without one, the start speaker, as on the hub): the target of `initiator`", True),
     "start": ("the edge `START -> NAME`", True),
@@ -97,7 +98,7 @@ def write(spec: Any, source: str = "<string>") -> str:
     if r.compare:
         out.append("\n" + COMPARE_SOURCE)
     for i, s in enumerate(r.order):
-        out.append("\n\n" + _router(i, s, r))
+        out.append("\n\n" + router_source(i, s, r))
     out.append("\n\nROUTERS = {" + ", ".join(f"{literal(s)}: _route_{i}" for i, s in enumerate(r.order)) + "}\n")
     out.append(_RUNTIME)
     return "".join(out)
@@ -144,27 +145,6 @@ def initial_state(task: Optional[str] = None) -> State:
     return {"task": task, "transcript": [], "context": dict(CONTEXT), "turns": 0, "speaker": None,
             "next": START_SPEAKER, "reason": None}
 '''
-
-
-def _target(t: Next) -> str:
-    if t.kind == "agent":
-        return f"return {literal(t.name)}, None"
-    if t.kind == "end":
-        return f"return None, {literal(t.reason or 'workflow_terminated')}"
-    return f"return (before, None) if before is not None else ({literal(t.name)}, None)"
-
-
-def _router(i: int, s: str, r: Routing) -> str:
-    lines = [f"def _route_{i}(ctx: dict[str, Any], tool: Optional[str], text: str, before: Optional[str])"
-             " -> tuple[Optional[str], Optional[str]]:",
-             f"    \"\"\"After {s} spoke: (next speaker, None) or (None, close reason).\"\"\""]
-    for row in r.rows[s]:
-        if row.cond is None:
-            lines.append("    " + _target(row.then))
-            break
-        lines.append(f"    if {row.cond}:")
-        lines.append("        " + _target(row.then))
-    return "\n".join(lines) + "\n"
 
 
 _RUNTIME = '''

@@ -190,3 +190,26 @@ def routing(spec: Any, text: str = "text") -> Routing:
 def json_text(v: Any) -> str:
     """A value as one line of canonical JSON (for comments and docs)."""
     return json.dumps(v, sort_keys=True, ensure_ascii=False)
+
+
+def _return(t: Next) -> str:
+    if t.kind == "agent":
+        return f"return {literal(t.name)}, None"
+    if t.kind == "end":
+        return f"return None, {literal(t.reason or 'workflow_terminated')}"
+    return f"return (before, None) if before is not None else ({literal(t.name)}, None)"
+
+
+def router_source(i: int, s: str, r: Routing) -> str:
+    """`def _route_I(ctx, tool, text, before)`: after `s` spoke, (next speaker, None) or (None, close
+    reason); `before` is who spoke before `s` (None on the first turn)."""
+    lines = [f"def _route_{i}(ctx: dict[str, Any], tool: Optional[str], text: str, before: Optional[str])"
+             " -> tuple[Optional[str], Optional[str]]:",
+             f"    \"\"\"After {s} spoke: (next speaker, None) or (None, close reason).\"\"\""]
+    for row in r.rows[s]:
+        if row.cond is None:
+            lines.append("    " + _return(row.then))
+            break
+        lines.append(f"    if {row.cond}:")
+        lines.append("        " + _return(row.then))
+    return "\n".join(lines) + "\n"
