@@ -183,6 +183,25 @@ def test_a_condition_too_deep_for_python_is_a_clear_failure(depth, tmp_path, cap
     assert "cannot write `w` for langgraph" in capsys.readouterr().err and not (tmp_path / "out.py").exists()
 
 
+@pytest.mark.parametrize("target", ["langgraph", "ag2-groupchat", "autogen"])
+def test_hostile_titles_and_file_names_stay_inside_the_docstring(target, tmp_path):
+    """A title or file name with quotes, backslashes, control characters or a lone surrogate
+    cannot end the generated docstring early or make the file unwritable."""
+    from flow_strategies import string
+
+    block = turnflow.parse("workflow w {\n    participant a\n    participant b\n    start a\n    a -> b\n}\n").blocks[0]
+    title = 'x """ y \\ z \x00\x1b \ud800 \u00e9 "'
+    block = ast.Block(span=block.span, kind=block.kind, kind_span=block.kind_span, name=block.name,
+                      title=string(title), statements=block.statements, close_span=block.close_span)
+    text = print_flow(ast.FlowFile(span=block.span, blocks=[block]))
+    code = compile_target(text, target, path='my "flows"/we\\ird """.flow')
+    import ast as pyast
+
+    doc = pyast.get_docstring(pyast.parse(code))
+    assert title in doc and 'we\\ird """.flow' in doc
+    (tmp_path / "out.py").write_text(code, encoding="utf-8")
+
+
 def test_bad_steps_are_refused_by_the_module():
     mod = load_module(compile_target((ROOT / "examples/support.flow").read_text(encoding="utf-8"), "langgraph"))
     for bad, words in [({"tool": "transfer_to_tech", "say": 1}, "must be a string"), ({}, "empty step"),

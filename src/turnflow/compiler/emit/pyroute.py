@@ -187,6 +187,21 @@ def routing(spec: Any, text: str = "text") -> Routing:
                    dict(spec.knobs.context_vars), tools, rows, compare)
 
 
+def doc_text(text: str) -> str:
+    """`text` (a title, a file name) safe inside a generated triple-quoted docstring: backslashes
+    and quotes escaped, control characters as `\\xNN`, lone surrogates as `\\uNNNN` (the file is
+    written as UTF-8)."""
+    out = []
+    for ch in text.replace("\\", "\\\\").replace('"', '\\"'):
+        if ch < " " and ch != "\t":
+            out.append(f"\\x{ord(ch):02x}")
+        elif "\ud800" <= ch <= "\udfff":
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
 def json_text(v: Any) -> str:
     """A value as one line of canonical JSON (for comments and docs)."""
     return json.dumps(v, sort_keys=True, ensure_ascii=False)
