@@ -233,6 +233,31 @@ def test_a_participant_that_stops_reading_while_large_texts_arrive_leaves_the_hu
     assert [e["envelope_id"] for e in wal if e["event_type"] == "ag2.msg.text"] == ok  # acked = stored, no more
 
 
+def test_all_clients_backlogs_together_are_bounded_too(tmp_path):
+    """`--total-send-bytes 4000000` with a per-client budget far above it: bob stops reading while
+    alice posts 100 texts of 256 KiB; once all backlogs together pass 4 MB, bob is closed with 1013
+    and alice's posts go on being answered."""
+    server = ServeProcess(str(tmp_path / "hub.db"), "--total-send-bytes", "4000000",
+                          "--send-buffer-bytes", str(1 << 30), "--max-session-bytes", str(1 << 30))
+
+    async def main():
+        async with connect(server.url) as a, connect(server.url, max_queue=1) as b:
+            alice, bob = await register(a, "alice"), await register(b, "bob")
+            sid = await open_conversation(a, alice, b, bob)
+            ok = 0
+            for i in range(100):
+                await a.send(request("post_envelope", text(sid, alice, "q" * (256 << 10)), f"p{i}"))
+                ok += (await answer(a, f"p{i}"))["ok"]
+            return ok, await closed_code(b, timeout=10)
+
+    try:
+        ok, code = run(main())
+    finally:
+        server.stop()
+    assert ok == 100 and code == 1013
+    assert "the hub's send buffers are full" in server.stderr()
+
+
 # -- 5. lockout and descriptors ------------------------------------------------------------------
 
 def test_anonymous_connections_cannot_take_every_slot_of_a_keyed_hub(tmp_path, keys):
@@ -279,6 +304,27 @@ def test_anonymous_connections_cannot_take_every_slot_of_a_keyed_hub(tmp_path, k
     assert anonymous["ok"] is False and anonymous["error_code"] == "access_denied"
     assert "authenticate first" in anonymous["error_message"]
     assert code == (1008, 1008)
+
+
+def test_a_connection_without_an_agent_on_a_keyed_hub_is_closed_after_the_auth_timeout(tmp_path, keys):
+    """`--auth-timeout 1` (the idle timeout stays 60 s): a connection that binds no agent is closed
+    with 1008 within a few seconds; one that registers with its key stays."""
+    server = ServeProcess(str(tmp_path / "hub.db"), "--auth-keys", keys, "--auth-timeout", "1")
+
+    async def main():
+        async with connect(server.url, hostile=True) as idle, connect(server.url) as a:
+            await register(a, "alice", "k-alice")
+            t0 = time.monotonic()
+            code = await closed_code(idle, timeout=10)
+            took = time.monotonic() - t0
+            await a.send(request("list_agents", {}, "l"))
+            return code, took, (await answer(a, "l"))["ok"]
+
+    try:
+        code, took, still = run(main())
+    finally:
+        server.stop()
+    assert code == 1008 and took < 5 and still
 
 
 def test_connections_from_one_address_are_limited(tmp_path):
