@@ -540,3 +540,17 @@ def test_what_ops_hold_for_a_session_is_released_at_close(tmp_path):
     held, after = run(main())
     assert held == (True, True, 1)
     assert after == (False, False, None, False)
+
+
+def test_limit_flags_out_of_range_exit_2_with_a_message(tmp_path):
+    import sys
+
+    env = dict(os.environ, PYTHONPATH=serve_process.SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = {}
+    for flag, value in (("--max-session-bytes", "0"), ("--max-per-peer", "-1"), ("--auth-timeout", "0")):
+        res = subprocess.run([sys.executable, "-m", "turnflow", "serve", "--store", str(tmp_path / "h.db"), flag, value],
+                             capture_output=True, text=True, timeout=60, env=env)
+        out[flag] = (res.returncode, res.stderr.strip())
+    assert out == {"--max-session-bytes": (2, "turnflow serve: --max-session-bytes must be positive"),
+                   "--max-per-peer": (2, "turnflow serve: --max-per-peer must be 0 (no limit) or positive"),
+                   "--auth-timeout": (2, "turnflow serve: --auth-timeout must be positive")}

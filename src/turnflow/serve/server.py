@@ -181,11 +181,14 @@ class Connection:
             self._room.set()
 
     async def room(self, limit: int) -> None:
-        """Wait until less than `limit` bytes wait for this client (or it is closed)."""
+        """Wait until less than `limit` bytes wait for this client (or it is closed). The writer
+        signals after each batch; the socket's buffer also drains without one, so the wait is
+        checked again every second."""
         while not self.closed and self.backlog() >= limit:
             self._room = self._room or asyncio.Event()
             self._room.clear()
-            await self._room.wait()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._room.wait(), 1.0)
 
     async def paced(self) -> None:
         """Wait while half the send buffer is taken (a replay sends no faster than the client reads)."""
