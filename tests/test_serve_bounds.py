@@ -258,6 +258,44 @@ def test_all_clients_backlogs_together_are_bounded_too(tmp_path):
     assert "the hub's send buffers are full" in server.stderr()
 
 
+def test_a_replay_longer_than_the_send_buffer_is_paced_not_dropped(tmp_path):
+    """`--send-buffer-bytes 2000000`: bob is away while alice posts 24 texts of 256 KiB (6 MiB) to
+    their conversation; bob's hello replays all of them at the pace he reads, and he is not closed."""
+    server = ServeProcess(str(tmp_path / "hub.db"), "--send-buffer-bytes", "2000000")
+
+    async def main():
+        async with connect(server.url) as a:
+            alice = await register(a, "alice")
+            async with connect(server.url) as b:
+                bob = await register(b, "bob")
+                sid = await open_conversation(a, alice, b, bob)
+            sent = []
+            for i in range(24):
+                await a.send(request("post_envelope", text(sid, alice, f"{i:03d}" + "r" * (256 << 10)), f"p{i}"))
+                reply = await answer(a, f"p{i}")
+                assert reply["ok"], reply
+                sent.append(reply["result"])
+            async with connect(server.url, max_queue=1) as b:
+                await b.send(json.dumps({"kind": "hello", "name": "bob", "auth_scheme": "none", "auth_claim": {},
+                                         "since_envelope_id": ""}))
+                got = []
+                while len(got) < len(sent):
+                    frame = json.loads(await asyncio.wait_for(b.recv(), 20))
+                    if frame["kind"] == "notify" and frame["envelope"]["event_type"] == "ag2.msg.text":
+                        got.append(frame["envelope"]["envelope_id"])
+                        await asyncio.sleep(0.02)  # a slow reader
+                await b.send(request("get_channel", {"channel_id": sid}, "still"))
+                still = (await answer(b, "still"))["ok"]
+            return sent, got, still
+
+    try:
+        sent, got, still = run(main())
+    finally:
+        server.stop()
+    assert got == sent and still
+    assert "send buffer full" not in server.stderr()
+
+
 # -- 5. lockout and descriptors ------------------------------------------------------------------
 
 def test_anonymous_connections_cannot_take_every_slot_of_a_keyed_hub(tmp_path, keys):
