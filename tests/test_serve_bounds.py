@@ -538,6 +538,49 @@ def test_channels_per_agent_are_limited_and_a_closed_one_frees_its_place(tmp_pat
     assert fourth
 
 
+def test_live_channels_are_counted_again_after_a_restart(tmp_path):
+    """`--max-channels-per-agent 1`: alice's live channel still counts after the hub restarts on
+    the same store (a second is refused); once she closes it she may open another."""
+    store = str(tmp_path / "hub.db")
+
+    async def first(url):
+        async with connect(url) as a, connect(url) as b:
+            alice, bob = await register(a, "alice"), await register(b, "bob")
+            await open_conversation(a, alice, b, bob)
+
+    async def second(url):
+        async with connect(url) as a, connect(url) as b:
+            for ws, name in ((a, "alice"), (b, "bob")):
+                await ws.send(json.dumps({"kind": "hello", "name": name, "auth_scheme": "none", "auth_claim": {},
+                                          "since_envelope_id": None}))
+                assert json.loads(await ws.recv())["kind"] == "welcome"
+            await a.send(request("find_agent_id", {"name": "alice"}, "a"))
+            alice = (await answer(a, "a"))["result"]
+            await a.send(request("find_agent_id", {"name": "bob"}, "b"))
+            bob = (await answer(a, "b"))["result"]
+            await a.send(request("list_channels", {"agent_id": alice}, "l"))
+            live = [c["channel_id"] for c in (await answer(a, "l"))["result"] if c["state"] == "active"]
+            await a.send(request("create_channel", {"creator_id": alice, "manifest_type": "conversation",
+                                                    "participants": [bob]}, "again"))
+            again = await answer(a, "again")
+            await a.send(request("close_channel", {"channel_id": live[0]}, "close"))
+            assert (await answer(a, "close"))["ok"]
+            return again, await open_conversation(a, alice, b, bob)
+
+    server = ServeProcess(store, "--max-channels-per-agent", "1")
+    try:
+        run(first(server.url))
+    finally:
+        server.stop()
+    server = ServeProcess(store, "--max-channels-per-agent", "1")
+    try:
+        again, after_close = run(second(server.url))
+    finally:
+        server.stop()
+    assert again["ok"] is False and "--max-channels-per-agent" in again["error_message"]
+    assert after_close
+
+
 def test_what_ops_hold_for_a_session_is_released_at_close(tmp_path):
     """In process: after a session closes, the serve layer keeps no log, channel record or quota
     count for it."""
