@@ -247,7 +247,12 @@ class Ops:
         self.bind(conn, agent.agent_id)
         conn.send(frames.welcome(conn.endpoint_id, wire.now_iso()))
         if frame["since_envelope_id"] is not None:
-            await self.replay(conn, agent.agent_id, frame["since_envelope_id"])
+            replay = self.replay(conn, agent.agent_id, frame["since_envelope_id"])
+            background = getattr(conn, "background", None)
+            if background is not None:  # (the server's connection: its reader goes on meanwhile, acks included)
+                background(replay)
+            else:
+                await replay
 
     async def replay(self, conn: Conn, agent_id: str, since: str) -> None:
         """Send again what the agent has not acked, paced by the client's reading (the server's

@@ -237,6 +237,19 @@ class Connection:
         self._tasks.add(task)
         task.add_done_callback(functools.partial(self._done, size))
 
+    def background(self, coro: Any) -> None:
+        """Run `coro` beside the reader (a replay paced by the client's reading: the reader goes on
+        taking the client's receipts and requests meanwhile)."""
+        async def guarded() -> None:
+            try:
+                await coro
+            except Exception:  # (a store that cannot be read): the connection goes on, the hub too
+                log.exception("connection %s: replay failed", self.endpoint_id)
+
+        task = asyncio.get_running_loop().create_task(guarded())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
     def _done(self, size: int, task: asyncio.Task) -> None:
         self._tasks.discard(task)
         self._inflight -= size
