@@ -582,8 +582,8 @@ def test_live_channels_are_counted_again_after_a_restart(tmp_path):
 
 
 def test_what_ops_hold_for_a_session_is_released_at_close(tmp_path):
-    """In process: after a session closes, the serve layer keeps no log, channel record or quota
-    count for it."""
+    """In process: after a session closes, the serve layer keeps no log, channel record, quota
+    count or delivery cursor in memory for it."""
     from turnflow.runtime.hub import Hub
     from turnflow.runtime.store import SQLiteStore
     from turnflow.serve.ops import Auth, Ops
@@ -610,17 +610,19 @@ def test_what_ops_hold_for_a_session_is_released_at_close(tmp_path):
         await ops.call(b, "post_envelope", {"envelope": {"channel_id": sid, "sender_id": bob, "audience": None,
                                                          "event_type": "ag2.channel.invite.ack", "event_data": {}}})
         await create
-        await ops.call(a, "post_envelope", text(sid, alice, "hello"))
-        held = (sid in ops._logs, sid in ops._channels, ops._opened_by.get(alice))
+        posted = await ops.call(a, "post_envelope", text(sid, alice, "hello"))
+        ops.receipt(b, {"recipient_id": bob, "channel_id": sid, "envelope_id": posted, "status": "ack"})
+        held = (sid in ops._logs, sid in ops._channels, ops._opened_by.get(alice), ops.registry.cursor(bob, sid))
         await ops.call(a, "close_channel", {"channel_id": sid})
-        after = (sid in ops._logs, sid in ops._channels, ops._opened_by.get(alice), sid in ops._opened)
+        after = (sid in ops._logs, sid in ops._channels, ops._opened_by.get(alice), sid in ops._opened,
+                 ops.registry.cursor(bob, sid))
         ops.registry.close()
         await hub.aclose()
         return held, after
 
     held, after = run(main())
-    assert held == (True, True, 1)
-    assert after == (False, False, None, False)
+    assert held[:3] == (True, True, 1) and held[3]
+    assert after == (False, False, None, False, "")
 
 
 def test_limit_flags_out_of_range_exit_2_with_a_message(tmp_path):

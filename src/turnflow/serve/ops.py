@@ -308,8 +308,15 @@ class Ops:
         self._opened[session_id] = creator
         self._opened_by[creator] = self._opened_by.get(creator, 0) + 1
 
-    def _ended(self, session_id: str) -> None:
-        """A session ended: what was held for it goes (its count against its creator's quota)."""
+    def _ended(self, md: SessionMetadata) -> None:
+        """A session ended: what was held for it goes (its count against its creator's quota, its
+        participants' delivery cursors in memory: replay skips ended sessions)."""
+        session_id = md.session_id
+        cursors = self.registry.cursors
+        for agent_id in md.pset:
+            own = cursors.get(agent_id)
+            if own is not None:
+                own.pop(session_id, None)
         creator = self._opened.pop(session_id, None)
         if creator is not None:
             left = self._opened_by.pop(creator, 1) - 1
@@ -338,7 +345,7 @@ class Ops:
         if md.state.terminal:
             self._logs.pop(md.session_id, None)
             self._channels.pop(md.session_id, None)
-            self._ended(md.session_id)
+            self._ended(md)
         for rid in wire.recipients(env, md):
             conn = self.routes.get(rid)
             if conn is None:
