@@ -160,6 +160,10 @@ class Ops:
         for sid, live in list(hub.sessions.items()):
             if not live.metadata.state.terminal and live.metadata.creator_id:
                 self._count_open(sid, live.metadata.creator_id)
+        live_ids = {sid for sid, live in hub.sessions.items() if not live.metadata.state.terminal}
+        for own in registry.cursors.values():  # cursors of ended sessions: not kept in memory (replay skips them)
+            for sid in [sid for sid in own if sid not in live_ids]:
+                del own[sid]
         self.routes: dict[str, Conn] = {}  # agent id -> the connection it is bound to
         self._opening: dict[str, asyncio.Future] = {}  # session id -> create_channel waiting for acks
         self._logs: dict[str, _Log] = {}  # live sessions' logs read so far
