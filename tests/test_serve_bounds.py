@@ -233,6 +233,69 @@ def test_a_participant_that_stops_reading_while_large_texts_arrive_leaves_the_hu
     assert [e["envelope_id"] for e in wal if e["event_type"] == "ag2.msg.text"] == ok  # acked = stored, no more
 
 
+def test_all_clients_backlogs_together_are_bounded_too(tmp_path):
+    """`--total-send-bytes 4000000` with a per-client budget far above it: bob stops reading while
+    alice posts 100 texts of 256 KiB; once all backlogs together pass 4 MB, bob is closed with 1013
+    and alice's posts go on being answered."""
+    server = ServeProcess(str(tmp_path / "hub.db"), "--total-send-bytes", "4000000",
+                          "--send-buffer-bytes", str(1 << 30), "--max-session-bytes", str(1 << 30))
+
+    async def main():
+        async with connect(server.url) as a, connect(server.url, max_queue=1) as b:
+            alice, bob = await register(a, "alice"), await register(b, "bob")
+            sid = await open_conversation(a, alice, b, bob)
+            ok = 0
+            for i in range(100):
+                await a.send(request("post_envelope", text(sid, alice, "q" * (256 << 10)), f"p{i}"))
+                ok += (await answer(a, f"p{i}"))["ok"]
+            return ok, await closed_code(b, timeout=10)
+
+    try:
+        ok, code = run(main())
+    finally:
+        server.stop()
+    assert ok == 100 and code == 1013
+    assert "the hub's send buffers are full" in server.stderr()
+
+
+def test_a_replay_longer_than_the_send_buffer_is_paced_not_dropped(tmp_path):
+    """`--send-buffer-bytes 2000000`: bob is away while alice posts 24 texts of 256 KiB (6 MiB) to
+    their conversation; bob's hello replays all of them at the pace he reads, and he is not closed."""
+    server = ServeProcess(str(tmp_path / "hub.db"), "--send-buffer-bytes", "2000000")
+
+    async def main():
+        async with connect(server.url) as a:
+            alice = await register(a, "alice")
+            async with connect(server.url) as b:
+                bob = await register(b, "bob")
+                sid = await open_conversation(a, alice, b, bob)
+            sent = []
+            for i in range(24):
+                await a.send(request("post_envelope", text(sid, alice, f"{i:03d}" + "r" * (256 << 10)), f"p{i}"))
+                reply = await answer(a, f"p{i}")
+                assert reply["ok"], reply
+                sent.append(reply["result"])
+            async with connect(server.url, max_queue=1) as b:
+                await b.send(json.dumps({"kind": "hello", "name": "bob", "auth_scheme": "none", "auth_claim": {},
+                                         "since_envelope_id": ""}))
+                got = []
+                while len(got) < len(sent):
+                    frame = json.loads(await asyncio.wait_for(b.recv(), 20))
+                    if frame["kind"] == "notify" and frame["envelope"]["event_type"] == "ag2.msg.text":
+                        got.append(frame["envelope"]["envelope_id"])
+                        await asyncio.sleep(0.02)  # a slow reader
+                await b.send(request("get_channel", {"channel_id": sid}, "still"))
+                still = (await answer(b, "still"))["ok"]
+            return sent, got, still
+
+    try:
+        sent, got, still = run(main())
+    finally:
+        server.stop()
+    assert got == sent and still
+    assert "send buffer full" not in server.stderr()
+
+
 # -- 5. lockout and descriptors ------------------------------------------------------------------
 
 def test_anonymous_connections_cannot_take_every_slot_of_a_keyed_hub(tmp_path, keys):
@@ -279,6 +342,27 @@ def test_anonymous_connections_cannot_take_every_slot_of_a_keyed_hub(tmp_path, k
     assert anonymous["ok"] is False and anonymous["error_code"] == "access_denied"
     assert "authenticate first" in anonymous["error_message"]
     assert code == (1008, 1008)
+
+
+def test_a_connection_without_an_agent_on_a_keyed_hub_is_closed_after_the_auth_timeout(tmp_path, keys):
+    """`--auth-timeout 1` (the idle timeout stays 60 s): a connection that binds no agent is closed
+    with 1008 within a few seconds; one that registers with its key stays."""
+    server = ServeProcess(str(tmp_path / "hub.db"), "--auth-keys", keys, "--auth-timeout", "1")
+
+    async def main():
+        async with connect(server.url, hostile=True) as idle, connect(server.url) as a:
+            await register(a, "alice", "k-alice")
+            t0 = time.monotonic()
+            code = await closed_code(idle, timeout=10)
+            took = time.monotonic() - t0
+            await a.send(request("list_agents", {}, "l"))
+            return code, took, (await answer(a, "l"))["ok"]
+
+    try:
+        code, took, still = run(main())
+    finally:
+        server.stop()
+    assert code == 1008 and took < 5 and still
 
 
 def test_connections_from_one_address_are_limited(tmp_path):
@@ -454,9 +538,52 @@ def test_channels_per_agent_are_limited_and_a_closed_one_frees_its_place(tmp_pat
     assert fourth
 
 
+def test_live_channels_are_counted_again_after_a_restart(tmp_path):
+    """`--max-channels-per-agent 1`: alice's live channel still counts after the hub restarts on
+    the same store (a second is refused); once she closes it she may open another."""
+    store = str(tmp_path / "hub.db")
+
+    async def first(url):
+        async with connect(url) as a, connect(url) as b:
+            alice, bob = await register(a, "alice"), await register(b, "bob")
+            await open_conversation(a, alice, b, bob)
+
+    async def second(url):
+        async with connect(url) as a, connect(url) as b:
+            for ws, name in ((a, "alice"), (b, "bob")):
+                await ws.send(json.dumps({"kind": "hello", "name": name, "auth_scheme": "none", "auth_claim": {},
+                                          "since_envelope_id": None}))
+                assert json.loads(await ws.recv())["kind"] == "welcome"
+            await a.send(request("find_agent_id", {"name": "alice"}, "a"))
+            alice = (await answer(a, "a"))["result"]
+            await a.send(request("find_agent_id", {"name": "bob"}, "b"))
+            bob = (await answer(a, "b"))["result"]
+            await a.send(request("list_channels", {"agent_id": alice}, "l"))
+            live = [c["channel_id"] for c in (await answer(a, "l"))["result"] if c["state"] == "active"]
+            await a.send(request("create_channel", {"creator_id": alice, "manifest_type": "conversation",
+                                                    "participants": [bob]}, "again"))
+            again = await answer(a, "again")
+            await a.send(request("close_channel", {"channel_id": live[0]}, "close"))
+            assert (await answer(a, "close"))["ok"]
+            return again, await open_conversation(a, alice, b, bob)
+
+    server = ServeProcess(store, "--max-channels-per-agent", "1")
+    try:
+        run(first(server.url))
+    finally:
+        server.stop()
+    server = ServeProcess(store, "--max-channels-per-agent", "1")
+    try:
+        again, after_close = run(second(server.url))
+    finally:
+        server.stop()
+    assert again["ok"] is False and "--max-channels-per-agent" in again["error_message"]
+    assert after_close
+
+
 def test_what_ops_hold_for_a_session_is_released_at_close(tmp_path):
-    """In process: after a session closes, the serve layer keeps no log, channel record or quota
-    count for it."""
+    """In process: after a session closes, the serve layer keeps no log, channel record, quota
+    count or delivery cursor in memory for it."""
     from turnflow.runtime.hub import Hub
     from turnflow.runtime.store import SQLiteStore
     from turnflow.serve.ops import Auth, Ops
@@ -483,14 +610,30 @@ def test_what_ops_hold_for_a_session_is_released_at_close(tmp_path):
         await ops.call(b, "post_envelope", {"envelope": {"channel_id": sid, "sender_id": bob, "audience": None,
                                                          "event_type": "ag2.channel.invite.ack", "event_data": {}}})
         await create
-        await ops.call(a, "post_envelope", text(sid, alice, "hello"))
-        held = (sid in ops._logs, sid in ops._channels, ops._opened_by.get(alice))
+        posted = await ops.call(a, "post_envelope", text(sid, alice, "hello"))
+        ops.receipt(b, {"recipient_id": bob, "channel_id": sid, "envelope_id": posted, "status": "ack"})
+        held = (sid in ops._logs, sid in ops._channels, ops._opened_by.get(alice), ops.registry.cursor(bob, sid))
         await ops.call(a, "close_channel", {"channel_id": sid})
-        after = (sid in ops._logs, sid in ops._channels, ops._opened_by.get(alice), sid in ops._opened)
+        after = (sid in ops._logs, sid in ops._channels, ops._opened_by.get(alice), sid in ops._opened,
+                 ops.registry.cursor(bob, sid))
         ops.registry.close()
         await hub.aclose()
         return held, after
 
     held, after = run(main())
-    assert held == (True, True, 1)
-    assert after == (False, False, None, False)
+    assert held[:3] == (True, True, 1) and held[3]
+    assert after == (False, False, None, False, "")
+
+
+def test_limit_flags_out_of_range_exit_2_with_a_message(tmp_path):
+    import sys
+
+    env = dict(os.environ, PYTHONPATH=serve_process.SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = {}
+    for flag, value in (("--max-session-bytes", "0"), ("--max-per-peer", "-1"), ("--auth-timeout", "0")):
+        res = subprocess.run([sys.executable, "-m", "turnflow", "serve", "--store", str(tmp_path / "h.db"), flag, value],
+                             capture_output=True, text=True, timeout=60, env=env)
+        out[flag] = (res.returncode, res.stderr.strip())
+    assert out == {"--max-session-bytes": (2, "turnflow serve: --max-session-bytes must be positive"),
+                   "--max-per-peer": (2, "turnflow serve: --max-per-peer must be 0 (no limit) or positive"),
+                   "--auth-timeout": (2, "turnflow serve: --auth-timeout must be positive")}

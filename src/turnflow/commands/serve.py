@@ -83,7 +83,8 @@ def run(args) -> int:
                     "max_inflight", *(f[0][2:].replace("-", "_") for f in LIMIT_FLAGS)]
         for name in positive:
             if getattr(args, name) < 0 or getattr(args, name) == 0 and name not in NON_NEGATIVE:
-                raise OptionError(f"--{name.replace('_', '-')} must be positive")
+                raise OptionError(f"--{name.replace('_', '-')} must be "
+                                  f"{'0 (no limit) or positive' if name in NON_NEGATIVE else 'positive'}")
         if args.ping_interval < 0 or args.ping_timeout <= 0:
             raise OptionError("--ping-interval must be 0 (off) or positive, --ping-timeout positive")
     except OptionError as exc:

@@ -167,6 +167,10 @@ class Ops:
         for sid, live in list(hub.sessions.items()):
             if not live.metadata.state.terminal and live.metadata.creator_id:
                 self._count_open(sid, live.metadata.creator_id)
+        live_ids = {sid for sid, live in hub.sessions.items() if not live.metadata.state.terminal}
+        for own in registry.cursors.values():  # cursors of ended sessions: not kept in memory (replay skips them)
+            for sid in [sid for sid in own if sid not in live_ids]:
+                del own[sid]
         self.routes: dict[str, Conn] = {}  # agent id -> the connection it is bound to
         self._opening: dict[str, asyncio.Future] = {}  # session id -> create_channel waiting for acks
         self._logs: dict[str, _Log] = {}  # live sessions' logs read so far
@@ -255,7 +259,12 @@ class Ops:
         self.bind(conn, agent.agent_id)
         conn.send(frames.welcome(conn.endpoint_id, wire.now_iso()))
         if frame["since_envelope_id"] is not None:
-            await self.replay(conn, agent.agent_id, frame["since_envelope_id"])
+            replay = self.replay(conn, agent.agent_id, frame["since_envelope_id"])
+            background = getattr(conn, "background", None)
+            if background is not None:  # (the server's connection: its reader goes on meanwhile, acks included)
+                background(replay)
+            else:
+                await replay
 
     async def replay(self, conn: Conn, agent_id: str, since: str) -> None:
         """Send again what the agent has not acked, paced by the client's reading (the server's
@@ -312,8 +321,15 @@ class Ops:
         self._opened[session_id] = creator
         self._opened_by[creator] = self._opened_by.get(creator, 0) + 1
 
-    def _ended(self, session_id: str) -> None:
-        """A session ended: what was held for it goes (its count against its creator's quota)."""
+    def _ended(self, md: SessionMetadata) -> None:
+        """A session ended: what was held for it goes (its count against its creator's quota, its
+        participants' delivery cursors in memory: replay skips ended sessions)."""
+        session_id = md.session_id
+        cursors = self.registry.cursors
+        for agent_id in md.pset:
+            own = cursors.get(agent_id)
+            if own is not None:
+                own.pop(session_id, None)
         creator = self._opened.pop(session_id, None)
         if creator is not None:
             left = self._opened_by.pop(creator, 1) - 1
@@ -342,7 +358,7 @@ class Ops:
         if md.state.terminal:
             self._logs.pop(md.session_id, None)
             self._channels.pop(md.session_id, None)
-            self._ended(md.session_id)
+            self._ended(md)
         substantive = wire.substantive(env)
         for rid in wire.recipients(env, md):
             conn = self.routes.get(rid)

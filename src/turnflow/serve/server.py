@@ -111,7 +111,7 @@ def tcp_keepalive(sock: Any, idle: float, timeout: float) -> None:
 
 class Connection:
     __slots__ = ("ws", "endpoint_id", "agents", "opened_at", "closed", "peer", "requests", "_queue", "_wake",
-                 "_limits", "_budget", "_queued", "_inflight", "_room", "_tasks", "_slots", "writer")
+                 "_limits", "_budget", "_queued", "_inflight", "_room", "_tasks", "_slots", "writer", "_replay")
 
     def __init__(self, ws: Any, limits: Limits, now: float, budget: Optional[SendBudget] = None,
                  peer: str = "") -> None:
@@ -132,6 +132,7 @@ class Connection:
         self._tasks: set = set()
         self._slots = asyncio.Semaphore(limits.max_inflight)
         self.writer: Optional[asyncio.Task] = None
+        self._replay: Optional[asyncio.Task] = None
 
     def backlog(self) -> int:
         """Bytes waiting for this client: queued here and in the socket's buffer."""
@@ -181,11 +182,14 @@ class Connection:
             self._room.set()
 
     async def room(self, limit: int) -> None:
-        """Wait until less than `limit` bytes wait for this client (or it is closed)."""
+        """Wait until less than `limit` bytes wait for this client (or it is closed). The writer
+        signals after each batch; the socket's buffer also drains without one, so the wait is
+        checked again every second."""
         while not self.closed and self.backlog() >= limit:
             self._room = self._room or asyncio.Event()
             self._room.clear()
-            await self._room.wait()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._room.wait(), 1.0)
 
     async def paced(self) -> None:
         """Wait while half the send buffer is taken (a replay sends no faster than the client reads)."""
@@ -233,6 +237,23 @@ class Connection:
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(functools.partial(self._done, size))
+
+    def background(self, coro: Any) -> None:
+        """Run `coro` beside the reader (a replay paced by the client's reading: the reader goes on
+        taking the client's receipts and requests meanwhile), one at a time: a later hello's replay
+        replaces the one still running (it sends everything not acked again)."""
+        if self._replay is not None:
+            self._replay.cancel()
+        async def guarded() -> None:
+            try:
+                await coro
+            except Exception:  # (a store that cannot be read): the connection goes on, the hub too
+                log.exception("connection %s: replay failed", self.endpoint_id)
+
+        task = self._replay = asyncio.get_running_loop().create_task(guarded())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(lambda _: coro.close())  # (never started when cancelled at once: no warning)
 
     def _done(self, size: int, task: asyncio.Task) -> None:
         self._tasks.discard(task)
