@@ -283,3 +283,64 @@ def _ack_invites_only(ac):
             await _auto_ack_invite(envelope, ac)
 
     return handler
+
+
+def test_invites_pending_at_a_crash_time_out_after_the_restart_for_every_session_kind(tmp_path):
+    """Observation 7: alice opens a conversation, a discussion and a consulting session; nobody
+    acks; the hub is killed while the three wait. Restarted, it closes each one `invite_timeout`
+    when it would have without the crash (opening + --invite-timeout), not never."""
+    import time
+
+    store = str(tmp_path / "hub.db")
+    server = ServeProcess(store, "--invite-timeout", "4", "--sweep-interval", "1")
+
+    async def before():
+        c1, c2 = client(server.url), client(server.url)
+        alice = await c1.register(agent("alice"))
+        bob = await c2.register(agent("bob"))
+        carol = await c2.register(agent("carol"))
+        invites = []
+
+        async def silent(envelope):  # bob and carol see their invites and never answer them
+            if envelope.event_type == "ag2.channel.invite":
+                invites.append(envelope.channel_id)
+        bob.on_envelope(silent)
+        carol.on_envelope(silent)
+        opening = [asyncio.ensure_future(c1.create_channel(creator_id=alice.agent_id, manifest_type=kind,
+                                                           participants=targets))
+                   for kind, targets in (("conversation", [bob.agent_id]),
+                                         ("discussion", [bob.agent_id, carol.agent_id]),
+                                         ("consulting", [carol.agent_id]))]
+        for _ in range(400):
+            if len(set(invites)) == 3:
+                break
+            await asyncio.sleep(0.025)
+        for task in opening:
+            task.cancel()
+        return sorted(set(invites))
+
+    opened_at = time.monotonic()
+    channels = run(before())
+    server.kill9()
+    server = ServeProcess(store, "--invite-timeout", "4", "--sweep-interval", "1", port=server.port)
+
+    async def after():
+        c = client(server.url)
+        try:
+            await c.attach(agent("alice"), "alice")
+            while True:
+                infos = [await c.get_channel(cid) for cid in channels]
+                if all(i.state.value == "closed" for i in infos) or time.monotonic() - opened_at > 30:
+                    return [(i.manifest.type, i.state.value, i.close_reason) for i in infos], time.monotonic()
+                await asyncio.sleep(0.2)
+        finally:
+            await c.close()
+
+    try:
+        closed, done_at = run(after())
+    finally:
+        server.stop()
+    assert len(channels) == 3
+    assert sorted(closed) == [("consulting", "closed", "invite_timeout"), ("conversation", "closed", "invite_timeout"),
+                              ("discussion", "closed", "invite_timeout")]
+    assert done_at - opened_at < 15  # 4 s after the opening, plus the restart; never was "never"

@@ -40,6 +40,9 @@ def register(sub) -> None:
                         "the kernel (TCP keepalive, TCP_USER_TIMEOUT; default 20)")
     p.add_argument("--sweep-interval", type=float, default=5.0, metavar="SECONDS",
                    help="how often TTLs and expectations are checked (default 5; AG2's hub checks every 10 and 30)")
+    p.add_argument("--invite-timeout", type=float, default=30.0, metavar="SECONDS",
+                   help="a session whose invitees have not all acked this long after it was opened is closed "
+                        "invite_timeout, also across a restart (default 30, AG2's invite_ack_timeout)")
     p.set_defaults(func=run)
 
 
@@ -56,7 +59,8 @@ def run(args) -> int:
     try:
         host, port = parse_listen(args.listen)
         keys = load_keys(args.auth_keys) if args.auth_keys else None
-        for name in ("max_frame_bytes", "max_connections", "send_queue", "idle_timeout", "sweep_interval", "max_inflight"):
+        for name in ("max_frame_bytes", "max_connections", "send_queue", "idle_timeout", "sweep_interval", "max_inflight",
+                     "invite_timeout"):
             if getattr(args, name) <= 0:
                 raise OptionError(f"--{name.replace('_', '-')} must be positive")
         if args.ping_interval < 0 or args.ping_timeout <= 0:
@@ -71,7 +75,7 @@ def run(args) -> int:
                     send_queue=args.send_queue, idle_timeout=args.idle_timeout, max_inflight=args.max_inflight,
                     ping_interval=args.ping_interval or None, ping_timeout=args.ping_timeout)
     opts = Options(host=host, port=port, store=args.store, registry=args.registry, keys=keys, limits=limits,
-                   sweep_interval=args.sweep_interval)
+                   sweep_interval=args.sweep_interval, invite_timeout=args.invite_timeout)
     try:
         return main(opts)
     except StoreError as exc:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import logging
 import re
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Optional, Protocol
 
@@ -20,6 +21,7 @@ from turnflow.serve.registry import Agent, Registry, new_agent_id
 if TYPE_CHECKING:
     from turnflow.runtime.hub import Hub
 
+log = logging.getLogger("turnflow.serve")
 _AGENT_ID_SHAPE = re.compile(r"[0-9a-f]{32}\Z")
 _TASK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")  # AG2's hub accepts task ids of this shape
 PRIORITIES = ("background", "normal", "urgent")  # AG2's `Priority`
@@ -147,6 +149,7 @@ class Ops:
         self._logs: dict[str, _Log] = {}  # live sessions' logs read so far
         self._channels: dict[str, tuple] = {}  # live sessions' channel records: (state, acks left, JSON)
         self.pending: dict[str, int] = {}  # agent id -> substantive notifications outstanding (rules.inbox)
+        self._timers: set[asyncio.Task] = set()  # invites timed out after a restart (time_out_invites)
         self.table: dict[str, Callable[[Conn, dict], Awaitable[Any]]] = {
             "register": self.register, "get_agent": self.get_agent, "get_resume": self.get_resume,
             "get_skill": self.get_skill, "get_rule": self.get_rule, "find_agent_id": self.find_agent_id,
@@ -451,6 +454,30 @@ class Ops:
         why = rules.channel_open(creator, invitees, running) or rules.send(creator, invitees, 0)
         if why is not None:
             raise _denied(why)
+
+    def time_out_invites(self) -> None:
+        """Every session still waiting for acks (one a crashed or stopped hub was opening) is
+        closed `invite_timeout` at the time it would have been without the restart: its opening
+        plus `invite_timeout`, at once if that has passed. (A live `create_channel` closes its
+        own session the same way.)"""
+        loop = asyncio.get_running_loop()
+        now = self.hub.clock()
+        for sid, md in self._sessions():
+            if md.state == SessionState.INVITED:
+                delay = max(0.0, md.created_at + self.invite_timeout - now)
+                loop.call_later(delay, self._expire_invite, sid)
+
+    def _expire_invite(self, sid: str) -> None:
+        async def expire() -> None:
+            md = self._md(sid)
+            if md.state == SessionState.INVITED:
+                try:
+                    await self.hub.close(sid, "invite_timeout")
+                except Exception as exc:  # the hub is stopping, or the store failed: said, not raised
+                    log.warning("session %s: could not close it invite_timeout: %s", sid, exc)
+        task = asyncio.get_running_loop().create_task(expire())
+        self._timers.add(task)
+        task.add_done_callback(self._timers.discard)
 
     async def create_channel(self, conn: Conn, params: dict) -> Any:
         creator = _str(params, "creator_id")
