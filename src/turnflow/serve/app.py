@@ -86,7 +86,7 @@ async def serve(opts: Options, ready: Callable[[str], None], stop: Optional[asyn
     hub = await Hub.open(store)
     ops = Ops(hub, registry, Auth(opts.keys), invite_timeout=opts.invite_timeout)
     server = Server(ops, opts.limits)
-    ops.time_out_invites()  # sessions left waiting for acks by an earlier run of the hub
+    ops.start()  # invites an earlier run left pending time out; workflows needing AG2 extensions named
     hub.start_sweeper(opts.sweep_interval)
     house = asyncio.get_running_loop().create_task(server.housekeeping())
     stop = stop or asyncio.Event()

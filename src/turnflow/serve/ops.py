@@ -455,6 +455,23 @@ class Ops:
         if why is not None:
             raise _denied(why)
 
+    def start(self) -> None:
+        """What a (re)started hub does before serving: time out invites an earlier run left
+        pending, and name the live workflow sessions AG2's unchanged client cannot take part in."""
+        self.time_out_invites()
+        for sid, md in self._sessions():
+            if md.manifest.type == "workflow" and not md.state.terminal:
+                self._say_extensions(sid, md.knobs)
+
+    def _say_extensions(self, sid: str, knobs: Any) -> None:
+        from turnflow.interop.ag2 import extensions_needed
+
+        needed = extensions_needed(knobs) if isinstance(knobs, dict) else []
+        if needed:
+            log.warning("session %s: its workflow uses %s, which AG2 1.2.1 does not ship: an AG2 participant's "
+                        "process must call turnflow.interop.ag2.register_extensions() (docs/serve.md)",
+                        sid, ", ".join(needed))
+
     def time_out_invites(self) -> None:
         """Every session still waiting for acks (one a crashed or stopped hub was opening) is
         closed `invite_timeout` at the time it would have been without the restart: its opening
@@ -503,6 +520,8 @@ class Ops:
                                          labels=labels, version=version,
                                          extra=None if required_acks is None else {"required_acks": required_acks})
         sid = md.session_id
+        if kind == "workflow":
+            self._say_extensions(sid, knobs)
         waiter = self._opening[sid] = asyncio.get_running_loop().create_future()
         try:  # (the invites reached the invited through the hub's listener, `on_envelope`)
             self._log(sid)  # kept from now on, each later envelope appended as it is written
