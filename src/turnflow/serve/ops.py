@@ -339,8 +339,8 @@ class Ops:
             raise _bad(f"name {name!r} already registered (agent_id={self.registry.by_name[name]}); "
                        "unregister it before re-registering.")
         agent_id = new_agent_id()
-        passport.update(agent_id=agent_id, created_at=wire.now_iso(), auth={**auth, "claim": {}})
-        self.registry.add(Agent(agent_id, name, passport, resume, rule, skill))
+        passport.update(agent_id=agent_id, created_at=wire.now_iso(), auth=shapes.shared({**auth, "claim": {}}))
+        self.registry.add(Agent(agent_id, name, passport, shapes.shared(resume), shapes.shared(rule), skill))
         self.bind(conn, agent_id)
         return passport
 
@@ -422,6 +422,7 @@ class Ops:
         self.registry.remove(agent_id)
         conn.agents.discard(agent_id)
         self.routes.pop(agent_id, None)
+        self.pending.pop(agent_id, None)  # as AG2's hub drops its inbox count
         return None
 
     # -- sessions ----------------------------------------------------------------------------------
