@@ -351,3 +351,80 @@ def test_run_hub_acks_an_invite_sent_before_it_attached(served, tmp_path):
     assert code == 0, err
     assert "engineer: Why is it slow?" in out and "dba: Add an index." in out
     assert reason == "consulting_complete"
+
+
+GUARDED = """
+workflow review "a guarded rule: all_of(from_speaker, ...) unless compiled in AG2's built-ins" {
+    participant alice
+    participant bob
+    start alice
+    max_turns 6
+    context done = false
+    alice -> bob
+    bob -> terminate "approved" when context.done == false
+    bob -> alice
+}
+"""
+
+# an AG2 participant in a process of its own that never calls register_extensions()
+PLAIN_AG2_PARTICIPANT = """
+import asyncio, sys
+from ag2 import Agent
+from ag2.network import HubClient
+from ag2.network.transport.ws import WsLink
+from ag2.testing import TestConfig
+
+async def main():
+    hub = HubClient(WsLink(sys.argv[1]), rpc_timeout=30)
+    await hub.register(Agent("bob", config=TestConfig("looks good")))
+    print("ready", flush=True)
+    await asyncio.Event().wait()
+
+asyncio.run(main())
+"""
+
+
+def test_run_hub_serves_a_guarded_workflow_to_an_unchanged_ag2_participant(tmp_path):
+    """Observation 8: a workflow with a guarded rule compiled as `turnflow.compile` does needs
+    AG2's extension `all_of`, which an AG2 participant's own adapter refuses unless its process
+    calls register_extensions(). Served, it is compiled in AG2's built-in conditions where they
+    are exact, so bob (AG2's client, nothing else) takes his turn and the workflow ends as the
+    flow says; a flow that needs the extensions says so when the run starts."""
+    import subprocess
+
+    import turnflow
+    from turnflow.interop.ag2 import extensions_needed
+
+    assert extensions_needed(turnflow.compile(GUARDED)[0]["knobs"]) == ["all_of"]  # the default form
+    served = ServeProcess(str(tmp_path / "hub.db"), "--invite-timeout", "3")  # (bob is gone for the second run)
+    bob = subprocess.Popen([sys.executable, "-c", PLAIN_AG2_PARTICIPANT, served.url], stdout=subprocess.PIPE,
+                           text=True, env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"})
+    res = None
+    try:
+        assert bob.stdout.readline().strip() == "ready"
+        (tmp_path / "s.flow").write_text(GUARDED)
+        (tmp_path / "agents.yaml").write_text('agents:\n  alice: {kind: scripted, steps: [{say: "draft"}]}\n')
+        res = subprocess.run([sys.executable, "-m", "turnflow", "run", str(tmp_path / "s.flow"), "--agents",
+                              str(tmp_path / "agents.yaml"), "--hub", served.url, "--timeout", "20"],
+                             capture_output=True, text=True, timeout=120, env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"})
+    finally:
+        bob.kill()
+        bob.wait()
+        if res is None:
+            served.stop()
+    assert res.returncode == 0, res.stderr
+    assert "bob: looks good" in res.stdout and "closed: approved" in res.stdout
+    assert "register_extensions" not in res.stderr  # nothing for the AG2 side to do
+
+    needs = GUARDED.replace("when context.done == false", 'when text contains "LGTM"')
+    (tmp_path / "n.flow").write_text(needs)
+    try:
+        told = subprocess.run([sys.executable, "-m", "turnflow", "run", str(tmp_path / "n.flow"), "--agents",
+                               str(tmp_path / "agents.yaml"), "--hub", served.url, "--timeout", "5"],
+                              capture_output=True, text=True, timeout=120, env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"})
+    finally:
+        served.stop()
+    assert ("the workflow uses all_of, text_contains, which AG2 1.2.1 does not ship: every AG2 participant's "
+            "process must call turnflow.interop.ag2.register_extensions()") in told.stderr
+    # the served hub says it too, of the session that run opened
+    assert "its workflow uses all_of, text_contains, which AG2 1.2.1 does not ship" in served.stderr()

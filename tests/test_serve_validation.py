@@ -283,3 +283,163 @@ def _ack_invites_only(ac):
             await _auto_ack_invite(envelope, ac)
 
     return handler
+
+
+def test_invites_pending_at_a_crash_time_out_after_the_restart_for_every_session_kind(tmp_path):
+    """Observation 7: alice opens a conversation, a discussion and a consulting session; nobody
+    acks; the hub is killed while the three wait. Restarted, it closes each one `invite_timeout`
+    when it would have without the crash (opening + --invite-timeout), not never."""
+    import time
+
+    store = str(tmp_path / "hub.db")
+    server = ServeProcess(store, "--invite-timeout", "4", "--sweep-interval", "1")
+
+    async def before():
+        c1, c2 = client(server.url), client(server.url)
+        alice = await c1.register(agent("alice"))
+        bob = await c2.register(agent("bob"))
+        carol = await c2.register(agent("carol"))
+        invites = []
+
+        async def silent(envelope):  # bob and carol see their invites and never answer them
+            if envelope.event_type == "ag2.channel.invite":
+                invites.append(envelope.channel_id)
+        bob.on_envelope(silent)
+        carol.on_envelope(silent)
+        opening = [asyncio.ensure_future(c1.create_channel(creator_id=alice.agent_id, manifest_type=kind,
+                                                           participants=targets))
+                   for kind, targets in (("conversation", [bob.agent_id]),
+                                         ("discussion", [bob.agent_id, carol.agent_id]),
+                                         ("consulting", [carol.agent_id]))]
+        for _ in range(400):
+            if len(set(invites)) == 3:
+                break
+            await asyncio.sleep(0.025)
+        for task in opening:
+            task.cancel()
+        return sorted(set(invites))
+
+    opened_at = time.monotonic()
+    channels = run(before())
+    server.kill9()
+    server = ServeProcess(store, "--invite-timeout", "4", "--sweep-interval", "1", port=server.port)
+
+    async def after():
+        c = client(server.url)
+        try:
+            await c.attach(agent("alice"), "alice")
+            while True:
+                infos = [await c.get_channel(cid) for cid in channels]
+                if all(i.state.value == "closed" for i in infos) or time.monotonic() - opened_at > 30:
+                    return [(i.manifest.type, i.state.value, i.close_reason) for i in infos], time.monotonic()
+                await asyncio.sleep(0.2)
+        finally:
+            await c.close()
+
+    try:
+        closed, done_at = run(after())
+    finally:
+        server.stop()
+    assert len(channels) == 3
+    assert sorted(closed) == [("consulting", "closed", "invite_timeout"), ("conversation", "closed", "invite_timeout"),
+                              ("discussion", "closed", "invite_timeout")]
+    assert done_at - opened_at < 15  # 4 s after the opening, plus the restart; never was "never"
+
+
+# -- properties (in process) ---------------------------------------------------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_any_text = st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=()),
+                    max_size=6)  # lone surrogates included
+_wild = st.recursive(st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats() | _any_text,
+                     lambda kids: st.lists(kids, max_size=3) | st.dictionaries(_any_text, kids, max_size=3),
+                     max_leaves=10)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_wild, st.integers(0, 70))
+def test_every_frame_the_hub_accepts_it_can_send_back(value, depth):
+    """Whatever JSON a client sends (NaN, Infinity, lone surrogates, deep nesting included), the
+    decoder either refuses it with protocol_error or every value in it can be encoded as UTF-8
+    JSON again, unchanged."""
+    from turnflow.serve import frames
+
+    for _ in range(depth):
+        value = [value]
+    message = json.dumps({"kind": "request", "request_id": "r", "op": "x", "params": {"v": value}})
+    try:
+        frame = frames.decode(message)
+    except frames.FrameError as exc:
+        assert exc.code == "protocol_error" and exc.request_id == "r"
+        return
+    text = frames.dumps(frame)
+    text.encode("utf-8")
+    assert frames.encode(frame, "x") == text
+
+
+_leaf = st.one_of(st.text(max_size=4), st.integers(-2, 2000), st.none(), st.booleans(),
+                  st.lists(st.text(max_size=3), max_size=2), st.floats(allow_nan=False, allow_infinity=False),
+                  st.sampled_from(["2h", "15m", "*", "agent", "human", "remote_agent"]), st.just({"title": "t"}))
+
+
+_SAME = {str: st.text(max_size=4), int: st.integers(0, 2000), list: st.lists(st.text(max_size=3), max_size=2)}
+
+
+def _paths(record, prefix=()):
+    for key, value in record.items():
+        yield prefix + (key,)
+        if isinstance(value, dict):
+            yield from _paths(value, prefix + (key,))
+
+
+@st.composite
+def _mutated(draw, which):
+    """AG2's default record (as shapes fills it in) with a few fields replaced, removed or added:
+    mostly records AG2 would accept, some it would not."""
+    from turnflow.serve import shapes
+
+    shape = getattr(shapes, which)
+    record = json.loads(json.dumps(shapes.normalise(shape, {"name": "n"} if which == "PASSPORT" else {})))
+    paths = list(_paths(record))
+    for _ in range(draw(st.integers(0, 3))):
+        path = draw(st.sampled_from(paths))
+        parent = record
+        for key in path[:-1]:
+            parent = parent.get(key) if isinstance(parent, dict) else None
+        if not isinstance(parent, dict):
+            continue
+        action = draw(st.sampled_from(["same", "same", "same", "set", "drop", "add"]))
+        current = parent.get(path[-1])
+        if action == "same" and type(current) in _SAME:  # another value of the type it has
+            parent[path[-1]] = draw(_SAME[type(current)])
+        elif action == "set":
+            parent[path[-1]] = draw(_leaf)
+        elif action == "drop":
+            parent.pop(path[-1], None)
+        else:
+            parent["x_unknown"] = 1
+    return record
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(["PASSPORT", "RESUME", "RULE"]).flatmap(lambda w: st.tuples(st.just(w), _mutated(w))))
+def test_a_record_turnflow_accepts_is_one_ags2_own_classes_read_back_unchanged(case):
+    """shapes.normalise either refuses a passport / résumé / rule or returns one that AG2 1.2.1's
+    own `from_dict` reads and whose `to_dict` is that record again (what AG2's client does with
+    every answer of get_agent / get_resume / get_rule); normalising it again changes nothing."""
+    from ag2.network import Passport, Resume
+    from ag2.network.rule import Rule
+
+    from turnflow.serve import shapes
+
+    which, record = case
+    shape = getattr(shapes, which)
+    try:
+        out = shapes.normalise(shape, record)
+    except shapes.ShapeError:
+        return
+    cls = {"PASSPORT": Passport, "RESUME": Resume, "RULE": Rule}[which]
+    assert cls.from_dict(json.loads(json.dumps(out))).to_dict() == out
+    assert shapes.normalise(shape, out) == out

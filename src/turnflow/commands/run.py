@@ -93,9 +93,10 @@ def read_input(path: str) -> str:
     return loaded.text
 
 
-def load_specs(path: str, text: Optional[str] = None) -> list[dict]:
+def load_specs(path: str, text: Optional[str] = None, builtin: bool = False) -> list[dict]:
     """Session specs from a .flow file, a compiled spec (.json) or `-` (standard input: JSON when
-    it starts with `{` or `[`, else .flow text); `text` when the input was already read."""
+    it starts with `{` or `[`, else .flow text); `text` when the input was already read.
+    `builtin`: a .flow's workflow graphs in AG2's built-in conditions wherever they are exact."""
     if text is None:
         text = read_input(path)
     kind = "flow" if path.endswith(".flow") else "json" if path.endswith(".json") else None
@@ -110,7 +111,7 @@ def load_specs(path: str, text: Optional[str] = None) -> list[dict]:
         from turnflow import CompileError
 
         try:
-            return compile_flow(text, path=path)
+            return compile_flow(text, path=path, builtin_where_exact=builtin)
         except CompileError as exc:
             lines = [f"{path}: the flow has errors; fix them first (turnflow check {path})"]
             for d in getattr(exc, "diagnostics", [])[:20]:
@@ -279,6 +280,19 @@ def _hub_keys(args) -> Optional[dict]:
         raise RunInputError(str(exc), EXIT_USAGE) from None
 
 
+def _specs(args) -> tuple[dict, list[dict]]:
+    """The spec to run and, with `--hub`, the other form of its workflow graph a remote opener
+    may have used: served, a .flow's workflow is compiled in AG2's built-in conditions wherever
+    they are exact (so AG2's unchanged client can take part), and an opener's session on the
+    graph with turnflow's extension conditions (`turnflow.compile`'s default) is joined too."""
+    if not getattr(args, "hub", None):
+        return pick(load_specs(args.file), args.block, args.file), []
+    text = read_input(args.file)
+    spec = pick(load_specs(args.file, text, builtin=True), args.block, args.file)
+    plain = pick(load_specs(args.file, text), args.block, args.file)
+    return spec, [plain] if plain != spec else []
+
+
 def run(args) -> int:
     from turnflow.runtime.errors import RuntimeErrorBase, StoreError
 
@@ -287,7 +301,7 @@ def run(args) -> int:
 
         return run_batch(args, Inputs(load_specs, pick, load_agents, RunInputError))
     try:
-        spec = pick(load_specs(args.file), args.block, args.file)
+        spec, args.other_forms = _specs(args)
         agents = load_agents(args.agents)
         if set(agents) == {p.get("agent_id") for p in spec.get("participants") or [] if isinstance(p, dict)}:
             check_agents(spec, agents, args.agents)
@@ -368,6 +382,7 @@ async def _run(spec: dict, agents: dict, args, store_path: str, printer: "Printe
 
             return await run_remote(args.hub, hub, spec, agents, args.task, keys=getattr(args, "keys", None),
                                     notice=lambda text: err(f"turnflow run: {text}"), control=control,
+                                    other_forms=getattr(args, "other_forms", ()),
                                     max_turns=args.max_turns, ttl_seconds=args.timeout)
         return await run_session(hub, spec, agents, args.task, control=control, max_turns=args.max_turns,
                                  ttl_seconds=args.timeout)

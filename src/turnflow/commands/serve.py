@@ -62,6 +62,9 @@ def register(sub) -> None:
                         "the kernel (TCP keepalive, TCP_USER_TIMEOUT; default 20)")
     p.add_argument("--sweep-interval", type=float, default=5.0, metavar="SECONDS",
                    help="how often TTLs and expectations are checked (default 5; AG2's hub checks every 10 and 30)")
+    p.add_argument("--invite-timeout", type=float, default=30.0, metavar="SECONDS",
+                   help="a session whose invitees have not all acked this long after it was opened is closed "
+                        "invite_timeout, also across a restart (default 30, AG2's invite_ack_timeout)")
     p.set_defaults(func=run)
 
 
@@ -80,7 +83,7 @@ def run(args) -> int:
         host, port = parse_listen(args.listen)
         keys = load_keys(args.auth_keys) if args.auth_keys else None
         positive = ["max_frame_bytes", "max_connections", "send_queue", "idle_timeout", "sweep_interval",
-                    "max_inflight", *(f[0][2:].replace("-", "_") for f in LIMIT_FLAGS)]
+                    "max_inflight", "invite_timeout", *(f[0][2:].replace("-", "_") for f in LIMIT_FLAGS)]
         for name in positive:
             if getattr(args, name) < 0 or getattr(args, name) == 0 and name not in NON_NEGATIVE:
                 raise OptionError(f"--{name.replace('_', '-')} must be "
@@ -102,7 +105,7 @@ def run(args) -> int:
     quotas = Quotas(max_session_bytes=args.max_session_bytes, max_channels_per_agent=args.max_channels_per_agent,
                     max_labels_bytes=args.max_labels_bytes)
     opts = Options(host=host, port=port, store=args.store, registry=args.registry, keys=keys, limits=limits,
-                   quotas=quotas, sweep_interval=args.sweep_interval)
+                   quotas=quotas, sweep_interval=args.sweep_interval, invite_timeout=args.invite_timeout)
     try:
         return main(opts)
     except StoreError as exc:

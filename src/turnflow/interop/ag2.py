@@ -213,6 +213,27 @@ def register_extensions() -> tuple[str, ...]:
     return EXTENSIONS
 
 
+def extensions_needed(knobs: dict[str, Any]) -> list[str]:
+    """The conditions and targets of a workflow's knobs (or bare graph) that AG2 1.2.1 does not
+    ship, in the order first used: an AG2 process loads such a graph (its participants' own
+    adapters do, to answer their turns) only after `register_extensions()`. Empty when AG2's
+    unchanged client can take part."""
+    graph = knobs.get("graph", knobs) if isinstance(knobs, dict) else None
+    extension = set(EXTENSION_CONDITIONS) | set(EXTENSION_TARGETS)
+    found: list[str] = []
+    stack: list[Any] = [graph]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            name = item.get("name")
+            if isinstance(name, str) and name in extension and name not in found:
+                found.append(name)
+            stack.extend(reversed(list(item.values())))
+        elif isinstance(item, list):
+            stack.extend(reversed(item))
+    return found
+
+
 def bind_agents(knobs: dict[str, Any], agent_ids: dict[str, str]) -> dict[str, Any]:
     """Compiled workflow knobs with participant names replaced by AG2 agent ids.
 

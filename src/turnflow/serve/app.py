@@ -194,6 +194,7 @@ async def serve(opts: Options, ready: Callable[[str], None], stop: Optional[asyn
     cap, why = connection_cap(opts.limits.max_connections)
     print(f"turnflow serve: up to {cap} connections ({why})", file=sys.stderr, flush=True)
     server = Server(ops, opts.limits, cap)
+    ops.start()  # invites an earlier run left pending time out; workflows needing AG2 extensions named
     hub.start_sweeper(opts.sweep_interval)
     house = asyncio.get_running_loop().create_task(server.housekeeping())
     stop = stop or asyncio.Event()

@@ -203,12 +203,23 @@ def encode(obj: Any, what: str) -> str:
     try:
         text = _dumps(obj)
     except ValueError:
-        log.warning("%s holds a number JSON cannot carry (NaN or Infinity): sent as null", what)
+        _warn_once(what, "holds a number JSON cannot carry (NaN or Infinity): sent as null")
         text = _dumps(_finite_only(obj))
     if _SURROGATE.search(text):
-        log.warning("%s holds a lone surrogate: sent as U+FFFD", what)
+        _warn_once(what, "holds a lone surrogate: sent as U+FFFD")
         text = _SURROGATE.sub("\ufffd", text)
     return text
+
+
+_warned: set[tuple[str, str]] = set()
+
+
+def _warn_once(what: str, problem: str) -> None:
+    """A repaired record is named once per process (a closed session's log is encoded again at
+    every read), up to a bound."""
+    if (what, problem) not in _warned and len(_warned) < 10000:
+        _warned.add((what, problem))
+        log.warning("%s %s", what, problem)
 
 
 def welcome(endpoint_id: str, hub_time: str) -> str:

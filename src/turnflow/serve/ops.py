@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import logging
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Optional, Protocol
@@ -21,6 +22,7 @@ from turnflow.serve.registry import Agent, Registry, new_agent_id
 if TYPE_CHECKING:
     from turnflow.runtime.hub import Hub
 
+log = logging.getLogger("turnflow.serve")
 _AGENT_ID_SHAPE = re.compile(r"[0-9a-f]{32}\Z")
 _TASK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")  # AG2's hub accepts task ids of this shape
 PRIORITIES = ("background", "normal", "urgent")  # AG2's `Priority`
@@ -176,6 +178,7 @@ class Ops:
         self._logs: dict[str, _Log] = {}  # live sessions' logs read so far
         self._channels: dict[str, tuple] = {}  # live sessions' channel records: (state, acks left, JSON)
         self.pending: dict[str, int] = {}  # agent id -> substantive notifications outstanding (rules.inbox)
+        self._timers: set[asyncio.Task] = set()  # invites timed out after a restart (time_out_invites)
         self.table: dict[str, Callable[[Conn, dict], Awaitable[Any]]] = {
             "register": self.register, "get_agent": self.get_agent, "get_resume": self.get_resume,
             "get_skill": self.get_skill, "get_rule": self.get_rule, "find_agent_id": self.find_agent_id,
@@ -400,8 +403,8 @@ class Ops:
             raise _bad(f"name {name!r} already registered (agent_id={self.registry.by_name[name]}); "
                        "unregister it before re-registering.")
         agent_id = new_agent_id()
-        passport.update(agent_id=agent_id, created_at=wire.now_iso(), auth={**auth, "claim": {}})
-        self.registry.add(Agent(agent_id, name, passport, resume, rule, skill))
+        passport.update(agent_id=agent_id, created_at=wire.now_iso(), auth=shapes.shared({**auth, "claim": {}}))
+        self.registry.add(Agent(agent_id, name, passport, shapes.shared(resume), shapes.shared(rule), skill))
         self.bind(conn, agent_id)
         return passport
 
@@ -483,6 +486,7 @@ class Ops:
         self.registry.remove(agent_id)
         conn.agents.discard(agent_id)
         self.routes.pop(agent_id, None)
+        self.pending.pop(agent_id, None)  # as AG2's hub drops its inbox count
         return None
 
     # -- sessions ----------------------------------------------------------------------------------
@@ -516,6 +520,47 @@ class Ops:
         if why is not None:
             raise _denied(why)
 
+    def start(self) -> None:
+        """What a (re)started hub does before serving: time out invites an earlier run left
+        pending, and name the live workflow sessions AG2's unchanged client cannot take part in."""
+        self.time_out_invites()
+        for sid, md in self._sessions():
+            if md.manifest.type == "workflow" and not md.state.terminal:
+                self._say_extensions(sid, md.knobs)
+
+    def _say_extensions(self, sid: str, knobs: Any) -> None:
+        from turnflow.interop.ag2 import extensions_needed
+
+        needed = extensions_needed(knobs) if isinstance(knobs, dict) else []
+        if needed:
+            log.warning("session %s: its workflow uses %s, which AG2 1.2.1 does not ship: an AG2 participant's "
+                        "process must call turnflow.interop.ag2.register_extensions() (docs/serve.md)",
+                        sid, ", ".join(needed))
+
+    def time_out_invites(self) -> None:
+        """Every session still waiting for acks (one a crashed or stopped hub was opening) is
+        closed `invite_timeout` at the time it would have been without the restart: its opening
+        plus `invite_timeout`, at once if that has passed. (A live `create_channel` closes its
+        own session the same way.)"""
+        loop = asyncio.get_running_loop()
+        now = self.hub.clock()
+        for sid, md in self._sessions():
+            if md.state == SessionState.INVITED:
+                delay = max(0.0, md.created_at + self.invite_timeout - now)
+                loop.call_later(delay, self._expire_invite, sid)
+
+    def _expire_invite(self, sid: str) -> None:
+        async def expire() -> None:
+            md = self._md(sid)
+            if md.state == SessionState.INVITED:
+                try:
+                    await self.hub.close(sid, "invite_timeout")
+                except Exception as exc:  # the hub is stopping, or the store failed: said, not raised
+                    log.warning("session %s: could not close it invite_timeout: %s", sid, exc)
+        task = asyncio.get_running_loop().create_task(expire())
+        self._timers.add(task)
+        task.add_done_callback(self._timers.discard)
+
     async def create_channel(self, conn: Conn, params: dict) -> Any:
         creator = _str(params, "creator_id")
         self._bound(conn, creator)
@@ -543,6 +588,8 @@ class Ops:
         sid = md.session_id
         if not md.state.terminal:
             self._count_open(sid, creator)
+        if kind == "workflow":
+            self._say_extensions(sid, knobs)
         waiter = self._opening[sid] = asyncio.get_running_loop().create_future()
         try:  # (the invites reached the invited through the hub's listener, `on_envelope`)
             self._log(sid)  # kept from now on, each later envelope appended as it is written

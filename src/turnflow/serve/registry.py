@@ -72,7 +72,7 @@ class Agent:
             log.warning("%s: its stored name or passport cannot be read; skipped", what)
             return None
         pp.update(agent_id=agent_id)
-        return cls(agent_id, name, pp, rs, rl, skill if isinstance(skill, str) else None)
+        return cls(agent_id, name, pp, shapes.shared(rs), shapes.shared(rl), skill if isinstance(skill, str) else None)
 
 
 def new_agent_id() -> str:

@@ -257,12 +257,12 @@ async def _identify(client: WireClient, names: list[str], local: set[str], repla
     return ids
 
 
-async def _join(remote: _Remote, spec: dict, knobs: dict, opener: str, control: Any,
+async def _join(remote: _Remote, spec: dict, knobs: list[dict], opener: str, control: Any,
                 timeout: Optional[float]) -> dict:
     """Wait for the remote opener's invite to this flow's session, ack it as every one of the
     file's agents in it, and return the channel record. A session of the flow's kind with the
-    flow's participants but other workflow knobs is rejected (the mirror would run another graph);
-    other invites are left alone."""
+    flow's participants but workflow knobs other than one of `knobs` (the flow's graph in its
+    forms) is rejected (the mirror would run another graph); other invites are left alone."""
     client, kind = remote.client, spec.get("kind")
     everyone = set(remote.ids.values())
 
@@ -275,7 +275,7 @@ async def _join(remote: _Remote, spec: dict, knobs: dict, opener: str, control: 
             channel = await client.call("get_channel", {"channel_id": env["channel_id"]})
             if channel["state"] != "pending" or {p["agent_id"] for p in channel["participants"]} != everyone:
                 continue
-            if kind == "workflow" and channel.get("knobs") != knobs:
+            if kind == "workflow" and channel.get("knobs") not in knobs:
                 await client.answer(channel["channel_id"], recipient, False, "the workflow differs from the flow "
                                     "this participant runs")
                 continue
@@ -296,23 +296,32 @@ async def _join(remote: _Remote, spec: dict, knobs: dict, opener: str, control: 
     return channel
 
 
-async def _open_or_join(remote: _Remote, spec: dict, names: list[str], opener: str, task: Optional[str],
-                        control: Any, timeout: Optional[float]) -> dict:
-    """The served session: opened by this run when the opener is one of the file's agents, else
-    the one the remote opener invites the file's agents to."""
-    client = remote.client
+def _bound(remote: _Remote, spec: dict) -> dict:
     knobs = spec.get("knobs") or {}
     if spec.get("kind") == "workflow" and knobs:
         from turnflow.interop.ag2 import bind_agents
 
         knobs = bind_agents(knobs, remote.ids)
+    return knobs
+
+
+async def _open_or_join(remote: _Remote, forms: list[dict], names: list[str], opener: str, task: Optional[str],
+                        control: Any, timeout: Optional[float]) -> tuple[dict, dict]:
+    """The served session and the form of the spec it runs: opened by this run (on the first
+    form) when the opener is one of the file's agents, else the one the remote opener invites the
+    file's agents to (on whichever form its knobs are)."""
+    client, spec = remote.client, forms[0]
+    knobs = _bound(remote, spec)
     if remote.ids[opener] not in client.local:
-        return await _join(remote, spec, knobs, opener, control, timeout)
+        bound = [_bound(remote, form) for form in forms]
+        channel = await _join(remote, spec, bound, opener, control, timeout)
+        knobs = channel.get("knobs") or {}
+        return channel, forms[bound.index(knobs)] if knobs in bound else spec
     ttl = spec.get("ttl_seconds")
     return await client.call("create_channel", {
         "creator_id": remote.ids[opener], "manifest_type": spec.get("kind"),
         "participants": [remote.ids[n] for n in names if n != opener], "knobs": knobs,
-        "ttl": int(ttl) if ttl else None, "labels": {"task": task} if task else None})
+        "ttl": int(ttl) if ttl else None, "labels": {"task": task} if task else None}), spec
 
 
 async def served_peers(client: WireClient, limit: int = 500) -> list[dict[str, Any]]:
@@ -330,9 +339,14 @@ async def served_peers(client: WireClient, limit: int = 500) -> list[dict[str, A
 
 
 async def run_remote(url: str, hub: Any, spec: dict, agents: dict, task: Optional[str], *,
-                     keys: Optional[dict[str, str]] = None, notice: Any = None, **kw: Any) -> Any:
+                     keys: Optional[dict[str, str]] = None, notice: Any = None, other_forms: Any = (),
+                     **kw: Any) -> Any:
     """Run `spec` with the file's `agents` on the served hub at `url`; the others are remote.
-    `keys`: API keys of the file's agents; `notice(text)`: tells the user the run is waiting."""
+    `keys`: API keys of the file's agents; `notice(text)`: tells the user the run is waiting, and
+    whether AG2 participants need `register_extensions()`; `other_forms`: the same block compiled
+    otherwise (its workflow graph with extension conditions), joined when the remote opener's
+    session runs that form."""
+    from turnflow.interop.ag2 import extensions_needed
     from turnflow.runtime.runner import run_session
 
     names = [str(p.get("agent_id")) for p in spec.get("participants") or [] if isinstance(p, dict)]
@@ -342,13 +356,18 @@ async def run_remote(url: str, hub: Any, spec: dict, agents: dict, task: Optiona
         raise HubError(f"the flow names no opener among its participants (found {opener!r})")
     if not local:
         raise HubError("none of the flow's participants is defined in the agents file")
+    needed = extensions_needed(spec.get("knobs") or {}) if spec.get("kind") == "workflow" else []
+    if needed and notice is not None:
+        notice(f"the workflow uses {', '.join(needed)}, which AG2 1.2.1 does not ship: every AG2 participant's "
+               "process must call turnflow.interop.ag2.register_extensions() before it joins (docs/serve.md)")
     client = WireClient(url, keys)
     await client.connect()
     try:
         remote = _Remote(client, await _identify(client, names, local, replay=opener not in local))
         if opener not in local and notice is not None:
             notice(f"waiting for {opener!r} to open the {spec.get('kind')} session on {url}")
-        channel = await _open_or_join(remote, spec, names, opener, task, kw.get("control"), kw.get("ttl_seconds"))
+        channel, spec = await _open_or_join(remote, [spec, *other_forms], names, opener, task, kw.get("control"),
+                                            kw.get("ttl_seconds"))
         remote.channel_id = channel["channel_id"]
         everyone = {**{n: RemoteParticipant(n, remote) for n in names if n not in local}, **agents}
         hub.subscribe(remote.forward)

@@ -14,6 +14,7 @@ bad record cannot break every client's `list_agents()` / `get_agent()`."""
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 from typing import Any, Callable, Optional, Union
@@ -244,6 +245,24 @@ def repair(shape: Shape, value: Any, what: str) -> Optional[dict]:
     for note in notes[:10]:
         log.warning("%s: %s", what, note)
     return out
+
+
+_SHARED: dict[str, dict] = {}
+_SHARED_MAX = 1024
+
+
+def shared(record: dict) -> dict:
+    """One object for equal records (most agents keep AG2's default rule and an empty résumé):
+    complete records cost a few KiB each, which an idle connection's agent would otherwise pay
+    for. The record returned must never be changed in place (set_rule / set_resume build new
+    ones)."""
+    key = json.dumps(record, sort_keys=True)
+    found = _SHARED.get(key)
+    if found is not None:
+        return found
+    if len(_SHARED) < _SHARED_MAX:
+        _SHARED[key] = record
+    return record
 
 
 def labels(value: Any) -> dict[str, str]:

@@ -50,13 +50,17 @@ def diagnostics(flow: Union[str, ast.FlowFile], path: str = "<string>",
 
 
 def compile(flow: Union[str, ast.FlowFile], path: str = "<string>",  # noqa: A001 (the API name)
-            profile: Optional[str] = None) -> list[dict[str, Any]]:
+            profile: Optional[str] = None, *, builtin_where_exact: bool = False) -> list[dict[str, Any]]:
     """One session spec per block, in file order. Raises `CompileError` when
-    the flow has errors (with `profile="ag2-builtin"`, also TF301)."""
+    the flow has errors (with `profile="ag2-builtin"`, also TF301).
+    `builtin_where_exact`: each workflow graph in AG2's built-in conditions wherever they express
+    its rules exactly (as `profile="ag2-builtin"`), else with turnflow's extension conditions,
+    never refused for it (what a served workflow uses: docs/serve.md)."""
     parsed, diags = diagnostics(flow, path, profile)
     if parsed is None or any(d.severity == "error" for d in diags):
         raise CompileError(diags)
-    return [compile_block(b, profile) for b in parsed.blocks]
+    emit_profile = "ag2-builtin" if builtin_where_exact else profile
+    return [compile_block(b, emit_profile) for b in parsed.blocks]
 
 
 # --------------------------------------------------------------------------
