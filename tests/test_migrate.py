@@ -55,6 +55,11 @@ EDGES: dict[str, dict] = {
         ("A0", "A0"), ("A0", "A1"), ("A0", "B0"), ("A1", "A0"), ("A1", "A1"),
         ("B0", "A0"), ("B0", "B0"), ("B0", "B1"), ("B1", "B0"), ("B1", "B1"),
         ("A0", E), ("A1", E), ("B0", E), ("B1", E)}},
+    # issue 31 (3): round robin analyst -> writer -> executor -> analyst, the initiator user ->
+    # analyst; `func_call_filter`: after analyst calls lookup_price, executor (it runs the tool).
+    "classic/tool_executor": {None: {
+        ("user", "analyst"), ("analyst", "writer"), ("analyst", "executor"), ("writer", "executor"),
+        ("executor", "analyst")}},
     # one successor each; `editor` is not a key: NoEligibleSpeaker ends the chat.
     "classic/sink_pipeline": {None: {
         ("user", "researcher"), ("researcher", "writer"), ("writer", "editor"), ("editor", E)}},
@@ -202,6 +207,8 @@ EDGES: dict[str, dict] = {
     "ag2-patterns/keyword_handoffs": {None: {
         ("intake", "tech"), ("intake", "billing"), ("intake", "user"), ("billing", "intake"), ("tech", E),
         ("user", "intake")}},
+    # issue 31 (2): drafter <-> reviewer after-works; the agents' own limits are TF405 only.
+    "ag2-patterns/agent_termination": {None: {("drafter", "reviewer"), ("reviewer", "drafter")}},
     "ag2-patterns/feedback_loop": {None: {
         ("entry_agent", "planning_agent"), ("entry_agent", E), ("entry_agent", "user"),
         ("planning_agent", "drafting_agent"), ("planning_agent", "planning_agent"),

@@ -142,8 +142,9 @@ def _scan_agent(scan: Scan, call: pyast.Call) -> None:
     name, _ = scan.names.add(raw)
     fns = mod.elements(kwarg(call, "functions"))
     one = kwarg(call, "functions")
-    scan.agents[id(call)] = Agent(var or raw, raw, name, call, mod.string(kwarg(call, "description")),
-                                  list(fns) if fns is not None else ([one] if one is not None else []))
+    scan.agents[id(call)] = agent = Agent(var or raw, raw, name, call, mod.string(kwarg(call, "description")),
+                                          list(fns) if fns is not None else ([one] if one is not None else []))
+    agent.findings += surface.agent_findings(call, callee(call))
 
 
 def _tool_call(scan: Scan, call: pyast.Call) -> None:
@@ -572,8 +573,11 @@ def _context_init(cx: Ctx, node: Optional[pyast.AST], pcall: pyast.Call) -> None
         if isinstance(value, (bool, int, float, str)) or value is None:
             cx.b.context(_key(cx, key, at), value)
             continue
-        cx.b.note("TF409", f"context variable `{key}` starts as a list or dict, which a `context` statement "
-                  "cannot hold; not initialised", pos(at))
+        if isinstance(value, (list, tuple, dict, set)):
+            what = f"starts as a {type(value).__name__}, which a `context` statement cannot hold"
+        else:  # not a literal: `os.environ.get(...)`, a concatenation, a call
+            what = f"starts as `{one_line(at, 50)}`, a value known only when the program runs"
+        cx.b.note("TF409", f"context variable `{key}` {what}; not initialised", pos(at))
 
 
 def _context_changes(mod: Module, holders: set[str]) -> list[pyast.stmt]:

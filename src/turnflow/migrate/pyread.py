@@ -755,8 +755,9 @@ def _guard_words(stmt: pyast.AST, label: str) -> str:
             "it always ran")
 
 
-def choice_message(c: Choice) -> str:
-    """The TF410 message for a choice the program makes at run time."""
+def choice_message(c: Choice, params: frozenset = frozenset()) -> str:
+    """The TF410 message for a choice the program makes at run time (`params`: the parameters of
+    the function the choice is in, which hold the caller's value where no branch binds them)."""
     if c.label == "guarded":
         assert c.guard is not None
         via = getattr(c.stmt, "_turnflow_via", None)  # inlined from a function: the call that runs it
@@ -780,20 +781,41 @@ def choice_message(c: Choice) -> str:
     others = [f"`{_show(s.value, 50)}` ({line_ref(getattr(s.stmt, 'lineno', 0))})" for s in c.alternatives]
     if not c.every:
         others.append(f"`{_show(c.fallback.value, 50)}` ({line_ref(getattr(c.fallback.stmt, 'lineno', 0))})"
-                      if c.fallback is not None else "nothing (the program would fail with a NameError)")
+                      if c.fallback is not None else f"the argument passed for the parameter `{name}`"
+                      if name in params else "nothing (the program would fail with a NameError)")
     if others:
         parts.append("; otherwise it is " + bounded(others, " or "))
     return "".join(parts)
+
+
+def _parameters(tree: pyast.AST, stmt: pyast.AST) -> frozenset:
+    """The parameter names of the innermost function whose body holds `stmt`."""
+    line = getattr(stmt, "lineno", 0)
+    best = None
+    for fn in pyast.walk(tree):
+        if isinstance(fn, (pyast.FunctionDef, pyast.AsyncFunctionDef)) and fn.body \
+                and fn.body[0].lineno <= line <= (fn.end_lineno or 0):
+            if best is None or fn.lineno > best.lineno:
+                best = fn
+    if best is None:
+        return frozenset()
+    a = best.args
+    names = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
+    names += [x.arg for x in (a.vararg, a.kwarg) if x is not None]
+    return frozenset(names)
 
 
 def note_choices(mod: Module, b) -> None:
     """TF410 at each branching statement the chat depends on (`mod.take_choices()`), and a comment
     above the block's first statement."""
     texts = []
+    root = mod
+    while root.parent is not None:
+        root = root.parent
     for c in mod.take_choices():
         at = pos(c.stmt.test if isinstance(c.stmt, (pyast.If, pyast.IfExp)) and c.label not in ("rebound", "guarded")
                  else c.stmt)
-        message = choice_message(c)
+        message = choice_message(c, _parameters(root.tree, c.stmt))
         b.note("TF410", message, at, comment=False)
         b.run_time.append(("TF410", message))
         texts.append(f"TF410: {message} (input {input_where(at)})" if b.input_positions else f"TF410: {message}")

@@ -62,7 +62,13 @@ def _api(family: str, name: str, target: str, table: str, base: str = "", method
     """One row per parameter: `NAME KIND HOW TEXT`, KIND one of / p k * ** (a trailing `!`: required),
     HOW `read`, `irr` or a TF4xx code (not modelled)."""
     params = []
+    rows: list[str] = []
     for line in filter(str.strip, table.splitlines()):
+        if line[:1].isspace() and rows:  # an indented line continues the row above
+            rows[-1] += " " + line.strip()
+        else:
+            rows.append(line)
+    for line in rows:
         pname, kind, how, why = line.split(None, 3)
         code = how if how.startswith("TF4") else ""
         params.append(Param(pname, kind.rstrip("!"), kind.endswith("!"),
@@ -76,8 +82,11 @@ def _api(family: str, name: str, target: str, table: str, base: str = "", method
 _api("ag2", "ConversableAgent", "autogen:ConversableAgent", f"""
 name p! read the participant's name
 system_message p irr {_PROMPT}
-is_termination_msg p TF405 the agent ends the chat when it receives a message it matches (classic chats: read with the manager's; patterns: see TF405)
-max_consecutive_auto_reply p TF405 the chat ends when the agent is picked after this many automatic replies; the flow has no such limit
+is_termination_msg p TF405 when the agent is picked to reply to a message the test matches, AG2 ends the chat
+    (human_input_mode NEVER) or asks a person, whose empty answer ends it; a classic chat reads it as
+    `terminate when` rules where the test reads as one, a pattern's flow has no such rule
+max_consecutive_auto_reply p TF405 when the agent is picked once more after this many automatic replies in the chat,
+    AG2 ends the chat (human_input_mode NEVER) or asks a person, who may end it; the flow has no such limit
 human_input_mode p irr who writes the agent's reply (a person or the model), not who is picked
 function_map p irr how the agent runs the tools it is asked to run
 code_execution_config p irr how code in a reply is run
@@ -523,6 +532,28 @@ def not_modelled(b: Bound) -> list[tuple[str, pyast.AST, str]]:
             if p is not None and p.how == NOT_MODELLED:
                 out.append((p.code, node, f"`{p.name}` of `{base.name}`: {p.why}"))
     return out
+
+
+AGENT_LIMITS = ("is_termination_msg", "max_consecutive_auto_reply")
+
+
+def agent_findings(call: pyast.Call, cls: str, skip: tuple[str, ...] = ()) -> list[tuple[str, pyast.AST, str]]:
+    """(code, argument, message) for an AG2 agent constructor: bound to its class's signature when
+    the table has the class (TF411 when it does not bind), else its keywords named as
+    ConversableAgent's (a subclass forwards them); each argument of a not-modelled parameter."""
+    a = API.get(("ag2", cls))
+    if a is None:
+        base = API[("ag2", "ConversableAgent")]
+        b = Bound(base, extra={k.arg: k.value for k in call.keywords if k.arg is not None})
+        b.api = Api("ag2", cls, "", (), base="ConversableAgent")
+    else:
+        b = bind(call, a)
+        if b.problem is not None:
+            node, error = b.problem
+            return [("TF411", node, f"`{cls}(...)` does not bind to AG2's signature: {error}; the agent's "
+                                    "settings are not read")]
+    return [(code, node, f"`{pyast.unparse(node)[:60]}` as {message}") for code, node, message in not_modelled(b)
+            if not any(f"`{name}` of" in message for name in skip)]
 
 
 def markdown() -> str:

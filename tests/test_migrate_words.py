@@ -1,0 +1,118 @@
+"""What migrate's messages say (issue 31, observation 6): each message names what the source does,
+not a guess — a context value known only at run time is not "a list or dict", a function's
+parameter holds its caller's argument (no NameError), a chat started by `initiate_chats` has that
+sender as initiator, and a `selector_func` returning a name that is not a participant (AutoGen
+raises ValueError there) is a finding."""
+
+from __future__ import annotations
+
+import textwrap
+
+from turnflow.migrate import migrate
+
+
+def _run(source: str, name: str = "case.py"):
+    result = migrate(textwrap.dedent(source), name)
+    return result, [(d.code, d.span.line, d.message) for d in result.diagnostics]
+
+
+def test_a_context_value_known_at_run_time_is_not_called_a_list_or_dict():
+    _, diags = _run('''
+        import os
+        from autogen import ConversableAgent
+        from autogen.agentchat import initiate_group_chat
+        from autogen.agentchat.group import AgentTarget, ContextVariables
+        from autogen.agentchat.group.patterns import DefaultPattern
+
+        a = ConversableAgent(name="a")
+        b = ConversableAgent(name="b")
+        a.handoffs.set_after_work(AgentTarget(b))
+        ctx = ContextVariables(data={"lang": os.environ.get("LANG", "en"), "items": [], "n": 1})
+        pattern = DefaultPattern(initial_agent=a, agents=[a, b], context_variables=ctx)
+        initiate_group_chat(pattern=pattern, messages="x", max_rounds=5)
+        ''')
+    tf409 = {m.split("`")[1]: m for code, _, m in diags if code == "TF409"}
+    assert "known only when the program runs" in tf409["lang"] and "list" not in tf409["lang"]
+    assert "starts as a list" in tf409["items"]
+    assert "n" not in tf409
+
+
+def test_a_parameter_bound_in_one_branch_holds_the_callers_argument_otherwise():
+    _, diags = _run('''
+        from autogen import AssistantAgent, GroupChat, GroupChatManager
+
+
+        def build(critic, strict):
+            writer = AssistantAgent(name="writer")
+            if strict:
+                critic = AssistantAgent(name="strict_critic")
+            chat = GroupChat(agents=[writer, critic], messages=[], max_round=6)
+            return GroupChatManager(groupchat=chat)
+        ''')
+    (message,) = [m for code, _, m in diags if code == "TF410"]
+    assert "the argument passed for the parameter `critic`" in message
+    assert "NameError" not in message
+
+
+def test_a_name_bound_in_one_branch_only_still_says_name_error():
+    _, diags = _run('''
+        import sys
+        from autogen import AssistantAgent, GroupChat
+
+        writer = AssistantAgent(name="writer")
+        if "--strict" in sys.argv:
+            critic = AssistantAgent(name="strict_critic")
+        chat = GroupChat(agents=[writer, critic], messages=[], max_round=6)
+        ''')
+    (message,) = [m for code, _, m in diags if code == "TF410"]
+    assert "NameError" in message
+
+
+CHATS = '''
+    import autogen
+    from autogen import AssistantAgent, GroupChat, GroupChatManager, UserProxyAgent
+
+    user = UserProxyAgent(name="user", code_execution_config=False)
+    writer = AssistantAgent(name="writer")
+    critic = AssistantAgent(name="critic")
+    chat = GroupChat(agents=[writer, critic], messages=[], max_round=6, speaker_selection_method="round_robin")
+    manager = GroupChatManager(groupchat=chat)
+    {start}
+    '''
+
+
+def test_a_chat_started_by_initiate_chats_has_that_sender_as_initiator():
+    for start in ('user.initiate_chats([{"recipient": manager, "message": "go"}])',
+                  'autogen.initiate_chats([{"sender": user, "recipient": manager, "message": "go"}])'):
+        result, diags = _run(CHATS.format(start=start))
+        assert "participant user initiator" in result.text and "start user" in result.text, start
+        assert not [m for code, _, m in diags if code == "TF408"], start
+
+
+def test_no_start_found_says_what_was_looked_for():
+    _, diags = _run(CHATS.format(start="run(manager)"))
+    (message,) = [m for code, _, m in diags if code == "TF408"]
+    assert "initiate_chats" in message and "assumed the first agent, `writer`" in message
+
+
+def test_a_selector_returning_a_name_that_is_no_participant_is_a_finding():
+    result, diags = _run('''
+        from autogen_agentchat.agents import AssistantAgent
+        from autogen_agentchat.teams import SelectorGroupChat
+        from autogen_ext.models.openai import OpenAIChatCompletionClient
+
+        client = OpenAIChatCompletionClient(model="gpt-4o")
+        planner = AssistantAgent("planner", model_client=client)
+        coder = AssistantAgent("coder", model_client=client)
+
+
+        def pick(messages):
+            if messages[-1].source == "planner":
+                return "Coder"
+            return None
+
+
+        team = SelectorGroupChat([planner, coder], model_client=client, selector_func=pick)
+        ''')
+    (hit,) = [(line, m) for code, line, m in diags if code == "TF408"]
+    assert hit[0] == 13 and "`Coder`, which is not a participant" in hit[1] and "ValueError" in hit[1]
