@@ -159,6 +159,9 @@ EDGES: dict[str, dict] = {
             (x, y) for x in ("websurfer_agent", "assistant_agent")
             for y in ("websurfer_agent", "assistant_agent", "user_proxy", E)} | {("user_proxy", E)}},
     # -- AutoGen 0.4 written in Python ----------------------------------------------------------
+    # issue 31 (4): round robin writer -> reviewer_view; the filter agent's messages carry the wrapped
+    # agent's name, `reviewer`: SourceMatchTermination(["reviewer"]) ends after reviewer_view speaks.
+    "autogen/message_filter": {None: {("writer", "reviewer_view"), ("reviewer_view", E)}},
     # round robin of two; APPROVE ends after any message (`|` with MaxMessageTermination(10)).
     "autogen/round_robin_python": {None: {("primary", "critic"), ("critic", "primary"), ("primary", E),
                                           ("critic", E)}},

@@ -106,6 +106,7 @@ def test_positional_and_keyword_forms_bind_alike(positional, keyword):
     ("RoundRobinGroupChat([a], max_turn=3)", ([],)),
     ("TextMentionTermination()", ()),
     ("MaxMessageTermination(3, False, 1)", (3, False, 1)),
+    ("RoundRobinGroupChat([a], t, max_turns=3)", ([], None)),
 ])
 def test_a_call_that_does_not_bind_gets_the_frameworks_own_error(text, args):
     pytest.importorskip("autogen_agentchat")
@@ -117,7 +118,7 @@ def test_a_call_that_does_not_bind_gets_the_frameworks_own_error(text, args):
     b = surface.bind(call, surface.api("agentchat", name))
     assert b.problem is not None
     cls = getattr(teams, name, None) or getattr(conditions, name)
-    kwargs = {"max_turn": 3} if "max_turn" in text else {}
+    kwargs = {"max_turn": 3} if "max_turn=" in text else {"max_turns": 3} if "max_turns=" in text else {}
     with pytest.raises(TypeError) as err:
         cls(*args, **kwargs)
     assert b.problem[1] == str(err.value)
@@ -129,3 +130,45 @@ def test_arguments_known_only_at_run_time_are_a_problem_at_the_argument(text):
     b = surface.bind(call, surface.api("agentchat", "RoundRobinGroupChat"))
     assert b.problem is not None and "known only when the program runs" in b.problem[1]
     assert b.problem[0] in call.args or b.problem[0] in [k.value for k in call.keywords]
+
+
+POSITIONAL_TEAM = '''from autogen_agentchat.agents import AssistantAgent
+from autogen_agentchat.conditions import TextMentionTermination
+from autogen_agentchat.teams import RoundRobinGroupChat
+from autogen_ext.models.openai import OpenAIChatCompletionClient
+
+client = OpenAIChatCompletionClient(model="gpt-4o-mini", api_key="sk-test")
+primary = AssistantAgent("primary", model_client=client)
+critic = AssistantAgent("critic", model_client=client)
+termination = TextMentionTermination("APPROVE")
+team = RoundRobinGroupChat([primary, critic], termination, max_turns=6)
+'''
+
+
+def test_autogen_0_4s_positional_team_call_is_tf411_with_the_error_0_7_raises():
+    """Issue 31 (4): `RoundRobinGroupChat([a, b], termination)` (AutoGen 0.4's signature) raises a
+    TypeError under 0.7; the migrator says so at the argument, with the framework's words."""
+    pytest.importorskip("autogen_agentchat")
+    from autogen_agentchat.teams import RoundRobinGroupChat
+
+    from turnflow.migrate import migrate
+
+    result = migrate(POSITIONAL_TEAM, "team.py")
+    (d,) = [d for d in result.diagnostics if d.code == "TF411"]
+    assert (d.span.line, d.span.column) == (10, 47)  # at `termination`
+    with pytest.raises(TypeError) as err:
+        RoundRobinGroupChat([], None, max_turns=6)  # type: ignore[misc]
+    assert str(err.value) in d.message
+
+
+def test_an_agentchat_setting_the_flow_does_not_model_is_a_finding_at_the_argument():
+    text = POSITIONAL_TEAM.replace('TextMentionTermination("APPROVE")',
+                                   'TextMentionTermination("APPROVE") | MaxMessageTermination(9, include_agent_event=True)')
+    text = text.replace("import TextMentionTermination", "import MaxMessageTermination, TextMentionTermination")
+    text = text.replace("termination, max_turns=6)", "termination_condition=termination, max_turns=6)")
+    from turnflow.migrate import migrate
+
+    result = migrate(text, "team.py")
+    (d,) = [d for d in result.diagnostics if d.code == "TF405"]
+    assert "include_agent_event" in d.message and d.span.line == 9
+    assert not [d for d in result.diagnostics if d.code == "TF411"]

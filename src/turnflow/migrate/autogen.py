@@ -274,6 +274,26 @@ def _describe(agents: dict[str, Agent], name: str) -> str:
     return f"Let {name} speak next"
 
 
+def _wrapped_sources(cfg: dict, names: Names, term: Term) -> None:
+    """A MessageFilterAgent's messages are its wrapped agent's, with the wrapped agent's name as their
+    source: a termination condition naming that source fires after the filter agent speaks."""
+    wrapped: dict[str, str] = {}
+    for p in _list(cfg.get("participants")):
+        inner = _config(p).get("wrapped_agent") if isinstance(p, dict) else None
+        inner_name = _config(inner).get("name") if isinstance(inner, dict) else None
+        outer = _config(p).get("name") if isinstance(p, dict) else None
+        if isinstance(inner_name, str) and isinstance(outer, str):
+            wrapped.setdefault(names.map.get(inner_name, inner_name), names.map.get(outer, outer))
+
+    def widen(srcs: list[str]) -> list[str]:
+        return srcs + [wrapped[x] for x in srcs if x in wrapped and wrapped[x] not in srcs]
+
+    if wrapped:
+        term.sources = widen(term.sources)
+        term.texts = [(t, widen(srcs) if srcs is not None else None) for t, srcs in term.texts]
+        term.text_message = [wrapped.get(x, x) if x is not None else None for x in term.text_message]
+
+
 def _team(team: dict, pos: Positions, blocks: Names, path: str, src: SourceText) -> FlowBuilder:
     kind = _kind(team)
     cfg = _config(team)
@@ -290,6 +310,7 @@ def _team(team: dict, pos: Positions, blocks: Names, path: str, src: SourceText)
 
     term = Term()
     _termination(cfg.get("termination_condition"), pos, b, term, names)
+    _wrapped_sources(cfg, names, term)
 
     for a in agents:  # tools each agent owns (for FunctionCallTermination)
         for t in (t for t in a.tools if t in term.function_calls):

@@ -412,9 +412,9 @@ _api("agentchat", "TimeoutTermination", "autogen_agentchat.conditions:TimeoutTer
 timeout_seconds p! read `terminate` noted (TF405: wall-clock time)
 """)
 _api("agentchat", "TokenUsageTermination", "autogen_agentchat.conditions:TokenUsageTermination", """
-max_total_token p TF405 ends the chat on model token use
-max_prompt_token p TF405 ends the chat on model token use
-max_completion_token p TF405 ends the chat on model token use
+max_total_token p read the whole condition is TF405 at the call: token use cannot be expressed, it is dropped
+max_prompt_token p read as `max_total_token`
+max_completion_token p read as `max_total_token`
 """)
 _api("agentchat", "FunctionCallTermination", "autogen_agentchat.conditions:FunctionCallTermination", """
 function_name p! read `terminate` after the tool is run
@@ -488,8 +488,11 @@ def bind(call: pyast.Call, a: Api) -> Bound:
             n, m = len(positional) + self_, len(call.args) + self_
             low = sum(p.required for p in positional) + self_
             takes = f"from {low} to {n}" if low != n else f"{n}"
-            b.problem = (arg, f"{where} takes {takes} positional argument{'s' if n != 1 else ''} but {m} "
-                              f"{'were' if m != 1 else 'was'} given")
+            kw_only = sum(1 for k in call.keywords if any(p.name == k.arg and p.kind == "k" for p in params))
+            given = f"{m} positional argument{'s' if m != 1 else ''} (and {kw_only} keyword-only " \
+                    f"argument{'s' if kw_only != 1 else ''})" if kw_only else f"{m}"
+            b.problem = (arg, f"{where} takes {takes} positional argument{'s' if n != 1 else ''} but {given} "
+                              f"{'were' if m != 1 or kw_only else 'was'} given")
             return b
     names = {p.name: p for p in params if p.kind in ("p", "k")}
     for kw in call.keywords:
