@@ -60,6 +60,13 @@ EDGES: dict[str, dict] = {
     "classic/tool_executor": {None: {
         ("user", "analyst"), ("analyst", "writer"), ("analyst", "executor"), ("writer", "executor"),
         ("executor", "analyst")}},
+    # issue 31 (5): crew = [planner] + [coder], extended by [reviewer], appended tester: round robin
+    # from the initiator user.
+    "classic/list_building": {None: {
+        ("user", "planner"), ("planner", "coder"), ("coder", "reviewer"), ("reviewer", "tester"),
+        ("tester", "planner")}},
+    # issue 31 (5): ReviewTeam([author, critic], 6), built once: round robin author <-> critic.
+    "classic/class_once": {None: {("author", "critic"), ("critic", "author")}},
     # one successor each; `editor` is not a key: NoEligibleSpeaker ends the chat.
     "classic/sink_pipeline": {None: {
         ("user", "researcher"), ("researcher", "writer"), ("writer", "editor"), ("editor", E)}},
@@ -162,6 +169,11 @@ EDGES: dict[str, dict] = {
     # issue 31 (4): round robin writer -> reviewer_view; the filter agent's messages carry the wrapped
     # agent's name, `reviewer`: SourceMatchTermination(["reviewer"]) ends after reviewer_view speaks.
     "autogen/message_filter": {None: {("writer", "reviewer_view"), ("reviewer_view", E)}},
+    # issue 31 (5): the inner round robin (EDITED ends it after any message); the outer selector_func:
+    # planner -> writing_team, anyone else -> planner; DONE ends after any message.
+    "autogen/nested_team": {
+        "writing_team": {("drafter", "editor"), ("editor", "drafter"), ("drafter", E), ("editor", E)},
+        "team": {("planner", "writing_team"), ("writing_team", "planner"), ("planner", E), ("writing_team", E)}},
     # round robin of two; APPROVE ends after any message (`|` with MaxMessageTermination(10)).
     "autogen/round_robin_python": {None: {("primary", "critic"), ("critic", "primary"), ("primary", E),
                                           ("critic", E)}},

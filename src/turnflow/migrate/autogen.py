@@ -127,6 +127,10 @@ def _agents(team: dict, pos: Positions, names: Names, b: FlowBuilder, path: str,
         name, changed = names.add(raw)
         desc = pc.get("description") if isinstance(pc.get("description"), str) else None
         agent = Agent(raw, name, desc, p, _kind(p), name_at=pos.of(pc, "name"))
+        if _kind(p) in TEAMS:  # a team taking part in this one (AutoGen >= 0.6)
+            b.note("TF408", f"`{raw}` is a team ({_kind(p)}) taking part as one participant: its own members speak "
+                   "inside its turn, by its own rules, which this flow does not show (a team built in the same "
+                   "file is migrated as a block of its own)", pos.of(p))
         for t in _tool_list(pc):
             tn = _config(t).get("name") if isinstance(t, dict) else None
             if isinstance(tn, str) and tn:

@@ -285,9 +285,26 @@ class Reader:
             return next((c for c in self.agents.values() if c["config"]["name"] == e), None)  # type: ignore[arg-type]
         a = self.agent(e)
         if a is None:
-            raise fail("TF401", f"`{pyast.unparse(e)}` in the participants is not an agent created in this "
-                       "file", pos(e), self.mod.path, self.mod.src)
+            a = self._nested_team(e)
+        if a is None:
+            raise fail("TF401", f"`{pyast.unparse(e)}` in the participants is not an agent or team created in "
+                       "this file", pos(e), self.mod.path, self.mod.src)
         return a
+
+    def _nested_team(self, e: Any) -> Optional[dict]:
+        """A team taking part in another team (AutoGen >= 0.6): one participant, named by its `name=`
+        (else its class's DEFAULT_NAME), its description AutoGen's default when not given."""
+        node = self.mod.resolve(e)
+        if not isinstance(node, pyast.Call) or callee(node) not in TEAMS:
+            return None
+        kind = callee(node)
+        name = self.mod.string(kwarg(node, "name")) or kind
+        default = "A team of agents" if kind == "GraphFlow" else "A team of agents."
+        cfg = {"name": name, "description": self.mod.string(kwarg(node, "description")) or default}
+        self.p.mark(cfg, kwarg(node, "name") or node, "name")
+        comp = {"provider": f"{_PACKAGE['team']}.{kind}", "component_type": "team", "config": cfg}
+        self.p.mark(comp, node)
+        return self.p.mark(comp, node, "provider")
 
     def _graph_config(self, cfg: dict, call: pyast.Call, graph: Optional[dict]) -> None:
         """GraphFlow's `graph=builder.build()`, read from the DiGraphBuilder calls of the file."""

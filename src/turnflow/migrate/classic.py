@@ -476,7 +476,8 @@ def _group(cx: Classic, call: pyast.Call, block: str) -> FlowBuilder:
     if init_agent is None:
         b.note("TF408", "no call that starts this group chat was found (`sender.initiate_chat(manager, ...)` or "
                "`initiate_chats([{\"sender\": ..., \"recipient\": manager}])` with the manager of this file; one that "
-               "reaches the manager through a function's return value is not followed); assumed the first "
+               "reaches the manager through a function's return value or an object's attribute is not followed); assumed "
+               "the first "
                f"agent, `{names[0]}`, sends the opening message", pos(call))
         start = names[0]
     else:

@@ -268,9 +268,7 @@ class _Writer:
         fn = self.function(term, owner=agent) if term is not None and not _library_default(term) else None
         if fn is not None:
             args.append(f"is_termination_msg={fn}")
-        runs = [k for k in (getattr(agent, "function_map", None) or {}) if isinstance(k, str)]
-        if runs:  # the tools it runs (`func_call_filter`: it speaks after a call of one of them)
-            args.append("function_map={" + ", ".join(f"{k!r}: None" for k in sorted(runs)) + "}")
+        args += _runs(agent)
         self.lines.append(f"{v} = autogen.ConversableAgent({', '.join(args)})")
         return v
 
@@ -337,6 +335,12 @@ class _Writer:
             node.decorator_list = []
             self.lines.append(pyast.unparse(node))
         return name
+
+
+def _runs(agent: Any) -> list[str]:
+    """`function_map=` naming the tools `agent` runs (`func_call_filter`: it speaks after a call of one)."""
+    runs = [k for k in (getattr(agent, "function_map", None) or {}) if isinstance(k, str)]
+    return ["function_map={" + ", ".join(f"{k!r}: None" for k in sorted(runs)) + "}"] if runs else []
 
 
 def _unbind_self(node, instance: Any, agents: dict[int, str]):

@@ -408,8 +408,9 @@ def scopes(mod: Module) -> list[Scope]:
             body = list(st.body)
             methods: dict[str, Any] = {}
         elif isinstance(st, pyast.ClassDef):
-            body = [s for s in st.body if not isinstance(s, _DEFS)]
             methods = {s.name: s for s in st.body if isinstance(s, (pyast.FunctionDef, pyast.AsyncFunctionDef))}
+            body = _instantiated_once(mod, st, top, methods.get("__init__"))
+            body += [s for s in st.body if not isinstance(s, _DEFS)]
             for m in methods.values():
                 body += m.body
         else:
@@ -417,6 +418,30 @@ def scopes(mod: Module) -> list[Scope]:
         own = _own_calls(body)
         if own:
             out.append(Scope(st.name, mod, top + body, methods, own, st))
+    return out
+
+
+def _instantiated_once(mod: Module, cls: pyast.ClassDef, top: list[pyast.stmt], init: Any) -> list[pyast.stmt]:
+    """`param = argument` for each parameter of `__init__` when the module's top level builds the
+    class exactly once (not in a loop) with arguments that bind to it: inside the class the
+    parameters hold that call's arguments (`self.agents = agents` is then the list written there)."""
+    made = [c for c in _own_calls(top) if isinstance(c.func, pyast.Name) and c.func.id == cls.name]
+    if init is None or len(made) != 1 or id(made[0]) in mod.in_loop:
+        return []
+    call, a = made[0], init.args
+    params = [x.arg for x in a.posonlyargs + a.args][1:]  # without `self`
+    if a.vararg is not None or a.kwarg is not None or any(isinstance(x, pyast.Starred) for x in call.args) \
+            or len(call.args) > len(params) or any(k.arg is None for k in call.keywords):
+        return []
+    env = dict(zip(params, call.args))
+    for k in call.keywords:
+        if k.arg not in params and k.arg not in [x.arg for x in a.kwonlyargs]:
+            return []
+        env[k.arg] = k.value  # type: ignore[index]
+    out: list[pyast.stmt] = []
+    for name, value in env.items():
+        st = pyast.Assign(targets=[pyast.Name(id=name, ctx=pyast.Store())], value=value)
+        out.append(pyast.copy_location(st, value))
     return out
 
 

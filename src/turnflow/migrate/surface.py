@@ -471,52 +471,64 @@ def bind(call: pyast.Call, a: Api) -> Bound:
     b = Bound(a)
     cls = not a.method and a.name[:1].isupper()
     where = f"{a.name}.__init__()" if cls else f"{a.name}()"
-    self_ = 1 if (cls or a.method) else 0
-    params = a.params
+    b.problem = _bind_positional(b, call, where, 1 if (cls or a.method) else 0) \
+        or _bind_keywords(b, call, where) or _missing(b, call, where)
+    return b
+
+
+def _bind_positional(b: Bound, call: pyast.Call, where: str, self_: int) -> Optional[tuple[pyast.AST, str]]:
+    params = b.api.params
     positional = [p for p in params if p.kind in ("/", "p")]
     star = next((p for p in params if p.kind == "*"), None)
-    stars = next((p for p in params if p.kind == "**"), None)
     for i, arg in enumerate(call.args):
         if isinstance(arg, pyast.Starred):
-            b.problem = (arg, f"`{pyast.unparse(arg)}` passes arguments known only when the program runs")
-            return b
+            return arg, f"`{pyast.unparse(arg)}` passes arguments known only when the program runs"
         if i < len(positional):
             b.args[positional[i].name] = arg
         elif star is not None:
             b.rest.append(arg)
         else:
-            n, m = len(positional) + self_, len(call.args) + self_
-            low = sum(p.required for p in positional) + self_
-            takes = f"from {low} to {n}" if low != n else f"{n}"
-            kw_only = sum(1 for k in call.keywords if any(p.name == k.arg and p.kind == "k" for p in params))
-            given = f"{m} positional argument{'s' if m != 1 else ''} (and {kw_only} keyword-only " \
-                    f"argument{'s' if kw_only != 1 else ''})" if kw_only else f"{m}"
-            b.problem = (arg, f"{where} takes {takes} positional argument{'s' if n != 1 else ''} but {given} "
-                              f"{'were' if m != 1 or kw_only else 'was'} given")
-            return b
-    names = {p.name: p for p in params if p.kind in ("p", "k")}
+            return arg, _too_many(b.api, call, where, self_)
+    return None
+
+
+def _too_many(a: Api, call: pyast.Call, where: str, self_: int) -> str:
+    """Python's words for too many positional arguments."""
+    positional = [p for p in a.params if p.kind in ("/", "p")]
+    n, m = len(positional) + self_, len(call.args) + self_
+    low = sum(p.required for p in positional) + self_
+    takes = f"from {low} to {n}" if low != n else f"{n}"
+    kw_only = sum(1 for k in call.keywords if any(p.name == k.arg and p.kind == "k" for p in a.params))
+    given = f"{m} positional argument{'s' if m != 1 else ''} (and {kw_only} keyword-only " \
+            f"argument{'s' if kw_only != 1 else ''})" if kw_only else f"{m}"
+    return (f"{where} takes {takes} positional argument{'s' if n != 1 else ''} but {given} "
+            f"{'were' if m != 1 or kw_only else 'was'} given")
+
+
+def _bind_keywords(b: Bound, call: pyast.Call, where: str) -> Optional[tuple[pyast.AST, str]]:
+    names = {p.name for p in b.api.params if p.kind in ("p", "k")}
+    stars = any(p.kind == "**" for p in b.api.params)
     for kw in call.keywords:
         if kw.arg is None:
-            b.problem = (kw.value, f"`**{pyast.unparse(kw.value)}` passes keywords known only when the program runs")
-            return b
+            return kw.value, f"`**{pyast.unparse(kw.value)}` passes keywords known only when the program runs"
         if kw.arg in names:
             if kw.arg in b.args:
-                b.problem = (kw.value, f"{where} got multiple values for argument '{kw.arg}'")
-                return b
+                return kw.value, f"{where} got multiple values for argument '{kw.arg}'"
             b.args[kw.arg] = kw.value
-        elif stars is not None:
+        elif stars:
             b.extra[kw.arg] = kw.value
         else:
-            b.problem = (kw.value, f"{where} got an unexpected keyword argument '{kw.arg}'")
-            return b
+            return kw.value, f"{where} got an unexpected keyword argument '{kw.arg}'"
+    return None
+
+
+def _missing(b: Bound, call: pyast.Call, where: str) -> Optional[tuple[pyast.AST, str]]:
     for kinds, what in ((("/", "p"), "positional"), (("k",), "keyword-only")):
-        missing = [p.name for p in params if p.required and p.kind in kinds and p.name not in b.args]
+        missing = [p.name for p in b.api.params if p.required and p.kind in kinds and p.name not in b.args]
         if missing:
             n = len(missing)
-            b.problem = (call, f"{where} missing {n} required {what} argument{'s' if n != 1 else ''}: "
-                               f"{_names(missing)}")
-            return b
-    return b
+            return call, f"{where} missing {n} required {what} argument{'s' if n != 1 else ''}: {_names(missing)}"
+    return None
 
 
 def not_modelled(b: Bound) -> list[tuple[str, pyast.AST, str]]:
