@@ -181,10 +181,14 @@ def _handoff_call(scan: Scan, call: pyast.Call) -> None:
     f = call.func
     if _legacy_call(scan, call):
         return
-    if not (isinstance(f, pyast.Attribute) and isinstance(f.value, pyast.Attribute)
-            and f.value.attr == "handoffs"):
+    if not isinstance(f, pyast.Attribute):
         return
-    owner = f.value.value
+    holder = f.value
+    if isinstance(holder, pyast.Name):  # `h = agent.handoffs; h.add_llm_condition(...)`
+        holder = mod.resolve(holder)
+    if not (isinstance(holder, pyast.Attribute) and holder.attr == "handoffs"):
+        return
+    owner = holder.value
     agent = scan.agent_of(owner)
     if agent is None or id(call) in mod.in_loop:
         if agent is None and id(call) not in mod.in_loop and isinstance(owner, pyast.Name) \
@@ -311,14 +315,32 @@ def _note_ignored(b: FlowBuilder, agents: list[Agent]) -> None:
             b.note(code, why, pos(node))
 
 
+def _pattern_arg(b: Optional[FlowBuilder], pcall: pyast.Call, name: str, index: Optional[int] = None) \
+        -> Optional[pyast.AST]:
+    """An argument of the pattern call, bound to the pattern class's signature (the swarm calls,
+    not in the surface table, by keyword or `index`); a call that does not bind is TF411 (once, at
+    the first argument asked for, when `b` is given) and read by keyword."""
+    a = surface.api("ag2", callee(pcall))
+    if a is None:
+        return kwarg(pcall, name, index)
+    bound = surface.bind(pcall, a)
+    if bound.problem is None:
+        return bound.get(name)
+    if b is not None and name == "initial_agent":
+        node, error = bound.problem
+        b.note("TF411", f"`{one_line(pcall, 50)}` does not bind to AG2's signature: {error} (the program fails "
+               "here); the flow is read from its keyword arguments", pos(node))
+    return kwarg(pcall, name)
+
+
 def _pattern(scan: Scan, pcall: pyast.Call, block: str) -> FlowBuilder:
     mod, names = scan.mod, scan.names
     path, src = mod.path, mod.src
     kind = callee(pcall)
     swarm = kind in SWARM_CALLS
     b = FlowBuilder(block)
-    init_node = kwarg(pcall, "initial_agent", 0)
-    agents_arg = kwarg(pcall, "agents", 2 if swarm else 1)
+    init_node = _pattern_arg(b, pcall, "initial_agent", 0)
+    agents_arg = _pattern_arg(b, pcall, "agents", 2 if swarm else 1)
     if filled_in_loop(mod, agents_arg):
         raise fail("TF401", loop_message(agents_arg, mod), pos(agents_arg), path, src)
     members = _members(scan, agents_arg, pcall)
@@ -326,7 +348,7 @@ def _pattern(scan: Scan, pcall: pyast.Call, block: str) -> FlowBuilder:
     if initial is None:
         raise fail("TF401", "`initial_agent` must be an agent created in this file", pos(init_node or pcall),
                    path, src)
-    user_node = kwarg(pcall, "user_agent")
+    user_node = _pattern_arg(b, pcall, "user_agent")
     user = scan.agent_of(user_node)
     cx = Ctx(mod, scan, names, b, initial.name, user.name if user else None, {a.name: a for a in members})
     if user is not None:
@@ -340,7 +362,7 @@ def _pattern(scan: Scan, pcall: pyast.Call, block: str) -> FlowBuilder:
     max_rounds, run = _rounds(cx, pcall, swarm)
     b.comment(f"max_rounds={max_rounds} counts the opening message: {max(1, max_rounds - 1)} turns after it")
     b.max_turns(max(1, max_rounds - 1))
-    _context_init(cx, kwarg(pcall, "context_variables"), pcall)
+    _context_init(cx, _pattern_arg(b, pcall, "context_variables"), pcall)
 
     _manager_terminations(cx, pcall, run, swarm)
 
@@ -432,7 +454,7 @@ def _manager_terminations(cx: "Ctx", pcall: pyast.Call, run: Optional[pyast.Call
     for holder in (pcall, run):
         if holder is None:
             continue
-        margs = mod.resolve(kwarg(holder, "swarm_manager_args" if swarm else "group_manager_args"))
+        margs = mod.resolve(_pattern_arg(None, holder, "swarm_manager_args" if swarm else "group_manager_args"))
         if isinstance(margs, pyast.Dict):
             for k, v in zip(margs.keys, margs.values):
                 if mod.string(k) == "is_termination_msg":
@@ -447,7 +469,7 @@ def _group_after_work(cx: "Ctx", kind: str, pcall: pyast.Call, swarm: bool, spea
     """The group's after-work: `otherwise`, or the manager's / the user's / a random choice."""
     b = cx.b
     b.section()
-    group_after = kwarg(pcall, "after_work" if swarm else "group_after_work")
+    group_after = _pattern_arg(None, pcall, "after_work" if swarm else "group_after_work")
     if kind == "RoundRobinPattern":
         b.otherwise(("next",))
     elif kind == "RandomPattern":
@@ -478,7 +500,7 @@ def _user_returns(cx: "Ctx", kind: str, pcall: pyast.Call, swarm: bool, user: Op
                                                                or user_agent.after_conditional))
     if cx.user and not user_has_after:
         # who reaches the user through the group's after-work (written below)
-        group_after = kwarg(pcall, "after_work" if swarm else "group_after_work")
+        group_after = _pattern_arg(None, pcall, "after_work" if swarm else "group_after_work")
         via_group: list[str] = []
         gt = _target(cx, group_after, None) if group_after is not None else \
             (("group_manager",) if kind == "AutoPattern" else None)  # ManualPattern never picks the user
@@ -756,7 +778,7 @@ def _key(cx: Ctx, key: str, at: pyast.AST) -> str:
 def _max_rounds(cx: Ctx, run: Optional[pyast.Call]) -> Optional[int]:
     if run is None:
         return None
-    node = kwarg(run, "max_rounds")
+    node = _pattern_arg(None, run, "max_rounds")
     if node is None:
         return 20  # AG2's default
     from turnflow.migrate.classic import whole_number

@@ -426,23 +426,45 @@ def _instantiated_once(mod: Module, cls: pyast.ClassDef, top: list[pyast.stmt], 
     class exactly once (not in a loop) with arguments that bind to it: inside the class the
     parameters hold that call's arguments (`self.agents = agents` is then the list written there)."""
     made = [c for c in _own_calls(top) if isinstance(c.func, pyast.Name) and c.func.id == cls.name]
-    if init is None or len(made) != 1 or id(made[0]) in mod.in_loop:
+    if init is None or len(made) != 1 or id(made[0]) in mod.in_loop or _rebound_after(made[0], top):
         return []
-    call, a = made[0], init.args
-    params = [x.arg for x in a.posonlyargs + a.args][1:]  # without `self`
-    if a.vararg is not None or a.kwarg is not None or any(isinstance(x, pyast.Starred) for x in call.args) \
-            or len(call.args) > len(params) or any(k.arg is None for k in call.keywords):
-        return []
-    env = dict(zip(params, call.args))
-    for k in call.keywords:
-        if k.arg not in params and k.arg not in [x.arg for x in a.kwonlyargs]:
-            return []
-        env[k.arg] = k.value  # type: ignore[index]
+    env = _init_env(init.args, made[0])
     out: list[pyast.stmt] = []
-    for name, value in env.items():
+    for name, value in (env or {}).items():
         st = pyast.Assign(targets=[pyast.Name(id=name, ctx=pyast.Store())], value=value)
         out.append(pyast.copy_location(st, value))
     return out
+
+
+def _init_env(a: pyast.arguments, call: pyast.Call) -> Optional[dict[str, pyast.AST]]:
+    """`__init__`'s parameters (without `self`) bound to `call`'s arguments; None when they do not
+    bind plainly (`*args`, `**kwargs`, too many, an unknown keyword)."""
+    params = [x.arg for x in a.posonlyargs + a.args][1:]
+    if a.vararg is not None or a.kwarg is not None or any(isinstance(x, pyast.Starred) for x in call.args) \
+            or len(call.args) > len(params) or any(k.arg is None for k in call.keywords):
+        return None
+    env: dict[str, pyast.AST] = dict(zip(params, call.args))
+    for k in call.keywords:
+        if k.arg not in params and k.arg not in [x.arg for x in a.kwonlyargs]:
+            return None
+        env[k.arg] = k.value  # type: ignore[index]
+    return env
+
+
+def _rebound_after(call: pyast.Call, top: list[pyast.stmt]) -> bool:
+    """A name the call's arguments use is bound again after it: which binding the class sees
+    when it runs is not followed."""
+    used = {n.id for arg in [*call.args, *(k.value for k in call.keywords)] for n in pyast.walk(arg)
+            if isinstance(n, pyast.Name)}
+    for st in top:
+        if st.lineno <= call.lineno:
+            continue
+        for n in pyast.walk(st):
+            targets = n.targets if isinstance(n, pyast.Assign) else [n.target] \
+                if isinstance(n, (pyast.AugAssign, pyast.AnnAssign)) else []
+            if any(isinstance(t, pyast.Name) and t.id in used for t in targets):
+                return True
+    return False
 
 
 def _view(mod: Module, body: list[pyast.stmt], methods: dict) -> Module:
