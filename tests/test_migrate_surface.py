@@ -172,3 +172,29 @@ def test_an_agentchat_setting_the_flow_does_not_model_is_a_finding_at_the_argume
     (d,) = [d for d in result.diagnostics if d.code == "TF405"]
     assert "include_agent_event" in d.message and d.span.line == 9
     assert not [d for d in result.diagnostics if d.code == "TF411"]
+
+
+PATTERN = '''from autogen import ConversableAgent
+from autogen.agentchat import initiate_group_chat
+from autogen.agentchat.group import (AgentTarget, ExpressionContextCondition, ContextExpression, OnCondition,
+                                     OnContextCondition, StringAvailableCondition, StringLLMCondition)
+from autogen.agentchat.group.patterns import DefaultPattern
+
+a = ConversableAgent(name="a")
+b = ConversableAgent(name="b")
+a.handoffs.add_context_condition(OnContextCondition(
+    target=AgentTarget(b), condition=ExpressionContextCondition(ContextExpression("${ready} == True")),
+    available=StringAvailableCondition("enabled")))
+a.handoffs.add_llm_condition(OnCondition(AgentTarget(b), StringLLMCondition("when b is needed")))
+pattern = DefaultPattern(initial_agent=a, agents=[a, b])
+initiate_group_chat(pattern=pattern, messages="x", max_rounds=5)
+'''
+
+
+def test_condition_calls_are_bound_and_their_availability_is_a_finding():
+    from turnflow.migrate import migrate
+
+    diags = migrate(PATTERN, "p.py").diagnostics
+    assert [(d.code, d.span.line) for d in diags if d.code in ("TF406", "TF411")] == [("TF406", 11), ("TF411", 12)]
+    (bad,) = [d for d in diags if d.code == "TF411"]
+    assert "BaseModel.__init__() takes 1 positional argument but 3 were given" in bad.message  # AG2 0.9's words

@@ -938,6 +938,7 @@ def _llm_handoff(cx: Ctx, a: Agent, call: pyast.Call, used_tools: set[str]) -> N
     """`OnCondition(target=T, condition=StringLLMCondition(prompt=P))`: a routing tool to T."""
     b, mod = cx.b, cx.mod
     t = _condition_target(cx, call)
+    _binds(cx, call)
     cond = mod.resolve(kwarg(call, "condition", 1))
     prompt = None
     if isinstance(cond, pyast.Call) and callee(cond) == "StringLLMCondition":
@@ -1015,8 +1016,23 @@ def _show_cond(mod: Module, cond) -> str:
 _VAR = re.compile(r"\$\{([^{}]*)\}")  # no `{` inside: linear on runs of `${`
 
 
+def _binds(cx: Ctx, call: pyast.Call) -> None:
+    """TF411 when a condition call does not bind to AG2's signature (`OnCondition(target, cond)`:
+    its fields are keyword-only; the program fails there)."""
+    a = surface.api("ag2", callee(call))
+    bound = surface.bind(call, a) if a is not None else None
+    if bound is not None and bound.problem is not None:
+        node, error = bound.problem
+        cx.b.note("TF411", f"`{one_line(call, 50)}` does not bind to AG2's signature: {error} (the program fails "
+                  "here); the flow reads it as if it were written with keywords", pos(node))
+
+
 def _context_rule(cx: Ctx, a: Agent, call: pyast.Call, target) -> None:
     b, mod = cx.b, cx.mod
+    _binds(cx, call)
+    if callee(call) == "OnContextCondition" and kwarg(call, "available") is not None:
+        b.note("TF406", "the `available=` condition of this context condition cannot be expressed; the rule "
+               "applies whenever its test holds", pos(kwarg(call, "available")))
     cond = mod.resolve(kwarg(call, "condition", 1))
     kind = callee(cond) if isinstance(cond, pyast.Call) else ""
     if isinstance(cond, pyast.Constant) and isinstance(cond.value, str):

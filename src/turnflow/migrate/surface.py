@@ -41,9 +41,14 @@ class Api:
     base: str = ""  # the Api its `**kwargs` go to
     method: bool = False  # a method (Python counts `self` in its errors)
     note: str = ""  # for a call without parameters: how it is read
+    init: str = ""  # the class whose `__init__` Python names in its errors, when not this one (pydantic models)
 
 
 API: dict[tuple[str, str], Api] = {}
+# classes that are pydantic models without an `__init__` of their own: Python's TypeError names
+# `BaseModel.__init__()`
+_PYDANTIC = {"OnCondition", "OnContextCondition", "StringContextCondition", "ReplyResult", "GroupManagerTarget",
+             "Handoff"}
 
 # ---------------------------------------------------------------------------------------------
 #  Reasons used more than once
@@ -59,6 +64,7 @@ _SUMMARY = "the chat's summary after it ends, not who speaks next"
 
 def _api(family: str, name: str, target: str, table: str, base: str = "", method: bool = False,
          note: str = "") -> None:
+    init = "BaseModel" if name in _PYDANTIC else ""
     """One row per parameter: `NAME KIND HOW TEXT`, KIND one of / p k * ** (a trailing `!`: required),
     HOW `read`, `irr` or a TF4xx code (not modelled)."""
     params = []
@@ -73,7 +79,7 @@ def _api(family: str, name: str, target: str, table: str, base: str = "", method
         code = how if how.startswith("TF4") else ""
         params.append(Param(pname, kind.rstrip("!"), kind.endswith("!"),
                             READ if how == "read" else NOT_MODELLED if code else IRRELEVANT, why, code))
-    API[(family, name)] = Api(family, name, target, tuple(params), base, method, note)
+    API[(family, name)] = Api(family, name, target, tuple(params), base, method, note, init)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -233,7 +239,7 @@ _api("ag2", "OnCondition", "autogen.agentchat.group:OnCondition", """
 target k! read the routing tool's target
 condition k! read the routing tool (its prompt is the tool's description)
 available k TF406 the condition applies only while the test holds; the flow's routing tool is always offered
-llm_function_name k read the routing tool's name
+llm_function_name k irr the name of the routing tool the model is offered; the flow names it `transfer_to_TARGET`
 """)
 _api("ag2", "OnContextCondition", "autogen.agentchat.group:OnContextCondition", """
 target k! read the rule's target
@@ -470,7 +476,7 @@ def bind(call: pyast.Call, a: Api) -> Bound:
     at the argument concerned."""
     b = Bound(a)
     cls = not a.method and a.name[:1].isupper()
-    where = f"{a.name}.__init__()" if cls else f"{a.name}()"
+    where = f"{a.init or a.name}.__init__()" if cls else f"{a.name}()"
     b.problem = _bind_positional(b, call, where, 1 if (cls or a.method) else 0) \
         or _bind_keywords(b, call, where) or _missing(b, call, where)
     return b
