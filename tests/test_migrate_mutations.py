@@ -15,7 +15,9 @@ Mutations (a deterministic enumeration, bounded per file):
   `turnflow.migrate.surface`) with its arguments in the other form Python allows (positional →
   keyword, else keyword → positional), and bound to a variable first (`f(g(x))` → `v = g(x); f(v)`,
   `agent.handoffs.m(...)` → `h = agent.handoffs; h.m(...)`): the same program, so the same graph
-  (or a finding).
+  (or a finding); and every optional setting that decides turns (read or not modelled in the
+  table) left out, the static reading compared with the migration of the objects the mutant
+  builds (AgentChat in-process, classic chats and patterns under the classic environment).
 The baseline is the unmutated module printed by `ast.unparse` (the mutants are printed the same
 way, so only the mutation differs).
 """
@@ -392,7 +394,7 @@ def _drops(path: Path) -> Iterator[tuple[str, str, int]]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     n = 0
     for k, (call, a) in enumerate(_recognised(tree, "agentchat")):
-        optional = {p.name for p in a.params if not p.required}
+        optional = {p.name for p in a.params if not p.required and p.how != surface.IRRELEVANT}
         for j, kw in enumerate(call.keywords):
             if kw.arg not in optional or n >= PER_FILE_DROPS:
                 continue
@@ -426,4 +428,64 @@ def test_a_dropped_setting_migrates_as_the_live_team_does(fixture, tmp_path, mon
         silent += [f"{what}: static {r['static']} != live {r['live']}" for r in rows
                    if r["live"] != r["static"] and not flagged]
     assert compared, "no mutant built a team"
+    assert not silent, "\n".join(silent)
+
+
+CLASSIC_DROPS = 4  # per fixture: the classic environment runs every mutant in one process
+
+
+def _classic_drops(path: Path) -> Iterator[tuple[str, str, int]]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    n = 0
+    for k, (call, a) in enumerate(_recognised(tree, "ag2")):
+        # the settings that decide turns (read, or not modelled: a finding), not the irrelevant ones
+        optional = {p.name for p in a.params if not p.required and p.how != surface.IRRELEVANT}
+        for j, kw in enumerate(call.keywords):
+            if kw.arg not in optional or kw.arg == "name" or n >= CLASSIC_DROPS:
+                continue
+            t = copy.deepcopy(tree)
+            tcall, _ = _recognised(t, "ag2")[k]
+            del tcall.keywords[j]
+            n += 1
+            yield f"`{a.name}` at line {call.lineno} without `{kw.arg}=`", ast.unparse(t), call.lineno
+
+
+def test_a_dropped_setting_migrates_as_the_live_classic_chat_does(tmp_path):
+    """As above for classic group chats and AG2 patterns, under the classic environment (ag2 0.9.9):
+    the static reading of each mutant equals the chats the mutant builds, or says where it could
+    not follow (a finding at the changed call)."""
+    import json
+    import os
+    import subprocess
+    import sysconfig
+
+    from test_migrate_live import CLASSIC_DIRS, NOT_RUNNABLE, _classic_python
+    from live_compare import DRIVERS
+
+    python = _classic_python()
+    mutants: dict[str, tuple[str, int]] = {}
+    for d in CLASSIC_DIRS:
+        for path in sorted((ROOT / d).glob("*.py")):
+            if path.name in NOT_RUNNABLE or path.name in DRIVERS or _family(path) != "ag2":
+                continue
+            for i, (what, text, line) in enumerate(_classic_drops(path)):
+                name = f"{path.stem}__drop{i}.py"
+                (tmp_path / name).write_text(text, encoding="utf-8")
+                mutants[name] = (what, line)
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).parent.parent / "src"), OPENAI_API_KEY="sk-test",
+               TURNFLOW_LIVE_FALLBACK_PATH=sysconfig.get_paths()["purelib"])
+    run = subprocess.run([python, str(Path(__file__).parent / "live_compare.py"), *(str(tmp_path / m) for m in mutants)],
+                         capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path)
+    rows = [json.loads(ln) for ln in run.stdout.splitlines() if ln.startswith('{"file"')]
+    assert len(rows) == len(mutants), (run.returncode, run.stderr[-3000:])
+    silent, compared = [], 0
+    for r in rows:
+        if "error" in r or "family" in r:
+            continue  # the mutant program fails when it builds the chat
+        compared += 1
+        what, line = mutants[r["file"]]
+        if r["problems"] and not any(d.span.line == line for d in migrate(
+                (tmp_path / r["file"]).read_text(encoding="utf-8"), r["file"]).diagnostics):
+            silent.append(f"{r['file']} ({what}): {r['problems']}")
+    assert compared >= len(mutants) // 2, compared
     assert not silent, "\n".join(silent)
