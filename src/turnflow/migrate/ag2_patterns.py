@@ -183,7 +183,7 @@ def _handoff_call(scan: Scan, call: pyast.Call) -> None:
         return
     if not isinstance(f, pyast.Attribute):
         return
-    holder = f.value
+    holder: Optional[pyast.AST] = f.value
     if isinstance(holder, pyast.Name):  # `h = agent.handoffs; h.add_llm_condition(...)`
         holder = mod.resolve(holder)
     if not (isinstance(holder, pyast.Attribute) and holder.attr == "handoffs"):

@@ -421,8 +421,8 @@ def _started_by(mod: Module, call: pyast.Call, mcall: pyast.Call) -> Optional[py
         return call.func.value if mod.resolve(kwarg(call, "recipient", 0)) is mcall else None  # type: ignore[attr-defined]
     if name not in ("initiate_chats", "a_initiate_chats"):
         return None
-    for item in mod.elements(kwarg(call, "chat_queue", 0)) or []:
-        item = mod.resolve(item)
+    for element in mod.elements(kwarg(call, "chat_queue", 0)) or []:
+        item = mod.resolve(element)
         if not isinstance(item, pyast.Dict):
             continue
         entries = {mod.string(k): v for k, v in zip(item.keys, item.values) if k is not None}
@@ -540,8 +540,8 @@ def _participants(b: FlowBuilder, order: list[Agent], init_agent: Optional[Agent
                    pos(kwarg(a.call, "name", 0) or a.call))
         b.participant(a.name, a.description, role)
         # the agents' own `is_termination_msg` is read with the manager's (_termination)
-        for code, node, message in surface.agent_findings(a.call, callee(a.call), skip=("is_termination_msg",)):
-            b.note(code, message, pos(node))
+        for code, arg, message in surface.agent_findings(a.call, callee(a.call), skip=("is_termination_msg",)):
+            b.note(code, message, pos(arg))
     for name in IGNORED:
         node = kwarg(call, name)
         if node is not None:
@@ -558,10 +558,10 @@ def _tool_calls(cx: Classic, b: FlowBuilder, call: pyast.Call, agents: list[Agen
     if not pairs:
         return
     if custom:
-        first = pairs[0]
-        b.note("TF404", f"`{first[0].name}`'s tool `{first[2].name}` is run by `{first[1].name}`: AG2 "
+        caller, runner, tool = pairs[0]
+        b.note("TF404", f"`{caller.name}`'s tool `{tool.name}` is run by `{runner.name}`: AG2 "
                "(`func_call_filter`) picks the agent that runs a called tool only when the selection function "
-               "returns a method name, not an agent; the flow does not show it", pos(first[2].at))
+               "returns a method name, not an agent; the flow does not show it", pos(tool.at))
         return
     b.section()
     for caller, runner, tool in pairs:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast as pyast
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from turnflow.migrate import surface
 from turnflow.migrate.pyread import Module, callee, calls
@@ -78,13 +78,13 @@ def function_map_runs(mod: Module, agent_call: pyast.Call) -> list[str]:
     return [k for k in (mod.string(key) for key in node.keys) if k is not None]
 
 
-def handoffs(mod: Module, agent_of: Callable[[Optional[pyast.AST]], Optional[object]],
-             members: list) -> list[tuple[object, object, Tool]]:
+def handoffs(mod: Module, agent_of: Callable[[Optional[pyast.AST]], Any],
+             members: list) -> list[tuple[Any, Any, Tool]]:
     """(caller agent, executor agent, tool) for each tool a member offers that exactly one member
     runs (AG2 picks it only then; with none or several, its other rules apply)."""
     offered, runs = tools(mod)
     ids = {id(m) for m in members}
-    by_tool: dict[str, list[object]] = {}
+    by_tool: dict[str, list[Any]] = {}
     for name, owners in runs.items():
         for owner in owners:
             a = agent_of(owner)

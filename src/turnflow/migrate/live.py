@@ -275,7 +275,7 @@ class _Writer:
     def offered_tools(self, agent: Any) -> None:
         """The tools `agent`'s model may call (its llm_config's `tools`), as `register_for_llm`."""
         config = getattr(agent, "llm_config", None)
-        tools = config.get("tools") if hasattr(config, "get") else None
+        tools = config.get("tools") if config is not None and hasattr(config, "get") else None
         for i, tool in enumerate(tools or []):
             fn = tool.get("function", {}) if isinstance(tool, dict) else {}
             if isinstance(fn.get("name"), str):

@@ -431,7 +431,7 @@ def _instantiated_once(mod: Module, cls: pyast.ClassDef, top: list[pyast.stmt], 
     env = _init_env(init.args, made[0])
     out: list[pyast.stmt] = []
     for name, value in (env or {}).items():
-        st = pyast.Assign(targets=[pyast.Name(id=name, ctx=pyast.Store())], value=value)
+        st = pyast.Assign(targets=[pyast.Name(id=name, ctx=pyast.Store())], value=value)  # type: ignore[arg-type]
         out.append(pyast.copy_location(st, value))
     return out
 
@@ -447,7 +447,7 @@ def _init_env(a: pyast.arguments, call: pyast.Call) -> Optional[dict[str, pyast.
     for k in call.keywords:
         if k.arg not in params and k.arg not in [x.arg for x in a.kwonlyargs]:
             return None
-        env[k.arg] = k.value  # type: ignore[index]
+        env[k.arg] = k.value
     return env
 
 

@@ -549,9 +549,9 @@ def not_modelled(b: Bound) -> list[tuple[str, pyast.AST, str]]:
     if base is not None:
         by_name = {p.name: p for p in base.params}
         for key, node in b.extra.items():
-            p = by_name.get(key)
-            if p is not None and p.how == NOT_MODELLED:
-                out.append((p.code, node, f"`{p.name}` of `{base.name}`: {p.why}"))
+            q = by_name.get(key)
+            if q is not None and q.how == NOT_MODELLED:
+                out.append((q.code, node, f"`{q.name}` of `{base.name}`: {q.why}"))
     return out
 
 
