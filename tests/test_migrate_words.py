@@ -116,3 +116,16 @@ def test_a_selector_returning_a_name_that_is_no_participant_is_a_finding():
         ''')
     (hit,) = [(line, m) for code, line, m in diags if code == "TF408"]
     assert hit[0] == 13 and "`Coder`, which is not a participant" in hit[1] and "ValueError" in hit[1]
+
+
+def test_a_source_match_on_no_participant_is_a_finding_not_silence():
+    """Issue 31 (4): a SourceMatchTermination naming neither a participant nor a wrapped agent
+    never fires on the team's turns; it was dropped without a word."""
+    from pathlib import Path
+
+    text = (Path(__file__).parent / "fixtures" / "migrate" / "autogen" / "message_filter.py").read_text(
+        encoding="utf-8").replace('SourceMatchTermination(sources=["reviewer"])', 'SourceMatchTermination(sources=["nobody"])')
+    result, diags = _run(text, "team.py")
+    (message,) = [m for code, _, m in diags if code == "TF405" and "nobody" in m]
+    assert "not a participant" in message
+    assert "terminate" not in result.text.split("max_turns", 1)[1].split("* -> next")[0]

@@ -166,6 +166,7 @@ class Term:
     sources: list[str] = field(default_factory=list)
     handoff_targets: list[str] = field(default_factory=list)
     text_message: list[Optional[str]] = field(default_factory=list)  # source or None (any)
+    source_at: dict[str, Pos] = field(default_factory=dict)  # where each SourceMatchTermination source is named
     function_calls: list[str] = field(default_factory=list)
     timeout: Optional[int] = None
     notes: list = field(default_factory=list)
@@ -220,6 +221,7 @@ def _source_match(cfg: dict, term: Term, names: Names, at: Pos) -> None:
     for s in _list(cfg.get("sources")):
         if isinstance(s, str):
             term.sources.append(names.map.get(s, s))
+            term.source_at.setdefault(names.map.get(s, s), at)
 
 
 def _handoff_termination(cfg: dict, term: Term, names: Names, at: Pos) -> None:
@@ -278,7 +280,7 @@ def _describe(agents: dict[str, Agent], name: str) -> str:
     return f"Let {name} speak next"
 
 
-def _wrapped_sources(cfg: dict, names: Names, term: Term) -> None:
+def _wrapped_sources(cfg: dict, names: Names, term: Term) -> dict[str, str]:
     """A MessageFilterAgent's messages are its wrapped agent's, with the wrapped agent's name as their
     source: a termination condition naming that source fires after the filter agent speaks."""
     wrapped: dict[str, str] = {}
@@ -296,6 +298,7 @@ def _wrapped_sources(cfg: dict, names: Names, term: Term) -> None:
         term.sources = widen(term.sources)
         term.texts = [(t, widen(srcs) if srcs is not None else None) for t, srcs in term.texts]
         term.text_message = [wrapped.get(x, x) if x is not None else None for x in term.text_message]
+    return wrapped
 
 
 def _team(team: dict, pos: Positions, blocks: Names, path: str, src: SourceText) -> FlowBuilder:
@@ -314,7 +317,11 @@ def _team(team: dict, pos: Positions, blocks: Names, path: str, src: SourceText)
 
     term = Term()
     _termination(cfg.get("termination_condition"), pos, b, term, names)
-    _wrapped_sources(cfg, names, term)
+    wrapped = _wrapped_sources(cfg, names, term)
+    for s in [x for x in dict.fromkeys(term.sources) if x not in by_name and x not in wrapped]:
+        term.note("TF405", f"`SourceMatchTermination` names `{s}`, which is not a participant of this team nor the "
+                  "agent a participant wraps: no message the team's turns make has that source (the task's sender "
+                  "is `user`); the flow has no rule for it", term.source_at.get(s) or pos.of(cfg, "termination_condition"))
 
     for a in agents:  # tools each agent owns (for FunctionCallTermination)
         for t in (t for t in a.tools if t in term.function_calls):

@@ -111,6 +111,7 @@ class Reader:
             inner = self.agent(kwarg(node, "wrapped_agent", 1))
             if inner is not None:
                 self.wrapped.setdefault(inner["config"]["name"], name)
+                cfg["wrapped_agent"] = inner  # as `dump_component()` writes it
         return comp
 
     def sources(self, names: list[Optional[str]]) -> list[Optional[str]]:
