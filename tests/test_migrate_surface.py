@@ -198,3 +198,22 @@ def test_condition_calls_are_bound_and_their_availability_is_a_finding():
     assert [(d.code, d.span.line) for d in diags if d.code in ("TF406", "TF411")] == [("TF406", 11), ("TF411", 12)]
     (bad,) = [d for d in diags if d.code == "TF411"]
     assert "BaseModel.__init__() takes 1 positional argument but 3 were given" in bad.message  # AG2 0.9's words
+
+
+def test_graph_builder_calls_are_bound_and_conditional_edges_are_a_finding():
+    """`add_node(agent=x)` is `add_node(x)` (it was refused: the reader asked for `node=`), and
+    `add_conditional_edges`, which the reader does not follow, is a finding, not silence."""
+    from turnflow.migrate import migrate
+
+    head = POSITIONAL_TEAM.split("termination = ")[0].replace(
+        "from autogen_agentchat.teams import RoundRobinGroupChat", "from autogen_agentchat.teams import DiGraphBuilder, GraphFlow")
+    text = head + '''builder = DiGraphBuilder()
+builder.add_node(agent=primary).add_node(critic)
+builder.add_edge(primary, critic)
+builder.add_conditional_edges(critic, {"again": primary})
+flow = GraphFlow(participants=builder.get_participants(), graph=builder.build())
+'''
+    result = migrate(text, "graph.py")
+    assert "primary -> critic" in result.text
+    (d,) = [d for d in result.diagnostics if d.code == "TF406"]
+    assert d.span.line == 12 and "not read" in d.message

@@ -241,9 +241,10 @@ class Reader:
         self.p.mark(graph, node)
         for call in _builder_calls(mod, builder):
             method = callee(call)
+            self.calls[id(call)] = call  # bound to DiGraphBuilder's signature in _surface_notes
             mod.note_guarded(call, team_call)  # under an `if` / in a loop the team is not in: TF410
             if method == "add_node":
-                a = self.agent(kwarg(call, "node", 0))
+                a = self.agent(kwarg(call, "agent", 0) or kwarg(call, "node"))  # `node=`: TF411 under 0.7
                 if a is None:
                     graph.setdefault("_errors", []).append((call, "`add_node` is given something that is not an "
                                                                   "agent created in this file"))
@@ -378,7 +379,8 @@ def _surface_notes(reader: Reader, team_call: pyast.Call, b) -> None:
     """The team call, its agents and termination conditions bound to AgentChat's signatures (TF411
     when one does not bind) and each argument of a parameter the flow does not model."""
     for call in [team_call, *reader.calls.values()]:
-        a = surface.api("agentchat", callee(call))
+        name = callee(call)
+        a = surface.api("agentchat", name) or surface.api("agentchat", f"DiGraphBuilder.{name}")
         if a is None:
             continue
         bound = surface.bind(call, a)
@@ -401,7 +403,8 @@ def _root(node: pyast.AST) -> Optional[str]:
 def _builder_calls(mod: Module, builder: str) -> list[pyast.Call]:
     out = []
     for call in calls(mod.tree):
-        if callee(call) in ("add_node", "add_edge", "set_entry_point") and isinstance(call.func, pyast.Attribute) \
+        if callee(call) in ("add_node", "add_edge", "set_entry_point", "add_conditional_edges") \
+                and isinstance(call.func, pyast.Attribute) \
                 and _root(call.func.value) == builder:
             out.append(call)
     # chained calls `builder.add_node(a).add_node(b)` start at the same place: the inner one runs first

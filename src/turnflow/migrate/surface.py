@@ -332,12 +332,12 @@ _api("agentchat", "DiGraphBuilder.add_edge", "autogen_agentchat.teams:DiGraphBui
 source p! read an edge's speaker
 target p! read an edge's successor
 condition p read the edge's `when` test
-activation_group p TF407 which incoming edges a join waits for together
-activation_condition p TF407 whether the join waits for all or any of its group
+activation_group p read which incoming edges a join waits for together (a join is TF407: one speaker at a time)
+activation_condition p read whether the join waits for all or any of its group (TF407 for `all`)
 """, method=True)
 _api("agentchat", "DiGraphBuilder.add_conditional_edges", "autogen_agentchat.teams:DiGraphBuilder.add_conditional_edges", """
-source p! TF406 edges from `source` with the text tests of the dict
-condition_to_target p! TF406 {text: target}: the edges' tests
+source p! read the speaker the conditional edges start from (the finding is at `condition_to_target`)
+condition_to_target p! TF406 {text: target}: the conditional edges are not read, they are missing from the flow
 """, method=True)
 _api("agentchat", "DiGraphBuilder.set_entry_point", "autogen_agentchat.teams:DiGraphBuilder.set_entry_point", """
 name p! read `start`: the first speaker
