@@ -129,3 +129,11 @@ def test_a_source_match_on_no_participant_is_a_finding_not_silence():
     (message,) = [m for code, _, m in diags if code == "TF405" and "nobody" in m]
     assert "not a participant" in message
     assert "terminate" not in result.text.split("max_turns", 1)[1].split("* -> next")[0]
+
+
+def test_initiate_chat_max_turns_is_a_finding_at_the_argument():
+    """`initiate_chat(manager, max_turns=2)` runs the group chat again after the initiator replies
+    (AG2's initiate_chat loop); the flow shows one run: TF405 at `max_turns`, not silence."""
+    _, diags = _run(CHATS.format(start='user.initiate_chat(manager, message="go", max_turns=2)'))
+    (hit,) = [(line, m) for code, line, m in diags if code == "TF405"]
+    assert hit[0] == 10 and "`max_turns`" in hit[1] and "runs again" in hit[1]

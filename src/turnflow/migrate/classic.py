@@ -411,6 +411,18 @@ def _manager_and_initiator(cx: Classic, group_var: Optional[str], group_call: py
     return (managers[0][1] if managers else None), None, None
 
 
+def _note_run(b: FlowBuilder, init_call: Optional[pyast.Call]) -> None:
+    """The call that starts the chat, bound to `initiate_chat`'s signature: a finding at each
+    argument the flow does not model (`max_turns`)."""
+    if init_call is None or callee(init_call) not in ("initiate_chat", "a_initiate_chat"):
+        return
+    bound = surface.bind(init_call, surface.API[("ag2", "ConversableAgent.initiate_chat")])
+    if bound.problem is not None:
+        return
+    for code, node, message in surface.not_modelled(bound):
+        b.note(code, f"`{one_line(node, 30)}` as {message}", pos(node))
+
+
 def _started_by(mod: Module, call: pyast.Call, mcall: pyast.Call) -> Optional[pyast.AST]:
     """The sender when `call` starts the chat of the manager `mcall`: `sender.initiate_chat(manager)`,
     `sender.initiate_chats([{"recipient": manager, ...}])`, `initiate_chats([{"sender": s,
@@ -447,6 +459,7 @@ def _group(cx: Classic, call: pyast.Call, block: str) -> FlowBuilder:
     manager, initiator, init_call = _manager_and_initiator(cx, group_var, call)
 
     b = FlowBuilder(block)
+    _note_run(b, init_call)
 
     def lit(name: str, default):
         # GroupChat is a dataclass: agents, messages, max_round may be positional

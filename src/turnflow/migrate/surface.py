@@ -168,7 +168,8 @@ recipient p! read the group chat manager: the caller is the initiator and speaks
 clear_history p irr the history, not the order of turns
 silent p irr {_PRINT}
 cache p irr where model answers are cached
-max_turns p TF405 a two-agent chat's limit; a group chat's rounds are `max_round`
+max_turns p TF405 the initiator and the manager exchange this many turns: after the group chat ends and the
+    initiator replies, the group chat runs again; the flow shows one run
 summary_method p irr {_SUMMARY}
 summary_args p irr {_SUMMARY}
 message p irr the first message's text
@@ -204,7 +205,8 @@ _PATTERN_HEAD = """
 initial_agent p! read `start`: the first speaker
 agents p! read the participants, in order
 user_agent p read the initiator (RevertToUserTarget)
-group_manager_args p TF409 the manager's settings; its `is_termination_msg` is read as the chat's termination
+group_manager_args p read its `is_termination_msg` is the chat's termination; its other settings are the manager's
+    model and prompt (TF403 where the manager's LLM picks)
 context_variables p read the initial `context`
 """
 _PATTERN_TAIL = f"""
@@ -275,7 +277,7 @@ expression p! read the `when context` comparison
 """)
 _api("ag2", "ContextVariables", "autogen.agentchat.group:ContextVariables", """
 data p read the initial `context`
-kwargs ** read the initial `context` (keyword form)
+kwargs ** irr AG2 0.9 ignores them: `ContextVariables(lang="en")` holds no variable (its `data` is empty)
 """)
 _api("ag2", "ReplyResult", "autogen.agentchat.group:ReplyResult", """
 message k! irr the tool result's text
