@@ -137,3 +137,19 @@ def test_initiate_chat_max_turns_is_a_finding_at_the_argument():
     _, diags = _run(CHATS.format(start='user.initiate_chat(manager, message="go", max_turns=2)'))
     (hit,) = [(line, m) for code, line, m in diags if code == "TF405"]
     assert hit[0] == 10 and "`max_turns`" in hit[1] and "runs again" in hit[1]
+
+
+def test_a_tool_given_by_functions_is_run_by_its_executor_next():
+    """Issue 31 (3), the constructor form: `ConversableAgent(functions=[f])` registers `f` for the
+    model (AG2's _add_single_function); the agent whose function_map runs it speaks after the call."""
+    from pathlib import Path
+
+    text = (Path(__file__).parent / "fixtures" / "migrate" / "classic" / "tool_executor.py").read_text(encoding="utf-8")
+    text = text.replace("@executor.register_for_execution()\n@analyst.register_for_llm(description=\"The current price "
+                        "of a product.\")\n", "")
+    text = text.replace('analyst = AssistantAgent(name="analyst", llm_config=llm_config, system_message="Price the '
+                        'order; call tools.")', "")
+    text = text.replace("\n\nchat = GroupChat(", '\n\nanalyst = AssistantAgent(name="analyst", llm_config=llm_config, '
+                        'functions=[lookup_price])\nexecutor.register_for_execution()(lookup_price)\n\nchat = GroupChat(')
+    result, _ = _run(text)
+    assert 'handoff analyst -> executor via lookup_price' in result.text, result.text

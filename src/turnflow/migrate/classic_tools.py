@@ -59,6 +59,9 @@ def tools(mod: Module) -> tuple[list[Tool], dict[str, list[pyast.AST]]]:
         else:
             runs.setdefault(name, []).append(owner)
     for call in calls(mod.tree):
+        for given in _constructor_functions(mod, call):  # `ConversableAgent(..., functions=[f])`: for the model
+            doc = pyast.get_docstring(mod.functions[given.id]) if given.id in mod.functions else None
+            offered.append(Tool(given.id, call, doc.strip() if doc else None, given))
         if callee(call) == "register_function" and isinstance(call.func, pyast.Name):
             b = surface.bind(call, surface.API[("ag2", "register_function")])
             f, caller, executor = b.get("f"), b.get("caller"), b.get("executor")
@@ -68,6 +71,16 @@ def tools(mod: Module) -> tuple[list[Tool], dict[str, list[pyast.AST]]]:
             offered.append(Tool(name, caller, mod.string(b.get("description")), call))
             runs.setdefault(name, []).append(executor)
     return offered, runs
+
+
+def _constructor_functions(mod: Module, call: pyast.Call) -> list[pyast.Name]:
+    """The functions named in an agent constructor's `functions=` (AG2 registers each for the model)."""
+    node = next((k.value for k in call.keywords if k.arg == "functions"), None)
+    if node is None:
+        return []
+    elems = mod.elements(node)
+    items = elems if elems is not None else [node]
+    return [e for e in items if isinstance(e, pyast.Name)]
 
 
 def function_map_runs(mod: Module, agent_call: pyast.Call) -> list[str]:

@@ -102,7 +102,8 @@ description p read the participant's description (and the selector's prompt)
 chat_messages p irr the history the agent starts with
 silent p irr {_PRINT}
 context_variables p irr the agent's own context; a pattern gives every agent the pattern's (read there)
-functions p read the agent's tools (routing tools returning ReplyResult targets)
+functions p read the tools offered to the agent's model: routing tools in patterns (ReplyResult targets); in a
+    classic chat the agent that runs one speaks after it is called (`func_call_filter`)
 update_agent_state_before_reply p irr changes the prompt before each reply
 handoffs p TF408 handoffs given to the constructor; read only through `agent.handoffs.<method>(...)`
 """)
