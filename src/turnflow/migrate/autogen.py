@@ -470,12 +470,21 @@ def _caps(cfg: dict, kind: str, term, b: FlowBuilder, pos) -> None:
         b.max_turns(min(caps))
 
 
+def _model_picks(selection, order: list[str], done: set) -> bool:
+    """The selector model picks some speaker: no `selector_func`, or one of its outcomes leaves the
+    choice to the model (None, candidates, or a return the reader cannot follow)."""
+    if selection is None:
+        return True
+    return any(isinstance(o.target, tuple) and o.target[0] in ("model", "candidates", "unknown")
+               for x in order + ["user"] if x not in done for o in selection.get(x, []))
+
+
 def _selector_routing(team: dict, cfg: dict, kind: str, b: FlowBuilder, agents, term, order: list[str],
                       by_name: dict, done: set, selection, pos) -> None:
     """SelectorGroupChat / Magentic-One: each speaker's selector outcomes, or routing tools to every
     eligible participant + `next`; `done`: speakers whose round always ends the run."""
     repeat = bool(cfg.get("allow_repeated_speaker", False)) or kind == "MagenticOneGroupChat"
-    if kind == "SelectorGroupChat":
+    if kind == "SelectorGroupChat" and _model_picks(selection, order, done):
         b.note("TF403", "the selector model picks the next speaker; each participant gets one routing tool "
                "per possible successor, and the next participant when it calls none", pos.of(team, "provider"))
     _terminating_handoffs(b, agents, term, order)
