@@ -217,3 +217,91 @@ flow = GraphFlow(participants=builder.get_participants(), graph=builder.build())
     assert "primary -> critic" in result.text
     (d,) = [d for d in result.diagnostics if d.code == "TF406"]
     assert d.span.line == 12 and "not read" in d.message
+
+
+CLASSIC = '''from autogen import AssistantAgent, ConversableAgent, GroupChat, GroupChatManager, UserProxyAgent
+user = UserProxyAgent(name="user", code_execution_config=False)
+a = {agent}
+b = AssistantAgent(name="b")
+chat = GroupChat(agents=[a, b], messages=[], max_round=6, speaker_selection_method="round_robin")
+manager = GroupChatManager(groupchat=chat)
+user.initiate_chat(manager, message="go"{run})
+'''
+PATTERN_SRC = '''from autogen import ConversableAgent
+from autogen.agentchat import initiate_group_chat
+from autogen.agentchat.group import AgentTarget, OnCondition, OnContextCondition, StringLLMCondition
+from autogen.agentchat.group import StringAvailableCondition, StringContextCondition
+from autogen.agentchat.group.patterns import DefaultPattern
+a = ConversableAgent(name="a", {agent})
+b = ConversableAgent(name="b")
+a.handoffs.{handoff}
+pattern = DefaultPattern(initial_agent=a, agents=[a, b])
+initiate_group_chat(pattern=pattern, messages="x", max_rounds=5)
+'''
+AGENTCHAT = POSITIONAL_TEAM.replace("termination, max_turns=6)", "termination_condition=termination, max_turns=6)")
+# each not-modelled parameter, in a source that gives it: (source, the argument's text)
+NOT_MODELLED_CASES = {
+    ("ag2", "ConversableAgent", "is_termination_msg"): (PATTERN_SRC.format(
+        agent='is_termination_msg=lambda m: "DONE" in m["content"]', handoff="set_after_work(AgentTarget(b))"),
+        'lambda m: "DONE"'),
+    ("ag2", "ConversableAgent", "max_consecutive_auto_reply"): (CLASSIC.format(
+        agent='ConversableAgent(name="a", max_consecutive_auto_reply=2)', run=""), "2)"),
+    ("ag2", "ConversableAgent", "handoffs"): (CLASSIC.format(agent='ConversableAgent(name="a", handoffs=prepared)',
+                                                             run=""), "prepared)"),
+    ("ag2", "AssistantAgent", "is_termination_msg"): (PATTERN_SRC.replace("a = ConversableAgent", "a = AssistantAgent")
+                                                      .replace("from autogen import ConversableAgent",
+                                                               "from autogen import AssistantAgent, ConversableAgent")
+                                                      .format(agent='is_termination_msg=lambda m: False',
+                                                              handoff="set_after_work(AgentTarget(b))"),
+                                                      "lambda m: False"),
+    ("ag2", "AssistantAgent", "max_consecutive_auto_reply"): (CLASSIC.format(
+        agent='AssistantAgent(name="a", max_consecutive_auto_reply=3)', run=""), "3)"),
+    ("ag2", "UserProxyAgent", "is_termination_msg"): (PATTERN_SRC.replace("a = ConversableAgent", "a = UserProxyAgent")
+                                                      .replace("from autogen import ConversableAgent",
+                                                               "from autogen import ConversableAgent, UserProxyAgent")
+                                                      .format(agent='is_termination_msg=lambda m: True',
+                                                              handoff="set_after_work(AgentTarget(b))"),
+                                                      "lambda m: True"),
+    ("ag2", "UserProxyAgent", "max_consecutive_auto_reply"): (CLASSIC.format(
+        agent='UserProxyAgent(name="a", max_consecutive_auto_reply=4)', run=""), "4)"),
+    ("ag2", "ConversableAgent.initiate_chat", "max_turns"): (CLASSIC.format(
+        agent='AssistantAgent(name="a")', run=", max_turns=2"), "2)"),
+    ("ag2", "OnCondition", "available"): (PATTERN_SRC.format(agent="", handoff=(
+        'add_llm_condition(OnCondition(target=AgentTarget(b), condition=StringLLMCondition("b"), '
+        'available=StringAvailableCondition("ok")))')), 'StringAvailableCondition("ok")'),
+    ("ag2", "OnContextCondition", "available"): (PATTERN_SRC.format(agent="", handoff=(
+        'add_context_condition(OnContextCondition(target=AgentTarget(b), condition=StringContextCondition('
+        'variable_name="go"), available=StringAvailableCondition("ok")))')), 'StringAvailableCondition("ok")'),
+    ("agentchat", "DiGraphBuilder.add_conditional_edges", "condition_to_target"): (
+        AGENTCHAT.split("termination = ")[0].replace("import RoundRobinGroupChat", "import DiGraphBuilder, GraphFlow")
+        + '''builder = DiGraphBuilder()
+builder.add_node(primary).add_node(critic)
+builder.add_edge(primary, critic)
+builder.add_conditional_edges(critic, {"again": primary})
+flow = GraphFlow(participants=builder.get_participants(), graph=builder.build())
+''', '{"again": primary}'),
+    ("agentchat", "MaxMessageTermination", "include_agent_event"): (
+        AGENTCHAT.replace('TextMentionTermination("APPROVE")', 'MaxMessageTermination(5, include_agent_event=True)')
+        .replace("import TextMentionTermination", "import MaxMessageTermination"), "True)"),
+}
+
+
+def test_every_not_modelled_parameter_has_a_case():
+    rows = {(a.family, a.name, p.name) for a in surface.API.values() for p in a.params
+            if p.how == surface.NOT_MODELLED}
+    assert rows == set(NOT_MODELLED_CASES)
+
+
+@pytest.mark.parametrize("row", sorted(NOT_MODELLED_CASES), ids=lambda r: f"{r[1]}.{r[2]}")
+def test_a_not_modelled_argument_is_a_finding_at_the_argument(row):
+    """The table's promise, kept by the front ends: an argument given to a not-modelled parameter
+    is its TF4xx at the argument, never silence."""
+    from turnflow.migrate import migrate
+
+    source, needle = NOT_MODELLED_CASES[row]
+    code = next(p.code for p in surface.API[row[:2]].params if p.name == row[2])
+    line_no = next(i for i, ln in enumerate(source.splitlines(), 1) if needle in ln)
+    column = source.splitlines()[line_no - 1].index(needle) + 1
+    diags = migrate(source, "case.py").diagnostics
+    assert any(d.code == code and (d.span.line, d.span.column) == (line_no, column) for d in diags), \
+        [(d.code, d.span.line, d.span.column, d.message[:80]) for d in diags]

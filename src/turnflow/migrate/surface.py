@@ -540,6 +540,11 @@ def _missing(b: Bound, call: pyast.Call, where: str) -> Optional[tuple[pyast.AST
     return None
 
 
+def _none(node: pyast.AST) -> bool:
+    """`param=None`: the framework's default for every not-modelled parameter, nothing to report."""
+    return isinstance(node, pyast.Constant) and node.value is None
+
+
 def not_modelled(b: Bound) -> list[tuple[str, pyast.AST, str]]:
     """(code, argument, message) for each argument given to a parameter the flow does not model,
     the `**kwargs` keywords classified by the base Api."""
@@ -547,13 +552,13 @@ def not_modelled(b: Bound) -> list[tuple[str, pyast.AST, str]]:
     base = API.get((b.api.family, b.api.base)) if b.api.base else None
     for p in b.api.params:
         node = b.args.get(p.name)
-        if node is not None and p.how == NOT_MODELLED:
+        if node is not None and p.how == NOT_MODELLED and not _none(node):
             out.append((p.code, node, f"`{p.name}` of `{b.api.name}`: {p.why}"))
     if base is not None:
         by_name = {p.name: p for p in base.params}
         for key, node in b.extra.items():
             q = by_name.get(key)
-            if q is not None and q.how == NOT_MODELLED:
+            if q is not None and q.how == NOT_MODELLED and not _none(node):
                 out.append((q.code, node, f"`{q.name}` of `{base.name}`: {q.why}"))
     return out
 
