@@ -105,6 +105,7 @@ CODES: tuple[Code, ...] = (
     Code("TF302", "langgraph-cannot-express", Severity.ERROR, Stage.PROFILE, _C + "langgraph_target", profile="langgraph"),
     Code("TF303", "ag2-groupchat-cannot-express", Severity.ERROR, Stage.PROFILE, _C + "ag2_groupchat_target",
          profile="ag2-groupchat"),
+    Code("TF304", "autogen-cannot-express", Severity.ERROR, Stage.PROFILE, _C + "autogen_target", profile="autogen"),
     Code("TF401", "migrate-unsupported-input", Severity.ERROR, Stage.MIGRATE, "turnflow.migrate.codes"),
     Code("TF402", "migrate-renamed", Severity.WARNING, Stage.MIGRATE, "turnflow.migrate.codes"),
     Code("TF403", "migrate-llm-selection", Severity.INFO, Stage.MIGRATE, "turnflow.migrate.codes"),
@@ -124,7 +125,7 @@ BY_CODE: dict[str, Code] = {c.code: c for c in CODES}
 PROFILES: tuple[str, ...] = tuple(sorted({c.profile for c in CODES if c.profile}))
 #: the profiles that are `turnflow compile --target` frameworks (each has a writer in
 #: `compiler/emit/targets.py`); the others are `--profile` choices
-TARGETS: tuple[str, ...] = ("langgraph", "ag2-groupchat")
+TARGETS: tuple[str, ...] = ("langgraph", "ag2-groupchat", "autogen")
 
 
 def lookup(code: str) -> Optional[Code]:
