@@ -153,3 +153,19 @@ def test_a_tool_given_by_functions_is_run_by_its_executor_next():
                         'functions=[lookup_price])\nexecutor.register_for_execution()(lookup_price)\n\nchat = GroupChat(')
     result, _ = _run(text)
     assert 'handoff analyst -> executor via lookup_price' in result.text, result.text
+
+
+def test_a_tool_several_agents_run_is_a_finding_not_an_edge():
+    """With two executors AG2 picks among them after the call (by its rules): no single handoff."""
+    from pathlib import Path
+
+    text = (Path(__file__).parent / "fixtures" / "migrate" / "classic" / "tool_executor.py").read_text(encoding="utf-8")
+    text = text.replace("@executor.register_for_execution()\n", "@executor.register_for_execution()\n"
+                        "@writer.register_for_execution()\n")
+    text = text.replace('writer = AssistantAgent(name="writer", llm_config=llm_config, system_message="Write the quote.")\n',
+                        "")
+    text = text.replace("executor = ConversableAgent(", 'writer = AssistantAgent(name="writer", llm_config=llm_config)\n'
+                        "executor = ConversableAgent(")
+    result, diags = _run(text)
+    assert "handoff analyst" not in result.text
+    assert [m for code, _, m in diags if code == "TF406" and "picks among them" in m]

@@ -571,14 +571,19 @@ def _tool_calls(cx: Classic, b: FlowBuilder, call: pyast.Call, agents: list[Agen
     if not pairs:
         return
     if custom:
-        caller, runner, tool = pairs[0]
-        b.note("TF404", f"`{caller.name}`'s tool `{tool.name}` is run by `{runner.name}`: AG2 "
+        caller, runners, tool = pairs[0]
+        b.note("TF404", f"`{caller.name}`'s tool `{tool.name}` is run by `{runners[0].name}`: AG2 "
                "(`func_call_filter`) picks the agent that runs a called tool only when the selection function "
                "returns a method name, not an agent; the flow does not show it", pos(tool.at))
         return
     b.section()
-    for caller, runner, tool in pairs:
-        b.handoff(caller.name, runner.name, tool_name(tool.name), tool.description)
+    for caller, runners, tool in pairs:
+        if len(runners) > 1:
+            b.note("TF406", f"`{caller.name}`'s tool `{tool.name}` is run by {bounded(r.name for r in runners)}: after "
+                   "a call AG2 picks among them only (`func_call_filter`); the flow does not narrow the choice",
+                   pos(tool.at))
+            continue
+        b.handoff(caller.name, runners[0].name, tool_name(tool.name), tool.description)
 
 
 def _speaker_rules(cx: Classic, b: FlowBuilder, call: pyast.Call, method: str, method_node, speakers: list[str],

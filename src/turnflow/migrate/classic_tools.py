@@ -92,9 +92,11 @@ def function_map_runs(mod: Module, agent_call: pyast.Call) -> list[str]:
 
 
 def handoffs(mod: Module, agent_of: Callable[[Optional[pyast.AST]], Any],
-             members: list) -> list[tuple[Any, Any, Tool]]:
-    """(caller agent, executor agent, tool) for each tool a member offers that exactly one member
-    runs (AG2 picks it only then; with none or several, its other rules apply)."""
+             members: list) -> list[tuple[Any, list, Tool]]:
+    """(caller agent, the members that run it, tool) for each tool a member offers that a member
+    runs: with one, AG2 picks it after the call; with several, AG2 picks among them only (by its
+    transitions and selection method). A tool no member runs is left out (AG2 then falls back to
+    the agents with any function_map)."""
     offered, runs = tools(mod)
     ids = {id(m) for m in members}
     by_tool: dict[str, list[Any]] = {}
@@ -112,8 +114,8 @@ def handoffs(mod: Module, agent_of: Callable[[Optional[pyast.AST]], Any],
     for t in offered:
         caller = agent_of(t.caller)
         execs = by_tool.get(t.name, [])
-        if caller is None or id(caller) not in ids or len(execs) != 1 or (id(caller), t.name) in seen:
+        if caller is None or id(caller) not in ids or not execs or (id(caller), t.name) in seen:
             continue
         seen.add((id(caller), t.name))
-        out.append((caller, execs[0], t))
+        out.append((caller, execs, t))
     return out
