@@ -55,6 +55,18 @@ EDGES: dict[str, dict] = {
         ("A0", "A0"), ("A0", "A1"), ("A0", "B0"), ("A1", "A0"), ("A1", "A1"),
         ("B0", "A0"), ("B0", "B0"), ("B0", "B1"), ("B1", "B0"), ("B1", "B1"),
         ("A0", E), ("A1", E), ("B0", E), ("B1", E)}},
+    # issue 31 (3): round robin analyst -> writer -> executor -> analyst, the initiator user ->
+    # analyst; `func_call_filter`: after analyst calls lookup_price, executor (it runs the tool).
+    "classic/tool_executor": {None: {
+        ("user", "analyst"), ("analyst", "writer"), ("analyst", "executor"), ("writer", "executor"),
+        ("executor", "analyst")}},
+    # issue 31 (5): crew = [planner] + [coder], extended by [reviewer], appended tester: round robin
+    # from the initiator user.
+    "classic/list_building": {None: {
+        ("user", "planner"), ("planner", "coder"), ("coder", "reviewer"), ("reviewer", "tester"),
+        ("tester", "planner")}},
+    # issue 31 (5): ReviewTeam([author, critic], 6), built once: round robin author <-> critic.
+    "classic/class_once": {None: {("author", "critic"), ("critic", "author")}},
     # one successor each; `editor` is not a key: NoEligibleSpeaker ends the chat.
     "classic/sink_pipeline": {None: {
         ("user", "researcher"), ("researcher", "writer"), ("writer", "editor"), ("editor", E)}},
@@ -154,6 +166,14 @@ EDGES: dict[str, dict] = {
             (x, y) for x in ("websurfer_agent", "assistant_agent")
             for y in ("websurfer_agent", "assistant_agent", "user_proxy", E)} | {("user_proxy", E)}},
     # -- AutoGen 0.4 written in Python ----------------------------------------------------------
+    # issue 31 (4): round robin writer -> reviewer_view; the filter agent's messages carry the wrapped
+    # agent's name, `reviewer`: SourceMatchTermination(["reviewer"]) ends after reviewer_view speaks.
+    "autogen/message_filter": {None: {("writer", "reviewer_view"), ("reviewer_view", E)}},
+    # issue 31 (5): the inner round robin (EDITED ends it after any message); the outer selector_func:
+    # planner -> writing_team, anyone else -> planner; DONE ends after any message.
+    "autogen/nested_team": {
+        "writing_team": {("drafter", "editor"), ("editor", "drafter"), ("drafter", E), ("editor", E)},
+        "team": {("planner", "writing_team"), ("writing_team", "planner"), ("planner", E), ("writing_team", E)}},
     # round robin of two; APPROVE ends after any message (`|` with MaxMessageTermination(10)).
     "autogen/round_robin_python": {None: {("primary", "critic"), ("critic", "primary"), ("primary", E),
                                           ("critic", E)}},
@@ -202,6 +222,8 @@ EDGES: dict[str, dict] = {
     "ag2-patterns/keyword_handoffs": {None: {
         ("intake", "tech"), ("intake", "billing"), ("intake", "user"), ("billing", "intake"), ("tech", E),
         ("user", "intake")}},
+    # issue 31 (2): drafter <-> reviewer after-works; the agents' own limits are TF405 only.
+    "ag2-patterns/agent_termination": {None: {("drafter", "reviewer"), ("reviewer", "drafter")}},
     "ag2-patterns/feedback_loop": {None: {
         ("entry_agent", "planning_agent"), ("entry_agent", E), ("entry_agent", "user"),
         ("planning_agent", "drafting_agent"), ("planning_agent", "planning_agent"),

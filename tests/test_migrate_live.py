@@ -37,7 +37,8 @@ def _agentchat():
 
 AUTOGEN_FIXTURES = ["autogen/swarm_python.py", "autogen/graphflow_python.py", "autogen/graphflow_parallel.py",
                     "autogen/round_robin_python.py", "autogen/selector_python.py", "soundness/graphflow_diverge.py",
-                    "soundness/termination_branch.py"]
+                    "soundness/termination_branch.py", "autogen/message_filter.py",
+                    "autogen/nested_team.py"]
 
 
 @pytest.mark.parametrize("fixture", AUTOGEN_FIXTURES)

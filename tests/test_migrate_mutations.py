@@ -10,7 +10,14 @@ Mutations (a deterministic enumeration, bounded per file):
   without it gives the same graph), the output must say so at the `if` / `for` / `try`, or at the
   call naming that line;
 - the call that runs the chat moved into `async def main()` (`await a_initiate_group_chat(...)`,
-  `await x.a_initiate_chat(...)`), run by `asyncio.run(main())`.
+  `await x.a_initiate_chat(...)`), run by `asyncio.run(main())`;
+- (issue 31, argument forms) every recognised framework call (the table of
+  `turnflow.migrate.surface`) with its arguments in the other form Python allows (positional →
+  keyword, else keyword → positional), and bound to a variable first (`f(g(x))` → `v = g(x); f(v)`,
+  `agent.handoffs.m(...)` → `h = agent.handoffs; h.m(...)`): the same program, so the same graph
+  (or a finding); and every optional setting that decides turns (read or not modelled in the
+  table) left out, the static reading compared with the migration of the objects the mutant
+  builds (AgentChat in-process, classic chats and patterns under the classic environment).
 The baseline is the unmutated module printed by `ast.unparse` (the mutants are printed the same
 way, so only the mutation differs).
 """
@@ -232,4 +239,253 @@ def test_a_mutant_keeps_the_graph_or_reports_the_change(path):
             continue  # refused, with its reason: not silently wrong
         if not at_change:
             silent.append(f"{what}: {graph} != {baseline}" if not same else f"{what}: followed as if it always ran")
+    assert not silent, "\n".join(silent)
+
+
+# --------------------------------------------------------------------------------------------
+#  Argument forms (issue 31): a recognised framework call written another way Python allows
+# --------------------------------------------------------------------------------------------
+from turnflow.migrate import surface  # noqa: E402
+
+PER_FILE_FORMS = 24  # recognised calls rewritten per file and per kind of rewrite
+_METHODS = {"add_node": "DiGraphBuilder", "add_edge": "DiGraphBuilder", "set_entry_point": "DiGraphBuilder",
+            "add_conditional_edges": "DiGraphBuilder", "initiate_chat": "ConversableAgent",
+            "register_for_llm": "ConversableAgent", "register_for_execution": "ConversableAgent"}
+
+
+def _api_of(call: ast.Call, family: str) -> Optional[surface.Api]:
+    f = call.func
+    if isinstance(f, ast.Name):
+        name = f.id
+    elif isinstance(f, ast.Attribute) and isinstance(f.value, ast.Attribute) and f.value.attr == "handoffs":
+        name = f"Handoffs.{f.attr}"
+    elif isinstance(f, ast.Attribute):
+        name = f"{_METHODS[f.attr]}.{f.attr}" if f.attr in _METHODS else f.attr  # `autogen.GroupChat(...)`
+    else:
+        return None
+    return surface.api(family, name)
+
+
+def _recognised(tree: ast.AST, family: str) -> list[tuple[ast.Call, surface.Api]]:
+    found = [(c, _api_of(c, family)) for c in ast.walk(tree) if isinstance(c, ast.Call)]
+    out = [(c, a) for c, a in found if a is not None and surface.bind(c, a).problem is None]
+    out.sort(key=lambda ca: (ca[0].lineno, ca[0].col_offset))
+    return out[:PER_FILE_FORMS]  # type: ignore[return-value]
+
+
+def _family(path: Path) -> str:
+    return "agentchat" if path.parent.name == "autogen" or "autogen_agentchat" in path.read_text(encoding="utf-8") \
+        else "ag2"
+
+
+def _swap_forms(call: ast.Call, a: surface.Api) -> bool:
+    """Positional arguments → keywords; else keywords → positional (the longest prefix Python
+    allows). False when the call has no other form."""
+    positional = [p for p in a.params if p.kind in ("/", "p")]
+    if call.args and not any(isinstance(x, ast.Starred) for x in call.args) \
+            and all(p.kind == "p" for p in positional[:len(call.args)]) and len(call.args) <= len(positional):
+        call.keywords = [ast.keyword(arg=p.name, value=x) for p, x in zip(positional, call.args)] + call.keywords
+        call.args = []
+        return True
+    by_name = {k.arg: k for k in call.keywords}
+    moved = False
+    for p in positional[len(call.args):]:
+        if p.kind != "p" or p.name not in by_name:
+            break
+        call.args.append(by_name[p.name].value)
+        call.keywords.remove(by_name[p.name])
+        moved = True
+    return moved
+
+
+def _forms(path: Path) -> Iterator[tuple[str, str]]:
+    """Each recognised call with its arguments in the other form; each recognised call that is an
+    argument of another call (or an element of a list argument) bound to a variable first."""
+    family = _family(path)
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for k in range(len(_recognised(tree, family))):
+        t = copy.deepcopy(tree)
+        call, a = _recognised(t, family)[k]
+        if _swap_forms(call, a):
+            yield f"`{a.name}` at line {call.lineno} in its other argument form", ast.unparse(t)
+    for k in range(len(_recognised(tree, family))):
+        t = copy.deepcopy(tree)
+        call, a = _recognised(t, family)[k]
+        hoisted = _through_a_variable(t, call, f"hoisted_{k}") or _receiver_through_a_variable(t, call, f"hoisted_{k}")
+        if hoisted:
+            yield f"`{a.name}` at line {call.lineno} through a variable", ast.unparse(ast.fix_missing_locations(t))
+
+
+def _receiver_through_a_variable(tree: ast.Module, call: ast.Call, var: str) -> bool:
+    """`agent.handoffs.add_llm_condition(...)` as a statement → `var = agent.handoffs` before it,
+    `var.add_llm_condition(...)`: True when `call` is such a statement's call."""
+    f = call.func
+    if not (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Attribute) and f.value.attr == "handoffs"):
+        return False
+    bodies = [tree.body] + [n.body for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    for body in bodies:
+        for i, st in enumerate(body):
+            if isinstance(st, ast.Expr) and st.value is call:
+                body.insert(i, ast.Assign(targets=[ast.Name(id=var, ctx=ast.Store())], value=f.value))
+                f.value = ast.Name(id=var, ctx=ast.Load())
+                return True
+    return False
+
+
+def _through_a_variable(tree: ast.Module, call: ast.Call, var: str) -> bool:
+    """`f(g(x))` → `var = g(x)` before the statement, `f(var)`: True when `call` is an argument (or
+    a list element of one) of a call in a statement of a module-level or function body."""
+    bodies = [tree.body] + [n.body for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    for body in bodies:
+        for i, st in enumerate(body):
+            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            for holder in ast.walk(st):
+                slots = []
+                if isinstance(holder, ast.Call):
+                    slots = [(holder.args, j) for j in range(len(holder.args))]
+                    slots += [(holder, kw) for kw in holder.keywords]
+                elif isinstance(holder, (ast.List, ast.Tuple)):
+                    slots = [(holder.elts, j) for j in range(len(holder.elts))]
+                for where, key in slots:
+                    node = where[key] if isinstance(where, list) else key.value
+                    if node is call:
+                        name = ast.Name(id=var, ctx=ast.Load())
+                        if isinstance(where, list):
+                            where[key] = name
+                        else:
+                            key.value = name
+                        body.insert(i, ast.Assign(targets=[ast.Name(id=var, ctx=ast.Store())], value=call))
+                        return True
+    return False
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_an_argument_form_mutant_migrates_alike_or_is_flagged(path):
+    """The same call in another form (keyword <-> positional, through a variable) is the same
+    program: the mutant migrates to the same speaker graph, or says where it could not follow."""
+    baseline_text = ast.unparse(ast.parse(path.read_text(encoding="utf-8")))
+    baseline, base_diags = _graph(baseline_text)
+    if baseline is None:
+        pytest.skip("the fixture itself is refused")
+    silent, count = [], 0
+    for what, text in _forms(path):
+        count += 1
+        graph, diags = _graph(text)
+        if graph is not None and all(graph.get(k) == v for k, v in baseline.items()):
+            continue
+        if graph is None and diags and diags[0].code == "TF401":
+            continue  # refused with its reason
+        new = {(d.code, d.message) for d in diags} - {(d.code, d.message) for d in base_diags}
+        if not new:
+            silent.append(f"{what}: {graph} != {baseline}")
+    assert not silent, "\n".join(silent)
+
+
+AGENTCHAT_LIVE = ["autogen/swarm_python.py", "autogen/graphflow_python.py", "autogen/graphflow_parallel.py",
+                  "autogen/round_robin_python.py", "autogen/selector_python.py", "autogen/message_filter.py",
+                  "autogen/nested_team.py", "soundness/termination_branch.py"]
+PER_FILE_DROPS = 16
+
+
+def _drops(path: Path) -> Iterator[tuple[str, str, int]]:
+    """The module with one optional keyword argument of one recognised call left out (what, text,
+    the call's line)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    n = 0
+    for k, (call, a) in enumerate(_recognised(tree, "agentchat")):
+        optional = {p.name for p in a.params if not p.required and p.how != surface.IRRELEVANT}
+        for j, kw in enumerate(call.keywords):
+            if kw.arg not in optional or n >= PER_FILE_DROPS:
+                continue
+            t = copy.deepcopy(tree)
+            tcall, _ = _recognised(t, "agentchat")[k]
+            del tcall.keywords[j]
+            n += 1
+            yield f"`{a.name}` at line {call.lineno} without `{kw.arg}=`", ast.unparse(t), call.lineno
+
+
+@pytest.mark.parametrize("fixture", AGENTCHAT_LIVE)
+def test_a_dropped_setting_migrates_as_the_live_team_does(fixture, tmp_path, monkeypatch):
+    """Each optional setting of each recognised AgentChat call left out: the static reading of the
+    mutant equals the migration of the team it builds (autogen-agentchat 0.7, in-process), or
+    the static reading says where it could not follow."""
+    pytest.importorskip("autogen_agentchat")
+    pytest.importorskip("autogen_ext.models.openai")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    from live_compare import compare
+
+    silent, compared = [], 0
+    for i, (what, text, line) in enumerate(_drops(ROOT / fixture)):
+        mutant = tmp_path / f"{Path(fixture).stem}_{i}.py"
+        mutant.write_text(text, encoding="utf-8")
+        try:
+            rows = compare(mutant)
+        except Exception:  # noqa: BLE001 - the mutant program fails when it builds the team: no flow to compare
+            continue
+        compared += 1
+        flagged = any(d.span.line == line for d in migrate(text, mutant.name).diagnostics)
+        silent += [f"{what}: static {r['static']} != live {r['live']}" for r in rows
+                   if r["live"] != r["static"] and not flagged]
+    assert compared, "no mutant built a team"
+    assert not silent, "\n".join(silent)
+
+
+CLASSIC_DROPS = 4  # per fixture: the classic environment runs every mutant in one process
+
+
+def _classic_drops(path: Path) -> Iterator[tuple[str, str, int]]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    n = 0
+    for k, (call, a) in enumerate(_recognised(tree, "ag2")):
+        # the settings that decide turns (read, or not modelled: a finding), not the irrelevant ones
+        optional = {p.name for p in a.params if not p.required and p.how != surface.IRRELEVANT}
+        for j, kw in enumerate(call.keywords):
+            if kw.arg not in optional or kw.arg == "name" or n >= CLASSIC_DROPS:
+                continue
+            t = copy.deepcopy(tree)
+            tcall, _ = _recognised(t, "ag2")[k]
+            del tcall.keywords[j]
+            n += 1
+            yield f"`{a.name}` at line {call.lineno} without `{kw.arg}=`", ast.unparse(t), call.lineno
+
+
+def test_a_dropped_setting_migrates_as_the_live_classic_chat_does(tmp_path):
+    """As above for classic group chats and AG2 patterns, under the classic environment (ag2 0.9.9):
+    the static reading of each mutant equals the chats the mutant builds, or says where it could
+    not follow (a finding at the changed call)."""
+    import json
+    import os
+    import subprocess
+    import sysconfig
+
+    from test_migrate_live import CLASSIC_DIRS, NOT_RUNNABLE, _classic_python
+    from live_compare import DRIVERS
+
+    python = _classic_python()
+    mutants: dict[str, tuple[str, int]] = {}
+    for d in CLASSIC_DIRS:
+        for path in sorted((ROOT / d).glob("*.py")):
+            if path.name in NOT_RUNNABLE or path.name in DRIVERS or _family(path) != "ag2":
+                continue
+            for i, (what, text, line) in enumerate(_classic_drops(path)):
+                name = f"{path.stem}__drop{i}.py"
+                (tmp_path / name).write_text(text, encoding="utf-8")
+                mutants[name] = (what, line)
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).parent.parent / "src"), OPENAI_API_KEY="sk-test",
+               TURNFLOW_LIVE_FALLBACK_PATH=sysconfig.get_paths()["purelib"])
+    run = subprocess.run([python, str(Path(__file__).parent / "live_compare.py"), *(str(tmp_path / m) for m in mutants)],
+                         capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path)
+    rows = [json.loads(ln) for ln in run.stdout.splitlines() if ln.startswith('{"file"')]
+    assert len(rows) == len(mutants), (run.returncode, run.stderr[-3000:])
+    silent, compared = [], 0
+    for r in rows:
+        if "error" in r or "family" in r:
+            continue  # the mutant program fails when it builds the chat
+        compared += 1
+        what, line = mutants[r["file"]]
+        if r["problems"] and not any(d.span.line == line for d in migrate(
+                (tmp_path / r["file"]).read_text(encoding="utf-8"), r["file"]).diagnostics):
+            silent.append(f"{r['file']} ({what}): {r['problems']}")
+    assert compared >= len(mutants) // 2, compared
     assert not silent, "\n".join(silent)

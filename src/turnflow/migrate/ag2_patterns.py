@@ -142,8 +142,9 @@ def _scan_agent(scan: Scan, call: pyast.Call) -> None:
     name, _ = scan.names.add(raw)
     fns = mod.elements(kwarg(call, "functions"))
     one = kwarg(call, "functions")
-    scan.agents[id(call)] = Agent(var or raw, raw, name, call, mod.string(kwarg(call, "description")),
-                                  list(fns) if fns is not None else ([one] if one is not None else []))
+    scan.agents[id(call)] = agent = Agent(var or raw, raw, name, call, mod.string(kwarg(call, "description")),
+                                          list(fns) if fns is not None else ([one] if one is not None else []))
+    agent.findings += surface.agent_findings(call, callee(call))
 
 
 def _tool_call(scan: Scan, call: pyast.Call) -> None:
@@ -180,10 +181,14 @@ def _handoff_call(scan: Scan, call: pyast.Call) -> None:
     f = call.func
     if _legacy_call(scan, call):
         return
-    if not (isinstance(f, pyast.Attribute) and isinstance(f.value, pyast.Attribute)
-            and f.value.attr == "handoffs"):
+    if not isinstance(f, pyast.Attribute):
         return
-    owner = f.value.value
+    holder: Optional[pyast.AST] = f.value
+    if isinstance(holder, pyast.Name):  # `h = agent.handoffs; h.add_llm_condition(...)`
+        holder = mod.resolve(holder)
+    if not (isinstance(holder, pyast.Attribute) and holder.attr == "handoffs"):
+        return
+    owner = holder.value
     agent = scan.agent_of(owner)
     if agent is None or id(call) in mod.in_loop:
         if agent is None and id(call) not in mod.in_loop and isinstance(owner, pyast.Name) \
@@ -310,14 +315,32 @@ def _note_ignored(b: FlowBuilder, agents: list[Agent]) -> None:
             b.note(code, why, pos(node))
 
 
+def _pattern_arg(b: Optional[FlowBuilder], pcall: pyast.Call, name: str, index: Optional[int] = None) \
+        -> Optional[pyast.AST]:
+    """An argument of the pattern call, bound to the pattern class's signature (the swarm calls,
+    not in the surface table, by keyword or `index`); a call that does not bind is TF411 (once, at
+    the first argument asked for, when `b` is given) and read by keyword."""
+    a = surface.api("ag2", callee(pcall))
+    if a is None:
+        return kwarg(pcall, name, index)
+    bound = surface.bind(pcall, a)
+    if bound.problem is None:
+        return bound.get(name)
+    if b is not None and name == "initial_agent":
+        node, error = bound.problem
+        b.note("TF411", f"`{one_line(pcall, 50)}` does not bind to AG2's signature: {error} (the program fails "
+               "here); the flow is read from its keyword arguments", pos(node))
+    return kwarg(pcall, name)
+
+
 def _pattern(scan: Scan, pcall: pyast.Call, block: str) -> FlowBuilder:
     mod, names = scan.mod, scan.names
     path, src = mod.path, mod.src
     kind = callee(pcall)
     swarm = kind in SWARM_CALLS
     b = FlowBuilder(block)
-    init_node = kwarg(pcall, "initial_agent", 0)
-    agents_arg = kwarg(pcall, "agents", 2 if swarm else 1)
+    init_node = _pattern_arg(b, pcall, "initial_agent", 0)
+    agents_arg = _pattern_arg(b, pcall, "agents", 2 if swarm else 1)
     if filled_in_loop(mod, agents_arg):
         raise fail("TF401", loop_message(agents_arg, mod), pos(agents_arg), path, src)
     members = _members(scan, agents_arg, pcall)
@@ -325,7 +348,7 @@ def _pattern(scan: Scan, pcall: pyast.Call, block: str) -> FlowBuilder:
     if initial is None:
         raise fail("TF401", "`initial_agent` must be an agent created in this file", pos(init_node or pcall),
                    path, src)
-    user_node = kwarg(pcall, "user_agent")
+    user_node = _pattern_arg(b, pcall, "user_agent")
     user = scan.agent_of(user_node)
     cx = Ctx(mod, scan, names, b, initial.name, user.name if user else None, {a.name: a for a in members})
     if user is not None:
@@ -339,7 +362,7 @@ def _pattern(scan: Scan, pcall: pyast.Call, block: str) -> FlowBuilder:
     max_rounds, run = _rounds(cx, pcall, swarm)
     b.comment(f"max_rounds={max_rounds} counts the opening message: {max(1, max_rounds - 1)} turns after it")
     b.max_turns(max(1, max_rounds - 1))
-    _context_init(cx, kwarg(pcall, "context_variables"), pcall)
+    _context_init(cx, _pattern_arg(b, pcall, "context_variables"), pcall)
 
     _manager_terminations(cx, pcall, run, swarm)
 
@@ -431,7 +454,7 @@ def _manager_terminations(cx: "Ctx", pcall: pyast.Call, run: Optional[pyast.Call
     for holder in (pcall, run):
         if holder is None:
             continue
-        margs = mod.resolve(kwarg(holder, "swarm_manager_args" if swarm else "group_manager_args"))
+        margs = mod.resolve(_pattern_arg(None, holder, "swarm_manager_args" if swarm else "group_manager_args"))
         if isinstance(margs, pyast.Dict):
             for k, v in zip(margs.keys, margs.values):
                 if mod.string(k) == "is_termination_msg":
@@ -446,7 +469,7 @@ def _group_after_work(cx: "Ctx", kind: str, pcall: pyast.Call, swarm: bool, spea
     """The group's after-work: `otherwise`, or the manager's / the user's / a random choice."""
     b = cx.b
     b.section()
-    group_after = kwarg(pcall, "after_work" if swarm else "group_after_work")
+    group_after = _pattern_arg(None, pcall, "after_work" if swarm else "group_after_work")
     if kind == "RoundRobinPattern":
         b.otherwise(("next",))
     elif kind == "RandomPattern":
@@ -477,7 +500,7 @@ def _user_returns(cx: "Ctx", kind: str, pcall: pyast.Call, swarm: bool, user: Op
                                                                or user_agent.after_conditional))
     if cx.user and not user_has_after:
         # who reaches the user through the group's after-work (written below)
-        group_after = kwarg(pcall, "after_work" if swarm else "group_after_work")
+        group_after = _pattern_arg(None, pcall, "after_work" if swarm else "group_after_work")
         via_group: list[str] = []
         gt = _target(cx, group_after, None) if group_after is not None else \
             (("group_manager",) if kind == "AutoPattern" else None)  # ManualPattern never picks the user
@@ -572,8 +595,11 @@ def _context_init(cx: Ctx, node: Optional[pyast.AST], pcall: pyast.Call) -> None
         if isinstance(value, (bool, int, float, str)) or value is None:
             cx.b.context(_key(cx, key, at), value)
             continue
-        cx.b.note("TF409", f"context variable `{key}` starts as a list or dict, which a `context` statement "
-                  "cannot hold; not initialised", pos(at))
+        if isinstance(value, (list, tuple, dict, set)):
+            what = f"starts as a {type(value).__name__}, which a `context` statement cannot hold"
+        else:  # not a literal: `os.environ.get(...)`, a concatenation, a call
+            what = f"starts as `{one_line(at, 50)}`, a value known only when the program runs"
+        cx.b.note("TF409", f"context variable `{key}` {what}; not initialised", pos(at))
 
 
 def _context_changes(mod: Module, holders: set[str]) -> list[pyast.stmt]:
@@ -752,7 +778,7 @@ def _key(cx: Ctx, key: str, at: pyast.AST) -> str:
 def _max_rounds(cx: Ctx, run: Optional[pyast.Call]) -> Optional[int]:
     if run is None:
         return None
-    node = kwarg(run, "max_rounds")
+    node = _pattern_arg(None, run, "max_rounds")
     if node is None:
         return 20  # AG2's default
     from turnflow.migrate.classic import whole_number
@@ -912,6 +938,7 @@ def _llm_handoff(cx: Ctx, a: Agent, call: pyast.Call, used_tools: set[str]) -> N
     """`OnCondition(target=T, condition=StringLLMCondition(prompt=P))`: a routing tool to T."""
     b, mod = cx.b, cx.mod
     t = _condition_target(cx, call)
+    _binds(cx, call)
     cond = mod.resolve(kwarg(call, "condition", 1))
     prompt = None
     if isinstance(cond, pyast.Call) and callee(cond) == "StringLLMCondition":
@@ -989,8 +1016,23 @@ def _show_cond(mod: Module, cond) -> str:
 _VAR = re.compile(r"\$\{([^{}]*)\}")  # no `{` inside: linear on runs of `${`
 
 
+def _binds(cx: Ctx, call: pyast.Call) -> None:
+    """TF411 when a condition call does not bind to AG2's signature (`OnCondition(target, cond)`:
+    its fields are keyword-only; the program fails there)."""
+    a = surface.api("ag2", callee(call))
+    bound = surface.bind(call, a) if a is not None else None
+    if bound is not None and bound.problem is not None:
+        node, error = bound.problem
+        cx.b.note("TF411", f"`{one_line(call, 50)}` does not bind to AG2's signature: {error} (the program fails "
+                  "here); the flow reads it as if it were written with keywords", pos(node))
+
+
 def _context_rule(cx: Ctx, a: Agent, call: pyast.Call, target) -> None:
     b, mod = cx.b, cx.mod
+    _binds(cx, call)
+    if callee(call) == "OnContextCondition" and kwarg(call, "available") is not None:
+        b.note("TF406", "the `available=` condition of this context condition cannot be expressed; the rule "
+               "applies whenever its test holds", pos(kwarg(call, "available")))
     cond = mod.resolve(kwarg(call, "condition", 1))
     kind = callee(cond) if isinstance(cond, pyast.Call) else ""
     if isinstance(cond, pyast.Constant) and isinstance(cond.value, str):

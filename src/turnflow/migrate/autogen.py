@@ -127,6 +127,10 @@ def _agents(team: dict, pos: Positions, names: Names, b: FlowBuilder, path: str,
         name, changed = names.add(raw)
         desc = pc.get("description") if isinstance(pc.get("description"), str) else None
         agent = Agent(raw, name, desc, p, _kind(p), name_at=pos.of(pc, "name"))
+        if _kind(p) in TEAMS:  # a team taking part in this one (AutoGen >= 0.6)
+            b.note("TF408", f"`{raw}` is a team ({_kind(p)}) taking part as one participant: its own members speak "
+                   "inside its turn, by its own rules, which this flow does not show (a team built in the same "
+                   "file is migrated as a block of its own)", pos.of(p))
         for t in _tool_list(pc):
             tn = _config(t).get("name") if isinstance(t, dict) else None
             if isinstance(tn, str) and tn:
@@ -162,6 +166,7 @@ class Term:
     sources: list[str] = field(default_factory=list)
     handoff_targets: list[str] = field(default_factory=list)
     text_message: list[Optional[str]] = field(default_factory=list)  # source or None (any)
+    source_at: dict[str, Pos] = field(default_factory=dict)  # where each SourceMatchTermination source is named
     function_calls: list[str] = field(default_factory=list)
     timeout: Optional[int] = None
     notes: list = field(default_factory=list)
@@ -216,6 +221,7 @@ def _source_match(cfg: dict, term: Term, names: Names, at: Pos) -> None:
     for s in _list(cfg.get("sources")):
         if isinstance(s, str):
             term.sources.append(names.map.get(s, s))
+            term.source_at.setdefault(names.map.get(s, s), at)
 
 
 def _handoff_termination(cfg: dict, term: Term, names: Names, at: Pos) -> None:
@@ -274,6 +280,27 @@ def _describe(agents: dict[str, Agent], name: str) -> str:
     return f"Let {name} speak next"
 
 
+def _wrapped_sources(cfg: dict, names: Names, term: Term) -> dict[str, str]:
+    """A MessageFilterAgent's messages are its wrapped agent's, with the wrapped agent's name as their
+    source: a termination condition naming that source fires after the filter agent speaks."""
+    wrapped: dict[str, str] = {}
+    for p in _list(cfg.get("participants")):
+        inner = _config(p).get("wrapped_agent") if isinstance(p, dict) else None
+        inner_name = _config(inner).get("name") if isinstance(inner, dict) else None
+        outer = _config(p).get("name") if isinstance(p, dict) else None
+        if isinstance(inner_name, str) and isinstance(outer, str):
+            wrapped.setdefault(names.map.get(inner_name, inner_name), names.map.get(outer, outer))
+
+    def widen(srcs: list[str]) -> list[str]:
+        return srcs + [wrapped[x] for x in srcs if x in wrapped and wrapped[x] not in srcs]
+
+    if wrapped:
+        term.sources = widen(term.sources)
+        term.texts = [(t, widen(srcs) if srcs is not None else None) for t, srcs in term.texts]
+        term.text_message = [wrapped.get(x, x) if x is not None else None for x in term.text_message]
+    return wrapped
+
+
 def _team(team: dict, pos: Positions, blocks: Names, path: str, src: SourceText) -> FlowBuilder:
     kind = _kind(team)
     cfg = _config(team)
@@ -290,6 +317,11 @@ def _team(team: dict, pos: Positions, blocks: Names, path: str, src: SourceText)
 
     term = Term()
     _termination(cfg.get("termination_condition"), pos, b, term, names)
+    wrapped = _wrapped_sources(cfg, names, term)
+    for s in [x for x in dict.fromkeys(term.sources) if x not in by_name and x not in wrapped]:
+        term.note("TF405", f"`SourceMatchTermination` names `{s}`, which is not a participant of this team nor the "
+                  "agent a participant wraps: no message the team's turns make has that source (the task's sender "
+                  "is `user`); the flow has no rule for it", term.source_at.get(s) or pos.of(cfg, "termination_condition"))
 
     for a in agents:  # tools each agent owns (for FunctionCallTermination)
         for t in (t for t in a.tools if t in term.function_calls):
@@ -438,12 +470,21 @@ def _caps(cfg: dict, kind: str, term, b: FlowBuilder, pos) -> None:
         b.max_turns(min(caps))
 
 
+def _model_picks(selection, order: list[str], done: set) -> bool:
+    """The selector model picks some speaker: no `selector_func`, or one of its outcomes leaves the
+    choice to the model (None, candidates, or a return the reader cannot follow)."""
+    if selection is None:
+        return True
+    return any(isinstance(o.target, tuple) and o.target[0] in ("model", "candidates", "unknown")
+               for x in order + ["user"] if x not in done for o in selection.get(x, []))
+
+
 def _selector_routing(team: dict, cfg: dict, kind: str, b: FlowBuilder, agents, term, order: list[str],
                       by_name: dict, done: set, selection, pos) -> None:
     """SelectorGroupChat / Magentic-One: each speaker's selector outcomes, or routing tools to every
     eligible participant + `next`; `done`: speakers whose round always ends the run."""
     repeat = bool(cfg.get("allow_repeated_speaker", False)) or kind == "MagenticOneGroupChat"
-    if kind == "SelectorGroupChat":
+    if kind == "SelectorGroupChat" and _model_picks(selection, order, done):
         b.note("TF403", "the selector model picks the next speaker; each participant gets one routing tool "
                "per possible successor, and the next participant when it calls none", pos.of(team, "provider"))
     _terminating_handoffs(b, agents, term, order)

@@ -19,9 +19,10 @@ import ast as pyast
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from turnflow.migrate import surface
 from turnflow.migrate.common import Migration, Names, Pos, fail, render
 from turnflow.migrate.pyread import (Module, assigned_name, callee, calls, filled_in_loop, is_literal, kwarg,
-                                     loop_message, note_choices, parse_module, pos, scopes)
+                                     loop_message, note_choices, one_line, parse_module, pos, scopes)
 from turnflow.source import SourceText
 
 TEAMS = ("RoundRobinGroupChat", "SelectorGroupChat", "Swarm", "GraphFlow", "MagenticOneGroupChat")
@@ -62,6 +63,9 @@ class Reader:
         self.mod = mod
         self.p = PyPositions()
         self.agents: dict[int, dict] = {}  # id(constructor call) -> agent component
+        self.calls: dict[int, pyast.Call] = {}  # the agent and termination calls read, by id
+        # the name a wrapped agent's messages carry -> the MessageFilterAgent that speaks them
+        self.wrapped: dict[str, str] = {}
 
     # -- agents ------------------------------------------------------------------------
     def is_agent(self, call: pyast.Call) -> bool:
@@ -102,7 +106,23 @@ class Reader:
         self.p.mark(comp, node)
         self.p.mark(comp, node, "provider")
         self.agents[id(node)] = comp
+        self.calls[id(node)] = node
+        if callee(node) == "MessageFilterAgent":  # the wrapped agent answers: its messages carry its name
+            inner = self.agent(kwarg(node, "wrapped_agent", 1))
+            if inner is not None:
+                self.wrapped.setdefault(inner["config"]["name"], name)
+                cfg["wrapped_agent"] = inner  # as `dump_component()` writes it
         return comp
+
+    def sources(self, names: list[Optional[str]]) -> list[Optional[str]]:
+        """Message sources as a termination condition tests them: a wrapped agent's name is also its
+        MessageFilterAgent's, the participant that speaks its messages."""
+        out: list[Optional[str]] = []
+        for n in names:
+            out.append(n)
+            if n in self.wrapped and self.wrapped[n] not in names:
+                out.append(self.wrapped[n])
+        return out
 
     def tool_name(self, node: Optional[pyast.AST]) -> Optional[str]:
         node = self.mod.resolve(node)
@@ -156,6 +176,7 @@ class Reader:
             self.p.mark(comp, node)
             return self.p.mark(comp, node, "provider")
         kind = callee(node)
+        self.calls[id(node)] = node
         comp = {"provider": f"{_PACKAGE['termination']}.{kind}", "config": self._termination_config(kind, node)}
         self.p.mark(comp, node)
         return self.p.mark(comp, node, "provider")
@@ -170,14 +191,14 @@ class Reader:
             cfg["text"] = mod.string(kwarg(node, "text", 0))
             srcs = mod.elements(kwarg(node, "sources", 1))
             if srcs is not None:
-                cfg["sources"] = [self.name_of(s) for s in srcs]
+                cfg["sources"] = self.sources([self.name_of(s) for s in srcs])
         elif kind == "SourceMatchTermination":
-            cfg["sources"] = [self.name_of(s) for s in mod.elements(kwarg(node, "sources", 0)) or []]
+            cfg["sources"] = self.sources([self.name_of(s) for s in mod.elements(kwarg(node, "sources", 0)) or []])
         elif kind == "HandoffTermination":
             cfg["target"] = self.name_of(kwarg(node, "target", 0))
         elif kind == "TextMessageTermination":
-            src = kwarg(node, "source", 0)
-            cfg["source"] = self.name_of(src) if src is not None else None
+            src = self.name_of(kwarg(node, "source", 0))
+            cfg["source"] = self.wrapped.get(src, src) if src is not None else None
         elif kind == "FunctionCallTermination":
             cfg["function_name"] = mod.string(kwarg(node, "function_name", 0))
         elif kind == "TimeoutTermination":
@@ -220,9 +241,10 @@ class Reader:
         self.p.mark(graph, node)
         for call in _builder_calls(mod, builder):
             method = callee(call)
+            self.calls[id(call)] = call  # bound to DiGraphBuilder's signature in _surface_notes
             mod.note_guarded(call, team_call)  # under an `if` / in a loop the team is not in: TF410
             if method == "add_node":
-                a = self.agent(kwarg(call, "node", 0))
+                a = self.agent(kwarg(call, "agent", 0) or kwarg(call, "node"))  # `node=`: TF411 under 0.7
                 if a is None:
                     graph.setdefault("_errors", []).append((call, "`add_node` is given something that is not an "
                                                                   "agent created in this file"))
@@ -265,9 +287,26 @@ class Reader:
             return next((c for c in self.agents.values() if c["config"]["name"] == e), None)  # type: ignore[arg-type]
         a = self.agent(e)
         if a is None:
-            raise fail("TF401", f"`{pyast.unparse(e)}` in the participants is not an agent created in this "
-                       "file", pos(e), self.mod.path, self.mod.src)
+            a = self._nested_team(e)
+        if a is None:
+            raise fail("TF401", f"`{pyast.unparse(e)}` in the participants is not an agent or team created in "
+                       "this file", pos(e), self.mod.path, self.mod.src)
         return a
+
+    def _nested_team(self, e: Any) -> Optional[dict]:
+        """A team taking part in another team (AutoGen >= 0.6): one participant, named by its `name=`
+        (else its class's DEFAULT_NAME), its description AutoGen's default when not given."""
+        node = self.mod.resolve(e)
+        if not isinstance(node, pyast.Call) or callee(node) not in TEAMS:
+            return None
+        kind = callee(node)
+        name = self.mod.string(kwarg(node, "name")) or kind
+        default = "A team of agents" if kind == "GraphFlow" else "A team of agents."
+        cfg = {"name": name, "description": self.mod.string(kwarg(node, "description")) or default}
+        self.p.mark(cfg, kwarg(node, "name") or node, "name")
+        comp = {"provider": f"{_PACKAGE['team']}.{kind}", "component_type": "team", "config": cfg}
+        self.p.mark(comp, node)
+        return self.p.mark(comp, node, "provider")
 
     def _graph_config(self, cfg: dict, call: pyast.Call, graph: Optional[dict]) -> None:
         """GraphFlow's `graph=builder.build()`, read from the DiGraphBuilder calls of the file."""
@@ -336,6 +375,24 @@ class Reader:
 
 
 
+def _surface_notes(reader: Reader, team_call: pyast.Call, b) -> None:
+    """The team call, its agents and termination conditions bound to AgentChat's signatures (TF411
+    when one does not bind) and each argument of a parameter the flow does not model."""
+    for call in [team_call, *reader.calls.values()]:
+        name = callee(call)
+        a = surface.api("agentchat", name) or surface.api("agentchat", f"DiGraphBuilder.{name}")
+        if a is None:
+            continue
+        bound = surface.bind(call, a)
+        if bound.problem is not None:
+            node, error = bound.problem
+            b.note("TF411", f"`{one_line(call, 50)}` does not bind to autogen-agentchat 0.7's signature: {error} "
+                   "(the program fails here); the flow is read from the arguments that bind", pos(node))
+            continue
+        for code, node, message in surface.not_modelled(bound):
+            b.note(code, f"`{one_line(node, 40)}` as {message}", pos(node))
+
+
 def _root(node: pyast.AST) -> Optional[str]:
     """The variable at the root of `builder.add_node(a).add_node(b).build`."""
     while isinstance(node, (pyast.Attribute, pyast.Call)):
@@ -346,7 +403,8 @@ def _root(node: pyast.AST) -> Optional[str]:
 def _builder_calls(mod: Module, builder: str) -> list[pyast.Call]:
     out = []
     for call in calls(mod.tree):
-        if callee(call) in ("add_node", "add_edge", "set_entry_point") and isinstance(call.func, pyast.Attribute) \
+        if callee(call) in ("add_node", "add_edge", "set_entry_point", "add_conditional_edges") \
+                and isinstance(call.func, pyast.Attribute) \
                 and _root(call.func.value) == builder:
             out.append(call)
     # chained calls `builder.add_node(a).add_node(b)` start at the same place: the inner one runs first
@@ -412,6 +470,7 @@ def migrate(text: str, path: str, src: Optional[SourceText] = None) -> Migration
         reader.mod.take_choices()
         comp = reader.team(call, block)
         b = autogen._team(comp, reader.p, Names(), path, src)  # type: ignore[arg-type]
+        _surface_notes(reader, call, b)
         note_choices(reader.mod, b)
         builders.append(b)
     return render(builders, [f"Migrated by `turnflow migrate` from {path} (AutoGen team in Python)."],

@@ -21,7 +21,9 @@ from dataclasses import dataclass, field
 from collections.abc import Sequence
 from typing import Optional
 
-from turnflow.migrate.common import MAX_ROUTES, FlowBuilder, Migration, Names, Pos, fail, line_ref, render
+from turnflow.migrate import classic_tools, surface
+from turnflow.migrate.common import (MAX_ROUTES, FlowBuilder, Migration, Names, Pos, fail, line_ref, render,
+                                     tool_name)
 from turnflow.migrate.rotation import AllBut, Rotation
 from turnflow.migrate.pyread import (Module, agent_classes, assigned_name, callee, calls, filled_in_loop,
                                      is_agent_call, is_literal, kwarg, loop_message, manager_termination,
@@ -29,7 +31,7 @@ from turnflow.migrate.pyread import (Module, agent_classes, assigned_name, calle
 from turnflow.source import SourceText
 from turnflow.diagnostics.listing import bounded
 
-IGNORED = ("func_call_filter", "send_introductions", "select_speaker_message_template",
+IGNORED = ("send_introductions", "select_speaker_message_template",
            "select_speaker_prompt_template", "select_speaker_auto_multiple_template",
            "select_speaker_auto_none_template", "max_retries_for_selecting_speaker",
            "role_for_select_speaker_messages", "enable_clear_history", "select_speaker_auto_llm_config",
@@ -402,11 +404,45 @@ def _manager_and_initiator(cx: Classic, group_var: Optional[str], group_call: py
             if where is None:
                 continue
             for call in calls(where.tree):
-                if callee(call) in ("initiate_chat", "a_initiate_chat") and isinstance(call.func, pyast.Attribute):
-                    if where.resolve(kwarg(call, "recipient", 0)) is mcall:
-                        agent = where.resolve(call.func.value)
-                        return mcall, cx.agents.get(id(agent)) if isinstance(agent, pyast.Call) else None, call
+                found = _started_by(where, call, mcall)
+                if found is not None:
+                    agent = where.resolve(found)
+                    return mcall, cx.agents.get(id(agent)) if isinstance(agent, pyast.Call) else None, call
     return (managers[0][1] if managers else None), None, None
+
+
+def _note_run(b: FlowBuilder, init_call: Optional[pyast.Call]) -> None:
+    """The call that starts the chat, bound to `initiate_chat`'s signature: a finding at each
+    argument the flow does not model (`max_turns`)."""
+    if init_call is None or callee(init_call) not in ("initiate_chat", "a_initiate_chat"):
+        return
+    bound = surface.bind(init_call, surface.API[("ag2", "ConversableAgent.initiate_chat")])
+    if bound.problem is not None:
+        return
+    for code, node, message in surface.not_modelled(bound):
+        b.note(code, f"`{one_line(node, 30)}` as {message}", pos(node))
+
+
+def _started_by(mod: Module, call: pyast.Call, mcall: pyast.Call) -> Optional[pyast.AST]:
+    """The sender when `call` starts the chat of the manager `mcall`: `sender.initiate_chat(manager)`,
+    `sender.initiate_chats([{"recipient": manager, ...}])`, `initiate_chats([{"sender": s,
+    "recipient": manager, ...}])` (AG2 runs the queue in order: the chat is started by that sender)."""
+    name = callee(call)
+    method = isinstance(call.func, pyast.Attribute)
+    if name in ("initiate_chat", "a_initiate_chat") and method:
+        return call.func.value if mod.resolve(kwarg(call, "recipient", 0)) is mcall else None  # type: ignore[attr-defined]
+    if name not in ("initiate_chats", "a_initiate_chats"):
+        return None
+    for element in mod.elements(kwarg(call, "chat_queue", 0)) or []:
+        item = mod.resolve(element)
+        if not isinstance(item, pyast.Dict):
+            continue
+        entries = {mod.string(k): v for k, v in zip(item.keys, item.values) if k is not None}
+        if mod.resolve(entries.get("recipient")) is mcall:
+            # the dict's "sender" (the function form, `autogen.initiate_chats`), else the method's owner
+            sender = entries.get("sender")
+            return sender if sender is not None or not method else call.func.value  # type: ignore[attr-defined]
+    return None
 
 
 def _group(cx: Classic, call: pyast.Call, block: str) -> FlowBuilder:
@@ -423,6 +459,7 @@ def _group(cx: Classic, call: pyast.Call, block: str) -> FlowBuilder:
     manager, initiator, init_call = _manager_and_initiator(cx, group_var, call)
 
     b = FlowBuilder(block)
+    _note_run(b, init_call)
 
     def lit(name: str, default):
         # GroupChat is a dataclass: agents, messages, max_round may be positional
@@ -450,7 +487,10 @@ def _group(cx: Classic, call: pyast.Call, block: str) -> FlowBuilder:
 
     b.section()
     if init_agent is None:
-        b.note("TF408", "no `initiate_chat(manager, ...)` call found for this group chat; assumed the first "
+        b.note("TF408", "no call that starts this group chat was found (`sender.initiate_chat(manager, ...)` or "
+               "`initiate_chats([{\"sender\": ..., \"recipient\": manager}])` with the manager of this file; one that "
+               "reaches the manager through a function's return value or an object's attribute is not followed); assumed "
+               "the first "
                f"agent, `{names[0]}`, sends the opening message", pos(call))
         start = names[0]
     else:
@@ -481,6 +521,7 @@ def _group(cx: Classic, call: pyast.Call, block: str) -> FlowBuilder:
         return e
 
     _termination(cx, b, manager, agents, speakers, successors)
+    _tool_calls(cx, b, call, agents, custom_fn is not None or method == "custom")
 
     # -- transitions ------------------------------------------------------------
     if custom_fn is not None:
@@ -511,10 +552,38 @@ def _participants(b: FlowBuilder, order: list[Agent], init_agent: Optional[Agent
             b.note("TF402", f"agent name {json.dumps(a.raw)} is not a valid flow NAME; renamed to `{a.name}`",
                    pos(kwarg(a.call, "name", 0) or a.call))
         b.participant(a.name, a.description, role)
+        # the agents' own `is_termination_msg` is read with the manager's (_termination)
+        for code, arg, message in surface.agent_findings(a.call, callee(a.call), skip=("is_termination_msg",)):
+            b.note(code, message, pos(arg))
     for name in IGNORED:
         node = kwarg(call, name)
         if node is not None:
             b.note("TF409", f"`{name}` has no equivalent in a .flow file; ignored", pos(node), comment=True)
+
+
+def _tool_calls(cx: Classic, b: FlowBuilder, call: pyast.Call, agents: list[Agent], custom: bool) -> None:
+    """`func_call_filter` (on unless a literal False): after X calls a tool that one agent E of the
+    chat runs, E speaks next, before any other rule of X (`classic_tools`)."""
+    node = kwarg(call, "func_call_filter", 4)
+    if node is not None and cx.mod.literal(node) is False:
+        return
+    pairs = classic_tools.handoffs(cx.mod, cx.agent_of, agents)
+    if not pairs:
+        return
+    if custom:
+        caller, runners, tool = pairs[0]
+        b.note("TF404", f"`{caller.name}`'s tool `{tool.name}` is run by `{runners[0].name}`: AG2 "
+               "(`func_call_filter`) picks the agent that runs a called tool only when the selection function "
+               "returns a method name, not an agent; the flow does not show it", pos(tool.at))
+        return
+    b.section()
+    for caller, runners, tool in pairs:
+        if len(runners) > 1:
+            b.note("TF406", f"`{caller.name}`'s tool `{tool.name}` is run by {bounded(r.name for r in runners)}: after "
+                   "a call AG2 picks among them only (`func_call_filter`); the flow does not narrow the choice",
+                   pos(tool.at))
+            continue
+        b.handoff(caller.name, runners[0].name, tool_name(tool.name), tool.description)
 
 
 def _speaker_rules(cx: Classic, b: FlowBuilder, call: pyast.Call, method: str, method_node, speakers: list[str],

@@ -268,8 +268,21 @@ class _Writer:
         fn = self.function(term, owner=agent) if term is not None and not _library_default(term) else None
         if fn is not None:
             args.append(f"is_termination_msg={fn}")
+        args += _runs(agent)
         self.lines.append(f"{v} = autogen.ConversableAgent({', '.join(args)})")
         return v
+
+    def offered_tools(self, agent: Any) -> None:
+        """The tools `agent`'s model may call (its llm_config's `tools`), as `register_for_llm`."""
+        config = getattr(agent, "llm_config", None)
+        tools = config.get("tools") if config is not None and hasattr(config, "get") else None
+        for i, tool in enumerate(tools or []):
+            fn = tool.get("function", {}) if isinstance(tool, dict) else {}
+            if isinstance(fn.get("name"), str):
+                description = fn.get("description") if isinstance(fn.get("description"), str) else None
+                extra = f", description={description!r}" if description else ""
+                self.lines.append(f"@{self.var(agent)}.register_for_llm(name={fn['name']!r}{extra})")
+                self.lines.append(f"def live_tool_{self.var(agent)}_{i}(): ...")
 
     def value(self, value: Any) -> Optional[str]:
         """A free name's value as source: an agent of the chat (its variable), a list / tuple of
@@ -322,6 +335,12 @@ class _Writer:
             node.decorator_list = []
             self.lines.append(pyast.unparse(node))
         return name
+
+
+def _runs(agent: Any) -> list[str]:
+    """`function_map=` naming the tools `agent` runs (`func_call_filter`: it speaks after a call of one)."""
+    runs = [k for k in (getattr(agent, "function_map", None) or {}) if isinstance(k, str)]
+    return ["function_map={" + ", ".join(f"{k!r}: None" for k in sorted(runs)) + "}"] if runs else []
 
 
 def _unbind_self(node, instance: Any, agents: dict[int, str]):
@@ -448,6 +467,9 @@ def classic_source(obj: Any, name: str = "groupchat", initiator: Any = None) -> 
     agents = [w.var(a) for a in chat.agents]
     if initiator is not None and id(initiator) not in w.vars:
         w.var(initiator)
+    if chat.func_call_filter:
+        for a in chat.agents:
+            w.offered_tools(a)
     args = [f"agents=[{', '.join(agents)}]", "messages=[]", f"max_round={chat.max_round!r}"]
     method = chat.speaker_selection_method
     if isinstance(method, str):

@@ -408,8 +408,9 @@ def scopes(mod: Module) -> list[Scope]:
             body = list(st.body)
             methods: dict[str, Any] = {}
         elif isinstance(st, pyast.ClassDef):
-            body = [s for s in st.body if not isinstance(s, _DEFS)]
             methods = {s.name: s for s in st.body if isinstance(s, (pyast.FunctionDef, pyast.AsyncFunctionDef))}
+            body = _instantiated_once(mod, st, top, methods.get("__init__"))
+            body += [s for s in st.body if not isinstance(s, _DEFS)]
             for m in methods.values():
                 body += m.body
         else:
@@ -418,6 +419,52 @@ def scopes(mod: Module) -> list[Scope]:
         if own:
             out.append(Scope(st.name, mod, top + body, methods, own, st))
     return out
+
+
+def _instantiated_once(mod: Module, cls: pyast.ClassDef, top: list[pyast.stmt], init: Any) -> list[pyast.stmt]:
+    """`param = argument` for each parameter of `__init__` when the module's top level builds the
+    class exactly once (not in a loop) with arguments that bind to it: inside the class the
+    parameters hold that call's arguments (`self.agents = agents` is then the list written there)."""
+    made = [c for c in _own_calls(top) if isinstance(c.func, pyast.Name) and c.func.id == cls.name]
+    if init is None or len(made) != 1 or id(made[0]) in mod.in_loop or _rebound_after(made[0], top):
+        return []
+    env = _init_env(init.args, made[0])
+    out: list[pyast.stmt] = []
+    for name, value in (env or {}).items():
+        st = pyast.Assign(targets=[pyast.Name(id=name, ctx=pyast.Store())], value=value)  # type: ignore[arg-type]
+        out.append(pyast.copy_location(st, value))
+    return out
+
+
+def _init_env(a: pyast.arguments, call: pyast.Call) -> Optional[dict[str, pyast.AST]]:
+    """`__init__`'s parameters (without `self`) bound to `call`'s arguments; None when they do not
+    bind plainly (`*args`, `**kwargs`, too many, an unknown keyword)."""
+    params = [x.arg for x in a.posonlyargs + a.args][1:]
+    if a.vararg is not None or a.kwarg is not None or any(isinstance(x, pyast.Starred) for x in call.args) \
+            or len(call.args) > len(params) or any(k.arg is None for k in call.keywords):
+        return None
+    env: dict[str, pyast.AST] = dict(zip(params, call.args))
+    for k in call.keywords:
+        if k.arg not in params and k.arg not in [x.arg for x in a.kwonlyargs]:
+            return None
+        env[k.arg] = k.value
+    return env
+
+
+def _rebound_after(call: pyast.Call, top: list[pyast.stmt]) -> bool:
+    """A name the call's arguments use is bound again after it: which binding the class sees
+    when it runs is not followed."""
+    used = {n.id for arg in [*call.args, *(k.value for k in call.keywords)] for n in pyast.walk(arg)
+            if isinstance(n, pyast.Name)}
+    for st in top:
+        if st.lineno <= call.lineno:
+            continue
+        for n in pyast.walk(st):
+            targets = n.targets if isinstance(n, pyast.Assign) else [n.target] \
+                if isinstance(n, (pyast.AugAssign, pyast.AnnAssign)) else []
+            if any(isinstance(t, pyast.Name) and t.id in used for t in targets):
+                return True
+    return False
 
 
 def _view(mod: Module, body: list[pyast.stmt], methods: dict) -> Module:
@@ -755,8 +802,9 @@ def _guard_words(stmt: pyast.AST, label: str) -> str:
             "it always ran")
 
 
-def choice_message(c: Choice) -> str:
-    """The TF410 message for a choice the program makes at run time."""
+def choice_message(c: Choice, params: frozenset = frozenset()) -> str:
+    """The TF410 message for a choice the program makes at run time (`params`: the parameters of
+    the function the choice is in, which hold the caller's value where no branch binds them)."""
     if c.label == "guarded":
         assert c.guard is not None
         via = getattr(c.stmt, "_turnflow_via", None)  # inlined from a function: the call that runs it
@@ -780,20 +828,41 @@ def choice_message(c: Choice) -> str:
     others = [f"`{_show(s.value, 50)}` ({line_ref(getattr(s.stmt, 'lineno', 0))})" for s in c.alternatives]
     if not c.every:
         others.append(f"`{_show(c.fallback.value, 50)}` ({line_ref(getattr(c.fallback.stmt, 'lineno', 0))})"
-                      if c.fallback is not None else "nothing (the program would fail with a NameError)")
+                      if c.fallback is not None else f"the argument passed for the parameter `{name}`"
+                      if name in params else "nothing (the program would fail with a NameError)")
     if others:
         parts.append("; otherwise it is " + bounded(others, " or "))
     return "".join(parts)
+
+
+def _parameters(tree: pyast.AST, stmt: pyast.AST) -> frozenset:
+    """The parameter names of the innermost function whose body holds `stmt`."""
+    line = getattr(stmt, "lineno", 0)
+    best = None
+    for fn in pyast.walk(tree):
+        if isinstance(fn, (pyast.FunctionDef, pyast.AsyncFunctionDef)) and fn.body \
+                and fn.body[0].lineno <= line <= (fn.end_lineno or 0):
+            if best is None or fn.lineno > best.lineno:
+                best = fn
+    if best is None:
+        return frozenset()
+    a = best.args
+    names = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
+    names += [x.arg for x in (a.vararg, a.kwarg) if x is not None]
+    return frozenset(names)
 
 
 def note_choices(mod: Module, b) -> None:
     """TF410 at each branching statement the chat depends on (`mod.take_choices()`), and a comment
     above the block's first statement."""
     texts = []
+    root = mod
+    while root.parent is not None:
+        root = root.parent
     for c in mod.take_choices():
         at = pos(c.stmt.test if isinstance(c.stmt, (pyast.If, pyast.IfExp)) and c.label not in ("rebound", "guarded")
                  else c.stmt)
-        message = choice_message(c)
+        message = choice_message(c, _parameters(root.tree, c.stmt))
         b.note("TF410", message, at, comment=False)
         b.run_time.append(("TF410", message))
         texts.append(f"TF410: {message} (input {input_where(at)})" if b.input_positions else f"TF410: {message}")

@@ -78,6 +78,17 @@ def sequence(node: pyast.AST, expand: Callable[[pyast.AST], Optional[list[pyast.
     return None
 
 
+def _copied(node: pyast.AST) -> Optional[pyast.AST]:
+    """The list a new list copies: `list(xs)`, `tuple(xs)`, `xs.copy()` → `xs`; else None."""
+    if not isinstance(node, pyast.Call) or node.keywords:
+        return None
+    if len(node.args) == 1 and isinstance(node.func, pyast.Name) and node.func.id in ("list", "tuple"):
+        return node.args[0]
+    if not node.args and isinstance(node.func, pyast.Attribute) and node.func.attr == "copy":
+        return node.func.value
+    return None
+
+
 def _code(body: list[pyast.stmt]) -> list[pyast.stmt]:
     """A function's statements without its docstrings (bare constant expressions)."""
     return [s for s in body if not (isinstance(s, pyast.Expr) and isinstance(s.value, pyast.Constant))]
@@ -384,6 +395,9 @@ class Rewriter:
         if isinstance(node, pyast.Call) and isinstance(node.func, pyast.Name) and not node.keywords \
                 and node.func.id in ("range", "enumerate") and len(node.args) in (1, 2):
             return self._counted(node, lists)
+        copied = _copied(node)
+        if copied is not None:
+            return self._lookup_seq(copied, lists)
         if isinstance(node, pyast.Name):
             if node.id in lists:
                 return self._lookup_seq(lists[node.id], {k: v for k, v in lists.items() if k != node.id})
@@ -446,10 +460,7 @@ class Rewriter:
             st = self._InlineExpr(self).visit(st)
         # list bindings and mutations
         if isinstance(st, pyast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], pyast.Name):
-            if isinstance(st.value, (pyast.List, pyast.Tuple)):
-                lists[st.targets[0].id] = st.value
-            else:
-                lists.pop(st.targets[0].id, None)
+            self._list_binding(st.targets[0].id, st.value, lists)
             return [st]
         mutated = self._mutation(st, lists)
         return [mutated] if mutated is not None else [st]
@@ -530,6 +541,20 @@ class Rewriter:
         for name in list(lists):
             if any(b.get(name) is not lists[name] for b in branches):
                 del lists[name]
+
+    def _list_binding(self, name: str, value: pyast.expr, lists: dict[str, pyast.AST]) -> None:
+        """`name = [...]`, or a new list built from known ones in straight-line code (`a + b`,
+        `list(a)`, `a.copy()`): its elements are known; any other binding forgets it."""
+        if isinstance(value, (pyast.List, pyast.Tuple)):
+            lists[name] = value
+            return
+        built = self._lookup_seq(value, lists) if isinstance(value, (pyast.BinOp, pyast.Call)) else None
+        if built is None:
+            lists.pop(name, None)
+            return
+        new = pyast.copy_location(pyast.List(elts=built, ctx=pyast.Load()), value)  # type: ignore[arg-type]
+        new.end_lineno, new.end_col_offset = value.end_lineno, value.end_col_offset
+        lists[name] = new
 
     def _mutation(self, st: pyast.stmt, lists: dict[str, pyast.AST]) -> Optional[pyast.stmt]:
         name = None

@@ -25,7 +25,7 @@ import ast as pyast
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from turnflow.migrate.pyread import Module, callee
+from turnflow.migrate.pyread import Module, callee, one_line
 from turnflow.diagnostics.listing import bounded
 
 MAX_PATHS = 64  # outcomes per speaker (bounded work on pathological functions)
@@ -388,6 +388,10 @@ class Evaluator:
             return n
         if self._is_speaker(value, env):
             return x
+        if n is not None and self.mod.string(self._subst(value, env)) is not None:
+            self.note("TF408", f"`return {one_line(value, 40)}` names `{n}`, which is not a participant "
+                      f"({bounded(self.names)}): AutoGen raises ValueError (\"Selector function returned an invalid "
+                      "speaker name\") and the run fails there; the flow lets the selector model pick instead", value)
         return ("unknown",)
 
     # -- statements ---------------------------------------------------------------------------

@@ -41,9 +41,14 @@ class Api:
     base: str = ""  # the Api its `**kwargs` go to
     method: bool = False  # a method (Python counts `self` in its errors)
     note: str = ""  # for a call without parameters: how it is read
+    init: str = ""  # the class whose `__init__` Python names in its errors, when not this one (pydantic models)
 
 
 API: dict[tuple[str, str], Api] = {}
+# classes that are pydantic models without an `__init__` of their own: Python's TypeError names
+# `BaseModel.__init__()`
+_PYDANTIC = {"OnCondition", "OnContextCondition", "StringContextCondition", "ReplyResult", "GroupManagerTarget",
+             "Handoff"}
 
 # ---------------------------------------------------------------------------------------------
 #  Reasons used more than once
@@ -59,15 +64,22 @@ _SUMMARY = "the chat's summary after it ends, not who speaks next"
 
 def _api(family: str, name: str, target: str, table: str, base: str = "", method: bool = False,
          note: str = "") -> None:
+    init = "BaseModel" if name in _PYDANTIC else ""
     """One row per parameter: `NAME KIND HOW TEXT`, KIND one of / p k * ** (a trailing `!`: required),
     HOW `read`, `irr` or a TF4xx code (not modelled)."""
     params = []
+    rows: list[str] = []
     for line in filter(str.strip, table.splitlines()):
+        if line[:1].isspace() and rows:  # an indented line continues the row above
+            rows[-1] += " " + line.strip()
+        else:
+            rows.append(line)
+    for line in rows:
         pname, kind, how, why = line.split(None, 3)
         code = how if how.startswith("TF4") else ""
         params.append(Param(pname, kind.rstrip("!"), kind.endswith("!"),
                             READ if how == "read" else NOT_MODELLED if code else IRRELEVANT, why, code))
-    API[(family, name)] = Api(family, name, target, tuple(params), base, method, note)
+    API[(family, name)] = Api(family, name, target, tuple(params), base, method, note, init)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -76,8 +88,11 @@ def _api(family: str, name: str, target: str, table: str, base: str = "", method
 _api("ag2", "ConversableAgent", "autogen:ConversableAgent", f"""
 name p! read the participant's name
 system_message p irr {_PROMPT}
-is_termination_msg p TF405 the agent ends the chat when it receives a message it matches (classic chats: read with the manager's; patterns: see TF405)
-max_consecutive_auto_reply p TF405 the chat ends when the agent is picked after this many automatic replies; the flow has no such limit
+is_termination_msg p TF405 when the agent is picked to reply to a message the test matches, AG2 ends the chat
+    (human_input_mode NEVER) or asks a person, whose empty answer ends it; a classic chat reads it as
+    `terminate when` rules where the test reads as one, a pattern's flow has no such rule
+max_consecutive_auto_reply p TF405 when the agent is picked once more after this many automatic replies in the chat,
+    AG2 ends the chat (human_input_mode NEVER) or asks a person, who may end it; the flow has no such limit
 human_input_mode p irr who writes the agent's reply (a person or the model), not who is picked
 function_map p irr how the agent runs the tools it is asked to run
 code_execution_config p irr how code in a reply is run
@@ -87,7 +102,8 @@ description p read the participant's description (and the selector's prompt)
 chat_messages p irr the history the agent starts with
 silent p irr {_PRINT}
 context_variables p irr the agent's own context; a pattern gives every agent the pattern's (read there)
-functions p read the agent's tools (routing tools returning ReplyResult targets)
+functions p read the tools offered to the agent's model: routing tools in patterns (ReplyResult targets); in a
+    classic chat the agent that runs one speaks after it is called (`func_call_filter`)
 update_agent_state_before_reply p irr changes the prompt before each reply
 handoffs p TF408 handoffs given to the constructor; read only through `agent.handoffs.<method>(...)`
 """)
@@ -153,7 +169,8 @@ recipient p! read the group chat manager: the caller is the initiator and speaks
 clear_history p irr the history, not the order of turns
 silent p irr {_PRINT}
 cache p irr where model answers are cached
-max_turns p TF405 a two-agent chat's limit; a group chat's rounds are `max_round`
+max_turns p TF405 the initiator and the manager exchange this many turns: after the group chat ends and the
+    initiator replies, the group chat runs again; the flow shows one run
 summary_method p irr {_SUMMARY}
 summary_args p irr {_SUMMARY}
 message p irr the first message's text
@@ -189,7 +206,8 @@ _PATTERN_HEAD = """
 initial_agent p! read `start`: the first speaker
 agents p! read the participants, in order
 user_agent p read the initiator (RevertToUserTarget)
-group_manager_args p TF409 the manager's settings; its `is_termination_msg` is read as the chat's termination
+group_manager_args p read its `is_termination_msg` is the chat's termination; its other settings are the manager's
+    model and prompt (TF403 where the manager's LLM picks)
 context_variables p read the initial `context`
 """
 _PATTERN_TAIL = f"""
@@ -224,7 +242,7 @@ _api("ag2", "OnCondition", "autogen.agentchat.group:OnCondition", """
 target k! read the routing tool's target
 condition k! read the routing tool (its prompt is the tool's description)
 available k TF406 the condition applies only while the test holds; the flow's routing tool is always offered
-llm_function_name k read the routing tool's name
+llm_function_name k irr the name of the routing tool the model is offered; the flow names it `transfer_to_TARGET`
 """)
 _api("ag2", "OnContextCondition", "autogen.agentchat.group:OnContextCondition", """
 target k! read the rule's target
@@ -260,7 +278,7 @@ expression p! read the `when context` comparison
 """)
 _api("ag2", "ContextVariables", "autogen.agentchat.group:ContextVariables", """
 data p read the initial `context`
-kwargs ** read the initial `context` (keyword form)
+kwargs ** irr AG2 0.9 ignores them: `ContextVariables(lang="en")` holds no variable (its `data` is empty)
 """)
 _api("ag2", "ReplyResult", "autogen.agentchat.group:ReplyResult", """
 message k! irr the tool result's text
@@ -317,12 +335,12 @@ _api("agentchat", "DiGraphBuilder.add_edge", "autogen_agentchat.teams:DiGraphBui
 source p! read an edge's speaker
 target p! read an edge's successor
 condition p read the edge's `when` test
-activation_group p TF407 which incoming edges a join waits for together
-activation_condition p TF407 whether the join waits for all or any of its group
+activation_group p read which incoming edges a join waits for together (a join is TF407: one speaker at a time)
+activation_condition p read whether the join waits for all or any of its group (TF407 for `all`)
 """, method=True)
 _api("agentchat", "DiGraphBuilder.add_conditional_edges", "autogen_agentchat.teams:DiGraphBuilder.add_conditional_edges", """
-source p! TF406 edges from `source` with the text tests of the dict
-condition_to_target p! TF406 {text: target}: the edges' tests
+source p! read the speaker the conditional edges start from (the finding is at `condition_to_target`)
+condition_to_target p! TF406 {text: target}: the conditional edges are not read, they are missing from the flow
 """, method=True)
 _api("agentchat", "DiGraphBuilder.set_entry_point", "autogen_agentchat.teams:DiGraphBuilder.set_entry_point", """
 name p! read `start`: the first speaker
@@ -403,9 +421,9 @@ _api("agentchat", "TimeoutTermination", "autogen_agentchat.conditions:TimeoutTer
 timeout_seconds p! read `terminate` noted (TF405: wall-clock time)
 """)
 _api("agentchat", "TokenUsageTermination", "autogen_agentchat.conditions:TokenUsageTermination", """
-max_total_token p TF405 ends the chat on model token use
-max_prompt_token p TF405 ends the chat on model token use
-max_completion_token p TF405 ends the chat on model token use
+max_total_token p read the whole condition is TF405 at the call: token use cannot be expressed, it is dropped
+max_prompt_token p read as `max_total_token`
+max_completion_token p read as `max_total_token`
 """)
 _api("agentchat", "FunctionCallTermination", "autogen_agentchat.conditions:FunctionCallTermination", """
 function_name p! read `terminate` after the tool is run
@@ -461,50 +479,70 @@ def bind(call: pyast.Call, a: Api) -> Bound:
     at the argument concerned."""
     b = Bound(a)
     cls = not a.method and a.name[:1].isupper()
-    where = f"{a.name}.__init__()" if cls else f"{a.name}()"
-    self_ = 1 if (cls or a.method) else 0
-    params = a.params
+    where = f"{a.init or a.name}.__init__()" if cls else f"{a.name}()"
+    b.problem = _bind_positional(b, call, where, 1 if (cls or a.method) else 0) \
+        or _bind_keywords(b, call, where) or _missing(b, call, where)
+    return b
+
+
+def _bind_positional(b: Bound, call: pyast.Call, where: str, self_: int) -> Optional[tuple[pyast.AST, str]]:
+    params = b.api.params
     positional = [p for p in params if p.kind in ("/", "p")]
     star = next((p for p in params if p.kind == "*"), None)
-    stars = next((p for p in params if p.kind == "**"), None)
     for i, arg in enumerate(call.args):
         if isinstance(arg, pyast.Starred):
-            b.problem = (arg, f"`{pyast.unparse(arg)}` passes arguments known only when the program runs")
-            return b
+            return arg, f"`{pyast.unparse(arg)}` passes arguments known only when the program runs"
         if i < len(positional):
             b.args[positional[i].name] = arg
         elif star is not None:
             b.rest.append(arg)
         else:
-            n, m = len(positional) + self_, len(call.args) + self_
-            low = sum(p.required for p in positional) + self_
-            takes = f"from {low} to {n}" if low != n else f"{n}"
-            b.problem = (arg, f"{where} takes {takes} positional argument{'s' if n != 1 else ''} but {m} "
-                              f"{'were' if m != 1 else 'was'} given")
-            return b
-    names = {p.name: p for p in params if p.kind in ("p", "k")}
+            return arg, _too_many(b.api, call, where, self_)
+    return None
+
+
+def _too_many(a: Api, call: pyast.Call, where: str, self_: int) -> str:
+    """Python's words for too many positional arguments."""
+    positional = [p for p in a.params if p.kind in ("/", "p")]
+    n, m = len(positional) + self_, len(call.args) + self_
+    low = sum(p.required for p in positional) + self_
+    takes = f"from {low} to {n}" if low != n else f"{n}"
+    kw_only = sum(1 for k in call.keywords if any(p.name == k.arg and p.kind == "k" for p in a.params))
+    given = f"{m} positional argument{'s' if m != 1 else ''} (and {kw_only} keyword-only " \
+            f"argument{'s' if kw_only != 1 else ''})" if kw_only else f"{m}"
+    return (f"{where} takes {takes} positional argument{'s' if n != 1 else ''} but {given} "
+            f"{'were' if m != 1 or kw_only else 'was'} given")
+
+
+def _bind_keywords(b: Bound, call: pyast.Call, where: str) -> Optional[tuple[pyast.AST, str]]:
+    names = {p.name for p in b.api.params if p.kind in ("p", "k")}
+    stars = any(p.kind == "**" for p in b.api.params)
     for kw in call.keywords:
         if kw.arg is None:
-            b.problem = (kw.value, f"`**{pyast.unparse(kw.value)}` passes keywords known only when the program runs")
-            return b
+            return kw.value, f"`**{pyast.unparse(kw.value)}` passes keywords known only when the program runs"
         if kw.arg in names:
             if kw.arg in b.args:
-                b.problem = (kw.value, f"{where} got multiple values for argument '{kw.arg}'")
-                return b
+                return kw.value, f"{where} got multiple values for argument '{kw.arg}'"
             b.args[kw.arg] = kw.value
-        elif stars is not None:
+        elif stars:
             b.extra[kw.arg] = kw.value
         else:
-            b.problem = (kw.value, f"{where} got an unexpected keyword argument '{kw.arg}'")
-            return b
+            return kw.value, f"{where} got an unexpected keyword argument '{kw.arg}'"
+    return None
+
+
+def _missing(b: Bound, call: pyast.Call, where: str) -> Optional[tuple[pyast.AST, str]]:
     for kinds, what in ((("/", "p"), "positional"), (("k",), "keyword-only")):
-        missing = [p.name for p in params if p.required and p.kind in kinds and p.name not in b.args]
+        missing = [p.name for p in b.api.params if p.required and p.kind in kinds and p.name not in b.args]
         if missing:
             n = len(missing)
-            b.problem = (call, f"{where} missing {n} required {what} argument{'s' if n != 1 else ''}: "
-                               f"{_names(missing)}")
-            return b
-    return b
+            return call, f"{where} missing {n} required {what} argument{'s' if n != 1 else ''}: {_names(missing)}"
+    return None
+
+
+def _none(node: pyast.AST) -> bool:
+    """`param=None`: the framework's default for every not-modelled parameter, nothing to report."""
+    return isinstance(node, pyast.Constant) and node.value is None
 
 
 def not_modelled(b: Bound) -> list[tuple[str, pyast.AST, str]]:
@@ -514,15 +552,37 @@ def not_modelled(b: Bound) -> list[tuple[str, pyast.AST, str]]:
     base = API.get((b.api.family, b.api.base)) if b.api.base else None
     for p in b.api.params:
         node = b.args.get(p.name)
-        if node is not None and p.how == NOT_MODELLED:
+        if node is not None and p.how == NOT_MODELLED and not _none(node):
             out.append((p.code, node, f"`{p.name}` of `{b.api.name}`: {p.why}"))
     if base is not None:
         by_name = {p.name: p for p in base.params}
         for key, node in b.extra.items():
-            p = by_name.get(key)
-            if p is not None and p.how == NOT_MODELLED:
-                out.append((p.code, node, f"`{p.name}` of `{base.name}`: {p.why}"))
+            q = by_name.get(key)
+            if q is not None and q.how == NOT_MODELLED and not _none(node):
+                out.append((q.code, node, f"`{q.name}` of `{base.name}`: {q.why}"))
     return out
+
+
+AGENT_LIMITS = ("is_termination_msg", "max_consecutive_auto_reply")
+
+
+def agent_findings(call: pyast.Call, cls: str, skip: tuple[str, ...] = ()) -> list[tuple[str, pyast.AST, str]]:
+    """(code, argument, message) for an AG2 agent constructor: bound to its class's signature when
+    the table has the class (TF411 when it does not bind), else its keywords named as
+    ConversableAgent's (a subclass forwards them); each argument of a not-modelled parameter."""
+    a = API.get(("ag2", cls))
+    if a is None:
+        base = API[("ag2", "ConversableAgent")]
+        b = Bound(base, extra={k.arg: k.value for k in call.keywords if k.arg is not None})
+        b.api = Api("ag2", cls, "", (), base="ConversableAgent")
+    else:
+        b = bind(call, a)
+        if b.problem is not None:
+            node, error = b.problem
+            return [("TF411", node, f"`{cls}(...)` does not bind to AG2's signature: {error}; the agent's "
+                                    "settings are not read")]
+    return [(code, node, f"`{pyast.unparse(node)[:60]}` as {message}") for code, node, message in not_modelled(b)
+            if not any(f"`{name}` of" in message for name in skip)]
 
 
 def markdown() -> str:
