@@ -245,7 +245,10 @@ def test_a_react_agent_keeps_its_memory_when_the_session_is_continued():
         started = asyncio.Event()
         task = asyncio.create_task(run_session(hub, PANEL, {"planner": LangGraphAgent("planner", _react(memory, seen)),
                                                             "b": Stalls(started)}, "think", keep_open=True))
-        await started.wait()
+        waiting = asyncio.create_task(started.wait())
+        await asyncio.wait([task, waiting], timeout=60, return_when=asyncio.FIRST_COMPLETED)
+        waiting.cancel()
+        assert started.is_set(), task.result() if task.done() else "b's turn never started"
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
