@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Iterator, 
 
 from turnflow.runtime import expectations as _exp
 from turnflow.runtime.adapters import builtin_adapters
-from turnflow.runtime.adapters.base import SessionAdapter
+from turnflow.runtime.adapters.base import DEFAULTED, ContractAdapter, SessionAdapter
 from turnflow.runtime.envelope import (EV_EXPECTATION_VIOLATED, EV_SESSION_ACK, EV_SESSION_CLOSED,
                                        EV_SESSION_EXPIRED, EV_SESSION_INVITE, EV_SESSION_OPENED,
                                        EV_SESSION_REJECT, LIFECYCLE, MEMBERSHIP, SUBSTANTIVE, Envelope,
@@ -509,6 +509,8 @@ class Hub:
         if adapter is None:
             known = ", ".join(sorted(t for t, _ in self.adapters))
             raise ProtocolError(f"unknown session kind {kind!r} (known: {known})")
+        if not all(hasattr(adapter, m) for m in DEFAULTED):  # written to the contract's required methods only
+            adapter = self.adapters[(kind, version)] = ContractAdapter(adapter)
         return adapter
 
     async def open_spec(self, spec: dict[str, Any], *, labels: Optional[dict[str, Any]] = None) -> SessionMetadata:
