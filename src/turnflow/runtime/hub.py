@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Iterator, 
 
 from turnflow.runtime import expectations as _exp
 from turnflow.runtime.adapters import builtin_adapters
-from turnflow.runtime.adapters.base import DEFAULTED, ContractAdapter, SessionAdapter
+from turnflow.runtime.adapters.base import SessionAdapter
+from turnflow.runtime.adapters.contract import DEFAULTED, ContractAdapter
 from turnflow.runtime.envelope import (EV_EXPECTATION_VIOLATED, EV_SESSION_ACK, EV_SESSION_CLOSED,
                                        EV_SESSION_EXPIRED, EV_SESSION_INVITE, EV_SESSION_OPENED,
                                        EV_SESSION_REJECT, LIFECYCLE, MEMBERSHIP, SUBSTANTIVE, Envelope,
