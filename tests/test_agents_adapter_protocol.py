@@ -134,3 +134,25 @@ def test_an_agents_file_entry_naming_an_adapter_class_in_the_contracts_shape(tmp
     out = json.loads(capsys.readouterr().out)
     assert [(t["speaker"], t["body"]) for t in out["turns"]][:2] == [("triage", "to billing"),
                                                                     ("billing", "Found 3 active projects.")]
+
+
+def test_a_single_shot_adapter_is_asked_once_and_a_second_turn_is_a_clear_error():
+    class OneShot:
+        async def aopen_session(self, *, task, metadata=None, emit_event=None):
+            return {"control_loop": "self", "supports_stepwise": False}
+
+        async def on_message(self, msg, tools):
+            await tools.send_message("my one answer")
+
+        async def close_session(self, session_id):
+            pass
+
+    async def go():
+        hub = await new_hub()
+        spec = {"kind": "discussion", "name": "d", "participants": [{"agent_id": "a", "role": "initiator"},
+                                                                   {"agent_id": "b", "role": "participant"}]}
+        return await run_session(hub, spec, {"a": OneShot(), "b": ScriptedAgent("b", [{"say": "again?"}])})
+    res = run(go())
+    assert [t["body"] for t in res.turns] == ["my one answer", "again?"]
+    assert res.error == ("agent 'a' is single-shot (supports_stepwise: false) and already took its turn; "
+                         "the session asked it for another one")
