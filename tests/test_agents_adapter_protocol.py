@@ -156,3 +156,27 @@ def test_a_single_shot_adapter_is_asked_once_and_a_second_turn_is_a_clear_error(
     assert [t["body"] for t in res.turns] == ["my one answer", "again?"]
     assert res.error == ("agent 'a' is single-shot (supports_stepwise: false) and already took its turn; "
                          "the session asked it for another one")
+
+
+class SilentQuiz(QuizAdapter):
+    """`build_round_envelope` with the contract's signature: a reply of "..." is a silent round."""
+
+    def build_round_envelope(self, metadata, sender_id, reply, events, state, hub):
+        if reply.body == "...":
+            return None
+        assert isinstance(state, QuizState) and hub is not None
+        return Envelope(metadata.session_id, sender_id, None, EV_TEXT, {"text": reply.body})
+
+
+def test_build_round_envelope_with_the_contracts_signature_and_a_silent_round_is_skipped_not_retried():
+    async def go(host_steps):
+        hub = await new_hub()
+        hub.adapters[("quiz", 1)] = SilentQuiz()
+        agents = {"host": ScriptedAgent("host", host_steps), "guest": ScriptedAgent("guest", [{"say": "4"}])}
+        res = await run_session(hub, QUIZ, agents)
+        return res, [t for t in hub.store.telemetry(res.session_id) if t["event"] == "error"]
+    res, errors = run(go([{"say": "..."}, {"say": "2+2?"}, {"say": "right"}]))
+    assert res.error is None and res.close_reason == "quiz_over" and errors == []
+    assert [(t["speaker"], t["body"]) for t in res.turns] == [("host", "2+2?"), ("guest", "4"), ("host", "right")]
+    res, _ = run(go([{"say": "..."}, {"say": "..."}]))
+    assert res.error == "agent 'host' was silent twice in a row and the session expects it again"

@@ -229,6 +229,8 @@ class _Run:
         self.next_seq = self.base_seq + 1
         self.gap = False
         self.peers: list[dict[str, Any]] = []
+        self.silent_from: Optional[str] = None  # the speaker of the last round, when it was silent
+        self.stuck = False  # that speaker was silent twice in a row
 
     def directory(self) -> list[dict[str, Any]]:
         """Every agent `lookup_peers` may list besides the participants: the agents file's, then `peers`."""
@@ -326,6 +328,16 @@ class _Run:
         if name in md.pending_acks and md.state == SessionState.INVITED:
             await hub.ack(sid, name)
 
+    def _silent(self, speaker: str, adapter: Any) -> None:
+        """A round the adapter builds no envelope for. A built-in adapter's: an empty round, a failed
+        turn. An adapter written to the contract (`ContractAdapter`): a silent round, skipped —
+        nothing is posted — unless the same speaker was silent just before (nothing else could
+        happen: the same turn would be asked again and again)."""
+        if not getattr(adapter, "silent_rounds", False):
+            raise AdapterError(f"agent {speaker!r} produced an empty round (no text, no routing, no context)")
+        self.stuck = self.silent_from == speaker  # the loop ends the run (a failed turn would be retried)
+        self.silent_from = speaker
+
     def _called(self, speaker: str) -> Any:
         """Count one call of `speaker`'s agent; its capabilities (a single-shot agent is called once)."""
         caps = self.caps[speaker]
@@ -381,8 +393,9 @@ class _Run:
                     rnd = {**rnd, "kind": "text"}
                 env = live.adapter.build_round_envelope(md, _speaker, rnd)
                 if env is None and not finish:
-                    raise AdapterError(f"agent {_speaker!r} produced an empty round (no text, no routing, no context)")
+                    self._silent(_speaker, live.adapter)
                 if env is not None:
+                    self.silent_from = None
                     await hub.post(env)
                 if finish and md.state == SessionState.ACTIVE:
                     await hub.close(sid, rnd.get("reason") or "finished")
@@ -400,5 +413,7 @@ class _Run:
                 step -= 1  # the hub moved the turn on before this one was taken
             finally:
                 self.speaker = None
+            if self.stuck:
+                raise AdapterError(f"agent {speaker!r} was silent twice in a row and the session expects it again")
             last = speaker
         raise AdapterError(f"the session did not end within {MAX_ROUNDS} rounds")

@@ -23,9 +23,12 @@ class ContractAdapter:
     `expected_next` / `turn_count` left out: the state's `expected_next_speaker` (else any order)
     and `turn_count` (else the substantive envelopes accepted), read by `LiveSession`."""
 
-    def __init__(self, inner: Any) -> None:
+    silent_rounds = True  # a None from build_round_envelope is a silent round: nothing posted, not an error
+
+    def __init__(self, inner: Any, hub: Any = None) -> None:
         self.inner = inner
         self.manifest = inner.manifest
+        self.hub = hub
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -45,5 +48,44 @@ class ContractAdapter:
         return own(envelope) if own is not None else (text_of(envelope) or None)
 
     def build_round_envelope(self, metadata: SessionMetadata, sender_id: str, rnd: dict[str, Any]) -> Optional[Envelope]:
+        """The adapter's own, called with the contract's six arguments when it takes them:
+        `(metadata, sender_id, reply, events, state, hub)` — `reply` a `RoundReply` (`body`, and
+        the round's routing and context changes), `events` the turn's telemetry events (stored
+        already; empty here), `state` the session's adapter state."""
         own = getattr(self.inner, "build_round_envelope", None)
-        return own(metadata, sender_id, rnd) if own is not None else round_to_envelope(metadata, sender_id, rnd)
+        if own is None:
+            return round_to_envelope(metadata, sender_id, rnd)
+        if takes_contract_arguments(own):
+            live = self.hub.sessions.get(metadata.session_id) if self.hub is not None else None
+            return own(metadata, sender_id, RoundReply(rnd), [], live.state if live is not None else None, self.hub)
+        return own(metadata, sender_id, rnd)
+
+
+class RoundReply:
+    """One agent round as the contract's `reply`: `body` (the text) and the round itself (`round`)."""
+
+    def __init__(self, rnd: dict[str, Any]) -> None:
+        self.round = dict(rnd)
+        self.body: str = rnd.get("body") or ""
+
+
+def takes_contract_arguments(fn: Any) -> bool:
+    """`fn` takes the contract's six `build_round_envelope` arguments (five besides `self`)."""
+    import inspect
+
+    try:
+        params = [p for p in inspect.signature(fn).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        return False
+    return len(params) == 6
+
+
+def needs_defaults(adapter: Any) -> bool:
+    """An adapter missing one of the optional methods, or whose `build_round_envelope` takes the
+    contract's six arguments (the hub wraps it in a `ContractAdapter`)."""
+    if isinstance(adapter, ContractAdapter):
+        return False
+    if not all(hasattr(adapter, m) for m in DEFAULTED):
+        return True
+    return takes_contract_arguments(adapter.build_round_envelope)
