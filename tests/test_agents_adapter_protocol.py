@@ -180,3 +180,31 @@ def test_build_round_envelope_with_the_contracts_signature_and_a_silent_round_is
     assert [(t["speaker"], t["body"]) for t in res.turns] == [("host", "2+2?"), ("guest", "4"), ("host", "right")]
     res, _ = run(go([{"say": "..."}, {"say": "..."}]))
     assert res.error == "agent 'host' was silent twice in a row and the session expects it again"
+
+
+class DeafQuiz(QuizAdapter):
+    """`extract_turn_input` that acts on nothing but questions (None for anything else)."""
+
+    def extract_turn_input(self, envelope):
+        text = envelope.event_data.get("text") or envelope.event_data.get("body") or ""
+        return text if text.endswith("?") else None
+
+
+def test_extract_turn_input_none_means_the_next_speaker_is_not_asked():
+    asked = []
+
+    def host(msg, tools):
+        asked.append(len(msg))
+        return {"say": "2+2?"}
+
+    async def go():
+        from turnflow.runtime.agents import FunctionAgent
+
+        hub = await new_hub()
+        hub.adapters[("quiz", 1)] = DeafQuiz()
+        agents = {"host": FunctionAgent(host, "host"), "guest": ScriptedAgent("guest", [{"say": "4"}])}
+        return await run_session(hub, QUIZ, agents)
+    res = run(go())
+    assert [(t["speaker"], t["body"]) for t in res.turns] == [("host", "2+2?"), ("guest", "4")]
+    assert asked == [0]  # "4" is not a question: the host is not asked to answer it
+    assert res.error == "the session expects 'host' again, but the adapter's extract_turn_input gives it nothing to answer"

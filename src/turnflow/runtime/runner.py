@@ -328,6 +328,22 @@ class _Run:
         if name in md.pending_acks and md.state == SessionState.INVITED:
             await hub.ack(sid, name)
 
+    def _nothing_to_answer(self, speaker: str, live: Any) -> bool:
+        """An adapter written to the contract whose `extract_turn_input` gives `speaker` nothing to
+        answer (None for the latest message from another participant): the speaker is not asked —
+        the round is skipped, as a silent one; twice in a row for the same speaker ends the run."""
+        if not getattr(live.adapter, "silent_rounds", False):
+            return False
+        entries = getattr(live.transcript, "entries", None) or ()
+        latest = next((e for e in reversed(entries) if e.sender_id != speaker), None)
+        if latest is None or live.adapter.extract_turn_input(latest) is not None:
+            return False
+        self._silent(speaker, live.adapter)
+        if self.stuck:
+            raise AdapterError(f"the session expects {speaker!r} again, but the adapter's extract_turn_input gives it "
+                               "nothing to answer")
+        return True
+
     def _silent(self, speaker: str, adapter: Any) -> None:
         """A round the adapter builds no envelope for. A built-in adapter's: an empty round, a failed
         turn. An adapter written to the contract (`ContractAdapter`): a silent round, skipped —
@@ -374,8 +390,11 @@ class _Run:
             if speaker not in self.agents:  # joined while the session ran (a participant.added posted to the hub)
                 raise AdapterError(f"participant {speaker!r} joined the session while it ran and has no agent")
             await self.hand_over(speaker)  # a newcomer is handed the session on its first turn
-            caps = self._called(speaker)
             msg = self._message(speaker)
+            if self._nothing_to_answer(speaker, live):
+                last = speaker
+                continue
+            caps = self._called(speaker)
             own = tuple(t for t in self.all_tools if t.get("owner") == speaker)
             step += 1
 
