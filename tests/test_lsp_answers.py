@@ -79,3 +79,59 @@ def test_every_request_gets_an_answer(tmp_path):
     assert got[2]["error"]["code"] == got[3]["error"]["code"] == -32602  # InvalidParams
     assert got[4].get("result") is None and "error" not in got[4]  # a valid, if far, position: no hover
     assert got[6]["error"]["code"] == -32600  # InvalidRequest after shutdown
+
+
+def _messages(proc: subprocess.Popen, until, timeout: float = 30) -> list:
+    """Every message the server writes until `until(messages)` holds (or the time is up)."""
+    buf, got = b"", []
+    end = time.monotonic() + timeout
+    while not until(got) and time.monotonic() < end:
+        ready, _, _ = select.select([proc.stdout], [], [], 0.2)
+        if ready:
+            chunk = os.read(proc.stdout.fileno(), 65536)
+            if not chunk:
+                break
+            buf += chunk
+        while b"\r\n\r\n" in buf:
+            head, rest = buf.split(b"\r\n\r\n", 1)
+            n = int(head.split(b"\r\n")[0].split(b":")[1])
+            if len(rest) < n:
+                break
+            got.append(json.loads(rest[:n]))
+            buf = rest[n:]
+    return got
+
+
+def test_a_body_that_is_not_json_gets_a_parse_error_and_the_server_stays_up(tmp_path):
+    """Issue #33, item 10: a body that is not UTF-8, not JSON, or JSON that is not a request
+    object gets JSON-RPC's answer (-32700 Parse error / -32600 Invalid Request, id null) instead
+    of silence, and the next request is answered as usual."""
+    env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    proc = subprocess.Popen([sys.executable, "-m", "turnflow", "lsp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, env=env, cwd=tmp_path)
+    assert proc.stdin is not None
+
+    def raw(body: bytes) -> None:
+        proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        proc.stdin.flush()
+
+    answered = lambda ms: any(m.get("id") == 2 for m in ms)
+    try:
+        raw(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                        "params": {"capabilities": {}, "processId": None, "rootUri": None}}).encode())
+        raw(b'{"jsonrpc": "2.0", "id": 7, "method": "shutdown", "params": "\xff\xfe"}')  # not UTF-8
+        raw(b'{"jsonrpc": "2.0", "id": 8, "method": ')  # not JSON (cut short)
+        raw(b"[1, 2, 3]")  # JSON, but not a request object
+        raw(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}).encode())
+        got = _messages(proc, answered)
+        raw(json.dumps({"jsonrpc": "2.0", "method": "exit"}).encode())
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    errors = [m for m in got if "error" in m and m.get("id") is None]
+    assert [e["error"]["code"] for e in errors] == [-32700, -32700, -32600], got
+    assert all("id" in e for e in errors)  # `"id": null`, as JSON-RPC 2.0 says
+    assert answered(got) and [m for m in got if m.get("id") == 2][0].get("result") is None
+    assert proc.returncode == 0  # `exit` after `shutdown`: the server was up all along

@@ -3,7 +3,7 @@
 Cases named `clean*` must not report their folder's code; every other case
 must report it. Every registered rule that has a check has both kinds.
 Profile rules (TF3xx) are compile-time checks: their fixtures are checked
-with the profile, as `turnflow compile --profile ag2-builtin` does."""
+with their profile, as `turnflow compile --profile ag2-builtin` / `--target T` do."""
 
 from pathlib import Path
 
@@ -26,8 +26,10 @@ def test_rule_fixture(case: Path, update_goldens):
     code = case.parent.name
     if code.startswith("TF3"):
         from turnflow.compiler.emit.spec import diagnostics
+        from turnflow.diagnostics.codes import lookup
 
-        _flow, diags = diagnostics(case.read_text(encoding="utf-8"), case.name, profile="ag2-builtin")
+        profile = lookup(code).profile  # each TF3xx is one profile's (or one --target's) check
+        _flow, diags = diagnostics(case.read_text(encoding="utf-8"), case.name, profile=profile)
     else:
         diags = turnflow.check(case.read_text(encoding="utf-8"), path=case.name)
     codes = {d.code for d in diags}

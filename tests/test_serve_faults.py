@@ -147,7 +147,7 @@ def test_a_client_that_stops_reading_is_disconnected_and_never_delays_the_others
             assert opened["request_id"] == "open" and opened["ok"] is True, opened
             # from here on bob reads nothing
             answered = 0
-            big = "y" * 60000
+            big = "y" * 20000  # 300 of them: 6 MB, within the default --max-session-bytes
             for i in range(300):
                 env = {"channel_id": sid, "sender_id": alice, "audience": None, "event_type": "ag2.msg.text",
                        "event_data": {"text": big}}

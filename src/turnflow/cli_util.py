@@ -43,12 +43,27 @@ def out(text: str) -> None:
 
 
 def err(text: str) -> None:
+    """One message on stderr, with every secret in it masked (`turnflow.masking.mask`: URL
+    passwords, libpq's `password=`, anything shaped like an API key) and the foreign text it
+    quotes made visible (`term.visible`: control and bidi characters, lone surrogates as
+    escapes), whichever command says it."""
+    from turnflow.masking import mask
+    from turnflow.term import visible
+
+    text = visible(mask(text))
     _write(sys.stderr, text if text.endswith("\n") else text + "\n")
 
 
+def write_text(stream, text: str) -> None:
+    """Write `text` on `stream` so that the write cannot fail on what the text holds (`_write`)."""
+    _write(stream, text)
+
+
 def _write(stream, text: str) -> None:
-    """Write `text`; a file name that is not UTF-8 (its surrogate escapes) on a stream that refuses
-    them (a strict UTF-8 locale) is written escaped, `\\udcfe`, as `compile` and `graph` name it."""
+    """Write `text`; a file name that is not UTF-8 (its surrogate escapes) or a lone surrogate of
+    an agent's text, on a stream that refuses them (a strict UTF-8 locale), and any character
+    the stream's encoding cannot write, are written escaped (`\\udcfe`), as `compile` and `graph`
+    name such a file."""
     try:
         stream.write(text)
     except UnicodeEncodeError:
@@ -126,7 +141,9 @@ def report(diags: Sequence["Diagnostic"], fmt: str = "text", *, sources: Optiona
         text += extra
         if files is not None:
             text += render.summary_line(diags, files) + "\n"
-        from turnflow.term import colourise, use_colour
+        from turnflow.term import colourise, use_colour, visible
+
+        text = visible(text)  # a message quoting the source (a string literal holding ESC) acts on no terminal
 
         _write(stream, colourise(text) if (use_colour(stream) if colour is None else colour) else text)
 

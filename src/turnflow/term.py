@@ -1,4 +1,14 @@
-"""Colour on terminals. `NO_COLOR` (any non-empty value) turns it off, `FORCE_COLOR`
+"""Foreign text made visible, and colour on terminals.
+
+`visible(text)`: text that came from an agent, a model, a store or someone else's file, as it may
+reach a terminal: every control character but newline and tab (C0, DEL, C1: the escape
+sequences that clear the screen, set the window title, write the clipboard (OSC 52), make
+hyperlinks, or a carriage return that overwrites the line), every bidirectional-text control
+(U+202A-U+202E, U+2066-U+2069, U+200E, U+200F, U+061C), the line and paragraph separators and
+every lone surrogate (half an emoji) written as a visible escape: `\x1b`, `\r`, `\u202e`,
+`\ud83d`, as Python writes them. A CR LF line end is a newline.
+
+Colour: `NO_COLOR` (any non-empty value) turns it off, `FORCE_COLOR`
 (non-empty, not "0") turns it on even when the output is not a terminal; otherwise
 colour is used when the stream is a terminal and `TERM` is not `dumb`
 (https://no-color.org, https://force-color.org).
@@ -15,6 +25,26 @@ RESET = "\033[0m"
 BOLD = "\033[1m"
 STYLES = {"error": "\033[1;31m", "warning": "\033[1;33m", "info": "\033[1;36m", "note": "\033[36m",
           "help": "\033[32m", "gutter": "\033[34m", "summary_bad": "\033[1;31m", "summary_ok": "\033[1;32m"}
+
+
+_INVISIBLE = re.compile(r"\r\n|[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069"
+                        r"\ud800-\udfff]")
+_NAMED = {"\r": "\\r", "\x0b": "\\v", "\x0c": "\\f", "\r\n": "\n"}
+
+
+def _shown(m: "re.Match[str]") -> str:
+    c = m.group(0)
+    named = _NAMED.get(c)
+    if named is not None:
+        return named
+    return f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
+
+
+def visible(text: str) -> str:
+    """`text` with what a terminal would act on or hide written as visible escapes (the module's
+    docstring says which); newlines and tabs are kept. Linear in the text; text without such
+    characters is returned as it is."""
+    return _INVISIBLE.sub(_shown, text)
 
 
 def use_colour(stream: IO[str], env: Optional[Mapping[str, str]] = None) -> bool:

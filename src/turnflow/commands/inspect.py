@@ -14,6 +14,7 @@ import os
 from typing import Any, Optional
 
 from turnflow.cli_util import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, err, out
+from turnflow.term import visible
 
 
 
@@ -165,15 +166,16 @@ def _table_rows(lives: list, damage: dict[str, list[dict]]) -> list[tuple[str, .
     for s in lives:
         r = session_row(s)
         state = "damaged" if s.session_id in damage else r["state"]
-        rows.append((r["session_id"], r["task_id"] or "-", r["block"] or "-", state, r["close_reason"] or "-",
-                     str(r["turn_count"]), r["last_speaker"] or "-"))
+        rows.append(tuple(visible(v) for v in (r["session_id"], r["task_id"] or "-", r["block"] or "-", state,
+                                               r["close_reason"] or "-", str(r["turn_count"]), r["last_speaker"] or "-")))
     unreadable = sorted(set(damage) - {s.session_id for s in lives} - {"(store)"})
     return rows + [(_printable(sid), "-", "-", "unreadable", "-", "-", "-") for sid in unreadable]
 
 
 def _printable(text: str) -> str:
-    """Text read from a damaged record as it can be printed: bytes that were not UTF-8 as `\\udcXX`."""
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    """Text read from a damaged record as it can be printed: bytes that were not UTF-8 as `\\udcXX`,
+    control and bidi characters as escapes (`term.visible`)."""
+    return visible(text)
 
 
 def _print_events(live: Any, store: Any, damage: list[dict]) -> None:
@@ -186,8 +188,8 @@ def _print_events(live: Any, store: Any, damage: list[dict]) -> None:
     out(f"  expected_next: {i['expected_next'] or '-'}  envelopes: {i['envelope_count']}\n")
     for e in store.read_range(live.session_id):
         if isinstance(e, Envelope):
-            out(f"  {e.seq:>5} {e.envelope_id} {e.sender_id} {e.event_type} "
-                f"{json.dumps(e.event_data, sort_keys=True)}\n")
+            out(visible(f"  {e.seq:>5} {e.envelope_id} {e.sender_id} {e.event_type} "
+                        f"{json.dumps(e.event_data, sort_keys=True)}") + "\n")
     for t in store.telemetry(live.session_id):
         out(render_telemetry(t))
 
@@ -228,4 +230,4 @@ def render_telemetry(t: dict) -> str:
         step = t.get("step")
         detail = (f"step={step if step is not None else '-'}" + (f" reason={t['reason']}" if t.get("reason") else "")
                   + (f" payload={json.dumps(t.get('payload'), sort_keys=True)}" if t.get("payload") is not None else ""))
-    return f"  telemetry {who} {ev} {detail}\n"
+    return visible(f"  telemetry {who} {ev} {detail}") + "\n"

@@ -15,6 +15,7 @@ def run_summary(args) -> int:
     from turnflow.runtime.errors import RuntimeErrorBase
     from turnflow.runtime.stores import is_postgres_url, open_store
     from turnflow.runtime.summary import render, summarize
+    from turnflow.term import visible
 
     if args.session is not None:
         err("turnflow inspect: --summary covers the whole store; leave out --session")
@@ -35,7 +36,7 @@ def run_summary(args) -> int:
     if args.format == "json":
         out(json.dumps(s, indent=2, sort_keys=True) + "\n")
     else:
-        out(render(s, store.path))
+        out(visible(render(s, store.path)))  # close reasons and task states are stored text
     if store.damage:  # counted from what is still readable; say what is not
         err(f"turnflow inspect: {store.path}: the store is damaged ({store.damage}); the summary counts "
             "what is still readable")

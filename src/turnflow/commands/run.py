@@ -24,7 +24,8 @@ import sys
 import time
 from typing import Any, Optional
 
-from turnflow.cli_util import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, err, out, positive_int, unknown_block
+from turnflow.cli_util import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, err, out, positive_int, unknown_block, write_text
+from turnflow.term import visible
 
 EXIT_ERROR = EXIT_FINDINGS
 
@@ -314,6 +315,10 @@ def run(args) -> int:
     printer.finish(result)
     if result.error:
         err(f"turnflow run: {result.error}")
+    if printer.broken is not None and not isinstance(printer.broken, BrokenPipeError):
+        err(f"turnflow run: the output could not be written ({type(printer.broken).__name__}: {printer.broken}); "
+            f"the session ran to its end{' and is stored: turnflow inspect ' + args.store if args.store else ''}")
+        return EXIT_USAGE
     if printer.signals:
         return 128 + printer.signals[0]
     return EXIT_OK if result.ok else EXIT_ERROR
@@ -387,11 +392,19 @@ class Printer:
         else:
             self.progress = sys.stdout
         self.header = False
+        self.broken: Optional[OSError] = None  # why the live output could not be written
 
     def _line(self, text: str) -> None:
-        if self.progress is not None:
-            self.progress.write(text + "\n")
+        """One line of live output: foreign text (agents' messages, their names, reasons) made
+        visible (`term.visible`: control and bidi characters, lone surrogates as escapes), so
+        nothing an agent says can act on the terminal or make the write fail."""
+        if self.progress is None or self.broken is not None:
+            return
+        try:
+            write_text(self.progress, visible(text) + "\n")
             self.progress.flush()
+        except OSError as exc:  # a full disk, a closed pipe: the session goes on and is stored; said at the end
+            self.broken = exc
 
     async def envelope(self, env, md) -> None:
         from turnflow.runtime.envelope import EV_EXPECTATION_VIOLATED
@@ -426,7 +439,7 @@ class Printer:
             self._line(f"session {result.session_id}")
         final = f"{result.state}: {result.close_reason or '-'}"
         if self.quiet:
-            out(final + "\n")
+            out(visible(final) + "\n")
             return
         self._line(final)
         if self.stdout_tty:
@@ -455,4 +468,4 @@ def render_text(result) -> str:
     lines = [f"session {result.session_id}"]
     lines += [turn_line(i, t) for i, t in enumerate(result.turns, 1)]
     lines.append(f"{result.state}: {result.close_reason or '-'}")
-    return "\n".join(lines) + "\n"
+    return visible("\n".join(lines)) + "\n"

@@ -18,6 +18,7 @@ import time
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional
 
 from turnflow.cli_util import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, err, out, positive_int
+from turnflow.term import visible
 
 if TYPE_CHECKING:
     from turnflow.runtime.batch import BatchWorker
@@ -223,7 +224,7 @@ def _run(args, spec: dict, make_agents: Callable[[], dict], tasks: list, store_v
     if as_json:
         err(report)
     else:
-        out(report)
+        out(visible(report))  # task ids and agents' failures are foreign text
     if interrupted:
         err("turnflow run: interrupted; run the same command again to resume")
         return EXIT_INTERRUPTED

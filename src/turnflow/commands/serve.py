@@ -7,6 +7,25 @@ from __future__ import annotations
 from turnflow.cli_util import EXIT_USAGE, err
 
 
+# the byte budgets and quotas (docs/serve.md, "Limits"): flag, type, default, what it bounds
+LIMIT_FLAGS = [
+    ("--send-buffer-bytes", int, 8 << 20, "bytes waiting for one client (its queue and socket buffer) before it is "
+                                          "disconnected as stalled (close code 1008)"),
+    ("--total-send-bytes", int, 256 << 20, "bytes waiting for all clients together; past it a client with a "
+                                           "backlog is disconnected (1013)"),
+    ("--max-reply-bytes", int, 16 << 20, "a larger answer to one request is refused (read_wal: read in pages)"),
+    ("--inflight-bytes", int, 4 << 20, "bytes of request frames one connection has in hand; beyond, its frames wait"),
+    ("--auth-timeout", float, 10.0, "with --auth-keys: close a connection that binds no agent within this time"),
+    ("--max-per-peer", int, 128, "connections from one IP address, 0 = no limit (1013 beyond)"),
+    ("--max-unbound", int, 0, "connections without a bound agent at once; 0 = an eighth of the connection cap, "
+                              "at least 8 (1013 beyond)"),
+    ("--max-session-bytes", int, 8 << 20, "a live session's log as AG2 envelopes; past it, posts to it are refused"),
+    ("--max-channels-per-agent", int, 1000, "live sessions one agent may have opened"),
+    ("--max-labels-bytes", int, 16 << 10, "a session's labels (with its intent) as JSON"),
+]
+NON_NEGATIVE = ("max_per_peer", "max_unbound")
+
+
 def register(sub) -> None:
     p = sub.add_parser("serve", help="run the hub over WebSocket for AG2 clients (docs/serve.md)",
                        description="Run a long-lived hub that AG2 1.2.1's HubClient(WsLink(url)) talks to unchanged: "
@@ -32,6 +51,9 @@ def register(sub) -> None:
                    help="close a connection that binds no agent within this time (default 60)")
     p.add_argument("--max-inflight", type=int, default=64, metavar="N",
                    help="requests of one connection handled at once; beyond that its frames wait (default 64)")
+    for flag, kind, default, text in LIMIT_FLAGS:
+        p.add_argument(flag, type=kind, default=default, metavar="N" if kind is int else "SECONDS",
+                       help=f"{text} (default {default})")
     p.add_argument("--ping-interval", type=float, default=20.0, metavar="SECONDS",
                    help="WebSocket pings, and TCP keepalive probes after this long without traffic; a late pong "
                         "closes nothing (a busy client reads late); 0 turns both off (default 20)")
@@ -51,13 +73,16 @@ def run(args) -> int:
         return EXIT_USAGE
     from turnflow.runtime.errors import StoreError
     from turnflow.serve.app import OptionError, Options, is_loopback, load_keys, main, parse_listen
+    from turnflow.serve.ops import Quotas
     from turnflow.serve.server import Limits
 
     try:
         host, port = parse_listen(args.listen)
         keys = load_keys(args.auth_keys) if args.auth_keys else None
-        for name in ("max_frame_bytes", "max_connections", "send_queue", "idle_timeout", "sweep_interval", "max_inflight"):
-            if getattr(args, name) <= 0:
+        positive = ["max_frame_bytes", "max_connections", "send_queue", "idle_timeout", "sweep_interval",
+                    "max_inflight", *(f[0][2:].replace("-", "_") for f in LIMIT_FLAGS)]
+        for name in positive:
+            if getattr(args, name) < 0 or getattr(args, name) == 0 and name not in NON_NEGATIVE:
                 raise OptionError(f"--{name.replace('_', '-')} must be positive")
         if args.ping_interval < 0 or args.ping_timeout <= 0:
             raise OptionError("--ping-interval must be 0 (off) or positive, --ping-timeout positive")
@@ -69,9 +94,14 @@ def run(args) -> int:
             "can register, or attach as, any agent")
     limits = Limits(max_frame_bytes=args.max_frame_bytes, max_connections=args.max_connections,
                     send_queue=args.send_queue, idle_timeout=args.idle_timeout, max_inflight=args.max_inflight,
-                    ping_interval=args.ping_interval or None, ping_timeout=args.ping_timeout)
+                    ping_interval=args.ping_interval or None, ping_timeout=args.ping_timeout,
+                    send_buffer_bytes=args.send_buffer_bytes, total_send_bytes=args.total_send_bytes,
+                    max_reply_bytes=args.max_reply_bytes, inflight_bytes=args.inflight_bytes,
+                    auth_timeout=args.auth_timeout, max_per_peer=args.max_per_peer, max_unbound=args.max_unbound)
+    quotas = Quotas(max_session_bytes=args.max_session_bytes, max_channels_per_agent=args.max_channels_per_agent,
+                    max_labels_bytes=args.max_labels_bytes)
     opts = Options(host=host, port=port, store=args.store, registry=args.registry, keys=keys, limits=limits,
-                   sweep_interval=args.sweep_interval)
+                   quotas=quotas, sweep_interval=args.sweep_interval)
     try:
         return main(opts)
     except StoreError as exc:

@@ -15,6 +15,7 @@ import sys
 from typing import Optional
 
 from turnflow.cli_util import EXIT_FINDINGS, EXIT_OK, err, out
+from turnflow.term import visible
 
 DEFAULT_RUNS = 200
 
@@ -129,7 +130,7 @@ def render_text(path: str, seed: int, blocks: list[dict]) -> str:
                 lines.append(f"    {where}: {r['text']}")
         else:
             lines.append("  rules never fired: none")
-    return "\n".join(lines) + "\n"
+    return visible("\n".join(lines)) + "\n"  # names and reasons of a spec someone else wrote
 
 
 def simulate_specs(path: str, specs: list[dict], runs: int, seed: int,

@@ -30,7 +30,12 @@ def _caret_lines(d: Diagnostic, src: Optional[SourceText]) -> list[str]:
 
 
 def _caret(number: int, line: str, column: int, end_column: int) -> list[str]:
-    shown = line.expandtabs(1)
+    from turnflow.term import visible
+
+    flat = line.expandtabs(1)
+    shown = visible(flat)  # a control character in the source is shown as `\x1b`: the caret follows it
+    if len(shown) != len(flat):
+        column, end_column = len(visible(flat[:column - 1])) + 1, len(visible(flat[:end_column - 1])) + 1
     if len(shown) > 200:  # very long lines (e.g. garbage) are cut around the caret
         start = max(0, column - 80)
         shown = ("…" if start else "") + shown[start:start + 160]

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import json
 from typing import Optional
 
 from lsprotocol import types as t
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidRequest
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidRequest, JsonRpcParseError
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
@@ -42,7 +43,10 @@ class _Unreadable:
 
 class FlowProtocol(LanguageServerProtocol):
     """pygls' protocol, except that every request gets an answer: one it cannot read gets its
-    error (InvalidParams) instead of silence, and one after `shutdown` gets InvalidRequest."""
+    error (InvalidParams) instead of silence, one after `shutdown` gets InvalidRequest, and a
+    body that is JSON but no JSON-RPC 2.0 message (an array, a number, an object without
+    `"jsonrpc": "2.0"`) gets InvalidRequest with the request's id when it has one, else null
+    (a body that is not JSON at all: `FlowServer.report_server_error`)."""
 
     def structure_message(self, data):
         try:
@@ -53,6 +57,12 @@ class FlowProtocol(LanguageServerProtocol):
             raise
 
     def handle_message(self, message):
+        if not hasattr(message, "jsonrpc") or message.jsonrpc != "2.0":
+            msg_id = message.get("id") if isinstance(message, dict) else getattr(message, "id", None)
+            if not isinstance(msg_id, (int, str)) or isinstance(msg_id, bool):
+                msg_id = None
+            self.send_error(msg_id, JsonRpcInvalidRequest.CODE, "not a JSON-RPC 2.0 request")
+            return
         if isinstance(message, _Unreadable):
             self._send_response(message.id, error=t.ResponseError(code=message.code, message=message.message))
             return
@@ -62,6 +72,11 @@ class FlowProtocol(LanguageServerProtocol):
                 code=JsonRpcInvalidRequest.CODE, message="the server is shut down: only `exit` is accepted"))
             return
         super().handle_message(message)
+
+    def send_error(self, msg_id, code: int, message: str) -> None:
+        """An error response written as a plain object, so that a null id is written
+        (`"id": null`, as JSON-RPC 2.0 asks when the request's id is unknown) and not left out."""
+        self._send_data({"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}})
 
 
 class FlowServer(LanguageServer):
@@ -77,6 +92,17 @@ class FlowServer(LanguageServer):
         self.symbol_answers: dict[str, tuple[str, bool, list]] = {}  # per document: (text, analysed, answer)
         # one worker: debounced checks run one at a time, off the event loop
         self.worker = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="turnflow-check")
+
+    def report_server_error(self, error: Exception, source) -> None:
+        """A message body that is not UTF-8 or not JSON is answered as JSON-RPC 2.0 says, with
+        -32700 (Parse error) and a null id (nobody can know the request's), and the server
+        reads on; every other error is pygls' to report."""
+        if isinstance(error, (UnicodeDecodeError, json.JSONDecodeError)):
+            what = "not UTF-8" if isinstance(error, UnicodeDecodeError) else "not JSON"
+            protocol: FlowProtocol = self.protocol  # type: ignore[assignment]
+            protocol.send_error(None, JsonRpcParseError.CODE, f"parse error: the message body is {what}: {error}")
+            return
+        super().report_server_error(error, source)
 
     @property
     def encoding(self) -> str:

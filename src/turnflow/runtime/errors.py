@@ -20,11 +20,24 @@ class ProtocolError(RuntimeErrorBase):
     """A send, create or close that breaks the session protocol; nothing was changed."""
 
 
-class AdapterError(RuntimeErrorBase):
+class _Masked(RuntimeErrorBase):
+    """An error whose message is stored or printed: whatever in it is shaped like a secret (a
+    key pasted into any field of an agents file, a URL's password) is masked when it is made
+    (`turnflow.masking.mask`)."""
+
+    def __init__(self, *args: Any) -> None:
+        if args and isinstance(args[0], str):
+            from turnflow.masking import mask
+
+            args = (mask(args[0]), *args[1:])
+        super().__init__(*args)
+
+
+class AdapterError(_Masked):
     """An agent adapter failed (bad handshake, script ran out, raised in its turn)."""
 
 
-class StoreError(RuntimeErrorBase):
+class StoreError(_Masked):
     """The store cannot be opened or used."""
 
 
@@ -40,65 +53,15 @@ def brief(value: object, limit: int = 80) -> str:
     return text if len(text) <= limit + 20 else text[:limit] + "..."
 
 
-_SECRET_NAMES = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
-
-
-_SUBSTRING = 12  # a run of this many characters of a secret (or of an encoding of it) is masked
-
-
 def mask_secrets(text: str, names: tuple[Any, ...] = (), values: tuple[str, ...] = ()) -> str:
-    """`text` with the value of every environment variable named in `names`, and of every
-    variable whose name says it holds a secret (`*KEY*`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*`),
-    replaced by `***` (values shorter than 6 characters are left alone: they would mask
-    ordinary words). Also masked: any run of 12 or more characters of such a value — an
-    endpoint that echoes the key minus its last characters — and of its base64 (standard and
-    URL-safe) and URL encodings. `values`: more secrets, given as they are (the credentials of an
-    endpoint's URL), masked the same way. Used on text that comes back from endpoints before it
-    is stored or printed."""
-    import os
+    """`text` with every secret masked (`turnflow.masking.mask`, the one masking function): the
+    values of the environment variables named in `names` and of every variable whose name says
+    it holds a secret, `values` (the credentials of an endpoint's URL), runs of 12 or more
+    characters of any of them or of their encodings, and whatever is shaped like a key or a
+    credential in a URL. Used on text that comes back from endpoints before it is stored or printed."""
+    from turnflow.masking import mask
 
-    found = {os.environ.get(n) for n in names} | set(values)
-    found |= {v for k, v in os.environ.items() if any(w in k.upper() for w in _SECRET_NAMES)}
-    secrets = sorted((v for v in found if v and len(v) >= 6), key=len, reverse=True)
-    for v in secrets:
-        text = text.replace(v, "***")
-    forms = [f for v in secrets for f in _encodings(v) if len(f) >= _SUBSTRING]
-    return _mask_runs(text, forms) if forms else text
-
-
-def _encodings(value: str) -> list[str]:
-    import base64
-    from urllib.parse import quote, quote_plus
-
-    raw = value.encode("utf-8", "surrogateescape")
-    b64 = base64.b64encode(raw).decode("ascii")
-    url = base64.urlsafe_b64encode(raw).decode("ascii")
-    return list(dict.fromkeys([value, b64, b64.rstrip("="), url, url.rstrip("="), quote(value, safe=""),
-                               quote_plus(value)]))
-
-
-def _mask_runs(text: str, forms: list[str]) -> str:
-    """Replace every run of `text` made of windows of `_SUBSTRING` characters found in one of
-    `forms` by `***` (linear in the text: one set lookup per position)."""
-    n = _SUBSTRING
-    windows = {f[i:i + n] for f in forms for i in range(len(f) - n + 1)}
-    covered = [False] * len(text)
-    for i in range(len(text) - n + 1):
-        if text[i:i + n] in windows:
-            for k in range(i, i + n):
-                covered[k] = True
-    if not any(covered):
-        return text
-    out, i = [], 0
-    while i < len(text):
-        if covered[i]:
-            while i < len(text) and covered[i]:
-                i += 1
-            out.append("***")
-        else:
-            out.append(text[i])
-            i += 1
-    return "".join(out)
+    return mask(text, values, names, env=True)
 
 
 def endpoint_failure(agent_id: str, exc: BaseException, key_env: str,

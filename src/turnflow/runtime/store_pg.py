@@ -170,13 +170,11 @@ def _import_psycopg() -> tuple[ModuleType, ModuleType]:
 
 
 def redact(url: str) -> str:
-    """The URL without its password, for messages."""
-    head, sep, tail = url.partition("://")
-    if "@" not in tail:
-        return url
-    cred, _, host = tail.rpartition("@")
-    user = cred.split(":", 1)[0]
-    return f"{head}{sep}{user}:***@{host}" if ":" in cred else url
+    """The URL as messages show it: its password (`user:password@` or `?password=`) and any
+    other secret in it masked (`turnflow.masking.mask_url`)."""
+    from turnflow.masking import mask_url
+
+    return mask_url(url)
 
 
 class TailLost(LeaseLost):
@@ -263,8 +261,8 @@ class PostgresStore:
                     self._check_schema(conn)
                 else:
                     self._ensure_schema(conn)
-        except psycopg.Error as exc:
-            raise StoreError(f"{self.path}: cannot open as a turnflow store: {_first_line(exc)}") from None
+        except psycopg.Error as exc:  # libpq's parse errors quote pieces of the URL: its secrets are masked
+            raise StoreError(f"{self.path}: cannot open as a turnflow store: {self._said(exc)}") from None
         sync = "off" if durability == "process" else "on"
 
         def configure(conn: Any) -> None:
@@ -296,6 +294,13 @@ class PostgresStore:
         self.batch_failures: list[str] = []  # why whole statements failed (their work was retried session by session)
         self._cache: dict[str, list[Envelope]] = {}  # committed logs of the sessions this process writes
         self._tails: dict[str, int] = {}  # the last seq this process committed, per session (checked by a finish)
+
+    def _said(self, exc: BaseException) -> str:
+        """The first line of a driver error for a message, with the URL's secrets masked wherever
+        it quotes them (alone, as libpq's `invalid percent-encoded token: "..."` does)."""
+        from turnflow.masking import mask, url_secrets
+
+        return mask(_first_line(exc), url_secrets(self.url))
 
     # -- schema ---------------------------------------------------------------------------------
     def _ensure_schema(self, conn: Any) -> None:
@@ -468,7 +473,7 @@ class PostgresStore:
                 self.batch_failures.append(_first_line(exc))
                 outcomes = self._retry(batch, parts)
         except Exception as exc:  # pragma: no cover - pool closed, connection lost: fail every waiter
-            outcomes = {i: StoreError(f"{self.path}: {_first_line(exc)}") for i in range(len(batch))}
+            outcomes = {i: StoreError(f"{self.path}: {self._said(exc)}") for i in range(len(batch))}
         # one hand-off per event loop, not one per unit: each call_soon_threadsafe wakes the loop
         settle: dict[asyncio.AbstractEventLoop, list[tuple[_Unit, asyncio.Future[Any], Any]]] = {}
         for i, u in enumerate(batch):

@@ -8,12 +8,20 @@ import asyncio
 import contextlib
 import ipaddress
 import json
+import logging
+import os
 import signal
 import sys
+import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
+from turnflow.serve.ops import Quotas
 from turnflow.serve.server import Limits
+
+READ_QUEUE = (4, 2)  # frames the WebSocket layer buffers from one client: it stops reading at 4, resumes at 2
+FD_HEADROOM = 32  # descriptors kept free beyond those open at start (store, registry, logs, accept)
+LOG_INTERVAL = 10.0  # seconds: accept errors and failed handshakes are logged at most once per interval
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -26,6 +34,7 @@ class Options:
     registry: Optional[str] = None
     keys: Optional[dict[str, str]] = None
     limits: Limits = field(default_factory=Limits)
+    quotas: Quotas = field(default_factory=Quotas)
     invite_timeout: float = 30.0
     sweep_interval: float = 5.0  # TTLs and expectations checked this often (AG2's hub: 30 s and 10 s)
 
@@ -66,6 +75,103 @@ def load_keys(path: str, option: str = "--auth-keys") -> dict[str, str]:
     return data
 
 
+def connection_cap(wanted: int) -> tuple[int, str]:
+    """The effective connection cap: `wanted`, or fewer when the open-file limit (RLIMIT_NOFILE)
+    cannot hold that many sockets beside the descriptors already open and FD_HEADROOM. The soft
+    limit is first raised towards the hard one as far as needed. Returns (cap, why, for the log)."""
+    try:
+        import resource
+    except ImportError:  # (not on Windows)
+        return wanted, f"--max-connections {wanted}"
+    try:
+        used = len(os.listdir("/proc/self/fd"))
+    except OSError:
+        used = 16
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    need = used + FD_HEADROOM + wanted
+    if soft != resource.RLIM_INFINITY and soft < need:
+        target = need if hard == resource.RLIM_INFINITY else min(need, hard)
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+    if soft == resource.RLIM_INFINITY or soft >= need:
+        return wanted, f"--max-connections {wanted}"
+    cap = max(1, soft - used - FD_HEADROOM)
+    return cap, (f"--max-connections {wanted}, but the open-file limit {soft} (ulimit -n) leaves room for "
+                 f"{cap}: {used} descriptors open, {FD_HEADROOM} kept free")
+
+
+class AcceptErrors:
+    """The event loop's exception handler: failures to accept a connection (no descriptor left,
+    no memory) are counted and logged once per LOG_INTERVAL without a traceback; anything else
+    goes to the handler that was there."""
+
+    def __init__(self, previous: Optional[Callable] = None) -> None:
+        self.previous = previous
+        self.count = 0
+        self.last = 0.0
+        self.reason = ""
+
+    def __call__(self, loop: asyncio.AbstractEventLoop, context: dict) -> None:
+        exc = context.get("exception")
+        if isinstance(exc, OSError) and "accept" in str(context.get("message", "")):
+            self.count += 1
+            self.reason = exc.strerror or str(exc)
+            now = loop.time()
+            if now - self.last >= LOG_INTERVAL:
+                print(f"turnflow serve: {self.count} connection(s) could not be accepted in the last "
+                      f"{LOG_INTERVAL:.0f} s: {self.reason}", file=sys.stderr, flush=True)
+                self.count, self.last = 0, now
+            return
+        if self.previous is not None:
+            self.previous(loop, context)
+        else:
+            loop.default_exception_handler(context)
+
+
+class _Once(logging.Filter):
+    """Let a warning through at most once per LOG_INTERVAL for each message and reason (the count
+    of those held back goes with the next one); with `bare`, without its traceback (a failed
+    handshake says what failed, nothing more)."""
+
+    def __init__(self, bare: bool) -> None:
+        super().__init__()
+        self.bare = bare
+        self.last: dict[str, float] = {}
+        self.held: dict[str, int] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.WARNING:
+            return True
+        args = record.args
+        key = f"{record.msg}|{args[-1] if isinstance(args, tuple) and args and isinstance(args[-1], str) else ''}"
+        now = time.monotonic()
+        if now - self.last.get(key, -LOG_INTERVAL) < LOG_INTERVAL:
+            self.held[key] = self.held.get(key, 0) + 1
+            return False
+        self.last[key] = now
+        held = self.held.pop(key, 0)
+        if self.bare and record.exc_info and record.exc_info[1] is not None:
+            record.msg = f"{record.getMessage()}: {type(record.exc_info[1]).__name__}: {record.exc_info[1]}"
+            record.args = None
+        if self.bare:
+            record.exc_info = record.exc_text = None
+        if held:
+            record.msg = f"{record.getMessage()} (and {held} more in the last {LOG_INTERVAL:.0f} s)"
+            record.args = None
+        return True
+
+
+def quiet_logger() -> logging.Logger:
+    """The WebSocket layer's logger (failed handshakes: once per interval, no traceback); the
+    server's own warnings (connections closed, and why) once per interval and reason."""
+    for name, bare in (("turnflow.serve.websocket", True), ("turnflow.serve", False)):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _Once) for f in logger.filters):
+            logger.addFilter(_Once(bare))
+    return logging.getLogger("turnflow.serve.websocket")
+
+
 async def serve(opts: Options, ready: Callable[[str], None], stop: Optional[asyncio.Event] = None) -> None:
     from websockets.asyncio.server import serve as ws_serve
 
@@ -84,19 +190,23 @@ async def serve(opts: Options, ready: Callable[[str], None], stop: Optional[asyn
     if registry.note:
         print(f"turnflow serve: {registry.note}", file=sys.stderr, flush=True)
     hub = await Hub.open(store)
-    ops = Ops(hub, registry, Auth(opts.keys), invite_timeout=opts.invite_timeout)
-    server = Server(ops, opts.limits)
+    ops = Ops(hub, registry, Auth(opts.keys), invite_timeout=opts.invite_timeout, quotas=opts.quotas)
+    cap, why = connection_cap(opts.limits.max_connections)
+    print(f"turnflow serve: up to {cap} connections ({why})", file=sys.stderr, flush=True)
+    server = Server(ops, opts.limits, cap)
     hub.start_sweeper(opts.sweep_interval)
     house = asyncio.get_running_loop().create_task(server.housekeeping())
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
+    loop.set_exception_handler(AcceptErrors(loop.get_exception_handler()))
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
     lim = opts.limits
     try:
         async with ws_serve(server.handle, opts.host, opts.port, max_size=lim.max_frame_bytes, compression=None,
-                            ping_interval=lim.ping_interval, ping_timeout=None) as ws_server:  # see server.py
+                            max_queue=READ_QUEUE, ping_interval=lim.ping_interval, ping_timeout=None,
+                            logger=quiet_logger()) as ws_server:  # see server.py
             port = ws_server.sockets[0].getsockname()[1]
             ready(f"ws://{opts.host}:{port}")
             await stop.wait()

@@ -7,11 +7,20 @@ hub → client: `welcome` {endpoint_id, hub_time}, `response` {request_id, ok, r
 error_message}, `error` {code, message, envelope_id}, `notify` {envelope, recipient_id}, `pong`.
 
 `decode` checks a client frame's kind and field types and raises `FrameError` (with the request
-id when there is one, so the answer can be correlated) instead of letting a wrong type travel."""
+id when there is one, so the answer can be correlated) instead of letting a wrong type travel.
+Every frame is also JSON turnflow can send back, checked before anything in it is acted on:
+no `NaN` / `Infinity` / out-of-range number (`1e400`), no lone surrogate (`"\\ud800"`), nested at
+most `MAX_DEPTH` deep; otherwise it is refused with `protocol_error` and nothing is stored.
+`encode` is the hub's own side of the same promise for records an earlier version stored
+unchecked: what cannot be sent is escaped (a lone surrogate as U+FFFD, a non-finite number as
+`null`) with a logged warning, never a dropped connection."""
 
 from __future__ import annotations
 
 import json
+import logging
+import math
+import re
 from typing import Any, Optional
 
 # the field types of each frame a client may send: name -> (types, default); a default of
@@ -34,6 +43,12 @@ ACCESS_DENIED = "access_denied"
 AUTH_FAILED = "auth_failed"
 
 
+MAX_DEPTH = 64  # arrays and objects nested in one frame (its own envelope object included)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+log = logging.getLogger("turnflow.serve")
+
+
 class FrameError(Exception):
     """A frame the hub cannot act on: answered with an error (a `response` when `request_id` is
     known, else an `error` frame)."""
@@ -45,16 +60,85 @@ class FrameError(Exception):
         self.code = code
 
 
+class _Unsendable(ValueError):
+    pass
+
+
+def _no_constant(name: str) -> Any:
+    raise _Unsendable(name)
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise _Unsendable(text)
+    return value
+
+
+_strict = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite).decode
+
+
+def unsendable(value: Any, max_depth: int = MAX_DEPTH) -> Optional[str]:
+    """Why `value` (parsed JSON) is not JSON turnflow can send back, with where (`$.params.x`),
+    or None: a non-finite number, a lone surrogate (in a string or a key), nesting deeper than
+    `max_depth`."""
+    stack: list[tuple[Any, str, int]] = [(value, "$", 0)]
+    while stack:
+        item, path, depth = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                return f"a lone surrogate in the string at {path[:200]}"
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                return f"{item!r} at {path[:200]} (JSON has no NaN or Infinity; numbers must be finite)"
+        elif isinstance(item, (dict, list)):
+            if depth >= max_depth:
+                return f"nesting deeper than {max_depth} at {path[:200]}"
+            if isinstance(item, dict):
+                for key, sub in item.items():
+                    if isinstance(key, str) and _SURROGATE.search(key):
+                        return f"a lone surrogate in a key at {path[:200]}"
+                    stack.append((sub, f"{path}.{key}" if len(path) < 200 else path, depth + 1))
+            else:
+                stack.extend((sub, f"{path}[{i}]" if len(path) < 200 else path, depth + 1)
+                             for i, sub in enumerate(item))
+    return None
+
+
+def _request_id(data: Any) -> Optional[str]:
+    if isinstance(data, dict) and data.get("kind") == "request" and isinstance(data.get("request_id"), str):
+        return data["request_id"]
+    return None
+
+
 def _load(message: Any) -> Any:
+    """The frame's JSON, refused unless turnflow can send every value in it back (the nesting
+    and surrogate walk runs only when the text could hold either: more brackets than
+    `MAX_DEPTH`, or a surrogate escape)."""
     if isinstance(message, (bytes, bytearray, memoryview)):
         try:
             message = bytes(message).decode("utf-8")
         except UnicodeDecodeError:
             raise FrameError("frame is not UTF-8 text") from None
     try:
-        return json.loads(message)
+        data = _strict(message)
+    except _Unsendable:
+        data = None
     except (ValueError, RecursionError):
         raise FrameError("frame is not valid JSON") from None
+    else:
+        if (message.count("[") + message.count("{") <= MAX_DEPTH
+                and ("\\u" not in message or not _SURROGATE_ESCAPE.search(message))):
+            return data
+    if data is None:  # a NaN / Infinity / 1e400: read again to say where, and answer on the request
+        try:
+            data = json.loads(message)
+        except (ValueError, RecursionError):
+            raise FrameError("frame is not valid JSON") from None
+    why = unsendable(data)
+    if why is None:
+        return data
+    raise FrameError(f"frame is not JSON turnflow can send back: {why}", _request_id(data))
 
 
 def _fields(kind: str, data: dict, rid: Optional[str]) -> dict:
@@ -101,6 +185,32 @@ def dumps(obj: Any) -> str:
     return _dumps(obj)
 
 
+def _finite_only(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite_only(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite_only(v) for v in value]
+    return value
+
+
+def encode(obj: Any, what: str) -> str:
+    """`obj` as JSON text a client can read, whatever an earlier version stored: a non-finite
+    number becomes `null` and a lone surrogate U+FFFD, each with a warning naming `what` (the
+    record). A record written by this version needs neither (its values were checked on the way
+    in), so this costs one scan of the text."""
+    try:
+        text = _dumps(obj)
+    except ValueError:
+        log.warning("%s holds a number JSON cannot carry (NaN or Infinity): sent as null", what)
+        text = _dumps(_finite_only(obj))
+    if _SURROGATE.search(text):
+        log.warning("%s holds a lone surrogate: sent as U+FFFD", what)
+        text = _SURROGATE.sub("\ufffd", text)
+    return text
+
+
 def welcome(endpoint_id: str, hub_time: str) -> str:
     return _dumps({"kind": "welcome", "endpoint_id": endpoint_id, "hub_time": hub_time})
 
@@ -112,16 +222,16 @@ class Raw(str):
 def response(request_id: str, result: Any) -> str:
     """(Built as text around the encoded result: the same JSON as encoding the whole frame.)"""
     return ('{"kind":"response","request_id":' + _dumps(request_id) + ',"ok":true,"result":'
-            + (result if isinstance(result, Raw) else _dumps(result)) + ',"error_code":"","error_message":""}')
+            + (result if isinstance(result, Raw) else encode(result, "a reply")) + ',"error_code":"","error_message":""}')
 
 
 def failure(request_id: str, code: str, message: str) -> str:
-    return _dumps({"kind": "response", "request_id": request_id, "ok": False, "result": None,
-                   "error_code": code, "error_message": message})
+    return encode({"kind": "response", "request_id": request_id, "ok": False, "result": None,
+                   "error_code": code, "error_message": message}, "an error message")
 
 
 def error(code: str, message: str, envelope_id: Optional[str] = None) -> str:
-    return _dumps({"kind": "error", "code": code, "message": message, "envelope_id": envelope_id})
+    return encode({"kind": "error", "code": code, "message": message, "envelope_id": envelope_id}, "an error message")
 
 
 def notify(envelope_json: str, recipient_id: str) -> str:

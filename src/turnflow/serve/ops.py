@@ -9,12 +9,13 @@ from __future__ import annotations
 import asyncio
 import hmac
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Optional, Protocol
 
 from turnflow.runtime.envelope import SUBSTANTIVE, Envelope
 from turnflow.runtime.errors import ProtocolError
 from turnflow.runtime.session import SessionMetadata, SessionState
-from turnflow.serve import frames, wire
+from turnflow.serve import frames, rules, shapes, wire
 from turnflow.serve.registry import Agent, Registry, new_agent_id
 
 if TYPE_CHECKING:
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 _AGENT_ID_SHAPE = re.compile(r"[0-9a-f]{32}\Z")
 _TASK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")  # AG2's hub accepts task ids of this shape
 PRIORITIES = ("background", "normal", "urgent")  # AG2's `Priority`
-DEFAULT_DELEGATION_DEPTH = 5  # AG2's `Rule().limits.delegation_depth` (0 disables the cap)
+_PROTOCOL_EVENTS = ("ag2.channel.", "ag2.task.")  # AG2's hub: every other event type is substantive
 _DURATION = re.compile(r"(\d{1,9})([smhd]?)\Z")
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 _ENDING = (SessionState.CLOSING, SessionState.CLOSED, SessionState.EXPIRED)
@@ -32,6 +33,16 @@ MAX_TEXT = 500  # a failure report's text kept (AG2's hub keeps as much)
 # every other op AG2's client sends: answered with a protocol error (docs/serve.md says why)
 UNSUPPORTED = frozenset({"get_task", "list_tasks", "observe_task", "update_task", "record_observation",
                          "fire_task_event", "checkpoint_task", "read_task_checkpoint"})
+
+
+@dataclass
+class Quotas:
+    """What one agent or session may hold on the hub (docs/serve.md, "Limits")."""
+
+    max_session_bytes: int = 8 << 20  # a live session's log, as AG2 envelopes: past it, posts are refused
+    max_channels_per_agent: int = 1000  # live sessions an agent has opened
+    max_labels_bytes: int = 16 << 10  # a channel's labels (with its intent), as JSON
+    max_list: int = 1000  # entries of one list_agents / list_channels answer
 
 
 class OpError(Exception):
@@ -62,6 +73,13 @@ def _get(params: dict, key: str, types: tuple, default: Any = ...) -> Any:
     if isinstance(value, bool) and bool not in types or not isinstance(value, types):
         raise _bad(f"param {key!r} must be {' or '.join(t.__name__ for t in types)}, got {type(value).__name__}")
     return value
+
+
+def _shaped(shape: shapes.Shape, value: Any) -> dict:
+    try:
+        return shapes.normalise(shape, value)
+    except shapes.ShapeError as exc:
+        raise _bad(str(exc)) from None
 
 
 def _str(params: dict, key: str) -> str:
@@ -122,23 +140,38 @@ class _Log:
     """A session's envelopes as read so far, each with its AG2 encoding (kept while the session is
     live: AG2's client reads the log several times a turn)."""
 
-    __slots__ = ("envs", "texts")
+    __slots__ = ("envs", "texts", "size")
 
     def __init__(self) -> None:
         self.envs: list[Envelope] = []
         self.texts: list[str] = []
+        self.size = 0  # characters of `texts`
+
+    def add(self, env: Envelope, text: str) -> None:
+        self.envs.append(env)
+        self.texts.append(text)
+        self.size += len(text)
 
 
 class Ops:
-    def __init__(self, hub: "Hub", registry: Registry, auth: Auth, *, invite_timeout: float = 30.0) -> None:
+    def __init__(self, hub: "Hub", registry: Registry, auth: Auth, *, invite_timeout: float = 30.0,
+                 quotas: Optional[Quotas] = None) -> None:
         self.hub = hub
         self.registry = registry
         self.auth = auth
         self.invite_timeout = invite_timeout
+        self.quotas = quotas or Quotas()
+        self.max_reply = 16 << 20  # the server's `Limits.max_reply_bytes` (set by it)
+        self._opened: dict[str, str] = {}  # live session id -> its creator (counted in `_opened_by`)
+        self._opened_by: dict[str, int] = {}  # agent id -> live sessions it opened
+        for sid, live in list(hub.sessions.items()):
+            if not live.metadata.state.terminal and live.metadata.creator_id:
+                self._count_open(sid, live.metadata.creator_id)
         self.routes: dict[str, Conn] = {}  # agent id -> the connection it is bound to
         self._opening: dict[str, asyncio.Future] = {}  # session id -> create_channel waiting for acks
         self._logs: dict[str, _Log] = {}  # live sessions' logs read so far
         self._channels: dict[str, tuple] = {}  # live sessions' channel records: (state, acks left, JSON)
+        self.pending: dict[str, int] = {}  # agent id -> substantive notifications outstanding (rules.inbox)
         self.table: dict[str, Callable[[Conn, dict], Awaitable[Any]]] = {
             "register": self.register, "get_agent": self.get_agent, "get_resume": self.get_resume,
             "get_skill": self.get_skill, "get_rule": self.get_rule, "find_agent_id": self.find_agent_id,
@@ -222,22 +255,35 @@ class Ops:
         self.bind(conn, agent.agent_id)
         conn.send(frames.welcome(conn.endpoint_id, wire.now_iso()))
         if frame["since_envelope_id"] is not None:
-            self.replay(conn, agent.agent_id, frame["since_envelope_id"])
+            await self.replay(conn, agent.agent_id, frame["since_envelope_id"])
 
-    def replay(self, conn: Conn, agent_id: str, since: str) -> None:
+    async def replay(self, conn: Conn, agent_id: str, since: str) -> None:
+        """Send again what the agent has not acked, paced by the client's reading (the server's
+        connection waits while half its send buffer is taken), so a long backlog does not overflow it."""
+        paced = getattr(conn, "paced", None)
         for sid, md in self._sessions():
             if md.state.terminal or agent_id not in md.pset:
                 continue
             high = max(self.registry.cursor(agent_id, sid), since)
             log = self._read(sid, md)
-            for env, text in zip(log.envs, log.texts):
-                if env.envelope_id > high and env.sender_id != agent_id and agent_id in wire.recipients(env, md):
+            for env, text in list(zip(log.envs, log.texts)):
+                if env.envelope_id > high and env.sender_id != agent_id and agent_id in wire.recipients(env, md) \
+                        and self._accepts(env, md, agent_id):
                     conn.send(frames.notify(text, agent_id))
+                    if paced is not None:
+                        await paced()
 
     def receipt(self, conn: Conn, frame: dict) -> None:
-        agent_id, channel_id = frame["recipient_id"], frame["channel_id"]
-        if frame["status"] == "ack" and agent_id in conn.agents and channel_id and frame["envelope_id"]:
-            self.registry.advance(agent_id, channel_id, frame["envelope_id"])
+        """An ack moves the agent's cursor in a live session it is a participant of (ids of
+        anything else are not kept: cursors only matter for replay, of live sessions)."""
+        agent_id, channel_id, envelope_id = frame["recipient_id"], frame["channel_id"], frame["envelope_id"]
+        if frame["status"] != "ack" or agent_id not in conn.agents or not channel_id or not envelope_id:
+            return
+        live = self.hub.sessions.get(channel_id)
+        if live is None or live.metadata.state.terminal or agent_id not in live.metadata.pset:
+            return
+        if len(envelope_id) <= 20 and envelope_id.isascii() and envelope_id.isdigit():  # the hub's ids
+            self.registry.advance(agent_id, channel_id, envelope_id)
 
     # -- helpers over the hub ------------------------------------------------------------------------
     def _sessions(self) -> list[tuple[str, SessionMetadata]]:
@@ -256,12 +302,23 @@ class Ops:
             return log
         for env in self.hub.read(session_id, envs[-1].seq + 1 if envs else 1):
             if isinstance(env, Envelope):
-                envs.append(env)
-                log.texts.append(frames.dumps(wire.envelope_to_ag2(env, md)))
+                log.add(env, frames.encode(wire.envelope_to_ag2(env, md), f"envelope {env.envelope_id}"))
         return log
 
     def _log(self, session_id: str) -> list[Envelope]:
         return self._read(session_id, self._md(session_id)).envs
+
+    def _count_open(self, session_id: str, creator: str) -> None:
+        self._opened[session_id] = creator
+        self._opened_by[creator] = self._opened_by.get(creator, 0) + 1
+
+    def _ended(self, session_id: str) -> None:
+        """A session ended: what was held for it goes (its count against its creator's quota)."""
+        creator = self._opened.pop(session_id, None)
+        if creator is not None:
+            left = self._opened_by.pop(creator, 1) - 1
+            if left > 0:
+                self._opened_by[creator] = left
 
     async def on_envelope(self, env: Envelope, md: SessionMetadata) -> None:
         """The hub's listener: notify every recipient bound to a connection (queued, never awaited
@@ -280,40 +337,54 @@ class Ops:
         if log is None and env.seq == 1 and not md.state.terminal:  # a new session's first envelope (an
             log = self._logs[md.session_id] = _Log()  # invite): its log kept from here, not read back
         if log is not None and (log.envs[-1].seq if log.envs else 0) + 1 == env.seq:
-            body = frames.dumps(wire.envelope_to_ag2(env, md))
-            log.envs.append(env)
-            log.texts.append(body)
+            body = frames.encode(wire.envelope_to_ag2(env, md), f"envelope {env.envelope_id}")
+            log.add(env, body)
         if md.state.terminal:
             self._logs.pop(md.session_id, None)
             self._channels.pop(md.session_id, None)
+            self._ended(md.session_id)
+        substantive = wire.substantive(env)
         for rid in wire.recipients(env, md):
             conn = self.routes.get(rid)
-            if conn is None:
+            if conn is None or not self._accepts(env, md, rid):
                 continue
             if body is None:
-                body = frames.dumps(wire.envelope_to_ag2(env, md))
+                body = frames.encode(wire.envelope_to_ag2(env, md), f"envelope {env.envelope_id}")
+            if substantive:
+                self.pending[rid] = self.pending.get(rid, 0) + 1
             conn.send(frames.notify(body, rid))
+
+    def _accepts(self, env: Envelope, md: SessionMetadata, rid: str) -> bool:
+        """AG2's dispatch gate: a recipient is not notified of an envelope whose sender (as AG2
+        shows it) its rule's `inbound_from` does not match; the envelope stays in the log."""
+        sender_id = wire.shown_sender(env, md)
+        if rid == sender_id:
+            return True
+        by_id = self.registry.by_id
+        recipient, sender = by_id.get(rid), by_id.get(sender_id)
+        return recipient is None or sender is None or rules.accepts(recipient, sender)
 
     # -- identity ops ------------------------------------------------------------------------------
     async def register(self, conn: Conn, params: dict) -> Any:
-        passport = dict(_get(params, "passport", (dict,)))
-        resume = _get(params, "resume", (dict, type(None)), None) or {}
-        rule = _get(params, "rule", (dict, type(None)), None) or {}
+        """AG2's `register`: the passport, résumé and rule checked against AG2's shapes and kept
+        complete (every field AG2 defines), as AG2's hub keeps them."""
+        passport = _shaped(shapes.PASSPORT, _get(params, "passport", (dict,)))
+        resume = _shaped(shapes.RESUME, _get(params, "resume", (dict, type(None)), None) or {})
+        rule = _shaped(shapes.RULE, _get(params, "rule", (dict, type(None)), None) or {})
         skill = _get(params, "skill_md", (str, type(None)), None)
-        name = _str(passport, "name")
-        if not name or len(name) > 128 or _AGENT_ID_SHAPE.match(name):
+        name = passport["name"]
+        if not name or _AGENT_ID_SHAPE.match(name):
             raise _bad(f"name {name[:64]!r} is empty, too long, or has the shape of an agent id")
         kind = passport.get("kind")
         if kind not in (None, "agent", "human"):
             raise _denied(f"this hub does not accept {str(kind)[:20]!r} registration over the wire")
-        auth = _get(passport, "auth", (dict, type(None)), None) or {}
-        self.auth.check(name, auth.get("scheme", "none"), auth.get("claim"))
+        auth = passport["auth"]
+        self.auth.check(name, auth["scheme"], auth["claim"])
         if name in self.registry.by_name:
             raise _bad(f"name {name!r} already registered (agent_id={self.registry.by_name[name]}); "
                        "unregister it before re-registering.")
         agent_id = new_agent_id()
-        passport.update(agent_id=agent_id, created_at=wire.now_iso(),
-                        auth={**auth, "scheme": auth.get("scheme", "none"), "claim": {}})
+        passport.update(agent_id=agent_id, created_at=wire.now_iso(), auth={**auth, "claim": {}})
         self.registry.add(Agent(agent_id, name, passport, resume, rule, skill))
         self.bind(conn, agent_id)
         return passport
@@ -346,7 +417,7 @@ class Ops:
         query = _get(params, "query", (str, type(None)), None)
         kind = _get(params, "kind", (str, type(None)), None)
         sort_by = _get(params, "sort_by", (str, type(None)), None)
-        limit = _get(params, "limit", (int,), 50)
+        limit = min(_get(params, "limit", (int,), 50), self.quotas.max_list)
         found = []
         for agent in self.registry.by_id.values():
             if kind is not None and (agent.passport.get("kind") or "agent") != kind:
@@ -366,9 +437,8 @@ class Ops:
         agent_id = _str(params, "agent_id")
         self._bound(conn, agent_id)
         agent = self._agent(agent_id)
-        resume = dict(_get(params, "resume", (dict,)))
-        version = agent.resume.get("version", 1)
-        resume.update(version=(version if isinstance(version, int) else 1) + 1, last_updated=wire.now_iso())
+        resume = _shaped(shapes.RESUME, _get(params, "resume", (dict,)))
+        resume.update(version=agent.resume["version"] + 1, last_updated=wire.now_iso())
         agent.resume = resume
         self.registry.update(agent)
         return None
@@ -385,7 +455,9 @@ class Ops:
         agent_id = _str(params, "agent_id")
         self._bound(conn, agent_id)
         agent = self._agent(agent_id)
-        agent.rule = _get(params, "rule", (dict,))
+        rule = _shaped(shapes.RULE, _get(params, "rule", (dict,)))
+        rule["version"] = agent.rule["version"] + 1  # as AG2's hub numbers a replaced rule
+        agent.rule = rule
         self.registry.update(agent)
         return None
 
@@ -412,8 +484,21 @@ class Ops:
                 for i, a in enumerate(ids)]
 
     def _default_ttl(self, creator: str) -> Any:
-        limits = self._agent(creator).rule.get("limits")
-        return limits.get("channel_ttl_default", "2h") if isinstance(limits, dict) else "2h"
+        return self._agent(creator).rule["limits"]["channel_ttl_default"]
+
+    def _authorize_open(self, creator_id: str, ids: list[str]) -> None:
+        """AG2's arbiter before a channel opens: the invitees' `inbound_from` and the creator's
+        `max_concurrent_channels`, then the creator's `outbound_to` for each invite (AG2's hub
+        checks that one when it posts the invites, after writing the channel, which it then
+        closes `invite_failed`; here nothing is written)."""
+        creator = self._agent(creator_id)
+        invitees = [self._agent(a) for a in ids if a != creator_id]
+        cap = creator.rule["limits"]["max_concurrent_channels"]
+        running = 0 if cap <= 0 else sum(1 for _, md in self._sessions()
+                                         if md.creator_id == creator_id and not md.state.terminal)
+        why = rules.channel_open(creator, invitees, running) or rules.send(creator, invitees, 0)
+        if why is not None:
+            raise _denied(why)
 
     async def create_channel(self, conn: Conn, params: dict) -> Any:
         creator = _str(params, "creator_id")
@@ -427,14 +512,21 @@ class Ops:
         ttl = params.get("ttl")
         ttl_seconds = parse_ttl(self._default_ttl(creator) if ttl is None else ttl)
         knobs = _get(params, "knobs", (dict, type(None)), None) or {}
-        labels = dict(_get(params, "labels", (dict, type(None)), None) or {})
+        try:
+            labels = shapes.labels(params.get("labels"))
+        except shapes.ShapeError as exc:
+            raise _bad(str(exc)) from None
         intent = _get(params, "intent", (str, type(None)), None)
         if intent:
             labels["intent"] = intent
+        self._authorize_open(creator, [p["agent_id"] for p in parts])
+        self._check_open_quotas(creator, labels)
         md = await self.hub.open_session(kind, parts, creator_id=creator, knobs=knobs, ttl_seconds=ttl_seconds,
                                          labels=labels, version=version,
                                          extra=None if required_acks is None else {"required_acks": required_acks})
         sid = md.session_id
+        if not md.state.terminal:
+            self._count_open(sid, creator)
         waiter = self._opening[sid] = asyncio.get_running_loop().create_future()
         try:  # (the invites reached the invited through the hub's listener, `on_envelope`)
             self._log(sid)  # kept from now on, each later envelope appended as it is written
@@ -453,13 +545,27 @@ class Ops:
             raise waiter.exception()  # type: ignore[misc]
         return self._channel(md)
 
+    def _check_open_quotas(self, creator: str, labels: dict) -> None:
+        q = self.quotas
+        if self._opened_by.get(creator, 0) >= q.max_channels_per_agent:
+            raise _bad(f"agent has {q.max_channels_per_agent} live channels open, this hub's limit "
+                       "(--max-channels-per-agent): close one first")
+        if labels:
+            try:
+                size = len(frames.dumps(labels))
+            except (TypeError, ValueError) as exc:
+                raise _bad(f"labels cannot be stored: {str(exc)[:100]}") from None
+            if size > q.max_labels_bytes:
+                raise _bad(f"labels are {size} bytes as JSON, over this hub's limit of {q.max_labels_bytes} "
+                           "(--max-labels-bytes)")
+
     def _channel(self, md: SessionMetadata) -> frames.Raw:
         """The AG2 channel record of a session, encoded once per state (AG2's client asks for it
         every turn)."""
         cached = self._channels.get(md.session_id)
         if cached is not None and cached[0] is md.state and cached[1] == len(md.pending_acks):
             return cached[2]
-        text = frames.Raw(frames.dumps(wire.channel_to_ag2(md)))
+        text = frames.Raw(frames.encode(wire.channel_to_ag2(md), f"channel {md.session_id}"))
         if not md.state.terminal:
             self._channels[md.session_id] = (md.state, len(md.pending_acks), text)
         return text
@@ -469,7 +575,7 @@ class Ops:
 
     async def list_channels(self, conn: Conn, params: dict) -> Any:
         agent_id = _get(params, "agent_id", (str, type(None)), None)
-        limit = _get(params, "limit", (int,), 50)
+        limit = min(_get(params, "limit", (int,), 50), self.quotas.max_list)
         if agent_id is not None:
             self._bound(conn, agent_id)
         mine = {agent_id} if agent_id is not None else set(conn.agents)
@@ -488,11 +594,16 @@ class Ops:
         e = _get(params, "envelope", (dict,))
         sender, sid, et = _str(e, "sender_id"), _str(e, "channel_id"), _str(e, "event_type")
         self._bound(conn, sender)
+        if len(et) > shapes.MAX_NAME:
+            raise _bad(f"event_type: at most {shapes.MAX_NAME} characters")
         data = _get(e, "event_data", (dict,))
         audience = _get(e, "audience", (list, type(None)), None)
+        if audience is not None and not all(isinstance(a, str) for a in audience):
+            raise _bad("audience must be a list of agent ids")
         causation = _get(e, "causation_id", (str, type(None)), None)
         trace = _get(e, "trace_id", (str, type(None)), None)
-        extra = self._task_fields(sender, e)
+        extra = self._task_fields(e)
+        self._authorize_send(sender, audience, (extra or {}).get("depth", 0))
         md = self._md(sid)
         if et == wire.AG2_ACK:
             await self.hub.ack(sid, sender)
@@ -507,24 +618,46 @@ class Ops:
             raise _bad(f"event type {et!r} is not accepted by turnflow serve")
         if audience is not None and not set(audience) <= md.pset:
             raise _bad("audience must list only participants of the channel")
+        if not md.state.terminal:
+            size = self._read(sid, md).size
+            if size >= self.quotas.max_session_bytes:
+                raise _bad(f"channel {sid!r} holds {size} bytes, this hub's limit for a live channel "
+                           "(--max-session-bytes): nothing more can be posted to it")
+        substantive = not et.startswith(_PROTOCOL_EVENTS)
+        if substantive:
+            self._authorize_inbox(md, sender, audience)
         env = Envelope(sid, sender, audience, wire.FROM_AG2.get(et, et), data, causation_id=causation, trace_id=trace,
                        extra=extra)
-        return (await self.hub.post(env)).envelope_id
+        envelope_id = (await self.hub.post(env)).envelope_id
+        if substantive and self.pending.get(sender, 0) > 0:  # the sender is working through its inbox
+            self.pending[sender] -= 1
+        return envelope_id
 
-    def _check_depth(self, sender: str, depth: int) -> None:
-        """AG2's arbiter: `depth` above the sender rule's `limits.delegation_depth` (0: no cap) is denied."""
-        agent = self._agent(sender)
-        limits = agent.rule.get("limits")
-        cap = limits.get("delegation_depth", DEFAULT_DELEGATION_DEPTH) if isinstance(limits, dict) else \
-            DEFAULT_DELEGATION_DEPTH
-        if isinstance(cap, int) and cap > 0 and depth > cap:
-            raise _denied(f"sender {agent.name!r} exceeded delegation_depth ({depth} > {cap})")
+    def _authorize_send(self, sender_id: str, audience: Optional[list[str]], depth: int) -> None:
+        """AG2's arbiter before an envelope is written: the sender's `outbound_to` for each agent
+        it addresses explicitly, and `depth` against its `delegation_depth` (rules.py)."""
+        by_id = self.registry.by_id
+        recipients = [by_id[a] for a in audience or () if a != sender_id and a in by_id]
+        why = rules.send(self._agent(sender_id), recipients, depth)
+        if why is not None:
+            raise _denied(why)
 
-    def _task_fields(self, sender: str, e: dict) -> Optional[dict]:
+    def _authorize_inbox(self, md: SessionMetadata, sender_id: str, audience: Optional[list[str]]) -> None:
+        """AG2's inbox gate: refused with AG2's `InboxFull` (code `error`) while a recipient has
+        its rule's `limits.inbox.max_pending` notifications outstanding."""
+        by_id = self.registry.by_id
+        for rid in audience if audience is not None else md.participant_ids:
+            agent = by_id.get(rid)
+            if rid != sender_id and agent is not None:
+                why = rules.inbox(agent, self.pending.get(rid, 0))
+                if why is not None:
+                    raise OpError(rules.INBOX_FULL, why)
+
+    def _task_fields(self, e: dict) -> Optional[dict]:
         """AG2's task fields of a posted envelope, checked as AG2's hub checks them: a task id of
-        AG2's shape, `depth` at most the sender rule's `limits.delegation_depth` (AG2's arbiter;
-        `access_denied` beyond it). Kept only when one differs from AG2's default; none is acted
-        on otherwise (AG2's hub does not either: no dedupe by `idempotency_key`, no per-envelope TTL)."""
+        AG2's shape (`depth` is checked against the sender's rule by `_authorize_send`). Kept only
+        when one differs from AG2's default; none is acted on otherwise (AG2's hub does not either:
+        no dedupe by `idempotency_key`, no per-envelope TTL)."""
         get = e.get
         if get("task_id") is None and get("priority", "normal") == "normal" and type(get("depth", 0)) is int \
                 and get("depth", 0) == 0 and get("idempotency_key") is None and get("ttl_seconds") is None:
@@ -540,7 +673,6 @@ class Ops:
         ttl = _get(e, "ttl_seconds", (int, type(None)), None)
         if depth < 0 or ttl is not None and ttl < 0 or key is not None and len(key) > MAX_TEXT:
             raise _bad("depth and ttl_seconds must not be negative, an idempotency_key at most 500 characters")
-        self._check_depth(sender, depth)
         fields = {"task_id": task_id, "priority": priority, "depth": depth, "idempotency_key": key, "ttl_seconds": ttl}
         kept = {k: v for k, v in fields.items() if v != wire.TASK_DEFAULTS[k]}
         return kept or None
@@ -550,7 +682,12 @@ class Ops:
         since = _get(params, "since", (int,), 0)
         until = _get(params, "until", (int, type(None)), None)
         md = self._participant(conn, sid)
-        return frames.Raw("[" + ",".join(self._read(sid, md).texts[since:until]) + "]")
+        texts = self._read(sid, md).texts[since:until]
+        size = sum(map(len, texts))
+        if size > self.max_reply:
+            raise _bad(f"the log of {sid!r} from {since} is {size} bytes, over this hub's limit for one answer "
+                       f"({self.max_reply}, --max-reply-bytes): read it in pages with since/until")
+        return frames.Raw("[" + ",".join(texts) + "]")
 
     async def find_by_causation(self, conn: Conn, params: dict) -> Any:
         sid, sender, cause = _str(params, "channel_id"), _str(params, "sender_id"), _str(params, "causation_id")

@@ -9,14 +9,24 @@ another machine finds the same agents; with a SQLite store, in a small SQLite fi
 would otherwise share its write lock with every group commit. Registration changes are written
 through; cursors are written in batches (`flush`), so after a crash a client may be sent again
 what it acked in the last second (AG2's client skips a turn it has already answered: delivery is
-at least once, as with AG2's own hub)."""
+at least once, as with AG2's own hub).
+
+Records are checked on the way in (ops.py, shapes.py); a row an earlier version stored unchecked
+is read leniently (`Agent.from_row`): an unknown field dropped, a mistyped one replaced by AG2's
+default, an unreadable row skipped, each with a logged warning, so one bad record cannot break
+discovery for every client."""
 
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import uuid
 from typing import Any, Iterable, Optional, Protocol
+
+from turnflow.serve import shapes
+
+log = logging.getLogger("turnflow.serve")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS agents (agent_id TEXT PRIMARY KEY, name TEXT UNIQUE NOT NULL, passport TEXT NOT NULL,
@@ -46,9 +56,23 @@ class Agent:
                 self.skill)
 
     @classmethod
-    def from_row(cls, row: Iterable[Any]) -> "Agent":
+    def from_row(cls, row: Iterable[Any]) -> Optional["Agent"]:
+        """The agent of a stored row, repaired where an earlier version stored it unchecked;
+        None (with a warning) when it cannot be served at all."""
         agent_id, name, passport, resume, rule, skill = row
-        return cls(agent_id, name, json.loads(passport), json.loads(resume), json.loads(rule), skill)
+        what = f"registered agent {str(agent_id)[:40]!r}"
+        try:
+            records = [json.loads(passport), json.loads(resume), json.loads(rule)]
+        except (TypeError, ValueError, RecursionError):
+            log.warning("%s: its stored record is not JSON; skipped", what)
+            return None
+        pp, rs, rl = (shapes.repair(shape, value, what)
+                      for shape, value in zip((shapes.PASSPORT, shapes.RESUME, shapes.RULE), records))
+        if pp is None or rs is None or rl is None or not isinstance(name, str) or pp["name"] != name:
+            log.warning("%s: its stored name or passport cannot be read; skipped", what)
+            return None
+        pp.update(agent_id=agent_id)
+        return cls(agent_id, name, pp, rs, rl, skill if isinstance(skill, str) else None)
 
 
 def new_agent_id() -> str:
@@ -114,7 +138,9 @@ class Registry:
         self.cursors: dict[str, dict[str, str]] = {}
         self._dirty: set[tuple[str, str]] = set()
         for row in backend.agents():
-            self._remember(Agent.from_row(row))
+            agent = Agent.from_row(row)
+            if agent is not None:
+                self._remember(agent)
         for agent_id, channel_id, envelope_id in backend.cursors():
             self.cursors.setdefault(agent_id, {})[channel_id] = envelope_id
 

@@ -1,11 +1,15 @@
 """The WebSocket server: one `Connection` per client, frames decoded and answered, notifications
 queued per connection, limits enforced (docs/serve.md, "Limits").
 
-A connection's outgoing frames go through its own bounded queue, written by its own task: the hub
-and the other connections never wait on a socket. A client whose queue fills (it stopped reading)
-is disconnected; so is one that binds no agent within the idle timeout. Requests of a connection
-run concurrently (at most `max_inflight` at once; the reader waits beyond that, so a flooding
-client is slowed, not the hub).
+Every buffer is bounded in bytes. A connection's outgoing frames go through its own queue, written
+by its own task at most WRITE_BATCH bytes at a time: the hub and the other connections never wait on
+a socket. A client whose backlog (queue and socket buffer) passes `send_buffer_bytes`, or that needs
+more while all clients' backlogs pass `total_send_bytes`, is disconnected; so is one that binds no
+agent within the idle timeout (on a hub with API keys: the auth timeout, and it may only register or
+attach meanwhile). Requests of a connection run concurrently (at most `max_inflight` and
+`inflight_bytes` of frames at once; the reader waits beyond that, so a flooding client is slowed,
+not the hub). New connections are refused (1013) beyond the cap, beyond `max_per_peer` from one
+address, and beyond the share of connections without an agent (`Server.refusal`).
 
 Dead peers are found by the kernel, not by pong latency: WebSocket pings go out every
 `ping_interval` (keeping proxies and NATs open) but a late pong closes nothing, because a live
@@ -19,12 +23,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import socket
+import sys
 import uuid
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from turnflow.runtime.errors import RuntimeErrorBase
 from turnflow.serve import frames
@@ -38,13 +44,55 @@ WAITING_OPS = frozenset({"create_channel", "post_envelope", "close_channel"})
 
 @dataclass
 class Limits:
+    """Every bound of the server (docs/serve.md, "Limits"). The send budgets count the memory a
+    queued frame holds (`sys.getsizeof` of its text: its length and 49 bytes for ASCII JSON, up to
+    four bytes a character otherwise), the reply cap its characters, the in-flight cap the frames'
+    bytes as received."""
+
     max_frame_bytes: int = 1 << 20
     max_connections: int = 1024
     send_queue: int = 4096  # frames waiting for one client before it is disconnected
+    send_buffer_bytes: int = 8 << 20  # bytes waiting for one client (queue + socket buffer) before it is disconnected
+    total_send_bytes: int = 256 << 20  # bytes waiting for all clients: past it, a client with a backlog is disconnected
+    max_reply_bytes: int = 16 << 20  # a larger answer to one request is refused (read_wal: page with since/until)
     idle_timeout: float = 60.0  # seconds a connection may stay without a bound agent
+    auth_timeout: float = 10.0  # hub with API keys: seconds a connection may stay without a bound agent
     max_inflight: int = 64  # concurrent requests per connection
+    inflight_bytes: int = 4 << 20  # bytes of request frames one connection has in hand at once
+    max_per_peer: int = 128  # connections from one IP address (0: no limit)
+    max_unbound: int = 0  # connections without a bound agent at once (0: an eighth of the cap, at least 8)
     ping_interval: Optional[float] = 20.0  # WebSocket pings, and TCP keepalive probes after this idle time
     ping_timeout: float = 20.0  # a peer whose host acknowledges nothing this much longer is closed
+
+    def unbound_cap(self, cap: int) -> int:
+        return self.max_unbound or max(8, cap // 8)
+
+
+# what a connection with no bound agent may ask of a hub with API keys: what AG2's `register` and
+# `attach` send before their agent is bound (attach looks the name up, then says hello)
+UNBOUND_OPS = frozenset({"register", "find_agent_id", "get_agent", "get_resume", "get_rule"})
+UNBOUND_REQUESTS = 16  # requests such a connection may send before it binds an agent
+WRITE_BATCH = 256 << 10  # bytes handed to the socket in one write (then flow control waits for the peer)
+
+
+def _write(protocol: Any, text: str) -> int:
+    """Hand one frame to the WebSocket protocol; the memory it held (what `send` counted)."""
+    try:
+        data = text.encode()
+    except UnicodeEncodeError:  # a lone surrogate: written as JSON's own escape, which reads back the same
+        data = text.encode("utf-8", "backslashreplace")
+    protocol.send_text(data)
+    return sys.getsizeof(text)
+
+
+class SendBudget:
+    """The bytes queued for every connection together (`Limits.total_send_bytes`)."""
+
+    __slots__ = ("used", "limit")
+
+    def __init__(self, limit: int) -> None:
+        self.used = 0
+        self.limit = limit
 
 
 def tcp_keepalive(sock: Any, idle: float, timeout: float) -> None:
@@ -62,29 +110,52 @@ def tcp_keepalive(sock: Any, idle: float, timeout: float) -> None:
 
 
 class Connection:
-    __slots__ = ("ws", "endpoint_id", "agents", "opened_at", "closed", "_queue", "_wake", "_limit", "_tasks",
-                 "_slots", "writer")
+    __slots__ = ("ws", "endpoint_id", "agents", "opened_at", "closed", "peer", "requests", "_queue", "_wake",
+                 "_limits", "_budget", "_queued", "_inflight", "_room", "_tasks", "_slots", "writer")
 
-    def __init__(self, ws: Any, limits: Limits, now: float) -> None:
+    def __init__(self, ws: Any, limits: Limits, now: float, budget: Optional[SendBudget] = None,
+                 peer: str = "") -> None:
         self.ws = ws
         self.endpoint_id = uuid.uuid4().hex
         self.agents: set = set()
         self.opened_at = now
         self.closed = False
+        self.peer = peer
+        self.requests = 0  # requests received (counted while no agent is bound)
         self._queue: deque = deque()
         self._wake = asyncio.Event()
-        self._limit = limits.send_queue
+        self._limits = limits
+        self._budget = budget or SendBudget(limits.total_send_bytes)
+        self._queued = 0  # bytes in `_queue`
+        self._inflight = 0  # bytes of the request frames being handled
+        self._room: Optional[asyncio.Event] = None  # set when queued bytes or in-flight bytes go down
         self._tasks: set = set()
         self._slots = asyncio.Semaphore(limits.max_inflight)
         self.writer: Optional[asyncio.Task] = None
 
+    def backlog(self) -> int:
+        """Bytes waiting for this client: queued here and in the socket's buffer."""
+        transport = self.ws.transport
+        return self._queued + (transport.get_write_buffer_size() if transport is not None else 0)
+
     def send(self, text: str) -> None:
         if self.closed:
             return
-        if len(self._queue) >= self._limit:
-            self.drop(1008, "send queue full: the client is not reading")
-            return
+        size = sys.getsizeof(text)  # the memory it holds (in O(1); it is encoded when written)
+        if self._queue or self._queued:
+            lim = self._limits
+            if len(self._queue) >= lim.send_queue:
+                self.drop(1008, "send queue full: the client is not reading")
+                return
+            if self.backlog() + size > lim.send_buffer_bytes:
+                self.drop(1008, f"send buffer full ({lim.send_buffer_bytes} bytes): the client is not reading")
+                return
+            if self._budget.used + size > self._budget.limit:
+                self.drop(1013, "the hub's send buffers are full: a client with a backlog is disconnected")
+                return
         self._queue.append(text)
+        self._queued += size
+        self._budget.used += size
         self._wake.set()
 
     def drop(self, code: int, reason: str) -> None:
@@ -92,63 +163,130 @@ class Connection:
         if self.closed:
             return
         self.closed = True
-        self._queue.clear()
+        self._release_queue()
         self._wake.set()
         log.warning("closing connection %s: %s", self.endpoint_id, reason)
         task = asyncio.get_running_loop().create_task(self.ws.close(code, reason))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    def _release_queue(self) -> None:
+        self._queue.clear()
+        self._budget.used -= self._queued
+        self._queued = 0
+        self._signal()
+
+    def _signal(self) -> None:
+        if self._room is not None:
+            self._room.set()
+
+    async def room(self, limit: int) -> None:
+        """Wait until less than `limit` bytes wait for this client (or it is closed)."""
+        while not self.closed and self.backlog() >= limit:
+            self._room = self._room or asyncio.Event()
+            self._room.clear()
+            await self._room.wait()
+
+    async def paced(self) -> None:
+        """Wait while half the send buffer is taken (a replay sends no faster than the client reads)."""
+        if self.backlog() >= self._limits.send_buffer_bytes // 2:
+            await self.room(self._limits.send_buffer_bytes // 2)
+
     async def write_loop(self) -> None:
-        """Write what is queued, every frame queued meanwhile in one socket write (the pattern of
-        websockets' `send_context` docs: frames built by its protocol, flushed with flow control)."""
+        """Write what is queued, up to WRITE_BATCH bytes in one socket write (the pattern of
+        websockets' `send_context` docs: frames built by its protocol, flushed with flow control,
+        so at most a batch waits in the socket's buffer for a client that is not reading)."""
         queue, ws = self._queue, self.ws
         try:
             while not self.closed:
                 while queue:
                     async with ws.send_context():
                         protocol = ws.protocol
-                        while queue:
-                            protocol.send_text(queue.popleft().encode())
+                        batch = 0
+                        while queue and batch < WRITE_BATCH:  # (no local holds a frame while it waits)
+                            batch += _write(protocol, queue.popleft())
+                        self._queued -= batch
+                        self._budget.used -= batch
                         chunks = protocol.data_to_send()
                         if all(chunks):
                             ws.transport.write(b"".join(chunks))
                         else:  # an end of stream among them (a close): write them as websockets would
                             for chunk in chunks:
                                 ws.transport.write(chunk) if chunk else ws.transport.write_eof()
+                    self._signal()
                 self._wake.clear()
                 await self._wake.wait()
         except Exception:  # the socket went away: the reader sees it too
             self.closed = True
+            self._release_queue()
 
-    async def spawn(self, coro: Any) -> None:
+    async def spawn(self, coro: Any, size: int) -> None:
+        """Run a request in its own task: at most `max_inflight` of them, holding at most
+        `inflight_bytes` of request frames (one larger frame alone); beyond, the reader waits."""
         await self._slots.acquire()
+        budget = self._limits.inflight_bytes
+        while self._inflight and self._inflight + size > budget and not self.closed:
+            self._room = self._room or asyncio.Event()
+            self._room.clear()
+            await self._room.wait()
+        self._inflight += size
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
-        task.add_done_callback(self._done)
+        task.add_done_callback(functools.partial(self._done, size))
 
-    def _done(self, task: asyncio.Task) -> None:
+    def _done(self, size: int, task: asyncio.Task) -> None:
         self._tasks.discard(task)
+        self._inflight -= size
         self._slots.release()
+        self._signal()
+
+
+def _peer(ws: Any) -> str:
+    address = ws.remote_address
+    return str(address[0]) if isinstance(address, tuple) and address else ""
 
 
 class Server:
-    def __init__(self, ops: Ops, limits: Limits) -> None:
+    def __init__(self, ops: Ops, limits: Limits, cap: Optional[int] = None) -> None:
         self.ops = ops
         self.limits = limits
+        self.cap = cap or limits.max_connections  # the effective cap (app.py: also what RLIMIT_NOFILE allows)
         self.connections: set[Connection] = set()
+        self.peers: dict[str, int] = {}  # connections per remote address
+        self.budget = SendBudget(limits.total_send_bytes)
+        self.keyed = getattr(ops.auth, "keys", None) is not None
+        ops.max_reply = limits.max_reply_bytes
+
+    def refusal(self, peer: str) -> Optional[str]:
+        """Why a new connection from `peer` is refused (closed with 1013), or None. When the share of
+        connections without an agent is full, the newest is refused if its address holds the most
+        of them; else the oldest of the address that does is closed to make room (a crowd from one
+        address cannot keep other clients from registering)."""
+        lim = self.limits
+        if len(self.connections) >= self.cap:
+            return "too many connections"
+        if lim.max_per_peer and self.peers.get(peer, 0) >= lim.max_per_peer:
+            return "too many connections from this address"
+        unbound = lim.unbound_cap(self.cap)
+        if len(self.connections) < unbound:
+            return None
+        waiting: dict[str, list[Connection]] = {}
+        for c in self.connections:
+            if not c.agents and not c.closed:
+                waiting.setdefault(c.peer, []).append(c)
+        if sum(map(len, waiting.values())) < unbound:
+            return None
+        crowd = max(waiting.values(), key=len)
+        if len(waiting.get(peer, ())) >= len(crowd):
+            return "too many connections without an agent"
+        min(crowd, key=lambda c: c.opened_at).drop(1013, "too many connections without an agent")
+        return None
 
     async def handle(self, ws: Any) -> None:
-        loop = asyncio.get_running_loop()
-        if len(self.connections) >= self.limits.max_connections:
-            await ws.close(1013, "too many connections")
+        conn = self.admit(ws)
+        if isinstance(conn, str):
+            await ws.close(1013, conn)
             return
-        conn = Connection(ws, self.limits, loop.time())
-        self.connections.add(conn)
-        sock = ws.transport.get_extra_info("socket")
-        if sock is not None and self.limits.ping_interval is not None:
-            tcp_keepalive(sock, self.limits.ping_interval, self.limits.ping_timeout)
-        conn.writer = loop.create_task(conn.write_loop())
         try:
             async for message in ws:
                 await self.on_message(conn, message)
@@ -156,10 +294,34 @@ class Server:
             if not type(exc).__name__.startswith("ConnectionClosed"):
                 log.exception("connection %s failed", conn.endpoint_id)
         finally:
-            self.connections.discard(conn)
-            self.ops.unbind_all(conn)
-            conn.closed = True
-            conn._wake.set()
+            self.forget(conn)
+
+    def admit(self, ws: Any) -> Union[Connection, str]:
+        """A new connection, set up with its writer; or why it is refused (`refusal`). (Apart
+        from `handle`, whose frame every idle connection keeps.)"""
+        peer = _peer(ws)
+        refused = self.refusal(peer)
+        if refused is not None:
+            return refused
+        loop = asyncio.get_running_loop()
+        conn = Connection(ws, self.limits, loop.time(), self.budget, peer)
+        self.connections.add(conn)
+        self.peers[peer] = self.peers.get(peer, 0) + 1
+        sock = ws.transport.get_extra_info("socket")
+        if sock is not None and self.limits.ping_interval is not None:
+            tcp_keepalive(sock, self.limits.ping_interval, self.limits.ping_timeout)
+        conn.writer = loop.create_task(conn.write_loop())
+        return conn
+
+    def forget(self, conn: Connection) -> None:
+        self.connections.discard(conn)
+        left = self.peers.pop(conn.peer, 1) - 1
+        if left:
+            self.peers[conn.peer] = left
+        self.ops.unbind_all(conn)
+        conn.closed = True
+        conn._release_queue()
+        conn._wake.set()
 
     async def on_message(self, conn: Connection, message: Any) -> None:
         try:
@@ -172,21 +334,50 @@ class Server:
             return
         kind = frame["kind"]
         if kind == "request":
+            if not conn.agents and self.keyed and not self.unbound_may(conn, frame):
+                return
             if frame["op"] in WAITING_OPS:  # may wait for a commit or for acks: its own task
-                await conn.spawn(self.request(conn, frame["request_id"], frame["op"], frame["params"]))
+                await conn.spawn(self.request(conn, frame["request_id"], frame["op"], frame["params"]), len(message))
             else:  # answered without waiting: inline (no task to create)
                 await self.request(conn, frame["request_id"], frame["op"], frame["params"])
         elif kind == "hello":
+            if not conn.agents and self.keyed and not self.unbound_count(conn):
+                return
             await self.ops.hello(conn, frame)
         elif kind == "receipt":
             self.ops.receipt(conn, frame)
         elif kind == "ping":
             conn.send(frames.PONG)
 
+    def unbound_count(self, conn: Connection) -> bool:
+        """On a hub with API keys, a connection with no bound agent may send a few requests and
+        hellos in all (a key is not guessed on one connection): beyond, it is closed (1008)."""
+        conn.requests += 1
+        if conn.requests > UNBOUND_REQUESTS:
+            conn.drop(1008, f"{UNBOUND_REQUESTS} requests without an authenticated agent")
+            return False
+        return True
+
+    def unbound_may(self, conn: Connection, frame: dict) -> bool:
+        """On a hub with API keys, a connection with no bound agent may only register or attach
+        (AG2's client looks the name up first)."""
+        if not self.unbound_count(conn):
+            return False
+        if frame["op"] not in UNBOUND_OPS:
+            conn.send(frames.failure(frame["request_id"], frames.ACCESS_DENIED,
+                                     "authenticate first: this hub has API keys; register or attach (hello) "
+                                     "an agent with its key before any other request"))
+            return False
+        return True
+
     async def request(self, conn: Connection, request_id: str, op: str, params: dict) -> None:
         try:
             result = await self.ops.call(conn, op, params)
             text = frames.response(request_id, result)
+            if len(text) > self.limits.max_reply_bytes:
+                text = frames.failure(request_id, frames.PROTOCOL_ERROR,
+                                      f"the answer to {op} is {len(text)} bytes, over this hub's limit of "
+                                      f"{self.limits.max_reply_bytes} (--max-reply-bytes): ask for less")
         except OpError as exc:
             text = frames.failure(request_id, exc.code, exc.message)
         except (RuntimeErrorBase, KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -205,6 +396,7 @@ class Server:
             with contextlib.suppress(Exception):
                 self.ops.registry.flush()
             now = loop.time()
+            timeout = min(self.limits.idle_timeout, self.limits.auth_timeout) if self.keyed else self.limits.idle_timeout
             for conn in list(self.connections):
-                if not conn.agents and now - conn.opened_at > self.limits.idle_timeout:
+                if not conn.agents and now - conn.opened_at > timeout:
                     conn.drop(1008, "idle: no agent bound")

@@ -72,6 +72,16 @@ def envelope_to_ag2(env: Envelope, md: SessionMetadata) -> dict:
             "ttl_seconds": task.get("ttl_seconds")}
 
 
+def shown_sender(env: Envelope, md: SessionMetadata) -> str:
+    """The sender of an envelope as AG2's shape shows it (lifecycle broadcasts: the creator)."""
+    return md.creator_id if env.event_type in _TO_ALL else env.sender_id
+
+
+def substantive(env: Envelope) -> bool:
+    """Not a channel or task protocol event in AG2's naming (what AG2's inbox limits count)."""
+    return not TO_AG2.get(env.event_type, env.event_type).startswith(("ag2.channel.", "ag2.task."))
+
+
 def recipients(env: Envelope, md: SessionMetadata) -> list[str]:
     """Who is notified of an envelope, as AG2's hub dispatches: lifecycle broadcasts reach every
     participant, a broadcast (no audience) every participant but its sender, else its audience.

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from turnflow.compiler.checks import (  # noqa: F401  (each module attaches its check function)
     ag2_builtin_profile,
+    ag2_groupchat_target,
+    autogen_target,
     cap_never_binds,
     cap_too_small,
     conflicting_handoff,
@@ -20,6 +22,7 @@ from turnflow.compiler.checks import (  # noqa: F401  (each module attaches its 
     ends_only_by_cap,
     initiator_undeclared,
     invalid_value,
+    langgraph_target,
     missing_start,
     never_ends,
     participant_roles,

@@ -57,8 +57,12 @@ def user_frame(exc: BaseException) -> Optional[str]:
 
 
 def describe(exc: BaseException) -> str:
+    """An agent's failure as it is stored and printed: its message (secrets masked: an agent's own
+    exception may quote its key or its endpoint's URL) and where in the user's code it was raised."""
+    from turnflow.masking import mask
+
     text = str(exc) or type(exc).__name__
-    text = text if isinstance(exc, AdapterError) else f"{type(exc).__name__}: {text}"
+    text = text if isinstance(exc, AdapterError) else mask(f"{type(exc).__name__}: {text}")
     where = user_frame(exc)
     return f"{text} (at {where})" if where else text
 

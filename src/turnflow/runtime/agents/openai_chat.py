@@ -32,6 +32,7 @@ from turnflow.runtime.agents.base import AgentContext, Capabilities, SessionTool
 from turnflow.runtime.agents.model_prompt import BEGIN, chat_turns, system_prompt as model_system_prompt
 from turnflow.runtime.agents.model_tools import ModelTools, is_empty
 from turnflow.runtime.agents.endpoint import endpoint
+from turnflow.masking import mask
 from turnflow.runtime.errors import AdapterError, brief, endpoint_failure, mask_secrets
 
 DEFAULT_MAX_ROUNDS = 4
@@ -49,6 +50,9 @@ class OpenAIChatAgent:
             raise AdapterError(f"agent {brief(agent_id)}: `max_rounds` must be a positive integer, got {brief(max_rounds)}")
         if not isinstance(api_key_env, str) or not api_key_env:
             raise AdapterError(f"agent {brief(agent_id)}: `api_key_env` must name an environment variable")
+        if mask(api_key_env) != api_key_env:  # the usual slip: the key itself pasted in
+            raise AdapterError(f"agent {brief(agent_id)}: `api_key_env` holds what looks like an API key (not shown); "
+                               "it must name the environment variable that holds the key, e.g. OPENAI_API_KEY")
         if base_url is not None and not isinstance(base_url, str):
             raise AdapterError(f"agent {brief(agent_id)}: `base_url` must be a string, got {brief(base_url)}")
         if system is not None and not isinstance(system, str):

@@ -1,0 +1,55 @@
+from typing import Iterator
+
+from turnflow.compiler.checks.base import Finding, rule
+from turnflow.dsl import ast
+
+
+@rule("TF302")
+def check(flow: ast.FlowFile) -> Iterator[Finding]:
+    """A construct LangGraph cannot express exactly (`turnflow compile --target langgraph`).
+
+    ## What it does
+    Only when compiling with `--target langgraph` (never in `turnflow check`): reports every
+    use of a `.flow` construct that the generated LangGraph module could not carry out as
+    turnflow's hub does, at the construct, saying what LangGraph lacks. The table of
+    docs/targets.md ("LangGraph") lists every construct and what it becomes; the inexact ones
+    are `expect` and `ttl` (LangGraph has no turn deadlines nor session lifetime), blocks that
+    are not workflows, and a participant named `__start__` or `__end__` (node names LangGraph
+    reserves).
+
+    ## Why is this bad?
+    The generated graph would run, but not as the flow says: a deadline would never fire, a
+    session would never expire. Nothing is emitted silently different.
+
+    ## Example
+    ```
+    workflow w {
+        participant a
+        participant b
+        start a
+        a -> b
+        expect turn_within 5m auto_close
+    }
+    ```
+
+    ## Use instead
+    Drop the `expect` / `ttl` for this target (enforce time limits in the code that invokes the
+    graph), run the flow on turnflow's hub (`turnflow run`), or silence the finding knowingly
+    with `# turnflow: ignore[TF302]` on the statement.
+    """
+    from turnflow.compiler.emit.langgraph import FRAMEWORK, TABLE
+
+    yield from target_findings(flow, TABLE, FRAMEWORK, "langgraph")
+
+
+def target_findings(flow: ast.FlowFile, table: dict[str, tuple[str, bool]], framework: str,
+                    target: str) -> Iterator[Finding]:
+    """The findings of one target's table over every block (what each target check yields)."""
+    from turnflow.compiler.emit.constructs import BY_KEY, refusals
+
+    for block in flow.blocks:
+        for key, span, becomes in refusals(block, table):
+            yield Finding(span, f"{BY_KEY[key].written} cannot be compiled to {framework} exactly: {becomes} "
+                          f"(--target {target})",
+                          help=f"see docs/targets.md ({framework}); remove the construct for this target, "
+                               "or run the flow on turnflow's hub")

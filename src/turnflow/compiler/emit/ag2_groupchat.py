@@ -1,0 +1,228 @@
+"""`turnflow compile --target ag2-groupchat`: a workflow as classic AG2 GroupChat Python.
+
+The code people migrate from, written back (AG2 0.9 `autogen`): one `ConversableAgent` per
+participant, a `speaker_selection_method` function that routes each turn as turnflow's hub
+does (the per-speaker dispatch table of `emit/pyroute.py`, read from the typed spec model),
+`allowed_or_disallowed_speaker_transitions` holding the speaker graph it can take, an
+`is_termination_msg` that ends the chat when the flow's rules terminate (the flow's close
+reason kept in `OUTCOME`), and `max_round` from `max_turns`. Same input, same bytes.
+
+Classic GroupChat has no shared context: a flow that reads or sets context is refused (TF303),
+as are `expect` and `ttl` (see `TABLE`, docs/targets.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from turnflow.compiler.emit.pyroute import COMPARE_SOURCE, doc_text, Next, Routing, literal, routing
+
+NAME = "ag2-groupchat"
+FRAMEWORK = "AG2 GroupChat (classic)"
+
+#: construct key (`emit/constructs.py`) → (what it becomes, True), or (why it is refused, False)
+TABLE: dict[str, tuple[str, bool]] = {
+    "workflow": ("a module building `groupchat` (a `GroupChat`) and `manager` (a `GroupChatManager`)", True),
+    "other_kind": ("only a workflow block has a speaker graph to compile", False),
+    "participant": ("a `ConversableAgent(name=NAME, description=...)`", True),
+    "reserved_name": ("an ordinary agent name", True),
+    "non_identifier": ("the agent's name; its Python variable is `agent_I`", True),
+    "tools": ("`TOOLS[NAME]`: the tool names whose call routes the turn", True),
+    "initiator": ("`INITIATOR` (without one, the start speaker): the target of `initiator`", True),
+    "start": ("`run(message)`: the start speaker opens the chat, its message is its first turn", True),
+    "max_turns": ("`MAX_TURNS`: `is_termination_msg` ends the chat after N turns (`OUTCOME[\"reason\"]` is "
+                  "`max_turns`); `max_round` N + 1 only as a backstop", True),
+    "context": ("classic GroupChat has no shared context variables", False),
+    "handoff": ("a test `tool == \"TOOL\"` on the last message's first tool call", True),
+    "rule": ("an `if last_speaker is A:` branch of the selection function", True),
+    "rule_any": ("a test in every speaker's branch", True),
+    "when_tool": ("`tool == \"T\"` (the last message's first tool call)", True),
+    "when_context": ("classic GroupChat has no shared context variables", False),
+    "when_compare": ("classic GroupChat has no shared context variables", False),
+    "when_text": ("`\"...\" in content` (the last message's content; AG2 casts a reply without one to "
+                  "the text `None`)", True),
+    "when_logic": ("Python `and` / `or` / `not`", True),
+    "priority": ("the order of the tests in a branch", True),
+    "to_participant": ("`return AGENT`", True),
+    "to_terminate": ("`is_termination_msg` ends the chat; the reason is `OUTCOME[\"reason\"]`", True),
+    "to_stay": ("`return last_speaker`", True),
+    "to_next": ("the next agent in declaration order", True),
+    "to_previous": ("the speaker of the message before the last (round robin on the first turn)", True),
+    "to_initiator": ("`return INITIATOR`", True),
+    "otherwise": ("the last `return` of every branch", True),
+    "expect": ("classic GroupChat has no turn deadlines", False),
+    "ttl": ("classic GroupChat has no session lifetime", False),
+    "dynamic_handoff": ("a classic agent's reply cannot name the next speaker", False),
+    "finish": ("a classic agent's reply cannot end the chat with a reason", False),
+}
+
+
+#: names the generated module defines itself: an agent is never given one of them
+_TAKEN = frozenset({"ConversableAgent", "GroupChat", "GroupChatManager", "LLM_CONFIG", "AGENTS", "TOOLS", "CONTEXT", "ctx",
+                    "INITIATOR", "MAX_TURNS", "OUTCOME", "ALLOWED", "groupchat", "manager", "select_speaker",
+                    "is_termination_msg", "message", "messages", "content", "tool", "text", "before",
+                    "last_speaker", "last", "reason", "run", "calls", "call"})
+
+
+def _variables(order: tuple[str, ...]) -> dict[str, str]:
+    """Each participant's Python variable: its own name when that is a plain identifier the
+    module does not use, else `agent_I`."""
+    import keyword
+
+    out: dict[str, str] = {}
+    for i, s in enumerate(order):
+        plain = s.isidentifier() and s.isascii() and not keyword.iskeyword(s) and not s.startswith("_")
+        out[s] = s if plain and s not in _TAKEN and s != f"agent_{i}" else f"agent_{i}"
+    if len(set(out.values())) != len(out):  # `agent_1` as a name meets participant 1's fallback
+        out = {s: f"agent_{i}" for i, s in enumerate(order)}
+    return out
+
+
+def write(spec: Any, source: str = "<string>") -> str:
+    """The module for `spec` (a `turnflow.spec.WorkflowSpec`); `source` names the .flow file."""
+    r = routing(spec, text="content")
+    names = _variables(r.order)
+    parts = sorted(spec.participants, key=lambda p: p.order)
+    title = f" ({doc_text(spec.title)})" if spec.title else ""
+    source = doc_text(source)
+    out = [f'"""The workflow `{spec.name}`{title} of {source}, as a classic AG2 GroupChat.\n\n'
+           "Generated by `turnflow compile --target ag2-groupchat`; do not edit (compile the .flow again).\n"
+           "Needs only `ag2` 0.9 (`autogen`) at run time. Give the agents their replies (an `llm_config`, or\n"
+           "`register_reply`), then start the chat:\n\n"
+           "    run(\"the start speaker's opening message\")   # its first turn\n"
+           "    OUTCOME[\"reason\"]                            # the flow's close reason\n\n"
+           "The flow's start speaker opens the chat (`run`): its opening message is its first turn. A\n"
+           "message routes the turn by its content (`text contains`) and by the name of its first tool\n"
+           "call (the flow's handoff and routing tools).\n"
+           '"""\n']
+    out.append("from autogen import ConversableAgent, GroupChat, GroupChatManager\n\n")
+    out.append("LLM_CONFIG = False  # your model configuration, or register reply functions on the agents\n\n")
+    for p in parts:
+        out.append(f"{names[p.agent_id]} = ConversableAgent(name={literal(p.agent_id)}, "
+                   f"description={literal(p.description or p.agent_id)}, llm_config=LLM_CONFIG, "
+                   "human_input_mode=\"NEVER\")\n")
+    out.append("\nAGENTS = [" + ", ".join(names[s] for s in r.order) + "]\n")
+    out.append("TOOLS = {" + ", ".join(f"{literal(s)}: {_tuple(r.tools[s])}" for s in r.order) + "}\n")
+    out.append(f"INITIATOR = {names[r.initiator]}\n")
+    out.append(f"MAX_TURNS = {r.max_turns!r}\n")
+    out.append(f"#: the flow's initial context, read-only here (a classic GroupChat has no shared context: TF303)\n"
+               f"CONTEXT = {literal(r.context)}\n")
+    out.append("#: why the last chat ended, in the flow's words (None while it runs)\n")
+    out.append("OUTCOME = {\"reason\": None}\n")
+    if r.compare:
+        out.append("\n\n" + COMPARE_SOURCE)
+    out.append(_SHARED)
+    out.append("\n\n" + _selection(r, names))
+    out.append("\n\n" + _termination(r, names))
+    out.append("\n\n" + _chat(r, names))
+    return "".join(out)
+
+
+def _tuple(names: tuple[str, ...]) -> str:
+    return "(" + ", ".join(literal(n) for n in names) + ("," if len(names) == 1 else "") + ")"
+
+
+_SHARED = '''
+
+def _tool(message):
+    """The routing tool of a message: the name of its first tool call (or function call)."""
+    calls = message.get("tool_calls") or []
+    if calls:
+        return calls[0].get("function", {}).get("name")
+    call = message.get("function_call") or {}
+    return call.get("name")
+'''
+
+
+def _target(t: Next, names: dict[str, str], indent: str, reasons: bool) -> list[str]:
+    if reasons:  # `_end_reason`: the close reason of an end, None for a next speaker
+        return [f"{indent}return {literal(t.reason or 'workflow_terminated') if t.kind == 'end' else None}"]
+    if t.kind == "agent":
+        return [f"{indent}return {names[str(t.name)]}"]
+    if t.kind == "end":
+        return [f"{indent}return None  # terminate {literal(t.reason or 'workflow_terminated')}"]
+    return [f"{indent}return before if before is not None else {names[str(t.name)]}"]
+
+
+def _branches(r: Routing, names: dict[str, str], reasons: bool) -> list[str]:
+    """The flow's rows per speaker as `if last_speaker is X:` branches (the same rows twice:
+    `select_speaker` returns the next agent, `_end_reason` the close reason)."""
+    lines = ["    messages = groupchat.messages",
+             "    content = messages[-1][\"content\"]  # always a string: GroupChat.append casts it",
+             "    tool = _tool(messages[-1])",
+             "    ctx = CONTEXT"]
+    if not reasons and any(row.then.kind == "previous" for rows in r.rows.values() for row in rows):
+        lines.append("    before = groupchat.agent_by_name(messages[-2][\"name\"]) if len(messages) > 1 else None")
+    for s in r.order:
+        lines.append(f"    if last_speaker is {names[s]}:")
+        for row in r.rows[s]:
+            if row.cond is None:
+                lines.extend(_target(row.then, names, "        ", reasons))
+                break
+            lines.append(f"        if {row.cond}:")
+            lines.extend(_target(row.then, names, "            ", reasons))
+    lines.append("    return None")
+    return lines
+
+
+def _selection(r: Routing, names: dict[str, str]) -> str:
+    return "\n".join([
+        "def select_speaker(last_speaker, groupchat):",
+        "    \"\"\"The flow's rules for the speaker of the last message (None: the flow ends the chat).\"\"\"",
+        *_branches(r, names, False)]) + "\n"
+
+
+def _termination(r: Routing, names: dict[str, str]) -> str:
+    lines = ["def _end_reason(last_speaker, groupchat):",
+             "    \"\"\"The flow's close reason when its rules end the chat after the last message, else None.\"\"\"",
+             *_branches(r, names, True),
+             "",
+             "",
+             "def is_termination_msg(message):",
+             "    \"\"\"The chat ends when the flow's rules terminate (their reason) or after MAX_TURNS turns.\"\"\"",
+             "    messages = groupchat.messages",
+             "    last = groupchat.agent_by_name(messages[-1][\"name\"])",
+             "    reason = _end_reason(last, groupchat)",
+             "    if reason is None and MAX_TURNS is not None and len(messages) >= MAX_TURNS:",
+             "        reason = \"max_turns\"",
+             "    if reason is not None:",
+             "        OUTCOME[\"reason\"] = reason",
+             "    return reason is not None"]
+    return "\n".join(lines) + "\n"
+
+
+def _chat(r: Routing, names: dict[str, str]) -> str:
+    edges = []
+    for s in r.order:
+        succ: list[str] = []
+        for row in r.rows[s]:
+            t = row.then
+            cands = [str(t.name)] if t.kind == "agent" else list(r.order) if t.kind == "previous" else []
+            for c in cands:
+                if c not in succ:
+                    succ.append(c)
+        edges.append(f"    {names[s]}: [{', '.join(names[c] for c in succ)}],")
+    has_edges = any(not e.endswith("[],") for e in edges)
+    lines = ["#: the speaker graph: who may speak after whom (`select_speaker` decides which)"]
+    lines.append("ALLOWED = {\n" + "\n".join(edges) + "\n}" if has_edges else "ALLOWED = None")
+    # a backstop only: is_termination_msg ends the chat after MAX_TURNS turns
+    max_round = 100_000 if r.max_turns is None else r.max_turns + 1
+    lines += ["",
+              "groupchat = GroupChat(",
+              "    agents=AGENTS,",
+              "    messages=[],",
+              f"    max_round={max_round},",
+              "    speaker_selection_method=select_speaker,",
+              *(["    allowed_or_disallowed_speaker_transitions=ALLOWED,",
+                 "    speaker_transitions_type=\"allowed\","] if has_edges else []),
+              ")",
+              "manager = GroupChatManager(groupchat=groupchat, llm_config=False, is_termination_msg=is_termination_msg)",
+              "",
+              "",
+              "def run(message):",
+              "    \"\"\"The chat: the flow's start speaker opens it with `message`, its first turn (a string, or a",
+              "    message dict with `tool_calls`); `OUTCOME[\"reason\"]` says why it ended.\"\"\"",
+              "    OUTCOME[\"reason\"] = None",
+              "    groupchat.reset()  # a new chat: the selection reads this chat's messages only",
+              f"    return {names[r.start]}.initiate_chat(manager, message=message)"]
+    return "\n".join(lines) + "\n"

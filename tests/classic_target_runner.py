@@ -1,0 +1,56 @@
+"""Run generated classic GroupChat modules (`--target ag2-groupchat`) with scripted replies,
+in the classic AG2 0.9 interpreter (tests/test_target_ag2_groupchat.py starts it).
+
+stdin: a JSON list of {"source": module text, "steps": [step, ...]}, a step being
+{"say": str, "tool": str or null} taken by whoever speaks that turn (step 0: the start speaker's
+opening message, given to the module's `run`); a run whose steps run out ends with the reason
+"script_end". stdout: one JSON list of {"speakers": [...], "reason": ...}.
+Imports only the standard library and `autogen`."""
+
+import contextlib
+import json
+import sys
+import types
+
+
+def message(step, i):
+    msg = {"content": step["say"], "role": "assistant"}
+    if step.get("tool"):
+        msg["tool_calls"] = [{"id": f"call_{i}", "type": "function",
+                              "function": {"name": step["tool"], "arguments": "{}"}}]
+    return msg
+
+
+def run(source, steps):
+    mod = types.ModuleType("generated_chat")
+    exec(compile(source, "<generated>", "exec"), mod.__dict__)  # noqa: S102 - the test's own generated code
+    taken = [1]  # step 0 is the start speaker's opening message
+    ended_by = []
+
+    def reply(recipient, messages=None, sender=None, config=None):
+        i = taken[0]
+        taken[0] += 1
+        if i >= len(steps):  # the plan ran out: this speaker's turn ends the run (as a `finish` does)
+            ended_by.append(recipient.name)
+            raise StopIteration
+        return True, message(steps[i], i)
+
+    for agent in mod.AGENTS:
+        agent.register_reply(trigger=[object, None], reply_func=reply, position=0)
+    try:
+        mod.run(message(steps[0], 0))
+        reason = mod.OUTCOME["reason"]
+    except StopIteration:
+        reason = "script_end"
+    return {"speakers": [m["name"] for m in mod.groupchat.messages] + ended_by, "reason": reason}
+
+
+def main():
+    jobs = json.load(sys.stdin)
+    with contextlib.redirect_stdout(sys.stderr):  # AG2 prints the chat
+        results = [run(j["source"], j["steps"]) for j in jobs]
+    json.dump(results, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()

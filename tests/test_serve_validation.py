@@ -1,0 +1,285 @@
+"""`turnflow serve` checks everything a client sends before anything is stored (issue 30,
+observations 3 and 4): passports, résumés and rules of AG2's shapes only, JSON turnflow can send
+back (no NaN / Infinity / 1e400, no lone surrogate, bounded nesting). A refused request stores
+nothing, so honest AG2 clients keep discovering agents and reading logs; records an earlier
+version stored unchecked are served escaped (or skipped) with a warning, never a failure."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+
+import pytest
+
+pytest.importorskip("websockets")
+ag2net = pytest.importorskip("ag2.network")
+
+from serve_process import ServeProcess  # noqa: E402
+
+TEXT = "ag2.msg.text"
+
+
+def run(coro):
+    return asyncio.run(asyncio.wait_for(coro, 120))
+
+
+def client(url):
+    from ag2.network import HubClient
+    from ag2.network.transport.ws import WsLink
+
+    return HubClient(WsLink(url), rpc_timeout=20)
+
+
+def agent(name, *replies):
+    from ag2 import Agent
+    from ag2.testing import TestConfig
+
+    return Agent(name, config=TestConfig(*(replies or ("unused",))))
+
+
+class Raw:
+    """A hostile client on the bare wire: sends frames as text, exactly as written."""
+
+    def __init__(self, ws):
+        self.ws, self.n = ws, 0
+
+    @classmethod
+    async def connect(cls, url):
+        from websockets.asyncio.client import connect
+
+        return cls(await connect(url))
+
+    async def call_text(self, op, params_text):
+        """A request whose params are given as JSON text (so NaN, 1e400, "\\ud800" go out as written)."""
+        self.n += 1
+        rid = f"r{self.n}"
+        await self.ws.send('{"kind":"request","request_id":"%s","op":"%s","params":%s}' % (rid, op, params_text))
+        while True:
+            frame = json.loads(await asyncio.wait_for(self.ws.recv(), 20))
+            if frame["kind"] == "response" and frame["request_id"] == rid:
+                return frame
+
+
+POISONED_PASSPORTS = {
+    "unknown field": '{"passport": {"name": "evil", "x_unknown": 1}, "resume": {}, "rule": null}',
+    "NaN": '{"passport": {"name": "nan", "cost": {"input_per_mtok": NaN}}, "resume": {}, "rule": null}',
+    "Infinity": '{"passport": {"name": "inf", "version": 1, "cost": {"output_per_mtok": Infinity}}, "resume": {}}',
+    "1e400": '{"passport": {"name": "big"}, "resume": {"summary": "x", "observed": {"c": {"n": 1e400}}}}',
+    "lone surrogate": '{"passport": {"name": "sur\\ud800"}, "resume": {}}',
+    "résumé unknown field": '{"passport": {"name": "res"}, "resume": {"summary": "s", "extra": true}}',
+    "rule unknown field": '{"passport": {"name": "rul"}, "resume": {}, "rule": {"access": {"inbound": ["*"]}}}',
+    "rule wrong type": '{"passport": {"name": "rul2"}, "resume": {}, "rule": {"access": {"inbound_from": "alice"}}}',
+    "deep": '{"passport": {"name": "deep"}, "resume": {}, "skill_md": null, "x": ' + "[" * 100 + "]" * 100 + "}",
+}
+
+
+def test_poisoned_passports_are_refused_and_discovery_keeps_working_also_after_a_restart(tmp_path):
+    """Observation 3: each poisoned registration is answered protocol_error and not stored; every
+    honest AG2 client's list_agents() / get_agent() works before and after a restart."""
+    store = str(tmp_path / "hub.db")
+    server = ServeProcess(store)
+
+    async def attack():
+        raw = await Raw.connect(server.url)
+        try:
+            answers = {label: await raw.call_text("register", text) for label, text in POISONED_PASSPORTS.items()}
+            pp = ('{"agent_id": "%s", "resume": {"summary": NaN}}')
+            ok = await raw.call_text("register", '{"passport": {"name": "mallory"}, "resume": {}}')
+            mallory = ok["result"]["agent_id"]
+            answers["set_resume NaN"] = await raw.call_text("set_resume", pp % mallory)
+            answers["set_rule unknown"] = await raw.call_text(
+                "set_rule", '{"agent_id": "%s", "rule": {"limits": {"inbox": {"max": 1}}}}' % mallory)
+            answers["set_skill surrogate"] = await raw.call_text(
+                "set_skill", '{"agent_id": "%s", "skill_md": "\\udc00"}' % mallory)
+            return answers
+        finally:
+            await raw.ws.close()
+
+    async def honest():
+        c = client(server.url)
+        try:
+            listed = sorted(p.name for p in await c.list_agents())
+            mallory = await c.get_agent("mallory")
+            resume = await c.get_resume(mallory.agent_id)
+            missing = []
+            for name in ("evil", "nan", "inf", "big", "res", "rul", "rul2", "deep"):
+                try:
+                    await c.get_agent(name)
+                    missing.append(f"{name} stored")
+                except ag2net.NotFoundError:
+                    pass
+            return listed, resume.summary, await c.get_skill(mallory.agent_id), missing
+        finally:
+            await c.close()
+
+    try:
+        answers = run(attack())
+        before = run(honest())
+        server.stop()
+        server = ServeProcess(store, port=server.port)
+        after = run(honest())
+    finally:
+        server.stop()
+    for label, answer in answers.items():
+        assert answer["ok"] is False and answer["error_code"] == "protocol_error", (label, answer)
+    assert "unknown field 'x_unknown'" in answers["unknown field"]["error_message"]
+    assert "nan at $.params.passport.cost.input_per_mtok" in answers["NaN"]["error_message"]
+    assert "lone surrogate" in answers["lone surrogate"]["error_message"]
+    assert "nesting deeper than" in answers["deep"]["error_message"]
+    assert "rule.access.inbound_from must be a list of strings" in answers["rule wrong type"]["error_message"]
+    assert before == after == (["mallory"], "", None, [])
+
+
+def test_a_poisoned_post_is_refused_not_stored_and_every_connection_stays(tmp_path):
+    """Observation 4: NaN in event_data (answered ok=False yet stored, then read_wal failed for
+    everyone) and a lone surrogate in a text (stored ok=True, then every connection that received
+    it was dropped): each is refused with protocol_error, absent from the log, and the session
+    goes on for both participants."""
+    server = ServeProcess(str(tmp_path / "hub.db"))
+
+    async def main():
+        c1 = client(server.url)
+        bob_client = client(server.url)
+        raw = await Raw.connect(server.url)
+        try:
+            alice_ac = await c1.register(agent("alice"))
+            reg = await raw.call_text("register", '{"passport": {"name": "mallory"}, "resume": {}}')
+            mallory = reg["result"]["agent_id"]
+            bob = await bob_client.register(agent("bob"))
+            got = []
+
+            async def bob_handler(envelope):
+                from ag2.network.client.handlers import _auto_ack_invite
+
+                if envelope.event_type == "ag2.channel.invite":
+                    await _auto_ack_invite(envelope, bob)
+                elif envelope.event_type == TEXT:
+                    got.append(envelope.event_data.get("text"))
+            bob.on_envelope(bob_handler)
+            opening = asyncio.ensure_future(c1.create_channel(
+                creator_id=alice_ac.agent_id, manifest_type="discussion", participants=[mallory, bob.agent_id]))
+            while True:  # mallory acks her invite on the wire
+                frame = json.loads(await asyncio.wait_for(raw.ws.recv(), 20))
+                if frame["kind"] == "notify" and frame["envelope"]["event_type"] == "ag2.channel.invite":
+                    break
+            cid = frame["envelope"]["channel_id"]
+            await raw.call_text("post_envelope", json.dumps({"envelope": {
+                "channel_id": cid, "sender_id": mallory, "audience": None, "event_type": "ag2.channel.invite.ack",
+                "event_data": {}}}))
+            await opening
+            await c1.post_envelope(ag2net.Envelope(channel_id=cid, sender_id=alice_ac.agent_id, audience=None,
+                                                   event_type=TEXT, event_data={"text": "alice opens"}))
+            base = ('{"envelope": {"channel_id": "%s", "sender_id": "%s", "audience": null, "event_type": "%s", '
+                    '"event_data": %s}}')
+            answers = {
+                "NaN": await raw.call_text("post_envelope", base % (cid, mallory, "ag2.note", '{"x": NaN}')),
+                "surrogate": await raw.call_text("post_envelope", base % (cid, mallory, TEXT, '{"text": "\\ud800"}')),
+                "-Infinity": await raw.call_text("post_envelope", base % (cid, mallory, "ag2.note", '{"x": -Infinity}')),
+            }
+            # mallory's turn in the round robin (alice, mallory, bob): a proper text
+            fine = await raw.call_text("post_envelope", base % (cid, mallory, TEXT, '{"text": "mallory, fine"}'))
+            for _ in range(200):
+                if "mallory, fine" in got:
+                    break
+                await asyncio.sleep(0.05)
+            wal = await c1.read_wal(cid)
+            return answers, fine, got, [(e.event_type, e.event_data) for e in wal], await bob_client.read_wal(cid)
+        finally:
+            await raw.ws.close()
+            await c1.close()
+            await bob_client.close()
+
+    try:
+        answers, fine, got, wal, bobs_wal = run(main())
+    finally:
+        server.stop()
+    for label, answer in answers.items():
+        assert answer["ok"] is False and answer["error_code"] == "protocol_error", (label, answer)
+    assert fine["ok"] is True
+    assert got == ["alice opens", "mallory, fine"]  # bob's connection was never dropped
+    texts = [d.get("text") for t, d in wal if t == TEXT]
+    assert texts == ["alice opens", "mallory, fine"] and not any(t == "ag2.note" for t, _ in wal)
+    assert len(bobs_wal) == len(wal)
+
+
+def test_records_an_earlier_version_stored_unchecked_are_served_escaped(tmp_path):
+    """A registry row with an unknown field, NaN and a lone surrogate, a passport without a name
+    and an envelope with NaN and a lone surrogate, written as an earlier version would have: the
+    hub starts, list_agents / get_agent / read_wal answer (the bad values escaped, the unreadable
+    row skipped) and say so in the log."""
+    from turnflow.runtime.envelope import Envelope
+    from turnflow.runtime.hub import Hub
+    from turnflow.runtime.store import SQLiteStore
+
+    store = str(tmp_path / "hub.db")
+    server = ServeProcess(store)
+
+    async def setup():
+        c = client(server.url)
+        try:
+            alice = await c.register(agent("alice"))
+            bob = await c.register(agent("bob"))
+            bob.on_envelope(_ack_invites_only(bob))
+            alice.on_envelope(_ack_invites_only(alice))
+            ch = await c.create_channel(creator_id=alice.agent_id, manifest_type="conversation",
+                                        participants=[bob.agent_id])
+            return ch.channel_id, alice.agent_id
+        finally:
+            await c.close()
+
+    try:
+        cid, alice_id = run(setup())
+    finally:
+        server.stop()
+
+    async def poison():  # what an earlier version let through, written with the runtime itself
+        hub = await Hub.open(SQLiteStore(store))
+        try:
+            await hub.post(Envelope(cid, alice_id, None, "text", {"text": "bad \ud800 text", "n": float("nan")}))
+        finally:
+            await hub.aclose()
+
+    asyncio.run(poison())
+    db = sqlite3.connect(store + ".agents")
+    db.execute("INSERT INTO agents VALUES (?, ?, ?, ?, ?, ?)",
+               ("e" * 32, "eve", json.dumps({"name": "eve", "x_unknown": 1, "cost": {"input_per_mtok": float("nan")},
+                                             "owner": "o\ud800"}), json.dumps({"summary": float("inf")}), "{}", None))
+    db.execute("INSERT INTO agents VALUES (?, ?, ?, ?, ?, ?)", ("f" * 32, "nameless", "{}", "{}", "{}", None))
+    db.execute("INSERT INTO agents VALUES (?, ?, ?, ?, ?, ?)", ("a" * 32, "garbled", "{not json", "{}", "{}", None))
+    db.commit()
+    db.close()
+    server = ServeProcess(store)
+
+    async def read():
+        c = client(server.url)
+        try:
+            await c.attach(agent("alice"), "alice")
+            listed = sorted(p.name for p in await c.list_agents())
+            eve = await c.get_agent("eve")
+            wal = await c.read_wal(cid)
+            return listed, eve, await c.get_resume(eve.agent_id), wal[-1]
+        finally:
+            await c.close()
+
+    try:
+        listed, eve, resume, last = run(read())
+    finally:
+        server.stop()
+    assert listed == ["alice", "bob", "eve"]
+    assert eve.cost.input_per_mtok is None and eve.owner == "o\ufffd"
+    assert resume.summary == ""  # not a string: AG2's default
+    assert last.event_data == {"text": "bad \ufffd text", "n": None}
+    log = server.stderr()
+    assert "unknown field passport.x_unknown dropped" in log and "skipped" in log
+    assert "holds a lone surrogate: sent as U+FFFD" in log
+
+
+def _ack_invites_only(ac):
+    from ag2.network.client.handlers import _auto_ack_invite
+
+    async def handler(envelope):
+        if envelope.event_type == "ag2.channel.invite":
+            await _auto_ack_invite(envelope, ac)
+
+    return handler

@@ -1,0 +1,229 @@
+"""`turnflow compile --target ag2-groupchat`: the generated classic GroupChat, run by AG2 0.9.9
+(the classic interpreter, `.venv-ag2-classic/bin/python`, or TURNFLOW_AG2_CLASSIC_PYTHON), makes
+the decisions turnflow's hub makes, and `turnflow migrate` reads it back to the same speaker graph.
+
+Generated flows (tests/flow_strategies.py) lose their context statements and the rules that test
+context (TF303 refuses those for this target: a classic GroupChat has no shared context), then
+run with the same scripted plan (text and tool calls) on the hub and in one classic process;
+speakers and the close reason must be equal; the routing of every example workflow too (5 plans
+each). The suite runs 40 generated flows; the larger run:
+
+    TURNFLOW_TARGET_EXAMPLES=500 python3 -m pytest -q -p no:cacheprovider tests/test_target_ag2_groupchat.py
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+
+import turnflow
+from flow_strategies import workflow_blocks
+from target_harness import DIFF_TOOLS, plans, run_hub, step, without_context
+from test_migrate import reference_edges
+from turnflow.compiler.emit.spec import CompileError
+from turnflow.compiler.emit.targets import compile_target
+from turnflow.dsl import ast
+from turnflow.dsl.printer import print_flow
+from turnflow.migrate import migrate
+
+ROOT = Path(__file__).parent.parent
+EXAMPLES = sorted(ROOT.glob("examples/*.flow"))
+N = int(os.environ.get("TURNFLOW_TARGET_EXAMPLES", "40"))
+
+
+def classic_python():
+    exe = os.environ.get("TURNFLOW_AG2_CLASSIC_PYTHON") or str(ROOT / ".venv-ag2-classic" / "bin" / "python")
+    return exe if Path(exe).exists() else None
+
+
+def generated(n: int) -> list:
+    """`n` draws of (flow text, plan), flows without errors only (derandomized: the same list each run)."""
+    found: list = []
+
+    @settings(max_examples=n, database=None, deadline=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(workflow_blocks(tools=DIFF_TOOLS), plans)
+    def gather(block, plan):
+        block = without_context(block)
+        text = print_flow(ast.FlowFile(span=block.span, blocks=[block]))
+        assume(not any(d.severity == "error" for d in turnflow.check(text)))
+        found.append((text, plan))
+
+    gather()
+    return found
+
+
+def example_cases(per_example: int = 5) -> list:
+    """The routing of every example workflow (context removed), each with `per_example` plans."""
+    drawn: list = []
+
+    @settings(max_examples=per_example, database=None, deadline=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(plans)
+    def gather(plan):
+        drawn.append(plan)
+
+    gather()
+    out = []
+    for path in EXAMPLES:
+        for block in turnflow.parse(path.read_text(encoding="utf-8")).blocks:
+            if block.kind == "workflow":
+                block = without_context(block)
+                out.extend((print_flow(ast.FlowFile(span=block.span, blocks=[block])), plan) for plan in drawn)
+    return out
+
+
+def run_classic(jobs: list) -> list:
+    exe = classic_python()
+    run = subprocess.run([exe, str(ROOT / "tests" / "classic_target_runner.py")], input=json.dumps(jobs),
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-4000:]
+    return json.loads(run.stdout)
+
+
+def _steps(spec: dict, plan: list) -> list:
+    """The classic side's replies: the plan's steps as the turns' speakers take them on the hub
+    (the same function, so the same step for the same turn and speaker)."""
+    speakers, _ctx, _reason = run_hub(spec, plan, classic=True)
+    order = [p["agent_id"] for p in spec["participants"]]
+    owned = {p["agent_id"]: list(p["tools"]) for p in spec["participants"]}
+    out = []
+    for i, who in enumerate(speakers[:len(plan)]):
+        s = step(plan, i, who, order, owned, classic=True)
+        out.append({"say": s.get("say", ""), "tool": s.get("tool")})
+    return out
+
+
+@pytest.mark.skipif(classic_python() is None, reason="no classic AG2 0.9 interpreter (.venv-ag2-classic)")
+def test_generated_flows_decide_alike_in_classic_groupchat_and_on_the_hub():
+    cases = generated(N)
+    assert len(cases) >= N // 2
+    examples = example_cases()  # and the routing of every example workflow
+    assert len(examples) >= 5 * len(WORKFLOWS)
+    cases += examples
+    jobs, want = [], []
+    for text, plan in cases:
+        spec = turnflow.compile(text)[0]
+        hub = run_hub(spec, plan, classic=True)
+        want.append({"speakers": hub[0], "reason": hub[2]})
+        jobs.append({"source": compile_target(text, "ag2-groupchat"), "steps": _steps(spec, plan)})
+    got = run_classic(jobs)
+    diffs = [(text, w, g) for (text, _p), w, g in zip(cases, want, got) if w != g]
+    assert not diffs, f"{len(diffs)} of {len(cases)} differ; first:\n{diffs[0][0]}\nhub: {diffs[0][1]}\nclassic: {diffs[0][2]}"
+
+
+@settings(max_examples=N, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(workflow_blocks(tools=DIFF_TOOLS))
+def test_migrate_reads_the_emitted_groupchat_back_to_the_same_speaker_graph(block):
+    """Round trip: migrate(compile --target ag2-groupchat (flow)) has the flow's participants, start
+    and speaker graph (terminate reasons aside: a classic selection function ends a chat without one)."""
+    block = without_context(block)
+    # `previous` becomes "the speaker of the message before the last", a value migrate does not follow
+    assume(not any(isinstance(s, (ast.Rule, ast.Handoff, ast.Otherwise)) and s.target.kind == "previous"
+                   for s in block.statements))
+    text = print_flow(ast.FlowFile(span=block.span, blocks=[block]))
+    assume(not any(d.severity == "error" for d in turnflow.check(text)))
+    source = compile_target(text, "ag2-groupchat")
+    back = turnflow.parse(migrate(source, "chat.py").text).blocks[0]
+    parts = [p.name.name for p in block.participants]
+    assert [p.name.name for p in back.participants] == parts
+    start = block.of_type(ast.Start)[0].name.name
+    assert back.of_type(ast.Start)[0].name.name == start
+    runs = run_graph(turnflow.compile(text)[0])
+    assert reference_edges(back) == runs
+    # the analysis's graph of the flow holds it (it may hold more: it does not know that `not tool t`
+    # always holds for a speaker that does not own `t`, which the hub and the emitted chat do)
+    assert runs <= reference_edges(with_opener_as_initiator(block, start))
+
+
+def run_graph(spec: dict) -> set:
+    """The speaker graph the hub runs: per speaker, the target of every dispatch row that can fire
+    (tests/test_migrate.py's END for a terminate)."""
+    from test_migrate import END
+    from turnflow.compiler.emit.pyroute import routing
+    from turnflow.spec import parse_spec
+
+    r = routing(parse_spec(spec))
+    return {(s, row.then.name if row.then.kind == "agent" else END) for s in r.order for row in r.rows[s]}
+
+
+def with_opener_as_initiator(block: ast.Block, start: str) -> ast.Block:
+    """Without a declared initiator, the session's opener is the start speaker (the hub's reading,
+    and the generated chat's `INITIATOR`); the analysis reads `initiator` as anyone then (TF110).
+    Declaring it makes the flow's graph the one it runs."""
+    import dataclasses
+
+    if any(p.role == "initiator" for p in block.participants):
+        return block
+    stmts = [dataclasses.replace(s, role="initiator", role_span=s.span)
+             if isinstance(s, ast.Participant) and s.name.name == start else s for s in block.statements]
+    return dataclasses.replace(block, statements=stmts)
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_every_example_is_refused_where_it_uses_context(path):
+    """Every example workflow keeps state in the context, which a classic GroupChat lacks: each is
+    refused with TF303 at a context statement, and nothing is emitted."""
+    text = path.read_text(encoding="utf-8")
+    for spec in turnflow.compile(text):
+        if spec["kind"] != "workflow":
+            continue
+        with pytest.raises(CompileError) as exc:
+            compile_target(text, "ag2-groupchat", block=spec["name"])
+        errors = [d for d in exc.value.diagnostics if d.severity == "error"]
+        assert errors and {d.code for d in errors} == {"TF303"}
+        assert any("context" in d.message for d in errors)
+
+
+def test_output_is_deterministic_and_readable_python():
+    import ast as pyast
+
+    text = ("workflow w {\n    participant user initiator\n    participant bot-1 tools [t1]\n    start bot-1\n"
+            "    max_turns 5\n    bot-1 -> user when tool t1\n    bot-1 -> previous\n    user -> terminate \"done\""
+            " when text contains \"BYE\"\n    user -> bot-1\n}\n")
+    a, b = compile_target(text, "ag2-groupchat"), compile_target(text, "ag2-groupchat")
+    assert a == b
+    pyast.parse(a)
+    assert "agent_1 = ConversableAgent(name='bot-1'" in a and "user = ConversableAgent(name='user'" in a
+    # a participant named like something the module defines gets a variable of its own
+    clash = ("workflow w {\n    participant run\n    participant groupchat\n    participant content\n"
+             "    start run\n    max_turns 3\n    run -> groupchat\n    groupchat -> content\n}\n")
+    code = compile_target(clash, "ag2-groupchat")
+    assert all(f"agent_{i} = ConversableAgent(name='{n}'" in code for i, n in enumerate(["run", "groupchat", "content"]))
+
+
+WORKFLOWS = [(p, b) for p in EXAMPLES for b in turnflow.parse(p.read_text(encoding="utf-8")).blocks
+             if b.kind == "workflow"]
+
+
+@pytest.mark.parametrize("path,block", WORKFLOWS, ids=[f"{p.stem}:{b.name.name}" for p, b in WORKFLOWS])
+def test_every_examples_routing_round_trips_through_migrate(path, block):
+    """The examples keep state in the context (refused above); their routing without it (text,
+    tools, targets) compiles and migrates back to the same participants, start and graph."""
+    block = without_context(block)
+    text = print_flow(ast.FlowFile(span=block.span, blocks=[block]))
+    source = compile_target(text, "ag2-groupchat")
+    back = turnflow.parse(migrate(source, "chat.py").text).blocks[0]
+    assert [p.name.name for p in back.participants] == [p.name.name for p in block.participants]
+    assert back.of_type(ast.Start)[0].name.name == block.of_type(ast.Start)[0].name.name
+    assert reference_edges(back) == run_graph(turnflow.compile(text)[0])
+
+
+@pytest.mark.skipif(classic_python() is None, reason="no classic AG2 0.9 interpreter (.venv-ag2-classic)")
+def test_a_silenced_context_refusal_reads_the_initial_context():
+    """TF303 silenced knowingly: the condition is compiled against the initial context, which no
+    classic reply can change (the hub's run with replies that set nothing decides the same)."""
+    text = ("workflow w {\n    participant a\n    participant b\n    start a\n    max_turns 5\n"
+            "    context done = false  # turnflow: ignore[TF303]\n"
+            "    a -> terminate \"done\" when context.done == true  # turnflow: ignore[TF303]\n"
+            "    a -> b\n    b -> a\n}\n")
+    [got] = run_classic([{"source": compile_target(text, "ag2-groupchat"), "steps": [{"say": "ok"}] * 9}])
+    assert got == {"speakers": ["a", "b", "a", "b", "a"], "reason": "max_turns"}
+    plan = [("text", 1, 0, {}, [], 0, "")] * 9
+    speakers, _ctx, reason = run_hub(turnflow.compile(text)[0], plan, classic=True)
+    assert (speakers, reason) == (got["speakers"], got["reason"])
