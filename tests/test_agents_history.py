@@ -120,7 +120,8 @@ def test_history_converter_in_the_agents_file_for_python_and_framework_agents(tm
     agents = tmp_path / "agents.yaml"
     agents.write_text(textwrap.dedent("""\
         agents:
-          triage:  {kind: langgraph, ref: "my_history:echo_graph", history_converter: "my_history:OneLine"}
+          triage:  {kind: langgraph, ref: "my_history:echo_graph", history_converter: "my_history:OneLine",
+                    behavior: self}
           billing: {kind: python, ref: "my_history:billing", history_converter: "my_history:Shouting"}
           user:    {kind: scripted, steps: [{say: thanks}, {finish: done}]}
           tech:    {kind: scripted, steps: [{say: x}]}

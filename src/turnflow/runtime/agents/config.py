@@ -109,8 +109,8 @@ def build_agent(name: str, conf: Any, base_dir: Optional[str] = None) -> Any:
             and "history_converter" in KEYS[conf["kind"]]:
         converter = history_converter(name, conf["history_converter"], base_dir)
         agent = build_agent(name, {k: v for k, v in conf.items() if k != "history_converter"}, base_dir)
-        if conf["kind"] in FRAMEWORKS:
-            agent.history_converter = converter
+        if conf["kind"] in FRAMEWORKS:  # the framework agent itself converts (under a `behavior:` too)
+            (agent._agent if isinstance(agent, Behaved) else agent).history_converter = converter
             return agent
         if isinstance(agent, Behaved):
             agent.history_converter = converter
