@@ -9,18 +9,34 @@ from __future__ import annotations
 
 from typing import Any
 
-# -- planner: a LangGraph graph (model node + tool node) ---------------------------------------
+# -- planner: LangGraph's prebuilt ReAct agent with a checkpointer ------------------------------
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage
-from langgraph.graph import END, START, MessagesState, StateGraph
-from langgraph.prebuilt import ToolNode
+from langchain_core.outputs import ChatResult
+from langgraph.checkpoint.memory import MemorySaver
+from langgraph.prebuilt import create_react_agent
 
 
 class ScriptedChatModel(FakeMessagesListChatModel):
-    """A LangChain chat model that answers its `responses` in order (tool calls included)."""
+    """A LangChain chat model that answers its `responses` in order (tool calls included). An
+    answer containing `{thought}` gets the thought this model sent with `send_event` earlier in
+    the thread: it finds it only if the graph remembers its own earlier turns (the session's
+    transcript holds messages, not tool calls)."""
 
     def bind_tools(self, tools: Any, **kwargs: Any) -> "ScriptedChatModel":
         return self
+
+    def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
+        result = super()._generate(messages, stop, run_manager, **kwargs)
+        answer = result.generations[0].message
+        if isinstance(answer.content, str) and "{thought}" in answer.content:
+            thoughts = [c["args"].get("content") for m in messages for c in getattr(m, "tool_calls", None) or []
+                        if c["name"] == "send_event"]
+            answer.content = answer.content.replace("{thought}", thoughts[0] if thoughts else "nothing remembered")
+        return result
+
+
+MEMORY = MemorySaver()  # one checkpointer for every session: a thread per session and participant
 
 
 def planner(tools: list, ctx: Any) -> Any:
@@ -29,26 +45,12 @@ def planner(tools: list, ctx: Any) -> Any:
                                            "args": {"content": "disk full on db-1", "message_type": "thought"}}]),
         AIMessage(content="db-1 ran out of disk; assigning the fix.",
                   tool_calls=[{"name": "assign_fix", "id": "c2", "args": {"reason": "disk full"}}]),
-        AIMessage(content="The review approved the fix; closing the incident."),
+        AIMessage(content="The review approved the fix ({thought}); closing the incident."),
     ])
-    direct = {t.name for t in tools if t.return_direct}  # routing tools end the graph's loop
-
-    async def call_model(state: MessagesState) -> dict:
-        return {"messages": [await model.ainvoke(state["messages"])]}
-
-    def after_model(state: MessagesState) -> str:
-        return "tools" if state["messages"][-1].tool_calls else END
-
-    def after_tools(state: MessagesState) -> str:
-        return END if state["messages"][-1].name in direct else "model"
-
-    g = StateGraph(MessagesState)
-    g.add_node("model", call_model)
-    g.add_node("tools", ToolNode(tools))
-    g.add_edge(START, "model")
-    g.add_conditional_edges("model", after_model, ["tools", END])
-    g.add_conditional_edges("tools", after_tools, ["model", END])
-    return g.compile()
+    # the integration contract's Pattern 1, as written: routing tools are `return_direct`, so
+    # calling one ends the agent's loop; turnflow gives the graph a `thread_id` per session and
+    # participant, so the checkpointer keeps its memory from one of its turns to the next
+    return create_react_agent(model, tools, checkpointer=MEMORY)
 
 
 # -- fixer: an AG2 1.2.1 agent -----------------------------------------------------------------

@@ -52,8 +52,8 @@ def test_three_frameworks_take_turns_in_one_workflow(tmp_path, capsys):
         {"speaker": "reviewer", "kind": "handoff", "tool": "report_back", "target": None,
          "body": "Approved.", "set": {"approved": True}, "delete": []},
         {"speaker": "planner", "kind": "text", "tool": None, "target": None,
-         "body": "The review approved the fix; closing the incident.", "set": {}, "delete": []},
-    ]
+         "body": "The review approved the fix (disk full on db-1); closing the incident.", "set": {}, "delete": []},
+    ]  # the planner's last answer quotes the thought it sent on its first turn: its checkpointer remembers
     tel = telemetry(db, out["session_id"])
     shakes = {t["agent_id"]: t["effective"] for t in tel if t["event"] == "handshake"}
     assert shakes == {a: {"control_loop": "self", "supports_stepwise": True, "telemetry_stream": True}

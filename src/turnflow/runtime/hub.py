@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Iterator, 
 from turnflow.runtime import expectations as _exp
 from turnflow.runtime.adapters import builtin_adapters
 from turnflow.runtime.adapters.base import SessionAdapter
+from turnflow.runtime.adapters.contract import ContractAdapter, needs_defaults
 from turnflow.runtime.envelope import (EV_EXPECTATION_VIOLATED, EV_SESSION_ACK, EV_SESSION_CLOSED,
                                        EV_SESSION_EXPIRED, EV_SESSION_INVITE, EV_SESSION_OPENED,
                                        EV_SESSION_REJECT, LIFECYCLE, MEMBERSHIP, SUBSTANTIVE, Envelope,
@@ -162,6 +163,7 @@ class Hub:
         self.store = store
         self.clock = clock
         self.adapters = adapters if adapters is not None else builtin_adapters()
+        self._as_written: set[int] = set()  # ids of the adapters that need no `ContractAdapter`
         self.sessions: dict[str, LiveSession] = {}  # creation order
         # the sessions the sweepers still look at (creation order): an ended one leaves at the next
         # pass, so a pass walks the open sessions, not every session the hub ever held
@@ -226,7 +228,7 @@ class Hub:
             report.problems.append(Corrupt(str(rec.get("session_id")), 0,
                                            f"session record has the wrong shape: {type(exc).__name__}"))
             return None
-        adapter = self.adapters.get((md.manifest.type, md.manifest.version))
+        adapter = self._complete((md.manifest.type, md.manifest.version))
         if adapter is None:
             report.problems.append(Corrupt(md.session_id, 0, f"no adapter for {md.manifest.type!r} "
                                                              f"v{md.manifest.version}"))
@@ -505,10 +507,22 @@ class Hub:
     def _adapter_for(self, kind: Any, version: Any) -> SessionAdapter:
         if not isinstance(kind, str) or isinstance(version, bool) or not isinstance(version, int):
             raise ProtocolError(f"session kind must be a string, got {type(kind).__name__}")
-        adapter = self.adapters.get((kind, version))
+        adapter = self._complete((kind, version))
         if adapter is None:
             known = ", ".join(sorted(t for t, _ in self.adapters))
             raise ProtocolError(f"unknown session kind {kind!r} (known: {known})")
+        return adapter
+
+    def _complete(self, key: tuple[Any, Any]) -> Optional[SessionAdapter]:
+        """The adapter registered under `key`; one written to the contract (its required methods
+        only, or the contract's `build_round_envelope` signature) is wrapped once in a
+        `ContractAdapter`, which supplies the documented defaults."""
+        adapter = self.adapters.get(key)
+        if adapter is None or id(adapter) in self._as_written:
+            return adapter
+        if needs_defaults(adapter):
+            adapter = self.adapters[key] = ContractAdapter(adapter, self)
+        self._as_written.add(id(adapter))
         return adapter
 
     async def open_spec(self, spec: dict[str, Any], *, labels: Optional[dict[str, Any]] = None) -> SessionMetadata:

@@ -21,7 +21,7 @@ _NONE_FIRED: frozenset[str] = frozenset()  # shared until a session's first viol
 class LiveSession:
     __slots__ = ("metadata", "adapter", "state", "last_seq", "envelope_count", "fired",
                  "turn_started_at", "turn_epoch", "_turn_key", "last_substantive_at", "pending_close", "corrupt",
-                 "transcript", "writing")
+                 "transcript", "writing", "substantive")
 
     def __init__(self, metadata: SessionMetadata, adapter: SessionAdapter, state: Any) -> None:
         self.metadata = metadata
@@ -38,17 +38,30 @@ class LiveSession:
         self.corrupt: Optional[str] = None
         self.transcript: Optional[Transcript] = None  # built on the first view, then kept by apply
         self.writing: Any = None  # a future while an envelope of this session waits for its commit
+        self.substantive = 0  # substantive envelopes folded (the turn count of an adapter without one)
 
     @property
     def session_id(self) -> str:
         return self.metadata.session_id
 
     def expected_speaker(self) -> Optional[str]:
-        e = self.adapter.expected_next(self.metadata, self.state)
+        """The adapter's `expected_next(metadata, state)`; an adapter written to the contract alone
+        (without it) is asked nothing: its state's `expected_next_speaker`, if any, else None (any order)."""
+        ask = getattr(self.adapter, "expected_next", None)
+        if ask is None:
+            e = getattr(self.state, "expected_next_speaker", None)
+            return e if isinstance(e, str) else None
+        e = ask(self.metadata, self.state)
         return e.agent_id if e is not None else None
 
     def turn_count(self) -> int:
-        return self.adapter.turn_count(self.state)
+        """The adapter's `turn_count(state)`; without it, the state's `turn_count`, else the number of
+        substantive envelopes accepted so far."""
+        count = getattr(self.adapter, "turn_count", None)
+        if count is not None:
+            return int(count(self.state))
+        n = getattr(self.state, "turn_count", None)
+        return n if isinstance(n, int) and not isinstance(n, bool) else self.substantive
 
     def apply(self, env: Envelope) -> None:
         """Fold one accepted envelope: lifecycle bookkeeping, then the adapter's fold."""
@@ -58,6 +71,7 @@ class LiveSession:
         self.envelope_count += 1
         self.state = self.adapter.fold(env, self.state)
         if et in SUBSTANTIVE:
+            self.substantive += 1
             self.last_substantive_at = env.created_at
             if self.transcript is not None:
                 self.transcript.entries.append(env)

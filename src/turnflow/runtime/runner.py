@@ -229,6 +229,8 @@ class _Run:
         self.next_seq = self.base_seq + 1
         self.gap = False
         self.peers: list[dict[str, Any]] = []
+        self.silent_from: Optional[str] = None  # the speaker of the last round, when it was silent
+        self.stuck = False  # that speaker was silent twice in a row
 
     def directory(self) -> list[dict[str, Any]]:
         """Every agent `lookup_peers` may list besides the participants: the agents file's, then `peers`."""
@@ -326,6 +328,32 @@ class _Run:
         if name in md.pending_acks and md.state == SessionState.INVITED:
             await hub.ack(sid, name)
 
+    def _nothing_to_answer(self, speaker: str, live: Any) -> bool:
+        """An adapter written to the contract whose `extract_turn_input` gives `speaker` nothing to
+        answer (None for the latest message from another participant): the speaker is not asked —
+        the round is skipped, as a silent one; twice in a row for the same speaker ends the run."""
+        if not getattr(live.adapter, "silent_rounds", False):
+            return False
+        entries = getattr(live.transcript, "entries", None) or ()
+        latest = next((e for e in reversed(entries) if e.sender_id != speaker), None)
+        if latest is None or live.adapter.extract_turn_input(latest) is not None:
+            return False
+        self._silent(speaker, live.adapter)
+        if self.stuck:
+            raise AdapterError(f"the session expects {speaker!r} again, but the adapter's extract_turn_input gives it "
+                               "nothing to answer")
+        return True
+
+    def _silent(self, speaker: str, adapter: Any) -> None:
+        """A round the adapter builds no envelope for. A built-in adapter's: an empty round, a failed
+        turn. An adapter written to the contract (`ContractAdapter`): a silent round, skipped —
+        nothing is posted — unless the same speaker was silent just before (nothing else could
+        happen: the same turn would be asked again and again)."""
+        if not getattr(adapter, "silent_rounds", False):
+            raise AdapterError(f"agent {speaker!r} produced an empty round (no text, no routing, no context)")
+        self.stuck = self.silent_from == speaker  # the loop ends the run (a failed turn would be retried)
+        self.silent_from = speaker
+
     def _called(self, speaker: str) -> Any:
         """Count one call of `speaker`'s agent; its capabilities (a single-shot agent is called once)."""
         caps = self.caps[speaker]
@@ -362,8 +390,11 @@ class _Run:
             if speaker not in self.agents:  # joined while the session ran (a participant.added posted to the hub)
                 raise AdapterError(f"participant {speaker!r} joined the session while it ran and has no agent")
             await self.hand_over(speaker)  # a newcomer is handed the session on its first turn
-            caps = self._called(speaker)
             msg = self._message(speaker)
+            if self._nothing_to_answer(speaker, live):
+                last = speaker
+                continue
+            caps = self._called(speaker)
             own = tuple(t for t in self.all_tools if t.get("owner") == speaker)
             step += 1
 
@@ -381,8 +412,9 @@ class _Run:
                     rnd = {**rnd, "kind": "text"}
                 env = live.adapter.build_round_envelope(md, _speaker, rnd)
                 if env is None and not finish:
-                    raise AdapterError(f"agent {_speaker!r} produced an empty round (no text, no routing, no context)")
+                    self._silent(_speaker, live.adapter)
                 if env is not None:
+                    self.silent_from = None
                     await hub.post(env)
                 if finish and md.state == SessionState.ACTIVE:
                     await hub.close(sid, rnd.get("reason") or "finished")
@@ -400,5 +432,7 @@ class _Run:
                 step -= 1  # the hub moved the turn on before this one was taken
             finally:
                 self.speaker = None
+            if self.stuck:
+                raise AdapterError(f"agent {speaker!r} was silent twice in a row and the session expects it again")
             last = speaker
         raise AdapterError(f"the session did not end within {MAX_ROUNDS} rounds")

@@ -344,13 +344,14 @@ class SessionRecord:
     turn_count: int
     expected_next: Optional[str]
     adapter_capabilities: dict[str, Any]
+    pending_acks: tuple[str, ...] = ()  # the invited participants that have not acked yet, sorted
 
     @classmethod
     def of(cls, md: SessionMetadata, info: dict[str, Any], capabilities: dict[str, Any]) -> "SessionRecord":
         return cls(md.session_id, md.name, md.kind, md.manifest, md.creator_id, tuple(md.participants), md.knobs,
                    dict(md.labels) if isinstance(md.labels, dict) else {}, md.state, md.close_reason,
                    iso_z(md.created_at), iso_z(md.expires_at), iso_z(md.closed_at), md.ttl_seconds,
-                   info["turn_count"], info["expected_next"], capabilities)
+                   info["turn_count"], info["expected_next"], capabilities, tuple(sorted(md.pending_acks)))
 
     @property
     def participant_ids(self) -> list[str]:
@@ -365,4 +366,4 @@ class SessionRecord:
                 "close_reason": self.close_reason or None, "created_at": self.created_at,
                 "expires_at": self.expires_at, "closed_at": self.closed_at, "ttl_seconds": self.ttl_seconds,
                 "turn_count": self.turn_count, "expected_next": self.expected_next,
-                "adapter_capabilities": self.adapter_capabilities}
+                "adapter_capabilities": self.adapter_capabilities, "pending_acks": list(self.pending_acks)}

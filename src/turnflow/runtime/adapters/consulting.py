@@ -3,7 +3,7 @@ once, the respondent replies once, and the session closes with `consulting_compl
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Optional
 
 from turnflow.runtime.adapters.base import NO_CHANGE, AdapterResult
@@ -28,6 +28,23 @@ def _the(metadata: SessionMetadata, role: str) -> str:
     return found
 
 
+@dataclass(frozen=True, slots=True)
+class ConsultingState(TurnState):
+    """The consulting session's state, with the contract's two flags (read from the turn count)."""
+
+    @property
+    def initiator_sent(self) -> bool:
+        return self.turn_count >= 1
+
+    @property
+    def respondent_replied(self) -> bool:
+        return self.turn_count >= 2
+
+    def snapshot(self) -> dict[str, Any]:
+        return {**TurnState.snapshot(self), "initiator_sent": self.initiator_sent,
+                "respondent_replied": self.respondent_replied}
+
+
 class ConsultingAdapter(SimpleAdapter):
     manifest = SessionManifest(
         type="consulting", version=1, min_participants=2, max_participants=2, roles=("initiator", "respondent"),
@@ -48,7 +65,7 @@ class ConsultingAdapter(SimpleAdapter):
 
     def initial_state(self, metadata: SessionMetadata) -> TurnState:
         # order = (initiator, respondent): the whole script of a consultation
-        return TurnState(order=(_the(metadata, "initiator"), _the(metadata, "respondent")),
+        return ConsultingState(order=(_the(metadata, "initiator"), _the(metadata, "respondent")),
                          expected=_the(metadata, "initiator"))
 
     def advance(self, envelope: Envelope, state: TurnState) -> TurnState:
@@ -58,7 +75,7 @@ class ConsultingAdapter(SimpleAdapter):
 
     def on_accepted(self, metadata: SessionMetadata, envelope: Envelope, state: TurnState) -> AdapterResult:
         if envelope.event_type in (EV_TEXT, EV_PACKET) and state.done:
-            return AdapterResult("consulting_complete")
+            return AdapterResult(next_state="closed", auto_close_reason="consulting_complete")
         return NO_CHANGE
 
     def default_view_policy(self, metadata: SessionMetadata, participant_id: Optional[str] = None) -> FullTranscript:

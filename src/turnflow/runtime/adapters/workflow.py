@@ -263,10 +263,10 @@ class WorkflowAdapter:
         if et != EV_PACKET and et != EV_TEXT:
             return NO_CHANGE
         if state.expected_next_speaker is None:
-            return AdapterResult(state.pending_close_reason or "workflow_terminated")
+            return AdapterResult(next_state="closed", auto_close_reason=state.pending_close_reason or "workflow_terminated")
         mt = state.graph.max_turns
         if mt is not None and state.turn_count >= mt:
-            return AdapterResult("max_turns")
+            return AdapterResult(next_state="closed", auto_close_reason="max_turns")
         return NO_CHANGE
 
     # -- reading --------------------------------------------------------------------------------

@@ -53,7 +53,7 @@ class AG2Agent(FrameworkAgent):
                   ctx: AgentContext, prompt: str) -> str:
         from ag2.events import ToolCallEvent, ToolErrorEvent, ToolResultEvent
 
-        stream, inputs = await to_ag2(msg, self.agent_id)
+        stream, inputs = await to_ag2(msg, self.agent_id, self.history_converter)
         own = {_tool_name(t) for t in getattr(obj, "tools", ()) or ()}
         extra = [t for t in native if _tool_name(t) not in own]
         failures: list[tuple[BaseException, Any]] = []  # tool errors with their tracebacks, as raised

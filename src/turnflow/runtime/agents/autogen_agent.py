@@ -20,7 +20,8 @@ from typing import Any
 
 from turnflow.runtime.agents.base import AgentContext, SessionTools, ToolError
 from turnflow.runtime.agents.framework import FrameworkAgent, ToolSlot, emit_tool, keyword_function
-from turnflow.runtime.agents.history_autogen import to_autogen
+from turnflow.runtime.agents.history import raw_history
+from turnflow.runtime.agents.history_autogen import AutoGenHistory, new_messages
 
 
 class AutoGenAgent(FrameworkAgent):
@@ -30,6 +31,7 @@ class AutoGenAgent(FrameworkAgent):
     def __init__(self, agent_id: str, target: Any, ref: str = "") -> None:
         super().__init__(agent_id, target, ref)
         self.delivered: set[str] = set()  # sessions whose first delivery happened
+        self.last: dict[str, Any] = {}  # session -> the last message delivered to the agent
 
     def accepts(self, obj: Any) -> bool:
         from autogen_agentchat.base import ChatAgent
@@ -59,8 +61,14 @@ class AutoGenAgent(FrameworkAgent):
         from autogen_core import CancellationToken
 
         sid = ctx.session_id
-        messages = to_autogen(msg, self.agent_id, prompt, bootstrap=sid not in self.delivered)
+        bootstrap = sid not in self.delivered
+        new = new_messages(msg, self.last.get(sid), bootstrap)
+        items = list(msg)
+        if items:
+            self.last[sid] = items[-1]
         self.delivered.add(sid)
+        converter = self.history_converter or AutoGenHistory(self.agent_id, prompt, bootstrap)
+        messages = converter.convert(raw_history(new, self.agent_id))
         arguments: dict[str, Any] = {}  # call id -> its arguments
         final: Any = None
         async for item in obj.on_messages_stream(messages, CancellationToken()):

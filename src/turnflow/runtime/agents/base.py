@@ -273,6 +273,7 @@ class SessionTools:
     directory: Optional[Callable[[], Any]] = None  # set by the runner: every agent the hub knows, as RosterEntry
     room_port: Optional[Callable[[str, list[str]], str]] = None  # set by the hub: queues a new chatroom
     rooms: list[tuple[str, list[str]]] = field(default_factory=list)  # chatrooms opened when the turn is delivered
+    history_source: Optional[Callable[[], Any]] = None  # set by the hub: computes `history`
 
     # -- the round ------------------------------------------------------------------------------
     # Every tool answers with a value that is also awaitable (platform_tools.ToolText / ToolList):
@@ -364,6 +365,14 @@ class SessionTools:
         """What this turn answers: the session adapter's `extract_turn_input` of the latest message
         from another participant (None at the start, or without a hub)."""
         return self.input_source() if self.input_source is not None else None
+
+    @property
+    def history(self) -> Any:
+        """This turn's history as the contract gives it: converted by the agent's `HistoryConverter`
+        (the agents file's `history_converter`, or the agent's own `history_converter` attribute),
+        else the raw history — the view's messages with `role`, `content`, `sender_name`,
+        `sender_type` and `message_type` (runtime/agents/history.py). Computed when read."""
+        return self.history_source() if self.history_source is not None else []
 
     # -- discovery and membership ---------------------------------------------------------------
     def get_participants(self) -> ToolList:

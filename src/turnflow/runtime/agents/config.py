@@ -34,10 +34,20 @@ FRAMEWORKS = {"langgraph": ("langgraph_agent", "LangGraphAgent", "langgraph, lan
 KINDS = ("scripted", "openai", "anthropic", "python", *FRAMEWORKS)
 MODEL_KEYS = {"model", "base_url", "api_key_env", "system", "max_rounds", "timeout", "turn_timeout", "temperature",
               "session_tools"}
-KEYS = {"scripted": {"steps"}, "openai": MODEL_KEYS, "anthropic": MODEL_KEYS | {"max_tokens"}, "python": {"ref"},
-        **{k: {"ref"} for k in FRAMEWORKS}}
+KEYS = {"scripted": {"steps"}, "openai": MODEL_KEYS, "anthropic": MODEL_KEYS | {"max_tokens"},
+        "python": {"ref", "history_converter", "import_path", "attribute"},
+        **{k: {"ref", "history_converter"} for k in FRAMEWORKS}}
 _REF = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 CONTRACT = ("open_session", "on_message", "close_session")
+
+
+def _instance(name: str, cls: type) -> Any:
+    """`cls()` for an adapter class the agents file names; `AdapterError` when that fails."""
+    try:
+        return cls()
+    except Exception as exc:  # the user's constructor
+        raise AdapterError(f"agent {brief(name)}: cannot make an agent from {cls.__name__}(): "
+                           f"{type(exc).__name__}: {exc}") from None
 
 
 def is_agent_object(obj: Any) -> bool:
@@ -54,13 +64,16 @@ def is_agent_object(obj: Any) -> bool:
 
 
 class Behaved:
-    """An agent under the agents file's `behavior: self | atlas` override: everything is the
-    agent's own; the hub reads `behavior_override` when it takes the handshake (driver.handshake)
-    and records the raw answer beside the effective capabilities."""
+    """An agent under the agents file's `behavior: self | atlas` override and/or its
+    `history_converter`: everything else is the agent's own; the hub reads `behavior_override`
+    when it takes the handshake (driver.handshake) and records the raw answer beside the
+    effective capabilities, and `history_converter` for `tools.history`."""
 
-    def __init__(self, agent: Any, behavior: str) -> None:
+    def __init__(self, agent: Any, behavior: Optional[str], history_converter: Any = None) -> None:
         self._agent = agent
         self.behavior_override = behavior
+        self.history_converter = history_converter if history_converter is not None else \
+            getattr(agent, "history_converter", None)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._agent, name)
@@ -71,9 +84,38 @@ class Behaved:
             await close(session_id)
 
 
+def contract_shape(name: str, conf: Any) -> Any:
+    """The stateful-adapter contract's entry shape, `{type: python, import_path: M, attribute: A}`,
+    as turnflow's `{kind: python, ref: "M:A"}` (`type` is `kind`'s other name)."""
+    if not isinstance(conf, dict):
+        return conf
+    if "type" in conf and "kind" not in conf:
+        conf = {("kind" if k == "type" else k): v for k, v in conf.items()}
+    if "import_path" in conf or "attribute" in conf:
+        if "ref" in conf or not isinstance(conf.get("import_path"), str) or not isinstance(conf.get("attribute"), str):
+            raise AdapterError(f"agent {brief(name)}: `import_path` and `attribute` go together, instead of `ref`")
+        conf = {k: v for k, v in conf.items() if k not in ("import_path", "attribute")} | \
+            {"ref": f"{conf['import_path']}:{conf['attribute']}"}
+    return conf
+
+
 def build_agent(name: str, conf: Any, base_dir: Optional[str] = None) -> Any:
     """One agent from its YAML mapping; every problem is an `AdapterError` naming the agent.
-    `behavior: self | atlas` (any kind) overrides the control loop the agent's handshake declares."""
+    `behavior: self | atlas` (any kind) overrides the control loop the agent's handshake declares;
+    `history_converter: "module:attribute"` (python and framework kinds) names the agent's
+    `HistoryConverter` (runtime/agents/history.py)."""
+    conf = contract_shape(name, conf)
+    if isinstance(conf, dict) and "history_converter" in conf and conf.get("kind") in KINDS \
+            and "history_converter" in KEYS[conf["kind"]]:
+        converter = history_converter(name, conf["history_converter"], base_dir)
+        agent = build_agent(name, {k: v for k, v in conf.items() if k != "history_converter"}, base_dir)
+        if conf["kind"] in FRAMEWORKS:  # the framework agent itself converts (under a `behavior:` too)
+            (agent._agent if isinstance(agent, Behaved) else agent).history_converter = converter
+            return agent
+        if isinstance(agent, Behaved):
+            agent.history_converter = converter
+            return agent
+        return Behaved(agent, None, converter)
     if isinstance(conf, dict) and "behavior" in conf:
         behavior = conf["behavior"]
         if behavior not in BEHAVIORS:
@@ -163,10 +205,23 @@ def import_ref(name: str, ref: Any, base_dir: Optional[str] = None) -> Any:
     return obj
 
 
+def history_converter(name: str, ref: Any, base_dir: Optional[str] = None) -> Any:
+    from turnflow.runtime.agents.history import converter_of
+
+    try:
+        return converter_of(import_ref(name, ref, base_dir), f"agent {brief(name)}: history_converter {brief(ref)}")
+    except ValueError as exc:
+        raise AdapterError(str(exc)) from None
+
+
 def python_agent(name: str, ref: Any, base_dir: Optional[str] = None) -> Any:
     obj = import_ref(name, ref, base_dir)
     if is_agent_object(obj):
         return obj
+    if isinstance(obj, type) and any(callable(getattr(obj, m, None)) for m in ("open_session", "aopen_session")):
+        inst = _instance(name, obj)  # an adapter class (the contract's `attribute: StatefulSQLiteAdapter`)
+        if is_agent_object(inst):
+            return inst
     if callable(obj) and not isinstance(obj, type):
         return FunctionAgent(obj, name)
     raise AdapterError(f"agent {brief(name)}: {ref} is neither an agent object ({', '.join(CONTRACT)}) "

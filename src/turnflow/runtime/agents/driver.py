@@ -332,6 +332,14 @@ def _safe(v: Any) -> Any:
         return repr(v)[:1000]
 
 
+def history_source(agent: Any, msg: Any, agent_id: str) -> Callable[[], Any]:
+    """`tools.history`: the raw history of `msg`, through the agent's `history_converter` if it has one."""
+    from turnflow.runtime.agents.history import convert, raw_history
+
+    converter = getattr(agent, "history_converter", None)
+    return lambda: convert(converter, raw_history(msg, agent_id))
+
+
 async def take_turn(hub: Any, session_id: str, agent: Any, msg: Any, make_tools: Callable[[], SessionTools],
                     deliver: Callable[[SessionTools], Awaitable[None]], step: int, *, attempts: int = TURN_ATTEMPTS,
                     invoke: Callable[[Awaitable[Any]], Awaitable[Any]] = _plain,
@@ -346,6 +354,7 @@ async def take_turn(hub: Any, session_id: str, agent: Any, msg: Any, make_tools:
         tools = make_tools()
         tools.step = step
         md = session_facts(hub, session_id, tools, drivable, directory)
+        tools.history_source = history_source(agent, msg, tools.agent_id)
         if tools.sink is None:
             tools.sink = live_sink(hub, session_id, tools.agent_id)
         try:

@@ -83,6 +83,7 @@ class FrameworkAgent:
         self.target = target
         self.ref = ref or repr(target)[:80]
         self.sessions: dict[str, tuple[AgentContext, ToolSlot, Any, list[Any]]] = {}  # ctx, slot, object, its tools
+        self.history_converter: Any = None  # the agents file's `history_converter` (None: the framework's own)
 
     # -- to implement ---------------------------------------------------------------------------
     def accepts(self, obj: Any) -> bool:

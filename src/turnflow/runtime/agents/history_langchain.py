@@ -30,6 +30,21 @@ def to_langchain(msg: list[dict[str, Any]], agent_id: str, prompt: str) -> list[
     return out
 
 
+class LangChainHistory:
+    """The `HistoryConverter` of `kind: langgraph`: raw history -> LangChain messages. With
+    `continuing` (the graph's checkpointer already holds this thread), only what came after this
+    participant's own last message, without the system prompt: the graph remembers the rest."""
+
+    def __init__(self, agent_id: str, prompt: str = "", continuing: bool = False) -> None:
+        self.agent_id, self.prompt, self.continuing = agent_id, prompt, continuing
+
+    def convert(self, raw: list[dict[str, Any]]) -> list[Any]:
+        if not self.continuing:
+            return to_langchain(raw, self.agent_id, self.prompt)
+        last_own = max((i for i, m in enumerate(raw) if m.get("sender") == self.agent_id), default=-1)
+        return to_langchain(raw[last_own + 1:], self.agent_id, self.prompt)[1:]
+
+
 def text_of(message: Any) -> str:
     """The text of a LangChain message (a string, or the text blocks of a content list)."""
     content = getattr(message, "content", "")
