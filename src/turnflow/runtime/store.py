@@ -28,7 +28,6 @@ import json
 import sqlite3
 import zlib
 import asyncio
-import time
 from typing import Any, Callable, Iterable, Iterator, Optional, Union
 
 from turnflow.runtime.dialect import SQLITE, Dialect
@@ -38,6 +37,8 @@ from turnflow.runtime.session import check_session_id
 from turnflow.runtime.store_contract import Corrupt as Corrupt  # re-exported: what reads yield for a bad record
 from turnflow.runtime.store_contract import CommitUnits, EnvelopeRow, Refusals, SessionRow
 from turnflow.runtime.store_contract import Store as Store  # re-exported: the contract every store meets
+from turnflow.runtime.store_lock import NOBLOCK as _NOBLOCK
+from turnflow.runtime.store_lock import WriterLock as _WriterLock
 
 FORMAT = "turnflow-wal/1"
 
@@ -210,11 +211,12 @@ class SQLiteStore:
                 if problem is not None:
                     raise StoreError(f"{path}: the store is damaged ({problem}); nothing was written. "
                                      "`turnflow inspect` shows what is still readable")
-                lost = self._lost(self._lock.recorded) if self._lock is not None else None
-                if lost is not None:
+                lock = self._lock
+                lost = self._lost(lock.recorded) if lock is not None else None
+                if lost is not None and lock is not None:
                     raise StoreError(f"{path}: {lost}; nothing was written (tasks it reported done would run "
                                      f"again). Put the -wal file back if you still have it; `turnflow inspect "
-                                     f"{path}` shows what survived; to carry on from that, delete {path}.lock")
+                                     f"{path}` shows what survived; to carry on from that, delete {lock.file}")
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute(f"PRAGMA synchronous={'FULL' if durability == 'full' else 'NORMAL'}")
             # the (session_id, seq) index takes inserts at random places when many sessions run at
@@ -226,10 +228,10 @@ class SQLiteStore:
             if self._lock is not None:
                 self._lock.start(self._identity(), *self._held(), durability == "full")
         except sqlite3.DatabaseError as exc:
-            self._release()
+            self.close()  # SQLite first, then the locks (store_lock.py)
             raise StoreError(f"{path}: cannot open as a turnflow store: {exc}") from None
         except BaseException:
-            self._release()
+            self.close()
             raise
 
     def _open_read_only(self, path: str) -> None:
@@ -513,159 +515,13 @@ def _unwritable(path: str) -> Optional[str]:
     and fail only at the first commit."""
     import os
 
-    for name in (path, path + "-wal", path + "-shm", path + ".lock"):
+    for name in (path, path + "-wal", path + "-shm"):
         if os.path.exists(name):
             try:
-                os.close(os.open(name, os.O_RDWR))
+                os.close(os.open(name, os.O_RDWR | _NOBLOCK))
             except OSError as exc:
                 return f"{name}: {exc.strerror or exc}"
-    folder = os.path.dirname(os.path.abspath(path))
+    folder = os.path.dirname(os.path.realpath(path))
     if os.path.isdir(folder) and not os.access(folder, os.W_OK):  # the -wal, -shm, .lock files are made there
         return f"its folder {folder} is read-only"
     return None
-
-
-class _WriterLock:
-    """An exclusive `flock` on `PATH.lock`, held while a writable store is open. The file holds
-    the writer's pid (for the "in use" message) and the store's high-water mark: its id (meta
-    `store_id`), how many sessions and the last envelope number committed to it. The mark is
-    rewritten after every committed group (one `pwrite` of a fixed-size record), outside the
-    database: a store holding less than its mark lost committed records (its `-wal` file deleted
-    after a crash). Like the `-wal`, the mark survives a crash of the process in the OS's cache; at
-    `durability="full"` it is also fdatasync'd at most once a second (and at close), so after a
-    power loss it lags by at most the last second's commits — never ahead of what was committed,
-    so never a false alarm. Where `fcntl` is missing (Windows) no lock is taken."""
-
-    SIZE = 160  # the record is padded to this many bytes: each update is one write, never a truncate
-
-    def __init__(self, path: str) -> None:
-        import os
-
-        self.file = path + ".lock"
-        self.fd: Optional[int] = None
-        self.recorded: dict[str, Any] = {}  # the mark as the previous writer left it
-        self.state: dict[str, Any] = {}
-        self.sync = False
-        self.synced = 0.0  # time.monotonic() of the last fdatasync
-        self.dirty = False
-        self.store_json = b'""'
-        try:
-            import fcntl  # noqa: F401 - only to know whether flock exists here
-        except ImportError:  # pragma: no cover - not POSIX
-            return
-        try:
-            fd = os.open(self.file, os.O_RDWR | os.O_CREAT, 0o666)
-        except OSError as exc:
-            raise StoreError(f"{path}: cannot create the lock file {self.file}: {exc.strerror or exc}") from None
-        if not self._take(fd):
-            os.close(fd)
-            pid = self.mark(path).get("pid")
-            who = f"pid {pid}" if isinstance(pid, int) else "another process"
-            raise StoreError(f"{path}: store in use by {who}; wait for it to finish or use another store") from None
-        self.fd = fd
-        self.recorded = self.mark(path)
-
-    @staticmethod
-    def _take(fd: int) -> bool:
-        """The exclusive lock, or False when another writer holds it. A few tries 10 ms apart: an
-        `inspect` checking whether a writer is there holds a shared lock for microseconds."""
-        import fcntl
-
-        for attempt in range(4):
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return True
-            except OSError:
-                if attempt < 3:
-                    time.sleep(0.01)
-        return False
-
-    @staticmethod
-    def mark(path: str) -> dict[str, Any]:
-        """What `PATH.lock` holds: {"pid", "store", "sessions", "gseq"} (ints and the store id), or {}."""
-        try:
-            with open(path + ".lock", encoding="utf-8") as fh:
-                data = json.loads(fh.read(4096) or "{}")
-        except (OSError, ValueError):
-            return {}
-        if not isinstance(data, dict):
-            return {}
-        return {k: v for k, v in data.items() if isinstance(v, (int, str)) and not isinstance(v, bool)}
-
-    @staticmethod
-    def in_use(path: str) -> bool:
-        """Whether a writer holds the store's lock now (asked without creating the lock file)."""
-        import os
-
-        try:
-            import fcntl
-
-            fd = os.open(path + ".lock", os.O_RDONLY)
-        except (ImportError, OSError):
-            return False
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except OSError:
-            return True
-        finally:
-            os.close(fd)
-        return False
-
-    def start(self, store_id: str, sessions: int, gseq: int, sync: bool) -> None:
-        import os
-
-        self.state = {"pid": os.getpid(), "store": store_id, "sessions": sessions, "gseq": gseq}
-        self.store_json = json.dumps(store_id).encode()
-        self.sync = sync
-        if self.fd is not None:
-            try:
-                os.ftruncate(self.fd, self.SIZE)  # whatever an older writer left past the record
-            except OSError:  # pragma: no cover
-                pass
-        self._write()
-
-    def committed(self, sessions: int, gseq: int) -> None:
-        """A group was committed: `sessions` new sessions, envelopes up to number `gseq` (0: none)."""
-        if not self.state:
-            return
-        self.state["sessions"] += sessions
-        if gseq > self.state["gseq"]:
-            self.state["gseq"] = gseq
-        self._write()
-
-    def _write(self) -> None:
-        import os
-
-        if self.fd is None:
-            return
-        st = self.state  # by hand: json.dumps would double this per-group cost (the same text)
-        data = b'{"pid":%d,"store":%s,"sessions":%d,"gseq":%d}' % (
-            st["pid"], self.store_json, st["sessions"], st["gseq"])
-        try:
-            if len(data) < self.SIZE:
-                os.pwrite(self.fd, data + b" " * (self.SIZE - len(data)), 0)
-            else:  # pragma: no cover - a record longer than SIZE (ids are 32 hex digits)
-                os.ftruncate(self.fd, 0)
-                os.pwrite(self.fd, data, 0)
-            self.dirty = True
-            if self.sync:
-                now = time.monotonic()
-                if now - self.synced >= 1.0:
-                    os.fdatasync(self.fd)
-                    self.synced, self.dirty = now, False
-        except OSError:  # pragma: no cover - the mark is a check, the records are in the database
-            pass
-
-    def release(self) -> None:
-        import os
-
-        if self.fd is not None:
-            try:
-                if self.sync and self.dirty:
-                    os.fdatasync(self.fd)
-            except OSError:  # pragma: no cover
-                pass
-            try:
-                os.close(self.fd)  # closing drops the flock
-            finally:
-                self.fd = None
