@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional, Union
 
 from turnflow.runtime.dialect import SQLITE, Dialect
 from turnflow.runtime.envelope import Envelope
-from turnflow.runtime.errors import StoreError
+from turnflow.runtime.errors import StoreError, StoreFailed
 from turnflow.runtime.session import check_session_id
 from turnflow.runtime.store_contract import Corrupt as Corrupt  # re-exported: what reads yield for a bad record
 from turnflow.runtime.store_contract import CommitUnits, EnvelopeRow, Refusals, SessionRow
@@ -382,8 +382,8 @@ class SQLiteStore:
         done: asyncio.Future[Refusals] = asyncio.get_running_loop().create_future()
         try:
             self._write(units.sessions, units.rows)
-        except sqlite3.Error as exc:
-            done.set_exception(StoreError(f"{self.path}: commit failed: {exc}"))
+        except sqlite3.Error as exc:  # a full disk, an I/O error: the store's failure, not the session's
+            done.set_exception(StoreFailed(f"{self.path}: commit failed: {exc}"))
         except StoreError as exc:
             done.set_exception(exc)
         else:
@@ -419,8 +419,11 @@ class SQLiteStore:
 
     def append_telemetry(self, session_id: str, event: dict[str, Any]) -> None:
         check_session_id(session_id)
-        self.db.execute("INSERT INTO telemetry (session_id, record) VALUES (?, ?)",
-                        (session_id, json.dumps(event, sort_keys=True)))
+        try:
+            self.db.execute("INSERT INTO telemetry (session_id, record) VALUES (?, ?)",
+                            (session_id, json.dumps(event, sort_keys=True)))
+        except sqlite3.Error as exc:  # a full disk: the store's failure, not the agent's
+            raise StoreFailed(f"{self.path}: telemetry could not be written: {exc}") from None
 
     # -- reading --------------------------------------------------------------------------------
     def last_global_seq(self) -> int:

@@ -23,7 +23,7 @@ import uuid
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Protocol, cast
 
 from turnflow.runtime.dialect import POSTGRESQL
-from turnflow.runtime.errors import StoreError
+from turnflow.runtime.errors import StoreError, StoreFailed
 from turnflow.runtime.pg_leases import NOTIFY_CHANNEL
 from turnflow.runtime.tasks import Claim, Task, decode_context
 
@@ -117,6 +117,28 @@ def _mismatch(t: Task, row: tuple[Any, ...], spec_hash: str) -> Optional[str]:
     return None
 
 
+def _store_failures(cls: Any) -> Any:
+    """Every method of the SQLite task list raises `StoreFailed` naming the store when SQLite
+    fails (a full disk, an I/O error): the store's failure, never the task's, never exit 3."""
+    import functools
+    import sqlite3
+
+    def wrap(fn: Any) -> Any:
+        @functools.wraps(fn)
+        def call(self: Any, *args: Any, **kw: Any) -> Any:
+            try:
+                return fn(self, *args, **kw)
+            except sqlite3.Error as exc:
+                raise StoreFailed(f"{self.store.path}: the task list could not be updated: {exc}") from None
+        return call
+
+    for name in ("__init__", "load", "claim", "renew", "finish", "release_task", "release", "counts",
+                 "unfinished", "results"):
+        setattr(cls, name, wrap(getattr(cls, name)))
+    return cls
+
+
+@_store_failures
 class SQLiteTaskQueue:
     """The task list in the SQLite store's file (one process at a time)."""
 
