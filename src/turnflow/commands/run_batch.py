@@ -175,7 +175,7 @@ def _load(queue: "TaskQueue", tasks: list, spec: dict, task_file: str, store_pat
 
 def _run(args, spec: dict, make_agents: Callable[[], dict], tasks: list, store_value: str) -> int:
     from turnflow.runtime.batch import BatchWorker, TaskOutcome, is_transient, retrying
-    from turnflow.runtime.errors import RuntimeErrorBase, StoreError, StoreFailed
+    from turnflow.runtime.errors import RuntimeErrorBase, StoreDamaged, StoreError, StoreFailed
     from turnflow.runtime.stores import open_store
     from turnflow.runtime.task_queue import new_worker_id, task_queue_for
 
@@ -234,7 +234,8 @@ def _run(args, spec: dict, make_agents: Callable[[], dict], tasks: list, store_v
                 f"by item (first: {failures[0]})")
     except StoreFailed as exc:  # a full disk, a database away too long: the store's failure, not the tasks'
         err(f"turnflow run: {exc}")
-        err("turnflow run: no task was recorded failed for it; run the same command again to continue")
+        if not isinstance(exc, StoreDamaged):
+            err("turnflow run: no task was recorded failed for it; run the same command again to continue")
         return EXIT_USAGE
     finally:
         if queue is not None:  # PostgreSQL: the connection that listens for finished tasks

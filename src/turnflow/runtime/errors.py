@@ -48,6 +48,11 @@ class StoreFailed(StoreError):
     finish stays unfinished, so the same command continues it."""
 
 
+class StoreDamaged(StoreFailed):
+    """A row of the store does not decode (a checksum mismatch, malformed JSON, a NULL where a
+    value must be): found before anything is written, and nothing is (exit 2, "damaged")."""
+
+
 def brief(value: object, limit: int = 80) -> str:
     """`repr(value)` for a message, bounded: long strings, deep or long containers are
     abbreviated with `...`, so a hostile value can never make a message huge."""

@@ -207,7 +207,7 @@ class SQLiteStore:
             self.db.text_factory = _text  # bytes that are not UTF-8 fail the record's checksum, not the read
             existing = self._check_format(empty_ok=True)
             if existing:  # a damaged file is refused before anything is written to it
-                problem = self._damage()
+                problem = self._damage() or self._records_damage()
                 if problem is not None:
                     raise StoreError(f"{path}: the store is damaged ({problem}); nothing was written. "
                                      "`turnflow inspect` shows what is still readable")
@@ -229,6 +229,9 @@ class SQLiteStore:
                 self._lock.start(self._identity(), *self._held(), durability == "full")
         except sqlite3.DatabaseError as exc:
             self.close()  # SQLite first, then the locks (store_lock.py)
+            if getattr(exc, "sqlite_errorname", "") == "SQLITE_CORRUPT":
+                raise StoreError(f"{path}: the store is damaged ({exc}); nothing was written. "
+                                 "`turnflow inspect` shows what is still readable") from None
             raise StoreError(f"{path}: cannot open as a turnflow store: {exc}") from None
         except BaseException:
             self.close()
@@ -286,6 +289,23 @@ class SQLiteStore:
             return str(exc)
         lines = [str(r[0]) for r in rows]
         return None if lines == ["ok"] else "; ".join(lines)[:300]
+
+    def _records_damage(self) -> Optional[str]:
+        """The first row a writer would trust that does not decode — a meta row that is not ours,
+        a session or envelope record failing its checksum or missing a column — or None. Every
+        record is read once (one pass, the checksums only; measured in docs/benchmarks.md), so a
+        writer never adds to a store it could not read back whole."""
+        for key, value in self.db.execute("SELECT key, value FROM meta"):
+            if key not in ("format", "store_id") or not isinstance(value, str):
+                return f"a meta row {str(key)[:40]!r} that is not turnflow's"
+        for sid, text, crc in self.db.execute("SELECT session_id, record, crc FROM sessions"):
+            if not (isinstance(sid, str) and isinstance(text, str) and isinstance(crc, int)) or _crc(sid, 0, text) != crc:
+                return f"session {str(sid)[:40]}: its creation record fails its checksum"
+        for sid, seq, text, crc in self.db.execute("SELECT session_id, seq, record, crc FROM envelopes"):
+            if not (isinstance(sid, str) and isinstance(seq, int) and isinstance(text, str)
+                    and isinstance(crc, int)) or _crc(sid, seq, text) != crc:
+                return f"session {str(sid)[:40]} seq {seq}: the record fails its checksum"
+        return None
 
     def _check_format(self, empty_ok: bool) -> bool:
         """True when the database is a turnflow store; False when it is empty (no tables);
