@@ -22,6 +22,7 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Protocol, cast
 
+from turnflow.runtime.clock import STEADY
 from turnflow.runtime.dialect import POSTGRESQL
 from turnflow.runtime.errors import StoreDamaged, StoreError, StoreFailed
 from turnflow.runtime.pg_leases import NOTIFY_CHANNEL
@@ -215,7 +216,7 @@ class SQLiteTaskQueue:
     def claim(self, worker: str, n: int, lease: float) -> list[Claim]:
         if _due(self):
             self._expire_dead(worker)
-        now = time.time()
+        now = STEADY()  # a wall-clock step neither expires nor extends a lease
         rows = self.db.execute(
             "UPDATE turnflow_tasks SET state = 'running', worker = :w, lease_until = :until, attempts = attempts + 1 "
             "WHERE id IN (SELECT id FROM (SELECT * FROM (SELECT id, ord FROM turnflow_tasks WHERE state = 'running' "
@@ -237,7 +238,7 @@ class SQLiteTaskQueue:
 
     def renew(self, worker: str, lease: float) -> set[str]:
         rows = self.db.execute("UPDATE turnflow_tasks SET lease_until = ? WHERE worker = ? AND state = 'running' "
-                               "RETURNING id", (time.time() + lease, worker)).fetchall()
+                               "RETURNING id", (STEADY() + lease, worker)).fetchall()
         return {r[0] for r in rows}
 
     def finish(self, worker: str, task_id: str, state: str, result: dict[str, Any]) -> bool:
