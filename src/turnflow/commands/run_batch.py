@@ -117,11 +117,11 @@ def run_batch(args, inputs: Inputs) -> int:
         return _run(args, spec, make_agents, tasks, os.path.join(tmp, "hub.db"))
 
 
-def _finished_before(queue: "TaskQueue", ids: list[str], as_json: bool) -> list[str]:
+def _finished_before(queue: "TaskQueue", ids: list[str], as_json: bool, where: str) -> list[str]:
     """The tasks this store finished in an earlier run (printed as skipped with --format json)."""
     from turnflow.runtime.batch import retrying
 
-    before = retrying(queue.results, ids)  # a server restarting right now is waited for
+    before = retrying(queue.results, ids, where=where)  # a server restarting right now is waited for
     finished = [i for i in ids if before.get(i, ("pending",))[0] in ("done", "failed")]
     if as_json:
         for i in finished:
@@ -159,7 +159,7 @@ def _load(queue: "TaskQueue", tasks: list, spec: dict, task_file: str, store_pat
     from turnflow.runtime.tasks import spec_hash
 
     try:
-        retrying(queue.load, tasks, spec_hash(spec))  # a server restarting right now is waited for
+        retrying(queue.load, tasks, spec_hash(spec), where=store_path)  # a server restarting right now is waited for
     except StoreFailed:
         raise
     except RuntimeErrorBase as exc:
@@ -174,7 +174,7 @@ def _load(queue: "TaskQueue", tasks: list, spec: dict, task_file: str, store_pat
 
 
 def _run(args, spec: dict, make_agents: Callable[[], dict], tasks: list, store_value: str) -> int:
-    from turnflow.runtime.batch import BatchWorker, TaskOutcome, is_transient, retrying
+    from turnflow.runtime.batch import BatchWorker, TaskOutcome, retrying
     from turnflow.runtime.errors import RuntimeErrorBase, StoreDamaged, StoreError, StoreFailed
     from turnflow.runtime.stores import open_store
     from turnflow.runtime.task_queue import new_worker_id, task_queue_for
@@ -196,7 +196,7 @@ def _run(args, spec: dict, make_agents: Callable[[], dict], tasks: list, store_v
         refused = _load(queue, tasks, spec, args.tasks, store.path)
         if refused is not None:
             return refused
-        finished_before = _finished_before(queue, ids, as_json)
+        finished_before = _finished_before(queue, ids, as_json, store.path)
         progress = _ProgressLine(len(ids), len(finished_before)) if sys.stderr.isatty() else None
 
         def on_result(o: TaskOutcome) -> None:
@@ -221,13 +221,7 @@ def _run(args, spec: dict, make_agents: Callable[[], dict], tasks: list, store_v
             err(f"turnflow run: {problem}")
             return EXIT_ERROR
         elapsed = time.monotonic() - started
-        try:  # a server restarting right now is waited for, as the worker did
-            final = retrying(queue.results, ids)
-        except Exception as exc:
-            if not is_transient(exc):
-                raise
-            err(f"turnflow run: {store.path}: cannot read the results: {str(exc).splitlines()[0]}")
-            return EXIT_USAGE
+        final = retrying(queue.results, ids, where=store.path)  # a server restarting now is waited for
         failures = store.batch_failures
         if failures:
             err(f"turnflow run: note: {len(failures)} group commit(s) failed as a whole and were retried item "

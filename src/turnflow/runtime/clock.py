@@ -32,3 +32,16 @@ class SteadyClock:
 
 
 STEADY = SteadyClock()
+
+
+def reconnect_seconds() -> float:
+    """How long a worker waits for a database server that went away (a restart, terminated
+    connections) before it stops with exit 2 naming the store: 60 s, or `TURNFLOW_RECONNECT_SECONDS`
+    (a positive number; tests shorten it)."""
+    import os
+
+    try:
+        value = float(os.environ.get("TURNFLOW_RECONNECT_SECONDS", "60"))
+    except ValueError:
+        return 60.0
+    return value if 0 < value < float("inf") else 60.0

@@ -21,7 +21,7 @@ from typing import Any, Awaitable, Callable, Container, Optional
 from turnflow.runtime.agents.base import (AgentContext, Capabilities, RosterEntry, SessionTools, check_telemetry,
                                           raw_capabilities)
 from turnflow.runtime.envelope import EV_PARTICIPANT_ADDED, Envelope
-from turnflow.runtime.errors import AdapterError, ProtocolError
+from turnflow.runtime.errors import AdapterError, ProtocolError, StoreError
 
 TURN_ATTEMPTS = 2
 
@@ -322,7 +322,7 @@ async def take_turn(hub: Any, session_id: str, agent: Any, msg: Any, make_tools:
             await deliver(tools)
             delivered(hub, session_id, tools, md)
             return
-        except TurnStopped:
+        except (TurnStopped, StoreError):  # the store failing is never the agent's failure
             raise
         except Exception as exc:
             await flush(hub, session_id, tools)
