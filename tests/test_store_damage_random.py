@@ -143,6 +143,16 @@ def test_a_damaged_store_whose_tasks_are_all_done_is_not_written_to(tmp_path, ca
     con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     con.close()
     before = db.read_bytes()
+    for extra in ([], ["--summary"], ["--format", "json"]):  # every read path: the damage, what is readable
+        code = main(["inspect", str(db), *extra])
+        shown = capsys.readouterr()
+        if "envelopes" in edit and "--summary" in extra:  # SQL aggregates: the record decodes, no checksums read
+            assert code == 0
+        elif "envelopes" in edit:  # one record failing its checksum: a finding (exit 1), the file sound
+            assert code == 1 and "checksum mismatch" in shown.err, shown.err
+        else:
+            assert code == 2 and "the store is damaged" in shown.err, shown.err
+        assert "3 sessions" in shown.out or shown.out.count('"session_id"') == 3, shown.out
     assert _run(files, db) == 2
     err = capsys.readouterr().err
     assert "the store is damaged" in err and "nothing was written" in err, err

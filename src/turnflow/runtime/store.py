@@ -257,7 +257,8 @@ class SQLiteStore:
                 raise StoreError(f"{path}: not a turnflow store (it is an empty database)")
             # a live writer has the -wal open (and may be rewriting the mark): check a store at rest only
             mark = {} if _WriterLock.in_use(path) else _WriterLock.mark(path)
-            self.damage = self._damage() or self._lost(mark)  # inspect reports it, shows what is readable
+            # inspect reports it (exit 2) and shows what is readable
+            self.damage = self._damage() or self._lost(mark) or self._meta_damage() or self._tasks_damage()
         except sqlite3.DatabaseError as exc:
             self.close()
             raise StoreError(f"{path}: cannot open as a turnflow store: {exc}") from None
@@ -290,14 +291,32 @@ class SQLiteStore:
         lines = [str(r[0]) for r in rows]
         return None if lines == ["ok"] else "; ".join(lines)[:300]
 
+    def _meta_damage(self) -> Optional[str]:
+        """A meta row that is not turnflow's (a damaged key or value), or None."""
+        for key, value in self.db.execute("SELECT key, value FROM meta"):
+            if key not in ("format", "store_id") or not isinstance(value, str):
+                return f"a meta row {str(key)[:40]!r} that is not turnflow's"
+        return None
+
+    def _tasks_damage(self) -> Optional[str]:
+        """The first task-list row (`run --tasks`) that does not decode, or None (no task list)."""
+        from turnflow.runtime.tasks import TASK_ROW_COLUMNS, task_row_damage
+
+        if self.db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'turnflow_tasks'").fetchone():
+            for row in self.db.execute(f"SELECT {TASK_ROW_COLUMNS} FROM turnflow_tasks"):
+                problem = task_row_damage(row)
+                if problem:
+                    return f"task {str(row[0])[:40]!r}: {problem}"
+        return None
+
     def _records_damage(self) -> Optional[str]:
         """The first row a writer would trust that does not decode — a meta row that is not ours,
         a session or envelope record failing its checksum or missing a column — or None. Every
         record is read once (one pass, the checksums only; measured in docs/benchmarks.md), so a
         writer never adds to a store it could not read back whole."""
-        for key, value in self.db.execute("SELECT key, value FROM meta"):
-            if key not in ("format", "store_id") or not isinstance(value, str):
-                return f"a meta row {str(key)[:40]!r} that is not turnflow's"
+        problem = self._meta_damage() or self._tasks_damage()
+        if problem:
+            return problem
         for sid, text, crc in self.db.execute("SELECT session_id, record, crc FROM sessions"):
             if not (isinstance(sid, str) and isinstance(text, str) and isinstance(crc, int)) or _crc(sid, 0, text) != crc:
                 return f"session {str(sid)[:40]}: its creation record fails its checksum"

@@ -26,14 +26,14 @@ from turnflow.runtime.clock import STEADY
 from turnflow.runtime.dialect import POSTGRESQL
 from turnflow.runtime.errors import StoreDamaged, StoreError, StoreFailed
 from turnflow.runtime.pg_leases import NOTIFY_CHANNEL
-from turnflow.runtime.tasks import Claim, Task, decode_context
+from turnflow.runtime.tasks import TASK_ROW_COLUMNS, TASK_STATES, Claim, Task, decode_context, task_row_damage
 
 if TYPE_CHECKING:
     from turnflow.runtime.store import SQLiteStore
     from turnflow.runtime.store_contract import Store
     from turnflow.runtime.store_pg import PostgresStore
 
-STATES = ("pending", "running", "done", "failed")
+STATES = TASK_STATES
 
 
 class TaskQueue(Protocol):
@@ -109,25 +109,6 @@ def _due(queue: Any) -> bool:
     return True
 
 
-def _row_damage(row: tuple[Any, ...]) -> str:
-    """Why a task row cannot be what a worker wrote (`load` checks every row first), or ""."""
-    tid, task, context, spec_hash, state, attempts, session_id, result = row
-    if not isinstance(tid, str) or not (task is None or isinstance(task, str)) or not isinstance(spec_hash, str):
-        return "its id, task or flow is not text"
-    if state not in STATES or not isinstance(attempts, int) or not (session_id is None or isinstance(session_id, str)):
-        return "its state, attempts or session is not one a worker writes"
-    try:
-        ctx = json.loads(context) if isinstance(context, str) else None
-        res = json.loads(result) if isinstance(result, str) else None
-    except ValueError:
-        return "its context or result is not JSON"
-    if not isinstance(ctx, dict):
-        return "its context is not a JSON object"
-    if (state in ("done", "failed")) != isinstance(res, dict) or (result is not None and not isinstance(res, dict)):
-        return "its result does not match its state"
-    return ""
-
-
 def _mismatch(t: Task, row: tuple[Any, ...], spec_hash: str) -> Optional[str]:
     task, context, h = row
     if h != spec_hash:
@@ -182,9 +163,8 @@ class SQLiteTaskQueue:
         """Add the tasks this store does not hold yet; refuse ids whose task or flow changed.
         Returns how many were added."""
         have = {}
-        for row in self.db.execute("SELECT id, task, context, spec_hash, state, attempts, session_id, result "
-                                   "FROM turnflow_tasks"):
-            damage = _row_damage(row)
+        for row in self.db.execute(f"SELECT {TASK_ROW_COLUMNS} FROM turnflow_tasks"):
+            damage = task_row_damage(row)
             if damage:  # before anything is written
                 raise StoreDamaged(f"{self.store.path}: the store is damaged (task {str(row[0])[:40]!r}: {damage}); "
                                    "nothing was written. `turnflow inspect` shows what is still readable")
