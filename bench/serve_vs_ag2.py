@@ -18,7 +18,8 @@ its profile to PATH.<n> when it stops (its CPU figure then includes the profiler
 AG2's hub runs with WebSocket pings off (`serve_ws(..., ping_interval=None)`) and a 600 s invite-ack
 timeout (at its default 30 s, an AG2 round of 1,000 sessions on a loaded machine failed with
 "ack timeout": the one client process acks late), turnflow serve on its defaults (pings every 20 s, a
-late pong closes nothing; invite timeout 30 s).
+late pong closes nothing; invite timeout 30 s) but for its per-client limits, raised out of the way as
+for a load test: every client comes from 127.0.0.1 and one client process queues thousands of turns.
 """
 
 from __future__ import annotations
@@ -61,7 +62,8 @@ def start(kind: str, workdir: str) -> tuple[subprocess.Popen, str]:
         profile = os.environ.get("SERVE_VS_AG2_PROFILE")  # a path: cProfile the turnflow hub into PATH.N
         prof = ["-m", "cProfile", "-o", f"{profile}.{time.monotonic_ns()}"] if profile else []
         cmd = [sys.executable, *prof, "-m", "turnflow", "serve", "--listen", "127.0.0.1:0", "--store", store,
-               "--send-queue", "100000", "--max-connections", "100000"]
+               "--send-queue", "100000", "--max-connections", "100000", "--max-per-peer", "0",
+               "--send-buffer-bytes", str(1 << 30), "--total-send-bytes", str(4 << 30)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
     assert proc.stdout is not None
     for line in proc.stdout:

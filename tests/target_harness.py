@@ -18,6 +18,7 @@ from typing import Any, Optional
 from hypothesis import strategies as st
 
 from flow_strategies import KEYS, TEXTS, VALUES
+from turnflow.dsl import ast
 
 _counter = itertools.count()
 DIFF_TOOLS = ["t1", "t2"]
@@ -110,3 +111,23 @@ def run_hub(spec: dict[str, Any], plan: list, classic: bool = False
     assert res.error is None, res.error
     context = replay(spec["knobs"]["context_vars"], res.turns)
     return [t["speaker"] for t in res.turns], context, res.close_reason
+
+
+def _mentions_context(term) -> bool:
+    if isinstance(term, (ast.ContextTerm, ast.CompareTerm)):
+        return True
+    if isinstance(term, ast.NotTerm):
+        return _mentions_context(term.term)
+    if isinstance(term, (ast.AllTerm, ast.AnyTerm)):
+        return any(_mentions_context(t) for t in term.terms)
+    return False
+
+
+def without_context(block: ast.Block) -> ast.Block:
+    """`block` with what a classic GroupChat cannot hold removed: context, rules on context,
+    `expect` and `ttl`."""
+    keep = [s for s in block.statements
+            if not isinstance(s, (ast.ContextInit, ast.Expect, ast.Ttl))
+            and not (isinstance(s, ast.Rule) and any(_mentions_context(t) for t in s.terms))]
+    return ast.Block(span=block.span, kind=block.kind, kind_span=block.kind_span, name=block.name,
+                     title=block.title, statements=keep, close_span=block.close_span)

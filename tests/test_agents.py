@@ -157,7 +157,8 @@ def test_telemetry_is_validated_stamped_stored_and_shown_by_inspect(tmp_path, ca
 
 @pytest.mark.parametrize("event, problem", [
     ([], "a telemetry event is a mapping or an AdapterTelemetryEvent, got list"),
-    ({"payload": 1}, "`event` must be one of env_action, tool_response, progress, error, thought, task, got None"),
+    ({"payload": 1}, "`event` must be one of env_action, tool_response, progress, error, thought, task, tool_call, "
+                     "tool_result, got None"),
     ({"event": "error", "reason": 3}, "`reason` must be a string, got 3"),
     ({"event": "error", "step": -1}, "`step` must be a non-negative integer, got -1"),
     ({"event": "error", "step": True}, "`step` must be a non-negative integer, got True"),
@@ -190,8 +191,8 @@ def tools_for(**kw):
 
 def test_tool_schemas_in_both_formats():
     t = tools_for()
-    (o,) = t.get_tool_schemas("openai")
-    (a,) = t.get_tool_schemas("anthropic")
+    o = t.get_tool_schemas("openai")[0]
+    a = t.get_tool_schemas("anthropic")[0]
     assert o["function"]["name"] == a["name"] == "transfer_to_billing"
     assert o["function"]["description"] == a["description"] == "money"
     assert o["function"]["parameters"] == a["input_schema"]

@@ -76,7 +76,8 @@ def test_membership_tools_refuse_in_workflow_and_lookup_peers_answers():
     res, _, _ = session(SPEC, others(triage=FunctionAgent(triage, "triage")), "refund")
     assert res.close_reason == "resolved"
     assert [p["agent_id"] for p in seen["peers"]] == ["user", "billing", "tech"]
-    assert seen["peers"][0]["role"] == "initiator" and seen["by_name"] == seen["peers"]
+    assert seen["peers"][0]["role"] == "initiator" and seen["by_name"]["peers"] == seen["peers"]
+    assert (seen["by_name"]["total"], seen["by_name"]["has_more"]) == (3, False)
     assert seen["errors"][0] == ("triage: add_participant('auditor') refused: the participants of a workflow "
                                  "session are fixed by its flow")
     assert "remove_participant('tech') refused" in seen["errors"][1] and "add_participant" in seen["errors"][2]
@@ -98,7 +99,7 @@ def test_membership_in_a_conversation_is_refused_with_the_adapters_reason():
 
 def test_execute_tool_call_parses_json_text_and_names_bad_arguments():
     t = SessionTools("a", ("a", "b"), ({"name": "to_b", "description": "", "target": "b"},))
-    assert t.execute_tool_call("set_context", '{"key": "k", "value": [1, 2]}') == "set_context: done"
+    assert t.execute_tool_call("set_context", '{"key": "k", "value": [1, 2]}') == "context k set (applied when your turn ends)"
     assert t.execute_tool_call("to_b", '{"reason": "why"}') == "routed via to_b"
     with pytest.raises(ToolError, match="set_context: missing argument 'value'"):
         t.execute_tool_call("set_context", '{"key": "k"}')
@@ -107,7 +108,7 @@ def test_execute_tool_call_parses_json_text_and_names_bad_arguments():
     with pytest.raises(ToolError, match="arguments are not valid JSON"):
         t.execute_tool_call("send_message", "{content: x}")
     assert t.round()["set"] == {"k": [1, 2]} and t.round()["tool"] == "to_b"
-    assert [s["name"] for s in t.get_tool_schemas("anthropic")] == ["to_b"]
+    assert [s["name"] for s in t.get_tool_schemas("anthropic")][:2] == ["to_b", "send_message"]
 
 
 def test_bootstrap_and_participants_msg_only_on_a_participants_first_turn():

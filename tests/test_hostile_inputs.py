@@ -150,3 +150,28 @@ def test_a_file_name_that_is_not_utf8_is_escaped_in_json_and_sarif(tmp_path, fmt
     text = res.stdout.decode("utf-8")  # valid UTF-8 ...
     json.loads(text)  # ... and valid JSON
     assert ("b%FE.flow" if fmt == "sarif" else "b\\udcfe.flow") in text
+
+
+def _deep_flow(condition: str) -> str:
+    return (f"workflow w {{\n    participant a tools [t]\n    participant b\n    start a\n"
+            f"    a -> b when {condition}\n    b -> terminate \"x\"\n}}\n")
+
+
+@pytest.mark.parametrize("condition", [
+    "not " * 2000 + "tool t",  # was RecursionError (exit 3) in check, compile, fmt, graph and simulate
+    "(tool t and " * 60 + "(tool t or tool t" + " or tool t)" * 60 + ")",  # and/or alternating by parentheses
+], ids=["not-2000", "and-or-120"])
+def test_a_condition_nested_too_deeply_is_tf002_at_its_position(tmp_path, condition):
+    (tmp_path / "deep.flow").write_text(_deep_flow(condition))
+    for command in ("check", "compile", "fmt", "graph", "simulate"):
+        out = tf(command, "deep.flow", cwd=tmp_path)
+        assert out.returncode == 1, (command, out.returncode, out.stderr[-300:])
+        assert "deep.flow:5:" in out.stdout + out.stderr and "TF002" in out.stdout + out.stderr
+        assert "nested too deeply" in out.stdout + out.stderr and "internal error" not in out.stderr
+
+
+def test_a_condition_at_the_depth_limit_still_compiles(tmp_path):
+    from turnflow.dsl.parser import MAX_CONDITION_DEPTH
+    (tmp_path / "deep.flow").write_text(_deep_flow("not " * (MAX_CONDITION_DEPTH - 1) + "tool t"))
+    out = tf("compile", "deep.flow", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-300:]

@@ -197,6 +197,11 @@ EDGES: dict[str, dict] = {
         ("user", "router_agent"), ("user", "tech_specialist"), ("user", "finance_specialist")}},
     # stage conditions, tools with targets (finalize ends; the revision tool goes to review or
     # entry), StayTarget after-works, user -> initial agent.
+    # issue 31 (1): the keyword forms: intake -> tech when escalated (context condition), routing
+    # tools to billing and tech, after-work to the user; billing -> intake; tech ends; user -> intake.
+    "ag2-patterns/keyword_handoffs": {None: {
+        ("intake", "tech"), ("intake", "billing"), ("intake", "user"), ("billing", "intake"), ("tech", E),
+        ("user", "intake")}},
     "ag2-patterns/feedback_loop": {None: {
         ("entry_agent", "planning_agent"), ("entry_agent", E), ("entry_agent", "user"),
         ("planning_agent", "drafting_agent"), ("planning_agent", "planning_agent"),

@@ -35,6 +35,34 @@ def rss_mib(pid: int) -> float:
     raise AssertionError("no VmRSS")
 
 
+class Peak:
+    """`async with Peak(pid) as peak:` the hub's RSS growth at its highest while the block runs
+    (`peak.grown`, MiB), sampled every 50 ms."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid, self.before, self.top = pid, 0.0, 0.0
+        self._task: asyncio.Task | None = None
+
+    async def _sample(self) -> None:
+        while True:
+            self.top = max(self.top, rss_mib(self.pid))
+            await asyncio.sleep(0.05)
+
+    async def __aenter__(self) -> "Peak":
+        self.before = self.top = rss_mib(self.pid)
+        self._task = asyncio.create_task(self._sample())
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        assert self._task is not None
+        self._task.cancel()
+        self.top = max(self.top, rss_mib(self.pid))
+
+    @property
+    def grown(self) -> float:
+        return self.top - self.before
+
+
 def request(op, params, rid):
     return json.dumps({"kind": "request", "request_id": rid, "op": op, "params": params})
 
@@ -123,16 +151,15 @@ def test_a_client_that_stops_reading_and_floods_read_wal_is_closed_before_the_hu
             for i in range(16):  # 16 x 64 KiB, addressed to alice alone (bob is not flooded)
                 await a.send(request("post_envelope", text(sid, alice, "x" * (64 << 10), [alice]), f"p{i}"))
                 assert (await answer(a, f"p{i}"))["ok"]
-            before = rss_mib(server.proc.pid)
-            async with connect(server.url, max_queue=1) as m:  # alice again, on a connection that stops reading
+            async with Peak(server.proc.pid) as peak, connect(server.url, max_queue=1) as m:
+                # alice again, on a connection that stops reading
                 await m.send(json.dumps({"kind": "hello", "name": "alice", "auth_scheme": "none", "auth_claim": {},
                                          "since_envelope_id": None}))
                 assert json.loads(await m.recv())["kind"] == "welcome"
                 for i in range(100):
                     await m.send(request("read_wal", {"channel_id": sid}, f"w{i}"))
-                await asyncio.sleep(1.5)  # the hub handles them (it reads on while it can)
-                grown = rss_mib(server.proc.pid) - before
-                code = await closed_code(m)
+                code = await closed_code(m, timeout=10)  # (the hub handles them meanwhile)
+            grown = peak.grown
             await b.send(request("read_wal", {"channel_id": sid}, "mine"))  # the others go on
             return grown, code, len((await answer(b, "mine"))["result"])
 
@@ -156,17 +183,14 @@ def test_an_unauthenticated_connection_flooding_get_resume_is_closed_on_a_keyed_
             await a.send(request("register", {"passport": {"name": "big", "auth": {"scheme": "api_key", "claim": {
                 "token": "k-big"}}}, "resume": {"summary": "s" * 900_000}, "skill_md": None, "rule": {}}, "reg"))
             big = (await answer(a, "reg"))["result"]["agent_id"]
-            before = rss_mib(server.proc.pid)
-            async with connect(server.url, hostile=True, max_queue=1) as m:
+            async with Peak(server.proc.pid) as peak, connect(server.url, hostile=True, max_queue=1) as m:
                 for i in range(100):
                     try:
                         await m.send(request("get_resume", {"agent_id": big}, f"g{i}"))
                     except websockets.ConnectionClosed:
                         break
-                await asyncio.sleep(1.5)
-                grown = rss_mib(server.proc.pid) - before
-                code = await closed_code(m)
-            return grown, code
+                code = await closed_code(m, timeout=10)
+            return peak.grown, code
 
     try:
         grown, code = run(main())
@@ -176,7 +200,7 @@ def test_an_unauthenticated_connection_flooding_get_resume_is_closed_on_a_keyed_
     assert code == 1008
 
 
-def test_a_participant_that_stops_reading_while_large_texts_arrive_is_closed_and_the_hub_stays_bounded(tmp_path):
+def test_a_participant_that_stops_reading_while_large_texts_arrive_leaves_the_hub_bounded(tmp_path):
     """bob stops reading; alice posts 160 texts of 256 KiB (40 MiB) to their conversation. The
     session refuses posts past its 8 MiB quota; the hub grows by less than 48 MiB (the session's
     log held while live, about twice its quota, plus at most bob's 8 MiB send buffer, past which
@@ -187,12 +211,12 @@ def test_a_participant_that_stops_reading_while_large_texts_arrive_is_closed_and
         async with connect(server.url) as a, connect(server.url, max_queue=1) as b:
             alice, bob = await register(a, "alice"), await register(b, "bob")
             sid = await open_conversation(a, alice, b, bob)
-            before = rss_mib(server.proc.pid)
             answers = []
-            for i in range(160):
-                await a.send(request("post_envelope", text(sid, alice, "y" * (256 << 10)), f"p{i}"))
-                answers.append(await answer(a, f"p{i}"))
-            grown = rss_mib(server.proc.pid) - before
+            async with Peak(server.proc.pid) as peak:
+                for i in range(160):
+                    await a.send(request("post_envelope", text(sid, alice, "y" * (256 << 10)), f"p{i}"))
+                    answers.append(await answer(a, f"p{i}"))
+            grown = peak.grown
             await a.send(request("read_wal", {"channel_id": sid}, "wal"))
             wal = (await answer(a, "wal"))["result"]
             return grown, await closed_code(b, timeout=2), answers, wal
@@ -215,7 +239,8 @@ def test_anonymous_connections_cannot_take_every_slot_of_a_keyed_hub(tmp_path, k
     """`--max-connections 64`: 64 connections with no key from one address hold at most an eighth
     of the slots (8); the rest are closed with 1013, and an honest client with its key still
     registers. A connection with no agent may only register or attach: `list_agents` is refused,
-    and after 16 requests it is closed. (Before: the 64 took every slot, the honest client got 1013.)"""
+    and after 16 requests (or hellos with a wrong key) it is closed. (Before: the 64 took every
+    slot, the honest client got 1013.)"""
     server = ServeProcess(str(tmp_path / "hub.db"), "--auth-keys", keys, "--max-connections", "64")
 
     async def main():
@@ -223,8 +248,7 @@ def test_anonymous_connections_cannot_take_every_slot_of_a_keyed_hub(tmp_path, k
         for _ in range(64):
             ws = await connect(server.url, hostile=True).__aenter__()
             held.append(ws)
-        await asyncio.sleep(0.5)
-        for ws in held:
+        for ws in held:  # (a refused one is closed right after its handshake)
             if await closed_code(ws, timeout=0.2) == 1013:
                 refused += 1
         async with connect(server.url) as a:
@@ -237,9 +261,14 @@ def test_anonymous_connections_cannot_take_every_slot_of_a_keyed_hub(tmp_path, k
             for i in range(20):
                 await u.send(request("find_agent_id", {"name": "alice"}, f"f{i}"))
             code = await closed_code(u, timeout=10)
+        async with connect(server.url) as g:  # guessing alice's key
+            for i in range(20):
+                await g.send(json.dumps({"kind": "hello", "name": "alice", "auth_scheme": "api_key",
+                                         "auth_claim": {"token": f"guess-{i}"}, "since_envelope_id": None}))
+            guessed = await closed_code(g, timeout=10)
         for ws in held:
             await ws.close()
-        return refused, alice, listed, anonymous, code
+        return refused, alice, listed, anonymous, (code, guessed)
 
     try:
         refused, alice, listed, anonymous, code = run(main())
@@ -249,7 +278,7 @@ def test_anonymous_connections_cannot_take_every_slot_of_a_keyed_hub(tmp_path, k
     assert alice and listed
     assert anonymous["ok"] is False and anonymous["error_code"] == "access_denied"
     assert "authenticate first" in anonymous["error_message"]
-    assert code == 1008
+    assert code == (1008, 1008)
 
 
 def test_connections_from_one_address_are_limited(tmp_path):
@@ -364,13 +393,12 @@ def test_receipts_for_channels_an_agent_is_not_in_are_not_kept(tmp_path):
                                      "recipient_id": carol, "channel_id": sid}))
             await b.send(json.dumps({"kind": "receipt", "envelope_id": "0" * 15 + "1", "status": "ack",
                                      "recipient_id": bob, "channel_id": sid}))
-            await asyncio.sleep(1.5)  # cursors are written once a second
             return bob, sid
 
     try:
         bob, sid = run(main())
     finally:
-        server.stop()
+        server.stop()  # (the cursors are written at the latest when the hub stops)
     with sqlite3.connect(store + ".agents") as db:
         rows = db.execute("SELECT agent_id, channel_id, envelope_id FROM cursors").fetchall()
     assert rows == [(bob, sid, "0" * 15 + "1")]

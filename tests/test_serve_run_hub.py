@@ -33,7 +33,7 @@ workflow relay "local, remote, local" {
 """
 
 
-async def _run_with_remote(url, flow, agents_yaml, remote_name, reply, tmp_path):
+async def _run_with_remote(url, flow, agents_yaml, remote_name, reply, tmp_path, also=()):
     from ag2 import Agent
     from ag2.network import HubClient
     from ag2.network.transport.ws import WsLink
@@ -44,6 +44,8 @@ async def _run_with_remote(url, flow, agents_yaml, remote_name, reply, tmp_path)
     hub = HubClient(WsLink(url), rpc_timeout=30)
     try:
         remote = await hub.register(Agent(remote_name, config=TestConfig(reply)))
+        for name in also:  # registered on the hub, not in the session
+            await hub.register(Agent(name, config=TestConfig("-")))
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "turnflow", "run", str(tmp_path / "s.flow"), "--agents", str(tmp_path / "agents.yaml"),
             "--hub", url, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
@@ -76,6 +78,18 @@ def test_run_hub_consults_a_remote_ag2_agent(served, tmp_path):
     said = [(names[e.sender_id], e.event_data["text"]) for e in wal if e.event_type == "ag2.msg.text"]
     assert said == [("engineer", "Why is the orders query slow?"), ("dba", "Add an index on orders(user_id).")]
     assert info.close_reason == "consulting_complete"
+
+
+def test_run_hub_lookup_peers_lists_the_served_hubs_registered_agents(served, tmp_path):
+    (tmp_path / "asker.py").write_text(
+        "def engineer(msg, tools):\n"
+        "    page = tools.lookup_peers(page_size=10)\n"
+        "    return {'say': 'peers: ' + ', '.join(f\"{p['agent_id']}={p['in_session']}\" for p in page)}\n")
+    agents = "agents:\n  engineer: {kind: python, ref: 'asker:engineer'}\n"
+    code, out, err, wal, info, names = asyncio.run(
+        _run_with_remote(served.url, CONSULT, agents, "dba", "ok", tmp_path, also=("auditor",)))
+    assert code == 0, err
+    assert "engineer: peers: dba=True, auditor=False" in out
 
 
 def test_run_hub_drives_a_workflow_with_a_remote_participant_in_the_middle(served, tmp_path):

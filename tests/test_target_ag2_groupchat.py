@@ -5,7 +5,8 @@ the decisions turnflow's hub makes, and `turnflow migrate` reads it back to the 
 Generated flows (tests/flow_strategies.py) lose their context statements and the rules that test
 context (TF303 refuses those for this target: a classic GroupChat has no shared context), then
 run with the same scripted plan (text and tool calls) on the hub and in one classic process;
-speakers and the close reason must be equal. The suite runs 40 flows; the larger run:
+speakers and the close reason must be equal; the routing of every example workflow too (5 plans
+each). The suite runs 40 generated flows; the larger run:
 
     TURNFLOW_TARGET_EXAMPLES=500 python3 -m pytest -q -p no:cacheprovider tests/test_target_ag2_groupchat.py
 """
@@ -22,7 +23,7 @@ from hypothesis import HealthCheck, assume, given, settings
 
 import turnflow
 from flow_strategies import workflow_blocks
-from target_harness import DIFF_TOOLS, plans, run_hub, step
+from target_harness import DIFF_TOOLS, plans, run_hub, step, without_context
 from test_migrate import reference_edges
 from turnflow.compiler.emit.spec import CompileError
 from turnflow.compiler.emit.targets import compile_target
@@ -40,26 +41,6 @@ def classic_python():
     return exe if Path(exe).exists() else None
 
 
-def _mentions_context(term) -> bool:
-    if isinstance(term, (ast.ContextTerm, ast.CompareTerm)):
-        return True
-    if isinstance(term, ast.NotTerm):
-        return _mentions_context(term.term)
-    if isinstance(term, (ast.AllTerm, ast.AnyTerm)):
-        return any(_mentions_context(t) for t in term.terms)
-    return False
-
-
-def without_context(block: ast.Block) -> ast.Block:
-    """`block` with what a classic GroupChat cannot hold removed: context, rules on context,
-    `expect` and `ttl`."""
-    keep = [s for s in block.statements
-            if not isinstance(s, (ast.ContextInit, ast.Expect, ast.Ttl))
-            and not (isinstance(s, ast.Rule) and any(_mentions_context(t) for t in s.terms))]
-    return ast.Block(span=block.span, kind=block.kind, kind_span=block.kind_span, name=block.name,
-                     title=block.title, statements=keep, close_span=block.close_span)
-
-
 def generated(n: int) -> list:
     """`n` draws of (flow text, plan), flows without errors only (derandomized: the same list each run)."""
     found: list = []
@@ -75,6 +56,26 @@ def generated(n: int) -> list:
 
     gather()
     return found
+
+
+def example_cases(per_example: int = 5) -> list:
+    """The routing of every example workflow (context removed), each with `per_example` plans."""
+    drawn: list = []
+
+    @settings(max_examples=per_example, database=None, deadline=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(plans)
+    def gather(plan):
+        drawn.append(plan)
+
+    gather()
+    out = []
+    for path in EXAMPLES:
+        for block in turnflow.parse(path.read_text(encoding="utf-8")).blocks:
+            if block.kind == "workflow":
+                block = without_context(block)
+                out.extend((print_flow(ast.FlowFile(span=block.span, blocks=[block])), plan) for plan in drawn)
+    return out
 
 
 def run_classic(jobs: list) -> list:
@@ -102,6 +103,9 @@ def _steps(spec: dict, plan: list) -> list:
 def test_generated_flows_decide_alike_in_classic_groupchat_and_on_the_hub():
     cases = generated(N)
     assert len(cases) >= N // 2
+    examples = example_cases()  # and the routing of every example workflow
+    assert len(examples) >= 5 * len(WORKFLOWS)
+    cases += examples
     jobs, want = [], []
     for text, plan in cases:
         spec = turnflow.compile(text)[0]
@@ -186,6 +190,11 @@ def test_output_is_deterministic_and_readable_python():
     assert a == b
     pyast.parse(a)
     assert "agent_1 = ConversableAgent(name='bot-1'" in a and "user = ConversableAgent(name='user'" in a
+    # a participant named like something the module defines gets a variable of its own
+    clash = ("workflow w {\n    participant run\n    participant groupchat\n    participant content\n"
+             "    start run\n    max_turns 3\n    run -> groupchat\n    groupchat -> content\n}\n")
+    code = compile_target(clash, "ag2-groupchat")
+    assert all(f"agent_{i} = ConversableAgent(name='{n}'" in code for i, n in enumerate(["run", "groupchat", "content"]))
 
 
 WORKFLOWS = [(p, b) for p in EXAMPLES for b in turnflow.parse(p.read_text(encoding="utf-8")).blocks
@@ -203,3 +212,18 @@ def test_every_examples_routing_round_trips_through_migrate(path, block):
     assert [p.name.name for p in back.participants] == [p.name.name for p in block.participants]
     assert back.of_type(ast.Start)[0].name.name == block.of_type(ast.Start)[0].name.name
     assert reference_edges(back) == run_graph(turnflow.compile(text)[0])
+
+
+@pytest.mark.skipif(classic_python() is None, reason="no classic AG2 0.9 interpreter (.venv-ag2-classic)")
+def test_a_silenced_context_refusal_reads_the_initial_context():
+    """TF303 silenced knowingly: the condition is compiled against the initial context, which no
+    classic reply can change (the hub's run with replies that set nothing decides the same)."""
+    text = ("workflow w {\n    participant a\n    participant b\n    start a\n    max_turns 5\n"
+            "    context done = false  # turnflow: ignore[TF303]\n"
+            "    a -> terminate \"done\" when context.done == true  # turnflow: ignore[TF303]\n"
+            "    a -> b\n    b -> a\n}\n")
+    [got] = run_classic([{"source": compile_target(text, "ag2-groupchat"), "steps": [{"say": "ok"}] * 9}])
+    assert got == {"speakers": ["a", "b", "a", "b", "a"], "reason": "max_turns"}
+    plan = [("text", 1, 0, {}, [], 0, "")] * 9
+    speakers, _ctx, reason = run_hub(turnflow.compile(text)[0], plan, classic=True)
+    assert (speakers, reason) == (got["speakers"], got["reason"])

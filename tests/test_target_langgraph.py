@@ -148,6 +148,60 @@ def test_choice_of_block_and_other_kinds():
     assert [d.code for d in exc.value.diagnostics if d.severity == "error"] == ["TF302"]
 
 
+def test_a_silenced_refusal_of_another_kind_is_still_no_workflow(tmp_path, capsys):
+    """`discussion d { ... }  # turnflow: ignore[TF302]` silences the finding, yet there is no
+    speaker graph to write: a clear failure, never a traceback."""
+    from turnflow.cli import main
+
+    text = "discussion d {  # turnflow: ignore[TF302]\n    participant a\n    participant b\n}\n"
+    with pytest.raises(LookupError, match="is a discussion"):
+        compile_target(text, "langgraph")
+    path = tmp_path / "d.flow"
+    path.write_text(text, encoding="utf-8")
+    assert main(["compile", str(path), "--target", "langgraph"]) == 2
+    assert "is a discussion: a target compiles a workflow block" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("depth", [110, 140])
+def test_a_condition_too_deep_for_python_is_a_clear_failure(depth, tmp_path, capsys):
+    """Nested 110 deep the generated expression passes the spec model but not Python's parser; 140
+    deep the spec model refuses it. Either way: a message and exit 1, never a traceback or a module
+    that does not import."""
+    from turnflow.cli import main
+    from turnflow.compiler.emit.targets import TargetError
+
+    cond = 'text contains "q"'
+    for i in range(depth):
+        cond = f'not (text contains "x{i}" or {cond})'
+    text = (f"workflow w {{\n    participant a\n    participant b\n    start a\n    max_turns 3\n"
+            f"    a -> b when {cond}\n    b -> a\n}}\n")
+    with pytest.raises(TargetError, match="cannot write `w` for langgraph"):
+        compile_target(text, "langgraph")
+    path = tmp_path / "deep.flow"
+    path.write_text(text, encoding="utf-8")
+    assert main(["compile", str(path), "--target", "langgraph", "-o", str(tmp_path / "out.py")]) == 1
+    assert "cannot write `w` for langgraph" in capsys.readouterr().err and not (tmp_path / "out.py").exists()
+
+
+@pytest.mark.parametrize("target", ["langgraph", "ag2-groupchat", "autogen"])
+def test_hostile_titles_and_file_names_stay_inside_the_docstring(target, tmp_path):
+    """A title or file name with quotes, backslashes, control characters or a lone surrogate
+    cannot end the generated docstring early or make the file unwritable."""
+    from flow_strategies import string
+
+    block = turnflow.parse("workflow w {\n    participant a\n    participant b\n    start a\n    a -> b\n}\n").blocks[0]
+    title = 'x """ y \\ z \x00\x1b \ud800 \u00e9 "'
+    block = ast.Block(span=block.span, kind=block.kind, kind_span=block.kind_span, name=block.name,
+                      title=string(title), statements=block.statements, close_span=block.close_span)
+    text = print_flow(ast.FlowFile(span=block.span, blocks=[block]))
+    code = compile_target(text, target, path='my "flows"/we\\ird """.flow')
+    import ast as pyast
+
+    doc = pyast.get_docstring(pyast.parse(code))
+    assert title in doc and 'we\\ird """.flow' in doc
+    (tmp_path / "out.py").write_text(code, encoding="utf-8")
+
+
 def test_bad_steps_are_refused_by_the_module():
     mod = load_module(compile_target((ROOT / "examples/support.flow").read_text(encoding="utf-8"), "langgraph"))
     for bad, words in [({"tool": "transfer_to_tech", "say": 1}, "must be a string"), ({}, "empty step"),

@@ -14,7 +14,8 @@ from turnflow.diagnostics.codes import PROFILES, TARGETS
 def register(sub) -> None:
     c = sub.add_parser("compile", help="compile a .flow file to session specs (JSON)",
                        description="Print a JSON array with one session spec per block, in file order, or "
-                                   "with --target one workflow block as LangGraph or classic AG2 GroupChat code "
+                                   "with --target one workflow block as LangGraph, classic AG2 GroupChat or AutoGen "
+                                   "AgentChat code "
                                    "(docs/targets.md). A flow with errors is not compiled: its diagnostics are "
                                    "printed on stderr and the exit code is 1.")
     c.add_argument("file", metavar="FILE", help="a .flow file (`-` for stdin)")
@@ -27,7 +28,8 @@ def register(sub) -> None:
                    help="write one workflow block as another framework's code instead of session specs "
                         "(default: session specs for turnflow's hub); langgraph: a Python module whose "
                         "build(agents) returns a compiled StateGraph; ag2-groupchat: classic AG2 GroupChat "
-                        "Python. What the framework cannot express exactly is refused (TF3xx, docs/targets.md)")
+                        "Python; autogen: an AgentChat SelectorGroupChat in Python. What the framework cannot "
+                        "express exactly is refused (TF3xx, docs/targets.md)")
     c.add_argument("-o", "--output", metavar="OUT", help="write to OUT (atomically) instead of stdout")
     c.set_defaults(func=run)
 
@@ -79,7 +81,7 @@ def _write(args, text: str) -> int:
 
 def _run_target(args, loaded) -> int:
     """`--target T`: one workflow block as framework code (compiler/emit/targets.py)."""
-    from turnflow.compiler.emit.targets import emit, relevant, select
+    from turnflow.compiler.emit.targets import TargetError, emit, relevant, select, workflow_only
     from turnflow.compiler.pipeline import analyse
 
     if args.profile is not None or args.knobs:
@@ -97,4 +99,12 @@ def _run_target(args, loaded) -> int:
     if flow is None or any(d.severity == "error" for d in diags):
         report(diags, sources={args.file: loaded.source}, files=1, stream=sys.stderr)
         return EXIT_FINDINGS
-    return _write(args, emit(block, args.target, args.file))
+    try:
+        workflow_only(block)
+    except LookupError as exc:
+        return fail("compile", f"{args.file}: {exc}")
+    try:
+        code = emit(block, args.target, args.file)
+    except TargetError as exc:
+        return fail("compile", f"{args.file}: {exc}", EXIT_FINDINGS)
+    return _write(args, code)

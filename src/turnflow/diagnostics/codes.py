@@ -105,6 +105,7 @@ CODES: tuple[Code, ...] = (
     Code("TF302", "langgraph-cannot-express", Severity.ERROR, Stage.PROFILE, _C + "langgraph_target", profile="langgraph"),
     Code("TF303", "ag2-groupchat-cannot-express", Severity.ERROR, Stage.PROFILE, _C + "ag2_groupchat_target",
          profile="ag2-groupchat"),
+    Code("TF304", "autogen-cannot-express", Severity.ERROR, Stage.PROFILE, _C + "autogen_target", profile="autogen"),
     Code("TF401", "migrate-unsupported-input", Severity.ERROR, Stage.MIGRATE, "turnflow.migrate.codes"),
     Code("TF402", "migrate-renamed", Severity.WARNING, Stage.MIGRATE, "turnflow.migrate.codes"),
     Code("TF403", "migrate-llm-selection", Severity.INFO, Stage.MIGRATE, "turnflow.migrate.codes"),
@@ -115,6 +116,7 @@ CODES: tuple[Code, ...] = (
     Code("TF408", "migrate-target-approximated", Severity.WARNING, Stage.MIGRATE, "turnflow.migrate.codes"),
     Code("TF409", "migrate-ignored-setting", Severity.INFO, Stage.MIGRATE, "turnflow.migrate.codes"),
     Code("TF410", "migrate-run-time-choice", Severity.WARNING, Stage.MIGRATE, "turnflow.migrate.codes"),
+    Code("TF411", "migrate-call-does-not-bind", Severity.WARNING, Stage.MIGRATE, "turnflow.migrate.codes"),
     Code("TF901", "unused-suppression", Severity.WARNING, Stage.SUPPRESS, "turnflow.diagnostics.suppress"),
     Code("TF902", "unknown-suppression-code", Severity.WARNING, Stage.SUPPRESS, "turnflow.diagnostics.suppress"),
 )
@@ -123,7 +125,7 @@ BY_CODE: dict[str, Code] = {c.code: c for c in CODES}
 PROFILES: tuple[str, ...] = tuple(sorted({c.profile for c in CODES if c.profile}))
 #: the profiles that are `turnflow compile --target` frameworks (each has a writer in
 #: `compiler/emit/targets.py`); the others are `--profile` choices
-TARGETS: tuple[str, ...] = ("langgraph", "ag2-groupchat")
+TARGETS: tuple[str, ...] = ("langgraph", "ag2-groupchat", "autogen")
 
 
 def lookup(code: str) -> Optional[Code]:

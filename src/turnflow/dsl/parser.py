@@ -76,9 +76,10 @@ class ParseError(Exception):
 
 
 class _LiteralError(Exception):
-    def __init__(self, message: str, token: Token):
+    def __init__(self, message: str, token: Optional[Token] = None, span: Optional[Span] = None):
         super().__init__(message)
         self.token = token
+        self.span = span
 
 
 # --------------------------------------------------------------------------
@@ -201,6 +202,27 @@ class _Conj(list):
     """The terms of an `and` while parsing."""
 
 
+# Every later stage (lowering, the printer, the spec model, the compile targets) walks a condition
+# recursively: one nested deeper than this is refused where it is written, not deep inside them.
+MAX_CONDITION_DEPTH = 100
+_LEAF_TERMS = (ast.ToolTerm, ast.ContextTerm, ast.TextTerm, ast.CompareTerm)
+
+
+def _check_depth(terms: tuple) -> None:
+    """Refuse a condition nested more than MAX_CONDITION_DEPTH levels (`not not …`, parenthesised
+    `and` inside `or` inside `and` …); walked with a stack, once per rule."""
+    stack = [(t, 1) for t in terms if not isinstance(t, _LEAF_TERMS)]
+    while stack:
+        term, depth = stack.pop()
+        if depth > MAX_CONDITION_DEPTH:
+            raise _LiteralError(f"condition nested too deeply: more than {MAX_CONDITION_DEPTH} levels of "
+                                "`not`, `and` and `or` (write it flatter)", span=term.span)
+        if isinstance(term, ast.NotTerm):
+            stack.append((term.term, depth + 1))
+        elif isinstance(term, (ast.AllTerm, ast.AnyTerm)):
+            stack.extend((t, depth + 1) for t in term.terms)
+
+
 def _one(cond):
     """A condition (a term or a `_Conj`) as one term."""
     if isinstance(cond, _Conj):
@@ -260,10 +282,12 @@ class AstBuilder(Transformer):
 
     def rule(self, children):
         src_tok, _arrow, target, _when, terms, _prio, prio = children
+        terms = () if terms is None else tuple(terms) if isinstance(terms, _Conj) else (terms,)
+        _check_depth(terms)
         return ast.Rule(_between(src_tok, _last(children)),
                         None if src_tok.type == "STAR" else _ident(src_tok),
                         _tok_span(src_tok), target,
-                        () if terms is None else tuple(terms) if isinstance(terms, _Conj) else (terms,),
+                        terms,
                         _number(prio) if prio is not None else None)
 
     def source(self, children):
@@ -735,7 +759,7 @@ def _parse_source(text: str, path: str) -> tuple[Optional[ast.FlowFile], list[Di
         return None, [_syntax_diagnostic(err, src)]
     except _LiteralError as err:
         return None, [Diagnostic(code="TF002", severity="error", message=str(err),
-                                 span=_tok_span(err.token), path=path)]
+                                 span=err.span or _tok_span(err.token), path=path)]
     return attach_layout(flow, src), []
 
 

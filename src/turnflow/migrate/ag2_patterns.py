@@ -20,6 +20,7 @@ from turnflow.migrate.common import MAX_ROUTES, FlowBuilder, Migration, Names, P
 from turnflow.migrate.pyread import (Module, agent_classes, assigned_name, callee, calls, filled_in_loop, function_def,
                                      loop_message, manager_termination, one_line,
                                      is_agent_call, kwarg, note_choices, parse_module, pos, scopes)
+from turnflow.migrate import surface
 from turnflow.source import SourceText
 from turnflow.diagnostics.listing import bounded
 
@@ -40,6 +41,7 @@ class Agent:
     after_work: Optional[pyast.AST] = None
     configured: list[pyast.AST] = field(default_factory=list)  # the calls / statements that configure it
     ignored: list[tuple[pyast.AST, str]] = field(default_factory=list)  # statements AG2 ignores, and why
+    findings: list[tuple[str, pyast.AST, str]] = field(default_factory=list)  # (code, argument, message)
 
 
 class _Unexpressible(Exception):
@@ -193,9 +195,20 @@ def _handoff_call(scan: Scan, call: pyast.Call) -> None:
         raise fail("TF401", f"handoffs are configured {where}; the migrator reads code without running it, "
                    "so it cannot tell which agent they belong to", pos(call), path, src)
     agent.configured.append(call)
-    arg = call.args[0] if call.args else None
+    method = surface.api("ag2", f"Handoffs.{f.attr}")
+    if method is None:
+        agent.findings.append(("TF408", call, f"`{one_line(call)}`: `Handoffs.{f.attr}` is not read by the "
+                                              "migrator; the flow does not show what it changes"))
+        return
+    bound = surface.bind(call, method)
+    if bound.problem is not None:
+        node, error = bound.problem
+        agent.findings.append(("TF411", node, f"`{one_line(call)}` does not bind to AG2's signature: {error}; "
+                                              "its handoffs are not in the flow"))
+        return
+    arg = bound.get(method.params[0].name)
     if f.attr == "set_after_work":
-        agent.after_work = arg if arg is not None else kwarg(call, "target")
+        agent.after_work = arg
         return
     _add_handoffs(agent, f.attr, _items(mod, arg))
 
@@ -293,6 +306,8 @@ def _note_ignored(b: FlowBuilder, agents: list[Agent]) -> None:
     for a in agents:
         for node, why in a.ignored:
             b.note("TF409", why, pos(node))
+        for code, node, why in a.findings:
+            b.note(code, why, pos(node))
 
 
 def _pattern(scan: Scan, pcall: pyast.Call, block: str) -> FlowBuilder:

@@ -295,3 +295,33 @@ DOCS["TF410"] = """
     `turnflow migrate --import module:attribute` on the object your program
     builds, which reads the team that actually runs.
 """
+
+
+DOCS["TF411"] = """
+    A framework call whose arguments cannot be bound to the framework's signature.
+
+    ## What it does
+    Every call the migrator recognises (agents, group chats, patterns,
+    handoffs, teams, termination conditions, graph builders: the table of
+    docs/migrate.md) is bound to the framework's own signature before it is
+    read, as Python binds it: `f(x)` and `f(condition=x)` are the same call.
+    A call that does not bind is reported at the offending argument with the
+    error the framework raises (`RoundRobinGroupChat.__init__() takes 2
+    positional arguments but 3 were given`), and so is an argument list known
+    only at run time (`f(*args)`, `f(**settings)`). The call is not read.
+
+    ## Why is this bad?
+    The program fails at that call with a TypeError, or passes arguments the
+    migrator cannot see: what the call would configure is missing from the
+    flow.
+
+    ## Example
+    ```python
+    team = RoundRobinGroupChat([writer, critic], termination)  # AutoGen 0.4's positional form
+    ```
+
+    ## Use instead
+    ```python
+    team = RoundRobinGroupChat([writer, critic], termination_condition=termination)
+    ```
+"""

@@ -617,7 +617,7 @@ class Hub:
         """`emit_telemetry` for synchronous callers (the hub's event-loop thread only)."""
         live = self._live(session_id)
         ok = (isinstance(event, dict) and event.get("event") in ("env_action", "tool_response", "progress", "error",
-                                                                          "thought", "task")
+                                                                          "thought", "task", "tool_call", "tool_result")
               and set(event) <= {"event", "payload", "reason", "step", "timestamp", "metadata"})
         if not ok:
             import warnings

@@ -28,6 +28,7 @@ from typing import Any, Awaitable, Iterable, Optional
 
 from turnflow.runtime.agents.base import SessionTools
 from turnflow.runtime.agents.driver import TurnStopped, handshake, take_turn
+from turnflow.runtime.agents.platform_tools import OPEN_MEMBERSHIP
 from turnflow.runtime.agents.session_context import agent_context
 from turnflow.runtime.envelope import (EV_EXPECTATION_VIOLATED, EV_PACKET, EV_SESSION_CLOSED, EV_SESSION_EXPIRED,
                                        EV_TEXT, Envelope)
@@ -141,14 +142,17 @@ async def run_session(hub: Hub, spec: dict[str, Any], agents: dict[str, Any], ta
                       control: Optional[RunControl] = None, max_turns: Optional[int] = None,
                       ttl_seconds: Optional[float] = None, sweep_interval: Optional[float] = None,
                       labels: Optional[dict[str, Any]] = None, session_id: Optional[str] = None,
-                      keep_open: bool = False) -> RunResult:
+                      keep_open: bool = False, peers: Optional[list[dict[str, Any]]] = None) -> RunResult:
     """Run one session of `spec` with `agents` (participant name -> agent). `max_turns` and
     `ttl_seconds` override the spec for this run; `control` lets the caller interrupt it.
     `labels` are added to the new session's `{"task": task}`. With `session_id`, continue that
     session instead (already in the hub, e.g. hydrated after an interruption): every agent is
     handed the session again, pending invites are acked, and the rounds go on from where the log
     stops. `keep_open` (batch runs): a run that is cancelled or loses its store leaves the session
-    as its log has it, to be continued later, instead of closing it."""
+    as its log has it, to be continued later, instead of closing it. `agents` may also name agents
+    that are not participants (yet): in a conversation or discussion `add_participant` brings one
+    in, and it is handed the session on its first turn. `peers` (`{agent_id, role?, description?}`):
+    more agents `lookup_peers` lists (a served hub's registered agents)."""
     ctl = control or RunControl()
     spec = with_overrides(spec, max_turns, ttl_seconds)
     _check_agents(spec, agents)
@@ -157,14 +161,10 @@ async def run_session(hub: Hub, spec: dict[str, Any], agents: dict[str, Any], ta
         if md.state.terminal:
             return RunResult(session_id, md.state.value, md.close_reason or None, turns_of(hub.read(session_id)))
     else:
-        md = await hub.open_session(spec.get("kind", ""), spec.get("participants") or [], creator_id=opener(spec),
-                                    knobs=spec.get("knobs") or {}, name=spec.get("name") or "",
-                                    expectations=spec.get("expectations") or [],
-                                    ttl_seconds=spec.get("ttl_seconds"),
-                                    labels={**({"task": task} if task else {}), **(labels or {})},
-                                    tools=spec.get("tools") or [])
+        md = await _open(hub, spec, task, labels)
     run = _Run(hub, md, agents, spec, task, ctl, max_turns if md.kind != "workflow" else None,
                continued=session_id is not None)
+    run.peers = [p for p in peers or () if isinstance(p, dict) and isinstance(p.get("agent_id"), str)]
     hub.subscribe(run.watch, session_id=md.session_id)
     own_sweeper = hub._sweeper is None
     if own_sweeper:
@@ -180,16 +180,30 @@ async def run_session(hub: Hub, spec: dict[str, Any], agents: dict[str, Any], ta
                      interrupted=ctl.reason is not None)
 
 
+async def _open(hub: Hub, spec: dict[str, Any], task: Optional[str], labels: Optional[dict[str, Any]]) -> Any:
+    """A new session of `spec` on `hub`, labelled with the task."""
+    return await hub.open_session(spec.get("kind", ""), spec.get("participants") or [], creator_id=opener(spec),
+                                  knobs=spec.get("knobs") or {}, name=spec.get("name") or "",
+                                  expectations=spec.get("expectations") or [], ttl_seconds=spec.get("ttl_seconds"),
+                                  labels={**({"task": task} if task else {}), **(labels or {})},
+                                  tools=spec.get("tools") or [])
+
+
 def _check_agents(spec: dict[str, Any], agents: dict[str, Any]) -> None:
-    """One agent per participant, and no agent for anyone else (`AdapterError` naming them)."""
+    """One agent per participant; agents for anyone else only where the session's roster is open
+    (conversation, discussion: newcomers `add_participant` may bring in). `AdapterError` naming them."""
     names = [check_agent_id(p.get("agent_id")) for p in spec.get("participants") or [] if isinstance(p, dict)]
     missing = [n for n in names if n not in agents]
     if missing:
         raise AdapterError(f"no agent for participant{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
     extra = sorted(set(agents) - set(names))
-    if extra:
+    for n in extra:
+        check_agent_id(n)
+    if extra and spec.get("kind") not in OPEN_MEMBERSHIP:
         raise AdapterError(f"agents file names {', '.join(extra)}, not a participant of "
-                           f"{spec.get('name') or 'this session'} ({', '.join(names)})")
+                           f"{spec.get('name') or 'this session'} ({', '.join(names)}); only a conversation or "
+                           f"discussion takes newcomers, and a {spec.get('kind') or 'session'}'s participants are "
+                           "fixed by its flow")
 
 
 _OPEN = (SessionState.ACTIVE, SessionState.INVITED)
@@ -214,6 +228,12 @@ class _Run:
         self.turns: list[dict[str, Any]] = turns_of(hub.read(self.sid, 1, self.base_seq)) if continued else []
         self.next_seq = self.base_seq + 1
         self.gap = False
+        self.peers: list[dict[str, Any]] = []
+
+    def directory(self) -> list[dict[str, Any]]:
+        """Every agent `lookup_peers` may list besides the participants: the agents file's, then `peers`."""
+        return ([{"agent_id": n, "role": "participant", "description": getattr(a, "description", "") or ""}
+                 for n, a in self.agents.items()] + self.peers)
 
     def all_turns(self) -> list[dict[str, Any]]:
         """Every turn in the session's log: the ones the run saw, or — when a delivery was missed
@@ -277,21 +297,34 @@ class _Run:
                 self.ctl._stop("turn_moved")
 
     async def start(self) -> None:
-        hub, md, sid = self.hub, self.md, self.sid
+        md = self.md
         for name in md.participant_ids:
             if name not in self.agents:  # a continued session that someone joined (participant.added)
                 raise AdapterError(f"participant {name!r} joined the session while it ran and has no agent")
-            ctx = agent_context(self.spec, sid, name, self.task)
-            try:
-                self.caps[name] = await self.ctl.cancellable(handshake(hub, self.agents[name], ctx))
-            except AdapterError as exc:
-                if name != md.creator_id and md.state == SessionState.INVITED:
-                    await hub.reject(sid, name, str(exc))
-                raise
-            if md.state.terminal:  # the hub closed it meanwhile (acks_within, TTL)
-                raise TurnStopped("session_ended")
-            if name in md.pending_acks and md.state == SessionState.INVITED:
-                await hub.ack(sid, name)
+            await self.hand_over(name)
+
+    async def hand_over(self, name: str) -> None:
+        """The handshake of participant `name`'s agent (a newcomer's on its first turn: its
+        context is the roster now)."""
+        hub, md, sid = self.hub, self.md, self.sid
+        if name in self.caps:
+            return
+        spec = self.spec
+        if name not in [p.get("agent_id") for p in spec.get("participants") or [] if isinstance(p, dict)]:
+            spec = {**spec, "participants": [{"agent_id": p.agent_id, "role": p.role,
+                                              "description": getattr(p, "description", "") or ""}
+                                             for p in md.participants]}
+        ctx = agent_context(spec, sid, name, self.task)
+        try:
+            self.caps[name] = await self.ctl.cancellable(handshake(hub, self.agents[name], ctx))
+        except AdapterError as exc:
+            if name != md.creator_id and md.state == SessionState.INVITED:
+                await hub.reject(sid, name, str(exc))
+            raise
+        if md.state.terminal:  # the hub closed it meanwhile (acks_within, TTL)
+            raise TurnStopped("session_ended")
+        if name in md.pending_acks and md.state == SessionState.INVITED:
+            await hub.ack(sid, name)
 
     def _called(self, speaker: str) -> Any:
         """Count one call of `speaker`'s agent; its capabilities (a single-shot agent is called once)."""
@@ -328,6 +361,7 @@ class _Run:
                 speaker = md.creator_id if last is None else ids[(ids.index(last) + 1) % len(ids)]
             if speaker not in self.agents:  # joined while the session ran (a participant.added posted to the hub)
                 raise AdapterError(f"participant {speaker!r} joined the session while it ran and has no agent")
+            await self.hand_over(speaker)  # a newcomer is handed the session on its first turn
             caps = self._called(speaker)
             msg = self._message(speaker)
             own = tuple(t for t in self.all_tools if t.get("owner") == speaker)
@@ -359,7 +393,7 @@ class _Run:
                 await take_turn(hub, sid, self.agents[speaker], msg, make_tools, deliver, step, attempts=attempts,
                                 invoke=ctl.cancellable,
                                 still_wanted=lambda: md.state == SessionState.ACTIVE and ctl.reason is None,
-                                drivable=self.agents)
+                                drivable=self.agents, directory=self.directory)
             except TurnStopped as stop:
                 if stop.why != "turn_moved":
                     return

@@ -19,7 +19,7 @@ from typing import Callable, Optional
 from turnflow.serve.ops import Quotas
 from turnflow.serve.server import Limits
 
-READ_QUEUE = 4  # frames the WebSocket layer buffers from one client before it stops reading its socket
+READ_QUEUE = (4, 2)  # frames the WebSocket layer buffers from one client: it stops reading at 4, resumes at 2
 FD_HEADROOM = 32  # descriptors kept free beyond those open at start (store, registry, logs, accept)
 LOG_INTERVAL = 10.0  # seconds: accept errors and failed handshakes are logged at most once per interval
 

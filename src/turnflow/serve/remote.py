@@ -315,6 +315,20 @@ async def _open_or_join(remote: _Remote, spec: dict, names: list[str], opener: s
         "ttl": int(ttl) if ttl else None, "labels": {"task": task} if task else None})
 
 
+async def served_peers(client: WireClient, limit: int = 500) -> list[dict[str, Any]]:
+    """The served hub's registered agents as `lookup_peers` lists them (`{agent_id, role, description}`
+    by registered name); none when the hub does not answer `list_agents`."""
+    try:
+        passports = await client.call("list_agents", {"limit": limit})
+    except (HubError, AdapterError):
+        return []
+    out = []
+    for p in passports if isinstance(passports, list) else ():
+        if isinstance(p, dict) and isinstance(p.get("name"), str):
+            out.append({"agent_id": p["name"], "role": "agent", "description": str(p.get("description") or "")[:500]})
+    return out
+
+
 async def run_remote(url: str, hub: Any, spec: dict, agents: dict, task: Optional[str], *,
                      keys: Optional[dict[str, str]] = None, notice: Any = None, **kw: Any) -> Any:
     """Run `spec` with the file's `agents` on the served hub at `url`; the others are remote.
@@ -338,7 +352,7 @@ async def run_remote(url: str, hub: Any, spec: dict, agents: dict, task: Optiona
         remote.channel_id = channel["channel_id"]
         everyone = {**{n: RemoteParticipant(n, remote) for n in names if n not in local}, **agents}
         hub.subscribe(remote.forward)
-        result = await run_session(hub, spec, everyone, task, **kw)
+        result = await run_session(hub, spec, everyone, task, peers=await served_peers(client), **kw)
         if remote.channel_id not in client.closed_reason:
             with contextlib.suppress(HubError):
                 await client.call("close_channel", {"channel_id": remote.channel_id,

@@ -1,11 +1,15 @@
 """The WebSocket server: one `Connection` per client, frames decoded and answered, notifications
 queued per connection, limits enforced (docs/serve.md, "Limits").
 
-A connection's outgoing frames go through its own bounded queue, written by its own task: the hub
-and the other connections never wait on a socket. A client whose queue fills (it stopped reading)
-is disconnected; so is one that binds no agent within the idle timeout. Requests of a connection
-run concurrently (at most `max_inflight` at once; the reader waits beyond that, so a flooding
-client is slowed, not the hub).
+Every buffer is bounded in bytes. A connection's outgoing frames go through its own queue, written
+by its own task at most WRITE_BATCH bytes at a time: the hub and the other connections never wait on
+a socket. A client whose backlog (queue and socket buffer) passes `send_buffer_bytes`, or that needs
+more while all clients' backlogs pass `total_send_bytes`, is disconnected; so is one that binds no
+agent within the idle timeout (on a hub with API keys: the auth timeout, and it may only register or
+attach meanwhile). Requests of a connection run concurrently (at most `max_inflight` and
+`inflight_bytes` of frames at once; the reader waits beyond that, so a flooding client is slowed,
+not the hub). New connections are refused (1013) beyond the cap, beyond `max_per_peer` from one
+address, and beyond the share of connections without an agent (`Server.refusal`).
 
 Dead peers are found by the kernel, not by pong latency: WebSocket pings go out every
 `ping_interval` (keeping proxies and NATs open) but a late pong closes nothing, because a live
@@ -22,10 +26,11 @@ import contextlib
 import functools
 import logging
 import socket
+import sys
 import uuid
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from turnflow.runtime.errors import RuntimeErrorBase
 from turnflow.serve import frames
@@ -39,7 +44,10 @@ WAITING_OPS = frozenset({"create_channel", "post_envelope", "close_channel"})
 
 @dataclass
 class Limits:
-    """Every bound of the server (docs/serve.md, "Limits"). Byte budgets count encoded frames."""
+    """Every bound of the server (docs/serve.md, "Limits"). The send budgets count the memory a
+    queued frame holds (`sys.getsizeof` of its text: its length and 49 bytes for ASCII JSON, up to
+    four bytes a character otherwise), the reply cap its characters, the in-flight cap the frames'
+    bytes as received."""
 
     max_frame_bytes: int = 1 << 20
     max_connections: int = 1024
@@ -65,6 +73,16 @@ class Limits:
 UNBOUND_OPS = frozenset({"register", "find_agent_id", "get_agent", "get_resume", "get_rule"})
 UNBOUND_REQUESTS = 16  # requests such a connection may send before it binds an agent
 WRITE_BATCH = 256 << 10  # bytes handed to the socket in one write (then flow control waits for the peer)
+
+
+def _write(protocol: Any, text: str) -> int:
+    """Hand one frame to the WebSocket protocol; the memory it held (what `send` counted)."""
+    try:
+        data = text.encode()
+    except UnicodeEncodeError:  # a lone surrogate: written as JSON's own escape, which reads back the same
+        data = text.encode("utf-8", "backslashreplace")
+    protocol.send_text(data)
+    return sys.getsizeof(text)
 
 
 class SendBudget:
@@ -123,11 +141,7 @@ class Connection:
     def send(self, text: str) -> None:
         if self.closed:
             return
-        try:
-            data = text.encode()
-        except UnicodeEncodeError:  # a lone surrogate: written as JSON's own escape, which reads back the same
-            data = text.encode("utf-8", "backslashreplace")
-        size = len(data)
+        size = sys.getsizeof(text)  # the memory it holds (in O(1); it is encoded when written)
         if self._queue or self._queued:
             lim = self._limits
             if len(self._queue) >= lim.send_queue:
@@ -139,7 +153,7 @@ class Connection:
             if self._budget.used + size > self._budget.limit:
                 self.drop(1013, "the hub's send buffers are full: a client with a backlog is disconnected")
                 return
-        self._queue.append(data)
+        self._queue.append(text)
         self._queued += size
         self._budget.used += size
         self._wake.set()
@@ -189,10 +203,8 @@ class Connection:
                     async with ws.send_context():
                         protocol = ws.protocol
                         batch = 0
-                        while queue and batch < WRITE_BATCH:
-                            data = queue.popleft()
-                            batch += len(data)
-                            protocol.send_text(data)
+                        while queue and batch < WRITE_BATCH:  # (no local holds a frame while it waits)
+                            batch += _write(protocol, queue.popleft())
                         self._queued -= batch
                         self._budget.used -= batch
                         chunks = protocol.data_to_send()
@@ -227,6 +239,11 @@ class Connection:
         self._inflight -= size
         self._slots.release()
         self._signal()
+
+
+def _peer(ws: Any) -> str:
+    address = ws.remote_address
+    return str(address[0]) if isinstance(address, tuple) and address else ""
 
 
 class Server:
@@ -266,20 +283,10 @@ class Server:
         return None
 
     async def handle(self, ws: Any) -> None:
-        loop = asyncio.get_running_loop()
-        address = ws.remote_address
-        peer = str(address[0]) if isinstance(address, tuple) and address else ""
-        refused = self.refusal(peer)
-        if refused is not None:
-            await ws.close(1013, refused)
+        conn = self.admit(ws)
+        if isinstance(conn, str):
+            await ws.close(1013, conn)
             return
-        conn = Connection(ws, self.limits, loop.time(), self.budget, peer)
-        self.connections.add(conn)
-        self.peers[peer] = self.peers.get(peer, 0) + 1
-        sock = ws.transport.get_extra_info("socket")
-        if sock is not None and self.limits.ping_interval is not None:
-            tcp_keepalive(sock, self.limits.ping_interval, self.limits.ping_timeout)
-        conn.writer = loop.create_task(conn.write_loop())
         try:
             async for message in ws:
                 await self.on_message(conn, message)
@@ -287,14 +294,34 @@ class Server:
             if not type(exc).__name__.startswith("ConnectionClosed"):
                 log.exception("connection %s failed", conn.endpoint_id)
         finally:
-            self.connections.discard(conn)
-            left = self.peers.pop(peer, 1) - 1
-            if left:
-                self.peers[peer] = left
-            self.ops.unbind_all(conn)
-            conn.closed = True
-            conn._release_queue()
-            conn._wake.set()
+            self.forget(conn)
+
+    def admit(self, ws: Any) -> Union[Connection, str]:
+        """A new connection, set up with its writer; or why it is refused (`refusal`). (Apart
+        from `handle`, whose frame every idle connection keeps.)"""
+        peer = _peer(ws)
+        refused = self.refusal(peer)
+        if refused is not None:
+            return refused
+        loop = asyncio.get_running_loop()
+        conn = Connection(ws, self.limits, loop.time(), self.budget, peer)
+        self.connections.add(conn)
+        self.peers[peer] = self.peers.get(peer, 0) + 1
+        sock = ws.transport.get_extra_info("socket")
+        if sock is not None and self.limits.ping_interval is not None:
+            tcp_keepalive(sock, self.limits.ping_interval, self.limits.ping_timeout)
+        conn.writer = loop.create_task(conn.write_loop())
+        return conn
+
+    def forget(self, conn: Connection) -> None:
+        self.connections.discard(conn)
+        left = self.peers.pop(conn.peer, 1) - 1
+        if left:
+            self.peers[conn.peer] = left
+        self.ops.unbind_all(conn)
+        conn.closed = True
+        conn._release_queue()
+        conn._wake.set()
 
     async def on_message(self, conn: Connection, message: Any) -> None:
         try:
@@ -314,18 +341,27 @@ class Server:
             else:  # answered without waiting: inline (no task to create)
                 await self.request(conn, frame["request_id"], frame["op"], frame["params"])
         elif kind == "hello":
+            if not conn.agents and self.keyed and not self.unbound_count(conn):
+                return
             await self.ops.hello(conn, frame)
         elif kind == "receipt":
             self.ops.receipt(conn, frame)
         elif kind == "ping":
             conn.send(frames.PONG)
 
-    def unbound_may(self, conn: Connection, frame: dict) -> bool:
-        """On a hub with API keys, a connection with no bound agent may only register or attach
-        (AG2's client looks the name up first), a few requests in all: beyond, it is closed (1008)."""
+    def unbound_count(self, conn: Connection) -> bool:
+        """On a hub with API keys, a connection with no bound agent may send a few requests and
+        hellos in all (a key is not guessed on one connection): beyond, it is closed (1008)."""
         conn.requests += 1
         if conn.requests > UNBOUND_REQUESTS:
             conn.drop(1008, f"{UNBOUND_REQUESTS} requests without an authenticated agent")
+            return False
+        return True
+
+    def unbound_may(self, conn: Connection, frame: dict) -> bool:
+        """On a hub with API keys, a connection with no bound agent may only register or attach
+        (AG2's client looks the name up first)."""
+        if not self.unbound_count(conn):
             return False
         if frame["op"] not in UNBOUND_OPS:
             conn.send(frames.failure(frame["request_id"], frames.ACCESS_DENIED,

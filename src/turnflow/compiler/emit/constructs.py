@@ -28,6 +28,7 @@ CONSTRUCTS: tuple[Construct, ...] = (
     Construct("other_kind", "`consulting` / `conversation` / `discussion` blocks"),
     Construct("participant", "`participant NAME \"description\"`"),
     Construct("reserved_name", "a participant named `__start__` or `__end__`"),
+    Construct("non_identifier", "a participant name that is not a Python identifier (`bot-1`)"),
     Construct("tools", "`tools [t1, t2]` on a participant"),
     Construct("initiator", "the `initiator` role"),
     Construct("start", "`start NAME`"),
@@ -106,6 +107,8 @@ def _statement(st: ast.Statement) -> Iterator[tuple[str, Span]]:
         yield "participant", st.span
         if st.name.name in RESERVED_NAMES:
             yield "reserved_name", st.name.span
+        if not st.name.name.isidentifier():
+            yield "non_identifier", st.name.span
         if st.role == "initiator":
             yield "initiator", st.role_span or st.span
         if st.tools:

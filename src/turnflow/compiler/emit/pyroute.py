@@ -187,6 +187,44 @@ def routing(spec: Any, text: str = "text") -> Routing:
                    dict(spec.knobs.context_vars), tools, rows, compare)
 
 
+def doc_text(text: str) -> str:
+    """`text` (a title, a file name) safe inside a generated triple-quoted docstring: backslashes
+    and quotes escaped, control characters as `\\xNN`, lone surrogates as `\\uNNNN` (the file is
+    written as UTF-8)."""
+    out = []
+    for ch in text.replace("\\", "\\\\").replace('"', '\\"'):
+        if ch < " " and ch != "\t":
+            out.append(f"\\x{ord(ch):02x}")
+        elif "\ud800" <= ch <= "\udfff":
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
 def json_text(v: Any) -> str:
     """A value as one line of canonical JSON (for comments and docs)."""
     return json.dumps(v, sort_keys=True, ensure_ascii=False)
+
+
+def _return(t: Next) -> str:
+    if t.kind == "agent":
+        return f"return {literal(t.name)}, None"
+    if t.kind == "end":
+        return f"return None, {literal(t.reason or 'workflow_terminated')}"
+    return f"return (before, None) if before is not None else ({literal(t.name)}, None)"
+
+
+def router_source(i: int, s: str, r: Routing) -> str:
+    """`def _route_I(ctx, tool, text, before)`: after `s` spoke, (next speaker, None) or (None, close
+    reason); `before` is who spoke before `s` (None on the first turn)."""
+    lines = [f"def _route_{i}(ctx: dict[str, Any], tool: Optional[str], text: str, before: Optional[str])"
+             " -> tuple[Optional[str], Optional[str]]:",
+             f"    \"\"\"After {s} spoke: (next speaker, None) or (None, close reason).\"\"\""]
+    for row in r.rows[s]:
+        if row.cond is None:
+            lines.append("    " + _return(row.then))
+            break
+        lines.append(f"    if {row.cond}:")
+        lines.append("        " + _return(row.then))
+    return "\n".join(lines) + "\n"

@@ -20,8 +20,14 @@ from turnflow.dsl import ast
 
 #: target name → writer module (`write(spec, source) -> str`, `TABLE`, `FRAMEWORK`)
 WRITERS: dict[str, str] = {"langgraph": "turnflow.compiler.emit.langgraph",
-                           "ag2-groupchat": "turnflow.compiler.emit.ag2_groupchat"}
+                           "ag2-groupchat": "turnflow.compiler.emit.ag2_groupchat",
+                           "autogen": "turnflow.compiler.emit.autogen"}
 TARGETS: tuple[str, ...] = tuple(WRITERS)
+
+
+class TargetError(ValueError):
+    """The block passed every check, yet the target's code cannot be written for it (a condition
+    nested deeper than the spec model or Python's parser accepts)."""
 
 
 def writer(target: str) -> ModuleType:
@@ -44,6 +50,13 @@ def select(flow: ast.FlowFile, block: Optional[str]) -> ast.Block:
     return flow.blocks[0]
 
 
+def workflow_only(block: ast.Block) -> None:
+    """`LookupError` unless `block` is a workflow (a target's refusal of another kind, TF302-TF304,
+    may have been silenced; there is still no speaker graph to write)."""
+    if block.kind != "workflow":
+        raise LookupError(f"block `{block.name.name}` is a {block.kind}: a target compiles a workflow block")
+
+
 def in_block(block: ast.Block, d: Diagnostic) -> bool:
     return block.span.start <= d.span.start < block.span.end
 
@@ -63,18 +76,32 @@ def relevant(diags: list[Diagnostic], block: ast.Block, target: str) -> list[Dia
 
 
 def emit(block: ast.Block, target: str, path: str = "<string>") -> str:
-    """The target's code for one checked block (no errors)."""
-    from turnflow.compiler.emit.spec import compile_block
-    from turnflow.spec import parse_spec
+    """The target's code for one checked block (no errors); `TargetError` when it cannot be written."""
+    import ast as pyast
 
-    model = parse_spec(compile_block(block))
-    return writer(target).write(model, _display(path))
+    from turnflow.compiler.emit.spec import compile_block
+    from turnflow.spec import SpecError, parse_spec
+
+    name = block.name.name
+    try:
+        model = parse_spec(compile_block(block))
+    except (SpecError, RecursionError) as exc:  # pydantic refuses a condition nested some 130 deep
+        raise TargetError(f"cannot write `{name}` for {target}: its compiled spec does not validate "
+                          f"({str(exc)[-160:]})") from None
+    source = writer(target).write(model, _display(path))
+    try:
+        pyast.parse(source)  # parsed, never run: Python refuses expressions nested some 100 deep
+    except (SyntaxError, RecursionError, MemoryError) as exc:
+        raise TargetError(f"cannot write `{name}` for {target}: a condition nests deeper than Python's "
+                          f"parser accepts ({exc.__class__.__name__}: {getattr(exc, 'msg', exc)}); "
+                          "split it into several rules") from None
+    return source
 
 
 def compile_target(flow: Union[str, ast.FlowFile], target: str, block: Optional[str] = None,
                    path: str = "<string>") -> str:
     """`flow` (text or AST) compiled for `target`; `CompileError` when it has errors, `LookupError`
-    when no single block is chosen."""
+    when no single workflow block is chosen."""
     from turnflow.compiler.pipeline import analyse
 
     writer(target)
@@ -85,6 +112,7 @@ def compile_target(flow: Union[str, ast.FlowFile], target: str, block: Optional[
     diags = relevant(diags, chosen, target)
     if any(d.severity == "error" for d in diags):
         raise CompileError(diags)
+    workflow_only(chosen)
     return emit(chosen, target, path)
 
 

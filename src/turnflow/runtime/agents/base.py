@@ -19,29 +19,20 @@ import warnings
 from dataclasses import dataclass, field, fields
 from typing import Any, Awaitable, Callable, Optional, Protocol, TypedDict, Union
 
+from turnflow.runtime.agents.platform_tools import (ADAPTER_EVENT_TYPES, MAX_PAGE_SIZE, OPEN_MEMBERSHIP,
+                                                    PEER_PAGE_SIZE, PLATFORM_TOOLS, PeerPage, ToolList, ToolText,
+                                                    argument_problem, platform_schema, schema_names)
 from turnflow.runtime.envelope import EV_PARTICIPANT_ADDED, EV_PARTICIPANT_REMOVED, Envelope
 from turnflow.runtime.errors import AdapterError, ProtocolError
 
 CONTROL_LOOPS = ("hub", "self", "atlas")  # "atlas": the contract's name for the hub-driven loop (effective "hub")
 BEHAVIORS = ("self", "atlas")  # the agents file's `behavior:` override
-TELEMETRY_EVENTS = ("env_action", "tool_response", "progress", "error", "thought", "task")
-#: what `send_event(content, message_type)` accepts (the telemetry events an agent reports by message)
+TELEMETRY_EVENTS = ("env_action", "tool_response", "progress", "error", "thought", "task", *ADAPTER_EVENT_TYPES)
+#: what `send_event(content, message_type, metadata)` accepts (the telemetry events an agent reports by message)
 MESSAGE_TYPES = TELEMETRY_EVENTS
 TELEMETRY_KEYS = ("event", "payload", "reason", "step", "timestamp", "metadata")
 SCHEMA_FORMATS = ("openai", "anthropic")
 FIXED_MEMBERSHIP = ("workflow", "consulting")  # session kinds whose roster the flow fixes
-#: the platform tools `execute_tool_call` runs by name: name -> (required, optional arguments)
-PLATFORM_CALLS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "send_message": (("content",), ("mentions",)),
-    "send_event": (("content",), ("message_type",)),
-    "set_context": (("key", "value"), ()),
-    "delete_context": (("key",), ()),
-    "handoff": (("target",), ("reason",)),
-    "finish": ((), ("reason", "summary")),
-    "lookup_peers": ((), ()),
-    "add_participant": (("agent_id",), ("role", "description")),
-    "remove_participant": (("agent_id",), ()),
-}
 
 
 class ToolError(AdapterError):
@@ -137,9 +128,10 @@ def _json_safe(v: Any) -> bool:
 def telemetry_problem(event: Any) -> Optional[str]:
     """Why a telemetry event is malformed, or None when it is valid.
 
-    A valid event is a mapping with `event` ∈ env_action|tool_response|progress|error|thought|task and
-    optional `payload` (any JSON value), `reason` (string or null), `step` (non-negative integer
-    or null), `metadata` (an object of JSON values, or null); no other keys."""
+    A valid event is a mapping with `event` one of `TELEMETRY_EVENTS` (env_action, tool_response,
+    progress, error, thought, task, tool_call, tool_result) and optional `payload` (any JSON
+    value), `reason` (string or null), `step` (non-negative integer or null), `metadata` (an
+    object of JSON values, or null); no other keys."""
     if isinstance(event, AdapterTelemetryEvent):
         event = event.to_dict()
     if not isinstance(event, dict):
@@ -278,9 +270,15 @@ class SessionTools:
     roster_port: Optional[Callable[[str, dict[str, Any]], None]] = None  # set by the hub: checks and queues a roster change
     roster_changes: list[Envelope] = field(default_factory=list)  # membership envelopes, posted when the turn is delivered
 
+    directory: Optional[Callable[[], Any]] = None  # set by the runner: every agent the hub knows, as RosterEntry
+    room_port: Optional[Callable[[str, list[str]], str]] = None  # set by the hub: queues a new chatroom
+    rooms: list[tuple[str, list[str]]] = field(default_factory=list)  # chatrooms opened when the turn is delivered
+
     # -- the round ------------------------------------------------------------------------------
-    def send_message(self, content: str, mentions: Optional[Any] = None) -> None:
-        """Append `text` to the round's body. `mentions` (participant names) are checked and
+    # Every tool answers with a value that is also awaitable (platform_tools.ToolText / ToolList):
+    # `tools.send_message(...)` and `await tools.send_message(...)` are the same call.
+    def send_message(self, content: str, mentions: Optional[Any] = None) -> ToolText:
+        """Append `content` to the round's body. `mentions` (participant names) are checked and
         kept as the round's `mentions`; an unknown name raises `ToolError`."""
         text = content
         if not isinstance(text, str):
@@ -295,33 +293,42 @@ class SessionTools:
                                 f"({', '.join(self.participants)})")
             self._mentions.extend(m for m in mentions if m not in self._mentions)
         self._body.append(text)
+        return ToolText("message added to your turn's reply")
 
-    def send_event(self, content: Any, message_type: str = "thought") -> bool:
+    def send_event(self, content: Any, message_type: str = "thought", metadata: Optional[dict[str, Any]] = None) -> ToolText:
         """A telemetry event of type `message_type` (thought, task, error, progress, env_action,
-        tool_response) whose payload is `{"content": content}`; stored, never part of the round.
-        An unknown type raises `ToolError` (a tool call the model may correct)."""
+        tool_response, tool_call, tool_result) whose payload is `{"content": content}` and whose
+        `metadata` is `metadata` (an object of JSON values); stored, never part of the round.
+        An unknown type or bad metadata raises `ToolError` (a tool call the model may correct).
+        Answers `"<type> event recorded"` (truthy) or `""` when the event was dropped."""
         if message_type not in MESSAGE_TYPES:
             raise ToolError(f"{self.agent_id}: send_event message_type must be one of {', '.join(MESSAGE_TYPES)}, "
                             f"got {message_type!r}"[:300])
         if not _json_safe(content):
             raise ToolError(f"{self.agent_id}: send_event content must be a JSON value, got {content!r}"[:300])
-        return self.emit_event({"event": message_type, "payload": {"content": content}})
+        ev: dict[str, Any] = {"event": message_type, "payload": {"content": content}}
+        if metadata is not None:
+            if not (isinstance(metadata, dict) and all(isinstance(k, str) for k in metadata) and _json_safe(metadata)):
+                raise ToolError(f"{self.agent_id}: send_event metadata must be an object of JSON values, "
+                                f"got {metadata!r}"[:300])
+            ev["metadata"] = metadata
+        return ToolText(f"{message_type} event recorded" if self.emit_event(ev) else "")
 
-    def handoff(self, target: str, reason: str = "") -> str:
+    def handoff(self, target: str, reason: str = "") -> ToolText:
         if target not in self.participants:
             raise ToolError(f"{self.agent_id}: cannot hand off to {target!r}: not a participant "
                             f"({', '.join(self.participants)})")
         if self._routing.get("kind") != "finish":
             self._routing.update({"kind": "handoff", "target": target, "reason": reason or None})
-        return f"handed off to {target}"
+        return ToolText(f"handed off to {target}")
 
-    def finish(self, reason: str = "", summary: str = "") -> str:
+    def finish(self, reason: str = "", summary: str = "") -> ToolText:
         self._routing = {"kind": "finish", "reason": reason or None, "tool": self._routing.get("tool")}
         if summary:
             self._body.append(summary)
-        return "finished"
+        return ToolText("finished")
 
-    def set_context(self, key: str, value: Any) -> None:
+    def set_context(self, key: str, value: Any) -> ToolText:
         if not isinstance(key, str):
             raise AdapterError(f"{self.agent_id}: context keys are strings, got {key!r}")
         if not _json_safe(value):
@@ -329,13 +336,15 @@ class SessionTools:
         self._set[key] = value
         if key in self._delete:  # the last call for a key wins
             self._delete = [k for k in self._delete if k != key]
+        return ToolText(f"context {key} set (applied when your turn ends)")
 
-    def delete_context(self, key: str) -> None:
+    def delete_context(self, key: str) -> ToolText:
         if not isinstance(key, str):
             raise AdapterError(f"{self.agent_id}: context keys are strings, got {key!r}")
         self._set.pop(key, None)  # the last call for a key wins
         if key not in self._delete:
             self._delete.append(key)
+        return ToolText(f"context {key} deleted (applied when your turn ends)")
 
     # -- telemetry ------------------------------------------------------------------------------
     def emit_event(self, event: Any) -> bool:
@@ -357,26 +366,64 @@ class SessionTools:
         return self.input_source() if self.input_source is not None else None
 
     # -- discovery and membership ---------------------------------------------------------------
-    def get_participants(self) -> list[str]:
-        return list(self.participants)
+    def get_participants(self) -> ToolList:
+        return ToolList(self.participants)
 
-    def lookup_peers(self) -> list[dict[str, Any]]:
-        """The other participants as `{agent_id, role, description}`, in order."""
+    def lookup_peers(self, page: int = 1, page_size: int = PEER_PAGE_SIZE) -> PeerPage:
+        """One page of the agents that could take part, as `{agent_id, role, description,
+        in_session}`: the session's other participants (in order), then every other agent the hub
+        knows (`directory`: under `turnflow run` the agents file's agents, under `run --hub` the
+        served hub's registered agents). `page` is 1-based; the answer's `total` and `has_more` tell
+        whether to ask for the next page."""
+        for what, v, hi in (("page", page, None), ("page_size", page_size, MAX_PAGE_SIZE)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1 or (hi is not None and v > hi):
+                raise ToolError(f"{self.agent_id}: lookup_peers {what} must be an integer from 1"
+                                + (f" to {hi}" if hi else "") + f", got {v!r}"[:200])
         roster = self.roster or tuple({"agent_id": p, "role": "participant", "description": ""}
                                       for p in self.participants)
-        return [dict(r) for r in roster if r["agent_id"] != self.agent_id]
+        peers = [{**r, "in_session": True} for r in roster if r["agent_id"] != self.agent_id]
+        seen = {r["agent_id"] for r in roster} | {self.agent_id}
+        for r in (self.directory() if self.directory is not None else ()):
+            if r["agent_id"] not in seen:
+                seen.add(r["agent_id"])
+                peers.append({"agent_id": r["agent_id"], "role": r.get("role") or "participant",
+                              "description": r.get("description") or "", "in_session": False})
+        start = (page - 1) * page_size
+        return PeerPage(peers[start:start + page_size], page, page_size, len(peers))
 
-    def add_participant(self, agent_id: str, role: str = "participant", description: str = "") -> str:
+    def add_participant(self, agent_id: str, role: str = "participant", description: str = "") -> ToolText:
         """Add `agent_id` to a running conversation or discussion (a `participant.added` envelope,
         posted with this turn's round); `ToolError` with the session's reason when refused."""
         self._change_roster("add_participant", agent_id,
                             {"agent_id": agent_id, "role": role, "description": description})
-        return f"added {agent_id} ({role}): it takes part from the next turn"
+        return ToolText(f"added {agent_id} ({role}): it takes part from the next turn")
 
-    def remove_participant(self, agent_id: str) -> str:
+    def remove_participant(self, agent_id: str) -> ToolText:
         """Remove `agent_id` from a running conversation or discussion (`participant.removed`)."""
         self._change_roster("remove_participant", agent_id, {"agent_id": agent_id})
-        return f"removed {agent_id}: it takes no further turns"
+        return ToolText(f"removed {agent_id}: it takes no further turns")
+
+    def create_chatroom(self, name: str, participants: Optional[list[str]] = None) -> ToolText:
+        """Open a new discussion session named `name` with this agent as its initiator and
+        `participants` (default: this session's other participants), when the turn is delivered.
+        Allowed from a conversation or a discussion; a workflow's and a consulting session's
+        agents are fixed by the flow, so there it raises `ToolError` saying so."""
+        if self.session_kind and self.session_kind not in OPEN_MEMBERSHIP:
+            raise ToolError(f"{self.agent_id}: create_chatroom({name!r}) refused: a {self.session_kind} session's "
+                            "participants are fixed by its flow, so its agents cannot open other sessions "
+                            f"(allowed from: {', '.join(OPEN_MEMBERSHIP)})")
+        if not isinstance(name, str) or not name.strip():
+            raise ToolError(f"{self.agent_id}: create_chatroom needs a non-empty name, got {name!r}"[:300])
+        others = [p for p in self.participants if p != self.agent_id] if participants is None else participants
+        if isinstance(others, str) or not all(isinstance(p, str) for p in others):
+            raise ToolError(f"{self.agent_id}: create_chatroom participants must be a list of names, got {others!r}"[:300])
+        if self.room_port is None:
+            raise ToolError(f"{self.agent_id}: create_chatroom({name!r}) refused: this turn is not part of a "
+                            "running session on a hub")
+        try:
+            return ToolText(self.room_port(name, [p for p in others if p != self.agent_id]))
+        except ProtocolError as exc:
+            raise ToolError(f"{self.agent_id}: create_chatroom({name!r}) refused: {exc}") from None
 
     def _change_roster(self, what: str, agent_id: Any, data: dict[str, Any]) -> None:
         """A workflow's and a consulting session's roster is fixed by the flow; otherwise the hub's
@@ -393,24 +440,30 @@ class SessionTools:
             raise ToolError(f"{self.agent_id}: {exc}") from None
 
     def get_tool_schemas(self, fmt: str = "openai") -> list[dict[str, Any]]:
-        """The agent's routing tools as model tool definitions (`openai` or `anthropic` format),
-        in spec order, each with its description and an optional `reason` argument."""
+        """Every tool `execute_tool_call` runs, as model tool definitions (`openai` or `anthropic`
+        format): the agent's routing tools (spec order, each with an optional `reason` argument),
+        then the platform tools of `platform_tools.PLATFORM_TOOLS` (the membership tools and
+        `create_chatroom` only where the session's kind allows them). A synchronous call."""
         if fmt not in SCHEMA_FORMATS:
             raise AdapterError(f"unknown tool schema format {fmt!r} (known: {', '.join(SCHEMA_FORMATS)})")
-        return [tool_schema(t, fmt) for t in self.routing_tools]
+        routing = [t["name"] for t in self.routing_tools]
+        return ([tool_schema(t, fmt) for t in self.routing_tools]
+                + [platform_schema(n, fmt) for n in schema_names(self.session_kind) if n not in routing])
 
-    def execute_tool_call(self, name: str, args: Union[dict[str, Any], str, None] = None) -> str:
-        """Call a routing tool: this round becomes a handoff through that tool (the graph decides
-        the next speaker, as AG2's `tool_called` condition does). `args` is a mapping or its JSON
-        text with an optional string `reason`. Raises `ToolError` for an unknown tool, malformed
-        arguments or a second, different routing tool in the same round."""
+    def execute_tool_call(self, name: str, args: Union[dict[str, Any], str, None] = None) -> ToolText:
+        """Call any tool `get_tool_schemas` lists, by name. A platform tool runs with its arguments
+        (checked against its parameters). A routing tool makes this round a handoff through that
+        tool (the graph decides the next speaker, as AG2's `tool_called` condition does), with an
+        optional string `reason`. `args` is a mapping or its JSON text. Raises `ToolError` for an
+        unknown tool, malformed arguments or a second, different routing tool in the same round."""
         names = [t["name"] for t in self.routing_tools]
-        if isinstance(name, str) and name not in names and name in PLATFORM_CALLS:
+        if isinstance(name, str) and name not in names and name in PLATFORM_TOOLS:
             return self._platform_call(name, tool_arguments(name, args))
         if not isinstance(name, str) or (name not in names and not self.any_tool):
             import difflib
 
-            close = difflib.get_close_matches(name, names, n=1, cutoff=0.8) if isinstance(name, str) else []
+            close = difflib.get_close_matches(name, names + list(PLATFORM_TOOLS), n=1, cutoff=0.8) \
+                if isinstance(name, str) else []
             raise ToolError(f"{self.agent_id} has no routing tool {name!r}"
                             + (f"; did you mean {close[0]!r}?" if close else "")
                             + (f" (its tools: {', '.join(names)})" if names else " (it has none)"))
@@ -430,18 +483,15 @@ class SessionTools:
             self._routing.update({"kind": "handoff", "tool": name})
             if reason:
                 self._routing["reason"] = reason
-        return f"routed via {name}"
+        return ToolText(f"routed via {name}")
 
-    def _platform_call(self, name: str, args: dict[str, Any]) -> str:
+    def _platform_call(self, name: str, args: dict[str, Any]) -> ToolText:
         """A platform tool called by name (`execute_tool_call`): its arguments checked against
-        `PLATFORM_CALLS`, then the method of the same name."""
-        required, optional = PLATFORM_CALLS[name]
-        extra = sorted(str(k) for k in args if k not in required + optional)
-        if extra:
-            raise ToolError(f"{name}: unknown argument {extra[0]!r} (it takes {', '.join(required + optional) or 'none'})")
-        missing = [k for k in required if k not in args]
-        if missing:
-            raise ToolError(f"{name}: missing argument {missing[0]!r}")
+        its parameters in `PLATFORM_TOOLS`, then the method of the same name. A list answer comes
+        back as JSON text (`lookup_peers`: `{peers, page, page_size, total, has_more}`)."""
+        problem = argument_problem(name, args)
+        if problem is not None:
+            raise ToolError(problem)
         try:
             result = getattr(self, name)(**args)
         except ToolError:
@@ -450,9 +500,11 @@ class SessionTools:
             raise ToolError(f"{name}: {exc}") from None
         except TypeError as exc:  # a value of the wrong kind for the method
             raise ToolError(f"{name}: {exc}") from None
-        if name == "lookup_peers":
-            return json.dumps(result)
-        return result if isinstance(result, str) else f"{name}: done"
+        if isinstance(result, PeerPage):
+            return ToolText(json.dumps(result.to_dict()))
+        if isinstance(result, list):
+            return ToolText(json.dumps(result))
+        return ToolText(result) if result else ToolText(f"{name}: done")
 
     # -- result ---------------------------------------------------------------------------------
     @property
@@ -498,25 +550,25 @@ class FakeSessionTools(SessionTools):
     def tool_calls(self) -> list[str]:
         return [c[1] for c in self.calls if c[0] == "execute_tool_call"]
 
-    def send_message(self, content: str, mentions: Optional[Any] = None) -> None:
+    def send_message(self, content: str, mentions: Optional[Any] = None) -> ToolText:
         self.calls.append(("send_message", content) if mentions is None else ("send_message", content, mentions))
-        super().send_message(content, mentions)
+        return super().send_message(content, mentions)
 
-    def handoff(self, target: str, reason: str = "") -> str:
+    def handoff(self, target: str, reason: str = "") -> ToolText:
         self.calls.append(("handoff", target, reason))
         return super().handoff(target, reason)
 
-    def finish(self, reason: str = "", summary: str = "") -> str:
+    def finish(self, reason: str = "", summary: str = "") -> ToolText:
         self.calls.append(("finish", reason, summary))
         return super().finish(reason, summary)
 
-    def set_context(self, key: str, value: Any) -> None:
+    def set_context(self, key: str, value: Any) -> ToolText:
         self.calls.append(("set_context", key, value))
-        super().set_context(key, value)
+        return super().set_context(key, value)
 
-    def delete_context(self, key: str) -> None:
+    def delete_context(self, key: str) -> ToolText:
         self.calls.append(("delete_context", key))
-        super().delete_context(key)
+        return super().delete_context(key)
 
     def emit_event(self, event: Any) -> bool:
         self.calls.append(("emit_event", event))
@@ -525,6 +577,6 @@ class FakeSessionTools(SessionTools):
             self.dropped.append(event)
         return ok
 
-    def execute_tool_call(self, name: str, args: Union[dict[str, Any], str, None] = None) -> str:
+    def execute_tool_call(self, name: str, args: Union[dict[str, Any], str, None] = None) -> ToolText:
         self.calls.append(("execute_tool_call", name, args))
         return super().execute_tool_call(name, args)

@@ -20,6 +20,7 @@ from typing import Any, Awaitable, Callable, Container, Optional
 
 from turnflow.runtime.agents.base import (AgentContext, Capabilities, RosterEntry, SessionTools, check_telemetry,
                                           raw_capabilities)
+from turnflow.runtime.agents.platform_tools import CHATROOM_KIND
 from turnflow.runtime.envelope import EV_PARTICIPANT_ADDED, Envelope
 from turnflow.runtime.errors import AdapterError, ProtocolError, StoreError
 
@@ -196,12 +197,14 @@ def participants_text(roster: Roster) -> str:
                                         + (f": {r['description']}" if r["description"] else "") for r in roster)
 
 
-def session_facts(hub: Any, session_id: str, tools: SessionTools, drivable: Optional[Container[str]] = None) -> Any:
+def session_facts(hub: Any, session_id: str, tools: SessionTools, drivable: Optional[Container[str]] = None,
+                  directory: Optional[Callable[[], Any]] = None) -> Any:
     """Stamp `tools` with what the session knows about this turn: the session kind, the roster,
     `turn_input` (computed when read, see `turn_input`), `is_session_bootstrap` (no turn of this
     participant was delivered in this hub yet) and `participants_msg` (the roster as text, when it
     changed since this participant's last turn — the first turn included). Returns the session's
-    metadata (None when the hub does not know the session: nothing is stamped)."""
+    metadata (None when the hub does not know the session: nothing is stamped). `directory`: the
+    agents the caller knows besides the participants (`lookup_peers`)."""
     try:
         md = hub.metadata(session_id)
     except Exception:  # a hub without this session (tests driving take_turn by hand): nothing to stamp
@@ -210,6 +213,9 @@ def session_facts(hub: Any, session_id: str, tools: SessionTools, drivable: Opti
     tools.session_kind, tools.roster = md.kind, roster
     tools.input_source = lambda: turn_input(hub, session_id, tools.agent_id)
     tools.roster_port = roster_port(hub, session_id, tools, drivable)
+    tools.room_port = room_port(hub, tools)
+    if directory is not None:
+        tools.directory = directory
     shown = _SHOWN.setdefault(hub, {}).get(session_id, {})
     tools.is_session_bootstrap = tools.agent_id not in shown
     last = shown.get(tools.agent_id)
@@ -246,6 +252,33 @@ async def post_roster_changes(hub: Any, tools: SessionTools) -> None:
     changes, tools.roster_changes = tools.roster_changes, []
     for env in changes:
         await hub.post(env)
+    rooms, tools.rooms = tools.rooms, []
+    for name, others in rooms:
+        md = await hub.open_session(CHATROOM_KIND, [{"agent_id": tools.agent_id, "role": "initiator"}]
+                                    + [{"agent_id": o, "role": "participant"} for o in others],
+                                    creator_id=tools.agent_id, name=name)
+        await hub.emit_telemetry(tools.session_id, tools.agent_id, {
+            "event": "task", "reason": "create_chatroom", "step": tools.step,
+            "payload": {"chatroom": name, "session_id": md.session_id, "participants": md.participant_ids}})
+
+
+def room_port(hub: Any, tools: SessionTools) -> Callable[[str, list[str]], str]:
+    """`tools.create_chatroom`: the new discussion checked at once (its name, the participants' names,
+    at least two participants)
+    and queued; `post_roster_changes` opens it when the turn is delivered and records its session
+    id as a `task` telemetry event (reason `create_chatroom`)."""
+    def create(name: str, others: list[str]) -> str:
+        from turnflow.runtime.session import check_agent_id, check_name
+
+        check_name(name)
+        if not others:
+            raise ProtocolError(f"a {CHATROOM_KIND} needs at least one other participant")
+        for o in others:
+            check_agent_id(o)
+        tools.rooms.append((name, list(dict.fromkeys(others))))
+        return (f"chatroom {name!r} opens when your turn ends, with {', '.join([tools.agent_id, *others])}; "
+                "its session id is recorded in the session's telemetry")
+    return create
 
 
 def turn_input(hub: Any, session_id: str, agent_id: str) -> Optional[str]:
@@ -303,7 +336,8 @@ async def take_turn(hub: Any, session_id: str, agent: Any, msg: Any, make_tools:
                     deliver: Callable[[SessionTools], Awaitable[None]], step: int, *, attempts: int = TURN_ATTEMPTS,
                     invoke: Callable[[Awaitable[Any]], Awaitable[Any]] = _plain,
                     still_wanted: Callable[[], bool] = lambda: True,
-                    drivable: Optional[Container[str]] = None) -> None:
+                    drivable: Optional[Container[str]] = None,
+                    directory: Optional[Callable[[], Any]] = None) -> None:
     """Run one turn: `on_message` (through `invoke`, which may cancel it), then `deliver(tools)`
     (builds and posts the round). Any exception in either fails the turn; it is retried until
     `attempts` calls failed, then `TurnFailed` is raised. When `still_wanted()` turns false
@@ -311,7 +345,7 @@ async def take_turn(hub: Any, session_id: str, agent: Any, msg: Any, make_tools:
     for attempt in range(1, attempts + 1):
         tools = make_tools()
         tools.step = step
-        md = session_facts(hub, session_id, tools, drivable)
+        md = session_facts(hub, session_id, tools, drivable, directory)
         if tools.sink is None:
             tools.sink = live_sink(hub, session_id, tools.agent_id)
         try:

@@ -24,7 +24,8 @@ from __future__ import annotations
 import json
 from typing import Any, Optional, Union
 
-from turnflow.runtime.agents.base import MESSAGE_TYPES, AgentContext, SessionTools, ToolError, tool_arguments, tool_schema
+from turnflow.runtime.agents.base import AgentContext, SessionTools, ToolError, tool_arguments, tool_schema
+from turnflow.runtime.agents.platform_tools import MODEL_EVENT_TYPES
 from turnflow.runtime.errors import AdapterError
 
 SESSION_TOOL_NAMES = ("set_context", "delete_context", "finish", "handoff")
@@ -131,7 +132,7 @@ class ModelTools:
                 self.tools.send_message(a["content"], a.get("mentions"))
                 return "message added to your turn's reply"
             if name == "send_event":
-                self.tools.send_event(a["content"], a.get("message_type") or "thought")
+                self.tools.send_event(a["content"], a.get("message_type") or "thought", a.get("metadata"))
                 return f"{a.get('message_type') or 'thought'} event recorded"
             if name == "finish":
                 self._check_route(name, "finish")
@@ -176,7 +177,7 @@ class ModelTools:
 
 
 def platform_definitions(tools: SessionTools) -> list[dict[str, Any]]:
-    """`send_message(content, mentions)` and `send_event(content, message_type)`."""
+    """`send_message(content, mentions)` and `send_event(content, message_type, metadata)`."""
     others = [p for p in tools.participants if p != tools.agent_id]
     return [
         _definition("send_message", "Add a message to your turn's reply (several calls are joined by new lines); "
@@ -187,8 +188,9 @@ def platform_definitions(tools: SessionTools) -> list[dict[str, Any]]:
         _definition("send_event", "Record an event beside the conversation (not a message to the others): "
                     "`thought` (your reasoning), `task` (a task you start), `error`, `progress`. Does not end your turn.",
                     _obj({"content": {"type": "string", "description": "what happened"},
-                          "message_type": {"type": "string", "enum": list(MESSAGE_TYPES),
-                                           "description": "the kind of event (default thought)"}}, ["content"])),
+                          "message_type": {"type": "string", "enum": list(MODEL_EVENT_TYPES),
+                                           "description": "the kind of event (default thought)"},
+                          "metadata": {"type": "object", "description": "extra facts about the event"}}, ["content"])),
     ]
 
 
