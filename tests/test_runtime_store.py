@@ -4,6 +4,7 @@ envelope being written; corruption is reported with session and sequence number,
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -15,7 +16,7 @@ import pytest
 from runtime_crash_child import nth, open_session, post_n
 from runtime_helpers import FakeClock, run
 from turnflow.runtime.envelope import Envelope
-from turnflow.runtime.errors import ProtocolError, StoreError
+from turnflow.runtime.errors import StoreError
 from turnflow.runtime.hub import Hub
 from turnflow.runtime.store import SQLiteStore
 
@@ -24,7 +25,7 @@ LIFECYCLE_BEFORE_POSTS = 5  # 2 invites, 2 acks, opened
 
 
 def hydrated(path):
-    store = SQLiteStore(str(path))
+    store = SQLiteStore(str(path), read_only=True)  # as inspect reads it (a writer refuses damage)
     hub = Hub(store)
     report = hub.hydrate()
     out = {sid: (s.info(), s.state.snapshot(), sorted(s.fired)) for sid, s in hub.sessions.items()}
@@ -108,12 +109,10 @@ def test_corrupt_record_is_reported_not_folded(tmp_path):
     want_info["session_id"], want_info["envelope_count"], want_info["created_at"] = sid, 7, info["created_at"]
     assert (info, snapshot) == (want_info, want_snapshot)
 
-    async def refused():
-        hub = await Hub.open(SQLiteStore(str(db)))
-        with pytest.raises(ProtocolError, match="corrupt log.*seq 8"):
-            await hub.post(nth(3, hub.expected_next(sid), sid))
-        await hub.aclose()
-    run(refused())
+    before = db.read_bytes()  # a writer refuses the damaged file before writing to it (issue #33, item 5)
+    with pytest.raises(StoreError, match=re.escape(f"the store is damaged (session {sid} seq 8: the record fails")):
+        SQLiteStore(str(db))
+    assert db.read_bytes() == before
 
 
 def test_missing_record_is_reported(tmp_path):

@@ -118,8 +118,9 @@ def damage_by_session(problems: list) -> dict[str, list[dict]]:
     """{session id: [{seq, kind, detail}]} for the sessions with damaged records (seq 0: the
     session's creation record); damage to the store as a whole is under "(store)"."""
     found: dict[str, list[dict]] = {}
-    for p in problems:
-        found.setdefault(p.session_id, []).append({"seq": p.seq, "kind": damage_kind(p.detail), "detail": p.detail})
+    for p in problems:  # a row whose session id itself is unreadable (NULL, not text): "(unknown)"
+        sid = p.session_id if isinstance(p.session_id, str) else "(unknown)"
+        found.setdefault(sid, []).append({"seq": p.seq, "kind": damage_kind(p.detail), "detail": p.detail})
     return found
 
 

@@ -117,11 +117,11 @@ def run_batch(args, inputs: Inputs) -> int:
         return _run(args, spec, make_agents, tasks, os.path.join(tmp, "hub.db"))
 
 
-def _finished_before(queue: "TaskQueue", ids: list[str], as_json: bool) -> list[str]:
+def _finished_before(queue: "TaskQueue", ids: list[str], as_json: bool, where: str) -> list[str]:
     """The tasks this store finished in an earlier run (printed as skipped with --format json)."""
     from turnflow.runtime.batch import retrying
 
-    before = retrying(queue.results, ids)  # a server restarting right now is waited for
+    before = retrying(queue.results, ids, where=where)  # a server restarting right now is waited for
     finished = [i for i in ids if before.get(i, ("pending",))[0] in ("done", "failed")]
     if as_json:
         for i in finished:
@@ -151,12 +151,33 @@ def _work(bw: "BatchWorker") -> bool:
     return False
 
 
+def _load(queue: "TaskQueue", tasks: list, spec: dict, task_file: str, store_path: str) -> Optional[int]:
+    """Adds the task list to the store: None, or the exit status of a refusal (a task changed
+    under its id: 1; the database away: 2; a full disk raises `StoreFailed`, exit 2 too)."""
+    from turnflow.runtime.batch import is_transient, retrying
+    from turnflow.runtime.errors import RuntimeErrorBase, StoreFailed
+    from turnflow.runtime.tasks import spec_hash
+
+    try:
+        retrying(queue.load, tasks, spec_hash(spec), where=store_path)  # a server restarting right now is waited for
+    except StoreFailed:
+        raise
+    except RuntimeErrorBase as exc:
+        err(f"turnflow run: {task_file}: {exc}")
+        return EXIT_ERROR
+    except Exception as exc:
+        if not is_transient(exc):
+            raise
+        err(f"turnflow run: {store_path}: cannot load the task list: {str(exc).splitlines()[0]}")
+        return EXIT_USAGE
+    return None
+
+
 def _run(args, spec: dict, make_agents: Callable[[], dict], tasks: list, store_value: str) -> int:
-    from turnflow.runtime.batch import BatchWorker, TaskOutcome, is_transient, retrying
-    from turnflow.runtime.errors import RuntimeErrorBase, StoreError
+    from turnflow.runtime.batch import BatchWorker, TaskOutcome, retrying
+    from turnflow.runtime.errors import RuntimeErrorBase, StoreDamaged, StoreError, StoreFailed
     from turnflow.runtime.stores import open_store
     from turnflow.runtime.task_queue import new_worker_id, task_queue_for
-    from turnflow.runtime.tasks import spec_hash
 
     worker_id = new_worker_id()
     try:
@@ -172,17 +193,10 @@ def _run(args, spec: dict, make_agents: Callable[[], dict], tasks: list, store_v
     queue: "Optional[TaskQueue]" = None
     try:
         queue = task_queue_for(store)
-        try:
-            retrying(queue.load, tasks, spec_hash(spec))  # a server restarting right now is waited for
-        except RuntimeErrorBase as exc:
-            err(f"turnflow run: {args.tasks}: {exc}")
-            return EXIT_ERROR
-        except Exception as exc:
-            if not is_transient(exc):
-                raise
-            err(f"turnflow run: {store.path}: cannot load the task list: {str(exc).splitlines()[0]}")
-            return EXIT_USAGE
-        finished_before = _finished_before(queue, ids, as_json)
+        refused = _load(queue, tasks, spec, args.tasks, store.path)
+        if refused is not None:
+            return refused
+        finished_before = _finished_before(queue, ids, as_json, store.path)
         progress = _ProgressLine(len(ids), len(finished_before)) if sys.stderr.isatty() else None
 
         def on_result(o: TaskOutcome) -> None:
@@ -201,21 +215,22 @@ def _run(args, spec: dict, make_agents: Callable[[], dict], tasks: list, store_v
             problem = exc
         if progress is not None:
             progress.end()
+        if isinstance(problem, StoreFailed):
+            raise problem
         if problem is not None:
             err(f"turnflow run: {problem}")
             return EXIT_ERROR
         elapsed = time.monotonic() - started
-        try:  # a server restarting right now is waited for, as the worker did
-            final = retrying(queue.results, ids)
-        except Exception as exc:
-            if not is_transient(exc):
-                raise
-            err(f"turnflow run: {store.path}: cannot read the results: {str(exc).splitlines()[0]}")
-            return EXIT_USAGE
+        final = retrying(queue.results, ids, where=store.path)  # a server restarting now is waited for
         failures = store.batch_failures
         if failures:
             err(f"turnflow run: note: {len(failures)} group commit(s) failed as a whole and were retried item "
                 f"by item (first: {failures[0]})")
+    except StoreFailed as exc:  # a full disk, a database away too long: the store's failure, not the tasks'
+        err(f"turnflow run: {exc}")
+        if not isinstance(exc, StoreDamaged):
+            err("turnflow run: no task was recorded failed for it; run the same command again to continue")
+        return EXIT_USAGE
     finally:
         if queue is not None:  # PostgreSQL: the connection that listens for finished tasks
             queue.close()

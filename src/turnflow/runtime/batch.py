@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from turnflow.runtime.envelope import SUBSTANTIVE, Envelope
-from turnflow.runtime.errors import AdapterError, ProtocolError, StoreError
+from turnflow.runtime.clock import reconnect_seconds
+from turnflow.runtime.errors import AdapterError, ProtocolError, StoreError, StoreFailed
 from turnflow.runtime.hub import Hub
 from turnflow.runtime.runner import RunResult, run_session
 from turnflow.runtime.session import SessionMetadata
@@ -101,13 +102,16 @@ class BatchWorker:
     async def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
         if not self.queue.blocking:
             return fn(*args)
-        deadline = time.monotonic() + RECONNECT_SECONDS
+        window = reconnect_seconds()
+        deadline = time.monotonic() + window
         while True:  # a database server restarting or a killed connection: try again, then give up
             try:
                 return await asyncio.to_thread(fn, *args)
             except Exception as exc:
-                if not is_transient(exc) or time.monotonic() >= deadline:
+                if not is_transient(exc):
                     raise
+                if time.monotonic() >= deadline:
+                    raise unreachable(self.store.path, window, exc) from None
                 await asyncio.sleep(0.2)
 
     def _tick(self) -> None:
@@ -168,6 +172,8 @@ class BatchWorker:
         try:
             # PostgreSQL: written with the next group commit
             finished = await self.queue.finish_grouped(self.worker, claim.id, outcome.status, outcome.to_json(), sid)
+        except LeaseLost:  # the task is another worker's now (a long outage): this one carries on
+            finished = False
         finally:
             self._finishing.discard(claim.id)
         if not finished:  # not ours any more, or the session's log lost its end in a server crash
@@ -263,19 +269,28 @@ class BatchWorker:
             self._orphans = orphans
 
 
-RECONNECT_SECONDS = 60.0  # how long a worker retries a database that went away before it gives up
+def unreachable(where: str, window: float, exc: BaseException) -> StoreFailed:
+    """The worker gives up on a database away longer than the reconnect window: the store's
+    failure (exit 2 naming it), never a task's."""
+    detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return StoreFailed(f"{where}: the database could not be reached for {window:g} s ({detail}); the tasks not "
+                       "finished stay to do")
 
 
-def retrying(fn: Callable[..., Any], *args: Any) -> Any:
+def retrying(fn: Callable[..., Any], *args: Any, where: str = "the store") -> Any:
     """`fn(*args)` from a thread with no event loop (the command's last read of the results),
-    tried again like `BatchWorker._call` while the database is away, up to RECONNECT_SECONDS."""
-    deadline = time.monotonic() + RECONNECT_SECONDS
+    tried again like `BatchWorker._call` while the database is away, up to `reconnect_seconds()`;
+    then `StoreFailed` naming `where`."""
+    window = reconnect_seconds()
+    deadline = time.monotonic() + window
     while True:
         try:
             return fn(*args)
         except Exception as exc:
-            if not is_transient(exc) or time.monotonic() >= deadline:
+            if not is_transient(exc):
                 raise
+            if time.monotonic() >= deadline:
+                raise unreachable(where, window, exc) from None
             time.sleep(0.2)
 
 

@@ -41,6 +41,18 @@ class StoreError(_Masked):
     """The store cannot be opened or used."""
 
 
+class StoreFailed(StoreError):
+    """The store failed under a run that was using it — a full disk, an I/O error, a database
+    server away longer than the reconnect window: the infrastructure's failure, never a task's.
+    Nothing is recorded failed for it; the run stops (exit 2, naming the store) and what did not
+    finish stays unfinished, so the same command continues it."""
+
+
+class StoreDamaged(StoreFailed):
+    """A row of the store does not decode (a checksum mismatch, malformed JSON, a NULL where a
+    value must be): found before anything is written, and nothing is (exit 2, "damaged")."""
+
+
 def brief(value: object, limit: int = 80) -> str:
     """`repr(value)` for a message, bounded: long strings, deep or long containers are
     abbreviated with `...`, so a hostile value can never make a message huge."""

@@ -12,7 +12,6 @@ always completes that step, on hydrate too.
 from __future__ import annotations
 
 import asyncio
-import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Iterator, Optional, Sequence, Union
 
@@ -24,6 +23,7 @@ from turnflow.runtime.envelope import (EV_EXPECTATION_VIOLATED, EV_SESSION_ACK, 
                                        EV_SESSION_EXPIRED, EV_SESSION_INVITE, EV_SESSION_OPENED,
                                        EV_SESSION_REJECT, LIFECYCLE, MEMBERSHIP, SUBSTANTIVE, Envelope,
                                        envelope_id_for)
+from turnflow.runtime.clock import STEADY
 from turnflow.runtime.errors import ProtocolError, RuntimeErrorBase, StoreError
 from turnflow.runtime.live import LiveSession
 from turnflow.runtime.session import (Expectation, Participant, SessionMetadata, SessionRecord, SessionState,
@@ -156,9 +156,11 @@ def _sweepable(live: LiveSession) -> bool:
 
 
 class Hub:
-    """Create with `await Hub.open(store, clock=...)`; `clock()` returns seconds (time.time by default)."""
+    """Create with `await Hub.open(store, clock=...)`; `clock()` returns epoch seconds (by default
+    `clock.STEADY`: the wall clock at start plus monotonic time, so a wall-clock step never makes a
+    deadline pass)."""
 
-    def __init__(self, store: Store, *, clock: Callable[[], float] = time.time,
+    def __init__(self, store: Store, *, clock: Callable[[], float] = STEADY,
                  adapters: Optional[dict[tuple[str, int], SessionAdapter]] = None) -> None:
         self.store = store
         self.clock = clock

@@ -28,16 +28,17 @@ import json
 import sqlite3
 import zlib
 import asyncio
-import time
 from typing import Any, Callable, Iterable, Iterator, Optional, Union
 
 from turnflow.runtime.dialect import SQLITE, Dialect
 from turnflow.runtime.envelope import Envelope
-from turnflow.runtime.errors import StoreError
+from turnflow.runtime.errors import StoreError, StoreFailed
 from turnflow.runtime.session import check_session_id
 from turnflow.runtime.store_contract import Corrupt as Corrupt  # re-exported: what reads yield for a bad record
 from turnflow.runtime.store_contract import CommitUnits, EnvelopeRow, Refusals, SessionRow
 from turnflow.runtime.store_contract import Store as Store  # re-exported: the contract every store meets
+from turnflow.runtime.store_lock import NOBLOCK as _NOBLOCK
+from turnflow.runtime.store_lock import WriterLock as _WriterLock
 
 FORMAT = "turnflow-wal/1"
 
@@ -206,15 +207,16 @@ class SQLiteStore:
             self.db.text_factory = _text  # bytes that are not UTF-8 fail the record's checksum, not the read
             existing = self._check_format(empty_ok=True)
             if existing:  # a damaged file is refused before anything is written to it
-                problem = self._damage()
+                problem = self._damage() or self._records_damage()
                 if problem is not None:
                     raise StoreError(f"{path}: the store is damaged ({problem}); nothing was written. "
                                      "`turnflow inspect` shows what is still readable")
-                lost = self._lost(self._lock.recorded) if self._lock is not None else None
-                if lost is not None:
+                lock = self._lock
+                lost = self._lost(lock.recorded) if lock is not None else None
+                if lost is not None and lock is not None:
                     raise StoreError(f"{path}: {lost}; nothing was written (tasks it reported done would run "
                                      f"again). Put the -wal file back if you still have it; `turnflow inspect "
-                                     f"{path}` shows what survived; to carry on from that, delete {path}.lock")
+                                     f"{path}` shows what survived; to carry on from that, delete {lock.file}")
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute(f"PRAGMA synchronous={'FULL' if durability == 'full' else 'NORMAL'}")
             # the (session_id, seq) index takes inserts at random places when many sessions run at
@@ -226,10 +228,13 @@ class SQLiteStore:
             if self._lock is not None:
                 self._lock.start(self._identity(), *self._held(), durability == "full")
         except sqlite3.DatabaseError as exc:
-            self._release()
+            self.close()  # SQLite first, then the locks (store_lock.py)
+            if getattr(exc, "sqlite_errorname", "") == "SQLITE_CORRUPT":
+                raise StoreError(f"{path}: the store is damaged ({exc}); nothing was written. "
+                                 "`turnflow inspect` shows what is still readable") from None
             raise StoreError(f"{path}: cannot open as a turnflow store: {exc}") from None
         except BaseException:
-            self._release()
+            self.close()
             raise
 
     def _open_read_only(self, path: str) -> None:
@@ -252,7 +257,8 @@ class SQLiteStore:
                 raise StoreError(f"{path}: not a turnflow store (it is an empty database)")
             # a live writer has the -wal open (and may be rewriting the mark): check a store at rest only
             mark = {} if _WriterLock.in_use(path) else _WriterLock.mark(path)
-            self.damage = self._damage() or self._lost(mark)  # inspect reports it, shows what is readable
+            # inspect reports it (exit 2) and shows what is readable
+            self.damage = self._damage() or self._lost(mark) or self._meta_damage() or self._tasks_damage()
         except sqlite3.DatabaseError as exc:
             self.close()
             raise StoreError(f"{path}: cannot open as a turnflow store: {exc}") from None
@@ -284,6 +290,41 @@ class SQLiteStore:
             return str(exc)
         lines = [str(r[0]) for r in rows]
         return None if lines == ["ok"] else "; ".join(lines)[:300]
+
+    def _meta_damage(self) -> Optional[str]:
+        """A meta row that is not turnflow's (a damaged key or value), or None."""
+        for key, value in self.db.execute("SELECT key, value FROM meta"):
+            if key not in ("format", "store_id") or not isinstance(value, str):
+                return f"a meta row {str(key)[:40]!r} that is not turnflow's"
+        return None
+
+    def _tasks_damage(self) -> Optional[str]:
+        """The first task-list row (`run --tasks`) that does not decode, or None (no task list)."""
+        from turnflow.runtime.tasks import TASK_ROW_COLUMNS, task_row_damage
+
+        if self.db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'turnflow_tasks'").fetchone():
+            for row in self.db.execute(f"SELECT {TASK_ROW_COLUMNS} FROM turnflow_tasks"):
+                problem = task_row_damage(row)
+                if problem:
+                    return f"task {str(row[0])[:40]!r}: {problem}"
+        return None
+
+    def _records_damage(self) -> Optional[str]:
+        """The first row a writer would trust that does not decode — a meta row that is not ours,
+        a session or envelope record failing its checksum or missing a column — or None. Every
+        record is read once (one pass, the checksums only; measured in docs/benchmarks.md), so a
+        writer never adds to a store it could not read back whole."""
+        problem = self._meta_damage() or self._tasks_damage()
+        if problem:
+            return problem
+        for sid, text, crc in self.db.execute("SELECT session_id, record, crc FROM sessions"):
+            if not (isinstance(sid, str) and isinstance(text, str) and isinstance(crc, int)) or _crc(sid, 0, text) != crc:
+                return f"session {str(sid)[:40]}: its creation record fails its checksum"
+        for sid, seq, text, crc in self.db.execute("SELECT session_id, seq, record, crc FROM envelopes"):
+            if not (isinstance(sid, str) and isinstance(seq, int) and isinstance(text, str)
+                    and isinstance(crc, int)) or _crc(sid, seq, text) != crc:
+                return f"session {str(sid)[:40]} seq {seq}: the record fails its checksum"
+        return None
 
     def _check_format(self, empty_ok: bool) -> bool:
         """True when the database is a turnflow store; False when it is empty (no tables);
@@ -380,8 +421,8 @@ class SQLiteStore:
         done: asyncio.Future[Refusals] = asyncio.get_running_loop().create_future()
         try:
             self._write(units.sessions, units.rows)
-        except sqlite3.Error as exc:
-            done.set_exception(StoreError(f"{self.path}: commit failed: {exc}"))
+        except sqlite3.Error as exc:  # a full disk, an I/O error: the store's failure, not the session's
+            done.set_exception(StoreFailed(f"{self.path}: commit failed: {exc}"))
         except StoreError as exc:
             done.set_exception(exc)
         else:
@@ -417,8 +458,11 @@ class SQLiteStore:
 
     def append_telemetry(self, session_id: str, event: dict[str, Any]) -> None:
         check_session_id(session_id)
-        self.db.execute("INSERT INTO telemetry (session_id, record) VALUES (?, ?)",
-                        (session_id, json.dumps(event, sort_keys=True)))
+        try:
+            self.db.execute("INSERT INTO telemetry (session_id, record) VALUES (?, ?)",
+                            (session_id, json.dumps(event, sort_keys=True)))
+        except sqlite3.Error as exc:  # a full disk: the store's failure, not the agent's
+            raise StoreFailed(f"{self.path}: telemetry could not be written: {exc}") from None
 
     # -- reading --------------------------------------------------------------------------------
     def last_global_seq(self) -> int:
@@ -513,159 +557,13 @@ def _unwritable(path: str) -> Optional[str]:
     and fail only at the first commit."""
     import os
 
-    for name in (path, path + "-wal", path + "-shm", path + ".lock"):
+    for name in (path, path + "-wal", path + "-shm"):
         if os.path.exists(name):
             try:
-                os.close(os.open(name, os.O_RDWR))
+                os.close(os.open(name, os.O_RDWR | _NOBLOCK))
             except OSError as exc:
                 return f"{name}: {exc.strerror or exc}"
-    folder = os.path.dirname(os.path.abspath(path))
+    folder = os.path.dirname(os.path.realpath(path))
     if os.path.isdir(folder) and not os.access(folder, os.W_OK):  # the -wal, -shm, .lock files are made there
         return f"its folder {folder} is read-only"
     return None
-
-
-class _WriterLock:
-    """An exclusive `flock` on `PATH.lock`, held while a writable store is open. The file holds
-    the writer's pid (for the "in use" message) and the store's high-water mark: its id (meta
-    `store_id`), how many sessions and the last envelope number committed to it. The mark is
-    rewritten after every committed group (one `pwrite` of a fixed-size record), outside the
-    database: a store holding less than its mark lost committed records (its `-wal` file deleted
-    after a crash). Like the `-wal`, the mark survives a crash of the process in the OS's cache; at
-    `durability="full"` it is also fdatasync'd at most once a second (and at close), so after a
-    power loss it lags by at most the last second's commits — never ahead of what was committed,
-    so never a false alarm. Where `fcntl` is missing (Windows) no lock is taken."""
-
-    SIZE = 160  # the record is padded to this many bytes: each update is one write, never a truncate
-
-    def __init__(self, path: str) -> None:
-        import os
-
-        self.file = path + ".lock"
-        self.fd: Optional[int] = None
-        self.recorded: dict[str, Any] = {}  # the mark as the previous writer left it
-        self.state: dict[str, Any] = {}
-        self.sync = False
-        self.synced = 0.0  # time.monotonic() of the last fdatasync
-        self.dirty = False
-        self.store_json = b'""'
-        try:
-            import fcntl  # noqa: F401 - only to know whether flock exists here
-        except ImportError:  # pragma: no cover - not POSIX
-            return
-        try:
-            fd = os.open(self.file, os.O_RDWR | os.O_CREAT, 0o666)
-        except OSError as exc:
-            raise StoreError(f"{path}: cannot create the lock file {self.file}: {exc.strerror or exc}") from None
-        if not self._take(fd):
-            os.close(fd)
-            pid = self.mark(path).get("pid")
-            who = f"pid {pid}" if isinstance(pid, int) else "another process"
-            raise StoreError(f"{path}: store in use by {who}; wait for it to finish or use another store") from None
-        self.fd = fd
-        self.recorded = self.mark(path)
-
-    @staticmethod
-    def _take(fd: int) -> bool:
-        """The exclusive lock, or False when another writer holds it. A few tries 10 ms apart: an
-        `inspect` checking whether a writer is there holds a shared lock for microseconds."""
-        import fcntl
-
-        for attempt in range(4):
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return True
-            except OSError:
-                if attempt < 3:
-                    time.sleep(0.01)
-        return False
-
-    @staticmethod
-    def mark(path: str) -> dict[str, Any]:
-        """What `PATH.lock` holds: {"pid", "store", "sessions", "gseq"} (ints and the store id), or {}."""
-        try:
-            with open(path + ".lock", encoding="utf-8") as fh:
-                data = json.loads(fh.read(4096) or "{}")
-        except (OSError, ValueError):
-            return {}
-        if not isinstance(data, dict):
-            return {}
-        return {k: v for k, v in data.items() if isinstance(v, (int, str)) and not isinstance(v, bool)}
-
-    @staticmethod
-    def in_use(path: str) -> bool:
-        """Whether a writer holds the store's lock now (asked without creating the lock file)."""
-        import os
-
-        try:
-            import fcntl
-
-            fd = os.open(path + ".lock", os.O_RDONLY)
-        except (ImportError, OSError):
-            return False
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except OSError:
-            return True
-        finally:
-            os.close(fd)
-        return False
-
-    def start(self, store_id: str, sessions: int, gseq: int, sync: bool) -> None:
-        import os
-
-        self.state = {"pid": os.getpid(), "store": store_id, "sessions": sessions, "gseq": gseq}
-        self.store_json = json.dumps(store_id).encode()
-        self.sync = sync
-        if self.fd is not None:
-            try:
-                os.ftruncate(self.fd, self.SIZE)  # whatever an older writer left past the record
-            except OSError:  # pragma: no cover
-                pass
-        self._write()
-
-    def committed(self, sessions: int, gseq: int) -> None:
-        """A group was committed: `sessions` new sessions, envelopes up to number `gseq` (0: none)."""
-        if not self.state:
-            return
-        self.state["sessions"] += sessions
-        if gseq > self.state["gseq"]:
-            self.state["gseq"] = gseq
-        self._write()
-
-    def _write(self) -> None:
-        import os
-
-        if self.fd is None:
-            return
-        st = self.state  # by hand: json.dumps would double this per-group cost (the same text)
-        data = b'{"pid":%d,"store":%s,"sessions":%d,"gseq":%d}' % (
-            st["pid"], self.store_json, st["sessions"], st["gseq"])
-        try:
-            if len(data) < self.SIZE:
-                os.pwrite(self.fd, data + b" " * (self.SIZE - len(data)), 0)
-            else:  # pragma: no cover - a record longer than SIZE (ids are 32 hex digits)
-                os.ftruncate(self.fd, 0)
-                os.pwrite(self.fd, data, 0)
-            self.dirty = True
-            if self.sync:
-                now = time.monotonic()
-                if now - self.synced >= 1.0:
-                    os.fdatasync(self.fd)
-                    self.synced, self.dirty = now, False
-        except OSError:  # pragma: no cover - the mark is a check, the records are in the database
-            pass
-
-    def release(self) -> None:
-        import os
-
-        if self.fd is not None:
-            try:
-                if self.sync and self.dirty:
-                    os.fdatasync(self.fd)
-            except OSError:  # pragma: no cover
-                pass
-            try:
-                os.close(self.fd)  # closing drops the flock
-            finally:
-                self.fd = None

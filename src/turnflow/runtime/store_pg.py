@@ -39,7 +39,8 @@ from types import ModuleType
 from typing import Any, Iterator, Optional, TypeGuard, Union
 
 from turnflow.runtime.envelope import Envelope
-from turnflow.runtime.errors import StoreError
+from turnflow.runtime.clock import reconnect_seconds
+from turnflow.runtime.errors import StoreError, StoreFailed
 from turnflow.runtime.pg_leases import TaskLeases
 from turnflow.runtime.session import check_session_id
 from turnflow.runtime.dialect import POSTGRESQL, Dialect
@@ -272,7 +273,9 @@ class PostgresStore:
 
         # `check`: a connection the server dropped (restart, pg_terminate_backend) is replaced when
         # taken from the pool, instead of failing the claim or read that took it
+        # `timeout`: a connection is waited for 30 s (at most the reconnect window), then PoolTimeout
         self.pool = psycopg_pool.ConnectionPool(url, min_size=1, max_size=max(2, pool_size), open=False,
+                                                timeout=min(30.0, reconnect_seconds()),
                                                 kwargs={"autocommit": True}, configure=configure,
                                                 check=psycopg_pool.ConnectionPool.check_connection)
         try:
@@ -289,7 +292,7 @@ class PostgresStore:
         self._committer: Optional[threading.Thread] = None
         self._conn: Any = None  # the committer thread's own connection
         self._inflight = 0  # queued or being written
-        self.reconnect_timeout = 60.0  # how long the committer waits for a server that went away
+        self.reconnect_timeout = reconnect_seconds()  # how long the committer waits for a server that went away
         self.commits = 0  # statements written by the committer (a group commit counts once)
         self.batch_failures: list[str] = []  # why whole statements failed (their work was retried session by session)
         self._cache: dict[str, list[Envelope]] = {}  # committed logs of the sessions this process writes
@@ -333,12 +336,30 @@ class PostgresStore:
         """A number no other writer of this database will get (blocks of GSEQ_BLOCK from a sequence)."""
         with self._gseq_lock:
             if self._gseq_next >= self._gseq_end:
-                with self.pool.connection() as conn:
-                    start = conn.execute("SELECT nextval('turnflow_gseq')").fetchone()[0]
+                start = self._next_block()
                 self._gseq_next, self._gseq_end = start, start + GSEQ_BLOCK
             value = self._gseq_next
             self._gseq_next += 1
             return value
+
+    def _next_block(self) -> int:
+        """The first number of a fresh block, waiting for a server that went away (the pool's
+        connections first, then a connection of its own: the pool's reconnection backs off) up to
+        the reconnect window; then `StoreFailed` naming the store, never an agent's failure."""
+        psycopg = self._psycopg
+        deadline = time.monotonic() + self.reconnect_timeout
+        while True:
+            try:
+                with self.pool.connection(timeout=max(0.1, min(5.0, deadline - time.monotonic()))) as conn:
+                    return int(conn.execute("SELECT nextval('turnflow_gseq')").fetchone()[0])
+            except psycopg.OperationalError as exc:
+                try:
+                    with psycopg.connect(self.url, autocommit=True, connect_timeout=5) as conn:
+                        return int(conn.execute("SELECT nextval('turnflow_gseq')").fetchone()[0])
+                except psycopg.OperationalError:
+                    if time.monotonic() >= deadline:
+                        raise self._unreachable(exc) from None
+                    time.sleep(0.2)
 
     def last_global_seq(self) -> int:
         with self.pool.connection() as conn:
@@ -465,13 +486,7 @@ class PostgresStore:
                     if not self._await_server(deadline):
                         raise
         except psycopg.Error as exc:
-            self._drop_broken()
-            parts = [(i, p) for i, u in enumerate(batch) for p in u.split()]
-            if len(parts) == 1:
-                outcomes = {0: self._failure(batch[0], exc)}
-            else:
-                self.batch_failures.append(_first_line(exc))
-                outcomes = self._retry(batch, parts)
+            outcomes = self._failed(batch, exc, deadline)
         except Exception as exc:  # pragma: no cover - pool closed, connection lost: fail every waiter
             outcomes = {i: StoreError(f"{self.path}: {self._said(exc)}") for i in range(len(batch))}
         # one hand-off per event loop, not one per unit: each call_soon_threadsafe wakes the loop
@@ -484,6 +499,18 @@ class PostgresStore:
                 loop.call_soon_threadsafe(self._settle_all, items)
             except RuntimeError:  # pragma: no cover - the loop is gone
                 pass
+
+    def _failed(self, batch: list[_Unit], exc: BaseException, deadline: Optional[float]) -> dict[int, Any]:
+        """The outcomes of a batch whose statement failed: each session's part retried on its own,
+        unless the server stayed away past the reconnect window (then every unit: `StoreFailed`)."""
+        self._drop_broken()
+        if deadline is not None and time.monotonic() >= deadline:  # no retries against a server that is gone
+            return {i: self._unreachable(exc) for i in range(len(batch))}
+        parts = [(i, p) for i, u in enumerate(batch) for p in u.split()]
+        if len(parts) == 1:
+            return {0: self._failure(batch[0], exc)}
+        self.batch_failures.append(_first_line(exc))
+        return self._retry(batch, parts)
 
     def _retry(self, batch: list[_Unit], parts: list[tuple[int, _Unit]]) -> dict[int, Any]:
         psycopg = self._psycopg
@@ -508,7 +535,15 @@ class PostgresStore:
                     prev.update(got)
         return outcomes
 
+    def _unreachable(self, exc: BaseException) -> StoreFailed:
+        """The server away past the reconnect window: the store's failure, never a session's."""
+        return StoreFailed(f"{self.path}: the database could not be reached for {self.reconnect_timeout:g} s "
+                           f"({_first_line(exc)}); the tasks not finished stay to do")
+
     def _failure(self, unit: _Unit, exc: BaseException) -> StoreError:
+        if isinstance(exc, self._psycopg.OperationalError) and (self._conn is None or self._conn.closed
+                                                                 or self._conn.broken):
+            return self._unreachable(exc)
         sids = sorted(unit.session_ids())
         what = f"session {sids[0]}" if len(sids) == 1 else f"{len(sids)} sessions" if sids else self.path
         return StoreError(f"{what}: cannot write: {_first_line(exc)}")

@@ -22,17 +22,18 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Protocol, cast
 
+from turnflow.runtime.clock import STEADY
 from turnflow.runtime.dialect import POSTGRESQL
-from turnflow.runtime.errors import StoreError
+from turnflow.runtime.errors import StoreDamaged, StoreError, StoreFailed
 from turnflow.runtime.pg_leases import NOTIFY_CHANNEL
-from turnflow.runtime.tasks import Claim, Task, decode_context
+from turnflow.runtime.tasks import TASK_ROW_COLUMNS, TASK_STATES, Claim, Task, decode_context, task_row_damage
 
 if TYPE_CHECKING:
     from turnflow.runtime.store import SQLiteStore
     from turnflow.runtime.store_contract import Store
     from turnflow.runtime.store_pg import PostgresStore
 
-STATES = ("pending", "running", "done", "failed")
+STATES = TASK_STATES
 
 
 class TaskQueue(Protocol):
@@ -117,6 +118,28 @@ def _mismatch(t: Task, row: tuple[Any, ...], spec_hash: str) -> Optional[str]:
     return None
 
 
+def _store_failures(cls: Any) -> Any:
+    """Every method of the SQLite task list raises `StoreFailed` naming the store when SQLite
+    fails (a full disk, an I/O error): the store's failure, never the task's, never exit 3."""
+    import functools
+    import sqlite3
+
+    def wrap(fn: Any) -> Any:
+        @functools.wraps(fn)
+        def call(self: Any, *args: Any, **kw: Any) -> Any:
+            try:
+                return fn(self, *args, **kw)
+            except sqlite3.Error as exc:
+                raise StoreFailed(f"{self.store.path}: the task list could not be updated: {exc}") from None
+        return call
+
+    for name in ("__init__", "load", "claim", "renew", "finish", "release_task", "release", "counts",
+                 "unfinished", "results"):
+        setattr(cls, name, wrap(getattr(cls, name)))
+    return cls
+
+
+@_store_failures
 class SQLiteTaskQueue:
     """The task list in the SQLite store's file (one process at a time)."""
 
@@ -139,7 +162,13 @@ class SQLiteTaskQueue:
     def load(self, tasks: list[Task], spec_hash: str) -> int:
         """Add the tasks this store does not hold yet; refuse ids whose task or flow changed.
         Returns how many were added."""
-        have = {r[0]: r[1:] for r in self.db.execute("SELECT id, task, context, spec_hash FROM turnflow_tasks")}
+        have = {}
+        for row in self.db.execute(f"SELECT {TASK_ROW_COLUMNS} FROM turnflow_tasks"):
+            damage = task_row_damage(row)
+            if damage:  # before anything is written
+                raise StoreDamaged(f"{self.store.path}: the store is damaged (task {str(row[0])[:40]!r}: {damage}); "
+                                   "nothing was written. `turnflow inspect` shows what is still readable")
+            have[row[0]] = row[1:4]
         for t in tasks:
             if t.id in have:
                 problem = _mismatch(t, have[t.id], spec_hash)
@@ -167,7 +196,7 @@ class SQLiteTaskQueue:
     def claim(self, worker: str, n: int, lease: float) -> list[Claim]:
         if _due(self):
             self._expire_dead(worker)
-        now = time.time()
+        now = STEADY()  # a wall-clock step neither expires nor extends a lease
         rows = self.db.execute(
             "UPDATE turnflow_tasks SET state = 'running', worker = :w, lease_until = :until, attempts = attempts + 1 "
             "WHERE id IN (SELECT id FROM (SELECT * FROM (SELECT id, ord FROM turnflow_tasks WHERE state = 'running' "
@@ -189,7 +218,7 @@ class SQLiteTaskQueue:
 
     def renew(self, worker: str, lease: float) -> set[str]:
         rows = self.db.execute("UPDATE turnflow_tasks SET lease_until = ? WHERE worker = ? AND state = 'running' "
-                               "RETURNING id", (time.time() + lease, worker)).fetchall()
+                               "RETURNING id", (STEADY() + lease, worker)).fetchall()
         return {r[0] for r in rows}
 
     def finish(self, worker: str, task_id: str, state: str, result: dict[str, Any]) -> bool:

@@ -159,3 +159,27 @@ def decode_context(text: Any) -> dict[str, Any]:
 
 class LeaseLost(StoreError):
     """This worker no longer holds the task (its lease ran out and another worker claimed it)."""
+
+
+TASK_STATES = ("pending", "running", "done", "failed")
+TASK_ROW_COLUMNS = "id, task, context, spec_hash, state, attempts, session_id, result"
+
+
+def task_row_damage(row: tuple[Any, ...]) -> str:
+    """Why a task-list row (id, task, context, spec_hash, state, attempts, session_id, result)
+    cannot be what a worker wrote, or "": `load` checks every row before writing, `inspect` too."""
+    tid, task, context, spec_hash, state, attempts, session_id, result = row
+    if not isinstance(tid, str) or not (task is None or isinstance(task, str)) or not isinstance(spec_hash, str):
+        return "its id, task or flow is not text"
+    if state not in TASK_STATES or not isinstance(attempts, int) or not (session_id is None or isinstance(session_id, str)):
+        return "its state, attempts or session is not one a worker writes"
+    try:
+        ctx = json.loads(context) if isinstance(context, str) else None
+        res = json.loads(result) if isinstance(result, str) else None
+    except ValueError:
+        return "its context or result is not JSON"
+    if not isinstance(ctx, dict):
+        return "its context is not a JSON object"
+    if (state in ("done", "failed")) != isinstance(res, dict) or (result is not None and not isinstance(res, dict)):
+        return "its result does not match its state"
+    return ""

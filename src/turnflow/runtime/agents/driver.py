@@ -22,7 +22,7 @@ from turnflow.runtime.agents.base import (AgentContext, Capabilities, RosterEntr
                                           raw_capabilities)
 from turnflow.runtime.agents.platform_tools import CHATROOM_KIND
 from turnflow.runtime.envelope import EV_PARTICIPANT_ADDED, Envelope
-from turnflow.runtime.errors import AdapterError, ProtocolError
+from turnflow.runtime.errors import AdapterError, ProtocolError, StoreError
 
 TURN_ATTEMPTS = 2
 
@@ -365,7 +365,7 @@ async def take_turn(hub: Any, session_id: str, agent: Any, msg: Any, make_tools:
             await deliver(tools)
             delivered(hub, session_id, tools, md)
             return
-        except TurnStopped:
+        except (TurnStopped, StoreError):  # the store failing is never the agent's failure
             raise
         except Exception as exc:
             await flush(hub, session_id, tools)
