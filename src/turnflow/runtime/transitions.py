@@ -10,7 +10,10 @@ in list order), with conditions partially evaluated for `s` and the envelope typ
 target. Every target but `previous_speaker` resolves to a constant for a given last speaker
 (`Target.resolve`), so selecting the next speaker is a short walk over precomputed rows (see `Row`);
 a `previous_speaker` row holds `PREVIOUS` and the adapter resolves it from the state's last speaker
-(the one before the sender of the envelope being folded).
+(the one before the sender of the envelope being folded). A bare `tool_called` rule (a handoff)
+can fire for any speaker: such rules are kept once, by tool, and a packet table reaches the ones
+placed between two of its rows through one `TOOLS` row (a bisection on the tool's places), so
+no table lists every handoff of the graph and building them all is linear in the rules.
 
 `turnflow.spec` (pydantic) loads when the first graph is validated, not when this module is
 imported: a run of consulting, conversation or discussion sessions never loads pydantic.
@@ -131,7 +134,6 @@ class CompiledGraph:
         self._rules = [(trs[i].when, trs[i].then) for i in self.evaluation]
         # which rules can fire for which last speaker: a rule whose condition requires `from_speaker`
         # is listed under those speakers only, so building every table is linear in the rules
-        # (not participants × rules)
         # (not participants × rules); a bare `tool_called` rule (a handoff) fires for any speaker:
         # those are kept once, by tool, and every packet table reaches them through TOOLS rows
         from turnflow.spec import ToolCalled
