@@ -167,3 +167,24 @@ def test_output_that_cannot_be_written_never_leaves_the_session_active(tmp_path,
     assert rc == 2 and "the output could not be written (OSError" in said and "inspect hub.db" in said, said
     listing = _turnflow("inspect", "hub.db", cwd=tmp_path)
     assert " closed " in _clean(listing.stdout) and " active " not in listing.stdout.decode()
+
+
+def test_every_output_path_writes_a_lone_surrogate_escaped(tmp_path):
+    """A `.flow` string may hold half an emoji or ESC through its JSON escapes (`\\ud83d`,
+    `\\u001b`): compile, graph (DOT, Mermaid, JSON; to a file or the terminal) and fmt write it
+    escaped instead of exiting 3 on the encoding."""
+    (tmp_path / "s.flow").write_text('workflow w "t \\ud83d x" {\n participant a "half \\ud83d \\u001b[2J" initiator\n'
+                                     ' participant b\n start a\n a -> b when text contains "\\ud83d"\n'
+                                     ' b -> terminate "r\\ud83d"\n}\n')
+    for argv, out in ((["compile", "s.flow", "-o", "s.json"], "s.json"), (["graph", "s.flow", "-o", "s.dot"], "s.dot"),
+                      (["graph", "s.flow", "--format", "mermaid", "-o", "s.mmd"], "s.mmd"),
+                      (["graph", "s.flow", "--format", "json", "-o", "g.json"], "g.json")):
+        r = _turnflow(*argv, cwd=tmp_path)
+        assert r.returncode == 0, (argv, r.stderr)
+        (tmp_path / out).read_bytes().decode("utf-8")  # strict: valid UTF-8
+    spec = json.loads((tmp_path / "s.json").read_text())
+    assert spec[0]["participants"][0]["description"] == "half \ud83d \x1b[2J"  # JSON keeps the text itself
+    shown = _turnflow("graph", "s.flow", cwd=tmp_path)
+    assert shown.returncode == 0 and "\\x1b[2J" in _clean(shown.stdout)
+    fmt = _turnflow("fmt", "s.flow", cwd=tmp_path)
+    assert fmt.returncode == 0 and '"half \\ud83d \\u001b[2J"' in (tmp_path / "s.flow").read_text()

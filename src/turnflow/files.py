@@ -207,7 +207,9 @@ def write_atomic(path: str, text: "str | bytes") -> None:
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".turnflow-", suffix=".tmp", dir=directory)
     try:
-        data = text.encode("utf-8") if isinstance(text, str) else text
+        # a lone surrogate (half an emoji from a `\ud83d` escape, a file name that is not UTF-8) is
+        # written as its escape, `\ud83d`: in JSON and in a .flow string that is the same text
+        data = text.encode("utf-8", "backslashreplace") if isinstance(text, str) else text
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()

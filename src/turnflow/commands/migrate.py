@@ -76,6 +76,9 @@ def _emit(args, result, sources: dict, stream, what: str) -> int:
     from turnflow.dsl.parser import gc_paused
 
     out_path = args.output or "<migrated>"
+    # the command needs the text alone: the migrated tree and model are let go before the check
+    # reads the text again (20,000 agents: hundreds of MB held for nothing)
+    result.flow, result.teams = None, []
     with gc_paused():
         flow_diags = check(result.text, path=out_path)
     sources[out_path] = SourceText(result.text, out_path)

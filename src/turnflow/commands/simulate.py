@@ -70,10 +70,11 @@ def rule_labels(path: str, graphs: dict, text: Optional[str] = None) -> dict[str
         lines = text.splitlines()
     for name, graph in graphs.items():
         block = flow.block(name) if flow is not None else None
+        rules = block.rules if block is not None else []  # a property that builds its list: read once
         out_: list[dict] = []
         for i, tr in enumerate(graph.transitions):
-            if block is not None and i < len(block.rules):
-                line = block.rules[i].span.line
+            if i < len(rules):
+                line = rules[i].span.line
                 out_.append({"index": i, "line": line, "text": lines[line - 1].strip()})
             else:
                 out_.append({"index": i, "line": None, "text": f"when {tr.when.describe()} then {tr.then.describe()}"})

@@ -145,7 +145,7 @@ def header(block: ast.Block) -> str:
 # --------------------------------------------------------------------------
 #  Layout with comments: a pure function of the tree
 # --------------------------------------------------------------------------
-@dataclass
+@dataclass(slots=True)  # one per output line: no per-instance dict
 class _Item:
     text: str
     depth: int
@@ -171,7 +171,9 @@ def format_flow(flow: ast.FlowFile) -> str:
     blank_before = _blank_lines(items)
     _align_runs(items, blank_before)
     lines: list[str] = []
-    for it, blank in zip(items, blank_before):
+    for i, blank in enumerate(blank_before):
+        it = items[i]
+        items[i] = None  # type: ignore[call-overload]  # each item is let go once its line is made
         if blank and lines and lines[-1] != "":
             lines.append("")
         text = INDENT * it.depth + it.text

@@ -1127,6 +1127,8 @@ def _expression(text: str) -> tuple[list, str]:
         tree = pyast.parse(py, mode="eval").body
     except SyntaxError:
         raise _Unexpressible(f"{json.dumps(text)} is not a valid expression") from None
+    except (RecursionError, MemoryError):  # nested past what Python's parser reads
+        raise _Unexpressible("the expression is nested too deeply to read") from None
     approx: list[str] = []
 
     def value(n):

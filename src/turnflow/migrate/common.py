@@ -148,7 +148,7 @@ def tool_name(raw: str) -> str:
 TargetSpec = Union[str, tuple]  # "agent" | ("terminate", reason) | ("stay",) | ("next",) | ("initiator",) | ("previous",)
 
 
-@dataclass
+@dataclass(slots=True)
 class Line:
     kind: str  # participant | start | max_turns | context | rule | handoff | otherwise | ttl | comment
     data: dict
@@ -157,7 +157,7 @@ class Line:
     notes: list[tuple[str, str]] = field(default_factory=list)  # (code, message) of the notes above it
 
 
-@dataclass
+@dataclass(slots=True)
 class Note:
     code: str
     message: str

@@ -406,11 +406,11 @@ def _function_node(fn: Any):
         # the file the lambda was written in, through linecache: a notebook cell's code is there
         # (IPython registers it) under a file name that is no file on disk
         source = "".join(linecache.getlines(code.co_filename))
-    except (OSError, TypeError, SyntaxError, UnicodeDecodeError):
+    except (OSError, TypeError, SyntaxError, UnicodeDecodeError, RecursionError, MemoryError):
         return None
     try:
         tree = pyast.parse(source)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # the last two: nested past the parser's limits
         return None
     lambdas = [n for n in pyast.walk(tree) if isinstance(n, pyast.Lambda) and n.lineno == code.co_firstlineno]
     return lambdas[0] if len(lambdas) == 1 else None

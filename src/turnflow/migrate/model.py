@@ -21,17 +21,17 @@ from turnflow.source import Span
 # --------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class AgentTarget:
     name: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Terminate:
     reason: Optional[str] = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Builtin:
     kind: Literal["stay", "next", "initiator", "previous"]
 
@@ -55,7 +55,7 @@ def target(spec: object) -> Target:
 # --------------------------------------------------------------------------
 #  Provenance
 # --------------------------------------------------------------------------
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Provenance:
     """`read` from the source; `approximated` (the notes say what was lost); `run_time`: the
     source decides it when it runs (TF410)."""
@@ -78,14 +78,14 @@ READ = Provenance()
 # --------------------------------------------------------------------------
 #  Statements
 # --------------------------------------------------------------------------
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class Statement:
     comments: list[str] = field(default_factory=list)  # `#` lines above it (notes included)
     group: int = 0  # a change of group is a blank line
     provenance: Provenance = READ
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class Participant(Statement):
     name: str
     description: Optional[str] = None
@@ -93,35 +93,35 @@ class Participant(Statement):
     tools: tuple[str, ...] = ()
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class Start(Statement):
     name: str
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class MaxTurns(Statement):
     value: int
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class Context(Statement):
     key: str
     value: object
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class Ttl(Statement):
     seconds: int
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class Rule(Statement):
     source: Optional[str]  # None: `*`
     target: Target
     terms: tuple = ()  # the front ends' condition terms (see common._terms)
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class Handoff(Statement):
     source: str
     target: Target
@@ -129,12 +129,12 @@ class Handoff(Statement):
     description: Optional[str] = None
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class Otherwise(Statement):
     target: Target
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class Comment(Statement):
     text: str
 

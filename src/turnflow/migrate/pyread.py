@@ -351,8 +351,11 @@ def parse_module(text: str, path: str, src: SourceText) -> Module:
     except SyntaxError as err:
         line, col = _mapped(err.lineno or 1, err.offset or 1)
         raise fail("TF401", f"Python syntax error: {err.msg}", Pos(line, col), path, src) from None
-    except (ValueError, RecursionError) as err:
+    except ValueError as err:
         raise fail("TF401", f"cannot read the Python source: {err}", Pos(1, 1), path, src) from None
+    except (RecursionError, MemoryError):  # CPython's parser: an expression nested past its limits
+        raise fail("TF401", "the Python source is nested too deeply to read (Python's own parser gave up)",
+                   Pos(1, 1), path, src) from None
     _LINES[:] = text.split("\n")
     from turnflow.migrate.pystatic import rewrite
 

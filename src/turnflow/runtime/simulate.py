@@ -186,7 +186,8 @@ class Simulator:
         """Which rule decided (first match in evaluation order, else the default target),
         checked against the adapter's own decision `decided` = (next speaker, close reason)."""
         tool, text = round_inputs(env)
-        for i in self.evaluation:
+        for k in self.graph.candidates(speaker, tool):  # the rules that can fire for this speaker and tool, in order
+            i = self.evaluation[k]
             tr = self.transitions[i]
             if tr.when.holds(speaker, ctx, tool, text):
                 then = tr.then

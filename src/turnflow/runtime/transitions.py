@@ -10,7 +10,10 @@ in list order), with conditions partially evaluated for `s` and the envelope typ
 target. Every target but `previous_speaker` resolves to a constant for a given last speaker
 (`Target.resolve`), so selecting the next speaker is a short walk over precomputed rows (see `Row`);
 a `previous_speaker` row holds `PREVIOUS` and the adapter resolves it from the state's last speaker
-(the one before the sender of the envelope being folded).
+(the one before the sender of the envelope being folded). A bare `tool_called` rule (a handoff)
+can fire for any speaker: such rules are kept once, by tool, and a packet table reaches the ones
+placed between two of its rows through one `TOOLS` row (a bisection on the tool's places), so
+no table lists every handoff of the graph and building them all is linear in the rules.
 
 `turnflow.spec` (pydantic) loads when the first graph is validated, not when this module is
 imported: a run of consulting, conversation or discussion sessions never loads pydantic.
@@ -38,6 +41,10 @@ ALWAYS = 0  #: the row fires
 CTX = 1     #: context[a] == b
 TOOL = 2    #: the packet's routing tool == a
 TEST = 3    #: a(context, envelope)
+#: the first of the graph's bare `tool_called` rules (shared by every speaker) at a place in
+#: evaluation order strictly between a[0] and a[1] whose tool is the packet's; the row's own
+#: target fields are unused (`CompiledGraph.tool_rule` resolves the rule found)
+TOOLS = 4
 #: `next_speaker` of a row whose target is `previous_speaker`: the only target that is not a
 #: constant per last speaker; the adapter resolves it with `CompiledGraph.previous`
 PREVIOUS = "\x00previous"
@@ -87,11 +94,31 @@ def _row_test(cond: BaseCondition, speaker: str) -> tuple[Any, ...]:
     return TEST, _test(cond, speaker), None
 
 
+def speakers_of(cond: Any) -> Optional[frozenset[str]]:
+    """The last speakers for which `cond` can hold, when a `from_speaker` decides it: `from_speaker`
+    its agent, `all_of` the intersection of its bound parts, `any_of` the union when every part is
+    bound; None (any speaker) otherwise. For a speaker outside the set, `cond.partial` is False."""
+    from turnflow.spec import AllOf, AnyOf, FromSpeaker
+
+    if isinstance(cond, FromSpeaker):
+        return frozenset((cond.args.agent_id,))
+    if isinstance(cond, AllOf):
+        bound = [b for b in (speakers_of(c) for c in cond.args.conditions) if b is not None]
+        return frozenset.intersection(*bound) if bound else None
+    if isinstance(cond, AnyOf):
+        parts = [speakers_of(c) for c in cond.args.conditions]
+        if not parts or any(b is None for b in parts):
+            return None
+        return frozenset().union(*parts)  # type: ignore[arg-type]
+    return None
+
+
 class CompiledGraph:
     """A validated TransitionGraph with one dispatch table per (last speaker, envelope type)."""
 
     __slots__ = ("model", "initial_speaker", "max_turns", "order", "creator", "_rules", "text_tables",
-                 "packet_tables", "_previous")
+                 "packet_tables", "_previous", "evaluation", "_bound", "_unbound", "_tool_at", "_tools",
+                 "_tool_targets")
 
     def __init__(self, graph: Union[dict[str, Any], TransitionGraph], order: list[str], creator: str) -> None:
         from turnflow.spec import PreviousSpeaker
@@ -103,24 +130,87 @@ class CompiledGraph:
         self.order = tuple(order)
         self.creator = creator
         trs = self.model.transitions
-        self._rules = [(trs[i].when, trs[i].then) for i in self.model.evaluation_order()]
+        self.evaluation = self.model.evaluation_order()  # transition indices, in evaluation order
+        self._rules = [(trs[i].when, trs[i].then) for i in self.evaluation]
+        # which rules can fire for which last speaker: a rule whose condition requires `from_speaker`
+        # is listed under those speakers only, so building every table is linear in the rules
+        # (not participants × rules); a bare `tool_called` rule (a handoff) fires for any speaker:
+        # those are kept once, by tool, and every packet table reaches them through TOOLS rows
+        from turnflow.spec import ToolCalled
+
+        self._bound: dict[str, list[int]] = {}
+        self._unbound: list[int] = []  # places of the other rules bound to no speaker
+        self._tool_at: list[int] = []  # places of the bare `tool_called` rules
+        self._tools: dict[str, list[int]] = {}  # tool name → places of its bare `tool_called` rules
+        self._tool_targets: dict[tuple[int, str], tuple[Any, ...]] = {}  # (place, speaker) → resolved target
+        for k, (when, _then) in enumerate(self._rules):
+            speakers = speakers_of(when)
+            if type(when) is ToolCalled:
+                self._tool_at.append(k)
+                self._tools.setdefault(when.args.tool_name, []).append(k)
+            elif speakers is None:
+                self._unbound.append(k)
+            else:
+                for sp in speakers:
+                    self._bound.setdefault(sp, []).append(k)
         self.text_tables: dict[str, tuple[Any, ...]] = {}
         self.packet_tables: dict[str, tuple[Any, ...]] = {}
         for s in self.order:
             self.text_tables[s] = self._table(s, False)
             self.packet_tables[s] = self._table(s, True)
 
+    def candidates(self, speaker: str, tool: Optional[str] = None) -> list[int]:
+        """The places (in evaluation order, ascending) of the rules that can fire when `speaker`
+        spoke last with routing tool `tool`: those bound to `speaker` by `from_speaker`, those
+        bound to no speaker, and the bare `tool_called` rules of `tool`."""
+        import heapq
+
+        parts = [p for p in (self._bound.get(speaker), self._unbound, self._tools.get(tool) if tool else None) if p]
+        return list(heapq.merge(*parts)) if len(parts) > 1 else list(parts[0]) if parts else []
+
+    def tool_rule(self, between: tuple[int, int], tool: Optional[str], speaker: str) -> Optional[tuple[Any, ...]]:
+        """A TOOLS row's look-up: (next speaker, close reason, by round robin) of the first bare
+        `tool_called` rule of `tool` placed strictly between `between`, or None."""
+        import bisect
+
+        places = self._tools.get(tool) if tool is not None else None
+        if not places:
+            return None
+        i = bisect.bisect_right(places, between[0])
+        if i == len(places) or places[i] >= between[1]:
+            return None
+        k = places[i]
+        found = self._tool_targets.get((k, speaker))
+        if found is None:
+            found = self._tool_targets[k, speaker] = self._resolve(self._rules[k][1], speaker)
+        return found
+
     def _table(self, speaker: str, packet: bool) -> tuple[Any, ...]:
-        rows = []
-        for when, then in self._rules:
+        import bisect
+        import heapq
+
+        rows: list[tuple[Any, ...]] = []
+        tool_at = self._tool_at if packet else []  # a text envelope calls no tool
+
+        def tools_between(lo: int, hi: int) -> None:
+            i = bisect.bisect_right(tool_at, lo)
+            if i < len(tool_at) and tool_at[i] < hi:
+                rows.append((TOOLS, (lo, hi), None, None, "", False))
+
+        last = -1
+        for k in heapq.merge(self._bound.get(speaker) or (), self._unbound):
+            when, then = self._rules[k]
             t = when.partial(speaker, packet)
             if t is False:
                 continue
+            tools_between(last, k)
+            last = k
             nxt, reason, rr = self._resolve(then, speaker)
             if t is True:
                 rows.append((ALWAYS, None, None, nxt, reason, rr))
                 return tuple(rows)
             rows.append((*_row_test(t, speaker), nxt, reason, rr))
+        tools_between(last, len(self._rules))
         nxt, reason, rr = self._resolve(self.model.default_target, speaker)
         rows.append((ALWAYS, None, None, nxt, reason, rr))
         return tuple(rows)

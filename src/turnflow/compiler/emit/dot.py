@@ -10,7 +10,11 @@ RED, GREY, LIGHT = "#c62828", "#9e9e9e", "#f2f2f2"
 
 
 def quote(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+    """A DOT string: control and bidi characters and lone surrogates of the flow's own strings
+    shown as escapes (`term.visible`: a label never acts on a terminal or fails to encode)."""
+    from turnflow.term import visible
+
+    return '"' + visible(text).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
 def _attrs(items: dict[str, str]) -> str:

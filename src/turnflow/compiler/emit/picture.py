@@ -119,10 +119,15 @@ def _participant_nodes(block: ast.Block) -> dict[str, Node]:
     return nodes
 
 
-def _rule_at(block: ast.Block, d: Diagnostic) -> Optional[Union[ast.Rule, ast.Handoff]]:
-    for st in block.statements:
-        if isinstance(st, (ast.Rule, ast.Handoff)) and st.span.start <= d.span.start < st.span.end:
-            return st
+def _rule_at(block: ast.Block, starts: list[int], d: Diagnostic) -> Optional[Union[ast.Rule, ast.Handoff]]:
+    """The rule or handoff statement `d` points into (`starts`: the statements' start offsets,
+    ascending, so each look-up is a bisection)."""
+    import bisect
+
+    i = bisect.bisect_right(starts, d.span.start) - 1
+    st = block.statements[i] if i >= 0 else None
+    if isinstance(st, (ast.Rule, ast.Handoff)) and st.span.start <= d.span.start < st.span.end:
+        return st
     return None
 
 
@@ -203,8 +208,9 @@ def _shadowed_edges(block: ast.Block, inside: list[Diagnostic], edges: list[Edge
     """Shadowed rules (TF204): dotted, from their source, labelled with what shadows them;
     returns the "any speaker" node when a `*` rule is among them."""
     any_node = None
+    starts = [st.span.start for st in block.statements]
     for d in inside:
-        rule = _rule_at(block, d) if d.code == "TF204" else None
+        rule = _rule_at(block, starts, d) if d.code == "TF204" else None
         if rule is None:
             continue
         src = rule.source.name if rule.source is not None else "*"
@@ -223,24 +229,24 @@ def _fallbacks(block: ast.Block) -> Fallback:
     """`fallback(src, rule)`: whether an unconditional `rule` is, for speaker `src`, a fallback —
     an earlier rule that applies to `src` has a condition, so this one is taken only *otherwise*
     (drawn and labelled like the `otherwise` edge, not as `always`)."""
-    conditional_before: dict[int, set[str]] = {}  # id(rule) → sources ("*" = any) with an earlier conditional rule
-    seen: set[str] = set()
+    order: dict[int, int] = {}  # id(rule) → its place in evaluation order
+    first_conditional: dict[str, int] = {}  # source ("*" = any) → the place of its first conditional rule
 
     def priority(st: Union[ast.Rule, ast.Handoff]) -> int:
         p = getattr(st, "priority", None)
         return p.value if p is not None else 0
 
     # evaluation order: ascending priority, ties in file order (docs/language.md)
-    for st in sorted(block.rules, key=priority):
-        conditional_before[id(st)] = set(seen)
+    for i, st in enumerate(sorted(block.rules, key=priority)):
+        order[id(st)] = i
         if isinstance(st, ast.Handoff) or st.terms:
-            seen.add(st.source.name if st.source is not None else "*")
+            first_conditional.setdefault(st.source.name if st.source is not None else "*", i)
 
     def fallback(src: str, rule: Optional[Statement]) -> bool:
-        if not isinstance(rule, ast.Rule) or rule.terms:
+        if not isinstance(rule, ast.Rule) or rule.terms or id(rule) not in order:
             return False
-        before = conditional_before.get(id(rule), set())
-        return src in before or "*" in before
+        at = order[id(rule)]
+        return first_conditional.get(src, at) < at or first_conditional.get("*", at) < at
 
     return fallback
 

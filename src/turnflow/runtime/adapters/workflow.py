@@ -30,7 +30,7 @@ from turnflow.runtime.adapters.base import (NO_CHANGE, AdapterResult, ExpectedTu
 from turnflow.runtime.envelope import (EV_CONTEXT_SET, EV_EXPECTATION_VIOLATED, EV_PACKET, EV_TEXT, Envelope)
 from turnflow.runtime.errors import ProtocolError
 from turnflow.runtime.session import Expectation, SessionManifest, SessionMetadata
-from turnflow.runtime.transitions import ALWAYS, CTX, PREVIOUS, TEST, TOOL, CompiledGraph
+from turnflow.runtime.transitions import ALWAYS, CTX, PREVIOUS, TEST, TOOL, TOOLS, CompiledGraph
 
 if TYPE_CHECKING:
     from turnflow.runtime.views import WindowedSummary
@@ -179,6 +179,12 @@ def _route(state: WorkflowState, envelope: Envelope, sender: str, table: tuple[A
     if hidden and sender in hidden:
         hidden = hidden - {sender}
     for op, a, b, nxt, reason, rr in table:
+        if op == TOOLS:  # the graph's bare `tool_called` rules placed here, shared by every speaker
+            hit = graph.tool_rule(a, tool, sender)
+            if hit is None:
+                continue
+            nxt, reason, rr = hit
+            op = ALWAYS
         if op == ALWAYS or (op == CTX and ctx.get(a) == b) or (op == TOOL and tool == a) \
                 or (op == TEST and a(ctx, envelope)):
             if nxt is PREVIOUS:
