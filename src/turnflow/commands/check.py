@@ -120,7 +120,7 @@ class Checked:
         if not args.fix:
             from turnflow.fixes import fixable
 
-            self.fixable += len(fixable(kept, text))
+            self.fixable += len(fixable(kept, text, verify=lambda t: analyse(t, shown)[1]))
         self.diags.extend(kept)
 
     def _fix(self, path: str, shown: str, text: str, args, config) -> str:
@@ -128,7 +128,8 @@ class Checked:
         from turnflow.files import write_atomic, write_error
         from turnflow.fixes import fix_text
 
-        new, applied = fix_text(text, lambda t: config.apply(analyse(t, shown)[1], shown), args.unsafe_fixes)
+        new, applied = fix_text(text, lambda t: config.apply(analyse(t, shown)[1], shown), args.unsafe_fixes,
+                                verify=lambda t: analyse(t, shown)[1])
         if not applied:
             return text
         self.fixed.extend((shown, f) for f in applied)
