@@ -114,7 +114,7 @@ agents:
 ])
 def test_bad_agents_file_is_a_clear_message(tmp_path, capsys, text, message):
     agents = write(tmp_path, "bad.yaml", text)
-    assert main(["run", SPEC, "--agents", agents]) == 1
+    assert main(["run", SPEC, "--agents", agents]) == 2  # an error of the agents file (issue 35)
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
 

@@ -157,7 +157,8 @@ def load_agents(path: str) -> dict[str, Any]:
     from turnflow.runtime.errors import AdapterError
 
     try:
-        data = yaml_input.load(read_text(path))  # not a FIFO, under the size limit of every input
+        text = read_text(path)
+        data = yaml_input.load(text)  # not a FIFO, under the size limit of every input
     except FileNotFoundError:
         from turnflow.files import missing_path
 
@@ -170,16 +171,28 @@ def load_agents(path: str) -> dict[str, Any]:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else path
         problem = getattr(exc, "problem", None) or str(exc)
-        raise RunInputError(f"{where}: invalid YAML: {problem}") from None
+        raise RunInputError(f"{where}: invalid YAML: {problem}", EXIT_USAGE) from None
     if not isinstance(data, dict) or not isinstance(data.get("agents"), dict) or not data["agents"]:
-        raise RunInputError(f"{path}: expected a mapping `agents:` of participant names to agents")
+        raise RunInputError(f"{path}: expected a mapping `agents:` of participant names to agents", EXIT_USAGE)
+    # the file as a whole first: every problem at once, at its line and column (agents_file.py)
+    from turnflow.runtime.agents import agents_file
+
+    found = agents_file.problems(path, text, data["agents"])
+    if found:
+        raise RunInputError("\n".join(found), EXIT_USAGE)
     base_dir = os.path.dirname(os.path.abspath(path))
-    agents = {}
+    spots = agents_file.positions(text)
+    agents, failed = {}, agents_file.problems(path, text, data["agents"], agents_file.package_problems)
     for name, conf in data["agents"].items():
+        if agents_file.package_problems(str(name), conf):
+            continue  # its kind's extra is missing (reported above): importing its ref would only fail
         try:
             agents[str(name)] = build_agent(str(name), conf, base_dir)
-        except AdapterError as exc:
-            raise RunInputError(f"{path}: {exc}") from None
+        except AdapterError as exc:  # importing a `ref` (each agent's own module, every failure at once)
+            failed.append(agents_file.at(path, spots.get(str(name)), "=ref", str(exc)))
+    failed += agents_file.problems(path, text, data["agents"], agents_file.key_problems)
+    if failed:
+        raise RunInputError("\n".join(failed), EXIT_USAGE)
     agents_lines[path] = _step_lines(path)
     return agents
 
