@@ -86,3 +86,20 @@ def test_the_autogen_extra_installs_what_the_example_imports():
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     assert any(d.startswith("autogen-ext") for d in extras["autogen"])
     assert any(d.startswith("autogen-agentchat") for d in extras["autogen"])
+
+
+def test_a_failed_turn_names_the_agent_once(tmp_path, capsys):
+    (tmp_path / "failing_agent.py").write_text(
+        "from turnflow.runtime.errors import AdapterError\n\n"
+        "def triage(msg, tools):\n"
+        "    raise AdapterError(\"agent 'triage': model call failed\")\n")
+    agents = tmp_path / "agents.yaml"
+    agents.write_text("agents:\n"
+                      "  triage:  {kind: python, ref: \"failing_agent:triage\"}\n"
+                      "  billing: {kind: scripted, steps: [{say: hi}]}\n"
+                      "  user:    {kind: scripted, steps: [{say: hi}]}\n"
+                      "  tech:    {kind: scripted, steps: [{say: hi}]}\n")
+    assert main(["run", SUPPORT, "--agents", str(agents)]) == 1
+    err = capsys.readouterr().err
+    assert "agent 'triage' failed turn 1 twice: model call failed" in err, err
+    assert err.count("'triage'") == 1, err
