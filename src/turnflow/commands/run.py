@@ -376,6 +376,7 @@ async def _run(spec: dict, agents: dict, args, store_path: str, printer: "Printe
 
             return await run_remote(args.hub, hub, spec, agents, args.task, keys=getattr(args, "keys", None),
                                     notice=lambda text: err(f"turnflow run: {text}"), control=control,
+                                    served=printer.served,
                                     max_turns=args.max_turns, ttl_seconds=args.timeout)
         return await run_session(hub, spec, agents, args.task, control=control, max_turns=args.max_turns,
                                  ttl_seconds=args.timeout)
@@ -400,6 +401,10 @@ class Printer:
         else:
             self.progress = sys.stdout
         self.header = False
+        self.served_id: Optional[str] = None  # with --hub: the served session's id (not the local mirror's)
+
+    def served(self, session_id: str) -> None:
+        self.served_id = session_id
 
     def _line(self, text: str) -> None:
         if self.progress is not None:
@@ -412,7 +417,7 @@ class Printer:
 
         if not self.header:
             self.header = True
-            self._line(f"session {md.session_id}")
+            self._line(f"session {self.served_id or md.session_id}")
         if env.event_type == EV_EXPECTATION_VIOLATED:
             d = env.event_data
             if d.get("action") in ("warn", "auto_close", "hide"):

@@ -316,9 +316,13 @@ async def _open_or_join(remote: _Remote, spec: dict, names: list[str], opener: s
 
 
 async def run_remote(url: str, hub: Any, spec: dict, agents: dict, task: Optional[str], *,
-                     keys: Optional[dict[str, str]] = None, notice: Any = None, **kw: Any) -> Any:
+                     keys: Optional[dict[str, str]] = None, notice: Any = None, served: Any = None,
+                     **kw: Any) -> Any:
     """Run `spec` with the file's `agents` on the served hub at `url`; the others are remote.
-    `keys`: API keys of the file's agents; `notice(text)`: tells the user the run is waiting."""
+    `keys`: API keys of the file's agents; `notice(text)`: tells the user the run is waiting;
+    `served(session_id)`: told the served session's id once it is open. The result carries the
+    served session's id (the id `turnflow inspect` shows in the served store), not the local
+    mirror's."""
     from turnflow.runtime.runner import run_session
 
     names = [str(p.get("agent_id")) for p in spec.get("participants") or [] if isinstance(p, dict)]
@@ -336,6 +340,8 @@ async def run_remote(url: str, hub: Any, spec: dict, agents: dict, task: Optiona
             notice(f"waiting for {opener!r} to open the {spec.get('kind')} session on {url}")
         channel = await _open_or_join(remote, spec, names, opener, task, kw.get("control"), kw.get("ttl_seconds"))
         remote.channel_id = channel["channel_id"]
+        if served is not None:
+            served(remote.channel_id)
         everyone = {**{n: RemoteParticipant(n, remote) for n in names if n not in local}, **agents}
         hub.subscribe(remote.forward)
         result = await run_session(hub, spec, everyone, task, **kw)
@@ -345,6 +351,7 @@ async def run_remote(url: str, hub: Any, spec: dict, agents: dict, task: Optiona
                                                     "reason": result.close_reason or "closed"})
         if remote.error is not None and result.error is None:
             result.error = remote.error
+        result.session_id = remote.channel_id
         return result
     finally:
         await client.close()
