@@ -1,7 +1,8 @@
 """Issue 35, part 2: the first real run. An `--agents` file is checked as a whole before any
-session opens: every mistake at once, each at its file:line:col with a did-you-mean, exit 2 and
-nothing written; a missing extra names the package to install and the agent that needs it; a
-missing API key is named before a session opens (no `closed: invite_rejected` on stdout)."""
+session opens: every mistake at once, each at its file:line:col with a did-you-mean, nothing
+written (exit 1: the file is wrong, docs/cli.md); a missing extra names the package to install and
+the agent that needs it, and a missing API key is named, before a session opens (no `closed:
+invite_rejected` on stdout; exit 2: the environment must change)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ def test_every_mistake_at_once_with_positions_and_did_you_mean(tmp_path, capsys)
                       "  user:    {kind: openai, model: m, timout: 3}\n"
                       "  tech:    {kind: python, ref: \"not a ref\"}\n")
     store = tmp_path / "hub.db"
-    assert main(["run", SUPPORT, "--agents", str(agents), "--store", str(store)]) == 2
+    assert main(["run", SUPPORT, "--agents", str(agents), "--store", str(store)]) == 1
     cap = capsys.readouterr()
     assert cap.out == ""
     lines = cap.err.strip().splitlines()

@@ -101,7 +101,7 @@ agents:
     assert main(["run", SPEC, "--agents", agents, "--format", "json"]) == 1
     cap = capsys.readouterr()
     assert json.loads(cap.out)["close_reason"] == "agent_error"
-    assert "agent 'billing': its script ran out after 1 step" in cap.err
+    assert "agent 'billing' failed turn 5 twice: its script ran out after 1 step" in cap.err  # the name once (issue 35)
 
 
 @pytest.mark.parametrize("text, message", [
@@ -114,7 +114,7 @@ agents:
 ])
 def test_bad_agents_file_is_a_clear_message(tmp_path, capsys, text, message):
     agents = write(tmp_path, "bad.yaml", text)
-    assert main(["run", SPEC, "--agents", agents]) == 2  # an error of the agents file (issue 35)
+    assert main(["run", SPEC, "--agents", agents]) == 1
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
 

@@ -152,7 +152,7 @@ def load_agents(path: str) -> dict[str, Any]:
     import yaml
 
     from turnflow import yaml_input  # refuses aliases (no "billion laughs") and deep nesting
-    from turnflow.runtime.agents.config import build_agent
+    from turnflow.runtime.agents.config import MissingPackage, build_agent
     from turnflow.files import read_text
     from turnflow.runtime.errors import AdapterError
 
@@ -171,18 +171,20 @@ def load_agents(path: str) -> dict[str, Any]:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else path
         problem = getattr(exc, "problem", None) or str(exc)
-        raise RunInputError(f"{where}: invalid YAML: {problem}", EXIT_USAGE) from None
+        raise RunInputError(f"{where}: invalid YAML: {problem}") from None
     if not isinstance(data, dict) or not isinstance(data.get("agents"), dict) or not data["agents"]:
-        raise RunInputError(f"{path}: expected a mapping `agents:` of participant names to agents", EXIT_USAGE)
+        raise RunInputError(f"{path}: expected a mapping `agents:` of participant names to agents")
     # the file as a whole first: every problem at once, at its line and column (agents_file.py)
     from turnflow.runtime.agents import agents_file
 
+    # (exit 1: the file is wrong; exit 2: a package or key is missing, the environment must change)
     found = agents_file.problems(path, text, data["agents"])
     if found:
-        raise RunInputError("\n".join(found), EXIT_USAGE)
+        raise RunInputError("\n".join(found))
     base_dir = os.path.dirname(os.path.abspath(path))
     spots = agents_file.positions(text)
     agents, failed = {}, agents_file.problems(path, text, data["agents"], agents_file.package_problems)
+    status = EXIT_USAGE if failed else EXIT_FINDINGS
     for name, conf in data["agents"].items():
         if agents_file.package_problems(str(name), conf):
             continue  # its kind's extra is missing (reported above): importing its ref would only fail
@@ -190,9 +192,11 @@ def load_agents(path: str) -> dict[str, Any]:
             agents[str(name)] = build_agent(str(name), conf, base_dir)
         except AdapterError as exc:  # importing a `ref` (each agent's own module, every failure at once)
             failed.append(agents_file.at(path, spots.get(str(name)), "=ref", str(exc)))
-    failed += agents_file.problems(path, text, data["agents"], agents_file.key_problems)
-    if failed:
-        raise RunInputError("\n".join(failed), EXIT_USAGE)
+            status = EXIT_USAGE if isinstance(exc, MissingPackage) else status
+    built = {n: c for n, c in data["agents"].items() if str(n) in agents}  # keys of the agents that built
+    keys = agents_file.problems(path, text, built, agents_file.key_problems)
+    if failed or keys:
+        raise RunInputError("\n".join(failed + keys), EXIT_USAGE if keys else status)
     agents_lines[path] = _step_lines(path)
     return agents
 

@@ -45,6 +45,11 @@ PACKAGES = {"langgraph": ("langgraph", "langgraph"), "langchain_core": ("langcha
             "openai": ("openai", "openai"), "anthropic": ("anthropic", "anthropic")}
 
 
+class MissingPackage(AdapterError):
+    """An agent's module needs a framework package that is not installed (the environment, not
+    the agents file, must change)."""
+
+
 def install_hint(exc: BaseException) -> str:
     """For an import of a framework package that failed: which package to install, and the extra."""
     missing = getattr(exc, "name", None)
@@ -164,8 +169,9 @@ def import_ref(name: str, ref: Any, base_dir: Optional[str] = None) -> Any:
     try:
         module = importlib.import_module(mod_name)
     except ImportError as exc:
-        raise AdapterError(f"agent {brief(name)}: cannot import module {brief(mod_name)} for ref {brief(ref)}: {exc}"
-                           + install_hint(exc)) from None
+        hint = install_hint(exc)
+        raise (MissingPackage if hint else AdapterError)(
+            f"agent {brief(name)}: cannot import module {brief(mod_name)} for ref {brief(ref)}: {exc}{hint}") from None
     except Exception as exc:  # the user's module failed while importing
         raise AdapterError(f"agent {brief(name)}: importing {brief(mod_name)} failed: {type(exc).__name__}: {exc}") from None
     finally:
