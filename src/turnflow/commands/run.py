@@ -121,10 +121,12 @@ def load_specs(path: str, text: Optional[str] = None) -> list[dict]:
             raise RunInputError("\n".join(lines)) from None
     if kind != "json":
         raise RunInputError(f"{path}: FILE must be a compiled session spec (.json) or a .flow file (`-`: standard input)")
-    from turnflow.json_input import loads as load_json  # refuses deep nesting, 1e309, lone surrogates
+    from turnflow.json_input import JSONInputError, invalid, loads as load_json  # refuses deep nesting, 1e309, ...
 
     try:
         data = load_json(text)
+    except JSONInputError as exc:
+        raise RunInputError(invalid(path, exc)) from None
     except ValueError as exc:
         raise RunInputError(f"{path}: not valid JSON: {exc}") from None
     specs = data if isinstance(data, list) else [data]
@@ -152,9 +154,7 @@ def load_agents(path: str) -> dict[str, Any]:
     import yaml
 
     from turnflow import yaml_input  # refuses aliases (no "billion laughs") and deep nesting
-    from turnflow.runtime.agents.config import MissingPackage, build_agent
     from turnflow.files import read_text
-    from turnflow.runtime.errors import AdapterError
 
     try:
         text = read_text(path)
@@ -174,18 +174,27 @@ def load_agents(path: str) -> dict[str, Any]:
         raise RunInputError(f"{where}: invalid YAML: {problem}") from None
     if not isinstance(data, dict) or not isinstance(data.get("agents"), dict) or not data["agents"]:
         raise RunInputError(f"{path}: expected a mapping `agents:` of participant names to agents")
-    # the file as a whole first: every problem at once, at its line and column (agents_file.py)
-    from turnflow.runtime.agents import agents_file
+    agents = _build_agents(path, text, data["agents"])
+    agents_lines[path] = _step_lines(path)
+    return agents
 
-    # (exit 1: the file is wrong; exit 2: a package or key is missing, the environment must change)
-    found = agents_file.problems(path, text, data["agents"])
+
+def _build_agents(path: str, text: str, confs: dict) -> dict[str, Any]:
+    """The file's agents, checked as a whole first: every problem at once, at its line and column
+    (runtime/agents/agents_file.py); exit 1 when the file is wrong, 2 when a package or API key is
+    missing (the environment must change)."""
+    from turnflow.runtime.agents import agents_file
+    from turnflow.runtime.agents.config import MissingPackage, build_agent
+    from turnflow.runtime.errors import AdapterError
+
+    found = agents_file.problems(path, text, confs)
     if found:
         raise RunInputError("\n".join(found))
     base_dir = os.path.dirname(os.path.abspath(path))
     spots = agents_file.positions(text)
-    agents, failed = {}, agents_file.problems(path, text, data["agents"], agents_file.package_problems)
+    agents, failed = {}, agents_file.problems(path, text, confs, agents_file.package_problems)
     status = EXIT_USAGE if failed else EXIT_FINDINGS
-    for name, conf in data["agents"].items():
+    for name, conf in confs.items():
         if agents_file.package_problems(str(name), conf):
             continue  # its kind's extra is missing (reported above): importing its ref would only fail
         try:
@@ -193,11 +202,10 @@ def load_agents(path: str) -> dict[str, Any]:
         except AdapterError as exc:  # importing a `ref` (each agent's own module, every failure at once)
             failed.append(agents_file.at(path, spots.get(str(name)), "=ref", str(exc)))
             status = EXIT_USAGE if isinstance(exc, MissingPackage) else status
-    built = {n: c for n, c in data["agents"].items() if str(n) in agents}  # keys of the agents that built
+    built = {n: c for n, c in confs.items() if str(n) in agents}  # keys of the agents that built
     keys = agents_file.problems(path, text, built, agents_file.key_problems)
     if failed or keys:
         raise RunInputError("\n".join(failed + keys), EXIT_USAGE if keys else status)
-    agents_lines[path] = _step_lines(path)
     return agents
 
 
