@@ -104,3 +104,20 @@ def test_a_failed_turn_names_the_agent_once(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "agent 'triage' failed turn 1 twice: model call failed" in err, err
     assert err.count("'triage'") == 1, err
+
+
+def test_an_agent_that_cannot_join_is_told_in_words_not_the_hub_term(tmp_path, capsys):
+    """A factory returning something else fails when its session opens: stdout says the session
+    closed before its first turn because an agent could not join; stderr says why, naming it once."""
+    (tmp_path / "bad_factory.py").write_text("def triage(tools, ctx):\n    return 42\n")
+    agents = tmp_path / "agents.yaml"
+    agents.write_text("agents:\n"
+                      "  triage:  {kind: langgraph, ref: \"bad_factory:triage\"}\n"
+                      "  billing: {kind: scripted, steps: [{say: hi}]}\n"
+                      "  user:    {kind: scripted, steps: [{say: hi}]}\n"
+                      "  tech:    {kind: scripted, steps: [{say: hi}]}\n")
+    assert main(["run", SUPPORT, "--agents", str(agents)]) == 1
+    cap = capsys.readouterr()
+    last = cap.out.strip().splitlines()[-1]
+    assert last == "closed before the first turn: an agent could not join the session (invite_rejected)", cap.out
+    assert "returned 'int', not a compiled LangGraph graph" in cap.err and cap.err.count("'triage'") == 1, cap.err

@@ -455,6 +455,8 @@ class Printer:
         if not self.header and not self.quiet:
             self._line(f"session {result.session_id}")
         final = f"{result.state}: {result.close_reason or '-'}"
+        if result.close_reason == "invite_rejected" and not result.turns:  # the hub's word, told in the user's
+            final = "closed before the first turn: an agent could not join the session (invite_rejected)"
         if self.quiet:
             out(final + "\n")
             return
