@@ -12,7 +12,7 @@ is live: per participant `pI` (with `tools [tI]`):
     pI -> pJ when text contains "kwN"               (three)
     pI -> terminate "done" when context.done == true
     pI -> pJ when text contains "fast" and context.mode == "fast"
-    pI -> pJ when tool tI priority 1
+    pI -> pJ when tool tI and context.done == true priority -1
     pI -> pNEXT priority 2                          (the rule that always decides, last)
 
 with random targets, `max_turns 1000` and two context variables; the graph is one big
@@ -53,7 +53,7 @@ def generate(n: int, rules_per: int = 10, seed: int = 0) -> str:
             out.append(f'    p{i} -> {pick()} when text contains "kw{k}"')
         out.append(f'    p{i} -> terminate "done" when context.done == true')
         out.append(f'    p{i} -> {pick()} when text contains "fast" and context.mode == "fast"')
-        out.append(f"    p{i} -> {pick()} when tool t{i} priority 1")
+        out.append(f"    p{i} -> {pick()} when tool t{i} and context.done == true priority -1")
         out.append(f"    p{i} -> p{(i + 1) % n} priority 2")
     out.append('    otherwise -> terminate "after_work"')
     out.append("}")

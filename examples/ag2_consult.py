@@ -5,6 +5,10 @@
 
 bob's model is AG2's scripted test model so that this runs without an API key: give `Agent` your
 model config (e.g. `OpenAIConfig(...)`) instead.
+
+A hub keeps registered names in its store (a name is registered once: "name 'bob' already
+registered"), so the demo unregisters bob and alice when it is done and can be run again against
+the same store. A run killed before that leaves the names taken: serve a fresh `--store`.
 """
 
 import asyncio
@@ -18,9 +22,12 @@ from ag2.testing import TestConfig
 
 async def main(url: str) -> None:
     hub = HubClient(WsLink(url))
+    registered = []
     try:
-        await hub.register(Agent("bob", config=TestConfig("Add an index on orders(user_id, created_at).")))
+        bob = await hub.register(Agent("bob", config=TestConfig("Add an index on orders(user_id, created_at).")))
+        registered.append(bob.agent_id)
         alice = await hub.register(Agent("alice", config=TestConfig("-")))
+        registered.append(alice.agent_id)
         channel = await alice.open(type="consulting", target="bob")
         await channel.send("Why is the orders query slow?")
         await alice.wait_for_channel_event(channel_id=channel.channel_id, timeout=60,
@@ -30,6 +37,8 @@ async def main(url: str) -> None:
                 print(f"{hub.name_for(envelope.sender_id)}: {envelope.event_data['text']}")
         print(f"session {channel.channel_id}: {(await channel.info()).close_reason}")
     finally:
+        for agent_id in registered:  # the names are free again: the demo can be run again
+            await hub.unregister_agent(agent_id)
         await hub.close()
 
 

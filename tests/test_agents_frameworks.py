@@ -285,18 +285,20 @@ def test_prebuilt_objects_route_by_own_tool_handoff_target_and_finish(tmp_path, 
     assert packets[0].event_data["mentions"] == ["planner"]
 
 
-@pytest.mark.parametrize("ref, message", [
-    ("prebuilt_mod:not_a_graph", "prebuilt_mod:not_a_graph is neither a compiled LangGraph graph nor a factory"),
-    ("prebuilt_mod:bad_factory", "the factory prebuilt_mod:bad_factory returned 'int', not a compiled LangGraph graph"),
-    ("prebuilt_mod:nothing", "module 'prebuilt_mod' has no attribute 'nothing'"),
+@pytest.mark.parametrize("ref, message, code", [
+    # a ref that names no usable object: an error of the agents file (exit 1, before any session)
+    ("prebuilt_mod:not_a_graph", "prebuilt_mod:not_a_graph is neither a compiled LangGraph graph nor a factory", 1),
+    ("prebuilt_mod:bad_factory", "the factory prebuilt_mod:bad_factory returned 'int', not a compiled LangGraph graph",
+     1),
+    ("prebuilt_mod:nothing", "module 'prebuilt_mod' has no attribute 'nothing'", 1),
 ])
-def test_bad_framework_refs_are_clear_errors(tmp_path, capsys, monkeypatch, ref, message):
+def test_bad_framework_refs_are_clear_errors(tmp_path, capsys, monkeypatch, ref, message, code):
     out, err, _ = _run(tmp_path, capsys, monkeypatch, f"""\
         agents:
           planner:  {{kind: langgraph, ref: "{ref}"}}
           fixer:    {{kind: scripted, steps: [{{say: x}}]}}
           reviewer: {{kind: scripted, steps: [{{say: x}}]}}
-        """, code=1)
+        """, code=code)
     assert message in err and "Traceback" not in err
 
 

@@ -471,9 +471,11 @@ def test_any_sequence_of_calls_either_succeeds_or_raises_a_tool_error_that_chang
     assert len(routes) <= 1  # one routing decision per round, whatever the model tries
 
 
-def test_the_example_models_file_builds_both_kinds_of_model_agent():
+def test_the_example_models_file_builds_both_kinds_of_model_agent(monkeypatch):
     from turnflow.commands.run import load_agents
 
+    monkeypatch.setenv("OPENAI_API_KEY", "local")  # the keys its header says to export
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
     agents = load_agents(str(ROOT / "examples" / "support_models.yaml"))
     assert type(agents["triage"]) is OpenAIChatAgent and type(agents["billing"]) is AnthropicMessagesAgent
     assert agents["billing"].max_tokens == 512 and agents["billing"].api_key_env == "ANTHROPIC_API_KEY"

@@ -129,7 +129,7 @@ def test_check_stats_rejects_sarif(tmp_path, capsys):
     f = tmp_path / "x.flow"
     f.write_text(SUPPORT)
     assert main(["check", "--stats", "--format", "sarif", str(f)]) == 2
-    assert "--stats works with --format text or json" in capsys.readouterr().err
+    assert "--graph-stats works with --format text or json" in capsys.readouterr().err
 
 
 def test_check_without_stats_keeps_json_array(tmp_path):

@@ -96,7 +96,7 @@ class Explorer:
         declared = [p.name.name for p in block.participants if p.role == "initiator"]
         self.initiator = declared[0] if declared else None
         self.owned = {p.name.name: {t.name for t in (p.tools or [])} for p in block.participants}
-        self.declares_tools = any(p.tools is not None for p in block.participants)
+        self.declares_tools = any(p.tools for p in block.participants)  # `tools []` alone declares nothing
         for st_ in block.statements:
             if isinstance(st_, ast.Handoff):
                 self.declares_tools = True
@@ -254,7 +254,11 @@ def test_analysis_agrees_with_brute_force(text):
         assert not codes & {"TF201", "TF202", "TF206"}, text
 
     decl = {p.name.name: p.name.span.line for p in block.participants}
-    assert lines_of(diags, "TF203") == {decl[s] for s in bf.names if s not in reach}, text
+    # the guards' outcomes are "may hold or not" here: a participant no outcome reaches is
+    # reported (TF203, or TF213 for an initiator that is not start); the exact analysis, which
+    # reads what guards can hold together, may report more (tests/test_dead_rules.py)
+    silent = lines_of(diags, "TF203") | lines_of(diags, "TF213")
+    assert {decl[s] for s in bf.names if s not in reach} <= silent, text
 
     stats = block_stats(block)
     assert stats["reachable"] == len(reach)
@@ -272,10 +276,14 @@ def test_analysis_agrees_with_brute_force(text):
     rules = [s for s in block.statements if isinstance(s, (ast.Rule, ast.Handoff))]
     dead = {s.span.line for i, s in enumerate(block.statements)
             if isinstance(s, (ast.Rule, ast.Handoff)) and i not in bf.fired}
+    # (each dead rule is reported; the exact analysis may prove more dead: tests/test_dead_rules.py)
+    exact = lines_of(diags, "TF204") | lines_of(diags, "TF212") | lines_of(diags, "TF203")
+    silent_sources = {s for s in bf.names if decl[s] in silent}
+    orphans = {st.span.line for st in rules if st.source is not None and st.source.name in silent_sources}
     if graph.declares_tools:
-        assert lines_of(diags, "TF204") | lines_of(diags, "TF207") == dead, text
+        assert dead <= exact | lines_of(diags, "TF207") | orphans, text
     else:
-        assert lines_of(diags, "TF204") == dead, text
+        assert dead <= exact | orphans, text
         first_use: dict[str, int] = {}
         for r in block.of_type(ast.Rule):
             for term in ast.leaf_terms(r.terms):  # also inside or / not / parentheses

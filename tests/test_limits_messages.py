@@ -12,7 +12,8 @@ LONGEST = 2_000  # characters: twenty names and the rest counted fit easily
 
 
 def _loop_flow(n: int) -> str:
-    lines = ["workflow w {", *(f"    participant a{i}" for i in range(n)), "    start a0", "    max_turns 10",
+    # (a cap above n: every speaker gets the turn, so the `*` rule is shadowed for each of them)
+    lines = ["workflow w {", *(f"    participant a{i}" for i in range(n)), "    start a0", f"    max_turns {n + 10}",
              *(f"    a{i} -> a{(i + 1) % n}" for i in range(n)), "    * -> terminate", "}"]
     return "\n".join(lines) + "\n"
 

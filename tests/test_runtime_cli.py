@@ -101,7 +101,7 @@ agents:
     assert main(["run", SPEC, "--agents", agents, "--format", "json"]) == 1
     cap = capsys.readouterr()
     assert json.loads(cap.out)["close_reason"] == "agent_error"
-    assert "agent 'billing': its script ran out after 1 step" in cap.err
+    assert "agent 'billing' failed turn 5 twice: its script ran out after 1 step" in cap.err  # the name once (issue 35)
 
 
 @pytest.mark.parametrize("text, message", [
@@ -153,7 +153,7 @@ agents:
 
 def test_bad_spec_files(tmp_path, capsys):
     assert main(["run", write(tmp_path, "x.json", "{nope"), "--agents", AGENTS]) == 1
-    assert "not valid JSON" in capsys.readouterr().err
+    assert "TF401 error: invalid JSON" in capsys.readouterr().err  # as decompile and migrate say it (issue 35)
     assert main(["run", write(tmp_path, "x.txt", "{}"), "--agents", AGENTS]) == 1
     assert "must be a compiled session spec (.json) or a .flow file" in capsys.readouterr().err
     bad = json.loads(open(SPEC).read())

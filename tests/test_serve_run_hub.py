@@ -75,6 +75,7 @@ def test_run_hub_consults_a_remote_ag2_agent(served, tmp_path):
     assert code == 0, err
     assert "engineer: Why is the orders query slow?" in out and "dba: Add an index on orders(user_id)." in out
     assert "closed: consulting_complete" in out
+    assert out.splitlines()[0] == f"session {info.channel_id}"  # the served session's id (issue 35)
     said = [(names[e.sender_id], e.event_data["text"]) for e in wal if e.event_type == "ag2.msg.text"]
     assert said == [("engineer", "Why is the orders query slow?"), ("dba", "Add an index on orders(user_id).")]
     assert info.close_reason == "consulting_complete"

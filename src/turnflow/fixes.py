@@ -5,16 +5,24 @@ of `turnflow.lsp.completion`, so an editor and the command line propose the same
 Safe fixes (applied by `--fix`) replace a misspelt name with the one declared nearby: a keyword
 (TF001), a participant (TF102), a tool (TF207), a context key (TF208). Unsafe fixes (also
 applied with `--unsafe-fixes`) change what a condition means: a literal retyped to match its
-context key's initial value (TF111)."""
+context key's initial value (TF111).
+
+A fix never creates a rule that can never fire: a replacement after which `check` reports the
+statement it edits as dead (TF203, TF204, TF207, TF212: a misspelt `delegat` whose correction
+`delegate` is a tool a handoff of the same speaker already routes) is not applied, and not
+counted as fixable (`verify`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Optional, Sequence
+from typing import Callable, Iterable, Optional, Sequence
 
 from turnflow.diagnostics.diagnostic import Diagnostic
 
 SAFE = frozenset({"TF001", "TF102", "TF207", "TF208"})
+#: what a fix must not make of the statement it edits: a rule that never fires
+DEAD = frozenset({"TF203", "TF204", "TF207", "TF212"})
+Check = Callable[[str], Sequence[Diagnostic]]
 MAX_PASSES = 20  # as ruff: fix, re-check, fix what the new check proposes; never loop forever
 
 
@@ -63,22 +71,36 @@ def apply(text: str, chosen: Sequence[Fix]) -> str:
     return text
 
 
-def fixable(diags: Iterable[Diagnostic], text: str, unsafe: bool = False) -> set[int]:
+def kills(f: Fix, text: str, verify: Check) -> bool:
+    """Would `f` turn the statement it edits into a rule that never fires? (`verify(text)`:
+    every diagnostic of a text, none filtered out by the configuration.)"""
+    fixed = apply(text, [f])
+    return any(d.code in DEAD and d.span.start <= f.start < d.span.end for d in verify(fixed))
+
+
+def fixable(diags: Iterable[Diagnostic], text: str, unsafe: bool = False, verify: Optional[Check] = None) -> set[int]:
     """The indexes of `diags` that have a fix `--fix` (or, with `unsafe`, `--unsafe-fixes`) would apply."""
     out = set()
     for i, d in enumerate(diags):
         f = fix_for(d, text)
-        if f is not None and (f.safe or unsafe):
+        if f is not None and (f.safe or unsafe) and (verify is None or not kills(f, text, verify)):
             out.add(i)
     return out
 
 
-def fix_text(text: str, check, unsafe: bool = False) -> tuple[str, list[Fix]]:
+def fix_text(text: str, check: Check, unsafe: bool = False, verify: Optional[Check] = None) -> tuple[str, list[Fix]]:
     """Apply fixes until none is left (at most MAX_PASSES rounds): `check(text)` returns the
-    diagnostics of a text. Returns the fixed text and every fix applied."""
+    diagnostics of a text (`verify`, all of them: see `kills`; default `check`). Returns the
+    fixed text and every fix applied."""
+    verify = verify or check
     applied: list[Fix] = []
+    refused: set[tuple[int, str]] = set()
     for _ in range(MAX_PASSES):
-        chosen = fixes(check(text), text, unsafe)
+        chosen = [f for f in fixes(check(text), text, unsafe) if (f.start, f.replacement) not in refused]
+        for f in chosen:
+            if kills(f, text, verify):
+                refused.add((f.start, f.replacement))
+        chosen = [f for f in chosen if (f.start, f.replacement) not in refused]
         if not chosen:
             break
         text = apply(text, chosen)

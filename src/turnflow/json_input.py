@@ -30,6 +30,12 @@ class JSONInputError(ValueError):
         return f"{self.lineno}:{self.colno}: {self.msg}"
 
 
+def invalid(path: str, exc: JSONInputError) -> str:
+    """The one report of JSON that cannot be read, as `decompile`, `run` and `migrate` print it:
+    `PATH:LINE:COL: TF401 error: invalid JSON: REASON` (TF401, docs/rules.md)."""
+    return f"{path}:{exc.lineno}:{exc.colno}: TF401 error: invalid JSON: {exc.msg}"
+
+
 def _position(text: str, offset: int) -> tuple[int, int]:
     line = text.count("\n", 0, offset) + 1
     return line, offset - (text.rfind("\n", 0, offset) + 1) + 1

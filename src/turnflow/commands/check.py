@@ -35,9 +35,10 @@ def register(sub) -> None:
     c.add_argument("--show-settings", action="store_true",
                    help="print the resolved configuration, where each value came from, and the files it "
                         "selects; then exit")
-    c.add_argument("--stats", action="store_true",
+    c.add_argument("--graph-stats", "--stats", dest="stats", action="store_true",
                    help="also print, per block, participants, rules, reachable participants and the fewest "
-                        "and most turns (text and json formats; see docs/analysis.md)")
+                        "and most turns (text and json formats; see docs/analysis.md); `--stats` is the old "
+                        "name (not --statistics, which counts findings per code)")
     c.add_argument("--select", action="append", metavar="CODES",
                    help="only these rules (comma-separated codes, prefixes such as TF2, or names); "
                         "replaces `select` of the configuration")
@@ -78,7 +79,7 @@ def run(args) -> int:
 def _refuse(args) -> str:
     """A combination of flags that means nothing, as one sentence (empty: fine)."""
     if args.stats and args.format not in ("text", "full", "json"):
-        return f"--stats works with --format text or json, not {args.format}"
+        return f"--graph-stats works with --format text or json, not {args.format}"
     if args.statistics and args.format not in ("text", "full", "json"):
         return f"--statistics works with --format text or json, not {args.format}"
     if args.unsafe_fixes and not (args.fix or args.diff):
@@ -120,7 +121,7 @@ class Checked:
         if not args.fix:
             from turnflow.fixes import fixable
 
-            self.fixable += len(fixable(kept, text))
+            self.fixable += len(fixable(kept, text, verify=lambda t: analyse(t, shown)[1]))
         self.diags.extend(kept)
 
     def _fix(self, path: str, shown: str, text: str, args, config) -> str:
@@ -128,7 +129,8 @@ class Checked:
         from turnflow.files import write_atomic, write_error
         from turnflow.fixes import fix_text
 
-        new, applied = fix_text(text, lambda t: config.apply(analyse(t, shown)[1], shown), args.unsafe_fixes)
+        new, applied = fix_text(text, lambda t: config.apply(analyse(t, shown)[1], shown), args.unsafe_fixes,
+                                verify=lambda t: analyse(t, shown)[1])
         if not applied:
             return text
         self.fixed.extend((shown, f) for f in applied)

@@ -34,7 +34,7 @@ def run(args) -> int:
     try:
         data = json_input.loads(loaded.text)
     except json_input.JSONInputError as exc:
-        err(f"{args.file}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}")
+        err(json_input.invalid(args.file, exc))
         return EXIT_FINDINGS
     participants = None
     if args.participants is not None:

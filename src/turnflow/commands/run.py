@@ -123,10 +123,12 @@ def load_specs(path: str, text: Optional[str] = None, builtin: bool = False) -> 
             raise RunInputError("\n".join(lines)) from None
     if kind != "json":
         raise RunInputError(f"{path}: FILE must be a compiled session spec (.json) or a .flow file (`-`: standard input)")
-    from turnflow.json_input import loads as load_json  # refuses deep nesting, 1e309, lone surrogates
+    from turnflow.json_input import JSONInputError, invalid, loads as load_json  # refuses deep nesting, 1e309, ...
 
     try:
         data = load_json(text)
+    except JSONInputError as exc:
+        raise RunInputError(invalid(path, exc)) from None
     except ValueError as exc:
         raise RunInputError(f"{path}: not valid JSON: {exc}") from None
     specs = data if isinstance(data, list) else [data]
@@ -154,12 +156,11 @@ def load_agents(path: str) -> dict[str, Any]:
     import yaml
 
     from turnflow import yaml_input  # refuses aliases (no "billion laughs") and deep nesting
-    from turnflow.runtime.agents.config import build_agent
     from turnflow.files import read_text
-    from turnflow.runtime.errors import AdapterError
 
     try:
-        data = yaml_input.load(read_text(path))  # not a FIFO, under the size limit of every input
+        text = read_text(path)
+        data = yaml_input.load(text)  # not a FIFO, under the size limit of every input
     except FileNotFoundError:
         from turnflow.files import missing_path
 
@@ -175,14 +176,38 @@ def load_agents(path: str) -> dict[str, Any]:
         raise RunInputError(f"{where}: invalid YAML: {problem}") from None
     if not isinstance(data, dict) or not isinstance(data.get("agents"), dict) or not data["agents"]:
         raise RunInputError(f"{path}: expected a mapping `agents:` of participant names to agents")
+    agents = _build_agents(path, text, data["agents"])
+    agents_lines[path] = _step_lines(path)
+    return agents
+
+
+def _build_agents(path: str, text: str, confs: dict) -> dict[str, Any]:
+    """The file's agents, checked as a whole first: every problem at once, at its line and column
+    (runtime/agents/agents_file.py); exit 1 when the file is wrong, 2 when a package or API key is
+    missing (the environment must change)."""
+    from turnflow.runtime.agents import agents_file
+    from turnflow.runtime.agents.config import MissingPackage, build_agent
+    from turnflow.runtime.errors import AdapterError
+
+    found = agents_file.problems(path, text, confs)
+    if found:
+        raise RunInputError("\n".join(found))
     base_dir = os.path.dirname(os.path.abspath(path))
-    agents = {}
-    for name, conf in data["agents"].items():
+    spots = agents_file.positions(text)
+    agents, failed = {}, agents_file.problems(path, text, confs, agents_file.package_problems)
+    status = EXIT_USAGE if failed else EXIT_FINDINGS
+    for name, conf in confs.items():
+        if agents_file.package_problems(str(name), conf):
+            continue  # its kind's extra is missing (reported above): importing its ref would only fail
         try:
             agents[str(name)] = build_agent(str(name), conf, base_dir)
-        except AdapterError as exc:
-            raise RunInputError(f"{path}: {exc}") from None
-    agents_lines[path] = _step_lines(path)
+        except AdapterError as exc:  # importing a `ref` (each agent's own module, every failure at once)
+            failed.append(agents_file.at(path, spots.get(str(name)), "=ref", str(exc)))
+            status = EXIT_USAGE if isinstance(exc, MissingPackage) else status
+    built = {n: c for n, c in confs.items() if str(n) in agents}  # keys of the agents that built
+    keys = agents_file.problems(path, text, built, agents_file.key_problems)
+    if failed or keys:
+        raise RunInputError("\n".join(failed + keys), EXIT_USAGE if keys else status)
     return agents
 
 
@@ -383,6 +408,7 @@ async def _run(spec: dict, agents: dict, args, store_path: str, printer: "Printe
             return await run_remote(args.hub, hub, spec, agents, args.task, keys=getattr(args, "keys", None),
                                     notice=lambda text: err(f"turnflow run: {text}"), control=control,
                                     other_forms=getattr(args, "other_forms", ()),
+                                    served=printer.served,
                                     max_turns=args.max_turns, ttl_seconds=args.timeout)
         return await run_session(hub, spec, agents, args.task, control=control, max_turns=args.max_turns,
                                  ttl_seconds=args.timeout)
@@ -408,6 +434,10 @@ class Printer:
             self.progress = sys.stdout
         self.header = False
         self.broken: Optional[OSError] = None  # why the live output could not be written
+        self.served_id: Optional[str] = None  # with --hub: the served session's id (not the local mirror's)
+
+    def served(self, session_id: str) -> None:
+        self.served_id = session_id
 
     def _line(self, text: str) -> None:
         """One line of live output: foreign text (agents' messages, their names, reasons) made
@@ -427,7 +457,7 @@ class Printer:
 
         if not self.header:
             self.header = True
-            self._line(f"session {md.session_id}")
+            self._line(f"session {self.served_id or md.session_id}")
         if env.event_type == EV_EXPECTATION_VIOLATED:
             d = env.event_data
             if d.get("action") in ("warn", "auto_close", "hide"):
@@ -453,6 +483,8 @@ class Printer:
         if not self.header and not self.quiet:
             self._line(f"session {result.session_id}")
         final = f"{result.state}: {result.close_reason or '-'}"
+        if result.close_reason == "invite_rejected" and not result.turns:  # the hub's word, told in the user's
+            final = "closed before the first turn: an agent could not join the session (invite_rejected)"
         if self.quiet:
             out(visible(final) + "\n")
             return

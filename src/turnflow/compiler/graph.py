@@ -106,7 +106,7 @@ class SpeakerGraph:
         self.owned: dict[str, set[str]] = {n: set() for n in self.participants}
         declares = bool(handoffs)
         for p in participants:
-            if p.tools is not None:
+            if p.tools:  # `tools []` alone declares nothing: at run time any tool may then be called
                 declares = True
                 self.owned[p.name.name].update(t.name for t in p.tools)
         for h in handoffs:

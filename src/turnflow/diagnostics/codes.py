@@ -101,6 +101,8 @@ CODES: tuple[Code, ...] = (
     Code("TF209", "ends-only-by-cap", Severity.WARNING, Stage.GRAPH, _C + "ends_only_by_cap"),
     Code("TF210", "cap-too-small", Severity.WARNING, Stage.GRAPH, _C + "cap_too_small"),
     Code("TF211", "cap-never-binds", Severity.INFO, Stage.GRAPH, _C + "cap_never_binds"),
+    Code("TF212", "impossible-condition", Severity.WARNING, Stage.GRAPH, _C + "impossible_condition"),
+    Code("TF213", "initiator-never-speaks", Severity.INFO, Stage.GRAPH, _C + "initiator_never_speaks"),
     Code("TF301", "needs-ag2-extension", Severity.ERROR, Stage.PROFILE, _C + "ag2_builtin_profile", profile="ag2-builtin"),
     Code("TF302", "langgraph-cannot-express", Severity.ERROR, Stage.PROFILE, _C + "langgraph_target", profile="langgraph"),
     Code("TF303", "ag2-groupchat-cannot-express", Severity.ERROR, Stage.PROFILE, _C + "ag2_groupchat_target",

@@ -759,7 +759,7 @@ def _parse_source(text: str, path: str) -> tuple[Optional[ast.FlowFile], list[Di
         return None, [_syntax_diagnostic(err, src)]
     except _LiteralError as err:
         return None, [Diagnostic(code="TF002", severity="error", message=str(err),
-                                 span=err.span or _tok_span(err.token), path=path)]
+                                 span=err.span or _tok_span(cast(Token, err.token)), path=path)]
     return attach_layout(flow, src), []
 
 

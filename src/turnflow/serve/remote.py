@@ -340,12 +340,14 @@ async def served_peers(client: WireClient, limit: int = 500) -> list[dict[str, A
 
 async def run_remote(url: str, hub: Any, spec: dict, agents: dict, task: Optional[str], *,
                      keys: Optional[dict[str, str]] = None, notice: Any = None, other_forms: Any = (),
-                     **kw: Any) -> Any:
+                     served: Any = None, **kw: Any) -> Any:
     """Run `spec` with the file's `agents` on the served hub at `url`; the others are remote.
     `keys`: API keys of the file's agents; `notice(text)`: tells the user the run is waiting, and
     whether AG2 participants need `register_extensions()`; `other_forms`: the same block compiled
     otherwise (its workflow graph with extension conditions), joined when the remote opener's
-    session runs that form."""
+    session runs that form; `served(session_id)`: told the served session's id once it is open.
+    The result carries the served session's id (the id `turnflow inspect` shows in the served
+    store), not the local mirror's."""
     from turnflow.interop.ag2 import extensions_needed
     from turnflow.runtime.runner import run_session
 
@@ -369,6 +371,8 @@ async def run_remote(url: str, hub: Any, spec: dict, agents: dict, task: Optiona
         channel, spec = await _open_or_join(remote, [spec, *other_forms], names, opener, task, kw.get("control"),
                                             kw.get("ttl_seconds"))
         remote.channel_id = channel["channel_id"]
+        if served is not None:
+            served(remote.channel_id)
         everyone = {**{n: RemoteParticipant(n, remote) for n in names if n not in local}, **agents}
         hub.subscribe(remote.forward)
         result = await run_session(hub, spec, everyone, task, peers=await served_peers(client), **kw)
@@ -378,6 +382,7 @@ async def run_remote(url: str, hub: Any, spec: dict, agents: dict, task: Optiona
                                                     "reason": result.close_reason or "closed"})
         if remote.error is not None and result.error is None:
             result.error = remote.error
+        result.session_id = remote.channel_id
         return result
     finally:
         await client.close()

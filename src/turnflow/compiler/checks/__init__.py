@@ -20,6 +20,8 @@ from turnflow.compiler.checks import (  # noqa: F401  (each module attaches its 
     context_type,
     duplicate_participant,
     ends_only_by_cap,
+    impossible_condition,
+    initiator_never_speaks,
     initiator_undeclared,
     invalid_value,
     langgraph_target,

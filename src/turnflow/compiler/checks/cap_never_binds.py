@@ -40,4 +40,4 @@ def check(block: ast.Block, graph: SpeakerGraph) -> Iterator[Finding]:
         return
     yield Finding(graph.max_turns_stmt.span,
                   f"max_turns {graph.max_turns} can never bind: the reachable graph is acyclic and its "
-                  f"longest run, {show_path(graph.longest_path_to_end() or [])}, takes {longest} turns")
+                  f"longest run, {show_path(graph.longest_path_to_end() or [])}, takes {longest} turn{'s' if longest != 1 else ''}")

@@ -39,6 +39,26 @@ KEYS = {"scripted": {"steps"}, "openai": MODEL_KEYS, "anthropic": MODEL_KEYS | {
         **{k: {"ref", "history_converter"} for k in FRAMEWORKS}}
 _REF = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 CONTRACT = ("open_session", "on_message", "close_session")
+#: a module a user's agent module may import → (pip package, turnflow extra that installs it)
+PACKAGES = {"langgraph": ("langgraph", "langgraph"), "langchain_core": ("langchain-core", "langgraph"),
+            "ag2": ("ag2", "ag2"), "autogen_agentchat": ("autogen-agentchat", "autogen"),
+            "autogen_core": ("autogen-core", "autogen"), "autogen_ext": ("autogen-ext", "autogen"),
+            "openai": ("openai", "openai"), "anthropic": ("anthropic", "anthropic")}
+
+
+class MissingPackage(AdapterError):
+    """An agent's module needs a framework package that is not installed (the environment, not
+    the agents file, must change)."""
+
+
+def install_hint(exc: BaseException) -> str:
+    """For an import of a framework package that failed: which package to install, and the extra."""
+    missing = getattr(exc, "name", None)
+    top = missing.split(".")[0] if isinstance(missing, str) else None
+    if top in PACKAGES:
+        pkg, extra = PACKAGES[top]
+        return f" (install {pkg}: pip install '{pkg}', or pip install 'turnflow[{extra}]')"
+    return ""
 
 
 def _instance(name: str, cls: type) -> Any:
@@ -191,7 +211,9 @@ def import_ref(name: str, ref: Any, base_dir: Optional[str] = None) -> Any:
     try:
         module = importlib.import_module(mod_name)
     except ImportError as exc:
-        raise AdapterError(f"agent {brief(name)}: cannot import module {brief(mod_name)} for ref {brief(ref)}: {exc}") from None
+        hint = install_hint(exc)
+        raise (MissingPackage if hint else AdapterError)(
+            f"agent {brief(name)}: cannot import module {brief(mod_name)} for ref {brief(ref)}: {exc}{hint}") from None
     except Exception as exc:  # the user's module failed while importing
         raise AdapterError(f"agent {brief(name)}: importing {brief(mod_name)} failed: {type(exc).__name__}: {exc}") from None
     finally:

@@ -372,6 +372,9 @@ async def take_turn(hub: Any, session_id: str, agent: Any, msg: Any, make_tools:
             if not still_wanted():
                 raise TurnStopped("session_ended") from None
             reason = describe(exc)
+            own = f"agent {tools.agent_id!r}: "
+            if reason.startswith(own):  # the agent's own error names it already: say it once
+                reason = reason[len(own):]
             last = attempt == attempts
             payload = {"attempt": attempt, "error": type(exc).__name__,
                        "action": "close_session" if last else "retry"}

@@ -1,0 +1,410 @@
+"""Which rules can fire and which speakers get the turn, decided per input (docs/analysis.md,
+"Dead rules").
+
+The speaker graph (`graph.py`) reads a guard as "may hold or not". This module decides more:
+for a last speaker `s` and a rule `r` of `s`, whether some turn of `s` fires `r`, i.e. whether
+some input of that turn makes `r`'s condition hold while no rule before `r` (in `s`'s
+evaluation order) holds. The inputs of a turn are what the speaking agent chooses:
+
+- the routing tool: none, or one it owns (any tool named by a condition when the block
+  declares no tools);
+- the body text: any string (a `text contains X` term is one boolean per X, constrained only
+  by substrings: a text that contains `"DONE"` contains `"DON"`);
+- the context: any JSON value per key (an agent may set or delete every key in its round,
+  before the round is routed), so a guard is read over every value, never over the initial
+  ones.
+
+A key's values are finitely many witnesses (null, the booleans, the numbers and strings the
+conditions name and those just around and between them, strings and arrays of the lengths
+`len(...)` names), one per distinct outcome of the conditions on that key; a search over
+tool, text and key witnesses (three-valued evaluation, pruning as soon as a condition is
+decided) finds an input or proves there is none.
+
+Who gets the turn is then exact too: states (speaker, who spoke before) explored from
+(`start`, nobody) over the targets of the rules that fire, each resolved as the runtime
+resolves it (`previous`: who spoke before; `initiator`: the participant marked so),
+and cut at `max_turns` (turn `t` happens only when `t <= max_turns`). A rule fires on some run
+iff one of its speakers gets the turn and some turn of it fires the rule. A block that marks no
+`initiator` may be opened by any participant (TF110), so `initiator` may then name any of them. Handoffs made by
+naming a participant (`handoff(to)`, a model's dynamic handoff) bypass the rules and are not
+agent choices here, as in `turnflow simulate`.
+
+Bounded: a speaker with more than `MAX_RULES` rules it can take, or a search past `BUDGET`
+steps, is read as the speaker graph reads it (every rule it can take may fire), so the analysis
+never reports a rule it has not proved dead.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from typing import Any, Iterable, Optional
+
+from turnflow.compiler.lower import RuleInfo
+from turnflow.spec.meaning import compare
+
+#: per speaker, the rules beyond which the exact analysis gives up (the graph's reading stands)
+MAX_RULES = 64
+#: "who spoke before" for a speaker whose moves do not depend on it
+ANY = "\x00any"
+#: search steps per question before it gives up (the answer is then "can fire")
+BUDGET = 20000
+
+Var = tuple[str, str]  # ("tool", "") | ("text", X) | ("ctx", KEY)
+TOOL: Var = ("tool", "")
+
+
+def atoms(c: Any, out: dict[Var, list[Any]]) -> None:
+    """The variables `c` reads, each with the leaf conditions that read it."""
+    name = c.name
+    if name in ("all_of", "any_of"):
+        for x in c.args.conditions:
+            atoms(x, out)
+    elif name == "not":
+        atoms(c.args.condition, out)
+    elif name == "tool_called":
+        out.setdefault(TOOL, []).append(c)
+    elif name == "text_contains":
+        if c.args.text:
+            out.setdefault(("text", c.args.text), []).append(c)
+    elif name in ("context_equals", "context_compare"):
+        out.setdefault(("ctx", c.args.key), []).append(c)
+
+
+def evaluate(c: Any, s: str, asg: dict[Var, Any]) -> Optional[bool]:
+    """`c` for last speaker `s` under a partial input `asg`: True / False, or None when it
+    depends on a variable not yet assigned."""
+    name = c.name
+    if name == "always":
+        return True
+    if name == "from_speaker":
+        return bool(c.args.agent_id == s)
+    if name == "all_of":
+        return _all(c.args.conditions, s, asg)
+    if name == "any_of":
+        out: Optional[bool] = False
+        for x in c.args.conditions:
+            v = evaluate(x, s, asg)
+            if v:
+                return True
+            if v is None:
+                out = None
+        return out
+    if name == "not":
+        v = evaluate(c.args.condition, s, asg)
+        return None if v is None else not v
+    return _leaf(c, asg)
+
+
+def _all(conds: Iterable[Any], s: str, asg: dict[Var, Any]) -> Optional[bool]:
+    out: Optional[bool] = True
+    for x in conds:
+        v = evaluate(x, s, asg)
+        if v is False:
+            return False
+        if v is None:
+            out = None
+    return out
+
+
+def _leaf(c: Any, asg: dict[Var, Any]) -> Optional[bool]:
+    name, a = c.name, c.args
+    if name == "tool_called":
+        return (asg[TOOL] == a.tool_name) if TOOL in asg else None
+    if name == "text_contains":
+        if not a.text:
+            return True  # every body is a string, and every string contains ""
+        return asg.get(("text", a.text))
+    var = ("ctx", a.key)
+    if var not in asg:
+        return None
+    value = asg[var]
+    if name == "context_equals":
+        return compare(value, "==", a.value)
+    return compare(value, a.op, a.value, a.len)
+
+
+# ---------------------------------------------------------------------------------------------
+#  Witnesses: the values of one context key worth trying
+# ---------------------------------------------------------------------------------------------
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _numbers(literals: list[Any]) -> list[Any]:
+    nums = sorted({float(v) for v in literals if _number(v)} | {0.0, 1.0})
+    out: list[Any] = [nums[0] - 1, nums[-1] + 1]
+    for i, v in enumerate(nums):
+        out.append(int(v) if v.is_integer() else v)
+        if i + 1 < len(nums):
+            out.append((v + nums[i + 1]) / 2)
+    return out
+
+
+def _lengths(conds: list[Any]) -> list[int]:
+    out = {0, 1, 2}  # `len(...) != true` holds for a length of 2 (0 == false, 1 == true)
+    for c in conds:
+        if c.name == "context_compare" and c.args.len and (_number(c.args.value) or isinstance(c.args.value, bool)):
+            v = float(c.args.value)
+            for n in (math.floor(v) - 1, math.floor(v), math.ceil(v), math.ceil(v) + 1):
+                if 0 <= n <= 10_000:
+                    out.add(int(n))
+    return sorted(out)
+
+
+def _strings(literals: list[Any], lengths: list[int]) -> list[str]:
+    base = {""} | {v for v in literals if isinstance(v, str)}
+    grown = set(base)
+    for v in base:
+        grown.update((v + "\x00", v + "\U0010ffff", v[:-1]))
+        if v:
+            grown.add(v[:-1] + chr(min(ord(v[-1]) + 1, 0x10FFFF)))
+    out = set(grown)
+    for v in grown:
+        for n in lengths:
+            out.update((v[:n], v + "\x00" * (n - len(v)), v + "\U0010ffff" * (n - len(v))))
+    return sorted(out)
+
+
+def witnesses(conds: list[Any]) -> list[Any]:
+    """One value per distinct outcome of `conds` (leaf conditions on one context key)."""
+    literals = [c.args.value for c in conds]
+    lengths = _lengths(conds)
+    cands: list[Any] = [None, True, False]
+    cands += _numbers(literals)
+    cands += _strings(literals, lengths)
+    cands += [[0] * n for n in lengths]
+    seen: set[tuple[bool, ...]] = set()
+    out: list[Any] = []
+    for v in cands:
+        asg: dict[Var, Any] = {("ctx", conds[0].args.key): v}
+        key = tuple(bool(_leaf(c, asg)) for c in conds)
+        if key not in seen:
+            seen.add(key)
+            out.append(v)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+#  The search
+# ---------------------------------------------------------------------------------------------
+class _Search:
+    """Is there an input for speaker `s` on which each goal condition has its wanted value?"""
+
+    def __init__(self, s: str, goals: list[tuple[Any, bool]], domains: dict[Var, list[Any]],
+                 reads: dict[int, list[Var]]) -> None:
+        self.s = s
+        self.goals = goals
+        self.domains = domains
+        self.reads = reads
+        self.steps = 0
+
+    def run(self) -> Optional[bool]:
+        """True: an input exists; False: none does; None: gave up (BUDGET)."""
+        try:
+            return self._go({})
+        except _GiveUp:
+            return None
+
+    def _go(self, asg: dict[Var, Any]) -> bool:
+        self.steps += 1
+        if self.steps > BUDGET:
+            raise _GiveUp
+        open_var: Optional[Var] = None
+        for cond, want in self.goals:
+            v = evaluate(cond, self.s, asg)
+            if v is None:
+                if open_var is None:
+                    open_var = next(x for x in self.reads[id(cond)] if x not in asg)
+            elif v is not want:
+                return False
+        if open_var is None:
+            return True
+        for value in self.domains.get(open_var, _BOOLS):
+            if open_var[0] == "text" and not _consistent(asg, open_var[1], value):
+                continue
+            asg[open_var] = value
+            if self._go(asg):
+                del asg[open_var]
+                return True
+            del asg[open_var]
+        return False
+
+
+_BOOLS = (True, False)  # a `text contains X` variable
+
+
+class _GiveUp(Exception):
+    pass
+
+
+def _consistent(asg: dict[Var, Any], text: str, value: bool) -> bool:
+    """A body contains `text` (value True) or not, given the other `text contains` choices:
+    containing X means containing every substring of X."""
+    for (kind, other), v in asg.items():
+        if kind != "text":
+            continue
+        if value and not v and other in text:
+            return False
+        if not value and v and text in other:
+            return False
+    return True
+
+
+# ---------------------------------------------------------------------------------------------
+#  Per block
+# ---------------------------------------------------------------------------------------------
+class Firing:
+    """Per speaker, the rules that fire on some turn of it, whether the default target can be
+    taken, and who gets the turn on some run (`speaks`), for one workflow block's graph."""
+
+    def __init__(self, graph: Any) -> None:
+        self.graph = graph
+        self.reads: dict[int, list[Var]] = {}
+        leaves: dict[Var, list[Any]] = {}
+        for r in graph.rules:
+            self._reads(r.when, leaves)
+        self.key_domains = {v: witnesses(cs) for v, cs in leaves.items() if v[0] == "ctx"}
+        self.named_tools = sorted({c.args.tool_name for c in leaves.get(TOOL, ())})
+        #: speaker -> its rules in evaluation order that it can take (decide is not False)
+        self.takes: dict[str, list[RuleInfo]] = {}
+        #: speaker -> the evaluation positions of the rules that fire on some turn of it
+        self.fires: dict[str, set[int]] = {}
+        #: speaker -> can the default (`otherwise`) target be taken
+        self.default: dict[str, bool] = {}
+        #: speakers analysed exactly (the others: the graph's reading)
+        self.exact: set[str] = set()
+        by_source: dict[Optional[str], list[RuleInfo]] = {}
+        for r in graph.rules:
+            by_source.setdefault(r.source, []).append(r)
+        star = by_source.get(None, [])
+        done: dict[tuple[Any, ...], str] = {}  # speakers with the same rules and tools answer alike
+        for s in graph.participants:
+            own = by_source.get(s, [])
+            key = (id(own) if own else None, frozenset(graph.owned.get(s, ())))
+            twin = done.get(key) if not own else None
+            if twin is not None:
+                self.takes[s], self.fires[s], self.default[s] = self.takes[twin], self.fires[twin], self.default[twin]
+                if twin in self.exact:
+                    self.exact.add(s)
+                continue
+            done[key] = s
+            self._speaker(s, sorted(own + star, key=lambda r: r.order) if star and own else own or star)
+        self.first_turn = self._explore(graph.max_turns)
+        self.speaks = {s for s, _ in self.first_turn}
+        #: the evaluation positions of the rules that fire on some run
+        self.fired = {o for s in self.speaks for o in self.fires[s]}
+
+    def _reads(self, c: Any, leaves: dict[Var, list[Any]]) -> list[Var]:
+        found: dict[Var, list[Any]] = {}
+        atoms(c, found)
+        for v, cs in found.items():
+            leaves.setdefault(v, []).extend(cs)
+        self.reads[id(c)] = list(found)
+        return self.reads[id(c)]
+
+    def _domains(self, s: str) -> dict[Var, list[Any]]:
+        g = self.graph
+        tools = sorted(g.owned.get(s, ())) if g.declares_tools else self.named_tools
+        out: dict[Var, list[Any]] = {TOOL: [None, *tools], **self.key_domains}
+        return out
+
+    def _speaker(self, s: str, rules: list[RuleInfo]) -> None:
+        g = self.graph
+        takes: list[RuleInfo] = []
+        decided = False
+        for r in rules:
+            verdict = g.decide(r, s)
+            if verdict is False:
+                continue
+            takes.append(r)
+            if verdict:
+                decided = True
+                break
+        self.takes[s] = takes
+        if len(takes) > MAX_RULES:
+            self.fires[s] = {r.order for r in takes}
+            self.default[s] = not decided
+            return
+        self.exact.add(s)
+        fires: set[int] = set()
+        exhausted = False
+        for i, r in enumerate(takes):
+            if not exhausted and self.can(s, r.when, takes[:i]) is not False:
+                fires.add(r.order)
+            elif not exhausted:
+                exhausted = self.can(s, None, takes[:i]) is False
+        self.fires[s] = fires
+        self.default[s] = not decided and not exhausted and self.can(s, None, takes) is not False
+
+    def can(self, s: str, when: Any, before: list[RuleInfo], also: Any = None) -> Optional[bool]:
+        """Is there a turn of `s` on which `when` holds (None: no condition), `also` too (if
+        given) and no rule of `before` holds? None: gave up."""
+        goals = [(r.when, False) for r in before]
+        for c in (when, also):
+            if c is not None:
+                goals.insert(0, (c, True))
+        return _Search(s, goals, self._domains(s), self.reads).run()
+
+    def _targets(self, s: str) -> list[Any]:
+        g = self.graph
+        out = [r.then for r in self.takes[s] if r.order in self.fires[s]]
+        if self.default[s]:
+            out.append(g.otherwise_target)
+        return out
+
+    def uncapped_speakers(self) -> set[str]:
+        """Who gets the turn on some run when `max_turns` is ignored."""
+        return {s for s, _ in self._explore(None)}
+
+    def _explore(self, cap: Optional[int]) -> dict[tuple[str, Optional[str]], int]:
+        """(speaker, who spoke before) -> the first turn it happens on, for every state a run
+        reaches within `cap` turns (None: no cap). Who spoke before is kept only for a speaker
+        with a `previous` target (for the others it is `ANY`: their moves do not depend on it)."""
+        g = self.graph
+        if g.start is None:
+            return {}
+        order = tuple(g.participants)
+        fixed: dict[str, set[Optional[str]]] = {}  # speaker -> next speakers of its other targets
+        previous: dict[str, list[Any]] = {}  # speaker -> its `previous` targets that fire
+        for s in g.participants:
+            ts = self._targets(s)
+            previous[s] = [t for t in ts if t.uses_previous]
+            fixed[s] = {n for t in ts if not t.uses_previous for n in t.successors(s, order, g._initiator)}
+
+        def state(nxt: str, before: Optional[str]) -> tuple[str, Optional[str]]:
+            return (nxt, before) if previous[nxt] else (nxt, ANY)
+
+        start = state(g.start, None)
+        first: dict[tuple[str, Optional[str]], int] = {start: 1}
+        queue = deque([start])
+        while queue:
+            s, before = queue.popleft()
+            turn = first[(s, before)]
+            if cap is not None and turn + 1 > cap:
+                continue
+            nexts = set(fixed[s])
+            for t in previous[s]:
+                nexts.update(t.successors(s, order, g._initiator, (before,)))
+            for nxt in sorted(n for n in nexts if n is not None and n in g.index):
+                key = state(nxt, s)
+                if key not in first:
+                    first[key] = turn + 1
+                    queue.append(key)
+        return first
+
+    # -- answers --------------------------------------------------------------------------------
+    def fires_for(self, r: RuleInfo, s: str) -> bool:
+        """Does `r` fire on some turn of `s` (whether or not `s` gets the turn)?"""
+        return r.order in self.fires.get(s, ())
+
+    def fires_on_some_run(self, r: RuleInfo) -> bool:
+        return r.order in self.fired
+
+
+def firing(graph: Any) -> Firing:
+    """The graph's `Firing`, computed once."""
+    cached = graph._cache.get("firing")
+    if cached is None:
+        cached = graph._cache["firing"] = Firing(graph)
+    return cached
