@@ -1,6 +1,8 @@
 """Text → AST. The lark LALR parser is built once; a Transformer builds the
 AST (it only builds); lexical and syntax errors become TF001 / TF002
 diagnostics with exact positions. `parse_source` never raises on any text.
+A valid file is read first by the fast path (`turnflow.dsl.fastparse`, the
+same AST); whatever it does not read, lark parses, so diagnostics are lark's.
 """
 
 from __future__ import annotations
