@@ -47,9 +47,16 @@ def _scanner(master: "re.Pattern[str]") -> "re.Pattern[str]":
     return re.compile(master.pattern[:-1] + r"|(?P<_GAP>[^ \t\f]))", master.flags)
 
 
+#: tokens that never begin or end a node: kept without a span (and, but for the comparison
+#: operators, without their text), so a large file holds less while it is read
+_BARE = frozenset({"ARROW", "WHEN", "CONTAINS", "PRIORITY", "VIA", "AND", "OR", "DOT", "EQUAL", "COMMA",
+                   "LBRACE", "LSQB", "LPAR", "RPAR", "EQEQ", "CMP"})
+
+
 def tokens(text: str, master: "re.Pattern[str]") -> Optional[tuple[list[str], list[str], list[Span]]]:
     """The kinds (reserved words resolved), values and spans of the text's tokens,
-    `_SEP` included, ending with `$END`; None when a character starts no token."""
+    `_SEP` included, ending with `$END`; None when a character starts no token. A `_SEP`
+    and the `_BARE` tokens have no span, and only a comparison operator keeps its text."""
     kinds: list[str] = []
     values: list[str] = []
     spans: list[Span] = []
@@ -60,10 +67,15 @@ def tokens(text: str, master: "re.Pattern[str]") -> Optional[tuple[list[str], li
         kind: str = m.lastgroup  # type: ignore[assignment]  # every alternative is a named group
         value: str = m[kind]
         end = m.end()
-        start = end - len(value)
         if kind == "NAME":
             kind = keyword(value, "NAME")
-        elif kind == "_SEP":
+        if kind in _BARE:  # never a node's first or last token: no span, and the text only for an operator
+            add_kind(kind)
+            add_value(value if kind == "CMP" or kind == "EQEQ" else None)  # type: ignore[arg-type]
+            add_span(None)  # type: ignore[arg-type]
+            continue
+        start = end - len(value)
+        if kind == "_SEP":
             newlines = value.count("\n")
             if "\r" in value:  # \r\n is one line end, a lone \r is one too
                 newlines += value.count("\r") - value.count("\r\n")
@@ -71,10 +83,10 @@ def tokens(text: str, master: "re.Pattern[str]") -> Optional[tuple[list[str], li
                 line += newlines
                 line_start = start + max(value.rfind("\n"), value.rfind("\r")) + 1
             add_kind(kind)
-            add_value(value)
-            add_span(None)  # type: ignore[arg-type]  # never part of a node
+            add_value(None)  # type: ignore[arg-type]  # never part of a node
+            add_span(None)  # type: ignore[arg-type]
             continue
-        elif kind == "_GAP":
+        if kind == "_GAP":
             return None
         column = start - line_start + 1
         add_kind(kind)
