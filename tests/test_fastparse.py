@@ -122,3 +122,19 @@ def test_a_long_run_of_trailing_blanks_stays_linear():
     t0 = time.process_time()
     assert _took_fast_path(text)
     assert time.process_time() - t0 < 2.0
+
+
+def test_the_benchmark_workflows_read_the_same():
+    """bench/check_scale.py's and bench/check_blocks.py's generators, small: the fast path reads them."""
+    import importlib.util
+
+    texts = []
+    for name, call in (("check_scale", lambda m: m.generate(30)), ("check_blocks", lambda m: m.blocks(30))):
+        spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / f"{name}.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        texts.append(call(module))
+    for text in texts:
+        assert _took_fast_path(text)
+        _same(text)
