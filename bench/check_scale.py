@@ -64,18 +64,17 @@ def in_process(text: str) -> dict:
     """Wall and CPU time of `turnflow.check(text)` (parser already built) run the way the
     `turnflow check` command runs it (its process switches on, the GC paused around the
     analysis; both done at the command's edge, never by a library call), with a breakdown
-    (CPU) of the same work: lexing alone (our FlowLexer, as the parser runs it), parsing (lexing + LALR + building the AST during the
-    parse), all checks."""
+    (CPU) of the same work: lexing alone (the fast path's tokens, `turnflow.dsl.fastparse.tokens`:
+    what a valid file costs), parsing (lexing + reading + building the AST), all checks."""
     import turnflow
     from turnflow import process
     from turnflow.compiler.checks import run_checks
     from turnflow.dsl.parser import build_parser, gc_paused, parse_source
 
-    from lark.lexer import LexerState
-    from lark.utils import TextSlice
+    from turnflow.dsl import fastparse
 
     process.enable_cli_switches()  # the switches `turnflow check` turns on for its own process
-    flow_lexer = build_parser().parser.lexer
+    master = build_parser().parser.lexer.master
 
     build_parser()
     gc.collect()
@@ -88,8 +87,7 @@ def in_process(text: str) -> dict:
     gc.collect()
     with gc_paused():
         t0 = time.process_time()
-        for _ in flow_lexer.lex(LexerState(TextSlice.cast_from(text)), None):  # FlowLexer itself
-            pass
+        fastparse.tokens(text, master)
         t1 = time.process_time()
         flow, _ = parse_source(text)
         t2 = time.process_time()

@@ -246,6 +246,25 @@ class NotTerm(Node):
 
 Term = Union[ToolTerm, ContextTerm, TextTerm, CompareTerm, AllTerm, AnyTerm, NotTerm]
 
+# Every later stage (lowering, the printer, the spec model, the compile targets) walks a condition
+# recursively: the parser refuses one nested deeper than this (TF002) where it is written.
+MAX_CONDITION_DEPTH = 100
+
+
+def too_deep(terms: tuple) -> Optional[Node]:
+    """The first node of a rule's condition nested more than MAX_CONDITION_DEPTH levels (`not not
+    …`, parenthesised `and` inside `or` inside `and` …), or None; walked with a stack."""
+    stack: list[tuple[Node, int]] = [(t, 1) for t in terms if isinstance(t, (NotTerm, AllTerm, AnyTerm))]
+    while stack:
+        term, depth = stack.pop()
+        if depth > MAX_CONDITION_DEPTH:
+            return term
+        if isinstance(term, NotTerm):
+            stack.append((term.term, depth + 1))
+        elif isinstance(term, (AllTerm, AnyTerm)):
+            stack.extend((t, depth + 1) for t in term.terms)
+    return None
+
 
 def leaf_terms(terms) -> Iterator[Term]:
     """Every non-compound term inside `terms` (a sequence of terms), in source order."""

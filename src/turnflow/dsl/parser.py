@@ -1,6 +1,8 @@
 """Text → AST. The lark LALR parser is built once; a Transformer builds the
 AST (it only builds); lexical and syntax errors become TF001 / TF002
 diagnostics with exact positions. `parse_source` never raises on any text.
+A valid file is read first by the fast path (`turnflow.dsl.fastparse`, the
+same AST); whatever it does not read, lark parses, so diagnostics are lark's.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from turnflow import process
 from turnflow.diagnostics.diagnostic import Diagnostic
-from turnflow.dsl import ast
+from turnflow.dsl import ast, fastparse
 from turnflow.dsl.lexer import FlowLexer
 from turnflow.source import SourceText, Span
 
@@ -76,7 +78,7 @@ class ParseError(Exception):
 
 
 class _LiteralError(Exception):
-    def __init__(self, message: str, token: Optional[Token] = None, span: Optional[Span] = None):
+    def __init__(self, message: str, token: Optional[str] = None, span: Optional[Span] = None):
         super().__init__(message)
         self.token = token
         self.span = span
@@ -90,8 +92,9 @@ _FLOAT_RE = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?\Z"
 _DURATION_RE = re.compile(r"([0-9]+)(ms|s|m|h|d)\Z")
 
 
-def decode_string(tok: Token) -> str:
-    raw = tok.value
+def decode_string(tok: str) -> str:
+    """A STRING token's text (a lark `Token` or the plain text of one) decoded."""
+    raw = str(tok)
     if "\\" not in raw and raw.isprintable():
         return raw[1:-1]  # no escape and no control character: JSON would give the same text
     try:
@@ -109,7 +112,7 @@ MAX_INT = 2 ** 63 - 1
 _MAX_INT_DIGITS = len(str(MAX_INT))
 
 
-def decode_number(tok: Token) -> int | float:
+def decode_number(tok: str) -> int | float:
     raw = str(tok)
     if _INT_RE.match(raw):
         digits = raw.lstrip("-")
@@ -186,13 +189,21 @@ def _number(tok: Optional[Token]) -> Optional[ast.Number]:
     return ast.Number(_tok_span(tok), value, tok.value)
 
 
-def _duration(tok: Token) -> ast.Duration:
+def duration_parts(tok: str) -> tuple[int, str]:
+    """A DURATION token's (amount, unit)."""
     m = _DURATION_RE.match(str(tok))
     assert m is not None
     if len(m.group(1)) > _MAX_INT_DIGITS or int(m.group(1)) > MAX_INT // 3_600_000:
         raise _LiteralError(f"duration `{_clip(str(tok))}` is too long: at most {MAX_INT // 3_600_000}"
                             f"{m.group(2)}", tok)
-    return ast.Duration(_tok_span(tok), int(m.group(1)), m.group(2))  # type: ignore[arg-type]  # the regex
+    return int(m.group(1)), m.group(2)
+
+
+def _duration(tok: Token) -> ast.Duration:
+    return ast.Duration(_tok_span(tok), *duration_parts(tok))  # type: ignore[arg-type]  # the regex
+
+
+_DECODERS = (decode_string, decode_number, duration_parts)
 
 
 def _clip(raw: str, limit: int = 40) -> str:
@@ -202,25 +213,15 @@ class _Conj(list):
     """The terms of an `and` while parsing."""
 
 
-# Every later stage (lowering, the printer, the spec model, the compile targets) walks a condition
-# recursively: one nested deeper than this is refused where it is written, not deep inside them.
-MAX_CONDITION_DEPTH = 100
-_LEAF_TERMS = (ast.ToolTerm, ast.ContextTerm, ast.TextTerm, ast.CompareTerm)
+MAX_CONDITION_DEPTH = ast.MAX_CONDITION_DEPTH
 
 
 def _check_depth(terms: tuple) -> None:
-    """Refuse a condition nested more than MAX_CONDITION_DEPTH levels (`not not …`, parenthesised
-    `and` inside `or` inside `and` …); walked with a stack, once per rule."""
-    stack = [(t, 1) for t in terms if not isinstance(t, _LEAF_TERMS)]
-    while stack:
-        term, depth = stack.pop()
-        if depth > MAX_CONDITION_DEPTH:
-            raise _LiteralError(f"condition nested too deeply: more than {MAX_CONDITION_DEPTH} levels of "
-                                "`not`, `and` and `or` (write it flatter)", span=term.span)
-        if isinstance(term, ast.NotTerm):
-            stack.append((term.term, depth + 1))
-        elif isinstance(term, (ast.AllTerm, ast.AnyTerm)):
-            stack.extend((t, depth + 1) for t in term.terms)
+    """Refuse a condition nested more than MAX_CONDITION_DEPTH levels (see `ast.too_deep`)."""
+    term = ast.too_deep(terms)
+    if term is not None:
+        raise _LiteralError(f"condition nested too deeply: more than {MAX_CONDITION_DEPTH} levels of "
+                            "`not`, `and` and `or` (write it flatter)", span=term.span)
 
 
 def _one(cond):
@@ -749,12 +750,18 @@ def parse_source(text: str, path: str = "<string>") -> tuple[Optional[ast.FlowFi
         return _parse_source(text, path)
 
 
-def _parse_source(text: str, path: str) -> tuple[Optional[ast.FlowFile], list[Diagnostic]]:
+def _parse_source(text: str, path: str, fast: bool = True) -> tuple[Optional[ast.FlowFile], list[Diagnostic]]:
+    """`parse_source`'s work; `fast=False` skips the fast path (lark reads every text: the
+    reference the differential test compares the fast path with)."""
     if text.startswith("\ufeff"):
         text = " " + text[1:]  # keep offsets: the BOM becomes a blank
     src = SourceText(text, path)
+    parser = build_parser()
+    quick = fastparse.parse(text, parser.parser.lexer.master, _DECODERS) if fast else None
+    if quick is not None:  # None: not a file the fast path reads (an error, or a form it gives up on)
+        return attach_layout(quick, src), []
     try:
-        flow = cast(ast.FlowFile, build_parser().parse(text))  # the transformer builds the AST
+        flow = cast(ast.FlowFile, parser.parse(text))  # the transformer builds the AST
     except UnexpectedInput as err:
         return None, [_syntax_diagnostic(err, src)]
     except _LiteralError as err:
