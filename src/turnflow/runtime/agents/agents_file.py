@@ -18,8 +18,8 @@ import os
 from typing import Any, Optional
 
 from turnflow.runtime.agents.base import BEHAVIORS
-from turnflow.runtime.agents.config import _REF, FRAMEWORKS, KEYS, KINDS
-from turnflow.runtime.errors import brief
+from turnflow.runtime.agents.config import _REF, FRAMEWORKS, KEYS, KINDS, contract_shape
+from turnflow.runtime.errors import AdapterError, brief
 
 #: per kind, the modules it needs (top-level import names) and the pip package of each
 NEEDS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -81,6 +81,10 @@ def agent_problems(name: str, conf: Any) -> list[tuple[str, str]]:
     who = f"agent {brief(name)}"
     if not isinstance(conf, dict):
         return [("", f"{who}: expected a mapping with `kind`, got {brief(conf)}")]
+    try:  # the stateful-adapter contract's `{type: python, import_path: M, attribute: A}` shape
+        conf = contract_shape(name, conf)
+    except AdapterError as err:
+        return [("", str(err))]
     out: list[tuple[str, str]] = []
     if "behavior" in conf and conf["behavior"] not in BEHAVIORS:
         out.append(("=behavior", f"{who}: `behavior` must be one of {', '.join(BEHAVIORS)}, "
