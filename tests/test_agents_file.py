@@ -60,7 +60,9 @@ def test_a_missing_api_key_is_named_before_any_session(tmp_path, capsys, monkeyp
 def test_a_missing_framework_package_names_it_and_the_agent_that_needs_it(capsys, monkeypatch):
     """`autogen-ext` missing (the reviewer's model client): the error names the reviewer and the
     package, not the LangGraph planner; each example agent imports only its own framework."""
-    monkeypatch.setitem(sys.modules, "autogen_ext", None)  # Python's own "not installed" for an import
+    for name in [m for m in sys.modules if m == "autogen_ext" or m.startswith("autogen_ext.")] + ["autogen_ext"]:
+        monkeypatch.setitem(sys.modules, name, None)  # Python's own "not installed" (submodules an earlier
+        # test imported included: a cached `autogen_ext.models.replay` would be found without its parent)
     monkeypatch.delitem(sys.modules, "frameworks_reviewer", raising=False)
     assert main(["run", FRAMEWORKS, "--agents", FRAMEWORK_AGENTS]) == 2
     cap = capsys.readouterr()
