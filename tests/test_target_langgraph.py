@@ -269,3 +269,13 @@ def test_the_worked_example_of_the_docs_runs(tmp_path, monkeypatch):
     shown = dict(re.findall(r"^(\[t\[\"speaker\"\].*?|final\[\"reason\"\].*?)\s+# (.*)$", code, re.M))
     assert repr([t["speaker"] for t in final["transcript"]]) == shown[next(k for k in shown if k.startswith("[t"))]
     assert repr((final["reason"], final["context"])) == shown[next(k for k in shown if k.startswith("final"))]
+
+
+def test_an_empty_file_is_told_it_has_no_block(tmp_path, capsys):
+    from turnflow.cli import main
+
+    path = tmp_path / "empty.flow"
+    path.write_text("", encoding="utf-8")
+    assert main(["compile", str(path), "--target", "langgraph"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().endswith("has none") and "--block" not in err.split("compiles one block")[1]

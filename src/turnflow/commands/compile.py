@@ -93,6 +93,8 @@ def _run_target(args, loaded) -> int:
         except LookupError:
             if args.block is not None:
                 raise unknown_block(args.file, args.block, [b.name.name for b in flow.blocks]) from None
+            if not flow.blocks:
+                return fail("compile", f"--target {args.target} compiles one block: {args.file} has none")
             return fail("compile", f"--target {args.target} compiles one block: {args.file} has "
                         f"{len(flow.blocks)} ({', '.join(b.name.name for b in flow.blocks)}); name one with --block")
         diags = relevant(diags, block, args.target)
