@@ -201,6 +201,10 @@ def bad_factory(tools: list, ctx: Any) -> int:
     return 42
 
 
+def one_argument_factory(model: Any) -> Any:
+    return graph
+
+
 from ag2 import Agent  # noqa: E402
 from ag2.events import ToolCallEvent  # noqa: E402
 from ag2.testing import TestConfig  # noqa: E402
@@ -291,6 +295,10 @@ def test_prebuilt_objects_route_by_own_tool_handoff_target_and_finish(tmp_path, 
     ("prebuilt_mod:bad_factory", "the factory prebuilt_mod:bad_factory returned 'int', not a compiled LangGraph graph",
      1),
     ("prebuilt_mod:nothing", "module 'prebuilt_mod' has no attribute 'nothing'", 1),
+    # a factory that cannot take (tools, ctx): refused at the ref's line before the session opens
+    ("prebuilt_mod:one_argument_factory", "agents.yaml:2:", 1),
+    ("prebuilt_mod:one_argument_factory",
+     "the factory prebuilt_mod:one_argument_factory(model: Any) -> Any cannot be called with (tools, ctx)", 1),
 ])
 def test_bad_framework_refs_are_clear_errors(tmp_path, capsys, monkeypatch, ref, message, code):
     out, err, _ = _run(tmp_path, capsys, monkeypatch, f"""\
@@ -300,6 +308,8 @@ def test_bad_framework_refs_are_clear_errors(tmp_path, capsys, monkeypatch, ref,
           reviewer: {{kind: scripted, steps: [{{say: x}}]}}
         """, code=code)
     assert message in err and "Traceback" not in err
+    if "factory" in ref and "bad_factory" not in ref:
+        assert not out, "no session opened"
 
 
 TOOL_ERROR = '''\

@@ -18,6 +18,7 @@ directory first. The attribute may be an agent object (it has `open_session`, `o
 from __future__ import annotations
 
 import importlib
+import inspect
 import re
 import sys
 from typing import Any, Optional
@@ -196,7 +197,23 @@ def framework_agent(name: str, kind: str, ref: Any, base_dir: Optional[str] = No
     if not probe.accepts(obj) and (not callable(obj) or isinstance(obj, type)):
         raise AdapterError(f"agent {brief(name)}: {ref} is neither {probe.what} nor a factory function "
                            "(tools, ctx) returning one")
+    if not probe.accepts(obj):
+        _check_factory(name, ref, obj)
     return probe
+
+
+def _check_factory(name: str, ref: Any, factory: Any) -> None:
+    """A factory must take `(tools, ctx)`: checked against its signature before any session opens
+    (it is called only when the session does, with the session's tools)."""
+    try:
+        signature = inspect.signature(factory)
+    except (TypeError, ValueError):  # a builtin or C callable without a signature: trusted
+        return
+    try:
+        signature.bind(None, None)
+    except TypeError as exc:
+        raise AdapterError(f"agent {brief(name)}: the factory {ref}{signature} cannot be called with (tools, ctx): "
+                           f"{exc}") from None
 
 
 def import_ref(name: str, ref: Any, base_dir: Optional[str] = None) -> Any:
