@@ -119,10 +119,31 @@ def test_bad_agents_file_is_a_clear_message(tmp_path, capsys, text, message):
     assert message in err and "Traceback" not in err
 
 
-def test_agents_must_match_participants(tmp_path, capsys):
+def test_a_participant_the_run_never_reaches_needs_no_agent(tmp_path, capsys):
     agents = write(tmp_path, "a.yaml", "agents:\n  triage: {kind: scripted, steps: [{say: x}]}\n")
+    assert main(["run", SPEC, "--agents", agents]) == 0  # triage routes nowhere: otherwise ends it
+    cap = capsys.readouterr()
+    assert cap.out.splitlines()[-1] == "closed: after_work"
+    assert f"note: {agents} has no agent for user, billing, tech; the session closes agent_error if one of them" \
+        in cap.err
+
+
+def test_a_participant_without_agent_that_gets_the_turn_ends_the_run_saying_so(tmp_path, capsys):
+    agents = write(tmp_path, "a.yaml", "agents:\n  triage: {kind: scripted, steps: [{say: x, tool: transfer_to_tech}]}\n"
+                                       "  billing: {kind: scripted, steps: [{say: y}]}\n"
+                                       "  user: {kind: scripted, steps: [{say: z}]}\n")
     assert main(["run", SPEC, "--agents", agents]) == 1
-    assert "no agent for participants user, billing, tech" in capsys.readouterr().err
+    cap = capsys.readouterr()
+    assert cap.out.splitlines()[-1] == "closed: agent_error"
+    assert f"agent 'tech' failed turn 2 twice: got the turn but {agents} has no agent for it" in cap.err
+    assert "Traceback" not in cap.err
+
+
+def test_a_batch_needs_no_agent_for_a_participant_it_never_reaches(tmp_path, capsys):
+    agents = write(tmp_path, "a.yaml", "agents:\n  triage: {kind: scripted, steps: [{say: x}]}\n")
+    tasks = write(tmp_path, "t.jsonl", '{"id": "a", "task": "hi"}\n{"id": "b", "task": "ho"}\n')
+    assert main(["run", SPEC, "--agents", agents, "--tasks", tasks]) == 0
+    assert "has no agent for user, billing, tech" in capsys.readouterr().err
 
 
 def test_block_selection(tmp_path, capsys):

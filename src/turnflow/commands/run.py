@@ -290,6 +290,17 @@ def _check_step_handoff(step: dict, parts: list, at: str) -> None:
         raise RunInputError(f"{at}: cannot hand off to {target!r}: not a participant ({', '.join(parts)})")
 
 
+def _fill_absent(names: list[str], agents: dict[str, Any], path: str) -> dict[str, Any]:
+    """The agents with a stand-in for each participant the file lacks (runtime/agents/absent.py),
+    said on stderr: a run needs no agent for a participant it never hands the turn to."""
+    from turnflow.runtime.agents.absent import absent_note, with_absent
+
+    agents, missing = with_absent(names, agents, path)
+    if missing:
+        err(f"turnflow run: {absent_note(missing, path)}")
+    return agents
+
+
 def _hub_keys(args) -> Optional[dict]:
     """`--hub-keys FILE` read (only with `--hub`), or None."""
     path = getattr(args, "hub_keys", None)
@@ -328,8 +339,11 @@ def run(args) -> int:
     try:
         spec, args.other_forms = _specs(args)
         agents = load_agents(args.agents)
-        if set(agents) == {p.get("agent_id") for p in spec.get("participants") or [] if isinstance(p, dict)}:
+        names = [str(p.get("agent_id")) for p in spec.get("participants") or [] if isinstance(p, dict)]
+        if set(agents) <= set(names):
             check_agents(spec, agents, args.agents)
+        if not getattr(args, "hub", None):  # served, the participants the file lacks are the remote ones
+            agents = _fill_absent(names, agents, args.agents)
         args.keys = _hub_keys(args)
     except RunInputError as exc:
         err(f"turnflow run: {exc}")

@@ -63,28 +63,28 @@ class Inputs(NamedTuple):
 def agent_factory(path: str, participants: list[str], inputs: Inputs) -> Callable[[], dict]:
     """Validate the agents file once; build a fresh set of agents for every task (a scripted
     agent's script starts over in each session)."""
-    import yaml
-
+    from turnflow import yaml_input
+    from turnflow.files import read_text
+    from turnflow.runtime.agents.absent import absent_note, with_absent
     from turnflow.runtime.agents.config import build_agent
 
     RunInputError, load_agents = inputs.error, inputs.load_agents
 
     agents = load_agents(path)  # every problem is a RunInputError with the file's name
-    missing = [n for n in participants if n not in agents]
     extra = sorted(set(agents) - set(participants))
-    if missing:
-        raise RunInputError(f"{path}: no agent for participant{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
     if extra:
         raise RunInputError(f"{path}: names {', '.join(extra)}, not a participant ({', '.join(participants)})")
-    with open(path, encoding="utf-8") as fh:
-        confs = yaml.safe_load(fh)["agents"]
+    confs = yaml_input.load(read_text(path))["agents"]  # read as load_agents did: the same guards
     base_dir = os.path.dirname(os.path.abspath(path))
     first = [agents]
+    missing = with_absent(participants, agents, path)[1]
+    if missing:
+        err(f"turnflow run: {absent_note(missing, path)}")
 
     def make() -> dict:
         if first:
-            return first.pop()
-        return {str(n): build_agent(str(n), c, base_dir) for n, c in confs.items()}
+            return with_absent(participants, first.pop(), path)[0]
+        return with_absent(participants, {str(n): build_agent(str(n), c, base_dir) for n, c in confs.items()}, path)[0]
 
     return make
 
