@@ -9,8 +9,10 @@ only the JSON document, so stdout stays machine-readable (progress goes to stder
 when stderr is a terminal). Expectation warnings go to stderr; `--verbose` prints telemetry
 to stderr as it is stored.
 
-Exit 0 when the session closed normally, 1 on any error (bad input, bad agents file, an agent
-failing, a session that ended abnormally: expectation_violated:*, expired, agent_error). The
+Exit 0 when the session closed normally; 1 when a file's content is wrong (the flow, the agents
+file) or the session ended abnormally (an agent failing, expectation_violated:*, expired,
+agent_error); 2 when an input cannot be read, the command line is wrong, or the agents need a
+package or an API key the machine lacks (docs/cli.md, "Unreadable vs. invalid"). The
 first Ctrl-C / SIGTERM closes the session with the reason `interrupted`, prints what happened
 so far and exits 130 / 143 (a temporary store is removed; a `--store` session is closed)."""
 
