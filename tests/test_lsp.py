@@ -330,3 +330,36 @@ def test_lsp_without_the_extra_says_so_and_exits_2(tmp_path):
                           env={"PYTHONPATH": str(tmp_path), "PATH": ""}, timeout=60)
     assert proc.returncode == 2
     assert "pip install 'turnflow[lsp]'" in proc.stderr
+
+
+def test_compile_to_a_framework_from_the_block_header(lsp):
+    text = (Path(__file__).resolve().parents[1] / "examples" / "support.flow").read_text()
+    uri = lsp.open("support.flow", text)
+    lsp.wait_diagnostics(uri)
+    header = pos(text, "workflow support")
+
+    def actions(at, only=None):
+        return lsp.run(lsp.client.text_document_code_action_async(t.CodeActionParams(
+            text_document=doc(uri), range=t.Range(start=at, end=at),
+            context=t.CodeActionContext(diagnostics=[], only=only))))
+
+    found = {a.title: a for a in actions(header)}
+    assert set(found) == {"Compile `support` to LangGraph (support_graph.py)",
+                          "Compile `support` to AutoGen AgentChat (support_team.py)",
+                          "Compile `support` to AG2 GroupChat (classic) (support_chat.py)"}
+    graph = found["Compile `support` to LangGraph (support_graph.py)"]
+    assert graph.kind == "source.turnflow.compile" and graph.disabled is None
+    create, write_it = graph.edit.document_changes
+    assert create.uri.endswith("/support_graph.py") and create.options.overwrite
+    import turnflow
+
+    assert write_it.edits[0].new_text == turnflow.compile_target(text, "langgraph", block="support",
+                                                                  path="support.flow")
+    # the support flow keeps context: the targets without context refuse it, saying where
+    for title in ("Compile `support` to AutoGen AgentChat (support_team.py)",
+                  "Compile `support` to AG2 GroupChat (classic) (support_chat.py)"):
+        assert found[title].edit is None and found[title].disabled.reason.startswith("TF30")
+        assert "at line 10" in found[title].disabled.reason
+    assert not actions(pos(text, "participant user"))                 # not on a header line
+    assert not actions(header, only=[t.CodeActionKind.QuickFix])      # the client asked for quick fixes only
+    assert len(actions(header, only=[t.CodeActionKind.Source])) == 3

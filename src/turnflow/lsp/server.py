@@ -12,7 +12,7 @@ from lsprotocol import types as t
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidRequest, JsonRpcParseError
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
-from pygls.uris import to_fs_path
+from pygls.uris import from_fs_path, to_fs_path
 
 import turnflow
 from turnflow.lsp import completion
@@ -445,8 +445,11 @@ def _symbols(ls: FlowServer, params: t.DocumentSymbolParams) -> Optional[list[t.
     return answer
 
 
+COMPILE_ACTION = t.CodeActionKind.Source + ".turnflow.compile"  # `turnflow compile --target` (lsp/targets.py)
+
+
 @server.feature(t.TEXT_DOCUMENT_CODE_ACTION,
-                t.CodeActionOptions(code_action_kinds=[t.CodeActionKind.QuickFix]))
+                t.CodeActionOptions(code_action_kinds=[t.CodeActionKind.QuickFix, COMPILE_ACTION]))
 def _code_action(ls: FlowServer, params: t.CodeActionParams) -> list[t.CodeAction]:
     uri = params.text_document.uri
     doc = ls.workspace.get_text_document(uri)
@@ -467,6 +470,36 @@ def _code_action(ls: FlowServer, params: t.CodeActionParams) -> list[t.CodeActio
             title=f"Replace with `{replacement}`", kind=t.CodeActionKind.QuickFix, diagnostics=[diag],
             is_preferred=True,
             edit=t.WorkspaceEdit(changes={uri: [t.TextEdit(range=fix_range, new_text=replacement)]})))
+    only = params.context.only
+    if only is None or any(COMPILE_ACTION.startswith(kind) for kind in only):
+        actions += _compile_actions(ls, uri, params.range.start.line + 1)
+    return actions
+
+
+def _compile_actions(ls: FlowServer, uri: str, line: int) -> list[t.CodeAction]:
+    """`turnflow compile --target T` for the workflow block whose header is on `line` (1-based):
+    each action creates the module beside the flow; a target that refuses the block is offered
+    disabled with its first refusal (lsp/targets.py)."""
+    a = ls.analysis(uri)
+    path = to_fs_path(uri)
+    if a is None or a.index is None or path is None:
+        return []
+    from turnflow.lsp.targets import beside, target_actions
+
+    actions = []
+    for act in target_actions(a.index.flow, path, line):
+        if act.source is None:
+            actions.append(t.CodeAction(title=act.title, kind=COMPILE_ACTION,
+                                        disabled=t.CodeActionDisabled(reason=act.refusal)))
+            continue
+        target_uri = from_fs_path(beside(path, act.file_name)) or act.file_name
+        edit = t.WorkspaceEdit(document_changes=[
+            t.CreateFile(uri=target_uri, options=t.CreateFileOptions(overwrite=True)),
+            t.TextDocumentEdit(text_document=t.OptionalVersionedTextDocumentIdentifier(uri=target_uri, version=None),
+                               edits=[t.TextEdit(range=t.Range(start=t.Position(line=0, character=0),
+                                                               end=t.Position(line=0, character=0)),
+                                                 new_text=act.source)])])
+        actions.append(t.CodeAction(title=act.title, kind=COMPILE_ACTION, edit=edit))
     return actions
 
 
