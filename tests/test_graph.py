@@ -225,7 +225,7 @@ def test_the_analysis_reads_the_spec_models_meaning():
         owners = knobs.tool_owners(block)
         for r in graph.rules:
             model = spec.CONDITION.validate_python(r.when.data())
-            emitted = spec.CONDITION.validate_python(knobs.rule_condition(r.stmt, owners))
+            emitted = spec.CONDITION.validate_python(knobs.emitted_when(r, owners))
             assert spec.TransitionGraph.model_validate(
                 {"initial_speaker": "x", "transitions": [], "default_target": r.then.data(), "max_turns": None})
             for s in graph.participants:
@@ -235,6 +235,37 @@ def test_the_analysis_reads_the_spec_models_meaning():
                 assert emitted.decide(s, owned) is verdict, (path, r.stmt)
                 checked += 1
     assert checked > 500
+
+
+def test_the_emitted_graph_is_the_lowering_serialised():
+    """`turnflow compile`'s TransitionGraph is `compiler/lower.py`'s lowering as JSON: each
+    transition's target, priority and condition is the lowered rule's `.data()` (in file order),
+    but for a `from_speaker` test that tool ownership implies, which is dropped (and only then)."""
+    from turnflow.compiler.emit import knobs
+    from turnflow.compiler.lower import Lowering
+
+    dropped = kept = 0
+    for path, block in _fixture_workflows():
+        if not block.of_type(ast.Start):
+            continue  # (transition_graph assumes a block without errors)
+        owners = knobs.tool_owners(block)
+        graph = knobs.transition_graph(block)
+        lowered = [Lowering().rule(st, i) for i, st in enumerate(block.rules)]
+        assert len(graph["transitions"]) == len(lowered)
+        for t, r in zip(graph["transitions"], lowered):
+            assert t["then"] == r.then.data() and t["priority"] == r.priority, (path, r.stmt)
+            whole = r.when.data()
+            if t["when"] == whole:
+                kept += 1
+                continue
+            speaker, tool = whole["args"]["conditions"]
+            assert whole["name"] == "all_of" and speaker == {"name": "from_speaker", "args": {"agent_id": r.source}}
+            assert t["when"] == tool and tool["name"] == "tool_called", (path, r.stmt)
+            assert owners[tool["args"]["tool_name"]] == [r.source], (path, r.stmt)
+            dropped += 1
+        otherwise = block.of_type(ast.Otherwise)
+        assert graph["default_target"] == Lowering().target(otherwise[0].target if otherwise else None).data()
+    assert dropped > 20 and kept > 200
 
 
 def test_decide_reads_only_the_top_of_a_condition():

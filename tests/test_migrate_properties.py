@@ -18,7 +18,8 @@ import turnflow
 from turnflow.dsl import ast
 from turnflow.migrate import migrate
 from turnflow.migrate.ag2_patterns import _Unexpressible, _expression
-from turnflow.migrate.common import NAME_RE, Names
+from turnflow.dsl.lexical import NAME_RE
+from turnflow.migrate.common import Names
 from test_migrate import END, graph_edges, reference_edges
 
 METHODS = ("auto", "round_robin", "random", "manual")

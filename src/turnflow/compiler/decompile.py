@@ -21,20 +21,19 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from typing import TYPE_CHECKING, Any, Literal, Optional, TypeVar
 
 from turnflow import spec as model
 from turnflow.compiler.emit import knobs as _knobs
 from turnflow.spec import DEFAULT_REASON, SpecError, json_path
 from turnflow.dsl import ast
+from turnflow.dsl.lexical import KEYWORDS, NAME_RE
 from turnflow.source import Span
 
 if TYPE_CHECKING:  # `turnflow.spec` loads its pydantic models lazily
     from turnflow.spec.graph import Model
 
 _SPAN = Span.point()
-_NAME_RE = re.compile(r"[^\W\d](?:[\w-]*\w)?\Z")
 #: target names without arguments → the `.flow` target keyword
 _KEYWORD_TARGETS: dict[str, Literal["next", "stay", "initiator", "previous"]] = {
     "round_robin": "next", "stay": "stay", "revert_to_initiator": "initiator", "previous_speaker": "previous"}
@@ -387,10 +386,10 @@ def _target(t: model.BaseTarget, path: str) -> ast.Target:
 #  Values
 # --------------------------------------------------------------------------
 def _name(value: Any, path: str, what: str = "a participant name") -> ast.Ident:
-    if not isinstance(value, str) or not _NAME_RE.match(value):
+    if not isinstance(value, str) or not NAME_RE.match(value):
         raise DecompileError(path, f"{json.dumps(value, ensure_ascii=False)} cannot be {what} in .flow: a name is a "
                              "letter or `_`, then letters, digits, `_` or `-`, not ending in `-`")
-    if value in ast.KEYWORDS:
+    if value in KEYWORDS:
         raise DecompileError(path, f"{value!r} is a .flow keyword and cannot be {what}")
     return ast.Ident(span=_SPAN, name=value)
 

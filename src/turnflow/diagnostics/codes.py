@@ -79,7 +79,7 @@ _C = "turnflow.compiler.checks."
 
 CODES: tuple[Code, ...] = (
     Code("TF000", "unreadable-file", Severity.ERROR, Stage.READ, "turnflow.files"),
-    Code("TF001", "syntax-error", Severity.ERROR, Stage.PARSE, "turnflow.dsl.codes"),
+    Code("TF001", "syntax-error", Severity.ERROR, Stage.PARSE, "turnflow.dsl.syntax_rule"),
     Code("TF002", "invalid-value", Severity.ERROR, Stage.FILE, _C + "invalid_value"),
     Code("TF101", "duplicate-participant", Severity.ERROR, Stage.FILE, _C + "duplicate_participant"),
     Code("TF102", "undeclared-participant", Severity.ERROR, Stage.FILE, _C + "undeclared_participant"),

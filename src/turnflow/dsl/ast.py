@@ -32,14 +32,7 @@ from typing import Any, ClassVar, Iterator, Literal as Lit, Optional, Union
 
 from turnflow.source import Span
 
-BLOCK_KINDS = ("workflow", "consulting", "conversation", "discussion")
-
-KEYWORDS = frozenset(
-    """workflow consulting conversation discussion participant start max_turns
-    context handoff via otherwise when and tool text contains priority terminate
-    stay next initiator respondent tools ordering expect ttl true false null
-    or not len previous""".split()
-)
+from turnflow.dsl.lexical import BLOCK_KINDS as BLOCK_KINDS, KEYWORDS as KEYWORDS  # (their home: lexical.py)
 
 EXPECT_ACTIONS = ("warn", "hide", "audit", "auto_close")
 EXPECT_EVALUATORS = ("acks_within", "reply_within", "turn_within", "max_silence")

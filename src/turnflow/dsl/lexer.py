@@ -21,7 +21,7 @@ from typing import Iterator
 from lark.exceptions import UnexpectedCharacters
 from lark.lexer import Lexer, LexerState, Token
 
-from turnflow.dsl.ast import KEYWORDS
+from turnflow.dsl.lexical import KEYWORDS
 
 KEYWORD_TYPES = {kw: kw.upper() for kw in KEYWORDS}
 _BLANKS = re.compile(r"[ \t\f]*")

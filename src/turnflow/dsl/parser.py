@@ -24,6 +24,7 @@ from turnflow import process
 from turnflow.diagnostics.diagnostic import Diagnostic
 from turnflow.dsl import ast, fastparse
 from turnflow.dsl.lexer import FlowLexer
+from turnflow.dsl.lexical import KEYWORDS, STATEMENT_KEYWORDS, STRING
 from turnflow.source import SourceText, Span
 
 GRAMMAR_FILE = "flow.lark"
@@ -433,7 +434,7 @@ _LITERALS = {"STRING", "NUMBER", "TRUE", "FALSE", "NULL"}
 def _word(terminal: str) -> str:
     if terminal in _WORDS:
         return _WORDS[terminal]
-    if terminal.lower() in ast.KEYWORDS:
+    if terminal.lower() in KEYWORDS:
         return f"`{terminal.lower()}`"
     if terminal == "EQUAL" or terminal.startswith("__ANON"):
         return "`==`"
@@ -475,8 +476,6 @@ def _found(tok: Token) -> str:
     return f"`{text}`"
 
 
-_STATEMENT_KEYWORDS = ("participant", "start", "max_turns", "context", "handoff", "otherwise", "ordering",
-                       "expect", "ttl")
 DURATION_UNITS = "ms, s, m, h or d"
 
 
@@ -503,14 +502,14 @@ def _refine(tok: Token, expected: set[str], src: SourceText):
     cut = max(text.rfind("\n", 0, start), text.rfind(";", 0, start), text.rfind("{", 0, start)) + 1
     before = text[cut:start]
     words = before.split()
-    if len(words) == 1 and words[0] not in ast.KEYWORDS and "ARROW" in expected:
-        guess = _close(words[0], _STATEMENT_KEYWORDS)
+    if len(words) == 1 and words[0] not in KEYWORDS and "ARROW" in expected:
+        guess = _close(words[0], STATEMENT_KEYWORDS)
         if guess is not None:
             w_start = cut + before.index(words[0])
             return ("TF001", src.span(w_start, w_start + len(words[0])),
                     f"unknown statement `{words[0]}`; did you mean `{guess}`?", f"did you mean `{guess}`?")
     if tok.type == "NAME":
-        keywords = {t.lower() for t in expected if t.lower() in ast.KEYWORDS}
+        keywords = {t.lower() for t in expected if t.lower() in KEYWORDS}
         guess = _close(word, keywords) if keywords else None
         if guess in ast.BLOCK_KINDS:
             return ("TF001", src.span(start, start + len(word)),
@@ -551,7 +550,7 @@ def _unexpected_token(err: UnexpectedToken, src: SourceText) -> Diagnostic:
     else:
         span = src.span(tok.start_pos, tok.start_pos + max(1, len(str(tok))) if tok.type != "_SEP"
                         else tok.start_pos + 1)
-    if "NAME" in expected and str(tok) in ast.KEYWORDS and tok.type != "NAME":
+    if "NAME" in expected and str(tok) in KEYWORDS and tok.type != "NAME":
         message = (f"`{tok}` is a keyword and cannot be used as a name; "
                    f"expected {describe_expected(expected)}")
     elif "_SEP" in expected and (tok.type in _STATEMENT_STARTS or tok.type in _KEYWORD_STATEMENT_STARTS):
@@ -583,7 +582,7 @@ def _unexpected_character(err: UnexpectedCharacters, src: SourceText) -> Diagnos
 #  Layout: once the text has parsed, every `#` outside a string is a comment;
 #  comments and blank lines are attached to the statements they belong to
 # --------------------------------------------------------------------------
-_STRING_OR_COMMENT = re.compile(r'"(?:[^"\\\n\r]|\\[^\n\r])*"|#[^\n\r]*')
+_STRING_OR_COMMENT = re.compile(STRING + r"|#[^\n\r]*")
 # a line holding nothing (or only `;`): two line ends (\n, \r\n, lone \r) with only blanks between
 _SUPPRESSION = re.compile(r"#\s*turnflow:\s*ignore")  # as turnflow.diagnostics.suppress reads them
 _BLANK_LINE = re.compile(r"(?:\r\n|\r(?!\n)|\n)[ \t\f;]*[\r\n]")

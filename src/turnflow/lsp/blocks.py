@@ -15,10 +15,7 @@ import json
 import re
 from typing import Optional
 
-from turnflow.dsl.ast import BLOCK_KINDS
-
-_NAME = r"[^\W\d](?:[\w-]*\w)?"
-_STRING = r'"(?:[^"\\\n]|\\.)*"'
+from turnflow.dsl.lexical import BLOCK_KINDS, NAME as _NAME, STRING as _STRING
 HEADER = re.compile(rf"^[ \t]*({'|'.join(BLOCK_KINDS)})[ \t]+({_NAME})(?:[ \t]+({_STRING}))?", re.M)
 _PARTICIPANT = re.compile(rf"^[ \t]*(participant)[ \t]+({_NAME})(?:[ \t]+({_STRING}))?([^\n]*)", re.M)
 _CONTEXT = re.compile(rf"^[ \t]*(context)[ \t]+({_NAME})[ \t]*=[ \t]*({_STRING}|[^\s#;}}]+)", re.M)

@@ -13,13 +13,9 @@ from __future__ import annotations
 import re
 from typing import Iterator, Optional
 
-from turnflow.dsl.ast import BLOCK_KINDS, EXPECT_ACTIONS, EXPECT_EVALUATORS, ORDERINGS
+from turnflow.dsl.ast import EXPECT_ACTIONS, EXPECT_EVALUATORS, ORDERINGS
+from turnflow.dsl.lexical import BLOCK_KINDS, NAME, STATEMENT_KEYWORDS, TARGET_KEYWORDS, TERM_KEYWORDS
 
-NAME = r"[^\W\d](?:[\w-]*\w)?"
-STATEMENT_KEYWORDS = ("participant", "start", "max_turns", "context", "handoff", "otherwise", "ordering",
-                      "expect", "ttl")
-TARGET_KEYWORDS = ("terminate", "stay", "next", "previous", "initiator")
-TERM_KEYWORDS = ("tool", "context", "text contains", "not", "len")
 _BLOCK_TYPES = frozenset(k.upper() for k in BLOCK_KINDS)
 _WORD = re.compile(NAME)
 

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from turnflow.dsl import ast
+from turnflow.dsl.lexical import KEYWORDS, NAME_RE
 
 KINDS = ("participant", "tool", "context")
-NAME_RE = re.compile(r"^[^\W\d](?:[\w-]*\w)?$")
 CODE_RE = re.compile(r"TF[0-9]{3}", re.IGNORECASE)
 
 
@@ -128,7 +128,7 @@ class FlowIndex:
         for a name the language cannot hold or one the block already declares."""
         if occ.kind != "participant":
             raise ValueError("only participants can be renamed")
-        if not NAME_RE.match(new_name) or new_name in ast.KEYWORDS:
+        if not NAME_RE.match(new_name) or new_name in KEYWORDS:
             raise ValueError(f"`{new_name}` is not a valid participant name")
         if new_name != occ.name and new_name in self.blocks[occ.block].participants:
             raise ValueError(f"block `{self.blocks[occ.block].block.name.name}` already has a participant "

@@ -765,10 +765,10 @@ def _describe(cx: Ctx, name: str) -> str:
 
 
 def _key(cx: Ctx, key: str, at: pyast.AST) -> str:
-    from turnflow.migrate.common import NAME_RE, Names as _N
-    from turnflow.dsl import ast as flow_ast
+    from turnflow.dsl.lexical import KEYWORDS, NAME_RE
+    from turnflow.migrate.common import Names as _N
 
-    if NAME_RE.match(key) and key not in flow_ast.KEYWORDS:
+    if NAME_RE.match(key) and key not in KEYWORDS:
         return key
     new = _N.clean(key)
     cx.b.note("TF402", f"context key {json.dumps(key)} is not a valid flow NAME; renamed to `{new}`", pos(at))

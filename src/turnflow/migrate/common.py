@@ -21,11 +21,11 @@ from typing import Any, Optional, Union
 from turnflow.diagnostics.diagnostic import Diagnostic, sort_key
 from turnflow.diagnostics.codes import diagnostic as make_diagnostic
 from turnflow.dsl import ast
+from turnflow.dsl.lexical import KEYWORDS, NAME_RE
 from turnflow.dsl.printer import format_flow
 from turnflow.source import SourceText, Span
 from turnflow.diagnostics.listing import bounded
 
-NAME_RE = re.compile(r"[^\W\d](?:[\w-]*\w)?\Z")
 MAX_ROUTES = 32  # routing tools emitted per speaker: an 800-agent chat stays a bounded, readable file
 
 
@@ -114,7 +114,7 @@ class Names:
             name = "agent_" + name
         if name.endswith("-"):
             name = name.rstrip("-") or "agent"
-        if name in ast.KEYWORDS:
+        if name in KEYWORDS:
             name += "_"
         return name
 
@@ -122,7 +122,7 @@ class Names:
         """The NAME for `raw` and whether it differs from `raw`."""
         if raw in self.map:
             return self.map[raw], self.map[raw] != raw
-        base = raw if NAME_RE.match(raw) and raw not in ast.KEYWORDS else self.clean(raw)
+        base = raw if NAME_RE.match(raw) and raw not in KEYWORDS else self.clean(raw)
         name, i = base, self._next.get(base, 2)
         while name in self.used:
             name = f"{base}_{i}"
@@ -139,7 +139,7 @@ class Names:
 
 
 def tool_name(raw: str) -> str:
-    return Names.clean(raw) if not NAME_RE.match(raw) or raw in ast.KEYWORDS else raw
+    return Names.clean(raw) if not NAME_RE.match(raw) or raw in KEYWORDS else raw
 
 
 # --------------------------------------------------------------------------

@@ -41,7 +41,7 @@ from turnflow.compiler.checks import (  # noqa: F401  (each module attaches its 
 )
 from typing import Sequence
 
-from turnflow.compiler.checks.base import Finding
+from turnflow.compiler.checks.finding import Finding
 from turnflow.diagnostics.codes import Code, diagnostic
 from turnflow.diagnostics.diagnostic import Diagnostic
 from turnflow.diagnostics.registry import checks

@@ -1,6 +1,6 @@
 from typing import Iterator
 
-from turnflow.compiler.checks.base import Finding, rule
+from turnflow.compiler.checks.finding import Finding, rule
 from turnflow.dsl import ast
 
 
@@ -49,14 +49,18 @@ def check(flow: ast.FlowFile) -> Iterator[Finding]:
     """
     from turnflow.compiler.emit import knobs  # only with the profile: `turnflow check` never needs the emitter
     from turnflow.compiler.emit.builtin_graph import builtin_transitions
+    from turnflow.compiler.lower import Lowering
 
     for block in flow.blocks:
         if block.kind != "workflow" or builtin_transitions(block) is not None:
             continue  # (the profile then emits the built-in form: compiler/emit/builtin_graph.py)
         owners = knobs.tool_owners(block)
-        for st in [*block.rules, *block.of_type(ast.Otherwise)]:
-            conds = [] if isinstance(st, ast.Otherwise) else knobs.extensions_used(knobs.rule_condition(st, owners))
-            then = knobs.target(st.target)
+        lowering = Lowering()
+        lowered: list[tuple[ast.Statement, list[str], knobs.Data]] = [
+            (r.stmt, knobs.extensions_used(knobs.emitted_when(r, owners)), knobs.data(r.then))
+            for r in knobs.file_order_rules(block, lowering)]
+        lowered += [(o, [], knobs.target(o.target, lowering)) for o in block.of_type(ast.Otherwise)]
+        for st, conds, then in lowered:
             parts = []
             if conds:
                 names = [f"`{n}`" for n in conds]

@@ -1,6 +1,6 @@
 from typing import Iterator, Optional
 
-from turnflow.compiler.checks.base import Finding, related, rule
+from turnflow.compiler.checks.finding import Finding, related, rule
 from turnflow.dsl import ast
 
 # int and float compare equal at run time (1 == 1.0): one kind for the check

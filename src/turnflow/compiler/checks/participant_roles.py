@@ -1,6 +1,6 @@
 from typing import Iterator
 
-from turnflow.compiler.checks.base import Finding, related, rule
+from turnflow.compiler.checks.finding import Finding, related, rule
 from turnflow.dsl import ast
 from turnflow.source import Span
 

@@ -1,7 +1,7 @@
 from typing import Iterator
 
 from turnflow.diagnostics.diagnostic import Related
-from turnflow.compiler.checks.base import Finding, related, rule
+from turnflow.compiler.checks.finding import Finding, related, rule
 from turnflow.compiler.checks.graph_common import names, rule_text
 from turnflow.diagnostics.listing import MAX_LISTED, bounded
 from turnflow.compiler.firing import Firing, firing

@@ -1,7 +1,7 @@
 from types import ModuleType
 from typing import Iterator, Optional
 
-from turnflow.compiler.checks.base import Finding, rule
+from turnflow.compiler.checks.finding import Finding, rule
 from turnflow.compiler.graph import SpeakerGraph
 from turnflow.dsl import ast
 

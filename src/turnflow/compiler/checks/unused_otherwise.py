@@ -1,6 +1,6 @@
 from typing import Iterator
 
-from turnflow.compiler.checks.base import Finding, rule
+from turnflow.compiler.checks.finding import Finding, rule
 from turnflow.compiler.graph import SpeakerGraph
 from turnflow.dsl import ast
 

@@ -19,30 +19,22 @@ a `*` rule with a condition, a condition that is not a single built-in one even 
 
 from __future__ import annotations
 
-from typing import Optional, Union
+from typing import Optional
 
 from turnflow import spec
 from turnflow.compiler.emit import knobs
+from turnflow.compiler.lower import Lowering, RuleInfo, lower_rules
 from turnflow.dsl import ast
-from turnflow.spec import DEFAULT_REASON
 
 Data = knobs.Data
-
-
-def _ordered(block: ast.Block) -> list[Union[ast.Rule, ast.Handoff]]:
-    """The rules and handoffs in the order the language evaluates them: ascending priority, ties
-    in file order."""
-    keyed = [(st.priority.value if isinstance(st, ast.Rule) and st.priority is not None else 0, i, st)
-             for i, st in enumerate(block.rules)]
-    return [st for _p, _i, st in sorted(keyed, key=lambda k: (k[0], k[1]))]
 
 
 def _builtin(cond: Data) -> bool:
     return not knobs.extensions_used(cond)
 
 
-def _guarded(st: Union[ast.Rule, ast.Handoff]) -> bool:
-    return isinstance(st, ast.Handoff) or bool(st.terms)
+def _guarded(r: RuleInfo) -> bool:
+    return isinstance(r.stmt, ast.Handoff) or bool(r.stmt.terms)
 
 
 def builtin_transitions(block: ast.Block) -> Optional[list[Data]]:
@@ -51,16 +43,16 @@ def builtin_transitions(block: ast.Block) -> Optional[list[Data]]:
     if block.kind != "workflow":
         return None
     owners = knobs.tool_owners(block)
-    rules = _ordered(block)
+    lowering = Lowering()
+    rules = lower_rules(block, lowering)  # in the order the language evaluates them
     names = [p.name.name for p in block.participants]
     otherwise = block.of_type(ast.Otherwise)
-    fallback = knobs.target(otherwise[0].target) if otherwise else spec.Terminate.data(reason=DEFAULT_REASON)
-    if any(knobs.is_extension_target(knobs.target(st.target)) for st in rules) or knobs.is_extension_target(fallback):
+    fallback = knobs.target(otherwise[0].target if otherwise else None, lowering)
+    if any(knobs.is_extension_target(knobs.data(r.then)) for r in rules) or knobs.is_extension_target(fallback):
         return None
-    if any(st.source is None and _guarded(st) for st in rules):
+    if any(r.source is None and _guarded(r) for r in rules):
         return None  # a guarded `*` rule belongs to every turn: it would need the speaker test everywhere
-    needing = {st.source.name for st in rules if st.source is not None
-               and not _builtin(knobs.rule_condition(st, owners))}
+    needing = {r.source for r in rules if r.source is not None and not _builtin(knobs.emitted_when(r, owners))}
     if not needing:
         return None  # already built in (or nothing to do here): knobs.transition_graph is exact
     if len(needing) > 1:
@@ -75,21 +67,21 @@ def builtin_transitions(block: ast.Block) -> Optional[list[Data]]:
     return out
 
 
-def _turn_of(name: str, rules: list[Union[ast.Rule, ast.Handoff]], owners: dict[str, list[str]], fallback: Data,
+def _turn_of(name: str, rules: list[RuleInfo], owners: dict[str, list[str]], fallback: Data,
              speaker_test: bool) -> Optional[list[Data]]:
     """The transitions deciding `name`'s turn; None when one of them is not built in."""
     out: list[Data] = []
-    for st in rules:
-        if st.source is not None and st.source.name != name:
+    for r in rules:
+        if r.source is not None and r.source != name:
             continue
-        if not _guarded(st):  # always fires for `name`: its turn is decided here
+        if not _guarded(r):  # always fires for `name`: its turn is decided here
             when = spec.FromSpeaker.data(agent_id=name) if speaker_test else spec.Always.data()
-            return out + [{"when": when, "then": knobs.target(st.target), "priority": 0}]
-        terms = [ast.ToolTerm(span=st.tool.span, tool=st.tool)] if isinstance(st, ast.Handoff) else list(st.terms)
-        cond = knobs.condition(name if speaker_test else None, terms, owners)
+            return out + [{"when": when, "then": knobs.data(r.then), "priority": 0}]
+        # (a guarded rule here has the source `name`: guarded `*` rules were refused above)
+        cond = knobs.emitted_when(r, owners) if speaker_test else knobs.without_speaker(r)
         if not _builtin(cond):
             return None
-        out.append({"when": cond, "then": knobs.target(st.target), "priority": 0})
+        out.append({"when": cond, "then": knobs.data(r.then), "priority": 0})
     if speaker_test:
         out.append({"when": spec.FromSpeaker.data(agent_id=name), "then": fallback, "priority": 0})
     return out

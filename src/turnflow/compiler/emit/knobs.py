@@ -7,21 +7,24 @@ same graph: keys `initial_speaker`,
 `transitions`, `default_target`, `max_turns` (null when absent); each
 transition `{"when", "then", "priority"}` in file order (AG2 sorts by
 priority itself, stably, so file order breaks ties as the language says).
-Only plain data from the AST is read, so this module also serves the TF301
-profile check on blocks that have errors.
-
-Conditions and targets are built with `turnflow.spec`'s `Kind.data(...)`: plain
-data, no model object per condition (the models stay the one definition: the
-tests validate every emitted graph with `turnflow.spec`).
+Conditions and targets are the block's rules as `compiler/lower.py` lowers them
+(the one mapping of the language, also what the analysis reads), serialised as
+plain data equal to `turnflow.spec`'s `Kind.data(...)`: no model object per
+condition (the models stay the one definition: the tests validate every emitted
+graph with `turnflow.spec`). The one difference from the lowering: a `from_speaker`
+test that tool ownership implies is dropped (`emitted_when`). The lowering reads
+the AST only, so this module also serves the TF301 profile check on blocks that
+have errors.
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Optional, Sequence, Union
+from typing import Any, Iterable, Optional, Union, cast
 
 from turnflow import spec
+from turnflow.compiler.lower import Lowering, RuleInfo
 from turnflow.dsl import ast
-from turnflow.spec import DEFAULT_REASON
+from turnflow.spec.meaning import ConditionMeaning, Plain, TargetMeaning
 
 Data = dict[str, Any]
 
@@ -62,19 +65,14 @@ def _unique(names: Iterable[str]) -> list[str]:
     return seen
 
 
-def target(t: ast.Target) -> Data:
-    if t.kind == "participant":
-        assert t.name is not None  # a participant target names one (the parser guarantees it)
-        return spec.AgentTarget.data(agent_id=t.name.name)
-    if t.kind == "terminate":
-        return spec.Terminate.data(reason=t.reason.value if t.reason is not None else DEFAULT_REASON)
-    if t.kind == "stay":
-        return spec.Stay.data()
-    if t.kind == "next":
-        return spec.RoundRobin.data()
-    if t.kind == "previous":
-        return spec.PreviousSpeaker.data()
-    return spec.RevertToInitiator.data()
+def data(kind: Union[ConditionMeaning, TargetMeaning]) -> Data:
+    """A lowered kind's JSON form (`Kind.data(...)`-equal: `{"name", "args"}`, nested kinds too)."""
+    return cast(Plain, kind).data()
+
+
+def target(t: Optional[ast.Target], lowering: Optional[Lowering] = None) -> Data:
+    """A target as emitted (None: the default `otherwise`, `terminate "after_work"`)."""
+    return data((lowering or Lowering()).target(t))
 
 
 def tool_target(t: ast.Target) -> str:
@@ -86,42 +84,33 @@ def tool_target(t: ast.Target) -> str:
     return t.kind
 
 
-def term(t: ast.Term) -> Data:
-    if isinstance(t, ast.ToolTerm):
-        return spec.ToolCalled.data(tool_name=t.tool.name)
-    if isinstance(t, ast.ContextTerm):
-        return spec.ContextEquals.data(key=t.key.name, value=t.value.value)
-    if isinstance(t, ast.CompareTerm):
-        return spec.ContextCompare.data(key=t.key.name, op=t.op, value=t.value.value, len=t.length)
-    if isinstance(t, ast.AllTerm):
-        return spec.AllOf.data(conditions=[term(x) for x in t.terms])
-    if isinstance(t, ast.AnyTerm):
-        return spec.AnyOf.data(conditions=[term(x) for x in t.terms])
-    if isinstance(t, ast.NotTerm):
-        return spec.Not.data(condition=term(t.term))
-    return spec.TextContains.data(text=t.text.value)
+def emitted_when(rule: RuleInfo, owners: dict[str, list[str]]) -> Data:
+    """A lowered rule's condition as emitted: the lowering's, without the `from_speaker`
+    test of `SOURCE -> T when tool t` (or a handoff) when only SOURCE declares `t` (implied at
+    run time: only SOURCE can call it)."""
+    when = cast(Plain, rule.when)
+    if rule.source is not None and when.name == "all_of":
+        conds = when.args.conditions
+        if (len(conds) == 2 and conds[1].name == "tool_called"
+                and owners.get(conds[1].args.tool_name) == [rule.source]):
+            return data(conds[1])
+    return when.data()
 
 
-def condition(source: Optional[str], terms: Sequence[ast.Term], owners: dict[str, list[str]]) -> Data:
-    """The language's mapping: a source test plus terms → one condition."""
-    conds: list[Data] = []
-    if source is not None:
-        conds.append(spec.FromSpeaker.data(agent_id=source))
-    conds.extend(term(t) for t in terms)
-    if not conds:
-        return spec.Always.data()
-    if len(conds) == 1:
-        return conds[0]
-    if (source is not None and len(terms) == 1 and isinstance(terms[0], ast.ToolTerm)
-            and owners.get(terms[0].tool.name) == [source]):
-        return conds[1]  # only `source` can emit the tool: the source test is implied
-    return spec.AllOf.data(conditions=conds)
+def without_speaker(rule: RuleInfo) -> Data:
+    """A lowered rule's condition without its source test (the terms alone; a rule with a
+    source and terms lowers to `all_of(from_speaker SOURCE, TERM...)`)."""
+    when = cast(Plain, rule.when)
+    if rule.source is None:
+        return when.data()
+    assert when.name == "all_of" and when.args.conditions[0].name == "from_speaker", when
+    rest = when.args.conditions[1:]
+    return data(rest[0]) if len(rest) == 1 else spec.AllOf.data(conditions=[data(c) for c in rest])
 
 
-def rule_condition(st: Union[ast.Rule, ast.Handoff], owners: dict[str, list[str]]) -> Data:
-    if isinstance(st, ast.Handoff):
-        return condition(st.source.name, [ast.ToolTerm(span=st.tool.span, tool=st.tool)], owners)
-    return condition(st.source.name if st.source is not None else None, list(st.terms), owners)
+def file_order_rules(block: ast.Block, lowering: Lowering) -> list[RuleInfo]:
+    """The block's rules and handoffs lowered, in file order (what the TransitionGraph lists)."""
+    return [lowering.rule(st, i) for i, st in enumerate(block.rules)]
 
 
 def extensions_used(cond: Data) -> list[str]:
@@ -141,17 +130,15 @@ def is_extension_target(target: Data) -> bool:
 def transition_graph(block: ast.Block) -> Data:
     """The TransitionGraph of a workflow block as JSON data (assumes no errors)."""
     owners = tool_owners(block)
+    lowering = Lowering()
     starts = block.of_type(ast.Start)
     max_turns = block.of_type(ast.MaxTurns)
     otherwise = block.of_type(ast.Otherwise)
-    transitions = []
-    for st in block.rules:
-        priority = st.priority.value if isinstance(st, ast.Rule) and st.priority is not None else 0
-        transitions.append({"when": rule_condition(st, owners), "then": target(st.target), "priority": priority})
+    transitions = [{"when": emitted_when(r, owners), "then": data(r.then), "priority": r.priority}
+                   for r in file_order_rules(block, lowering)]
     return {
         "initial_speaker": starts[0].name.name,
         "transitions": transitions,
-        "default_target": target(otherwise[0].target) if otherwise else spec.Terminate.data(reason=DEFAULT_REASON),
+        "default_target": target(otherwise[0].target if otherwise else None, lowering),
         "max_turns": max_turns[0].value.value if max_turns else None,
     }
-
