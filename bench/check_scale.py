@@ -3,6 +3,7 @@ with 10 rules each (docs/benchmarks.md: under 3 s for 2,000 / 20,000, doubling a
 
     PYTHONPATH=src python3 bench/check_scale.py            # in-process + subprocess, best of 3
     PYTHONPATH=src python3 bench/check_scale.py --sizes 2000 4000 8000 --repeat 1
+    PYTHONPATH=src python3 bench/check_scale.py --no-subprocess --sizes 2000 --peer 7   # vs LangGraph
 
 Every generated file is valid and error-free (so every graph rule runs), and every rule
 is live: per participant `pI` (with `tools [tI]`):
@@ -17,6 +18,13 @@ is live: per participant `pI` (with `tools [tI]`):
 
 with random targets, `max_turns 1000` and two context variables; the graph is one big
 strongly connected tangle, so SCC, BFS and longest-path code all do full work.
+
+`--peer N`: N rounds, each timing `turnflow.check` of the file and LangGraph building and
+compiling the same speaker graph (a `StateGraph` with one node per participant and one
+conditional edge per participant whose path map is that participant's successors in the
+flow, END included), one after the other in this process; prints the median of the
+per-round CPU ratios (turnflow / LangGraph). LangGraph's `compile()` checks only that the
+nodes the edges name exist.
 """
 
 from __future__ import annotations
@@ -97,6 +105,57 @@ def in_process(text: str) -> dict:
             "diagnostics": len(diags)}
 
 
+def langgraph_edges(text: str) -> dict[str, list[str]]:
+    """Per participant, its successors in the flow's speaker graph (turnflow's END as
+    LangGraph's END), in declaration order: what the LangGraph build is given (not timed)."""
+    from turnflow.compiler.graph import build_graph
+    from turnflow.dsl.parser import parse_source
+
+    flow, _ = parse_source(text)
+    graph = build_graph(flow.blocks[0])
+    return {p: graph.sorted_names(graph.g.successors(p)) for p in graph.participants}
+
+
+def langgraph_build(edges: dict[str, list[str]], start: str) -> float:
+    """CPU seconds to build and compile the speaker graph as a LangGraph `StateGraph`."""
+    from typing import TypedDict
+
+    from langgraph.graph import END, START, StateGraph
+    from turnflow.compiler.graph import END as FLOW_END
+
+    class State(TypedDict):
+        turn: int
+
+    def speak(state: State) -> dict:
+        return {"turn": state["turn"] + 1}
+
+    gc.collect()
+    c0 = time.process_time()
+    g = StateGraph(State)
+    for name in edges:
+        g.add_node(name, speak)
+    for name, nexts in edges.items():
+        path = [END if n == FLOW_END else n for n in nexts]
+        g.add_conditional_edges(name, lambda state, first=path[0]: first, path)
+    g.add_edge(START, start)
+    g.compile()
+    return time.process_time() - c0
+
+
+def peer_rounds(text: str, rounds: int) -> None:
+    import statistics
+
+    edges = langgraph_edges(text)
+    ours, theirs = [], []
+    for _ in range(rounds):
+        ours.append(in_process(text)["cpu"])
+        theirs.append(langgraph_build(edges, "p0"))
+    ratios = sorted(a / b for a, b in zip(ours, theirs))
+    print(f"    vs LangGraph build+compile, {rounds} rounds: turnflow check {statistics.median(ours):.3f} s CPU, "
+          f"LangGraph {statistics.median(theirs):.3f} s (medians); turnflow / LangGraph paired median "
+          f"{statistics.median(ratios):.2f}x ({ratios[0]:.2f}-{ratios[-1]:.2f})", flush=True)
+
+
 def subprocess_time(path: str) -> float:
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     t0 = time.perf_counter()
@@ -113,6 +172,8 @@ def main(argv=None) -> int:
     ap.add_argument("--sizes", type=int, nargs="+", default=[2000, 4000])
     ap.add_argument("--repeat", type=int, default=3, help="best of N runs")
     ap.add_argument("--no-subprocess", action="store_true")
+    ap.add_argument("--peer", type=int, default=0, metavar="N",
+                    help="N paired rounds against LangGraph's build+compile of the same graph")
     args = ap.parse_args(argv)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -128,6 +189,8 @@ def main(argv=None) -> int:
             print(f"{n:6d} participants {n * 10:7d} rules {len(text) / 1e6:5.2f} MB: in-process {best['total']:6.2f} s "
                   f"(cpu {best['cpu']:.2f}; of which parse {best['parse']:.2f} [lexing alone {best['lex']:.2f}], "
                   f"checks {best['checks']:.2f}){sub_text}", flush=True)
+            if args.peer:
+                peer_rounds(text, args.peer)
     for (n1, _, r1, s1), (n2, _, r2, s2) in zip(rows, rows[1:]):
         ratio = r2["total"] / r1["total"]
         line = f"ratio {n2}/{n1}: in-process {ratio:.2f}x (cpu {r2['cpu'] / r1['cpu']:.2f}x)"

@@ -29,9 +29,14 @@ iff one of its speakers gets the turn and some turn of it fires the rule. A bloc
 naming a participant (`handoff(to)`, a model's dynamic handoff) bypass the rules and are not
 agent choices here, as in `turnflow simulate`.
 
+Per speaker, its rules split into groups that share no variable (`_group_ids`); whether rule `i`
+fires is searched over its own group only (the earlier rules of the other groups need only be
+false together, which is kept per group as `i` grows), so a speaker with `k` rules costs about
+`k` small searches, not `k` searches over up to `k` goals each.
+
 Bounded: a speaker with more than `MAX_RULES` rules it can take, or a search past `BUDGET`
-steps, is read as the speaker graph reads it (every rule it can take may fire), so the analysis
-never reports a rule it has not proved dead.
+steps (per group), is read as the speaker graph reads it (every rule it can take may fire), so
+the analysis never reports a rule it has not proved dead.
 """
 
 from __future__ import annotations
@@ -168,6 +173,7 @@ def _strings(literals: list[Any], lengths: list[int]) -> list[str]:
 
 def witnesses(conds: list[Any]) -> list[Any]:
     """One value per distinct outcome of `conds` (leaf conditions on one context key)."""
+    conds = list({id(c): c for c in conds}.values())  # equal leaves are one shared object
     literals = [c.args.value for c in conds]
     lengths = _lengths(conds)
     cands: list[Any] = [None, True, False]
@@ -198,33 +204,38 @@ class _Search:
         self.domains = domains
         self.reads = reads
         self.steps = 0
+        #: after `run` answered True: the (partial) input found, on which every goal is decided
+        self.found: dict[Var, Any] = {}
 
     def run(self) -> Optional[bool]:
         """True: an input exists; False: none does; None: gave up (BUDGET)."""
         try:
-            return self._go({})
+            return self._go(self.goals, {})
         except _GiveUp:
             return None
 
-    def _go(self, asg: dict[Var, Any]) -> bool:
+    def _go(self, goals: list[tuple[Any, bool]], asg: dict[Var, Any]) -> bool:
+        """`goals` are those still undecided by the parent's assignment: a decided goal stays
+        decided as `asg` grows."""
         self.steps += 1
         if self.steps > BUDGET:
             raise _GiveUp
-        open_var: Optional[Var] = None
-        for cond, want in self.goals:
-            v = evaluate(cond, self.s, asg)
+        open_goals: list[tuple[Any, bool]] = []
+        for goal in goals:
+            v = evaluate(goal[0], self.s, asg)
             if v is None:
-                if open_var is None:
-                    open_var = next(x for x in self.reads[id(cond)] if x not in asg)
-            elif v is not want:
+                open_goals.append(goal)
+            elif v is not goal[1]:
                 return False
-        if open_var is None:
+        if not open_goals:
+            self.found = dict(asg)
             return True
+        open_var = next(x for x in self.reads[id(open_goals[0][0])] if x not in asg)
         for value in self.domains.get(open_var, _BOOLS):
             if open_var[0] == "text" and not _consistent(asg, open_var[1], value):
                 continue
             asg[open_var] = value
-            if self._go(asg):
+            if self._go(open_goals, asg):
                 del asg[open_var]
                 return True
             del asg[open_var]
@@ -251,6 +262,33 @@ def _consistent(asg: dict[Var, Any], text: str, value: bool) -> bool:
     return True
 
 
+def _group_ids(conds: list[Any], reads: dict[int, list[Var]]) -> list[int]:
+    """A group number per condition such that conditions of different groups read no common
+    variable and no two `text contains` strings one of which contains the other (the only
+    constraint between variables, `_consistent`): an input exists for goals on several groups
+    iff one exists for each group's goals."""
+    parent = list(range(len(conds)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = i = parent[parent[i]]
+        return i
+
+    owner: dict[Var, int] = {}
+    texts: list[tuple[str, int]] = []
+    for i, c in enumerate(conds):
+        for v in reads[id(c)]:
+            first = owner.setdefault(v, i)
+            if first != i:
+                parent[root(i)] = root(first)
+            elif v[0] == "text":
+                for other, j in texts:
+                    if other in v[1] or v[1] in other:
+                        parent[root(i)] = root(j)
+                texts.append((v[1], i))
+    return [root(i) for i in range(len(conds))]
+
+
 # ---------------------------------------------------------------------------------------------
 #  Per block
 # ---------------------------------------------------------------------------------------------
@@ -274,6 +312,7 @@ class Firing:
         self.default: dict[str, bool] = {}
         #: speakers analysed exactly (the others: the graph's reading)
         self.exact: set[str] = set()
+        self._domain_of: tuple[Optional[str], dict[Var, list[Any]]] = (None, {})
         by_source: dict[Optional[str], list[RuleInfo]] = {}
         for r in graph.rules:
             by_source.setdefault(r.source, []).append(r)
@@ -304,10 +343,11 @@ class Firing:
         return self.reads[id(c)]
 
     def _domains(self, s: str) -> dict[Var, list[Any]]:
-        g = self.graph
-        tools = sorted(g.owned.get(s, ())) if g.declares_tools else self.named_tools
-        out: dict[Var, list[Any]] = {TOOL: [None, *tools], **self.key_domains}
-        return out
+        if self._domain_of[0] != s:
+            g = self.graph
+            tools = sorted(g.owned.get(s, ())) if g.declares_tools else self.named_tools
+            self._domain_of = (s, {TOOL: [None, *tools], **self.key_domains})
+        return self._domain_of[1]
 
     def _speaker(self, s: str, rules: list[RuleInfo]) -> None:
         g = self.graph
@@ -327,15 +367,34 @@ class Firing:
             self.default[s] = not decided
             return
         self.exact.add(s)
+        # Rule i fires on some turn iff some input makes it hold and none of takes[:i] hold. The
+        # rules split into groups that share no variable (`_group_ids`), so that question is
+        # "rule i holds and its group's earlier rules do not" and "the earlier rules of every
+        # other group can all be false together", which `quiet` keeps per group as i grows.
         fires: set[int] = set()
-        exhausted = False
-        for i, r in enumerate(takes):
-            if not exhausted and self.can(s, r.when, takes[:i]) is not False:
+        earlier: dict[int, list[tuple[Any, bool]]] = {}  # group -> (rule condition, False) so far
+        quiet: dict[int, Optional[bool]] = {}  # group -> can its rules so far all be false
+        witness: dict[int, Optional[dict[Var, Any]]] = {}  # group -> an input on which they are
+        stuck = 0  # groups whose rules so far cannot all be false: no later rule fires
+        domains = self._domains(s)
+        for r, group in zip(takes, _group_ids([r.when for r in takes], self.reads)):
+            goals = earlier.setdefault(group, [])
+            if _Search(s, [(r.when, True), *goals], domains, self.reads).run() is not False:
                 fires.add(r.order)
-            elif not exhausted:
-                exhausted = self.can(s, None, takes[:i]) is False
+            goals.append((r.when, False))
+            known = witness.get(group)
+            if known is not None and evaluate(r.when, s, known) is False:
+                answer: Optional[bool] = True  # the input that kept the group's earlier rules false
+            else:
+                search = _Search(s, goals, domains, self.reads)
+                answer = search.run()
+                witness[group] = search.found if answer else None
+            stuck += (answer is False) - (quiet.get(group) is False)
+            quiet[group] = answer
+            if stuck:
+                break
         self.fires[s] = fires
-        self.default[s] = not decided and not exhausted and self.can(s, None, takes) is not False
+        self.default[s] = not decided and not stuck
 
     def can(self, s: str, when: Any, before: list[RuleInfo], also: Any = None) -> Optional[bool]:
         """Is there a turn of `s` on which `when` holds (None: no condition), `also` too (if
