@@ -1,4 +1,4 @@
-"""The store contract (runtime/store_contract.py) holds, in the code and in behaviour.
+"""The store contract (runtime/store/contract.py) holds, in the code and in behaviour.
 
 - `src/` uses no asyncio internals for the group commit (`_asyncio_future_blocking`, a class of
   its own that defines `__await__` — other than one handing over to a real coroutine's — or
@@ -22,8 +22,9 @@ import pytest
 
 from turnflow.runtime.envelope import EV_TEXT, Envelope
 from turnflow.runtime.errors import StoreError
-from turnflow.runtime.store import SQLiteStore, envelope_row, session_row
-from turnflow.runtime.store_contract import CommitUnits, Store
+from turnflow.runtime.store import SQLiteStore
+from turnflow.runtime.store.contract import Store
+from turnflow.runtime.store.records import CommitUnits, envelope_row, session_row
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "turnflow"
 CONTRACT = sorted(n for n in vars(Store) if not n.startswith("_")) + sorted(Store.__annotations__)
@@ -112,7 +113,7 @@ def store(request, tmp_path):
     if request.param == "sqlite":
         s = SQLiteStore(str(tmp_path / "hub.db"))
     else:
-        from turnflow.runtime.store_pg import PostgresStore
+        from turnflow.runtime.store.postgres import PostgresStore
 
         s = PostgresStore(request.getfixturevalue("pg_url"))
     yield s
@@ -141,7 +142,7 @@ def _sid(n: int) -> str:
 
 
 def test_every_store_has_every_member_of_the_contract(store):
-    from turnflow.runtime.stores import SessionScopedStore
+    from turnflow.runtime.store import SessionScopedStore
 
     for s in (store, SessionScopedStore(store)):
         missing = [m for m in CONTRACT if not hasattr(s, m)]
@@ -169,7 +170,7 @@ def test_a_session_whose_lease_was_lost_is_refused_and_the_rest_of_the_group_is_
     over and one of a task this worker holds; only the first is refused (LeaseLost), in the commit."""
     import psycopg
 
-    from turnflow.runtime.store_pg import PostgresStore
+    from turnflow.runtime.store.postgres import PostgresStore
     from turnflow.runtime.tasks import LeaseLost
 
     mine, lost = _sid(1), _sid(2)

@@ -37,7 +37,7 @@ def run(args) -> int:
     from turnflow.runtime.errors import RuntimeErrorBase
     from turnflow.runtime.hub import Hub
     from turnflow.runtime.session import check_session_id
-    from turnflow.runtime.stores import SessionScopedStore, is_postgres_url, open_store
+    from turnflow.runtime.store import SessionScopedStore, is_postgres_url, open_store
 
     if args.summary:
         from turnflow.commands.inspect_summary import run_summary

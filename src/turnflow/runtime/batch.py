@@ -25,8 +25,8 @@ from turnflow.runtime.errors import AdapterError, ProtocolError, StoreError, Sto
 from turnflow.runtime.hub import Hub
 from turnflow.runtime.runner import RunResult, run_session
 from turnflow.runtime.session import SessionMetadata
-from turnflow.runtime.store_contract import Store
-from turnflow.runtime.stores import SessionScopedStore
+from turnflow.runtime.store.contract import Store
+from turnflow.runtime.store import SessionScopedStore
 from turnflow.runtime.task_queue import TaskQueue
 from turnflow.runtime.tasks import Claim, LeaseLost, spec_for
 

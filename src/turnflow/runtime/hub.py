@@ -2,7 +2,7 @@
 
 Every change is an envelope written to the store *before* it is folded or delivered:
 `post` = check → adapter.validate_send → stamp → stage in this tick's group → the group's one
-`store.commit_group` (group_commit.py, store_contract.py: the hub's only write path) → fold →
+`store.commit_group` (group_commit.py, store/contract.py: the hub's only write path) → fold →
 on_accepted → deliver → (close). A refused send raises `ProtocolError` and changes nothing. A close asked by the
 adapter puts the session in CLOSING (so nothing else is accepted) until its envelope has
 been delivered, then the hub logs `session.closed` and the session is CLOSED: the hub
@@ -30,8 +30,8 @@ from turnflow.runtime.session import (Expectation, Participant, SessionMetadata,
                                       adapter_capabilities, check_agent_id, check_name, check_session_id,
                                       new_session_id, shared_knobs, shared_participant)
 from turnflow.runtime.group_commit import GroupCommit
-from turnflow.runtime.store import Corrupt, envelope_row, session_row
-from turnflow.runtime.store_contract import Refusals, Store
+from turnflow.runtime.store.contract import Store
+from turnflow.runtime.store.records import Corrupt, Refusals, envelope_row, session_row
 from turnflow.runtime.transcript import Transcript
 
 if TYPE_CHECKING:

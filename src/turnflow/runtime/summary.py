@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from turnflow.runtime.store_contract import Store
+from turnflow.runtime.store.contract import Store
 
 _STATE = """
 CASE WHEN term IS NULL THEN (CASE WHEN opened = 1 THEN 'active' ELSE 'invited' END)

@@ -1,11 +1,11 @@
 """The store contract: what the hub, the batch runner and `inspect` may ask of a write-ahead log.
 
-Two engines implement it (`SQLiteStore` in store.py, `PostgresStore` in store_pg.py); mypy checks
+Two engines implement it (`SQLiteStore` in sqlite.py, `PostgresStore` in postgres.py); mypy checks
 that both satisfy `Store` (`open_store` returns a `Store`), and tests/test_store_contract.py checks
 that nothing in `src/` probes a store for optional methods: every method below exists on both.
 
 Writing has ONE path, `commit_group(units)`. The hub encodes every record it writes into rows
-(`session_row`, `envelope_row` in store.py: the record format is the same on every engine, and a
+(`session_row`, `envelope_row` in records.py: the record format is the same on every engine, and a
 value that is not JSON is refused then, before anything is queued), collects one event-loop tick's
 rows in a `CommitUnits`, and hands them to the store at the end of the tick. The store writes them
 all or, per session, none, and returns a future of its *refusals*:
@@ -21,7 +21,7 @@ statement) and resolves the future on the caller's event loop. Either way the hu
 only once the future is done, so no post returns before its envelope is committed.
 
 Reading: `sessions()` + `stream()` are what a hydrate streams; `session_record` + `load` read one
-session (a worker taking it over, `inspect --session`); `SessionScopedStore` (stores.py) narrows
+session (a worker taking it over, `inspect --session`); `SessionScopedStore` (__init__.py) narrows
 a store's hydrate to one session or to none. `dialect` names the engine's SQL for the summary and
 task-list queries (runtime/dialect.py) — no caller compares engine names.
 """
@@ -29,40 +29,11 @@ task-list queries (runtime/dialect.py) — no caller compares engine names.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 from typing import Any, Iterator, Optional, Protocol, Union
 
 from turnflow.runtime.dialect import Dialect
 from turnflow.runtime.envelope import Envelope
-
-@dataclass(frozen=True)
-class Corrupt:
-    """A record that failed its checksum, did not decode, or broke the sequence."""
-
-    session_id: str
-    seq: int
-    detail: str
-
-    def __str__(self) -> str:
-        return f"corrupt record: session {self.session_id} seq {self.seq}: {self.detail}"
-
-
-SessionRow = tuple[str, Optional[str], str, int]  # (session_id, task_id or None, record JSON, crc)
-EnvelopeRow = tuple[int, str, int, str, str, int]  # (gseq, session_id, seq, event_type, record JSON, crc)
-Refusals = dict[str, BaseException]  # session_id -> why none of that session's part of a group was written
-
-
-class CommitUnits:
-    """The rows of one group commit, in log order: new sessions' creation records (each written
-    before its envelopes) and envelope rows, with the envelopes they encode (a store may keep them
-    as its copy of a session's log once committed)."""
-
-    __slots__ = ("sessions", "rows", "envelopes")
-
-    def __init__(self) -> None:
-        self.sessions: list[SessionRow] = []
-        self.rows: list[EnvelopeRow] = []
-        self.envelopes: list[Envelope] = []  # parallel to `rows`
+from turnflow.runtime.store.records import CommitUnits, Corrupt, Refusals
 
 
 class Store(Protocol):

@@ -8,7 +8,7 @@ it is committed before the hub folds or delivers it. What differs:
 - **Durability** (`durability=`, as for SQLite): "process" by default, "full" on request (see
   the class).
 - **Group commit.** As with SQLite, the hub hands one event-loop tick's envelopes and new
-  sessions to `commit_group` (store_contract.py), which queues them for one committer thread,
+  sessions to `commit_group` (contract.py), which queues them for one committer thread,
   which writes everything queued meanwhile — several ticks' groups, telemetry, the results of
   finished batch tasks — in ONE statement (its own transaction, one round trip) and resolves
   each group's future on the hub's event loop. The hub folds a group only then, so a post
@@ -17,7 +17,7 @@ it is committed before the hub folds or delivers it. What differs:
   sequence in blocks of `GSEQ_BLOCK`, so they are unique across processes and increase within
   a process; a session's log is ordered by its own `seq`, and `(session_id, seq)` is unique.
   When the store belongs to a batch worker (`worker` set), it composes that worker's
-  `TaskLeases` (pg_leases.py) and each commit also checks — in the same statement,
+  `TaskLeases` (postgres_leases.py) and each commit also checks — in the same statement,
   share-locking the task rows — that this worker still holds the lease of
   every session it writes: a worker whose task was taken over can never append to it again,
   so two writers never interleave one session's log (docs/scale.md). Sessions refused so are
@@ -41,11 +41,11 @@ from typing import Any, Iterator, Optional, TypeGuard, Union
 from turnflow.runtime.envelope import Envelope
 from turnflow.runtime.clock import reconnect_seconds
 from turnflow.runtime.errors import StoreError, StoreFailed
-from turnflow.runtime.pg_leases import TaskLeases
 from turnflow.runtime.session import check_session_id
 from turnflow.runtime.dialect import POSTGRESQL, Dialect
-from turnflow.runtime.store import Corrupt, decode_envelope, decode_session
-from turnflow.runtime.store_contract import CommitUnits, EnvelopeRow, Refusals, SessionRow
+from turnflow.runtime.store.postgres_leases import TaskLeases
+from turnflow.runtime.store.records import (CommitUnits, Corrupt, EnvelopeRow, Refusals, SessionRow, decode_envelope,
+                                            decode_session)
 from turnflow.runtime.tasks import LeaseLost
 
 SCHEMA_VERSION = 1
@@ -95,7 +95,7 @@ _DDL = [
 # Rows travel as one JSON array per kind (`json_to_recordset`): far cheaper to encode and to
 # decode than one array parameter per column. The CTEs run on one snapshot: `s_ok` creates the
 # session records, `e_ok` writes the envelopes in allocation order (their `n` is commit order),
-# `tel` the telemetry. A batch worker's store adds the lease checks of `TaskLeases` (pg_leases.py).
+# `tel` the telemetry. A batch worker's store adds the lease checks of `TaskLeases` (postgres_leases.py).
 _S_IN = "json_to_recordset(%(s)s::json) AS x (sid text, task text, rec text, crc bigint)"
 _E_IN = "json_to_recordset(%(e)s::json) AS v (g bigint, sid text, seq integer, ev text, rec text, crc bigint)"
 _T_IN = "json_to_recordset(%(t)s::json) AS x (sid text, rec text)"
@@ -367,7 +367,7 @@ class PostgresStore:
         return row[0] or 0
 
     # -- writing --------------------------------------------------------------------------------
-    # The hub drives the group commit (store_contract.py): `commit_group` hands one event-loop
+    # The hub drives the group commit (contract.py): `commit_group` hands one event-loop
     # tick's rows to the committer thread, which writes everything queued meanwhile (several
     # ticks' groups, telemetry, finished tasks) in one statement and resolves the group's future
     # on the hub's loop. A session refused for a lost lease is named in the result and none of

@@ -1,6 +1,9 @@
-"""Pick the store engine from a `--store` value: a `postgresql://` (or `postgres://`) URL opens a
-`PostgresStore` (optional extra `turnflow[postgres]`), anything else is a SQLite file path. And
-`SessionScopedStore`: a store whose hydrate covers one session, or none."""
+"""The write-ahead log (docs/runtime.md, "Write-ahead log, durability and hydrate"): the `Store`
+contract (contract.py), the records every engine stores (records.py), `SQLiteStore` (sqlite.py)
+and `PostgresStore` (postgres.py, optional extra `turnflow[postgres]`, imported when a
+`postgresql://` store is opened). `open_store` picks the engine from a `--store` value: a
+`postgresql://` (or `postgres://`) URL, else a SQLite file path. And `SessionScopedStore`: a store
+whose hydrate covers one session, or none."""
 
 from __future__ import annotations
 
@@ -9,8 +12,12 @@ from typing import Any, Iterator, Optional, Union
 
 from turnflow.runtime.dialect import Dialect
 from turnflow.runtime.envelope import Envelope
-from turnflow.runtime.store import Corrupt
-from turnflow.runtime.store_contract import CommitUnits, Refusals, Store
+from turnflow.runtime.store.contract import Store
+from turnflow.runtime.store.records import CommitUnits, Corrupt, Refusals
+from turnflow.runtime.store.sqlite import SQLiteStore
+
+__all__ = ["CommitUnits", "Corrupt", "Refusals", "SQLiteStore", "SessionScopedStore", "Store", "is_postgres_url",
+           "open_store"]
 
 
 def is_postgres_url(value: str) -> bool:
@@ -25,11 +32,9 @@ def open_store(value: str, *, worker: Optional[str] = None, read_only: bool = Fa
     `durability` is "process" or "full" (what a returned post survives: the store classes and
     docs/runtime.md). Raises `StoreError` with a clear message when it cannot be opened."""
     if is_postgres_url(value):
-        from turnflow.runtime.store_pg import PostgresStore
+        from turnflow.runtime.store.postgres import PostgresStore
 
         return PostgresStore(value, worker=worker, durability=durability, read_only=read_only)
-    from turnflow.runtime.store import SQLiteStore
-
     return SQLiteStore(value, durability, read_only=read_only)
 
 
