@@ -3,6 +3,7 @@ envelope being written; corruption is reported with session and sequence number,
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import signal
@@ -19,6 +20,7 @@ from turnflow.runtime.envelope import Envelope
 from turnflow.runtime.errors import StoreError
 from turnflow.runtime.hub import Hub
 from turnflow.runtime.store import SQLiteStore
+from turnflow.runtime.store.records import CommitUnits, envelope_row
 
 ROOT = Path(__file__).resolve().parents[1]
 LIFECYCLE_BEFORE_POSTS = 5  # 2 invites, 2 acks, opened
@@ -143,7 +145,14 @@ def test_terminal_sessions_stay_closed_and_pending_closes_are_completed(tmp_path
     from turnflow.runtime.envelope import EV_PACKET, packet
     env = Envelope(open_, "a", None, EV_PACKET, packet("bye", kind="finish", reason="wrapped_up"))
     env.seq, env.envelope_id = 6, "9" * 16
-    store.append(env, store.last_global_seq() + 1)
+    units = CommitUnits()
+    units.rows.append(envelope_row(env, store.last_global_seq() + 1))
+    units.envelopes.append(env)
+
+    async def append():
+        assert await store.commit_group(units) == {}
+
+    asyncio.run(append())
     store.close()
 
     async def reopen():

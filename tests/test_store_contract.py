@@ -24,7 +24,7 @@ from turnflow.runtime.envelope import EV_TEXT, Envelope
 from turnflow.runtime.errors import StoreError
 from turnflow.runtime.store import SQLiteStore
 from turnflow.runtime.store.contract import Store
-from turnflow.runtime.store.records import CommitUnits, envelope_row, session_row
+from turnflow.runtime.store.records import CommitUnits, envelope_row, session_row, telemetry_row
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "turnflow"
 CONTRACT = sorted(n for n in vars(Store) if not n.startswith("_")) + sorted(Store.__annotations__)
@@ -147,6 +147,30 @@ def test_every_store_has_every_member_of_the_contract(store):
     for s in (store, SessionScopedStore(store)):
         missing = [m for m in CONTRACT if not hasattr(s, m)]
         assert missing == [], type(s).__name__
+
+
+def test_commit_group_is_the_only_write(store):
+    """No other method of the contract or of either engine writes: no `append*`, `write*`, `insert*`."""
+    writes = ("append", "write", "insert", "put", "stage", "add", "save")
+    assert [m for m in CONTRACT if m.startswith(writes)] == []
+    assert [m for m in dir(store) if not m.startswith("_") and m.startswith(writes)] == []
+
+
+def test_telemetry_is_written_by_the_group_commit(store):
+    a, b = _sid(1), _sid(2)
+    units = _units(store, [_record(a), _record(b)], [(a, 1)])
+    units.telemetry += [telemetry_row(a, {"event": "progress", "n": 1}), telemetry_row(b, {"event": "task"}),
+                        telemetry_row(a, {"event": "progress", "n": 2})]
+
+    async def go():
+        first = await store.commit_group(units)
+        only = CommitUnits()
+        only.telemetry.append(telemetry_row(b, {"event": "error"}))  # a group of telemetry alone
+        return first, await store.commit_group(only)
+
+    assert asyncio.run(go()) == ({}, {})
+    assert store.telemetry(a) == [{"event": "progress", "n": 1}, {"event": "progress", "n": 2}]
+    assert store.telemetry(b) == [{"event": "task"}, {"event": "error"}]
 
 
 def test_commit_group_writes_sessions_before_their_envelopes_in_log_order(store):

@@ -31,7 +31,7 @@ from turnflow.runtime.session import (Expectation, Participant, SessionMetadata,
                                       new_session_id, shared_knobs, shared_participant)
 from turnflow.runtime.group_commit import GroupCommit
 from turnflow.runtime.store.contract import Store
-from turnflow.runtime.store.records import Corrupt, Refusals, envelope_row, session_row
+from turnflow.runtime.store.records import Corrupt, Refusals, envelope_row, session_row, telemetry_row
 from turnflow.runtime.transcript import Transcript
 
 if TYPE_CHECKING:
@@ -624,11 +624,22 @@ class Hub:
         return env
 
     async def emit_telemetry(self, session_id: str, agent_id: str, event: Any) -> bool:
-        """Store a telemetry event beside the session's envelopes; a malformed one is dropped (False)."""
-        return self.record_telemetry(session_id, agent_id, event)
+        """Store a telemetry event beside the session's envelopes, returning once it is committed
+        (`StoreError` when its group was not); a malformed one is dropped (False)."""
+        group = self._telemetry_event(session_id, agent_id, event)
+        if group is None:
+            return False
+        await group.committed()
+        if group.error is not None:
+            raise group.error
+        return True
 
     def record_telemetry(self, session_id: str, agent_id: str, event: Any) -> bool:
-        """`emit_telemetry` for synchronous callers (the hub's event-loop thread only)."""
+        """`emit_telemetry` for synchronous callers (the hub's event-loop thread only): staged in
+        this tick's group commit, not waited for."""
+        return self._telemetry_event(session_id, agent_id, event) is not None
+
+    def _telemetry_event(self, session_id: str, agent_id: str, event: Any) -> Optional[GroupCommit]:
         live = self._live(session_id)
         ok = (isinstance(event, dict) and event.get("event") in ("env_action", "tool_response", "progress", "error",
                                                                           "thought", "task", "tool_call", "tool_result")
@@ -636,16 +647,19 @@ class Hub:
         if not ok:
             import warnings
 
-            warnings.warn(f"dropped malformed telemetry event from {agent_id!r}: {event!r}", stacklevel=2)
-            return False
-        self.store_telemetry(live.session_id, {"agent_id": agent_id, "at": self.clock(), **event})
-        return True
+            warnings.warn(f"dropped malformed telemetry event from {agent_id!r}: {event!r}", stacklevel=3)
+            return None
+        return self.store_telemetry(live.session_id, {"agent_id": agent_id, "at": self.clock(), **event})
 
-    def store_telemetry(self, session_id: str, record: dict[str, Any]) -> None:
-        """Store one telemetry record as given and hand it to the telemetry subscribers, live."""
-        self.store.append_telemetry(session_id, record)
+    def store_telemetry(self, session_id: str, record: dict[str, Any]) -> GroupCommit:
+        """Stage one telemetry record as given in this tick's group commit (the one write path)
+        and hand it to the telemetry subscribers, live; returns the group."""
+        row = telemetry_row(session_id, record)  # not JSON: TypeError/ValueError, nothing staged
+        group = self._group or self._new_group()
+        group.telemetry.append(row)
         for fn in self.telemetry_listeners:
             fn(session_id, record)
+        return group
 
     async def close(self, session_id: str, reason: str = "explicit_close") -> None:
         live = self._live(session_id)

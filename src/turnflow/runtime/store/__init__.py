@@ -79,9 +79,6 @@ class SessionScopedStore:
     def commit_group(self, units: CommitUnits) -> "asyncio.Future[Refusals]":
         return self.store.commit_group(units)
 
-    def append_telemetry(self, session_id: str, event: dict[str, Any]) -> None:
-        self.store.append_telemetry(session_id, event)
-
     def last_global_seq(self) -> int:
         return self.store.last_global_seq()
 

@@ -4,10 +4,11 @@ Two engines implement it (`SQLiteStore` in sqlite.py, `PostgresStore` in postgre
 that both satisfy `Store` (`open_store` returns a `Store`), and tests/test_store_contract.py checks
 that nothing in `src/` probes a store for optional methods: every method below exists on both.
 
-Writing has ONE path, `commit_group(units)`. The hub encodes every record it writes into rows
-(`session_row`, `envelope_row` in records.py: the record format is the same on every engine, and a
-value that is not JSON is refused then, before anything is queued), collects one event-loop tick's
-rows in a `CommitUnits`, and hands them to the store at the end of the tick. The store writes them
+Writing has ONE path, `commit_group(units)`: there is no other write method. The hub encodes every
+record it writes into rows (`session_row`, `envelope_row`, `telemetry_row` in records.py: the
+record format is the same on every engine, and a value that is not JSON is refused then, before
+anything is queued), collects one event-loop tick's rows in a `CommitUnits`, and hands them to the
+store at the end of the tick. The store writes them
 all or, per session, none, and returns a future of its *refusals*:
 
     future = store.commit_group(units)      # rows in log order; new sessions before their envelopes
@@ -18,7 +19,8 @@ all or, per session, none, and returns a future of its *refusals*:
 SQLite writes the group in one transaction inside the call and returns a future that is already
 done; PostgreSQL queues it for its committer thread (which writes several groups in one
 statement) and resolves the future on the caller's event loop. Either way the hub folds the group
-only once the future is done, so no post returns before its envelope is committed.
+only once the future is done, so no post returns before its envelope is committed (nor an
+awaited telemetry emit before its record is).
 
 Reading: `sessions()` + `stream()` are what a hydrate streams; `session_record` + `load` read one
 session (a worker taking it over, `inspect --session`); `SessionScopedStore` (__init__.py) narrows
@@ -55,8 +57,6 @@ class Store(Protocol):
     def commit_group(self, units: CommitUnits) -> "asyncio.Future[Refusals]":
         """Write the group (needs a running event loop); the future resolves to the refusals."""
         ...
-
-    def append_telemetry(self, session_id: str, event: dict[str, Any]) -> None: ...
 
     # -- reading --------------------------------------------------------------------------------
     def last_global_seq(self) -> int: ...

@@ -7,8 +7,8 @@ it is committed before the hub folds or delivers it. What differs:
 
 - **Durability** (`durability=`, as for SQLite): "process" by default, "full" on request (see
   the class).
-- **Group commit.** As with SQLite, the hub hands one event-loop tick's envelopes and new
-  sessions to `commit_group` (contract.py), which queues them for one committer thread,
+- **Group commit.** As with SQLite, the hub hands one event-loop tick's envelopes, new
+  sessions and telemetry to `commit_group` (contract.py), which queues them for one committer thread,
   which writes everything queued meanwhile — several ticks' groups, telemetry, the results of
   finished batch tasks — in ONE statement (its own transaction, one round trip) and resolves
   each group's future on the hub's event loop. The hub folds a group only then, so a post
@@ -44,8 +44,8 @@ from turnflow.runtime.errors import StoreError, StoreFailed
 from turnflow.runtime.session import check_session_id
 from turnflow.runtime.dialect import POSTGRESQL, Dialect
 from turnflow.runtime.store.postgres_leases import TaskLeases
-from turnflow.runtime.store.records import (CommitUnits, Corrupt, EnvelopeRow, Refusals, SessionRow, decode_envelope,
-                                            decode_session)
+from turnflow.runtime.store.records import (CommitUnits, Corrupt, EnvelopeRow, Refusals, SessionRow, TelemetryRow,
+                                            decode_envelope, decode_session)
 from turnflow.runtime.tasks import LeaseLost
 
 SCHEMA_VERSION = 1
@@ -184,21 +184,19 @@ class TailLost(LeaseLost):
     the session must be continued from its stored log (a batch worker gives the task back)."""
 
 
-_TelemetryRow = tuple[str, str]  # (session_id, record JSON)
 # (task_id, state, result JSON, session_id or None, its last seq written here or None)
 _Finish = tuple[str, str, str, Optional[str], Optional[int]]
 
 
 class _Unit:
-    """One piece of work for the committer: a group (session records and envelopes, staged by a
-    hub in one event-loop tick or written alone by `append`), a telemetry row, or a task to
-    record as finished. A group's future resolves to {session_id: refusal} (empty when all of
+    """One piece of work for the committer: a group (session records, envelopes and telemetry,
+    staged by a hub in one event-loop tick), or a task to record as finished. A group's future resolves to {session_id: refusal} (empty when all of
     it was written); a finish's to whether this worker still held the task."""
 
     __slots__ = ("sessions", "rows", "envs", "tels", "fin", "future", "loop")
 
     def __init__(self, sessions: list[SessionRow], rows: list[EnvelopeRow], envs: list[Envelope],
-                 tels: list[_TelemetryRow], fin: Optional[_Finish], future: Optional[asyncio.Future[Any]],
+                 tels: list[TelemetryRow], fin: Optional[_Finish], future: Optional[asyncio.Future[Any]],
                  loop: Optional[asyncio.AbstractEventLoop]) -> None:
         self.sessions = sessions  # [(session_id, task_id, record text, crc)]
         self.rows = rows  # envelope rows: [(gseq, session_id, seq, event_type, record text, crc)]
@@ -377,18 +375,7 @@ class PostgresStore:
         {session_id: refusal} once the statement holding it is done."""
         for row in units.sessions:
             self._cache[row[0]] = []  # a new session: this process holds its whole log from now
-        return self._enqueue(_Unit(units.sessions, units.rows, units.envelopes, [], None, None, None))
-
-    def append_telemetry(self, session_id: str, event: dict[str, Any]) -> None:
-        """Telemetry rides along with the next group commit (it is not under the envelope promise)."""
-        check_session_id(session_id)
-        unit = _Unit([], [], [], [(session_id, json.dumps(event, sort_keys=True))], None, None, None)
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            self._write_now(unit)
-            return
-        self._submit(unit)
+        return self._enqueue(_Unit(units.sessions, units.rows, units.envelopes, units.telemetry, None, None, None))
 
     def finish_task(self, task_id: str, state: str, result: dict[str, Any], session_id: Optional[str]) -> asyncio.Future[bool]:
         """Record a task as finished in the next group commit (never in the statement of its
@@ -567,20 +554,6 @@ class PostgresStore:
     def _drop_broken(self) -> None:
         if self._conn is not None and (self._conn.closed or self._conn.broken):
             self._conn = None
-
-    def _write_now(self, unit: _Unit) -> None:
-        """Write one unit from the calling thread (no event loop), raising what it refuses."""
-        psycopg = self._psycopg
-        try:
-            with self.pool.connection() as conn:
-                got = self._commit(conn, [unit])[0]
-        except psycopg.Error as exc:
-            raise self._failure(unit, exc) from None
-        problem = next(iter(got.values()), None) if isinstance(got, dict) else None
-        if problem is not None:
-            raise problem
-        for env in unit.envs:
-            self._remember(env)
 
     def _already_written(self, unit: _Unit) -> bool:
         """Whether a retried unit is in the database already (its statement committed, then the

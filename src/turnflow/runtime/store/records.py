@@ -29,20 +29,23 @@ class Corrupt:
 
 SessionRow = tuple[str, Optional[str], str, int]  # (session_id, task_id or None, record JSON, crc)
 EnvelopeRow = tuple[int, str, int, str, str, int]  # (gseq, session_id, seq, event_type, record JSON, crc)
+TelemetryRow = tuple[str, str]  # (session_id, record JSON)
 Refusals = dict[str, BaseException]  # session_id -> why none of that session's part of a group was written
 
 
 class CommitUnits:
     """The rows of one group commit, in log order: new sessions' creation records (each written
     before its envelopes) and envelope rows, with the envelopes they encode (a store may keep them
-    as its copy of a session's log once committed)."""
+    as its copy of a session's log once committed); and telemetry records, stored beside the log
+    (not part of it: a session's telemetry is never refused for its envelopes' sake)."""
 
-    __slots__ = ("sessions", "rows", "envelopes")
+    __slots__ = ("sessions", "rows", "envelopes", "telemetry")
 
     def __init__(self) -> None:
         self.sessions: list[SessionRow] = []
         self.rows: list[EnvelopeRow] = []
         self.envelopes: list[Envelope] = []  # parallel to `rows`
+        self.telemetry: list[TelemetryRow] = []
 
 
 def checksum(session_id: str, seq: int, text: str) -> int:
@@ -117,6 +120,12 @@ def envelope_row(envelope: Envelope, global_seq: int) -> EnvelopeRow:
     text = _record_text(envelope.to_record())
     sid, seq = envelope.session_id, envelope.seq
     return (global_seq, sid, seq, envelope.event_type, text, zlib.crc32(f"{sid}\x00{seq}\x00{text}".encode("utf-8")))
+
+
+def telemetry_row(session_id: str, record: dict[str, Any]) -> TelemetryRow:
+    """A telemetry record as stored (every engine): its session and its JSON text (sorted keys).
+    Raises TypeError/ValueError, as `json.dumps` does, when it is not JSON."""
+    return (check_session_id(session_id), json.dumps(record, sort_keys=True))
 
 
 def decode_session(sid: str, text: Any, crc: int) -> Union[dict[str, Any], Corrupt]:

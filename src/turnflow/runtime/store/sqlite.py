@@ -33,8 +33,8 @@ from turnflow.runtime.dialect import SQLITE, Dialect
 from turnflow.runtime.envelope import Envelope
 from turnflow.runtime.errors import StoreError, StoreFailed
 from turnflow.runtime.session import check_session_id
-from turnflow.runtime.store.records import (CommitUnits, Corrupt, EnvelopeRow, Refusals, SessionRow, checksum,
-                                            decode_envelope, decode_session, envelope_row)
+from turnflow.runtime.store.records import (CommitUnits, Corrupt, EnvelopeRow, Refusals, SessionRow, TelemetryRow,
+                                            checksum, decode_envelope, decode_session)
 from turnflow.runtime.store.sqlite_lock import NOBLOCK as _NOBLOCK
 from turnflow.runtime.store.sqlite_lock import WriterLock as _WriterLock
 
@@ -316,7 +316,7 @@ class SQLiteStore:
         no refusals (one writer holds no leases), or with the error when nothing was written."""
         done: asyncio.Future[Refusals] = asyncio.get_running_loop().create_future()
         try:
-            self._write(units.sessions, units.rows)
+            self._write(units.sessions, units.rows, units.telemetry)
         except sqlite3.Error as exc:  # a full disk, an I/O error: the store's failure, not the session's
             done.set_exception(StoreFailed(f"{self.path}: commit failed: {exc}"))
         except StoreError as exc:
@@ -325,15 +325,10 @@ class SQLiteStore:
             done.set_result({})
         return done
 
-    def append(self, envelope: Envelope, global_seq: int) -> None:
-        """One envelope, committed when this returns (for tools and tests; the hub writes through
-        `commit_group`)."""
-        self._write([], [envelope_row(envelope, global_seq)])
-
-    def _write(self, sessions: list[SessionRow], rows: list[EnvelopeRow]) -> None:
+    def _write(self, sessions: list[SessionRow], rows: list[EnvelopeRow], telemetry: list[TelemetryRow]) -> None:
         """Every row in one transaction: all or none (on failure nothing of them is in the log,
         and the envelope numbers they took are given out again)."""
-        if not rows and not sessions:
+        if not rows and not sessions and not telemetry:
             return
         db = self.db
         db.execute("BEGIN IMMEDIATE")
@@ -343,22 +338,16 @@ class SQLiteStore:
             if rows:  # (gseq, session_id, seq, event_type, record, crc): the type is inside the record
                 db.executemany("INSERT INTO envelopes (gseq, session_id, seq, record, crc) VALUES (?1, ?2, ?3, ?5, ?6)",
                                rows)
+            if telemetry:
+                db.executemany("INSERT INTO telemetry (session_id, record) VALUES (?, ?)", telemetry)
             db.execute("COMMIT")
         except BaseException:
             if db.in_transaction:
                 db.execute("ROLLBACK")
             self._gseq = None  # numbered again from the log
             raise
-        if self._lock is not None:  # what was committed, outside the database (a lost -wal shows)
+        if self._lock is not None and (sessions or rows):  # what was committed, outside the database (a lost -wal shows)
             self._lock.committed(len(sessions), max(r[0] for r in rows) if rows else 0)
-
-    def append_telemetry(self, session_id: str, event: dict[str, Any]) -> None:
-        check_session_id(session_id)
-        try:
-            self.db.execute("INSERT INTO telemetry (session_id, record) VALUES (?, ?)",
-                            (session_id, json.dumps(event, sort_keys=True)))
-        except sqlite3.Error as exc:  # a full disk: the store's failure, not the agent's
-            raise StoreFailed(f"{self.path}: telemetry could not be written: {exc}") from None
 
     # -- reading --------------------------------------------------------------------------------
     def last_global_seq(self) -> int:
