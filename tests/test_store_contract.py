@@ -173,6 +173,44 @@ def test_telemetry_is_written_by_the_group_commit(store):
     assert store.telemetry(b) == [{"event": "task"}, {"event": "error"}]
 
 
+def test_summary_aggregates_the_store_into_typed_records(store):
+    """`summary()`: sessions counted by how their log ends (the first ending envelope's type and
+    reason, whether it was opened) and by their turns; no SQL crosses the contract."""
+    from turnflow.runtime.envelope import EV_PACKET, EV_SESSION_CLOSED, EV_SESSION_EXPIRED, EV_SESSION_OPENED
+    from turnflow.runtime.store.records import LogSummary, SessionEnds
+
+    logs = {_sid(1): [(EV_SESSION_OPENED, {}), (EV_TEXT, {"text": "a"}), (EV_SESSION_CLOSED, {"reason": "x|y"}),
+                      (EV_SESSION_EXPIRED, {"reason": "late"})],
+            _sid(2): [(EV_SESSION_OPENED, {}), (EV_PACKET, {"kind": "finish"}), (EV_TEXT, {"text": "b"}),
+                      (EV_SESSION_EXPIRED, {"reason": "ttl_expired"})],
+            _sid(3): [(EV_SESSION_OPENED, {}), (EV_TEXT, {"text": "c"})],
+            _sid(4): [(EV_SESSION_OPENED, {}), (EV_SESSION_CLOSED, {})],
+            _sid(5): []}
+    units = CommitUnits()
+    units.sessions.extend(session_row(_record(sid)) for sid in logs)
+    for sid, log in logs.items():
+        for seq, (event_type, data) in enumerate(log, 1):
+            env = Envelope(sid, "a", None, event_type, data)
+            env.seq, env.created_at = seq, 1.0
+            gseq = store.next_global_seq()
+            env.envelope_id = f"{gseq:016d}"
+            units.rows.append(envelope_row(env, gseq))
+            units.envelopes.append(env)
+
+    async def go():
+        return await store.commit_group(units)
+
+    assert asyncio.run(go()) == {}
+    got = store.summary()
+    assert isinstance(got, LogSummary) and got.engine == store.dialect.name
+    assert got.envelopes == 12 and not got.tasks  # no task list (PostgreSQL: one with no task)
+    assert sorted(got.ends, key=repr) == sorted([
+        SessionEnds(EV_SESSION_CLOSED, "x|y", True, 1), SessionEnds(EV_SESSION_EXPIRED, "ttl_expired", True, 1),
+        SessionEnds(None, None, True, 1), SessionEnds(EV_SESSION_CLOSED, "", True, 1),
+        SessionEnds(None, None, False, 1)], key=repr)
+    assert got.turns == [(0, 2), (1, 2), (2, 1)]
+
+
 def test_commit_group_writes_sessions_before_their_envelopes_in_log_order(store):
     a, b = _sid(1), _sid(2)
 

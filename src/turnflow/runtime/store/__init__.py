@@ -10,10 +10,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Iterator, Optional, Union
 
-from turnflow.runtime.dialect import Dialect
 from turnflow.runtime.envelope import Envelope
-from turnflow.runtime.store.contract import Store
-from turnflow.runtime.store.records import CommitUnits, Corrupt, Refusals
+from turnflow.runtime.store.contract import Dialect, Store
+from turnflow.runtime.store.records import CommitUnits, Corrupt, LogSummary, Refusals
 from turnflow.runtime.store.sqlite import SQLiteStore
 
 __all__ = ["CommitUnits", "Corrupt", "Refusals", "SQLiteStore", "SessionScopedStore", "Store", "is_postgres_url",
@@ -104,6 +103,6 @@ class SessionScopedStore:
     def sessions_ever_created(self) -> Optional[int]:
         return self.store.sessions_ever_created()
 
-    def query(self, sql: str, params: object = ()) -> list[tuple[Any, ...]]:
-        return self.store.query(sql, params)
+    def summary(self) -> LogSummary:
+        return self.store.summary()
 

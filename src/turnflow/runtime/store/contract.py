@@ -24,18 +24,32 @@ awaited telemetry emit before its record is).
 
 Reading: `sessions()` + `stream()` are what a hydrate streams; `session_record` + `load` read one
 session (a worker taking it over, `inspect --session`); `SessionScopedStore` (__init__.py) narrows
-a store's hydrate to one session or to none. `dialect` names the engine's SQL for the summary and
-task-list queries (runtime/dialect.py) — no caller compares engine names.
+a store's hydrate to one session or to none; `summary()` aggregates the whole store inside the
+database (`inspect --summary`). No SQL crosses the contract: each engine keeps its own. A store's
+`dialect` says which engine it is (the task list it keeps beside the log: task_queue.py) and
+whether several processes share it — no caller compares engine names.
 """
 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import Any, Iterator, Optional, Protocol, Union
 
-from turnflow.runtime.dialect import Dialect
 from turnflow.runtime.envelope import Envelope
-from turnflow.runtime.store.records import CommitUnits, Corrupt, Refusals
+from turnflow.runtime.store.records import CommitUnits, Corrupt, LogSummary, Refusals
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """One per engine (`SQLITE`, `POSTGRESQL`; compared by identity, never by name)."""
+
+    name: str  # "sqlite" | "postgresql": shown to users (`inspect --summary`), never compared
+    shared: bool  # several processes write one store: a single run hydrates only its own session
+
+
+SQLITE = Dialect(name="sqlite", shared=False)
+POSTGRESQL = Dialect(name="postgresql", shared=True)
 
 
 class Store(Protocol):
@@ -79,8 +93,8 @@ class Store(Protocol):
         """How many sessions writers have created in this store, when the store tracks it."""
         ...
 
-    def query(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
-        """Rows of a read-only SQL statement in the store's dialect (summaries, task lists)."""
+    def summary(self) -> LogSummary:
+        """The whole store aggregated inside the database (memory does not grow with the store)."""
         ...
 
     def close(self) -> None: ...

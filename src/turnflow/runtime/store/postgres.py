@@ -42,10 +42,10 @@ from turnflow.runtime.envelope import Envelope
 from turnflow.runtime.clock import reconnect_seconds
 from turnflow.runtime.errors import StoreError, StoreFailed
 from turnflow.runtime.session import check_session_id
-from turnflow.runtime.dialect import POSTGRESQL, Dialect
+from turnflow.runtime.store.contract import POSTGRESQL, Dialect
 from turnflow.runtime.store.postgres_leases import TaskLeases
-from turnflow.runtime.store.records import (CommitUnits, Corrupt, EnvelopeRow, Refusals, SessionRow, TelemetryRow,
-                                            decode_envelope, decode_session)
+from turnflow.runtime.store.records import (CommitUnits, Corrupt, EnvelopeRow, LogSummary, Refusals, SessionEnds, SessionRow,
+                                            TelemetryRow, decode_envelope, decode_session)
 from turnflow.runtime.tasks import LeaseLost
 
 SCHEMA_VERSION = 1
@@ -150,6 +150,24 @@ def commit_sql(held: bool, sessions: bool, envelopes: bool, telemetry: bool, fin
 
 
 _COMMIT_HELD = commit_sql(True, True, True, True, True)  # every part (the plan test reads it)
+
+
+# `summary()`: one row per session — its turns, its first ending envelope as one sortable value
+# (10-digit seq, event type, '|', reason: MIN picks the first) and whether it was opened — then
+# the sessions counted by how they end (that value split again) and by their turns.
+_PER_SESSION = """
+SELECT s.session_id AS sid,
+       COUNT(e.n) FILTER (WHERE e.event_type IN ('text', 'packet')) AS turns,
+       MIN(lpad(e.seq::text, 10, '0') || e.event_type || '|' || COALESCE((e.record::jsonb) -> 'event_data' ->> 'reason', ''))
+           FILTER (WHERE e.event_type IN ('session.closed', 'session.expired')) AS term,
+       COALESCE(MAX(CASE WHEN e.event_type = 'session.opened' THEN 1 ELSE 0 END), 0) AS opened
+FROM turnflow_sessions s
+LEFT JOIN turnflow_envelopes e ON e.session_id = s.session_id
+GROUP BY s.session_id
+"""
+_ENDS = (f"SELECT substr(term, 11, strpos(term, '|') - 11), substr(term, strpos(term, '|') + 1), opened, COUNT(*) "
+         f"FROM ({_PER_SESSION}) per GROUP BY 1, 2, 3")
+_TURNS = f"SELECT turns, COUNT(*) FROM ({_PER_SESSION}) per GROUP BY turns ORDER BY turns"
 
 
 _TABLES = ("turnflow_sessions", "turnflow_envelopes", "turnflow_telemetry", "turnflow_tasks")
@@ -647,12 +665,19 @@ class PostgresStore:
     def dialect(self) -> Dialect:
         return POSTGRESQL
 
-    def query(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
+    def summary(self) -> LogSummary:
         with self.pool.connection() as conn:
-            return conn.execute(sql, params).fetchall()
+            ends = [SessionEnds(by, reason, bool(opened), int(n)) for by, reason, opened, n in conn.execute(_ENDS)]
+            turns = [(int(t), int(n)) for t, n in conn.execute(_TURNS)]
+            envelopes = int(conn.execute("SELECT COUNT(*) FROM turnflow_envelopes").fetchone()[0])
+            tasks = None
+            if conn.execute("SELECT to_regclass('turnflow_tasks') IS NOT NULL").fetchone()[0]:
+                tasks = {str(s): int(n) for s, n in conn.execute("SELECT state, COUNT(*) FROM turnflow_tasks GROUP BY state")}
+        return LogSummary(POSTGRESQL.name, envelopes, ends, turns, tasks)
 
     def session_count(self) -> int:
-        return int(self.query("SELECT COUNT(*) FROM turnflow_sessions")[0][0])
+        with self.pool.connection() as conn:
+            return int(conn.execute("SELECT COUNT(*) FROM turnflow_sessions").fetchone()[0])
 
     def sessions_ever_created(self) -> Optional[int]:
         """(Not tracked: PostgreSQL's own log keeps committed rows.)"""

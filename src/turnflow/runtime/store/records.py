@@ -48,6 +48,30 @@ class CommitUnits:
         self.telemetry: list[TelemetryRow] = []
 
 
+@dataclass(frozen=True)
+class SessionEnds:
+    """How many sessions' logs end alike: `ended_by`, the event type of the session's first
+    `session.closed` or `session.expired` envelope (None: neither is logged), its `reason` ("" when
+    it gave none; None when not ended), and whether `session.opened` is logged."""
+
+    ended_by: Optional[str]
+    reason: Optional[str]
+    opened: bool
+    sessions: int
+
+
+@dataclass(frozen=True)
+class LogSummary:
+    """A whole store aggregated inside the database (`Store.summary()`, one pass over the log):
+    what `turnflow inspect --summary` reports."""
+
+    engine: str  # the store's dialect name, shown to users
+    envelopes: int
+    ends: list[SessionEnds]  # every session in exactly one
+    turns: list[tuple[int, int]]  # (substantive envelopes, sessions with that many), ascending
+    tasks: Optional[dict[str, int]]  # tasks per state of the task list (`run --tasks`); None: no task list
+
+
 def checksum(session_id: str, seq: int, text: str) -> int:
     """The CRC-32 stored beside a record: over its session id, its seq (0: the creation record) and its text."""
     return zlib.crc32(f"{session_id}\x00{seq}\x00{text}".encode("utf-8", "surrogateescape"))

@@ -29,12 +29,12 @@ import json
 import sqlite3
 from typing import Any, Iterator, Optional, Union
 
-from turnflow.runtime.dialect import SQLITE, Dialect
 from turnflow.runtime.envelope import Envelope
 from turnflow.runtime.errors import StoreError, StoreFailed
 from turnflow.runtime.session import check_session_id
-from turnflow.runtime.store.records import (CommitUnits, Corrupt, EnvelopeRow, Refusals, SessionRow, TelemetryRow,
-                                            checksum, decode_envelope, decode_session)
+from turnflow.runtime.store.contract import SQLITE, Dialect
+from turnflow.runtime.store.records import (CommitUnits, Corrupt, EnvelopeRow, LogSummary, Refusals, SessionEnds, SessionRow,
+                                            TelemetryRow, checksum, decode_envelope, decode_session)
 from turnflow.runtime.store.sqlite_lock import NOBLOCK as _NOBLOCK
 from turnflow.runtime.store.sqlite_lock import WriterLock as _WriterLock
 
@@ -53,6 +53,26 @@ CREATE TABLE IF NOT EXISTS telemetry (id INTEGER PRIMARY KEY, session_id TEXT NO
 
 
 _TABLES = {"meta", "sessions", "envelopes", "telemetry"}
+
+
+# `summary()`: one row per session — its turns, its first ending envelope as one sortable value
+# (10-digit seq, event type, '|', reason: MIN picks the first) and whether it was opened — then
+# the sessions counted by how they end (that value split again) and by their turns.
+_PER_SESSION = """
+SELECT s.session_id AS sid,
+       COALESCE(SUM(CASE WHEN e.et IN ('text', 'packet') THEN 1 ELSE 0 END), 0) AS turns,
+       MIN(CASE WHEN e.et IN ('session.closed', 'session.expired')
+                THEN printf('%010d', e.seq) || e.et || '|' || COALESCE(json_extract(e.record, '$.event_data.reason'), '')
+           END) AS term,
+       COALESCE(MAX(CASE WHEN e.et = 'session.opened' THEN 1 ELSE 0 END), 0) AS opened
+FROM sessions s
+LEFT JOIN (SELECT session_id, seq, record, json_extract(record, '$.event_type') AS et FROM envelopes) e
+       ON e.session_id = s.session_id
+GROUP BY s.session_id
+"""
+_ENDS = (f"SELECT substr(term, 11, instr(term, '|') - 11), substr(term, instr(term, '|') + 1), opened, COUNT(*) "
+         f"FROM ({_PER_SESSION}) per GROUP BY 1, 2, 3")
+_TURNS = f"SELECT turns, COUNT(*) FROM ({_PER_SESSION}) per GROUP BY turns ORDER BY turns"
 
 
 def _text(data: bytes) -> str:
@@ -376,8 +396,15 @@ class SQLiteStore:
     def forget(self, session_id: str) -> None:
         """(Nothing to drop: a SQLite store keeps no copy of a session's log.)"""
 
-    def query(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
-        return self.db.execute(sql, params).fetchall()
+    def summary(self) -> LogSummary:
+        db = self.db
+        ends = [SessionEnds(by, reason, bool(opened), int(n)) for by, reason, opened, n in db.execute(_ENDS)]
+        turns = [(int(t), int(n)) for t, n in db.execute(_TURNS)]
+        envelopes = int(db.execute("SELECT COUNT(*) FROM envelopes").fetchone()[0])
+        tasks = None
+        if db.execute("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'turnflow_tasks'").fetchone()[0]:
+            tasks = {str(s): int(n) for s, n in db.execute("SELECT state, COUNT(*) FROM turnflow_tasks GROUP BY state")}
+        return LogSummary(SQLITE.name, envelopes, ends, turns, tasks)
 
     def stream(self) -> Iterator[Union[Envelope, Corrupt]]:
         """Every envelope of every session in append order, streamed (bounded memory)."""
