@@ -177,3 +177,61 @@ def test_not_a_turnflow_store(tmp_path):
     junk.write_bytes(b"this is not sqlite at all" * 100)
     with pytest.raises(StoreError, match="cannot open"):
         SQLiteStore(str(junk))
+
+
+def test_hydrate_only_reads_one_session_alone(tmp_path):
+    """`Hub.hydrate(only=ID)` / `Hub.open(store, only=ID)`: that session's record and log, read by
+    themselves (the whole-store reads are never called), and the session goes on from there; an
+    unknown id hydrates nothing."""
+    from runtime_helpers import CHAIN
+
+    from turnflow.runtime.envelope import EV_TEXT
+
+    db = str(tmp_path / "hub.db")
+
+    async def make():
+        hub = await Hub.open(SQLiteStore(db), clock=FakeClock())
+        sids = []
+        for n in range(3):
+            md = await hub.open_session("workflow", ["a", "b", "c"], knobs={"graph": CHAIN})
+            await hub.ack(md.session_id, "b")
+            await hub.ack(md.session_id, "c")
+            for _ in range(n + 1):
+                await hub.post(Envelope(md.session_id, hub.expected_next(md.session_id), None, EV_TEXT, {"text": "x"}))
+            sids.append(md.session_id)
+        await hub.aclose()
+        return sids
+
+    sids = asyncio.run(make())
+
+    class OneSessionOnly(SQLiteStore):
+        def sessions(self):
+            raise AssertionError("the whole store's sessions were read")
+
+        def stream(self):
+            raise AssertionError("the whole store's log was read")
+
+    store = OneSessionOnly(db, read_only=True)
+    try:
+        hub = Hub(store)
+        report = hub.hydrate(only=sids[1])
+        assert list(hub.sessions) == [sids[1]] and report.sessions == 1 and report.problems == []
+        assert hub.info(sids[1])["turn_count"] == 2
+        assert report.envelopes == hub.info(sids[1])["envelope_count"]
+        assert hub.hydrate(only="0" * 32).sessions == 0 and hub.sessions == {}
+    finally:
+        store.close()
+
+    async def close_on_open():
+        writer = OneSessionOnly(db)
+        hub = await Hub.open(writer, only=sids[2], clock=FakeClock())
+        assert list(hub.sessions) == [sids[2]]
+        await hub.close(sids[2], "done")
+        await hub.aclose()
+
+    asyncio.run(close_on_open())
+    reader = SQLiteStore(db, read_only=True)
+    try:
+        assert [e.event_type for e in reader.read_range(sids[2])][-1] == "session.closed"
+    finally:
+        reader.close()

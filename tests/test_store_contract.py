@@ -5,7 +5,7 @@
   subclasses `asyncio.Future`), and never asks a
   store what it can do (`getattr`/`hasattr` on a store): every store has every contract method.
   Read from the syntax tree, so a comment or a docstring that names them does not count.
-- Both engines (and `SessionScopedStore`) have every member of `Store`, and `commit_group`
+- Both engines have every member of `Store`, and `commit_group`
   behaves as documented: rows in log order, new sessions before their envelopes, `{}` when all is
   written, the refusal of a session whose task lease this worker lost (PostgreSQL) while the rest
   of the group is written, an error and nothing written when the group fails (SQLite).
@@ -142,11 +142,8 @@ def _sid(n: int) -> str:
 
 
 def test_every_store_has_every_member_of_the_contract(store):
-    from turnflow.runtime.store import SessionScopedStore
-
-    for s in (store, SessionScopedStore(store)):
-        missing = [m for m in CONTRACT if not hasattr(s, m)]
-        assert missing == [], type(s).__name__
+    missing = [m for m in CONTRACT if not hasattr(store, m)]
+    assert missing == [], type(store).__name__
 
 
 def test_commit_group_is_the_only_write(store):

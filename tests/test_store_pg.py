@@ -207,7 +207,6 @@ def test_an_expired_lease_is_taken_over_and_the_old_holder_can_no_longer_write(p
 
     from turnflow.runtime.agents.function import FunctionAgent
     from turnflow.runtime.batch import BatchWorker
-    from turnflow.runtime.store import SessionScopedStore
 
     spec = {**SPEC, "knobs": {**SPEC["knobs"], "graph": {**SPEC["knobs"]["graph"], "max_turns": 4}}}
     loader = _store(pg_url, worker="loader")
@@ -218,7 +217,7 @@ def test_an_expired_lease_is_taken_over_and_the_old_holder_can_no_longer_write(p
         store = _store(pg_url, worker="host-a:1:aaaa")
         q = PostgresTaskQueue(store)
         [claim] = q.claim("host-a:1:aaaa", 1, 0.5)
-        hub = Hub(SessionScopedStore(store))
+        hub = Hub(store)  # not hydrated: a worker's hub
         md = await hub.open_session("workflow", ["a", "b", "c"], knobs=spec["knobs"], labels={"task_id": claim.id})
         await hub.ack(md.session_id, "b")
         await hub.ack(md.session_id, "c")

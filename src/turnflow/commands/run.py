@@ -393,9 +393,7 @@ async def _run(spec: dict, agents: dict, args, store_path: str, printer: "Printe
     if store.dialect.shared:
         # a database other runs and batch workers share: this run hydrates nothing and writes only
         # its own session (a whole-store hydrate would also complete other sessions' pending closes)
-        from turnflow.runtime.store import SessionScopedStore
-
-        hub = Hub(SessionScopedStore(store, owner=True))
+        hub = Hub(store)
     else:
         hub = await Hub.open(store)
     hub.subscribe(printer.envelope)

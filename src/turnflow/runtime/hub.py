@@ -178,9 +178,11 @@ class Hub:
         self.report = HydrateReport()
 
     @classmethod
-    async def open(cls, store: Store, **kw: Any) -> "Hub":
+    async def open(cls, store: Store, *, only: Optional[str] = None, **kw: Any) -> "Hub":
+        """A hub on `store`, hydrated (`hydrate(only=...)`), with the closes and opens its log
+        left half-done completed."""
         hub = cls(store, **kw)
-        hub.report = hub.hydrate()
+        hub.report = hub.hydrate(only=only)
         for sid in hub.report.completed_closes:
             live = hub.sessions[sid]
             await hub._finish_close(live, live.pending_close or "workflow_terminated")
@@ -200,18 +202,27 @@ class Hub:
         self._watched[live.session_id] = live
 
     # -- hydrate --------------------------------------------------------------------------------
-    def hydrate(self) -> HydrateReport:
-        """Rebuild every session by streaming its envelopes through initial_state + fold.
-        Terminal sessions stay terminal. A corrupt record is reported (session, seq) and
-        neither it nor anything after it in that session is folded."""
+    def hydrate(self, only: Optional[str] = None) -> HydrateReport:
+        """Rebuild every session by streaming its envelopes through initial_state + fold —
+        with `only`, that one session alone, read by itself (`store.load`: a worker taking it
+        over, `inspect --session`), never the whole store. Terminal sessions stay terminal. A
+        corrupt record is reported (session, seq) and neither it nor anything after it in that
+        session is folded. (A hub that must hold none of a store's sessions is not hydrated.)"""
         report = HydrateReport()
         self.sessions = {}
-        for rec in self.store.sessions():
+        if only is None:  # (both streamed: read as they are iterated)
+            records: Iterable[Union[dict[str, Any], Corrupt]] = self.store.sessions()
+            items: Iterable[Union[Envelope, Corrupt]] = self.store.stream()
+        else:
+            record = self.store.session_record(only)
+            records = () if record is None else (record,)
+            items = self.store.load(only)
+        for rec in records:
             live = self._hydrate_session(rec, report)
             if live is not None:
                 self.sessions[live.session_id] = live
                 report.sessions += 1
-        for item in self.store.stream():
+        for item in items:
             self._hydrate_record(item, report)
         self._watched = dict(self.sessions)
         report.completed_closes = [sid for sid, live in self.sessions.items()

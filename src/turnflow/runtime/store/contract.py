@@ -23,9 +23,8 @@ only once the future is done, so no post returns before its envelope is committe
 awaited telemetry emit before its record is).
 
 Reading: `sessions()` + `stream()` are what a hydrate streams; `session_record` + `load` read one
-session (a worker taking it over, `inspect --session`); `SessionScopedStore` (__init__.py) narrows
-a store's hydrate to one session or to none; `summary()` aggregates the whole store inside the
-database (`inspect --summary`). No SQL crosses the contract: each engine keeps its own. A store's
+session (`Hub.hydrate(only=...)`: a worker taking it over, `inspect --session`); `summary()`
+aggregates the whole store inside the database (`inspect --summary`). No SQL crosses the contract: each engine keeps its own. A store's
 `dialect` says which engine it is (the task list it keeps beside the log: task_queue.py) and
 whether several processes share it — no caller compares engine names.
 """
