@@ -183,7 +183,7 @@ def test_a_membership_envelope_posted_to_a_workflow_is_refused_by_the_hub():
 
 
 def test_postgres_hydrate_replays_a_roster_change(pg_url):
-    from turnflow.runtime.store_pg import PostgresStore
+    from turnflow.runtime.store.postgres import PostgresStore
 
     async def go():
         hub = await Hub.open(PostgresStore(pg_url))

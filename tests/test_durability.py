@@ -27,7 +27,7 @@ def _setting(store) -> str:
 
 def _watch_stores(monkeypatch) -> list[str]:
     """Record the setting of every store `turnflow run` opens, just before it is closed."""
-    from turnflow.runtime import stores
+    from turnflow.runtime import store as stores
 
     seen: list[str] = []
     real = stores.open_store
@@ -71,7 +71,7 @@ def test_a_bad_durability_is_a_usage_error(tmp_path, capsys):
 
 def test_open_store_refuses_an_unknown_durability(tmp_path):
     from turnflow.runtime.errors import StoreError
-    from turnflow.runtime.stores import open_store
+    from turnflow.runtime.store import open_store
 
     with pytest.raises(StoreError, match="durability must be 'process' or 'full', got 'fast'"):
         open_store(str(tmp_path / "hub.db"), durability="fast")

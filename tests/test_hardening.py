@@ -342,14 +342,14 @@ def test_defect8_inspect_warns_when_sessions_were_lost(tmp_path, capsys):
     ("envelopes", "ENV_EVENT_DATA_LIST"),
 ])
 def test_defect4_records_with_valid_checksum_but_wrong_shape(tmp_path, capsys, table, record):
-    from turnflow.runtime.store import _crc
+    from turnflow.runtime.store.records import checksum
 
     db = tmp_path / "hub.db"
     assert main(["run", SPEC, "--agents", AGENTS, "--store", str(db), "--format", "json"]) == 0
     sid = json.loads(capsys.readouterr().out)["session_id"]
     con = sqlite3.connect(db)
     if table == "sessions":
-        con.execute("UPDATE sessions SET record = ?, crc = ?", (record, _crc(sid, 0, record)))
+        con.execute("UPDATE sessions SET record = ?, crc = ?", (record, checksum(sid, 0, record)))
     else:
         seq = 9
         if record == "ENV_EVENT_DATA_LIST":
@@ -358,7 +358,7 @@ def test_defect4_records_with_valid_checksum_but_wrong_shape(tmp_path, capsys, t
             rec["event_data"] = ["not", "a", "mapping"]
             record = json.dumps(rec)
         record = record.replace('"S"', json.dumps(sid))
-        con.execute("UPDATE envelopes SET record = ?, crc = ? WHERE seq = ?", (record, _crc(sid, seq, record), seq))
+        con.execute("UPDATE envelopes SET record = ?, crc = ? WHERE seq = ?", (record, checksum(sid, seq, record), seq))
     con.commit()
     con.close()
     code, out, err = run_cli(capsys, "inspect", str(db))

@@ -102,7 +102,7 @@ def test_inspect_one_session_of_a_postgres_store(pg_url, tmp_path, capsys):
 def test_inspect_one_session_reads_only_that_session(engine, request, tmp_path, capsys, monkeypatch):
     """`--session` never streams the whole envelope table (nor every session record) into memory."""
     from turnflow.runtime.store import SQLiteStore
-    from turnflow.runtime.store_pg import PostgresStore
+    from turnflow.runtime.store.postgres import PostgresStore
 
     if engine == "postgresql":
         store, cls = request.getfixturevalue("pg_url"), PostgresStore
@@ -136,7 +136,7 @@ def test_a_corrupt_record_of_the_inspected_session_is_exit_1(pg_url, tmp_path, c
 def test_the_read_only_store_cannot_write(pg_url):
     import psycopg
 
-    from turnflow.runtime.store_pg import PostgresStore
+    from turnflow.runtime.store.postgres import PostgresStore
 
     PostgresStore(pg_url).close()  # a turnflow store
     store = PostgresStore(pg_url, read_only=True)

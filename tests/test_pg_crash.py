@@ -177,7 +177,7 @@ def _worker_store(url: str, sessions: list[str]):
     """A worker `w1`'s store holding tasks t0.. running with sessions `sessions` (records stored)."""
     import psycopg
 
-    from turnflow.runtime.store_pg import PostgresStore
+    from turnflow.runtime.store.postgres import PostgresStore
 
     PostgresStore(url, worker="w1").close()
     with psycopg.connect(url, autocommit=True) as conn, conn.cursor() as cur:
@@ -190,8 +190,7 @@ def _worker_store(url: str, sessions: list[str]):
 
 
 def _units(*envs):
-    from turnflow.runtime.store import envelope_row
-    from turnflow.runtime.store_contract import CommitUnits
+    from turnflow.runtime.store.records import CommitUnits, envelope_row
 
     units = CommitUnits()
     for env, gseq in envs:
@@ -214,7 +213,7 @@ def test_an_envelope_whose_predecessor_is_not_stored_is_refused_not_written(pg_u
     session in the same statement is not affected; a finish over the short log is refused."""
     import asyncio
 
-    from turnflow.runtime.store_pg import TailLost
+    from turnflow.runtime.store.postgres import TailLost
 
     store = _worker_store(pg_url, ["s0", "s1"])
 
@@ -264,7 +263,7 @@ def test_a_worker_says_nothing_is_left_only_once_the_finishes_it_saw_are_durable
     follows at once. (The WAL writer is slowed to 5 s so that nothing else flushes meanwhile.)"""
     import psycopg
 
-    from turnflow.runtime.store_pg import PostgresStore
+    from turnflow.runtime.store.postgres import PostgresStore
     from turnflow.runtime.task_queue import PostgresTaskQueue
     from turnflow.runtime.tasks import Task
 
@@ -331,7 +330,7 @@ def test_a_worker_waiting_for_the_others_outlasts_a_server_that_is_away(pg_url):
     """A worker with nothing left to claim listens for the others' finishes; when its first
     LISTEN meets a server that is down (restarting), it waits and looks again instead of ending
     the batch with an internal error."""
-    from turnflow.runtime.store_pg import PostgresStore
+    from turnflow.runtime.store.postgres import PostgresStore
     from turnflow.runtime.task_queue import PostgresTaskQueue
 
     store = PostgresStore(pg_url, worker="w1")

@@ -19,13 +19,13 @@ class CountingStore(SQLiteStore):
         self.commits = 0
         self.fail_next = fail_next
 
-    def _write(self, sessions, rows):
+    def _write(self, sessions, rows, telemetry):
         if rows or sessions:
             if self.fail_next:
                 self.fail_next = False
                 raise sqlite3.OperationalError("disk I/O error")
             self.commits += 1
-        super()._write(sessions, rows)
+        super()._write(sessions, rows, telemetry)
 
 
 async def open_many(hub, n):
@@ -255,7 +255,7 @@ class LateCommitStore(SQLiteStore):
         async def later():
             for _ in range(self.ticks):
                 await asyncio.sleep(0)
-            self._write(units.sessions, units.rows)
+            self._write(units.sessions, units.rows, units.telemetry)
             self.resolved += 1
             done.set_result({})
         loop.create_task(later())
@@ -340,4 +340,45 @@ def test_the_last_ack_and_session_opened_share_one_commit_unless_someone_listens
         again.hydrate()
         assert again.report.problems == [] and again.metadata(md.session_id).state.value == "active"
         again.store.close()
+    run(go())
+
+
+def test_telemetry_is_written_in_the_ticks_group_commit_with_the_posts(tmp_path):
+    """Telemetry has no write path of its own: records stored in a tick join that tick's group (one
+    transaction with its posts); an awaited emit returns once its record is committed, and raises
+    StoreError when its group failed (nothing of it stored)."""
+    db = str(tmp_path / "hub.db")
+
+    class Spy(CountingStore):
+        def _write(self, sessions, rows, telemetry):
+            self.groups = getattr(self, "groups", []) + [(len(rows), len(telemetry))]
+            super()._write(sessions, rows, telemetry)
+
+    async def go():
+        store = Spy(db)
+        hub = await Hub.open(store, clock=FakeClock())
+        mds = await open_many(hub, 2)
+        store.groups = []
+        other = sqlite3.connect(db)
+
+        async def post_and_emit(md):
+            hub.record_telemetry(md.session_id, "x", {"event": "progress", "payload": {"n": 1}})
+            await hub.post(Envelope(md.session_id, "x", None, EV_TEXT, {"text": "hi"}))
+
+        await asyncio.gather(*(post_and_emit(md) for md in mds))
+        assert store.groups == [(2, 2)]  # two posts and two telemetry records, one transaction
+        assert await hub.emit_telemetry(mds[0].session_id, "x", {"event": "progress", "payload": {"n": 2}})
+        assert store.groups == [(2, 2), (0, 1)]
+        stored = other.execute("SELECT record FROM telemetry WHERE session_id = ? ORDER BY id",
+                               (mds[0].session_id,)).fetchall()
+        assert [r[0].count('"n"') for r in stored] == [1, 1]  # committed when the emit returned
+        store.fail_next = True
+        store.groups = []
+        failed = asyncio.gather(hub.post(Envelope(mds[1].session_id, "x", None, EV_TEXT, {"text": "lost"})),
+                                hub.emit_telemetry(mds[1].session_id, "x", {"event": "progress"}),
+                                return_exceptions=True)
+        assert all(isinstance(r, StoreError) and "disk I/O error" in str(r) for r in await failed)
+        assert len(store.telemetry(mds[1].session_id)) == 1  # the failed group's record is not stored
+        other.close()
+        await hub.aclose()
     run(go())

@@ -3,6 +3,7 @@ envelope being written; corruption is reported with session and sequence number,
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import signal
@@ -19,6 +20,7 @@ from turnflow.runtime.envelope import Envelope
 from turnflow.runtime.errors import StoreError
 from turnflow.runtime.hub import Hub
 from turnflow.runtime.store import SQLiteStore
+from turnflow.runtime.store.records import CommitUnits, envelope_row
 
 ROOT = Path(__file__).resolve().parents[1]
 LIFECYCLE_BEFORE_POSTS = 5  # 2 invites, 2 acks, opened
@@ -143,7 +145,14 @@ def test_terminal_sessions_stay_closed_and_pending_closes_are_completed(tmp_path
     from turnflow.runtime.envelope import EV_PACKET, packet
     env = Envelope(open_, "a", None, EV_PACKET, packet("bye", kind="finish", reason="wrapped_up"))
     env.seq, env.envelope_id = 6, "9" * 16
-    store.append(env, store.last_global_seq() + 1)
+    units = CommitUnits()
+    units.rows.append(envelope_row(env, store.last_global_seq() + 1))
+    units.envelopes.append(env)
+
+    async def append():
+        assert await store.commit_group(units) == {}
+
+    asyncio.run(append())
     store.close()
 
     async def reopen():
@@ -168,3 +177,61 @@ def test_not_a_turnflow_store(tmp_path):
     junk.write_bytes(b"this is not sqlite at all" * 100)
     with pytest.raises(StoreError, match="cannot open"):
         SQLiteStore(str(junk))
+
+
+def test_hydrate_only_reads_one_session_alone(tmp_path):
+    """`Hub.hydrate(only=ID)` / `Hub.open(store, only=ID)`: that session's record and log, read by
+    themselves (the whole-store reads are never called), and the session goes on from there; an
+    unknown id hydrates nothing."""
+    from runtime_helpers import CHAIN
+
+    from turnflow.runtime.envelope import EV_TEXT
+
+    db = str(tmp_path / "hub.db")
+
+    async def make():
+        hub = await Hub.open(SQLiteStore(db), clock=FakeClock())
+        sids = []
+        for n in range(3):
+            md = await hub.open_session("workflow", ["a", "b", "c"], knobs={"graph": CHAIN})
+            await hub.ack(md.session_id, "b")
+            await hub.ack(md.session_id, "c")
+            for _ in range(n + 1):
+                await hub.post(Envelope(md.session_id, hub.expected_next(md.session_id), None, EV_TEXT, {"text": "x"}))
+            sids.append(md.session_id)
+        await hub.aclose()
+        return sids
+
+    sids = asyncio.run(make())
+
+    class OneSessionOnly(SQLiteStore):
+        def sessions(self):
+            raise AssertionError("the whole store's sessions were read")
+
+        def stream(self):
+            raise AssertionError("the whole store's log was read")
+
+    store = OneSessionOnly(db, read_only=True)
+    try:
+        hub = Hub(store)
+        report = hub.hydrate(only=sids[1])
+        assert list(hub.sessions) == [sids[1]] and report.sessions == 1 and report.problems == []
+        assert hub.info(sids[1])["turn_count"] == 2
+        assert report.envelopes == hub.info(sids[1])["envelope_count"]
+        assert hub.hydrate(only="0" * 32).sessions == 0 and hub.sessions == {}
+    finally:
+        store.close()
+
+    async def close_on_open():
+        writer = OneSessionOnly(db)
+        hub = await Hub.open(writer, only=sids[2], clock=FakeClock())
+        assert list(hub.sessions) == [sids[2]]
+        await hub.close(sids[2], "done")
+        await hub.aclose()
+
+    asyncio.run(close_on_open())
+    reader = SQLiteStore(db, read_only=True)
+    try:
+        assert [e.event_type for e in reader.read_range(sids[2])][-1] == "session.closed"
+    finally:
+        reader.close()

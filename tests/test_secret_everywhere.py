@@ -110,7 +110,7 @@ def test_libpq_errors_never_print_the_password(store):
 
 
 def test_the_summary_header_masks_a_password_given_as_a_query_parameter(pg_url):
-    from turnflow.runtime.store_pg import PostgresStore
+    from turnflow.runtime.store.postgres import PostgresStore
 
     PostgresStore(pg_url).close()  # an empty turnflow store
     r = _inspect(f"{pg_url}?password={PASSWORD}")  # trust authentication: the password is not needed

@@ -1,11 +1,14 @@
-"""The store contract (runtime/store_contract.py) holds, in the code and in behaviour.
+"""The store contract (runtime/store/contract.py) holds, in the code and in behaviour.
 
 - `src/` uses no asyncio internals for the group commit (`_asyncio_future_blocking`, a class of
   its own that defines `__await__` — other than one handing over to a real coroutine's — or
   subclasses `asyncio.Future`), and never asks a
   store what it can do (`getattr`/`hasattr` on a store): every store has every contract method.
+  A probe is found by the object's name (`store`, `self._store`, ...) anywhere in `src/`, and — in
+  `runtime/` and `serve/`, whatever the object is called — by the name probed for: any member of
+  the store classes that no other class of turnflow has (read from the classes, so it follows them).
   Read from the syntax tree, so a comment or a docstring that names them does not count.
-- Both engines (and `SessionScopedStore`) have every member of `Store`, and `commit_group`
+- Both engines have every member of `Store`, and `commit_group`
   behaves as documented: rows in log order, new sessions before their envelopes, `{}` when all is
   written, the refusal of a session whose task lease this worker lost (PostgreSQL) while the rest
   of the group is written, an error and nothing written when the group fails (SQLite).
@@ -22,8 +25,9 @@ import pytest
 
 from turnflow.runtime.envelope import EV_TEXT, Envelope
 from turnflow.runtime.errors import StoreError
-from turnflow.runtime.store import SQLiteStore, envelope_row, session_row
-from turnflow.runtime.store_contract import CommitUnits, Store
+from turnflow.runtime.store import SQLiteStore
+from turnflow.runtime.store.contract import Store
+from turnflow.runtime.store.records import CommitUnits, envelope_row, session_row, telemetry_row
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "turnflow"
 CONTRACT = sorted(n for n in vars(Store) if not n.startswith("_")) + sorted(Store.__annotations__)
@@ -34,7 +38,42 @@ STORE_ONLY = {"commit_group", "next_global_seq", "last_global_seq", "session_rec
               "stage", "stage_session", "commit", "commit_async", "rollback", "engine", "forget"}
 
 
+SCANNED_BY_NAME = ("runtime", "serve")  # every getattr/hasattr there is checked, whatever its object is called
+STORE_CLASSES = {"runtime/store/contract.py": "Store", "runtime/store/sqlite.py": "SQLiteStore",
+                 "runtime/store/postgres.py": "PostgresStore"}
+
+
 # -- the code ---------------------------------------------------------------------------------------
+def _members(cls: ast.ClassDef) -> set[str]:
+    """A class's methods, class attributes and the attributes its methods assign on `self`."""
+    out: set[str] = set()
+    for node in cls.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            out.add(node.name)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            out.add(node.target.id)
+        elif isinstance(node, ast.Assign):
+            out |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    for node in ast.walk(cls):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        out |= {t.attr for t in targets
+                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"}
+    return out
+
+
+def store_only_names(root: Path = SRC) -> set[str]:
+    """The members of the store classes (the contract, both engines) that no other class under
+    `root` has: a getattr/hasattr for one of them can only be asking a store."""
+    stores: set[str] = set()
+    others: set[str] = set()
+    for path in root.rglob("*.py"):
+        own = STORE_CLASSES.get(path.relative_to(root).as_posix())
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                (stores if node.name == own else others).update(_members(node))
+    return stores - others - {"__init__"}
+
+
 def _is_store_expr(node: ast.AST) -> bool:
     """`store`, `self.store`, `self._store`, `hub.store`, ...: an expression naming a store."""
     name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
@@ -51,12 +90,14 @@ def _delegates(fn: ast.AST) -> bool:
             and v.func.attr == "__await__" and isinstance(v.func.value, ast.Call))
 
 
-def violations(root: Path) -> list[str]:
-    """Every use of asyncio internals for awaiting and every probe of a store under `root`."""
+def violations(root: Path, store_names: frozenset[str] = frozenset()) -> list[str]:
+    """Every use of asyncio internals for awaiting and every probe of a store under `root`
+    (`store_names`: `store_only_names()`, looked for in `runtime/` and `serve/`)."""
     found = []
     for path in sorted(root.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
         where = path.relative_to(root.parent)
+        by_name = path.relative_to(root).parts[0] in SCANNED_BY_NAME
         for node in ast.walk(tree):
             line = f"{where}:{getattr(node, 'lineno', 0)}"
             if isinstance(node, ast.Attribute) and node.attr == "_asyncio_future_blocking":
@@ -77,13 +118,17 @@ def violations(root: Path) -> list[str]:
             elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
                   and node.func.id in ("getattr", "hasattr") and node.args):
                 probed = node.args[1].value if len(node.args) > 1 and isinstance(node.args[1], ast.Constant) else None
-                if _is_store_expr(node.args[0]) or probed in STORE_ONLY:
+                if _is_store_expr(node.args[0]) or probed in STORE_ONLY or by_name and probed in store_names:
                     found.append(f"{line}: {node.func.id}({ast.unparse(node.args[0])}, {probed!r})")
     return found
 
 
 def test_src_awaits_with_public_asyncio_and_never_probes_a_store():
-    assert violations(SRC) == []
+    names = store_only_names()
+    # read from the classes: the contract's own names and each engine's, but none another class has
+    assert {"commit_group", "read_range", "damage", "dialect", "finish_task", "_gseq"} <= names, sorted(names)
+    assert not {"close", "sessions", "path", "db", "__init__"} & names, sorted(names)
+    assert violations(SRC, frozenset(names)) == []
 
 
 def test_the_scan_finds_each_kind_of_violation(tmp_path):
@@ -101,9 +146,15 @@ def test_the_scan_finds_each_kind_of_violation(tmp_path):
     (pkg / "fine.py").write_text("# getattr(store, 'stage') and _asyncio_future_blocking, in a comment\n"
                                  "def f(obj):\n    return getattr(obj, 'name', None)\n"
                                  "class Answer(str):\n    def __await__(self):\n        return ready(self).__await__()\n")
-    got = violations(pkg)
-    assert len(got) == 6, got
-    assert all("bad.py" in v for v in got)
+    # whatever the object is called: in runtime/ and serve/, a name only a store has
+    for part in ("runtime", "serve", "commands"):
+        (pkg / part).mkdir()
+        (pkg / part / "probe.py").write_text("def f(backend, log):\n"
+                                             "    return getattr(backend, 'damage', None), hasattr(log, 'finish_task')\n")
+    got = violations(pkg, frozenset({"damage", "finish_task"}))
+    assert len(got) == 10, got
+    assert sorted({v.split(":")[0] for v in got}) == ["turnflow/bad.py", "turnflow/runtime/probe.py",
+                                                      "turnflow/serve/probe.py"]
 
 
 # -- the engines ------------------------------------------------------------------------------------
@@ -112,7 +163,7 @@ def store(request, tmp_path):
     if request.param == "sqlite":
         s = SQLiteStore(str(tmp_path / "hub.db"))
     else:
-        from turnflow.runtime.store_pg import PostgresStore
+        from turnflow.runtime.store.postgres import PostgresStore
 
         s = PostgresStore(request.getfixturevalue("pg_url"))
     yield s
@@ -141,11 +192,70 @@ def _sid(n: int) -> str:
 
 
 def test_every_store_has_every_member_of_the_contract(store):
-    from turnflow.runtime.stores import SessionScopedStore
+    missing = [m for m in CONTRACT if not hasattr(store, m)]
+    assert missing == [], type(store).__name__
 
-    for s in (store, SessionScopedStore(store)):
-        missing = [m for m in CONTRACT if not hasattr(s, m)]
-        assert missing == [], type(s).__name__
+
+def test_commit_group_is_the_only_write(store):
+    """No other method of the contract or of either engine writes: no `append*`, `write*`, `insert*`."""
+    writes = ("append", "write", "insert", "put", "stage", "add", "save")
+    assert [m for m in CONTRACT if m.startswith(writes)] == []
+    assert [m for m in dir(store) if not m.startswith("_") and m.startswith(writes)] == []
+
+
+def test_telemetry_is_written_by_the_group_commit(store):
+    a, b = _sid(1), _sid(2)
+    units = _units(store, [_record(a), _record(b)], [(a, 1)])
+    units.telemetry += [telemetry_row(a, {"event": "progress", "n": 1}), telemetry_row(b, {"event": "task"}),
+                        telemetry_row(a, {"event": "progress", "n": 2})]
+
+    async def go():
+        first = await store.commit_group(units)
+        only = CommitUnits()
+        only.telemetry.append(telemetry_row(b, {"event": "error"}))  # a group of telemetry alone
+        return first, await store.commit_group(only)
+
+    assert asyncio.run(go()) == ({}, {})
+    assert store.telemetry(a) == [{"event": "progress", "n": 1}, {"event": "progress", "n": 2}]
+    assert store.telemetry(b) == [{"event": "task"}, {"event": "error"}]
+
+
+def test_summary_aggregates_the_store_into_typed_records(store):
+    """`summary()`: sessions counted by how their log ends (the first ending envelope's type and
+    reason, whether it was opened) and by their turns; no SQL crosses the contract."""
+    from turnflow.runtime.envelope import EV_PACKET, EV_SESSION_CLOSED, EV_SESSION_EXPIRED, EV_SESSION_OPENED
+    from turnflow.runtime.store.records import LogSummary, SessionEnds
+
+    logs = {_sid(1): [(EV_SESSION_OPENED, {}), (EV_TEXT, {"text": "a"}), (EV_SESSION_CLOSED, {"reason": "x|y"}),
+                      (EV_SESSION_EXPIRED, {"reason": "late"})],
+            _sid(2): [(EV_SESSION_OPENED, {}), (EV_PACKET, {"kind": "finish"}), (EV_TEXT, {"text": "b"}),
+                      (EV_SESSION_EXPIRED, {"reason": "ttl_expired"})],
+            _sid(3): [(EV_SESSION_OPENED, {}), (EV_TEXT, {"text": "c"})],
+            _sid(4): [(EV_SESSION_OPENED, {}), (EV_SESSION_CLOSED, {})],
+            _sid(5): []}
+    units = CommitUnits()
+    units.sessions.extend(session_row(_record(sid)) for sid in logs)
+    for sid, log in logs.items():
+        for seq, (event_type, data) in enumerate(log, 1):
+            env = Envelope(sid, "a", None, event_type, data)
+            env.seq, env.created_at = seq, 1.0
+            gseq = store.next_global_seq()
+            env.envelope_id = f"{gseq:016d}"
+            units.rows.append(envelope_row(env, gseq))
+            units.envelopes.append(env)
+
+    async def go():
+        return await store.commit_group(units)
+
+    assert asyncio.run(go()) == {}
+    got = store.summary()
+    assert isinstance(got, LogSummary) and got.engine == store.dialect.name
+    assert got.envelopes == 12 and not got.tasks  # no task list (PostgreSQL: one with no task)
+    assert sorted(got.ends, key=repr) == sorted([
+        SessionEnds(EV_SESSION_CLOSED, "x|y", True, 1), SessionEnds(EV_SESSION_EXPIRED, "ttl_expired", True, 1),
+        SessionEnds(None, None, True, 1), SessionEnds(EV_SESSION_CLOSED, "", True, 1),
+        SessionEnds(None, None, False, 1)], key=repr)
+    assert got.turns == [(0, 2), (1, 2), (2, 1)]
 
 
 def test_commit_group_writes_sessions_before_their_envelopes_in_log_order(store):
@@ -169,7 +279,7 @@ def test_a_session_whose_lease_was_lost_is_refused_and_the_rest_of_the_group_is_
     over and one of a task this worker holds; only the first is refused (LeaseLost), in the commit."""
     import psycopg
 
-    from turnflow.runtime.store_pg import PostgresStore
+    from turnflow.runtime.store.postgres import PostgresStore
     from turnflow.runtime.tasks import LeaseLost
 
     mine, lost = _sid(1), _sid(2)

@@ -14,7 +14,7 @@ import sqlite3
 import pytest
 from batch_helpers import StoreReader, write_batch
 
-import turnflow.runtime.stores as stores
+import turnflow.runtime.store as stores
 from turnflow.cli import main
 
 

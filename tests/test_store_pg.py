@@ -22,7 +22,7 @@ from turnflow.runtime.tasks import LeaseLost, Task
 
 
 def _store(url, **kw):
-    from turnflow.runtime.store_pg import PostgresStore
+    from turnflow.runtime.store.postgres import PostgresStore
 
     return PostgresStore(url, **kw)
 
@@ -94,7 +94,7 @@ def test_a_record_with_a_good_checksum_but_the_wrong_shape_is_corrupt_not_a_cras
     """The PostgreSQL store decodes records with the same checks as SQLite (shape included)."""
     import psycopg
 
-    from turnflow.runtime.store import _crc
+    from turnflow.runtime.store.records import checksum
 
     sid = _stored_session(pg_url, 3)
     with psycopg.connect(pg_url) as conn:
@@ -104,7 +104,7 @@ def test_a_record_with_a_good_checksum_but_the_wrong_shape_is_corrupt_not_a_cras
         rec["event_data"] = ["not", "a", "mapping"]
         bad = json.dumps(rec)
         conn.execute("UPDATE turnflow_envelopes SET record = %s, crc = %s WHERE session_id = %s AND seq = 7",
-                     (bad, _crc(sid, 7, bad), sid))
+                     (bad, checksum(sid, 7, bad), sid))
 
     report, info = _reopened(pg_url, sid)
     assert [str(p) for p in report.problems] == [
@@ -207,7 +207,6 @@ def test_an_expired_lease_is_taken_over_and_the_old_holder_can_no_longer_write(p
 
     from turnflow.runtime.agents.function import FunctionAgent
     from turnflow.runtime.batch import BatchWorker
-    from turnflow.runtime.stores import SessionScopedStore
 
     spec = {**SPEC, "knobs": {**SPEC["knobs"], "graph": {**SPEC["knobs"]["graph"], "max_turns": 4}}}
     loader = _store(pg_url, worker="loader")
@@ -218,7 +217,7 @@ def test_an_expired_lease_is_taken_over_and_the_old_holder_can_no_longer_write(p
         store = _store(pg_url, worker="host-a:1:aaaa")
         q = PostgresTaskQueue(store)
         [claim] = q.claim("host-a:1:aaaa", 1, 0.5)
-        hub = Hub(SessionScopedStore(store))
+        hub = Hub(store)  # not hydrated: a worker's hub
         md = await hub.open_session("workflow", ["a", "b", "c"], knobs=spec["knobs"], labels={"task_id": claim.id})
         await hub.ack(md.session_id, "b")
         await hub.ack(md.session_id, "c")
@@ -307,7 +306,7 @@ def test_a_group_commit_reaches_task_rows_by_index_not_by_scanning_the_task_list
     cost does not grow with the task list (a scan made each commit O(tasks))."""
     import psycopg
 
-    from turnflow.runtime.store_pg import _COMMIT_HELD
+    from turnflow.runtime.store.postgres import _COMMIT_HELD
 
     _held_tasks(pg_url, "w1", 64, 5000)
     params = {"s": json.dumps([{"sid": "new", "task": "t4000", "rec": "{}", "crc": 0}]),
@@ -333,8 +332,7 @@ def _env(sid, seq):
 
 
 def _units(*envs):
-    from turnflow.runtime.store import envelope_row
-    from turnflow.runtime.store_contract import CommitUnits
+    from turnflow.runtime.store.records import CommitUnits, envelope_row
 
     units = CommitUnits()
     for env, gseq in envs:
@@ -459,7 +457,7 @@ def test_every_shape_of_the_commit_statement_runs(pg_url):
 
     import psycopg
 
-    from turnflow.runtime.store_pg import commit_sql
+    from turnflow.runtime.store.postgres import commit_sql
 
     _held_tasks(pg_url, "w1", 2, 3)  # t0, t1 running under w1 with sessions s0, s1; t2 pending
     with psycopg.connect(pg_url, autocommit=True) as conn:  # s0's record: its envelope 1 continues a stored session

@@ -37,7 +37,7 @@ def run(args) -> int:
     from turnflow.runtime.errors import RuntimeErrorBase
     from turnflow.runtime.hub import Hub
     from turnflow.runtime.session import check_session_id
-    from turnflow.runtime.stores import SessionScopedStore, is_postgres_url, open_store
+    from turnflow.runtime.store import is_postgres_url, open_store
 
     if args.summary:
         from turnflow.commands.inspect_summary import run_summary
@@ -59,9 +59,10 @@ def run(args) -> int:
     if damage:
         err(f"turnflow inspect: {where}: the store is damaged ({damage}); showing the sessions still readable")
     try:
-        # with --session: that session's record and log only, never the whole store
-        hub = Hub(store if args.session is None else SessionScopedStore(store, args.session))
-        report = hub.hydrate()  # read only: no pending close is completed here
+        hub = Hub(store)
+        # with --session: that session's record and log only, never the whole store; read only:
+        # no pending close is completed here
+        report = hub.hydrate(only=args.session)
         lives = list(hub.sessions.values())
         bad = [p for p in report.problems if args.session is None or p.session_id == args.session]
         if args.session is not None and not lives and not bad:

@@ -13,7 +13,7 @@ from turnflow.cli_util import EXIT_OK, EXIT_USAGE, err, out
 
 def run_summary(args) -> int:
     from turnflow.runtime.errors import RuntimeErrorBase
-    from turnflow.runtime.stores import is_postgres_url, open_store
+    from turnflow.runtime.store import is_postgres_url, open_store
     from turnflow.runtime.summary import render, summarize
     from turnflow.term import visible
 

@@ -384,7 +384,7 @@ async def _run(spec: dict, agents: dict, args, store_path: str, printer: "Printe
 
     from turnflow.runtime.hub import Hub
     from turnflow.runtime.runner import RunControl, run_session
-    from turnflow.runtime.stores import open_store
+    from turnflow.runtime.store import open_store
 
     control = RunControl()
     loop = asyncio.get_running_loop()
@@ -409,9 +409,7 @@ async def _run(spec: dict, agents: dict, args, store_path: str, printer: "Printe
     if store.dialect.shared:
         # a database other runs and batch workers share: this run hydrates nothing and writes only
         # its own session (a whole-store hydrate would also complete other sessions' pending closes)
-        from turnflow.runtime.stores import SessionScopedStore
-
-        hub = Hub(SessionScopedStore(store, owner=True))
+        hub = Hub(store)
     else:
         hub = await Hub.open(store)
     hub.subscribe(printer.envelope)

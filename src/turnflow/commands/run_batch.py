@@ -176,7 +176,7 @@ def _load(queue: "TaskQueue", tasks: list, spec: dict, task_file: str, store_pat
 def _run(args, spec: dict, make_agents: Callable[[], dict], tasks: list, store_value: str) -> int:
     from turnflow.runtime.batch import BatchWorker, TaskOutcome, retrying
     from turnflow.runtime.errors import RuntimeErrorBase, StoreDamaged, StoreError, StoreFailed
-    from turnflow.runtime.stores import open_store
+    from turnflow.runtime.store import open_store
     from turnflow.runtime.task_queue import new_worker_id, task_queue_for
 
     worker_id = new_worker_id()

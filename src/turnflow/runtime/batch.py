@@ -25,8 +25,7 @@ from turnflow.runtime.errors import AdapterError, ProtocolError, StoreError, Sto
 from turnflow.runtime.hub import Hub
 from turnflow.runtime.runner import RunResult, run_session
 from turnflow.runtime.session import SessionMetadata
-from turnflow.runtime.store_contract import Store
-from turnflow.runtime.stores import SessionScopedStore
+from turnflow.runtime.store.contract import Store
 from turnflow.runtime.task_queue import TaskQueue
 from turnflow.runtime.tasks import Claim, LeaseLost, spec_for
 
@@ -83,7 +82,7 @@ class BatchWorker:
         self.lease = lease
         self.on_result = on_result
         self.on_progress = on_progress
-        self.hub = Hub(SessionScopedStore(store))  # hydrates nothing: sessions are taken one at a time
+        self.hub = Hub(store)  # not hydrated: sessions are taken one at a time (`_adopt`)
         self.hub.subscribe(self._count)
         self.progress = Progress()
         self.outcomes: list[TaskOutcome] = []
@@ -121,7 +120,7 @@ class BatchWorker:
     # -- one task -------------------------------------------------------------------------------
     async def _adopt(self, session_id: str) -> None:
         """Hydrate one session (and complete a close its log asked for) into the batch hub."""
-        sub = await Hub.open(SessionScopedStore(self.store, session_id), clock=self.hub.clock, adapters=self.hub.adapters)
+        sub = await Hub.open(self.store, only=session_id, clock=self.hub.clock, adapters=self.hub.adapters)
         if sub.report.problems:
             raise StoreError(str(sub.report.problems[0]))
         live = sub.sessions.get(session_id)

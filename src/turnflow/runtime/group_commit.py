@@ -1,9 +1,9 @@
 """`GroupCommit`: the hub's one write path (docs/runtime.md, "Write-ahead log").
 
-Every envelope the hub writes, and every new session's creation record, joins the group of the
-current event-loop tick; the first to join schedules the group's commit with `loop.call_soon`,
+Every envelope the hub writes, every new session's creation record and every telemetry record
+joins the group of the current event-loop tick; the first to join schedules the group's commit with `loop.call_soon`,
 so it runs once the tick's other ready callbacks (the other posters) have staged theirs. The
-commit hands the rows to `store.commit_group` (store_contract.py) — one transaction or statement
+commit hands the rows to `store.commit_group` (store/contract.py) — one transaction or statement
 for the whole tick — and, once the store's future is done, the hub folds each envelope in log
 order (`Hub._settle`), then the posters resume:
 
@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Optional
 
-from turnflow.runtime.store_contract import CommitUnits, Refusals
+from turnflow.runtime.store.records import CommitUnits, Refusals
 
 
 class GroupCommit(CommitUnits):

@@ -2,7 +2,7 @@
 
 Every change is an envelope written to the store *before* it is folded or delivered:
 `post` = check → adapter.validate_send → stamp → stage in this tick's group → the group's one
-`store.commit_group` (group_commit.py, store_contract.py: the hub's only write path) → fold →
+`store.commit_group` (group_commit.py, store/contract.py: the hub's only write path) → fold →
 on_accepted → deliver → (close). A refused send raises `ProtocolError` and changes nothing. A close asked by the
 adapter puts the session in CLOSING (so nothing else is accepted) until its envelope has
 been delivered, then the hub logs `session.closed` and the session is CLOSED: the hub
@@ -30,8 +30,8 @@ from turnflow.runtime.session import (Expectation, Participant, SessionMetadata,
                                       adapter_capabilities, check_agent_id, check_name, check_session_id,
                                       new_session_id, shared_knobs, shared_participant)
 from turnflow.runtime.group_commit import GroupCommit
-from turnflow.runtime.store import Corrupt, envelope_row, session_row
-from turnflow.runtime.store_contract import Refusals, Store
+from turnflow.runtime.store.contract import Store
+from turnflow.runtime.store.records import Corrupt, Refusals, envelope_row, session_row, telemetry_row
 from turnflow.runtime.transcript import Transcript
 
 if TYPE_CHECKING:
@@ -178,9 +178,11 @@ class Hub:
         self.report = HydrateReport()
 
     @classmethod
-    async def open(cls, store: Store, **kw: Any) -> "Hub":
+    async def open(cls, store: Store, *, only: Optional[str] = None, **kw: Any) -> "Hub":
+        """A hub on `store`, hydrated (`hydrate(only=...)`), with the closes and opens its log
+        left half-done completed."""
         hub = cls(store, **kw)
-        hub.report = hub.hydrate()
+        hub.report = hub.hydrate(only=only)
         for sid in hub.report.completed_closes:
             live = hub.sessions[sid]
             await hub._finish_close(live, live.pending_close or "workflow_terminated")
@@ -200,18 +202,27 @@ class Hub:
         self._watched[live.session_id] = live
 
     # -- hydrate --------------------------------------------------------------------------------
-    def hydrate(self) -> HydrateReport:
-        """Rebuild every session by streaming its envelopes through initial_state + fold.
-        Terminal sessions stay terminal. A corrupt record is reported (session, seq) and
-        neither it nor anything after it in that session is folded."""
+    def hydrate(self, only: Optional[str] = None) -> HydrateReport:
+        """Rebuild every session by streaming its envelopes through initial_state + fold —
+        with `only`, that one session alone, read by itself (`store.load`: a worker taking it
+        over, `inspect --session`), never the whole store. Terminal sessions stay terminal. A
+        corrupt record is reported (session, seq) and neither it nor anything after it in that
+        session is folded. (A hub that must hold none of a store's sessions is not hydrated.)"""
         report = HydrateReport()
         self.sessions = {}
-        for rec in self.store.sessions():
+        if only is None:  # (both streamed: read as they are iterated)
+            records: Iterable[Union[dict[str, Any], Corrupt]] = self.store.sessions()
+            items: Iterable[Union[Envelope, Corrupt]] = self.store.stream()
+        else:
+            record = self.store.session_record(only)
+            records = () if record is None else (record,)
+            items = self.store.load(only)
+        for rec in records:
             live = self._hydrate_session(rec, report)
             if live is not None:
                 self.sessions[live.session_id] = live
                 report.sessions += 1
-        for item in self.store.stream():
+        for item in items:
             self._hydrate_record(item, report)
         self._watched = dict(self.sessions)
         report.completed_closes = [sid for sid, live in self.sessions.items()
@@ -624,11 +635,22 @@ class Hub:
         return env
 
     async def emit_telemetry(self, session_id: str, agent_id: str, event: Any) -> bool:
-        """Store a telemetry event beside the session's envelopes; a malformed one is dropped (False)."""
-        return self.record_telemetry(session_id, agent_id, event)
+        """Store a telemetry event beside the session's envelopes, returning once it is committed
+        (`StoreError` when its group was not); a malformed one is dropped (False)."""
+        group = self._telemetry_event(session_id, agent_id, event)
+        if group is None:
+            return False
+        await group.committed()
+        if group.error is not None:
+            raise group.error
+        return True
 
     def record_telemetry(self, session_id: str, agent_id: str, event: Any) -> bool:
-        """`emit_telemetry` for synchronous callers (the hub's event-loop thread only)."""
+        """`emit_telemetry` for synchronous callers (the hub's event-loop thread only): staged in
+        this tick's group commit, not waited for."""
+        return self._telemetry_event(session_id, agent_id, event) is not None
+
+    def _telemetry_event(self, session_id: str, agent_id: str, event: Any) -> Optional[GroupCommit]:
         live = self._live(session_id)
         ok = (isinstance(event, dict) and event.get("event") in ("env_action", "tool_response", "progress", "error",
                                                                           "thought", "task", "tool_call", "tool_result")
@@ -636,16 +658,19 @@ class Hub:
         if not ok:
             import warnings
 
-            warnings.warn(f"dropped malformed telemetry event from {agent_id!r}: {event!r}", stacklevel=2)
-            return False
-        self.store_telemetry(live.session_id, {"agent_id": agent_id, "at": self.clock(), **event})
-        return True
+            warnings.warn(f"dropped malformed telemetry event from {agent_id!r}: {event!r}", stacklevel=3)
+            return None
+        return self.store_telemetry(live.session_id, {"agent_id": agent_id, "at": self.clock(), **event})
 
-    def store_telemetry(self, session_id: str, record: dict[str, Any]) -> None:
-        """Store one telemetry record as given and hand it to the telemetry subscribers, live."""
-        self.store.append_telemetry(session_id, record)
+    def store_telemetry(self, session_id: str, record: dict[str, Any]) -> GroupCommit:
+        """Stage one telemetry record as given in this tick's group commit (the one write path)
+        and hand it to the telemetry subscribers, live; returns the group."""
+        row = telemetry_row(session_id, record)  # not JSON: TypeError/ValueError, nothing staged
+        group = self._group or self._new_group()
+        group.telemetry.append(row)
         for fn in self.telemetry_listeners:
             fn(session_id, record)
+        return group
 
     async def close(self, session_id: str, reason: str = "explicit_close") -> None:
         live = self._live(session_id)

@@ -1,46 +1,46 @@
 """`turnflow inspect STORE --summary`: sessions by state and close reason, turn percentiles and
-the task list's states, computed by SQL aggregates on either store — one pass over the log
-inside the database, never one envelope at a time in Python, so memory does not grow with
-the store.
+the task list's states, from the store's `summary()` — aggregated inside the database in one
+pass over the log, never one envelope at a time in Python, so memory does not grow with the
+store.
 
 States come from the log as the hub folds them: a session whose log holds `session.closed`
 is closed (its reason is that envelope's), `session.expired` expired, `session.opened` active,
-else invited. **Choice:** a session whose adapter asked to close but whose `session.closed`
-is not logged yet (the process died in between; the next hub completes the close) counts as
-active here. Turns are the substantive envelopes (`text`, `packet`).
+else invited (the first ending envelope counts). **Choice:** a session whose adapter asked to
+close but whose `session.closed` is not logged yet (the process died in between; the next hub
+completes the close) counts as active here. Turns are the substantive envelopes (`text`, `packet`).
 """
 
 from __future__ import annotations
 
 from typing import Any, Optional
 
-from turnflow.runtime.store_contract import Store
+from turnflow.runtime.envelope import EV_SESSION_CLOSED
+from turnflow.runtime.store.contract import Store
+from turnflow.runtime.store.records import SessionEnds
+from turnflow.runtime.tasks import TASK_STATES
 
-_STATE = """
-CASE WHEN term IS NULL THEN (CASE WHEN opened = 1 THEN 'active' ELSE 'invited' END)
-     WHEN substr(term, 11, 14) = 'session.closed' THEN 'closed' ELSE 'expired' END
-"""
+
+def _state(end: SessionEnds) -> str:
+    if end.ended_by is None:
+        return "active" if end.opened else "invited"
+    return "closed" if end.ended_by == EV_SESSION_CLOSED else "expired"
 
 
 def summarize(store: Store) -> dict[str, Any]:
-    d = store.dialect
-    per = d.per_session_sql
-    groups = store.query(f"SELECT {_STATE} AS state, {d.reason_sql} AS reason, COUNT(*) FROM ({per}) per GROUP BY 1, 2")
-    hist = store.query(f"SELECT turns, COUNT(*) FROM ({per}) per GROUP BY turns ORDER BY turns")
-    envelopes = store.query(d.envelope_count_sql)[0][0]
-    tasks = dict(store.query(d.task_states_sql)) if store.query(d.has_tasks_sql)[0][0] else None
+    log = store.summary()
     states: dict[str, int] = {}
     reasons: dict[str, int] = {}
-    for state, reason, n in groups:
-        states[state] = states.get(state, 0) + n
-        if reason is not None:
-            key = reason or "-"
-            reasons[key] = reasons.get(key, 0) + n
-    sessions = sum(states.values())
-    return {"engine": d.name, "sessions": sessions, "envelopes": envelopes,
+    for end in log.ends:
+        state = _state(end)
+        states[state] = states.get(state, 0) + end.sessions
+        if end.reason is not None:
+            key = end.reason or "-"
+            reasons[key] = reasons.get(key, 0) + end.sessions
+    tasks = log.tasks
+    return {"engine": log.engine, "sessions": sum(states.values()), "envelopes": log.envelopes,
             "states": dict(sorted(states.items())), "close_reasons": dict(sorted(reasons.items())),
-            "turns": _percentiles([(int(t), int(n)) for t, n in hist]),
-            "tasks": None if tasks is None else {s: int(tasks.get(s, 0)) for s in ("pending", "running", "done", "failed")}}
+            "turns": _percentiles(log.turns),
+            "tasks": None if tasks is None else {s: tasks.get(s, 0) for s in TASK_STATES}}
 
 
 def _percentiles(hist: list[tuple[int, int]]) -> Optional[dict[str, float]]:

@@ -23,15 +23,15 @@ import uuid
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Protocol, cast
 
 from turnflow.runtime.clock import STEADY
-from turnflow.runtime.dialect import POSTGRESQL
 from turnflow.runtime.errors import StoreDamaged, StoreError, StoreFailed
-from turnflow.runtime.pg_leases import NOTIFY_CHANNEL
+from turnflow.runtime.store.contract import POSTGRESQL
+from turnflow.runtime.store.postgres_leases import NOTIFY_CHANNEL
 from turnflow.runtime.tasks import TASK_ROW_COLUMNS, TASK_STATES, Claim, Task, decode_context, task_row_damage
 
 if TYPE_CHECKING:
     from turnflow.runtime.store import SQLiteStore
-    from turnflow.runtime.store_contract import Store
-    from turnflow.runtime.store_pg import PostgresStore
+    from turnflow.runtime.store.contract import Store
+    from turnflow.runtime.store.postgres import PostgresStore
 
 STATES = TASK_STATES
 

@@ -176,7 +176,7 @@ async def serve(opts: Options, ready: Callable[[str], None], stop: Optional[asyn
     from websockets.asyncio.server import serve as ws_serve
 
     from turnflow.runtime.hub import Hub
-    from turnflow.runtime.stores import open_store
+    from turnflow.runtime.store import open_store
     from turnflow.serve.ops import Auth, Ops
     from turnflow.serve.registry import open_registry
     from turnflow.serve.server import Server

@@ -222,7 +222,7 @@ def open_registry(store: str, registry: Optional[str] = None) -> Registry:
     """The registry of the hub whose sessions are in `store`: the database's tables for a
     PostgreSQL URL (a `registry` file, written by an earlier version, is imported into them while
     they hold no agent), else the SQLite file `registry` or `STORE.agents`."""
-    from turnflow.runtime.stores import is_postgres_url
+    from turnflow.runtime.store import is_postgres_url
 
     if not is_postgres_url(store):
         return Registry(SQLiteBackend(registry or store + ".agents"))

@@ -26,7 +26,7 @@ _UPSERT_CURSOR = ("INSERT INTO turnflow_hub_cursors (agent_id, channel_id, envel
 
 class PostgresBackend:
     def __init__(self, url: str, connect_timeout: float = 10.0) -> None:
-        from turnflow.runtime.store_pg import _import_psycopg, redact
+        from turnflow.runtime.store.postgres import _import_psycopg, redact
 
         self._psycopg, _ = _import_psycopg()
         self.url = url

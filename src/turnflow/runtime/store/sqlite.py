@@ -14,8 +14,8 @@ prefix but the most recent envelopes may be missing. `durability="full"`
 (`synchronous=FULL`, an fsync per commit) also keeps every returned envelope across power loss.
 All SQL is parameterised; session ids are validated before they reach the database.
 
-Writing follows the store contract (store_contract.py): the hub encodes records into rows
-(`session_row`, `envelope_row`, below: the same record format on every engine) and hands one
+Writing follows the store contract (contract.py): the hub encodes records into rows
+(`session_row`, `envelope_row` in records.py: the same record format on every engine) and hands one
 event-loop tick's rows to `commit_group`, which writes them in one transaction (one fsync for the
 group with `durability="full"`) and returns a future that is already done; no post returns before
 its group is committed. New sessions' creation records go in the same transaction, before their
@@ -24,58 +24,21 @@ envelopes, so opening thousands of sessions at once costs one transaction per ti
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
-import zlib
-import asyncio
-from typing import Any, Callable, Iterable, Iterator, Optional, Union
+from typing import Any, Iterator, Optional, Union
 
-from turnflow.runtime.dialect import SQLITE, Dialect
 from turnflow.runtime.envelope import Envelope
 from turnflow.runtime.errors import StoreError, StoreFailed
 from turnflow.runtime.session import check_session_id
-from turnflow.runtime.store_contract import Corrupt as Corrupt  # re-exported: what reads yield for a bad record
-from turnflow.runtime.store_contract import CommitUnits, EnvelopeRow, Refusals, SessionRow
-from turnflow.runtime.store_contract import Store as Store  # re-exported: the contract every store meets
-from turnflow.runtime.store_lock import NOBLOCK as _NOBLOCK
-from turnflow.runtime.store_lock import WriterLock as _WriterLock
+from turnflow.runtime.store.contract import SQLITE, Dialect
+from turnflow.runtime.store.records import (CommitUnits, Corrupt, EnvelopeRow, LogSummary, Refusals, SessionEnds, SessionRow,
+                                            TelemetryRow, checksum, decode_envelope, decode_session)
+from turnflow.runtime.store.sqlite_lock import NOBLOCK as _NOBLOCK
+from turnflow.runtime.store.sqlite_lock import WriterLock as _WriterLock
 
 FORMAT = "turnflow-wal/1"
-
-
-def _crc(session_id: str, seq: int, text: str) -> int:
-    return zlib.crc32(f"{session_id}\x00{seq}\x00{text}".encode("utf-8", "surrogateescape"))
-
-
-def _compact_encoder() -> Optional[Callable[[Any, int], Iterable[str]]]:
-    """`json.dumps(x, separators=(",", ":"))`, with the encoder built once instead of per call
-    (the same text; half the cost per envelope). Circular data: see `_record_text`."""
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:  # pragma: no cover - CPython always has the C encoder
-        return None
-    try:
-        enc = make(None, json.JSONEncoder().default, json.encoder.encode_basestring_ascii, None, ":", ",",
-                   False, False, True)
-    except TypeError:  # pragma: no cover - a Python whose C encoder takes other arguments
-        return None
-    sample = {"a": [1, 2.5, None, True, "\u00e9"], "b": {"c": float("inf")}}
-    if "".join(enc(sample, 0)) != json.dumps(sample, separators=(",", ":")):  # pragma: no cover
-        return None
-    return enc
-
-
-_ENCODE = _compact_encoder()
-
-
-def _record_text(record: dict[str, Any]) -> str:
-    """The stored JSON text of one envelope record (byte-identical to `json.dumps` with compact
-    separators). Data that is not JSON raises TypeError/ValueError exactly as `json.dumps` does."""
-    if _ENCODE is not None:
-        try:
-            return "".join(_ENCODE(record, 0))
-        except RecursionError:  # circular (the cached encoder keeps no markers) or too deep: ask json
-            pass
-    return json.dumps(record, separators=(",", ":"))
 
 
 _SCHEMA = """
@@ -90,73 +53,26 @@ CREATE TABLE IF NOT EXISTS telemetry (id INTEGER PRIMARY KEY, session_id TEXT NO
 
 
 _TABLES = {"meta", "sessions", "envelopes", "telemetry"}
-_ENVELOPE_FIELDS: dict[str, Any] = {"session_id": str, "sender_id": str, "event_type": str, "event_data": dict,
-                    "envelope_id": str, "created_at": (int, float), "seq": int}
 
 
-def _shape_problem(rec: Any) -> str:
-    """Why an envelope record (checksum fine) cannot be an envelope, or ""."""
-    if not isinstance(rec, dict):
-        return "not an object"
-    for key, kind in _ENVELOPE_FIELDS.items():
-        if not isinstance(rec.get(key), kind) or isinstance(rec.get(key), bool):
-            return f"`{key}` is missing or has the wrong type"
-    audience = rec.get("audience")
-    if audience is not None and not (isinstance(audience, list) and all(isinstance(a, str) for a in audience)):
-        return "`audience` is not null or a list of agent ids"
-    for key in ("causation_id", "trace_id"):
-        if rec.get(key) is not None and not isinstance(rec[key], str):
-            return f"`{key}` has the wrong type"
-    return ""
-
-
-def session_row(record: dict[str, Any]) -> SessionRow:
-    """A new session's creation record as stored (every engine): its id, the batch task it belongs
-    to (`labels.task_id`, or None), its JSON text (sorted keys) and checksum."""
-    sid = check_session_id(record["session_id"])
-    text = json.dumps(record, sort_keys=True, separators=(",", ":"))
-    labels = record.get("labels") or {}
-    task_id = labels.get("task_id") if isinstance(labels, dict) else None
-    return (sid, None if task_id is None else str(task_id), text, _crc(sid, 0, text))
-
-
-def envelope_row(envelope: Envelope, global_seq: int) -> EnvelopeRow:
-    """A stamped envelope as stored (every engine). Raises TypeError/ValueError, as `json.dumps`
-    does, when its data is not JSON."""
-    text = _record_text(envelope.to_record())
-    sid, seq = envelope.session_id, envelope.seq
-    return (global_seq, sid, seq, envelope.event_type, text, zlib.crc32(f"{sid}\x00{seq}\x00{text}".encode("utf-8")))
-
-
-def decode_session(sid: str, text: Any, crc: int) -> Union[dict[str, Any], Corrupt]:
-    """A stored session record (checksum, JSON, shape), or what is wrong with it; every engine uses this."""
-    if not isinstance(text, str) or _crc(sid, 0, text) != crc:
-        return Corrupt(sid, 0, "session record checksum mismatch")
-    try:
-        rec = json.loads(text)
-    except ValueError as exc:
-        return Corrupt(sid, 0, f"session record does not decode: {exc}")
-    if not isinstance(rec, dict) or rec.get("session_id") != sid:
-        return Corrupt(sid, 0, "session record has the wrong shape")
-    return rec
-
-
-def decode_envelope(sid: str, seq: int, text: Any, crc: int) -> Union[Envelope, Corrupt]:
-    """A stored envelope record at (sid, seq) (checksum, JSON, shape, position), or what is wrong
-    with it; every engine uses this."""
-    if not isinstance(text, str) or _crc(sid, seq, text) != crc:
-        return Corrupt(sid, seq, "checksum mismatch")
-    try:
-        rec = json.loads(text)
-        shape = _shape_problem(rec)
-        if shape:
-            return Corrupt(sid, seq, f"record has the wrong shape: {shape}")
-        env = Envelope.from_record(rec)
-    except (ValueError, KeyError, TypeError) as exc:
-        return Corrupt(sid, seq, f"record does not decode: {exc}")
-    if env.session_id != sid or env.seq != seq:
-        return Corrupt(sid, seq, "record does not match its position")
-    return env
+# `summary()`: one row per session — its turns, its first ending envelope as one sortable value
+# (10-digit seq, event type, '|', reason: MIN picks the first) and whether it was opened — then
+# the sessions counted by how they end (that value split again) and by their turns.
+_PER_SESSION = """
+SELECT s.session_id AS sid,
+       COALESCE(SUM(CASE WHEN e.et IN ('text', 'packet') THEN 1 ELSE 0 END), 0) AS turns,
+       MIN(CASE WHEN e.et IN ('session.closed', 'session.expired')
+                THEN printf('%010d', e.seq) || e.et || '|' || COALESCE(json_extract(e.record, '$.event_data.reason'), '')
+           END) AS term,
+       COALESCE(MAX(CASE WHEN e.et = 'session.opened' THEN 1 ELSE 0 END), 0) AS opened
+FROM sessions s
+LEFT JOIN (SELECT session_id, seq, record, json_extract(record, '$.event_type') AS et FROM envelopes) e
+       ON e.session_id = s.session_id
+GROUP BY s.session_id
+"""
+_ENDS = (f"SELECT substr(term, 11, instr(term, '|') - 11), substr(term, instr(term, '|') + 1), opened, COUNT(*) "
+         f"FROM ({_PER_SESSION}) per GROUP BY 1, 2, 3")
+_TURNS = f"SELECT turns, COUNT(*) FROM ({_PER_SESSION}) per GROUP BY turns ORDER BY turns"
 
 
 def _text(data: bytes) -> str:
@@ -228,7 +144,7 @@ class SQLiteStore:
             if self._lock is not None:
                 self._lock.start(self._identity(), *self._held(), durability == "full")
         except sqlite3.DatabaseError as exc:
-            self.close()  # SQLite first, then the locks (store_lock.py)
+            self.close()  # SQLite first, then the locks (sqlite_lock.py)
             if getattr(exc, "sqlite_errorname", "") == "SQLITE_CORRUPT":
                 raise StoreError(f"{path}: the store is damaged ({exc}); nothing was written. "
                                  "`turnflow inspect` shows what is still readable") from None
@@ -318,11 +234,11 @@ class SQLiteStore:
         if problem:
             return problem
         for sid, text, crc in self.db.execute("SELECT session_id, record, crc FROM sessions"):
-            if not (isinstance(sid, str) and isinstance(text, str) and isinstance(crc, int)) or _crc(sid, 0, text) != crc:
+            if not (isinstance(sid, str) and isinstance(text, str) and isinstance(crc, int)) or checksum(sid, 0, text) != crc:
                 return f"session {str(sid)[:40]}: its creation record fails its checksum"
         for sid, seq, text, crc in self.db.execute("SELECT session_id, seq, record, crc FROM envelopes"):
             if not (isinstance(sid, str) and isinstance(seq, int) and isinstance(text, str)
-                    and isinstance(crc, int)) or _crc(sid, seq, text) != crc:
+                    and isinstance(crc, int)) or checksum(sid, seq, text) != crc:
                 return f"session {str(sid)[:40]} seq {seq}: the record fails its checksum"
         return None
 
@@ -420,7 +336,7 @@ class SQLiteStore:
         no refusals (one writer holds no leases), or with the error when nothing was written."""
         done: asyncio.Future[Refusals] = asyncio.get_running_loop().create_future()
         try:
-            self._write(units.sessions, units.rows)
+            self._write(units.sessions, units.rows, units.telemetry)
         except sqlite3.Error as exc:  # a full disk, an I/O error: the store's failure, not the session's
             done.set_exception(StoreFailed(f"{self.path}: commit failed: {exc}"))
         except StoreError as exc:
@@ -429,15 +345,10 @@ class SQLiteStore:
             done.set_result({})
         return done
 
-    def append(self, envelope: Envelope, global_seq: int) -> None:
-        """One envelope, committed when this returns (for tools and tests; the hub writes through
-        `commit_group`)."""
-        self._write([], [envelope_row(envelope, global_seq)])
-
-    def _write(self, sessions: list[SessionRow], rows: list[EnvelopeRow]) -> None:
+    def _write(self, sessions: list[SessionRow], rows: list[EnvelopeRow], telemetry: list[TelemetryRow]) -> None:
         """Every row in one transaction: all or none (on failure nothing of them is in the log,
         and the envelope numbers they took are given out again)."""
-        if not rows and not sessions:
+        if not rows and not sessions and not telemetry:
             return
         db = self.db
         db.execute("BEGIN IMMEDIATE")
@@ -447,22 +358,16 @@ class SQLiteStore:
             if rows:  # (gseq, session_id, seq, event_type, record, crc): the type is inside the record
                 db.executemany("INSERT INTO envelopes (gseq, session_id, seq, record, crc) VALUES (?1, ?2, ?3, ?5, ?6)",
                                rows)
+            if telemetry:
+                db.executemany("INSERT INTO telemetry (session_id, record) VALUES (?, ?)", telemetry)
             db.execute("COMMIT")
         except BaseException:
             if db.in_transaction:
                 db.execute("ROLLBACK")
             self._gseq = None  # numbered again from the log
             raise
-        if self._lock is not None:  # what was committed, outside the database (a lost -wal shows)
+        if self._lock is not None and (sessions or rows):  # what was committed, outside the database (a lost -wal shows)
             self._lock.committed(len(sessions), max(r[0] for r in rows) if rows else 0)
-
-    def append_telemetry(self, session_id: str, event: dict[str, Any]) -> None:
-        check_session_id(session_id)
-        try:
-            self.db.execute("INSERT INTO telemetry (session_id, record) VALUES (?, ?)",
-                            (session_id, json.dumps(event, sort_keys=True)))
-        except sqlite3.Error as exc:  # a full disk: the store's failure, not the agent's
-            raise StoreFailed(f"{self.path}: telemetry could not be written: {exc}") from None
 
     # -- reading --------------------------------------------------------------------------------
     def last_global_seq(self) -> int:
@@ -491,8 +396,15 @@ class SQLiteStore:
     def forget(self, session_id: str) -> None:
         """(Nothing to drop: a SQLite store keeps no copy of a session's log.)"""
 
-    def query(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
-        return self.db.execute(sql, params).fetchall()
+    def summary(self) -> LogSummary:
+        db = self.db
+        ends = [SessionEnds(by, reason, bool(opened), int(n)) for by, reason, opened, n in db.execute(_ENDS)]
+        turns = [(int(t), int(n)) for t, n in db.execute(_TURNS)]
+        envelopes = int(db.execute("SELECT COUNT(*) FROM envelopes").fetchone()[0])
+        tasks = None
+        if db.execute("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'turnflow_tasks'").fetchone()[0]:
+            tasks = {str(s): int(n) for s, n in db.execute("SELECT state, COUNT(*) FROM turnflow_tasks GROUP BY state")}
+        return LogSummary(SQLITE.name, envelopes, ends, turns, tasks)
 
     def stream(self) -> Iterator[Union[Envelope, Corrupt]]:
         """Every envelope of every session in append order, streamed (bounded memory)."""

@@ -5,7 +5,7 @@ run) its commits check nothing.
 The check has to be in the commit's own statement: a lease looked at before the commit could run
 out between the look and the write, and then two workers would interleave one session's log. So
 this component does not run SQL of its own; it contributes the lease parts to the store's statement
-(store_pg.commit_sql) and their parameters:
+(postgres.commit_sql) and their parameters:
 
 - `bound`: a new session is bound to its task (`labels.task_id`) only while this worker holds it;
   `s_ok` then creates only the sessions `bound` bound (or that belong to no task);

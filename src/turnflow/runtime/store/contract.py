@@ -1,13 +1,14 @@
 """The store contract: what the hub, the batch runner and `inspect` may ask of a write-ahead log.
 
-Two engines implement it (`SQLiteStore` in store.py, `PostgresStore` in store_pg.py); mypy checks
+Two engines implement it (`SQLiteStore` in sqlite.py, `PostgresStore` in postgres.py); mypy checks
 that both satisfy `Store` (`open_store` returns a `Store`), and tests/test_store_contract.py checks
 that nothing in `src/` probes a store for optional methods: every method below exists on both.
 
-Writing has ONE path, `commit_group(units)`. The hub encodes every record it writes into rows
-(`session_row`, `envelope_row` in store.py: the record format is the same on every engine, and a
-value that is not JSON is refused then, before anything is queued), collects one event-loop tick's
-rows in a `CommitUnits`, and hands them to the store at the end of the tick. The store writes them
+Writing has ONE path, `commit_group(units)`: there is no other write method. The hub encodes every
+record it writes into rows (`session_row`, `envelope_row`, `telemetry_row` in records.py: the
+record format is the same on every engine, and a value that is not JSON is refused then, before
+anything is queued), collects one event-loop tick's rows in a `CommitUnits`, and hands them to the
+store at the end of the tick. The store writes them
 all or, per session, none, and returns a future of its *refusals*:
 
     future = store.commit_group(units)      # rows in log order; new sessions before their envelopes
@@ -18,12 +19,14 @@ all or, per session, none, and returns a future of its *refusals*:
 SQLite writes the group in one transaction inside the call and returns a future that is already
 done; PostgreSQL queues it for its committer thread (which writes several groups in one
 statement) and resolves the future on the caller's event loop. Either way the hub folds the group
-only once the future is done, so no post returns before its envelope is committed.
+only once the future is done, so no post returns before its envelope is committed (nor an
+awaited telemetry emit before its record is).
 
 Reading: `sessions()` + `stream()` are what a hydrate streams; `session_record` + `load` read one
-session (a worker taking it over, `inspect --session`); `SessionScopedStore` (stores.py) narrows
-a store's hydrate to one session or to none. `dialect` names the engine's SQL for the summary and
-task-list queries (runtime/dialect.py) — no caller compares engine names.
+session (`Hub.hydrate(only=...)`: a worker taking it over, `inspect --session`); `summary()`
+aggregates the whole store inside the database (`inspect --summary`). No SQL crosses the contract: each engine keeps its own. A store's
+`dialect` says which engine it is (the task list it keeps beside the log: task_queue.py) and
+whether several processes share it — no caller compares engine names.
 """
 
 from __future__ import annotations
@@ -32,37 +35,20 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any, Iterator, Optional, Protocol, Union
 
-from turnflow.runtime.dialect import Dialect
 from turnflow.runtime.envelope import Envelope
+from turnflow.runtime.store.records import CommitUnits, Corrupt, LogSummary, Refusals
+
 
 @dataclass(frozen=True)
-class Corrupt:
-    """A record that failed its checksum, did not decode, or broke the sequence."""
+class Dialect:
+    """One per engine (`SQLITE`, `POSTGRESQL`; compared by identity, never by name)."""
 
-    session_id: str
-    seq: int
-    detail: str
-
-    def __str__(self) -> str:
-        return f"corrupt record: session {self.session_id} seq {self.seq}: {self.detail}"
+    name: str  # "sqlite" | "postgresql": shown to users (`inspect --summary`), never compared
+    shared: bool  # several processes write one store: a single run hydrates only its own session
 
 
-SessionRow = tuple[str, Optional[str], str, int]  # (session_id, task_id or None, record JSON, crc)
-EnvelopeRow = tuple[int, str, int, str, str, int]  # (gseq, session_id, seq, event_type, record JSON, crc)
-Refusals = dict[str, BaseException]  # session_id -> why none of that session's part of a group was written
-
-
-class CommitUnits:
-    """The rows of one group commit, in log order: new sessions' creation records (each written
-    before its envelopes) and envelope rows, with the envelopes they encode (a store may keep them
-    as its copy of a session's log once committed)."""
-
-    __slots__ = ("sessions", "rows", "envelopes")
-
-    def __init__(self) -> None:
-        self.sessions: list[SessionRow] = []
-        self.rows: list[EnvelopeRow] = []
-        self.envelopes: list[Envelope] = []  # parallel to `rows`
+SQLITE = Dialect(name="sqlite", shared=False)
+POSTGRESQL = Dialect(name="postgresql", shared=True)
 
 
 class Store(Protocol):
@@ -85,8 +71,6 @@ class Store(Protocol):
         """Write the group (needs a running event loop); the future resolves to the refusals."""
         ...
 
-    def append_telemetry(self, session_id: str, event: dict[str, Any]) -> None: ...
-
     # -- reading --------------------------------------------------------------------------------
     def last_global_seq(self) -> int: ...
     def sessions(self) -> Iterator[Union[dict[str, Any], Corrupt]]: ...
@@ -108,8 +92,8 @@ class Store(Protocol):
         """How many sessions writers have created in this store, when the store tracks it."""
         ...
 
-    def query(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
-        """Rows of a read-only SQL statement in the store's dialect (summaries, task lists)."""
+    def summary(self) -> LogSummary:
+        """The whole store aggregated inside the database (memory does not grow with the store)."""
         ...
 
     def close(self) -> None: ...

@@ -7,8 +7,8 @@ it is committed before the hub folds or delivers it. What differs:
 
 - **Durability** (`durability=`, as for SQLite): "process" by default, "full" on request (see
   the class).
-- **Group commit.** As with SQLite, the hub hands one event-loop tick's envelopes and new
-  sessions to `commit_group` (store_contract.py), which queues them for one committer thread,
+- **Group commit.** As with SQLite, the hub hands one event-loop tick's envelopes, new
+  sessions and telemetry to `commit_group` (contract.py), which queues them for one committer thread,
   which writes everything queued meanwhile — several ticks' groups, telemetry, the results of
   finished batch tasks — in ONE statement (its own transaction, one round trip) and resolves
   each group's future on the hub's event loop. The hub folds a group only then, so a post
@@ -17,7 +17,7 @@ it is committed before the hub folds or delivers it. What differs:
   sequence in blocks of `GSEQ_BLOCK`, so they are unique across processes and increase within
   a process; a session's log is ordered by its own `seq`, and `(session_id, seq)` is unique.
   When the store belongs to a batch worker (`worker` set), it composes that worker's
-  `TaskLeases` (pg_leases.py) and each commit also checks — in the same statement,
+  `TaskLeases` (postgres_leases.py) and each commit also checks — in the same statement,
   share-locking the task rows — that this worker still holds the lease of
   every session it writes: a worker whose task was taken over can never append to it again,
   so two writers never interleave one session's log (docs/scale.md). Sessions refused so are
@@ -41,11 +41,11 @@ from typing import Any, Iterator, Optional, TypeGuard, Union
 from turnflow.runtime.envelope import Envelope
 from turnflow.runtime.clock import reconnect_seconds
 from turnflow.runtime.errors import StoreError, StoreFailed
-from turnflow.runtime.pg_leases import TaskLeases
 from turnflow.runtime.session import check_session_id
-from turnflow.runtime.dialect import POSTGRESQL, Dialect
-from turnflow.runtime.store import Corrupt, decode_envelope, decode_session
-from turnflow.runtime.store_contract import CommitUnits, EnvelopeRow, Refusals, SessionRow
+from turnflow.runtime.store.contract import POSTGRESQL, Dialect
+from turnflow.runtime.store.postgres_leases import TaskLeases
+from turnflow.runtime.store.records import (CommitUnits, Corrupt, EnvelopeRow, LogSummary, Refusals, SessionEnds, SessionRow,
+                                            TelemetryRow, decode_envelope, decode_session)
 from turnflow.runtime.tasks import LeaseLost
 
 SCHEMA_VERSION = 1
@@ -95,7 +95,7 @@ _DDL = [
 # Rows travel as one JSON array per kind (`json_to_recordset`): far cheaper to encode and to
 # decode than one array parameter per column. The CTEs run on one snapshot: `s_ok` creates the
 # session records, `e_ok` writes the envelopes in allocation order (their `n` is commit order),
-# `tel` the telemetry. A batch worker's store adds the lease checks of `TaskLeases` (pg_leases.py).
+# `tel` the telemetry. A batch worker's store adds the lease checks of `TaskLeases` (postgres_leases.py).
 _S_IN = "json_to_recordset(%(s)s::json) AS x (sid text, task text, rec text, crc bigint)"
 _E_IN = "json_to_recordset(%(e)s::json) AS v (g bigint, sid text, seq integer, ev text, rec text, crc bigint)"
 _T_IN = "json_to_recordset(%(t)s::json) AS x (sid text, rec text)"
@@ -152,6 +152,24 @@ def commit_sql(held: bool, sessions: bool, envelopes: bool, telemetry: bool, fin
 _COMMIT_HELD = commit_sql(True, True, True, True, True)  # every part (the plan test reads it)
 
 
+# `summary()`: one row per session — its turns, its first ending envelope as one sortable value
+# (10-digit seq, event type, '|', reason: MIN picks the first) and whether it was opened — then
+# the sessions counted by how they end (that value split again) and by their turns.
+_PER_SESSION = """
+SELECT s.session_id AS sid,
+       COUNT(e.n) FILTER (WHERE e.event_type IN ('text', 'packet')) AS turns,
+       MIN(lpad(e.seq::text, 10, '0') || e.event_type || '|' || COALESCE((e.record::jsonb) -> 'event_data' ->> 'reason', ''))
+           FILTER (WHERE e.event_type IN ('session.closed', 'session.expired')) AS term,
+       COALESCE(MAX(CASE WHEN e.event_type = 'session.opened' THEN 1 ELSE 0 END), 0) AS opened
+FROM turnflow_sessions s
+LEFT JOIN turnflow_envelopes e ON e.session_id = s.session_id
+GROUP BY s.session_id
+"""
+_ENDS = (f"SELECT substr(term, 11, strpos(term, '|') - 11), substr(term, strpos(term, '|') + 1), opened, COUNT(*) "
+         f"FROM ({_PER_SESSION}) per GROUP BY 1, 2, 3")
+_TURNS = f"SELECT turns, COUNT(*) FROM ({_PER_SESSION}) per GROUP BY turns ORDER BY turns"
+
+
 _TABLES = ("turnflow_sessions", "turnflow_envelopes", "turnflow_telemetry", "turnflow_tasks")
 
 
@@ -184,21 +202,19 @@ class TailLost(LeaseLost):
     the session must be continued from its stored log (a batch worker gives the task back)."""
 
 
-_TelemetryRow = tuple[str, str]  # (session_id, record JSON)
 # (task_id, state, result JSON, session_id or None, its last seq written here or None)
 _Finish = tuple[str, str, str, Optional[str], Optional[int]]
 
 
 class _Unit:
-    """One piece of work for the committer: a group (session records and envelopes, staged by a
-    hub in one event-loop tick or written alone by `append`), a telemetry row, or a task to
-    record as finished. A group's future resolves to {session_id: refusal} (empty when all of
+    """One piece of work for the committer: a group (session records, envelopes and telemetry,
+    staged by a hub in one event-loop tick), or a task to record as finished. A group's future resolves to {session_id: refusal} (empty when all of
     it was written); a finish's to whether this worker still held the task."""
 
     __slots__ = ("sessions", "rows", "envs", "tels", "fin", "future", "loop")
 
     def __init__(self, sessions: list[SessionRow], rows: list[EnvelopeRow], envs: list[Envelope],
-                 tels: list[_TelemetryRow], fin: Optional[_Finish], future: Optional[asyncio.Future[Any]],
+                 tels: list[TelemetryRow], fin: Optional[_Finish], future: Optional[asyncio.Future[Any]],
                  loop: Optional[asyncio.AbstractEventLoop]) -> None:
         self.sessions = sessions  # [(session_id, task_id, record text, crc)]
         self.rows = rows  # envelope rows: [(gseq, session_id, seq, event_type, record text, crc)]
@@ -367,7 +383,7 @@ class PostgresStore:
         return row[0] or 0
 
     # -- writing --------------------------------------------------------------------------------
-    # The hub drives the group commit (store_contract.py): `commit_group` hands one event-loop
+    # The hub drives the group commit (contract.py): `commit_group` hands one event-loop
     # tick's rows to the committer thread, which writes everything queued meanwhile (several
     # ticks' groups, telemetry, finished tasks) in one statement and resolves the group's future
     # on the hub's loop. A session refused for a lost lease is named in the result and none of
@@ -377,18 +393,7 @@ class PostgresStore:
         {session_id: refusal} once the statement holding it is done."""
         for row in units.sessions:
             self._cache[row[0]] = []  # a new session: this process holds its whole log from now
-        return self._enqueue(_Unit(units.sessions, units.rows, units.envelopes, [], None, None, None))
-
-    def append_telemetry(self, session_id: str, event: dict[str, Any]) -> None:
-        """Telemetry rides along with the next group commit (it is not under the envelope promise)."""
-        check_session_id(session_id)
-        unit = _Unit([], [], [], [(session_id, json.dumps(event, sort_keys=True))], None, None, None)
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            self._write_now(unit)
-            return
-        self._submit(unit)
+        return self._enqueue(_Unit(units.sessions, units.rows, units.envelopes, units.telemetry, None, None, None))
 
     def finish_task(self, task_id: str, state: str, result: dict[str, Any], session_id: Optional[str]) -> asyncio.Future[bool]:
         """Record a task as finished in the next group commit (never in the statement of its
@@ -568,20 +573,6 @@ class PostgresStore:
         if self._conn is not None and (self._conn.closed or self._conn.broken):
             self._conn = None
 
-    def _write_now(self, unit: _Unit) -> None:
-        """Write one unit from the calling thread (no event loop), raising what it refuses."""
-        psycopg = self._psycopg
-        try:
-            with self.pool.connection() as conn:
-                got = self._commit(conn, [unit])[0]
-        except psycopg.Error as exc:
-            raise self._failure(unit, exc) from None
-        problem = next(iter(got.values()), None) if isinstance(got, dict) else None
-        if problem is not None:
-            raise problem
-        for env in unit.envs:
-            self._remember(env)
-
     def _already_written(self, unit: _Unit) -> bool:
         """Whether a retried unit is in the database already (its statement committed, then the
         connection failed on the way back): then the retry is a success, not a failure."""
@@ -674,12 +665,19 @@ class PostgresStore:
     def dialect(self) -> Dialect:
         return POSTGRESQL
 
-    def query(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
+    def summary(self) -> LogSummary:
         with self.pool.connection() as conn:
-            return conn.execute(sql, params).fetchall()
+            ends = [SessionEnds(by, reason, bool(opened), int(n)) for by, reason, opened, n in conn.execute(_ENDS)]
+            turns = [(int(t), int(n)) for t, n in conn.execute(_TURNS)]
+            envelopes = int(conn.execute("SELECT COUNT(*) FROM turnflow_envelopes").fetchone()[0])
+            tasks = None
+            if conn.execute("SELECT to_regclass('turnflow_tasks') IS NOT NULL").fetchone()[0]:
+                tasks = {str(s): int(n) for s, n in conn.execute("SELECT state, COUNT(*) FROM turnflow_tasks GROUP BY state")}
+        return LogSummary(POSTGRESQL.name, envelopes, ends, turns, tasks)
 
     def session_count(self) -> int:
-        return int(self.query("SELECT COUNT(*) FROM turnflow_sessions")[0][0])
+        with self.pool.connection() as conn:
+            return int(conn.execute("SELECT COUNT(*) FROM turnflow_sessions").fetchone()[0])
 
     def sessions_ever_created(self) -> Optional[int]:
         """(Not tracked: PostgreSQL's own log keeps committed rows.)"""
