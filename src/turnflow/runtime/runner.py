@@ -34,6 +34,7 @@ from turnflow.runtime.envelope import (EV_EXPECTATION_VIOLATED, EV_PACKET, EV_SE
                                        EV_TEXT, Envelope)
 from turnflow.runtime.errors import AdapterError, ProtocolError
 from turnflow.runtime.hub import Hub, spec_opener as opener
+from turnflow.runtime.port import HubPort
 from turnflow.runtime.session import SessionMetadata, SessionState, check_agent_id
 from turnflow.runtime.transcript import Messages
 
@@ -214,6 +215,7 @@ class _Run:
                  max_turns: Optional[int], continued: bool = False) -> None:
         self.hub, self.md, self.agents, self.ctl, self.max_turns = hub, md, agents, ctl, max_turns
         self.sid = md.session_id
+        self.port = HubPort(hub, self.sid)  # all the agent side sees of the hub
         self.all_tools = [t for t in (spec.get("tools") or []) if isinstance(t, dict)]
         self.any_tool = not any(t.get("name") for t in self.all_tools)
         self.spec = spec
@@ -318,7 +320,7 @@ class _Run:
                                              for p in md.participants]}
         ctx = agent_context(spec, sid, name, self.task)
         try:
-            self.caps[name] = await self.ctl.cancellable(handshake(hub, self.agents[name], ctx))
+            self.caps[name] = await self.ctl.cancellable(handshake(self.port, self.agents[name], ctx))
         except AdapterError as exc:
             if name != md.creator_id and md.state == SessionState.INVITED:
                 await hub.reject(sid, name, str(exc))
@@ -365,7 +367,7 @@ class _Run:
 
     def _message(self, speaker: str) -> Any:
         """What `speaker` is shown: its view of the session, after the task (if any)."""
-        msg = self.hub.view(self.sid, speaker)
+        msg = self.port.view(speaker)
         if self.task:
             head = [{"sender": TASK_SENDER, "text": self.task}]
             msg = msg.with_prefix(head) if isinstance(msg, Messages) else head + list(msg)
@@ -422,7 +424,7 @@ class _Run:
             attempts = 1 if caps.control_loop == "self" else 2
             self.speaker = speaker
             try:
-                await take_turn(hub, sid, self.agents[speaker], msg, make_tools, deliver, step, attempts=attempts,
+                await take_turn(self.port, self.agents[speaker], msg, make_tools, deliver, step, attempts=attempts,
                                 invoke=ctl.cancellable,
                                 still_wanted=lambda: md.state == SessionState.ACTIVE and ctl.reason is None,
                                 drivable=self.agents, directory=self.directory)
