@@ -29,6 +29,7 @@ from typing import Any, Awaitable, Iterable, Optional
 from turnflow.runtime.agents.base import SessionTools
 from turnflow.runtime.agents.driver import TurnStopped, handshake, take_turn
 from turnflow.runtime.agents.platform_tools import OPEN_MEMBERSHIP
+from turnflow.runtime.agents.protocol import DrivenAgent, as_agent
 from turnflow.runtime.agents.session_context import agent_context
 from turnflow.runtime.envelope import (EV_EXPECTATION_VIOLATED, EV_PACKET, EV_SESSION_CLOSED, EV_SESSION_EXPIRED,
                                        EV_TEXT, Envelope)
@@ -157,13 +158,14 @@ async def run_session(hub: Hub, spec: dict[str, Any], agents: dict[str, Any], ta
     ctl = control or RunControl()
     spec = with_overrides(spec, max_turns, ttl_seconds)
     _check_agents(spec, agents)
+    driven = {n: as_agent(a) for n, a in agents.items()}  # each in the one shape the driver calls
     if session_id is not None:
         md = hub.metadata(session_id)
         if md.state.terminal:
             return RunResult(session_id, md.state.value, md.close_reason or None, turns_of(hub.read(session_id)))
     else:
         md = await _open(hub, spec, task, labels)
-    run = _Run(hub, md, agents, spec, task, ctl, max_turns if md.kind != "workflow" else None,
+    run = _Run(hub, md, driven, spec, task, ctl, max_turns if md.kind != "workflow" else None,
                continued=session_id is not None)
     run.peers = [p for p in peers or () if isinstance(p, dict) and isinstance(p.get("agent_id"), str)]
     hub.subscribe(run.watch, session_id=md.session_id)
@@ -211,7 +213,7 @@ _OPEN = (SessionState.ACTIVE, SessionState.INVITED)
 
 
 class _Run:
-    def __init__(self, hub: Hub, md: Any, agents: dict[str, Any], spec: dict[str, Any], task: Optional[str], ctl: RunControl,
+    def __init__(self, hub: Hub, md: Any, agents: dict[str, DrivenAgent], spec: dict[str, Any], task: Optional[str], ctl: RunControl,
                  max_turns: Optional[int], continued: bool = False) -> None:
         self.hub, self.md, self.agents, self.ctl, self.max_turns = hub, md, agents, ctl, max_turns
         self.sid = md.session_id
@@ -236,7 +238,7 @@ class _Run:
 
     def directory(self) -> list[dict[str, Any]]:
         """Every agent `lookup_peers` may list besides the participants: the agents file's, then `peers`."""
-        return ([{"agent_id": n, "role": "participant", "description": getattr(a, "description", "") or ""}
+        return ([{"agent_id": n, "role": "participant", "description": a.description}
                  for n, a in self.agents.items()] + self.peers)
 
     def all_turns(self) -> list[dict[str, Any]]:

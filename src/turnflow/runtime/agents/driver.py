@@ -14,7 +14,6 @@ The driver never sees the hub: every call goes through the session's `SessionPor
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import traceback
@@ -28,6 +27,7 @@ from turnflow.runtime.errors import AdapterError, ProtocolError, StoreError
 from turnflow.runtime.port import Roster
 
 if TYPE_CHECKING:
+    from turnflow.runtime.agents.protocol import DrivenAgent
     from turnflow.runtime.port import SessionPort
     from turnflow.runtime.session import SessionMetadata
 
@@ -97,25 +97,6 @@ def log_handshake(port: SessionPort, agent_id: str, raw: Any, effective: Optiona
     port.store_telemetry(rec)
 
 
-def handshake_metadata(ctx: AgentContext) -> dict[str, Any]:
-    """The `metadata` given to `aopen_session(task=..., metadata=..., emit_event=...)`: the
-    session's facts from the `AgentContext`, as JSON values."""
-    return {"session_id": ctx.session_id, "agent_id": ctx.agent_id, "kind": ctx.kind, "name": ctx.name,
-            "title": ctx.title, "description": ctx.description, "participants": list(ctx.participants),
-            "roster": [dict(r) for r in ctx.roster], "tools": [dict(t) for t in ctx.tools],
-            "context_vars": dict(ctx.context_vars), "dynamic_handoffs": ctx.dynamic_handoffs}
-
-
-async def _open(agent: Any, ctx: AgentContext, emit: Callable[[Any], Awaitable[bool]]) -> Any:
-    """The handshake call: `open_session(ctx, emit)`, or the contract's keyword form
-    `aopen_session(task=..., metadata=..., emit_event=...)` for an agent that has only that."""
-    if callable(getattr(agent, "open_session", None)):
-        return await agent.open_session(ctx, emit)
-    if callable(getattr(agent, "aopen_session", None)):
-        return await agent.aopen_session(task=ctx.task, metadata=handshake_metadata(ctx), emit_event=emit)
-    raise AdapterError(f"agent {ctx.agent_id!r} has neither open_session nor aopen_session")
-
-
 def with_behavior(caps: Capabilities, behavior: Optional[str], agent_id: str) -> Capabilities:
     """The effective capabilities under the agents file's `behavior:` override (`self`: the agent
     runs its own loop; `atlas`: the hub drives it one turn at a time)."""
@@ -125,13 +106,13 @@ def with_behavior(caps: Capabilities, behavior: Optional[str], agent_id: str) ->
     return Capabilities(loop, caps.supports_stepwise, caps.telemetry_stream).check(agent_id)
 
 
-async def handshake(port: SessionPort, agent: Any, ctx: AgentContext) -> Capabilities:
+async def handshake(port: SessionPort, agent: DrivenAgent, ctx: AgentContext) -> Capabilities:
     """Open the session on one agent; a bad handshake raises `AdapterError` (logged first). The
     record keeps the raw answer, the effective capabilities and the `behavior` override, if any."""
     name = ctx.agent_id
-    behavior = getattr(agent, "behavior_override", None)
+    behavior = agent.behavior_override
     try:
-        raw = await _open(agent, ctx, telemetry_sink(port, name))
+        raw = await agent.open_session(ctx, telemetry_sink(port, name))
     except Exception as exc:  # any failure of the agent's own code is a failed handshake
         msg = describe(exc)
         if not msg.startswith(f"agent {name!r}"):
@@ -260,45 +241,15 @@ def delivered(port: SessionPort, tools: SessionTools, md: Optional[SessionMetada
         port.shown(tools.agent_id, tools.roster)
 
 
-async def run_phases(agent: Any, msg: Any, tools: SessionTools) -> None:
-    """One turn of a self-managed adapter without `on_message`, one call per phase:
-    `aplan(task, metadata)`, `aexecute(task, plan, step, metadata)` (`step`: the turn number),
-    `asynthesize(task, plan, step_results, metadata)`; the synthesis is the round's text. (Like any
-    agent, one declaring `supports_stepwise: false` is single-shot: one turn per session.) The plan,
-    the step's result and the final answer are stored as telemetry: `task` (reason `plan`),
-    `progress` (reason `step`) and `tool_response` (reason `final`) events. `task` is the turn's
-    input as `sender: text` lines; `metadata` holds session_id, agent_id, step, kind, participants."""
-    items = [m for m in msg if isinstance(m, dict)]
-    task = "\n".join(f"{m.get('sender')}: {m.get('text')}" for m in items if m.get("text")) or None
-    metadata = {"session_id": tools.session_id, "agent_id": tools.agent_id, "step": tools.step,
-                "kind": tools.session_kind, "participants": list(tools.participants)}
-    plan = await agent.aplan(task, metadata)
-    tools.emit_event({"event": "task", "reason": "plan", "payload": _safe(plan)})
-    result = await agent.aexecute(task, plan, tools.step, metadata)
-    tools.emit_event({"event": "progress", "reason": "step", "payload": {"step": tools.step, "result": _safe(result)}})
-    final = await agent.asynthesize(task, plan, [result], metadata)
-    tools.emit_event({"event": "tool_response", "reason": "final", "payload": _safe(final)})
-    text = final if isinstance(final, str) else json.dumps(_safe(final))
-    if text:
-        tools.send_message(text)
-
-
-def _safe(v: Any) -> Any:
-    try:
-        return json.loads(json.dumps(v, allow_nan=False))
-    except (TypeError, ValueError):
-        return repr(v)[:1000]
-
-
-def history_source(agent: Any, msg: Any, agent_id: str) -> Callable[[], Any]:
+def history_source(agent: DrivenAgent, msg: Any, agent_id: str) -> Callable[[], Any]:
     """`tools.history`: the raw history of `msg`, through the agent's `history_converter` if it has one."""
     from turnflow.runtime.agents.history import convert, raw_history
 
-    converter = getattr(agent, "history_converter", None)
+    converter = agent.history_converter
     return lambda: convert(converter, raw_history(msg, agent_id))
 
 
-async def take_turn(port: SessionPort, agent: Any, msg: Any, make_tools: Callable[[], SessionTools],
+async def take_turn(port: SessionPort, agent: DrivenAgent, msg: Any, make_tools: Callable[[], SessionTools],
                     deliver: Callable[[SessionTools], Awaitable[None]], step: int, *, attempts: int = TURN_ATTEMPTS,
                     invoke: Callable[[Awaitable[Any]], Awaitable[Any]] = _plain,
                     still_wanted: Callable[[], bool] = lambda: True,
@@ -316,8 +267,7 @@ async def take_turn(port: SessionPort, agent: Any, msg: Any, make_tools: Callabl
         if tools.sink is None:
             tools.sink = live_sink(port, tools.agent_id)
         try:
-            await invoke(agent.on_message(msg, tools) if callable(getattr(agent, "on_message", None))
-                         else run_phases(agent, msg, tools))
+            await invoke(agent.on_message(msg, tools))
             await flush(port, tools)
             await post_roster_changes(port, tools)
             await deliver(tools)
