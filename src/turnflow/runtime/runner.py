@@ -26,10 +26,10 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Iterable, Optional
 
-from turnflow.runtime.agents.base import SessionTools
+from turnflow.runtime.agents.base import Agent, SessionTools
 from turnflow.runtime.agents.driver import TurnStopped, handshake, take_turn
 from turnflow.runtime.agents.platform_tools import OPEN_MEMBERSHIP
-from turnflow.runtime.agents.protocol import DrivenAgent, as_agent
+from turnflow.runtime.agents.protocol import as_agent
 from turnflow.runtime.agents.session_context import agent_context
 from turnflow.runtime.envelope import (EV_EXPECTATION_VIOLATED, EV_PACKET, EV_SESSION_CLOSED, EV_SESSION_EXPIRED,
                                        EV_TEXT, Envelope)
@@ -213,7 +213,7 @@ _OPEN = (SessionState.ACTIVE, SessionState.INVITED)
 
 
 class _Run:
-    def __init__(self, hub: Hub, md: Any, agents: dict[str, DrivenAgent], spec: dict[str, Any], task: Optional[str], ctl: RunControl,
+    def __init__(self, hub: Hub, md: Any, agents: dict[str, Agent], spec: dict[str, Any], task: Optional[str], ctl: RunControl,
                  max_turns: Optional[int], continued: bool = False) -> None:
         self.hub, self.md, self.agents, self.ctl, self.max_turns = hub, md, agents, ctl, max_turns
         self.sid = md.session_id

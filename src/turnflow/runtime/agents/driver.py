@@ -19,7 +19,7 @@ import threading
 import traceback
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Container, Optional
 
-from turnflow.runtime.agents.base import (AgentContext, Capabilities, SessionTools, check_telemetry,
+from turnflow.runtime.agents.base import (Agent, AgentContext, Capabilities, SessionTools, check_telemetry,
                                           raw_capabilities)
 from turnflow.runtime.agents.platform_tools import CHATROOM_KIND
 from turnflow.runtime.envelope import EV_PARTICIPANT_ADDED, Envelope
@@ -27,7 +27,6 @@ from turnflow.runtime.errors import AdapterError, ProtocolError, StoreError
 from turnflow.runtime.port import Roster
 
 if TYPE_CHECKING:
-    from turnflow.runtime.agents.protocol import DrivenAgent
     from turnflow.runtime.port import SessionPort
     from turnflow.runtime.session import SessionMetadata
 
@@ -106,7 +105,7 @@ def with_behavior(caps: Capabilities, behavior: Optional[str], agent_id: str) ->
     return Capabilities(loop, caps.supports_stepwise, caps.telemetry_stream).check(agent_id)
 
 
-async def handshake(port: SessionPort, agent: DrivenAgent, ctx: AgentContext) -> Capabilities:
+async def handshake(port: SessionPort, agent: Agent, ctx: AgentContext) -> Capabilities:
     """Open the session on one agent; a bad handshake raises `AdapterError` (logged first). The
     record keeps the raw answer, the effective capabilities and the `behavior` override, if any."""
     name = ctx.agent_id
@@ -241,7 +240,7 @@ def delivered(port: SessionPort, tools: SessionTools, md: Optional[SessionMetada
         port.shown(tools.agent_id, tools.roster)
 
 
-def history_source(agent: DrivenAgent, msg: Any, agent_id: str) -> Callable[[], Any]:
+def history_source(agent: Agent, msg: Any, agent_id: str) -> Callable[[], Any]:
     """`tools.history`: the raw history of `msg`, through the agent's `history_converter` if it has one."""
     from turnflow.runtime.agents.history import convert, raw_history
 
@@ -249,7 +248,7 @@ def history_source(agent: DrivenAgent, msg: Any, agent_id: str) -> Callable[[], 
     return lambda: convert(converter, raw_history(msg, agent_id))
 
 
-async def take_turn(port: SessionPort, agent: DrivenAgent, msg: Any, make_tools: Callable[[], SessionTools],
+async def take_turn(port: SessionPort, agent: Agent, msg: Any, make_tools: Callable[[], SessionTools],
                     deliver: Callable[[SessionTools], Awaitable[None]], step: int, *, attempts: int = TURN_ATTEMPTS,
                     invoke: Callable[[Awaitable[Any]], Awaitable[Any]] = _plain,
                     still_wanted: Callable[[], bool] = lambda: True,

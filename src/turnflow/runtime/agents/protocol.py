@@ -1,4 +1,5 @@
-"""`DrivenAgent`: the one agent shape the hub side drives (`agents.driver`, `runtime.runner`).
+"""`as_agent`: any agent the contract allows, in the one shape the hub side drives — the `Agent`
+protocol of `agents.base` (`agents.driver`, `runtime.runner` call nothing else).
 
 An agent may be written in any of the contract's forms (docs/agents.md, docs/contracts.md):
 - the handshake as `open_session(ctx, emit)` (canonical) or as the stateful-adapter contract's
@@ -8,8 +9,8 @@ An agent may be written in any of the contract's forms (docs/agents.md, docs/con
 - optionally `close_session` (or `aclose_session`), `behavior_override` (the agents file's
   `behavior:`), `history_converter`, `description`.
 
-`as_agent(obj)` reads which once, when the run is set up, and answers a `DrivenAgent` whose
-members are all there: the driver then calls them without asking the agent what it has.
+`as_agent(obj)` reads which once, when the run is set up, and answers a `DrivenAgent` (an
+`Agent`) whose members are all there: the driver then calls them without asking the agent what it has.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Optional, Protocol
 from turnflow.runtime.errors import AdapterError
 
 if TYPE_CHECKING:
-    from turnflow.runtime.agents.base import AgentContext, SessionTools
+    from turnflow.runtime.agents.base import Agent, AgentContext, SessionTools
 
 Emit = Callable[[Any], Awaitable[bool]]
 OpenSession = Callable[["AgentContext", Emit], Awaitable[Any]]
@@ -101,7 +102,8 @@ class DrivenAgent:
             self.open_session: OpenSession = own_open
         elif callable(contract_open):
             def keyword_open(ctx: AgentContext, emit: Emit) -> Awaitable[Any]:
-                return contract_open(task=ctx.task, metadata=handshake_metadata(ctx), emit_event=emit)
+                answer: Awaitable[Any] = contract_open(task=ctx.task, metadata=handshake_metadata(ctx), emit_event=emit)
+                return answer
             self.open_session = keyword_open
         else:
             async def no_open(ctx: AgentContext, emit: Emit) -> Any:
@@ -122,6 +124,6 @@ class DrivenAgent:
         await self._close(session_id)
 
 
-def as_agent(obj: Any) -> DrivenAgent:
-    """`obj` in the canonical shape (itself when it is one already)."""
+def as_agent(obj: Any) -> Agent:
+    """`obj` in the canonical shape (itself when it is a `DrivenAgent` already)."""
     return obj if isinstance(obj, DrivenAgent) else DrivenAgent(obj)
