@@ -10,6 +10,8 @@ import pytest
 from runtime_helpers import new_hub, run
 from turnflow.runtime.agents import FunctionAgent, ScriptedAgent, SessionTools, ToolError
 from turnflow.runtime.agents.driver import take_turn
+from turnflow.runtime.agents.protocol import as_agent
+from turnflow.runtime.port import HubPort
 from turnflow.runtime.envelope import EV_PARTICIPANT_ADDED, EV_PARTICIPANT_REMOVED, EV_TEXT, Envelope
 from turnflow.runtime.errors import ProtocolError
 from turnflow.runtime.hub import Hub
@@ -73,7 +75,7 @@ def _turn(hub, sid, name, fn, step):
     async def deliver(tools):
         env = hub.sessions[sid].adapter.build_round_envelope(hub.metadata(sid), name, tools.round())
         await hub.post(env)
-    return take_turn(hub, sid, FunctionAgent(fn, name), [], lambda: SessionTools(
+    return take_turn(HubPort(hub, sid), as_agent(FunctionAgent(fn, name)), [], lambda: SessionTools(
         name, tuple(hub.metadata(sid).participant_ids), session_id=sid), deliver, step)
 
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Iterator, 
 from turnflow.runtime import expectations as _exp
 from turnflow.runtime.adapters import builtin_adapters
 from turnflow.runtime.adapters.base import SessionAdapter
-from turnflow.runtime.adapters.contract import ContractAdapter, needs_defaults
+from turnflow.runtime.adapters.contract import ContractAdapter, needs_defaults, needs_membership
 from turnflow.runtime.envelope import (EV_EXPECTATION_VIOLATED, EV_SESSION_ACK, EV_SESSION_CLOSED,
                                        EV_SESSION_EXPIRED, EV_SESSION_INVITE, EV_SESSION_OPENED,
                                        EV_SESSION_REJECT, LIFECYCLE, MEMBERSHIP, SUBSTANTIVE, Envelope,
@@ -82,7 +82,7 @@ def _check_posted_type(et: str, live: LiveSession) -> None:
     allows it (conversation, discussion: `membership`)."""
     if et in LIFECYCLE or et == EV_EXPECTATION_VIOLATED:
         raise ProtocolError(f"{et!r} envelopes are written by the hub, not posted")
-    if et in MEMBERSHIP and not getattr(live.adapter, "membership", False):
+    if et in MEMBERSHIP and not live.adapter.membership:
         raise ProtocolError(f"{et!r} refused: the participants of a {live.metadata.kind} session are fixed by its flow")
 
 
@@ -535,6 +535,8 @@ class Hub:
             return adapter
         if needs_defaults(adapter):
             adapter = self.adapters[key] = ContractAdapter(adapter, self)
+        elif needs_membership(adapter):  # says nothing of its roster: a fixed one, and nothing else changes
+            adapter = self.adapters[key] = ContractAdapter(adapter, self, silent_rounds=False)
         self._as_written.add(id(adapter))
         return adapter
 

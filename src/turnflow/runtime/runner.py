@@ -26,14 +26,16 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Iterable, Optional
 
-from turnflow.runtime.agents.base import SessionTools
+from turnflow.runtime.agents.base import Agent, SessionTools
 from turnflow.runtime.agents.driver import TurnStopped, handshake, take_turn
 from turnflow.runtime.agents.platform_tools import OPEN_MEMBERSHIP
+from turnflow.runtime.agents.protocol import as_agent
 from turnflow.runtime.agents.session_context import agent_context
 from turnflow.runtime.envelope import (EV_EXPECTATION_VIOLATED, EV_PACKET, EV_SESSION_CLOSED, EV_SESSION_EXPIRED,
                                        EV_TEXT, Envelope)
 from turnflow.runtime.errors import AdapterError, ProtocolError
 from turnflow.runtime.hub import Hub, spec_opener as opener
+from turnflow.runtime.port import HubPort
 from turnflow.runtime.session import SessionMetadata, SessionState, check_agent_id
 from turnflow.runtime.transcript import Messages
 
@@ -156,13 +158,14 @@ async def run_session(hub: Hub, spec: dict[str, Any], agents: dict[str, Any], ta
     ctl = control or RunControl()
     spec = with_overrides(spec, max_turns, ttl_seconds)
     _check_agents(spec, agents)
+    driven = {n: as_agent(a) for n, a in agents.items()}  # each in the one shape the driver calls
     if session_id is not None:
         md = hub.metadata(session_id)
         if md.state.terminal:
             return RunResult(session_id, md.state.value, md.close_reason or None, turns_of(hub.read(session_id)))
     else:
         md = await _open(hub, spec, task, labels)
-    run = _Run(hub, md, agents, spec, task, ctl, max_turns if md.kind != "workflow" else None,
+    run = _Run(hub, md, driven, spec, task, ctl, max_turns if md.kind != "workflow" else None,
                continued=session_id is not None)
     run.peers = [p for p in peers or () if isinstance(p, dict) and isinstance(p.get("agent_id"), str)]
     hub.subscribe(run.watch, session_id=md.session_id)
@@ -210,10 +213,11 @@ _OPEN = (SessionState.ACTIVE, SessionState.INVITED)
 
 
 class _Run:
-    def __init__(self, hub: Hub, md: Any, agents: dict[str, Any], spec: dict[str, Any], task: Optional[str], ctl: RunControl,
+    def __init__(self, hub: Hub, md: Any, agents: dict[str, Agent], spec: dict[str, Any], task: Optional[str], ctl: RunControl,
                  max_turns: Optional[int], continued: bool = False) -> None:
         self.hub, self.md, self.agents, self.ctl, self.max_turns = hub, md, agents, ctl, max_turns
         self.sid = md.session_id
+        self.port = HubPort(hub, self.sid)  # all the agent side sees of the hub
         self.all_tools = [t for t in (spec.get("tools") or []) if isinstance(t, dict)]
         self.any_tool = not any(t.get("name") for t in self.all_tools)
         self.spec = spec
@@ -234,7 +238,7 @@ class _Run:
 
     def directory(self) -> list[dict[str, Any]]:
         """Every agent `lookup_peers` may list besides the participants: the agents file's, then `peers`."""
-        return ([{"agent_id": n, "role": "participant", "description": getattr(a, "description", "") or ""}
+        return ([{"agent_id": n, "role": "participant", "description": a.description}
                  for n, a in self.agents.items()] + self.peers)
 
     def all_turns(self) -> list[dict[str, Any]]:
@@ -318,7 +322,7 @@ class _Run:
                                              for p in md.participants]}
         ctx = agent_context(spec, sid, name, self.task)
         try:
-            self.caps[name] = await self.ctl.cancellable(handshake(hub, self.agents[name], ctx))
+            self.caps[name] = await self.ctl.cancellable(handshake(self.port, self.agents[name], ctx))
         except AdapterError as exc:
             if name != md.creator_id and md.state == SessionState.INVITED:
                 await hub.reject(sid, name, str(exc))
@@ -365,7 +369,7 @@ class _Run:
 
     def _message(self, speaker: str) -> Any:
         """What `speaker` is shown: its view of the session, after the task (if any)."""
-        msg = self.hub.view(self.sid, speaker)
+        msg = self.port.view(speaker)
         if self.task:
             head = [{"sender": TASK_SENDER, "text": self.task}]
             msg = msg.with_prefix(head) if isinstance(msg, Messages) else head + list(msg)
@@ -422,7 +426,7 @@ class _Run:
             attempts = 1 if caps.control_loop == "self" else 2
             self.speaker = speaker
             try:
-                await take_turn(hub, sid, self.agents[speaker], msg, make_tools, deliver, step, attempts=attempts,
+                await take_turn(self.port, self.agents[speaker], msg, make_tools, deliver, step, attempts=attempts,
                                 invoke=ctl.cancellable,
                                 still_wanted=lambda: md.state == SessionState.ACTIVE and ctl.reason is None,
                                 drivable=self.agents, directory=self.directory)

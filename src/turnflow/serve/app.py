@@ -14,7 +14,7 @@ import signal
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from turnflow.serve.ops import Quotas
 from turnflow.serve.server import Limits
@@ -106,13 +106,13 @@ class AcceptErrors:
     no memory) are counted and logged once per LOG_INTERVAL without a traceback; anything else
     goes to the handler that was there."""
 
-    def __init__(self, previous: Optional[Callable] = None) -> None:
+    def __init__(self, previous: Optional[Callable[[asyncio.AbstractEventLoop, dict[str, Any]], object]] = None) -> None:
         self.previous = previous
         self.count = 0
         self.last = 0.0
         self.reason = ""
 
-    def __call__(self, loop: asyncio.AbstractEventLoop, context: dict) -> None:
+    def __call__(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
         exc = context.get("exception")
         if isinstance(exc, OSError) and "accept" in str(context.get("message", "")):
             self.count += 1

@@ -107,7 +107,8 @@ def unsendable(value: Any, max_depth: int = MAX_DEPTH) -> Optional[str]:
 
 def _request_id(data: Any) -> Optional[str]:
     if isinstance(data, dict) and data.get("kind") == "request" and isinstance(data.get("request_id"), str):
-        return data["request_id"]
+        rid: str = data["request_id"]
+        return rid
     return None
 
 
@@ -141,12 +142,12 @@ def _load(message: Any) -> Any:
     raise FrameError(f"frame is not JSON turnflow can send back: {why}", _request_id(data))
 
 
-def _fields(kind: str, data: dict, rid: Optional[str]) -> dict:
+def _fields(kind: str, data: dict[str, Any], rid: Optional[str]) -> dict[str, Any]:
     fields = _CLIENT_FRAMES[kind]
     for name in data:
         if name != "kind" and name not in fields:
             raise FrameError(f"{kind} frame has an unknown field {name[:40]!r}", rid)
-    frame: dict = {"kind": kind}
+    frame: dict[str, Any] = {"kind": kind}
     for name, (types, default) in fields.items():
         value = data.get(name, default)
         if value is _REQUIRED:
@@ -160,7 +161,7 @@ def _fields(kind: str, data: dict, rid: Optional[str]) -> dict:
     return frame
 
 
-def decode(message: Any) -> dict:
+def decode(message: Any) -> dict[str, Any]:
     """One WebSocket message → a frame dict with every field present and of its type."""
     data = _load(message)
     if not isinstance(data, dict):

@@ -66,7 +66,7 @@ def _bad(message: str) -> OpError:
     return OpError(frames.PROTOCOL_ERROR, message)
 
 
-def _get(params: dict, key: str, types: tuple, default: Any = ...) -> Any:
+def _get(params: dict[str, Any], key: str, types: tuple[type, ...], default: Any = ...) -> Any:
     value = params.get(key, default)
     if value is ...:
         raise _bad(f"missing param {key!r}")
@@ -77,19 +77,20 @@ def _get(params: dict, key: str, types: tuple, default: Any = ...) -> Any:
     return value
 
 
-def _shaped(shape: shapes.Shape, value: Any) -> dict:
+def _shaped(shape: shapes.Shape, value: Any) -> dict[str, Any]:
     try:
         return shapes.normalise(shape, value)
     except shapes.ShapeError as exc:
         raise _bad(str(exc)) from None
 
 
-def _str(params: dict, key: str) -> str:
-    return _get(params, key, (str,))
+def _str(params: dict[str, Any], key: str) -> str:
+    value: str = _get(params, key, (str,))
+    return value
 
 
-def _str_list(params: dict, key: str) -> list[str]:
-    value = _get(params, key, (list,))
+def _str_list(params: dict[str, Any], key: str) -> list[str]:
+    value: list[str] = _get(params, key, (list,))
     if not all(isinstance(v, str) for v in value):
         raise _bad(f"param {key!r} must be a list of strings")
     return value
@@ -133,7 +134,7 @@ class Conn(Protocol):
     """What the ops need of a connection (the server's `Connection`)."""
 
     endpoint_id: str
-    agents: set
+    agents: set[str]
 
     def send(self, text: str) -> None: ...
 
@@ -174,12 +175,12 @@ class Ops:
             for sid in [sid for sid in own if sid not in live_ids]:
                 del own[sid]
         self.routes: dict[str, Conn] = {}  # agent id -> the connection it is bound to
-        self._opening: dict[str, asyncio.Future] = {}  # session id -> create_channel waiting for acks
+        self._opening: dict[str, asyncio.Future[Any]] = {}  # session id -> create_channel waiting for acks
         self._logs: dict[str, _Log] = {}  # live sessions' logs read so far
-        self._channels: dict[str, tuple] = {}  # live sessions' channel records: (state, acks left, JSON)
+        self._channels: dict[str, tuple[SessionState, int, frames.Raw]] = {}  # live sessions' channel records: (state, acks left, JSON)
         self.pending: dict[str, int] = {}  # agent id -> substantive notifications outstanding (rules.inbox)
-        self._timers: set[asyncio.Task] = set()  # invites timed out after a restart (time_out_invites)
-        self.table: dict[str, Callable[[Conn, dict], Awaitable[Any]]] = {
+        self._timers: set[asyncio.Task[Any]] = set()  # invites timed out after a restart (time_out_invites)
+        self.table: dict[str, Callable[[Conn, dict[str, Any]], Awaitable[Any]]] = {
             "register": self.register, "get_agent": self.get_agent, "get_resume": self.get_resume,
             "get_skill": self.get_skill, "get_rule": self.get_rule, "find_agent_id": self.find_agent_id,
             "names_for": self.names_for, "list_agents": self.list_agents, "set_resume": self.set_resume,
@@ -193,7 +194,7 @@ class Ops:
         hub.subscribe(self.on_envelope)
 
     # -- dispatch -----------------------------------------------------------------------------------
-    async def call(self, conn: Conn, op: str, params: dict) -> Any:
+    async def call(self, conn: Conn, op: str, params: dict[str, Any]) -> Any:
         handler = self.table.get(op)
         if handler is None:
             if op in UNSUPPORTED:
@@ -243,7 +244,7 @@ class Ops:
             raise _denied(f"connection has no participant in channel {session_id!r}")
         return md
 
-    async def hello(self, conn: Conn, frame: dict) -> None:
+    async def hello(self, conn: Conn, frame: dict[str, Any]) -> None:
         """A (re)attach: bind the named identity after its credential is checked, welcome, then
         replay what it has not acked when `since_envelope_id` is given."""
         agent = self.registry.get(frame["name"])
@@ -285,7 +286,7 @@ class Ops:
                     if paced is not None:
                         await paced()
 
-    def receipt(self, conn: Conn, frame: dict) -> None:
+    def receipt(self, conn: Conn, frame: dict[str, Any]) -> None:
         """An ack moves the agent's cursor in a live session it is a participant of (ids of
         anything else are not kept: cursors only matter for replay, of live sessions)."""
         agent_id, channel_id, envelope_id = frame["recipient_id"], frame["channel_id"], frame["envelope_id"]
@@ -384,7 +385,7 @@ class Ops:
         return recipient is None or sender is None or rules.accepts(recipient, sender)
 
     # -- identity ops ------------------------------------------------------------------------------
-    async def register(self, conn: Conn, params: dict) -> Any:
+    async def register(self, conn: Conn, params: dict[str, Any]) -> Any:
         """AG2's `register`: the passport, résumé and rule checked against AG2's shapes and kept
         complete (every field AG2 defines), as AG2's hub keeps them."""
         passport = _shaped(shapes.PASSPORT, _get(params, "passport", (dict,)))
@@ -408,30 +409,30 @@ class Ops:
         self.bind(conn, agent_id)
         return passport
 
-    async def get_agent(self, conn: Conn, params: dict) -> Any:
+    async def get_agent(self, conn: Conn, params: dict[str, Any]) -> Any:
         key = _str(params, "name_or_id")
         agent = self.registry.get(key)
         if agent is None:
             raise _missing(f"agent not found: {key[:64]}")
         return agent.passport
 
-    async def get_resume(self, conn: Conn, params: dict) -> Any:
+    async def get_resume(self, conn: Conn, params: dict[str, Any]) -> Any:
         return self._agent(_str(params, "agent_id")).resume
 
-    async def get_rule(self, conn: Conn, params: dict) -> Any:
+    async def get_rule(self, conn: Conn, params: dict[str, Any]) -> Any:
         return self._agent(_str(params, "agent_id")).rule
 
-    async def get_skill(self, conn: Conn, params: dict) -> Any:
+    async def get_skill(self, conn: Conn, params: dict[str, Any]) -> Any:
         return self._agent(_str(params, "agent_id")).skill
 
-    async def find_agent_id(self, conn: Conn, params: dict) -> Any:
+    async def find_agent_id(self, conn: Conn, params: dict[str, Any]) -> Any:
         return self.registry.by_name.get(_str(params, "name"))
 
-    async def names_for(self, conn: Conn, params: dict) -> Any:
+    async def names_for(self, conn: Conn, params: dict[str, Any]) -> Any:
         by_id = self.registry.by_id
         return {aid: by_id[aid].name if aid in by_id else aid for aid in _str_list(params, "agent_ids")}
 
-    async def list_agents(self, conn: Conn, params: dict) -> Any:
+    async def list_agents(self, conn: Conn, params: dict[str, Any]) -> Any:
         capability = _get(params, "capability", (str, type(None)), None)
         query = _get(params, "query", (str, type(None)), None)
         kind = _get(params, "kind", (str, type(None)), None)
@@ -452,7 +453,7 @@ class Ops:
             found.sort(key=lambda a: a.name)
         return [a.passport for a in found[:max(limit, 0)]]
 
-    async def set_resume(self, conn: Conn, params: dict) -> Any:
+    async def set_resume(self, conn: Conn, params: dict[str, Any]) -> Any:
         agent_id = _str(params, "agent_id")
         self._bound(conn, agent_id)
         agent = self._agent(agent_id)
@@ -462,7 +463,7 @@ class Ops:
         self.registry.update(agent)
         return None
 
-    async def set_skill(self, conn: Conn, params: dict) -> Any:
+    async def set_skill(self, conn: Conn, params: dict[str, Any]) -> Any:
         agent_id = _str(params, "agent_id")
         self._bound(conn, agent_id)
         agent = self._agent(agent_id)
@@ -470,7 +471,7 @@ class Ops:
         self.registry.update(agent)
         return None
 
-    async def set_rule(self, conn: Conn, params: dict) -> Any:
+    async def set_rule(self, conn: Conn, params: dict[str, Any]) -> Any:
         agent_id = _str(params, "agent_id")
         self._bound(conn, agent_id)
         agent = self._agent(agent_id)
@@ -480,7 +481,7 @@ class Ops:
         self.registry.update(agent)
         return None
 
-    async def unregister(self, conn: Conn, params: dict) -> Any:
+    async def unregister(self, conn: Conn, params: dict[str, Any]) -> Any:
         agent_id = _str(params, "agent_id")
         self._bound(conn, agent_id)
         self.registry.remove(agent_id)
@@ -490,7 +491,7 @@ class Ops:
         return None
 
     # -- sessions ----------------------------------------------------------------------------------
-    def _participants(self, creator: str, targets: list[str]) -> list[dict]:
+    def _participants(self, creator: str, targets: list[str]) -> list[dict[str, Any]]:
         if not targets:
             raise _bad("channel requires at least one participant")
         if len(set(targets)) != len(targets):
@@ -561,7 +562,7 @@ class Ops:
         self._timers.add(task)
         task.add_done_callback(self._timers.discard)
 
-    async def create_channel(self, conn: Conn, params: dict) -> Any:
+    async def create_channel(self, conn: Conn, params: dict[str, Any]) -> Any:
         creator = _str(params, "creator_id")
         self._bound(conn, creator)
         kind = _str(params, "manifest_type")
@@ -608,7 +609,7 @@ class Ops:
             raise waiter.exception()  # type: ignore[misc]
         return self._channel(md)
 
-    def _check_open_quotas(self, creator: str, labels: dict) -> None:
+    def _check_open_quotas(self, creator: str, labels: dict[str, Any]) -> None:
         q = self.quotas
         if self._opened_by.get(creator, 0) >= q.max_channels_per_agent:
             raise _bad(f"agent has {q.max_channels_per_agent} live channels open, this hub's limit "
@@ -633,10 +634,10 @@ class Ops:
             self._channels[md.session_id] = (md.state, len(md.pending_acks), text)
         return text
 
-    async def get_channel(self, conn: Conn, params: dict) -> Any:
+    async def get_channel(self, conn: Conn, params: dict[str, Any]) -> Any:
         return self._channel(self._participant(conn, _str(params, "channel_id")))
 
-    async def list_channels(self, conn: Conn, params: dict) -> Any:
+    async def list_channels(self, conn: Conn, params: dict[str, Any]) -> Any:
         agent_id = _get(params, "agent_id", (str, type(None)), None)
         limit = min(_get(params, "limit", (int,), 50), self.quotas.max_list)
         if agent_id is not None:
@@ -645,7 +646,7 @@ class Ops:
         found = [md for _, md in self._sessions() if mine & md.pset]
         return [wire.channel_to_ag2(md) for md in found[:max(limit, 0)]]
 
-    async def close_channel(self, conn: Conn, params: dict) -> Any:
+    async def close_channel(self, conn: Conn, params: dict[str, Any]) -> Any:
         sid = _str(params, "channel_id")
         reason = _get(params, "reason", (str,), "") or "explicit_close"
         md = self._participant(conn, sid)
@@ -653,7 +654,7 @@ class Ops:
             await self.hub.close(sid, reason[:MAX_TEXT])
         return wire.channel_to_ag2(md)
 
-    async def post_envelope(self, conn: Conn, params: dict) -> Any:
+    async def post_envelope(self, conn: Conn, params: dict[str, Any]) -> Any:
         e = _get(params, "envelope", (dict,))
         sender, sid, et = _str(e, "sender_id"), _str(e, "channel_id"), _str(e, "event_type")
         self._bound(conn, sender)
@@ -716,7 +717,7 @@ class Ops:
                 if why is not None:
                     raise OpError(rules.INBOX_FULL, why)
 
-    def _task_fields(self, e: dict) -> Optional[dict]:
+    def _task_fields(self, e: dict[str, Any]) -> Optional[dict[str, Any]]:
         """AG2's task fields of a posted envelope, checked as AG2's hub checks them: a task id of
         AG2's shape (`depth` is checked against the sender's rule by `_authorize_send`). Kept only
         when one differs from AG2's default; none is acted on otherwise (AG2's hub does not either:
@@ -740,7 +741,7 @@ class Ops:
         kept = {k: v for k, v in fields.items() if v != wire.TASK_DEFAULTS[k]}
         return kept or None
 
-    async def read_wal(self, conn: Conn, params: dict) -> Any:
+    async def read_wal(self, conn: Conn, params: dict[str, Any]) -> Any:
         sid = _str(params, "channel_id")
         since = _get(params, "since", (int,), 0)
         until = _get(params, "until", (int, type(None)), None)
@@ -752,7 +753,7 @@ class Ops:
                        f"({self.max_reply}, --max-reply-bytes): read it in pages with since/until")
         return frames.Raw("[" + ",".join(texts) + "]")
 
-    async def find_by_causation(self, conn: Conn, params: dict) -> Any:
+    async def find_by_causation(self, conn: Conn, params: dict[str, Any]) -> Any:
         sid, sender, cause = _str(params, "channel_id"), _str(params, "sender_id"), _str(params, "causation_id")
         md = self._participant(conn, sid)
         log = self._read(sid, md)
@@ -761,7 +762,7 @@ class Ops:
                 return frames.Raw(text)
         return None
 
-    async def can_send(self, conn: Conn, params: dict) -> Any:
+    async def can_send(self, conn: Conn, params: dict[str, Any]) -> Any:
         sid, sender = _str(params, "channel_id"), _str(params, "sender_id")
         _get(params, "event_type", (str, type(None)), None)
         self._bound(conn, sender)
@@ -771,7 +772,7 @@ class Ops:
         expected = self.hub.expected_next(sid)
         return expected is None or expected == sender
 
-    async def pending_turns_for(self, conn: Conn, params: dict) -> Any:
+    async def pending_turns_for(self, conn: Conn, params: dict[str, Any]) -> Any:
         agent_id = _str(params, "agent_id")
         self._bound(conn, agent_id)
         turns = []
@@ -786,7 +787,7 @@ class Ops:
                           "expected_at": wire.iso(last.created_at) if last else wire.now_iso()})
         return turns
 
-    async def report_turn_failure(self, conn: Conn, params: dict) -> Any:
+    async def report_turn_failure(self, conn: Conn, params: dict[str, Any]) -> Any:
         sid, agent_id = _str(params, "channel_id"), _str(params, "agent_id")
         envelope_id = _str(params, "envelope_id")
         error = _get(params, "error", (str,), "")

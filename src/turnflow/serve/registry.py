@@ -42,7 +42,7 @@ CursorRow = tuple[str, str, str]  # agent_id, channel_id, envelope_id
 class Agent:
     __slots__ = ("agent_id", "name", "passport", "resume", "rule", "skill")
 
-    def __init__(self, agent_id: str, name: str, passport: dict, resume: dict, rule: dict,
+    def __init__(self, agent_id: str, name: str, passport: dict[str, Any], resume: dict[str, Any], rule: dict[str, Any],
                  skill: Optional[str]) -> None:
         self.agent_id = agent_id
         self.name = name

@@ -60,12 +60,14 @@ class PostgresBackend:
             return fn(self._conn)
 
     def agents(self) -> list[AgentRow]:
-        return self._run(lambda c: c.execute(
+        rows: list[AgentRow] = self._run(lambda c: c.execute(
             "SELECT agent_id, name, passport, resume, rule, skill FROM turnflow_hub_agents ORDER BY name").fetchall())
+        return rows
 
     def cursors(self) -> list[CursorRow]:
-        return self._run(lambda c: c.execute(
+        rows: list[CursorRow] = self._run(lambda c: c.execute(
             "SELECT agent_id, channel_id, envelope_id FROM turnflow_hub_cursors").fetchall())
+        return rows
 
     def insert(self, row: AgentRow) -> None:
         self._run(lambda c: c.execute(
@@ -103,7 +105,8 @@ class PostgresBackend:
                                 "SELECT %s, %s, %s WHERE EXISTS (SELECT 1 FROM turnflow_hub_agents WHERE agent_id = %s) "
                                 "ON CONFLICT DO NOTHING", [(*r, r[0]) for r in cursors])
             return True
-        return self._run(go)
+        done: bool = self._run(go)
+        return done
 
     def close(self) -> None:
         if self._conn is not None:

@@ -20,13 +20,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from turnflow.runtime.agents.base import AgentContext, Capabilities, SessionTools
 from turnflow.runtime.envelope import EV_CONTEXT_SET, EV_PACKET, EV_TEXT, Envelope
 from turnflow.runtime.errors import AdapterError, StoreError
-from turnflow.runtime.hub import spec_opener
+from turnflow.runtime.hub import Hub, spec_opener
 from turnflow.serve import wire
+
+if TYPE_CHECKING:
+    from turnflow.runtime.runner import RunResult
 
 _FORWARDED = (EV_TEXT, EV_PACKET, EV_CONTEXT_SET)
 _ROUNDS = (wire.AG2_TEXT, wire.AG2_PACKET)
@@ -43,18 +46,18 @@ class WireClient:
         self.url = url
         self.keys = keys or {}
         self.ws: Any = None
-        self._pending: dict[str, asyncio.Future] = {}
+        self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._next = 0
-        self._reader: Optional[asyncio.Task] = None
-        self._tasks: set = set()
+        self._reader: Optional[asyncio.Task[Any]] = None
+        self._tasks: set[asyncio.Task[Any]] = set()
         self.local: dict[str, str] = {}  # agent id -> name, the agents this client acts as
         self.changed = asyncio.Event()  # set on every notification (proxies re-read the log)
         self.closed_reason: dict[str, str] = {}
         # invites to the file's agents: acked at once when one of them created the session (this
         # run opened it), else queued for `join` (a remote opener); others are left unanswered
-        self.invites: asyncio.Queue = asyncio.Queue()
+        self.invites: asyncio.Queue[tuple[dict[str, Any], str]] = asyncio.Queue()
 
-    def auth(self, name: str) -> dict:
+    def auth(self, name: str) -> dict[str, Any]:
         """The passport's auth block for one of the file's agents: AG2's ApiKeyAuth shape when a
         key is given for it, else NoAuth (the key is sent to the hub, never printed)."""
         key = self.keys.get(name)
@@ -71,7 +74,7 @@ class WireClient:
             raise HubError(f"cannot reach the hub at {self.url}: {type(exc).__name__}: {exc}") from None
         self._reader = asyncio.get_running_loop().create_task(self._read())
 
-    async def call(self, op: str, params: dict) -> Any:
+    async def call(self, op: str, params: dict[str, Any]) -> Any:
         self._next += 1
         rid = f"r{self._next}"
         fut = self._pending[rid] = asyncio.get_running_loop().create_future()
@@ -103,7 +106,7 @@ class WireClient:
                 fut.set_exception(HubError(f"lost the connection to the hub at {self.url}"))
         self.changed.set()
 
-    def _on_frame(self, frame: dict) -> None:
+    def _on_frame(self, frame: dict[str, Any]) -> None:
         kind = frame.get("kind")
         if kind == "response":
             fut = self._pending.pop(str(frame.get("request_id")), None)
@@ -116,7 +119,7 @@ class WireClient:
         if kind == "notify":
             self._on_notify(frame["envelope"], frame["recipient_id"])
 
-    def _on_notify(self, env: dict, recipient: str) -> None:
+    def _on_notify(self, env: dict[str, Any], recipient: str) -> None:
         et = env.get("event_type")
         if et == wire.AG2_INVITE and recipient in self.local:
             if env.get("sender_id") in self.local:  # this run opened the session: its agents accept
@@ -181,14 +184,15 @@ class _Remote:
         except HubError as exc:
             self.error = str(exc)
 
-    async def next_round(self, name: str) -> dict:
+    async def next_round(self, name: str) -> dict[str, Any]:
         """The next round of remote participant `name` that the mirror has not replayed yet."""
         agent_id = self.ids[name]
         while True:
             self.client.changed.clear()
             if self.error is not None:
                 raise AdapterError(self.error)
-            for env in await self.client.call("read_wal", {"channel_id": self.channel_id}):
+            wal: list[dict[str, Any]] = await self.client.call("read_wal", {"channel_id": self.channel_id})
+            for env in wal:
                 if env["sender_id"] == agent_id and env["event_type"] in _ROUNDS \
                         and env["envelope_id"] not in self.mirrored:
                     self.mirrored.add(env["envelope_id"])
@@ -257,8 +261,8 @@ async def _identify(client: WireClient, names: list[str], local: set[str], repla
     return ids
 
 
-async def _join(remote: _Remote, spec: dict, knobs: list[dict], opener: str, control: Any,
-                timeout: Optional[float]) -> dict:
+async def _join(remote: _Remote, spec: dict[str, Any], knobs: list[dict[str, Any]], opener: str, control: Any,
+                timeout: Optional[float]) -> dict[str, Any]:
     """Wait for the remote opener's invite to this flow's session, ack it as every one of the
     file's agents in it, and return the channel record. A session of the flow's kind with the
     flow's participants but workflow knobs other than one of `knobs` (the flow's graph in its
@@ -266,13 +270,13 @@ async def _join(remote: _Remote, spec: dict, knobs: list[dict], opener: str, con
     client, kind = remote.client, spec.get("kind")
     everyone = set(remote.ids.values())
 
-    async def matching() -> dict:
+    async def matching() -> dict[str, Any]:
         while True:
             env, recipient = await client.invites.get()
             data = env.get("event_data") or {}
             if data.get("manifest_type") != kind or data.get("creator_id") != remote.ids[opener]:
                 continue
-            channel = await client.call("get_channel", {"channel_id": env["channel_id"]})
+            channel: dict[str, Any] = await client.call("get_channel", {"channel_id": env["channel_id"]})
             if channel["state"] != "pending" or {p["agent_id"] for p in channel["participants"]} != everyone:
                 continue
             if kind == "workflow" and channel.get("knobs") not in knobs:
@@ -296,7 +300,7 @@ async def _join(remote: _Remote, spec: dict, knobs: list[dict], opener: str, con
     return channel
 
 
-def _bound(remote: _Remote, spec: dict) -> dict:
+def _bound(remote: _Remote, spec: dict[str, Any]) -> dict[str, Any]:
     knobs = spec.get("knobs") or {}
     if spec.get("kind") == "workflow" and knobs:
         from turnflow.interop.ag2 import bind_agents
@@ -305,8 +309,8 @@ def _bound(remote: _Remote, spec: dict) -> dict:
     return knobs
 
 
-async def _open_or_join(remote: _Remote, forms: list[dict], names: list[str], opener: str, task: Optional[str],
-                        control: Any, timeout: Optional[float]) -> tuple[dict, dict]:
+async def _open_or_join(remote: _Remote, forms: list[dict[str, Any]], names: list[str], opener: str, task: Optional[str],
+                        control: Any, timeout: Optional[float]) -> tuple[dict[str, Any], dict[str, Any]]:
     """The served session and the form of the spec it runs: opened by this run (on the first
     form) when the opener is one of the file's agents, else the one the remote opener invites the
     file's agents to (on whichever form its knobs are)."""
@@ -338,9 +342,9 @@ async def served_peers(client: WireClient, limit: int = 500) -> list[dict[str, A
     return out
 
 
-async def run_remote(url: str, hub: Any, spec: dict, agents: dict, task: Optional[str], *,
+async def run_remote(url: str, hub: Hub, spec: dict[str, Any], agents: dict[str, Any], task: Optional[str], *,
                      keys: Optional[dict[str, str]] = None, notice: Any = None, other_forms: Any = (),
-                     served: Any = None, **kw: Any) -> Any:
+                     served: Any = None, **kw: Any) -> RunResult:
     """Run `spec` with the file's `agents` on the served hub at `url`; the others are remote.
     `keys`: API keys of the file's agents; `notice(text)`: tells the user the run is waiting, and
     whether AG2 participants need `register_extensions()`; `other_forms`: the same block compiled

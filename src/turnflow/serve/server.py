@@ -117,22 +117,22 @@ class Connection:
                  peer: str = "") -> None:
         self.ws = ws
         self.endpoint_id = uuid.uuid4().hex
-        self.agents: set = set()
+        self.agents: set[str] = set()
         self.opened_at = now
         self.closed = False
         self.peer = peer
         self.requests = 0  # requests received (counted while no agent is bound)
-        self._queue: deque = deque()
+        self._queue: deque[str] = deque()
         self._wake = asyncio.Event()
         self._limits = limits
         self._budget = budget or SendBudget(limits.total_send_bytes)
         self._queued = 0  # bytes in `_queue`
         self._inflight = 0  # bytes of the request frames being handled
         self._room: Optional[asyncio.Event] = None  # set when queued bytes or in-flight bytes go down
-        self._tasks: set = set()
+        self._tasks: set[asyncio.Task[Any]] = set()
         self._slots = asyncio.Semaphore(limits.max_inflight)
-        self.writer: Optional[asyncio.Task] = None
-        self._replay: Optional[asyncio.Task] = None
+        self.writer: Optional[asyncio.Task[Any]] = None
+        self._replay: Optional[asyncio.Task[Any]] = None
 
     def backlog(self) -> int:
         """Bytes waiting for this client: queued here and in the socket's buffer."""
@@ -255,7 +255,7 @@ class Connection:
         task.add_done_callback(self._tasks.discard)
         task.add_done_callback(lambda _: coro.close())  # (never started when cancelled at once: no warning)
 
-    def _done(self, size: int, task: asyncio.Task) -> None:
+    def _done(self, size: int, task: asyncio.Task[Any]) -> None:
         self._tasks.discard(task)
         self._inflight -= size
         self._slots.release()
@@ -379,7 +379,7 @@ class Server:
             return False
         return True
 
-    def unbound_may(self, conn: Connection, frame: dict) -> bool:
+    def unbound_may(self, conn: Connection, frame: dict[str, Any]) -> bool:
         """On a hub with API keys, a connection with no bound agent may only register or attach
         (AG2's client looks the name up first)."""
         if not self.unbound_count(conn):
@@ -391,7 +391,7 @@ class Server:
             return False
         return True
 
-    async def request(self, conn: Connection, request_id: str, op: str, params: dict) -> None:
+    async def request(self, conn: Connection, request_id: str, op: str, params: dict[str, Any]) -> None:
         try:
             result = await self.ops.call(conn, op, params)
             text = frames.response(request_id, result)

@@ -161,7 +161,7 @@ def _default(default: Any) -> Any:
     return default
 
 
-def _fill(shape: Shape, value: Any, where: str, notes: Optional[list[str]]) -> dict:
+def _fill(shape: Shape, value: Any, where: str, notes: Optional[list[str]]) -> dict[str, Any]:
     """`value` as `shape`; `notes` None: refuse what does not fit (ShapeError), else repair it
     and say what was repaired in `notes`."""
     if not isinstance(value, dict):
@@ -227,13 +227,13 @@ def _show(v: Any) -> str:
     return type(v).__name__ if isinstance(v, (list, dict)) else repr(v)[:40]
 
 
-def normalise(shape: Shape, value: Any, what: Optional[str] = None) -> dict:
+def normalise(shape: Shape, value: Any, what: Optional[str] = None) -> dict[str, Any]:
     """`value` checked against `shape` and completed with AG2's defaults; ShapeError if it is
     not of that shape."""
     return _fill(shape, value, what or shape.name, None)
 
 
-def repair(shape: Shape, value: Any, what: str) -> Optional[dict]:
+def repair(shape: Shape, value: Any, what: str) -> Optional[dict[str, Any]]:
     """A stored record read leniently (see the module's docstring); None when a required field
     is missing, so the record cannot be served at all."""
     notes: list[str] = []
@@ -247,11 +247,11 @@ def repair(shape: Shape, value: Any, what: str) -> Optional[dict]:
     return out
 
 
-_SHARED: dict[str, dict] = {}
+_SHARED: dict[str, dict[str, Any]] = {}
 _SHARED_MAX = 1024
 
 
-def shared(record: dict) -> dict:
+def shared(record: dict[str, Any]) -> dict[str, Any]:
     """One object for equal records (most agents keep AG2's default rule and an empty résumé):
     complete records cost a few KiB each, which an idle connection's agent would otherwise pay
     for. The record returned must never be changed in place (set_rule / set_resume build new

@@ -50,7 +50,7 @@ def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat()
 
 
-def envelope_to_ag2(env: Envelope, md: SessionMetadata) -> dict:
+def envelope_to_ag2(env: Envelope, md: SessionMetadata) -> dict[str, Any]:
     et = env.event_type
     data: dict[str, Any] = env.event_data
     sender, audience = env.sender_id, env.audience
@@ -96,7 +96,7 @@ def recipients(env: Envelope, md: SessionMetadata) -> list[str]:
     return list(env.audience)
 
 
-def _manifest(md: SessionMetadata) -> dict:
+def _manifest(md: SessionMetadata) -> dict[str, Any]:
     m = md.manifest
     return {"type": m.type, "version": m.version,
             "participants": {"min": m.min_participants, "max": m.max_participants, "roles": list(m.roles)},
@@ -105,7 +105,7 @@ def _manifest(md: SessionMetadata) -> dict:
                               "applies_to": None} for e in md.expectations]}
 
 
-def channel_to_ag2(md: SessionMetadata) -> dict:
+def channel_to_ag2(md: SessionMetadata) -> dict[str, Any]:
     created = iso(md.created_at) or ""
     return {"channel_id": md.session_id, "manifest": _manifest(md), "creator_id": md.creator_id,
             "participants": [{"agent_id": p.agent_id, "role": p.role, "order": p.order, "joined_at": created}

@@ -56,6 +56,13 @@ class ExpectedTurn:
 class SessionAdapter(Protocol):
     manifest: SessionManifest
 
+    @property
+    def membership(self) -> bool:
+        """Whether participants may join or leave while the session runs (`participant.added` /
+        `.removed`: conversation, discussion); False where the flow fixes the roster."""
+        ...
+
+
     def initial_state(self, metadata: SessionMetadata) -> Any: ...
     def validate_create(self, metadata: SessionMetadata) -> None: ...
     def validate_send(self, metadata: SessionMetadata, envelope: Envelope, state: Any) -> None: ...

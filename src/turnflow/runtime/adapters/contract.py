@@ -3,15 +3,26 @@ the documented defaults for the optional ones (docs/contracts.md §1)."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Protocol
 
 from turnflow.runtime.adapters.base import render_substantive, round_to_envelope, text_of
 from turnflow.runtime.envelope import Envelope
 from turnflow.runtime.session import SessionMetadata
 from turnflow.runtime.views import FullTranscript
 
+if TYPE_CHECKING:
+    from turnflow.runtime.live import LiveSession
+
 #: the protocol's optional methods, and what an adapter without them gets (`ContractAdapter`)
 DEFAULTED = ("default_view_policy", "extract_turn_input", "build_round_envelope", "render_envelope")
+
+
+class SessionHost(Protocol):
+    """What a `ContractAdapter` reads of the hub that wraps it (and hands, as the contract's sixth
+    `build_round_envelope` argument, to the adapter's own): its live sessions by id."""
+
+    @property
+    def sessions(self) -> Mapping[str, LiveSession]: ...
 
 
 class ContractAdapter:
@@ -21,14 +32,19 @@ class ContractAdapter:
     default rendering (`render_substantive`); `extract_turn_input` — an envelope's text (None for
     none); `build_round_envelope` — a round as a packet, None for a silent round (nothing posted).
     `expected_next` / `turn_count` left out: the state's `expected_next_speaker` (else any order)
-    and `turn_count` (else the substantive envelopes accepted), read by `LiveSession`."""
+    and `turn_count` (else the substantive envelopes accepted), read by `LiveSession`;
+    `membership` — the adapter's own, else False (the roster is fixed).
 
-    silent_rounds = True  # a None from build_round_envelope is a silent round: nothing posted, not an error
+    An adapter that has every optional method but no `membership` is wrapped too, with
+    `silent_rounds=False`: it then behaves exactly as its own methods say, with a fixed roster."""
 
-    def __init__(self, inner: Any, hub: Any = None) -> None:
+    def __init__(self, inner: Any, hub: Optional[SessionHost] = None, *, silent_rounds: bool = True) -> None:
         self.inner = inner
         self.manifest = inner.manifest
         self.hub = hub
+        # a None from build_round_envelope is a silent round: nothing posted, not an error
+        self.silent_rounds = silent_rounds
+        self.membership: bool = bool(getattr(inner, "membership", False))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -83,9 +99,16 @@ def takes_contract_arguments(fn: Any) -> bool:
 
 def needs_defaults(adapter: Any) -> bool:
     """An adapter missing one of the optional methods, or whose `build_round_envelope` takes the
-    contract's six arguments (the hub wraps it in a `ContractAdapter`)."""
+    contract's six arguments (the hub wraps it in a `ContractAdapter`). (One missing only
+    `membership` is wrapped as well, without silent rounds: `needs_membership`.)"""
     if isinstance(adapter, ContractAdapter):
         return False
     if not all(hasattr(adapter, m) for m in DEFAULTED):
         return True
     return takes_contract_arguments(adapter.build_round_envelope)
+
+
+def needs_membership(adapter: Any) -> bool:
+    """An adapter that does not say whether its roster may change (`membership`): the hub wraps it
+    once in a `ContractAdapter(..., silent_rounds=False)`, which reads it as False."""
+    return not isinstance(adapter, ContractAdapter) and not hasattr(adapter, "membership")

@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import json
 
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, ClassVar, Optional
 
 from turnflow.runtime.adapters.base import (NO_CHANGE, AdapterResult, ExpectedTurn, check_knobs,
                                             check_participants, render_substantive, round_to_envelope, text_of)
@@ -204,6 +204,7 @@ class WorkflowAdapter:
         default_view="named_windowed_summary",
         default_expectations=(Expectation("turn_within", 120.0, "warn"),
                                Expectation("turn_within", 600.0, "auto_close")))
+    membership: ClassVar[bool] = False  # the graph fixes the roster: participant.added / .removed are refused
 
     # -- creation -------------------------------------------------------------------------------
     def validate_create(self, metadata: SessionMetadata) -> None:

@@ -209,10 +209,27 @@ class AgentContext:
 
 
 class Agent(Protocol):
-    async def open_session(self, ctx: AgentContext,
-                           emit: Callable[[dict[str, Any]], Awaitable[bool]]) -> Capabilities: ...
-    async def on_message(self, msg: list[dict[str, Any]], tools: "SessionTools") -> None: ...
-    async def close_session(self, session_id: str) -> None: ...
+    """The agent contract in its one canonical shape, the one the hub side calls (`agents.driver`,
+    `runtime.runner`). An agent written in another of the contract's forms — the handshake as
+    `aopen_session(task=, metadata=, emit_event=)`, a turn as the phases `aplan` / `aexecute` /
+    `asynthesize`, no `close_session`, no optional attributes — is adapted to it once, when the
+    run is set up (`agents.protocol.as_agent`).
+
+    `open_session(ctx, emit)` answers the handshake: a `Capabilities` or a mapping of its fields
+    (checked by the hub). `behavior_override`: the agents file's `behavior:` (None: the
+    handshake's own control loop). `history_converter`: turns `tools.history` into the agent's
+    framework's messages (None: the raw list). `description`: what `lookup_peers` says of it."""
+
+    @property
+    def behavior_override(self) -> Optional[str]: ...
+    @property
+    def history_converter(self) -> Any: ...
+    @property
+    def description(self) -> str: ...
+
+    def open_session(self, ctx: AgentContext, emit: Callable[[Any], Awaitable[bool]]) -> Awaitable[Any]: ...
+    def on_message(self, msg: Any, tools: "SessionTools") -> Awaitable[None]: ...
+    def close_session(self, session_id: str) -> Awaitable[None]: ...
 
 
 def tool_arguments(name: str, args: Union[dict[str, Any], str, None]) -> dict[str, Any]:

@@ -77,7 +77,9 @@ def is_agent_object(obj: Any) -> bool:
     `asynthesize`)."""
     if isinstance(obj, type):
         return False
-    has = lambda m: callable(getattr(obj, m, None))
+    def has(m: str) -> bool:
+        return callable(getattr(obj, m, None))
+
     if all(has(m) for m in CONTRACT):
         return True
     return ((has("open_session") or has("aopen_session"))

@@ -7,22 +7,28 @@ input (`control_loop: hub`); an agent that runs its own loop (`control_loop: sel
 call per turn and no retry. A failure names the last frame of the traceback that is the
 user's code (`file:line in function`). A turn the session no longer wants (the hub closed
 the session, or moved the turn on) raises `TurnStopped` and is never retried.
+
+The driver never sees the hub: every call goes through the session's `SessionPort`
+(`runtime.port`; `HubPort(hub, session_id)` in process).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import traceback
-import weakref
-from typing import Any, Awaitable, Callable, Container, Optional
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Container, Optional
 
-from turnflow.runtime.agents.base import (AgentContext, Capabilities, RosterEntry, SessionTools, check_telemetry,
+from turnflow.runtime.agents.base import (Agent, AgentContext, Capabilities, SessionTools, check_telemetry,
                                           raw_capabilities)
 from turnflow.runtime.agents.platform_tools import CHATROOM_KIND
 from turnflow.runtime.envelope import EV_PARTICIPANT_ADDED, Envelope
 from turnflow.runtime.errors import AdapterError, ProtocolError, StoreError
+from turnflow.runtime.port import Roster
+
+if TYPE_CHECKING:
+    from turnflow.runtime.port import SessionPort
+    from turnflow.runtime.session import SessionMetadata
 
 TURN_ATTEMPTS = 2
 
@@ -67,7 +73,7 @@ def describe(exc: BaseException) -> str:
     return f"{text} (at {where})" if where else text
 
 
-def telemetry_sink(hub: Any, session_id: str, agent_id: str) -> Callable[[Any], Awaitable[bool]]:
+def telemetry_sink(port: SessionPort, agent_id: str) -> Callable[[Any], Awaitable[bool]]:
     """The `emit` given to `open_session` (`emit_event` of `aopen_session`): validates (drops a
     malformed event with a warning; an `AdapterTelemetryEvent` or a mapping) and stores the event
     beside the session's envelopes."""
@@ -75,38 +81,19 @@ def telemetry_sink(hub: Any, session_id: str, agent_id: str) -> Callable[[Any], 
         ev = check_telemetry(event, agent_id)
         if ev is None:
             return False
-        return await hub.emit_telemetry(session_id, agent_id, ev)
+        return await port.emit_telemetry(agent_id, ev)
     return emit
 
 
-def log_handshake(hub: Any, session_id: str, agent_id: str, raw: Any, effective: Optional[Capabilities],
+def log_handshake(port: SessionPort, agent_id: str, raw: Any, effective: Optional[Capabilities],
                   error: Optional[str] = None, behavior: Optional[str] = None) -> None:
-    rec = {"agent_id": agent_id, "at": hub.clock(), "event": "handshake", "raw": raw_capabilities(raw),
+    rec = {"agent_id": agent_id, "at": port.clock(), "event": "handshake", "raw": raw_capabilities(raw),
            "effective": effective.to_dict() if effective is not None else None}
     if behavior is not None:
         rec["behavior"] = behavior
     if error is not None:
         rec["error"] = error
-    hub.store_telemetry(session_id, rec)
-
-
-def handshake_metadata(ctx: AgentContext) -> dict[str, Any]:
-    """The `metadata` given to `aopen_session(task=..., metadata=..., emit_event=...)`: the
-    session's facts from the `AgentContext`, as JSON values."""
-    return {"session_id": ctx.session_id, "agent_id": ctx.agent_id, "kind": ctx.kind, "name": ctx.name,
-            "title": ctx.title, "description": ctx.description, "participants": list(ctx.participants),
-            "roster": [dict(r) for r in ctx.roster], "tools": [dict(t) for t in ctx.tools],
-            "context_vars": dict(ctx.context_vars), "dynamic_handoffs": ctx.dynamic_handoffs}
-
-
-async def _open(agent: Any, ctx: AgentContext, emit: Callable[[Any], Awaitable[bool]]) -> Any:
-    """The handshake call: `open_session(ctx, emit)`, or the contract's keyword form
-    `aopen_session(task=..., metadata=..., emit_event=...)` for an agent that has only that."""
-    if callable(getattr(agent, "open_session", None)):
-        return await agent.open_session(ctx, emit)
-    if callable(getattr(agent, "aopen_session", None)):
-        return await agent.aopen_session(task=ctx.task, metadata=handshake_metadata(ctx), emit_event=emit)
-    raise AdapterError(f"agent {ctx.agent_id!r} has neither open_session nor aopen_session")
+    port.store_telemetry(rec)
 
 
 def with_behavior(caps: Capabilities, behavior: Optional[str], agent_id: str) -> Capabilities:
@@ -118,35 +105,35 @@ def with_behavior(caps: Capabilities, behavior: Optional[str], agent_id: str) ->
     return Capabilities(loop, caps.supports_stepwise, caps.telemetry_stream).check(agent_id)
 
 
-async def handshake(hub: Any, agent: Any, ctx: AgentContext) -> Capabilities:
+async def handshake(port: SessionPort, agent: Agent, ctx: AgentContext) -> Capabilities:
     """Open the session on one agent; a bad handshake raises `AdapterError` (logged first). The
     record keeps the raw answer, the effective capabilities and the `behavior` override, if any."""
     name = ctx.agent_id
-    behavior = getattr(agent, "behavior_override", None)
+    behavior = agent.behavior_override
     try:
-        raw = await _open(agent, ctx, telemetry_sink(hub, ctx.session_id, name))
+        raw = await agent.open_session(ctx, telemetry_sink(port, name))
     except Exception as exc:  # any failure of the agent's own code is a failed handshake
         msg = describe(exc)
         if not msg.startswith(f"agent {name!r}"):
             msg = f"agent {name!r}: handshake failed: {msg}"
-        log_handshake(hub, ctx.session_id, name, None, None, msg, behavior)
+        log_handshake(port, name, None, None, msg, behavior)
         raise AdapterError(msg) from None
     try:
         caps = with_behavior(Capabilities.from_handshake(raw, name), behavior, name)
     except (AdapterError, TypeError) as exc:
-        log_handshake(hub, ctx.session_id, name, raw, None, str(exc), behavior)
+        log_handshake(port, name, raw, None, str(exc), behavior)
         raise AdapterError(str(exc)) from None
-    log_handshake(hub, ctx.session_id, name, raw, caps, None, behavior)
+    log_handshake(port, name, raw, caps, None, behavior)
     return caps
 
 
-async def flush(hub: Any, session_id: str, tools: SessionTools) -> None:
+async def flush(port: SessionPort, tools: SessionTools) -> None:
     for ev in tools.events:
-        await hub.emit_telemetry(session_id, tools.agent_id, ev)
+        await port.emit_telemetry(tools.agent_id, ev)
     tools.events = []
 
 
-def live_sink(hub: Any, session_id: str, agent_id: str) -> Callable[[dict[str, Any]], None]:
+def live_sink(port: SessionPort, agent_id: str) -> Callable[[dict[str, Any]], None]:
     """Where `tools.emit_event` sends an accepted event: stored at once, from the event-loop
     thread or from a worker thread running a synchronous agent."""
     import asyncio
@@ -156,10 +143,10 @@ def live_sink(hub: Any, session_id: str, agent_id: str) -> Callable[[dict[str, A
 
     def sink(ev: dict[str, Any]) -> None:
         if threading.get_ident() == loop_thread:
-            hub.record_telemetry(session_id, agent_id, ev)
+            port.record_telemetry(agent_id, ev)
             return
         try:
-            loop.call_soon_threadsafe(hub.record_telemetry, session_id, agent_id, ev)
+            loop.call_soon_threadsafe(port.record_telemetry, agent_id, ev)
         except RuntimeError:  # the loop is gone (the run ended while a worker thread went on)
             pass
     return sink
@@ -169,36 +156,13 @@ async def _plain(coro: Awaitable[Any]) -> Any:
     return await coro
 
 
-#: hub -> {session: {agent: the roster it was last shown}}; a session's entry goes when it ends
-_SHOWN: "weakref.WeakKeyDictionary[Any, dict[str, dict[str, Roster]]]" = weakref.WeakKeyDictionary()
-
-
-Roster = tuple[RosterEntry, ...]
-#: id(participants list) -> (the list, its roster): sessions of one flow share it
-_ROSTERS: dict[int, tuple[Any, Roster]] = {}
-
-
-def roster_of(md: Any) -> Roster:
-    """Every participant as `{agent_id, role, description}` (one tuple per participant list)."""
-    parts = md.participants
-    hit = _ROSTERS.get(id(parts))
-    if hit is not None and hit[0] is parts:
-        return hit[1]
-    roster = tuple(RosterEntry(agent_id=p.agent_id, role=p.role, description=getattr(p, "description", "") or "")
-                   for p in parts)
-    if len(_ROSTERS) >= 256:
-        _ROSTERS.clear()
-    _ROSTERS[id(parts)] = (parts, roster)
-    return roster
-
-
 def participants_text(roster: Roster) -> str:
     return "Participants: " + ", ".join(r["agent_id"] + (f" ({r['role']})" if r["role"] != "participant" else "")
                                         + (f": {r['description']}" if r["description"] else "") for r in roster)
 
 
-def session_facts(hub: Any, session_id: str, tools: SessionTools, drivable: Optional[Container[str]] = None,
-                  directory: Optional[Callable[[], Any]] = None) -> Any:
+def session_facts(port: SessionPort, tools: SessionTools, drivable: Optional[Container[str]] = None,
+                  directory: Optional[Callable[[], Any]] = None) -> Optional[SessionMetadata]:
     """Stamp `tools` with what the session knows about this turn: the session kind, the roster,
     `turn_input` (computed when read, see `turn_input`), `is_session_bootstrap` (no turn of this
     participant was delivered in this hub yet) and `participants_msg` (the roster as text, when it
@@ -206,24 +170,23 @@ def session_facts(hub: Any, session_id: str, tools: SessionTools, drivable: Opti
     metadata (None when the hub does not know the session: nothing is stamped). `directory`: the
     agents the caller knows besides the participants (`lookup_peers`)."""
     try:
-        md = hub.metadata(session_id)
+        md = port.metadata()
     except Exception:  # a hub without this session (tests driving take_turn by hand): nothing to stamp
         return None
-    roster = roster_of(md)
+    roster = port.roster()
     tools.session_kind, tools.roster = md.kind, roster
-    tools.input_source = lambda: turn_input(hub, session_id, tools.agent_id)
-    tools.roster_port = roster_port(hub, session_id, tools, drivable)
-    tools.room_port = room_port(hub, tools)
+    tools.input_source = lambda: port.turn_input(tools.agent_id)
+    tools.roster_port = roster_port(port, tools, drivable)
+    tools.room_port = room_port(tools)
     if directory is not None:
         tools.directory = directory
-    shown = _SHOWN.setdefault(hub, {}).get(session_id, {})
-    tools.is_session_bootstrap = tools.agent_id not in shown
-    last = shown.get(tools.agent_id)
+    last = port.last_shown(tools.agent_id)
+    tools.is_session_bootstrap = last is None
     tools.participants_msg = participants_text(roster) if last is not roster and last != roster else None
     return md
 
 
-def roster_port(hub: Any, session_id: str, tools: SessionTools,
+def roster_port(port: SessionPort, tools: SessionTools,
                 drivable: Optional[Container[str]] = None) -> Callable[[str, dict[str, Any]], None]:
     """`tools.add_participant` / `remove_participant`: the change as a membership envelope, checked
     at once (the hub's rule, then the adapter's `validate_send` against the roster after this
@@ -231,15 +194,8 @@ def roster_port(hub: Any, session_id: str, tools: SessionTools,
     them when the turn is delivered, before its round. `drivable`: the participants the caller
     has agents for (`turnflow run`); adding anyone else is refused, since nobody could take its turns."""
     def change(event_type: str, data: dict[str, Any]) -> None:
-        live: Any = getattr(hub, "sessions", {}).get(session_id)
-        if live is None or not getattr(live.adapter, "membership", False):
-            kind = live.metadata.kind if live is not None else "session"
-            raise ProtocolError(f"{event_type!r} refused: the participants of a {kind} session are fixed by its flow")
-        env = Envelope(session_id, tools.agent_id, None, event_type, data)
-        state = live.state
-        for queued in tools.roster_changes:
-            state = live.adapter.fold(queued, state)
-        live.adapter.validate_send(live.metadata, env, state)
+        env = Envelope(port.session_id, tools.agent_id, None, event_type, data)
+        port.check_roster_change(env, tools.roster_changes)
         who = data.get("agent_id")
         if event_type == EV_PARTICIPANT_ADDED and drivable is not None and who not in drivable:
             raise ProtocolError(f"add_participant({who!r}) refused: this run has no agent for {who!r} "
@@ -248,21 +204,19 @@ def roster_port(hub: Any, session_id: str, tools: SessionTools,
     return change
 
 
-async def post_roster_changes(hub: Any, tools: SessionTools) -> None:
+async def post_roster_changes(port: SessionPort, tools: SessionTools) -> None:
     changes, tools.roster_changes = tools.roster_changes, []
     for env in changes:
-        await hub.post(env)
+        await port.post(env)
     rooms, tools.rooms = tools.rooms, []
     for name, others in rooms:
-        md = await hub.open_session(CHATROOM_KIND, [{"agent_id": tools.agent_id, "role": "initiator"}]
-                                    + [{"agent_id": o, "role": "participant"} for o in others],
-                                    creator_id=tools.agent_id, name=name)
-        await hub.emit_telemetry(tools.session_id, tools.agent_id, {
+        md = await port.open_chatroom(tools.agent_id, name, others)
+        await port.emit_telemetry(tools.agent_id, {
             "event": "task", "reason": "create_chatroom", "step": tools.step,
             "payload": {"chatroom": name, "session_id": md.session_id, "participants": md.participant_ids}})
 
 
-def room_port(hub: Any, tools: SessionTools) -> Callable[[str, list[str]], str]:
+def room_port(tools: SessionTools) -> Callable[[str, list[str]], str]:
     """`tools.create_chatroom`: the new discussion checked at once (its name, the participants' names,
     at least two participants)
     and queued; `post_roster_changes` opens it when the turn is delivered and records its session
@@ -281,66 +235,20 @@ def room_port(hub: Any, tools: SessionTools) -> Callable[[str, list[str]], str]:
     return create
 
 
-def turn_input(hub: Any, session_id: str, agent_id: str) -> Optional[str]:
-    """What this turn answers: the adapter's `extract_turn_input` of the latest substantive
-    envelope from another participant (None at the start of a session)."""
-    live: Any = getattr(hub, "sessions", {}).get(session_id)
-    entries = getattr(getattr(live, "transcript", None), "entries", None) or ()
-    for env in reversed(entries):
-        if env.sender_id != agent_id:
-            return live.adapter.extract_turn_input(env)
-    return None
+def delivered(port: SessionPort, tools: SessionTools, md: Optional[SessionMetadata]) -> None:
+    if md is not None:
+        port.shown(tools.agent_id, tools.roster)
 
 
-def delivered(hub: Any, session_id: str, tools: SessionTools, md: Any) -> None:
-    if md is None:
-        return
-    memo = _SHOWN.setdefault(hub, {})
-    if md.state.terminal:
-        memo.pop(session_id, None)
-    elif tools.roster:
-        memo.setdefault(session_id, {})[tools.agent_id] = tools.roster
-
-
-async def run_phases(agent: Any, msg: Any, tools: SessionTools) -> None:
-    """One turn of a self-managed adapter without `on_message`, one call per phase:
-    `aplan(task, metadata)`, `aexecute(task, plan, step, metadata)` (`step`: the turn number),
-    `asynthesize(task, plan, step_results, metadata)`; the synthesis is the round's text. (Like any
-    agent, one declaring `supports_stepwise: false` is single-shot: one turn per session.) The plan,
-    the step's result and the final answer are stored as telemetry: `task` (reason `plan`),
-    `progress` (reason `step`) and `tool_response` (reason `final`) events. `task` is the turn's
-    input as `sender: text` lines; `metadata` holds session_id, agent_id, step, kind, participants."""
-    items = [m for m in msg if isinstance(m, dict)]
-    task = "\n".join(f"{m.get('sender')}: {m.get('text')}" for m in items if m.get("text")) or None
-    metadata = {"session_id": tools.session_id, "agent_id": tools.agent_id, "step": tools.step,
-                "kind": tools.session_kind, "participants": list(tools.participants)}
-    plan = await agent.aplan(task, metadata)
-    tools.emit_event({"event": "task", "reason": "plan", "payload": _safe(plan)})
-    result = await agent.aexecute(task, plan, tools.step, metadata)
-    tools.emit_event({"event": "progress", "reason": "step", "payload": {"step": tools.step, "result": _safe(result)}})
-    final = await agent.asynthesize(task, plan, [result], metadata)
-    tools.emit_event({"event": "tool_response", "reason": "final", "payload": _safe(final)})
-    text = final if isinstance(final, str) else json.dumps(_safe(final))
-    if text:
-        tools.send_message(text)
-
-
-def _safe(v: Any) -> Any:
-    try:
-        return json.loads(json.dumps(v, allow_nan=False))
-    except (TypeError, ValueError):
-        return repr(v)[:1000]
-
-
-def history_source(agent: Any, msg: Any, agent_id: str) -> Callable[[], Any]:
+def history_source(agent: Agent, msg: Any, agent_id: str) -> Callable[[], Any]:
     """`tools.history`: the raw history of `msg`, through the agent's `history_converter` if it has one."""
     from turnflow.runtime.agents.history import convert, raw_history
 
-    converter = getattr(agent, "history_converter", None)
+    converter = agent.history_converter
     return lambda: convert(converter, raw_history(msg, agent_id))
 
 
-async def take_turn(hub: Any, session_id: str, agent: Any, msg: Any, make_tools: Callable[[], SessionTools],
+async def take_turn(port: SessionPort, agent: Agent, msg: Any, make_tools: Callable[[], SessionTools],
                     deliver: Callable[[SessionTools], Awaitable[None]], step: int, *, attempts: int = TURN_ATTEMPTS,
                     invoke: Callable[[Awaitable[Any]], Awaitable[Any]] = _plain,
                     still_wanted: Callable[[], bool] = lambda: True,
@@ -353,22 +261,21 @@ async def take_turn(hub: Any, session_id: str, agent: Any, msg: Any, make_tools:
     for attempt in range(1, attempts + 1):
         tools = make_tools()
         tools.step = step
-        md = session_facts(hub, session_id, tools, drivable, directory)
+        md = session_facts(port, tools, drivable, directory)
         tools.history_source = history_source(agent, msg, tools.agent_id)
         if tools.sink is None:
-            tools.sink = live_sink(hub, session_id, tools.agent_id)
+            tools.sink = live_sink(port, tools.agent_id)
         try:
-            await invoke(agent.on_message(msg, tools) if callable(getattr(agent, "on_message", None))
-                         else run_phases(agent, msg, tools))
-            await flush(hub, session_id, tools)
-            await post_roster_changes(hub, tools)
+            await invoke(agent.on_message(msg, tools))
+            await flush(port, tools)
+            await post_roster_changes(port, tools)
             await deliver(tools)
-            delivered(hub, session_id, tools, md)
+            delivered(port, tools, md)
             return
         except (TurnStopped, StoreError):  # the store failing is never the agent's failure
             raise
         except Exception as exc:
-            await flush(hub, session_id, tools)
+            await flush(port, tools)
             if not still_wanted():
                 raise TurnStopped("session_ended") from None
             reason = describe(exc)
@@ -381,7 +288,7 @@ async def take_turn(hub: Any, session_id: str, agent: Any, msg: Any, make_tools:
             where = user_frame(exc)
             if where:
                 payload["where"] = where
-            await hub.emit_telemetry(session_id, tools.agent_id, {
+            await port.emit_telemetry(tools.agent_id, {
                 "event": "error", "step": step, "reason": f"turn failed: {reason}", "payload": payload})
             if last:
                 times = " twice" if attempts == 2 else ("" if attempts == 1 else f" {attempts} times")

@@ -1,0 +1,129 @@
+"""`as_agent`: any agent the contract allows, in the one shape the hub side drives — the `Agent`
+protocol of `agents.base` (`agents.driver`, `runtime.runner` call nothing else).
+
+An agent may be written in any of the contract's forms (docs/agents.md, docs/contracts.md):
+- the handshake as `open_session(ctx, emit)` (canonical) or as the stateful-adapter contract's
+  keyword form `aopen_session(task=..., metadata=..., emit_event=...)` (`ContractOpen`);
+- a turn as `on_message(msg, tools)` (canonical), or as the three phases `aplan`, `aexecute`,
+  `asynthesize` of a self-managed adapter (`PhasedAgent`);
+- optionally `close_session` (or `aclose_session`), `behavior_override` (the agents file's
+  `behavior:`), `history_converter`, `description`.
+
+`as_agent(obj)` reads which once, when the run is set up, and answers a `DrivenAgent` (an
+`Agent`) whose members are all there: the driver then calls them without asking the agent what it has.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Optional, Protocol
+
+from turnflow.runtime.errors import AdapterError
+
+if TYPE_CHECKING:
+    from turnflow.runtime.agents.base import Agent, AgentContext, SessionTools
+
+Emit = Callable[[Any], Awaitable[bool]]
+OpenSession = Callable[["AgentContext", Emit], Awaitable[Any]]
+OnMessage = Callable[[Any, "SessionTools"], Awaitable[None]]
+
+
+class ContractOpen(Protocol):
+    """The stateful-adapter contract's handshake form."""
+
+    def aopen_session(self, *, task: Optional[str], metadata: dict[str, Any], emit_event: Emit) -> Awaitable[Any]: ...
+
+
+class PhasedAgent(Protocol):
+    """A self-managed adapter without `on_message`: one call per phase (`driver.run_phases`)."""
+
+    def aplan(self, task: Optional[str], metadata: dict[str, Any]) -> Awaitable[Any]: ...
+    def aexecute(self, task: Optional[str], plan: Any, step: Optional[int], metadata: dict[str, Any]) -> Awaitable[Any]: ...
+    def asynthesize(self, task: Optional[str], plan: Any, results: list[Any],
+                    metadata: dict[str, Any]) -> Awaitable[Any]: ...
+
+
+def handshake_metadata(ctx: AgentContext) -> dict[str, Any]:
+    """The `metadata` given to `aopen_session(task=..., metadata=..., emit_event=...)`: the
+    session's facts from the `AgentContext`, as JSON values."""
+    return {"session_id": ctx.session_id, "agent_id": ctx.agent_id, "kind": ctx.kind, "name": ctx.name,
+            "title": ctx.title, "description": ctx.description, "participants": list(ctx.participants),
+            "roster": [dict(r) for r in ctx.roster], "tools": [dict(t) for t in ctx.tools],
+            "context_vars": dict(ctx.context_vars), "dynamic_handoffs": ctx.dynamic_handoffs}
+
+
+async def run_phases(agent: PhasedAgent, msg: Any, tools: SessionTools) -> None:
+    """One turn of a self-managed adapter without `on_message`, one call per phase:
+    `aplan(task, metadata)`, `aexecute(task, plan, step, metadata)` (`step`: the turn number),
+    `asynthesize(task, plan, step_results, metadata)`; the synthesis is the round's text. (Like any
+    agent, one declaring `supports_stepwise: false` is single-shot: one turn per session.) The plan,
+    the step's result and the final answer are stored as telemetry: `task` (reason `plan`),
+    `progress` (reason `step`) and `tool_response` (reason `final`) events. `task` is the turn's
+    input as `sender: text` lines; `metadata` holds session_id, agent_id, step, kind, participants."""
+    items = [m for m in msg if isinstance(m, dict)]
+    task = "\n".join(f"{m.get('sender')}: {m.get('text')}" for m in items if m.get("text")) or None
+    metadata = {"session_id": tools.session_id, "agent_id": tools.agent_id, "step": tools.step,
+                "kind": tools.session_kind, "participants": list(tools.participants)}
+    plan = await agent.aplan(task, metadata)
+    tools.emit_event({"event": "task", "reason": "plan", "payload": _safe(plan)})
+    result = await agent.aexecute(task, plan, tools.step, metadata)
+    tools.emit_event({"event": "progress", "reason": "step", "payload": {"step": tools.step, "result": _safe(result)}})
+    final = await agent.asynthesize(task, plan, [result], metadata)
+    tools.emit_event({"event": "tool_response", "reason": "final", "payload": _safe(final)})
+    text = final if isinstance(final, str) else json.dumps(_safe(final))
+    if text:
+        tools.send_message(text)
+
+
+def _safe(v: Any) -> Any:
+    try:
+        return json.loads(json.dumps(v, allow_nan=False))
+    except (TypeError, ValueError):
+        return repr(v)[:1000]
+
+
+class DrivenAgent:
+    """An agent in the canonical shape: `open_session(ctx, emit)` (the raw handshake answer),
+    `on_message(msg, tools)`, `close_session(session_id)`, `behavior_override`,
+    `history_converter` and `description`. `inner` is the agent as the user wrote it; its own
+    methods are called as they are (what they return is what the driver awaits)."""
+
+    __slots__ = ("inner", "open_session", "on_message", "behavior_override", "history_converter", "description",
+                 "_close")
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.behavior_override: Optional[str] = getattr(inner, "behavior_override", None)
+        self.history_converter: Any = getattr(inner, "history_converter", None)
+        self.description: str = getattr(inner, "description", "") or ""
+        own_open = getattr(inner, "open_session", None)
+        contract_open = getattr(inner, "aopen_session", None)
+        if callable(own_open):
+            self.open_session: OpenSession = own_open
+        elif callable(contract_open):
+            def keyword_open(ctx: AgentContext, emit: Emit) -> Awaitable[Any]:
+                answer: Awaitable[Any] = contract_open(task=ctx.task, metadata=handshake_metadata(ctx), emit_event=emit)
+                return answer
+            self.open_session = keyword_open
+        else:
+            async def no_open(ctx: AgentContext, emit: Emit) -> Any:
+                raise AdapterError(f"agent {ctx.agent_id!r} has neither open_session nor aopen_session")
+            self.open_session = no_open
+        own_turn = getattr(inner, "on_message", None)
+        if callable(own_turn):
+            self.on_message: OnMessage = own_turn
+        else:
+            def phases(msg: Any, tools: SessionTools) -> Awaitable[None]:
+                return run_phases(inner, msg, tools)
+            self.on_message = phases
+        self._close: Optional[Callable[[str], Awaitable[Any]]] = getattr(inner, "close_session", None)
+
+    async def close_session(self, session_id: str) -> None:
+        if self._close is None:
+            raise AdapterError("the agent has no close_session")
+        await self._close(session_id)
+
+
+def as_agent(obj: Any) -> Agent:
+    """`obj` in the canonical shape (itself when it is a `DrivenAgent` already)."""
+    return obj if isinstance(obj, DrivenAgent) else DrivenAgent(obj)
