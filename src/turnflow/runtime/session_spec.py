@@ -14,6 +14,7 @@ workflow's graph is read with the `turnflow.spec` models when first asked for, o
 from __future__ import annotations
 
 import copy
+import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Union
 
@@ -145,18 +146,25 @@ class SessionSpec:
         (a workflow's; added to the declared ones) replaced where given."""
         if max_turns is None and ttl_seconds is None and not context_vars:
             return self
-        out = self.to_dict()
+        out = dict(self.source) if self.source is not None else self.to_dict()
         if ttl_seconds is not None:
             out["ttl_seconds"] = ttl_seconds
         if (max_turns is not None or context_vars) and self.kind == "workflow":
-            knobs = copy.deepcopy(self.knobs) if isinstance(self.knobs, dict) else {}
+            knobs = dict(self.knobs) if isinstance(self.knobs, dict) else {}
             if max_turns is not None and isinstance(knobs.get("graph"), dict):
-                knobs["graph"]["max_turns"] = max_turns
+                knobs["graph"] = {**knobs["graph"], "max_turns": max_turns}
             if context_vars:
                 base = knobs.get("context_vars")
                 knobs["context_vars"] = {**(base if isinstance(base, dict) else {}), **context_vars}
             out["knobs"] = knobs
-        return SessionSpec.parse(out)
+        spec = SessionSpec.parse(out)
+        if max_turns is None and self._graph is not _UNSET:  # the same graph: read once
+            object.__setattr__(spec, "_graph", self._graph)
+        return spec
+
+    def with_participants(self, participants: Iterable[Participant]) -> "SessionSpec":
+        """This spec with the roster `participants` (a session's after `participant.added`)."""
+        return dataclasses.replace(self, participants=tuple(participants), source=None)
 
     def to_dict(self) -> dict[str, Any]:
         """The spec as a JSON object: a copy of the object it was parsed from; one built from its
