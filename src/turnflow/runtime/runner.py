@@ -140,8 +140,9 @@ async def run_session(hub: Hub, spec: Union[SessionSpec, dict[str, Any]], agents
     that are not participants (yet): in a conversation or discussion `add_participant` brings one
     in, and it is handed the session on its first turn. `peers` (`{agent_id, role?, description?}`):
     more agents `lookup_peers` lists (a served hub's registered agents)."""
+    spec = SessionSpec.parse(spec)
+    spec = spec.replace(max_turns=max_turns, ttl_seconds=ttl_seconds)
     ctl = control or RunControl()
-    spec = SessionSpec.parse(spec).replace(max_turns=max_turns, ttl_seconds=ttl_seconds)
     _check_agents(spec, agents)
     if session_id is not None:
         md = hub.metadata(session_id)
