@@ -122,3 +122,42 @@ def test_parsing_a_non_workflow_spec_loads_no_pydantic():
                           env={**os.environ, "PYTHONPATH": str(ROOT / "src")}, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "False"
+
+
+def test_a_run_reads_its_workflow_graph_once(monkeypatch):
+    """The opener, the workflow adapter's compiled graph and every agent's context share one reading."""
+    import asyncio
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from runtime_helpers import FakeClock
+
+    from turnflow.runtime.agents import ScriptedAgent
+    from turnflow.runtime.hub import Hub
+    from turnflow.runtime.runner import run_session
+    from turnflow.runtime.store import SQLiteStore
+    from turnflow.spec import TransitionGraph
+
+    loads = TransitionGraph.loads.__func__
+    calls = []
+
+    def counting(cls, *a, **kw):
+        calls.append(a)
+        return loads(cls, *a, **kw)
+
+    monkeypatch.setattr(TransitionGraph, "loads", classmethod(counting))
+    graph = {"initial_speaker": "a", "transitions": [], "max_turns": 7919,  # a graph no other test compiled
+             "default_target": {"name": "round_robin", "args": {}}}
+    spec = {"kind": "workflow", "name": "once", "participants": [{"agent_id": "a"}, {"agent_id": "b"}],
+            "knobs": {"graph": graph}, "expectations": [], "ttl_seconds": None, "tools": []}
+    agents = {n: ScriptedAgent(n, [{"say": "hi"}, {"say": "done", "finish": "done"}]) for n in "ab"}
+
+    async def go():
+        hub = await Hub.open(SQLiteStore(":memory:"), clock=FakeClock())
+        try:
+            return await run_session(hub, spec, agents)
+        finally:
+            await hub.aclose()
+
+    result = asyncio.run(go())
+    assert result.state == "closed" and len(result.turns) >= 2
+    assert len(calls) == 1

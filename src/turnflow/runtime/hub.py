@@ -405,7 +405,7 @@ class Hub:
         spec = SessionSpec.parse(spec)
         adapter = self._adapter_for(spec.kind, version)
         _check_labels(labels)
-        opener = spec.opener
+        opener = spec.opener  # (a workflow's graph is read here, once: the adapter compiles that model)
         if opener is None:
             opener = spec.participants[0].agent_id if spec.participants else ""
         return await self._open(adapter, spec, opener, labels, extra)

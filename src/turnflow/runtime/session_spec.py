@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Union
 
@@ -203,11 +204,12 @@ class SessionSpec:
     @property
     def opener(self) -> Optional[str]:
         """Who opens a session of this spec: the `initiator`, else the workflow's start speaker,
-        else the first participant; None when it names nobody."""
+        else the first participant; None when it names nobody. (A workflow's graph is read then,
+        whoever opens: the one reading of it that the adapter and the agents' contexts share.)"""
+        graph = self.graph
         initiator = next((p.agent_id for p in self.participants if p.role == "initiator"), None)
         if initiator is not None:
             return initiator
-        graph = self.graph
         if graph is not None:
             return graph.initial_speaker
         return self.participants[0].agent_id if self.participants else None
@@ -221,6 +223,18 @@ def _participant_dict(p: Participant) -> dict[str, Any]:
             "tools": list(p.tools)}
 
 
+#: canonical JSON text of a graph -> the model a spec read from it, for the workflow adapter's
+#: compiled-graph cache (`adapters.workflow.compiled_graph`): the graph of a run is read once
+_MODELS: dict[str, Any] = {}
+_MODELS_MAX = 64
+graph_key = json.JSONEncoder(sort_keys=True, separators=(",", ":"), allow_nan=False).encode
+
+
+def known_graph(key: str) -> Optional[TransitionGraph]:
+    """The model a spec already read from the graph whose canonical JSON text is `key`, or None."""
+    return _MODELS.get(key)
+
+
 def _graph_model(graph: Any) -> Optional[TransitionGraph]:
     if graph is None:
         return None  # pydantic is not loaded for a spec without a graph
@@ -228,7 +242,17 @@ def _graph_model(graph: Any) -> Optional[TransitionGraph]:
 
     if isinstance(graph, TransitionGraph):
         return graph
+    if not isinstance(graph, dict):
+        return None
     try:
-        return TransitionGraph.loads(graph) if isinstance(graph, dict) else None
+        model = TransitionGraph.loads(graph)
     except SpecError:
         return None
+    try:
+        key = graph_key(graph)
+    except (TypeError, ValueError):  # not plain JSON: the adapter compiles it on its own
+        return model
+    if len(_MODELS) >= _MODELS_MAX:
+        _MODELS.clear()
+    _MODELS[key] = model
+    return model
