@@ -270,6 +270,7 @@ def test_on_accepted_may_answer_with_the_contracts_names():
 
 def test_session_context_reads_the_graph_with_the_spec_models():
     from turnflow.runtime.agents.session_context import agent_context, allows_dynamic_handoffs, context_vars
+    from turnflow.runtime.session_spec import SessionSpec
 
     ce = lambda k, v: {"name": "context_equals", "args": {"key": k, "value": v}}
     graph = {"initial_speaker": "a", "max_turns": None,
@@ -281,13 +282,15 @@ def test_session_context_reads_the_graph_with_the_spec_models():
                                                             "args": {"key": "items", "op": ">", "value": 2, "len": True}}}}]}},
                   "then": {"name": "stay", "args": {}}, "priority": 0},
                  {"when": ce("stage", "done"), "then": {"name": "agent", "args": {"agent_id": "b"}}, "priority": 1}]}
-    spec = {"kind": "workflow", "name": "w", "participants": [{"agent_id": "a"}, {"agent_id": "b"}],
-            "knobs": {"graph": graph, "context_vars": {"owner": "a"}}}
+    raw = {"kind": "workflow", "name": "w", "participants": [{"agent_id": "a"}, {"agent_id": "b"}],
+           "knobs": {"graph": graph, "context_vars": {"owner": "a"}}}
+    spec = SessionSpec.parse(raw)
     assert context_vars(spec) == (("owner", "a"), ("stage", None), ("items", None))
     assert allows_dynamic_handoffs(spec) is True
-    no_agent = {**spec, "knobs": {"graph": {**graph, "transitions": graph["transitions"][:1]}}}
+    no_agent = SessionSpec.parse({**raw, "knobs": {"graph": {**graph, "transitions": graph["transitions"][:1]}}})
     assert allows_dynamic_handoffs(no_agent) is False
-    broken = {**spec, "knobs": {"graph": {"initial_speaker": "a", "transitions": [{"when": {"name": "nope"}}]}}}
+    broken = SessionSpec.parse({**raw, "knobs": {"graph": {"initial_speaker": "a",
+                                                           "transitions": [{"when": {"name": "nope"}}]}}})
     assert context_vars(broken) == () and allows_dynamic_handoffs(broken) is False
     assert agent_context(spec, "s" * 32, "a").context_vars == (("owner", "a"), ("stage", None), ("items", None))
 

@@ -24,6 +24,7 @@ from turnflow.runtime.agents.model_tools import ModelTools
 from turnflow.runtime.agents.session_context import agent_context, allows_dynamic_handoffs
 from turnflow.runtime.hub import Hub
 from turnflow.runtime.runner import run_session
+from turnflow.runtime.session_spec import SessionSpec
 from turnflow.runtime.store import SQLiteStore
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -320,13 +321,13 @@ def test_an_unknown_agents_file_key_for_anthropic_is_refused(tmp_path, capsys):
 # -- the tool set without a server ------------------------------------------------------------------
 
 def _ctx(spec, name, task=None):
-    return agent_context(spec, "s" * 32, name, task)
+    return agent_context(SessionSpec.parse(spec), "s" * 32, name, task)
 
 
 def test_which_sessions_allow_dynamic_handoffs():
-    assert allows_dynamic_handoffs(SUPPORT) is True
-    assert allows_dynamic_handoffs(ROTATE) is False  # only round_robin: no named routing
-    assert allows_dynamic_handoffs(CHAT) is False
+    assert allows_dynamic_handoffs(SessionSpec.parse(SUPPORT)) is True
+    assert allows_dynamic_handoffs(SessionSpec.parse(ROTATE)) is False  # only round_robin: no named routing
+    assert allows_dynamic_handoffs(SessionSpec.parse(CHAT)) is False
     tools = FakeSessionTools("a", ["a", "b"])
     assert ModelTools(tools, _ctx(ROTATE, "a")).names == ["set_context", "delete_context", "finish"]
     assert ModelTools(tools, None).names == ["finish"]

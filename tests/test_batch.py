@@ -12,6 +12,7 @@ from batch_helpers import SPEC, TURNS, StoreReader, check_exactly_once, interrup
 from pg_server import wait_for
 
 from turnflow.cli import main
+from turnflow.runtime.session_spec import SessionSpec
 from turnflow.runtime.tasks import Task, TaskFileError, parse_tasks, spec_for
 
 ENGINES = ["sqlite", "postgresql"]
@@ -43,11 +44,11 @@ def test_bad_task_lines_are_named_with_their_line(text, message):
 
 
 def test_a_task_context_is_added_to_the_workflow_context_vars():
-    spec = spec_for(SPEC, Task("x", "t", {"ticket": 7}, 1))
-    assert spec["knobs"]["context_vars"] == {"mood": "calm", "ticket": 7}
+    spec = spec_for(SessionSpec.parse(SPEC), Task("x", "t", {"ticket": 7}, 1))
+    assert spec.context_vars == spec.to_dict()["knobs"]["context_vars"] == {"mood": "calm", "ticket": 7}
     assert SPEC["knobs"]["context_vars"] == {"mood": "calm"}  # the flow itself is untouched
     with pytest.raises(TaskFileError, match="only a workflow has context variables"):
-        spec_for({"kind": "discussion"}, Task("x", None, {"a": 1}, 4))
+        spec_for(SessionSpec.parse({"kind": "discussion", "participants": []}), Task("x", None, {"a": 1}, 4))
 
 
 def test_cli_reports_a_bad_task_file_with_file_and_line(tmp_path, capsys):
@@ -323,7 +324,7 @@ def test_a_renewal_racing_a_claim_does_not_drop_the_new_tasks(tmp_path):
 
     store = SQLiteStore(str(tmp_path / "hub.db"))
     q = SlowRenewals(store)
-    q.load([Task(f"t{i:02d}", None, {}, i + 1) for i in range(12)], spec_hash(SPEC))
+    q.load([Task(f"t{i:02d}", None, {}, i + 1) for i in range(12)], spec_hash(SessionSpec.parse(SPEC)))
     bw = BatchWorker(store, q, SPEC, lambda: {n: FunctionAgent(speak, n) for n in "abc"}, worker="me",
                      concurrency=3, lease=0.3)
     async def go():

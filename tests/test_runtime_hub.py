@@ -305,7 +305,10 @@ def test_an_audience_must_be_a_list_of_participants_and_a_refused_one_writes_not
 
 
 def test_the_opener_of_a_spec_is_its_initiator_else_the_graphs_start_speaker_else_the_first_participant():
-    from turnflow.runtime.hub import spec_opener
+    from turnflow.runtime.session_spec import SessionSpec
+
+    def spec_opener(obj):
+        return SessionSpec.parse({"kind": "workflow", **obj}).opener
 
     parts = [{"agent_id": "a"}, {"agent_id": "b"}, {"agent_id": "c"}]
     graph = {"initial_speaker": "b", "transitions": [], "default_target": {"name": "round_robin", "args": {}}}

@@ -209,7 +209,7 @@ def test_simulate_agrees_with_turnflow_check(path, capsys):
 
 @pytest.mark.parametrize("spec, message", [
     ({"kind": "workflow", "participants": []}, "needs at least 2 participants, got 0"),
-    ({"kind": "workflow", "participants": [{"x": 1}]}, "`participants` must be a list of objects with an `agent_id`"),
+    ({"kind": "workflow", "participants": [{"x": 1}]}, "invalid agent id None"),
     ({"kind": "workflow", "name": "w", "participants": [{"agent_id": "a"}, {"agent_id": "b"}],
       "knobs": {"graph": {"initial_speaker": "a", "transitions": [{"when": {"name": "sometimes"}, "then": {}}]}}},
      "no transition condition named 'sometimes'"),

@@ -24,10 +24,13 @@ import re
 import signal
 import sys
 import time
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from turnflow.cli_util import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, err, out, positive_int, unknown_block, write_text
 from turnflow.term import visible
+
+if TYPE_CHECKING:
+    from turnflow.runtime.session_spec import SessionSpec
 
 EXIT_ERROR = EXIT_FINDINGS
 
@@ -241,11 +244,22 @@ def _step_lines(path: str) -> dict:
     return lines
 
 
-def check_agents(spec: dict, agents: dict, path: str) -> None:
+def parse_spec(spec: Any, path: str) -> "SessionSpec":
+    """The picked spec, parsed (the run's boundary): `RunInputError` (exit 1) naming the file for a bad one."""
+    from turnflow.runtime.errors import ProtocolError
+    from turnflow.runtime.session_spec import SessionSpec
+
+    try:
+        return SessionSpec.parse(spec)
+    except ProtocolError as exc:
+        raise RunInputError(f"{path}: {exc}") from None
+
+
+def check_agents(spec: "SessionSpec", agents: dict, path: str) -> None:
     """Scripted steps checked against the spec before the session starts: every `tool` must be one
     of the agent's routing tools (unless the spec declares none) and every `handoff` a participant."""
-    tools = [t for t in spec.get("tools") or [] if isinstance(t, dict) and t.get("name")]
-    parts = [str(p.get("agent_id")) for p in spec.get("participants") or [] if isinstance(p, dict)]
+    tools = [t for t in spec.tools if isinstance(t, dict) and t.get("name")]
+    parts = spec.participant_ids
     lines = agents_lines.get(path, {})
     for name, agent in _scripted_agents(agents):
         own = [t["name"] for t in tools if t.get("owner") == name]
@@ -318,17 +332,17 @@ def _hub_keys(args) -> Optional[dict]:
         raise RunInputError(str(exc), EXIT_USAGE) from None
 
 
-def _specs(args) -> tuple[dict, list[dict]]:
+def _specs(args) -> tuple["SessionSpec", list["SessionSpec"]]:
     """The spec to run and, with `--hub`, the other form of its workflow graph a remote opener
     may have used: served, a .flow's workflow is compiled in AG2's built-in conditions wherever
     they are exact (so AG2's unchanged client can take part), and an opener's session on the
     graph with turnflow's extension conditions (`turnflow.compile`'s default) is joined too."""
     if not getattr(args, "hub", None):
-        return pick(load_specs(args.file), args.block, args.file), []
+        return parse_spec(pick(load_specs(args.file), args.block, args.file), args.file), []
     text = read_input(args.file)
     spec = pick(load_specs(args.file, text, builtin=True), args.block, args.file)
     plain = pick(load_specs(args.file, text), args.block, args.file)
-    return spec, [plain] if plain != spec else []
+    return parse_spec(spec, args.file), [parse_spec(plain, args.file)] if plain != spec else []
 
 
 def run(args) -> int:
@@ -341,7 +355,7 @@ def run(args) -> int:
     try:
         spec, args.other_forms = _specs(args)
         agents = load_agents(args.agents)
-        names = [str(p.get("agent_id")) for p in spec.get("participants") or [] if isinstance(p, dict)]
+        names = list(spec.participant_ids)
         if set(agents) <= set(names):
             check_agents(spec, agents, args.agents)
         if not getattr(args, "hub", None):  # served, the participants the file lacks are the remote ones
@@ -379,7 +393,7 @@ def run(args) -> int:
     return EXIT_OK if result.ok else EXIT_ERROR
 
 
-async def _run(spec: dict, agents: dict, args, store_path: str, printer: "Printer"):
+async def _run(spec: "SessionSpec", agents: dict, args, store_path: str, printer: "Printer"):
     import asyncio
 
     from turnflow.runtime.hub import Hub

@@ -23,6 +23,7 @@ from turnflow.term import visible
 if TYPE_CHECKING:
     from turnflow.runtime.batch import BatchWorker
     from turnflow.runtime.task_queue import TaskQueue
+    from turnflow.runtime.session_spec import SessionSpec
 
 EXIT_ERROR = EXIT_FINDINGS
 EXIT_INTERRUPTED = 130
@@ -90,6 +91,8 @@ def agent_factory(path: str, participants: list[str], inputs: Inputs) -> Callabl
 
 
 def run_batch(args, inputs: Inputs) -> int:
+    from turnflow.runtime.errors import ProtocolError
+    from turnflow.runtime.session_spec import SessionSpec
     from turnflow.runtime.tasks import TaskFileError, check_tasks, read_tasks
 
     RunInputError, load_specs, pick = inputs.error, inputs.load_specs, inputs.pick
@@ -98,8 +101,11 @@ def run_batch(args, inputs: Inputs) -> int:
         err("turnflow run: --task and --tasks cannot be combined (put each task in the task file)")
         return EXIT_USAGE
     try:
-        spec = pick(load_specs(args.file), args.block, args.file)
-        names = [str(p.get("agent_id")) for p in spec.get("participants") or [] if isinstance(p, dict)]
+        try:
+            spec = SessionSpec.parse(pick(load_specs(args.file), args.block, args.file))
+        except ProtocolError as exc:
+            raise RunInputError(f"{args.file}: {exc}") from None
+        names = spec.participant_ids
         make_agents = agent_factory(args.agents, names, inputs)
         tasks = read_tasks(args.tasks)
         check_tasks(spec, tasks)
@@ -151,7 +157,7 @@ def _work(bw: "BatchWorker") -> bool:
     return False
 
 
-def _load(queue: "TaskQueue", tasks: list, spec: dict, task_file: str, store_path: str) -> Optional[int]:
+def _load(queue: "TaskQueue", tasks: list, spec: "SessionSpec", task_file: str, store_path: str) -> Optional[int]:
     """Adds the task list to the store: None, or the exit status of a refusal (a task changed
     under its id: 1; the database away: 2; a full disk raises `StoreFailed`, exit 2 too)."""
     from turnflow.runtime.batch import is_transient, retrying
@@ -173,7 +179,7 @@ def _load(queue: "TaskQueue", tasks: list, spec: dict, task_file: str, store_pat
     return None
 
 
-def _run(args, spec: dict, make_agents: Callable[[], dict], tasks: list, store_value: str) -> int:
+def _run(args, spec: "SessionSpec", make_agents: Callable[[], dict], tasks: list, store_value: str) -> int:
     from turnflow.runtime.batch import BatchWorker, TaskOutcome, retrying
     from turnflow.runtime.errors import RuntimeErrorBase, StoreDamaged, StoreError, StoreFailed
     from turnflow.runtime.store import open_store

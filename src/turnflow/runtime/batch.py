@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Union
 
 from turnflow.runtime.envelope import SUBSTANTIVE, Envelope
 from turnflow.runtime.clock import reconnect_seconds
@@ -25,6 +25,7 @@ from turnflow.runtime.errors import AdapterError, ProtocolError, StoreError, Sto
 from turnflow.runtime.hub import Hub
 from turnflow.runtime.runner import RunResult, run_session
 from turnflow.runtime.session import SessionMetadata
+from turnflow.runtime.session_spec import SessionSpec
 from turnflow.runtime.store.contract import Store
 from turnflow.runtime.task_queue import TaskQueue
 from turnflow.runtime.tasks import Claim, LeaseLost, spec_for
@@ -70,12 +71,13 @@ class Progress:
 
 
 class BatchWorker:
-    def __init__(self, store: Store, queue: TaskQueue, spec: dict[str, Any], make_agents: Callable[[], dict[str, Any]], *, worker: str,
+    def __init__(self, store: Store, queue: TaskQueue, spec: Union[SessionSpec, dict[str, Any]],
+                 make_agents: Callable[[], dict[str, Any]], *, worker: str,
                  concurrency: int = 8, lease: float = 30.0, on_result: Optional[Callable[[TaskOutcome], None]] = None,
                  on_progress: Optional[Callable[[Progress], None]] = None) -> None:
         self.store = store
         self.queue = queue
-        self.spec = spec
+        self.spec = SessionSpec.parse(spec)
         self.make_agents = make_agents
         self.worker = worker
         self.concurrency = max(1, concurrency)
@@ -236,11 +238,9 @@ class BatchWorker:
 
     def _sweep_interval(self) -> float:
         """A quarter of the flow's shortest deadline (expectations, TTL), 0.05-1 s, as a single run's."""
-        deadlines = [float(((e or {}).get("params") or {}).get("seconds") or 0)
-                     for e in self.spec.get("expectations") or [] if isinstance(e, dict)]
-        ttl = self.spec.get("ttl_seconds")
-        if isinstance(ttl, (int, float)) and not isinstance(ttl, bool):
-            deadlines.append(float(ttl))
+        deadlines = [e.seconds for e in self.spec.expectations]
+        if self.spec.ttl_seconds is not None:
+            deadlines.append(float(self.spec.ttl_seconds))
         return max(0.05, min([1.0] + [d / 4 for d in deadlines if d > 0]))
 
     async def _renew(self, running: dict[asyncio.Task[None], Claim]) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Iterator, Optional, Sequence, Union
+from typing import Any, Awaitable, Callable, Iterable, Iterator, Optional, Sequence, Union
 
 from turnflow.runtime import expectations as _exp
 from turnflow.runtime.adapters import builtin_adapters
@@ -27,48 +27,16 @@ from turnflow.runtime.clock import STEADY
 from turnflow.runtime.errors import ProtocolError, RuntimeErrorBase, StoreError
 from turnflow.runtime.live import LiveSession
 from turnflow.runtime.session import (Expectation, Participant, SessionMetadata, SessionRecord, SessionState,
-                                      adapter_capabilities, check_agent_id, check_name, check_session_id,
-                                      new_session_id, shared_knobs, shared_participant)
+                                      adapter_capabilities, check_agent_id, check_session_id, new_session_id,
+                                      shared_knobs)
+from turnflow.runtime.session_spec import SessionSpec
 from turnflow.runtime.group_commit import GroupCommit
 from turnflow.runtime.store.contract import Store
 from turnflow.runtime.store.records import Corrupt, Refusals, envelope_row, session_row, telemetry_row
 from turnflow.runtime.transcript import Transcript
 
-if TYPE_CHECKING:
-    from turnflow.spec import TransitionGraph
-
 Listener = Callable[[Envelope, SessionMetadata], Awaitable[None]]
 HUB_SENDER = "hub"
-
-
-def spec_opener(spec: dict[str, Any]) -> Optional[str]:
-    """Who opens a session from a spec: the `initiator`, else the workflow's start speaker (its
-    graph read as the `turnflow.spec` model, as the workflow adapter reads it), else the first
-    participant. None when the spec names nobody (opening it then reports what is wrong)."""
-    parts = [p for p in spec.get("participants") or [] if isinstance(p, dict)]
-    initiator = next((p.get("agent_id") for p in parts if p.get("role") == "initiator"), None)
-    if initiator is not None:
-        return initiator
-    graph = _graph_model(spec.get("knobs"))
-    if graph is not None:
-        return graph.initial_speaker
-    return parts[0].get("agent_id") if parts else None
-
-
-def _graph_model(knobs: Any) -> Optional[TransitionGraph]:
-    """The `TransitionGraph` of a workflow spec's knobs; None without one, or when it is not a
-    valid graph (the adapter refuses the session then, naming the problem)."""
-    graph = knobs.get("graph") if isinstance(knobs, dict) else None
-    if graph is None:
-        return None  # not a workflow: pydantic is not loaded for the other kinds
-    from turnflow.spec import SpecError, TransitionGraph
-
-    if isinstance(graph, TransitionGraph):
-        return graph
-    try:
-        return TransitionGraph.loads(graph) if isinstance(graph, dict) else None
-    except SpecError:
-        return None
 
 
 def _audience_ok(audience: Any, pset: frozenset[str]) -> bool:
@@ -95,58 +63,15 @@ class HydrateReport:
     completed_opens: list[str] = field(default_factory=list)
 
 
-def _check_participant_fields(p: dict[str, Any]) -> None:
-    """A participant object's field types (a spec is user input): ProtocolError, never TypeError."""
-    role, order, desc, tools = p.get("role", "participant"), p.get("order", 0), p.get("description"), p.get("tools")
-    if not isinstance(role, str):
-        raise ProtocolError(f"participant role must be a string, got {type(role).__name__}")
-    if isinstance(order, bool) or not isinstance(order, int):
-        raise ProtocolError(f"participant order must be an integer, got {type(order).__name__}")
-    if desc is not None and not isinstance(desc, str):
-        raise ProtocolError(f"participant description must be a string, got {type(desc).__name__}")
-    if tools is not None and not (isinstance(tools, list) and all(isinstance(t, str) for t in tools)):
-        raise ProtocolError("participant tools must be a list of tool names")
-
-
-def _participants(participants: Iterable[Union[Participant, dict[str, Any], str]]) -> list[Participant]:
-    """The participants of a new session (ids, or objects from a spec), checked and shared."""
-    parts = []
-    for i, p in enumerate(participants):
-        if isinstance(p, str):
-            p = Participant(p, "participant", i)
-        elif isinstance(p, dict):
-            _check_participant_fields(p)
-            p = Participant(check_agent_id(p.get("agent_id")), p.get("role", "participant"), p.get("order", i),
-                            p.get("description", "") or "", tuple(p.get("tools") or ()))
-        check_agent_id(p.agent_id)
-        parts.append(shared_participant(p))
-    return parts
-
-
-def _check_open_args(name: Any, tools: Any, labels: Any) -> None:
-    if not isinstance(name, str):
-        raise ProtocolError(f"session name must be a string, got {type(name).__name__}")
-    if name:
-        check_name(name)
-    if tools is not None and not isinstance(tools, list):
-        raise ProtocolError(f"tools must be a list, got {type(tools).__name__}")
+def _check_labels(labels: Any) -> None:
     if labels is not None and not isinstance(labels, dict):
         raise ProtocolError(f"labels must be an object, got {type(labels).__name__}")
 
 
-def _expectations(declared: Optional[list[Any]], defaults: Iterable[Expectation]) -> list[Expectation]:
+def _expectations(declared: Sequence[Expectation], defaults: Iterable[Expectation]) -> list[Expectation]:
     """A new session's expectations: the declared ones, then each default not declared by name."""
-    exps = [e if isinstance(e, Expectation) else Expectation.from_dict(e) for e in (declared or [])]
-    names = {e.name for e in exps}
-    return exps + [e for e in defaults if e.name not in names]
-
-
-def _check_limits(ttl_seconds: Any, expectations: Any) -> None:
-    if ttl_seconds is not None and (isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, (int, float))
-                                    or ttl_seconds <= 0):
-        raise ProtocolError(f"ttl_seconds must be a positive number or null, got {ttl_seconds!r}")
-    if expectations is not None and not isinstance(expectations, list):
-        raise ProtocolError(f"expectations must be a list, got {type(expectations).__name__}")
+    names = {e.name for e in declared}
+    return [*declared, *(e for e in defaults if e.name not in names)]
 
 
 def _sweepable(live: LiveSession) -> bool:
@@ -473,20 +398,39 @@ class Hub:
                            version: int = 1, extra: Optional[dict[str, Any]] = None) -> SessionMetadata:
         """Validate, create (INVITED) and post one invite per target; nothing is stored when invalid.
         The creation record and the invites are one group commit (one wait per open). `extra`:
-        kept in the record and handed back, never acted on (`SessionMetadata.extra`)."""
+        kept in the record and handed back, never acted on (`SessionMetadata.extra`). The opener
+        is `creator_id`, else the initiator, else the first participant."""
         adapter = self._adapter_for(kind, version)
-        parts = _participants(participants)
-        _check_open_args(name, tools, labels)
+        spec = SessionSpec.of(kind, participants, knobs=knobs, name=name, expectations=expectations,
+                              ttl_seconds=ttl_seconds, tools=tools)
+        _check_labels(labels)
         if creator_id is None:
-            creator_id = next((p.agent_id for p in parts if p.role == "initiator"), parts[0].agent_id if parts else "")
+            creator_id = next((p.agent_id for p in spec.participants if p.role == "initiator"),
+                              spec.participants[0].agent_id if spec.participants else "")
+        return await self._open(adapter, spec, creator_id, labels, extra)
+
+    async def open_spec(self, spec: Union[SessionSpec, dict[str, Any]], *, labels: Optional[dict[str, Any]] = None,
+                        version: int = 1, extra: Optional[dict[str, Any]] = None) -> SessionMetadata:
+        """Open a session from a compiled session spec (docs/compiler.md): a `SessionSpec`, or its
+        JSON object (parsed here). Its opener opens it (`SessionSpec.opener`)."""
+        spec = SessionSpec.parse(spec)
+        adapter = self._adapter_for(spec.kind, version)
+        _check_labels(labels)
+        opener = spec.opener  # (a workflow's graph is read here, once: the adapter compiles that model)
+        if opener is None:
+            opener = spec.participants[0].agent_id if spec.participants else ""
+        return await self._open(adapter, spec, opener, labels, extra)
+
+    async def _open(self, adapter: SessionAdapter, spec: SessionSpec, creator_id: str,
+                    labels: Optional[dict[str, Any]], extra: Optional[dict[str, Any]]) -> SessionMetadata:
         check_agent_id(creator_id)
-        _check_limits(ttl_seconds, expectations)
-        exps = _expectations(expectations, adapter.manifest.default_expectations)
+        ttl_seconds = spec.ttl_seconds
+        exps = _expectations(spec.expectations, adapter.manifest.default_expectations)
         now = self.clock()
         md = SessionMetadata(session_id=new_session_id(), manifest=adapter.manifest, creator_id=creator_id,
-                             participants=parts, knobs=shared_knobs(knobs) if knobs is not None else {}, created_at=now,
-                             name=name, expectations=exps, ttl_seconds=ttl_seconds, labels=dict(labels or {}),
-                             tools=list(tools or []), extra=extra)
+                             participants=spec.participants, knobs=shared_knobs(spec.knobs), created_at=now,
+                             name=spec.name, expectations=exps, ttl_seconds=ttl_seconds, labels=dict(labels or {}),
+                             tools=spec.tools, extra=extra)
         adapter.validate_create(md)
         live = LiveSession(md, adapter, adapter.initial_state(md))
         md.expires_at = now + ttl_seconds if ttl_seconds else None
@@ -539,22 +483,6 @@ class Hub:
             adapter = self.adapters[key] = ContractAdapter(adapter, self, silent_rounds=False)
         self._as_written.add(id(adapter))
         return adapter
-
-    async def open_spec(self, spec: dict[str, Any], *, labels: Optional[dict[str, Any]] = None) -> SessionMetadata:
-        """Open a session from a compiled session spec (docs/compiler.md)."""
-        if not isinstance(spec, dict):
-            raise ProtocolError(f"a session spec must be an object, got {type(spec).__name__}")
-        for key in ("kind", "participants"):
-            if key not in spec:
-                raise ProtocolError(f"session spec is missing {key!r}")
-        parts = spec["participants"]
-        if not isinstance(parts, list) or not all(isinstance(p, dict) for p in parts):
-            raise ProtocolError("session spec: `participants` must be a list of objects")
-        return await self.open_session(spec["kind"], parts, creator_id=spec_opener(spec),
-                                       knobs=spec.get("knobs") or {}, name=spec.get("name") or "",
-                                       expectations=spec.get("expectations") or [],
-                                       ttl_seconds=spec.get("ttl_seconds"), labels=labels,
-                                       tools=spec.get("tools") or [])
 
     async def ack(self, session_id: str, agent_id: str) -> None:
         live = self._live(session_id)

@@ -22,9 +22,8 @@ declared are honoured: `control_loop: self` → one call per turn, no retry;
 from __future__ import annotations
 
 import asyncio
-import copy
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Iterable, Optional
+from typing import Any, Awaitable, Iterable, Optional, Union
 
 from turnflow.runtime.agents.base import Agent, SessionTools
 from turnflow.runtime.agents.driver import TurnStopped, handshake, take_turn
@@ -34,9 +33,10 @@ from turnflow.runtime.agents.session_context import agent_context
 from turnflow.runtime.envelope import (EV_EXPECTATION_VIOLATED, EV_PACKET, EV_SESSION_CLOSED, EV_SESSION_EXPIRED,
                                        EV_TEXT, Envelope)
 from turnflow.runtime.errors import AdapterError, ProtocolError
-from turnflow.runtime.hub import Hub, spec_opener as opener
+from turnflow.runtime.hub import Hub
 from turnflow.runtime.port import HubPort
 from turnflow.runtime.session import SessionMetadata, SessionState, check_agent_id
+from turnflow.runtime.session_spec import SessionSpec
 from turnflow.runtime.transcript import Messages
 
 TASK_SENDER = "<task>"
@@ -80,19 +80,6 @@ def turn_of(e: Envelope) -> Optional[dict[str, Any]]:
 
 def turns_of(envelopes: Iterable[Any]) -> list[dict[str, Any]]:
     return [t for t in (turn_of(e) for e in envelopes if isinstance(e, Envelope)) if t is not None]
-
-
-def with_overrides(spec: dict[str, Any], max_turns: Optional[int] = None, ttl_seconds: Optional[float] = None) -> dict[str, Any]:
-    """The spec with `max_turns` (a workflow's graph) and `ttl_seconds` replaced for one run."""
-    out = dict(spec)
-    if ttl_seconds is not None:
-        out["ttl_seconds"] = ttl_seconds
-    if max_turns is not None and spec.get("kind") == "workflow":
-        knobs = copy.deepcopy(spec.get("knobs") or {})
-        if isinstance(knobs.get("graph"), dict):
-            knobs["graph"]["max_turns"] = max_turns
-        out["knobs"] = knobs
-    return out
 
 
 def sweep_interval_for(md: SessionMetadata) -> float:
@@ -140,7 +127,7 @@ class RunControl:
             self._task = None
 
 
-async def run_session(hub: Hub, spec: dict[str, Any], agents: dict[str, Any], task: Optional[str] = None, *,
+async def run_session(hub: Hub, spec: Union[SessionSpec, dict[str, Any]], agents: dict[str, Any], task: Optional[str] = None, *,
                       control: Optional[RunControl] = None, max_turns: Optional[int] = None,
                       ttl_seconds: Optional[float] = None, sweep_interval: Optional[float] = None,
                       labels: Optional[dict[str, Any]] = None, session_id: Optional[str] = None,
@@ -155,8 +142,9 @@ async def run_session(hub: Hub, spec: dict[str, Any], agents: dict[str, Any], ta
     that are not participants (yet): in a conversation or discussion `add_participant` brings one
     in, and it is handed the session on its first turn. `peers` (`{agent_id, role?, description?}`):
     more agents `lookup_peers` lists (a served hub's registered agents)."""
+    spec = SessionSpec.parse(spec)
+    spec = spec.replace(max_turns=max_turns, ttl_seconds=ttl_seconds)
     ctl = control or RunControl()
-    spec = with_overrides(spec, max_turns, ttl_seconds)
     _check_agents(spec, agents)
     driven = {n: as_agent(a) for n, a in agents.items()}  # each in the one shape the driver calls
     if session_id is not None:
@@ -183,29 +171,25 @@ async def run_session(hub: Hub, spec: dict[str, Any], agents: dict[str, Any], ta
                      interrupted=ctl.reason is not None)
 
 
-async def _open(hub: Hub, spec: dict[str, Any], task: Optional[str], labels: Optional[dict[str, Any]]) -> Any:
+async def _open(hub: Hub, spec: SessionSpec, task: Optional[str], labels: Optional[dict[str, Any]]) -> Any:
     """A new session of `spec` on `hub`, labelled with the task."""
-    return await hub.open_session(spec.get("kind", ""), spec.get("participants") or [], creator_id=opener(spec),
-                                  knobs=spec.get("knobs") or {}, name=spec.get("name") or "",
-                                  expectations=spec.get("expectations") or [], ttl_seconds=spec.get("ttl_seconds"),
-                                  labels={**({"task": task} if task else {}), **(labels or {})},
-                                  tools=spec.get("tools") or [])
+    return await hub.open_spec(spec, labels={**({"task": task} if task else {}), **(labels or {})})
 
 
-def _check_agents(spec: dict[str, Any], agents: dict[str, Any]) -> None:
+def _check_agents(spec: SessionSpec, agents: dict[str, Any]) -> None:
     """One agent per participant; agents for anyone else only where the session's roster is open
     (conversation, discussion: newcomers `add_participant` may bring in). `AdapterError` naming them."""
-    names = [check_agent_id(p.get("agent_id")) for p in spec.get("participants") or [] if isinstance(p, dict)]
+    names = spec.participant_ids
     missing = [n for n in names if n not in agents]
     if missing:
         raise AdapterError(f"no agent for participant{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
     extra = sorted(set(agents) - set(names))
     for n in extra:
         check_agent_id(n)
-    if extra and spec.get("kind") not in OPEN_MEMBERSHIP:
+    if extra and spec.kind not in OPEN_MEMBERSHIP:
         raise AdapterError(f"agents file names {', '.join(extra)}, not a participant of "
-                           f"{spec.get('name') or 'this session'} ({', '.join(names)}); only a conversation or "
-                           f"discussion takes newcomers, and a {spec.get('kind') or 'session'}'s participants are "
+                           f"{spec.name or 'this session'} ({', '.join(names)}); only a conversation or "
+                           f"discussion takes newcomers, and a {spec.kind or 'session'}'s participants are "
                            "fixed by its flow")
 
 
@@ -213,12 +197,12 @@ _OPEN = (SessionState.ACTIVE, SessionState.INVITED)
 
 
 class _Run:
-    def __init__(self, hub: Hub, md: Any, agents: dict[str, Agent], spec: dict[str, Any], task: Optional[str], ctl: RunControl,
+    def __init__(self, hub: Hub, md: Any, agents: dict[str, Agent], spec: SessionSpec, task: Optional[str], ctl: RunControl,
                  max_turns: Optional[int], continued: bool = False) -> None:
         self.hub, self.md, self.agents, self.ctl, self.max_turns = hub, md, agents, ctl, max_turns
         self.sid = md.session_id
         self.port = HubPort(hub, self.sid)  # all the agent side sees of the hub
-        self.all_tools = [t for t in (spec.get("tools") or []) if isinstance(t, dict)]
+        self.all_tools = [t for t in spec.tools if isinstance(t, dict)]
         self.any_tool = not any(t.get("name") for t in self.all_tools)
         self.spec = spec
         self.task = task
@@ -316,10 +300,8 @@ class _Run:
         if name in self.caps:
             return
         spec = self.spec
-        if name not in [p.get("agent_id") for p in spec.get("participants") or [] if isinstance(p, dict)]:
-            spec = {**spec, "participants": [{"agent_id": p.agent_id, "role": p.role,
-                                              "description": getattr(p, "description", "") or ""}
-                                             for p in md.participants]}
+        if name not in spec.participant_ids:
+            spec = spec.with_participants(md.participants)
         ctx = agent_context(spec, sid, name, self.task)
         try:
             self.caps[name] = await self.ctl.cancellable(handshake(self.port, self.agents[name], ctx))

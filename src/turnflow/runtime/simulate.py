@@ -27,13 +27,14 @@ from __future__ import annotations
 import random
 import statistics
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Union
 
 from turnflow.runtime.adapters.workflow import WorkflowAdapter
 from turnflow.runtime.agents.base import SessionTools
 from turnflow.runtime.envelope import envelope_id_for
 from turnflow.runtime.errors import ProtocolError
-from turnflow.runtime.session import Participant, SessionMetadata
+from turnflow.runtime.session import SessionMetadata
+from turnflow.runtime.session_spec import SessionSpec
 from turnflow.runtime.transitions import CompiledGraph, round_inputs
 from turnflow.spec import ContextCompare, ContextEquals, TextContains, ToolCalled
 
@@ -75,28 +76,20 @@ class BlockReport:
 class Simulator:
     """Random sessions of one workflow spec (a compiled session spec dict)."""
 
-    def __init__(self, spec: dict[str, Any], *, finish_p: float = 0.02, cap: int = DEFAULT_CAP) -> None:
-        if spec.get("kind") != "workflow":
-            raise ProtocolError(f"only workflow sessions can be simulated, got {spec.get('kind')!r}")
-        from turnflow.runtime.runner import opener
-
+    def __init__(self, spec: Union[SessionSpec, dict[str, Any]], *, finish_p: float = 0.02,
+                 cap: int = DEFAULT_CAP) -> None:
+        spec = SessionSpec.parse(spec)
+        if spec.kind != "workflow":
+            raise ProtocolError(f"only workflow sessions can be simulated, got {spec.kind!r}")
         self.spec = spec
         self.finish_p = finish_p
         self.cap = cap
         self.adapter = WorkflowAdapter()
-        parts = []
-        raw = spec.get("participants")
-        if not isinstance(raw, list) or not all(isinstance(p, dict) and isinstance(p.get("agent_id"), str)
-                                                for p in raw):
-            raise ProtocolError("session spec: `participants` must be a list of objects with an `agent_id`")
-        for i, p in enumerate(raw):
-            parts.append(Participant(p["agent_id"], p.get("role", "participant"), p.get("order", i),
-                                     p.get("description", "") or "", tuple(p.get("tools") or ())))
+        parts = spec.participants
         self.md = SessionMetadata(session_id="0" * 32, manifest=self.adapter.manifest,
-                                  creator_id=opener(spec) or (parts[0].agent_id if parts else ""),
-                                  participants=parts,
-                                  knobs=spec.get("knobs") or {}, created_at=0.0, name=spec.get("name") or "",
-                                  tools=list(spec.get("tools") or []))
+                                  creator_id=spec.opener or (parts[0].agent_id if parts else ""),
+                                  participants=parts, knobs=spec.knobs, created_at=0.0, name=spec.name,
+                                  tools=spec.tools)
         self.adapter.validate_create(self.md)
         self.initial = self.adapter.initial_state(self.md)
         self.graph: CompiledGraph = self.initial.graph

@@ -17,6 +17,7 @@ from typing import Any, Optional
 
 from turnflow import json_input
 from turnflow.runtime.errors import StoreError
+from turnflow.runtime.session_spec import SessionSpec
 
 KEYS = ("id", "task", "context")
 MAX_ID = 200
@@ -112,25 +113,22 @@ def read_tasks(path: str) -> list[Task]:
     return parse_tasks(text, path)
 
 
-def spec_for(spec: dict[str, Any], task: Task) -> dict[str, Any]:
+def spec_for(spec: SessionSpec, task: Task) -> SessionSpec:
     """The session spec of one task: its `context` is added to the workflow's `context_vars`."""
     if not task.context:
         return spec
-    if spec.get("kind") != "workflow":
+    if spec.kind != "workflow":
         raise TaskFileError(f"line {task.line}: task {task.id!r} has a `context`, but only a workflow has "
-                            f"context variables (this flow is a {spec.get('kind')})")
-    knobs = dict(spec.get("knobs") or {})
-    base = knobs.get("context_vars")
-    knobs["context_vars"] = {**(base if isinstance(base, dict) else {}), **task.context}
-    return {**spec, "knobs": knobs}
+                            f"context variables (this flow is a {spec.kind})")
+    return spec.replace(context_vars=task.context)
 
 
-def spec_hash(spec: dict[str, Any]) -> str:
+def spec_hash(spec: SessionSpec) -> str:
     """Identifies the flow a task list was started with (a re-run with another flow is refused)."""
-    return hashlib.sha256(json.dumps(spec, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
+    return hashlib.sha256(json.dumps(spec.to_dict(), sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
 
 
-def check_tasks(spec: dict[str, Any], tasks: list[Task]) -> None:
+def check_tasks(spec: SessionSpec, tasks: list[Task]) -> None:
     for t in tasks:
         spec_for(spec, t)
 

@@ -20,12 +20,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 from turnflow.runtime.agents.base import AgentContext, Capabilities, SessionTools
 from turnflow.runtime.envelope import EV_CONTEXT_SET, EV_PACKET, EV_TEXT, Envelope
 from turnflow.runtime.errors import AdapterError, StoreError
-from turnflow.runtime.hub import Hub, spec_opener
+from turnflow.runtime.hub import Hub
+from turnflow.runtime.session_spec import SessionSpec
 from turnflow.serve import wire
 
 if TYPE_CHECKING:
@@ -261,13 +262,13 @@ async def _identify(client: WireClient, names: list[str], local: set[str], repla
     return ids
 
 
-async def _join(remote: _Remote, spec: dict[str, Any], knobs: list[dict[str, Any]], opener: str, control: Any,
+async def _join(remote: _Remote, spec: SessionSpec, knobs: list[dict[str, Any]], opener: str, control: Any,
                 timeout: Optional[float]) -> dict[str, Any]:
     """Wait for the remote opener's invite to this flow's session, ack it as every one of the
     file's agents in it, and return the channel record. A session of the flow's kind with the
     flow's participants but workflow knobs other than one of `knobs` (the flow's graph in its
     forms) is rejected (the mirror would run another graph); other invites are left alone."""
-    client, kind = remote.client, spec.get("kind")
+    client, kind = remote.client, spec.kind
     everyone = set(remote.ids.values())
 
     async def matching() -> dict[str, Any]:
@@ -300,17 +301,18 @@ async def _join(remote: _Remote, spec: dict[str, Any], knobs: list[dict[str, Any
     return channel
 
 
-def _bound(remote: _Remote, spec: dict[str, Any]) -> dict[str, Any]:
-    knobs = spec.get("knobs") or {}
-    if spec.get("kind") == "workflow" and knobs:
+def _bound(remote: _Remote, spec: SessionSpec) -> dict[str, Any]:
+    knobs: dict[str, Any] = spec.knobs
+    if spec.kind == "workflow" and knobs:
         from turnflow.interop.ag2 import bind_agents
 
         knobs = bind_agents(knobs, remote.ids)
     return knobs
 
 
-async def _open_or_join(remote: _Remote, forms: list[dict[str, Any]], names: list[str], opener: str, task: Optional[str],
-                        control: Any, timeout: Optional[float]) -> tuple[dict[str, Any], dict[str, Any]]:
+async def _open_or_join(remote: _Remote, forms: list[SessionSpec], names: list[str], opener: str,
+                        task: Optional[str], control: Any,
+                        timeout: Optional[float]) -> tuple[dict[str, Any], SessionSpec]:
     """The served session and the form of the spec it runs: opened by this run (on the first
     form) when the opener is one of the file's agents, else the one the remote opener invites the
     file's agents to (on whichever form its knobs are)."""
@@ -321,9 +323,9 @@ async def _open_or_join(remote: _Remote, forms: list[dict[str, Any]], names: lis
         channel = await _join(remote, spec, bound, opener, control, timeout)
         knobs = channel.get("knobs") or {}
         return channel, forms[bound.index(knobs)] if knobs in bound else spec
-    ttl = spec.get("ttl_seconds")
+    ttl = spec.ttl_seconds
     return await client.call("create_channel", {
-        "creator_id": remote.ids[opener], "manifest_type": spec.get("kind"),
+        "creator_id": remote.ids[opener], "manifest_type": spec.kind,
         "participants": [remote.ids[n] for n in names if n != opener], "knobs": knobs,
         "ttl": int(ttl) if ttl else None, "labels": {"task": task} if task else None}), spec
 
@@ -342,7 +344,8 @@ async def served_peers(client: WireClient, limit: int = 500) -> list[dict[str, A
     return out
 
 
-async def run_remote(url: str, hub: Hub, spec: dict[str, Any], agents: dict[str, Any], task: Optional[str], *,
+async def run_remote(url: str, hub: Hub, spec: Union[SessionSpec, dict[str, Any]], agents: dict[str, Any],
+                     task: Optional[str], *,
                      keys: Optional[dict[str, str]] = None, notice: Any = None, other_forms: Any = (),
                      served: Any = None, **kw: Any) -> RunResult:
     """Run `spec` with the file's `agents` on the served hub at `url`; the others are remote.
@@ -355,14 +358,16 @@ async def run_remote(url: str, hub: Hub, spec: dict[str, Any], agents: dict[str,
     from turnflow.interop.ag2 import extensions_needed
     from turnflow.runtime.runner import run_session
 
-    names = [str(p.get("agent_id")) for p in spec.get("participants") or [] if isinstance(p, dict)]
+    spec = SessionSpec.parse(spec)
+    forms = [spec, *(SessionSpec.parse(form) for form in other_forms)]
+    names = spec.participant_ids
     local = set(agents) & set(names)
-    opener = spec_opener(spec)
+    opener = spec.opener
     if opener is None or opener not in names:
         raise HubError(f"the flow names no opener among its participants (found {opener!r})")
     if not local:
         raise HubError("none of the flow's participants is defined in the agents file")
-    needed = extensions_needed(spec.get("knobs") or {}) if spec.get("kind") == "workflow" else []
+    needed = extensions_needed(spec.knobs) if spec.kind == "workflow" else []
     if needed and notice is not None:
         notice(f"the workflow uses {', '.join(needed)}, which AG2 1.2.1 does not ship: every AG2 participant's "
                "process must call turnflow.interop.ag2.register_extensions() before it joins (docs/serve.md)")
@@ -371,8 +376,8 @@ async def run_remote(url: str, hub: Hub, spec: dict[str, Any], agents: dict[str,
     try:
         remote = _Remote(client, await _identify(client, names, local, replay=opener not in local))
         if opener not in local and notice is not None:
-            notice(f"waiting for {opener!r} to open the {spec.get('kind')} session on {url}")
-        channel, spec = await _open_or_join(remote, [spec, *other_forms], names, opener, task, kw.get("control"),
+            notice(f"waiting for {opener!r} to open the {spec.kind} session on {url}")
+        channel, spec = await _open_or_join(remote, forms, names, opener, task, kw.get("control"),
                                             kw.get("ttl_seconds"))
         remote.channel_id = channel["channel_id"]
         if served is not None:

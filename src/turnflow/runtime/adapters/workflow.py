@@ -30,6 +30,7 @@ from turnflow.runtime.adapters.base import (NO_CHANGE, AdapterResult, ExpectedTu
 from turnflow.runtime.envelope import (EV_CONTEXT_SET, EV_EXPECTATION_VIOLATED, EV_PACKET, EV_TEXT, Envelope)
 from turnflow.runtime.errors import ProtocolError
 from turnflow.runtime.session import Expectation, SessionManifest, SessionMetadata
+from turnflow.runtime.session_spec import known_graph
 from turnflow.runtime.transitions import ALWAYS, CTX, PREVIOUS, TEST, TOOL, TOOLS, CompiledGraph
 
 if TYPE_CHECKING:
@@ -124,7 +125,8 @@ def compiled_graph(graph: Any, order: list[str], creator: str) -> CompiledGraph:
 
 @functools.lru_cache(maxsize=256)
 def _compiled(key: str, order: tuple[str, ...], creator: str) -> CompiledGraph:
-    return CompiledGraph(json.loads(key), list(order), creator)
+    model = known_graph(key)  # the model the session's spec read, if it did (read once)
+    return CompiledGraph(model if model is not None else json.loads(key), list(order), creator)
 
 
 def _check_packet(metadata: SessionMetadata, d: dict[str, Any]) -> None:
