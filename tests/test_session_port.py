@@ -6,6 +6,7 @@ a real session on the same hub."""
 
 from __future__ import annotations
 
+import asyncio
 import warnings
 
 import pytest
@@ -109,6 +110,7 @@ def test_telemetry_through_the_port_is_stored_beside_the_session():
             warnings.simplefilter("ignore")
             assert not port.record_telemetry("b", {"event": "not-an-event"})  # dropped, as the hub drops it
         port.store_telemetry({"agent_id": "c", "at": port.clock(), "event": "handshake"})
+        await asyncio.sleep(0)  # the synchronous ones are staged in this tick's group commit: it runs now
         stored = [(t["agent_id"], t["event"]) for t in hub.store.telemetry(md.session_id)]
         assert stored == [("a", "thought"), ("b", "progress"), ("c", "handshake")]
         assert [sid for sid, _ in live] == [md.session_id] * 3
