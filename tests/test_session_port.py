@@ -143,3 +143,40 @@ def test_the_roster_last_shown_is_per_session_and_forgotten_when_it_ends():
         p1.shown("b", p1.roster())  # a delivery after the end forgets the session
         assert p1.last_shown("a") is None and p1.last_shown("b") is None
     run(go())
+
+
+class _Unsaid:
+    """A discussion adapter with every method of the protocol but `membership` (written before it
+    was declared): its roster reads as fixed, and nothing else about it changes."""
+
+    def __init__(self) -> None:
+        from turnflow.runtime.adapters.discussion import DiscussionAdapter
+
+        self._d = DiscussionAdapter()
+        self.manifest = self._d.manifest
+        for name in ("initial_state", "validate_create", "validate_send", "fold", "on_accepted", "expected_next",
+                     "turn_count", "default_view_policy", "extract_turn_input", "build_round_envelope",
+                     "render_envelope"):
+            setattr(self, name, getattr(self._d, name))
+
+
+def test_an_adapter_that_does_not_say_membership_keeps_a_fixed_roster_and_its_own_rounds():
+    async def go():
+        hub = await new_hub()
+        hub.adapters[("panel", 1)] = _Unsaid()
+        md = await hub.open_session("panel", ["a", "b", "c"], creator_id="a")
+        for p in ("b", "c"):
+            await hub.ack(md.session_id, p)
+        adapter = hub.sessions[md.session_id].adapter
+        assert adapter.membership is False
+        assert getattr(adapter, "silent_rounds", False) is False  # an empty round stays an error, as before
+        port = HubPort(hub, md.session_id)
+        add = Envelope(md.session_id, "a", None, EV_PARTICIPANT_ADDED,
+                       {"agent_id": "d", "role": "participant", "description": ""})
+        with pytest.raises(ProtocolError, match="fixed by its flow"):
+            port.check_roster_change(add)
+        with pytest.raises(ProtocolError, match="fixed by its flow"):
+            await port.post(add)
+        await port.post(_text(md.session_id, "a", "hello"))  # its own rules run as they did
+        assert [m["text"] for m in port.view("b")] == ["hello"]
+    run(go())

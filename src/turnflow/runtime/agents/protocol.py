@@ -35,7 +35,7 @@ class ContractOpen(Protocol):
 
 
 class PhasedAgent(Protocol):
-    """A self-managed adapter without `on_message`: one call per phase (`driver.run_phases`)."""
+    """A self-managed adapter without `on_message`: one call per phase (`run_phases`)."""
 
     def aplan(self, task: Optional[str], metadata: dict[str, Any]) -> Awaitable[Any]: ...
     def aexecute(self, task: Optional[str], plan: Any, step: Optional[int], metadata: dict[str, Any]) -> Awaitable[Any]: ...
