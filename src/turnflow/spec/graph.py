@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, TypeAdapter, Valid
 from turnflow.spec import meaning as m
 from turnflow.spec.errors import SpecError, from_validation_error
 from turnflow.spec.meaning import DEFAULT_REASON, NO_PARTICIPANTS_REASON, compare
+from pydantic_core import PydanticCustomError
 
 __all__ = ["DEFAULT_REASON", "NO_PARTICIPANTS_REASON", "compare"]  # re-exported with the models below
 #: validation context asking for AG2's `loads` reading (defaults filled, max_turns 0 allowed)
@@ -538,7 +539,6 @@ class TransitionGraph(Model):
     def _max_turns(cls, v: Optional[int], info: ValidationInfo) -> Optional[int]:
         least = 0 if _loads(info) else 1  # AG2 accepts 0 (the session closes after one turn)
         if v is not None and v < least:
-            from pydantic_core import PydanticCustomError
 
             raise PydanticCustomError("greater_than_equal", "at least {ge}", {"ge": least})
         return v
