@@ -36,7 +36,6 @@ def _caret_lines(d: Diagnostic, src: Optional[SourceText]) -> list[str]:
 
 
 def _caret(number: int, line: str, column: int, end_column: int) -> list[str]:
-
     flat = line.expandtabs(1)
     shown = visible(flat)  # a control character in the source is shown as `\x1b`: the caret follows it
     if len(shown) != len(flat):

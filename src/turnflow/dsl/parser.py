@@ -481,7 +481,6 @@ DURATION_UNITS = "ms, s, m, h or d"
 
 
 def _close(word: str, candidates) -> Optional[str]:
-
     found = difflib.get_close_matches(word, sorted(candidates), n=1, cutoff=0.7)
     return found[0] if found else None
 

@@ -226,7 +226,6 @@ def code_at(text: str, offset: int) -> Optional[tuple[int, int, str]]:
 
 
 def code_hover(text: str, offset: int) -> Optional[tuple[int, int, str]]:
-
     found = code_at(text, offset)
     if found is None:
         return None

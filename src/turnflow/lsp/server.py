@@ -266,7 +266,6 @@ class FlowServer(LanguageServer):
 
 
 def _rule(code: str):
-
     return lookup(code)
 
 
@@ -331,7 +330,6 @@ def _hover(ls: FlowServer, params: t.HoverParams) -> Optional[t.Hover]:
     if a.index is not None:
         found = a.index.hover(offset)
     else:
-
         found = code_hover(a.text, offset)
     if found is None:
         return None
@@ -375,7 +373,6 @@ def _prepare_rename(ls: FlowServer, params: t.PrepareRenameParams):
 
 @server.feature(t.TEXT_DOCUMENT_RENAME)
 def _rename(ls: FlowServer, params: t.RenameParams) -> Optional[t.WorkspaceEdit]:
-
     a, offset = ls.analysis_at(params.text_document.uri, params.position)
     if a.index is None:
         raise JsonRpcInvalidParams("the file does not parse; fix the syntax errors before renaming")

@@ -539,7 +539,6 @@ class TransitionGraph(Model):
     def _max_turns(cls, v: Optional[int], info: ValidationInfo) -> Optional[int]:
         least = 0 if _loads(info) else 1  # AG2 accepts 0 (the session closes after one turn)
         if v is not None and v < least:
-
             raise PydanticCustomError("greater_than_equal", "at least {ge}", {"ge": least})
         return v
 
@@ -548,7 +547,8 @@ class TransitionGraph(Model):
         """Read `data` the way AG2 1.2.1's `TransitionGraph.loads` does (missing
         `transitions` = [], `priority` = 0, `args` = {}, `default_target` =
         terminate "after_work", `max_turns` = null; 0 allowed); `SpecError` otherwise."""
-        return parse(cls, data, root, LOADS)
+        graph: TransitionGraph = parse(cls, data, root, LOADS)
+        return graph
 
     def to_dict(self) -> dict[str, Any]:
         """Exactly `ag2.network.TransitionGraph.to_dict()`."""

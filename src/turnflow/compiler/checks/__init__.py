@@ -80,7 +80,6 @@ def run_checks(flow: ast.FlowFile, path: str = "<string>") -> list[Diagnostic]:
         out.extend(_to_diagnostic(row, f, path) for f in fn(flow))
     graph_checks = checks("graph")
     if graph_checks:
-
         # the blocks holding a file-check error, found once (bisect over the block starts): a scan
         # of every finding so far for every block made checks quadratic in the number of blocks
         blocked = _blocks_with_errors(flow.blocks, out)

@@ -8,7 +8,6 @@ import difflib
 
 
 def _did_you_mean(name: str, candidates: list[str]) -> Optional[str]:
-
     close = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
     return f"did you mean `{close[0]}`?" if close else None
 

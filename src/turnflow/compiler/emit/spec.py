@@ -99,7 +99,6 @@ def block_knobs(block: ast.Block, profile: Optional[str] = None) -> dict[str, An
     if block.kind == "workflow":
         graph = None
         if profile == "ag2-builtin":
-
             graph = builtin_graph(block)
         return {"graph": graph if graph is not None else _knobs.transition_graph(block),
                 "context_vars": {c.key.name: c.value.value for c in block.of_type(ast.ContextInit)}}
