@@ -29,6 +29,9 @@ from turnflow.spec import DEFAULT_REASON, SpecError, json_path
 from turnflow.dsl import ast
 from turnflow.dsl.lexical import KEYWORDS, NAME_RE
 from turnflow.source import Span
+from turnflow.json_input import MAX_DEPTH, check_depth
+from turnflow.dsl.printer import print_flow
+from turnflow.compiler.emit.spec import compile_block
 
 if TYPE_CHECKING:  # `turnflow.spec` loads its pydantic models lazily
     from turnflow.spec.graph import Model
@@ -85,12 +88,10 @@ def decompile(data: Any, name: str = "main", participants: Optional[list[str]] =
 
 def decompile_text(data: Any, name: str = "main", participants: Optional[list[str]] = None) -> str:
     """Canonical `.flow` text for `data`, verified to compile back to it."""
-    from turnflow.json_input import MAX_DEPTH, check_depth
 
     if not check_depth(data):
         raise DecompileError("$", f"nested more than {MAX_DEPTH} levels deep")
     flow, expected = _decompile(data, name, participants)
-    from turnflow.dsl.printer import print_flow
 
     text = print_flow(flow)
     _verify(text, data, expected)
@@ -476,7 +477,6 @@ def _verify(text: str, data: Any, expected: Any) -> None:
     findings (TF2xx, e.g. "can never end") describe the input's behaviour and
     do not stop decompilation; any other error would mean the text is not a
     faithful flow and is reported."""
-    from turnflow.compiler.emit.spec import compile_block
     from turnflow.compiler.pipeline import analyse
 
     flow, diags = analyse(text, "<decompiled>")

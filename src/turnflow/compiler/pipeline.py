@@ -15,6 +15,7 @@ from turnflow.diagnostics.codes import PROFILES, lookup
 from turnflow.diagnostics.diagnostic import Diagnostic, sort_key
 from turnflow.dsl import ast
 from turnflow.dsl.parser import parse_source
+from dataclasses import replace
 
 __all__ = ["PROFILES", "analyse", "check"]
 
@@ -49,7 +50,6 @@ def check(flow: Union[str, ast.FlowFile], path: str = "<string>") -> list[Diagno
 
 def _named(diags: list[Diagnostic]) -> list[Diagnostic]:
     """Fill in the kebab-case name of diagnostics built without one (the parser's)."""
-    from dataclasses import replace
 
     out = []
     for d in diags:

@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Optional
+from turnflow.diagnostics.diagnostic import Diagnostic
 
 if TYPE_CHECKING:  # pragma: no cover  (this table is read by `turnflow --help`: no pydantic here)
     from turnflow.diagnostics.diagnostic import Diagnostic, Related
@@ -138,7 +139,6 @@ def lookup(code: str) -> Optional[Code]:
 def diagnostic(code: str, message: str, span: Span, path: str = "<string>", *,
                related: tuple[Related, ...] = (), help: Optional[str] = None) -> Diagnostic:  # noqa: A002
     """The one constructor: name and severity come from the table; an unknown code is a bug."""
-    from turnflow.diagnostics.diagnostic import Diagnostic
 
     row = BY_CODE[code]
     return Diagnostic(code=row.code, severity=row.severity.value, message=message, span=span, path=path,

@@ -12,6 +12,12 @@ from turnflow.diagnostics.diagnostic import Diagnostic
 from turnflow.diagnostics.codes import lookup
 from turnflow.diagnostics.registry import RuleInfo, all_rules
 from turnflow.source import SourceText, Span
+from turnflow.term import visible
+import xml.etree.ElementTree as ET
+import hashlib
+import os
+from pathlib import Path
+from urllib.parse import quote
 
 
 def _caret_lines(d: Diagnostic, src: Optional[SourceText]) -> list[str]:
@@ -30,8 +36,6 @@ def _caret_lines(d: Diagnostic, src: Optional[SourceText]) -> list[str]:
 
 
 def _caret(number: int, line: str, column: int, end_column: int) -> list[str]:
-    from turnflow.term import visible
-
     flat = line.expandtabs(1)
     shown = visible(flat)  # a control character in the source is shown as `\x1b`: the caret follows it
     if len(shown) != len(flat):
@@ -82,7 +86,6 @@ def render_grouped(diags: Sequence[Diagnostic]) -> str:
 def render_junit(diags: Sequence[Diagnostic]) -> str:
     """JUnit XML (ruff's `junit`): one test suite per file, one failing test case per diagnostic;
     no diagnostic: one passing test case."""
-    import xml.etree.ElementTree as ET
 
     root = ET.Element("testsuites", name="turnflow", tests=str(len(diags) or 1), failures=str(len(diags)),
                       errors="0")
@@ -118,8 +121,6 @@ def render_gitlab(diags: Sequence[Diagnostic], root: Optional[str] = None) -> st
     """GitLab Code Quality (a JSON array of issues: description, check_name, fingerprint,
     severity, location.path relative to the project, location.lines.begin/end). The fingerprint
     is stable across runs: path, code, message and the occurrence's rank among equal ones."""
-    import hashlib
-    import os
 
     root = root or os.getcwd()
     seen: Counter[tuple[Any, ...]] = Counter()
@@ -189,9 +190,6 @@ def _sarif_rule(r: RuleInfo) -> dict[str, Any]:
 def _artifact(path: str) -> dict[str, Any]:
     """A SARIF artifactLocation: a relative path against %SRCROOT% (the folder turnflow ran in,
     as code-scanning expects), an absolute one as a file: URI; percent-encoded either way."""
-    import os
-    from pathlib import Path
-    from urllib.parse import quote
 
     if os.path.isabs(path):
         return {"uri": Path(os.path.abspath(path)).as_uri()}
@@ -222,8 +220,6 @@ def render_sarif(diags: Sequence[Diagnostic], version: str, sources: Optional[Ma
     """A SARIF 2.1.0 log: the whole catalogue as rules (helpUri, help in text and Markdown, a
     `default` message string), one result per diagnostic (message text and its argument, region
     with the source it covers as snippet, the surrounding lines as contextRegion)."""
-    import os
-    from pathlib import Path
 
     sources = sources or {}
     rules = all_rules()

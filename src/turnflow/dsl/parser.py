@@ -26,6 +26,10 @@ from turnflow.dsl import ast, fastparse
 from turnflow.dsl.lexer import FlowLexer
 from turnflow.dsl.lexical import KEYWORDS, STATEMENT_KEYWORDS, STRING
 from turnflow.source import SourceText, Span
+import hashlib
+import os
+import sys
+import difflib
 
 GRAMMAR_FILE = "flow.lark"
 
@@ -40,9 +44,6 @@ def _cache_file() -> "str | bool":
     when the process turned the cache on (`turnflow.process.TABLE_CACHE`, the
     CLI does); `TURNFLOW_NO_CACHE=1`, or a directory that cannot be created,
     turns it off."""
-    import hashlib
-    import os
-    import sys
 
     if not process.TABLE_CACHE or os.environ.get("TURNFLOW_NO_CACHE"):
         return False
@@ -480,8 +481,6 @@ DURATION_UNITS = "ms, s, m, h or d"
 
 
 def _close(word: str, candidates) -> Optional[str]:
-    import difflib
-
     found = difflib.get_close_matches(word, sorted(candidates), n=1, cutoff=0.7)
     return found[0] if found else None
 

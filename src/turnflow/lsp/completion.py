@@ -15,6 +15,8 @@ from typing import Iterator, Optional
 
 from turnflow.dsl.ast import EXPECT_ACTIONS, EXPECT_EVALUATORS, ORDERINGS
 from turnflow.dsl.lexical import BLOCK_KINDS, NAME, STATEMENT_KEYWORDS, TARGET_KEYWORDS, TERM_KEYWORDS
+from turnflow.lsp.blocks import block_around
+import difflib
 
 _BLOCK_TYPES = frozenset(k.upper() for k in BLOCK_KINDS)
 _WORD = re.compile(NAME)
@@ -123,7 +125,6 @@ def _declared(run: list[Tok], out: dict[str, dict[str, None]]) -> None:
 
 def declared_names(text: str, offset: int) -> dict[str, list[str]]:
     """Participants, tools and context keys declared (or, for tools, used) in the block around `offset`."""
-    from turnflow.lsp.blocks import block_around
 
     out: dict[str, dict[str, None]] = {"participant": {}, "context": {}, "tool": {}}
     start, end = block_around(text, offset)  # only the block's text is read: a 40,000-block file stays quick
@@ -197,7 +198,6 @@ def _kw(xs, detail: str = "keyword") -> list[Item]:
 def _inside_block(text: str, offset: int) -> bool:
     """Whether `offset` is inside the braces of the block it follows (counted from that block's
     header, not from the start of the text)."""
-    from turnflow.lsp.blocks import block_around
 
     depth = 0
     for t in tokens(text, block_around(text, offset)[0], offset):
@@ -228,7 +228,6 @@ def fix_span(text: str, replacement: str) -> tuple[int, int]:
     """Within a diagnostic's text (`tool escalte`, `context.resovled == true`), the
     span of the name a "did you mean" replacement is meant for: the most similar
     name that differs from it (the whole text when it is a single name)."""
-    import difflib
 
     best = (0.0, 0, len(text))
     for m in re.finditer(NAME, text):

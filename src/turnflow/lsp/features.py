@@ -10,6 +10,8 @@ from typing import Callable, Optional
 from turnflow.diagnostics.diagnostic import Diagnostic
 from turnflow.lsp.index import FlowIndex
 from turnflow.lsp.positions import LineIndex
+import turnflow
+from turnflow.dsl.printer import format_flow, like_source
 
 
 @dataclass
@@ -24,7 +26,6 @@ def analyse(text: str, path: str, encoding: str = "utf-16",
             policy: Optional[Callable[[list[Diagnostic], str], list[Diagnostic]]] = None) -> Analysis:
     """Check `text` (never raises on any text). `policy` filters and re-grades the
     diagnostics (the project's select/ignore/severity settings)."""
-    import turnflow
     from turnflow.dsl.parser import parse_source
 
     flow, _ = parse_source(text, path)
@@ -38,7 +39,6 @@ def analyse(text: str, path: str, encoding: str = "utf-16",
 def diagnose(text: str, path: str) -> list[Diagnostic]:
     """`turnflow check`'s diagnostics of `text`, without the symbol index (what a large
     document's analysis needs, run in a child process by the server)."""
-    import turnflow
     from turnflow.dsl.parser import parse_source
 
     flow, _ = parse_source(text, path)
@@ -59,7 +59,6 @@ def diagnose_to(conn, text: str, path: str) -> None:
 def format_text(text: str, path: str = "<string>") -> Optional[str]:
     """The canonical text, or None when the text does not parse (nothing to format safely)."""
     from turnflow.dsl.parser import parse_source
-    from turnflow.dsl.printer import format_flow, like_source
 
     flow, _ = parse_source(text, path)
     if flow is None:

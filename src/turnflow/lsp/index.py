@@ -19,6 +19,8 @@ from typing import Optional
 
 from turnflow.dsl import ast
 from turnflow.dsl.lexical import KEYWORDS, NAME_RE
+from turnflow.diagnostics.registry import get_rule
+import bisect
 
 KINDS = ("participant", "tool", "context")
 CODE_RE = re.compile(r"TF[0-9]{3}", re.IGNORECASE)
@@ -99,7 +101,6 @@ class FlowIndex:
     # -- queries ---------------------------------------------------------
     def at(self, offset: int) -> Optional[Occurrence]:
         """The occurrence whose name covers `offset` (the end counts: a cursor just after a name)."""
-        import bisect
 
         i = bisect.bisect_right(self._starts, offset)  # occurrences starting at or before offset: [:i]
         best = None
@@ -225,8 +226,6 @@ def code_at(text: str, offset: int) -> Optional[tuple[int, int, str]]:
 
 
 def code_hover(text: str, offset: int) -> Optional[tuple[int, int, str]]:
-    from turnflow.diagnostics.registry import get_rule
-
     found = code_at(text, offset)
     if found is None:
         return None

@@ -18,6 +18,15 @@ import turnflow
 from turnflow.lsp import completion
 from turnflow.lsp.features import Analysis, analyse, format_text
 from turnflow.lsp.positions import LineIndex
+from turnflow.diagnostics.codes import lookup
+from turnflow.lsp.index import code_hover
+from pygls.exceptions import JsonRpcInvalidParams
+from turnflow.lsp.blocks import headers, outline
+from turnflow.config import ConfigError, config_for_file
+from turnflow.lsp.blocks import block_around, padded
+from turnflow.lsp.index import FlowIndex
+import multiprocessing
+from turnflow.lsp.features import diagnose_to
 
 DEBOUNCE_SECONDS = 0.3
 LARGE = 200_000  # characters: a larger document is analysed off the event loop, answered block by block meanwhile
@@ -115,7 +124,6 @@ class FlowServer(LanguageServer):
     def _policy(self, uri: str):
         """The project configuration's policy for `uri`; an invalid configuration is shown
         to the user once (per message) and ignored."""
-        from turnflow.config import ConfigError, config_for_file
 
         path = to_fs_path(uri) or uri
         try:
@@ -173,8 +181,6 @@ class FlowServer(LanguageServer):
         if a is not None:
             return a, _offset(a, position)
         from turnflow.dsl.parser import parse_source
-        from turnflow.lsp.blocks import block_around, padded
-        from turnflow.lsp.index import FlowIndex
 
         lines = self.lines(uri)
         offset = lines.offset(position.line, position.character)
@@ -220,9 +226,7 @@ class FlowServer(LanguageServer):
         """The diagnostics of a large document, checked in a child process: the server keeps no
         syntax tree of it (memory) and its requests do not wait behind the check for the
         interpreter lock. A newer change cancels this and ends the child at once."""
-        import multiprocessing
 
-        from turnflow.lsp.features import diagnose_to
 
         path = to_fs_path(uri) or uri
         ctx = multiprocessing.get_context("spawn")
@@ -262,8 +266,6 @@ class FlowServer(LanguageServer):
 
 
 def _rule(code: str):
-    from turnflow.diagnostics.codes import lookup
-
     return lookup(code)
 
 
@@ -328,8 +330,6 @@ def _hover(ls: FlowServer, params: t.HoverParams) -> Optional[t.Hover]:
     if a.index is not None:
         found = a.index.hover(offset)
     else:
-        from turnflow.lsp.index import code_hover
-
         found = code_hover(a.text, offset)
     if found is None:
         return None
@@ -373,8 +373,6 @@ def _prepare_rename(ls: FlowServer, params: t.PrepareRenameParams):
 
 @server.feature(t.TEXT_DOCUMENT_RENAME)
 def _rename(ls: FlowServer, params: t.RenameParams) -> Optional[t.WorkspaceEdit]:
-    from pygls.exceptions import JsonRpcInvalidParams
-
     a, offset = ls.analysis_at(params.text_document.uri, params.position)
     if a.index is None:
         raise JsonRpcInvalidParams("the file does not parse; fix the syntax errors before renaming")
@@ -422,7 +420,6 @@ def _symbols(ls: FlowServer, params: t.DocumentSymbolParams) -> Optional[list[t.
     if kept is not None and kept[0] == text and kept[1] == (a is not None):
         return kept[2]  # editors ask again and again (outline, breadcrumbs): answered once per text
     if a is None:  # a large document still being analysed: its outline, read from the declaration lines
-        from turnflow.lsp.blocks import headers, outline
 
         lines = ls.lines(uri)
         symbols = outline(lines.text, children=len(headers(lines.text)) <= MAX_SYMBOLS)

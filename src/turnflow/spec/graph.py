@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, TypeAdapter, Valid
 from turnflow.spec import meaning as m
 from turnflow.spec.errors import SpecError, from_validation_error
 from turnflow.spec.meaning import DEFAULT_REASON, NO_PARTICIPANTS_REASON, compare
+from pydantic_core import PydanticCustomError
 
 __all__ = ["DEFAULT_REASON", "NO_PARTICIPANTS_REASON", "compare"]  # re-exported with the models below
 #: validation context asking for AG2's `loads` reading (defaults filled, max_turns 0 allowed)
@@ -538,8 +539,6 @@ class TransitionGraph(Model):
     def _max_turns(cls, v: Optional[int], info: ValidationInfo) -> Optional[int]:
         least = 0 if _loads(info) else 1  # AG2 accepts 0 (the session closes after one turn)
         if v is not None and v < least:
-            from pydantic_core import PydanticCustomError
-
             raise PydanticCustomError("greater_than_equal", "at least {ge}", {"ge": least})
         return v
 
@@ -548,7 +547,8 @@ class TransitionGraph(Model):
         """Read `data` the way AG2 1.2.1's `TransitionGraph.loads` does (missing
         `transitions` = [], `priority` = 0, `args` = {}, `default_target` =
         terminate "after_work", `max_turns` = null; 0 allowed); `SpecError` otherwise."""
-        return parse(cls, data, root, LOADS)
+        graph: TransitionGraph = parse(cls, data, root, LOADS)
+        return graph
 
     def to_dict(self) -> dict[str, Any]:
         """Exactly `ag2.network.TransitionGraph.to_dict()`."""

@@ -73,17 +73,20 @@ class FromSpeakerMeaning(ConditionMeaning):
     __slots__ = ()
 
     def holds(self, speaker: str, context: Context, tool: Optional[str], text: Optional[str]) -> bool:
-        return self.args.agent_id == speaker
+        agent_id: str = self.args.agent_id
+        return agent_id == speaker
 
     def decide(self, speaker: str, owned: Optional[Collection[str]]) -> Optional[bool]:
-        return self.args.agent_id == speaker
+        agent_id: str = self.args.agent_id
+        return agent_id == speaker
 
 
 class ToolCalledMeaning(ConditionMeaning):
     __slots__ = ()
 
     def holds(self, speaker: str, context: Context, tool: Optional[str], text: Optional[str]) -> bool:
-        return tool == self.args.tool_name
+        name: str = self.args.tool_name
+        return tool == name
 
     def decide(self, speaker: str, owned: Optional[Collection[str]]) -> Optional[bool]:
         return False if owned is not None and self.args.tool_name not in owned else None
@@ -93,7 +96,8 @@ class ContextEqualsMeaning(ConditionMeaning):
     __slots__ = ()
 
     def holds(self, speaker: str, context: Context, tool: Optional[str], text: Optional[str]) -> bool:
-        return context.get(self.args.key) == self.args.value
+        equal: bool = context.get(self.args.key) == self.args.value  # (a JSON value's `==` is a bool)
+        return equal
 
 
 class TextContainsMeaning(ConditionMeaning):

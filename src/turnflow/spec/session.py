@@ -142,7 +142,7 @@ def parse_spec(data: Any, root: str = "$") -> Union[WorkflowSpec, ConsultingSpec
     tool is listed in its owner's `tools`, and a tool's target is null, or
     (workflow only) a participant or one of terminate / stay / next /
     initiator. Raises `SpecError` at the JSON path of the first problem."""
-    spec = parse(SESSION_SPEC, data, root)
+    spec: Union[WorkflowSpec, ConsultingSpec, ConversationSpec, DiscussionSpec] = parse(SESSION_SPEC, data, root)
     check_spec(spec, root)
     return spec
 

@@ -46,6 +46,8 @@ from turnflow.diagnostics.codes import Code, diagnostic
 from turnflow.diagnostics.diagnostic import Diagnostic
 from turnflow.diagnostics.registry import checks
 from turnflow.dsl import ast
+import bisect
+from turnflow.compiler.graph import build_graph
 
 
 def _to_diagnostic(row: Code, f: Finding, path: str) -> Diagnostic:
@@ -58,7 +60,6 @@ def _inside(block: ast.Block, d: Diagnostic) -> bool:
 
 def _blocks_with_errors(blocks: Sequence[ast.Block], found: list[Diagnostic]) -> set[int]:
     """The indexes of `blocks` (not overlapping) that hold an error of `found`."""
-    import bisect
 
     order = sorted(range(len(blocks)), key=lambda k: blocks[k].span.start)
     starts = [blocks[k].span.start for k in order]
@@ -79,8 +80,6 @@ def run_checks(flow: ast.FlowFile, path: str = "<string>") -> list[Diagnostic]:
         out.extend(_to_diagnostic(row, f, path) for f in fn(flow))
     graph_checks = checks("graph")
     if graph_checks:
-        from turnflow.compiler.graph import build_graph
-
         # the blocks holding a file-check error, found once (bisect over the block starts): a scan
         # of every finding so far for every block made checks quadratic in the number of blocks
         blocked = _blocks_with_errors(flow.blocks, out)

@@ -2,6 +2,9 @@ from typing import Iterator
 
 from turnflow.compiler.checks.finding import Finding, rule
 from turnflow.dsl import ast
+from turnflow.compiler.emit import knobs
+from turnflow.compiler.emit.builtin_graph import builtin_transitions
+from turnflow.compiler.lower import Lowering
 
 
 @rule("TF301")
@@ -47,9 +50,6 @@ def check(flow: ast.FlowFile) -> Iterator[Finding]:
     or keep the rule and call `turnflow.interop.ag2.register_extensions()` in
     the AG2 process before loading the knobs (and compile without the profile).
     """
-    from turnflow.compiler.emit import knobs  # only with the profile: `turnflow check` never needs the emitter
-    from turnflow.compiler.emit.builtin_graph import builtin_transitions
-    from turnflow.compiler.lower import Lowering
 
     for block in flow.blocks:
         if block.kind != "workflow" or builtin_transitions(block) is not None:

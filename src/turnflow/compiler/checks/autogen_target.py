@@ -2,6 +2,8 @@ from typing import Iterator
 
 from turnflow.compiler.checks.finding import Finding, rule
 from turnflow.dsl import ast
+from turnflow.compiler.checks.langgraph_target import target_findings
+from turnflow.compiler.emit.autogen import FRAMEWORK, TABLE
 
 
 @rule("TF304")
@@ -40,7 +42,5 @@ def check(flow: ast.FlowFile) -> Iterator[Finding]:
     it calls (`handoff a -> b via submit`); or compile for a target with shared context
     (`--target langgraph`), or run the flow on turnflow's hub.
     """
-    from turnflow.compiler.checks.langgraph_target import target_findings
-    from turnflow.compiler.emit.autogen import FRAMEWORK, TABLE
 
     yield from target_findings(flow, TABLE, FRAMEWORK, "autogen")

@@ -2,6 +2,7 @@ from typing import Iterator, Optional
 
 from turnflow.compiler.checks.finding import Finding, related, rule
 from turnflow.dsl import ast
+import json
 
 # int and float compare equal at run time (1 == 1.0): one kind for the check
 _KIND = {"string": "string", "int": "number", "float": "number", "bool": "boolean", "null": "null"}
@@ -61,7 +62,6 @@ def check(flow: ast.FlowFile) -> Iterator[Finding]:
 
 def _retyped(lit: ast.Literal, kind: str) -> Optional[str]:
     """The literal written as `kind` when its text says so (`"true"` → `true`, `"3"` → `3`)."""
-    import json
 
     if lit.kind != "string" or not isinstance(lit.value, str):
         return json.dumps(lit.value) if kind == "string" and lit.kind in ("int", "float", "bool") else None

@@ -2,6 +2,8 @@ from typing import Iterator
 
 from turnflow.compiler.checks.finding import Finding, rule
 from turnflow.dsl import ast
+from turnflow.compiler.emit.langgraph import FRAMEWORK, TABLE
+from turnflow.compiler.emit.constructs import BY_KEY, refusals
 
 
 @rule("TF302")
@@ -37,7 +39,6 @@ def check(flow: ast.FlowFile) -> Iterator[Finding]:
     graph), run the flow on turnflow's hub (`turnflow run`), or silence the finding knowingly
     with `# turnflow: ignore[TF302]` on the statement.
     """
-    from turnflow.compiler.emit.langgraph import FRAMEWORK, TABLE
 
     yield from target_findings(flow, TABLE, FRAMEWORK, "langgraph")
 
@@ -45,7 +46,6 @@ def check(flow: ast.FlowFile) -> Iterator[Finding]:
 def target_findings(flow: ast.FlowFile, table: dict[str, tuple[str, bool]], framework: str,
                     target: str) -> Iterator[Finding]:
     """The findings of one target's table over every block (what each target check yields)."""
-    from turnflow.compiler.emit.constructs import BY_KEY, refusals
 
     for block in flow.blocks:
         for key, span, becomes in refusals(block, table):

@@ -4,11 +4,10 @@ from turnflow.compiler.checks.finding import Finding, rule
 from turnflow.compiler.checks.graph_common import names
 from turnflow.compiler.graph import SpeakerGraph
 from turnflow.dsl import ast
+import difflib
 
 
 def _did_you_mean(name: str, candidates: list[str]) -> Optional[str]:
-    import difflib
-
     close = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
     return f"did you mean `{close[0]}`?" if close else None
 

@@ -4,6 +4,7 @@ from typing import Iterator, Optional
 from turnflow.compiler.checks.finding import Finding, rule
 from turnflow.compiler.graph import SpeakerGraph
 from turnflow.dsl import ast
+import difflib
 
 
 @rule("TF208")
@@ -32,7 +33,6 @@ def check(block: ast.Block, graph: SpeakerGraph) -> Iterator[Finding]:
     user -> terminate when context.resolved == true
     ```
     """
-    import difflib
 
     keys = {c.key.name for c in block.of_type(ast.ContextInit)}
     ordered = sorted(keys)

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from turnflow.compiler.emit.pyroute import COMPARE_SOURCE, doc_text, Next, Routing, literal, routing
+import keyword
 
 NAME = "ag2-groupchat"
 FRAMEWORK = "AG2 GroupChat (classic)"
@@ -67,7 +68,6 @@ _TAKEN = frozenset({"ConversableAgent", "GroupChat", "GroupChatManager", "LLM_CO
 def _variables(order: tuple[str, ...]) -> dict[str, str]:
     """Each participant's Python variable: its own name when that is a plain identifier the
     module does not use, else `agent_I`."""
-    import keyword
 
     out: dict[str, str] = {}
     for i, s in enumerate(order):

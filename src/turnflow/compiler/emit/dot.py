@@ -4,6 +4,11 @@ through the `graphviz` package, which needs Graphviz's `dot` program."""
 from __future__ import annotations
 
 from turnflow.compiler.emit.picture import Edge, Node, Picture
+from turnflow.term import visible
+from collections import deque
+import shutil
+import signal
+import subprocess
 
 FONT = "Helvetica"
 RED, GREY, LIGHT = "#c62828", "#9e9e9e", "#f2f2f2"
@@ -12,7 +17,6 @@ RED, GREY, LIGHT = "#c62828", "#9e9e9e", "#f2f2f2"
 def quote(text: str) -> str:
     """A DOT string: control and bidi characters and lone surrogates of the flow's own strings
     shown as escapes (`term.visible`: a label never acts on a terminal or fails to encode)."""
-    from turnflow.term import visible
 
     return '"' + visible(text).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
@@ -104,7 +108,6 @@ def _edge(e: Edge, src: str, dst: str, label_id: str, back: bool = False) -> lis
 def _depths(p: Picture) -> dict[str, int]:
     """Each node's distance from the start (breadth first over the edges), as Graphviz ranks them
     left to right; a node the start cannot reach counts from the first such node in file order."""
-    from collections import deque
 
     nexts: dict[str, list[str]] = {}
     for e in p.edges:
@@ -176,9 +179,6 @@ def render(dot_text: str, fmt: str, timeout: float = DEFAULT_TIMEOUT) -> bytes:
     `graphviz` package runs, called directly so that it can be given a time limit).
     `DotMissing` when `dot` is not installed; `DotFailed` when it exits with an error,
     is killed, or runs longer than `timeout` seconds (it is then killed)."""
-    import shutil
-    import signal
-    import subprocess
 
     exe = shutil.which("dot")
     if exe is None:

@@ -18,6 +18,10 @@ from typing import TYPE_CHECKING, Callable, Optional, Sequence, Union
 from turnflow.diagnostics.diagnostic import Diagnostic
 from turnflow.dsl import ast
 from turnflow.dsl.printer import condition
+import bisect
+from turnflow.compiler.graph import build_graph
+from turnflow.compiler import digraph as dg
+from turnflow.compiler.graph import END
 
 if TYPE_CHECKING:  # imported lazily at run time: the speaker graph is only built for a picture
     from turnflow.compiler.digraph import DiGraph
@@ -122,7 +126,6 @@ def _participant_nodes(block: ast.Block) -> dict[str, Node]:
 def _rule_at(block: ast.Block, starts: list[int], d: Diagnostic) -> Optional[Union[ast.Rule, ast.Handoff]]:
     """The rule or handoff statement `d` points into (`starts`: the statements' start offsets,
     ascending, so each look-up is a bisection)."""
-    import bisect
 
     i = bisect.bisect_right(starts, d.span.start) - 1
     st = block.statements[i] if i >= 0 else None
@@ -137,7 +140,6 @@ def build_picture(block: ast.Block, diagnostics: Sequence[Diagnostic] = ()) -> P
     if block.kind != "workflow":
         return _session_picture(block, title)
 
-    from turnflow.compiler.graph import build_graph
 
     ir = build_graph(block)
     nodes = _participant_nodes(block)
@@ -160,8 +162,6 @@ def build_picture(block: ast.Block, diagnostics: Sequence[Diagnostic] = ()) -> P
 
 def _mark_nodes(g: DiGraph[str], start: Optional[str], nodes: dict[str, Node], inside: list[Diagnostic]) -> None:
     """Unreachable and trapped participants; the start node with the cap findings as notes."""
-    from turnflow.compiler import digraph as dg
-    from turnflow.compiler.graph import END
 
     reach = {start} | dg.descendants(g, start) if start is not None and start in g else set()
     coreach = dg.ancestors(g, END) | {END} if END in g else set()
@@ -178,7 +178,6 @@ def _mark_nodes(g: DiGraph[str], start: Optional[str], nodes: dict[str, Node], i
 def _graph_edges(g: DiGraph[str], nodes: dict[str, Node], end_nodes: dict[str, Node],
                  fallback: Fallback) -> list[Edge]:
     """The speaker graph's edges in participant order; edges to END split by close reason."""
-    from turnflow.compiler.graph import END
 
     edges: list[Edge] = []
     position = {name: i for i, name in enumerate(nodes)}

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from typing import Any, NamedTuple, Optional, Union
+from turnflow.spec.graph import negate
 
 #: the helper a `context_compare` needs, emitted into the generated module (docs/language.md,
 #: "Comparisons"; the same reading as `turnflow.spec.meaning.compare`, which the differential
@@ -110,7 +111,6 @@ def prune(cond: Any, owned: Optional[tuple[str, ...]]) -> Union[bool, Any]:
         inner = prune(cond.args.condition, owned)
         if isinstance(inner, bool):
             return not inner
-        from turnflow.spec.graph import negate
 
         return negate(inner)
     if name in ("all_of", "any_of"):

@@ -17,6 +17,7 @@ from turnflow.compiler.emit import knobs as _knobs
 from turnflow.diagnostics.codes import PROFILES  # noqa: F401  (re-exported)
 from turnflow.diagnostics.diagnostic import Diagnostic
 from turnflow.dsl import ast
+from turnflow.compiler.emit.builtin_graph import builtin_graph
 
 
 
@@ -98,8 +99,6 @@ def block_knobs(block: ast.Block, profile: Optional[str] = None) -> dict[str, An
     if block.kind == "workflow":
         graph = None
         if profile == "ag2-builtin":
-            from turnflow.compiler.emit.builtin_graph import builtin_graph
-
             graph = builtin_graph(block)
         return {"graph": graph if graph is not None else _knobs.transition_graph(block),
                 "context_vars": {c.key.name: c.value.value for c in block.of_type(ast.ContextInit)}}

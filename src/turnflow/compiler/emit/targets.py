@@ -17,6 +17,10 @@ from typing import Optional, Union
 from turnflow.compiler.emit.spec import CompileError
 from turnflow.diagnostics.diagnostic import Diagnostic
 from turnflow.dsl import ast
+from turnflow.diagnostics.codes import lookup
+import ast as pyast
+from turnflow.compiler.emit.spec import compile_block
+import os
 
 #: target name → writer module (`write(spec, source) -> str`, `TABLE`, `FRAMEWORK`)
 WRITERS: dict[str, str] = {"langgraph": "turnflow.compiler.emit.langgraph",
@@ -64,7 +68,6 @@ def in_block(block: ast.Block, d: Diagnostic) -> bool:
 def relevant(diags: list[Diagnostic], block: ast.Block, target: str) -> list[Diagnostic]:
     """The diagnostics that matter to compiling `block` for `target`: every check's, and the
     target profile's inside the block (a discussion elsewhere in the file does not stop it)."""
-    from turnflow.diagnostics.codes import lookup
 
     out = []
     for d in diags:
@@ -77,9 +80,7 @@ def relevant(diags: list[Diagnostic], block: ast.Block, target: str) -> list[Dia
 
 def emit(block: ast.Block, target: str, path: str = "<string>") -> str:
     """The target's code for one checked block (no errors); `TargetError` when it cannot be written."""
-    import ast as pyast
 
-    from turnflow.compiler.emit.spec import compile_block
     from turnflow.spec import SpecError, parse_spec
 
     name = block.name.name
@@ -119,6 +120,5 @@ def compile_target(flow: Union[str, ast.FlowFile], target: str, block: Optional[
 def _display(path: str) -> str:
     """The source's name as the generated code mentions it (the file name, not the folder:
     output does not depend on where the compile ran)."""
-    import os
 
     return os.path.basename(path) if path not in ("-", "<string>") else "<stdin>" if path == "-" else path

@@ -53,7 +53,9 @@ builds: the rules in evaluation order (priority ascending, ties in file order), 
 evaluated for the speaker, then `otherwise`. The output is deterministic (the same input gives
 byte-identical output) and names the source file, never its folder.
 
-In an editor, the language server offers the same on a workflow block's header line: one source action per target, disabled with the first refusal when the target cannot express the block (docs/editors.md).
+In an editor, the language server offers the same on a workflow block's header line: one source
+action per target, disabled with the first refusal when the target cannot express the block
+(docs/editors.md).
 
 A file with several blocks needs `--block NAME`; a target's refusals outside the chosen block
 (a `discussion` next to the workflow, say) do not stop it.
