@@ -227,3 +227,24 @@ def test_run_a_flow_file_with_errors_is_not_run(tmp_path, capsys):
     assert main(["run", flow, "--agents", AGENTS]) == 1
     err = capsys.readouterr().err
     assert "TF103" in err and "Traceback" not in err
+
+
+def test_inspect_names_the_agents_a_served_hub_registered(tmp_path, capsys):
+    """On a served hub's store the speakers are agent ids (AG2's are 32 hex digits); inspect shows
+    the name each registered under (the registry beside the store, STORE.agents)."""
+    from turnflow.serve.registry import SQLiteBackend
+
+    agents = write(tmp_path, "a.yaml", "agents:\n  triage: {kind: scripted, steps: [{say: x}]}\n")
+    db = str(tmp_path / "hub.db")
+    assert main(["run", SPEC, "--agents", agents, "--store", db]) == 0
+    capsys.readouterr()
+    assert main(["inspect", db]) == 0
+    assert capsys.readouterr().out.splitlines()[1].endswith("  triage")  # no registry: the id
+    backend = SQLiteBackend(db + ".agents")
+    backend.insert(("triage", "Triage Desk", "{}", "{}", "{}", None))
+    backend.close()
+    assert main(["inspect", db]) == 0
+    assert capsys.readouterr().out.splitlines()[1].endswith("  Triage Desk")
+    assert main(["inspect", db, "--format", "json"]) == 0
+    [row] = json.loads(capsys.readouterr().out)
+    assert (row["last_speaker"], row["last_speaker_name"]) == ("triage", "Triage Desk")

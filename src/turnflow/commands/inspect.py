@@ -68,7 +68,7 @@ def run(args) -> int:
         if args.session is not None and not lives and not bad:
             err(f"turnflow inspect: {where}: no session {args.session}")
             return EXIT_USAGE
-        unreadable = _print_readable(args, lives, store, bad)
+        unreadable = _print_readable(args, lives, store, bad, _agent_names(args.store))
         for problem in bad:
             err(f"turnflow inspect: {where}: {problem}")
         if unreadable:
@@ -91,12 +91,20 @@ def _summary(args, run_summary) -> int:
         return EXIT_USAGE
 
 
-def _print_readable(args, lives: list, store: Any, problems: list) -> str:
+def _agent_names(store: str) -> dict[str, str]:
+    """Agent id -> name where a served hub registered its agents beside the store (AG2's agents
+    speak under hex ids there); {} otherwise."""
+    from turnflow.serve.registry import agent_names
+
+    return agent_names(store)
+
+
+def _print_readable(args, lives: list, store: Any, problems: list, names: Optional[dict[str, str]] = None) -> str:
     """`_print`; what stopped it on a damaged file (a page or record that cannot be read), or ""."""
     import sqlite3
 
     try:
-        _print(args, lives, store, damage_by_session(problems))
+        _print(args, lives, store, damage_by_session(problems), names or {})
     except (ValueError, sqlite3.DatabaseError) as exc:
         out("\n")
         return str(exc)
@@ -129,14 +137,14 @@ _UNREADABLE = ("kind", "state", "close_reason", "turn_count", "expected_next", "
                "last_speaker", "created_at", "adapter_capabilities")
 
 
-def _print(args, lives: list, store: Any, damage: dict[str, list[dict]]) -> None:
+def _print(args, lives: list, store: Any, damage: dict[str, list[dict]], names: dict[str, str]) -> None:
     if args.format == "json":
         from turnflow.runtime.session import adapter_capabilities, iso_z
 
         rows = []
         for s in lives:
             tel = store.telemetry(s.session_id)
-            rows.append({**session_row(s), "created_at": iso_z(s.metadata.created_at),
+            rows.append({**session_row(s, names), "created_at": iso_z(s.metadata.created_at),
                          "adapter_capabilities": adapter_capabilities(tel), "telemetry": tel,
                          "damage": damage.get(s.session_id, [])})
         listed = {s.session_id for s in lives}
@@ -145,31 +153,33 @@ def _print(args, lives: list, store: Any, damage: dict[str, list[dict]]) -> None
                          "damage": damage[sid]})
         out(json.dumps(rows, indent=2) + "\n")
     else:
-        render_sessions(lives, store, events=args.events or args.session is not None, damage=damage)
+        render_sessions(lives, store, events=args.events or args.session is not None, damage=damage, names=names)
 
 
-def session_row(live: Any) -> dict:
+def session_row(live: Any, names: Optional[dict[str, str]] = None) -> dict:
     """What `inspect` says of a session: `LiveSession.info()` plus its block's name, the task it
-    ran (`run --tasks`; None otherwise) and who spoke last."""
+    ran (`run --tasks`; None otherwise), who spoke last and, on a served hub's store, that
+    agent's registered name (`names`: agent id -> name)."""
     md = live.metadata
     labels = md.labels if isinstance(md.labels, dict) else {}
     task = labels.get("task_id")
+    last = getattr(live.state, "last_speaker_id", None)
     return {**live.info(), "block": md.name or None, "task_id": None if task is None else str(task),
-            "last_speaker": getattr(live.state, "last_speaker_id", None)}
+            "last_speaker": last, "last_speaker_name": (names or {}).get(last, last) if last else None}
 
 
 HEADER = ("SESSION", "TASK", "BLOCK", "STATE", "CLOSE REASON", "TURNS", "LAST SPEAKER")
 
 
-def _table_rows(lives: list, damage: dict[str, list[dict]]) -> list[tuple[str, ...]]:
+def _table_rows(lives: list, damage: dict[str, list[dict]], names: dict[str, str]) -> list[tuple[str, ...]]:
     """The text table's rows: the readable sessions (STATE `damaged` when their log has damaged
     records), then the sessions whose creation record cannot be read."""
     rows: list[tuple[str, ...]] = []
     for s in lives:
-        r = session_row(s)
+        r = session_row(s, names)
         state = "damaged" if s.session_id in damage else r["state"]
         rows.append(tuple(visible(v) for v in (r["session_id"], r["task_id"] or "-", r["block"] or "-", state,
-                                               r["close_reason"] or "-", str(r["turn_count"]), r["last_speaker"] or "-")))
+                                               r["close_reason"] or "-", str(r["turn_count"]), r["last_speaker_name"] or "-")))
     unreadable = sorted(set(damage) - {s.session_id for s in lives} - {"(store)"})
     return rows + [(_printable(sid), "-", "-", "unreadable", "-", "-", "-") for sid in unreadable]
 
@@ -196,13 +206,14 @@ def _print_events(live: Any, store: Any, damage: list[dict]) -> None:
         out(render_telemetry(t))
 
 
-def render_sessions(lives: list, store: Any, events: bool, damage: Optional[dict[str, list[dict]]] = None) -> None:
+def render_sessions(lives: list, store: Any, events: bool, damage: Optional[dict[str, list[dict]]] = None,
+                    names: Optional[dict[str, str]] = None) -> None:
     """One aligned line per session under a header, then `N sessions`; with `events`, each
     session's envelopes and telemetry under its line. `damage` (`damage_by_session`): a session
     with damaged records shows STATE `damaged` (its log is folded up to the first of them), one
     whose creation record cannot be read a line of its own, and the last line counts them."""
     damage = damage or {}
-    rows = _table_rows(lives, damage)
+    rows = _table_rows(lives, damage, names or {})
     widths = [max(len(row[i]) for row in [HEADER, *rows]) for i in range(len(HEADER))]
 
     def line(row) -> str:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sqlite3
 import uuid
 from typing import Any, Iterable, Optional, Protocol
@@ -216,6 +217,26 @@ def _old_rows(path: str) -> tuple[list[AgentRow], list[CursorRow]]:
     except sqlite3.DatabaseError as exc:
         raise StoreError(f"--registry {path}: not a registry file of turnflow serve ({exc})") from None
     return agents, cursors
+
+
+def agent_names(store: str) -> dict[str, str]:
+    """Agent id -> registered name of the hub served on `store` (read only; nothing is created):
+    `turnflow inspect` shows who spoke by name. {} when no hub was served there or its registry
+    cannot be read."""
+    from turnflow.runtime.errors import StoreError
+    from turnflow.runtime.store import is_postgres_url
+
+    try:
+        if is_postgres_url(store):
+            from turnflow.serve.registry_pg import registered_names
+
+            return registered_names(store)
+        if not os.path.isfile(store + ".agents"):
+            return {}
+        agents, _ = _old_rows(store + ".agents")
+    except StoreError:
+        return {}
+    return {str(row[0]): str(row[1]) for row in agents}
 
 
 def open_registry(store: str, registry: Optional[str] = None) -> Registry:

@@ -112,3 +112,19 @@ class PostgresBackend:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+
+
+def registered_names(url: str, connect_timeout: float = 10.0) -> dict[str, str]:
+    """Agent id -> name from `turnflow_hub_agents`, read only ({} when the table does not exist:
+    no hub was served on this database)."""
+    from turnflow.runtime.store.postgres import _import_psycopg
+
+    psycopg, _ = _import_psycopg()
+    try:
+        with psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(connect_timeout))) as conn:
+            if conn.execute("SELECT to_regclass('turnflow_hub_agents')").fetchone()[0] is None:
+                return {}
+            rows = conn.execute("SELECT agent_id, name FROM turnflow_hub_agents").fetchall()
+    except psycopg.Error:
+        return {}
+    return {str(a): str(n) for a, n in rows}
