@@ -27,6 +27,7 @@ from turnflow.lsp.blocks import block_around, padded
 from turnflow.lsp.index import FlowIndex
 import multiprocessing
 from turnflow.lsp.features import diagnose_to
+from turnflow.lsp.targets import beside, target_actions
 
 DEBOUNCE_SECONDS = 0.3
 LARGE = 200_000  # characters: a larger document is analysed off the event loop, answered block by block meanwhile
@@ -481,8 +482,6 @@ def _compile_actions(ls: FlowServer, uri: str, line: int) -> list[t.CodeAction]:
     path = to_fs_path(uri)
     if a is None or a.index is None or path is None:
         return []
-    from turnflow.lsp.targets import beside, target_actions
-
     actions = []
     for act in target_actions(a.index.flow, path, line):
         if act.source is None:
