@@ -48,7 +48,8 @@ def test_run_json_contract(tmp_path, capsys):
            for g in json.loads(capsys.readouterr().out)]
     assert got == [{"session_id": out["session_id"], "kind": "workflow", "state": "closed",
                     "close_reason": "resolved", "turn_count": 3, "expected_next": None, "envelope_count": 11,
-                    "block": "support", "task_id": None, "last_speaker": "user", "damage": []}]
+                    "block": "support", "task_id": None, "last_speaker": "user", "last_speaker_name": "user",
+                    "damage": []}]
 
 
 def test_run_text_and_inspect_text(tmp_path, capsys):
