@@ -87,7 +87,7 @@ def in_process(text: str) -> dict:
     build_parser()
     gc.collect()
     t0, c0 = time.perf_counter(), time.process_time()
-    with gc_paused():  # as `turnflow check` runs `analyse` (turnflow/commands/check.py)
+    with gc_paused():  # as `turnflow check` runs `analyse` (turnflow/cli/commands/check.py)
         diags = turnflow.check(text, path="scale.flow")
     total, cpu = time.perf_counter() - t0, time.process_time() - c0
     assert not [d for d in diags if d.severity != "info"], diags[:3]

@@ -95,7 +95,7 @@ def measure(kind: str, n: int) -> tuple[float, float, int]:
 
     text = SOURCES[kind](n)
     t0 = time.process_time()
-    with gc_paused():  # as `turnflow migrate` runs it (turnflow/commands/migrate.py)
+    with gc_paused():  # as `turnflow migrate` runs it (turnflow/cli/commands/migrate.py)
         result = migrate(text, f"{kind}_{n}.py")
     t1 = time.process_time()
     with gc_paused():

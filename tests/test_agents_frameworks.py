@@ -17,7 +17,7 @@ pytest.importorskip("autogen_agentchat")
 pytest.importorskip("autogen_ext")
 pytest.importorskip("ag2")
 
-from turnflow.cli import main  # noqa: E402
+from turnflow.cli.app import main  # noqa: E402
 from turnflow.runtime.store import SQLiteStore  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent

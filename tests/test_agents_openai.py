@@ -17,7 +17,7 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("openai") is None, reas
 from openai_server import FakeOpenAI, call, say  # noqa: E402
 from runtime_helpers import run_on_hub  # noqa: E402
 from turnflow import compile as compile_flow  # noqa: E402
-from turnflow.cli import main  # noqa: E402
+from turnflow.cli.app import main  # noqa: E402
 from turnflow.runtime.agents import OpenAIChatAgent, ScriptedAgent  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -248,7 +248,7 @@ def test_unreachable_postgres_is_one_clear_line(tmp_path, capsys):
 
 
 def test_progress_line(capsys):
-    from turnflow.commands.run_batch import _ProgressLine
+    from turnflow.cli.commands.run_batch import _ProgressLine
     from turnflow.runtime.batch import Progress
 
     p = Progress(done=3, failed=1, running=4, posts=80)

@@ -27,9 +27,9 @@ def imported_names(path: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("stage, forbidden", [
-    ("dsl", ("turnflow.compiler", "turnflow.runtime", "turnflow.migrate", "turnflow.api", "turnflow.commands")),
+    ("dsl", ("turnflow.compiler", "turnflow.runtime", "turnflow.migrate", "turnflow.api", "turnflow.cli.commands")),
     ("diagnostics", ("turnflow.dsl", "turnflow.compiler", "turnflow.runtime", "turnflow.migrate", "turnflow.api")),
-    ("compiler", ("turnflow.runtime", "turnflow.migrate", "turnflow.commands", "turnflow.cli", "turnflow.api")),
+    ("compiler", ("turnflow.runtime", "turnflow.migrate", "turnflow.cli.commands", "turnflow.cli", "turnflow.api")),
 ])
 def test_stage_imports_nothing_later_in_the_pipeline(stage, forbidden):
     files = sorted((PKG / stage).rglob("*.py"))

@@ -202,7 +202,7 @@ def test_parse_api_raises_with_diagnostics():
 
 
 # --------------------------------------------------------------------------
-#  One command-line policy (turnflow.cli_util): same failure, same exit code and words
+#  One command-line policy (turnflow.cli.util): same failure, same exit code and words
 # --------------------------------------------------------------------------
 AGENTS = str(ROOT / "examples" / "support_agents.yaml")
 SUPPORT_FILE = str(ROOT / "examples" / "support.flow")
@@ -252,7 +252,7 @@ def test_internal_error_is_exit_3(monkeypatch, tmp_path, capsys):
 
 
 def test_migrate_families_match_the_front_ends():
-    from turnflow.commands.migrate import FAMILIES
+    from turnflow.cli.commands.migrate import FAMILIES
     from turnflow.migrate import FAMILIES as FRONT_ENDS
 
     assert FAMILIES == FRONT_ENDS

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from turnflow.cli import main
-from turnflow.cli_util import FORMATS
+from turnflow.cli.util import FORMATS
 
 
 def run(capsys, *args):
@@ -45,8 +45,8 @@ def test_bash_completion_completes_subcommands_options_and_choices(capsys):
 def test_zsh_and_fish_scripts_name_every_subcommand(capsys):
     import argparse
 
-    from turnflow.cli import build_parser
-    from turnflow.commands.completion import commands
+    from turnflow.cli.app import build_parser
+    from turnflow.cli.commands.completion import commands
 
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     zsh = run(capsys, "completion", "zsh")[1]
@@ -138,8 +138,8 @@ def test_every_subcommand_has_a_description_argument_help_and_working_examples()
     import argparse
     import shlex
 
-    from turnflow.cli import build_parser
-    from turnflow.cli_help import EXAMPLES
+    from turnflow.cli.app import build_parser
+    from turnflow.cli.help import EXAMPLES
 
     parser = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))

@@ -144,7 +144,7 @@ def test_fix_applies_the_safe_fixes_and_says_what_it_changed(tmp_path, capsys):
 
 def test_fix_proposes_what_the_language_server_proposes(tmp_path):
     from turnflow.compiler.pipeline import analyse
-    from turnflow.fixes import fix_for
+    from turnflow.cli.fixes import fix_for
     from turnflow.lsp.completion import did_you_mean, fix_span
 
     for text in (TYPOS, FIXED_SAFE.replace("context.done", "context.dnoe")):

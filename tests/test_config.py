@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from turnflow.cli import main
-from turnflow.ignore import parse_gitignore
+from turnflow.workspace.ignore import parse_gitignore
 
 # TF203 (warning, line 4) and, with `writter`, TF102 (error, line 5)
 FLOW = """workflow w {
@@ -129,14 +129,14 @@ def test_folder_walk_skips_hidden_node_modules_gitignored_and_excluded(project, 
     ("?.flow", "ab.flow", False, False),
 ])
 def test_gitignore_patterns(tmp_path, pattern, path, is_dir, ignored):
-    from turnflow.ignore import GitIgnore
+    from turnflow.workspace.ignore import GitIgnore
 
     (tmp_path / ".gitignore").write_text(pattern + "\n")
     assert GitIgnore(tmp_path).ignored(tmp_path / path, is_dir) is ignored
     assert len(parse_gitignore("# comment\n\n" + pattern + "\n")) == 1
 
 def test_language_server_policy_follows_the_configuration(project):
-    from turnflow.config import policy_for_file
+    from turnflow.workspace.config import policy_for_file
     from turnflow.lsp.features import analyse
 
     path = str(project / "a.flow")

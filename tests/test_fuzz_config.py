@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from turnflow.cli import main
-from turnflow.config import KEYS
+from turnflow.workspace.config import KEYS
 
 FLOW = (Path(__file__).resolve().parents[1] / "examples" / "support.flow").read_text()
 KNOWN = sorted(KEYS)

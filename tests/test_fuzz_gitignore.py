@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from turnflow.ignore import parse_gitignore, walk_flow_files
+from turnflow.workspace.ignore import parse_gitignore, walk_flow_files
 
 GIT = shutil.which("git")
 pytestmark = pytest.mark.skipif(GIT is None, reason="git is not installed (the reference)")
@@ -184,7 +184,7 @@ def test_cases_the_fuzz_found(tmp_path_factory, files, ignore):
 def test_any_pattern_matches_any_long_name_in_bounded_time(pattern, name, anchored):
     """O(len(pattern) x len(name)): a backtracking matcher took 43 s on `*a*a*a*a*a*a*a*a*b` and 50
     letters; here 30 pieces against 1,500 characters stay well under a second of CPU."""
-    from turnflow.globs import Glob, GlobError
+    from turnflow.workspace.globs import Glob, GlobError
 
     try:
         glob = Glob(pattern, anchored=anchored, git_prefix=anchored)

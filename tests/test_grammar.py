@@ -39,7 +39,7 @@ def _run_in_subprocess(code, env_extra):
 
 
 _LIBRARY = "import turnflow; print(len(turnflow.parse('workflow w { participant a; participant b }').blocks))"
-_CLI = ("import sys; from turnflow.cli import main; sys.stdout.write('2\\n' if main(['check', '-q', sys.argv[1]]) == 0 "
+_CLI = ("import sys; from turnflow.cli.app import main; sys.stdout.write('2\\n' if main(['check', '-q', sys.argv[1]]) == 0 "
         "else 'failed\\n')")
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from turnflow.globs import Glob, GlobError
-from turnflow.ignore import glob_match, parse_gitignore
+from turnflow.workspace.globs import Glob, GlobError
+from turnflow.workspace.ignore import glob_match, parse_gitignore
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 FLOW = (EXAMPLES / "support.flow").read_text()

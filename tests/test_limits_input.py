@@ -1,4 +1,4 @@
-"""Issue 25, item 7: one input-size policy (turnflow.files.MAX_BYTES, 64 MB) for every command,
+"""Issue 25, item 7: one input-size policy (turnflow.workspace.files.MAX_BYTES, 64 MB) for every command,
 every file a command reads and standard input: a larger input is refused with exit 2 and a line
 saying so, before it is read (the file here is sparse: nothing is written, nothing is read)."""
 
@@ -11,7 +11,7 @@ import pytest
 from batch_helpers import write_batch
 
 from turnflow.cli import main
-from turnflow.files import MAX_BYTES
+from turnflow.workspace.files import MAX_BYTES
 
 
 def _huge(path) -> str:

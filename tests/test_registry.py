@@ -31,7 +31,7 @@ def test_design_catalogue_codes_present():
 def test_docs_rules_md_is_generated_and_fresh():
     from pathlib import Path
 
-    from turnflow.commands.rule import catalogue_markdown
+    from turnflow.cli.commands.rule import catalogue_markdown
 
     path = Path(__file__).parent.parent / "docs" / "rules.md"
     assert path.read_text(encoding="utf-8") == catalogue_markdown(), \

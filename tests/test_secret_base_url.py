@@ -16,7 +16,7 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("openai") is None, reas
 
 from anthropic_server import FakeAnthropic  # noqa: E402
 from openai_server import FakeOpenAI  # noqa: E402
-from turnflow.cli import main  # noqa: E402
+from turnflow.cli.app import main  # noqa: E402
 from turnflow.runtime.agents.endpoint import endpoint  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent

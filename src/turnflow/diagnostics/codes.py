@@ -6,7 +6,7 @@ encode as the strings `"error"`, `"graph"`, ...). `stage` says who emits the cod
 
 | stage | emitted by | runs in |
 |---|---|---|
-| `read` | `turnflow.files` (TF000) | every command that reads a file |
+| `read` | `turnflow.workspace.files` (TF000) | every command that reads a file |
 | `parse` | `turnflow.dsl.parser` (TF001, and TF002 for values the grammar accepts but the type does not) | parse |
 | `file` | a check over the whole file (`compiler/checks/`) | `turnflow check`, compile |
 | `graph` | a check over one workflow block's speaker graph, only on blocks without errors | `turnflow check`, compile |
@@ -79,7 +79,7 @@ class Code:
 _C = "turnflow.compiler.checks."
 
 CODES: tuple[Code, ...] = (
-    Code("TF000", "unreadable-file", Severity.ERROR, Stage.READ, "turnflow.files"),
+    Code("TF000", "unreadable-file", Severity.ERROR, Stage.READ, "turnflow.workspace.files"),
     Code("TF001", "syntax-error", Severity.ERROR, Stage.PARSE, "turnflow.dsl.syntax_rule"),
     Code("TF002", "invalid-value", Severity.ERROR, Stage.FILE, _C + "invalid_value"),
     Code("TF101", "duplicate-participant", Severity.ERROR, Stage.FILE, _C + "duplicate_participant"),

@@ -22,7 +22,7 @@ from turnflow.diagnostics.codes import lookup
 from turnflow.lsp.index import code_hover
 from pygls.exceptions import JsonRpcInvalidParams
 from turnflow.lsp.blocks import headers, outline
-from turnflow.config import ConfigError, config_for_file
+from turnflow.workspace.config import ConfigError, config_for_file
 from turnflow.lsp.blocks import block_around, padded
 from turnflow.lsp.index import FlowIndex
 import multiprocessing

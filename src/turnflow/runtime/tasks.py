@@ -100,7 +100,7 @@ def _parse_line(raw: str, n: int, seen: dict[str, int]) -> Task:
 
 
 def read_tasks(path: str) -> list[Task]:
-    from turnflow.files import read_text
+    from turnflow.workspace.files import read_text
 
     try:
         text = read_text(path)  # not a FIFO, under the size limit of every input

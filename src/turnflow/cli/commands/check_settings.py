@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from turnflow.cli_util import EXIT_OK, discover_flows, out
+from turnflow.cli.util import EXIT_OK, discover_flows, out
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -4,7 +4,7 @@ unchanged (docs/serve.md). Needs the `serve` extra (the `websockets` library).""
 
 from __future__ import annotations
 
-from turnflow.cli_util import EXIT_USAGE, err
+from turnflow.cli.util import EXIT_USAGE, err
 
 
 # the byte budgets and quotas (docs/serve.md, "Limits"): flag, type, default, what it bounds

@@ -168,7 +168,7 @@ def project_config(args, **overrides):
     command line's `--exclude` / `--force-exclude` (and `overrides` for `Config.with_cli`:
     `select`, `ignore`, `extend_select`) applied. Raises CommandError (exit 2) when the
     configuration cannot be used."""
-    from turnflow.config import ConfigError, load as load_config
+    from turnflow.workspace.config import ConfigError, load as load_config
 
     named = [args.stdin_filename if p == "-" and args.stdin_filename else p for p in args.paths]
     try:
@@ -179,12 +179,12 @@ def project_config(args, **overrides):
 
 
 def discover_flows(paths: Sequence[str], config) -> tuple[list[str], list["Diagnostic"]]:
-    """`turnflow.files.discover`, with ruff's rule for folders that hold no `.flow` file (or only
+    """`turnflow.workspace.files.discover`, with ruff's rule for folders that hold no `.flow` file (or only
     excluded ones): a warning on stderr, not a finding — a CI job over a repository without flows
     passes, and no such result reaches a SARIF upload. A missing path stays a TF000 error."""
     import os
 
-    from turnflow.files import discover
+    from turnflow.workspace.files import discover
 
     files, problems = discover(list(paths), config)
     empty = [d for d in problems if d.code == "TF000" and os.path.isdir(d.path)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from turnflow.cli_util import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, err, fail, out, report
+from turnflow.cli.util import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, err, fail, out, report
 
 
 def register(sub) -> None:
@@ -25,7 +25,7 @@ def register(sub) -> None:
 def run(args) -> int:
     from turnflow.compiler.decompile import DecompileError, decompile_text
     from turnflow import json_input
-    from turnflow.files import load, write_atomic
+    from turnflow.workspace.files import load, write_atomic
 
     loaded = load(args.file)
     if loaded.error is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from turnflow.cli_util import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, err, fail, out, report, unknown_block
+from turnflow.cli.util import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, err, fail, out, report, unknown_block
 
 FORMATS = ("dot", "svg", "png", "mermaid", "json")
 
@@ -23,7 +23,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from turnflow.files import load
+    from turnflow.workspace.files import load
 
     loaded = load(args.file)
     if loaded.error is not None:
@@ -91,13 +91,13 @@ def _render(pictures, args) -> "str | bytes | int":
 
 
 def _emit(result: "str | bytes", args, status: int) -> int:
-    from turnflow.files import write_atomic
+    from turnflow.workspace.files import write_atomic
 
     if args.output:
         try:
             write_atomic(args.output, result)
         except OSError as exc:
-            from turnflow.files import write_error
+            from turnflow.workspace.files import write_error
 
             return fail("graph", write_error(args.output, exc))
         return status

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from turnflow.cli_util import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, fail, out, report, unknown_block
+from turnflow.cli.util import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, fail, out, report, unknown_block
 from turnflow.diagnostics.codes import PROFILES, TARGETS
 
 
@@ -37,7 +37,7 @@ def register(sub) -> None:
 def run(args) -> int:
     from turnflow.compiler.emit.spec import compile_block, dumps
     from turnflow.compiler.pipeline import analyse
-    from turnflow.files import load
+    from turnflow.workspace.files import load
 
     loaded = load(args.file)
     if loaded.error is not None:
@@ -67,7 +67,7 @@ def run(args) -> int:
 
 
 def _write(args, text: str) -> int:
-    from turnflow.files import write_atomic
+    from turnflow.workspace.files import write_atomic
 
     if args.output:
         try:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Optional
 
 from turnflow.diagnostics.diagnostic import SEVERITIES, Diagnostic
-from turnflow.ignore import DEFAULT_EXCLUDE, from_root
+from turnflow.workspace.ignore import DEFAULT_EXCLUDE, from_root
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -176,7 +176,7 @@ def _check_globs(values: dict, where: str) -> None:
 
 
 def _check_glob(pattern: str, where: str) -> None:
-    from turnflow.globs import glob_problem
+    from turnflow.workspace.globs import glob_problem
 
     problem = glob_problem(pattern)
     if problem is not None:

@@ -7,11 +7,11 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
-from turnflow.cli_util import (EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, FORMAT_HELP, FORMATS, add_project_options,
+from turnflow.cli.util import (EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, FORMAT_HELP, FORMATS, add_project_options,
                                discover_flows, err, exit_status, fail, out, project_config, report)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from turnflow.fixes import Fix
+    from turnflow.cli.fixes import Fix
 
 
 def register(sub) -> None:
@@ -63,7 +63,7 @@ def run(args) -> int:
         return fail("check", problem, EXIT_USAGE)
     config = project_config(args, select=args.select, ignore=args.ignore, extend_select=args.extend_select)
     if args.show_settings:
-        from turnflow.commands.check_settings import show_settings
+        from turnflow.cli.commands.check_settings import show_settings
 
         return show_settings(args, config)
     files, problems = discover_flows(args.paths, config)
@@ -101,7 +101,7 @@ class Checked:
 
     def check(self, path: str, args, config) -> None:
         from turnflow.compiler.pipeline import analyse
-        from turnflow.files import load
+        from turnflow.workspace.files import load
 
         loaded = load(path)
         if loaded.error is not None:
@@ -119,15 +119,15 @@ class Checked:
             _block_stats(flow, shown, found, self.stats)
         kept = config.apply(found, shown)
         if not args.fix:
-            from turnflow.fixes import fixable
+            from turnflow.cli.fixes import fixable
 
             self.fixable += len(fixable(kept, text, verify=lambda t: analyse(t, shown)[1]))
         self.diags.extend(kept)
 
     def _fix(self, path: str, shown: str, text: str, args, config) -> str:
         from turnflow.compiler.pipeline import analyse
-        from turnflow.files import write_atomic, write_error
-        from turnflow.fixes import fix_text
+        from turnflow.workspace.files import write_atomic, write_error
+        from turnflow.cli.fixes import fix_text
 
         new, applied = fix_text(text, lambda t: config.apply(analyse(t, shown)[1], shown), args.unsafe_fixes,
                                 verify=lambda t: analyse(t, shown)[1])
@@ -213,7 +213,7 @@ def _statistics(diags, fmt: str, stream) -> None:
 
     from turnflow.diagnostics.codes import lookup
     from turnflow.diagnostics.render import render_statistics
-    from turnflow.fixes import SAFE
+    from turnflow.cli.fixes import SAFE
 
     def name(code: str) -> str:
         row = lookup(code)

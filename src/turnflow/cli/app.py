@@ -1,6 +1,6 @@
-"""The `turnflow` command. Exit codes (turnflow.cli_util, the command-line policy): 0 clean,
+"""The `turnflow` command. Exit codes (turnflow.cli.util, the command-line policy): 0 clean,
 1 findings, 2 usage or unreadable input, 3 internal error. Subcommands live in
-`turnflow.commands`, one module each; their modules import only argparse-level things at the
+`turnflow.cli.commands`, one module each; their modules import only argparse-level things at the
 top, so `turnflow --help` loads no parser, graph library or schema validator."""
 
 from __future__ import annotations
@@ -11,18 +11,18 @@ import sys
 from typing import Optional, Sequence
 
 import turnflow
-from turnflow.cli_util import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, CommandError, err
+from turnflow.cli.util import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, CommandError, err
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from turnflow.commands import COMMANDS
+    from turnflow.cli.commands import COMMANDS
 
     p = argparse.ArgumentParser(prog="turnflow", description="Lint, compile, draw and run .flow speaker graphs.")
     p.add_argument("--version", action="version", version=f"turnflow {turnflow.__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for command in COMMANDS:
         command.register(sub)
-    from turnflow.cli_help import apply
+    from turnflow.cli.help import apply
 
     apply(sub)
     return p

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import shlex
 
-from turnflow.cli_util import EXIT_OK, out
+from turnflow.cli.util import EXIT_OK, out
 
 SHELLS = ("bash", "zsh", "fish")
 

@@ -17,7 +17,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional
 
-from turnflow.cli_util import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, err, out, positive_int
+from turnflow.cli.util import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, err, out, positive_int
 from turnflow.term import visible
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ def agent_factory(path: str, participants: list[str], inputs: Inputs) -> Callabl
     """Validate the agents file once; build a fresh set of agents for every task (a scripted
     agent's script starts over in each session)."""
     from turnflow import yaml_input
-    from turnflow.files import read_text
+    from turnflow.workspace.files import read_text
     from turnflow.runtime.agents.absent import absent_note, with_absent
     from turnflow.runtime.agents.config import build_agent
 

@@ -14,7 +14,7 @@ import json
 import sys
 from typing import Optional
 
-from turnflow.cli_util import EXIT_FINDINGS, EXIT_OK, err, out
+from turnflow.cli.util import EXIT_FINDINGS, EXIT_OK, err, out
 from turnflow.term import visible
 
 DEFAULT_RUNS = 200
@@ -152,7 +152,7 @@ def simulate_specs(path: str, specs: list[dict], runs: int, seed: int,
 
 
 def run(args) -> int:
-    from turnflow.commands.run import RunInputError, load_specs, pick, read_input
+    from turnflow.cli.commands.run import RunInputError, load_specs, pick, read_input
     from turnflow.runtime.errors import RuntimeErrorBase
 
     text = None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from turnflow.cli_util import EXIT_OK, EXIT_USAGE, err, out
+from turnflow.cli.util import EXIT_OK, EXIT_USAGE, err, out
 
 
 def register(sub) -> None:

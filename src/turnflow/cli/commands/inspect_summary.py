@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 
-from turnflow.cli_util import EXIT_OK, EXIT_USAGE, err, out
+from turnflow.cli.util import EXIT_OK, EXIT_USAGE, err, out
 
 
 def run_summary(args) -> int:

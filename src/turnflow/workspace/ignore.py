@@ -12,14 +12,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional
 
-from turnflow.globs import Glob, GlobError
+from turnflow.workspace.globs import Glob, GlobError
 
 DEFAULT_EXCLUDE = (".*", "node_modules", "__pycache__")
 
 
 @dataclass(frozen=True)
 class GitPattern:
-    regex: Glob  # (a linear-time matcher over octets, not a regular expression: see turnflow/globs.py)
+    regex: Glob  # (a linear-time matcher over octets, not a regular expression: see turnflow/workspace/globs.py)
     negate: bool
     dir_only: bool
 

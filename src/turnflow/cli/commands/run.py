@@ -26,7 +26,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any, Optional
 
-from turnflow.cli_util import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, err, out, positive_int, unknown_block, write_text
+from turnflow.cli.util import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, err, out, positive_int, unknown_block, write_text
 from turnflow.term import visible
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ EXIT_ERROR = EXIT_FINDINGS
 
 class RunInputError(Exception):
     """A problem with the user's files: printed as one clear line, no traceback. `status`: 2 when
-    the input cannot be read or `--block` names no block (turnflow.cli_util), 1 otherwise."""
+    the input cannot be read or `--block` names no block (turnflow.cli.util), 1 otherwise."""
 
     def __init__(self, message: str, status: int = EXIT_FINDINGS):
         super().__init__(message)
@@ -67,7 +67,7 @@ def register(sub) -> None:
     p.add_argument("--hub-keys", metavar="FILE",
                    help="with --hub: JSON object of agent name -> API key for the agents file's agents, for a hub "
                         "started with --auth-keys (same shape); keys are sent in AG2's ApiKeyAuth shape, never printed")
-    from turnflow.commands.run_batch import add_arguments
+    from turnflow.cli.commands.run_batch import add_arguments
 
     add_arguments(p)  # --tasks, --concurrency, --lease: batch runs (commands/run_batch.py)
     p.set_defaults(func=run)
@@ -89,7 +89,7 @@ def duration(text: str) -> float:
 
 def read_input(path: str) -> str:
     """The text of FILE (`-`: standard input), or a RunInputError (exit 2)."""
-    from turnflow.files import load
+    from turnflow.workspace.files import load
 
     loaded = load(path)
     if loaded.error is not None:
@@ -161,13 +161,13 @@ def load_agents(path: str) -> dict[str, Any]:
     import yaml
 
     from turnflow import yaml_input  # refuses aliases (no "billion laughs") and deep nesting
-    from turnflow.files import read_text
+    from turnflow.workspace.files import read_text
 
     try:
         text = read_text(path)
         data = yaml_input.load(text)  # not a FIFO, under the size limit of every input
     except FileNotFoundError:
-        from turnflow.files import missing_path
+        from turnflow.workspace.files import missing_path
 
         raise RunInputError(missing_path(path), EXIT_USAGE) from None
     except OSError as exc:
@@ -349,7 +349,7 @@ def run(args) -> int:
     from turnflow.runtime.errors import RuntimeErrorBase, StoreError
 
     if getattr(args, "tasks", None) is not None:
-        from turnflow.commands.run_batch import Inputs, run_batch
+        from turnflow.cli.commands.run_batch import Inputs, run_batch
 
         return run_batch(args, Inputs(load_specs, pick, load_agents, RunInputError))
     try:
@@ -500,7 +500,7 @@ class Printer:
             self._line(turn_line(self.turns, t))
 
     def telemetry(self, session_id: str, record: dict) -> None:
-        from turnflow.commands.inspect import render_telemetry
+        from turnflow.cli.commands.inspect import render_telemetry
 
         err(render_telemetry(record).strip())
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from turnflow.cli_util import EXIT_USAGE, err
+from turnflow.cli.util import EXIT_USAGE, err
 
 
 def register(sub) -> None:

@@ -1,5 +1,5 @@
 """Examples shown under every subcommand's `--help` (one place, so they read alike and a test
-can check that none is missing). Applied by `turnflow.cli.build_parser`."""
+can check that none is missing). Applied by `turnflow.cli.app.build_parser`."""
 
 from __future__ import annotations
 

@@ -49,10 +49,10 @@ class Loaded:
 def discover(paths: list[str], config=None) -> tuple[list[str], list[Diagnostic]]:
     """Expand files and folders (recursively, `*.flow`, sorted) into file paths.
     Inside folders, hidden folders, `node_modules`, what `.gitignore` ignores and the
-    configuration's `exclude` globs are skipped (`turnflow.config.Config`; defaults when None);
+    configuration's `exclude` globs are skipped (`turnflow.workspace.config.Config`; defaults when None);
     a file named explicitly is kept unless the configuration has `force_exclude`.
     A missing path, or a folder holding no `.flow` file, is a TF000 diagnostic."""
-    from turnflow.ignore import DEFAULT_EXCLUDE, excluded, walk_flow_files
+    from turnflow.workspace.ignore import DEFAULT_EXCLUDE, excluded, walk_flow_files
 
     excludes = config.excludes if config is not None else DEFAULT_EXCLUDE
     files: list[str] = []

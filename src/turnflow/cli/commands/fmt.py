@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 
-from turnflow.cli_util import (EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, add_project_options, discover_flows, err, out,
+from turnflow.cli.util import (EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, add_project_options, discover_flows, err, out,
                                project_config, report)
 
 
@@ -62,7 +62,7 @@ def run(args) -> int:
 def _format_file(path: str, args, result: Outcome) -> None:
     from turnflow.dsl.parser import parse_source
     from turnflow.dsl.printer import format_flow, like_source
-    from turnflow.files import load
+    from turnflow.workspace.files import load
 
     loaded = load(path)
     if loaded.error is not None:
@@ -98,7 +98,7 @@ def _format_file(path: str, args, result: Outcome) -> None:
 
 
 def _apply(path: str, text: str, new: str, args, result: Outcome) -> None:
-    from turnflow.files import write_atomic, write_error
+    from turnflow.workspace.files import write_atomic, write_error
 
     if args.diff:
         import difflib

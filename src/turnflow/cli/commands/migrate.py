@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-from turnflow.cli_util import EXIT_FINDINGS, EXIT_USAGE, FORMATS, exit_status, fail, out, report
+from turnflow.cli.util import EXIT_FINDINGS, EXIT_USAGE, FORMATS, exit_status, fail, out, report
 
 FAMILIES = ("classic", "ag2-patterns", "autogen")  # turnflow.migrate.FAMILIES (tests/test_cli.py keeps them equal)
 
@@ -40,7 +40,7 @@ def _print(diags, sources, fmt: str, stream) -> None:
 def run(args) -> int:
     from turnflow.diagnostics.diagnostic import sort_key
     from turnflow.dsl.parser import gc_paused
-    from turnflow.files import load
+    from turnflow.workspace.files import load
     from turnflow.migrate import MigrateError, migrate
     from turnflow.source import SourceText
 
@@ -70,7 +70,7 @@ def _emit(args, result, sources: dict, stream, what: str) -> int:
     say what was migrated; the exit status is the migrated flow's check."""
     from turnflow.compiler.pipeline import check
     from turnflow.diagnostics import render
-    from turnflow.files import write_atomic
+    from turnflow.workspace.files import write_atomic
     from turnflow.source import SourceText
 
     from turnflow.dsl.parser import gc_paused

@@ -13,7 +13,7 @@ import json
 import os
 from typing import Any, Optional
 
-from turnflow.cli_util import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, err, out
+from turnflow.cli.util import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, err, out
 from turnflow.term import visible
 
 
@@ -40,7 +40,7 @@ def run(args) -> int:
     from turnflow.runtime.store import is_postgres_url, open_store
 
     if args.summary:
-        from turnflow.commands.inspect_summary import run_summary
+        from turnflow.cli.commands.inspect_summary import run_summary
 
         return _summary(args, run_summary)
     if not is_postgres_url(args.store) and not os.path.isfile(args.store):
