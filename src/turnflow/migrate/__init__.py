@@ -2,7 +2,8 @@
 
 - `classic`: AutoGen 0.2 / AG2 ≤ 0.9 `GroupChat` in a Python source;
 - `ag2_patterns`: AG2 group patterns (`DefaultPattern`, handoffs, ...) in a Python source;
-- `autogen`: AutoGen 0.4+ team component JSON (`dump_component()`, Studio and gallery files).
+- `autogen`: AutoGen 0.4+ team component JSON (`dump_component()`, Studio and gallery files);
+- `compiled`: a module `turnflow compile --target langgraph|autogen` wrote (the round trip).
 
 Each front end reads its input without importing or running it and returns a
 `Migration`: the printed flow, its AST and the TF4xx diagnostics (positions in
@@ -16,7 +17,7 @@ from typing import Optional
 from turnflow.migrate.common import MigrateError, Migration, Pos, fail
 from turnflow.source import SourceText
 
-FAMILIES = ("classic", "ag2-patterns", "autogen")
+FAMILIES = ("classic", "ag2-patterns", "autogen", "compiled")
 
 __all__ = ["migrate", "detect", "from_object", "FAMILIES", "Migration", "MigrateError"]
 
@@ -35,7 +36,7 @@ _AUTOGEN_TEAMS = {"RoundRobinGroupChat", "SelectorGroupChat", "Swarm", "GraphFlo
 _AG2_BUILDS = {"DefaultPattern", "AutoPattern", "RoundRobinPattern", "RandomPattern", "ManualPattern",
                "initiate_swarm_chat", "a_initiate_swarm_chat", "register_hand_off", "run_swarm", "a_run_swarm"}
 _WHAT = {"classic": "a classic `GroupChat`", "ag2-patterns": "an AG2 group pattern",
-         "autogen": "an AutoGen 0.4+ team"}
+         "autogen": "an AutoGen 0.4+ team", "compiled": "a module `turnflow compile --target` wrote"}
 
 
 def _is_json(text: str) -> bool:
@@ -84,6 +85,10 @@ def detect(text: str) -> Optional[str]:
 
         cells = notebook.extract(text, "<detect>", SourceText(text, "<detect>"))
         return detect(cells[0]) if cells is not None else "autogen"
+    from turnflow.migrate.compiled import is_compiled
+
+    if is_compiled(text):  # before the builders: the autogen target's module builds a SelectorGroupChat
+        return "compiled"
     found = builds(text)
     if found:
         return found[0]
@@ -188,4 +193,8 @@ def _run(text: str, path: str, src: SourceText, family: str) -> Migration:
         from turnflow.migrate import autogen_py
 
         return autogen_py.migrate(text, path, src)
+    if family == "compiled":
+        from turnflow.migrate import compiled
+
+        return compiled.migrate(text, path, src)
     raise ValueError(f"unknown family {family!r}")

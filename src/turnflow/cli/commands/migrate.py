@@ -13,7 +13,7 @@ import sys
 
 from turnflow.cli.util import EXIT_FINDINGS, EXIT_USAGE, FORMATS, exit_status, fail, out, report
 
-FAMILIES = ("classic", "ag2-patterns", "autogen")  # turnflow.migrate.FAMILIES (tests/test_cli.py keeps them equal)
+FAMILIES = ("classic", "ag2-patterns", "autogen", "compiled")  # turnflow.migrate.FAMILIES (tests/test_cli.py keeps them equal)
 
 
 def register(sub) -> None:

@@ -1,0 +1,101 @@
+"""Round trips through `turnflow migrate` for the code targets that have no reader of their own
+framework (docs/targets.md): a module `compile --target langgraph|autogen` wrote migrates back
+(`migrate/compiled.py`) to a flow that compiles to the same module again, byte for byte — so it
+decides every turn as the original flow did. Every example, and generated flows."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+
+import turnflow
+from flow_strategies import workflow_blocks
+from target_harness import without_context
+from turnflow.compiler.emit.spec import CompileError
+from turnflow.compiler.emit.targets import compile_target
+from turnflow.dsl import ast
+from turnflow.dsl.printer import print_flow
+from turnflow.migrate import detect, migrate
+
+ROOT = Path(__file__).resolve().parents[1]
+N = int(os.environ.get("TURNFLOW_TARGET_EXAMPLES", "60"))  # the larger run: docs/targets.md
+EXAMPLES = sorted((ROOT / "examples").glob("*.flow"))
+WORKFLOWS = [(p, b.name.name) for p in EXAMPLES for b in turnflow.parse(p.read_text(encoding="utf-8")).blocks
+             if b.kind == "workflow"]
+
+
+def same_code(a: str, b: str) -> bool:
+    """The two modules are the same code up to how `and` / `or` chains nest (`x and (y and z)` is
+    `x and y and z`: a flow's nested `all_of` prints and reads back flat)."""
+    import ast as pyast
+
+    class Flatten(pyast.NodeTransformer):
+        def visit_BoolOp(self, node: pyast.BoolOp) -> pyast.AST:
+            self.generic_visit(node)
+            values = []
+            for v in node.values:
+                values += v.values if isinstance(v, pyast.BoolOp) and type(v.op) is type(node.op) else [v]
+            node.values = values
+            return node
+
+    return a == b or pyast.dump(Flatten().visit(pyast.parse(a))) == pyast.dump(Flatten().visit(pyast.parse(b)))
+
+
+def round_trip(text: str, target: str, block: str | None, path: str) -> tuple[str, str]:
+    """(the module, the module compiled again from what migrate read back from it)."""
+    module = compile_target(text, target, block=block, path=path)
+    assert detect(module) == "compiled"
+    back = migrate(module, "generated.py")
+    assert back.family == "compiled" and not back.diagnostics
+    return module, compile_target(back.text, target, path=path)
+
+
+@pytest.mark.parametrize("path,block", WORKFLOWS, ids=[f"{p.stem}:{b}" for p, b in WORKFLOWS])
+def test_every_example_round_trips_through_langgraph(path, block):
+    module, again = round_trip(path.read_text(encoding="utf-8"), "langgraph", block, path.name)
+    assert again == module
+
+
+@pytest.mark.parametrize("path,block", WORKFLOWS, ids=[f"{p.stem}:{b}" for p, b in WORKFLOWS])
+def test_every_example_round_trips_through_autogen_where_it_compiles(path, block):
+    text = path.read_text(encoding="utf-8")
+    try:
+        compile_target(text, "autogen", block=block, path=path.name)
+    except CompileError:  # context: refused by TF304 (tests/test_target_autogen.py); its routing alone below
+        chosen = next(b for b in turnflow.parse(text).blocks if b.name.name == block)
+        text, block = print_flow(ast.FlowFile(span=chosen.span, blocks=[without_context(chosen)])), None
+    module, again = round_trip(text, "autogen", block, path.name)
+    assert again == module
+
+
+@settings(max_examples=N, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(workflow_blocks())
+def test_generated_flows_round_trip_through_langgraph(block):
+    text = print_flow(ast.FlowFile(span=block.span, blocks=[block]))
+    assume(not any(d.severity == "error" for d in turnflow.check(text)))
+    try:
+        compile_target(text, "langgraph", path="flow.flow")
+    except CompileError:  # a construct LangGraph refuses (TF302)
+        assume(False)
+    try:
+        module, again = round_trip(text, "langgraph", None, "flow.flow")
+    except CompileError as exc:
+        # The module routes only by the tools each speaker owns. A flow whose way out is a rule on a
+        # tool its speaker does not own reads back without that rule, and check then proves what
+        # the original hid: the flow can never end (TF201). Refusing it is right; it is not a loss.
+        assert {d.code for d in exc.diagnostics if d.severity == "error"} <= {"TF201", "TF202"}, exc.diagnostics
+        assume(False)
+    assert same_code(again, module)
+
+
+def test_a_hand_edited_router_is_refused_at_its_line():
+    module = compile_target((ROOT / "examples" / "support.flow").read_text(), "langgraph", path="support.flow")
+    edited = module.replace("    if tool == 'transfer_to_billing':", "    if len(text) > 3:")
+    with pytest.raises(Exception) as exc:
+        migrate(edited, "support_graph.py")
+    [d] = exc.value.diagnostics
+    assert d.code == "TF401" and "not one `turnflow compile` writes" in d.message
+    assert d.span.line == edited[:edited.index("if len(text)")].count("\n") + 1
