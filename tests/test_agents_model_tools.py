@@ -473,7 +473,7 @@ def test_any_sequence_of_calls_either_succeeds_or_raises_a_tool_error_that_chang
 
 
 def test_the_example_models_file_builds_both_kinds_of_model_agent(monkeypatch):
-    from turnflow.cli.commands.run import load_agents
+    from turnflow.cli.run_inputs import load_agents
 
     monkeypatch.setenv("OPENAI_API_KEY", "local")  # the keys its header says to export
     monkeypatch.setenv("ANTHROPIC_API_KEY", "k")

@@ -15,8 +15,9 @@ import json
 import os
 import sys
 import time
-from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
+from turnflow.cli.run_inputs import AgentsFile, RunInputError, check_agents, load_agents_file, load_specs, parse_spec, pick
 from turnflow.cli.util import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, err, out, positive_int
 from turnflow.term import visible
 
@@ -51,31 +52,18 @@ def _positive_float(text: str) -> float:
     return v
 
 
-class Inputs(NamedTuple):
-    """What `turnflow run` reads for every run, passed in by commands/run.py (which imports this
-    module, so this module does not import it back): its loaders and their error class."""
-
-    load_specs: Callable[[str], list]
-    pick: Callable[[list, Optional[str], str], dict]
-    load_agents: Callable[[str], dict]
-    error: type[Exception]  # RunInputError: a message and an exit `status`
-
-
-def agent_factory(path: str, participants: list[str], inputs: Inputs) -> Callable[[], dict]:
-    """Validate the agents file once; build a fresh set of agents for every task (a scripted
-    agent's script starts over in each session)."""
-    from turnflow import yaml_input
-    from turnflow.workspace.files import read_text
+def agent_factory(spec: "SessionSpec", file: AgentsFile) -> Callable[[], dict]:
+    """The agents file checked once against the spec; a fresh set of agents for every task (a
+    scripted agent's script starts over in each session), with stand-ins for the participants
+    the file gives no agent."""
     from turnflow.runtime.agents.absent import absent_note, with_absent
     from turnflow.runtime.agents.config import build_agent
 
-    RunInputError, load_agents = inputs.error, inputs.load_agents
-
-    agents = load_agents(path)  # every problem is a RunInputError with the file's name
+    path, participants, agents = file.path, list(spec.participant_ids), file.agents
     extra = sorted(set(agents) - set(participants))
     if extra:
         raise RunInputError(f"{path}: names {', '.join(extra)}, not a participant ({', '.join(participants)})")
-    confs = yaml_input.load(read_text(path))["agents"]  # read as load_agents did: the same guards
+    check_agents(spec, file)
     base_dir = os.path.dirname(os.path.abspath(path))
     first = [agents]
     missing = with_absent(participants, agents, path)[1]
@@ -85,28 +73,21 @@ def agent_factory(path: str, participants: list[str], inputs: Inputs) -> Callabl
     def make() -> dict:
         if first:
             return with_absent(participants, first.pop(), path)[0]
-        return with_absent(participants, {str(n): build_agent(str(n), c, base_dir) for n, c in confs.items()}, path)[0]
+        built = {str(n): build_agent(str(n), c, base_dir) for n, c in file.confs.items()}
+        return with_absent(participants, built, path)[0]
 
     return make
 
 
-def run_batch(args, inputs: Inputs) -> int:
-    from turnflow.runtime.errors import ProtocolError
-    from turnflow.runtime.session_spec import SessionSpec
+def run_batch(args) -> int:
     from turnflow.runtime.tasks import TaskFileError, check_tasks, read_tasks
-
-    RunInputError, load_specs, pick = inputs.error, inputs.load_specs, inputs.pick
 
     if args.task is not None:
         err("turnflow run: --task and --tasks cannot be combined (put each task in the task file)")
         return EXIT_USAGE
     try:
-        try:
-            spec = SessionSpec.parse(pick(load_specs(args.file), args.block, args.file))
-        except ProtocolError as exc:
-            raise RunInputError(f"{args.file}: {exc}") from None
-        names = spec.participant_ids
-        make_agents = agent_factory(args.agents, names, inputs)
+        spec = parse_spec(pick(load_specs(args.file), args.block, args.file), args.file)
+        make_agents = agent_factory(spec, load_agents_file(args.agents))
         tasks = read_tasks(args.tasks)
         check_tasks(spec, tasks)
     except RunInputError as exc:

@@ -152,7 +152,7 @@ def simulate_specs(path: str, specs: list[dict], runs: int, seed: int,
 
 
 def run(args) -> int:
-    from turnflow.cli.commands.run import RunInputError, load_specs, pick, read_input
+    from turnflow.cli.run_inputs import RunInputError, load_specs, pick, read_input
     from turnflow.runtime.errors import RuntimeErrorBase
 
     text = None

@@ -98,6 +98,11 @@ class Behaved:
         self.history_converter = history_converter if history_converter is not None else \
             getattr(agent, "history_converter", None)
 
+    @property
+    def inner(self) -> Any:
+        """The agent under the override."""
+        return self._agent
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._agent, name)
 
