@@ -61,24 +61,3 @@ def _percentiles(hist: list[tuple[int, int]]) -> Optional[dict[str, float]]:
     out["max"] = hist[-1][0]
     out["mean"] = round(sum(v * n for v, n in hist) / total, 2)
     return out
-
-
-def render(s: dict[str, Any], where: str) -> str:
-    def n(count: int, word: str) -> str:
-        return f"{count} {word}{'s' if count != 1 else ''}"
-
-    lines = [f"store {where} ({s['engine']}): {n(s['sessions'], 'session')}, {n(s['envelopes'], 'envelope')}"]
-    if s["states"]:
-        lines.append("state: " + "  ".join(f"{k} {v}" for k, v in s["states"].items()))
-    if s["close_reasons"]:
-        width = max(12, *(len(k) for k in s["close_reasons"]))
-        lines.append(f"{'close reason':<{width}}  {'sessions':>8}")
-        for k, v in s["close_reasons"].items():
-            lines.append(f"{k:<{width}}  {v:>8}")
-    t = s["turns"]
-    if t:
-        lines.append(f"turns: p50 {t['p50']}  p90 {t['p90']}  p99 {t['p99']}  min {t['min']}  max {t['max']}"
-                     f"  mean {t['mean']}")
-    if s["tasks"] is not None:
-        lines.append("tasks: " + "  ".join(f"{k} {v}" for k, v in s["tasks"].items()))
-    return "\n".join(lines) + "\n"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+from typing import Any
 
 from turnflow.cli.util import EXIT_OK, EXIT_USAGE, err, out
 
@@ -14,7 +15,7 @@ from turnflow.cli.util import EXIT_OK, EXIT_USAGE, err, out
 def run_summary(args) -> int:
     from turnflow.runtime.errors import RuntimeErrorBase
     from turnflow.runtime.store import is_postgres_url, open_store
-    from turnflow.runtime.summary import render, summarize
+    from turnflow.runtime.summary import summarize
     from turnflow.term import visible
 
     if args.session is not None:
@@ -42,3 +43,25 @@ def run_summary(args) -> int:
             "what is still readable")
         return EXIT_USAGE
     return EXIT_OK
+
+
+def render(s: dict[str, Any], where: str) -> str:
+    """`--summary`'s text: the store's counts, close reasons, turn percentiles and task states."""
+    def n(count: int, word: str) -> str:
+        return f"{count} {word}{'s' if count != 1 else ''}"
+
+    lines = [f"store {where} ({s['engine']}): {n(s['sessions'], 'session')}, {n(s['envelopes'], 'envelope')}"]
+    if s["states"]:
+        lines.append("state: " + "  ".join(f"{k} {v}" for k, v in s["states"].items()))
+    if s["close_reasons"]:
+        width = max(12, *(len(k) for k in s["close_reasons"]))
+        lines.append(f"{'close reason':<{width}}  {'sessions':>8}")
+        for k, v in s["close_reasons"].items():
+            lines.append(f"{k:<{width}}  {v:>8}")
+    t = s["turns"]
+    if t:
+        lines.append(f"turns: p50 {t['p50']}  p90 {t['p90']}  p99 {t['p99']}  min {t['min']}  max {t['max']}"
+                     f"  mean {t['mean']}")
+    if s["tasks"] is not None:
+        lines.append("tasks: " + "  ".join(f"{k} {v}" for k, v in s["tasks"].items()))
+    return "\n".join(lines) + "\n"
