@@ -27,7 +27,7 @@ def analyse(flow: Union[str, ast.FlowFile], path: str = "<string>",
     (the AST, or None when the text does not parse; sorted diagnostics with suppressions applied).
     Never raises on any input text; an unknown profile is a `ValueError` (a caller's bug).
     `compiling=True` (what `compile` uses): an `ignore` comment does not silence an error of
-    the checks, so a silenced error still blocks compiling (issue 14 defect 3)."""
+    the checks, so a silenced error still blocks compiling."""
     if profile is not None and profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}; known: {', '.join(PROFILES)}")
     if isinstance(flow, str):

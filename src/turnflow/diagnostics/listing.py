@@ -1,5 +1,5 @@
 """Lists of names inside a message, bounded: a diagnostic about a 100,000-agent chat names the
-first few and says how many more (issue 25), so every message stays short whatever the input."""
+first few and says how many more, so every message stays short whatever the input."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ The questions a migration asks for every speaker — its eligible successors in 
 the next eligible agent after it in the rotation, the nearest ones that get a routing tool —
 answered from each agent's position instead of by scanning every agent, and "every agent
 (but these)" kept as a view instead of a list per speaker: the work and memory stay linear in
-the number of agents (issue 25: 20,000 agents once took minutes and gigabytes).
+the number of agents.
 """
 
 from __future__ import annotations

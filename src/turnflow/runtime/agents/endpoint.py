@@ -2,7 +2,7 @@
 stored or printed: its query string (`?api-key=...`, as Azure-style endpoints take the key) is
 sent with every request as the client's default query instead of being part of the URL, and
 the query, its values and the URL's `user:password@` are masked in every error that could
-echo them (issue 25)."""
+echo them."""
 
 from __future__ import annotations
 
