@@ -108,7 +108,7 @@ def in_process(text: str) -> dict:
 def langgraph_edges(text: str) -> dict[str, list[str]]:
     """Per participant, its successors in the flow's speaker graph (turnflow's END as
     LangGraph's END), in declaration order: what the LangGraph build is given (not timed)."""
-    from turnflow.compiler.graph import build_graph
+    from turnflow.compiler.speaker_graph import build_graph
     from turnflow.dsl.parser import parse_source
 
     flow, _ = parse_source(text)
@@ -121,7 +121,7 @@ def langgraph_build(edges: dict[str, list[str]], start: str) -> float:
     from typing import TypedDict
 
     from langgraph.graph import END, START, StateGraph
-    from turnflow.compiler.graph import END as FLOW_END
+    from turnflow.compiler.speaker_graph import END as FLOW_END
 
     class State(TypedDict):
         turn: int

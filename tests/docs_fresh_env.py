@@ -45,7 +45,7 @@ NOT_RUN = {  # (document, a fragment of the block's first lines) -> why it does 
     ("docs/agents.md", "class MyAgent:"): "the protocol's outline (`...` bodies)",
     ("docs/agents.md", "def planner(tools, ctx):"): "calls OpenAI's API (examples/frameworks_planner.py is the file)",
     ("docs/agents.md", "my_agent.on_message"): "tests the reader's own `my_agent`",
-    ("docs/analysis.md", "from turnflow.compiler.graph import END"): "a tour of attributes, one per line",
+    ("docs/analysis.md", "from turnflow.compiler.speaker_graph import END"): "a tour of attributes, one per line",
     ("docs/compiler.md", "TransitionGraph.model_validate(data)"): "reads the user's own graph (`data`)",
     ("docs/compiler.md", "schemas.validate_spec(spec)"): "validates the user's own graph and spec",
     ("docs/migrate.md", "from_object(manager"): "reads the user's own team objects",

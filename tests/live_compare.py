@@ -79,7 +79,7 @@ def build(path: Path) -> tuple[dict[str, Any], dict[str, str]]:
 
 def compare(path: Path) -> list[dict]:
     from turnflow.migrate import migrate
-    from turnflow.migrate.live import family_of, from_object
+    from turnflow.migrate.live_objects import family_of, from_object
 
     namespace, initiators = build(path)
     static = migrate(path.read_text(encoding="utf-8"), path.name).text
@@ -310,7 +310,7 @@ def compare_classic(path: Path) -> dict:
 
 
 def _live_chats(path: Path, live: list[dict]) -> None:
-    from turnflow.migrate.live import from_object
+    from turnflow.migrate.live_objects import from_object
 
     for argv, driver, env in DRIVERS.get(path.name, [([], None, {})]):
         for obj, initiator, rounds in run_fixture(path, argv, driver, env):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import turnflow
 from turnflow.cli import main
-from turnflow.compiler.graph import END, block_stats, build_graph
+from turnflow.compiler.speaker_graph import END, block_stats, build_graph
 from turnflow.dsl import ast
 
 REPO = Path(__file__).resolve().parent.parent

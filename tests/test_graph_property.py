@@ -1,7 +1,7 @@
 """The graph analysis agrees with a brute-force exploration of every run.
 
 The brute force below is written from the language reference (docs/language.md, docs/analysis.md) alone and does not
-use `turnflow.compiler.graph`: for each last speaker it evaluates the rule
+use `turnflow.compiler.speaker_graph`: for each last speaker it evaluates the rule
 list (ascending priority, ties in file order) under every combination of
 guard outcomes (a rule without a condition always holds; a `tool` term of a
 tool the speaker does not own never holds when the block declares tools;
@@ -23,7 +23,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 import turnflow
-from turnflow.compiler.graph import END, block_stats, build_graph
+from turnflow.compiler.speaker_graph import END, block_stats, build_graph
 from turnflow.dsl import ast
 from turnflow.dsl.parser import parse_source
 

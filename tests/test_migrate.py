@@ -351,7 +351,7 @@ def reference_edges(block: ast.Block) -> set[tuple[str, str]]:
 def graph_edges(block: ast.Block) -> set[tuple[str, str]]:
     """The project's speaker graph when issue 3 has landed, else the reference extractor."""
     try:
-        from turnflow.compiler.graph import build_graph
+        from turnflow.compiler.speaker_graph import build_graph
     except ImportError:
         return reference_edges(block)
     return set(build_graph(block).speaker_edges())

@@ -172,7 +172,7 @@ def test_the_live_path_gives_the_same_typed_model(monkeypatch):
 
     from live_compare import build
     from turnflow.migrate import migrate
-    from turnflow.migrate.live import migrate_object
+    from turnflow.migrate.live_objects import migrate_object
 
     path = ROOT / "autogen" / "swarm_python.py"
     namespace, _ = build(path)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from turnflow.migrate import surface
-from turnflow.migrate.codes import DOCS
+from turnflow.migrate.rules import DOCS
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))

@@ -118,7 +118,7 @@ def test_progress_bar_only_on_a_terminal(capsys, monkeypatch):
 # -- agreement with the static analysis (the graph IR) ---------------------------------------------
 
 def _static(block):
-    graph = pytest.importorskip("turnflow.compiler.graph")
+    graph = pytest.importorskip("turnflow.compiler.speaker_graph")
     ir = graph.build_graph(block)
     reach = ir.reachable()
     firable = set()

@@ -1,5 +1,5 @@
 """A workflow block's transitions lowered to `turnflow.spec` kinds: what the
-speaker-graph analysis (`compiler/graph.py`) reads, so a condition or target
+speaker-graph analysis (`compiler/speaker_graph.py`) reads, so a condition or target
 means one thing everywhere (`spec/meaning.py`: `holds` / `resolve` for a turn,
 `decide` / `successors` over every turn of a speaker).
 

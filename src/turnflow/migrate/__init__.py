@@ -25,8 +25,8 @@ __all__ = ["migrate", "detect", "from_object", "FAMILIES", "Migration", "Migrate
 def from_object(obj, name: Optional[str] = None, initiator=None, max_rounds: Optional[int] = None,
                 path: str = "<object>"):
     """`(flow_text, notes)` for a live GroupChat / GroupChatManager, AG2 group pattern or AutoGen
-    AgentChat team: read from the object itself (see `turnflow.migrate.live`)."""
-    from turnflow.migrate.live import from_object as live
+    AgentChat team: read from the object itself (see `turnflow.migrate.live_objects`)."""
+    from turnflow.migrate.live_objects import from_object as live
 
     return live(obj, name=name, initiator=initiator, max_rounds=max_rounds, path=path)
 

@@ -5,7 +5,7 @@ turns that description into a `MigratedTeam`: its statements in order (participa
 context, rules, handoffs, the group fallback), each with typed targets and its **provenance** —
 read from the source, approximated (with the TF4xx notes that say what was lost), or decided at
 run time (TF410). `lower(team)` is the only way to a `.flow` block, for every front end and for
-live objects (`turnflow.migrate.live` goes through the same front ends).
+live objects (`turnflow.migrate.live_objects` goes through the same front ends).
 """
 
 from __future__ import annotations

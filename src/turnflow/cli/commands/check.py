@@ -231,7 +231,7 @@ def _statistics(diags, fmt: str, stream) -> None:
 def _block_stats(flow, path: str, found: list, stats: list[dict]) -> None:
     """Append one `block_stats` entry per block (with `path`); blocks with errors other than
     speaker-graph findings are not analysed."""
-    from turnflow.compiler.graph import block_stats
+    from turnflow.compiler.speaker_graph import block_stats
     from turnflow.diagnostics.codes import CODES
 
     graph_codes = {c.code for c in CODES if c.stage == "graph"}

@@ -101,7 +101,7 @@ def _emit(args, result, sources: dict, stream, what: str) -> int:
 def _run_import(args) -> int:
     """`--import module:attribute`: import (run) the module, migrate the live object."""
     from turnflow.migrate import MigrateError
-    from turnflow.migrate.live import import_object, migrate_object
+    from turnflow.migrate.live_objects import import_object, migrate_object
 
     if args.import_ is None or args.input is not None:
         return fail("migrate", "give either INPUT or --import MODULE:ATTRIBUTE (exactly one)")

@@ -47,7 +47,7 @@ from turnflow.diagnostics.diagnostic import Diagnostic
 from turnflow.diagnostics.registry import checks
 from turnflow.dsl import ast
 import bisect
-from turnflow.compiler.graph import build_graph
+from turnflow.compiler.speaker_graph import build_graph
 
 
 def _to_diagnostic(row: Code, f: Finding, path: str) -> Diagnostic:

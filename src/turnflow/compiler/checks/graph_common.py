@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
-from turnflow.compiler.graph import SpeakerGraph, TrapComponent, show_path
+from turnflow.compiler.speaker_graph import SpeakerGraph, TrapComponent, show_path
 from turnflow.diagnostics.listing import MAX_LISTED
 from turnflow.dsl import ast, printer
 from turnflow.source import Span

@@ -4,7 +4,7 @@ from turnflow.compiler.checks.finding import Finding, rule
 from turnflow.compiler.checks.graph_common import names
 from turnflow.compiler.checks.shadowed_rule import dead_for
 from turnflow.compiler.firing import firing
-from turnflow.compiler.graph import SpeakerGraph
+from turnflow.compiler.speaker_graph import SpeakerGraph
 from turnflow.dsl import ast
 
 

@@ -2,7 +2,7 @@ from typing import Iterator
 
 from turnflow.compiler.checks.finding import Finding, rule
 from turnflow.compiler.checks.graph_common import declaration, names, termination
-from turnflow.compiler.graph import SpeakerGraph, show_path
+from turnflow.compiler.speaker_graph import SpeakerGraph, show_path
 from turnflow.dsl import ast
 
 

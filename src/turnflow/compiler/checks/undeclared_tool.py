@@ -2,7 +2,7 @@ from typing import Iterator, Optional
 
 from turnflow.compiler.checks.finding import Finding, rule
 from turnflow.compiler.checks.graph_common import names
-from turnflow.compiler.graph import SpeakerGraph
+from turnflow.compiler.speaker_graph import SpeakerGraph
 from turnflow.dsl import ast
 import difflib
 

@@ -3,7 +3,7 @@ from typing import Iterator
 from turnflow.compiler.checks.finding import Finding, rule
 from turnflow.compiler.checks.graph_common import names
 from turnflow.compiler.firing import firing
-from turnflow.compiler.graph import SpeakerGraph
+from turnflow.compiler.speaker_graph import SpeakerGraph
 from turnflow.dsl import ast
 
 

@@ -19,13 +19,13 @@ from turnflow.diagnostics.diagnostic import Diagnostic
 from turnflow.dsl import ast
 from turnflow.dsl.printer import condition
 import bisect
-from turnflow.compiler.graph import build_graph
+from turnflow.compiler.speaker_graph import build_graph
 from turnflow.compiler import digraph as dg
-from turnflow.compiler.graph import END
+from turnflow.compiler.speaker_graph import END
 
 if TYPE_CHECKING:  # imported lazily at run time: the speaker graph is only built for a picture
     from turnflow.compiler.digraph import DiGraph
-    from turnflow.compiler.graph import Statement
+    from turnflow.compiler.speaker_graph import Statement
 
     #: `fallback(src, rule)` (see `_fallbacks`)
     Fallback = Callable[[str, Optional[Statement]], bool]
