@@ -67,25 +67,38 @@ class _Reader:
         if isinstance(node, pyast.UnaryOp) and isinstance(node.op, pyast.Not):
             return f"not ({self.condition(node.operand)})"
         if isinstance(node, pyast.Compare) and len(node.ops) == 1:
-            left, op, right = node.left, node.ops[0], node.comparators[0]
-            if isinstance(op, pyast.Eq) and isinstance(left, pyast.Name) and left.id == "tool" \
-                    and isinstance(right, pyast.Constant) and isinstance(right.value, str):
-                return f"tool {right.value}"
-            if isinstance(op, pyast.In) and isinstance(right, pyast.Name) and right.id == "text" \
-                    and isinstance(left, pyast.Constant) and isinstance(left.value, str):
-                return f"text contains {json.dumps(left.value)}"
-            if isinstance(op, pyast.Eq):
-                return f"context.{self.context_key(left)} == {self.literal(right)}"
+            term = self.comparison(node.left, node.ops[0], node.comparators[0])
+            if term is not None:
+                return term
         if isinstance(node, pyast.Call) and isinstance(node.func, pyast.Name) and node.func.id == "_compare" \
                 and len(node.args) == 4:
-            key = self.context_key(node.args[0])
-            op, value, length = (pyast.literal_eval(a) for a in (node.args[1], node.args[2], node.args[3]))
-            if op not in _OPS:
-                raise self.fail(node, f"unknown comparison {op!r}")
-            subject = f"len(context.{key})" if length else f"context.{key}"
-            return f"{subject} {_OPS[op]} {self.literal(node.args[2]) if not length else json.dumps(value)}"
+            return self.compare_call(node)
         raise self.fail(node, "a router's condition is not one `turnflow compile` writes "
                               "(tool ==, ctx.get(...) ==, _compare(...), '...' in text, not, and, or)")
+
+    def comparison(self, left: pyast.AST, op: pyast.cmpop, right: pyast.AST) -> Optional[str]:
+        """`tool == 'T'`, `'S' in text`, `ctx.get('K') == V` as flow terms (None: another shape)."""
+        if isinstance(op, pyast.Eq) and isinstance(left, pyast.Name) and left.id == "tool" \
+                and isinstance(right, pyast.Constant) and isinstance(right.value, str):
+            return f"tool {right.value}"
+        if isinstance(op, pyast.In) and isinstance(right, pyast.Name) and right.id == "text" \
+                and isinstance(left, pyast.Constant) and isinstance(left.value, str):
+            return f"text contains {json.dumps(left.value)}"
+        if isinstance(op, pyast.Eq):
+            return f"context.{self.context_key(left)} == {self.literal(right)}"
+        return None
+
+    def compare_call(self, node: pyast.Call) -> str:
+        """`_compare(ctx.get('K'), OP, V, LEN)` as `context.K OP V` or `len(context.K) OP V`."""
+        key = self.context_key(node.args[0])
+        try:
+            op, value, length = (pyast.literal_eval(a) for a in node.args[1:])
+        except ValueError:
+            raise self.fail(node, "a router's comparison has an argument that is not a literal") from None
+        if op not in _OPS:
+            raise self.fail(node, f"unknown comparison {op!r}")
+        subject = f"len(context.{key})" if length else f"context.{key}"
+        return f"{subject} {_OPS[op]} {json.dumps(value) if length else self.literal(node.args[2])}"
 
     # -- targets ---------------------------------------------------------------------------------
     def target(self, node: Optional[pyast.AST]) -> str:
@@ -130,26 +143,31 @@ class _Reader:
         functions: dict[str, pyast.FunctionDef] = {}
         routers: dict[str, str] = {}
         for stmt in tree.body:
-            target = stmt.targets[0] if isinstance(stmt, pyast.Assign) and len(stmt.targets) == 1 else \
-                stmt.target if isinstance(stmt, pyast.AnnAssign) else None
-            value = stmt.value if isinstance(stmt, (pyast.Assign, pyast.AnnAssign)) else None
-            if isinstance(target, pyast.Name) and value is not None:
-                if target.id in _TABLES:
-                    try:
-                        tables[target.id] = pyast.literal_eval(value)
-                    except ValueError:
-                        raise self.fail(stmt, f"{target.id} is not a literal") from None
-                elif target.id == "ROUTERS" and isinstance(value, pyast.Dict):
-                    for k, v in zip(value.keys, value.values):
-                        if isinstance(k, pyast.Constant) and isinstance(v, pyast.Name):
-                            routers[str(k.value)] = v.id
-            elif isinstance(stmt, pyast.FunctionDef):
+            if isinstance(stmt, pyast.FunctionDef):
                 functions[stmt.name] = stmt
+            elif isinstance(stmt, (pyast.Assign, pyast.AnnAssign)):
+                self.assignment(stmt, tables, routers)
         missing = [t for t in ("PARTICIPANTS", "START_SPEAKER", "TOOLS") if t not in tables] + \
             ([] if routers else ["ROUTERS"])
         if missing:
             raise self.fail(None, f"not a module `turnflow compile --target` wrote: no {', '.join(missing)}")
         return self.flow(tree, tables, routers, functions)
+
+    def assignment(self, stmt: "pyast.Assign | pyast.AnnAssign", tables: dict[str, Any], routers: dict[str, str]) -> None:
+        """A module-level table (`NAME = literal`) or `ROUTERS = {speaker: function}`, kept."""
+        target = stmt.targets[0] if isinstance(stmt, pyast.Assign) and len(stmt.targets) == 1 else \
+            stmt.target if isinstance(stmt, pyast.AnnAssign) else None
+        if not isinstance(target, pyast.Name) or stmt.value is None:
+            return
+        if target.id in _TABLES:
+            try:
+                tables[target.id] = pyast.literal_eval(stmt.value)
+            except ValueError:
+                raise self.fail(stmt, f"{target.id} is not a literal") from None
+        elif target.id == "ROUTERS" and isinstance(stmt.value, pyast.Dict):
+            for k, v in zip(stmt.value.keys, stmt.value.values):
+                if isinstance(k, pyast.Constant) and isinstance(v, pyast.Name):
+                    routers[str(k.value)] = v.id
 
     def flow(self, tree: pyast.Module, tables: dict[str, Any], routers: dict[str, str],
              functions: dict[str, pyast.FunctionDef]) -> str:
