@@ -133,7 +133,8 @@ def _decompile(data: Any, name: str, participants: Optional[list[str]]) -> tuple
 # --------------------------------------------------------------------------
 def _parse(m: type[M], data: Any, root: str) -> M:
     try:
-        return model.parse(m, data, root)
+        parsed: M = model.parse(m, data, root)  # `parse` is untyped (a model class or a TypeAdapter)
+        return parsed
     except SpecError as e:
         raise DecompileError(e.path, e.reason) from None
 

@@ -43,10 +43,13 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from typing import Any, Iterable, Optional
+from typing import TYPE_CHECKING, Any, Iterable, Optional
 
 from turnflow.compiler.lower import RuleInfo
 from turnflow.spec.meaning import compare
+
+if TYPE_CHECKING:  # graph.py imports this module
+    from turnflow.compiler.speaker_graph import SpeakerGraph
 
 #: per speaker, the rules beyond which the exact analysis gives up (the graph's reading stands)
 MAX_RULES = 64
@@ -296,7 +299,7 @@ class Firing:
     """Per speaker, the rules that fire on some turn of it, whether the default target can be
     taken, and who gets the turn on some run (`speaks`), for one workflow block's graph."""
 
-    def __init__(self, graph: Any) -> None:
+    def __init__(self, graph: SpeakerGraph) -> None:
         self.graph = graph
         self.reads: dict[int, list[Var]] = {}
         leaves: dict[Var, list[Any]] = {}
@@ -461,9 +464,9 @@ class Firing:
         return r.order in self.fired
 
 
-def firing(graph: Any) -> Firing:
+def firing(graph: SpeakerGraph) -> Firing:
     """The graph's `Firing`, computed once."""
     cached = graph._cache.get("firing")
-    if cached is None:
+    if not isinstance(cached, Firing):  # None: not computed yet
         cached = graph._cache["firing"] = Firing(graph)
     return cached

@@ -55,25 +55,38 @@ class RuleInfo:
 Memo = tuple[ast.LiteralValue, ...]
 
 
+def _condition(name: str, **args: Any) -> ConditionMeaning:
+    """`plain(name, **args)` for a condition kind (`plain` returns `Any`: it picks the class by name)."""
+    kind: ConditionMeaning = plain(name, **args)
+    return kind
+
+
 class Lowering:
     """Lowers the statements of one block; equal leaves share one object."""
 
     def __init__(self) -> None:
-        self._leaves: dict[Memo, Any] = {}
-        self._speakers: dict[str, Any] = {}
-        self._tools: dict[str, Any] = {}
-        self._agents: dict[str, Any] = {}
+        self._conditions: dict[Memo, ConditionMeaning] = {}
+        self._targets: dict[Memo, TargetMeaning] = {}
+        self._speakers: dict[str, ConditionMeaning] = {}
+        self._tools: dict[str, ConditionMeaning] = {}
+        self._agents: dict[str, TargetMeaning] = {}
 
-    def _leaf(self, memo: Memo, name: str, **args: Any) -> Any:
-        kind = self._leaves.get(memo)
+    def _leaf(self, memo: Memo, name: str, **args: Any) -> ConditionMeaning:
+        kind = self._conditions.get(memo)
         if kind is None:
-            kind = self._leaves[memo] = plain(name, **args)
+            kind = self._conditions[memo] = plain(name, **args)
+        return kind
+
+    def _target(self, memo: Memo, name: str, **args: Any) -> TargetMeaning:
+        kind = self._targets.get(memo)
+        if kind is None:
+            kind = self._targets[memo] = plain(name, **args)
         return kind
 
     def target(self, t: Optional[ast.Target]) -> TargetMeaning:
         """A target (None: the default `otherwise`, `terminate "after_work"`)."""
         if t is None:
-            return self._leaf(("terminate", DEFAULT_REASON), "terminate", reason=DEFAULT_REASON)
+            return self._target(("terminate", DEFAULT_REASON), "terminate", reason=DEFAULT_REASON)
         if t.kind == "participant":
             assert t.name is not None  # a participant target names one (the parser guarantees it)
             name = t.name.name
@@ -83,8 +96,8 @@ class Lowering:
             return kind
         if t.kind == "terminate":
             reason = t.reason.value if t.reason is not None else DEFAULT_REASON
-            return self._leaf(("terminate", reason), "terminate", reason=reason)
-        return self._leaf((t.kind,), _SIMPLE_TARGETS[t.kind])
+            return self._target(("terminate", reason), "terminate", reason=reason)
+        return self._target((t.kind,), _SIMPLE_TARGETS[t.kind])
 
     def term(self, t: ast.Term) -> ConditionMeaning:
         if isinstance(t, ast.ToolTerm):
@@ -99,11 +112,11 @@ class Lowering:
             return self._leaf(("cmp", key, t.op, lit.kind, lit.value, t.length), "context_compare",
                               key=key, op=t.op, value=lit.value, len=t.length)
         if isinstance(t, ast.AllTerm):
-            return plain("all_of", conditions=[self.term(x) for x in t.terms])
+            return _condition("all_of", conditions=[self.term(x) for x in t.terms])
         if isinstance(t, ast.AnyTerm):
-            return plain("any_of", conditions=[self.term(x) for x in t.terms])
+            return _condition("any_of", conditions=[self.term(x) for x in t.terms])
         assert isinstance(t, ast.NotTerm)
-        return plain("not", condition=self.term(t.term))
+        return _condition("not", condition=self.term(t.term))
 
     def tool(self, name: str) -> ConditionMeaning:
         kind = self._tools.get(name)
@@ -124,12 +137,12 @@ class Lowering:
             conds.insert(0, self.speaker(source))
         if not conds:
             return self._leaf(("always",), "always")
-        return conds[0] if len(conds) == 1 else plain("all_of", conditions=conds)
+        return conds[0] if len(conds) == 1 else _condition("all_of", conditions=conds)
 
     def rule(self, stmt: Union[ast.Rule, ast.Handoff], order: int) -> RuleInfo:
         if isinstance(stmt, ast.Handoff):
             source: Optional[str] = stmt.source.name
-            when = plain("all_of", conditions=[self.speaker(stmt.source.name), self.tool(stmt.tool.name)])
+            when = _condition("all_of", conditions=[self.speaker(stmt.source.name), self.tool(stmt.tool.name)])
             priority = 0
         else:
             source = stmt.source.name if stmt.source is not None else None

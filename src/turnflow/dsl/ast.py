@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, fields
-from typing import Any, ClassVar, Iterator, Literal as Lit, Optional, Union
+from typing import Any, ClassVar, Iterable, Iterator, Literal as Lit, Optional, TypeVar, Union
 
 from turnflow.source import Span
 
@@ -104,6 +104,8 @@ class StringLit(Node):
 
 
 LiteralValue = Union[str, int, float, bool, None]
+#: a duration's unit (the DURATION token's suffix)
+DurationUnit = Lit["ms", "s", "m", "h", "d"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +147,7 @@ _SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
 class Duration(Node):
     span: Span
     amount: int
-    unit: Lit["ms", "s", "m", "h", "d"]
+    unit: DurationUnit
 
     @property
     def seconds(self) -> float:
@@ -244,7 +246,7 @@ Term = Union[ToolTerm, ContextTerm, TextTerm, CompareTerm, AllTerm, AnyTerm, Not
 MAX_CONDITION_DEPTH = 100
 
 
-def too_deep(terms: tuple) -> Optional[Node]:
+def too_deep(terms: Iterable[Term]) -> Optional[Node]:
     """The first node of a rule's condition nested more than MAX_CONDITION_DEPTH levels (`not not
     …`, parenthesised `and` inside `or` inside `and` …), or None; walked with a stack."""
     stack: list[tuple[Node, int]] = [(t, 1) for t in terms if isinstance(t, (NotTerm, AllTerm, AnyTerm))]
@@ -259,7 +261,7 @@ def too_deep(terms: tuple) -> Optional[Node]:
     return None
 
 
-def leaf_terms(terms) -> Iterator[Term]:
+def leaf_terms(terms: Iterable[Term]) -> Iterator[Term]:
     """Every non-compound term inside `terms` (a sequence of terms), in source order."""
     for t in terms:
         if isinstance(t, NotTerm):
@@ -269,7 +271,7 @@ def leaf_terms(terms) -> Iterator[Term]:
         else:
             yield t
 
-_NO_COMMENTS: tuple = ()
+_NO_COMMENTS: tuple[Comment, ...] = ()
 
 
 class StatementNode(Node):
@@ -418,6 +420,8 @@ class Ttl(StatementNode):
 
 
 Statement = Union[Participant, Start, MaxTurns, ContextInit, Rule, Handoff, Otherwise, Ordering, Expect, Ttl]
+#: one kind of statement (`Block.of_type`)
+S = TypeVar("S", bound=Statement)
 
 
 @dataclass(frozen=True, slots=True)
@@ -439,7 +443,7 @@ class Block(Node):
         _tuple(self, "statements", "leading", "trailing", "inner", "close_trailing")
 
     # -- convenience views (file order) ------------------------------------
-    def of_type(self, cls: type) -> list:
+    def of_type(self, cls: type[S]) -> list[S]:
         return [s for s in self.statements if isinstance(s, cls)]
 
     @property

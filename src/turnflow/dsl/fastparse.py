@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Optional
+from typing import Callable, Optional, Union, final
 
 from turnflow.dsl import ast
 from turnflow.dsl.lexer import KEYWORD_TYPES
@@ -31,6 +31,11 @@ _StringLit = ast.StringLit
 _Literal = ast.Literal
 _Rule = ast.Rule
 _END = "$END"
+
+
+#: the literal decoders the parser passes in (`parser.decode_string`, `decode_number`,
+#: `duration_parts`): raw token text → value
+Decoders = tuple[Callable[[str], str], Callable[[str], Union[int, float]], Callable[[str], tuple[int, ast.DurationUnit]]]
 
 
 class _Bail(Exception):
@@ -113,7 +118,7 @@ _LITERAL_KINDS = frozenset({"STRING", "NUMBER", "TRUE", "FALSE", "NULL"})
 class FastParser:
     """One parse of one token list (see `parse`)."""
 
-    def __init__(self, kinds: list[str], values: list[str], spans: list[Span], decoders) -> None:
+    def __init__(self, kinds: list[str], values: list[str], spans: list[Span], decoders: Decoders) -> None:
         self.k, self.v, self.s = kinds, values, spans
         self.i = 0
         self.decode_string, self.decode_number, self.decode_duration = decoders
@@ -147,7 +152,7 @@ class FastParser:
         k = self.k
         if k[self.i] == "_SEP":
             self.i += 1
-        blocks = []
+        blocks: list[ast.Block] = []
         while k[self.i] != _END:
             blocks.append(self.block())
             if k[self.i] == "_SEP":
@@ -169,7 +174,7 @@ class FastParser:
         self.expect("LBRACE")
         if k[self.i] == "_SEP":
             self.i += 1
-        statements = []
+        statements: list[ast.Statement] = []
         statement = self.statement
         while k[self.i] != "RBRACE":
             statements.append(statement())
@@ -183,14 +188,15 @@ class FastParser:
         return ast.Block(_join(s[kind_i], s[close]), self.v[kind_i], s[kind_i], name,  # type: ignore[arg-type]
                          title, tuple(statements), s[close])
 
-    def statement(self):
+    def statement(self) -> ast.Statement:
         method = _STATEMENTS.get(self.k[self.i])
         if method is None:
             raise _Bail
-        return getattr(self, method)()
+        stmt: ast.Statement = getattr(self, method)()  # the method named for the statement's first token
+        return stmt
 
     # -- statements -----------------------------------------------------------------
-    def rule(self):
+    def rule(self) -> ast.Rule:
         k, s = self.k, self.s
         i = self.i
         source = None if k[i] == "STAR" else _Ident(s[i], self.v[i])
@@ -199,7 +205,7 @@ class FastParser:
         self.i = i + 2
         target = self.target()
         end = target.span
-        terms: tuple = ()
+        terms: tuple[ast.Term, ...] = ()
         if k[self.i] == "WHEN":
             self.i += 1
             cond = self.disjunction()
@@ -221,7 +227,7 @@ class FastParser:
             raise _Bail  # lark's reading reports it (TF002)
         return _Rule(_join(s[i], end), source, s[i], target, terms, priority)
 
-    def participant(self):
+    def participant(self) -> ast.Participant:
         k, s, v = self.k, self.s, self.v
         kw = self.i
         self.i += 1
@@ -240,7 +246,7 @@ class FastParser:
         if k[self.i] == "TOOLS":
             self.i += 1
             self.expect("LSQB")
-            names = []
+            names: list[ast.Ident] = []
             if k[self.i] == "NAME":
                 names.append(self.ident())
                 while k[self.i] == "COMMA":
@@ -250,19 +256,19 @@ class FastParser:
             tools = tuple(names)
         return ast.Participant(_join(s[kw], end), name, desc, role, role_span, tools)  # type: ignore[arg-type]
 
-    def start_stmt(self):
+    def start_stmt(self) -> ast.Start:
         kw = self.i
         self.i += 1
         name = self.ident()
         return ast.Start(_join(self.s[kw], name.span), name)
 
-    def max_turns(self):
+    def max_turns(self) -> ast.MaxTurns:
         kw = self.i
         self.i += 1
         n = self.expect("NUMBER")
         return ast.MaxTurns(_join(self.s[kw], self.s[n]), self.whole_number(n))
 
-    def context_init(self):
+    def context_init(self) -> ast.ContextInit:
         kw = self.i
         self.i += 1
         key = self.ident()
@@ -270,7 +276,7 @@ class FastParser:
         value = self.literal()
         return ast.ContextInit(_join(self.s[kw], value.span), key, value)
 
-    def handoff(self):
+    def handoff(self) -> ast.Handoff:
         kw = self.i
         self.i += 1
         source = self.ident()
@@ -286,20 +292,20 @@ class FastParser:
             self.i += 1
         return ast.Handoff(_join(self.s[kw], end), source, target, tool, desc)
 
-    def otherwise(self):
+    def otherwise(self) -> ast.Otherwise:
         kw = self.i
         self.i += 1
         self.expect("ARROW")
         target = self.target()
         return ast.Otherwise(_join(self.s[kw], target.span), target)
 
-    def ordering(self):
+    def ordering(self) -> ast.Ordering:
         kw = self.i
         self.i += 1
         value = self.ident()
         return ast.Ordering(_join(self.s[kw], value.span), value)
 
-    def expect_stmt(self):
+    def expect_stmt(self) -> ast.Expect:
         kw = self.i
         self.i += 1
         name = self.ident()
@@ -307,7 +313,7 @@ class FastParser:
         action = self.ident()
         return ast.Expect(_join(self.s[kw], action.span), name, duration, action)
 
-    def ttl(self):
+    def ttl(self) -> ast.Ttl:
         kw = self.i
         self.i += 1
         duration = self.duration()
@@ -355,7 +361,7 @@ class FastParser:
         raise _Bail
 
     # -- conditions (as AstBuilder shapes them: see parser.AstBuilder) ----------------------
-    def disjunction(self):
+    def disjunction(self) -> _Condition:
         first = self.conjunction()
         if self.k[self.i] != "OR":
             return first
@@ -363,7 +369,7 @@ class FastParser:
         while self.k[self.i] == "OR":
             self.i += 1
             parts.append(self.conjunction())
-        flat: list = []
+        flat: list[ast.Term] = []
         for c in parts:
             if type(c) is ast.AnyTerm:
                 flat.extend(c.terms)
@@ -371,7 +377,7 @@ class FastParser:
                 flat.append(_one(c))
         return ast.AnyTerm(_join(flat[0].span, flat[-1].span), tuple(flat))
 
-    def conjunction(self):
+    def conjunction(self) -> _Condition:
         first = self.negation()
         if self.k[self.i] != "AND":
             return first
@@ -383,14 +389,14 @@ class FastParser:
                 out.append(c)
         return out
 
-    def _and_operands(self, first) -> list:
+    def _and_operands(self, first: _Condition) -> list[_Condition]:
         operands = [first]
         while self.k[self.i] == "AND":
             self.i += 1
             operands.append(self.negation())
         return operands
 
-    def negation(self):
+    def negation(self) -> _Condition:
         k = self.k
         i = self.i
         kind = k[i]
@@ -400,12 +406,12 @@ class FastParser:
             return ast.NotTerm(_join(self.s[i], inner.span), inner)
         if kind == "LPAR":
             self.i = i + 1
-            inner = self.disjunction()
+            group = self.disjunction()
             self.expect("RPAR")
-            return inner
+            return group
         return self.term()
 
-    def term(self):
+    def term(self) -> ast.Term:
         k, s = self.k, self.s
         i = self.i
         kind = k[i]
@@ -433,7 +439,7 @@ class FastParser:
             return self.comparison(i, key, True)
         raise _Bail
 
-    def comparison(self, kw: int, key: ast.Ident, length: bool):
+    def comparison(self, kw: int, key: ast.Ident, length: bool) -> Union[ast.ContextTerm, ast.CompareTerm]:
         op = self.i
         kind = self.k[op]
         if kind == "EQEQ" and not length:
@@ -448,17 +454,22 @@ class FastParser:
                                length)
 
 
-class _Conj(list):
+@final  # the parser tests `type(c) is _Conj`: final, so the other branch is a term
+class _Conj(list[ast.Term]):
     """The terms of an `and` while parsing."""
 
 
-def _one(cond):
+#: a parsed condition: one term, or the terms of an `and`
+_Condition = Union[ast.Term, _Conj]
+
+
+def _one(cond: _Condition) -> ast.Term:
     if type(cond) is _Conj:
         return ast.AllTerm(_join(cond[0].span, cond[-1].span), tuple(cond))
     return cond
 
 
-def parse(text: str, master: "re.Pattern[str]", decoders) -> Optional[ast.FlowFile]:
+def parse(text: str, master: "re.Pattern[str]", decoders: Decoders) -> Optional[ast.FlowFile]:
     """The AST of `text` (without layout), or None when lark must read it.
     `decoders`: (string, number, duration) functions from raw token text; any
     exception they raise means "let lark read it"."""

@@ -16,10 +16,11 @@ terminals the parser would have accepted at that point as `allowed`.
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from typing import Any, Iterable, Iterator
 
 from lark.exceptions import UnexpectedCharacters
-from lark.lexer import Lexer, LexerState, Token
+from lark.common import LexerConf
+from lark.lexer import Lexer, LexerState, TerminalDef, Token
 
 from turnflow.dsl.lexical import KEYWORDS
 
@@ -30,7 +31,7 @@ _BLANKS = re.compile(r"[ \t\f]*")
 _CHAR_CLASS_RUN = re.compile(r"(\[(?:[^\]\\]|\\.)+\])\+\Z")
 
 
-def _blank_skip(ignore) -> str:
+def _blank_skip(ignore: Iterable[TerminalDef]) -> str:
     """The master regex's prefix that skips ignored blanks: ONE repetition of one
     character class (`[ \t\f\r]*`). The ignore terminals must each be a
     character class repeated (`[...]+`); they are merged into a single class.
@@ -49,7 +50,7 @@ def _blank_skip(ignore) -> str:
 class FlowLexer(Lexer):
     __future_interface__ = 2
 
-    def __init__(self, conf) -> None:
+    def __init__(self, conf: LexerConf) -> None:
         ignore = [t for t in conf.terminals if t.name in conf.ignore]
         terminals = [t for t in conf.terminals if t.name not in conf.ignore]
         terminals.sort(key=lambda t: (-t.priority, -t.pattern.max_width, -len(t.pattern.value), t.name))
@@ -58,7 +59,7 @@ class FlowLexer(Lexer):
         self.terminals_by_name = conf.terminals_by_name
         self.names = frozenset(t.name for t in terminals)
 
-    def lex(self, state: LexerState, parser_state) -> Iterator[Token]:
+    def lex(self, state: LexerState, parser_state: Any) -> Iterator[Token]:  # lark's ParserState
         text_slice = state.text
         text = text_slice.text
         pos, stop = text_slice.start, text_slice.end
@@ -76,8 +77,9 @@ class FlowLexer(Lexer):
                 pos = blanks.end() if blanks is not None else pos
                 if pos >= stop:
                     return
-                raise UnexpectedCharacters(text, pos, line, pos - line_start + 1, allowed=self._allowed(parser_state),
-                                           state=parser_state, terminals_by_name=self.terminals_by_name)
+                raise UnexpectedCharacters(  # type: ignore[no-untyped-call]  # lark leaves __init__ unannotated
+                    text, pos, line, pos - line_start + 1, allowed=self._allowed(parser_state),
+                    state=parser_state, terminals_by_name=self.terminals_by_name)
             kind: str = m.lastgroup  # type: ignore[assignment]  # every alternative is a named group
             start, end = m.span(kind)
             value = text[start:end]
@@ -112,7 +114,7 @@ class FlowLexer(Lexer):
             yield tok
             pos = end
 
-    def _allowed(self, parser_state) -> set[str]:
+    def _allowed(self, parser_state: Any) -> set[str]:
         try:
             accepts = set(parser_state.parse_conf.parse_table.states[parser_state.position])
         except (AttributeError, KeyError, IndexError, TypeError):  # pragma: no cover - defensive

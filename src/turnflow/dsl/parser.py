@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from functools import lru_cache
 from importlib import resources
-from typing import Optional, Union, cast
+from typing import Any, Iterable, Iterator, Optional, Union, cast
 
 from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
@@ -147,8 +147,11 @@ def _tok_span(tok: Token) -> Span:
     return _new(Span, (tok.line, tok.column, tok.end_line, tok.end_column, tok.start_pos, tok.end_pos))
 
 
-def _between(first, last) -> Span:
+def _between(first: Union[Token, ast.Node], last: Union[Token, ast.Node]) -> Span:
     """The span from the start of `first` to the end of `last` (tokens or nodes)."""
+    line: Optional[int]  # lark types a token's position Optional; the lexer always sets it
+    column: Optional[int]
+    start: Optional[int]
     if isinstance(first, ast.Node):
         a = first.span
         line, column, start = a.line, a.column, a.start
@@ -160,15 +163,18 @@ def _between(first, last) -> Span:
     return _new(Span, (line, column, last.end_line, last.end_column, start, last.end_pos))
 
 
-def _last(children):
+def _last(children: Children) -> Union[Token, ast.Node]:
+    last: Union[Token, ast.Node]
     for c in reversed(children):
         if c is None:
             continue
         if isinstance(c, list):
             if c:
-                return c[-1]
+                last = c[-1]
+                return last
             continue
-        return c
+        last = c
+        return last
     raise AssertionError("empty rule")  # pragma: no cover
 
 
@@ -191,18 +197,18 @@ def _number(tok: Optional[Token]) -> Optional[ast.Number]:
     return ast.Number(_tok_span(tok), value, tok.value)
 
 
-def duration_parts(tok: str) -> tuple[int, str]:
+def duration_parts(tok: str) -> tuple[int, ast.DurationUnit]:
     """A DURATION token's (amount, unit)."""
     m = _DURATION_RE.match(str(tok))
     assert m is not None
     if len(m.group(1)) > _MAX_INT_DIGITS or int(m.group(1)) > MAX_INT // 3_600_000:
         raise _LiteralError(f"duration `{_clip(str(tok))}` is too long: at most {MAX_INT // 3_600_000}"
                             f"{m.group(2)}", tok)
-    return int(m.group(1)), m.group(2)
+    return int(m.group(1)), cast(ast.DurationUnit, m.group(2))  # the regex's unit group
 
 
 def _duration(tok: Token) -> ast.Duration:
-    return ast.Duration(_tok_span(tok), *duration_parts(tok))  # type: ignore[arg-type]  # the regex
+    return ast.Duration(_tok_span(tok), *duration_parts(tok))
 
 
 _DECODERS = (decode_string, decode_number, duration_parts)
@@ -211,14 +217,19 @@ _DECODERS = (decode_string, decode_number, duration_parts)
 def _clip(raw: str, limit: int = 40) -> str:
     """A literal shown in a message: at most `limit` characters."""
     return raw if len(raw) <= limit else f"{raw[:limit // 2]}…{raw[-8:]} ({len(raw)} characters)"
-class _Conj(list):
+#: a grammar rule's children, as lark hands them to `AstBuilder`: tokens, what the rules below
+#: built (nodes, `_Conj`, `_ToolList`), `None` for an absent optional part
+Children = list[Any]
+
+
+class _Conj(list[ast.Term]):
     """The terms of an `and` while parsing."""
 
 
 MAX_CONDITION_DEPTH = ast.MAX_CONDITION_DEPTH
 
 
-def _check_depth(terms: tuple) -> None:
+def _check_depth(terms: tuple[ast.Term, ...]) -> None:
     """Refuse a condition nested more than MAX_CONDITION_DEPTH levels (see `ast.too_deep`)."""
     term = ast.too_deep(terms)
     if term is not None:
@@ -226,29 +237,34 @@ def _check_depth(terms: tuple) -> None:
                             "`not`, `and` and `or` (write it flatter)", span=term.span)
 
 
-def _one(cond):
+#: a parsed condition: one term, or the terms of an `and`
+_Condition = Union[ast.Term, _Conj]
+
+
+def _one(cond: _Condition) -> ast.Term:
     """A condition (a term or a `_Conj`) as one term."""
     if isinstance(cond, _Conj):
         return ast.AllTerm(_between(cond[0], cond[-1]), tuple(cond))
     return cond
 
 
-class _ToolList(list):
+class _ToolList(list[ast.Ident]):
     """The names of a `tools [...]` clause, remembering its closing bracket."""
 
     close: Token
 
 
-class AstBuilder(Transformer):
-    def start(self, children):
+class AstBuilder(Transformer[Token, ast.FlowFile]):
+    def start(self, children: Children) -> ast.FlowFile:
         blocks = tuple(c for c in children if isinstance(c, ast.Block))
         span = _between(blocks[0], blocks[-1]) if blocks else Span.point()
         return ast.FlowFile(span, blocks)
 
-    def block_kind(self, children):
-        return children[0]
+    def block_kind(self, children: Children) -> Token:
+        tok: Token = children[0]
+        return tok
 
-    def block(self, children):
+    def block(self, children: Children) -> ast.Block:
         kind_tok, name_tok, title_tok, _lbrace, *rest = children
         rbrace = rest[-1]
         statements = tuple(c for c in rest[:-1] if c is not None)
@@ -256,7 +272,7 @@ class AstBuilder(Transformer):
                          _string(title_tok), statements, _tok_span(rbrace))
 
     # -- statements --------------------------------------------------------
-    def participant(self, children):
+    def participant(self, children: Children) -> ast.Participant:
         kw, name, desc, role, tools = children
         end = tools.close if tools is not None else _last(children[:4])
         return ast.Participant(_between(kw, end), _ident(name), _string(desc),
@@ -264,26 +280,27 @@ class AstBuilder(Transformer):
                                _tok_span(role) if role is not None else None,
                                tuple(tools) if tools is not None else None)
 
-    def role(self, children):
-        return children[0]
+    def role(self, children: Children) -> Token:
+        tok: Token = children[0]
+        return tok
 
-    def tools_clause(self, children):
+    def tools_clause(self, children: Children) -> _ToolList:
         tools = _ToolList(_ident(t) for t in children[2:-1] if t is not None)
         tools.close = children[-1]
         return tools
 
-    def start_stmt(self, children):
+    def start_stmt(self, children: Children) -> ast.Start:
         return ast.Start(_between(children[0], children[1]), _ident(children[1]))
 
-    def max_turns(self, children):
+    def max_turns(self, children: Children) -> ast.MaxTurns:
         value = _number(children[1])
         assert value is not None  # the grammar requires the number
         return ast.MaxTurns(_between(children[0], children[1]), value)
 
-    def context_init(self, children):
+    def context_init(self, children: Children) -> ast.ContextInit:
         return ast.ContextInit(_between(children[0], children[2]), _ident(children[1]), children[2])
 
-    def rule(self, children):
+    def rule(self, children: Children) -> ast.Rule:
         src_tok, _arrow, target, _when, terms, _prio, prio = children
         terms = () if terms is None else tuple(terms) if isinstance(terms, _Conj) else (terms,)
         _check_depth(terms)
@@ -293,46 +310,47 @@ class AstBuilder(Transformer):
                         terms,
                         _number(prio) if prio is not None else None)
 
-    def source(self, children):
-        return children[0]
+    def source(self, children: Children) -> Token:
+        tok: Token = children[0]
+        return tok
 
-    def handoff(self, children):
+    def handoff(self, children: Children) -> ast.Handoff:
         kw, source, _arrow, target, _via, tool, desc = children
         return ast.Handoff(_between(kw, _last(children)), _ident(source), target, _ident(tool), _string(desc))
 
-    def otherwise(self, children):
+    def otherwise(self, children: Children) -> ast.Otherwise:
         return ast.Otherwise(_between(children[0], children[2]), children[2])
 
-    def ordering(self, children):
+    def ordering(self, children: Children) -> ast.Ordering:
         return ast.Ordering(_between(children[0], children[1]), _ident(children[1]))
 
-    def expect(self, children):
+    def expect(self, children: Children) -> ast.Expect:
         kw, name, dur, action = children
         return ast.Expect(_between(kw, action), _ident(name), _duration(dur), _ident(action))
 
-    def ttl(self, children):
+    def ttl(self, children: Children) -> ast.Ttl:
         return ast.Ttl(_between(children[0], children[1]), _duration(children[1]))
 
     # -- targets -------------------------------------------------------------
-    def target_participant(self, children):
+    def target_participant(self, children: Children) -> ast.Target:
         tok = children[0]
         span = _tok_span(tok)
         return _Target(span, "participant", _Ident(span, tok.value))
 
-    def target_terminate(self, children):
+    def target_terminate(self, children: Children) -> ast.Target:
         kw, reason = children
         return _Target(_between(kw, reason or kw), "terminate", None, _string(reason))
 
-    def target_stay(self, children):
+    def target_stay(self, children: Children) -> ast.Target:
         return _Target(_tok_span(children[0]), "stay")
 
-    def target_next(self, children):
+    def target_next(self, children: Children) -> ast.Target:
         return _Target(_tok_span(children[0]), "next")
 
-    def target_initiator(self, children):
+    def target_initiator(self, children: Children) -> ast.Target:
         return _Target(_tok_span(children[0]), "initiator")
 
-    def target_previous(self, children):
+    def target_previous(self, children: Children) -> ast.Target:
         return _Target(_tok_span(children[0]), "previous")
 
     # -- conditions ----------------------------------------------------------
@@ -340,8 +358,8 @@ class AstBuilder(Transformer):
     # `or` / `and` / `not` / parentheses. A conjunction travels as a `_Conj` (flattened into
     # an enclosing one: `a and (b and c)` is `a and b and c`); `rule` reads the condition as
     # its `terms`. Parentheses leave no node: the printer puts back those the precedence needs.
-    def disjunction(self, children):
-        flat: list = []
+    def disjunction(self, children: Children) -> ast.AnyTerm:
+        flat: list[ast.Term] = []
         for c in children:
             if isinstance(c, Token):
                 continue
@@ -351,7 +369,7 @@ class AstBuilder(Transformer):
                 flat.append(_one(c))
         return ast.AnyTerm(_between(flat[0], flat[-1]), tuple(flat))
 
-    def conjunction(self, children):
+    def conjunction(self, children: Children) -> _Conj:
         out = _Conj()
         for c in children:
             if isinstance(c, _Conj):
@@ -360,33 +378,34 @@ class AstBuilder(Transformer):
                 out.append(c)
         return out
 
-    def not_term(self, children):
+    def not_term(self, children: Children) -> ast.NotTerm:
         inner = _one(children[1])
         return ast.NotTerm(_between(children[0], inner), inner)
 
-    def group(self, children):
-        return children[1]
+    def group(self, children: Children) -> _Condition:
+        inner: _Condition = children[1]
+        return inner
 
-    def tool_term(self, children):
+    def tool_term(self, children: Children) -> ast.ToolTerm:
         return ast.ToolTerm(_between(children[0], children[1]), _ident(children[1]))
 
-    def context_term(self, children):
+    def context_term(self, children: Children) -> ast.ContextTerm:
         return ast.ContextTerm(_between(children[0], children[3]), _ident(children[1]), children[3])
 
-    def compare_term(self, children):
+    def compare_term(self, children: Children) -> ast.CompareTerm:
         kw, key, op, value = children
         return ast.CompareTerm(_between(kw, value), _ident(key), op.value, value)
 
-    def len_term(self, children):
+    def len_term(self, children: Children) -> ast.CompareTerm:
         kw, _lpar, _ctx, key, _rpar, op, value = children
         return ast.CompareTerm(_between(kw, value), _ident(key), op.value, value, True)
 
-    def text_term(self, children):
+    def text_term(self, children: Children) -> ast.TextTerm:
         text = _string(children[2])
         assert text is not None  # the grammar requires the string
         return ast.TextTerm(_between(children[0], children[2]), text)
 
-    def literal(self, children):
+    def literal(self, children: Children) -> ast.Literal:
         tok = children[0]
         span = _tok_span(tok)
         lit = ast.Literal
@@ -480,12 +499,12 @@ def _found(tok: Token) -> str:
 DURATION_UNITS = "ms, s, m, h or d"
 
 
-def _close(word: str, candidates) -> Optional[str]:
+def _close(word: str, candidates: Iterable[str]) -> Optional[str]:
     found = difflib.get_close_matches(word, sorted(candidates), n=1, cutoff=0.7)
     return found[0] if found else None
 
 
-def _refine(tok: Token, expected: set[str], src: SourceText):
+def _refine(tok: Token, expected: set[str], src: SourceText) -> Optional[tuple[str, Span, str, Optional[str]]]:
     """A more helpful reading of some syntax errors: (code, span, message, help) or None.
 
     - a misspelt statement keyword (`strat a`): the parser only notices at the next word,
@@ -708,7 +727,7 @@ def _joined(items: list[_Item], trailing: dict[tuple[int, int], list[ast.Comment
 
 
 @contextmanager
-def gc_paused():
+def gc_paused() -> Iterator[None]:
     """Pause the cyclic garbage collector while building large acyclic structures.
 
     Parsing allocates hundreds of thousands of tokens, tree nodes and AST

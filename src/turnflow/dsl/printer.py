@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Iterable, Optional, Sequence
 
 from turnflow.dsl import ast
 
@@ -45,7 +45,7 @@ def target(t: ast.Target) -> str:
 _OR, _AND, _NOT = 1, 2, 3  # precedence levels: `not` binds tighter than `and`, `and` than `or`
 
 
-def term(t, level: int = _AND) -> str:
+def term(t: ast.Term, level: int = _AND) -> str:
     """A term as text; `level` is the precedence of where it stands (parentheses
     are added only where the precedence needs them)."""
     if isinstance(t, ast.ToolTerm):
@@ -66,7 +66,7 @@ def term(t, level: int = _AND) -> str:
     return f"text contains {string(t.text.value)}"
 
 
-def condition(terms) -> str:
+def condition(terms: Sequence[ast.Term]) -> str:
     """A rule's terms (a conjunction) as text."""
     if len(terms) == 1:
         return term(terms[0], _OR)
@@ -77,7 +77,7 @@ def duration(d: ast.Duration) -> str:
     return f"{d.amount}{d.unit}"
 
 
-def statement_parts(st) -> list[str]:
+def statement_parts(st: ast.Statement) -> list[str]:
     """A statement as columns; `format_flow` aligns the columns of runs of
     consecutive statements of the same type."""
     if isinstance(st, ast.Participant):
@@ -121,7 +121,7 @@ def statement_parts(st) -> list[str]:
     raise TypeError(f"not a statement: {type(st).__name__}")  # pragma: no cover
 
 
-def statement(st) -> str:
+def statement(st: ast.Statement) -> str:
     return " ".join(statement_parts(st))
 
 
@@ -156,7 +156,7 @@ class _Item:
     group: str = ""
 
 
-def _comments(items: list[_Item], comments, depth: int) -> None:
+def _comments(items: list[_Item], comments: Iterable[ast.Comment], depth: int) -> None:
     for c in comments:
         items.append(_Item(c.text, depth, "comment", c.blank_before))
 

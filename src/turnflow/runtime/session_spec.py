@@ -194,7 +194,8 @@ class SessionSpec:
         naming the problem)."""
         if self._graph is _UNSET:
             object.__setattr__(self, "_graph", _graph_model(self.graph_source))
-        return self._graph
+        graph: Optional[TransitionGraph] = self._graph  # what `_graph_model` returned
+        return graph
 
     @property
     def context_vars(self) -> dict[str, Any]:

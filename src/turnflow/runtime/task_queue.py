@@ -328,7 +328,8 @@ class PostgresTaskQueue:
                                "WHERE id = %s AND worker = %s AND state = 'running'",
                                (state, json.dumps(result, sort_keys=True), task_id, worker))
             conn.execute(_NOTIFY)
-            return cur.rowcount == 1
+            changed: int = cur.rowcount
+            return changed == 1
 
     async def finish_grouped(self, worker: str, task_id: str, state: str, result: dict[str, Any],
                              session_id: Optional[str]) -> bool:
@@ -345,14 +346,16 @@ class PostgresTaskQueue:
             cur = conn.execute("UPDATE turnflow_tasks SET state = 'pending', worker = NULL, lease_until = NULL "
                                "WHERE id = %s AND worker = %s AND state = 'running'", (task_id, worker))
             conn.execute(_NOTIFY)
-            return cur.rowcount == 1
+            changed: int = cur.rowcount
+            return changed == 1
 
     def release(self, worker: str) -> int:
         with self.pool.connection() as conn:
             cur = conn.execute("UPDATE turnflow_tasks SET state = 'pending', worker = NULL, lease_until = NULL "
                                "WHERE worker = %s AND state = 'running'", (worker,))
             conn.execute(_NOTIFY)
-            return cur.rowcount
+            released: int = cur.rowcount
+            return released
 
     def counts(self) -> dict[str, int]:
         with self.pool.connection() as conn:

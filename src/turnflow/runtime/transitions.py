@@ -218,7 +218,8 @@ class CompiledGraph:
     def _resolve(self, then: Any, speaker: str) -> tuple[Any, ...]:
         if then.uses_previous:
             return PREVIOUS, "", False
-        return then.resolve(speaker, self.order, self.creator)
+        resolved: tuple[Any, ...] = then.resolve(speaker, self.order, self.creator)
+        return resolved
 
     def previous(self, speaker: str, before: Optional[str]) -> tuple[Optional[str], str, bool]:
         """A `previous_speaker` target after `speaker` spoke; `before` spoke the turn before

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from turnflow.diagnostics.diagnostic import Related
-from turnflow.diagnostics.registry import rule  # noqa: F401  (re-exported for rule modules)
+from turnflow.diagnostics.registry import rule as rule  # re-exported for rule modules
 from turnflow.source import Span
 
 

@@ -5,7 +5,8 @@ from turnflow.compiler.checks.finding import Finding, related, rule
 from turnflow.compiler.checks.graph_common import names, rule_text
 from turnflow.diagnostics.listing import MAX_LISTED, bounded
 from turnflow.compiler.firing import Firing, firing
-from turnflow.compiler.speaker_graph import RuleInfo, SpeakerGraph
+from turnflow.compiler.lower import RuleInfo
+from turnflow.compiler.speaker_graph import SpeakerGraph
 from turnflow.dsl import ast
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 from turnflow.compiler.emit.picture import Edge, Node, Picture
 
 
@@ -84,7 +86,8 @@ class _Chart:
 
 
 #: node kinds drawn as a fixed shape: kind → (shape text, class)
-_SPECIAL_NODES = {
+#: a special node's kind → its Mermaid text and class
+_SPECIAL_NODES: dict[str, Callable[[Node], tuple[str, str]]] = {
     "start": lambda n: ("(( ))", "startdot"),
     "end": lambda n: (f"([{_text('END: ' + n.label)}])", "endnode"),
     "any": lambda n: (f"[{_text('any speaker')}]", "shadow"),

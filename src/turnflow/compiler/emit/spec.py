@@ -124,8 +124,8 @@ def tools(block: ast.Block, tools_of: Optional[dict[str, list[str]]] = None) -> 
     `tools [...]` has description "" and target null."""
     tools_of = tools_of if tools_of is not None else _knobs.participant_tools(block)
     first: dict[tuple[str, str], ast.Handoff] = {}
-    for h in block.of_type(ast.Handoff):
-        first.setdefault((h.source.name, h.tool.name), h)
+    for handoff in block.of_type(ast.Handoff):
+        first.setdefault((handoff.source.name, handoff.tool.name), handoff)
     out = []
     for owner, names in tools_of.items():
         for name in names:

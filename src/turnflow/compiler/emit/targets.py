@@ -11,8 +11,7 @@ compiled session spec as the typed model (`turnflow.spec.parse_spec`), never the
 from __future__ import annotations
 
 import importlib
-from types import ModuleType
-from typing import Optional, Union
+from typing import Any, Optional, Protocol, Union, cast
 
 from turnflow.compiler.emit.spec import CompileError
 from turnflow.diagnostics.diagnostic import Diagnostic
@@ -34,10 +33,20 @@ class TargetError(ValueError):
     nested deeper than the spec model or Python's parser accepts)."""
 
 
-def writer(target: str) -> ModuleType:
+class Writer(Protocol):
+    """What a writer module holds (`emit/langgraph.py` and the others)."""
+
+    FRAMEWORK: str
+    #: construct key → (what it becomes, exact?)
+    TABLE: dict[str, tuple[str, bool]]
+
+    def write(self, spec: Any, source: str = "<string>") -> str: ...
+
+
+def writer(target: str) -> Writer:
     if target not in WRITERS:
         raise ValueError(f"unknown target {target!r}; known: {', '.join(TARGETS)}")
-    return importlib.import_module(WRITERS[target])
+    return cast(Writer, importlib.import_module(WRITERS[target]))  # imported by name: lazily
 
 
 def select(flow: ast.FlowFile, block: Optional[str]) -> ast.Block:

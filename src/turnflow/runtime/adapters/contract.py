@@ -73,8 +73,11 @@ class ContractAdapter:
             return round_to_envelope(metadata, sender_id, rnd)
         if takes_contract_arguments(own):
             live = self.hub.sessions.get(metadata.session_id) if self.hub is not None else None
-            return own(metadata, sender_id, RoundReply(rnd), [], live.state if live is not None else None, self.hub)
-        return own(metadata, sender_id, rnd)
+            built: Optional[Envelope] = own(metadata, sender_id, RoundReply(rnd), [],
+                                            live.state if live is not None else None, self.hub)
+        else:
+            built = own(metadata, sender_id, rnd)
+        return built
 
 
 class RoundReply:

@@ -24,7 +24,7 @@ def _ordering(v: Any) -> None:
         raise ProtocolError(f"discussion session: knob `ordering` must be 'round_robin', got {v!r}")
 
 
-def _next(order: tuple[Any, ...], after: str, hidden: frozenset[Any]) -> str:
+def _next(order: tuple[str, ...], after: str, hidden: frozenset[Any]) -> str:
     i = order.index(after) if after in order else -1
     for k in range(1, len(order) + 1):
         cand = order[(i + k) % len(order)]

@@ -584,7 +584,7 @@ class PostgresStore:
                     if conn.execute("SELECT 1 FROM turnflow_sessions WHERE session_id = %s", (sid,)).fetchone() is None:
                         return False
                 if unit.rows:  # the very rows: the same number, session, seq and checksum
-                    n = conn.execute("SELECT COUNT(*) FROM turnflow_envelopes e JOIN unnest(%s::bigint[], "
+                    n: int = conn.execute("SELECT COUNT(*) FROM turnflow_envelopes e JOIN unnest(%s::bigint[], "
                                      "%s::text[], %s::integer[], %s::bigint[]) AS v (g, sid, seq, crc) "
                                      "ON e.gseq = v.g AND e.session_id = v.sid AND e.seq = v.seq AND e.crc = v.crc",
                                      [[r[i] for r in unit.rows] for i in (0, 1, 2, 5)]).fetchone()[0]

@@ -84,7 +84,7 @@ def _compact_encoder() -> Optional[Callable[[Any, int], Iterable[str]]]:
     if make is None:  # pragma: no cover - CPython always has the C encoder
         return None
     try:
-        enc = make(None, json.JSONEncoder().default, json.encoder.encode_basestring_ascii, None, ":", ",",
+        enc: Callable[[Any, int], Iterable[str]] = make(None, json.JSONEncoder().default, json.encoder.encode_basestring_ascii, None, ":", ",",
                    False, False, True)
     except TypeError:  # pragma: no cover - a Python whose C encoder takes other arguments
         return None

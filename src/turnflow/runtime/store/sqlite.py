@@ -303,7 +303,8 @@ class SQLiteStore:
 
     def session_count(self) -> int:
         """How many session records the store holds."""
-        return self.db.execute("SELECT COUNT(*) FROM sessions").fetchone()[0]
+        count: int = self.db.execute("SELECT COUNT(*) FROM sessions").fetchone()[0]
+        return count
 
     def sessions_ever_created(self) -> Optional[int]:
         """How many sessions writers of this store have committed (from `PATH.lock`), or None
