@@ -140,20 +140,30 @@ class Conn(Protocol):
 
 
 class _Log:
-    """A session's envelopes as read so far, each with its AG2 encoding (kept while the session is
-    live: AG2's client reads the log several times a turn)."""
+    """The AG2 encodings (JSON texts) of a live session's envelopes as read so far, in log order
+    (AG2's client reads the log several times a turn). Only the texts: the envelopes themselves
+    are the hub's, read from it (`Hub.read`) by the few ops that need their fields."""
 
-    __slots__ = ("envs", "texts", "size")
+    __slots__ = ("texts", "size", "last", "seqs")
 
     def __init__(self) -> None:
-        self.envs: list[Envelope] = []
         self.texts: list[str] = []
         self.size = 0  # characters of `texts`
+        self.last = 0  # seq of the last envelope encoded
+        self.seqs: Optional[list[int]] = None  # each text's seq, kept only once one is not its position + 1 (a gap)
 
-    def add(self, env: Envelope, text: str) -> None:
-        self.envs.append(env)
+    def add(self, seq: int, text: str) -> None:
+        if self.seqs is None and seq != len(self.texts) + 1:
+            self.seqs = list(range(1, len(self.texts) + 1))
+        if self.seqs is not None:
+            self.seqs.append(seq)
         self.texts.append(text)
         self.size += len(text)
+        self.last = seq
+
+    def seq(self, i: int) -> int:
+        """The seq of the envelope `texts[i]` encodes."""
+        return i + 1 if self.seqs is None else self.seqs[i]
 
 
 class Ops:
@@ -278,8 +288,8 @@ class Ops:
             if md.state.terminal or agent_id not in md.pset:
                 continue
             high = max(self.registry.cursor(agent_id, sid), since)
-            log = self._read(sid, md)
-            for env, text in list(zip(log.envs, log.texts)):
+            log, envs = self._envelopes(sid, md)
+            for env, text in zip(envs, log.texts[:len(envs)]):
                 if env.envelope_id > high and env.sender_id != agent_id and agent_id in wire.recipients(env, md) \
                         and self._accepts(env, md, agent_id):
                     conn.send(frames.notify(text, agent_id))
@@ -303,23 +313,26 @@ class Ops:
         return [(sid, live.metadata) for sid, live in list(self.hub.sessions.items())]
 
     def _read(self, session_id: str, md: SessionMetadata) -> _Log:
-        """The session's log, read from the store past what was read before."""
+        """The session's log as AG2 texts, read from the store past what was read before."""
         log = self._logs.get(session_id)
         if log is None:
             log = _Log()
             if not md.state.terminal:
                 self._logs[session_id] = log
-        envs = log.envs
         live = self.hub.sessions.get(session_id)
-        if envs and envs[-1].seq == getattr(live, "last_seq", None):  # nothing new since the last read
+        if log.texts and log.last == getattr(live, "last_seq", None):  # nothing new since the last read
             return log
-        for env in self.hub.read(session_id, envs[-1].seq + 1 if envs else 1):
+        for env in self.hub.read(session_id, log.last + 1):
             if isinstance(env, Envelope):
-                log.add(env, frames.encode(wire.envelope_to_ag2(env, md), f"envelope {env.envelope_id}"))
+                log.add(env.seq, frames.encode(wire.envelope_to_ag2(env, md), f"envelope {env.envelope_id}"))
         return log
 
-    def _log(self, session_id: str) -> list[Envelope]:
-        return self._read(session_id, self._md(session_id)).envs
+    def _envelopes(self, session_id: str, md: SessionMetadata) -> tuple[_Log, list[Envelope]]:
+        """The session's log and its envelopes, read from the hub: `envelopes[i]` is the one
+        `log.texts[i]` encodes (for the rare ops that need the envelopes' fields)."""
+        log = self._read(session_id, md)
+        envs = [e for e in self.hub.read(session_id, 1, log.last) if isinstance(e, Envelope)]
+        return log, envs
 
     def _count_open(self, session_id: str, creator: str) -> None:
         self._opened[session_id] = creator
@@ -356,9 +369,9 @@ class Ops:
         log = self._logs.get(md.session_id)
         if log is None and env.seq == 1 and not md.state.terminal:  # a new session's first envelope (an
             log = self._logs[md.session_id] = _Log()  # invite): its log kept from here, not read back
-        if log is not None and (log.envs[-1].seq if log.envs else 0) + 1 == env.seq:
+        if log is not None and log.last + 1 == env.seq:
             body = frames.encode(wire.envelope_to_ag2(env, md), f"envelope {env.envelope_id}")
-            log.add(env, body)
+            log.add(env.seq, body)
         if md.state.terminal:
             self._logs.pop(md.session_id, None)
             self._channels.pop(md.session_id, None)
@@ -593,7 +606,7 @@ class Ops:
             self._say_extensions(sid, knobs)
         waiter = self._opening[sid] = asyncio.get_running_loop().create_future()
         try:  # (the invites reached the invited through the hub's listener, `on_envelope`)
-            self._log(sid)  # kept from now on, each later envelope appended as it is written
+            self._read(sid, self._md(sid))  # kept from now on, each later envelope appended as it is written
             if md.state == SessionState.INVITED:
                 try:
                     await asyncio.wait_for(asyncio.shield(waiter), self.invite_timeout)
@@ -757,9 +770,12 @@ class Ops:
         sid, sender, cause = _str(params, "channel_id"), _str(params, "sender_id"), _str(params, "causation_id")
         md = self._participant(conn, sid)
         log = self._read(sid, md)
-        for env, text in zip(log.envs, log.texts):
-            if env.sender_id == sender and env.causation_id == cause:
-                return frames.Raw(text)
+        needle = '"causation_id":' + frames.dumps(cause)  # in the text of every envelope caused by `cause`
+        for i, text in enumerate(log.texts):
+            if needle in text:  # a candidate (the text may also hold it elsewhere): the envelope decides
+                env = next(iter(list(self.hub.read(sid, log.seq(i), log.seq(i)))), None)
+                if isinstance(env, Envelope) and env.sender_id == sender and env.causation_id == cause:
+                    return frames.Raw(text)
         return None
 
     async def can_send(self, conn: Conn, params: dict[str, Any]) -> Any:
@@ -780,7 +796,7 @@ class Ops:
             if md.state != SessionState.ACTIVE or agent_id not in md.pset or self.hub.expected_next(sid) != agent_id:
                 continue
             last = None
-            for env in self._log(sid):
+            for env in self._envelopes(sid, md)[1]:
                 if env.event_type in SUBSTANTIVE:
                     last = env
             turns.append({"channel_id": sid, "triggering_envelope_id": last.envelope_id if last else None,
