@@ -182,6 +182,8 @@ def _route(state: WorkflowState, envelope: Envelope, sender: str, table: tuple[A
         hidden = hidden - {sender}
     for op, a, b, nxt, reason, rr in table:
         if op == TOOLS:  # the graph's bare `tool_called` rules placed here, shared by every speaker
+            if tool is None:  # a packet that calls no tool: none of them fires
+                continue
             hit = graph.tool_rule(a, tool, sender)
             if hit is None:
                 continue
