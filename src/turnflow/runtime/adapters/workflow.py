@@ -123,12 +123,11 @@ def _unhide(hidden: frozenset[str], sender: str) -> frozenset[str]:
 
 def _apply(ctx: dict[str, Any], updates: dict[str, Any]) -> dict[str, Any]:
     dels, sets = updates.get("delete"), updates.get("set")
-    if not dels and not sets:
-        return ctx
+    if not dels:  # nearly every update: one display builds the copy (half the cost of dict() + update())
+        return {**ctx, **sets} if sets else ctx
     new = dict(ctx)
-    if dels:
-        for k in dels:
-            new.pop(k, None)
+    for k in dels:
+        new.pop(k, None)
     if sets:
         new.update(sets)
     return new
