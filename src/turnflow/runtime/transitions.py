@@ -21,6 +21,8 @@ imported: a run of consulting, conversation or discussion sessions never loads p
 
 from __future__ import annotations
 
+import bisect
+
 from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
 from turnflow.runtime.envelope import EV_PACKET, EV_TEXT
@@ -171,8 +173,6 @@ class CompiledGraph:
     def tool_rule(self, between: tuple[int, int], tool: Optional[str], speaker: str) -> Optional[tuple[Any, ...]]:
         """A TOOLS row's look-up: (next speaker, close reason, by round robin) of the first bare
         `tool_called` rule of `tool` placed strictly between `between`, or None."""
-        import bisect
-
         places = self._tools.get(tool) if tool is not None else None
         if not places:
             return None
@@ -186,7 +186,6 @@ class CompiledGraph:
         return found
 
     def _table(self, speaker: str, packet: bool) -> tuple[Any, ...]:
-        import bisect
         import heapq
 
         rows: list[tuple[Any, ...]] = []
