@@ -323,7 +323,7 @@ class Hub:
         assert group is not None  # scheduled by `_new_group`
         self._group = None
         try:
-            written = self.store.commit_group(group)
+            written = self.store.commit_group(group.units)
         except Exception as exc:  # the store could not even take the group (closed)
             self._settle(group, None, exc)
             return
