@@ -12,19 +12,16 @@ always completes that step, on hydrate too.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Iterable, Iterator, Optional, Sequence, Union
+from typing import Any, Callable, Iterable, Iterator, Optional, Sequence, Union
 
-from turnflow.runtime import expectations as _exp
 from turnflow.runtime.adapters import builtin_adapters
 from turnflow.runtime.adapters.base import SessionAdapter
 from turnflow.runtime.adapters.contract import ContractAdapter, needs_defaults, needs_membership
 from turnflow.runtime.envelope import (EV_EXPECTATION_VIOLATED, EV_SESSION_ACK, EV_SESSION_CLOSED,
                                        EV_SESSION_EXPIRED, EV_SESSION_INVITE, EV_SESSION_OPENED,
-                                       EV_SESSION_REJECT, LIFECYCLE, MEMBERSHIP, SUBSTANTIVE, Envelope,
-                                       envelope_id_for)
+                                       EV_SESSION_REJECT, LIFECYCLE, MEMBERSHIP, SUBSTANTIVE, Envelope)
 from turnflow.runtime.clock import STEADY
-from turnflow.runtime.errors import ProtocolError, RuntimeErrorBase, StoreError
+from turnflow.runtime.errors import ProtocolError
 from turnflow.runtime.live import LiveSession
 from turnflow.runtime.session import (Expectation, Participant, SessionMetadata, SessionRecord, SessionState,
                                       adapter_capabilities, check_agent_id, check_session_id, new_session_id,
@@ -32,11 +29,15 @@ from turnflow.runtime.session import (Expectation, Participant, SessionMetadata,
 from turnflow.runtime.session_spec import SessionSpec
 from turnflow.runtime.group_commit import GroupCommit
 from turnflow.runtime.store.contract import Store
-from turnflow.runtime.store.records import Corrupt, Refusals, envelope_row, session_row, telemetry_row
+from turnflow.runtime.store.records import Corrupt, session_row, telemetry_row
 from turnflow.runtime.transcript import Transcript
 
-Listener = Callable[[Envelope, SessionMetadata], Awaitable[None]]
-HUB_SENDER = "hub"
+from turnflow.runtime.hub.bus import Bus, Listener, TelemetryListener
+from turnflow.runtime.hub.commit import HUB_SENDER, Commits
+from turnflow.runtime.hub.hydrate import HydrateReport, hydrate
+from turnflow.runtime.hub.sweeper import Sweeper
+
+__all__ = ["HUB_SENDER", "Hub", "HydrateReport", "Listener"]
 
 
 def _audience_ok(audience: Any, pset: frozenset[str]) -> bool:
@@ -54,15 +55,6 @@ def _check_posted_type(et: str, live: LiveSession) -> None:
         raise ProtocolError(f"{et!r} refused: the participants of a {live.metadata.kind} session are fixed by its flow")
 
 
-@dataclass
-class HydrateReport:
-    sessions: int = 0
-    envelopes: int = 0
-    problems: list[Corrupt] = field(default_factory=list)
-    completed_closes: list[str] = field(default_factory=list)
-    completed_opens: list[str] = field(default_factory=list)
-
-
 def _check_labels(labels: Any) -> None:
     if labels is not None and not isinstance(labels, dict):
         raise ProtocolError(f"labels must be an object, got {type(labels).__name__}")
@@ -72,12 +64,6 @@ def _expectations(declared: Sequence[Expectation], defaults: Iterable[Expectatio
     """A new session's expectations: the declared ones, then each default not declared by name."""
     names = {e.name for e in declared}
     return [*declared, *(e for e in defaults if e.name not in names)]
-
-
-def _sweepable(live: LiveSession) -> bool:
-    """Whether the sweepers look at a session: not ended, not closing, its log not corrupt."""
-    state = live.metadata.state
-    return not state.terminal and state != SessionState.CLOSING and live.corrupt is None
 
 
 class Hub:
@@ -92,15 +78,21 @@ class Hub:
         self.adapters = adapters if adapters is not None else builtin_adapters()
         self._as_written: set[int] = set()  # ids of the adapters that need no `ContractAdapter`
         self.sessions: dict[str, LiveSession] = {}  # creation order
-        # the sessions the sweepers still look at (creation order): an ended one leaves at the next
-        # pass, so a pass walks the open sessions, not every session the hub ever held
-        self._watched: dict[str, LiveSession] = {}
-        self.listeners: list[Listener] = []
-        self._session_listeners: dict[str, list[Listener]] = {}  # listeners of one session's envelopes
-        self.telemetry_listeners: list[Callable[[str, dict[str, Any]], None]] = []
-        self._group: Optional[GroupCommit] = None  # the group commit of this event-loop tick
-        self._sweeper: Optional[asyncio.Task[None]] = None
         self.report = HydrateReport()
+        # the parts (bus, commits, sweeper); their lists and methods the busy paths use are bound
+        # here, so a post reaches them with no more lookups than when they were the hub's own
+        bus = self._bus = Bus()
+        self.listeners = bus.listeners
+        self._session_listeners = bus.session_listeners
+        self.telemetry_listeners = bus.telemetry_listeners
+        self._deliver = bus.deliver
+        commits = self._commits = Commits(self, clock)
+        self._stage = commits.stage
+        self._idle = commits.idle
+        self._append = commits.append
+        self._append_hub = commits.append_hub
+        self._sweep = Sweeper(self)
+        self._watched = self._sweep.watched
 
     @classmethod
     async def open(cls, store: Store, *, only: Optional[str] = None, **kw: Any) -> "Hub":
@@ -126,86 +118,23 @@ class Hub:
         self.sessions[live.session_id] = live
         self._watched[live.session_id] = live
 
-    # -- hydrate --------------------------------------------------------------------------------
+    # -- hydrate (hydrate.py) ----------------------------------------------------------------
     def hydrate(self, only: Optional[str] = None) -> HydrateReport:
         """Rebuild every session by streaming its envelopes through initial_state + fold —
         with `only`, that one session alone, read by itself (`store.load`: a worker taking it
         over, `inspect --session`), never the whole store. Terminal sessions stay terminal. A
         corrupt record is reported (session, seq) and neither it nor anything after it in that
         session is folded. (A hub that must hold none of a store's sessions is not hydrated.)"""
-        report = HydrateReport()
-        self.sessions = {}
-        if only is None:  # (both streamed: read as they are iterated)
-            records: Iterable[Union[dict[str, Any], Corrupt]] = self.store.sessions()
-            items: Iterable[Union[Envelope, Corrupt]] = self.store.stream()
-        else:
-            record = self.store.session_record(only)
-            records = () if record is None else (record,)
-            items = self.store.load(only)
-        for rec in records:
-            live = self._hydrate_session(rec, report)
-            if live is not None:
-                self.sessions[live.session_id] = live
-                report.sessions += 1
-        for item in items:
-            self._hydrate_record(item, report)
-        self._watched = dict(self.sessions)
-        report.completed_closes = [sid for sid, live in self.sessions.items()
-                                   if live.pending_close is not None and live.corrupt is None
-                                   and not live.metadata.state.terminal]
+        self.sessions, report = hydrate(self.store, self._complete, only)
+        self._watched.clear()
+        self._watched.update(self.sessions)
         return report
 
-    def _hydrate_session(self, rec: Union[dict[str, Any], Corrupt], report: HydrateReport) -> Optional[LiveSession]:
-        """A session from its creation record, before any envelope; None (reported) when it cannot be."""
-        if isinstance(rec, Corrupt):
-            report.problems.append(rec)
-            return None
-        try:
-            md = SessionMetadata.from_creation_record(rec)
-        except (KeyError, TypeError, ValueError, AttributeError, RuntimeErrorBase) as exc:
-            report.problems.append(Corrupt(str(rec.get("session_id")), 0,
-                                           f"session record has the wrong shape: {type(exc).__name__}"))
-            return None
-        adapter = self._complete((md.manifest.type, md.manifest.version))
-        if adapter is None:
-            report.problems.append(Corrupt(md.session_id, 0, f"no adapter for {md.manifest.type!r} "
-                                                             f"v{md.manifest.version}"))
-            return None
-        md.expires_at = md.created_at + md.ttl_seconds if md.ttl_seconds else None
-        try:
-            state = adapter.initial_state(md)
-        except ProtocolError as exc:
-            report.problems.append(Corrupt(md.session_id, 0, f"session record is invalid: {exc}"))
-            return None
-        return LiveSession(md, adapter, state)
-
-    def _hydrate_record(self, item: Union[Envelope, Corrupt], report: HydrateReport) -> None:
-        """Fold one logged envelope into its session, or stop that session at a bad record."""
-        live = self.sessions.get(item.session_id)
-        if isinstance(item, Corrupt):
-            if live is not None and live.corrupt is None:
-                live.corrupt = str(item)
-            report.problems.append(item)
-            return
-        if live is None or live.corrupt is not None:
-            return
-        if item.seq != live.last_seq + 1:
-            live.corrupt = f"session {item.session_id} seq {live.last_seq + 1}: missing record"
-            report.problems.append(Corrupt(item.session_id, live.last_seq + 1, "missing record (gap)"))
-            return
-        try:
-            live.apply(item)
-            if item.event_type in SUBSTANTIVE and not live.metadata.state.terminal:
-                res = live.adapter.on_accepted(live.metadata, item, live.state)
-                if res.close_reason is not None:
-                    live.pending_close = res.close_reason
-        except (KeyError, TypeError, ValueError, AttributeError, RuntimeErrorBase) as exc:
-            # a record with a good checksum that the session cannot fold: stop this session here
-            live.corrupt = f"session {item.session_id} seq {item.seq}: record does not fold"
-            report.problems.append(Corrupt(item.session_id, item.seq,
-                                           f"record does not fold ({type(exc).__name__}: {str(exc)[:120]})"))
-            return
-        report.envelopes += 1
+    def forget(self, session_ids: Iterable[str]) -> None:
+        """Drop sessions whose creation record the store did not write."""
+        for sid in session_ids:
+            self.sessions.pop(sid, None)
+            self._watched.pop(sid, None)
 
     # -- lookups --------------------------------------------------------------------------------
     def _live(self, session_id: Any) -> LiveSession:
@@ -258,135 +187,15 @@ class Hub:
 
     def subscribe(self, listener: Listener, session_id: Optional[str] = None) -> None:
         """`await listener(envelope, metadata)` for every envelope the hub delivers, or — with
-        `session_id` — only for that session's (a runner watching its own session: delivery then
-        costs the same however many sessions the hub runs)."""
-        if session_id is None:
-            self.listeners.append(listener)
-        else:
-            self._session_listeners.setdefault(session_id, []).append(listener)
+        `session_id` — only for that session's (`Bus.subscribe`)."""
+        self._bus.subscribe(listener, session_id)
 
     def unsubscribe(self, listener: Listener, session_id: Optional[str] = None) -> None:
-        own = self.listeners if session_id is None else self._session_listeners.get(session_id)
-        if own is not None and listener in own:
-            own.remove(listener)
-            if session_id is not None and not own:
-                del self._session_listeners[session_id]
+        self._bus.unsubscribe(listener, session_id)
 
-    def subscribe_telemetry(self, fn: Callable[[str, dict[str, Any]], None]) -> None:
+    def subscribe_telemetry(self, fn: TelemetryListener) -> None:
         """`fn(session_id, record)` is called (synchronously) for every telemetry record as it is stored."""
-        self.telemetry_listeners.append(fn)
-
-    # -- writing: one path, the tick's group commit (group_commit.py) -----------------------------
-
-    async def _idle(self, live: LiveSession) -> None:
-        """Wait until no envelope of this session is waiting for its commit (so checks see the
-        folded state and envelopes of one session are written and folded in order)."""
-        while live.writing is not None:
-            await live.writing.committed()
-
-    async def _append(self, live: LiveSession, env: Envelope, accept: bool = False) -> Envelope:
-        """Stamp, log and fold one envelope (call `_idle` first, then check, with no await between)."""
-        group = self._stage(live, env, accept)
-        await group.committed()  # cancelling the poster here takes effect after the commit and the fold
-        group.outcome(env.session_id)
-        return env
-
-    def _stage(self, live: LiveSession, env: Envelope, accept: bool, ahead: int = 0) -> GroupCommit:
-        """Stamp one envelope and add it to this event-loop tick's group; returns the group. The
-        group is committed at the end of the tick, then each envelope is folded in log order.
-        `accept`: a participant's envelope, also given to the adapter's `on_accepted`. `ahead`: how
-        many envelopes of this session are already staged in this group (open_session's invites)."""
-        gseq = self.store.next_global_seq()
-        env.envelope_id = envelope_id_for(gseq)
-        env.seq = live.last_seq + 1 + ahead
-        env.created_at = self.clock()
-        try:
-            row = envelope_row(env, gseq)
-        except (TypeError, ValueError) as exc:  # not JSON: refused, nothing staged
-            raise ProtocolError(f"envelope data must be JSON values: {exc}") from None
-        group = self._group or self._new_group()
-        group.rows.append(row)  # parallel lists, not tuples: fewer objects for the GC to track
-        group.envelopes.append(env)
-        group.lives.append(live)
-        group.accepts.append(accept)
-        live.writing = group
-        return group
-
-    def _new_group(self) -> GroupCommit:
-        """This tick's group, its commit scheduled for the end of the tick."""
-        group = self._group = GroupCommit()
-        asyncio.get_running_loop().call_soon(self._commit)
-        return group
-
-    def _commit(self) -> None:
-        group = self._group
-        assert group is not None  # scheduled by `_new_group`
-        self._group = None
-        try:
-            written = self.store.commit_group(group.units)
-        except Exception as exc:  # the store could not even take the group (closed)
-            self._settle(group, None, exc)
-            return
-        if written.done():  # committed on the loop (SQLite)
-            self._written(group, written)
-        else:
-            written.add_done_callback(lambda f: self._written(group, f))
-
-    def _written(self, group: GroupCommit, written: "asyncio.Future[Refusals]") -> None:
-        if written.cancelled():
-            self._settle(group, None, StoreError("the write was cancelled"))
-        elif written.exception() is not None:
-            self._settle(group, None, written.exception())
-        else:
-            self._settle(group, written.result() or None, None)
-
-    def _settle(self, group: GroupCommit, refused: Optional[Refusals], error: Optional[BaseException]) -> None:
-        """Fold each envelope of the group in log order, except those of the sessions the store
-        refused (a batch worker that lost a task's lease); on an error nothing was written and
-        nothing is folded. Sessions whose creation record was not written are dropped."""
-        if error is not None:
-            group.error = error if isinstance(error, StoreError) else StoreError(f"commit failed: {error}")
-            refused = {sid: group.error for sid in group.new}
-        group.refused = refused
-        if refused:
-            for sid in group.new:
-                if sid in refused:
-                    self.sessions.pop(sid, None)
-                    self._watched.pop(sid, None)
-        for live, env, accept in zip(group.lives, group.envelopes, group.accepts):
-            live.writing = None
-            if group.error is None and not (refused and env.session_id in refused):
-                self._fold(live, env, accept)
-        group.settle()
-
-    def _fold(self, live: LiveSession, env: Envelope, accept: bool) -> None:
-        try:
-            live.apply(env)
-            if accept and env.event_type in SUBSTANTIVE:
-                result = live.adapter.on_accepted(live.metadata, env, live.state)
-                if result.close_reason is not None:
-                    live.metadata.state = SessionState.CLOSING
-                    live.pending_close = result.close_reason
-        except Exception as exc:  # an adapter bug: this session refuses further sends, the others go on
-            live.corrupt = f"session {live.session_id} seq {env.seq}: fold failed: {type(exc).__name__}: {exc}"
-
-    async def _append_hub(self, live: LiveSession, event_type: str, data: dict[str, Any],
-                          audience: Optional[list[str]] = None, sender: Optional[str] = None) -> Optional[Envelope]:
-        """A hub-written envelope; None (nothing written) when the session became terminal meanwhile."""
-        if live.writing is not None:
-            await self._idle(live)
-        if live.metadata.state.terminal:
-            return None
-        env = Envelope(live.session_id, sender or HUB_SENDER, audience, event_type, data)
-        return await self._append(live, env)
-
-    async def _deliver(self, env: Envelope, md: SessionMetadata) -> None:
-        for listener in self.listeners:
-            await listener(env, md)
-        own = self._session_listeners.get(env.session_id)
-        if own:
-            for listener in tuple(own):
-                await listener(env, md)
+        self._bus.subscribe_telemetry(fn)
 
     def _listening(self) -> bool:
         return bool(self.listeners or self._session_listeners)
@@ -436,7 +245,8 @@ class Hub:
         md.expires_at = now + ttl_seconds if ttl_seconds else None
         md.pending_acks = set(md.participant_ids) - {creator_id}
         record = session_row(md.creation_record())
-        group = self._group or self._new_group()
+        commits = self._commits
+        group = commits.group or commits.new_group()
         group.sessions.append(record)
         group.new.append(md.session_id)
         self.sessions[md.session_id] = live
@@ -596,10 +406,10 @@ class Hub:
         """Stage one telemetry record as given in this tick's group commit (the one write path)
         and hand it to the telemetry subscribers, live; returns the group."""
         row = telemetry_row(session_id, record)  # not JSON: TypeError/ValueError, nothing staged
-        group = self._group or self._new_group()
+        commits = self._commits
+        group = commits.group or commits.new_group()
         group.telemetry.append(row)
-        for fn in self.telemetry_listeners:
-            fn(session_id, record)
+        self._bus.telemetry(session_id, record)
         return group
 
     async def close(self, session_id: str, reason: str = "explicit_close") -> None:
@@ -632,73 +442,21 @@ class Hub:
             await self._deliver(env, md)
         return env
 
-    # -- sweepers -------------------------------------------------------------------------------
+    # -- sweepers (sweeper.py) -----------------------------------------------------------------
     async def sweep(self, now: Optional[float] = None) -> list[Envelope]:
         """One pass of the TTL and expectation sweepers; returns the envelopes it wrote."""
-        now = self.clock() if now is None else now
-        written: list[Envelope] = []
-        for live in list(self._watched.values()):
-            if not _sweepable(live):
-                if live.metadata.state.terminal or live.corrupt is not None:  # for good: not looked at again
-                    del self._watched[live.session_id]
-                continue
-            if live.writing is not None:
-                await self._idle(live)
-                if not _sweepable(live):  # the wait may have closed it
-                    continue
-            md = live.metadata
-            if md.expires_at is not None and now >= md.expires_at:
-                env = await self._expire(live)
-                if env is not None:
-                    written.append(env)
-                continue
-            for i, exp in enumerate(md.expectations):
-                if not _sweepable(live) or not await self._check_expectation(live, i, exp, now, written):
-                    break
-        return written
-
-    async def _check_expectation(self, live: LiveSession, i: int, exp: Expectation, now: float,
-                                 written: list[Envelope]) -> bool:
-        """Log (and act on) expectation `i` of the session when it is violated now and has not
-        fired for this turn yet; False when the session can take no more (nothing was written)."""
-        v = _exp.evaluate(live, i, exp, now)
-        if v is None or v[0] in live.fired:
-            return True
-        key, agent = v
-        md = live.metadata
-        data = {"name": exp.name, "action": exp.on_violation, "seconds": exp.to_dict()["params"]["seconds"],
-                "agent_id": agent, "key": key}
-        audience: Optional[list[str]] = [] if exp.on_violation == "audit" else None
-        env = await self._append_hub(live, EV_EXPECTATION_VIOLATED, data, audience=audience)
-        if env is None:
-            return False
-        written.append(env)
-        await self._deliver(env, md)
-        if exp.on_violation == "auto_close":
-            before = live.last_seq
-            await self._close(live, f"expectation_violated:{exp.name}")
-            if live.last_seq > before:
-                written.extend(e for e in self.store.read_range(live.session_id, before + 1, live.last_seq)
-                               if isinstance(e, Envelope))
-        return True
+        return await self._sweep.sweep(now)
 
     def start_sweeper(self, interval: float = 1.0) -> None:
-        async def loop() -> None:
-            while True:
-                await asyncio.sleep(interval)
-                await self.sweep()
-
-        if self._sweeper is None:
-            self._sweeper = asyncio.get_running_loop().create_task(loop())
+        self._sweep.start(interval)
 
     async def stop_sweeper(self) -> None:
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-            try:
-                await self._sweeper
-            except asyncio.CancelledError:
-                pass
-            self._sweeper = None
+        await self._sweep.stop()
+
+    @property
+    def sweeping(self) -> bool:
+        """Whether this hub's sweeper loop runs (`start_sweeper`)."""
+        return self._sweep.task is not None
 
     async def aclose(self) -> None:
         await self.stop_sweeper()
