@@ -12,29 +12,27 @@ always completes that step, on hydrate too.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable, Iterable, Iterator, Optional, Sequence, Union
+from typing import Any, Awaitable, Callable, Iterable, Iterator, Optional, Sequence, Union
 
 from turnflow.runtime.adapters import builtin_adapters
 from turnflow.runtime.adapters.base import SessionAdapter
 from turnflow.runtime.adapters.contract import ContractAdapter, needs_defaults, needs_membership
-from turnflow.runtime.envelope import (EV_EXPECTATION_VIOLATED, EV_SESSION_ACK, EV_SESSION_CLOSED,
-                                       EV_SESSION_EXPIRED, EV_SESSION_INVITE, EV_SESSION_OPENED,
-                                       EV_SESSION_REJECT, LIFECYCLE, MEMBERSHIP, SUBSTANTIVE, Envelope)
+from turnflow.runtime.envelope import EV_EXPECTATION_VIOLATED, EV_SESSION_OPENED, LIFECYCLE, MEMBERSHIP, SUBSTANTIVE, Envelope
 from turnflow.runtime.clock import STEADY
 from turnflow.runtime.errors import ProtocolError
 from turnflow.runtime.live import LiveSession
-from turnflow.runtime.session import (Expectation, Participant, SessionMetadata, SessionRecord, SessionState,
-                                      adapter_capabilities, check_agent_id, check_session_id, new_session_id,
-                                      shared_knobs)
+from turnflow.runtime.session import (Participant, SessionMetadata, SessionRecord, SessionState, adapter_capabilities,
+                                      check_session_id)
 from turnflow.runtime.session_spec import SessionSpec
 from turnflow.runtime.group_commit import GroupCommit
 from turnflow.runtime.store.contract import Store
-from turnflow.runtime.store.records import Corrupt, session_row, telemetry_row
+from turnflow.runtime.store.records import Corrupt, telemetry_row
 from turnflow.runtime.transcript import Transcript
 
 from turnflow.runtime.hub.bus import Bus, Listener, TelemetryListener
 from turnflow.runtime.hub.commit import HUB_SENDER, Commits
 from turnflow.runtime.hub.hydrate import HydrateReport, hydrate
+from turnflow.runtime.hub.lifecycle import Lifecycle
 from turnflow.runtime.hub.sweeper import Sweeper
 
 __all__ = ["HUB_SENDER", "Hub", "HydrateReport", "Listener"]
@@ -58,12 +56,6 @@ def _check_posted_type(et: str, live: LiveSession) -> None:
 def _check_labels(labels: Any) -> None:
     if labels is not None and not isinstance(labels, dict):
         raise ProtocolError(f"labels must be an object, got {type(labels).__name__}")
-
-
-def _expectations(declared: Sequence[Expectation], defaults: Iterable[Expectation]) -> list[Expectation]:
-    """A new session's expectations: the declared ones, then each default not declared by name."""
-    names = {e.name for e in declared}
-    return [*declared, *(e for e in defaults if e.name not in names)]
 
 
 class Hub:
@@ -91,6 +83,11 @@ class Hub:
         self._idle = commits.idle
         self._append = commits.append
         self._append_hub = commits.append_hub
+        life = self._life = Lifecycle(self)
+        self._open = life.open
+        self._close = life.close_now
+        self._finish_close = life.finish_close
+        self._expire = life.expire
         self._sweep = Sweeper(self)
         self._watched = self._sweep.watched
 
@@ -230,47 +227,6 @@ class Hub:
             opener = spec.participants[0].agent_id if spec.participants else ""
         return await self._open(adapter, spec, opener, labels, extra)
 
-    async def _open(self, adapter: SessionAdapter, spec: SessionSpec, creator_id: str,
-                    labels: Optional[dict[str, Any]], extra: Optional[dict[str, Any]]) -> SessionMetadata:
-        check_agent_id(creator_id)
-        ttl_seconds = spec.ttl_seconds
-        exps = _expectations(spec.expectations, adapter.manifest.default_expectations)
-        now = self.clock()
-        md = SessionMetadata(session_id=new_session_id(), manifest=adapter.manifest, creator_id=creator_id,
-                             participants=spec.participants, knobs=shared_knobs(spec.knobs), created_at=now,
-                             name=spec.name, expectations=exps, ttl_seconds=ttl_seconds, labels=dict(labels or {}),
-                             tools=spec.tools, extra=extra)
-        adapter.validate_create(md)
-        live = LiveSession(md, adapter, adapter.initial_state(md))
-        md.expires_at = now + ttl_seconds if ttl_seconds else None
-        md.pending_acks = set(md.participant_ids) - {creator_id}
-        record = session_row(md.creation_record())
-        commits = self._commits
-        group = commits.group or commits.new_group()
-        group.sessions.append(record)
-        group.new.append(md.session_id)
-        self.sessions[md.session_id] = live
-        self._watched[md.session_id] = live
-        invites = [Envelope(md.session_id, creator_id, [target], EV_SESSION_INVITE, {})
-                   for target in md.participant_ids if target != creator_id]
-        for staged, invite in enumerate(invites):
-            self._stage(live, invite, False, staged)
-        if not md.pending_acks:  # pragma: no cover - every kind has two or more participants
-            self._stage(live, Envelope(md.session_id, HUB_SENDER, None, EV_SESSION_OPENED, {}), False, len(invites))
-        await asyncio.sleep(0)  # `await group.committed()`, inlined: one coroutine fewer per waiting open
-        if not group.settled:
-            await group.committed()
-        group.outcome(md.session_id)
-        await self._deliver_invites(invites, md)
-        return md
-
-    async def _deliver_invites(self, invites: list[Envelope], md: SessionMetadata) -> None:
-        """The invites of a new session, handed to the hub's listeners (the invited participants
-        learn of the session that way)."""
-        if self.listeners:
-            for env in invites:
-                await self._deliver(env, md)
-
     def _adapter_for(self, kind: Any, version: Any) -> SessionAdapter:
         if not isinstance(kind, str) or isinstance(version, bool) or not isinstance(version, int):
             raise ProtocolError(f"session kind must be a string, got {type(kind).__name__}")
@@ -294,43 +250,13 @@ class Hub:
         self._as_written.add(id(adapter))
         return adapter
 
-    async def ack(self, session_id: str, agent_id: str) -> None:
-        live = self._live(session_id)
-        md = live.metadata
-        if live.writing is not None:
-            await self._idle(live)
-        if md.state != SessionState.INVITED:
-            raise ProtocolError(f"session {session_id!r} is {md.state.value}, not waiting for acks")
-        if agent_id not in md.pending_acks:
-            raise ProtocolError(f"session {session_id!r} has no pending invite for {agent_id!r}")
-        env = Envelope(session_id, agent_id, [md.creator_id], EV_SESSION_ACK, {})
-        listening = bool(self.listeners or self._session_listeners)
-        group = self._stage(live, env, False)
-        if not listening and len(md.pending_acks) == 1:
-            # the last ack: `session.opened` goes into the same group (one commit and one wait, not
-            # two); with listeners it is written after they have heard the ack, as it always was
-            self._stage(live, Envelope(session_id, HUB_SENDER, None, EV_SESSION_OPENED, {}), False, 1)
-        await asyncio.sleep(0)  # `await group.committed()`, inlined: one coroutine fewer per waiting ack
-        if not group.settled:
-            await group.committed()
-        group.outcome(session_id)
-        if listening:
-            await self._deliver(env, md)
-        if not md.pending_acks and md.state == SessionState.INVITED:
-            opened = await self._append_hub(live, EV_SESSION_OPENED, {})
-            if opened is not None and (self.listeners or self._session_listeners):
-                await self._deliver(opened, md)
+    def ack(self, session_id: str, agent_id: str) -> Awaitable[None]:
+        """Accept `agent_id`'s invite (`Lifecycle.ack`); the last ack opens the session."""
+        return self._life.ack(session_id, agent_id)
 
-    async def reject(self, session_id: str, agent_id: str, reason: str = "") -> None:
-        live = self._live(session_id)
-        md = live.metadata
-        await self._idle(live)
-        if md.state != SessionState.INVITED or agent_id not in md.pending_acks:
-            raise ProtocolError(f"session {session_id!r} has no pending invite for {agent_id!r}")
-        env = await self._append(live, Envelope(session_id, agent_id, [md.creator_id], EV_SESSION_REJECT,
-                                                {"reason": reason}))
-        await self._deliver(env, md)
-        await self._close(live, "invite_rejected")
+    def reject(self, session_id: str, agent_id: str, reason: str = "") -> Awaitable[None]:
+        """Decline `agent_id`'s invite: the session closes (`Lifecycle.reject`)."""
+        return self._life.reject(session_id, agent_id, reason)
 
     async def post(self, env: Envelope) -> Envelope:
         """Validate, log, fold and deliver one envelope from a participant; returns it stamped."""
@@ -412,35 +338,9 @@ class Hub:
         self._bus.telemetry(session_id, record)
         return group
 
-    async def close(self, session_id: str, reason: str = "explicit_close") -> None:
-        live = self._live(session_id)
-        if live.metadata.state.terminal or live.metadata.state == SessionState.CLOSING:
-            raise ProtocolError(f"session {session_id!r} is already {live.metadata.state.value}")
-        if not isinstance(reason, str) or not reason:
-            raise ProtocolError(f"close reason must be a non-empty string, got {reason!r}")
-        await self._close(live, reason)
-
-    async def _close(self, live: LiveSession, reason: str) -> None:
-        await self._idle(live)
-        if live.metadata.state.terminal:
-            return
-        live.metadata.state = SessionState.CLOSING
-        live.pending_close = reason
-        await self._finish_close(live, reason)
-
-    async def _finish_close(self, live: LiveSession, reason: str) -> Optional[Envelope]:
-        md = live.metadata
-        env = await self._append_hub(live, EV_SESSION_CLOSED, {"reason": reason}, sender=md.creator_id)
-        if env is not None and (self.listeners or self._session_listeners):
-            await self._deliver(env, md)
-        return env
-
-    async def _expire(self, live: LiveSession) -> Optional[Envelope]:
-        md = live.metadata
-        env = await self._append_hub(live, EV_SESSION_EXPIRED, {"reason": "ttl_expired"}, sender=md.creator_id)
-        if env is not None:
-            await self._deliver(env, md)
-        return env
+    def close(self, session_id: str, reason: str = "explicit_close") -> Awaitable[None]:
+        """Close the session (`Lifecycle.close`): `session.closed` with `reason`, then CLOSED."""
+        return self._life.close(session_id, reason)
 
     # -- sweepers (sweeper.py) -----------------------------------------------------------------
     async def sweep(self, now: Optional[float] = None) -> list[Envelope]:
