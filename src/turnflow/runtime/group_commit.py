@@ -5,11 +5,11 @@ joins the group of the current event-loop tick; the first to join schedules the 
 so it runs once the tick's other ready callbacks (the other posters) have staged theirs. The
 commit hands the rows to `store.commit_group` (store/contract.py) — one transaction or statement
 for the whole tick — and, once the store's future is done, the hub folds each envelope in log
-order (`Hub._settle`), then the posters resume:
+order (`Commits._settle`, hub/commit.py), then the posters resume:
 
-    poster ──stage──▶ GroupCommit ──call_soon──▶ Hub._commit ──▶ store.commit_group(group.units)
-                                                                        │ future: refusals
-    poster ◀──resume── group.settled ◀── fold each envelope ◀──────────┘
+    poster ──stage──▶ GroupCommit ──call_soon──▶ Commits._commit ──▶ store.commit_group(group.units)
+                                                                              │ future: refusals
+    poster ◀──resume── group.settled ◀── fold each envelope ◀────────────────┘
 
 A poster waits with `await group.committed()`, then `group.outcome(session_id)` raises what the
 store refused of its session. Public asyncio only: `committed` first gives up one loop iteration
