@@ -7,6 +7,10 @@ on_accepted → deliver → (close). A refused send raises `ProtocolError` and c
 adapter puts the session in CLOSING (so nothing else is accepted) until its envelope has
 been delivered, then the hub logs `session.closed` and the session is CLOSED: the hub
 always completes that step, on hydrate too.
+
+`Hub` is the facade of its parts, each a module of this package: `lifecycle.py` (open, ack,
+reject, close, expire), `commit.py` (staging, the tick's group commit, settle), `hydrate.py`,
+`bus.py` (listeners, delivery) and `sweeper.py`; `post`, lookups and telemetry stay here.
 """
 
 from __future__ import annotations
@@ -193,9 +197,6 @@ class Hub:
     def subscribe_telemetry(self, fn: TelemetryListener) -> None:
         """`fn(session_id, record)` is called (synchronously) for every telemetry record as it is stored."""
         self._bus.subscribe_telemetry(fn)
-
-    def _listening(self) -> bool:
-        return bool(self.listeners or self._session_listeners)
 
     async def open_session(self, kind: str, participants: Iterable[Union[Participant, dict[str, Any], str]], *,
                            creator_id: Optional[str] = None, knobs: Optional[dict[str, Any]] = None, name: str = "",

@@ -43,9 +43,6 @@ class Bus:
         """`fn(session_id, record)` is called (synchronously) for every telemetry record as it is stored."""
         self.telemetry_listeners.append(fn)
 
-    def listening(self) -> bool:
-        return bool(self.listeners or self.session_listeners)
-
     async def deliver(self, env: Envelope, md: SessionMetadata) -> None:
         """Hand one logged envelope to every session's listeners, then to its session's."""
         for listener in self.listeners:
