@@ -179,12 +179,14 @@ class Hub:
         render = live.adapter.render_envelope
         if not hasattr(policy, "project_log"):  # a policy of the user's own: give it the log
             envs = (e for e in self.store.read_range(session_id) if isinstance(e, Envelope))
-            return policy.project(envs, agent_id, render)
+            projected: Sequence[dict[str, Any]] = policy.project(envs, agent_id, render)
+            return projected
         tr = live.transcript
         if tr is None:  # first view of this session (since hydrate): built once from the log
             tr = live.transcript = Transcript([e for e in self.store.read_range(session_id, 1, live.last_seq)
                                               if isinstance(e, Envelope) and e.event_type in SUBSTANTIVE])
-        return policy.project_log(tr.log_for(agent_id, render, getattr(policy, "named", False)))
+        view: Sequence[dict[str, Any]] = policy.project_log(tr.log_for(agent_id, render, getattr(policy, "named", False)))
+        return view
 
     def subscribe(self, listener: Listener, session_id: Optional[str] = None) -> None:
         """`await listener(envelope, metadata)` for every envelope the hub delivers, or — with
