@@ -325,7 +325,7 @@ def test_sweep_passes_walk_only_sessions_not_ended(monkeypatch):
     """A long-running hub holds every session it ever opened; a sweeper pass looks at the open ones
     (an ended session is dropped from the walk at the first pass that finds it ended), and a
     session opened later is still swept."""
-    import turnflow.runtime.hub as hub_mod
+    import turnflow.runtime.hub.sweeper as hub_mod
 
     seen: list[str] = []
     real = hub_mod._sweepable

@@ -5,11 +5,11 @@ joins the group of the current event-loop tick; the first to join schedules the 
 so it runs once the tick's other ready callbacks (the other posters) have staged theirs. The
 commit hands the rows to `store.commit_group` (store/contract.py) — one transaction or statement
 for the whole tick — and, once the store's future is done, the hub folds each envelope in log
-order (`Hub._settle`), then the posters resume:
+order (`Commits._settle`, hub/commit.py), then the posters resume:
 
-    poster ──stage──▶ GroupCommit ──call_soon──▶ Hub._commit ──▶ store.commit_group(units)
-                                                                        │ future: refusals
-    poster ◀──resume── group.settled ◀── fold each envelope ◀──────────┘
+    poster ──stage──▶ GroupCommit ──call_soon──▶ Commits._commit ──▶ store.commit_group(group.units)
+                                                                              │ future: refusals
+    poster ◀──resume── group.settled ◀── fold each envelope ◀────────────────┘
 
 A poster waits with `await group.committed()`, then `group.outcome(session_id)` raises what the
 store refused of its session. Public asyncio only: `committed` first gives up one loop iteration
@@ -30,13 +30,20 @@ from typing import Any, Optional
 from turnflow.runtime.store.records import CommitUnits, Refusals
 
 
-class GroupCommit(CommitUnits):
-    """One event-loop tick's writes (the rows for the store) and what the hub needs to fold them."""
+class GroupCommit:
+    """One event-loop tick's writes (`units`: the rows handed to `store.commit_group`) and what the
+    hub needs to fold them. `sessions`, `rows`, `envelopes` and `telemetry` are the units' own
+    lists, named here too so staging appends to them with no extra lookup."""
 
-    __slots__ = ("lives", "accepts", "new", "settled", "error", "refused", "_waiter")
+    __slots__ = ("units", "sessions", "rows", "envelopes", "telemetry", "lives", "accepts", "new", "settled",
+                 "error", "refused", "_waiter")
 
     def __init__(self) -> None:
-        super().__init__()
+        units = self.units = CommitUnits()
+        self.sessions = units.sessions
+        self.rows = units.rows
+        self.envelopes = units.envelopes  # parallel to `rows`
+        self.telemetry = units.telemetry
         self.lives: list[Any] = []  # the LiveSession of each envelope (parallel to `rows`)
         self.accepts: list[bool] = []  # whether each is a participant's (given to `on_accepted`)
         self.new: list[str] = []  # ids of the sessions whose creation record is in this group

@@ -157,7 +157,7 @@ async def run_session(hub: Hub, spec: Union[SessionSpec, dict[str, Any]], agents
                continued=session_id is not None)
     run.peers = [p for p in peers or () if isinstance(p, dict) and isinstance(p.get("agent_id"), str)]
     hub.subscribe(run.watch, session_id=md.session_id)
-    own_sweeper = hub._sweeper is None
+    own_sweeper = not hub.sweeping
     if own_sweeper:
         hub.start_sweeper(sweep_interval if sweep_interval is not None else sweep_interval_for(md))
     error: Optional[str] = None

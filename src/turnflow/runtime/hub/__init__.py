@@ -1,0 +1,366 @@
+"""The asyncio hub: sessions, their lifecycle (docs/runtime.md, "Lifecycle"), the write-ahead log and the sweepers.
+
+Every change is an envelope written to the store *before* it is folded or delivered:
+`post` = check → adapter.validate_send → stamp → stage in this tick's group → the group's one
+`store.commit_group` (group_commit.py, store/contract.py: the hub's only write path) → fold →
+on_accepted → deliver → (close). A refused send raises `ProtocolError` and changes nothing. A close asked by the
+adapter puts the session in CLOSING (so nothing else is accepted) until its envelope has
+been delivered, then the hub logs `session.closed` and the session is CLOSED: the hub
+always completes that step, on hydrate too.
+
+`Hub` is the facade of its parts, each a module of this package: `lifecycle.py` (open, ack,
+reject, close, expire), `commit.py` (staging, the tick's group commit, settle), `hydrate.py`,
+`bus.py` (listeners, delivery) and `sweeper.py`; `post`, lookups and telemetry stay here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Awaitable, Callable, Iterable, Iterator, Optional, Sequence, Union
+
+from turnflow.runtime.adapters import builtin_adapters
+from turnflow.runtime.adapters.base import SessionAdapter
+from turnflow.runtime.adapters.contract import ContractAdapter, needs_defaults, needs_membership
+from turnflow.runtime.envelope import EV_EXPECTATION_VIOLATED, EV_SESSION_OPENED, LIFECYCLE, MEMBERSHIP, SUBSTANTIVE, Envelope
+from turnflow.runtime.clock import STEADY
+from turnflow.runtime.errors import ProtocolError
+from turnflow.runtime.live import LiveSession
+from turnflow.runtime.session import (Participant, SessionMetadata, SessionRecord, SessionState, adapter_capabilities,
+                                      check_session_id)
+from turnflow.runtime.session_spec import SessionSpec
+from turnflow.runtime.group_commit import GroupCommit
+from turnflow.runtime.store.contract import Store
+from turnflow.runtime.store.records import Corrupt, telemetry_row
+from turnflow.runtime.transcript import Transcript
+
+from turnflow.runtime.hub.bus import Bus, Listener, TelemetryListener
+from turnflow.runtime.hub.commit import HUB_SENDER, Commits
+from turnflow.runtime.hub.hydrate import HydrateReport, hydrate
+from turnflow.runtime.hub.lifecycle import Lifecycle
+from turnflow.runtime.hub.sweeper import Sweeper
+
+__all__ = ["HUB_SENDER", "Hub", "HydrateReport", "Listener"]
+
+
+def _audience_ok(audience: Any, pset: frozenset[str]) -> bool:
+    """A posted audience is a list of participant ids. (A function of its own: a generator
+    expression inside `post` would turn the names it uses into cells, one object more per post.)"""
+    return isinstance(audience, list) and all(type(a) is str and a in pset for a in audience)
+
+
+def _check_posted_type(et: str, live: LiveSession) -> None:
+    """A participant may not post what the hub writes; a roster change only where the adapter
+    allows it (conversation, discussion: `membership`)."""
+    if et in LIFECYCLE or et == EV_EXPECTATION_VIOLATED:
+        raise ProtocolError(f"{et!r} envelopes are written by the hub, not posted")
+    if et in MEMBERSHIP and not live.adapter.membership:
+        raise ProtocolError(f"{et!r} refused: the participants of a {live.metadata.kind} session are fixed by its flow")
+
+
+def _check_labels(labels: Any) -> None:
+    if labels is not None and not isinstance(labels, dict):
+        raise ProtocolError(f"labels must be an object, got {type(labels).__name__}")
+
+
+class Hub:
+    """Create with `await Hub.open(store, clock=...)`; `clock()` returns epoch seconds (by default
+    `clock.STEADY`: the wall clock at start plus monotonic time, so a wall-clock step never makes a
+    deadline pass)."""
+
+    def __init__(self, store: Store, *, clock: Callable[[], float] = STEADY,
+                 adapters: Optional[dict[tuple[str, int], SessionAdapter]] = None) -> None:
+        self.store = store
+        self.clock = clock
+        self.adapters = adapters if adapters is not None else builtin_adapters()
+        self._as_written: set[int] = set()  # ids of the adapters that need no `ContractAdapter`
+        self.sessions: dict[str, LiveSession] = {}  # creation order
+        self.report = HydrateReport()
+        # the parts (bus, commits, sweeper); their lists and methods the busy paths use are bound
+        # here, so a post reaches them with no more lookups than when they were the hub's own
+        bus = self._bus = Bus()
+        self.listeners = bus.listeners
+        self._session_listeners = bus.session_listeners
+        self.telemetry_listeners = bus.telemetry_listeners
+        self._deliver = bus.deliver
+        commits = self._commits = Commits(self, clock)
+        self._stage = commits.stage
+        self._idle = commits.idle
+        self._append = commits.append
+        self._append_hub = commits.append_hub
+        life = self._life = Lifecycle(self)
+        self._open = life.open
+        self._close = life.close_now
+        self._finish_close = life.finish_close
+        self._expire = life.expire
+        self._sweep = Sweeper(self)
+        self._watched = self._sweep.watched
+
+    @classmethod
+    async def open(cls, store: Store, *, only: Optional[str] = None, **kw: Any) -> "Hub":
+        """A hub on `store`, hydrated (`hydrate(only=...)`), with the closes and opens its log
+        left half-done completed."""
+        hub = cls(store, **kw)
+        hub.report = hub.hydrate(only=only)
+        for sid in hub.report.completed_closes:
+            live = hub.sessions[sid]
+            await hub._finish_close(live, live.pending_close or "workflow_terminated")
+        for sid, live in hub.sessions.items():  # every invite was acked, but the process died before session.opened
+            md = live.metadata
+            if md.state == SessionState.INVITED and not md.pending_acks and live.corrupt is None:
+                opened = await hub._append_hub(live, EV_SESSION_OPENED, {})
+                if opened is not None:
+                    await hub._deliver(opened, md)
+                hub.report.completed_opens.append(sid)
+        return hub
+
+    def adopt(self, live: LiveSession) -> None:
+        """Hold a session hydrated elsewhere (a batch worker's claimed one): read, written and swept
+        like the hub's own."""
+        self.sessions[live.session_id] = live
+        self._watched[live.session_id] = live
+
+    # -- hydrate (hydrate.py) ----------------------------------------------------------------
+    def hydrate(self, only: Optional[str] = None) -> HydrateReport:
+        """Rebuild every session by streaming its envelopes through initial_state + fold —
+        with `only`, that one session alone, read by itself (`store.load`: a worker taking it
+        over, `inspect --session`), never the whole store. Terminal sessions stay terminal. A
+        corrupt record is reported (session, seq) and neither it nor anything after it in that
+        session is folded. (A hub that must hold none of a store's sessions is not hydrated.)"""
+        self.sessions, report = hydrate(self.store, self._complete, only)
+        self._watched.clear()
+        self._watched.update(self.sessions)
+        return report
+
+    def forget(self, session_ids: Iterable[str]) -> None:
+        """Drop sessions whose creation record the store did not write."""
+        for sid in session_ids:
+            self.sessions.pop(sid, None)
+            self._watched.pop(sid, None)
+
+    # -- lookups --------------------------------------------------------------------------------
+    def _live(self, session_id: Any) -> LiveSession:
+        check_session_id(session_id)
+        live = self.sessions.get(session_id)
+        if live is None:
+            raise ProtocolError(f"unknown session id {session_id!r}")
+        return live
+
+    def metadata(self, session_id: str) -> SessionMetadata:
+        return self._live(session_id).metadata
+
+    def adapter_state(self, session_id: str) -> Any:
+        """The session's adapter state (an immutable value: the next fold builds a new one)."""
+        return self._live(session_id).state
+
+    def info(self, session_id: str) -> dict[str, Any]:
+        """`LiveSession.info()` plus `adapter_capabilities`: each agent's handshake (raw, effective,
+        behavior), from the handshake records stored beside the session."""
+        live = self._live(session_id)
+        return {**live.info(), "adapter_capabilities": adapter_capabilities(self.store.telemetry(session_id))}
+
+    def expected_next(self, session_id: str) -> Optional[str]:
+        live = self._live(session_id)
+        return None if live.metadata.state.terminal else live.expected_speaker()
+
+    def read(self, session_id: str, start: int = 1, end: Optional[int] = None) -> Iterator[Union[Envelope, Corrupt]]:
+        self._live(session_id)
+        return self.store.read_range(session_id, start, end)
+
+    async def get_session(self, session_id: str) -> SessionRecord:
+        """The session's record (`SessionRecord`: `created_at` as ISO-8601 UTC text ending in `Z`,
+        the roster now, `adapter_capabilities`); `ProtocolError` for an unknown id. The hub's own
+        `metadata(id)` keeps epoch seconds."""
+        live = self._live(session_id)
+        return SessionRecord.of(live.metadata, live.info(), adapter_capabilities(self.store.telemetry(session_id)))
+
+    def view(self, session_id: str, agent_id: Optional[str], policy: Any = None) -> Sequence[dict[str, Any]]:
+        live = self._live(session_id)
+        policy = policy or live.adapter.default_view_policy(live.metadata, agent_id)
+        render = live.adapter.render_envelope
+        if not hasattr(policy, "project_log"):  # a policy of the user's own: give it the log
+            envs = (e for e in self.store.read_range(session_id) if isinstance(e, Envelope))
+            projected: Sequence[dict[str, Any]] = policy.project(envs, agent_id, render)
+            return projected
+        tr = live.transcript
+        if tr is None:  # first view of this session (since hydrate): built once from the log
+            tr = live.transcript = Transcript([e for e in self.store.read_range(session_id, 1, live.last_seq)
+                                              if isinstance(e, Envelope) and e.event_type in SUBSTANTIVE])
+        view: Sequence[dict[str, Any]] = policy.project_log(tr.log_for(agent_id, render, getattr(policy, "named", False)))
+        return view
+
+    def subscribe(self, listener: Listener, session_id: Optional[str] = None) -> None:
+        """`await listener(envelope, metadata)` for every envelope the hub delivers, or — with
+        `session_id` — only for that session's (`Bus.subscribe`)."""
+        self._bus.subscribe(listener, session_id)
+
+    def unsubscribe(self, listener: Listener, session_id: Optional[str] = None) -> None:
+        self._bus.unsubscribe(listener, session_id)
+
+    def subscribe_telemetry(self, fn: TelemetryListener) -> None:
+        """`fn(session_id, record)` is called (synchronously) for every telemetry record as it is stored."""
+        self._bus.subscribe_telemetry(fn)
+
+    async def open_session(self, kind: str, participants: Iterable[Union[Participant, dict[str, Any], str]], *,
+                           creator_id: Optional[str] = None, knobs: Optional[dict[str, Any]] = None, name: str = "",
+                           expectations: Optional[list[Any]] = None, ttl_seconds: Optional[float] = None,
+                           labels: Optional[dict[str, Any]] = None, tools: Optional[list[dict[str, Any]]] = None,
+                           version: int = 1, extra: Optional[dict[str, Any]] = None) -> SessionMetadata:
+        """Validate, create (INVITED) and post one invite per target; nothing is stored when invalid.
+        The creation record and the invites are one group commit (one wait per open). `extra`:
+        kept in the record and handed back, never acted on (`SessionMetadata.extra`). The opener
+        is `creator_id`, else the initiator, else the first participant."""
+        adapter = self._adapter_for(kind, version)
+        spec = SessionSpec.of(kind, participants, knobs=knobs, name=name, expectations=expectations,
+                              ttl_seconds=ttl_seconds, tools=tools)
+        _check_labels(labels)
+        if creator_id is None:
+            creator_id = next((p.agent_id for p in spec.participants if p.role == "initiator"),
+                              spec.participants[0].agent_id if spec.participants else "")
+        return await self._open(adapter, spec, creator_id, labels, extra)
+
+    async def open_spec(self, spec: Union[SessionSpec, dict[str, Any]], *, labels: Optional[dict[str, Any]] = None,
+                        version: int = 1, extra: Optional[dict[str, Any]] = None) -> SessionMetadata:
+        """Open a session from a compiled session spec (docs/compiler.md): a `SessionSpec`, or its
+        JSON object (parsed here). Its opener opens it (`SessionSpec.opener`)."""
+        spec = SessionSpec.parse(spec)
+        adapter = self._adapter_for(spec.kind, version)
+        _check_labels(labels)
+        opener = spec.opener  # (a workflow's graph is read here, once: the adapter compiles that model)
+        if opener is None:
+            opener = spec.participants[0].agent_id if spec.participants else ""
+        return await self._open(adapter, spec, opener, labels, extra)
+
+    def _adapter_for(self, kind: Any, version: Any) -> SessionAdapter:
+        if not isinstance(kind, str) or isinstance(version, bool) or not isinstance(version, int):
+            raise ProtocolError(f"session kind must be a string, got {type(kind).__name__}")
+        adapter = self._complete((kind, version))
+        if adapter is None:
+            known = ", ".join(sorted(t for t, _ in self.adapters))
+            raise ProtocolError(f"unknown session kind {kind!r} (known: {known})")
+        return adapter
+
+    def _complete(self, key: tuple[Any, Any]) -> Optional[SessionAdapter]:
+        """The adapter registered under `key`; one written to the contract (its required methods
+        only, or the contract's `build_round_envelope` signature) is wrapped once in a
+        `ContractAdapter`, which supplies the documented defaults."""
+        adapter = self.adapters.get(key)
+        if adapter is None or id(adapter) in self._as_written:
+            return adapter
+        if needs_defaults(adapter):
+            adapter = self.adapters[key] = ContractAdapter(adapter, self)
+        elif needs_membership(adapter):  # says nothing of its roster: a fixed one, and nothing else changes
+            adapter = self.adapters[key] = ContractAdapter(adapter, self, silent_rounds=False)
+        self._as_written.add(id(adapter))
+        return adapter
+
+    def ack(self, session_id: str, agent_id: str) -> Awaitable[None]:
+        """Accept `agent_id`'s invite (`Lifecycle.ack`); the last ack opens the session."""
+        return self._life.ack(session_id, agent_id)
+
+    def reject(self, session_id: str, agent_id: str, reason: str = "") -> Awaitable[None]:
+        """Decline `agent_id`'s invite: the session closes (`Lifecycle.reject`)."""
+        return self._life.reject(session_id, agent_id, reason)
+
+    async def post(self, env: Envelope) -> Envelope:
+        """Validate, log, fold and deliver one envelope from a participant; returns it stamped."""
+        sid = env.session_id
+        live = self.sessions.get(sid) if type(sid) is str else None  # a known id is a valid one
+        if live is None:
+            live = self._live(sid)
+        md = live.metadata
+        if live.writing is not None:
+            await self._idle(live)
+        if md.state != SessionState.ACTIVE:
+            raise ProtocolError(f"session {md.session_id!r} is {md.state.value}"
+                                + (f" ({md.close_reason})" if md.close_reason else "") + ": send refused")
+        if live.corrupt is not None:
+            raise ProtocolError(f"session {md.session_id!r} has a corrupt log ({live.corrupt}): send refused")
+        pset = md.pset
+        if env.sender_id not in pset:
+            raise ProtocolError(f"{env.sender_id!r} is not a participant of session {md.session_id!r}")
+        et = env.event_type
+        if et not in SUBSTANTIVE:
+            _check_posted_type(et, live)
+        if not isinstance(env.event_data, dict):
+            raise ProtocolError("event_data must be an object")
+        if env.audience is not None and not _audience_ok(env.audience, pset):
+            raise ProtocolError(f"audience must be null or a list of participants, got {env.audience!r}")
+        live.adapter.validate_send(md, env, live.state)
+        group = self._stage(live, env, True)
+        try:
+            # `await group.committed()`, inlined on the busiest path: one coroutine fewer per waiting post
+            await asyncio.sleep(0)
+            if not group.settled:
+                await group.committed()
+            group.outcome(sid)
+        except asyncio.CancelledError:  # the poster went away after its envelope was written
+            if live.pending_close is not None and env.seq <= live.last_seq:
+                asyncio.get_running_loop().create_task(self._finish_close(live, live.pending_close))
+            raise
+        if self.listeners or self._session_listeners:
+            await self._deliver(env, md)
+        if live.pending_close is not None:
+            await self._finish_close(live, live.pending_close)
+        return env
+
+    async def emit_telemetry(self, session_id: str, agent_id: str, event: Any) -> bool:
+        """Store a telemetry event beside the session's envelopes, returning once it is committed
+        (`StoreError` when its group was not); a malformed one is dropped (False)."""
+        group = self._telemetry_event(session_id, agent_id, event)
+        if group is None:
+            return False
+        await group.committed()
+        if group.error is not None:
+            raise group.error
+        return True
+
+    def record_telemetry(self, session_id: str, agent_id: str, event: Any) -> bool:
+        """`emit_telemetry` for synchronous callers (the hub's event-loop thread only): staged in
+        this tick's group commit, not waited for."""
+        return self._telemetry_event(session_id, agent_id, event) is not None
+
+    def _telemetry_event(self, session_id: str, agent_id: str, event: Any) -> Optional[GroupCommit]:
+        live = self._live(session_id)
+        ok = (isinstance(event, dict) and event.get("event") in ("env_action", "tool_response", "progress", "error",
+                                                                          "thought", "task", "tool_call", "tool_result")
+              and set(event) <= {"event", "payload", "reason", "step", "timestamp", "metadata"})
+        if not ok:
+            import warnings
+
+            warnings.warn(f"dropped malformed telemetry event from {agent_id!r}: {event!r}", stacklevel=3)
+            return None
+        return self.store_telemetry(live.session_id, {"agent_id": agent_id, "at": self.clock(), **event})
+
+    def store_telemetry(self, session_id: str, record: dict[str, Any]) -> GroupCommit:
+        """Stage one telemetry record as given in this tick's group commit (the one write path)
+        and hand it to the telemetry subscribers, live; returns the group."""
+        row = telemetry_row(session_id, record)  # not JSON: TypeError/ValueError, nothing staged
+        commits = self._commits
+        group = commits.group or commits.new_group()
+        group.telemetry.append(row)
+        self._bus.telemetry(session_id, record)
+        return group
+
+    def close(self, session_id: str, reason: str = "explicit_close") -> Awaitable[None]:
+        """Close the session (`Lifecycle.close`): `session.closed` with `reason`, then CLOSED."""
+        return self._life.close(session_id, reason)
+
+    # -- sweepers (sweeper.py) -----------------------------------------------------------------
+    async def sweep(self, now: Optional[float] = None) -> list[Envelope]:
+        """One pass of the TTL and expectation sweepers; returns the envelopes it wrote."""
+        return await self._sweep.sweep(now)
+
+    def start_sweeper(self, interval: float = 1.0) -> None:
+        self._sweep.start(interval)
+
+    async def stop_sweeper(self) -> None:
+        await self._sweep.stop()
+
+    @property
+    def sweeping(self) -> bool:
+        """Whether this hub's sweeper loop runs (`start_sweeper`)."""
+        return self._sweep.task is not None
+
+    async def aclose(self) -> None:
+        await self.stop_sweeper()
+        self.store.close()

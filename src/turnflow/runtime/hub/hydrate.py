@@ -1,0 +1,109 @@
+"""Hydrate: rebuild a hub's sessions from the log, streaming each session's envelopes through
+`initial_state` + fold (docs/runtime.md, "Hydrate")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Optional, Union
+
+from turnflow.runtime.adapters.base import SessionAdapter
+from turnflow.runtime.envelope import SUBSTANTIVE, Envelope
+from turnflow.runtime.errors import ProtocolError, RuntimeErrorBase
+from turnflow.runtime.live import LiveSession
+from turnflow.runtime.session import SessionMetadata
+from turnflow.runtime.store.contract import Store
+from turnflow.runtime.store.records import Corrupt
+
+AdapterLookup = Callable[[tuple[Any, Any]], Optional[SessionAdapter]]
+
+
+@dataclass
+class HydrateReport:
+    sessions: int = 0
+    envelopes: int = 0
+    problems: list[Corrupt] = field(default_factory=list)
+    completed_closes: list[str] = field(default_factory=list)
+    completed_opens: list[str] = field(default_factory=list)
+
+
+def hydrate(store: Store, adapter_for: AdapterLookup, only: Optional[str] = None
+            ) -> tuple[dict[str, LiveSession], HydrateReport]:
+    """Every session of `store` (creation order), rebuilt — with `only`, that one session alone,
+    read by itself (`store.load`), never the whole store — and what was found. Terminal sessions
+    stay terminal. A corrupt record is reported (session, seq) and neither it nor anything after
+    it in that session is folded."""
+    report = HydrateReport()
+    sessions: dict[str, LiveSession] = {}
+    if only is None:  # (both streamed: read as they are iterated)
+        records: Iterable[Union[dict[str, Any], Corrupt]] = store.sessions()
+        items: Iterable[Union[Envelope, Corrupt]] = store.stream()
+    else:
+        record = store.session_record(only)
+        records = () if record is None else (record,)
+        items = store.load(only)
+    for rec in records:
+        live = _session(rec, adapter_for, report)
+        if live is not None:
+            sessions[live.session_id] = live
+            report.sessions += 1
+    for item in items:
+        _record(sessions, item, report)
+    report.completed_closes = [sid for sid, live in sessions.items()
+                               if live.pending_close is not None and live.corrupt is None
+                               and not live.metadata.state.terminal]
+    return sessions, report
+
+
+def _session(rec: Union[dict[str, Any], Corrupt], adapter_for: AdapterLookup,
+             report: HydrateReport) -> Optional[LiveSession]:
+    """A session from its creation record, before any envelope; None (reported) when it cannot be."""
+    if isinstance(rec, Corrupt):
+        report.problems.append(rec)
+        return None
+    try:
+        md = SessionMetadata.from_creation_record(rec)
+    except (KeyError, TypeError, ValueError, AttributeError, RuntimeErrorBase) as exc:
+        report.problems.append(Corrupt(str(rec.get("session_id")), 0,
+                                       f"session record has the wrong shape: {type(exc).__name__}"))
+        return None
+    adapter = adapter_for((md.manifest.type, md.manifest.version))
+    if adapter is None:
+        report.problems.append(Corrupt(md.session_id, 0, f"no adapter for {md.manifest.type!r} "
+                                                         f"v{md.manifest.version}"))
+        return None
+    md.expires_at = md.created_at + md.ttl_seconds if md.ttl_seconds else None
+    try:
+        state = adapter.initial_state(md)
+    except ProtocolError as exc:
+        report.problems.append(Corrupt(md.session_id, 0, f"session record is invalid: {exc}"))
+        return None
+    return LiveSession(md, adapter, state)
+
+
+def _record(sessions: dict[str, LiveSession], item: Union[Envelope, Corrupt], report: HydrateReport) -> None:
+    """Fold one logged envelope into its session, or stop that session at a bad record."""
+    live = sessions.get(item.session_id)
+    if isinstance(item, Corrupt):
+        if live is not None and live.corrupt is None:
+            live.corrupt = str(item)
+        report.problems.append(item)
+        return
+    if live is None or live.corrupt is not None:
+        return
+    if item.seq != live.last_seq + 1:
+        live.corrupt = f"session {item.session_id} seq {live.last_seq + 1}: missing record"
+        report.problems.append(Corrupt(item.session_id, live.last_seq + 1, "missing record (gap)"))
+        return
+    try:
+        live.apply(item)
+        if item.event_type in SUBSTANTIVE and not live.metadata.state.terminal:
+            res = live.adapter.on_accepted(live.metadata, item, live.state)
+            if res.close_reason is not None:
+                live.pending_close = res.close_reason
+    except (KeyError, TypeError, ValueError, AttributeError, RuntimeErrorBase) as exc:
+        # a record with a good checksum that the session cannot fold: stop this session here
+        live.corrupt = f"session {item.session_id} seq {item.seq}: record does not fold"
+        report.problems.append(Corrupt(item.session_id, item.seq,
+                                       f"record does not fold ({type(exc).__name__}: {str(exc)[:120]})"))
+        return
+    report.envelopes += 1
