@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 from runtime_helpers import new_hub, run
 from turnflow.cli import main
-from turnflow.runtime.adapters.base import AdapterResult
+from turnflow.runtime.adapters.protocol import AdapterResult
 from turnflow.runtime.adapters.conversation import ConversationAdapter
 from turnflow.runtime.agents import ScriptedAgent
 from turnflow.runtime.envelope import EV_PACKET, EV_TEXT, Envelope

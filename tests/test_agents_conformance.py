@@ -11,7 +11,7 @@ import pytest
 from runtime_helpers import FakeClock
 from turnflow import compile as compile_flow
 from turnflow.runtime.agents import Capabilities, FunctionAgent, ScriptedAgent
-from turnflow.runtime.agents.base import AgentContext
+from turnflow.runtime.agents.contract import AgentContext
 from turnflow.runtime.envelope import Envelope
 from turnflow.runtime.hub import Hub
 from turnflow.runtime.runner import run_session

@@ -14,7 +14,7 @@ import pytest
 from runtime_helpers import FIXTURES, fixture_spec, new_hub, run
 from turnflow.cli import main
 from turnflow.runtime.agents import FunctionAgent, ScriptedAgent, SessionTools, ToolError
-from turnflow.runtime.agents.base import AdapterTelemetryEvent, Capabilities, check_telemetry
+from turnflow.runtime.agents.contract import AdapterTelemetryEvent, Capabilities, check_telemetry
 from turnflow.runtime.runner import run_session
 
 SPEC = fixture_spec("support.json")  # workflow: user, triage, billing, tech

@@ -270,7 +270,7 @@ def test_an_autogen_agent_whose_last_message_scrolled_out_gets_only_what_is_new(
     from autogen_agentchat.messages import TextMessage
 
     from turnflow.runtime.agents.autogen_agent import AutoGenAgent
-    from turnflow.runtime.agents.base import AgentContext, SessionTools
+    from turnflow.runtime.agents.contract import AgentContext, SessionTools
     from turnflow.runtime.envelope import EV_TEXT, Envelope
     from turnflow.runtime.views import WindowedSummary
 

@@ -19,7 +19,7 @@ import pytest
 from runtime_helpers import FakeClock, FIXTURES, run
 from turnflow.cli import main
 from turnflow.runtime.agents import FunctionAgent, ScriptedAgent
-from turnflow.runtime.agents.base import Capabilities
+from turnflow.runtime.agents.contract import Capabilities
 from turnflow.runtime.envelope import EV_EXPECTATION_VIOLATED
 from turnflow.runtime.hub import Hub
 from turnflow.runtime.runner import RunControl, run_session

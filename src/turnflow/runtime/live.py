@@ -13,7 +13,7 @@ from turnflow.runtime.session import NO_ACKS, SessionMetadata, SessionState, iso
 from turnflow.runtime.transcript import Transcript
 
 if TYPE_CHECKING:
-    from turnflow.runtime.adapters.base import SessionAdapter
+    from turnflow.runtime.adapters.protocol import SessionAdapter
 
 _NONE_FIRED: frozenset[str] = frozenset()  # shared until a session's first violation (one object fewer per session)
 

@@ -19,7 +19,7 @@ from turnflow.runtime.errors import ProtocolError
 from turnflow.runtime.session import Participant, SessionMetadata
 
 if TYPE_CHECKING:
-    from turnflow.runtime.agents.base import RosterEntry
+    from turnflow.runtime.agents.contract import RosterEntry
     from turnflow.runtime.hub import Hub
 
 Roster = tuple["RosterEntry", ...]
@@ -94,7 +94,7 @@ _ROSTERS: dict[int, tuple[Sequence[Participant], Roster]] = {}
 
 def roster_of(md: SessionMetadata) -> Roster:
     """Every participant as `{agent_id, role, description}` (one tuple per participant list)."""
-    from turnflow.runtime.agents.base import RosterEntry
+    from turnflow.runtime.agents.contract import RosterEntry
 
     parts = md.participants
     hit = _ROSTERS.get(id(parts))

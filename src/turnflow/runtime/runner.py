@@ -25,7 +25,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Iterable, Optional, Union
 
-from turnflow.runtime.agents.base import Agent, SessionTools
+from turnflow.runtime.agents.contract import Agent, SessionTools
 from turnflow.runtime.agents.driver import TurnStopped, handshake, take_turn
 from turnflow.runtime.agents.platform_tools import OPEN_MEMBERSHIP
 from turnflow.runtime.agents.protocol import as_agent

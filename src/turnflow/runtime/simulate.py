@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Union
 
 from turnflow.runtime.adapters.workflow import WorkflowAdapter
-from turnflow.runtime.agents.base import SessionTools
+from turnflow.runtime.agents.contract import SessionTools
 from turnflow.runtime.envelope import envelope_id_for
 from turnflow.runtime.errors import ProtocolError
 from turnflow.runtime.session import SessionMetadata

@@ -17,7 +17,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Optional
 
-from turnflow.runtime.adapters.base import render_substantive
+from turnflow.runtime.adapters.protocol import render_substantive
 from turnflow.runtime.envelope import SUBSTANTIVE, Envelope
 from turnflow.runtime.transcript import Messages, ViewerLog, message as _message
 

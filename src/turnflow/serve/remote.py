@@ -22,7 +22,7 @@ import contextlib
 import json
 from typing import TYPE_CHECKING, Any, Optional, Union
 
-from turnflow.runtime.agents.base import AgentContext, Capabilities, SessionTools
+from turnflow.runtime.agents.contract import AgentContext, Capabilities, SessionTools
 from turnflow.runtime.envelope import EV_CONTEXT_SET, EV_PACKET, EV_TEXT, Envelope
 from turnflow.runtime.errors import AdapterError, StoreError
 from turnflow.runtime.hub import Hub

@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from turnflow.runtime.adapters.base import AdapterResult, ExpectedTurn, SessionAdapter
+from turnflow.runtime.adapters.protocol import AdapterResult, ExpectedTurn, SessionAdapter
 from turnflow.runtime.adapters.consulting import ConsultingAdapter
 from turnflow.runtime.adapters.conversation import ConversationAdapter
 from turnflow.runtime.adapters.discussion import DiscussionAdapter

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Optional
 
-from turnflow.runtime.adapters.base import NO_CHANGE, AdapterResult
+from turnflow.runtime.adapters.protocol import NO_CHANGE, AdapterResult
 from turnflow.runtime.adapters.simple import SimpleAdapter, TurnState
 from turnflow.runtime.envelope import EV_PACKET, EV_TEXT, Envelope
 from turnflow.runtime.errors import ProtocolError

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Protocol
 
-from turnflow.runtime.adapters.base import render_substantive, round_to_envelope, text_of
+from turnflow.runtime.adapters.protocol import render_substantive, round_to_envelope, text_of
 from turnflow.runtime.envelope import Envelope
 from turnflow.runtime.session import SessionMetadata
 from turnflow.runtime.views import FullTranscript

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Optional
 
-from turnflow.runtime.adapters.base import (NO_CHANGE, AdapterResult, ExpectedTurn, check_knobs,
+from turnflow.runtime.adapters.protocol import (NO_CHANGE, AdapterResult, ExpectedTurn, check_knobs,
                                             check_participants, render_substantive, round_to_envelope, text_of)
 from turnflow.runtime.envelope import EV_CONTEXT_SET, EV_PACKET, EV_PARTICIPANT_ADDED, EV_TEXT, MEMBERSHIP, Envelope
 from turnflow.runtime.errors import ProtocolError, brief

@@ -25,7 +25,7 @@ import json
 
 from typing import TYPE_CHECKING, Any, ClassVar, Optional
 
-from turnflow.runtime.adapters.base import (NO_CHANGE, AdapterResult, ExpectedTurn, check_knobs,
+from turnflow.runtime.adapters.protocol import (NO_CHANGE, AdapterResult, ExpectedTurn, check_knobs,
                                             check_participants, render_substantive, round_to_envelope, text_of)
 from turnflow.runtime.envelope import (EV_CONTEXT_SET, EV_EXPECTATION_VIOLATED, EV_PACKET, EV_TEXT, Envelope)
 from turnflow.runtime.errors import ProtocolError

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from turnflow.runtime.agents.base import (AdapterTelemetryEvent, AgentContext, Capabilities, FakeSessionTools,
+from turnflow.runtime.agents.contract import (AdapterTelemetryEvent, AgentContext, Capabilities, FakeSessionTools,
                                           SessionTools, ToolError, telemetry_problem)
 from turnflow.runtime.agents.function import FunctionAgent
 from turnflow.runtime.agents.scripted import ScriptedAgent

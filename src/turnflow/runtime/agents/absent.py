@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Awaitable, Callable, Iterable
 
-from turnflow.runtime.agents.base import AgentContext, Capabilities, SessionTools
+from turnflow.runtime.agents.contract import AgentContext, Capabilities, SessionTools
 from turnflow.runtime.errors import AdapterError
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from turnflow.runtime.agents.base import AgentContext, SessionTools
+from turnflow.runtime.agents.contract import AgentContext, SessionTools
 from turnflow.runtime.agents.framework import FrameworkAgent, ToolSlot, emit_tool, keyword_function
 from turnflow.runtime.agents.history_ag2 import to_ag2
 

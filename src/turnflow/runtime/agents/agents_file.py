@@ -17,7 +17,7 @@ import importlib.util
 import os
 from typing import Any, Optional
 
-from turnflow.runtime.agents.base import BEHAVIORS
+from turnflow.runtime.agents.contract import BEHAVIORS
 from turnflow.runtime.agents.config import _REF, FRAMEWORKS, KEYS, KINDS, contract_shape
 from turnflow.runtime.errors import AdapterError, brief
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from turnflow.runtime.agents.base import SessionTools, ToolError
+from turnflow.runtime.agents.contract import SessionTools, ToolError
 from turnflow.runtime.agents.model_prompt import BEGIN, chat_turns
 from turnflow.runtime.agents.model_tools import ModelTools, is_empty
 from turnflow.runtime.agents.openai_chat import DEFAULT_MAX_ROUNDS, OpenAIChatAgent

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from turnflow.runtime.agents.base import AgentContext, SessionTools, ToolError
+from turnflow.runtime.agents.contract import AgentContext, SessionTools, ToolError
 from turnflow.runtime.agents.framework import FrameworkAgent, ToolSlot, emit_tool, keyword_function
 from turnflow.runtime.agents.history import raw_history
 from turnflow.runtime.agents.history_autogen import AutoGenHistory, new_messages

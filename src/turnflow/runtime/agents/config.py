@@ -23,7 +23,7 @@ import re
 import sys
 from typing import Any, Optional
 
-from turnflow.runtime.agents.base import BEHAVIORS
+from turnflow.runtime.agents.contract import BEHAVIORS
 from turnflow.runtime.agents.function import FunctionAgent
 from turnflow.runtime.agents.scripted import ScriptedAgent
 from turnflow.runtime.errors import AdapterError, brief

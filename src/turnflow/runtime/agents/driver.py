@@ -19,7 +19,7 @@ import threading
 import traceback
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Container, Optional
 
-from turnflow.runtime.agents.base import (Agent, AgentContext, Capabilities, SessionTools, check_telemetry,
+from turnflow.runtime.agents.contract import (Agent, AgentContext, Capabilities, SessionTools, check_telemetry,
                                           raw_capabilities)
 from turnflow.runtime.agents.platform_tools import CHATROOM_KIND
 from turnflow.runtime.envelope import EV_PARTICIPANT_ADDED, Envelope

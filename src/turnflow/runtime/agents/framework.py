@@ -22,7 +22,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, Awaitable, Callable, Optional
 
-from turnflow.runtime.agents.base import AgentContext, Capabilities, SessionTools, ToolError
+from turnflow.runtime.agents.contract import AgentContext, Capabilities, SessionTools, ToolError
 from turnflow.runtime.agents.model_prompt import system_prompt
 from turnflow.runtime.agents.model_tools import ModelTools, is_empty
 from turnflow.runtime.errors import AdapterError, brief

@@ -24,7 +24,7 @@ import queue
 import threading
 from typing import Any, Awaitable, Callable, Optional
 
-from turnflow.runtime.agents.base import AgentContext, Capabilities, SessionTools
+from turnflow.runtime.agents.contract import AgentContext, Capabilities, SessionTools
 from turnflow.runtime.agents.scripted import apply_step, check_step
 from turnflow.runtime.errors import AdapterError
 

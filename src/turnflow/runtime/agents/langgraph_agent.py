@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from turnflow.runtime.agents.base import AgentContext, SessionTools
+from turnflow.runtime.agents.contract import AgentContext, SessionTools
 from turnflow.runtime.agents.framework import FrameworkAgent, ToolSlot, emit_tool
 from turnflow.runtime.agents.history import raw_history
 from turnflow.runtime.agents.history_langchain import LangChainHistory, text_of

@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 from typing import Any, Optional
 
-from turnflow.runtime.agents.base import AgentContext, RosterEntry
+from turnflow.runtime.agents.contract import AgentContext, RosterEntry
 from turnflow.runtime.agents.model_tools import ModelTools
 
 

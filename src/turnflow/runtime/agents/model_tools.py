@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from typing import Any, Optional, Union
 
-from turnflow.runtime.agents.base import AgentContext, SessionTools, ToolError, tool_arguments, tool_schema
+from turnflow.runtime.agents.contract import AgentContext, SessionTools, ToolError, tool_arguments, tool_schema
 from turnflow.runtime.agents.platform_tools import MODEL_EVENT_TYPES
 from turnflow.runtime.errors import AdapterError
 

@@ -28,7 +28,7 @@ import importlib
 import os
 from typing import Any, Awaitable, Callable, Optional
 
-from turnflow.runtime.agents.base import AgentContext, Capabilities, SessionTools, ToolError
+from turnflow.runtime.agents.contract import AgentContext, Capabilities, SessionTools, ToolError
 from turnflow.runtime.agents.model_prompt import BEGIN, chat_turns, system_prompt as model_system_prompt
 from turnflow.runtime.agents.model_tools import ModelTools, is_empty
 from turnflow.runtime.agents.endpoint import endpoint

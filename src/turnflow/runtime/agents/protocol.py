@@ -1,5 +1,5 @@
 """`as_agent`: any agent the contract allows, in the one shape the hub side drives — the `Agent`
-protocol of `agents.base` (`agents.driver`, `runtime.runner` call nothing else).
+protocol of `agents.contract` (`agents.driver`, `runtime.runner` call nothing else).
 
 An agent may be written in any of the contract's forms (docs/agents.md, docs/contracts.md):
 - the handshake as `open_session(ctx, emit)` (canonical) or as the stateful-adapter contract's
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Optional, Protocol
 from turnflow.runtime.errors import AdapterError
 
 if TYPE_CHECKING:
-    from turnflow.runtime.agents.base import Agent, AgentContext, SessionTools
+    from turnflow.runtime.agents.contract import Agent, AgentContext, SessionTools
 
 Emit = Callable[[Any], Awaitable[bool]]
 OpenSession = Callable[["AgentContext", Emit], Awaitable[Any]]

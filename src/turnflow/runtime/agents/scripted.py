@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Awaitable, Callable
 
-from turnflow.runtime.agents.base import AgentContext, Capabilities, SessionTools
+from turnflow.runtime.agents.contract import AgentContext, Capabilities, SessionTools
 from turnflow.runtime.errors import AdapterError, brief
 
 STEP_KEYS = ("say", "tool", "handoff", "finish", "set", "delete")

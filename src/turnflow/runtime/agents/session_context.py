@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Optional
 
-from turnflow.runtime.agents.base import AgentContext, RosterEntry
+from turnflow.runtime.agents.contract import AgentContext, RosterEntry
 from turnflow.runtime.session_spec import SessionSpec
 
 if TYPE_CHECKING:

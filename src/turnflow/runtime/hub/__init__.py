@@ -19,7 +19,7 @@ import asyncio
 from typing import Any, Awaitable, Callable, Iterable, Iterator, Optional, Sequence, Union
 
 from turnflow.runtime.adapters import builtin_adapters
-from turnflow.runtime.adapters.base import SessionAdapter
+from turnflow.runtime.adapters.protocol import SessionAdapter
 from turnflow.runtime.adapters.contract import ContractAdapter, needs_defaults, needs_membership
 from turnflow.runtime.envelope import EV_EXPECTATION_VIOLATED, EV_SESSION_OPENED, LIFECYCLE, MEMBERSHIP, SUBSTANTIVE, Envelope
 from turnflow.runtime.clock import STEADY

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional, Union
 
-from turnflow.runtime.adapters.base import SessionAdapter
+from turnflow.runtime.adapters.protocol import SessionAdapter
 from turnflow.runtime.envelope import SUBSTANTIVE, Envelope
 from turnflow.runtime.errors import ProtocolError, RuntimeErrorBase
 from turnflow.runtime.live import LiveSession

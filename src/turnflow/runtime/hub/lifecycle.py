@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence
 
-from turnflow.runtime.adapters.base import SessionAdapter
+from turnflow.runtime.adapters.protocol import SessionAdapter
 from turnflow.runtime.envelope import (EV_SESSION_ACK, EV_SESSION_CLOSED, EV_SESSION_EXPIRED, EV_SESSION_INVITE,
                                        EV_SESSION_OPENED, EV_SESSION_REJECT, Envelope)
 from turnflow.runtime.errors import ProtocolError
