@@ -99,3 +99,17 @@ def test_a_hand_edited_router_is_refused_at_its_line():
     [d] = exc.value.diagnostics
     assert d.code == "TF401" and "not one `turnflow compile` writes" in d.message
     assert d.span.line == edited[:edited.index("if len(text)")].count("\n") + 1
+
+
+def test_an_edit_outside_the_tables_and_routers_is_said_at_its_line():
+    """Only the tables and routers are read: anything else edited by hand is not in the flow, and
+    migrate says so (TF409 at the first line that differs) instead of passing it over."""
+    module = compile_target((ROOT / "examples" / "support.flow").read_text(), "langgraph", path="support.flow")
+    old = '    turns = (state.get("turns") or 0) + 1'
+    edited = module.replace(old, '    turns = (state.get("turns") or 0) + 2')
+    back = migrate(edited, "support_graph.py")
+    [d] = back.diagnostics
+    assert d.code == "TF409" and "only its tables and routers were read" in d.message
+    assert d.span.line == module[:module.index(old)].count("\n") + 1
+    assert migrate(module, "support_graph.py").diagnostics == []
+

@@ -243,7 +243,11 @@ DOCS["TF409"] = """
     `select_speaker_*` prompt templates of a classic GroupChat, a non-default
     `emit_team_events` or `max_stalls` of an AutoGen team, a handoff outside
     a Swarm that no HandoffTermination gives effect to, or a context variable
-    whose initial value is a list or dict, that `.flow` has no place for.
+    whose initial value is a list or dict, that `.flow` has no place for. In a
+    module `turnflow compile --target langgraph|autogen` wrote, it reports the
+    first line where the module differs from what the target writes for the
+    flow read back (only the tables and routers are read), or that this flow
+    does not compile for the target.
 
     ## Why is this bad?
     Behaviour that depended on the setting is not described by the migrated
