@@ -19,29 +19,13 @@ from turnflow.compiler.emit.targets import compile_target
 from turnflow.dsl import ast
 from turnflow.dsl.printer import print_flow
 from turnflow.migrate import detect, migrate
+from turnflow.migrate.compiled import _same_code  # equal up to how `and` / `or` chains nest
 
 ROOT = Path(__file__).resolve().parents[1]
 N = int(os.environ.get("TURNFLOW_TARGET_EXAMPLES", "60"))  # the larger run: docs/targets.md
 EXAMPLES = sorted((ROOT / "examples").glob("*.flow"))
 WORKFLOWS = [(p, b.name.name) for p in EXAMPLES for b in turnflow.parse(p.read_text(encoding="utf-8")).blocks
              if b.kind == "workflow"]
-
-
-def same_code(a: str, b: str) -> bool:
-    """The two modules are the same code up to how `and` / `or` chains nest (`x and (y and z)` is
-    `x and y and z`: a flow's nested `all_of` prints and reads back flat)."""
-    import ast as pyast
-
-    class Flatten(pyast.NodeTransformer):
-        def visit_BoolOp(self, node: pyast.BoolOp) -> pyast.AST:
-            self.generic_visit(node)
-            values = []
-            for v in node.values:
-                values += v.values if isinstance(v, pyast.BoolOp) and type(v.op) is type(node.op) else [v]
-            node.values = values
-            return node
-
-    return a == b or pyast.dump(Flatten().visit(pyast.parse(a))) == pyast.dump(Flatten().visit(pyast.parse(b)))
 
 
 def round_trip(text: str, target: str, block: str | None, path: str) -> tuple[str, str]:
@@ -88,7 +72,7 @@ def test_generated_flows_round_trip_through_langgraph(block):
         # the original hid: the flow can never end (TF201). Refusing it is right; it is not a loss.
         assert {d.code for d in exc.diagnostics if d.severity == "error"} <= {"TF201", "TF202"}, exc.diagnostics
         assume(False)
-    assert same_code(again, module)
+    assert _same_code(again, module)
 
 
 def test_a_hand_edited_router_is_refused_at_its_line():

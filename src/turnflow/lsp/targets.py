@@ -50,13 +50,14 @@ def target_actions(flow: ast.FlowFile, path: str, line: int) -> list[TargetActio
     if block is None:
         return []
     name = block.name.name
+    alone = ast.FlowFile(span=flow.span, blocks=(block,))  # the block alone: the cost of one block, not the file
     out = []
     for target in TARGETS:
         framework = writer(target).FRAMEWORK
         file_name = module_name(name, target)
         title = f"Compile `{name}` to {framework} ({file_name})"
         try:
-            source = compile_target(flow, target, block=name, path=path)
+            source = compile_target(alone, target, block=name, path=path)
         except CompileError as exc:
             errors = [d for d in exc.diagnostics if d.severity == "error"] or list(exc.diagnostics)
             first = errors[0]
