@@ -137,7 +137,7 @@ def load_agents_file(path: str) -> AgentsFile:
     if not isinstance(data, dict) or not isinstance(data.get("agents"), dict) or not data["agents"]:
         raise RunInputError(f"{path}: expected a mapping `agents:` of participant names to agents")
     agents = _build_agents(path, text, data["agents"])
-    return AgentsFile(path, agents, _step_lines(path), data["agents"])
+    return AgentsFile(path, agents, _step_lines(text), data["agents"])
 
 
 def _build_agents(path: str, text: str, confs: dict) -> dict[str, Any]:
@@ -170,29 +170,12 @@ def _build_agents(path: str, text: str, confs: dict) -> dict[str, Any]:
     return agents
 
 
-def _step_lines(path: str) -> dict:
+def _step_lines(text: str) -> dict[tuple[str, int], int]:
     """Where each scripted step starts in the agents file (1-based lines), for error messages."""
-    import yaml
+    from turnflow.runtime.agents import agents_file
 
-    try:
-        with open(path, encoding="utf-8") as fh:
-            root = yaml.compose(fh)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return {}
-    lines: dict = {}
-    if not isinstance(root, yaml.MappingNode):
-        return lines
-    for k, v in root.value:
-        if k.value != "agents" or not isinstance(v, yaml.MappingNode):
-            continue
-        for ak, av in v.value:
-            if not isinstance(av, yaml.MappingNode):
-                continue
-            for sk, sv in av.value:
-                if sk.value == "steps" and isinstance(sv, yaml.SequenceNode):
-                    for i, step in enumerate(sv.value):
-                        lines[(ak.value, i)] = step.start_mark.line + 1
-    return lines
+    return {(name, int(key[1:])): line for name, where in agents_file.positions(text).items()
+            for key, (line, _col) in where.items() if key.startswith("#")}
 
 
 def parse_spec(spec: Any, path: str) -> "SessionSpec":

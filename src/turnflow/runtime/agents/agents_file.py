@@ -31,11 +31,12 @@ NEEDS: dict[str, tuple[tuple[str, str], ...]] = {
 }
 #: the default API key variable of the model kinds
 KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
-Where = dict[str, tuple[int, int]]  # "" (the agent's name), a key, or "=kind" (its value) -> (line, col)
+Where = dict[str, tuple[int, int]]  # "" (the agent's name), a key, "=key" (its value), "#i" (step i) -> (line, col)
 
 
 def positions(text: str) -> dict[str, Where]:
-    """Per agent name, where its name, each of its keys and its `kind` value are (1-based)."""
+    """Per agent name, where its name, each of its keys and their values, and each of its scripted
+    `steps` are (1-based)."""
     import yaml
 
     try:
@@ -54,6 +55,9 @@ def positions(text: str) -> dict[str, Where]:
                 for kk, kv in av.value:
                     where[str(kk.value)] = _pos(kk)
                     where["=" + str(kk.value)] = _pos(kv)
+                    if kk.value == "steps" and isinstance(kv, yaml.SequenceNode):
+                        for i, step in enumerate(kv.value):
+                            where[f"#{i}"] = _pos(step)
             out[str(ak.value)] = where
     return out
 
