@@ -97,3 +97,21 @@ def test_an_edit_outside_the_tables_and_routers_is_said_at_its_line():
     assert d.span.line == module[:module.index(old)].count("\n") + 1
     assert migrate(module, "support_graph.py").diagnostics == []
 
+
+
+@pytest.mark.parametrize("table, value, said", [
+    ("PARTICIPANTS", "5", "a tuple of names"),
+    ("TOOLS", "3", "a dict of name to a tuple of tool names"),
+    ("DESCRIPTIONS", "[1]", "a dict of name to text"),
+    ("MAX_TURNS", "'12'", "an integer or None"),
+])
+def test_a_table_of_another_shape_is_refused_at_its_line(table, value, said):
+    import re
+
+    module = compile_target((ROOT / "examples" / "support.flow").read_text(), "langgraph", path="support.flow")
+    edited = re.sub(rf"^{table}\b(: [^=]*)? = .*$", f"{table} = {value}", module, count=1, flags=re.M)
+    with pytest.raises(Exception) as exc:
+        migrate(edited, "support_graph.py")
+    [d] = exc.value.diagnostics
+    assert d.code == "TF401" and said in d.message
+    assert edited.splitlines()[d.span.line - 1] == f"{table} = {value}"
