@@ -78,6 +78,16 @@ class Envelope:
         return self.audience is None or agent_id in self.audience
 
 
+TELEMETRY_EVENTS = frozenset({"env_action", "tool_response", "progress", "error", "thought", "task", "tool_call",
+                              "tool_result"})
+_TELEMETRY_FIELDS = frozenset({"event", "payload", "reason", "step", "timestamp", "metadata"})
+
+
+def telemetry_event_ok(event: Any) -> bool:
+    """Whether an agent's telemetry event is one a hub stores (a known `event`, known fields only)."""
+    return isinstance(event, dict) and event.get("event") in TELEMETRY_EVENTS and set(event) <= _TELEMETRY_FIELDS
+
+
 def envelope_id_for(global_seq: int) -> str:
     """Hub-stamped ids: monotonic and sortable as strings (zero-padded)."""
     return f"{global_seq:016d}"

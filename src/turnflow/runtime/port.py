@@ -4,14 +4,20 @@ one session's turns need — post an envelope, read the session (its metadata, r
 view, the input a turn answers), check a roster change against the session's rules, append
 telemetry, open a chatroom, and remember which roster each participant was last shown.
 
-`HubPort(hub, session_id)` is the in-process port over `turnflow.runtime.hub.Hub`; a port over a
-remote hub would implement the same protocol.
+`SessionHost` is the same port widened by what the run loop (`runtime.runner`) needs to drive the
+session turn by turn: the session as folded so far (`live`), whose turn it is, the log, ack /
+reject / close, listeners of its envelopes, the sweeper, and the participants whose turns are taken
+elsewhere (`remote`, waited for with `changed`).
+
+`HubPort(hub, session_id)` implements both over the in-process `turnflow.runtime.hub.Hub`;
+`turnflow.serve.served_port.ServedPort` over a served hub's WebSocket wire (`turnflow run --hub`).
 """
 
 from __future__ import annotations
 
 import weakref
-from typing import TYPE_CHECKING, Any, Optional, Protocol, Sequence
+import asyncio
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Optional, Protocol, Sequence
 
 from turnflow.runtime.agents.platform_tools import CHATROOM_KIND
 from turnflow.runtime.envelope import Envelope
@@ -21,8 +27,10 @@ from turnflow.runtime.session import Participant, SessionMetadata
 if TYPE_CHECKING:
     from turnflow.runtime.agents.contract import RosterEntry
     from turnflow.runtime.hub import Hub
+    from turnflow.runtime.live import LiveSession
 
 Roster = tuple["RosterEntry", ...]
+Listener = Callable[[Envelope, SessionMetadata], Awaitable[None]]
 
 
 class SessionPort(Protocol):
@@ -86,6 +94,52 @@ class SessionPort(Protocol):
         ...
 
 
+class SessionHost(SessionPort, Protocol):
+    """What the run loop needs of one session besides the agent side's port."""
+
+    @property
+    def live(self) -> LiveSession:
+        """The session as folded so far (metadata, adapter and its state, transcript); `ProtocolError`
+        when the hub does not know it."""
+        ...
+
+    @property
+    def remote(self) -> frozenset[str]:
+        """Participants whose turns are taken elsewhere (none in process): the run waits for them."""
+        ...
+
+    def expected_next(self) -> Optional[str]:
+        """Who the session expects next (None: any order, or the session ended)."""
+        ...
+
+    def read(self, start: int = 1, end: Optional[int] = None) -> Iterable[Any]:
+        """The session's log from `start` to `end` (inclusive; seqs are 1-based)."""
+        ...
+
+    async def ack(self, agent_id: str) -> None: ...
+
+    async def reject(self, agent_id: str, reason: str) -> None: ...
+
+    async def close(self, reason: str) -> None: ...
+
+    def subscribe(self, listener: Listener) -> None:
+        """`await listener(envelope, metadata)` for each envelope of the session as it is accepted."""
+        ...
+
+    def unsubscribe(self, listener: Listener) -> None: ...
+
+    def start_sweeper(self, interval: float) -> bool:
+        """Enforce TTLs and expectations here while the run goes on, unless something already does;
+        True when this call started a sweeper (`stop_sweeper` stops it)."""
+        ...
+
+    async def stop_sweeper(self) -> None: ...
+
+    async def changed(self, seq: int) -> None:
+        """Return once the session's log holds more than `seq` envelopes."""
+        ...
+
+
 #: hub -> {session: {agent: the roster it was last shown}}; a session's entry goes when it ends
 _SHOWN: "weakref.WeakKeyDictionary[Hub, dict[str, dict[str, Roster]]]" = weakref.WeakKeyDictionary()
 #: id(participants list) -> (the list, its roster): sessions of one flow share it
@@ -107,8 +161,30 @@ def roster_of(md: SessionMetadata) -> Roster:
     return roster
 
 
+def turn_input_of(live: Optional[LiveSession], agent_id: str) -> Optional[str]:
+    """`SessionPort.turn_input` of a session as folded (`live`; None: unknown, nothing to answer)."""
+    if live is None or live.transcript is None:
+        return None
+    for env in reversed(live.transcript.entries):
+        if env.sender_id != agent_id:
+            return live.adapter.extract_turn_input(env)
+    return None
+
+
+def check_roster_change_of(live: Optional[LiveSession], envelope: Envelope, queued: Sequence[Envelope] = ()) -> None:
+    """`SessionPort.check_roster_change` of a session as folded (`live`; None: unknown)."""
+    if live is None or not live.adapter.membership:
+        kind = live.metadata.kind if live is not None else "session"
+        raise ProtocolError(f"{envelope.event_type!r} refused: the participants of a {kind} session are fixed "
+                            "by its flow")
+    state = live.state
+    for change in queued:
+        state = live.adapter.fold(change, state)
+    live.adapter.validate_send(live.metadata, envelope, state)
+
+
 class HubPort:
-    """`SessionPort` of session `session_id` on an in-process `Hub`."""
+    """`SessionHost` (and so `SessionPort`) of session `session_id` on an in-process `Hub`."""
 
     __slots__ = ("hub", "_sid")
 
@@ -133,24 +209,10 @@ class HubPort:
         return self.hub.view(self._sid, agent_id)
 
     def turn_input(self, agent_id: str) -> Optional[str]:
-        live = self.hub.sessions.get(self._sid)
-        if live is None or live.transcript is None:
-            return None
-        for env in reversed(live.transcript.entries):
-            if env.sender_id != agent_id:
-                return live.adapter.extract_turn_input(env)
-        return None
+        return turn_input_of(self.hub.sessions.get(self._sid), agent_id)
 
     def check_roster_change(self, envelope: Envelope, queued: Sequence[Envelope] = ()) -> None:
-        live = self.hub.sessions.get(self._sid)
-        if live is None or not live.adapter.membership:
-            kind = live.metadata.kind if live is not None else "session"
-            raise ProtocolError(f"{envelope.event_type!r} refused: the participants of a {kind} session are fixed "
-                                "by its flow")
-        state = live.state
-        for change in queued:
-            state = live.adapter.fold(change, state)
-        live.adapter.validate_send(live.metadata, envelope, state)
+        check_roster_change_of(self.hub.sessions.get(self._sid), envelope, queued)
 
     async def post(self, envelope: Envelope) -> Envelope:
         return await self.hub.post(envelope)
@@ -178,3 +240,56 @@ class HubPort:
             memo.pop(self._sid, None)
         elif roster:
             memo.setdefault(self._sid, {})[agent_id] = roster
+
+    # -- SessionHost: the run loop's side -------------------------------------------------------
+    @property
+    def live(self) -> LiveSession:
+        return self.hub._live(self._sid)
+
+    @property
+    def remote(self) -> frozenset[str]:
+        return frozenset()
+
+    def expected_next(self) -> Optional[str]:
+        return self.hub.expected_next(self._sid)
+
+    def read(self, start: int = 1, end: Optional[int] = None) -> Iterable[Any]:
+        return self.hub.read(self._sid, start, end)
+
+    async def ack(self, agent_id: str) -> None:
+        await self.hub.ack(self._sid, agent_id)
+
+    async def reject(self, agent_id: str, reason: str) -> None:
+        await self.hub.reject(self._sid, agent_id, reason)
+
+    async def close(self, reason: str) -> None:
+        await self.hub.close(self._sid, reason)
+
+    def subscribe(self, listener: Listener) -> None:
+        self.hub.subscribe(listener, session_id=self._sid)
+
+    def unsubscribe(self, listener: Listener) -> None:
+        self.hub.unsubscribe(listener, session_id=self._sid)
+
+    def start_sweeper(self, interval: float) -> bool:
+        if self.hub.sweeping:
+            return False
+        self.hub.start_sweeper(interval)
+        return True
+
+    async def stop_sweeper(self) -> None:
+        await self.hub.stop_sweeper()
+
+    async def changed(self, seq: int) -> None:
+        if self.live.last_seq > seq:
+            return
+        seen: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        async def once(env: Envelope, md: SessionMetadata) -> None:
+            if env.seq > seq and not seen.done():
+                seen.set_result(None)
+        self.subscribe(once)
+        try:
+            await seen
+        finally:
+            self.unsubscribe(once)

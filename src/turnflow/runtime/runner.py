@@ -34,7 +34,7 @@ from turnflow.runtime.envelope import (EV_EXPECTATION_VIOLATED, EV_PACKET, EV_SE
                                        EV_TEXT, Envelope)
 from turnflow.runtime.errors import AdapterError, ProtocolError
 from turnflow.runtime.hub import Hub
-from turnflow.runtime.port import HubPort
+from turnflow.runtime.port import HubPort, SessionHost
 from turnflow.runtime.session import SessionMetadata, SessionState, check_agent_id
 from turnflow.runtime.session_spec import SessionSpec
 from turnflow.runtime.transcript import Messages
@@ -153,22 +153,33 @@ async def run_session(hub: Hub, spec: Union[SessionSpec, dict[str, Any]], agents
             return RunResult(session_id, md.state.value, md.close_reason or None, turns_of(hub.read(session_id)))
     else:
         md = await _open(hub, spec, task, labels)
-    run = _Run(hub, md, driven, spec, task, ctl, max_turns if md.kind != "workflow" else None,
-               continued=session_id is not None)
+    return await drive_session(HubPort(hub, md.session_id), spec, driven, task, control=ctl,
+                               max_turns=max_turns if md.kind != "workflow" else None, sweep_interval=sweep_interval,
+                               keep_open=keep_open, peers=peers, continued=session_id is not None)
+
+
+async def drive_session(port: SessionHost, spec: SessionSpec, agents: dict[str, Agent], task: Optional[str], *,
+                        control: RunControl, max_turns: Optional[int] = None, sweep_interval: Optional[float] = None,
+                        keep_open: bool = False, peers: Optional[list[dict[str, Any]]] = None,
+                        continued: bool = False) -> RunResult:
+    """Run the session `port` holds with `agents` (in the canonical shape, `as_agent`) until it
+    ends: the run loop of `run_session`, on any `SessionHost` (in process, or a served hub's
+    session, whose `remote` participants' turns are waited for). `max_turns`: the run closes the
+    session (`max_turns`) once that many turns were taken."""
+    md = port.live.metadata
+    run = _Run(port, md, agents, spec, task, control, max_turns, continued=continued)
     run.peers = [p for p in peers or () if isinstance(p, dict) and isinstance(p.get("agent_id"), str)]
-    hub.subscribe(run.watch, session_id=md.session_id)
-    own_sweeper = not hub.sweeping
-    if own_sweeper:
-        hub.start_sweeper(sweep_interval if sweep_interval is not None else sweep_interval_for(md))
+    port.subscribe(run.watch)
+    own_sweeper = port.start_sweeper(sweep_interval if sweep_interval is not None else sweep_interval_for(md))
     error: Optional[str] = None
     try:
         error = await run.drive()
     finally:
         await run.wind_down(keep_open, own_sweeper)
-    if md.close_reason == "interrupted" and ctl.reason is not None:
+    if md.close_reason == "interrupted" and control.reason is not None:
         error = None
     return RunResult(md.session_id, md.state.value, md.close_reason or None, run.all_turns(), error,
-                     interrupted=ctl.reason is not None)
+                     interrupted=control.reason is not None)
 
 
 async def _open(hub: Hub, spec: SessionSpec, task: Optional[str], labels: Optional[dict[str, Any]]) -> Any:
@@ -176,11 +187,13 @@ async def _open(hub: Hub, spec: SessionSpec, task: Optional[str], labels: Option
     return await hub.open_spec(spec, labels={**({"task": task} if task else {}), **(labels or {})})
 
 
-def _check_agents(spec: SessionSpec, agents: dict[str, Any]) -> None:
-    """One agent per participant; agents for anyone else only where the session's roster is open
-    (conversation, discussion: newcomers `add_participant` may bring in). `AdapterError` naming them."""
+def _check_agents(spec: SessionSpec, agents: dict[str, Any], remote: Iterable[str] = ()) -> None:
+    """One agent per participant (but the `remote` ones, whose turns are taken elsewhere); agents
+    for anyone else only where the session's roster is open (conversation, discussion: newcomers
+    `add_participant` may bring in). `AdapterError` naming them."""
     names = spec.participant_ids
-    missing = [n for n in names if n not in agents]
+    away = set(remote)
+    missing = [n for n in names if n not in agents and n not in away]
     if missing:
         raise AdapterError(f"no agent for participant{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
     extra = sorted(set(agents) - set(names))
@@ -197,11 +210,11 @@ _OPEN = (SessionState.ACTIVE, SessionState.INVITED)
 
 
 class _Run:
-    def __init__(self, hub: Hub, md: Any, agents: dict[str, Agent], spec: SessionSpec, task: Optional[str], ctl: RunControl,
-                 max_turns: Optional[int], continued: bool = False) -> None:
-        self.hub, self.md, self.agents, self.ctl, self.max_turns = hub, md, agents, ctl, max_turns
+    def __init__(self, port: SessionHost, md: Any, agents: dict[str, Agent], spec: SessionSpec, task: Optional[str],
+                 ctl: RunControl, max_turns: Optional[int], continued: bool = False) -> None:
+        self.md, self.agents, self.ctl, self.max_turns = md, agents, ctl, max_turns
         self.sid = md.session_id
-        self.port = HubPort(hub, self.sid)  # all the agent side sees of the hub
+        self.port = port  # all the run (and the agent side) sees of the hub
         self.all_tools = [t for t in spec.tools if isinstance(t, dict)]
         self.any_tool = not any(t.get("name") for t in self.all_tools)
         self.spec = spec
@@ -212,8 +225,8 @@ class _Run:
         # The run's turns, from the envelopes the hub delivers to `watch` (the log is not read
         # again at the end): a continued session's earlier ones (read once, here), then each one
         # delivered while the delivered seqs follow on without a gap.
-        self.base_seq = hub.sessions[self.sid].last_seq
-        self.turns: list[dict[str, Any]] = turns_of(hub.read(self.sid, 1, self.base_seq)) if continued else []
+        self.base_seq = port.live.last_seq
+        self.turns: list[dict[str, Any]] = turns_of(port.read(1, self.base_seq)) if continued else []
         self.next_seq = self.base_seq + 1
         self.gap = False
         self.peers: list[dict[str, Any]] = []
@@ -228,14 +241,17 @@ class _Run:
     def all_turns(self) -> list[dict[str, Any]]:
         """Every turn in the session's log: the ones the run saw, or — when a delivery was missed
         or came out of order (a poster cancelled after its envelope was written) — the log's."""
-        live = self.hub.sessions.get(self.sid)
-        if not self.gap and live is not None and live.last_seq == self.next_seq - 1:
+        try:
+            last_seq: Optional[int] = self.port.live.last_seq
+        except ProtocolError:  # the hub no longer holds the session
+            last_seq = None
+        if not self.gap and last_seq == self.next_seq - 1:
             return self.turns
-        return turns_of(self.hub.read(self.sid))
+        return turns_of(self.port.read())
 
     async def drive(self) -> Optional[str]:
         """Hand the session to the agents and run its rounds; returns the error that ended it."""
-        hub, md, sid, ctl = self.hub, self.md, self.sid, self.ctl
+        port, md, ctl = self.port, self.md, self.ctl
         error: Optional[str] = None
         try:
             await self.start()
@@ -245,22 +261,22 @@ class _Run:
         except (AdapterError, ProtocolError) as exc:
             error = str(exc)
             if md.state in _OPEN:
-                await hub.close(sid, "agent_error")
+                await port.close("agent_error")
         if ctl.reason is not None and md.state in _OPEN:
-            await hub.close(sid, ctl.reason)
+            await port.close(ctl.reason)
         return error
 
     async def wind_down(self, keep_open: bool, own_sweeper: bool) -> None:
         """Never leave the session open (unless `keep_open`), stop what the run started, and let
         every agent close its session."""
-        hub, sid = self.hub, self.sid
+        port, sid = self.port, self.sid
         try:
             if self.md.state in _OPEN and not keep_open:
-                await hub.close(sid, self.ctl.reason or "agent_error")
+                await port.close(self.ctl.reason or "agent_error")
         finally:
             if own_sweeper:
-                await hub.stop_sweeper()
-            hub.unsubscribe(self.watch, session_id=sid)
+                await port.stop_sweeper()
+            port.unsubscribe(self.watch)
             for a in self.agents.values():
                 try:
                     await a.close_session(sid)
@@ -282,13 +298,15 @@ class _Run:
         if et in (EV_SESSION_CLOSED, EV_SESSION_EXPIRED) or self.md.state != SessionState.ACTIVE:
             self.ctl._stop("session_ended")
         elif et == EV_EXPECTATION_VIOLATED and self.speaker is not None:
-            nxt = self.hub.expected_next(self.sid)
+            nxt = self.port.expected_next()
             if nxt is not None and nxt != self.speaker:
                 self.ctl._stop("turn_moved")
 
     async def start(self) -> None:
         md = self.md
         for name in md.participant_ids:
+            if name in self.port.remote:  # its own process hands it the session
+                continue
             if name not in self.agents:  # a continued session that someone joined (participant.added)
                 raise AdapterError(f"participant {name!r} joined the session while it ran and has no agent")
             await self.hand_over(name)
@@ -296,7 +314,7 @@ class _Run:
     async def hand_over(self, name: str) -> None:
         """The handshake of participant `name`'s agent (a newcomer's on its first turn: its
         context is the roster now)."""
-        hub, md, sid = self.hub, self.md, self.sid
+        port, md, sid = self.port, self.md, self.sid
         if name in self.caps:
             return
         spec = self.spec
@@ -307,12 +325,12 @@ class _Run:
             self.caps[name] = await self.ctl.cancellable(handshake(self.port, self.agents[name], ctx))
         except AdapterError as exc:
             if name != md.creator_id and md.state == SessionState.INVITED:
-                await hub.reject(sid, name, str(exc))
+                await port.reject(name, str(exc))
             raise
         if md.state.terminal:  # the hub closed it meanwhile (acks_within, TTL)
             raise TurnStopped("session_ended")
         if name in md.pending_acks and md.state == SessionState.INVITED:
-            await hub.ack(sid, name)
+            await port.ack(name)
 
     def _nothing_to_answer(self, speaker: str, live: Any) -> bool:
         """An adapter written to the contract whose `extract_turn_input` gives `speaker` nothing to
@@ -357,22 +375,37 @@ class _Run:
             msg = msg.with_prefix(head) if isinstance(msg, Messages) else head + list(msg)
         return msg
 
+    async def elsewhere(self, last: Optional[str], step: int) -> tuple[Optional[str], int]:
+        """A remote participant's turn: wait until the session's log grows (its round, the turn
+        moving on, the session ending); the last speaker and the turns so far then."""
+        seq = self.port.live.last_seq
+        while self.port.live.last_seq == seq and self.md.state == SessionState.ACTIVE:
+            await self.ctl.cancellable(self.port.changed(seq))
+        spoken = self.turns if not self.gap else turns_of(self.port.read())
+        return (spoken[-1]["speaker"] if spoken else last), max(step, len(spoken))
+
     async def loop(self) -> None:
-        hub, md, sid, ctl = self.hub, self.md, self.sid, self.ctl
-        live = hub.sessions[sid]
-        spoken = self.turns if not self.gap else turns_of(hub.read(sid))  # a continued session goes on from its log
+        port, md, ctl = self.port, self.md, self.ctl
+        live = port.live
+        spoken = self.turns if not self.gap else turns_of(port.read())  # a continued session goes on from its log
         last: Optional[str] = spoken[-1]["speaker"] if spoken else None
         step = len(spoken)
         for _ in range(MAX_ROUNDS):
+            if md.state == SessionState.INVITED and port.remote:  # remote participants still to ack
+                await ctl.cancellable(port.changed(live.last_seq))
+                continue
             if md.state != SessionState.ACTIVE or ctl.reason is not None:
                 return
             if self.max_turns is not None and live.turn_count() >= self.max_turns:
-                await hub.close(sid, "max_turns")
+                await port.close("max_turns")
                 return
-            speaker = hub.expected_next(sid)
+            speaker = port.expected_next()
             if speaker is None:  # any order (conversation): alternate, starting with the opener
                 ids = md.participant_ids
                 speaker = md.creator_id if last is None else ids[(ids.index(last) + 1) % len(ids)]
+            if speaker in port.remote:  # taken elsewhere: wait for the session to move on
+                last, step = await self.elsewhere(last, step)
+                continue
             if speaker not in self.agents:  # joined while the session ran (a participant.added posted to the hub)
                 raise AdapterError(f"participant {speaker!r} joined the session while it ran and has no agent")
             await self.hand_over(speaker)  # a newcomer is handed the session on its first turn
@@ -390,7 +423,7 @@ class _Run:
             async def deliver(tools: SessionTools, _speaker: str = speaker) -> None:
                 if md.state != SessionState.ACTIVE:
                     raise TurnStopped("session_ended")
-                if hub.expected_next(sid) not in (None, _speaker):
+                if port.expected_next() not in (None, _speaker):
                     raise TurnStopped("turn_moved")
                 rnd = tools.round()
                 finish = rnd["kind"] == "finish" and md.kind != "workflow"
@@ -401,9 +434,9 @@ class _Run:
                     self._silent(_speaker, live.adapter)
                 if env is not None:
                     self.silent_from = None
-                    await hub.post(env)
+                    await port.post(env)
                 if finish and md.state == SessionState.ACTIVE:
-                    await hub.close(sid, rnd.get("reason") or "finished")
+                    await port.close(rnd.get("reason") or "finished")
 
             attempts = 1 if caps.control_loop == "self" else 2
             self.speaker = speaker

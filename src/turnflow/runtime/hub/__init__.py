@@ -21,7 +21,8 @@ from typing import Any, Awaitable, Callable, Iterable, Iterator, Optional, Seque
 from turnflow.runtime.adapters import builtin_adapters
 from turnflow.runtime.adapters.protocol import SessionAdapter
 from turnflow.runtime.adapters.contract import ContractAdapter, needs_defaults, needs_membership
-from turnflow.runtime.envelope import EV_EXPECTATION_VIOLATED, EV_SESSION_OPENED, LIFECYCLE, MEMBERSHIP, SUBSTANTIVE, Envelope
+from turnflow.runtime.envelope import (EV_EXPECTATION_VIOLATED, EV_SESSION_OPENED, LIFECYCLE, MEMBERSHIP, SUBSTANTIVE,
+                                       Envelope, telemetry_event_ok)
 from turnflow.runtime.clock import STEADY
 from turnflow.runtime.errors import ProtocolError
 from turnflow.runtime.live import LiveSession
@@ -321,10 +322,7 @@ class Hub:
 
     def _telemetry_event(self, session_id: str, agent_id: str, event: Any) -> Optional[GroupCommit]:
         live = self._live(session_id)
-        ok = (isinstance(event, dict) and event.get("event") in ("env_action", "tool_response", "progress", "error",
-                                                                          "thought", "task", "tool_call", "tool_result")
-              and set(event) <= {"event", "payload", "reason", "step", "timestamp", "metadata"})
-        if not ok:
+        if not telemetry_event_ok(event):
             import warnings
 
             warnings.warn(f"dropped malformed telemetry event from {agent_id!r}: {event!r}", stacklevel=3)
