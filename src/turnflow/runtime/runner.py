@@ -145,7 +145,7 @@ async def run_session(hub: Hub, spec: Union[SessionSpec, dict[str, Any]], agents
     spec = SessionSpec.parse(spec)
     spec = spec.replace(max_turns=max_turns, ttl_seconds=ttl_seconds)
     ctl = control or RunControl()
-    _check_agents(spec, agents)
+    check_run_agents(spec, agents)
     driven = {n: as_agent(a) for n, a in agents.items()}  # each in the one shape the driver calls
     if session_id is not None:
         md = hub.metadata(session_id)
@@ -187,7 +187,7 @@ async def _open(hub: Hub, spec: SessionSpec, task: Optional[str], labels: Option
     return await hub.open_spec(spec, labels={**({"task": task} if task else {}), **(labels or {})})
 
 
-def _check_agents(spec: SessionSpec, agents: dict[str, Any], remote: Iterable[str] = ()) -> None:
+def check_run_agents(spec: SessionSpec, agents: dict[str, Any], remote: Iterable[str] = ()) -> None:
     """One agent per participant (but the `remote` ones, whose turns are taken elsewhere); agents
     for anyone else only where the session's roster is open (conversation, discussion: newcomers
     `add_participant` may bring in). `AdapterError` naming them."""

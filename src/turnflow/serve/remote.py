@@ -2,241 +2,32 @@
 on a served hub (`turnflow serve`), alongside participants that are remote (AG2 agents, or another
 `turnflow run --hub`). The `.flow`'s participant names are the agents' registered names.
 
-The session is run by the ordinary runner on a local *mirror*: a local hub holds the same session
-(same spec, participants by name) and drives the file's agents turn by turn as `turnflow run`
-always does; every round a local agent takes is posted to the served hub as that agent, and a
-remote participant's turn is taken by a proxy that waits for its next round on the served hub and
-replays it into the mirror. The served hub is the authority: it runs the same adapters, so both
-logs hold the same rounds; the local store keeps the mirror (and the agents' telemetry).
+The run drives the served session itself, through a `ServedPort` (serve/served_port.py, the
+`SessionHost` over the wire): the served hub holds the session, decides with its adapter whose
+turn it is, and logs every round; the ordinary run loop (`runtime.runner.drive_session`) takes
+the file's agents' turns through the port and waits for the remote participants' rounds. No hub
+runs in this process.
 
 The session's opener (initiator, or a workflow's start speaker) is either one of the file's agents
 (this run opens the session) or a remote participant: the run then registers or attaches the
 file's agents, waits for that participant's invite to a session of the flow's kind with exactly
-the flow's participants (and, for a workflow, the flow's knobs), acks it and runs the mirror.
-API keys (`keys`: name -> key, a hub started with `--auth-keys`) go in AG2's `ApiKeyAuth` shape."""
+the flow's participants (and, for a workflow, the flow's knobs), acks it and runs it."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
-from typing import TYPE_CHECKING, Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
-from turnflow.runtime.agents.contract import AgentContext, Capabilities, SessionTools
-from turnflow.runtime.envelope import EV_CONTEXT_SET, EV_PACKET, EV_TEXT, Envelope
-from turnflow.runtime.errors import AdapterError, StoreError
-from turnflow.runtime.hub import Hub
+from turnflow.runtime.errors import AdapterError
 from turnflow.runtime.session_spec import SessionSpec
-from turnflow.serve import wire
+from turnflow.serve.client import HubError, WireClient
+from turnflow.serve.served_port import ServedPort
 
 if TYPE_CHECKING:
-    from turnflow.runtime.runner import RunResult
+    from turnflow.runtime.runner import RunControl, RunResult
 
-_FORWARDED = (EV_TEXT, EV_PACKET, EV_CONTEXT_SET)
-_ROUNDS = (wire.AG2_TEXT, wire.AG2_PACKET)
-
-
-class HubError(StoreError):
-    """The served hub cannot be reached or refused a step of the run (exit 2, like a store)."""
-
-
-class WireClient:
-    """A minimal client of the served hub's protocol (requests, notifications, receipts)."""
-
-    def __init__(self, url: str, keys: Optional[dict[str, str]] = None) -> None:
-        self.url = url
-        self.keys = keys or {}
-        self.ws: Any = None
-        self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
-        self._next = 0
-        self._reader: Optional[asyncio.Task[Any]] = None
-        self._tasks: set[asyncio.Task[Any]] = set()
-        self.local: dict[str, str] = {}  # agent id -> name, the agents this client acts as
-        self.changed = asyncio.Event()  # set on every notification (proxies re-read the log)
-        self.closed_reason: dict[str, str] = {}
-        # invites to the file's agents: acked at once when one of them created the session (this
-        # run opened it), else queued for `join` (a remote opener); others are left unanswered
-        self.invites: asyncio.Queue[tuple[dict[str, Any], str]] = asyncio.Queue()
-
-    def auth(self, name: str) -> dict[str, Any]:
-        """The passport's auth block for one of the file's agents: AG2's ApiKeyAuth shape when a
-        key is given for it, else NoAuth (the key is sent to the hub, never printed)."""
-        key = self.keys.get(name)
-        return {"scheme": "api_key", "claim": {"token": key}} if key else {"scheme": "none", "claim": {}}
-
-    async def connect(self) -> None:
-        from websockets.asyncio.client import connect
-
-        try:
-            self.ws = await connect(self.url, open_timeout=10, max_size=None)
-        except (OSError, asyncio.TimeoutError, ValueError) as exc:
-            raise HubError(f"cannot reach the hub at {self.url}: {exc}") from None
-        except Exception as exc:  # websockets' handshake errors (not a WebSocket server, ...)
-            raise HubError(f"cannot reach the hub at {self.url}: {type(exc).__name__}: {exc}") from None
-        self._reader = asyncio.get_running_loop().create_task(self._read())
-
-    async def call(self, op: str, params: dict[str, Any]) -> Any:
-        self._next += 1
-        rid = f"r{self._next}"
-        fut = self._pending[rid] = asyncio.get_running_loop().create_future()
-        await self.ws.send(json.dumps({"kind": "request", "request_id": rid, "op": op, "params": params}))
-        frame = await fut
-        if not frame["ok"]:
-            raise HubError(f"the hub refused {op}: {frame['error_code']}: {frame['error_message']}")
-        return frame["result"]
-
-    async def hello(self, name: str, replay: bool = False) -> None:
-        """Attach as a registered agent; `replay`: the hub re-sends what it has not acked (a
-        pending invite among them)."""
-        fut = self._pending["hello"] = asyncio.get_running_loop().create_future()
-        auth = self.auth(name)
-        await self.ws.send(json.dumps({"kind": "hello", "name": name, "auth_scheme": auth["scheme"],
-                                       "auth_claim": auth["claim"], "since_envelope_id": "" if replay else None}))
-        frame = await fut
-        if frame["kind"] == "error":
-            raise HubError(f"the hub refused to attach {name!r}: {frame['code']}: {frame['message']}")
-
-    async def _read(self) -> None:
-        try:
-            async for message in self.ws:
-                self._on_frame(json.loads(message))
-        except Exception:  # the link dropped: every waiter fails
-            pass
-        for fut in self._pending.values():
-            if not fut.done():
-                fut.set_exception(HubError(f"lost the connection to the hub at {self.url}"))
-        self.changed.set()
-
-    def _on_frame(self, frame: dict[str, Any]) -> None:
-        kind = frame.get("kind")
-        if kind == "response":
-            fut = self._pending.pop(str(frame.get("request_id")), None)
-        elif kind in ("welcome", "error"):
-            fut = self._pending.pop("hello", None)
-        else:
-            fut = None
-        if fut is not None and not fut.done():
-            fut.set_result(frame)
-        if kind == "notify":
-            self._on_notify(frame["envelope"], frame["recipient_id"])
-
-    def _on_notify(self, env: dict[str, Any], recipient: str) -> None:
-        et = env.get("event_type")
-        if et == wire.AG2_INVITE and recipient in self.local:
-            if env.get("sender_id") in self.local:  # this run opened the session: its agents accept
-                self._spawn(self.answer(env["channel_id"], recipient, True))
-            else:
-                self.invites.put_nowait((env, recipient))
-        if et in (wire.AG2_CLOSED, wire.AG2_EXPIRED):
-            self.closed_reason[env["channel_id"]] = str(env.get("event_data", {}).get("reason", ""))
-        if env.get("envelope_id"):
-            self._spawn(self.ws.send(json.dumps({"kind": "receipt", "envelope_id": env["envelope_id"], "status": "ack",
-                                                 "recipient_id": recipient, "channel_id": env["channel_id"],
-                                                 "reason": ""})))
-        self.changed.set()
-
-    async def answer(self, channel_id: str, agent_id: str, ack: bool, reason: str = "") -> None:
-        """Ack (or reject) an invite as one of the file's agents."""
-        env = {"channel_id": channel_id, "sender_id": agent_id, "audience": None,
-               "event_type": wire.AG2_ACK if ack else wire.AG2_REJECT, "event_data": {} if ack else {"reason": reason}}
-        await self.call("post_envelope", {"envelope": env})
-
-    def _spawn(self, coro: Any) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def close(self) -> None:
-        if self.ws is not None:
-            with contextlib.suppress(Exception):
-                await self.ws.close()
-        if self._reader is not None:
-            self._reader.cancel()
-            with contextlib.suppress(BaseException):
-                await self._reader
-
-
-class _Remote:
-    """The served side of one run: ids by name, the remote session, the rounds mirrored so far."""
-
-    def __init__(self, client: WireClient, ids: dict[str, str]) -> None:
-        self.client = client
-        self.ids = ids
-        self.names = {v: k for k, v in ids.items()}
-        self.channel_id = ""
-        self.mirrored: set[str] = set()  # envelope ids of remote rounds replayed into the mirror
-        self.error: Optional[str] = None
-
-    async def forward(self, env: Envelope, md: Any) -> None:
-        """The mirror's listener: a round of one of the file's agents, posted to the served hub."""
-        if env.event_type not in _FORWARDED or env.sender_id not in self.ids or self.ids[env.sender_id] not in \
-                self.client.local or self.error is not None:
-            return
-        data, et = env.event_data, env.event_type
-        routing = data.get("routing") if et == EV_PACKET else None
-        if et == EV_PACKET and md.kind != "workflow":  # a plain round: text, as AG2's agents of these kinds send
-            data, et = {"text": data.get("body", "")}, EV_TEXT
-        elif isinstance(routing, dict) and routing.get("target") in self.ids:
-            data = {**data, "routing": {**routing, "target": self.ids[routing["target"]]}}
-        out = {"channel_id": self.channel_id, "sender_id": self.ids[env.sender_id], "audience": None,
-               "event_type": wire.TO_AG2[et], "event_data": data}
-        try:
-            await self.client.call("post_envelope", {"envelope": out})
-        except HubError as exc:
-            self.error = str(exc)
-
-    async def next_round(self, name: str) -> dict[str, Any]:
-        """The next round of remote participant `name` that the mirror has not replayed yet."""
-        agent_id = self.ids[name]
-        while True:
-            self.client.changed.clear()
-            if self.error is not None:
-                raise AdapterError(self.error)
-            wal: list[dict[str, Any]] = await self.client.call("read_wal", {"channel_id": self.channel_id})
-            for env in wal:
-                if env["sender_id"] == agent_id and env["event_type"] in _ROUNDS \
-                        and env["envelope_id"] not in self.mirrored:
-                    self.mirrored.add(env["envelope_id"])
-                    return env
-            if self.channel_id in self.client.closed_reason:
-                raise AdapterError(f"the hub closed the session while waiting for {name!r}: "
-                                   f"{self.client.closed_reason[self.channel_id]}")
-            await self.client.changed.wait()
-
-
-class RemoteParticipant:
-    """A participant that lives elsewhere: its turn is its next round on the served hub."""
-
-    def __init__(self, name: str, remote: _Remote) -> None:
-        self.name = name
-        self.remote = remote
-
-    async def open_session(self, ctx: AgentContext, emit: Any) -> Capabilities:
-        return Capabilities(control_loop="self", supports_stepwise=True, telemetry_stream=False)
-
-    async def on_message(self, msg: Any, tools: SessionTools) -> None:
-        env = await self.remote.next_round(self.name)
-        data = env.get("event_data") or {}
-        if env["event_type"] == wire.AG2_TEXT:
-            tools.send_message(str(data.get("text", "")))
-            return
-        if data.get("body"):
-            tools.send_message(str(data["body"]))
-        updates = data.get("context_updates") or {}
-        for key, value in (updates.get("set") or {}).items():
-            tools.set_context(key, value)
-        for key in updates.get("delete") or []:
-            tools.delete_context(key)
-        routing = data.get("routing") or {}
-        if routing.get("tool"):
-            tools.execute_tool_call(routing["tool"], {"reason": routing["reason"]} if routing.get("reason") else None)
-        if routing.get("kind") == "handoff" and routing.get("target"):
-            tools.handoff(self.remote.names.get(routing["target"], routing["target"]), routing.get("reason") or "")
-        elif routing.get("kind") == "finish":
-            tools.finish(routing.get("reason") or "")
-
-    async def close_session(self, session_id: str) -> None:
-        return None
+__all__ = ["HubError", "WireClient", "run_remote", "served_peers"]
 
 
 async def _identify(client: WireClient, names: list[str], local: set[str], replay: bool) -> dict[str, str]:
@@ -262,20 +53,20 @@ async def _identify(client: WireClient, names: list[str], local: set[str], repla
     return ids
 
 
-async def _join(remote: _Remote, spec: SessionSpec, knobs: list[dict[str, Any]], opener: str, control: Any,
-                timeout: Optional[float]) -> dict[str, Any]:
+async def _join(client: WireClient, ids: dict[str, str], spec: SessionSpec, knobs: list[dict[str, Any]], opener: str,
+                control: Any, timeout: Optional[float]) -> dict[str, Any]:
     """Wait for the remote opener's invite to this flow's session, ack it as every one of the
     file's agents in it, and return the channel record. A session of the flow's kind with the
     flow's participants but workflow knobs other than one of `knobs` (the flow's graph in its
     forms) is rejected (the mirror would run another graph); other invites are left alone."""
-    client, kind = remote.client, spec.kind
-    everyone = set(remote.ids.values())
+    kind = spec.kind
+    everyone = set(ids.values())
 
     async def matching() -> dict[str, Any]:
         while True:
             env, recipient = await client.invites.get()
             data = env.get("event_data") or {}
-            if data.get("manifest_type") != kind or data.get("creator_id") != remote.ids[opener]:
+            if data.get("manifest_type") != kind or data.get("creator_id") != ids[opener]:
                 continue
             channel: dict[str, Any] = await client.call("get_channel", {"channel_id": env["channel_id"]})
             if channel["state"] != "pending" or {p["agent_id"] for p in channel["participants"]} != everyone:
@@ -301,33 +92,34 @@ async def _join(remote: _Remote, spec: SessionSpec, knobs: list[dict[str, Any]],
     return channel
 
 
-def _bound(remote: _Remote, spec: SessionSpec) -> dict[str, Any]:
+def _bound(ids: dict[str, str], spec: SessionSpec) -> dict[str, Any]:
     knobs: dict[str, Any] = spec.knobs
     if spec.kind == "workflow" and knobs:
         from turnflow.interop.ag2 import bind_agents
 
-        knobs = bind_agents(knobs, remote.ids)
+        knobs = bind_agents(knobs, ids)
     return knobs
 
 
-async def _open_or_join(remote: _Remote, forms: list[SessionSpec], names: list[str], opener: str,
-                        task: Optional[str], control: Any,
+async def _open_or_join(client: WireClient, ids: dict[str, str], forms: list[SessionSpec], names: list[str],
+                        opener: str, task: Optional[str], control: Any, max_turns: Optional[int],
                         timeout: Optional[float]) -> tuple[dict[str, Any], SessionSpec]:
-    """The served session and the form of the spec it runs: opened by this run (on the first
-    form) when the opener is one of the file's agents, else the one the remote opener invites the
-    file's agents to (on whichever form its knobs are)."""
-    client, spec = remote.client, forms[0]
-    knobs = _bound(remote, spec)
-    if remote.ids[opener] not in client.local:
-        bound = [_bound(remote, form) for form in forms]
-        channel = await _join(remote, spec, bound, opener, control, timeout)
+    """The served session's channel record and the spec it runs: opened by this run (on the first
+    form, with this run's `max_turns` and `timeout` as its TTL) when the opener is one of the file's
+    agents, else the one the remote opener invites the file's agents to (on whichever form its
+    knobs are; `timeout` bounds the wait)."""
+    if ids[opener] not in client.local:
+        bound = [_bound(ids, form) for form in forms]
+        channel = await _join(client, ids, forms[0], bound, opener, control, timeout)
         knobs = channel.get("knobs") or {}
-        return channel, forms[bound.index(knobs)] if knobs in bound else spec
+        return channel, forms[bound.index(knobs)] if knobs in bound else forms[0]
+    spec = forms[0].replace(max_turns=max_turns, ttl_seconds=timeout)
     ttl = spec.ttl_seconds
-    return await client.call("create_channel", {
-        "creator_id": remote.ids[opener], "manifest_type": spec.kind,
-        "participants": [remote.ids[n] for n in names if n != opener], "knobs": knobs,
-        "ttl": int(ttl) if ttl else None, "labels": {"task": task} if task else None}), spec
+    opened: dict[str, Any] = await client.call("create_channel", {
+        "creator_id": ids[opener], "manifest_type": spec.kind,
+        "participants": [ids[n] for n in names if n != opener], "knobs": _bound(ids, spec),
+        "ttl": int(ttl) if ttl else None, "labels": {"task": task} if task else None})
+    return opened, spec
 
 
 async def served_peers(client: WireClient, limit: int = 500) -> list[dict[str, Any]]:
@@ -344,19 +136,31 @@ async def served_peers(client: WireClient, limit: int = 500) -> list[dict[str, A
     return out
 
 
-async def run_remote(url: str, hub: Hub, spec: Union[SessionSpec, dict[str, Any]], agents: dict[str, Any],
-                     task: Optional[str], *,
-                     keys: Optional[dict[str, str]] = None, notice: Any = None, other_forms: Any = (),
-                     served: Any = None, **kw: Any) -> RunResult:
+async def _deadline(port: ServedPort, seconds: float) -> None:
+    """`--timeout` on a session a remote participant opened (its TTL is the opener's): the run
+    closes it (`ttl_expired`) when it is still open after `seconds`."""
+    await asyncio.sleep(seconds)
+    md = port.live.metadata
+    if not md.state.terminal:
+        with contextlib.suppress(HubError, AdapterError, Exception):
+            await port.close("ttl_expired")
+
+
+async def run_remote(url: str, spec: Union[SessionSpec, dict[str, Any]], agents: dict[str, Any], task: Optional[str], *,
+                     keys: Optional[dict[str, str]] = None, notice: Optional[Callable[[str], None]] = None,
+                     other_forms: Any = (), on_port: Optional[Callable[[ServedPort], None]] = None,
+                     control: Optional[RunControl] = None, max_turns: Optional[int] = None,
+                     ttl_seconds: Optional[float] = None) -> RunResult:
     """Run `spec` with the file's `agents` on the served hub at `url`; the others are remote.
     `keys`: API keys of the file's agents; `notice(text)`: tells the user the run is waiting, and
     whether AG2 participants need `register_extensions()`; `other_forms`: the same block compiled
     otherwise (its workflow graph with extension conditions), joined when the remote opener's
-    session runs that form; `served(session_id)`: told the served session's id once it is open.
-    The result carries the served session's id (the id `turnflow inspect` shows in the served
-    store), not the local mirror's."""
+    session runs that form; `on_port(port)`: handed the session's `ServedPort` before its first
+    envelope is read (to listen to it). `max_turns`, `ttl_seconds`: as `turnflow run`'s; the
+    result is the served session's (its id, state, close reason, turns)."""
     from turnflow.interop.ag2 import extensions_needed
-    from turnflow.runtime.runner import run_session
+    from turnflow.runtime.agents.protocol import as_agent
+    from turnflow.runtime.runner import RunControl, check_run_agents, drive_session
 
     spec = SessionSpec.parse(spec)
     forms = [spec, *(SessionSpec.parse(form) for form in other_forms)]
@@ -367,31 +171,34 @@ async def run_remote(url: str, hub: Hub, spec: Union[SessionSpec, dict[str, Any]
         raise HubError(f"the flow names no opener among its participants (found {opener!r})")
     if not local:
         raise HubError("none of the flow's participants is defined in the agents file")
+    check_run_agents(spec, agents, remote=set(names) - local)
     needed = extensions_needed(spec.knobs) if spec.kind == "workflow" else []
     if needed and notice is not None:
         notice(f"the workflow uses {', '.join(needed)}, which AG2 1.2.1 does not ship: every AG2 participant's "
                "process must call turnflow.interop.ag2.register_extensions() before it joins (docs/serve.md)")
+    ctl = control or RunControl()
     client = WireClient(url, keys)
     await client.connect()
+    port: Optional[ServedPort] = None
+    deadline: Optional[asyncio.Task[None]] = None
     try:
-        remote = _Remote(client, await _identify(client, names, local, replay=opener not in local))
+        ids = await _identify(client, names, local, replay=opener not in local)
         if opener not in local and notice is not None:
             notice(f"waiting for {opener!r} to open the {spec.kind} session on {url}")
-        channel, spec = await _open_or_join(remote, forms, names, opener, task, kw.get("control"),
-                                            kw.get("ttl_seconds"))
-        remote.channel_id = channel["channel_id"]
-        if served is not None:
-            served(remote.channel_id)
-        everyone = {**{n: RemoteParticipant(n, remote) for n in names if n not in local}, **agents}
-        hub.subscribe(remote.forward)
-        result = await run_session(hub, spec, everyone, task, peers=await served_peers(client), **kw)
-        if remote.channel_id not in client.closed_reason:
-            with contextlib.suppress(HubError):
-                await client.call("close_channel", {"channel_id": remote.channel_id,
-                                                    "reason": result.close_reason or "closed"})
-        if remote.error is not None and result.error is None:
-            result.error = remote.error
-        result.session_id = remote.channel_id
-        return result
+        channel, run_spec = await _open_or_join(client, ids, forms, names, opener, task, ctl, max_turns, ttl_seconds)
+        port = ServedPort(client, channel, run_spec, ids, local)
+        if on_port is not None:
+            on_port(port)
+        await port.sync()
+        port.start()
+        if opener not in local and ttl_seconds:
+            deadline = asyncio.get_running_loop().create_task(_deadline(port, ttl_seconds))
+        driven = {n: as_agent(a) for n, a in agents.items()}
+        return await drive_session(port, run_spec, driven, task, control=ctl, max_turns=max_turns,
+                                   peers=await served_peers(client))
     finally:
+        if deadline is not None:
+            deadline.cancel()
+        if port is not None:
+            await port.aclose()
         await client.close()

@@ -183,31 +183,55 @@ async def _run(spec: "SessionSpec", agents: dict, args, store_path: str, printer
             installed.append(sig)
         except (NotImplementedError, RuntimeError, ValueError):  # no signal support here (Windows, a thread)
             pass
-    store = open_store(store_path, durability=args.durability)
-    if store.dialect.shared:
-        # a database other runs and batch workers share: this run hydrates nothing and writes only
-        # its own session (a whole-store hydrate would also complete other sessions' pending closes)
-        hub = Hub(store)
-    else:
-        hub = await Hub.open(store)
-    hub.subscribe(printer.envelope)
-    if args.verbose:
-        hub.subscribe_telemetry(printer.telemetry)
     try:
         if getattr(args, "hub", None):  # the file's agents on a served hub, the others remote (docs/serve.md)
-            from turnflow.serve.remote import run_remote
-
-            return await run_remote(args.hub, hub, spec, agents, args.task, keys=getattr(args, "keys", None),
-                                    notice=lambda text: err(f"turnflow run: {text}"), control=control,
-                                    other_forms=getattr(args, "other_forms", ()),
-                                    served=printer.served,
-                                    max_turns=args.max_turns, ttl_seconds=args.timeout)
-        return await run_session(hub, spec, agents, args.task, control=control, max_turns=args.max_turns,
-                                 ttl_seconds=args.timeout)
+            return await _run_served(spec, agents, args, printer, control)
+        store = open_store(store_path, durability=args.durability)
+        if store.dialect.shared:
+            # a database other runs and batch workers share: this run hydrates nothing and writes only
+            # its own session (a whole-store hydrate would also complete other sessions' pending closes)
+            hub = Hub(store)
+        else:
+            hub = await Hub.open(store)
+        hub.subscribe(printer.envelope)
+        if args.verbose:
+            hub.subscribe_telemetry(printer.telemetry)
+        try:
+            return await run_session(hub, spec, agents, args.task, control=control, max_turns=args.max_turns,
+                                     ttl_seconds=args.timeout)
+        finally:
+            await hub.aclose()
     finally:
-        await hub.aclose()
         for sig in installed:
             loop.remove_signal_handler(sig)
+
+
+async def _run_served(spec: "SessionSpec", agents: dict, args, printer: "Printer", control):
+    """`run --hub`: the session on the served hub, driven through its port; no hub in this process.
+    With `--store`, the session as the run saw it and the agents' telemetry are written there at the end."""
+    from turnflow.runtime.store import open_store
+    from turnflow.serve.remote import run_remote
+
+    store = open_store(args.store, durability=args.durability) if args.store else None  # refused before connecting
+    ports = []
+
+    def on_port(port) -> None:
+        ports.append(port)
+        port.subscribe(printer.envelope)
+        if args.verbose:
+            port.telemetry_listeners.append(printer.telemetry)
+
+    try:
+        result = await run_remote(args.hub, spec, agents, args.task, keys=getattr(args, "keys", None),
+                                  notice=lambda text: err(f"turnflow run: {text}"), control=control,
+                                  other_forms=getattr(args, "other_forms", ()), on_port=on_port,
+                                  max_turns=args.max_turns, ttl_seconds=args.timeout)
+        if store is not None and ports:
+            await ports[0].copy_to(store)
+        return result
+    finally:
+        if store is not None:
+            store.close()
 
 
 class Printer:
@@ -226,10 +250,6 @@ class Printer:
             self.progress = sys.stdout
         self.header = False
         self.broken: Optional[OSError] = None  # why the live output could not be written
-        self.served_id: Optional[str] = None  # with --hub: the served session's id (not the local mirror's)
-
-    def served(self, session_id: str) -> None:
-        self.served_id = session_id
 
     def _line(self, text: str) -> None:
         """One line of live output: foreign text (agents' messages, their names, reasons) made
@@ -249,7 +269,7 @@ class Printer:
 
         if not self.header:
             self.header = True
-            self._line(f"session {self.served_id or md.session_id}")
+            self._line(f"session {md.session_id}")
         if env.event_type == EV_EXPECTATION_VIOLATED:
             d = env.event_data
             if d.get("action") in ("warn", "auto_close", "hide"):
