@@ -429,3 +429,70 @@ def test_run_hub_serves_a_guarded_workflow_to_an_unchanged_ag2_participant(tmp_p
             "process must call turnflow.interop.ag2.register_extensions()") in told.stderr
     # the served hub says it too, of the session that run opened
     assert "its workflow uses all_of, text_contains, which AG2 1.2.1 does not ship" in served.stderr()
+
+
+# `turnflow run` with every Hub construction counted (issue 29: no hub, no mirror, in the run's process)
+COUNTING_RUN = """
+import sys
+from turnflow.runtime.hub import Hub
+made = []
+init = Hub.__init__
+def counted(self, *args, **kw):
+    made.append(type(self).__name__)
+    init(self, *args, **kw)
+Hub.__init__ = counted
+from turnflow.cli import main
+try:
+    code = main(sys.argv[1:])
+finally:
+    sys.stderr.write(f"hubs constructed here: {len(made)}\\n")
+sys.exit(code)
+"""
+
+
+def test_run_hub_drives_the_served_session_with_no_hub_in_its_process(served, tmp_path):
+    """The run's printed session id is the served session's, its turns are the served log's, and no
+    `Hub` is constructed in the run's process (the served hub runs in its own); `--store` keeps a
+    copy of the served session (same id, same rounds) and the agents' telemetry."""
+    import json
+    import subprocess
+
+    from ag2 import Agent
+    from ag2.network import HubClient
+    from ag2.network.transport.ws import WsLink
+    from ag2.testing import TestConfig
+
+    (tmp_path / "s.flow").write_text(RELAY)
+    (tmp_path / "agents.yaml").write_text('agents:\n  alice: {kind: scripted, steps: [{say: "draft"}]}\n'
+                                          '  carol: {kind: scripted, steps: [{say: "approved"}]}\n')
+    local = tmp_path / "local.db"
+
+    async def main():
+        hub = HubClient(WsLink(served.url), rpc_timeout=30)
+        try:
+            bob = await hub.register(Agent("bob", config=TestConfig("reviewed")))
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-c", COUNTING_RUN, "run", str(tmp_path / "s.flow"), "--agents",
+                str(tmp_path / "agents.yaml"), "--hub", served.url, "--store", str(local), "--verbose",
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"})
+            out, err = await asyncio.wait_for(proc.communicate(), 120)
+            channels = await hub.list_channels(agent_id=bob.agent_id, include_terminal=True)
+            return proc.returncode, out.decode(), err.decode(), [c.channel_id for c in channels]
+        finally:
+            await hub.close()
+
+    code, out, err, channel_ids = asyncio.run(main())
+    assert code == 0, err
+    assert "hubs constructed here: 0" in err  # the code before issue 29 ran a mirror hub here: 1
+    assert len(channel_ids) == 1
+    assert out.splitlines() == [f"session {channel_ids[0]}", "  1 alice: draft", "  2 bob: reviewed", "  3 carol: approved",
+                                "closed: relayed"]
+    assert "telemetry alice handshake" in err and "telemetry carol handshake" in err  # --verbose, as it is kept
+    copy = subprocess.run([sys.executable, "-m", "turnflow", "inspect", str(local), "--format", "json"],
+                          capture_output=True, text=True, timeout=120, env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"})
+    assert copy.returncode == 0, copy.stderr
+    (kept,) = json.loads(copy.stdout)
+    assert (kept["session_id"], kept["state"], kept["close_reason"], kept["turn_count"], kept["last_speaker"]) == \
+        (channel_ids[0], "closed", "relayed", 3, "carol")
+    assert [(t["agent_id"], t["event"]) for t in kept["telemetry"]] == [("alice", "handshake"), ("carol", "handshake")]
