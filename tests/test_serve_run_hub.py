@@ -496,3 +496,19 @@ def test_run_hub_drives_the_served_session_with_no_hub_in_its_process(served, tm
     assert (kept["session_id"], kept["state"], kept["close_reason"], kept["turn_count"], kept["last_speaker"]) == \
         (channel_ids[0], "closed", "relayed", 3, "carol")
     assert [(t["agent_id"], t["event"]) for t in kept["telemetry"]] == [("alice", "handshake"), ("carol", "handshake")]
+
+
+def test_run_hub_enforces_the_flows_own_expectations_on_the_served_session(served, tmp_path):
+    """The wire carries no `expect` clauses: the run checks the flow's own on the served session as
+    it folds it, prints each violation, and an `auto_close` one closes the served session."""
+    (tmp_path / "slow.py").write_text("import asyncio\n\nasync def engineer(msg, tools):\n"
+                                      "    await asyncio.sleep(60)\n    return {'say': 'late'}\n")
+    flow = CONSULT.replace("participant dba respondent", "participant dba respondent\n"
+                           "    expect turn_within 1s warn\n    expect turn_within 2s auto_close")
+    agents = "agents:\n  engineer: {kind: python, ref: 'slow:engineer'}\n"
+    code, out, err, wal, info, names = asyncio.run(_run_with_remote(served.url, flow, agents, "dba", "-", tmp_path))
+    assert code == 1, err
+    assert "warning: expectation turn_within (1 s) violated: 'engineer' did not speak in time" in err
+    assert "closing the session: expectation turn_within (2 s) violated" in err
+    assert out.splitlines() == [f"session {info.channel_id}", "closed: expectation_violated:turn_within"]
+    assert info.close_reason == "expectation_violated:turn_within"

@@ -58,7 +58,7 @@ async def _join(client: WireClient, ids: dict[str, str], spec: SessionSpec, knob
     """Wait for the remote opener's invite to this flow's session, ack it as every one of the
     file's agents in it, and return the channel record. A session of the flow's kind with the
     flow's participants but workflow knobs other than one of `knobs` (the flow's graph in its
-    forms) is rejected (the mirror would run another graph); other invites are left alone."""
+    forms) is rejected (this run would drive another graph); other invites are left alone."""
     kind = spec.kind
     everyone = set(ids.values())
 

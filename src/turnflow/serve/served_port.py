@@ -87,6 +87,8 @@ class ServedPort:
         self._reading = asyncio.Lock()
         self._follower: Optional[asyncio.Task[None]] = None
         self.failed: Optional[str] = None  # why the log could not be followed any further
+        self._sweeper: Optional[asyncio.Task[None]] = None
+        self._fired: set[str] = set()  # keys of the flow's expectations violated so far
 
     # -- reading the served log -----------------------------------------------------------------
     async def sync(self) -> None:
@@ -128,6 +130,7 @@ class ServedPort:
         self._follower = asyncio.get_running_loop().create_task(self.follow())
 
     async def aclose(self) -> None:
+        await self.stop_sweeper()
         if self._follower is not None:
             self._follower.cancel()
             with contextlib.suppress(BaseException):
@@ -311,10 +314,55 @@ class ServedPort:
             self._listeners.remove(listener)
 
     def start_sweeper(self, interval: float) -> bool:
-        return False  # the served hub sweeps its sessions (TTL, expectations)
+        """The flow's own `expect` clauses, checked here every `interval` (the served hub checks the
+        session's TTL and its kind's default expectations; the wire carries no others)."""
+        if self._sweeper is not None or not self._live.metadata.expectations:
+            return False
+
+        async def loop() -> None:
+            while True:
+                await asyncio.sleep(interval)
+                await self.sweep()
+        self._sweeper = asyncio.get_running_loop().create_task(loop())
+        return True
 
     async def stop_sweeper(self) -> None:
-        return None
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sweeper
+            self._sweeper = None
+
+    async def sweep(self, now: Optional[float] = None) -> list[Envelope]:
+        """One pass over the flow's expectations on the session as folded: a violation (once per
+        key, as in process) is handed to the listeners as an `expectation.violated` envelope that is
+        not in the served log (seq 0); `auto_close` closes the served session
+        (`expectation_violated:NAME`). `hide` cannot move the turn on a served hub: it is a warning."""
+        from turnflow.runtime.expectations import evaluate
+
+        live = self._live
+        md = live.metadata
+        now = self._clock() if now is None else now
+        fired: list[Envelope] = []
+        for i, exp in enumerate(md.expectations):
+            if md.state != SessionState.ACTIVE and md.state != SessionState.INVITED:
+                break
+            found = evaluate(live, i, exp, now)
+            if found is None or found[0] in self._fired:
+                continue
+            key, agent = found
+            self._fired.add(key)
+            action = "warn" if exp.on_violation == "hide" else exp.on_violation
+            env = Envelope(self._sid, md.creator_id, [] if action == "audit" else None, EV_EXPECTATION_VIOLATED,
+                           {"name": exp.name, "action": action, "seconds": exp.to_dict()["params"]["seconds"],
+                            "agent_id": agent, "key": key}, created_at=now)
+            fired.append(env)
+            for listener in list(self._listeners):
+                await listener(env, md)
+            if action == "auto_close":
+                with contextlib.suppress(ProtocolError):  # (ended meanwhile)
+                    await self.close(f"expectation_violated:{exp.name}")
+        return fired
 
     async def changed(self, seq: int) -> None:
         async with self._folded:
