@@ -384,6 +384,21 @@ class _Run:
         spoken = self.turns if not self.gap else turns_of(self.port.read())
         return (spoken[-1]["speaker"] if spoken else last), max(step, len(spoken))
 
+    async def _next_speaker(self, last: Optional[str]) -> Optional[str]:
+        """Who takes the next turn; None when the run is over (the session ended or was
+        interrupted, or it reached `max_turns`, closing it)."""
+        md = self.md
+        if md.state != SessionState.ACTIVE or self.ctl.reason is not None:
+            return None
+        if self.max_turns is not None and self.port.live.turn_count() >= self.max_turns:
+            await self.port.close("max_turns")
+            return None
+        speaker = self.port.expected_next()
+        if speaker is None:  # any order (conversation): alternate, starting with the opener
+            ids = md.participant_ids
+            speaker = md.creator_id if last is None else ids[(ids.index(last) + 1) % len(ids)]
+        return speaker
+
     async def loop(self) -> None:
         port, md, ctl = self.port, self.md, self.ctl
         live = port.live
@@ -394,15 +409,9 @@ class _Run:
             if md.state == SessionState.INVITED and port.remote:  # remote participants still to ack
                 await ctl.cancellable(port.changed(live.last_seq))
                 continue
-            if md.state != SessionState.ACTIVE or ctl.reason is not None:
+            speaker = await self._next_speaker(last)
+            if speaker is None:
                 return
-            if self.max_turns is not None and live.turn_count() >= self.max_turns:
-                await port.close("max_turns")
-                return
-            speaker = port.expected_next()
-            if speaker is None:  # any order (conversation): alternate, starting with the opener
-                ids = md.participant_ids
-                speaker = md.creator_id if last is None else ids[(ids.index(last) + 1) % len(ids)]
             if speaker in port.remote:  # taken elsewhere: wait for the session to move on
                 last, step = await self.elsewhere(last, step)
                 continue
