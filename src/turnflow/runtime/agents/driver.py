@@ -9,7 +9,8 @@ user's code (`file:line in function`). A turn the session no longer wants (the h
 the session, or moved the turn on) raises `TurnStopped` and is never retried.
 
 The driver never sees the hub: every call goes through the session's `SessionPort`
-(`runtime.port`; `HubPort(hub, session_id)` in process).
+(`runtime.port`; `HubPort(hub, session_id)` in process, `serve.served_port.ServedPort` on a
+served hub).
 """
 
 from __future__ import annotations
