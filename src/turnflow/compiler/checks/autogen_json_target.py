@@ -1,0 +1,86 @@
+from typing import Iterator, Optional
+
+from turnflow.compiler.checks.finding import Finding, rule
+from turnflow.compiler.checks.langgraph_target import target_findings
+from turnflow.compiler.emit.autogen_json import FRAMEWORK, LACKS, TABLE, Refusal, shape
+from turnflow.dsl import ast
+from turnflow.source import Span
+
+
+@rule("TF305")
+def check(flow: ast.FlowFile) -> Iterator[Finding]:
+    """A flow no AutoGen AgentChat team component decides exactly (`turnflow compile --target autogen-json`).
+
+    ## What it does
+    Only when compiling with `--target autogen-json` (never in `turnflow check`): the JSON is a
+    `RoundRobinGroupChat`, a `Swarm` or a `GraphFlow` component, and only where that team, loaded
+    and run, decides every turn as turnflow's hub does (docs/targets.md, "AutoGen AgentChat
+    component JSON"). It reports every construct no component can carry (context, conditions on
+    it, `expect`, `ttl`, `previous`, `and` / `or` / `not`: a component's condition is one keyword
+    or one handoff tool) and, for a block whose constructs all have a counterpart, the first rule
+    that fits none of the three teams, saying what the team lacks: a speaker routing in turn
+    order from the first participant is a round robin; by handoff tools and otherwise `stay`, a
+    `Swarm`; by one successor, or one `text contains` edge and otherwise an end, a `GraphFlow`
+    (which activates every edge whose condition holds, and refuses a cycle without a condition).
+    A speaker's `terminate` rules on `text contains` must come before its routing
+    (`TextMentionTermination` reads the turn before the team routes), and a participant named
+    `user` cannot end the run by a termination condition (the task message's source is `user`).
+
+    ## Why is this bad?
+    The component would load and run, but not as the flow says: two edges whose keywords both
+    appear would run two speakers at once, a Swarm speaker without a handoff would speak again
+    where the flow hands over. Nothing is emitted silently different.
+
+    ## Example
+    ```
+    workflow w {
+        participant a
+        participant b
+        participant c
+        start a
+        max_turns 6
+        a -> b when text contains "BILL"
+        a -> c
+        b -> terminate "done"
+        c -> terminate "done"
+    }
+    ```
+
+    ## Use instead
+    `--target autogen`, whose Python `SelectorGroupChat` runs any routing without context
+    (a selector function decides as the flow does; component JSON cannot hold one), or reshape
+    the flow: `a -> b when text contains "BILL"` then `a -> terminate "other"` is a GraphFlow.
+    """
+
+    yield from target_findings(flow, TABLE, FRAMEWORK, "autogen-json")
+    for block in flow.blocks:
+        if block.kind != "workflow":
+            continue
+        refusal = _shape(block)
+        if refusal is not None:
+            yield Finding(_span(block, refusal.index),
+                          f"no AutoGen AgentChat team component decides as `{block.name.name}` does: {LACKS[refusal.why]} "
+                          "(--target autogen-json)",
+                          help="see docs/targets.md (AutoGen AgentChat component JSON); `--target autogen` "
+                               "writes this flow as Python, or run it on turnflow's hub")
+
+
+def _shape(block: ast.Block) -> Optional[Refusal]:
+    """Why no team component decides as `block` does (None: one does, or the block cannot be read
+    as a spec: its errors are reported by the other checks)."""
+    from turnflow.compiler.emit.spec import compile_block
+    from turnflow.spec import SpecError, parse_spec
+
+    try:
+        spec = parse_spec(compile_block(block))
+    except (SpecError, RecursionError, ValueError, KeyError, TypeError):
+        return None
+    found = shape(spec)
+    return found if isinstance(found, Refusal) else None
+
+
+def _span(block: ast.Block, index: Optional[int]) -> Span:
+    if index is not None and index < len(block.rules):
+        return block.rules[index].span
+    other = next((s for s in block.statements if isinstance(s, ast.Otherwise)), None)
+    return other.span if other is not None else block.name.span
