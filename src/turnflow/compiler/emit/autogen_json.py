@@ -86,7 +86,12 @@ LACKS = {
     "logic": "a component condition is one keyword or one handoff tool; it has no `and`, `or`, `not`",
     "previous": "no team component routes to the speaker before the last one",
     "user": "AgentChat's termination conditions also read the task message, whose source is `user`: "
-            "a participant named `user` cannot end the run by a termination condition",
+            "a `SourceMatchTermination` cannot end the run after a participant named `user`",
+    "empty": "`text contains \"\"` holds on every message, the task's too: the team would stop before anyone "
+             "speaks",
+    "text_scope": "a `TextMentionTermination` keeps only its text in component JSON (not its `sources`): it "
+                  "reads every speaker's turn, so a `terminate ... when text contains` must apply to every "
+                  "speaker ahead of its other rules (`* -> terminate \"r\" when text contains \"X\"` first)",
     "late_end": "AgentChat checks a termination condition on the whole turn before any routing, so a "
                 "`terminate` rule must come before the speaker's routing rules",
     "swarm_stay": "a `Swarm` routes by handoff tools alone and a speaker who calls none speaks again: after "
@@ -116,7 +121,7 @@ class Refusal(NamedTuple):
 class Shape(NamedTuple):
     kind: str  # "RoundRobinGroupChat" / "Swarm" / "GraphFlow"
     order: tuple[str, ...]  # the team's participants, in its order
-    ends: tuple[tuple[str, str, Optional[str]], ...]  # (speaker, reason, text or None: always), in order
+    ends: tuple[tuple[Optional[str], str, Optional[str]], ...]  # (speaker or None, reason, text or None), in order
     handoffs: dict[str, tuple[tuple[str, str], ...]]  # Swarm: speaker -> (tool, target)
     edges: dict[str, tuple[str, Optional[str]]]  # GraphFlow: speaker -> (target, keyword or None)
     completes: dict[str, str]  # GraphFlow: speaker -> the reason when no edge fires after it
@@ -172,8 +177,34 @@ def _common(order: tuple[str, ...], rows: dict[str, list[Row]]) -> Optional[Refu
                 return Refusal(r.index, "previous")
             if r.cond is not None and r.cond.name not in ("text_contains", "tool_called"):
                 return Refusal(r.index, "logic")
-            if s == "user" and r.then.kind == "end":
-                return Refusal(r.index, "user")
+        ends, rest = _split(s, rows[s])
+        if any(r.cond.args.text == "" for r in ends):
+            return Refusal(next(r.index for r in ends if r.cond.args.text == ""), "empty")
+    return _texts(order, rows)
+
+
+def _user(order: tuple[str, ...], rows: dict[str, list[Row]]) -> Optional[Refusal]:
+    """A `SourceMatchTermination` on `user` would fire on the task message."""
+    rest = _split("user", rows["user"])[1] if "user" in rows else []
+    if len(rest) == 1 and rest[0].then.kind == "end":
+        return Refusal(rest[0].index, "user")
+    return None
+
+
+def _texts(order: tuple[str, ...], rows: dict[str, list[Row]]) -> Optional[Refusal]:
+    """A text termination holds no `sources` in component JSON: every speaker must have the same
+    ones, first, in the same order (`* -> terminate "r" when text contains "X"` ahead of the rest)."""
+    first = [(r.cond.args.text, r.then.reason) for r in _split(order[0], rows[order[0]])[0]]
+    for s in order:
+        ends, _rest = _split(s, rows[s])
+        mine = [(r.cond.args.text, r.then.reason) for r in ends]
+        if mine != first:
+            k = next((i for i, (a, b) in enumerate(zip(mine, first)) if a != b), min(len(mine), len(first)))
+            at = ends[k].index if k < len(ends) else next((r.index for r in rows[s] if r.index is not None), None)
+            if k >= len(ends):  # s lacks one the others have: point at theirs
+                other = next(x for x in order if len(_split(x, rows[x])[0]) > k)
+                at = _split(other, rows[other])[0][k].index
+            return Refusal(at, "text_scope")
     return None
 
 
@@ -243,11 +274,13 @@ def _handoffs(rows: list[Row]) -> tuple[tuple[str, str], ...]:
 
 
 def _ends(order: tuple[str, ...], rows: dict[str, list[Row]], always: bool
-          ) -> tuple[tuple[str, str, Optional[str]], ...]:
-    out: list[tuple[str, str, Optional[str]]] = []
+          ) -> tuple[tuple[Optional[str], str, Optional[str]], ...]:
+    """(speaker or None: anyone, reason, text or None: always) per termination condition, in order:
+    the text terminations every speaker shares, then the speakers that always end."""
+    out: list[tuple[Optional[str], str, Optional[str]]] = [
+        (None, r.then.reason or "workflow_terminated", r.cond.args.text) for r in _split(order[0], rows[order[0]])[0]]
     for s in order:
-        ends, rest = _split(s, rows[s])
-        out += [(s, r.then.reason or "workflow_terminated", r.cond.args.text) for r in ends]
+        rest = _split(s, rows[s])[1]
         if always and len(rest) == 1 and rest[0].then.kind == "end":
             out.append((s, rest[0].then.reason or "workflow_terminated", None))
     return tuple(out)
@@ -262,9 +295,12 @@ def shape(spec: Any) -> Union[Shape, Refusal]:
         return common
     max_turns = spec.knobs.graph.max_turns
     if _round_robin(order, start, rows):
+        refused = _user(order, rows)
+        if refused is not None:
+            return refused
         return Shape("RoundRobinGroupChat", order, _ends(order, rows, True), {}, {}, {}, max_turns)
     if any(_leaf(r.cond, "tool_called") for s in order for r in rows[s]):
-        refused = _swarm(order, rows)
+        refused = _swarm(order, rows) or _user(order, rows)
         if refused is not None:
             return refused
         team = (start,) + tuple(s for s in order if s != start)
@@ -319,7 +355,7 @@ def _agent(name: str, description: str, handoffs: tuple[tuple[str, str], ...],
                       "agent of this name)", version=2)
 
 
-def _termination(ends: tuple[tuple[str, str, Optional[str]], ...]) -> Optional[dict[str, Any]]:
+def _termination(ends: tuple[tuple[Optional[str], str, Optional[str]], ...]) -> Optional[dict[str, Any]]:
     conds = []
     for speaker, reason, text in ends:
         if text is None:
@@ -327,8 +363,7 @@ def _termination(ends: tuple[tuple[str, str, Optional[str]], ...]) -> Optional[d
                                     {"sources": [speaker]}, reason, f"{speaker} -> terminate"))
         else:
             conds.append(_component(f"{_AC}.conditions.TextMentionTermination", "termination",
-                                    {"text": text, "sources": [speaker]}, reason,
-                                    f"{speaker} -> terminate when text contains"))
+                                    {"text": text}, reason, "* -> terminate when text contains"))
     if len(conds) <= 1:
         return conds[0] if conds else None
     return _component(f"{_AC}.base.OrTerminationCondition", "termination", {"conditions": conds},
