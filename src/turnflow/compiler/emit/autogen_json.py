@@ -273,13 +273,14 @@ def _handoffs(rows: list[Row]) -> tuple[tuple[str, str], ...]:
     return tuple(out.items())
 
 
-def _ends(order: tuple[str, ...], rows: dict[str, list[Row]], always: bool
+def _ends(order: tuple[str, ...], team: tuple[str, ...], rows: dict[str, list[Row]], always: bool
           ) -> tuple[tuple[Optional[str], str, Optional[str]], ...]:
     """(speaker or None: anyone, reason, text or None: always) per termination condition, in order:
-    the text terminations every speaker shares, then the speakers that always end."""
+    the text terminations every speaker shares, then the speakers that always end (in the team's
+    order)."""
     out: list[tuple[Optional[str], str, Optional[str]]] = [
         (None, r.then.reason or "workflow_terminated", r.cond.args.text) for r in _split(order[0], rows[order[0]])[0]]
-    for s in order:
+    for s in team:
         rest = _split(s, rows[s])[1]
         if always and len(rest) == 1 and rest[0].then.kind == "end":
             out.append((s, rest[0].then.reason or "workflow_terminated", None))
@@ -298,14 +299,14 @@ def shape(spec: Any) -> Union[Shape, Refusal]:
         refused = _user(order, rows)
         if refused is not None:
             return refused
-        return Shape("RoundRobinGroupChat", order, _ends(order, rows, True), {}, {}, {}, max_turns)
+        return Shape("RoundRobinGroupChat", order, _ends(order, order, rows, True), {}, {}, {}, max_turns)
     if any(_leaf(r.cond, "tool_called") for s in order for r in rows[s]):
         refused = _swarm(order, rows) or _user(order, rows)
         if refused is not None:
             return refused
         team = (start,) + tuple(s for s in order if s != start)
         handoffs = {s: _handoffs(_split(s, rows[s])[1][:-1]) for s in order}
-        return Shape("Swarm", team, _ends(order, rows, True), handoffs, {}, {}, max_turns)
+        return Shape("Swarm", team, _ends(order, team, rows, True), handoffs, {}, {}, max_turns)
     refused = _graph(order, rows)
     if refused is not None:
         return refused
@@ -317,7 +318,7 @@ def shape(spec: Any) -> Union[Shape, Refusal]:
             edges[s] = (rest[0].then.name or s, rest[0].cond.args.text if rest[0].cond is not None else None)
         if rest[-1].then.kind == "end":
             completes[s] = rest[-1].then.reason or "workflow_terminated"
-    return Shape("GraphFlow", order, _ends(order, rows, False), {}, edges, completes, max_turns)
+    return Shape("GraphFlow", order, _ends(order, order, rows, False), {}, edges, completes, max_turns)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -390,7 +391,7 @@ def document(spec: Any, source: str = "<string>") -> Union[dict[str, Any], Refus
         return sh
     parts = {p.agent_id: p for p in spec.participants}
     descriptions = {(t.owner, t.name): t.description for t in spec.tools or [] if t.description}
-    agents = [_agent(s, parts[s].description or s, sh.handoffs.get(s, ()), descriptions) for s in sh.order]
+    agents = [_agent(s, parts[s].description, sh.handoffs.get(s, ()), descriptions) for s in sh.order]
     config: dict[str, Any] = {"name": spec.name, "participants": agents}
     term = _termination(sh.ends)
     if term is not None:
@@ -398,10 +399,9 @@ def document(spec: Any, source: str = "<string>") -> Union[dict[str, Any], Refus
     config["max_turns"] = sh.max_turns
     if sh.kind == "GraphFlow":
         config["graph"] = _graph_config(sh, spec.knobs.graph.initial_speaker)
-    out = _component(f"{_AC}.teams.{sh.kind}", "team", config, spec.name,
-                     (spec.title + ". " if spec.title else "")
-                     + f"The workflow `{spec.name}` of {source}, written by `turnflow compile --target autogen-json`")
-    out["turnflow"] = {"flow": spec.name, "source": source, "team": sh.kind,
+    out = _component(f"{_AC}.teams.{sh.kind}", "team", config, spec.name, spec.title or None)
+    out["turnflow"] = {"written_by": "turnflow compile --target autogen-json", "flow": spec.name, "source": source,
+                       "team": sh.kind,
                        "close_reasons": {"termination_condition": "the label of the first of the conditions that "
                                          "fires on the last turn", "max_turns": "max_turns",
                                          "graph_complete": dict(sh.completes)}}
