@@ -22,9 +22,11 @@ def check(flow: ast.FlowFile) -> Iterator[Finding]:
     order from the first participant is a round robin; by handoff tools and otherwise `stay`, a
     `Swarm`; by one successor, or one `text contains` edge and otherwise an end, a `GraphFlow`
     (which activates every edge whose condition holds, and refuses a cycle without a condition).
-    A speaker's `terminate` rules on `text contains` must come before its routing
-    (`TextMentionTermination` reads the turn before the team routes), and a participant named
-    `user` cannot end the run by a termination condition (the task message's source is `user`).
+    A `terminate` on `text contains` must be every speaker's and come first (`* -> terminate "r"
+    when text contains "X"` ahead of the other rules): in component JSON a
+    `TextMentionTermination` keeps its text but not its `sources`, and AgentChat applies it to the
+    whole turn before the team routes. A speaker that always ends is a `SourceMatchTermination`,
+    except a participant named `user` (the task message's source is `user`).
 
     ## Why is this bad?
     The component would load and run, but not as the flow says: two edges whose keywords both
@@ -52,10 +54,11 @@ def check(flow: ast.FlowFile) -> Iterator[Finding]:
     the flow: `a -> b when text contains "BILL"` then `a -> terminate "other"` is a GraphFlow.
     """
 
-    yield from target_findings(flow, TABLE, FRAMEWORK, "autogen-json")
+    refused = list(target_findings(flow, TABLE, FRAMEWORK, "autogen-json"))
+    yield from refused
     for block in flow.blocks:
-        if block.kind != "workflow":
-            continue
+        if block.kind != "workflow" or any(block.span.start <= f.span.start < block.span.end for f in refused):
+            continue  # a refused construct first: the team's shape is read once every construct has a counterpart
         refusal = _shape(block)
         if refusal is not None:
             yield Finding(_span(block, refusal.index),

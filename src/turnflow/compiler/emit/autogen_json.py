@@ -87,6 +87,8 @@ LACKS = {
     "previous": "no team component routes to the speaker before the last one",
     "user": "AgentChat's termination conditions also read the task message, whose source is `user`: "
             "a `SourceMatchTermination` cannot end the run after a participant named `user`",
+    "user_graph": "a `GraphFlow` reads the task message, whose source is `user`, as a turn of the node "
+                  "`user`: a participant named `user` cannot have an edge (it would fire before anyone speaks)",
     "empty": "`text contains \"\"` holds on every message, the task's too: the team would stop before anyone "
              "speaks",
     "text_scope": "a `TextMentionTermination` keeps only its text in component JSON (not its `sources`): it "
@@ -308,6 +310,8 @@ def shape(spec: Any) -> Union[Shape, Refusal]:
         handoffs = {s: _handoffs(_split(s, rows[s])[1][:-1]) for s in order}
         return Shape("Swarm", team, _ends(order, team, rows, True), handoffs, {}, {}, max_turns)
     refused = _graph(order, rows)
+    if refused is None and "user" in rows and _split("user", rows["user"])[1][0].then.kind == "agent":
+        refused = Refusal(_split("user", rows["user"])[1][0].index, "user_graph")
     if refused is not None:
         return refused
     edges: dict[str, tuple[str, Optional[str]]] = {}
