@@ -61,7 +61,7 @@ def check(flow: ast.FlowFile) -> Iterator[Finding]:
             continue  # a refused construct first: the team's shape is read once every construct has a counterpart
         refusal = _shape(block)
         if refusal is not None:
-            yield Finding(_span(block, refusal.index),
+            yield Finding(_span(block, refusal.rule),
                           f"no AutoGen AgentChat team component decides as `{block.name.name}` does: {LACKS[refusal.why]} "
                           "(--target autogen-json)",
                           help="see docs/targets.md (AutoGen AgentChat component JSON); `--target autogen` "

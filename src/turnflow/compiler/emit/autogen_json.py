@@ -112,11 +112,11 @@ LACKS = {
 class Row(NamedTuple):
     cond: Any  # a residual condition model; None: always
     then: Next
-    index: Optional[int]  # the rule's index in the graph's transitions (block.rules); None: the default target
+    rule: Optional[int]  # the rule's index in the graph's transitions (block.rules); None: the default target
 
 
 class Refusal(NamedTuple):
-    index: Optional[int]  # the rule to point at (None: the default target, or the block)
+    rule: Optional[int]  # the rule to point at (None: the default target, or the block)
     why: str  # a key of LACKS
 
 
@@ -176,12 +176,12 @@ def _common(order: tuple[str, ...], rows: dict[str, list[Row]]) -> Optional[Refu
     for s in order:
         for r in rows[s]:
             if r.then.kind == "previous":
-                return Refusal(r.index, "previous")
+                return Refusal(r.rule, "previous")
             if r.cond is not None and r.cond.name not in ("text_contains", "tool_called"):
-                return Refusal(r.index, "logic")
+                return Refusal(r.rule, "logic")
         ends, rest = _split(s, rows[s])
         if any(r.cond.args.text == "" for r in ends):
-            return Refusal(next(r.index for r in ends if r.cond.args.text == ""), "empty")
+            return Refusal(next(r.rule for r in ends if r.cond.args.text == ""), "empty")
     return _texts(order, rows)
 
 
@@ -189,7 +189,7 @@ def _user(order: tuple[str, ...], rows: dict[str, list[Row]]) -> Optional[Refusa
     """A `SourceMatchTermination` on `user` would fire on the task message."""
     rest = _split("user", rows["user"])[1] if "user" in rows else []
     if len(rest) == 1 and rest[0].then.kind == "end":
-        return Refusal(rest[0].index, "user")
+        return Refusal(rest[0].rule, "user")
     return None
 
 
@@ -202,10 +202,10 @@ def _texts(order: tuple[str, ...], rows: dict[str, list[Row]]) -> Optional[Refus
         mine = [(r.cond.args.text, r.then.reason) for r in ends]
         if mine != first:
             k = next((i for i, (a, b) in enumerate(zip(mine, first)) if a != b), min(len(mine), len(first)))
-            at = ends[k].index if k < len(ends) else next((r.index for r in rows[s] if r.index is not None), None)
+            at = ends[k].rule if k < len(ends) else next((r.rule for r in rows[s] if r.rule is not None), None)
             if k >= len(ends):  # s lacks one the others have: point at theirs
                 other = next(x for x in order if len(_split(x, rows[x])[0]) > k)
-                at = _split(other, rows[other])[0][k].index
+                at = _split(other, rows[other])[0][k].rule
             return Refusal(at, "text_scope")
     return None
 
@@ -230,14 +230,14 @@ def _swarm(order: tuple[str, ...], rows: dict[str, list[Row]]) -> Optional[Refus
             continue
         for r in rest[:-1]:
             if not _leaf(r.cond, "tool_called"):
-                return Refusal(r.index, "late_end" if r.then.kind == "end" else "swarm_stay")
+                return Refusal(r.rule, "late_end" if r.then.kind == "end" else "swarm_stay")
             if r.then.kind != "agent":
-                return Refusal(r.index, "swarm_target")
+                return Refusal(r.rule, "swarm_target")
         last = rest[-1]
         if last.cond is not None or last.then != Next("agent", s):
-            return Refusal(last.index, "swarm_stay")
+            return Refusal(last.rule, "swarm_stay")
         if ends and len(rest) > 1:
-            return Refusal(ends[0].index, "swarm_text")
+            return Refusal(ends[0].rule, "swarm_text")
     return None
 
 
@@ -250,7 +250,7 @@ def _graph(order: tuple[str, ...], rows: dict[str, list[Row]]) -> Optional[Refus
         if kinds == [(False, "agent"), (True, "end")] and _leaf(rest[0].cond, "text_contains"):
             continue
         bad = next((r for r in rest if r.then.kind == "end" and r.cond is not None), None)
-        return Refusal((bad or rest[1 if len(rest) > 1 else 0]).index, "late_end" if bad else "graph_fanout")
+        return Refusal((bad or rest[1 if len(rest) > 1 else 0]).rule, "late_end" if bad else "graph_fanout")
     if not any(len(rest) == 1 and rest[0].then.kind == "end" for rest in (_split(s, rows[s])[1] for s in order)):
         return Refusal(None, "graph_end")
     # a cycle of unconditional edges: follow each speaker's only successor
@@ -260,7 +260,7 @@ def _graph(order: tuple[str, ...], rows: dict[str, list[Row]]) -> Optional[Refus
         while nxt[x].cond is None and nxt[x].then.kind == "agent":
             x = nxt[x].then.name or x
             if x == s:
-                return Refusal(nxt[s].index, "graph_cycle")
+                return Refusal(nxt[s].rule, "graph_cycle")
             if x in seen:
                 break
             seen.append(x)
@@ -311,7 +311,7 @@ def shape(spec: Any) -> Union[Shape, Refusal]:
         return Shape("Swarm", team, _ends(order, team, rows, True), handoffs, {}, {}, max_turns)
     refused = _graph(order, rows)
     if refused is None and "user" in rows and _split("user", rows["user"])[1][0].then.kind == "agent":
-        refused = Refusal(_split("user", rows["user"])[1][0].index, "user_graph")
+        refused = Refusal(_split("user", rows["user"])[1][0].rule, "user_graph")
     if refused is not None:
         return refused
     edges: dict[str, tuple[str, Optional[str]]] = {}

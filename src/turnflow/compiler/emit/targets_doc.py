@@ -246,9 +246,14 @@ team lacks:
 
 | the flow's routing | the team component |
 |---|---|
-| every speaker hands over to the next in declaration order, starting with the first (`otherwise -> next`) | `RoundRobinGroupChat` |
-| every speaker routes by handoff tools alone and otherwise speaks again (`handoff A -> B via T`, `otherwise -> stay`) | `Swarm`, one `Handoff(target=B, name=T)` per handoff in A's `handoffs`; the start speaker first |
-| every speaker has one successor, or one `text contains` edge and otherwise ends; some speaker only ends; no cycle without a condition | `GraphFlow`: a `DiGraph` with one node per participant (activation `any`), keyword edge conditions, `default_start_node` |
+| each speaker hands over to the next in declaration order, from the first | `RoundRobinGroupChat` |
+| each speaker routes by handoff tools alone, and otherwise `stay` | `Swarm`: A's `Handoff(target=B, name=T)`s |
+| one successor each, or one `text contains` edge then an end | `GraphFlow`: a `DiGraph`, keyword edges |
+
+A `Swarm` lists the start speaker first (it speaks first); a `GraphFlow` has one node per
+participant (activation `any`, so a node runs after whichever edge fires), its `default_start_node`
+the start speaker, at least one speaker that only ends (a node without edges), and no cycle
+without a condition (AgentChat refuses one).
 
 In all three, `* -> terminate "r" when text contains "X"` rules, every speaker's and first, become
 `TextMentionTermination("X")`, and a speaker whose only rule ends the run a
