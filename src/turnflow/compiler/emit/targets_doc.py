@@ -343,14 +343,21 @@ run,
 TURNFLOW_TARGET_EXAMPLES=500 python3 -m pytest -q -p no:cacheprovider tests/test_target_autogen_json.py -k generated
 ```
 
-found 0 differences over 500 team-shaped flows (RESULT_LINE).
+found 0 differences over 500 team-shaped flows (about 270 ran as a `RoundRobinGroupChat`, 130 as
+a `Swarm`, 100 as a `GraphFlow`; the 160 drawn on the way that the target refuses were refused by
+TF305 alone), and the 500 generic flows were refused by TF305 alone or decided alike (about 150 s).
 
 **Round trip.** `turnflow migrate helpdesk_team.json` reads the team as any AutoGen team component
 (`migrate/autogen.py`); from a team this target wrote (its `turnflow` key) it also reads the close
 reasons, so the flow it gives back has the same participants, start, `max_turns` and every
 speaker's successors and ends, and compiles to the same JSON again
-(`tests/test_target_roundtrip.py`: the example, and 60 generated flows in the suite; the larger run
-with `TURNFLOW_TARGET_EXAMPLES=500 ... -k autogen_json` found 0 differences over 500 flows).
+(`tests/test_target_roundtrip.py`: the example, and 60 generated flows in the suite). The larger run,
+
+```
+TURNFLOW_TARGET_EXAMPLES=500 python3 -m pytest -q -p no:cacheprovider tests/test_target_roundtrip.py -k autogen_json
+```
+
+found 0 differences over 500 flows (about 40 s).
 """
 
 _TAIL = ""
