@@ -14,10 +14,11 @@ table `emit/pyroute.py` writes as Python) and finds the one team that carries it
   graph has an end and no cycle without a condition: a `GraphFlow` (`DiGraph`, activation
   `any`, one keyword condition per edge).
 
-In all three, a speaker's `terminate` rules on `text contains` ahead of its routing become
-`TextMentionTermination(text, sources=[speaker])` and a speaker that always ends a
-`SourceMatchTermination`, each labelled with the flow's reason, joined by `|` in the flow's
-order; `max_turns` is the team's own. Anything else is refused (TF305) at the rule that
+In all three, the `terminate` rules on `text contains` every speaker has ahead of its routing
+(`* -> terminate "r" when text contains "X"` first) become `TextMentionTermination(text)` (whose
+component config keeps no `sources`) and a speaker that always ends a `SourceMatchTermination`,
+each labelled with the flow's reason, joined by `|` in the flow's order; `max_turns` is the
+team's own. Anything else is refused (TF305) at the rule that
 breaks the shape, saying what the components lack: a `GraphFlow` activates every edge whose
 condition holds, a `Swarm` keeps the speaker until a handoff, a component's condition is one
 keyword and cannot be negated, and `dump_component()` cannot serialise a selector function
@@ -61,8 +62,8 @@ TABLE: dict[str, tuple[str, bool]] = {
     "when_tool": ("a `Swarm` handoff (`handoff A -> B via T` is `A -> B when tool T`)", True),
     "when_context": (_NO_CONTEXT, False),
     "when_compare": (_NO_CONTEXT, False),
-    "when_text": ("`TextMentionTermination(text, sources=[speaker])` for a `terminate`, a `DiGraphEdge` "
-                  "condition for a `GraphFlow` edge", True),
+    "when_text": ("`TextMentionTermination(text)` for a `terminate` every speaker has ahead of its other "
+                  "rules; a `DiGraphEdge` condition for a `GraphFlow` edge", True),
     "when_logic": ("a component condition is one keyword: there is no `and`, `or` or `not`", False),
     "priority": ("the order of the termination conditions and edges", True),
     "to_participant": ("the next speaker: round robin, a `Handoff` target, a `DiGraph` edge", True),

@@ -344,7 +344,7 @@ TURNFLOW_TARGET_EXAMPLES=500 python3 -m pytest -q -p no:cacheprovider tests/test
 ```
 
 found 0 differences over 500 team-shaped flows (about 270 ran as a `RoundRobinGroupChat`, 130 as
-a `Swarm`, 100 as a `GraphFlow`; the 160 drawn on the way that the target refuses were refused by
+a `Swarm`, 100 as a `GraphFlow`; the 150 or so drawn on the way that the target refuses were refused by
 TF305 alone), and the 500 generic flows were refused by TF305 alone or decided alike (about 150 s).
 
 **Round trip.** `turnflow migrate helpdesk_team.json` reads the team as any AutoGen team component
