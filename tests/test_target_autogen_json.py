@@ -245,6 +245,9 @@ def test_each_team_kind_is_chosen_where_it_decides_as_the_flow(flow, kind):
     # the task message's source is `user`, a node of the graph
     ("workflow w {\n participant user\n participant b\n start b\n max_turns 4\n"
      " user -> b\n b -> terminate \"done\"\n}\n", 6, "cannot have an edge"),
+    ("workflow w {\n participant a\n participant b\n participant c\n start a\n a -> b when text contains \"X\"\n"
+     " a -> terminate \"done\"\n b -> a\n c -> terminate \"done\"\n}\n", 6,
+     "neither `max_turns` nor a termination condition"),
     ("workflow w {\n participant a\n participant b\n participant c\n start a\n max_turns 4\n a -> b\n b -> a\n"
      " c -> terminate \"done\"\n}\n", 7, "refuses a cycle of edges without a condition"),
 ])

@@ -106,6 +106,8 @@ LACKS = {
                     "cannot be negated: a speaker has one successor, or one `text contains` edge and then ends",
     "graph_cycle": "a `GraphFlow` refuses a cycle of edges without a condition (only a "
                    "`RoundRobinGroupChat`, in declaration order from the first, repeats without one)",
+    "graph_unbounded": "AgentChat refuses to build a `GraphFlow` with a cycle and neither `max_turns` nor a "
+                       "termination condition",
     "graph_end": "a `GraphFlow` needs a node without edges (a speaker whose only rule ends the run)",
 }
 
@@ -254,14 +256,17 @@ def _graph(order: tuple[str, ...], rows: dict[str, list[Row]]) -> Optional[Refus
         return Refusal((bad or rest[1 if len(rest) > 1 else 0]).rule, "late_end" if bad else "graph_fanout")
     if not any(len(rest) == 1 and rest[0].then.kind == "end" for rest in (_split(s, rows[s])[1] for s in order)):
         return Refusal(None, "graph_end")
-    # a cycle of unconditional edges: follow each speaker's only successor
-    nxt = {s: _split(s, rows[s])[1][0] for s in order}
+    return _fixed_cycle(order, {s: _split(s, rows[s])[1][0] for s in order})
+
+
+def _fixed_cycle(order: tuple[str, ...], first: dict[str, Row]) -> Optional[Refusal]:
+    """A cycle of edges without a condition (`first`: each speaker's only successor row)."""
     for s in order:
         seen, x = [s], s
-        while nxt[x].cond is None and nxt[x].then.kind == "agent":
-            x = nxt[x].then.name or x
+        while first[x].cond is None and first[x].then.kind == "agent":
+            x = first[x].then.name or x
             if x == s:
-                return Refusal(nxt[s].rule, "graph_cycle")
+                return Refusal(first[s].rule, "graph_cycle")
             if x in seen:
                 break
             seen.append(x)
@@ -310,6 +315,11 @@ def shape(spec: Any) -> Union[Shape, Refusal]:
         team = (start,) + tuple(s for s in order if s != start)
         handoffs = {s: _handoffs(_split(s, rows[s])[1][:-1]) for s in order}
         return Shape("Swarm", team, _ends(order, team, rows, True), handoffs, {}, {}, max_turns)
+    return _graph_shape(order, rows, max_turns)
+
+
+def _graph_shape(order: tuple[str, ...], rows: dict[str, list[Row]], max_turns: Optional[int]
+                 ) -> Union[Shape, Refusal]:
     refused = _graph(order, rows)
     if refused is None and "user" in rows and _split("user", rows["user"])[1][0].then.kind == "agent":
         refused = Refusal(_split("user", rows["user"])[1][0].rule, "user_graph")
@@ -323,7 +333,22 @@ def shape(spec: Any) -> Union[Shape, Refusal]:
             edges[s] = (rest[0].then.name or s, rest[0].cond.args.text if rest[0].cond is not None else None)
         if rest[-1].then.kind == "end":
             completes[s] = rest[-1].then.reason or "workflow_terminated"
-    return Shape("GraphFlow", order, _ends(order, order, rows, False), {}, edges, completes, max_turns)
+    ends = _ends(order, order, rows, False)
+    looped = next((s for s in order if _loops(s, edges)), None)
+    if looped is not None and max_turns is None and not ends:
+        return Refusal(_split(looped, rows[looped])[1][0].rule, "graph_unbounded")
+    return Shape("GraphFlow", order, ends, {}, edges, completes, max_turns)
+
+
+def _loops(s: str, edges: dict[str, tuple[str, Optional[str]]]) -> bool:
+    """The edges from `s` lead back to `s` (each speaker has one edge at most)."""
+    x, seen = s, set()
+    while x in edges and x not in seen:
+        seen.add(x)
+        x = edges[x][0]
+        if x == s:
+            return True
+    return False
 
 
 # ---------------------------------------------------------------------------------------------
