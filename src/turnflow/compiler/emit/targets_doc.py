@@ -250,6 +250,10 @@ team lacks:
 | each speaker routes by handoff tools alone, and otherwise `stay` | `Swarm`: A's `Handoff(target=B, name=T)`s |
 | one successor each, or one `text contains` edge then an end | `GraphFlow`: a `DiGraph`, keyword edges |
 
+No `SelectorGroupChat`: its `selector_func` and `candidate_func` are Python callables that its
+`dump_component()` leaves out (AgentChat 0.7.5 writes neither), and without them the model picks
+the speaker, which no flow decides; a flow that needs one is `--target autogen` (Python).
+
 A `Swarm` lists the start speaker first (it speaks first); a `GraphFlow` has one node per
 participant (activation `any`, so a node runs after whichever edge fires), its `default_start_node`
 the start speaker, at least one speaker that only ends (a node without edges), and no cycle
