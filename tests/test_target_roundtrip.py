@@ -129,7 +129,7 @@ def speaker_graph(text: str) -> tuple:
     from turnflow.spec import parse_spec
 
     spec = parse_spec(turnflow.compile(text)[0])
-    order, start, rows = table(spec)
+    order, start, rows = table(spec.participants, spec.knobs.graph)
     nexts = {s: frozenset(f"end:{r.then.reason}" if r.then.kind == "end" else r.then.name for r in rows[s])
              for s in order}
     return frozenset(order), start, spec.knobs.graph.max_turns, nexts

@@ -185,6 +185,20 @@ class Term:
         self.notes.append((code, message, at))
 
 
+def _own(team: dict, names: Names) -> Term:
+    """An empty `Term`, told the close reasons of a team `turnflow compile --target autogen-json`
+    wrote (its "turnflow" key): the reason a GraphFlow that completes after a speaker gives."""
+    term = Term()
+    own = team.get("turnflow")
+    if isinstance(own, dict):
+        term.own = True
+        reasons = own.get("close_reasons")
+        completes = reasons.get("graph_complete") if isinstance(reasons, dict) else None
+        if isinstance(completes, dict):
+            term.completes = {names.map.get(k, k): v for k, v in completes.items() if isinstance(v, str) and v}
+    return term
+
+
 def _termination(cond: Any, pos: Positions, b: FlowBuilder, term: Term, names: Names) -> None:
     if not isinstance(cond, dict):
         return
@@ -331,14 +345,7 @@ def _team(team: dict, pos: Positions, blocks: Names, path: str, src: SourceText)
     by_name = {a.name: a for a in agents}
     order = [a.name for a in agents]
 
-    term = Term()
-    own = team.get("turnflow")
-    if isinstance(own, dict):  # written by `turnflow compile --target autogen-json`: its close reasons
-        term.own = True
-        reasons = own.get("close_reasons")
-        completes = reasons.get("graph_complete") if isinstance(reasons, dict) else None
-        if isinstance(completes, dict):
-            term.completes = {names.map.get(k, k): v for k, v in completes.items() if isinstance(v, str) and v}
+    term = _own(team, names)
     _termination(cfg.get("termination_condition"), pos, b, term, names)
     wrapped = _wrapped_sources(cfg, names, term)
     for s in [x for x in dict.fromkeys(term.sources) if x not in by_name and x not in wrapped]:

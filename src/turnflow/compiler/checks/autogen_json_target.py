@@ -2,7 +2,9 @@ from typing import Iterator, Optional
 
 from turnflow.compiler.checks.finding import Finding, rule
 from turnflow.compiler.checks.langgraph_target import target_findings
-from turnflow.compiler.emit.autogen_json import FRAMEWORK, LACKS, TABLE, Refusal, shape
+from turnflow import spec
+from turnflow.compiler.emit import knobs
+from turnflow.compiler.emit.autogen_json import FRAMEWORK, LACKS, TABLE, Part, Refusal, shape
 from turnflow.dsl import ast
 from turnflow.source import Span
 
@@ -70,15 +72,16 @@ def check(flow: ast.FlowFile) -> Iterator[Finding]:
 
 def _shape(block: ast.Block) -> Optional[Refusal]:
     """Why no team component decides as `block` does (None: one does, or the block cannot be read
-    as a spec: its errors are reported by the other checks)."""
-    from turnflow.compiler.emit.spec import compile_block
-    from turnflow.spec import SpecError, parse_spec
-
+    as a graph: its errors are reported by the other checks). The graph is the one `compile`
+    emits (`emit/knobs.py`), validated as the spec model the writer reads."""
+    tools = knobs.participant_tools(block)
+    parts = [Part(p.name.name, i, p.role or "participant", tuple(tools.get(p.name.name, [])))
+             for i, p in enumerate(block.participants)]
     try:
-        spec = parse_spec(compile_block(block))
-    except (SpecError, RecursionError, ValueError, KeyError, TypeError):
+        graph = spec.TransitionGraph.model_validate(knobs.transition_graph(block))
+        found = shape(parts, graph)
+    except (ValueError, KeyError, TypeError, IndexError, RecursionError):
         return None
-    found = shape(spec)
     return found if isinstance(found, Refusal) else None
 
 

@@ -133,12 +133,21 @@ class Shape(NamedTuple):
     max_turns: Optional[int]
 
 
-def table(spec: Any) -> tuple[tuple[str, ...], str, dict[str, list[Row]]]:
+class Part(NamedTuple):
+    """What the shape reads of a participant (a spec's `Participant` has these fields too)."""
+
+    agent_id: str
+    order: int
+    role: str
+    tools: tuple[str, ...]
+
+
+def table(participants: Any, graph: Any) -> tuple[tuple[str, ...], str, dict[str, list[Row]]]:
     """(participants in order, start speaker, per speaker its rows): the hub's dispatch table,
-    the rows' conditions as models (`emit/pyroute.py`'s `routing`, before it writes Python)."""
-    parts = sorted(spec.participants, key=lambda p: p.order)
+    the rows' conditions as models (`emit/pyroute.py`'s `routing`, before it writes Python).
+    `participants`: the spec's (or `Part`s), `graph`: the `TransitionGraph` model."""
+    parts = sorted(participants, key=lambda p: p.order)
     order = tuple(p.agent_id for p in parts)
-    graph = spec.knobs.graph
     initiator = next((p.agent_id for p in parts if p.role == "initiator"), graph.initial_speaker)
     tools = {p.agent_id: tuple(p.tools) for p in parts}
     anything = not any(tools.values())
@@ -295,14 +304,15 @@ def _ends(order: tuple[str, ...], team: tuple[str, ...], rows: dict[str, list[Ro
     return tuple(out)
 
 
-def shape(spec: Any) -> Union[Shape, Refusal]:
-    """The team component that decides every turn of `spec` (a `turnflow.spec.WorkflowSpec`) as the
-    hub does, or the first reason none does (the rule to point at, a key of `LACKS`)."""
-    order, start, rows = table(spec)
+def shape(participants: Any, graph: Any) -> Union[Shape, Refusal]:
+    """The team component that decides every turn of a workflow (its participants, its
+    `TransitionGraph` model) as the hub does, or the first reason none does (the rule to point
+    at, a key of `LACKS`)."""
+    order, start, rows = table(participants, graph)
     common = _common(order, rows)
     if common is not None:
         return common
-    max_turns = spec.knobs.graph.max_turns
+    max_turns = graph.max_turns
     if _round_robin(order, start, rows):
         refused = _user(order, rows)
         if refused is not None:
@@ -416,7 +426,7 @@ def _graph_config(sh: Shape, start: str) -> dict[str, Any]:
 
 def document(spec: Any, source: str = "<string>") -> Union[dict[str, Any], Refusal]:
     """The team component for `spec` as a JSON value, or why there is none."""
-    sh = shape(spec)
+    sh = shape(spec.participants, spec.knobs.graph)
     if isinstance(sh, Refusal):
         return sh
     parts = {p.agent_id: p for p in spec.participants}
