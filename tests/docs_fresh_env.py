@@ -55,6 +55,8 @@ NOT_RUN = {  # (document, a fragment of the block's first lines) -> why it does 
     ("docs/serve.md", "from ag2.network import HubClient"): "needs a running turnflow serve (tests/test_serve.py)",
     ("docs/targets.md", "from support_graph import"): "needs the module `compile --target` writes and the reader's agents",
     ("docs/targets.md", "from support_team import"): "needs the reader's AgentChat agents and model client",
+    ("docs/targets.md", 'json.load(open("helpdesk_team.json"))'):
+        "needs the reader's OpenAI API key (tests/test_target_autogen_json.py binds replayed clients the same way)",
 }
 
 

@@ -26,7 +26,7 @@ def run(args, capsys):
 def test_examples_check_clean(capsys):
     code, out, _ = run(["check", str(EXAMPLES)], capsys)
     assert code == 0, out
-    assert "All checks passed (6 files)" in out
+    assert "All checks passed (7 files)" in out
 
 
 def test_errors_exit_1_with_caret(tmp_path, capsys):

@@ -82,7 +82,7 @@ FILES = _parsing_files()
 
 
 def test_the_examples_are_all_there():
-    assert len([f for f in FILES if f.parent == ROOT / "examples"]) == 6 and len(FILES) > 50
+    assert len([f for f in FILES if f.parent == ROOT / "examples"]) == 7 and len(FILES) > 50
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(ROOT)))

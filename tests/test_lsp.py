@@ -346,6 +346,7 @@ def test_compile_to_a_framework_from_the_block_header(lsp):
     found = {a.title: a for a in actions(header)}
     assert set(found) == {"Compile `support` to LangGraph (support_graph.py)",
                           "Compile `support` to AutoGen AgentChat (support_team.py)",
+                          "Compile `support` to AutoGen AgentChat component JSON (support_team.json)",
                           "Compile `support` to AG2 GroupChat (classic) (support_chat.py)"}
     graph = found["Compile `support` to LangGraph (support_graph.py)"]
     assert graph.kind == "source.turnflow.compile" and graph.disabled is None
@@ -357,9 +358,10 @@ def test_compile_to_a_framework_from_the_block_header(lsp):
                                                                   path="support.flow")
     # the support flow keeps context: the targets without context refuse it, saying where
     for title in ("Compile `support` to AutoGen AgentChat (support_team.py)",
+                  "Compile `support` to AutoGen AgentChat component JSON (support_team.json)",
                   "Compile `support` to AG2 GroupChat (classic) (support_chat.py)"):
         assert found[title].edit is None and found[title].disabled.reason.startswith("TF30")
         assert "at line 10" in found[title].disabled.reason
     assert not actions(pos(text, "participant user"))                 # not on a header line
     assert not actions(header, only=[t.CodeActionKind.QuickFix])      # the client asked for quick fixes only
-    assert len(actions(header, only=[t.CodeActionKind.Source])) == 3
+    assert len(actions(header, only=[t.CodeActionKind.Source])) == 4

@@ -1,7 +1,11 @@
 """Round trips through `turnflow migrate` for the code targets that have no reader of their own
 framework (docs/targets.md): a module `compile --target langgraph|autogen` wrote migrates back
 (`migrate/compiled.py`) to a flow that compiles to the same module again, byte for byte — so it
-decides every turn as the original flow did. Every example, and generated flows."""
+decides every turn as the original flow did. Every example, and generated flows.
+
+`--target autogen-json` has a reader of its framework: AutoGen team component JSON is what
+`migrate/autogen.py` reads. The team it wrote migrates back to a flow with the same speaker graph
+(participants, start, every speaker's successors and ends) that compiles to the same JSON again."""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 
 import turnflow
+from component_flows import component_blocks
 from flow_strategies import workflow_blocks
 from target_harness import without_context
 from turnflow.compiler.emit.spec import CompileError
@@ -115,3 +120,54 @@ def test_a_table_of_another_shape_is_refused_at_its_line(table, value, said):
     [d] = exc.value.diagnostics
     assert d.code == "TF401" and said in d.message
     assert edited.splitlines()[d.span.line - 1] == f"{table} = {value}"
+
+
+def speaker_graph(text: str) -> tuple:
+    """(participants, start, max_turns, per speaker its successors: names or `end:REASON`) of the
+    flow's only workflow, from the hub's dispatch table (`emit/autogen_json.py`'s `table`)."""
+    from turnflow.compiler.emit.autogen_json import table
+    from turnflow.spec import parse_spec
+
+    spec = parse_spec(turnflow.compile(text)[0])
+    order, start, rows = table(spec.participants, spec.knobs.graph)
+    nexts = {s: frozenset(f"end:{r.then.reason}" if r.then.kind == "end" else r.then.name for r in rows[s])
+             for s in order}
+    return frozenset(order), start, spec.knobs.graph.max_turns, nexts
+
+
+def json_round_trip(text: str, path: str) -> tuple[str, str, str]:
+    """(the team JSON, the flow migrate read back from it, that flow compiled again)."""
+    doc = compile_target(text, "autogen-json", path=path)
+    assert detect(doc) == "autogen"
+    back = migrate(doc, "team.json")
+    assert back.family == "autogen" and not [d for d in back.diagnostics if d.severity != "info"], back.diagnostics
+    return doc, back.text, compile_target(back.text, "autogen-json", path=path)
+
+
+@pytest.mark.parametrize("path,block", WORKFLOWS, ids=[f"{p.stem}:{b}" for p, b in WORKFLOWS])
+def test_every_example_that_compiles_round_trips_through_autogen_json(path, block):
+    text = path.read_text(encoding="utf-8")
+    try:
+        compile_target(text, "autogen-json", block=block, path=path.name)
+    except CompileError as exc:  # the examples that keep context (TF305, tests/test_target_autogen_json.py)
+        assert path.stem != "helpdesk" and {d.code for d in exc.diagnostics if d.severity == "error"} == {"TF305"}
+        return
+    chosen = next(b for b in turnflow.parse(text).blocks if b.name.name == block)
+    text = print_flow(ast.FlowFile(span=chosen.span, blocks=[chosen]))
+    doc, back, again = json_round_trip(text, path.name)
+    assert speaker_graph(back) == speaker_graph(text)
+    assert again == doc
+
+
+@settings(max_examples=N, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(component_blocks())
+def test_generated_flows_round_trip_through_autogen_json(block):
+    text = print_flow(ast.FlowFile(span=block.span, blocks=[block]))
+    assume(not any(d.severity == "error" for d in turnflow.check(text)))
+    try:
+        compile_target(text, "autogen-json", path="flow.flow")
+    except CompileError:  # no component team decides as the flow does (TF305)
+        assume(False)
+    doc, back, again = json_round_trip(text, "flow.flow")
+    assert speaker_graph(back) == speaker_graph(text), back
+    assert again == doc

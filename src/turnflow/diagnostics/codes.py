@@ -109,6 +109,8 @@ CODES: tuple[Code, ...] = (
     Code("TF303", "ag2-groupchat-cannot-express", Severity.ERROR, Stage.PROFILE, _C + "ag2_groupchat_target",
          profile="ag2-groupchat"),
     Code("TF304", "autogen-cannot-express", Severity.ERROR, Stage.PROFILE, _C + "autogen_target", profile="autogen"),
+    Code("TF305", "autogen-json-cannot-express", Severity.ERROR, Stage.PROFILE, _C + "autogen_json_target",
+         profile="autogen-json"),
     Code("TF401", "migrate-unsupported-input", Severity.ERROR, Stage.MIGRATE, "turnflow.migrate.rules"),
     Code("TF402", "migrate-renamed", Severity.WARNING, Stage.MIGRATE, "turnflow.migrate.rules"),
     Code("TF403", "migrate-llm-selection", Severity.INFO, Stage.MIGRATE, "turnflow.migrate.rules"),
@@ -128,7 +130,7 @@ BY_CODE: dict[str, Code] = {c.code: c for c in CODES}
 PROFILES: tuple[str, ...] = tuple(sorted({c.profile for c in CODES if c.profile}))
 #: the profiles that are `turnflow compile --target` frameworks (each has a writer in
 #: `compiler/emit/targets.py`); the others are `--profile` choices
-TARGETS: tuple[str, ...] = ("langgraph", "ag2-groupchat", "autogen")
+TARGETS: tuple[str, ...] = ("langgraph", "ag2-groupchat", "autogen", "autogen-json")
 
 
 def lookup(code: str) -> Optional[Code]:

@@ -16,8 +16,9 @@ from turnflow.compiler.emit.spec import CompileError
 from turnflow.compiler.emit.targets import TARGETS, TargetError, compile_target, writer
 from turnflow.dsl import ast
 
-#: target -> the suffix of the module it writes (as docs/targets.md's examples name them)
-SUFFIX: dict[str, str] = {"langgraph": "_graph.py", "ag2-groupchat": "_chat.py", "autogen": "_team.py"}
+#: target -> the suffix of the file it writes (as docs/targets.md's examples name them)
+SUFFIX: dict[str, str] = {"langgraph": "_graph.py", "ag2-groupchat": "_chat.py", "autogen": "_team.py",
+                          "autogen-json": "_team.json"}
 
 
 @dataclass(frozen=True)

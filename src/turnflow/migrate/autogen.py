@@ -170,9 +170,33 @@ class Term:
     function_calls: list[str] = field(default_factory=list)
     timeout: Optional[int] = None
     notes: list = field(default_factory=list)
+    #: a team `turnflow compile --target autogen-json` wrote (its "turnflow" key): each condition's
+    #: label is its close reason, ("text", TEXT) / ("source", NAME) -> reason; and the reason a
+    #: GraphFlow that completes after a speaker gives, speaker -> reason
+    own: bool = False
+    labels: dict = field(default_factory=dict)
+    completes: dict = field(default_factory=dict)
+
+    def reason(self, key: tuple, default: str) -> str:
+        label = self.labels.get(key)
+        return label if self.own and isinstance(label, str) and label else default
 
     def note(self, code: str, message: str, at: Pos) -> None:
         self.notes.append((code, message, at))
+
+
+def _own(team: dict, names: Names) -> Term:
+    """An empty `Term`, told the close reasons of a team `turnflow compile --target autogen-json`
+    wrote (its "turnflow" key): the reason a GraphFlow that completes after a speaker gives."""
+    term = Term()
+    own = team.get("turnflow")
+    if isinstance(own, dict):
+        term.own = True
+        reasons = own.get("close_reasons")
+        completes = reasons.get("graph_complete") if isinstance(reasons, dict) else None
+        if isinstance(completes, dict):
+            term.completes = {names.map.get(k, k): v for k, v in completes.items() if isinstance(v, str) and v}
+    return term
 
 
 def _termination(cond: Any, pos: Positions, b: FlowBuilder, term: Term, names: Names) -> None:
@@ -191,6 +215,12 @@ def _termination(cond: Any, pos: Positions, b: FlowBuilder, term: Term, names: N
     read = _TERMINATIONS.get(kind or "")
     if read is not None:
         read(cfg, term, names, at)
+        if term.own and kind == "TextMentionTermination" and isinstance(cfg.get("text"), str):
+            term.labels.setdefault(("text", cfg["text"]), cond.get("label"))
+        elif term.own and kind == "SourceMatchTermination":
+            for x in _list(cfg.get("sources")):
+                if isinstance(x, str):
+                    term.labels.setdefault(("source", names.map.get(x, x)), cond.get("label"))
         return
     if kind == "StopMessageTermination":
         term.note("TF405", "StopMessageTermination ends the run when an agent emits a StopMessage, which .flow "
@@ -315,7 +345,7 @@ def _team(team: dict, pos: Positions, blocks: Names, path: str, src: SourceText)
     by_name = {a.name: a for a in agents}
     order = [a.name for a in agents]
 
-    term = Term()
+    term = _own(team, names)
     _termination(cfg.get("termination_condition"), pos, b, term, names)
     wrapped = _wrapped_sources(cfg, names, term)
     for s in [x for x in dict.fromkeys(term.sources) if x not in by_name and x not in wrapped]:
@@ -366,7 +396,7 @@ def _routing(team: dict, kind: str, b: FlowBuilder, agents, term: "Term", names:
     elif kind == "GraphFlow":
         _terminating_handoffs(b, agents, term, order)
         _text_message(b, term, by_name)
-        _graph(cfg, pos, b, names, order, path, src, ended | texted)
+        _graph(cfg, pos, b, names, order, path, src, ended | texted, term.completes)
 
 
 def _ignored_settings(b: FlowBuilder, cfg: dict, pos) -> None:
@@ -390,21 +420,30 @@ def _participants(b: FlowBuilder, agents, names: Names, cfg: dict, pos) -> None:
 
 
 def _termination_rules(b: FlowBuilder, term, agents, by_name: dict) -> None:
-    """The termination conditions as rules, first: source matches, text mentions, function calls."""
+    """The termination conditions as rules, first: source matches, text mentions, function calls (a
+    team `--target autogen-json` wrote: the text mentions first, as it lists them, each speaker's
+    text rules ahead of its end)."""
     b.section()
     for code, message, at in term.notes:
         b.note(code, message, at)
-    for s in term.sources:
-        if s in by_name:
-            b.rule(s, ("terminate", "source_match"))
+    if not term.own:
+        _source_rules(b, term, by_name)
     for text, sources in term.texts:
         for s in sources or [None]:
             if s is None or s in by_name:
-                b.rule(s, ("terminate", "text_mention"), [("text", text)])
+                b.rule(s, ("terminate", term.reason(("text", text), "text_mention")), [("text", text)])
+    if term.own:
+        _source_rules(b, term, by_name)
     for fn in term.function_calls:
         owners = [a.name for a in agents if fn in a.tools]
         for o in owners or [None]:
             b.rule(o, ("terminate", "function_call"), [("tool", fn)])
+
+
+def _source_rules(b: FlowBuilder, term, by_name: dict) -> None:
+    for s in term.sources:
+        if s in by_name:
+            b.rule(s, ("terminate", term.reason(("source", s), "source_match")))
 
 
 def _round_robin_routing(b: FlowBuilder, agents, term, order: list[str], by_name: dict, ended: set,
@@ -652,7 +691,8 @@ def _parallel_branch(b: FlowBuilder, x: str, chain: dict, edges: dict, at: Pos, 
     b.rule(x, nxt)
 
 
-def _graph(cfg, pos, b: FlowBuilder, names: Names, order, path, src, ended=frozenset()) -> None:
+def _graph(cfg, pos, b: FlowBuilder, names: Names, order, path, src, ended=frozenset(),
+           completes: Optional[dict] = None) -> None:
     nodes = _nodes(cfg, pos, path, src)
     edges: dict[str, list[tuple[str, Any, dict]]] = {}  # condition: None, a text, or an unreadable marker
     for raw, node in nodes.items():
@@ -676,7 +716,7 @@ def _graph(cfg, pos, b: FlowBuilder, names: Names, order, path, src, ended=froze
         if x in chain:
             _parallel_branch(b, x, chain, edges, pos.of(nodes, names.raw_of(x)), ends)
             continue
-        _node_rules(b, x, edges[x])
+        _node_rules(b, x, edges[x], (completes or {}).get(x))
 
 
 def _edge(b: FlowBuilder, e: Any, raw: str, node: dict, names: Names, pos, path: str, src) -> tuple[str, Any, dict]:
@@ -747,11 +787,11 @@ def _fan_out(b: FlowBuilder, cfg: dict, nodes: dict, edges: dict, names: Names, 
     return chain
 
 
-def _node_rules(b: FlowBuilder, x: str, out: list) -> None:
+def _node_rules(b: FlowBuilder, x: str, out: list, complete: Optional[str] = None) -> None:
     """A node's rules: text conditions in order, unreadable ones as routing tools, then the
     unconditional edge (or `no_edge_matched`); a leaf ends the run."""
     if not out:
-        b.rule(x, ("terminate", "graph_complete"))
+        b.rule(x, ("terminate", complete or "graph_complete"))
         return
     for t, c, _ in out:
         if c is None:
@@ -766,4 +806,4 @@ def _node_rules(b: FlowBuilder, x: str, out: list) -> None:
     if unconditional:
         b.rule(x, unconditional[0])
     else:
-        b.rule(x, ("terminate", "no_edge_matched"))
+        b.rule(x, ("terminate", complete or "no_edge_matched"))

@@ -15,7 +15,7 @@ def register(sub) -> None:
     c = sub.add_parser("compile", help="compile a .flow file to session specs (JSON)",
                        description="Print a JSON array with one session spec per block, in file order, or "
                                    "with --target one workflow block as LangGraph, classic AG2 GroupChat or AutoGen "
-                                   "AgentChat code "
+                                   "AgentChat code, or as an AgentChat team component (JSON) "
                                    "(docs/targets.md). A flow with errors is not compiled: its diagnostics are "
                                    "printed on stderr and the exit code is 1.")
     c.add_argument("file", metavar="FILE", help="a .flow file (`-` for stdin)")
@@ -28,7 +28,9 @@ def register(sub) -> None:
                    help="write one workflow block as another framework's code instead of session specs "
                         "(default: session specs for turnflow's hub); langgraph: a Python module whose "
                         "build(agents) returns a compiled StateGraph; ag2-groupchat: classic AG2 GroupChat "
-                        "Python; autogen: an AgentChat SelectorGroupChat in Python. What the framework cannot "
+                        "Python; autogen: an AgentChat SelectorGroupChat in Python; autogen-json: an AgentChat "
+                        "team component (RoundRobinGroupChat, Swarm or GraphFlow JSON for Team.load_component, "
+                        "once your agents are bound). What the framework cannot "
                         "express exactly is refused (TF3xx, docs/targets.md)")
     c.add_argument("-o", "--output", metavar="OUT", help="write to OUT (atomically) instead of stdout")
     c.set_defaults(func=run)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from turnflow.compiler.checks import (  # noqa: F401  (each module attaches its check function)
     ag2_builtin_profile,
     ag2_groupchat_target,
+    autogen_json_target,
     autogen_target,
     cap_never_binds,
     cap_too_small,

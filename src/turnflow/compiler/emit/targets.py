@@ -21,10 +21,12 @@ import ast as pyast
 from turnflow.compiler.emit.spec import compile_block
 import os
 
-#: target name → writer module (`write(spec, source) -> str`, `TABLE`, `FRAMEWORK`)
+#: target name → writer module (`write(spec, source) -> str`, `TABLE`, `FRAMEWORK`; `FORMAT` "json" when
+#: it writes JSON, not Python)
 WRITERS: dict[str, str] = {"langgraph": "turnflow.compiler.emit.langgraph",
                            "ag2-groupchat": "turnflow.compiler.emit.ag2_groupchat",
-                           "autogen": "turnflow.compiler.emit.autogen"}
+                           "autogen": "turnflow.compiler.emit.autogen",
+                           "autogen-json": "turnflow.compiler.emit.autogen_json"}
 TARGETS: tuple[str, ...] = tuple(WRITERS)
 
 
@@ -98,7 +100,10 @@ def emit(block: ast.Block, target: str, path: str = "<string>") -> str:
     except (SpecError, RecursionError) as exc:  # pydantic refuses a condition nested some 130 deep
         raise TargetError(f"cannot write `{name}` for {target}: its compiled spec does not validate "
                           f"({str(exc)[-160:]})") from None
-    source = writer(target).write(model, _display(path))
+    w = writer(target)
+    source = w.write(model, _display(path))
+    if getattr(w, "FORMAT", "python") != "python":
+        return source  # component JSON (`--target autogen-json`): nothing nests, nothing to parse
     try:
         pyast.parse(source)  # parsed, never run: Python refuses expressions nested some 100 deep
     except (SyntaxError, RecursionError, MemoryError) as exc:

@@ -25,7 +25,8 @@ _HEAD = """\
 construct tables (src/turnflow/compiler/emit/<target>.py, `TABLE`); do not edit by hand. -->
 
 `turnflow compile FILE --target T [--block NAME] [-o OUT]` writes one workflow block of a
-checked `.flow` file as another framework's code, instead of session specs for turnflow's hub
+checked `.flow` file as another framework's code (or, `--target autogen-json`, as an AutoGen
+AgentChat team component in JSON), instead of session specs for turnflow's hub
 (the default, docs/compiler.md). The flow is checked first, as `turnflow check` does, plus the
 target's own rule: whatever the framework cannot carry out exactly as turnflow's hub would is
 refused with a positioned finding saying what the framework lacks, and nothing is emitted.
@@ -35,6 +36,7 @@ Nothing is emitted silently different. A refusal can be silenced knowingly on it
 ```sh
 turnflow compile examples/support.flow --target langgraph -o support_graph.py
 turnflow compile examples/onboarding.flow --block intake --target langgraph > intake_graph.py
+turnflow compile examples/helpdesk.flow --target autogen-json -o helpdesk_team.json
 ```
 
 ```python
@@ -211,10 +213,12 @@ team's own. The model client is never asked to pick a speaker, but `SelectorGrou
 one. Each agent's `name` must be its participant's name, and AgentChat requires names that are
 Python identifiers (a participant `bot-1` is refused).
 
-**Why Python and not component JSON.** A `GraphFlow` activates every edge whose condition holds
+**Why Python, and when component JSON.** A `GraphFlow` activates every edge whose condition holds
 (fan-out, not the first rule that matches) and a `Swarm` keeps the speaker until a handoff (no
-`otherwise`, no rule without a tool); only a selector function decides as the flow does, and
-`dump_component()` cannot serialise a function. So `--target autogen` writes Python only.
+`otherwise`, no rule without a tool); only a selector function decides as any flow does, and
+`dump_component()` cannot serialise a function. So `--target autogen` writes Python. The flows
+that one of those teams does decide exactly compile to its component JSON with
+`--target autogen-json` (below).
 
 **Checked.** `tests/test_target_autogen.py` runs generated flows (context removed) and the
 routing of every example with the same scripted plan (text and tool calls) on turnflow's hub and
@@ -233,13 +237,142 @@ and `compile --target autogen` of that flow writes the same module again
 (`tests/test_target_roundtrip.py`, every example's routing).
 """
 
+_AUTOGEN_JSON_EXAMPLE = """\
+
+**Which team.** The writer reads the hub's per-speaker dispatch table (the rules in evaluation
+order, partially evaluated for the speaker, then `otherwise`) and writes the one team that carries
+it out exactly, or refuses the flow with TF305 at the first rule no team follows, saying what the
+team lacks:
+
+| the flow's routing | the team component |
+|---|---|
+| each speaker hands over to the next in declaration order, from the first | `RoundRobinGroupChat` |
+| each speaker routes by handoff tools alone, and otherwise `stay` | `Swarm`: A's `Handoff(target=B, name=T)`s |
+| one successor each, or one `text contains` edge then an end | `GraphFlow`: a `DiGraph`, keyword edges |
+
+No `SelectorGroupChat`: its `selector_func` and `candidate_func` are Python callables that its
+`dump_component()` leaves out (AgentChat 0.7.5 writes neither), and without them the model picks
+the speaker, which no flow decides; a flow that needs one is `--target autogen` (Python).
+
+A `Swarm` lists the start speaker first (it speaks first); a `GraphFlow` has one node per
+participant (activation `any`, so a node runs after whichever edge fires), its `default_start_node`
+the start speaker, at least one speaker that only ends (a node without edges), and no cycle
+without a condition (AgentChat refuses one).
+
+In all three, `* -> terminate "r" when text contains "X"` rules, every speaker's and first, become
+`TextMentionTermination("X")`, and a speaker whose only rule ends the run a
+`SourceMatchTermination([speaker])`, each labelled with its close reason and joined by `|` in the
+flow's order; `max_turns` is the team's own. A `TextMentionTermination` keeps only its text in
+component JSON (`sources` is not serialised), so a text termination of one speaker only is refused;
+so are `previous`, `and` / `or` / `not`, a `GraphFlow` speaker choosing among several edges (all
+whose keywords appear would run at once), a `Swarm` speaker handing over without a tool, and a
+`SourceMatchTermination` on a participant named `user` (the task message's source is `user`).
+
+## Worked example: a help desk as an AutoGen Swarm
+
+`examples/helpdesk.flow` routes by handoff tools alone:
+
+```
+workflow helpdesk "Help desk triage" {
+    participant triage  "Classifies the request"
+    participant billing "Invoices, refunds, payment methods"
+    participant tech    "Bugs, outages, how-to questions"
+    participant closer  "Sums up the answer for the customer"
+
+    start triage
+    max_turns 12
+
+    handoff triage  -> billing via transfer_to_billing "The question is about money"
+    handoff triage  -> tech    via transfer_to_tech    "The question is technical"
+    handoff billing -> closer  via answered            "The answer is ready"
+    handoff tech    -> closer  via answered            "The answer is ready"
+
+    closer -> terminate "resolved"
+
+    otherwise -> stay
+}
+```
+
+```sh
+turnflow compile examples/helpdesk.flow --target autogen-json -o helpdesk_team.json
+```
+
+writes a `Swarm` component: one `AssistantAgent` per participant, named as the participant, with
+its description and its `handoffs` (`transfer_to_billing` to `billing`, ...), a
+`SourceMatchTermination(["closer"])` labelled `resolved`, and `max_turns` 12.
+
+**Binding your agents.** Each participant's `model_client` is a placeholder
+(`turnflow.unbound.ModelClient`): loading the JSON as written fails with
+`ModuleNotFoundError: No module named 'turnflow.unbound'`, so nothing runs unbound. Put your model
+client's component in its place, or replace the whole participant with your own agent's component,
+keeping its `config.name` (the participant's name, which the team's termination conditions and
+graph name) and, in a `Swarm`, its `handoffs`:
+
+```python
+import json
+from autogen_agentchat.base import Team
+from autogen_ext.models.openai import OpenAIChatCompletionClient
+
+team = json.load(open("helpdesk_team.json"))
+client = OpenAIChatCompletionClient(model="gpt-4o-mini").dump_component().model_dump()
+for agent in team["config"]["participants"]:
+    agent["config"]["model_client"] = client   # or: agent = my_agents[agent["config"]["name"]].dump_component().model_dump()
+swarm = Team.load_component(team)
+result = await swarm.run(task="my invoice is wrong")
+```
+
+**The close reason.** `result.stop_reason` is AutoGen's text; the flow's reason is `max_turns` when
+the team stopped at its `max_turns`; otherwise the `label` of the first of the team's termination
+conditions (in the order listed) that fires on the last turn; otherwise (a `GraphFlow` that ran
+out of edges, "Digraph execution is complete") `turnflow.close_reasons.graph_complete[LAST
+SPEAKER]`, from the `turnflow` key beside the component (which `load_component` ignores).
+
+**Where it differs from the hub, by design.** A `TextMentionTermination` reads every message of a
+turn (a tool call's name, arguments and result too, not only the reply) and the task message
+itself: a task that mentions the keyword ends the run before anyone speaks, and a work tool whose
+call or result mentions it ends the run where the hub, reading the reply, would not. Keep the
+keyword out of the task and out of your tools' output. A `Swarm` agent hands over only by its own
+`Handoff`s; its other tools do not route (as on the hub, where a tool without a rule does not).
+
+**Checked.** `tests/test_target_autogen_json.py` binds the emitted JSON to scripted agents (a
+component per participant, built from the placeholder's name, description and handoffs, answering
+a handoff tool as `AssistantAgent` does: the tool call, its result and a `HandoffMessage`), loads it
+with AgentChat 0.7.5's `Team.load_component`, runs it and the hub with the same plan, and compares
+the speaker sequence and the close reason: 40 team-shaped flows (all three teams) and 40 flows of
+the project's generic strategy (which a flow the target refuses must fail with TF305 alone) in the
+suite; the worked example runs with `AssistantAgent`s bound to model clients as above. The larger
+run,
+
+```
+TURNFLOW_TARGET_EXAMPLES=500 python3 -m pytest -q -p no:cacheprovider tests/test_target_autogen_json.py -k generated
+```
+
+found 0 differences over 500 team-shaped flows (about 270 ran as a `RoundRobinGroupChat`, 130 as
+a `Swarm`, 100 as a `GraphFlow`; the 150 or so drawn on the way that the target refuses were refused by
+TF305 alone), and the 500 generic flows were refused by TF305 alone or decided alike (about 25 s;
+19 s of CPU).
+
+**Round trip.** `turnflow migrate helpdesk_team.json` reads the team as any AutoGen team component
+(`migrate/autogen.py`); from a team this target wrote (its `turnflow` key) it also reads the close
+reasons, so the flow it gives back has the same participants, start, `max_turns` and every
+speaker's successors and ends, and compiles to the same JSON again
+(`tests/test_target_roundtrip.py`: the example, and 60 generated flows in the suite). The larger run,
+
+```
+TURNFLOW_TARGET_EXAMPLES=500 python3 -m pytest -q -p no:cacheprovider tests/test_target_roundtrip.py -k autogen_json
+```
+
+found 0 differences over 500 flows (about 5 s).
+"""
+
 _TAIL = ""
 
 
 #: what `migrate(compile --target T (flow))` gives back, per target
 _ROUND_TRIP = {"langgraph": "the same module again (tests/test_target_roundtrip.py)",
                "ag2-groupchat": "the same participants, start and speaker graph (tested)",
-               "autogen": "the same module again (tests/test_target_roundtrip.py)"}
+               "autogen": "the same module again (tests/test_target_roundtrip.py)",
+               "autogen-json": "the same speaker graph and the same JSON again (tests/test_target_roundtrip.py)"}
 
 
 def _code_of(target: str) -> str:
@@ -262,7 +395,7 @@ def render() -> str:
             out.append(f"| {c.written} | {becomes if exact else 'refused: ' + becomes} | "
                        f"{'exact' if exact else '**refused**'} |\n")
         out.append({"langgraph": _LANGGRAPH_EXAMPLE, "ag2-groupchat": _GROUPCHAT_EXAMPLE,
-                    "autogen": _AUTOGEN_EXAMPLE}[t])
+                    "autogen": _AUTOGEN_EXAMPLE, "autogen-json": _AUTOGEN_JSON_EXAMPLE}[t])
     out.append(_TAIL)
     return "".join(out)
 
