@@ -17,6 +17,7 @@ equal on generated, mutated and fixture files.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from functools import lru_cache
 from typing import Callable, Optional, Union, final
 
@@ -52,6 +53,9 @@ def _scanner(master: "re.Pattern[str]") -> "re.Pattern[str]":
     return re.compile(master.pattern[:-1] + r"|(?P<_GAP>[^ \t\f]))", master.flags)
 
 
+#: a `_SEP`'s value when it holds a blank line (in a text without comments)
+BLANK = "\n\n"
+
 #: tokens that never begin or end a node: kept without a span (and, but for the comparison
 #: operators, without their text), so a large file holds less while it is read
 _BARE = frozenset({"ARROW", "WHEN", "CONTAINS", "PRIORITY", "VIA", "AND", "OR", "DOT", "EQUAL", "COMMA",
@@ -61,7 +65,9 @@ _BARE = frozenset({"ARROW", "WHEN", "CONTAINS", "PRIORITY", "VIA", "AND", "OR", 
 def tokens(text: str, master: "re.Pattern[str]") -> Optional[tuple[list[str], list[str], list[Span]]]:
     """The kinds (reserved words resolved), values and spans of the text's tokens,
     `_SEP` included, ending with `$END`; None when a character starts no token. A `_SEP`
-    and the `_BARE` tokens have no span, and only a comparison operator keeps its text."""
+    and the `_BARE` tokens have no span, and only a comparison operator keeps its text.
+    A `_SEP`'s value is `BLANK` when it holds two line ends or more (in a text without
+    comments: a blank line), else None."""
     kinds: list[str] = []
     values: list[str] = []
     spans: list[Span] = []
@@ -88,7 +94,7 @@ def tokens(text: str, master: "re.Pattern[str]") -> Optional[tuple[list[str], li
                 line += newlines
                 line_start = start + max(value.rfind("\n"), value.rfind("\r")) + 1
             add_kind(kind)
-            add_value(None)  # type: ignore[arg-type]  # never part of a node
+            add_value(BLANK if newlines > 1 else None)  # type: ignore[arg-type]  # never part of a node
             add_span(None)  # type: ignore[arg-type]
             continue
         if kind == "_GAP":
@@ -118,10 +124,22 @@ _LITERAL_KINDS = frozenset({"STRING", "NUMBER", "TRUE", "FALSE", "NULL"})
 class FastParser:
     """One parse of one token list (see `parse`)."""
 
-    def __init__(self, kinds: list[str], values: list[str], spans: list[Span], decoders: Decoders) -> None:
+    def __init__(self, kinds: list[str], values: list[str], spans: list[Span], decoders: Decoders,
+                 blank_lines: bool = False) -> None:
         self.k, self.v, self.s = kinds, values, spans
         self.i = 0
         self.decode_string, self.decode_number, self.decode_duration = decoders
+        #: mark the blocks and statements a blank line precedes (`blank_before`): what
+        #: `parser.attach_layout` does for a text without comments
+        self.blank_lines = blank_lines
+
+    def separator(self) -> bool:
+        """Skip a `_SEP` if one comes next: does it hold a blank line (when blank lines are marked)?"""
+        i = self.i
+        if self.k[i] != "_SEP":
+            return False
+        self.i = i + 1
+        return self.blank_lines and self.v[i] is BLANK
 
     # -- tokens ------------------------------------------------------------------
     def expect(self, kind: str) -> int:
@@ -150,17 +168,15 @@ class FastParser:
     # -- file and blocks ----------------------------------------------------------
     def file(self) -> ast.FlowFile:
         k = self.k
-        if k[self.i] == "_SEP":
-            self.i += 1
+        blank = self.separator()
         blocks: list[ast.Block] = []
         while k[self.i] != _END:
-            blocks.append(self.block())
-            if k[self.i] == "_SEP":
-                self.i += 1
+            blocks.append(self.block(blank))
+            blank = self.separator()
         span = _join(blocks[0].span, blocks[-1].span) if blocks else Span.point()
         return ast.FlowFile(span, tuple(blocks))
 
-    def block(self) -> ast.Block:
+    def block(self, blank_before: bool) -> ast.Block:
         k, s = self.k, self.s
         kind_i = self.i
         if k[kind_i] not in _BLOCK_KINDS:
@@ -172,21 +188,21 @@ class FastParser:
             title = self.string(self.i)
             self.i += 1
         self.expect("LBRACE")
-        if k[self.i] == "_SEP":
-            self.i += 1
+        blank = self.separator()
         statements: list[ast.Statement] = []
         statement = self.statement
         while k[self.i] != "RBRACE":
-            statements.append(statement())
+            stmt = statement()
+            statements.append(replace(stmt, blank_before=True) if blank else stmt)
             kind = k[self.i]
             if kind == "_SEP":
-                self.i += 1
+                blank = self.separator()
             elif kind != "RBRACE":
                 raise _Bail
         close = self.i
         self.i += 1
         return ast.Block(_join(s[kind_i], s[close]), self.v[kind_i], s[kind_i], name,  # type: ignore[arg-type]
-                         title, tuple(statements), s[close])
+                         title, tuple(statements), s[close], blank_before=blank_before)
 
     def statement(self) -> ast.Statement:
         method = _STATEMENTS.get(self.k[self.i])
@@ -470,14 +486,15 @@ def _one(cond: _Condition) -> ast.Term:
 
 
 def parse(text: str, master: "re.Pattern[str]", decoders: Decoders) -> Optional[ast.FlowFile]:
-    """The AST of `text` (without layout), or None when lark must read it.
-    `decoders`: (string, number, duration) functions from raw token text; any
-    exception they raise means "let lark read it"."""
+    """The AST of `text`, or None when lark must read it. Its layout is complete when the
+    text has no comment (`#` nowhere in it): blank lines are marked as `parser.attach_layout`
+    marks them; otherwise the caller attaches the layout. `decoders`: (string, number,
+    duration) functions from raw token text; any exception they raise means "let lark read it"."""
     toks = tokens(text, master)
     if toks is None:
         return None
     try:
-        return FastParser(*toks, decoders).file()
+        return FastParser(*toks, decoders, blank_lines="#" not in text).file()
     except _Bail:
         return None
     except Exception:  # a literal that does not decode: lark reports it
