@@ -114,6 +114,16 @@ def test_edge_cases_read_the_same(text):
     _same(text)
 
 
+@pytest.mark.parametrize("sep", ["\n\n", "\n;\n", "\n \t;; \n", "\r\r", "\r\n\r\n", "\r\n", "\n\r",
+                                 "; ;\n", "\n", ";", "\r\n \r\n\n", "\n\f\n"])
+def test_blank_lines_without_comments_read_the_same(sep):
+    """The fast path marks blank lines itself in a text without comments (`blank_before`
+    on blocks and statements, as `attach_layout` marks them)."""
+    text = f"{sep}workflow w {{{sep}participant a{sep}a -> b{sep}}}{sep}conversation c {{ b -> a{sep}}}{sep}"
+    assert _took_fast_path(text)
+    _same(text)
+
+
 def test_a_long_run_of_trailing_blanks_stays_linear():
     """The scanner's catch-all alternative never makes finditer retry at every offset."""
     import time

@@ -132,6 +132,10 @@ def _leaf(c: Any, asg: dict[Var, Any]) -> Optional[bool]:
     return compare(value, a.op, a.value, a.len)
 
 
+#: a search goal: a condition, the value wanted, the variables the condition reads (in order)
+Goal = tuple[Any, bool, list[Var]]
+
+
 # ---------------------------------------------------------------------------------------------
 #  Witnesses: the values of one context key worth trying
 # ---------------------------------------------------------------------------------------------
@@ -198,14 +202,13 @@ def witnesses(conds: list[Any]) -> list[Any]:
 #  The search
 # ---------------------------------------------------------------------------------------------
 class _Search:
-    """Is there an input for speaker `s` on which each goal condition has its wanted value?"""
+    """Is there an input for speaker `s` on which each goal (a condition, its wanted value, the
+    variables it reads) has its wanted value?"""
 
-    def __init__(self, s: str, goals: list[tuple[Any, bool]], domains: dict[Var, list[Any]],
-                 reads: dict[int, list[Var]]) -> None:
+    def __init__(self, s: str, goals: list[Goal], domains: dict[Var, list[Any]]) -> None:
         self.s = s
         self.goals = goals
         self.domains = domains
-        self.reads = reads
         self.steps = 0
         #: after `run` answered True: the (partial) input found, on which every goal is decided
         self.found: dict[Var, Any] = {}
@@ -217,13 +220,13 @@ class _Search:
         except _GiveUp:
             return None
 
-    def _go(self, goals: list[tuple[Any, bool]], asg: dict[Var, Any]) -> bool:
+    def _go(self, goals: list[Goal], asg: dict[Var, Any]) -> bool:
         """`goals` are those still undecided by the parent's assignment: a decided goal stays
         decided as `asg` grows."""
         self.steps += 1
         if self.steps > BUDGET:
             raise _GiveUp
-        open_goals: list[tuple[Any, bool]] = []
+        open_goals: list[Goal] = []
         for goal in goals:
             v = evaluate(goal[0], self.s, asg)
             if v is None:
@@ -233,7 +236,9 @@ class _Search:
         if not open_goals:
             self.found = dict(asg)
             return True
-        open_var = next(x for x in self.reads[id(open_goals[0][0])] if x not in asg)
+        for open_var in open_goals[0][2]:  # the first variable it reads that is not assigned yet
+            if open_var not in asg:
+                break
         for value in self.domains.get(open_var, _BOOLS):
             if open_var[0] == "text" and not _consistent(asg, open_var[1], value):
                 continue
@@ -319,7 +324,6 @@ class Firing:
         by_source: dict[Optional[str], list[RuleInfo]] = {}
         for r in graph.rules:
             by_source.setdefault(r.source, []).append(r)
-        star = by_source.get(None, [])
         done: dict[tuple[Any, ...], str] = {}  # speakers with the same rules and tools answer alike
         for s in graph.participants:
             own = by_source.get(s, [])
@@ -331,7 +335,7 @@ class Firing:
                     self.exact.add(s)
                 continue
             done[key] = s
-            self._speaker(s, sorted(own + star, key=lambda r: r.order) if star and own else own or star)
+            self._speaker(s)
         self.first_turn = self._explore(graph.max_turns)
         self.speaks = {s for s, _ in self.first_turn}
         #: the evaluation positions of the rules that fire on some run
@@ -352,19 +356,9 @@ class Firing:
             self._domain_of = (s, {TOOL: [None, *tools], **self.key_domains})
         return self._domain_of[1]
 
-    def _speaker(self, s: str, rules: list[RuleInfo]) -> None:
-        g = self.graph
-        takes: list[RuleInfo] = []
-        decided = False
-        for r in rules:
-            verdict = g.decide(r, s)
-            if verdict is False:
-                continue
-            takes.append(r)
-            if verdict:
-                decided = True
-                break
-        self.takes[s] = takes
+    def _speaker(self, s: str) -> None:
+        takes = self.takes[s] = self.graph.takes[s]
+        decided = self.graph.first_always[s] is not None
         if len(takes) > MAX_RULES:
             self.fires[s] = {r.order for r in takes}
             self.default[s] = not decided
@@ -375,23 +369,31 @@ class Firing:
         # "rule i holds and its group's earlier rules do not" and "the earlier rules of every
         # other group can all be false together", which `quiet` keeps per group as i grows.
         fires: set[int] = set()
-        earlier: dict[int, list[tuple[Any, bool]]] = {}  # group -> (rule condition, False) so far
+        earlier: dict[int, list[Goal]] = {}  # group -> (rule's condition, False, its reads) so far
         quiet: dict[int, Optional[bool]] = {}  # group -> can its rules so far all be false
         witness: dict[int, Optional[dict[Var, Any]]] = {}  # group -> an input on which they are
         stuck = 0  # groups whose rules so far cannot all be false: no later rule fires
         domains = self._domains(s)
         for r, group in zip(takes, _group_ids([r.when for r in takes], self.reads)):
             goals = earlier.setdefault(group, [])
-            if _Search(s, [(r.when, True), *goals], domains, self.reads).run() is not False:
-                fires.add(r.order)
-            goals.append((r.when, False))
-            known = witness.get(group)
-            if known is not None and evaluate(r.when, s, known) is False:
-                answer: Optional[bool] = True  # the input that kept the group's earlier rules false
+            reads = self.reads[id(r.when)]
+            answer: Optional[bool]
+            if not reads:  # a group of its own, with one value on every turn of `s`: no search
+                holds = evaluate(r.when, s, {})
+                can_fire, answer = holds is True, holds is False
+                witness[group] = {} if answer else None
             else:
-                search = _Search(s, goals, domains, self.reads)
-                answer = search.run()
-                witness[group] = search.found if answer else None
+                can_fire = _Search(s, [(r.when, True, reads), *goals], domains).run() is not False
+                goals.append((r.when, False, reads))
+                known = witness.get(group)
+                if known is not None and evaluate(r.when, s, known) is False:
+                    answer = True  # the input that kept the group's earlier rules false
+                else:
+                    search = _Search(s, goals, domains)
+                    answer = search.run()
+                    witness[group] = search.found if answer else None
+            if can_fire:
+                fires.add(r.order)
             stuck += (answer is False) - (quiet.get(group) is False)
             quiet[group] = answer
             if stuck:
@@ -402,11 +404,11 @@ class Firing:
     def can(self, s: str, when: Any, before: list[RuleInfo], also: Any = None) -> Optional[bool]:
         """Is there a turn of `s` on which `when` holds (None: no condition), `also` too (if
         given) and no rule of `before` holds? None: gave up."""
-        goals = [(r.when, False) for r in before]
+        goals: list[Goal] = [(r.when, False, self.reads[id(r.when)]) for r in before]
         for c in (when, also):
             if c is not None:
-                goals.insert(0, (c, True))
-        return _Search(s, goals, self._domains(s), self.reads).run()
+                goals.insert(0, (c, True, self.reads[id(c)]))
+        return _Search(s, goals, self._domains(s)).run()
 
     def _targets(self, s: str) -> list[Any]:
         g = self.graph

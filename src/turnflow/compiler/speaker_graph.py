@@ -92,6 +92,8 @@ class SpeakerGraph:
         self.otherwise_target: TargetMeaning = lowering.target(self.otherwise.target if self.otherwise else None)
         #: speaker -> its deciding *always* rule (None: falls through to `otherwise`)
         self.first_always: dict[str, Optional[RuleInfo]] = {}
+        #: speaker -> the rules it can take (*maybe*, then its deciding *always* rule), in evaluation order
+        self.takes: dict[str, list[RuleInfo]] = {}
         #: evaluation positions of rules that are *maybe* or the deciding *always* rule for some speaker
         self.live: set[int] = set()
         #: speakers for which no rule is *always* (the `otherwise` target is an edge of theirs)
@@ -201,10 +203,12 @@ class SpeakerGraph:
     def _walk(self, s: str, rules: Iterable[RuleInfo], out: dict[str, dg.EdgeData]) -> Optional[RuleInfo]:
         """Add the edges of `s`'s *maybe* rules and of its deciding *always* rule (returned) to `out`."""
         owned = self.owned.get(s, ()) if self.declares_tools else None
+        takes = self.takes[s] = []
         for r in rules:
             verdict = r.when.decide(s, owned)
             if verdict is False:
                 continue
+            takes.append(r)
             self.live.add(r.order)
             if verdict is None:
                 self._add(out, s, r.then, r.stmt, "maybe")

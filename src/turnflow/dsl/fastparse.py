@@ -17,20 +17,53 @@ equal on generated, mutated and fixture files.
 from __future__ import annotations
 
 import re
+from dataclasses import MISSING, fields, replace
 from functools import lru_cache
-from typing import Callable, Optional, Union, final
+from typing import Any, Callable, Optional, TypeVar, Union, final
 
 from turnflow.dsl import ast
 from turnflow.dsl.lexer import KEYWORD_TYPES
 from turnflow.source import Span
 
 _new = tuple.__new__
-_Ident = ast.Ident
-_Target = ast.Target
-_StringLit = ast.StringLit
-_Literal = ast.Literal
-_Rule = ast.Rule
 _END = "$END"
+N = TypeVar("N", bound=ast.Node)
+
+
+def _builder(cls: type[N]) -> type[N]:
+    """`cls(...)` for a node class of `turnflow.dsl.ast` (same parameters) that sets its slots
+    directly. A frozen dataclass's `__init__` sets every field through `object.__setattr__`,
+    the slowest part of building a node, and this reader builds about 150,000 nodes for 20,000
+    rules. Like the dataclass module, the function is generated once per class. Skips
+    `__post_init__`: sequences must be tuples already (this reader only passes tuples).
+    Typed as the class, so that mypy checks every call against the class's fields: only call it."""
+    params, body = [], []
+    namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
+    for f in fields(cls):  # type: ignore[arg-type]  # a dataclass
+        namespace[f"_set_{f.name}"] = getattr(cls, f.name).__set__  # the slot's descriptor
+        if f.default is MISSING:
+            params.append(f.name)
+        else:
+            namespace[f"_default_{f.name}"] = f.default
+            params.append(f"{f.name}=_default_{f.name}")
+        body.append(f"    _set_{f.name}(node, {f.name})")
+    source = f"def build({', '.join(params)}):\n    node = _new(_cls)\n" + "\n".join(body) + "\n    return node\n"
+    exec(source, namespace)
+    build: type[N] = namespace["build"]
+    return build
+
+
+_Ident, _Target, _StringLit, _Literal, _Number, _Duration = (
+    _builder(ast.Ident), _builder(ast.Target), _builder(ast.StringLit), _builder(ast.Literal), _builder(ast.Number),
+    _builder(ast.Duration))
+_ToolTerm, _TextTerm, _ContextTerm, _CompareTerm, _AllTerm, _AnyTerm, _NotTerm = (
+    _builder(ast.ToolTerm), _builder(ast.TextTerm), _builder(ast.ContextTerm), _builder(ast.CompareTerm),
+    _builder(ast.AllTerm), _builder(ast.AnyTerm), _builder(ast.NotTerm))
+_Rule, _Handoff, _Participant, _Start, _MaxTurns, _ContextInit, _Otherwise, _Ordering, _Expect, _Ttl = (
+    _builder(ast.Rule), _builder(ast.Handoff), _builder(ast.Participant), _builder(ast.Start),
+    _builder(ast.MaxTurns), _builder(ast.ContextInit), _builder(ast.Otherwise), _builder(ast.Ordering),
+    _builder(ast.Expect), _builder(ast.Ttl))
+_Block, _FlowFile = _builder(ast.Block), _builder(ast.FlowFile)
 
 
 #: the literal decoders the parser passes in (`parser.decode_string`, `decode_number`,
@@ -52,6 +85,9 @@ def _scanner(master: "re.Pattern[str]") -> "re.Pattern[str]":
     return re.compile(master.pattern[:-1] + r"|(?P<_GAP>[^ \t\f]))", master.flags)
 
 
+#: a `_SEP`'s value when it holds a blank line (in a text without comments)
+BLANK = "\n\n"
+
 #: tokens that never begin or end a node: kept without a span (and, but for the comparison
 #: operators, without their text), so a large file holds less while it is read
 _BARE = frozenset({"ARROW", "WHEN", "CONTAINS", "PRIORITY", "VIA", "AND", "OR", "DOT", "EQUAL", "COMMA",
@@ -61,7 +97,9 @@ _BARE = frozenset({"ARROW", "WHEN", "CONTAINS", "PRIORITY", "VIA", "AND", "OR", 
 def tokens(text: str, master: "re.Pattern[str]") -> Optional[tuple[list[str], list[str], list[Span]]]:
     """The kinds (reserved words resolved), values and spans of the text's tokens,
     `_SEP` included, ending with `$END`; None when a character starts no token. A `_SEP`
-    and the `_BARE` tokens have no span, and only a comparison operator keeps its text."""
+    and the `_BARE` tokens have no span, and only a comparison operator keeps its text.
+    A `_SEP`'s value is `BLANK` when it holds two line ends or more (in a text without
+    comments: a blank line), else None."""
     kinds: list[str] = []
     values: list[str] = []
     spans: list[Span] = []
@@ -88,7 +126,7 @@ def tokens(text: str, master: "re.Pattern[str]") -> Optional[tuple[list[str], li
                 line += newlines
                 line_start = start + max(value.rfind("\n"), value.rfind("\r")) + 1
             add_kind(kind)
-            add_value(None)  # type: ignore[arg-type]  # never part of a node
+            add_value(BLANK if newlines > 1 else None)  # type: ignore[arg-type]  # never part of a node
             add_span(None)  # type: ignore[arg-type]
             continue
         if kind == "_GAP":
@@ -118,10 +156,22 @@ _LITERAL_KINDS = frozenset({"STRING", "NUMBER", "TRUE", "FALSE", "NULL"})
 class FastParser:
     """One parse of one token list (see `parse`)."""
 
-    def __init__(self, kinds: list[str], values: list[str], spans: list[Span], decoders: Decoders) -> None:
+    def __init__(self, kinds: list[str], values: list[str], spans: list[Span], decoders: Decoders,
+                 blank_lines: bool = False) -> None:
         self.k, self.v, self.s = kinds, values, spans
         self.i = 0
         self.decode_string, self.decode_number, self.decode_duration = decoders
+        #: mark the blocks and statements a blank line precedes (`blank_before`): what
+        #: `parser.attach_layout` does for a text without comments
+        self.blank_lines = blank_lines
+
+    def separator(self) -> bool:
+        """Skip a `_SEP` if one comes next: does it hold a blank line (when blank lines are marked)?"""
+        i = self.i
+        if self.k[i] != "_SEP":
+            return False
+        self.i = i + 1
+        return self.blank_lines and self.v[i] is BLANK
 
     # -- tokens ------------------------------------------------------------------
     def expect(self, kind: str) -> int:
@@ -145,22 +195,20 @@ class FastParser:
         value = self.decode_number(self.v[i])
         if not isinstance(value, int):
             raise _Bail
-        return ast.Number(self.s[i], value, self.v[i])
+        return _Number(self.s[i], value, self.v[i])
 
     # -- file and blocks ----------------------------------------------------------
     def file(self) -> ast.FlowFile:
         k = self.k
-        if k[self.i] == "_SEP":
-            self.i += 1
+        blank = self.separator()
         blocks: list[ast.Block] = []
         while k[self.i] != _END:
-            blocks.append(self.block())
-            if k[self.i] == "_SEP":
-                self.i += 1
+            blocks.append(self.block(blank))
+            blank = self.separator()
         span = _join(blocks[0].span, blocks[-1].span) if blocks else Span.point()
-        return ast.FlowFile(span, tuple(blocks))
+        return _FlowFile(span, tuple(blocks))
 
-    def block(self) -> ast.Block:
+    def block(self, blank_before: bool) -> ast.Block:
         k, s = self.k, self.s
         kind_i = self.i
         if k[kind_i] not in _BLOCK_KINDS:
@@ -172,21 +220,21 @@ class FastParser:
             title = self.string(self.i)
             self.i += 1
         self.expect("LBRACE")
-        if k[self.i] == "_SEP":
-            self.i += 1
+        blank = self.separator()
         statements: list[ast.Statement] = []
         statement = self.statement
         while k[self.i] != "RBRACE":
-            statements.append(statement())
+            stmt = statement()
+            statements.append(replace(stmt, blank_before=True) if blank else stmt)
             kind = k[self.i]
             if kind == "_SEP":
-                self.i += 1
+                blank = self.separator()
             elif kind != "RBRACE":
                 raise _Bail
         close = self.i
         self.i += 1
-        return ast.Block(_join(s[kind_i], s[close]), self.v[kind_i], s[kind_i], name,  # type: ignore[arg-type]
-                         title, tuple(statements), s[close])
+        return _Block(_join(s[kind_i], s[close]), self.v[kind_i], s[kind_i], name,  # type: ignore[arg-type]
+                         title, tuple(statements), s[close], blank_before=blank_before)
 
     def statement(self) -> ast.Statement:
         method = _STATEMENTS.get(self.k[self.i])
@@ -254,19 +302,19 @@ class FastParser:
                     names.append(self.ident())
             end = s[self.expect("RSQB")]
             tools = tuple(names)
-        return ast.Participant(_join(s[kw], end), name, desc, role, role_span, tools)  # type: ignore[arg-type]
+        return _Participant(_join(s[kw], end), name, desc, role, role_span, tools)  # type: ignore[arg-type]
 
     def start_stmt(self) -> ast.Start:
         kw = self.i
         self.i += 1
         name = self.ident()
-        return ast.Start(_join(self.s[kw], name.span), name)
+        return _Start(_join(self.s[kw], name.span), name)
 
     def max_turns(self) -> ast.MaxTurns:
         kw = self.i
         self.i += 1
         n = self.expect("NUMBER")
-        return ast.MaxTurns(_join(self.s[kw], self.s[n]), self.whole_number(n))
+        return _MaxTurns(_join(self.s[kw], self.s[n]), self.whole_number(n))
 
     def context_init(self) -> ast.ContextInit:
         kw = self.i
@@ -274,7 +322,7 @@ class FastParser:
         key = self.ident()
         self.expect("EQUAL")
         value = self.literal()
-        return ast.ContextInit(_join(self.s[kw], value.span), key, value)
+        return _ContextInit(_join(self.s[kw], value.span), key, value)
 
     def handoff(self) -> ast.Handoff:
         kw = self.i
@@ -290,20 +338,20 @@ class FastParser:
             desc = self.string(self.i)
             end = desc.span
             self.i += 1
-        return ast.Handoff(_join(self.s[kw], end), source, target, tool, desc)
+        return _Handoff(_join(self.s[kw], end), source, target, tool, desc)
 
     def otherwise(self) -> ast.Otherwise:
         kw = self.i
         self.i += 1
         self.expect("ARROW")
         target = self.target()
-        return ast.Otherwise(_join(self.s[kw], target.span), target)
+        return _Otherwise(_join(self.s[kw], target.span), target)
 
     def ordering(self) -> ast.Ordering:
         kw = self.i
         self.i += 1
         value = self.ident()
-        return ast.Ordering(_join(self.s[kw], value.span), value)
+        return _Ordering(_join(self.s[kw], value.span), value)
 
     def expect_stmt(self) -> ast.Expect:
         kw = self.i
@@ -311,18 +359,18 @@ class FastParser:
         name = self.ident()
         duration = self.duration()
         action = self.ident()
-        return ast.Expect(_join(self.s[kw], action.span), name, duration, action)
+        return _Expect(_join(self.s[kw], action.span), name, duration, action)
 
     def ttl(self) -> ast.Ttl:
         kw = self.i
         self.i += 1
         duration = self.duration()
-        return ast.Ttl(_join(self.s[kw], duration.span), duration)
+        return _Ttl(_join(self.s[kw], duration.span), duration)
 
     def duration(self) -> ast.Duration:
         i = self.expect("DURATION")
         amount, unit = self.decode_duration(self.v[i])
-        return ast.Duration(self.s[i], amount, unit)
+        return _Duration(self.s[i], amount, unit)
 
     # -- targets, literals ---------------------------------------------------------------
     def target(self) -> ast.Target:
@@ -375,7 +423,7 @@ class FastParser:
                 flat.extend(c.terms)
             else:
                 flat.append(_one(c))
-        return ast.AnyTerm(_join(flat[0].span, flat[-1].span), tuple(flat))
+        return _AnyTerm(_join(flat[0].span, flat[-1].span), tuple(flat))
 
     def conjunction(self) -> _Condition:
         first = self.negation()
@@ -403,7 +451,7 @@ class FastParser:
         if kind == "NOT":
             self.i = i + 1
             inner = _one(self.negation())
-            return ast.NotTerm(_join(self.s[i], inner.span), inner)
+            return _NotTerm(_join(self.s[i], inner.span), inner)
         if kind == "LPAR":
             self.i = i + 1
             group = self.disjunction()
@@ -418,13 +466,13 @@ class FastParser:
         if kind == "TOOL":
             self.i = i + 1
             tool = self.ident()
-            return ast.ToolTerm(_join(s[i], tool.span), tool)
+            return _ToolTerm(_join(s[i], tool.span), tool)
         if kind == "TEXT":
             if k[i + 1] != "CONTAINS" or k[i + 2] != "STRING":
                 raise _Bail
             self.i = i + 3
             text = self.string(i + 2)
-            return ast.TextTerm(_join(s[i], text.span), text)
+            return _TextTerm(_join(s[i], text.span), text)
         if kind == "CONTEXT":
             self.i = i + 1
             self.expect("DOT")
@@ -445,12 +493,12 @@ class FastParser:
         if kind == "EQEQ" and not length:
             self.i = op + 1
             value = self.literal()
-            return ast.ContextTerm(_join(self.s[kw], value.span), key, value)
+            return _ContextTerm(_join(self.s[kw], value.span), key, value)
         if kind != "EQEQ" and kind != "CMP":
             raise _Bail
         self.i = op + 1
         value = self.literal()
-        return ast.CompareTerm(_join(self.s[kw], value.span), key, self.v[op], value,  # type: ignore[arg-type]
+        return _CompareTerm(_join(self.s[kw], value.span), key, self.v[op], value,  # type: ignore[arg-type]
                                length)
 
 
@@ -465,19 +513,20 @@ _Condition = Union[ast.Term, _Conj]
 
 def _one(cond: _Condition) -> ast.Term:
     if type(cond) is _Conj:
-        return ast.AllTerm(_join(cond[0].span, cond[-1].span), tuple(cond))
+        return _AllTerm(_join(cond[0].span, cond[-1].span), tuple(cond))
     return cond
 
 
 def parse(text: str, master: "re.Pattern[str]", decoders: Decoders) -> Optional[ast.FlowFile]:
-    """The AST of `text` (without layout), or None when lark must read it.
-    `decoders`: (string, number, duration) functions from raw token text; any
-    exception they raise means "let lark read it"."""
+    """The AST of `text`, or None when lark must read it. Its layout is complete when the
+    text has no comment (`#` nowhere in it): blank lines are marked as `parser.attach_layout`
+    marks them; otherwise the caller attaches the layout. `decoders`: (string, number,
+    duration) functions from raw token text; any exception they raise means "let lark read it"."""
     toks = tokens(text, master)
     if toks is None:
         return None
     try:
-        return FastParser(*toks, decoders).file()
+        return FastParser(*toks, decoders, blank_lines="#" not in text).file()
     except _Bail:
         return None
     except Exception:  # a literal that does not decode: lark reports it

@@ -772,11 +772,12 @@ def _parse_source(text: str, path: str, fast: bool = True) -> tuple[Optional[ast
     reference the differential test compares the fast path with)."""
     if text.startswith("\ufeff"):
         text = " " + text[1:]  # keep offsets: the BOM becomes a blank
-    src = SourceText(text, path)
     parser = build_parser()
     quick = fastparse.parse(text, parser.parser.lexer.master, _DECODERS) if fast else None
     if quick is not None:  # None: not a file the fast path reads (an error, or a form it gives up on)
-        return attach_layout(quick, src), []
+        # without comments, the fast path has marked the blank lines already
+        return (attach_layout(quick, SourceText(text, path)) if "#" in text else quick), []
+    src = SourceText(text, path)
     try:
         flow = cast(ast.FlowFile, parser.parse(text))  # the transformer builds the AST
     except UnexpectedInput as err:
