@@ -216,7 +216,19 @@ def _route(state: WorkflowState, envelope: Envelope, sender: str, table: tuple[A
                 nxt, reason, rr = graph.previous(sender, state.last_speaker_id)
             if rr and hidden:
                 nxt = graph.next_visible(sender, hidden)
-            return _next(graph, nxt, sender, envelope.envelope_id, state.turn_count + 1, reason, ctx, hidden, rr)
+            # the next state, filled here as `_next` does: every routed turn comes here, and the call
+            # (nine arguments) was about a twelfth of an envelope's time (docs/benchmarks.md, issue 36)
+            new: WorkflowState = _new(WorkflowState)
+            new.graph = graph
+            new.expected_next_speaker = nxt
+            new.last_speaker_id = sender
+            new.last_envelope_id = envelope.envelope_id
+            new.turn_count = state.turn_count + 1
+            new.pending_close_reason = reason
+            new.context_vars = ctx
+            new.hidden = hidden
+            new.via_round_robin = rr
+            return new
     raise AssertionError("dispatch table without a default row")  # pragma: no cover
 
 
