@@ -31,7 +31,7 @@ from turnflow.runtime.envelope import (EV_CONTEXT_SET, EV_EXPECTATION_VIOLATED, 
 from turnflow.runtime.errors import ProtocolError
 from turnflow.runtime.session import Expectation, SessionManifest, SessionMetadata
 from turnflow.runtime.session_spec import known_graph
-from turnflow.runtime.transitions import ALWAYS, CTX, PREVIOUS, TEST, TOOL, TOOLS, CompiledGraph
+from turnflow.runtime.transitions import ALWAYS, CTX, PREVIOUS, TEST, TOOL, CompiledGraph
 
 if TYPE_CHECKING:
     from turnflow.runtime.views import WindowedSummary
@@ -202,33 +202,42 @@ def _route(state: WorkflowState, envelope: Envelope, sender: str, table: tuple[A
     if hidden and sender in hidden:
         hidden = hidden - {sender}
     for op, a, b, nxt, reason, rr in table:
-        if op == TOOLS:  # the graph's bare `tool_called` rules placed here, shared by every speaker
+        # the row's test, the commonest ops first; `not x == y` rather than `x != y`: the rules say `==`
+        if op == ALWAYS:
+            pass
+        elif op == CTX:
+            if not ctx.get(a) == b:
+                continue
+        elif op == TOOL:
+            if not tool == a:
+                continue
+        elif op == TEST:
+            if not a(ctx, envelope):
+                continue
+        else:  # TOOLS: the graph's bare `tool_called` rules placed here, shared by every speaker
             if tool is None:  # a packet that calls no tool: none of them fires
                 continue
             hit = graph.tool_rule(a, tool, sender)
             if hit is None:
                 continue
             nxt, reason, rr = hit
-            op = ALWAYS
-        if op == ALWAYS or (op == CTX and ctx.get(a) == b) or (op == TOOL and tool == a) \
-                or (op == TEST and a(ctx, envelope)):
-            if nxt is PREVIOUS:
-                nxt, reason, rr = graph.previous(sender, state.last_speaker_id)
-            if rr and hidden:
-                nxt = graph.next_visible(sender, hidden)
-            # the next state, filled here as `_next` does: every routed turn comes here, and the call
-            # (nine arguments) was about a twelfth of an envelope's time (docs/benchmarks.md, issue 36)
-            new: WorkflowState = _new(WorkflowState)
-            new.graph = graph
-            new.expected_next_speaker = nxt
-            new.last_speaker_id = sender
-            new.last_envelope_id = envelope.envelope_id
-            new.turn_count = state.turn_count + 1
-            new.pending_close_reason = reason
-            new.context_vars = ctx
-            new.hidden = hidden
-            new.via_round_robin = rr
-            return new
+        if nxt is PREVIOUS:
+            nxt, reason, rr = graph.previous(sender, state.last_speaker_id)
+        if rr and hidden:
+            nxt = graph.next_visible(sender, hidden)
+        # the next state, filled here as `_next` does: every routed turn comes here, and the call
+        # (nine arguments) was about a twelfth of an envelope's time (docs/benchmarks.md, issue 36)
+        new: WorkflowState = _new(WorkflowState)
+        new.graph = graph
+        new.expected_next_speaker = nxt
+        new.last_speaker_id = sender
+        new.last_envelope_id = envelope.envelope_id
+        new.turn_count = state.turn_count + 1
+        new.pending_close_reason = reason
+        new.context_vars = ctx
+        new.hidden = hidden
+        new.via_round_robin = rr
+        return new
     raise AssertionError("dispatch table without a default row")  # pragma: no cover
 
 
