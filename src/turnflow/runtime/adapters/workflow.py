@@ -217,8 +217,10 @@ def _route(state: WorkflowState, envelope: Envelope, sender: str, table: tuple[A
         else:  # TOOLS: the graph's bare `tool_called` rules placed here, shared by every speaker
             if tool is None:  # a packet that calls no tool: none of them fires
                 continue
-            hit = graph.tool_rule(a, tool, sender)
+            hit = b.get(tool)  # the row's memo: tool -> (next speaker, reason, rr), () for none
             if hit is None:
+                hit = graph.tools_hit(a, b, tool, sender)
+            if not hit:
                 continue
             nxt, reason, rr = hit
         if nxt is PREVIOUS:
