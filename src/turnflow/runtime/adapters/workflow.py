@@ -64,16 +64,23 @@ class WorkflowState:
                 "hidden": sorted(self.hidden)}
 
 
-_new = object.__new__
+class _Folded(WorkflowState):
+    """A state a fold builds, every slot filled by the fold (`_next`, `_route`). Calling this class
+    runs no Python `__init__`, only the C allocation: `object.__new__(WorkflowState)`, which the
+    folds used before, goes through a generic wrapper that builds two argument tuples (about 290
+    machine instructions a state more; docs/benchmarks.md, issue 36)."""
+
+    __slots__ = ()
+    __init__ = object.__init__
 
 
 def _next(graph: CompiledGraph, expected: Optional[str], last_speaker: Optional[str], last_envelope_id: Optional[str],
           turn_count: int, pending: str, context: dict[str, Any], hidden: frozenset[str],
           via_round_robin: bool) -> WorkflowState:
-    """`WorkflowState(...)` for the folds (every field given): filling the slots here rather than
-    through the class call costs about a third less per state on CPython 3.11, where calling a
-    class with a Python `__init__` is not specialised (bench/fold_vs_ag2.py, docs/benchmarks.md)."""
-    s: WorkflowState = _new(WorkflowState)
+    """`WorkflowState(...)` for the folds (every field given): filling the slots of a `_Folded`
+    here rather than calling `WorkflowState` costs about a third less per state on CPython 3.11,
+    where calling a class with a Python `__init__` is not specialised (docs/benchmarks.md)."""
+    s: WorkflowState = _Folded()
     s.graph = graph
     s.expected_next_speaker = expected
     s.last_speaker_id = last_speaker
@@ -229,7 +236,7 @@ def _route(state: WorkflowState, envelope: Envelope, sender: str, table: tuple[A
             nxt = graph.next_visible(sender, hidden)
         # the next state, filled here as `_next` does: every routed turn comes here, and the call
         # (nine arguments) was about a twelfth of an envelope's time (docs/benchmarks.md, issue 36)
-        new: WorkflowState = _new(WorkflowState)
+        new: WorkflowState = _Folded()
         new.graph = graph
         new.expected_next_speaker = nxt
         new.last_speaker_id = sender
