@@ -6,6 +6,12 @@ best-of throughput of each side and the median of the per-round CPU-time ratios 
 that holds on a shared, loaded machine).
 
     PYTHONPATH=src python3 bench/fold_vs_ag2.py [--envelopes 100000]
+
+`--old-adapter FILE`: a before/after pair in one process. FILE is another revision's
+`runtime/adapters/workflow.py` (`git show REV:src/turnflow/runtime/adapters/workflow.py > FILE`),
+loaded beside this tree's (it imports the rest of turnflow from this tree); each round then runs
+the old adapter, this tree's and AG2's (the order of the first two swapped every round), and the
+script prints the median of the paired CPU ratios old / new and AG2 / each.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from __future__ import annotations
 import argparse
 import copy
 import gc
+import importlib.util
 import statistics
 import time
 
@@ -71,8 +78,8 @@ def stream(count: int):
     return out
 
 
-def run_ours(items):
-    a = WorkflowAdapter()
+def run_ours(items, adapter=WorkflowAdapter):
+    a = adapter()
     md = SessionMetadata("0" * 32, a.manifest, "planner",
                          [Participant(p, "participant", i) for i, p in enumerate(PEOPLE)], {"graph": GRAPH}, 0.0)
     a.validate_create(md)
@@ -111,8 +118,13 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--envelopes", type=int, default=100_000)
     ap.add_argument("--repeat", type=int, default=5, help="best of N runs for each side, interleaved")
+    ap.add_argument("--old-adapter", metavar="FILE",
+                    help="another revision's runtime/adapters/workflow.py: alternate it with this tree's, same process")
     args = ap.parse_args()
     items = stream(args.envelopes)
+    if args.old_adapter:
+        pair(items, args.old_adapter, args.repeat)
+        return
     ours_runs, theirs_runs = [], []
     gc.disable()  # as timeit does, for both sides
     try:
@@ -130,6 +142,37 @@ def main() -> None:
     print(f"ag2 1.2.1 WorkflowAdapter: {r_theirs:,.0f} envelopes/s ({theirs[0] / args.envelopes * 1e6:.2f} us/envelope)")
     print(f"ratio: {r_ours / r_theirs:.1f}")
     print(f"paired CPU ratios: {' '.join(f'{r:.1f}' for r in paired)}; median {statistics.median(paired):.1f}")
+
+
+def pair(items, path: str, rounds: int) -> None:
+    """Old adapter, new adapter and AG2 in each round (old and new alternating which goes first)."""
+    spec = importlib.util.spec_from_file_location("_old_workflow", path)
+    assert spec is not None and spec.loader is not None
+    old = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(old)
+    olds, news, theirs = [], [], []
+    gc.disable()
+    try:
+        for r in range(rounds):
+            if r % 2:
+                news.append(run_ours(items))
+                olds.append(run_ours(items, old.WorkflowAdapter))
+            else:
+                olds.append(run_ours(items, old.WorkflowAdapter))
+                news.append(run_ours(items))
+            theirs.append(run_ag2(items))
+    finally:
+        gc.enable()
+    assert olds[0][1:3] == news[0][1:3] == theirs[0][1:3], (olds[0], news[0], theirs[0])
+
+    def median(xs, ys):
+        return statistics.median(x[3] / y[3] for x, y in zip(xs, ys))
+
+    n = len(items)
+    print(f"envelopes: {n}, {rounds} rounds; min CPU per envelope: old {min(o[3] for o in olds) / n * 1e6:.3f} us, "
+          f"new {min(o[3] for o in news) / n * 1e6:.3f} us, ag2 {min(o[3] for o in theirs) / n * 1e6:.2f} us")
+    print(f"paired CPU ratios (medians): old / new {median(olds, news):.3f}; "
+          f"ag2 / old {median(theirs, olds):.1f}; ag2 / new {median(theirs, news):.1f}")
 
 
 if __name__ == "__main__":

@@ -124,6 +124,31 @@ def test_workflow_dynamic_handoff_beats_rules_and_must_name_a_participant():
     run(go())
 
 
+def test_workflow_handoff_tools_are_remembered_per_row_for_the_graphs_own_tools_only():
+    """A TOOLS row remembers what a tool of the graph resolves to (the next packet finds it with one
+    look-up, and routes alike); a tool the graph does not name is looked up and not remembered."""
+    from turnflow.runtime.adapters.workflow import WorkflowAdapter
+    from turnflow.runtime.session import SessionMetadata
+    from turnflow.runtime.transitions import TOOLS
+
+    g = graph("a", [rule({"name": "tool_called", "args": {"tool_name": "t"}}, ag("c"), -1),
+                    rule({"name": "tool_called", "args": {"tool_name": "u"}}, {"name": "round_robin", "args": {}}, -1),
+                    rule(fs("a"), ag("b")), rule(fs("b"), ag("a")), rule(fs("c"), ag("a"))])
+    adapter = WorkflowAdapter()
+    md = SessionMetadata("0" * 32, adapter.manifest, "a", [Participant(p, "participant", i) for i, p in enumerate("abc")],
+                         {"graph": g}, 0.0)
+    state = adapter.initial_state(md)
+    memo = next(row[2] for row in state.graph.packet_tables["a"] if row[0] == TOOLS)
+    seen = []
+    for tool in ("nope", "t", "t", "u", "nope", None):
+        st = state
+        env = Envelope(md.session_id, "a", None, EV_PACKET, packet("x", tool=tool))
+        adapter.validate_send(md, env, st)
+        seen.append(adapter.fold(env, st).expected_next_speaker)
+    assert seen == ["b", "c", "c", "b", "b", "b"]
+    assert memo == {"t": ("c", "", False), "u": ("b", "", True)}
+
+
 def test_workflow_round_robin_stay_revert_targets():
     async def go():
         hub = await new_hub()

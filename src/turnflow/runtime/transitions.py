@@ -44,8 +44,8 @@ CTX = 1     #: context[a] == b
 TOOL = 2    #: the packet's routing tool == a
 TEST = 3    #: a(context, envelope)
 #: the first of the graph's bare `tool_called` rules (shared by every speaker) at a place in
-#: evaluation order strictly between a[0] and a[1] whose tool is the packet's; the row's own
-#: target fields are unused (`CompiledGraph.tool_rule` resolves the rule found)
+#: evaluation order strictly between a[0] and a[1] whose tool is the packet's; b is the row's
+#: memo of those look-ups (`CompiledGraph.tools_hit`), the row's own target fields are unused
 TOOLS = 4
 #: `next_speaker` of a row whose target is `previous_speaker`: the only target that is not a
 #: constant per last speaker; the adapter resolves it with `CompiledGraph.previous`
@@ -185,6 +185,16 @@ class CompiledGraph:
             found = self._tool_targets[k, speaker] = self._resolve(self._rules[k][1], speaker)
         return found
 
+    def tools_hit(self, between: tuple[int, int], seen: dict[Any, tuple[Any, ...]], tool: Any,
+                  speaker: str) -> tuple[Any, ...]:
+        """`tool_rule` for a TOOLS row, `()` when no rule fires, remembered in the row's `seen`
+        for the graph's own tools (so a row holds at most one entry per tool the graph names):
+        the next packet calling that tool finds its target with one dict look-up."""
+        hit = self.tool_rule(between, tool, speaker) or ()
+        if tool in self._tools:
+            seen[tool] = hit
+        return hit
+
     def _table(self, speaker: str, packet: bool) -> tuple[Any, ...]:
         import heapq
 
@@ -194,7 +204,7 @@ class CompiledGraph:
         def tools_between(lo: int, hi: int) -> None:
             i = bisect.bisect_right(tool_at, lo)
             if i < len(tool_at) and tool_at[i] < hi:
-                rows.append((TOOLS, (lo, hi), None, None, "", False))
+                rows.append((TOOLS, (lo, hi), {}, None, "", False))
 
         last = -1
         for k in heapq.merge(self._bound.get(speaker) or (), self._unbound):

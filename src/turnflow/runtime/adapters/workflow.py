@@ -31,7 +31,7 @@ from turnflow.runtime.envelope import (EV_CONTEXT_SET, EV_EXPECTATION_VIOLATED, 
 from turnflow.runtime.errors import ProtocolError
 from turnflow.runtime.session import Expectation, SessionManifest, SessionMetadata
 from turnflow.runtime.session_spec import known_graph
-from turnflow.runtime.transitions import ALWAYS, CTX, PREVIOUS, TEST, TOOL, TOOLS, CompiledGraph
+from turnflow.runtime.transitions import ALWAYS, CTX, PREVIOUS, TEST, TOOL, CompiledGraph
 
 if TYPE_CHECKING:
     from turnflow.runtime.views import WindowedSummary
@@ -64,16 +64,23 @@ class WorkflowState:
                 "hidden": sorted(self.hidden)}
 
 
-_new = object.__new__
+class _Folded(WorkflowState):
+    """A state a fold builds, every slot filled by the fold (`_next`, `_route`). Calling this class
+    runs no Python `__init__`, only the C allocation: `object.__new__(WorkflowState)`, which the
+    folds used before, goes through a generic wrapper that builds two argument tuples (about 290
+    machine instructions a state more; docs/benchmarks.md, issue 36)."""
+
+    __slots__ = ()
+    __init__ = object.__init__
 
 
 def _next(graph: CompiledGraph, expected: Optional[str], last_speaker: Optional[str], last_envelope_id: Optional[str],
           turn_count: int, pending: str, context: dict[str, Any], hidden: frozenset[str],
           via_round_robin: bool) -> WorkflowState:
-    """`WorkflowState(...)` for the folds (every field given): filling the slots here rather than
-    through the class call costs about a third less per state on CPython 3.11, where calling a
-    class with a Python `__init__` is not specialised (bench/fold_vs_ag2.py, docs/benchmarks.md)."""
-    s: WorkflowState = _new(WorkflowState)
+    """`WorkflowState(...)` for the folds (every field given): filling the slots of a `_Folded`
+    here rather than calling `WorkflowState` costs about a third less per state on CPython 3.11,
+    where calling a class with a Python `__init__` is not specialised (docs/benchmarks.md)."""
+    s: WorkflowState = _Folded()
     s.graph = graph
     s.expected_next_speaker = expected
     s.last_speaker_id = last_speaker
@@ -202,21 +209,44 @@ def _route(state: WorkflowState, envelope: Envelope, sender: str, table: tuple[A
     if hidden and sender in hidden:
         hidden = hidden - {sender}
     for op, a, b, nxt, reason, rr in table:
-        if op == TOOLS:  # the graph's bare `tool_called` rules placed here, shared by every speaker
+        # the row's test, the commonest ops first; `not x == y` rather than `x != y`: the rules say `==`
+        if op == ALWAYS:
+            pass
+        elif op == CTX:
+            if not ctx.get(a) == b:
+                continue
+        elif op == TOOL:
+            if not tool == a:
+                continue
+        elif op == TEST:
+            if not a(ctx, envelope):
+                continue
+        else:  # TOOLS: the graph's bare `tool_called` rules placed here, shared by every speaker
             if tool is None:  # a packet that calls no tool: none of them fires
                 continue
-            hit = graph.tool_rule(a, tool, sender)
+            hit = b.get(tool)  # the row's memo: tool -> (next speaker, reason, rr), () for none
             if hit is None:
+                hit = graph.tools_hit(a, b, tool, sender)
+            if not hit:
                 continue
             nxt, reason, rr = hit
-            op = ALWAYS
-        if op == ALWAYS or (op == CTX and ctx.get(a) == b) or (op == TOOL and tool == a) \
-                or (op == TEST and a(ctx, envelope)):
-            if nxt is PREVIOUS:
-                nxt, reason, rr = graph.previous(sender, state.last_speaker_id)
-            if rr and hidden:
-                nxt = graph.next_visible(sender, hidden)
-            return _next(graph, nxt, sender, envelope.envelope_id, state.turn_count + 1, reason, ctx, hidden, rr)
+        if nxt is PREVIOUS:
+            nxt, reason, rr = graph.previous(sender, state.last_speaker_id)
+        if rr and hidden:
+            nxt = graph.next_visible(sender, hidden)
+        # the next state, filled here as `_next` does: every routed turn comes here, and the call
+        # (nine arguments) was about a twelfth of an envelope's time (docs/benchmarks.md, issue 36)
+        new: WorkflowState = _Folded()
+        new.graph = graph
+        new.expected_next_speaker = nxt
+        new.last_speaker_id = sender
+        new.last_envelope_id = envelope.envelope_id
+        new.turn_count = state.turn_count + 1
+        new.pending_close_reason = reason
+        new.context_vars = ctx
+        new.hidden = hidden
+        new.via_round_robin = rr
+        return new
     raise AssertionError("dispatch table without a default row")  # pragma: no cover
 
 
