@@ -18,7 +18,8 @@ the plain after-minus-before quotient, which is printed beside it).
 `--compare SRC` runs a third hub each round: `turnflow serve` from another source tree (SRC is its
 `src` directory, e.g. `git archive BASE src | tar -x -C /tmp/base`, then `--compare /tmp/base/src`),
 so a change is measured old/new against AG2 in the same run; the order of the three hubs rotates
-round by round, and the median of the paired new/old ratios is printed too.
+round by round, and the median of the paired new/old ratios is printed too; with `--no-ag2` the two
+turnflow hubs alone (quicker, for judging a change over more rounds).
 
 With SERVE_VS_AG2_PROFILE=PATH in the environment, each turnflow hub runs under cProfile and writes
 its profile to PATH.<n> when it stops (its CPU figure then includes the profiler's overhead).
@@ -198,10 +199,13 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=10, help="sessions run on each fresh hub before measuring")
     ap.add_argument("--timeout", type=float, default=3600, help="seconds a round's sessions may take (then exit 1)")
     ap.add_argument("--compare", metavar="SRC", help="also run turnflow serve from this source tree (its src dir)")
+    ap.add_argument("--no-ag2", action="store_true", help="with --compare: the two turnflow hubs alone (quicker)")
     args = ap.parse_args()
     if args.idle and args.idle_steps < 2:
         ap.error("--idle-steps must be at least 2")
-    kinds = ["ag2", "turnflow"] + (["base"] if args.compare else [])
+    if args.no_ag2 and not args.compare:
+        ap.error("--no-ag2 needs --compare")
+    kinds = ([] if args.no_ag2 else ["ag2"]) + ["turnflow"] + (["base"] if args.compare else [])
     import logging
 
     logging.disable(logging.CRITICAL)  # AG2's client logs its notify tasks cancelled at close
@@ -214,18 +218,23 @@ def main() -> None:
                 res = one_round(kind, args, workdir)
                 pair[kind] = res
                 rows.append(res)
+                idle = (f"; idle connection {res['idle_kib']:.1f} KiB (plain quotient {res['idle_plain']:.1f})"
+                        if args.idle else "")
                 print(f"round {r + 1} {kind:8}: {args.sessions} sessions, wall {res['wall']:.2f} s, hub CPU "
-                      f"{res['cpu']:.2f} s -> {res['per_cpu']:.0f} sessions per hub CPU s; idle connection "
-                      f"{res['idle_kib']:.1f} KiB (plain quotient {res['idle_plain']:.1f})", flush=True)
-            ratios.append(pair["turnflow"]["per_cpu"] / pair["ag2"]["per_cpu"])
+                      f"{res['cpu']:.2f} s -> {res['per_cpu']:.0f} sessions per hub CPU s{idle}", flush=True)
+            if not args.no_ag2:
+                ratios.append(pair["turnflow"]["per_cpu"] / pair["ag2"]["per_cpu"])
             if args.compare:
-                base_ratios.append(pair["base"]["per_cpu"] / pair["ag2"]["per_cpu"])
+                if not args.no_ag2:
+                    base_ratios.append(pair["base"]["per_cpu"] / pair["ag2"]["per_cpu"])
                 news.append(pair["turnflow"]["per_cpu"] / pair["base"]["per_cpu"])
-    print(f"turnflow serve / AG2 serve_ws, sessions per hub CPU second: median of paired ratios "
-          f"{statistics.median(ratios):.2f}x ({', '.join(f'{x:.2f}' for x in ratios)})")
-    if args.compare:
+    if not args.no_ag2:
+        print(f"turnflow serve / AG2 serve_ws, sessions per hub CPU second: median of paired ratios "
+              f"{statistics.median(ratios):.2f}x ({', '.join(f'{x:.2f}' for x in ratios)})")
+    if base_ratios:
         print(f"--compare {args.compare} / AG2 serve_ws: median of paired ratios "
               f"{statistics.median(base_ratios):.2f}x ({', '.join(f'{x:.2f}' for x in base_ratios)})")
+    if args.compare:
         print(f"turnflow serve / --compare: median of paired ratios "
               f"{statistics.median(news):.2f}x ({', '.join(f'{x:.2f}' for x in news)})")
     print("load average at end: %.2f %.2f %.2f" % os.getloadavg())
