@@ -255,7 +255,7 @@ def encode(obj: Any, what: str) -> str:
     if _fast_dumps is not None and _plain(obj):
         try:
             return _fast_dumps(obj).decode()
-        except (ValueError, TypeError, RecursionError):  # (a lone surrogate, a nesting too deep: as below)
+        except Exception:  # (a lone surrogate, a nesting too deep, msgspec's own EncodeError: as below)
             pass
     try:
         text = _dumps(obj)
