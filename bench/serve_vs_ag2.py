@@ -7,10 +7,19 @@ the same code for both and is not counted). turnflow serve runs on its durable d
 (SQLite, `durability="process"`), AG2's hub on its in-memory store.
 
 Then memory per idle connection: IDLE connections each registering one agent and doing nothing,
-the hub's RSS before and after, divided by IDLE.
+opened in IDLE_STEPS equal steps after 50 warm-up connections, the hub's RSS read after each step;
+the figure is the least-squares slope of RSS over the connection count (one step's heap growth —
+an arena or a resized table landing in it — moves a slope over many steps far less than it moves
+the plain after-minus-before quotient, which is printed beside it).
 
-    python bench/serve_vs_ag2.py [--agents 50] [--clients 10] [--sessions 2000] [--rounds 2] [--idle 200]
-                                 [--warmup 10] [--timeout 3600]
+    python bench/serve_vs_ag2.py [--agents 50] [--clients 10] [--sessions 2000] [--rounds 2] [--idle 400]
+                                 [--idle-steps 8] [--warmup 10] [--timeout 3600] [--compare SRC]
+
+`--compare SRC` runs a third hub each round: `turnflow serve` from another source tree (SRC is its
+`src` directory, e.g. `git archive BASE src | tar -x -C /tmp/base`, then `--compare /tmp/base/src`),
+so a change is measured old/new against AG2 in the same run; the order of the three hubs rotates
+round by round, and the median of the paired new/old ratios is printed too; with `--no-ag2` the two
+turnflow hubs alone (quicker, for judging a change over more rounds).
 
 With SERVE_VS_AG2_PROFILE=PATH in the environment, each turnflow hub runs under cProfile and writes
 its profile to PATH.<n> when it stops (its CPU figure then includes the profiler's overhead).
@@ -53,8 +62,8 @@ asyncio.run(main())
 """
 
 
-def start(kind: str, workdir: str) -> tuple[subprocess.Popen, str]:
-    env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
+def start(kind: str, workdir: str, src: str = SRC) -> tuple[subprocess.Popen, str]:
+    env = dict(os.environ, PYTHONPATH=src + os.pathsep + os.environ.get("PYTHONPATH", ""))
     if kind == "ag2":
         cmd = [sys.executable, "-c", AG2_HUB]
     else:
@@ -124,9 +133,11 @@ async def workload(url: str, agents: int, clients: int, sessions: int, timeout: 
     return wall
 
 
-async def idle_connections(url: str, n: int, pid: int) -> float:
+async def idle_connections(url: str, n: int, steps: int, pid: int) -> tuple[float, float]:
     """KiB of hub RSS per idle connection holding one registered agent (the frames AG2's
-    `HubClient.register` sends, over plain WebSocket connections that then stay idle)."""
+    `HubClient.register` sends, over plain WebSocket connections that then stay idle): the
+    least-squares slope of RSS over the count, read after each of `steps` steps; and the plain
+    (after - before) / n."""
     import json
 
     from websockets.asyncio.client import connect
@@ -139,13 +150,18 @@ async def idle_connections(url: str, n: int, pid: int) -> float:
         assert reply.get("ok"), reply
         return ws
 
-    warm = [await hold(f"warm{i}") for i in range(10)]
-    before = rss_kib(pid)
-    held = [await hold(f"idle{i}") for i in range(n)]
-    after = rss_kib(pid)
-    await asyncio.wait_for(asyncio.gather(*(ws.close() for ws in warm + held), return_exceptions=True), 60)
-    return (after - before) / n
-
+    held = [await hold(f"warm{i}") for i in range(50)]
+    points = [(0, rss_kib(pid))]
+    for step in range(steps):
+        upto = n * (step + 1) // steps
+        held += [await hold(f"idle{i}") for i in range(points[-1][0], upto)]
+        await asyncio.sleep(0.05)  # (the hub's side of the last handshakes settles)
+        points.append((upto, rss_kib(pid)))
+    await asyncio.wait_for(asyncio.gather(*(ws.close() for ws in held), return_exceptions=True), 60)
+    mx = statistics.fmean(x for x, _ in points)
+    my = statistics.fmean(y for _, y in points)
+    slope = sum((x - mx) * (y - my) for x, y in points) / sum((x - mx) ** 2 for x, _ in points)
+    return slope, (points[-1][1] - points[0][1]) / n
 
 def run_loop(coro):
     """Run `coro` on a fresh loop, then drop the loop without waiting for leftover tasks (AG2's client
@@ -158,9 +174,9 @@ def run_loop(coro):
 
 
 def one_round(kind: str, args, workdir: str) -> dict:
-    proc, url = start(kind, workdir)
+    proc, url = start("turnflow" if kind == "base" else kind, workdir, args.compare if kind == "base" else SRC)
     try:  # idle connections first, on the fresh process (memory the workload freed would hide them)
-        idle = run_loop(idle_connections(url, args.idle, proc.pid)) if args.idle else 0.0
+        idle, plain = run_loop(idle_connections(url, args.idle, args.idle_steps, proc.pid)) if args.idle else (0.0, 0.0)
         if args.warmup:  # first-use costs (lazy imports, caches) out of the figure, for both hubs alike
             run_loop(workload(url, 2, 2, args.warmup, args.timeout, prefix="warm"))
         cpu0 = cpu_seconds(proc.pid)
@@ -170,8 +186,7 @@ def one_round(kind: str, args, workdir: str) -> dict:
         proc.terminate()
         proc.wait(timeout=60)
     return {"kind": kind, "wall": wall, "cpu": cpu, "per_cpu": args.sessions / cpu if cpu else float("inf"),
-            "idle_kib": idle}
-
+            "idle_kib": idle, "idle_plain": plain}
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -179,33 +194,57 @@ def main() -> None:
     ap.add_argument("--clients", type=int, default=10)
     ap.add_argument("--sessions", type=int, default=2000)
     ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--idle", type=int, default=200)
+    ap.add_argument("--idle", type=int, default=400, help="idle connections for the memory figure (0: none)")
+    ap.add_argument("--idle-steps", type=int, default=8, help="RSS read after each of this many equal steps")
     ap.add_argument("--warmup", type=int, default=10, help="sessions run on each fresh hub before measuring")
     ap.add_argument("--timeout", type=float, default=3600, help="seconds a round's sessions may take (then exit 1)")
+    ap.add_argument("--compare", metavar="SRC", help="also run turnflow serve from this source tree (its src dir)")
+    ap.add_argument("--no-ag2", action="store_true", help="with --compare: the two turnflow hubs alone (quicker)")
     args = ap.parse_args()
+    if args.idle and args.idle_steps < 2:
+        ap.error("--idle-steps must be at least 2")
+    if args.no_ag2 and not args.compare:
+        ap.error("--no-ag2 needs --compare")
+    kinds = ([] if args.no_ag2 else ["ag2"]) + ["turnflow"] + (["base"] if args.compare else [])
     import logging
 
     logging.disable(logging.CRITICAL)  # AG2's client logs its notify tasks cancelled at close
-    ratios, rows = [], []
+    ratios, base_ratios, news, rows = [], [], [], []
     print("load average at start: %.2f %.2f %.2f" % os.getloadavg(), flush=True)
     with tempfile.TemporaryDirectory() as workdir:
         for r in range(args.rounds):
             pair = {}
-            for kind in (("ag2", "turnflow") if r % 2 == 0 else ("turnflow", "ag2")):
+            for kind in kinds[r % len(kinds):] + kinds[:r % len(kinds)]:
                 res = one_round(kind, args, workdir)
                 pair[kind] = res
                 rows.append(res)
+                idle = (f"; idle connection {res['idle_kib']:.1f} KiB (plain quotient {res['idle_plain']:.1f})"
+                        if args.idle else "")
                 print(f"round {r + 1} {kind:8}: {args.sessions} sessions, wall {res['wall']:.2f} s, hub CPU "
-                      f"{res['cpu']:.2f} s -> {res['per_cpu']:.0f} sessions per hub CPU s; "
-                      f"idle connection {res['idle_kib']:.1f} KiB", flush=True)
-            ratios.append(pair["turnflow"]["per_cpu"] / pair["ag2"]["per_cpu"])
-    print(f"turnflow serve / AG2 serve_ws, sessions per hub CPU second: median of paired ratios "
-          f"{statistics.median(ratios):.2f}x ({', '.join(f'{x:.2f}' for x in ratios)})")
+                      f"{res['cpu']:.2f} s -> {res['per_cpu']:.0f} sessions per hub CPU s{idle}", flush=True)
+            if not args.no_ag2:
+                ratios.append(pair["turnflow"]["per_cpu"] / pair["ag2"]["per_cpu"])
+            if args.compare:
+                if not args.no_ag2:
+                    base_ratios.append(pair["base"]["per_cpu"] / pair["ag2"]["per_cpu"])
+                news.append(pair["turnflow"]["per_cpu"] / pair["base"]["per_cpu"])
+    if not args.no_ag2:
+        print(f"turnflow serve / AG2 serve_ws, sessions per hub CPU second: median of paired ratios "
+              f"{statistics.median(ratios):.2f}x ({', '.join(f'{x:.2f}' for x in ratios)})")
+    if base_ratios:
+        print(f"--compare {args.compare} / AG2 serve_ws: median of paired ratios "
+              f"{statistics.median(base_ratios):.2f}x ({', '.join(f'{x:.2f}' for x in base_ratios)})")
+    if args.compare:
+        print(f"turnflow serve / --compare: median of paired ratios "
+              f"{statistics.median(news):.2f}x ({', '.join(f'{x:.2f}' for x in news)})")
     print("load average at end: %.2f %.2f %.2f" % os.getloadavg())
-    for kind in ("ag2", "turnflow"):
-        kib = [r["idle_kib"] for r in rows if r["kind"] == kind]
-        print(f"{kind}: memory per idle connection (median) {statistics.median(kib):.1f} KiB")
-
+    if args.idle:
+        for kind in kinds:
+            kib = [r["idle_kib"] for r in rows if r["kind"] == kind]
+            plain = [r["idle_plain"] for r in rows if r["kind"] == kind]
+            print(f"{kind}: memory per idle connection (median slope over {args.idle} connections) "
+                  f"{statistics.median(kib):.1f} KiB ({', '.join(f'{x:.1f}' for x in kib)}; plain quotient "
+                  f"{', '.join(f'{x:.1f}' for x in plain)})")
 
 if __name__ == "__main__":
     try:

@@ -88,3 +88,33 @@ def test_a_client_that_reads_late_but_keeps_talking_is_not_dropped(tmp_path):
     answered, reasons = asyncio.run(asyncio.wait_for(with_server(tmp_path, body), 120))
     assert answered == 600
     assert reasons == []
+
+
+def test_pings_go_out_every_interval_from_the_one_keepalive_task(tmp_path):
+    """The hub's pings (one task sends them for every connection, each written by the
+    connection's writer) reach a client that sends nothing, every `ping_interval`; the client's
+    pongs close nothing."""
+    from websockets.asyncio.client import connect
+    from websockets.frames import Opcode
+
+    async def body(url, closed):
+        async with connect(url, ping_interval=None) as ws:
+            pings = []
+            process = ws.process_event
+
+            def seen(event):
+                if event.opcode is Opcode.PING:
+                    pings.append(event.data)
+                return process(event)
+
+            ws.process_event = seen
+            await ws.send(register("quiet"))
+            assert json.loads(await ws.recv())["ok"] is True
+            await asyncio.sleep(PING * 5.5)
+            await ws.send(json.dumps({"kind": "ping"}))
+            assert json.loads(await ws.recv()) == {"kind": "pong"}  # still served
+            return len(pings), closed.reasons
+
+    count, reasons = asyncio.run(asyncio.wait_for(with_server(tmp_path, body), 60))
+    assert 3 <= count <= 7
+    assert reasons == []

@@ -197,6 +197,8 @@ async def serve(opts: Options, ready: Callable[[str], None], stop: Optional[asyn
     ops.start()  # invites an earlier run left pending time out; workflows needing AG2 extensions named
     hub.start_sweeper(opts.sweep_interval)
     house = asyncio.get_running_loop().create_task(server.housekeeping())
+    pinger = (asyncio.get_running_loop().create_task(server.keepalive(opts.limits.ping_interval))
+              if opts.limits.ping_interval is not None else None)
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     loop.set_exception_handler(AcceptErrors(loop.get_exception_handler()))
@@ -206,15 +208,17 @@ async def serve(opts: Options, ready: Callable[[str], None], stop: Optional[asyn
     lim = opts.limits
     try:
         async with ws_serve(server.handle, opts.host, opts.port, max_size=lim.max_frame_bytes, compression=None,
-                            max_queue=READ_QUEUE, ping_interval=lim.ping_interval, ping_timeout=None,
+                            max_queue=READ_QUEUE, ping_interval=None, ping_timeout=None,  # pings: `server.keepalive`
                             logger=quiet_logger()) as ws_server:  # see server.py
             port = ws_server.sockets[0].getsockname()[1]
             ready(f"ws://{opts.host}:{port}")
             await stop.wait()
     finally:
-        house.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await house
+        for task in (house, pinger):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         registry.close()
         await hub.aclose()
 

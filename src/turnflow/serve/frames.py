@@ -21,7 +21,7 @@ import json
 import logging
 import math
 import re
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 # the field types of each frame a client may send: name -> (types, default); a default of
 # `_REQUIRED` marks a required field
@@ -77,6 +77,16 @@ def _finite(text: str) -> float:
 
 _strict = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite).decode
 
+try:  # msgspec (serve's extra): the wire's codec where it gives what the standard library gives
+    from msgspec.json import Decoder as _FastDecoder
+    from msgspec.json import Encoder as _FastEncoder
+except ImportError:  # pragma: no cover - (without it: the standard library's codec alone, same frames)
+    _fast_loads: Optional[Callable[[str], Any]] = None
+    _fast_dumps: Optional[Callable[[Any], bytes]] = None
+else:
+    _fast_loads = _FastDecoder().decode
+    _fast_dumps = _FastEncoder().encode
+
 
 def unsendable(value: Any, max_depth: int = MAX_DEPTH) -> Optional[str]:
     """Why `value` (parsed JSON) is not JSON turnflow can send back, with where (`$.params.x`),
@@ -121,6 +131,15 @@ def _load(message: Any) -> Any:
             message = bytes(message).decode("utf-8")
         except UnicodeDecodeError:
             raise FrameError("frame is not UTF-8 text") from None
+    if _fast_loads is not None:  # the same values as `_strict`, or an error where `_strict` has one (or the
+        try:  # overflowing number, the lone surrogate escape it lets through): then `_strict` reads it and says
+            data = _fast_loads(message)
+        except (ValueError, RecursionError):  # (msgspec's DecodeError is a ValueError)
+            pass
+        else:
+            if (message.count("[") + message.count("{") <= MAX_DEPTH
+                    and ("\\u" not in message or not _SURROGATE_ESCAPE.search(message))):
+                return data
     try:
         data = _strict(message)
     except _Unsendable:
@@ -196,11 +215,48 @@ def _finite_only(value: Any) -> Any:
     return value
 
 
+_PLAIN = frozenset({str, int, bool, type(None)})
+_NESTED = _PLAIN | {dict, list}
+_STR_KEYS = {str}
+
+
+def _plain(obj: Any) -> bool:
+    """Only strings, integers, booleans, None, lists and objects with string keys: JSON that
+    msgspec's encoder writes exactly as `_dumps` does (floats are not: their text differs, `1e-05`
+    against `1e-5`, and a NaN would be written as `null` without the warning `encode` gives).
+    (Each container's item types are gathered as a set, in C; the walk goes down only into
+    containers that hold containers.)"""
+    kind = type(obj)
+    if kind is dict:
+        if obj and set(map(type, obj)) != _STR_KEYS:
+            return False
+        items: Any = obj.values()
+    elif kind is list:
+        items = obj
+    else:
+        return kind in _PLAIN
+    kinds = set(map(type, items))
+    if kinds <= _PLAIN:
+        return True
+    if not kinds <= _NESTED:
+        return False
+    try:
+        return all(_plain(item) for item in items if type(item) is dict or type(item) is list)
+    except RecursionError:  # (deeper than the stack: the standard library's encoder says what it says)
+        return False
+
+
 def encode(obj: Any, what: str) -> str:
     """`obj` as JSON text a client can read, whatever an earlier version stored: a non-finite
     number becomes `null` and a lone surrogate U+FFFD, each with a warning naming `what` (the
     record). A record written by this version needs neither (its values were checked on the way
-    in), so this costs one scan of the text."""
+    in), so this costs one scan of the text. Plain JSON (`_plain`) is written by msgspec when it
+    is installed (the same text; a lone surrogate makes it raise, and the text is made below)."""
+    if _fast_dumps is not None and _plain(obj):
+        try:
+            return _fast_dumps(obj).decode()
+        except Exception:  # (a lone surrogate, a nesting too deep, msgspec's own EncodeError: as below)
+            pass
     try:
         text = _dumps(obj)
     except ValueError:

@@ -28,7 +28,6 @@ import logging
 import socket
 import sys
 import uuid
-from collections import deque
 from dataclasses import dataclass
 from typing import Any, Optional, Union
 
@@ -110,8 +109,9 @@ def tcp_keepalive(sock: Any, idle: float, timeout: float) -> None:
 
 
 class Connection:
-    __slots__ = ("ws", "endpoint_id", "agents", "opened_at", "closed", "peer", "requests", "_queue", "_wake",
-                 "_limits", "_budget", "_queued", "_inflight", "_room", "_tasks", "_slots", "writer", "_replay")
+    __slots__ = ("ws", "endpoint_id", "agents", "opened_at", "closed", "peer", "requests", "_queue", "_waiter",
+                 "_limits", "_budget", "_queued", "_inflight", "_room", "_tasks", "_slots", "writer", "_replay",
+                 "_ping")
 
     def __init__(self, ws: Any, limits: Limits, now: float, budget: Optional[SendBudget] = None,
                  peer: str = "") -> None:
@@ -122,8 +122,10 @@ class Connection:
         self.closed = False
         self.peer = peer
         self.requests = 0  # requests received (counted while no agent is bound)
-        self._queue: deque[str] = deque()
-        self._wake = asyncio.Event()
+        # frames waiting for the writer, oldest first: a list (a deque holds a 64-slot block even when
+        # empty, ~600 bytes for every idle connection), taken from the front a batch at a time
+        self._queue: list[str] = []
+        self._waiter: Optional[asyncio.Future[None]] = None  # the idle writer waits on it (an Event holds a deque too)
         self._limits = limits
         self._budget = budget or SendBudget(limits.total_send_bytes)
         self._queued = 0  # bytes in `_queue`
@@ -133,6 +135,7 @@ class Connection:
         self._slots = asyncio.Semaphore(limits.max_inflight)
         self.writer: Optional[asyncio.Task[Any]] = None
         self._replay: Optional[asyncio.Task[Any]] = None
+        self._ping = False  # a WebSocket ping is due (`Server.keepalive`): the writer sends it
 
     def backlog(self) -> int:
         """Bytes waiting for this client: queued here and in the socket's buffer."""
@@ -157,7 +160,19 @@ class Connection:
         self._queue.append(text)
         self._queued += size
         self._budget.used += size
-        self._wake.set()
+        self.wake()
+
+    def ping(self) -> None:
+        """Have the writer send a WebSocket ping (its pong is not waited for: see the module's doc)."""
+        if not self.closed:
+            self._ping = True
+            self.wake()
+
+    def wake(self) -> None:
+        """Let the writer run (when it waits for frames)."""
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     def drop(self, code: int, reason: str) -> None:
         """Close the connection without waiting (nothing more is queued for it)."""
@@ -165,7 +180,7 @@ class Connection:
             return
         self.closed = True
         self._release_queue()
-        self._wake.set()
+        self.wake()
         log.warning("closing connection %s: %s", self.endpoint_id, reason)
         task = asyncio.get_running_loop().create_task(self.ws.close(code, reason))
         self._tasks.add(task)
@@ -203,26 +218,39 @@ class Connection:
         queue, ws = self._queue, self.ws
         try:
             while not self.closed:
-                while queue:
+                while queue or self._ping:
                     async with ws.send_context():
-                        protocol = ws.protocol
-                        batch = 0
-                        while queue and batch < WRITE_BATCH:  # (no local holds a frame while it waits)
-                            batch += _write(protocol, queue.popleft())
-                        self._queued -= batch
-                        self._budget.used -= batch
-                        chunks = protocol.data_to_send()
-                        if all(chunks):
-                            ws.transport.write(b"".join(chunks))
-                        else:  # an end of stream among them (a close): write them as websockets would
-                            for chunk in chunks:
-                                ws.transport.write(chunk) if chunk else ws.transport.write_eof()
+                        self._write_batch(queue, ws)
                     self._signal()
-                self._wake.clear()
-                await self._wake.wait()
+                self._waiter = asyncio.get_running_loop().create_future()
+                await self._waiter
+                self._waiter = None
         except Exception:  # the socket went away: the reader sees it too
             self.closed = True
             self._release_queue()
+
+    def _write_batch(self, queue: list[str], ws: Any) -> None:
+        """The due ping and up to WRITE_BATCH bytes of frames, handed to the socket in one write.
+        (A function of its own: the frames and bytes it held are gone when the writer waits.)"""
+        protocol = ws.protocol
+        if self._ping:
+            self._ping = False
+            protocol.send_ping(b"")
+        batch = taken = 0
+        for text in queue:
+            batch += _write(protocol, text)
+            taken += 1
+            if batch >= WRITE_BATCH:
+                break
+        del queue[:taken]
+        self._queued -= batch
+        self._budget.used -= batch
+        chunks = protocol.data_to_send()
+        if all(chunks):
+            ws.transport.write(b"".join(chunks))
+        else:  # an end of stream among them (a close): write them as websockets would
+            for chunk in chunks:
+                ws.transport.write(chunk) if chunk else ws.transport.write_eof()
 
     async def spawn(self, coro: Any, size: int) -> None:
         """Run a request in its own task: at most `max_inflight` of them, holding at most
@@ -325,6 +353,11 @@ class Server:
         if refused is not None:
             return refused
         loop = asyncio.get_running_loop()
+        # the handshake's HTTP headers, kept by websockets as a record and not read again (~3 KiB a
+        # connection): the response goes, the request stays (websockets tells a handshake by it) without them
+        ws.response = None
+        if ws.request is not None:
+            ws.request.headers.clear()
         conn = Connection(ws, self.limits, loop.time(), self.budget, peer)
         self.connections.add(conn)
         self.peers[peer] = self.peers.get(peer, 0) + 1
@@ -342,7 +375,7 @@ class Server:
         self.ops.unbind_all(conn)
         conn.closed = True
         conn._release_queue()
-        conn._wake.set()
+        conn.wake()
 
     async def on_message(self, conn: Connection, message: Any) -> None:
         try:
@@ -408,6 +441,14 @@ class Server:
             log.exception("op %s failed", op)
             text = frames.failure(request_id, "error", f"{type(exc).__name__}: {str(exc)[:300]}")
         conn.send(text)
+
+    async def keepalive(self, interval: float) -> None:
+        """Every `interval`, a WebSocket ping to every connection, written by its writer: one task
+        for all of them (websockets' own keepalive is a task per connection, ~1 KiB each)."""
+        while True:
+            await asyncio.sleep(interval)
+            for conn in list(self.connections):
+                conn.ping()
 
     async def housekeeping(self, interval: float = 1.0) -> None:
         """Every `interval`: write the delivery cursors, close connections idle without an agent."""

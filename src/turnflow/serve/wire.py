@@ -11,6 +11,7 @@ in `SessionMetadata.extra`."""
 
 from __future__ import annotations
 
+import math
 from datetime import datetime, timezone
 from typing import Any, Optional
 
@@ -42,8 +43,26 @@ TASK_DEFAULTS: dict[str, Any] = {"task_id": None, "priority": "normal", "depth":
 _STATE = {"invited": "pending"}  # turnflow state -> AG2 ChannelState (the others have the same names)
 
 
+_second: list[Any] = [None, ""]  # the last whole second `iso` formatted, and its text up to the seconds
+
+
 def iso(t: Optional[float]) -> Optional[str]:
-    return None if t is None else datetime.fromtimestamp(t, timezone.utc).isoformat()
+    """`datetime.fromtimestamp(t, timezone.utc).isoformat()`, the date and time of day formatted
+    once per second: the microseconds are rounded as `fromtimestamp` rounds them (half to even of
+    the fraction's millionths, a carry into the next second), the rest is the cached prefix."""
+    if t is None:
+        return None
+    frac, whole = math.modf(t)
+    if frac < 0 or not math.isfinite(t):  # (before 1970, or not a time: as datetime has it)
+        return datetime.fromtimestamp(t, timezone.utc).isoformat()
+    us = round(frac * 1e6)
+    if us >= 1000000:
+        whole += 1.0
+        us -= 1000000
+    if _second[0] != whole:
+        _second[1] = datetime.fromtimestamp(whole, timezone.utc).isoformat()[:19]
+        _second[0] = whole
+    return f"{_second[1]}.{us:06d}+00:00" if us else _second[1] + "+00:00"
 
 
 def now_iso() -> str:
