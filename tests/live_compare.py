@@ -339,7 +339,17 @@ def problems(static: list[dict], live: list[dict]) -> list[str]:
     return out
 
 
+def _one_ssl_context() -> None:
+    """Every model client the fixtures build gets one shared SSL context: no model is called, and
+    loading the CA bundle once per agent (40 ms) was half of a run's time."""
+    import ssl
+
+    context = ssl.create_default_context()
+    ssl.create_default_context = lambda *a, **k: context  # type: ignore[assignment]
+
+
 if __name__ == "__main__":
+    _one_ssl_context()
     # the test's own environment after this one's (turnflow's dependencies, for an interpreter
     # named by TURNFLOW_AG2_CLASSIC_PYTHON that lacks them)
     sys.path.extend(p for p in os.environ.get("TURNFLOW_LIVE_FALLBACK_PATH", "").split(os.pathsep) if p)
