@@ -60,7 +60,7 @@ def test_every_example_round_trips_through_autogen_where_it_compiles(path, block
     assert again == module
 
 
-@settings(max_examples=N, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=N, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(workflow_blocks())
 def test_generated_flows_round_trip_through_langgraph(block):
     text = print_flow(ast.FlowFile(span=block.span, blocks=[block]))
@@ -159,7 +159,7 @@ def test_every_example_that_compiles_round_trips_through_autogen_json(path, bloc
     assert again == doc
 
 
-@settings(max_examples=N, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=N, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(component_blocks())
 def test_generated_flows_round_trip_through_autogen_json(block):
     text = print_flow(ast.FlowFile(span=block.span, blocks=[block]))
