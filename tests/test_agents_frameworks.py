@@ -369,7 +369,7 @@ MSG = [{"sender": "<task>", "text": "db-1 is down"}, {"sender": "planner", "text
 def test_history_as_langchain_messages():
     from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
-    from turnflow.runtime.agents.history_langchain import to_langchain
+    from turnflow.frameworks.langgraph.history import to_langchain
 
     out = to_langchain(MSG, "planner", "PROMPT")
     assert [(type(m), m.content, m.name) for m in out] == [
@@ -383,7 +383,7 @@ def test_history_as_langchain_messages():
 def test_history_as_ag2_stream_and_inputs():
     from ag2.events import ModelRequest, ModelResponse
 
-    from turnflow.runtime.agents.history_ag2 import to_ag2
+    from turnflow.frameworks.ag2.history import to_ag2
 
     async def go():
         stream, inputs = await to_ag2(MSG, "planner")
@@ -395,7 +395,7 @@ def test_history_as_ag2_stream_and_inputs():
 
 
 def test_history_as_autogen_messages_new_since_its_last_turn():
-    from turnflow.runtime.agents.history_autogen import to_autogen
+    from turnflow.frameworks.autogen.history import to_autogen
 
     first = to_autogen(MSG, "planner", "PROMPT", bootstrap=True)
     assert [(m.source, m.content) for m in first] == [

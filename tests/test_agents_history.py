@@ -59,9 +59,9 @@ def test_the_built_in_converters_are_history_converters():
     pytest.importorskip("langgraph")
     pytest.importorskip("autogen_agentchat")
     pytest.importorskip("ag2")
-    from turnflow.runtime.agents.history_ag2 import AG2History
-    from turnflow.runtime.agents.history_autogen import AutoGenHistory
-    from turnflow.runtime.agents.history_langchain import LangChainHistory
+    from turnflow.frameworks.ag2.history import AG2History
+    from turnflow.frameworks.autogen.history import AutoGenHistory
+    from turnflow.frameworks.langgraph.history import LangChainHistory
 
     raw = raw_history([{"sender": "<task>", "text": "go"}, {"sender": "me", "text": "on it"},
                        {"sender": "you", "text": "done?"}], "me")
@@ -197,7 +197,7 @@ def test_a_react_agent_with_memory_saver_remembers_across_its_turns_with_a_threa
     pytest.importorskip("langgraph")
     from langgraph.checkpoint.memory import MemorySaver
 
-    from turnflow.runtime.agents.langgraph_agent import LangGraphAgent
+    from turnflow.frameworks.langgraph.participant import LangGraphAgent
 
     memory, seen = MemorySaver(), []
 
@@ -223,7 +223,7 @@ def test_a_react_agent_keeps_its_memory_when_the_session_is_continued():
     pytest.importorskip("langgraph")
     from langgraph.checkpoint.memory import MemorySaver
 
-    from turnflow.runtime.agents.langgraph_agent import LangGraphAgent
+    from turnflow.frameworks.langgraph.participant import LangGraphAgent
 
     memory, seen = MemorySaver(), []
 
@@ -269,7 +269,7 @@ def test_an_autogen_agent_whose_last_message_scrolled_out_gets_only_what_is_new(
     from autogen_agentchat.base import Response
     from autogen_agentchat.messages import TextMessage
 
-    from turnflow.runtime.agents.autogen_agent import AutoGenAgent
+    from turnflow.frameworks.autogen.participant import AutoGenAgent
     from turnflow.runtime.agents.contract import AgentContext, SessionTools
     from turnflow.runtime.envelope import EV_TEXT, Envelope
     from turnflow.runtime.views import WindowedSummary

@@ -1,5 +1,5 @@
 """`compile --profile ag2-builtin` emits AG2's built-in conditions where they express the rules
-exactly (compiler/emit/builtin_graph.py): the README's first example compiles for stock AG2, and
+exactly (frameworks/ag2/writer_builtin.py): the README's first example compiles for stock AG2, and
 AG2's own WorkflowAdapter, loading the built-in graph (no extension condition in it), decides
 every turn as the flow's rules say (the differential reference of test_ag2_differential)."""
 
@@ -15,7 +15,7 @@ import turnflow
 from flow_strategies import workflow_blocks
 from test_ag2_differential import run_differential
 from turnflow.cli import main
-from turnflow.compiler.emit.builtin_graph import builtin_transitions
+from turnflow.frameworks.ag2.writer_builtin import builtin_transitions
 from turnflow.dsl import ast
 from turnflow.dsl.printer import print_flow
 

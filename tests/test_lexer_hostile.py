@@ -44,7 +44,7 @@ def test_hostile_inputs_finish_quickly():
             flow, _ = parse_source(text.replace('~', ''))
             suppressions(flow.comments if flow is not None else [])
             worst.append((time.process_time() - t0, name))
-        from turnflow.migrate.ag2_patterns import _VAR  # ContextExpression `${var}`
+        from turnflow.frameworks.ag2.reader_patterns import _VAR  # ContextExpression `${var}`
         t0 = time.process_time()
         _VAR.sub("x", "${" * 20000 + "a}")
         worst.append((time.process_time() - t0, "context expression of `${` runs"))

@@ -17,7 +17,7 @@ from hypothesis import given, settings, strategies as st
 import turnflow
 from turnflow.dsl import ast
 from turnflow.migrate import migrate
-from turnflow.migrate.ag2_patterns import _Unexpressible, _expression
+from turnflow.frameworks.ag2.reader_patterns import _Unexpressible, _expression
 from turnflow.dsl.lexical import NAME_RE
 from turnflow.migrate.common import Names
 from test_migrate import END, graph_edges, reference_edges
@@ -205,7 +205,7 @@ def _python_value(expr: str, ctx: dict) -> bool:
     """What AG2 computes: the expression with its symbols as Python keywords, each ${k} bound."""
     import re as _re
 
-    from turnflow.migrate.ag2_patterns import _python_syntax
+    from turnflow.frameworks.ag2.reader_patterns import _python_syntax
 
     py = _re.sub(r"\$\{(\w+)\}", r"ctx['\1']", _python_syntax(expr))
     return bool(eval(py, {"__builtins__": {}, "len": len}, {"ctx": ctx}))  # test oracle, fixed expressions

@@ -4,7 +4,7 @@ framework (docs/targets.md): a module `compile --target langgraph|autogen` wrote
 decides every turn as the original flow did. Every example, and generated flows.
 
 `--target autogen-json` has a reader of its framework: AutoGen team component JSON is what
-`migrate/autogen.py` reads. The team it wrote migrates back to a flow with the same speaker graph
+`frameworks/autogen/reader_json.py` reads. The team it wrote migrates back to a flow with the same speaker graph
 (participants, start, every speaker's successors and ends) that compiles to the same JSON again."""
 
 from __future__ import annotations
@@ -124,8 +124,8 @@ def test_a_table_of_another_shape_is_refused_at_its_line(table, value, said):
 
 def speaker_graph(text: str) -> tuple:
     """(participants, start, max_turns, per speaker its successors: names or `end:REASON`) of the
-    flow's only workflow, from the hub's dispatch table (`emit/autogen_json.py`'s `table`)."""
-    from turnflow.compiler.emit.autogen_json import table
+    flow's only workflow, from the hub's dispatch table (`frameworks/autogen/writer_json.py`'s `table`)."""
+    from turnflow.frameworks.autogen.writer_json import table
     from turnflow.spec import parse_spec
 
     spec = parse_spec(turnflow.compile(text)[0])

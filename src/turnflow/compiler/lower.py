@@ -13,7 +13,7 @@ the source. The mapping is the language's (docs/compiler.md): a rule's SOURCE
 is a `from_speaker` test, its terms the conditions joined by `all_of`, a
 handoff `SOURCE -> TARGET via TOOL` the rule `SOURCE -> TARGET when tool TOOL`.
 The compiler's emitted knobs (`emit/knobs.py`), the `ag2-builtin` profile's
-graph (`emit/builtin_graph.py`) and its TF301 check serialise this lowering
+graph (`frameworks/ag2/writer_builtin.py`) and its TF301 check serialise this lowering
 (`Plain.data()`), dropping only the `from_speaker` test of a tool only its
 source owns (implied at run time); the analysis gets the same verdicts either
 way (tests/test_graph.py checks both).

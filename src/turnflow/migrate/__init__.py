@@ -158,7 +158,7 @@ def _notebook(cells, path: str, src: SourceText, family: Optional[str], forced: 
     common.NOTEBOOK[:] = [notebook.Locator(cells)]
     try:
         if family == "autogen":
-            from turnflow.migrate import autogen_py
+            from turnflow.frameworks.autogen import reader_python as autogen_py
 
             result = autogen_py.migrate(code, path, src)
         else:
@@ -178,19 +178,19 @@ def _notebook(cells, path: str, src: SourceText, family: Optional[str], forced: 
 
 def _run(text: str, path: str, src: SourceText, family: str) -> Migration:
     if family == "classic":
-        from turnflow.migrate import classic
+        from turnflow.frameworks.ag2 import reader_groupchat as classic
 
         return classic.migrate(text, path, src)
     if family == "ag2-patterns":
-        from turnflow.migrate import ag2_patterns
+        from turnflow.frameworks.ag2 import reader_patterns as ag2_patterns
 
         return ag2_patterns.migrate(text, path, src)
     if family == "autogen":
         if _is_json(text):
-            from turnflow.migrate import autogen
+            from turnflow.frameworks.autogen import reader_json as autogen
 
             return autogen.migrate(text, path, src)
-        from turnflow.migrate import autogen_py
+        from turnflow.frameworks.autogen import reader_python as autogen_py
 
         return autogen_py.migrate(text, path, src)
     if family == "compiled":

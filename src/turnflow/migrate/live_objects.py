@@ -6,7 +6,7 @@ caps and transitions are what they are. This module reads them from the object a
 result to the same front end the static path uses, so both paths lower alike:
 
 - an AutoGen AgentChat team (0.4+): `team.dump_component()` is the component JSON the JSON front
-  end (`turnflow.migrate.autogen`) reads;
+  end (`turnflow.frameworks.autogen.reader_json`) reads;
 - a classic `GroupChat` / `GroupChatManager` (AutoGen 0.2, AG2 <= 0.9): the object is written out
   as the canonical Python it stands for (one agent per line, the GroupChat call with its literal
   settings, the manager) and read by the classic front end. A selection function or termination
@@ -96,11 +96,11 @@ def migrate_object(obj: Any, name: Optional[str] = None, initiator: Any = None,
         if family == "autogen":
             result = _autogen(obj, name or "team", path)
         elif family == "classic":
-            from turnflow.migrate import classic
+            from turnflow.frameworks.ag2 import reader_groupchat as classic
 
             result = classic.migrate(classic_source(obj, name or "groupchat", initiator), path)
         elif family == "ag2-patterns":
-            from turnflow.migrate import ag2_patterns
+            from turnflow.frameworks.ag2 import reader_patterns as ag2_patterns
 
             result = ag2_patterns.migrate(pattern_source(obj, name or "pattern", max_rounds), path)
         else:
@@ -113,8 +113,8 @@ def migrate_object(obj: Any, name: Optional[str] = None, initiator: Any = None,
 
 
 def _autogen(team: Any, name: str, path: str) -> Migration:
-    from turnflow.migrate import autogen
-    from turnflow.migrate.autogen_py import PyPositions
+    from turnflow.frameworks.autogen import reader_json as autogen
+    from turnflow.frameworks.autogen.reader_python import PyPositions
     from turnflow.migrate.common import Names, render
     from turnflow.source import SourceText
 
@@ -180,7 +180,7 @@ def _selection_functions(team: Any, comp: dict) -> None:
     funcs = {key: fn for key, fn in funcs.items() if fn is not None}
     if not funcs:
         return
-    from turnflow.migrate.autogen_py import Reader
+    from turnflow.frameworks.autogen.reader_python import Reader
     from turnflow.migrate.pyread import kwarg, parse_module
     from turnflow.source import SourceText
 
@@ -219,8 +219,8 @@ def _default_description(agent: Any) -> Optional[str]:
 
 def _callable_condition(fn: Any) -> dict:
     """An edge condition given as a Python callable, read from its source like the static path reads
-    it (`turnflow.migrate.autogen_py`): a text test, or an unreadable condition (a routing tool)."""
-    from turnflow.migrate.autogen_py import _lambda_condition
+    it (`turnflow.frameworks.autogen.reader_python`): a text test, or an unreadable condition (a routing tool)."""
+    from turnflow.frameworks.autogen.reader_python import _lambda_condition
     from turnflow.migrate.pyread import Module
     from turnflow.source import SourceText
 

@@ -11,10 +11,6 @@ compiling with their profile (`run_profile_checks`), never in `turnflow check`.
 from __future__ import annotations
 
 from turnflow.compiler.checks import (  # noqa: F401  (each module attaches its check function)
-    ag2_builtin_profile,
-    ag2_groupchat_target,
-    autogen_json_target,
-    autogen_target,
     cap_never_binds,
     cap_too_small,
     conflicting_handoff,
@@ -25,7 +21,6 @@ from turnflow.compiler.checks import (  # noqa: F401  (each module attaches its 
     initiator_never_speaks,
     initiator_undeclared,
     invalid_value,
-    langgraph_target,
     missing_start,
     never_ends,
     participant_roles,
@@ -40,6 +35,9 @@ from turnflow.compiler.checks import (  # noqa: F401  (each module attaches its 
     unreachable_participant,
     unused_otherwise,
 )
+from turnflow.frameworks.ag2 import check_builtin, check_groupchat  # noqa: F401  (the framework's TF3xx checks)
+from turnflow.frameworks.autogen import check as autogen_check, check_json  # noqa: F401  (the framework's TF3xx checks)
+from turnflow.frameworks.langgraph import check as langgraph_check  # noqa: F401  (the framework's TF3xx checks)
 from typing import Sequence
 
 from turnflow.compiler.checks.finding import Finding

@@ -1,6 +1,6 @@
 """The `.flow` constructs a target writer is asked about, and where a block uses each one.
 
-Every `--target` writer (`emit/langgraph.py`, ...) holds a `TABLE`: construct key → (what it
+Every `--target` writer (`frameworks/langgraph/writer.py`, ...) holds a `TABLE`: construct key → (what it
 becomes in that framework, exact or not). The target's profile check (TF3xx,
 `compiler/checks/<target>_target.py`) refuses every use of a construct its table marks
 inexact, at the construct's position, with the table's words; docs/targets.md is generated

@@ -1,5 +1,5 @@
 """A workflow's routing as Python source, per speaker: what the Python writers share
-(`emit/langgraph.py`, `emit/ag2_groupchat.py`).
+(`frameworks/langgraph/writer.py`, `frameworks/ag2/writer_groupchat.py`).
 
 Read from the typed spec model (`turnflow.spec.WorkflowSpec`, the compiled session spec
 validated), never from the AST: for each participant `s`, the graph's rules in evaluation

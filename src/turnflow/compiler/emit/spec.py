@@ -17,7 +17,7 @@ from turnflow.compiler.emit import knobs as _knobs
 from turnflow.diagnostics.codes import PROFILES  # noqa: F401  (re-exported)
 from turnflow.diagnostics.diagnostic import Diagnostic
 from turnflow.dsl import ast
-from turnflow.compiler.emit.builtin_graph import builtin_graph
+from turnflow.frameworks.ag2.writer_builtin import builtin_graph
 
 
 
@@ -76,7 +76,7 @@ def compile(flow: Union[str, ast.FlowFile], path: str = "<string>",  # noqa: A00
 # --------------------------------------------------------------------------
 def compile_block(block: ast.Block, profile: Optional[str] = None) -> dict[str, Any]:
     """The session spec of one block, as plain JSON data (for `profile="ag2-builtin"`, with
-    built-in conditions only where they express the rules exactly: emit/builtin_graph.py)."""
+    built-in conditions only where they express the rules exactly: frameworks/ag2/writer_builtin.py)."""
     tools_of = _knobs.participant_tools(block)
     participants = [
         {"agent_id": p.name.name, "role": p.role or "participant", "order": i,

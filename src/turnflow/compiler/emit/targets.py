@@ -23,10 +23,10 @@ import os
 
 #: target name → writer module (`write(spec, source) -> str`, `TABLE`, `FRAMEWORK`; `FORMAT` "json" when
 #: it writes JSON, not Python)
-WRITERS: dict[str, str] = {"langgraph": "turnflow.compiler.emit.langgraph",
-                           "ag2-groupchat": "turnflow.compiler.emit.ag2_groupchat",
-                           "autogen": "turnflow.compiler.emit.autogen",
-                           "autogen-json": "turnflow.compiler.emit.autogen_json"}
+WRITERS: dict[str, str] = {"langgraph": "turnflow.frameworks.langgraph.writer",
+                           "ag2-groupchat": "turnflow.frameworks.ag2.writer_groupchat",
+                           "autogen": "turnflow.frameworks.autogen.writer_python",
+                           "autogen-json": "turnflow.frameworks.autogen.writer_json"}
 TARGETS: tuple[str, ...] = tuple(WRITERS)
 
 
@@ -36,7 +36,7 @@ class TargetError(ValueError):
 
 
 class Writer(Protocol):
-    """What a writer module holds (`emit/langgraph.py` and the others)."""
+    """What a writer module holds (`frameworks/langgraph/writer.py` and the others)."""
 
     FRAMEWORK: str
     #: construct key → (what it becomes, exact?)

@@ -353,7 +353,7 @@ TF305 alone), and the 500 generic flows were refused by TF305 alone or decided a
 19 s of CPU).
 
 **Round trip.** `turnflow migrate helpdesk_team.json` reads the team as any AutoGen team component
-(`migrate/autogen.py`); from a team this target wrote (its `turnflow` key) it also reads the close
+(`frameworks/autogen/reader_json.py`); from a team this target wrote (its `turnflow` key) it also reads the close
 reasons, so the flow it gives back has the same participants, start, `max_turns` and every
 speaker's successors and ends, and compiles to the same JSON again
 (`tests/test_target_roundtrip.py`: the example, and 60 generated flows in the suite). The larger run,

@@ -14,15 +14,18 @@ from turnflow.runtime.agents.function import FunctionAgent
 from turnflow.runtime.agents.scripted import ScriptedAgent
 
 if TYPE_CHECKING:  # pragma: no cover
-    from turnflow.runtime.agents.ag2_agent import AG2Agent
+    from turnflow.frameworks.ag2.participant import AG2Agent
     from turnflow.runtime.agents.anthropic_messages import AnthropicMessagesAgent
-    from turnflow.runtime.agents.autogen_agent import AutoGenAgent
-    from turnflow.runtime.agents.langgraph_agent import LangGraphAgent
+    from turnflow.frameworks.autogen.participant import AutoGenAgent
+    from turnflow.frameworks.langgraph.participant import LangGraphAgent
     from turnflow.runtime.agents.openai_chat import OpenAIChatAgent
 
 #: the lazily loaded names → their modules (the model and framework agents)
-_MODEL_AGENTS = {"AnthropicMessagesAgent": "anthropic_messages", "OpenAIChatAgent": "openai_chat",
-                 "LangGraphAgent": "langgraph_agent", "AG2Agent": "ag2_agent", "AutoGenAgent": "autogen_agent"}
+_MODEL_AGENTS = {"AnthropicMessagesAgent": "turnflow.runtime.agents.anthropic_messages",
+                 "OpenAIChatAgent": "turnflow.runtime.agents.openai_chat",
+                 "LangGraphAgent": "turnflow.frameworks.langgraph.participant",
+                 "AG2Agent": "turnflow.frameworks.ag2.participant",
+                 "AutoGenAgent": "turnflow.frameworks.autogen.participant"}
 
 __all__ = ["AG2Agent", "AdapterTelemetryEvent", "AgentContext", "AnthropicMessagesAgent", "AutoGenAgent", "Capabilities",
            "FakeSessionTools", "FunctionAgent", "LangGraphAgent", "OpenAIChatAgent", "ScriptedAgent", "SessionTools",
@@ -33,7 +36,7 @@ def __getattr__(name: str) -> Any:
     if name in _MODEL_AGENTS:
         import importlib
 
-        value = getattr(importlib.import_module(f"turnflow.runtime.agents.{_MODEL_AGENTS[name]}"), name)
+        value = getattr(importlib.import_module(_MODEL_AGENTS[name]), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'turnflow.runtime.agents' has no attribute {name!r}")

@@ -29,9 +29,9 @@ from turnflow.runtime.agents.scripted import ScriptedAgent
 from turnflow.runtime.errors import AdapterError, brief
 
 #: the framework kinds: (module, class, the packages the extra installs)
-FRAMEWORKS = {"langgraph": ("langgraph_agent", "LangGraphAgent", "langgraph, langchain-core"),
-              "ag2": ("ag2_agent", "AG2Agent", "ag2"),
-              "autogen": ("autogen_agent", "AutoGenAgent", "autogen-agentchat")}
+FRAMEWORKS = {"langgraph": ("turnflow.frameworks.langgraph.participant", "LangGraphAgent", "langgraph, langchain-core"),
+              "ag2": ("turnflow.frameworks.ag2.participant", "AG2Agent", "ag2"),
+              "autogen": ("turnflow.frameworks.autogen.participant", "AutoGenAgent", "autogen-agentchat")}
 KINDS = ("scripted", "openai", "anthropic", "python", *FRAMEWORKS)
 MODEL_KEYS = {"model", "base_url", "api_key_env", "system", "max_rounds", "timeout", "turn_timeout", "temperature",
               "session_tools"}
@@ -195,7 +195,7 @@ def framework_agent(name: str, kind: str, ref: Any, base_dir: Optional[str] = No
     module, cls, packages = FRAMEWORKS[kind]
     obj = import_ref(name, ref, base_dir)
     try:
-        agent_cls = getattr(importlib.import_module(f"turnflow.runtime.agents.{module}"), cls)
+        agent_cls = getattr(importlib.import_module(module), cls)
         probe = agent_cls(name, obj, ref)
         probe.accepts(obj)  # imports the framework
     except ImportError as exc:

@@ -21,10 +21,11 @@ from dataclasses import dataclass, field
 from collections.abc import Sequence
 from typing import Optional
 
-from turnflow.migrate import classic_tools, surface
+from turnflow.frameworks.ag2 import reader_groupchat_tools as classic_tools
+from turnflow.migrate import surface
 from turnflow.migrate.common import (MAX_ROUTES, FlowBuilder, Migration, Names, Pos, fail, line_ref, render,
                                      tool_name)
-from turnflow.migrate.rotation import AllBut, Rotation
+from turnflow.frameworks.ag2.reader_groupchat_rotation import AllBut, Rotation
 from turnflow.migrate.pyread import (Module, agent_classes, assigned_name, callee, calls, filled_in_loop,
                                      is_agent_call, is_literal, kwarg, loop_message, manager_termination,
                                      note_choices, one_line, parse_module, pos, scopes, termination_test)

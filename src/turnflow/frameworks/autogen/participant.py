@@ -21,7 +21,7 @@ from typing import Any
 from turnflow.runtime.agents.contract import AgentContext, SessionTools, ToolError
 from turnflow.runtime.agents.framework import FrameworkAgent, ToolSlot, emit_tool, keyword_function
 from turnflow.runtime.agents.history import raw_history
-from turnflow.runtime.agents.history_autogen import AutoGenHistory, new_messages
+from turnflow.frameworks.autogen.history import AutoGenHistory, new_messages
 
 
 class AutoGenAgent(FrameworkAgent):

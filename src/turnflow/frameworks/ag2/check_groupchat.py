@@ -2,8 +2,8 @@ from typing import Iterator
 
 from turnflow.compiler.checks.finding import Finding, rule
 from turnflow.dsl import ast
-from turnflow.compiler.checks.langgraph_target import target_findings
-from turnflow.compiler.emit.ag2_groupchat import FRAMEWORK, TABLE
+from turnflow.compiler.checks.target_common import target_findings
+from turnflow.frameworks.ag2.writer_groupchat import FRAMEWORK, TABLE
 
 
 @rule("TF303")

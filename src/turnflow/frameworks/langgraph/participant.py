@@ -23,7 +23,7 @@ from typing import Any
 from turnflow.runtime.agents.contract import AgentContext, SessionTools
 from turnflow.runtime.agents.framework import FrameworkAgent, ToolSlot, emit_tool
 from turnflow.runtime.agents.history import raw_history
-from turnflow.runtime.agents.history_langchain import LangChainHistory, text_of
+from turnflow.frameworks.langgraph.history import LangChainHistory, text_of
 
 
 TAG = "turnflow"  # on turnflow's own tools: their events are told from the graph's own tools by it

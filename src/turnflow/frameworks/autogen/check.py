@@ -2,8 +2,8 @@ from typing import Iterator
 
 from turnflow.compiler.checks.finding import Finding, rule
 from turnflow.dsl import ast
-from turnflow.compiler.checks.langgraph_target import target_findings
-from turnflow.compiler.emit.autogen import FRAMEWORK, TABLE
+from turnflow.compiler.checks.target_common import target_findings
+from turnflow.frameworks.autogen.writer_python import FRAMEWORK, TABLE
 
 
 @rule("TF304")

@@ -8,7 +8,7 @@ with `DiGraphBuilder` (`add_node`, `add_edge(..., condition=...)`,
 `set_entry_point`). This front end reads those constructors with `ast` (never
 running the code) into the same component structure a `team.dump_component()`
 JSON has, with positions in the Python file, and hands it to the JSON front end
-(`turnflow.migrate.autogen`), so both forms migrate identically. What only
+(`turnflow.frameworks.autogen.reader_json`), so both forms migrate identically. What only
 Python can say (a lambda condition on an edge, a selector function) is read
 here.
 """
@@ -336,7 +336,7 @@ class Reader:
                 for n in graph["nodes"]:
                     elements.append(n)
         if elements is None:
-            from turnflow.migrate.classic import _why_not_literal
+            from turnflow.frameworks.ag2.reader_groupchat import _why_not_literal
 
             raise fail("TF401", "the team's participants must be a list of agents written out in the file"
                        + _why_not_literal(mod, parts_node), pos(parts_node or call), mod.path, mod.src)
@@ -445,7 +445,7 @@ def _lambda_condition(mod: Module, node: pyast.AST) -> dict:
 
 
 def migrate(text: str, path: str, src: Optional[SourceText] = None) -> Migration:
-    from turnflow.migrate import autogen
+    from turnflow.frameworks.autogen import reader_json as autogen
 
     src = src or SourceText(text, path)
     mod = parse_module(text, path, src)
@@ -459,7 +459,7 @@ def migrate(text: str, path: str, src: Optional[SourceText] = None) -> Migration
     if not found:
         raise fail("TF401", "no AutoGen team (" + ", ".join(TEAMS) + ") is built in this file: nothing to migrate",
                    Pos(1, 1), path, src)
-    from turnflow.migrate.classic import _block_names
+    from turnflow.frameworks.ag2.reader_groupchat import _block_names
 
     names = _block_names([(s, assigned_name(r.mod, c) or callee(c)) for r, c, s in found], "team")
     builders = []

@@ -3,7 +3,7 @@ from typing import Iterator
 from turnflow.compiler.checks.finding import Finding, rule
 from turnflow.dsl import ast
 from turnflow.compiler.emit import knobs
-from turnflow.compiler.emit.builtin_graph import builtin_transitions
+from turnflow.frameworks.ag2.writer_builtin import builtin_transitions
 from turnflow.compiler.lower import Lowering
 
 
@@ -53,7 +53,7 @@ def check(flow: ast.FlowFile) -> Iterator[Finding]:
 
     for block in flow.blocks:
         if block.kind != "workflow" or builtin_transitions(block) is not None:
-            continue  # (the profile then emits the built-in form: compiler/emit/builtin_graph.py)
+            continue  # (the profile then emits the built-in form: frameworks/ag2/writer_builtin.py)
         owners = knobs.tool_owners(block)
         lowering = Lowering()
         lowered: list[tuple[ast.Statement, list[str], knobs.Data]] = [

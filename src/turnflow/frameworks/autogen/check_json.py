@@ -1,10 +1,10 @@
 from typing import Iterator, Optional
 
 from turnflow.compiler.checks.finding import Finding, rule
-from turnflow.compiler.checks.langgraph_target import target_findings
+from turnflow.compiler.checks.target_common import target_findings
 from turnflow import spec
 from turnflow.compiler.emit import knobs
-from turnflow.compiler.emit.autogen_json import FRAMEWORK, LACKS, TABLE, Part, Refusal, shape
+from turnflow.frameworks.autogen.writer_json import FRAMEWORK, LACKS, TABLE, Part, Refusal, shape
 from turnflow.dsl import ast
 from turnflow.source import Span
 

@@ -2,8 +2,8 @@ from typing import Iterator
 
 from turnflow.compiler.checks.finding import Finding, rule
 from turnflow.dsl import ast
-from turnflow.compiler.emit.langgraph import FRAMEWORK, TABLE
-from turnflow.compiler.emit.constructs import BY_KEY, refusals
+from turnflow.compiler.checks.target_common import target_findings
+from turnflow.frameworks.langgraph.writer import FRAMEWORK, TABLE
 
 
 @rule("TF302")
@@ -41,15 +41,3 @@ def check(flow: ast.FlowFile) -> Iterator[Finding]:
     """
 
     yield from target_findings(flow, TABLE, FRAMEWORK, "langgraph")
-
-
-def target_findings(flow: ast.FlowFile, table: dict[str, tuple[str, bool]], framework: str,
-                    target: str) -> Iterator[Finding]:
-    """The findings of one target's table over every block (what each target check yields)."""
-
-    for block in flow.blocks:
-        for key, span, becomes in refusals(block, table):
-            yield Finding(span, f"{BY_KEY[key].written} cannot be compiled to {framework} exactly: {becomes} "
-                          f"(--target {target})",
-                          help=f"see docs/targets.md ({framework}); remove the construct for this target, "
-                               "or run the flow on turnflow's hub")

@@ -17,7 +17,7 @@ from typing import Any
 
 from turnflow.runtime.agents.contract import AgentContext, SessionTools
 from turnflow.runtime.agents.framework import FrameworkAgent, ToolSlot, emit_tool, keyword_function
-from turnflow.runtime.agents.history_ag2 import to_ag2
+from turnflow.frameworks.ag2.history import to_ag2
 
 
 def _tool_name(t: Any) -> Any:

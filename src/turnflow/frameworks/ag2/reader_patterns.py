@@ -82,7 +82,7 @@ def migrate(text: str, path: str, src: Optional[SourceText] = None) -> Migration
     if not found:
         raise fail("TF401", "no AG2 group pattern (" + ", ".join(PATTERNS) + ") or `initiate_swarm_chat(...)` "
                    "found: nothing to migrate", Pos(1, 1), path, src)
-    from turnflow.migrate.classic import _block_names
+    from turnflow.frameworks.ag2.reader_groupchat import _block_names
 
     keys: list[tuple[Optional[str], Optional[str]]] = []
     for scan, c, scope_name in found:
@@ -512,7 +512,7 @@ def _user_returns(cx: "Ctx", kind: str, pcall: pyast.Call, swarm: bool, user: Op
 
 
 def _why_not_list(mod: Module, node: Optional[pyast.AST]) -> str:
-    from turnflow.migrate.classic import _why_not_literal
+    from turnflow.frameworks.ag2.reader_groupchat import _why_not_literal
 
     return _why_not_literal(mod, node)
 
@@ -781,7 +781,7 @@ def _max_rounds(cx: Ctx, run: Optional[pyast.Call]) -> Optional[int]:
     node = _pattern_arg(None, run, "max_rounds")
     if node is None:
         return 20  # AG2's default
-    from turnflow.migrate.classic import whole_number
+    from turnflow.frameworks.ag2.reader_groupchat import whole_number
 
     return whole_number(cx.mod, cx.b, node, "max_rounds", 20, "AG2's default")
 
