@@ -309,3 +309,25 @@ def render(builders: list[FlowBuilder], header: list[str], path: str, src: Optio
     unique = {(d.code, d.message, d.span.line, d.span.column): d for d in diags}
     diags = sorted(unique.values(), key=sort_key)
     return Migration(text=text, flow=flow, diagnostics=diags, family=family, teams=teams)
+
+
+def block_names(keys: list[tuple[Optional[str], Optional[str]]], default: str = "groupchat") -> list[str]:
+    """One unique block NAME per chat: its variable, suffixed with its function's name when
+    chats in different functions use the same variable; `_2`, `_3` for what still clashes."""
+    bases = [var or default for _, var in keys]
+    counts: dict[str, int] = {}
+    for b in bases:
+        counts[b] = counts.get(b, 0) + 1
+    used: set[str] = set()
+    out = []
+    for (scope, _), base in zip(keys, bases):
+        if counts[base] > 1 and scope:
+            base = f"{base}_{scope}"
+        base = Names().add(base)[0]  # a valid NAME
+        name, i = base, 2
+        while name in used:  # the same variable twice in one scope: `_2`, `_3`
+            name = f"{base}_{i}"
+            i += 1
+        used.add(name)
+        out.append(name)
+    return out

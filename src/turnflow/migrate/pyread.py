@@ -873,3 +873,14 @@ def note_choices(mod: Module, b) -> None:
         b.lines[0].comments[:0] = texts
     elif texts:
         b.pending[:0] = texts
+
+
+def why_not_literal(mod: Module, node: Optional[pyast.AST]) -> str:
+    """The real reason a list cannot be read, for the message."""
+    resolved = mod.resolve(node)
+    if isinstance(resolved, (pyast.ListComp, pyast.GeneratorExp)):
+        return ("; it is built by a comprehension, which the migrator does not run (write the agents out, or "
+                "loop over a literal list)")
+    if isinstance(resolved, pyast.Call):
+        return f"; it is the result of `{pyast.unparse(resolved.func)}(...)`, which the migrator does not run"
+    return ""

@@ -23,12 +23,13 @@ from typing import Optional
 
 from turnflow.frameworks.ag2 import reader_groupchat_tools as classic_tools
 from turnflow.migrate import surface
-from turnflow.migrate.common import (MAX_ROUTES, FlowBuilder, Migration, Names, Pos, fail, line_ref, render,
-                                     tool_name)
+from turnflow.migrate.common import (MAX_ROUTES, FlowBuilder, Migration, Names, Pos, block_names, fail, line_ref,
+                                     render, tool_name)
 from turnflow.frameworks.ag2.reader_groupchat_rotation import AllBut, Rotation
 from turnflow.migrate.pyread import (Module, agent_classes, assigned_name, callee, calls, filled_in_loop,
                                      is_agent_call, is_literal, kwarg, loop_message, manager_termination,
-                                     note_choices, one_line, parse_module, pos, scopes, termination_test)
+                                     note_choices, one_line, parse_module, pos, scopes, termination_test,
+                                     why_not_literal)
 from turnflow.source import SourceText
 from turnflow.diagnostics.listing import bounded
 
@@ -87,10 +88,10 @@ def migrate(text: str, path: str, src: Optional[SourceText] = None) -> Migration
             found += [(cx, call, renames) for call in group_calls]
     if not found:
         raise fail("TF401", "no `GroupChat(...)` call found: nothing to migrate", Pos(1, 1), path, src)
-    block_names = _block_names([(cx.scope, _bound_var(cx.mod, call)) for cx, call, _ in found])
+    names = block_names([(cx.scope, _bound_var(cx.mod, call)) for cx, call, _ in found])
     builders = []
     noted: set[int] = set()
-    for (cx, call, renames), block in zip(found, block_names):
+    for (cx, call, renames), block in zip(found, names):
         if id(call) in cx.mod.in_loop:
             raise fail("TF401", "`GroupChat(...)` is built in a loop or comprehension; the migrator reads "
                        "code without running it and cannot tell which group chat runs", pos(call), path, src)
@@ -136,27 +137,6 @@ def _scope_agents(scope, classes: set[str], group_classes: set[str]) \
     return cx, renames
 
 
-def _block_names(keys: list[tuple[Optional[str], Optional[str]]], default: str = "groupchat") -> list[str]:
-    """One unique block NAME per chat: its variable, suffixed with its function's name when
-    chats in different functions use the same variable; `_2`, `_3` for what still clashes."""
-    bases = [var or default for _, var in keys]
-    counts: dict[str, int] = {}
-    for b in bases:
-        counts[b] = counts.get(b, 0) + 1
-    used: set[str] = set()
-    out = []
-    for (scope, _), base in zip(keys, bases):
-        if counts[base] > 1 and scope:
-            base = f"{base}_{scope}"
-        base = Names().add(base)[0]  # a valid NAME
-        name, i = base, 2
-        while name in used:  # the same variable twice in one scope: `_2`, `_3`
-            name = f"{base}_{i}"
-            i += 1
-        used.add(name)
-        out.append(name)
-    return out
-
 
 def _bound_var(mod: Module, call: pyast.Call) -> Optional[str]:
     return assigned_name(mod, call)
@@ -166,7 +146,7 @@ def _agent_list(cx: Classic, node: Optional[pyast.AST], what: str, at: pyast.AST
     mod = cx.mod
     elements = mod.elements(node)
     if elements is None:
-        raise fail("TF401", f"{what} must be a list of agents written out in the file{_why_not_literal(mod, node)}",
+        raise fail("TF401", f"{what} must be a list of agents written out in the file{why_not_literal(mod, node)}",
                    pos(node if node is not None else at), mod.path, mod.src)
     by_name: dict[str, Agent] = {}  # the agents so far by name (they are unique): linear in the agents
     for elt in elements:
@@ -369,16 +349,6 @@ def _transition_items(cx: Classic, b: FlowBuilder, var: Optional[str], call: pya
         out.append(change)
     return out
 
-
-def _why_not_literal(mod: Module, node: Optional[pyast.AST]) -> str:
-    """The real reason a list cannot be read, for the message."""
-    resolved = mod.resolve(node)
-    if isinstance(resolved, (pyast.ListComp, pyast.GeneratorExp)):
-        return ("; it is built by a comprehension, which the migrator does not run (write the agents out, or "
-                "loop over a literal list)")
-    if isinstance(resolved, pyast.Call):
-        return f"; it is the result of `{pyast.unparse(resolved.func)}(...)`, which the migrator does not run"
-    return ""
 
 
 def _why_not_agent(cx: Classic, elt: pyast.AST) -> str:

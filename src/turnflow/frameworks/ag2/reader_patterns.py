@@ -16,10 +16,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
-from turnflow.migrate.common import MAX_ROUTES, FlowBuilder, Migration, Names, Pos, fail, line_ref, render, tool_name
+from turnflow.migrate.common import (MAX_ROUTES, FlowBuilder, Migration, Names, Pos, block_names, fail, line_ref, render,
+                                     tool_name)
 from turnflow.migrate.pyread import (Module, agent_classes, assigned_name, callee, calls, filled_in_loop, function_def,
                                      loop_message, manager_termination, one_line,
-                                     is_agent_call, kwarg, note_choices, parse_module, pos, scopes)
+                                     is_agent_call, kwarg, note_choices, parse_module, pos, scopes, why_not_literal)
 from turnflow.migrate import surface
 from turnflow.source import SourceText
 from turnflow.diagnostics.listing import bounded
@@ -82,14 +83,12 @@ def migrate(text: str, path: str, src: Optional[SourceText] = None) -> Migration
     if not found:
         raise fail("TF401", "no AG2 group pattern (" + ", ".join(PATTERNS) + ") or `initiate_swarm_chat(...)` "
                    "found: nothing to migrate", Pos(1, 1), path, src)
-    from turnflow.frameworks.ag2.reader_groupchat import _block_names
-
     keys: list[tuple[Optional[str], Optional[str]]] = []
     for scan, c, scope_name in found:
         var = assigned_name(scan.mod, c)
         keys.append((scope_name, var or ("swarm" if callee(c) in SWARM_CALLS else callee(c))))
     builders = []
-    for (scan, pcall, _), block in zip(found, _block_names(keys)):
+    for (scan, pcall, _), block in zip(found, block_names(keys)):
         if id(pcall) in scan.mod.in_loop:
             raise fail("TF401", "the pattern is built in a loop or comprehension the migrator cannot unroll; it "
                        "reads code without running it", pos(pcall), path, src)
@@ -512,9 +511,7 @@ def _user_returns(cx: "Ctx", kind: str, pcall: pyast.Call, swarm: bool, user: Op
 
 
 def _why_not_list(mod: Module, node: Optional[pyast.AST]) -> str:
-    from turnflow.frameworks.ag2.reader_groupchat import _why_not_literal
-
-    return _why_not_literal(mod, node)
+    return why_not_literal(mod, node)
 
 
 def _run_call(mod: Module, pcall: pyast.Call) -> Optional[pyast.Call]:

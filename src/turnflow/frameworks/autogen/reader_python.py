@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from turnflow.migrate import surface
-from turnflow.migrate.common import Migration, Names, Pos, fail, render
+from turnflow.migrate.common import Migration, Names, Pos, block_names, fail, render
 from turnflow.migrate.pyread import (Module, assigned_name, callee, calls, filled_in_loop, is_literal, kwarg,
-                                     loop_message, note_choices, one_line, parse_module, pos, scopes)
+                                     loop_message, note_choices, one_line, parse_module, pos, scopes, why_not_literal)
 from turnflow.source import SourceText
 
 TEAMS = ("RoundRobinGroupChat", "SelectorGroupChat", "Swarm", "GraphFlow", "MagenticOneGroupChat")
@@ -336,10 +336,8 @@ class Reader:
                 for n in graph["nodes"]:
                     elements.append(n)
         if elements is None:
-            from turnflow.frameworks.ag2.reader_groupchat import _why_not_literal
-
             raise fail("TF401", "the team's participants must be a list of agents written out in the file"
-                       + _why_not_literal(mod, parts_node), pos(parts_node or call), mod.path, mod.src)
+                       + why_not_literal(mod, parts_node), pos(parts_node or call), mod.path, mod.src)
         cfg: dict = {"name": block, "participants": [self._participant(e) for e in elements]}
         self.p.mark(cfg, parts_node or call, "participants")
         term = self.termination(kwarg(call, "termination_condition"))
@@ -459,9 +457,7 @@ def migrate(text: str, path: str, src: Optional[SourceText] = None) -> Migration
     if not found:
         raise fail("TF401", "no AutoGen team (" + ", ".join(TEAMS) + ") is built in this file: nothing to migrate",
                    Pos(1, 1), path, src)
-    from turnflow.frameworks.ag2.reader_groupchat import _block_names
-
-    names = _block_names([(s, assigned_name(r.mod, c) or callee(c)) for r, c, s in found], "team")
+    names = block_names([(s, assigned_name(r.mod, c) or callee(c)) for r, c, s in found], "team")
     builders = []
     for (reader, call, _), block in zip(found, names):
         if id(call) in reader.mod.in_loop:
