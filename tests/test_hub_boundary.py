@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Optional
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "turnflow"
-SCANNED = (SRC / "runtime", SRC / "serve")
+SCANNED = (SRC / "runtime", SRC / "serve", SRC / "frameworks")  # frameworks/: the participants
 
 
 def _hub_name(name: Optional[str]) -> bool:

@@ -1,8 +1,9 @@
-"""Imports sit at the top of the modules of compiler, spec, diagnostics, dsl and lsp, except the
-deliberately lazy ones below: each keeps lark (the parser, the lexer, the pipeline that parses)
-or pydantic (the spec models behind `turnflow.spec`'s lazy names) out of `import turnflow`, the
-emitters and the editor's light paths (tests/test_light_core.py). A new function-level import
-fails here: move it to the top, or add it with its reason."""
+"""Imports sit at the top of the modules of compiler (the frameworks' writers and checks included),
+spec, diagnostics, dsl and lsp, except the deliberately lazy ones below: each keeps lark (the
+parser, the lexer, the pipeline that parses) or pydantic (the spec models behind `turnflow.spec`'s
+lazy names) out of `import turnflow`, the emitters and the editor's light paths
+(tests/test_light_core.py). A new function-level import fails here: move it to the top, or add it
+with its reason."""
 
 from __future__ import annotations
 
@@ -32,23 +33,24 @@ ALLOWED = {
 
 def function_level_imports() -> set[tuple[str, str]]:
     found = set()
-    for pkg in PACKAGES:
-        for f in sorted((PKG / pkg).rglob("*.py")):
-            tree = ast.parse(f.read_text(encoding="utf-8"))
-            for fn in ast.walk(tree):
-                if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    continue
-                for n in ast.walk(fn):
-                    rel = f.relative_to(PKG).as_posix()
-                    if isinstance(n, ast.Import):
-                        found |= {(rel, a.name) for a in n.names}
-                    elif isinstance(n, ast.ImportFrom):
-                        mod = "." * n.level + (n.module or "")
-                        if mod == "turnflow.dsl" and [a.name for a in n.names] == ["parser"]:
-                            mod = "turnflow.dsl.parser"
-                        elif mod in ("turnflow.spec",) and rel == "spec/__init__.py":
-                            mod = "turnflow.spec." + n.names[0].name
-                        found.add((rel, mod))
+    compiler_parts = sorted(f for f in (PKG / "frameworks").glob("*/*.py") if f.stem.startswith(("writer", "check")))
+    assert compiler_parts
+    for f in [f for pkg in PACKAGES for f in sorted((PKG / pkg).rglob("*.py"))] + compiler_parts:
+        tree = ast.parse(f.read_text(encoding="utf-8"))
+        for fn in ast.walk(tree):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for n in ast.walk(fn):
+                rel = f.relative_to(PKG).as_posix()
+                if isinstance(n, ast.Import):
+                    found |= {(rel, a.name) for a in n.names}
+                elif isinstance(n, ast.ImportFrom):
+                    mod = "." * n.level + (n.module or "")
+                    if mod == "turnflow.dsl" and [a.name for a in n.names] == ["parser"]:
+                        mod = "turnflow.dsl.parser"
+                    elif mod in ("turnflow.spec",) and rel == "spec/__init__.py":
+                        mod = "turnflow.spec." + n.names[0].name
+                    found.add((rel, mod))
     return found
 
 

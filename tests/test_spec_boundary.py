@@ -1,5 +1,5 @@
 """No raw session-spec dict past the boundary (issue 29): in `turnflow.runtime` and
-`turnflow.serve`, a spec is a `SessionSpec` (runtime/session_spec.py, the one module that reads
+`turnflow.serve` (and the participants in `turnflow/frameworks/`), a spec is a `SessionSpec` (runtime/session_spec.py, the one module that reads
 the JSON object). Scanned with `ast`: no `spec.get(...)` / `spec[...]` on a name (or attribute)
 `spec` or `*_spec`, and no parameter of that name untyped or typed `dict`, `Mapping` or `Any` — unless the
 parameter also admits a `SessionSpec` and the function parses it first thing
@@ -14,6 +14,8 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "turnflow"
 SCANNED = ("runtime", "serve")
+#: the runtime stage's modules in the frameworks' folders (a writer takes the spec the compiler emits)
+RUNTIME_PARTS = ("participant", "history")
 BOUNDARY = {SRC / "runtime" / "session_spec.py"}
 LOOSE = {"dict", "Dict", "Mapping", "MutableMapping", "Any"}
 
@@ -88,10 +90,11 @@ def problems(source: str, where: str) -> list[str]:
 
 def test_no_raw_spec_dict_in_the_runtime_or_serve():
     found = []
-    for pkg in SCANNED:
-        for path in sorted((SRC / pkg).rglob("*.py")):
-            if path not in BOUNDARY:
-                found += problems(path.read_text(encoding="utf-8"), str(path.relative_to(SRC)))
+    paths = [path for pkg in SCANNED for path in sorted((SRC / pkg).rglob("*.py"))]
+    paths += sorted(f for f in (SRC / "frameworks").glob("*/*.py") if f.stem.split("_")[0] in RUNTIME_PARTS)
+    for path in paths:
+        if path not in BOUNDARY:
+            found += problems(path.read_text(encoding="utf-8"), str(path.relative_to(SRC)))
     assert found == []
 
 

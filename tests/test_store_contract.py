@@ -38,7 +38,7 @@ STORE_ONLY = {"commit_group", "next_global_seq", "last_global_seq", "session_rec
               "stage", "stage_session", "commit", "commit_async", "rollback", "engine", "forget"}
 
 
-SCANNED_BY_NAME = ("runtime", "serve")  # every getattr/hasattr there is checked, whatever its object is called
+SCANNED_BY_NAME = ("runtime", "serve", "frameworks")  # every getattr/hasattr there is checked, whatever its object is called
 STORE_CLASSES = {"runtime/store/contract.py": "Store", "runtime/store/sqlite.py": "SQLiteStore",
                  "runtime/store/postgres.py": "PostgresStore"}
 
