@@ -1,9 +1,12 @@
-"""`turnflow migrate`: front ends that turn existing orchestration into a `.flow` AST.
+"""`turnflow migrate`: front ends that turn existing orchestration into a `.flow` AST, by family
+(each family's reader lives in its framework's folder, `turnflow/frameworks/<name>/reader*.py`):
 
-- `classic`: AutoGen 0.2 / AG2 ≤ 0.9 `GroupChat` in a Python source;
-- `ag2_patterns`: AG2 group patterns (`DefaultPattern`, handoffs, ...) in a Python source;
-- `autogen`: AutoGen 0.4+ team component JSON (`dump_component()`, Studio and gallery files);
-- `compiled`: a module `turnflow compile --target langgraph|autogen` wrote (the round trip).
+- `classic`: AutoGen 0.2 / AG2 ≤ 0.9 `GroupChat` in a Python source (`frameworks/ag2/reader_groupchat.py`);
+- `ag2-patterns`: AG2 group patterns (`DefaultPattern`, handoffs, ...) in a Python source
+  (`frameworks/ag2/reader_patterns.py`);
+- `autogen`: AutoGen 0.4+ team component JSON (`dump_component()`, Studio and gallery files:
+  `frameworks/autogen/reader_json.py`) or teams built in Python (`frameworks/autogen/reader_python.py`);
+- `compiled`: a module `turnflow compile --target langgraph|autogen` wrote (the round trip: `compiled.py`).
 
 Each front end reads its input without importing or running it and returns a
 `Migration`: the printed flow, its AST and the TF4xx diagnostics (positions in

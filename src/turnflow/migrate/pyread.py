@@ -1,5 +1,6 @@
 """Reading Python sources with `ast` only — the user's code is never imported
-or executed. Shared by the classic GroupChat and AG2 pattern front ends."""
+or executed. Shared by the readers of Python sources (`turnflow/frameworks/ag2/reader_*.py`,
+`turnflow/frameworks/autogen/reader_python.py`)."""
 
 from __future__ import annotations
 

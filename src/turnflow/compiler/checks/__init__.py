@@ -1,6 +1,7 @@
 """The rule catalogue: one module per check (its `check` function's docstring is the rule's
 documentation). Which code a check reports, its name, severity, stage and profile are rows of
-`turnflow.diagnostics.codes`; this package only imports the check modules and runs them.
+`turnflow.diagnostics.codes`; this package only imports the check modules and runs them (the
+target checks and TF301 live beside their writers, `turnflow/frameworks/<name>/check*.py`).
 
 File checks (stage "file") take the whole `FlowFile` and yield `Finding`s. Graph checks
 (stage "graph") take one workflow block and its speaker graph; they run only on blocks that

@@ -1,4 +1,5 @@
-"""`turnflow compile --target T`: the writers, one module per framework, and what they share.
+"""`turnflow compile --target T`: the writers by target name, one module in each framework's folder
+(`turnflow/frameworks/<name>/writer*.py`), and what they share.
 
     text = compile_target(flow_text, "langgraph", block="support", path="support.flow")
 

@@ -534,7 +534,7 @@ def _participants(b: FlowBuilder, order: list[Agent], init_agent: Optional[Agent
 
 def _tool_calls(cx: Classic, b: FlowBuilder, call: pyast.Call, agents: list[Agent], custom: bool) -> None:
     """`func_call_filter` (on unless a literal False): after X calls a tool that one agent E of the
-    chat runs, E speaks next, before any other rule of X (`classic_tools`)."""
+    chat runs, E speaks next, before any other rule of X (`reader_groupchat_tools.py`)."""
     node = kwarg(call, "func_call_filter", 4)
     if node is not None and cx.mod.literal(node) is False:
         return

@@ -2,7 +2,7 @@
 
 The code people migrate from, written back (AG2 0.9 `autogen`): one `ConversableAgent` per
 participant, a `speaker_selection_method` function that routes each turn as turnflow's hub
-does (the per-speaker dispatch table of `emit/pyroute.py`, read from the typed spec model),
+does (the per-speaker dispatch table of `compiler/emit/pyroute.py`, read from the typed spec model),
 `allowed_or_disallowed_speaker_transitions` holding the speaker graph it can take, an
 `is_termination_msg` that ends the chat when the flow's rules terminate (the flow's close
 reason kept in `OUTCOME`), and `max_round` from `max_turns`. Same input, same bytes.

@@ -2,7 +2,7 @@
 
 A Python module (imports only `autogen_agentchat`) whose `build(agents, model_client)` returns a
 `SelectorGroupChat` with a `selector_func` routing each turn as turnflow's hub does (the
-per-speaker dispatch table of `emit/pyroute.py`, read from the typed spec model) and a
+per-speaker dispatch table of `compiler/emit/pyroute.py`, read from the typed spec model) and a
 `FunctionalTermination` ending the chat when the flow's rules terminate (the flow's reason kept
 in `OUTCOME`); `max_turns` is the team's own. `run(team, task)` starts it. Same input, same bytes.
 

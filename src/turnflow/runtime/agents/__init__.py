@@ -1,7 +1,8 @@
 """Agent adapters: the participant side of a session (docs/agents.md).
 
 The model agents (`OpenAIChatAgent`, `AnthropicMessagesAgent`) and the framework agents
-(`LangGraphAgent`, `AG2Agent`, `AutoGenAgent`) load on first use of their name: a run whose agents
+(`LangGraphAgent`, `AG2Agent`, `AutoGenAgent`, each in `turnflow/frameworks/<name>/participant.py`)
+load on first use of their name: a run whose agents
 file names only scripted or python agents never imports them."""
 
 from __future__ import annotations
