@@ -297,6 +297,26 @@ def _group_ids(conds: list[Any], reads: dict[int, list[Var]]) -> list[int]:
     return [root(i) for i in range(len(conds))]
 
 
+def _shape(c: Any, s: str, tools: dict[str, int], domain: Optional[set[str]]) -> Any:
+    """`c` as the search for last speaker `s` sees it: `from_speaker` as its truth value for
+    `s`, a tool by its number in order of first mention among `s`'s rules (`tools`), or -1 when
+    `s` cannot call it (not in its `domain`, when the block declares tools), every other leaf by
+    identity (equal leaves are one object per block, `lower.py`)."""
+    name = c.name
+    if name == "from_speaker":
+        return c.args.agent_id == s
+    if name == "tool_called":
+        tool = c.args.tool_name
+        if domain is not None and tool not in domain:
+            return ("tool", -1)
+        return ("tool", tools.setdefault(tool, len(tools)))
+    if name in ("all_of", "any_of"):
+        return (name, *[_shape(x, s, tools, domain) for x in c.args.conditions])
+    if name == "not":
+        return ("not", _shape(c.args.condition, s, tools, domain))
+    return id(c)
+
+
 # ---------------------------------------------------------------------------------------------
 #  Per block
 # ---------------------------------------------------------------------------------------------
@@ -304,7 +324,9 @@ class Firing:
     """Per speaker, the rules that fire on some turn of it, whether the default target can be
     taken, and who gets the turn on some run (`speaks`), for one workflow block's graph."""
 
-    def __init__(self, graph: SpeakerGraph) -> None:
+    def __init__(self, graph: SpeakerGraph, share: bool = True) -> None:
+        """`share`: answer a speaker whose rules have the shape of one already analysed by
+        that analysis's answers (`_shape_of`); False analyses every speaker (tests compare)."""
         self.graph = graph
         self.reads: dict[int, list[Var]] = {}
         leaves: dict[Var, list[Any]] = {}
@@ -321,21 +343,22 @@ class Firing:
         #: speakers analysed exactly (the others: the graph's reading)
         self.exact: set[str] = set()
         self._domain_of: tuple[Optional[str], dict[Var, list[Any]]] = (None, {})
-        by_source: dict[Optional[str], list[RuleInfo]] = {}
-        for r in graph.rules:
-            by_source.setdefault(r.source, []).append(r)
-        done: dict[tuple[Any, ...], str] = {}  # speakers with the same rules and tools answer alike
+        # speakers whose rules have one shape (`_shape`) answer alike: the answers are kept by
+        # position in `takes` (which rules fire, can the default be taken, was it exact)
+        done: dict[tuple[Any, ...], tuple[list[int], bool, bool]] = {}
         for s in graph.participants:
-            own = by_source.get(s, [])
-            key = (id(own) if own else None, frozenset(graph.owned.get(s, ())))
-            twin = done.get(key) if not own else None
-            if twin is not None:
-                self.takes[s], self.fires[s], self.default[s] = self.takes[twin], self.fires[twin], self.default[twin]
-                if twin in self.exact:
-                    self.exact.add(s)
+            takes = self.takes[s] = graph.takes[s]
+            key = self._shape_of(s, takes) if share else (s,)
+            known = done.get(key)
+            if known is None:
+                self._speaker(s)
+                positions = {r.order: i for i, r in enumerate(takes)}
+                done[key] = ([positions[o] for o in self.fires[s]], self.default[s], s in self.exact)
                 continue
-            done[key] = s
-            self._speaker(s)
+            fired, self.default[s], exact = known
+            self.fires[s] = {takes[i].order for i in fired}
+            if exact:
+                self.exact.add(s)
         self.first_turn = self._explore(graph.max_turns)
         self.speaks = {s for s, _ in self.first_turn}
         #: the evaluation positions of the rules that fire on some run
@@ -349,6 +372,15 @@ class Firing:
         self.reads[id(c)] = list(found)
         return self.reads[id(c)]
 
+    def _shape_of(self, s: str, takes: list[RuleInfo]) -> tuple[Any, ...]:
+        """What the answers for `s` depend on: its rules' conditions in evaluation order, each
+        as `_shape` reads it for `s`, and whether a rule decides. Two speakers with one shape
+        are the same search problem up to renaming tools, so they get the same answers."""
+        g = self.graph
+        domain = g.owned.get(s, set()) if g.declares_tools else None
+        tools: dict[str, int] = {}
+        return (g.first_always[s] is not None, *[_shape(r.when, s, tools, domain) for r in takes])
+
     def _domains(self, s: str) -> dict[Var, list[Any]]:
         if self._domain_of[0] != s:
             g = self.graph
@@ -357,7 +389,7 @@ class Firing:
         return self._domain_of[1]
 
     def _speaker(self, s: str) -> None:
-        takes = self.takes[s] = self.graph.takes[s]
+        takes = self.takes[s]
         decided = self.graph.first_always[s] is not None
         if len(takes) > MAX_RULES:
             self.fires[s] = {r.order for r in takes}
