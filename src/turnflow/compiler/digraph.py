@@ -72,6 +72,14 @@ class DiGraph(Generic[N]):
         elif data is not None:
             d.update(data)
 
+    def add_out_edges(self, u: N, out: dict[N, EdgeData]) -> None:
+        """Add the edges `u -> v` with data `out[v]`, in `out`'s order, for a node `u` without
+        out-edges yet, every `v` a node already."""
+        succ, pred = self._succ[u], self._pred
+        for v, d in out.items():
+            succ[v] = d
+            pred[v][u] = d
+
     def add_edges_from(self, edges: Iterable[Union[tuple[N, N], tuple[N, N, EdgeData]]]) -> None:
         for e in edges:
             self.add_edge(e[0], e[1], e[2] if len(e) > 2 else None)

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from typing import TYPE_CHECKING, Any, Iterable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
 
 from turnflow.compiler.lower import RuleInfo
 from turnflow.spec.meaning import compare
@@ -270,7 +270,7 @@ def _consistent(asg: dict[Var, Any], text: str, value: bool) -> bool:
     return True
 
 
-def _group_ids(conds: list[Any], reads: dict[int, list[Var]]) -> list[int]:
+def _group_ids(conds: list[Any], reads: Callable[[Any], list[Var]]) -> list[int]:
     """A group number per condition such that conditions of different groups read no common
     variable and no two `text contains` strings one of which contains the other (the only
     constraint between variables, `_consistent`): an input exists for goals on several groups
@@ -285,7 +285,7 @@ def _group_ids(conds: list[Any], reads: dict[int, list[Var]]) -> list[int]:
     owner: dict[Var, int] = {}
     texts: list[tuple[str, int]] = []
     for i, c in enumerate(conds):
-        for v in reads[id(c)]:
+        for v in reads(c):
             first = owner.setdefault(v, i)
             if first != i:
                 parent[root(i)] = root(first)
@@ -328,10 +328,10 @@ class Firing:
         """`share`: answer a speaker whose rules have the shape of one already analysed by
         that analysis's answers (`_shape_of`); False analyses every speaker (tests compare)."""
         self.graph = graph
-        self.reads: dict[int, list[Var]] = {}
+        self._read: dict[int, list[Var]] = {}
         leaves: dict[Var, list[Any]] = {}
-        for r in graph.rules:
-            self._reads(r.when, leaves)
+        for c in graph.leaves:
+            atoms(c, leaves)
         self.key_domains = {v: witnesses(cs) for v, cs in leaves.items() if v[0] == "ctx"}
         self.named_tools = sorted({c.args.tool_name for c in leaves.get(TOOL, ())})
         #: speaker -> its rules in evaluation order that it can take (decide is not False)
@@ -364,13 +364,14 @@ class Firing:
         #: the evaluation positions of the rules that fire on some run
         self.fired = {o for s in self.speaks for o in self.fires[s]}
 
-    def _reads(self, c: Any, leaves: dict[Var, list[Any]]) -> list[Var]:
-        found: dict[Var, list[Any]] = {}
-        atoms(c, found)
-        for v, cs in found.items():
-            leaves.setdefault(v, []).extend(cs)
-        self.reads[id(c)] = list(found)
-        return self.reads[id(c)]
+    def reads(self, c: Any) -> list[Var]:
+        """The variables `c` reads, in order of first reading (computed once per condition)."""
+        found = self._read.get(id(c))
+        if found is None:
+            by_var: dict[Var, list[Any]] = {}
+            atoms(c, by_var)
+            found = self._read[id(c)] = list(by_var)
+        return found
 
     def _shape_of(self, s: str, takes: list[RuleInfo]) -> tuple[Any, ...]:
         """What the answers for `s` depend on: its rules' conditions in evaluation order, each
@@ -408,7 +409,7 @@ class Firing:
         domains = self._domains(s)
         for r, group in zip(takes, _group_ids([r.when for r in takes], self.reads)):
             goals = earlier.setdefault(group, [])
-            reads = self.reads[id(r.when)]
+            reads = self.reads(r.when)
             answer: Optional[bool]
             if not reads:  # a group of its own, with one value on every turn of `s`: no search
                 holds = evaluate(r.when, s, {})
@@ -436,10 +437,10 @@ class Firing:
     def can(self, s: str, when: Any, before: list[RuleInfo], also: Any = None) -> Optional[bool]:
         """Is there a turn of `s` on which `when` holds (None: no condition), `also` too (if
         given) and no rule of `before` holds? None: gave up."""
-        goals: list[Goal] = [(r.when, False, self.reads[id(r.when)]) for r in before]
+        goals: list[Goal] = [(r.when, False, self.reads(r.when)) for r in before]
         for c in (when, also):
             if c is not None:
-                goals.insert(0, (c, True, self.reads[id(c)]))
+                goals.insert(0, (c, True, self.reads(c)))
         return _Search(s, goals, self._domains(s)).run()
 
     def _targets(self, s: str) -> list[Any]:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Optional, Union
 
 from turnflow.dsl import ast
-from turnflow.spec.meaning import DEFAULT_REASON, ConditionMeaning, TargetMeaning, plain
+from turnflow.spec.meaning import DEFAULT_REASON, Args, ConditionMeaning, TargetMeaning, plain, plain_class
 
 
 @dataclass(eq=False)
@@ -55,6 +55,17 @@ class RuleInfo:
 Memo = tuple[ast.LiteralValue, ...]
 
 
+_ALL_OF = plain_class("all_of")
+
+
+def _all_of(conditions: list[ConditionMeaning]) -> ConditionMeaning:
+    """`plain("all_of", conditions=conditions)`, built directly (a large block has one per rule)."""
+    args = Args.__new__(Args)
+    args.__dict__ = {"conditions": conditions}
+    kind: ConditionMeaning = _ALL_OF("all_of", args)
+    return kind
+
+
 def _condition(name: str, **args: Any) -> ConditionMeaning:
     """`plain(name, **args)` for a condition kind (`plain` returns `Any`: it picks the class by name)."""
     kind: ConditionMeaning = plain(name, **args)
@@ -70,6 +81,10 @@ class Lowering:
         self._speakers: dict[str, ConditionMeaning] = {}
         self._tools: dict[str, ConditionMeaning] = {}
         self._agents: dict[str, TargetMeaning] = {}
+
+    def leaves(self) -> list[ConditionMeaning]:
+        """Every leaf condition built so far (each once): tools, texts, context tests."""
+        return [*self._tools.values(), *self._conditions.values()]
 
     def _leaf(self, memo: Memo, name: str, **args: Any) -> ConditionMeaning:
         kind = self._conditions.get(memo)
@@ -100,19 +115,21 @@ class Lowering:
         return self._target((t.kind,), _SIMPLE_TARGETS[t.kind])
 
     def term(self, t: ast.Term) -> ConditionMeaning:
-        if isinstance(t, ast.ToolTerm):
-            return self.tool(t.tool.name)
-        if isinstance(t, ast.TextTerm):
-            return self._leaf(("text", t.text.value), "text_contains", text=t.text.value)
-        if isinstance(t, ast.ContextTerm):  # the literal's kind in the key: `true` is not `1`
-            key, lit = t.key.name, t.value
+        kind = type(t)
+        if kind is ast.ToolTerm:
+            return self.tool(t.tool.name)  # type: ignore[union-attr]  # (the type was tested)
+        if kind is ast.TextTerm:
+            text = t.text.value  # type: ignore[union-attr]
+            return self._leaf(("text", text), "text_contains", text=text)
+        if kind is ast.ContextTerm:  # the literal's kind in the key: `true` is not `1`
+            key, lit = t.key.name, t.value  # type: ignore[union-attr]
             return self._leaf(("ctx", key, lit.kind, lit.value), "context_equals", key=key, value=lit.value)
         if isinstance(t, ast.CompareTerm):
             key, lit = t.key.name, t.value
             return self._leaf(("cmp", key, t.op, lit.kind, lit.value, t.length), "context_compare",
                               key=key, op=t.op, value=lit.value, len=t.length)
         if isinstance(t, ast.AllTerm):
-            return _condition("all_of", conditions=[self.term(x) for x in t.terms])
+            return _all_of([self.term(x) for x in t.terms])
         if isinstance(t, ast.AnyTerm):
             return _condition("any_of", conditions=[self.term(x) for x in t.terms])
         assert isinstance(t, ast.NotTerm)
@@ -132,19 +149,19 @@ class Lowering:
 
     def condition(self, source: Optional[str], terms: tuple[ast.Term, ...]) -> ConditionMeaning:
         """A source test plus terms → one condition (no source, no terms: `always`)."""
-        conds = [self.term(t) for t in terms]
-        if source is not None:
-            conds.insert(0, self.speaker(source))
+        term = self.term
+        conds = [term(t) for t in terms] if source is None else [self.speaker(source), *[term(t) for t in terms]]
         if not conds:
             return self._leaf(("always",), "always")
-        return conds[0] if len(conds) == 1 else _condition("all_of", conditions=conds)
+        return conds[0] if len(conds) == 1 else _all_of(conds)
 
     def rule(self, stmt: Union[ast.Rule, ast.Handoff], order: int) -> RuleInfo:
-        if isinstance(stmt, ast.Handoff):
+        if type(stmt) is ast.Handoff:
             source: Optional[str] = stmt.source.name
-            when = _condition("all_of", conditions=[self.speaker(stmt.source.name), self.tool(stmt.tool.name)])
+            when = _all_of([self.speaker(source), self.tool(stmt.tool.name)])
             priority = 0
         else:
+            assert isinstance(stmt, ast.Rule)
             source = stmt.source.name if stmt.source is not None else None
             when = self.condition(source, stmt.terms)
             priority = stmt.priority.value if stmt.priority is not None else 0
@@ -166,5 +183,7 @@ def lower_rules(block: ast.Block, lowering: Optional[Lowering] = None) -> list[R
     """The block's rules and handoffs lowered, in evaluation order: ascending priority, ties in file order."""
     lowering = lowering or Lowering()
     stmts = block.rules
-    keyed = sorted(range(len(stmts)), key=lambda i: (priority_of(stmts[i]), i))
-    return [lowering.rule(stmts[i], n) for n, i in enumerate(keyed)]
+    priorities = [priority_of(st) for st in stmts]
+    keyed = sorted(range(len(stmts)), key=priorities.__getitem__)  # stable: ties stay in file order
+    rule = lowering.rule
+    return [rule(stmts[i], n) for n, i in enumerate(keyed)]

@@ -89,6 +89,8 @@ class SpeakerGraph:
         self._owners(participants, by_type.get(ast.Handoff, []))
         lowering = Lowering()
         self.rules: list[RuleInfo] = lower_rules(block, lowering)
+        #: every leaf condition of the rules, each once (equal leaves are one object)
+        self.leaves = lowering.leaves()
         self.otherwise_target: TargetMeaning = lowering.target(self.otherwise.target if self.otherwise else None)
         #: speaker -> its deciding *always* rule (None: falls through to `otherwise`)
         self.first_always: dict[str, Optional[RuleInfo]] = {}
@@ -146,7 +148,13 @@ class SpeakerGraph:
         if target.uses_previous:
             self._previous.append((s, target, stmt, "otherwise" if kind == "otherwise" else "maybe"))
             return
-        for t in self.targets(s, target):
+        if target.speaker_free:  # the same nodes for every speaker: found once per target
+            nodes = self._free_targets.get(id(target))
+            if nodes is None:
+                nodes = self._free_targets[id(target)] = self.targets(s, target)
+        else:
+            nodes = self.targets(s, target)
+        for t in nodes:
             data = out.get(t)
             if data is None:
                 out[t] = {"rules": [stmt], "kind": kind}
@@ -157,6 +165,7 @@ class SpeakerGraph:
 
     def _build(self) -> None:
         self._previous: list[tuple[str, TargetMeaning, Optional[Statement], str]] = []
+        self._free_targets: dict[int, list[str]] = {}  # id of a `speaker_free` target -> its nodes
         self._build_edges()
         self._resolve_previous()
 
@@ -198,22 +207,23 @@ class SpeakerGraph:
             if decided is None:
                 self.otherwise_speakers.append(s)
                 self._add(out, s, self.otherwise_target, self.otherwise, "otherwise")
-            g.add_edges_from((s, t, data) for t, data in out.items())
+            g.add_out_edges(s, out)
 
     def _walk(self, s: str, rules: Iterable[RuleInfo], out: dict[str, dg.EdgeData]) -> Optional[RuleInfo]:
         """Add the edges of `s`'s *maybe* rules and of its deciding *always* rule (returned) to `out`."""
         owned = self.owned.get(s, ()) if self.declares_tools else None
         takes = self.takes[s] = []
+        live, add = self.live, self._add
         for r in rules:
             verdict = r.when.decide(s, owned)
             if verdict is False:
                 continue
             takes.append(r)
-            self.live.add(r.order)
+            live.add(r.order)
             if verdict is None:
-                self._add(out, s, r.then, r.stmt, "maybe")
+                add(out, s, r.then, r.stmt, "maybe")
             else:
-                self._add(out, s, r.then, r.stmt, "always")
+                add(out, s, r.then, r.stmt, "always")
                 return r
         return None
 

@@ -27,7 +27,7 @@ position-free plain-data copy for comparisons.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Iterable, Iterator, Literal as Lit, Optional, TypeVar, Union
 
 from turnflow.source import Span
@@ -424,6 +424,10 @@ Statement = Union[Participant, Start, MaxTurns, ContextInit, Rule, Handoff, Othe
 S = TypeVar("S", bound=Statement)
 
 
+#: `Block._index`'s key for the rules and handoffs together
+_RULES = "rules"
+
+
 @dataclass(frozen=True, slots=True)
 class Block(Node):
     span: Span
@@ -438,13 +442,34 @@ class Block(Node):
     inner: tuple[Comment, ...] = ()
     close_trailing: tuple[Comment, ...] = ()
     blank_before: bool = False
+    #: the statements by class (and the rules under `_RULES`), built at the first view: the
+    #: checks ask a block for its participants, rules, ... a dozen times
+    _by_type: Optional[dict[Any, list[Any]]] = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         _tuple(self, "statements", "leading", "trailing", "inner", "close_trailing")
 
     # -- convenience views (file order) ------------------------------------
+    def _index(self) -> dict[Any, list[Any]]:
+        index = self._by_type
+        if index is None:
+            index = {_RULES: []}
+            rules = index[_RULES]
+            for st in self.statements:
+                kind = type(st)
+                found = index.get(kind)
+                if found is None:
+                    index[kind] = [st]
+                else:
+                    found.append(st)
+                if kind is Rule or kind is Handoff:
+                    rules.append(st)
+            object.__setattr__(self, "_by_type", index)  # a frozen node: a memo of its statements
+        return index
+
     def of_type(self, cls: type[S]) -> list[S]:
-        return [s for s in self.statements if isinstance(s, cls)]
+        """The statements of class `cls`, in file order (a new list)."""
+        return list(self._index().get(cls, ()))
 
     @property
     def participants(self) -> list[Participant]:
@@ -453,7 +478,7 @@ class Block(Node):
     @property
     def rules(self) -> list[Union[Rule, Handoff]]:
         """Transition rules in file order: plain rules and handoffs."""
-        return [s for s in self.statements if isinstance(s, (Rule, Handoff))]
+        return list(self._index()[_RULES])
 
     @property
     def comments(self) -> list[Comment]:
@@ -502,6 +527,8 @@ def strip_spans(node: Any, comments: bool = True) -> Any:
             out["type"] = t
         for f in fields(node):  # type: ignore[arg-type]
             name = f.name
+            if not f.compare:  # a memo (`Block._by_type`), not the node's content
+                continue
             if name in POSITION_FIELDS or (not comments and name in COMMENT_FIELDS):
                 continue
             out[name] = strip_spans(getattr(node, name), comments)

@@ -185,6 +185,8 @@ class TargetMeaning:
     args: Any
     #: True when the target also depends on who spoke before the last speaker (`previous_speaker`)
     uses_previous: ClassVar[bool] = False
+    #: True when `successors` does not depend on the speaker (nor on who spoke before)
+    speaker_free: ClassVar[bool] = False
 
     def resolve(self, speaker: str, order: Order, initiator: str, previous: Optional[str] = None) -> Resolved:
         """`previous`: the participant who spoke before `speaker` (None on the first turn);
@@ -208,6 +210,7 @@ class TargetMeaning:
 
 class AgentMeaning(TargetMeaning):
     __slots__ = ()
+    speaker_free: ClassVar[bool] = True
 
     def resolve(self, speaker: str, order: Order, initiator: str, previous: Optional[str] = None) -> Resolved:
         return self.args.agent_id, "", False
@@ -246,6 +249,7 @@ class StayMeaning(TargetMeaning):
 
 class RevertToInitiatorMeaning(TargetMeaning):
     __slots__ = ()
+    speaker_free: ClassVar[bool] = True
 
     def resolve(self, speaker: str, order: Order, initiator: str, previous: Optional[str] = None) -> Resolved:
         return initiator, "", False
@@ -257,6 +261,7 @@ class RevertToInitiatorMeaning(TargetMeaning):
 
 class TerminateMeaning(TargetMeaning):
     __slots__ = ()
+    speaker_free: ClassVar[bool] = True
 
     def resolve(self, speaker: str, order: Order, initiator: str, previous: Optional[str] = None) -> Resolved:
         return None, self.args.reason, False
@@ -346,6 +351,11 @@ def _data(v: Any) -> Any:
 
 
 _PLAIN: dict[str, type] = {name: type(f"Plain_{name}", (m, Plain), {"__slots__": ()}) for name, m in MEANINGS.items()}
+
+
+def plain_class(name: str) -> Any:
+    """The class `plain(name, ...)` builds: called as `cls(name, args)` with an `Args`."""
+    return _PLAIN[name]
 
 
 def plain(name: str, **args: Any) -> Any:

@@ -88,7 +88,8 @@ def run_checks(flow: ast.FlowFile, path: str = "<string>") -> list[Diagnostic]:
                 continue
             graph = build_graph(block)
             for row, fn in graph_checks:
-                out.extend(_to_diagnostic(row, f, path) for f in fn(block, graph))
+                for f in fn(block, graph):
+                    out.append(_to_diagnostic(row, f, path))
     return out
 
 
