@@ -20,6 +20,7 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
+import networkx
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 import turnflow
@@ -224,6 +225,32 @@ class Explorer:
         return bool(self.layers(self.cap + 1)[-1])
 
 
+def _longest_by_copy(graph):
+    """A longest path start → … → END over a copy of the reachable subgraph, in its topological
+    order (what `longest_path_to_end` computed before it stopped copying), or None."""
+    from turnflow.compiler import digraph as dg
+
+    if graph.start is None:
+        return None
+    sub = graph.g.subgraph(graph.reachable() | {END})
+    try:
+        order = dg.topological_sort(sub)
+    except ValueError:
+        return None
+    dist, parent = {graph.start: 0}, {}
+    for u in order:
+        if u in dist:
+            for v in sorted(sub.successors(u), key=graph.order_key):
+                if dist.get(v, -1) < dist[u] + 1:
+                    dist[v], parent[v] = dist[u] + 1, u
+    if END not in dist:
+        return None
+    path = [END]
+    while path[-1] != graph.start:
+        path.append(parent[path[-1]])
+    return path[::-1]
+
+
 def lines_of(diags, code):
     return {d.span.line for d in diags if d.code == code}
 
@@ -259,6 +286,14 @@ def test_analysis_agrees_with_brute_force(text):
     # reads what guards can hold together, may report more (tests/test_dead_rules.py)
     silent = lines_of(diags, "TF203") | lines_of(diags, "TF213")
     assert {decl[s] for s in bf.names if s not in reach} <= silent, text
+
+    # acyclicity and the longest path to END: as networkx reads the reachable subgraph, and the
+    # path the one the topological order of that subgraph (copied) gives
+    nx_graph = networkx.DiGraph(list(graph.speaker_edges()))
+    nx_graph.add_nodes_from(graph.participants)
+    reachable_only = nx_graph.subgraph(graph.reachable())
+    assert graph.acyclic() == networkx.is_directed_acyclic_graph(reachable_only), text
+    assert graph.longest_path_to_end() == _longest_by_copy(graph), text
 
     stats = block_stats(block)
     assert stats["reachable"] == len(reach)

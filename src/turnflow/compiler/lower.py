@@ -115,14 +115,13 @@ class Lowering:
         return self._target((t.kind,), _SIMPLE_TARGETS[t.kind])
 
     def term(self, t: ast.Term) -> ConditionMeaning:
-        kind = type(t)
-        if kind is ast.ToolTerm:
-            return self.tool(t.tool.name)  # type: ignore[union-attr]  # (the type was tested)
-        if kind is ast.TextTerm:
-            text = t.text.value  # type: ignore[union-attr]
+        if type(t) is ast.ToolTerm:
+            return self.tool(t.tool.name)
+        if type(t) is ast.TextTerm:
+            text = t.text.value
             return self._leaf(("text", text), "text_contains", text=text)
-        if kind is ast.ContextTerm:  # the literal's kind in the key: `true` is not `1`
-            key, lit = t.key.name, t.value  # type: ignore[union-attr]
+        if type(t) is ast.ContextTerm:  # the literal's kind in the key: `true` is not `1`
+            key, lit = t.key.name, t.value
             return self._leaf(("ctx", key, lit.kind, lit.value), "context_equals", key=key, value=lit.value)
         if isinstance(t, ast.CompareTerm):
             key, lit = t.key.name, t.value
@@ -158,7 +157,7 @@ class Lowering:
     def rule(self, stmt: Union[ast.Rule, ast.Handoff], order: int) -> RuleInfo:
         if type(stmt) is ast.Handoff:
             source: Optional[str] = stmt.source.name
-            when = _all_of([self.speaker(source), self.tool(stmt.tool.name)])
+            when = _all_of([self.speaker(stmt.source.name), self.tool(stmt.tool.name)])
             priority = 0
         else:
             assert isinstance(stmt, ast.Rule)

@@ -305,7 +305,36 @@ class SpeakerGraph:
 
     def acyclic(self) -> bool:
         """Is the graph restricted to reachable participants acyclic (no `stay` self-loop either)?"""
-        return self.reachable_cycle() is None
+        if "rcycle" in self._cache:
+            return self._cache["rcycle"] is None
+        return self._reachable_order() is not None
+
+    def _reachable_order(self) -> Optional[list[str]]:
+        """The reachable participants and END in `dg.topological_sort`'s order of the subgraph they
+        induce (generation by generation, in node order), or None when they hold a cycle; found
+        without copying that subgraph."""
+        if "rorder" in self._cache:
+            return self._cache["rorder"]  # type: ignore[return-value]
+        keep = self.reachable() | {END}
+        g = self.g
+        indegree = {v: sum(1 for w in g.predecessors(v) if w in keep) for v in g if v in keep}
+        generation = [v for v, d in indegree.items() if d == 0]
+        order: Optional[list[str]] = []
+        assert order is not None
+        while generation:
+            order.extend(generation)
+            nxt = []
+            for u in generation:
+                for v in g.successors(u):
+                    if v in keep:
+                        indegree[v] -= 1
+                        if indegree[v] == 0:
+                            nxt.append(v)
+            generation = nxt
+        if len(order) != len(indegree):
+            order = None
+        self._cache["rorder"] = order
+        return order
 
     def cycle_through(self, first: str, within: set[str]) -> tuple[str, ...]:
         """A shortest cycle from `first` back to itself inside the node set `within` (BFS)."""
@@ -351,15 +380,14 @@ class SpeakerGraph:
         if "lpath" in self._cache:
             return self._cache["lpath"]  # type: ignore[return-value]
         path = None
-        if self.start is not None and self.acyclic():
-            nodes = self.reachable() | {END}
-            sub = self.g.subgraph(nodes)
+        order = self._reachable_order() if self.start is not None else None
+        if self.start is not None and order is not None:
             dist: dict[str, int] = {self.start: 0}
             parent: dict[str, str] = {}
-            for u in dg.topological_sort(sub):
+            for u in order:
                 if u not in dist:
                     continue
-                for v in sorted(sub.successors(u), key=self.order_key):
+                for v in sorted(self.g.successors(u), key=self.order_key):  # (all reachable, or END)
                     if dist.get(v, -1) < dist[u] + 1:
                         dist[v] = dist[u] + 1
                         parent[v] = u

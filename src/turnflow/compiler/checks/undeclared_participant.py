@@ -46,16 +46,16 @@ def check(flow: ast.FlowFile) -> Iterator[Finding]:
                            help=_did_you_mean(ident.name, suggest))
 
         for st in block.statements:
-            names: list[tuple[ast.Ident, str]] = []
-            if isinstance(st, ast.Start):
-                names.append((st.name, "start speaker"))
-            elif isinstance(st, (ast.Rule, ast.Handoff)):
-                if st.source is not None:
-                    names.append((st.source, "rule source" if isinstance(st, ast.Rule) else "handoff source"))
-                if st.target.kind == "participant" and st.target.name is not None:
-                    names.append((st.target.name, "target"))
-            elif isinstance(st, ast.Otherwise) and st.target.kind == "participant" and st.target.name is not None:
-                names.append((st.target.name, "`otherwise` target"))
-            for ident, role in names:
-                if ident.name not in known:
-                    yield finding(ident, role)
+            if type(st) is ast.Rule or type(st) is ast.Handoff:
+                source, target = st.source, st.target
+                if source is not None and source.name not in known:
+                    yield finding(source, "rule source" if type(st) is ast.Rule else "handoff source")
+                if target.name is not None and target.name.name not in known and target.kind == "participant":
+                    yield finding(target.name, "target")
+            elif type(st) is ast.Start:
+                if st.name.name not in known:
+                    yield finding(st.name, "start speaker")
+            elif type(st) is ast.Otherwise:
+                target = st.target
+                if target.name is not None and target.name.name not in known and target.kind == "participant":
+                    yield finding(target.name, "`otherwise` target")
