@@ -275,6 +275,8 @@ def _group_ids(conds: list[Any], reads: Callable[[Any], list[Var]]) -> list[int]
     variable and no two `text contains` strings one of which contains the other (the only
     constraint between variables, `_consistent`): an input exists for goals on several groups
     iff one exists for each group's goals."""
+    if len(conds) < 2:
+        return [0] * len(conds)
     parent = list(range(len(conds)))
 
     def root(i: int) -> int:
@@ -462,17 +464,16 @@ class Firing:
         if g.start is None:
             return {}
         order = tuple(g.participants)
-        fixed: dict[str, set[Optional[str]]] = {}  # speaker -> next speakers of its other targets
+        index = g.index
+        fixed: dict[str, list[str]] = {}  # speaker -> next speakers of its other targets (sorted)
         previous: dict[str, list[Any]] = {}  # speaker -> its `previous` targets that fire
         for s in g.participants:
             ts = self._targets(s)
             previous[s] = [t for t in ts if t.uses_previous]
-            fixed[s] = {n for t in ts if not t.uses_previous for n in t.successors(s, order, g._initiator)}
-
-        def state(nxt: str, before: Optional[str]) -> tuple[str, Optional[str]]:
-            return (nxt, before) if previous[nxt] else (nxt, ANY)
-
-        start = state(g.start, None)
+            fixed[s] = sorted({n for t in ts if not t.uses_previous for n in t.successors(s, order, g._initiator)
+                               if n is not None and n in index})
+        # who spoke before is kept only for a speaker with a `previous` target
+        start = (g.start, None) if previous[g.start] else (g.start, ANY)
         first: dict[tuple[str, Optional[str]], int] = {start: 1}
         queue = deque([start])
         while queue:
@@ -480,11 +481,14 @@ class Firing:
             turn = first[(s, before)]
             if cap is not None and turn + 1 > cap:
                 continue
-            nexts = set(fixed[s])
-            for t in previous[s]:
-                nexts.update(t.successors(s, order, g._initiator, (before,)))
-            for nxt in sorted(n for n in nexts if n is not None and n in g.index):
-                key = state(nxt, s)
+            nexts = fixed[s]
+            if previous[s]:
+                more = set(nexts)
+                for t in previous[s]:
+                    more.update(n for n in t.successors(s, order, g._initiator, (before,)) if n is not None and n in index)
+                nexts = sorted(more)
+            for nxt in nexts:
+                key = (nxt, s) if previous[nxt] else (nxt, ANY)
                 if key not in first:
                     first[key] = turn + 1
                     queue.append(key)
