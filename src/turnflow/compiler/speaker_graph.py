@@ -70,9 +70,7 @@ class SpeakerGraph:
 
     def __init__(self, block: ast.Block):
         self.block = block
-        by_type: dict[type, list[Any]] = {}  # statement class -> its statements (of that class)
-        for st in block.statements:  # one pass (a large block has tens of thousands of statements)
-            by_type.setdefault(type(st), []).append(st)
+        by_type = block.by_type()  # statement class -> its statements (of that class)
         participants: list[ast.Participant] = by_type.get(ast.Participant, [])
         names = list(dict.fromkeys(p.name.name for p in participants))
         self.participants: list[str] = names

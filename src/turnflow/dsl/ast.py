@@ -424,7 +424,7 @@ Statement = Union[Participant, Start, MaxTurns, ContextInit, Rule, Handoff, Othe
 S = TypeVar("S", bound=Statement)
 
 
-#: `Block._index`'s key for the rules and handoffs together
+#: `Block.by_type`'s key for the rules and handoffs together
 _RULES = "rules"
 
 
@@ -450,7 +450,8 @@ class Block(Node):
         _tuple(self, "statements", "leading", "trailing", "inner", "close_trailing")
 
     # -- convenience views (file order) ------------------------------------
-    def _index(self) -> dict[Any, list[Any]]:
+    def by_type(self) -> dict[Any, list[Any]]:
+        """The statements by class, each list in file order (built once; read, never change it)."""
         index = self._by_type
         if index is None:
             index = {_RULES: []}
@@ -469,7 +470,7 @@ class Block(Node):
 
     def of_type(self, cls: type[S]) -> list[S]:
         """The statements of class `cls`, in file order (a new list)."""
-        return list(self._index().get(cls, ()))
+        return list(self.by_type().get(cls, ()))
 
     @property
     def participants(self) -> list[Participant]:
@@ -478,7 +479,7 @@ class Block(Node):
     @property
     def rules(self) -> list[Union[Rule, Handoff]]:
         """Transition rules in file order: plain rules and handoffs."""
-        return list(self._index()[_RULES])
+        return list(self.by_type()[_RULES])
 
     @property
     def comments(self) -> list[Comment]:
