@@ -456,6 +456,20 @@ class Firing:
         """Who gets the turn on some run when `max_turns` is ignored."""
         return {s for s, _ in self._explore(None)}
 
+    def _moves(self) -> tuple[dict[str, list[str]], dict[str, list[Any]]]:
+        """Per speaker: the next speakers its firing targets other than `previous` give
+        (participants only, sorted), and its firing `previous` targets."""
+        g = self.graph
+        order, index = tuple(g.participants), g.index
+        fixed: dict[str, list[str]] = {}
+        previous: dict[str, list[Any]] = {}
+        for s in g.participants:
+            ts = self._targets(s)
+            previous[s] = [t for t in ts if t.uses_previous]
+            fixed[s] = sorted({n for t in ts if not t.uses_previous for n in t.successors(s, order, g._initiator)
+                               if n is not None and n in index})
+        return fixed, previous
+
     def _explore(self, cap: Optional[int]) -> dict[tuple[str, Optional[str]], int]:
         """(speaker, who spoke before) -> the first turn it happens on, for every state a run
         reaches within `cap` turns (None: no cap). Who spoke before is kept only for a speaker
@@ -463,15 +477,8 @@ class Firing:
         g = self.graph
         if g.start is None:
             return {}
-        order = tuple(g.participants)
-        index = g.index
-        fixed: dict[str, list[str]] = {}  # speaker -> next speakers of its other targets (sorted)
-        previous: dict[str, list[Any]] = {}  # speaker -> its `previous` targets that fire
-        for s in g.participants:
-            ts = self._targets(s)
-            previous[s] = [t for t in ts if t.uses_previous]
-            fixed[s] = sorted({n for t in ts if not t.uses_previous for n in t.successors(s, order, g._initiator)
-                               if n is not None and n in index})
+        order, index = tuple(g.participants), g.index
+        fixed, previous = self._moves()
         # who spoke before is kept only for a speaker with a `previous` target
         start = (g.start, None) if previous[g.start] else (g.start, ANY)
         first: dict[tuple[str, Optional[str]], int] = {start: 1}
