@@ -42,6 +42,18 @@ WRITE_LIMIT = (32 << 10, 8 << 10)  # the transport's buffer: writes stop above 3
 _DATA = (Opcode.TEXT, Opcode.BINARY, Opcode.CONT)
 
 
+_HEADS = [bytes((0x81, n)) for n in range(126)]  # a final text frame's header, by payload length below 126
+
+
+def _unmask(payload: bytes, mask: bytes) -> bytes:
+    """RFC 6455, 5.3: the payload XOR the repeated 4-byte key (one big-integer XOR, in C)."""
+    n = len(payload)
+    if not n:
+        return b""
+    key = (mask * (n // 4 + 1))[:n]
+    return (int.from_bytes(payload, "little") ^ int.from_bytes(key, "little")).to_bytes(n, "little")
+
+
 class Link(asyncio.Protocol):
     """One client connection: the WebSocket protocol and what `Server` and `Ops` need of a
     connection (`send`, `ping`, `drop`, `agents`, `endpoint_id`, ...)."""
@@ -49,7 +61,7 @@ class Link(asyncio.Protocol):
     __slots__ = ("listener", "protocol", "transport", "endpoint_id", "agents", "opened_at", "closed", "peer",
                  "requests", "_queue", "_queued", "_budget", "_limits", "_inflight", "_running", "_room", "_tasks",
                  "_replay", "_ping", "_paused", "_dirty", "_held", "_pending", "_reading", "_timer", "_parts",
-                 "_parts_text")
+                 "_parts_text", "_fast", "_buf", "_need")
 
     def __init__(self, listener: "Listener") -> None:
         self.listener = listener
@@ -79,6 +91,9 @@ class Link(asyncio.Protocol):
         self._timer: Optional[asyncio.TimerHandle] = None  # the handshake's or the close's deadline
         self._parts: Optional[bytearray] = None  # a fragmented message being received
         self._parts_text = False
+        self._fast = False  # frames read by `_frames` (after a clean handshake), not the protocol
+        self._buf: Optional[bytearray] = None  # a partial frame (`_fast`)
+        self._need = 0  # the bytes it needs before it is looked at again
 
     # -- asyncio.Protocol ------------------------------------------------------------------------
     def connection_made(self, transport: Any) -> None:
@@ -88,22 +103,103 @@ class Link(asyncio.Protocol):
         self._timer = self.listener.loop.call_later(OPEN_TIMEOUT, self._abort)
 
     def data_received(self, data: bytes) -> None:
+        if self._fast:
+            buf = self._buf
+            if buf is not None:
+                buf += data
+                if len(buf) < self._need:
+                    return
+                self._buf = None
+                data = bytes(buf)
+            self._frames(data)
+        else:
+            self._feed(data)
+
+    def _feed(self, data: bytes) -> None:
+        """Bytes through websockets' protocol: the handshake, control frames, fragments, errors."""
         protocol = self.protocol
         protocol.receive_data(data)
         events = protocol.events_received()
         self._write_out()
         for event in events:
             if isinstance(event, Request):
-                self._handshake(event)
+                self._handshake(event, data.endswith(b"\r\n\r\n") and len(events) == 1)
             elif isinstance(event, Frame) and event.opcode in _DATA:
                 message = self._message(event)
-                if message is not None and not self.closed:
-                    if self._pending is not None:
-                        self._pending.append(message)
-                    else:
-                        self._take(message)
-        if protocol.close_expected() and self._timer is None:
-            self._timer = self.listener.loop.call_later(CLOSE_TIMEOUT, self._abort)
+                if message is not None:
+                    self._dispatch(message)
+        if protocol.state is not OPEN:
+            self._fast = False
+            if protocol.close_expected() and self._timer is None:
+                self._timer = self.listener.loop.call_later(CLOSE_TIMEOUT, self._abort)
+
+    def _dispatch(self, message: Any) -> None:
+        if not self.closed:
+            if self._pending is not None:
+                self._pending.append(message)
+            else:
+                self._take(message)
+
+    def _frames(self, data: bytes) -> None:
+        """Whole unfragmented text and binary frames read here (RFC 6455, 5.2: masked, FIN, no RSV
+        bit, at most `max_size`); any other frame is handed whole to the protocol, which answers it
+        (a ping, a close, a fragment) or fails the connection (a bad frame: everything from it on
+        goes to the protocol). A partial frame waits for its rest."""
+        pos, end, size = 0, len(data), self.listener.max_size
+        while pos < end and self._fast:
+            if end - pos < 2:
+                self._wait(data, pos, pos + 2)
+                return
+            head1, head2 = data[pos], data[pos + 1]
+            length, start = head2 & 0x7F, pos + 2
+            if length == 126:
+                start += 2
+                if end < start:
+                    self._wait(data, pos, start)
+                    return
+                length = int.from_bytes(data[pos + 2:start], "big")
+            elif length == 127:
+                start += 8
+                if end < start:
+                    self._wait(data, pos, start)
+                    return
+                length = int.from_bytes(data[pos + 2:start], "big")
+            if not head2 & 0x80 or length > size:  # unmasked or too big: the protocol fails the connection
+                self._fast = False
+                self._feed(data[pos:])
+                return
+            stop = start + 4 + length
+            if stop > end:
+                self._wait(data, pos, stop)
+                return
+            opcode = head1 & 0x0F
+            if head1 & 0xF0 != 0x80 or opcode not in (1, 2) or self._parts is not None:
+                self._feed(data[pos:stop])  # (the protocol's buffer is left empty: a whole frame)
+                pos = stop
+                continue
+            payload = _unmask(data[start + 4:stop], data[start:start + 4])
+            pos = stop
+            if opcode == 2:
+                self._dispatch(payload)
+                continue
+            try:
+                text = payload.decode()
+            except UnicodeDecodeError as exc:
+                self._fast = False  # (the peer's close and anything after it: the protocol's)
+                self.protocol.fail(1007, f"{exc.reason} at position {exc.start}")
+                self._write_out()
+                self.closed = True
+                if self._timer is None:
+                    self._timer = self.listener.loop.call_later(CLOSE_TIMEOUT, self._abort)
+                return
+            self._dispatch(text)
+        if pos < end and not self._fast:  # (a close or an error on the way: the rest is the protocol's)
+            self._feed(data[pos:])
+
+    def _wait(self, data: bytes, pos: int, need: int) -> None:
+        """Keep a partial frame until `need - pos` bytes of it are in."""
+        self._buf = bytearray(data[pos:])
+        self._need = need - pos
 
     def eof_received(self) -> Optional[bool]:
         self.protocol.receive_eof()
@@ -133,7 +229,9 @@ class Link(asyncio.Protocol):
         self._signal()
 
     # -- the opening handshake ---------------------------------------------------------------------
-    def _handshake(self, request: Request) -> None:
+    def _handshake(self, request: Request, alone: bool) -> None:
+        """(`alone`: the request ended the bytes received, so the protocol holds none beyond it and
+        frames can be read here from the next byte on.)"""
         protocol, listener = self.protocol, self.listener
         response = protocol.accept(request)
         response.headers["Server"] = SERVER
@@ -161,6 +259,7 @@ class Link(asyncio.Protocol):
         self.opened_at = listener.loop.time()
         self.closed = False
         server.enter(self, self.transport.get_extra_info("socket"))
+        self._fast = alone
 
     # -- reading -----------------------------------------------------------------------------------
     def _message(self, frame: Any) -> Any:
@@ -307,12 +406,16 @@ class Link(asyncio.Protocol):
                 self._write_out()
         while queue and not self._paused:
             batch = taken = 0
+            out: list[bytes] = []
             for text in queue:
                 try:
                     data = text.encode()
                 except UnicodeEncodeError:  # a lone surrogate: JSON's own escape, which reads back the same
                     data = text.encode("utf-8", "backslashreplace")
-                protocol.send_text(data)
+                n = len(data)  # a text frame as the protocol's `send_text` builds it (RFC 6455, 5.2: a server's is not masked)
+                out.append(_HEADS[n] if n < 126 else
+                           b"\x81\x7e" + n.to_bytes(2, "big") if n < 65536 else b"\x81\x7f" + n.to_bytes(8, "big"))
+                out.append(data)
                 batch += sys.getsizeof(text)
                 taken += 1
                 if batch >= WRITE_BATCH:
@@ -320,7 +423,7 @@ class Link(asyncio.Protocol):
             del queue[:taken]
             self._queued -= batch
             self._budget.used -= batch
-            self._write_out()  # (may pause writing: the loop stops)
+            self.transport.write(b"".join(out))  # (may pause writing: the loop stops)
         self._signal()
 
     def _write_out(self) -> None:
@@ -353,6 +456,7 @@ class Link(asyncio.Protocol):
         self._close(code, reason)
 
     def _close(self, code: int, reason: str) -> None:
+        self._fast = False  # (the peer's close and anything after it: the protocol's)
         if self.protocol.state is OPEN:
             self.protocol.send_close(code, reason)
             self._write_out()
