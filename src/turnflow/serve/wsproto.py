@@ -118,6 +118,8 @@ class Link(asyncio.Protocol):
     def _feed(self, data: bytes) -> None:
         """Bytes through websockets' protocol: the handshake, control frames, fragments, errors."""
         protocol = self.protocol
+        if self._queue:  # answers to the frames before these go out before anything the protocol writes (a close)
+            self.flush()
         protocol.receive_data(data)
         events = protocol.events_received()
         self._write_out()
@@ -186,6 +188,7 @@ class Link(asyncio.Protocol):
                 text = payload.decode()
             except UnicodeDecodeError as exc:
                 self._fast = False  # (the peer's close and anything after it: the protocol's)
+                self.flush()
                 self.protocol.fail(1007, f"{exc.reason} at position {exc.start}")
                 self._write_out()
                 self.closed = True
@@ -287,6 +290,7 @@ class Link(asyncio.Protocol):
             return bytes(data).decode()
         except UnicodeDecodeError as exc:
             if self.protocol.state is OPEN:
+                self.flush()
                 self.protocol.fail(1007, f"{exc.reason} at position {exc.start}")
                 self._write_out()
             self.closed = True
