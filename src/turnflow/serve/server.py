@@ -1,9 +1,12 @@
-"""The WebSocket server: one `Connection` per client, frames decoded and answered, notifications
-queued per connection, limits enforced (docs/serve.md, "Limits").
+"""The WebSocket server: frames decoded and answered, notifications queued per connection, limits
+enforced (docs/serve.md, "Limits"). The connections are wsproto.py's `Link`s (one `asyncio.Protocol`
+each on websockets' Sans-I/O layer: frames handled as they are read, `Server.take`; queued frames
+written once per loop tick); `Connection` here is the same over websockets' asyncio server (a reader
+and a writer task per connection: `Server.handle`), kept behind `TURNFLOW_SERVE_LAYER=asyncio`.
 
 Every buffer is bounded in bytes. A connection's outgoing frames go through its own queue, written
-by its own task at most WRITE_BATCH bytes at a time: the hub and the other connections never wait on
-a socket. A client whose backlog (queue and socket buffer) passes `send_buffer_bytes`, or that needs
+at most WRITE_BATCH bytes at a time while its socket takes them: the hub and the other connections
+never wait on a socket. A client whose backlog (queue and socket buffer) passes `send_buffer_bytes`, or that needs
 more while all clients' backlogs pass `total_send_bytes`, is disconnected; so is one that binds no
 agent within the idle timeout (on a hub with API keys: the auth timeout, and it may only register or
 attach meanwhile). Requests of a connection run concurrently (at most `max_inflight` and
