@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import logging
 import os
 import struct
 
@@ -180,3 +181,103 @@ def test_frames_the_protocol_refuses_close_the_connection(tmp_path, case):
         return got
 
     assert with_server(tmp_path, body, max_frame_bytes=4096) == code
+
+
+
+class _Transport(asyncio.Transport):
+    """What a `Link` writes, kept (no socket)."""
+
+    def __init__(self):
+        super().__init__()
+        self.out = bytearray()
+
+    def write(self, data):
+        self.out += data
+
+    def get_write_buffer_size(self):
+        return 0
+
+    def get_extra_info(self, name, default=None):
+        return ("127.0.0.1", 5555) if name == "peername" else default
+
+    def set_write_buffer_limits(self, high=None, low=None):
+        pass
+
+    def can_write_eof(self):
+        return True
+
+    def write_eof(self):
+        pass
+
+    def close(self):
+        pass
+
+    def abort(self):
+        pass
+
+
+def test_a_due_ping_is_written_with_the_frames_queued_beside_it():
+    """The keepalive's ping and queued frames flushed in one tick: the ping is on the wire before
+    the frames (the protocol's bytes never wait behind them for a later write)."""
+    from turnflow.serve.server import SendBudget
+    from turnflow.serve.wsproto import Link, Listener
+
+    class Server:
+        limits = Limits()
+        budget = SendBudget(Limits().total_send_bytes)
+
+        def refusal(self, peer):
+            return None
+
+        def enter(self, conn, sock):
+            pass
+
+    async def main():
+        listener = Listener(Server(), max_size=1 << 20, logger=logging.getLogger("test"))
+        link = Link(listener)
+        transport = _Transport()
+        link.connection_made(transport)
+        link.data_received(HANDSHAKE.format(host="h", key=base64.b64encode(os.urandom(16)).decode()).encode())
+        assert transport.out.startswith(b"HTTP/1.1 101 ")
+        transport.out.clear()
+        link.send('{"kind":"pong"}')
+        link.ping()
+        link.flush()
+        link._abort()
+        return bytes(transport.out)
+
+    out = asyncio.run(main())
+    assert out == b"\x89\x00" + b"\x81\x0f" + b'{"kind":"pong"}'
+
+
+def test_keepalive_pings_go_out_while_frames_are_queued(tmp_path):
+    """A client kept busy with answers (50 app-level pings every 10 ms, so answers are queued
+    whenever the keepalive's ping is due) still gets a WebSocket ping every `ping_interval`."""
+    async def body(url):
+        reader, writer = await connect(url)
+        writer.write(text(request("register", {"passport": {"name": "busy"}}, "reg")))
+        assert (await answer(reader))["ok"] is True
+        pings = answers = 0
+        loop = asyncio.get_running_loop()
+        end = loop.time() + 1.6
+
+        async def flood():
+            while loop.time() < end:
+                writer.write(text({"kind": "ping"}) * 50)
+                await writer.drain()
+                await asyncio.sleep(0.01)
+
+        sender = loop.create_task(flood())
+        while loop.time() < end:
+            try:
+                opcode, _ = await asyncio.wait_for(read_frame(reader), max(0.01, end - loop.time()))
+            except asyncio.TimeoutError:
+                break
+            pings += opcode == 9
+            answers += opcode == 1
+        await sender
+        writer.close()
+        return pings, answers
+
+    pings, answers = with_server(tmp_path, body, ping_interval=0.3, ping_timeout=0.3)
+    assert answers > 500 and pings >= 3, (pings, answers)

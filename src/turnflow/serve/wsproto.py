@@ -406,8 +406,7 @@ class Link(asyncio.Protocol):
         if self._ping:
             self._ping = False
             protocol.send_ping(b"")
-            if not queue:
-                self._write_out()
+            self._write_out()  # (before the frames: nothing of the protocol's may wait behind them)
         while queue and not self._paused:
             batch = taken = 0
             out: list[bytes] = []
