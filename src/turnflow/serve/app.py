@@ -180,6 +180,7 @@ async def serve(opts: Options, ready: Callable[[str], None], stop: Optional[asyn
     from turnflow.serve.ops import Auth, Ops
     from turnflow.serve.registry import open_registry
     from turnflow.serve.server import Server
+    from turnflow.serve.wsproto import Listener
 
     store = open_store(opts.store)
     try:
@@ -207,12 +208,21 @@ async def serve(opts: Options, ready: Callable[[str], None], stop: Optional[asyn
             loop.add_signal_handler(sig, stop.set)
     lim = opts.limits
     try:
-        async with ws_serve(server.handle, opts.host, opts.port, max_size=lim.max_frame_bytes, compression=None,
-                            max_queue=READ_QUEUE, ping_interval=None, ping_timeout=None,  # pings: `server.keepalive`
-                            logger=quiet_logger()) as ws_server:  # see server.py
-            port = ws_server.sockets[0].getsockname()[1]
-            ready(f"ws://{opts.host}:{port}")
-            await stop.wait()
+        if os.environ.get("TURNFLOW_SERVE_LAYER") == "asyncio":  # websockets' asyncio server (before wsproto.py)
+            async with ws_serve(server.handle, opts.host, opts.port, max_size=lim.max_frame_bytes, compression=None,
+                                max_queue=READ_QUEUE, ping_interval=None, ping_timeout=None,  # pings: `server.keepalive`
+                                logger=quiet_logger()) as ws_server:  # see server.py
+                port = ws_server.sockets[0].getsockname()[1]
+                ready(f"ws://{opts.host}:{port}")
+                await stop.wait()
+        else:
+            listener = Listener(server, max_size=lim.max_frame_bytes, logger=quiet_logger())
+            try:
+                port = await listener.start(opts.host, opts.port)
+                ready(f"ws://{opts.host}:{port}")
+                await stop.wait()
+            finally:
+                await listener.close()
     finally:
         for task in (house, pinger):
             if task is not None:

@@ -1,9 +1,12 @@
-"""The WebSocket server: one `Connection` per client, frames decoded and answered, notifications
-queued per connection, limits enforced (docs/serve.md, "Limits").
+"""The WebSocket server: frames decoded and answered, notifications queued per connection, limits
+enforced (docs/serve.md, "Limits"). The connections are wsproto.py's `Link`s (one `asyncio.Protocol`
+each on websockets' Sans-I/O layer: frames handled as they are read, `Server.take`; queued frames
+written once per loop tick); `Connection` here is the same over websockets' asyncio server (a reader
+and a writer task per connection: `Server.handle`), kept behind `TURNFLOW_SERVE_LAYER=asyncio`.
 
 Every buffer is bounded in bytes. A connection's outgoing frames go through its own queue, written
-by its own task at most WRITE_BATCH bytes at a time: the hub and the other connections never wait on
-a socket. A client whose backlog (queue and socket buffer) passes `send_buffer_bytes`, or that needs
+at most WRITE_BATCH bytes at a time while its socket takes them: the hub and the other connections
+never wait on a socket. A client whose backlog (queue and socket buffer) passes `send_buffer_bytes`, or that needs
 more while all clients' backlogs pass `total_send_bytes`, is disconnected; so is one that binds no
 agent within the idle timeout (on a hub with API keys: the auth timeout, and it may only register or
 attach meanwhile). Requests of a connection run concurrently (at most `max_inflight` and
@@ -290,6 +293,22 @@ class Connection:
         self._signal()
 
 
+class Suspended(RuntimeError):
+    """An op expected to answer without waiting awaited something (a bug: answered as an error)."""
+
+
+def run_now(coro: Any) -> Any:
+    """Run a coroutine that awaits nothing (the ops outside WAITING_OPS, `hello` with a replay
+    in the background) to its end, without a task: one `send` of the coroutine protocol; one
+    that would wait is closed and `Suspended` raised."""
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        return done.value
+    coro.close()
+    raise Suspended("the op waited for something (it must answer at once)")
+
+
 def _peer(ws: Any) -> str:
     address = ws.remote_address
     return str(address[0]) if isinstance(address, tuple) and address else ""
@@ -359,13 +378,16 @@ class Server:
         if ws.request is not None:
             ws.request.headers.clear()
         conn = Connection(ws, self.limits, loop.time(), self.budget, peer)
-        self.connections.add(conn)
-        self.peers[peer] = self.peers.get(peer, 0) + 1
-        sock = ws.transport.get_extra_info("socket")
-        if sock is not None and self.limits.ping_interval is not None:
-            tcp_keepalive(sock, self.limits.ping_interval, self.limits.ping_timeout)
+        self.enter(conn, ws.transport.get_extra_info("socket"))
         conn.writer = loop.create_task(conn.write_loop())
         return conn
+
+    def enter(self, conn: Any, sock: Any) -> None:
+        """Count a new connection in (it was not refused) and set its socket's TCP keepalive."""
+        self.connections.add(conn)
+        self.peers[conn.peer] = self.peers.get(conn.peer, 0) + 1
+        if sock is not None and self.limits.ping_interval is not None:
+            tcp_keepalive(sock, self.limits.ping_interval, self.limits.ping_timeout)
 
     def forget(self, conn: Connection) -> None:
         self.connections.discard(conn)
@@ -403,6 +425,61 @@ class Server:
         elif kind == "ping":
             conn.send(frames.PONG)
 
+    def take(self, conn: Any, message: Any) -> None:
+        """`on_message` without a reader task (wsproto.py): the frame handled at once; a request
+        that waits for a commit or for acks is handed to `conn.start`, which runs it in its own task
+        when the connection has a slot, else holds it (and the messages after it)."""
+        try:
+            frame = frames.decode(message)
+        except FrameError as exc:
+            if exc.request_id is not None:
+                conn.send(frames.failure(exc.request_id, exc.code, exc.message))
+            else:
+                conn.send(frames.error(exc.code, exc.message))
+            return
+        kind = frame["kind"]
+        if kind == "request":
+            if not conn.agents and self.keyed and not self.unbound_may(conn, frame):
+                return
+            op = frame["op"]
+            if op in WAITING_OPS:
+                conn.start(functools.partial(self.request, conn, frame["request_id"], op, frame["params"]),
+                           len(message))
+            else:
+                conn.send(self.answer(conn, frame["request_id"], op, frame["params"]))
+        elif kind == "receipt":
+            self.ops.receipt(conn, frame)
+        elif kind == "hello":
+            if not conn.agents and self.keyed and not self.unbound_count(conn):
+                return
+            run_now(self.ops.hello(conn, frame))  # (the replay goes to `conn.background`: hello waits for nothing)
+        elif kind == "ping":
+            conn.send(frames.PONG)
+
+    def answer(self, conn: Any, request_id: str, op: str, params: dict[str, Any]) -> str:
+        """The answer to a request outside WAITING_OPS, which the ops give without waiting."""
+        try:
+            return self._reply(request_id, op, run_now(self.ops.call(conn, op, params)))
+        except Exception as exc:
+            return self._failed(request_id, op, exc)
+
+    def _reply(self, request_id: str, op: str, result: Any) -> str:
+        text = frames.response(request_id, result)
+        if len(text) > self.limits.max_reply_bytes:
+            text = frames.failure(request_id, frames.PROTOCOL_ERROR,
+                                  f"the answer to {op} is {len(text)} bytes, over this hub's limit of "
+                                  f"{self.limits.max_reply_bytes} (--max-reply-bytes): ask for less")
+        return text
+
+    def _failed(self, request_id: str, op: str, exc: Exception) -> str:
+        if isinstance(exc, OpError):
+            return frames.failure(request_id, exc.code, exc.message)
+        if isinstance(exc, (RuntimeErrorBase, KeyError, TypeError, ValueError, AttributeError)):
+            # wrong shapes deeper in the params (a participant that is not an object, ...)
+            return frames.failure(request_id, frames.PROTOCOL_ERROR, f"{type(exc).__name__}: {str(exc)[:300]}")
+        log.error("op %s failed", op, exc_info=exc)
+        return frames.failure(request_id, "error", f"{type(exc).__name__}: {str(exc)[:300]}")
+
     def unbound_count(self, conn: Connection) -> bool:
         """On a hub with API keys, a connection with no bound agent may send a few requests and
         hellos in all (a key is not guessed on one connection): beyond, it is closed (1008)."""
@@ -426,20 +503,9 @@ class Server:
 
     async def request(self, conn: Connection, request_id: str, op: str, params: dict[str, Any]) -> None:
         try:
-            result = await self.ops.call(conn, op, params)
-            text = frames.response(request_id, result)
-            if len(text) > self.limits.max_reply_bytes:
-                text = frames.failure(request_id, frames.PROTOCOL_ERROR,
-                                      f"the answer to {op} is {len(text)} bytes, over this hub's limit of "
-                                      f"{self.limits.max_reply_bytes} (--max-reply-bytes): ask for less")
-        except OpError as exc:
-            text = frames.failure(request_id, exc.code, exc.message)
-        except (RuntimeErrorBase, KeyError, TypeError, ValueError, AttributeError) as exc:
-            # wrong shapes deeper in the params (a participant that is not an object, ...)
-            text = frames.failure(request_id, frames.PROTOCOL_ERROR, f"{type(exc).__name__}: {str(exc)[:300]}")
+            text = self._reply(request_id, op, await self.ops.call(conn, op, params))
         except Exception as exc:
-            log.exception("op %s failed", op)
-            text = frames.failure(request_id, "error", f"{type(exc).__name__}: {str(exc)[:300]}")
+            text = self._failed(request_id, op, exc)
         conn.send(text)
 
     async def keepalive(self, interval: float) -> None:

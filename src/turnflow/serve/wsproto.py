@@ -1,0 +1,578 @@
+"""The WebSocket layer of `turnflow serve`: one `asyncio.Protocol` per TCP connection, driving
+websockets' Sans-I/O `ServerProtocol` (its documented public layer: bytes in with `receive_data`,
+frames out with `events_received`, bytes to write with `data_to_send`).
+
+What websockets' asyncio server did per connection with a task, an assembler and futures is done
+here in the transport's callbacks: a message is decoded and handled in `data_received` (requests
+answered from memory at once; those that wait for a commit or for acks get their own task), and
+what is queued for the client is written once per tick for all connections (`Listener.flush`), at
+most WRITE_BATCH bytes a write while the transport's buffer is under its high-water mark.
+
+Behaviour kept from websockets' `serve` as turnflow used it (`app.py` before): the opening
+handshake (the same response, the `Server` header, a 503 while shutting down) within OPEN_TIMEOUT
+seconds; no extensions (no compression), messages of at most `max_frame_bytes` (1009 beyond,
+fragments counted together); invalid UTF-8 in a text message closes with 1007; a ping is answered
+with a pong; a close handshake waits at most CLOSE_TIMEOUT seconds for the peer before the socket
+is aborted; on shutdown open connections are closed with 1001 (going away). Inbound buffering is
+bounded: while a request cannot start (its connection's `max_inflight` / `inflight_bytes` are
+taken) the messages after it wait, at most one socket read of them, and the socket is not read
+(`pause_reading`) until it starts."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import http
+import logging
+import sys
+import uuid
+from typing import Any, Callable, Optional
+
+from websockets.frames import Frame, Opcode
+from websockets.http11 import SERVER, Request
+from websockets.protocol import OPEN
+from websockets.server import ServerProtocol
+
+from turnflow.serve.server import WRITE_BATCH, Limits, SendBudget
+
+log = logging.getLogger("turnflow.serve")
+OPEN_TIMEOUT = 10.0  # seconds for the opening handshake (websockets' default `open_timeout`)
+CLOSE_TIMEOUT = 10.0  # seconds a close handshake waits for the peer (websockets' default `close_timeout`)
+WRITE_LIMIT = (32 << 10, 8 << 10)  # the transport's buffer: writes stop above 32 KiB, go on below 8 KiB (websockets' default)
+_DATA = (Opcode.TEXT, Opcode.BINARY, Opcode.CONT)
+
+
+_HEADS = [bytes((0x81, n)) for n in range(126)]  # a final text frame's header, by payload length below 126
+
+
+def _unmask(payload: bytes, mask: bytes) -> bytes:
+    """RFC 6455, 5.3: the payload XOR the repeated 4-byte key (one big-integer XOR, in C)."""
+    n = len(payload)
+    if not n:
+        return b""
+    key = (mask * (n // 4 + 1))[:n]
+    return (int.from_bytes(payload, "little") ^ int.from_bytes(key, "little")).to_bytes(n, "little")
+
+
+class Link(asyncio.Protocol):
+    """One client connection: the WebSocket protocol and what `Server` and `Ops` need of a
+    connection (`send`, `ping`, `drop`, `agents`, `endpoint_id`, ...)."""
+
+    __slots__ = ("listener", "protocol", "transport", "endpoint_id", "agents", "opened_at", "closed", "peer",
+                 "requests", "_queue", "_queued", "_budget", "_limits", "_inflight", "_running", "_room", "_tasks",
+                 "_replay", "_ping", "_paused", "_dirty", "_held", "_pending", "_reading", "_timer", "_parts",
+                 "_parts_text", "_fast", "_buf", "_need")
+
+    def __init__(self, listener: "Listener") -> None:
+        self.listener = listener
+        self.protocol = ServerProtocol(max_size=listener.max_size, logger=listener.logger)
+        self.transport: Any = None
+        self.endpoint_id = ""
+        self.agents: set[str] = set()
+        self.opened_at = 0.0
+        self.closed = True  # until the handshake is done (nothing can be sent before)
+        self.peer = ""
+        self.requests = 0
+        self._queue: list[str] = []
+        self._queued = 0
+        self._budget: SendBudget = listener.server.budget
+        self._limits: Limits = listener.server.limits
+        self._inflight = 0  # bytes of the request frames being handled
+        self._running = 0  # requests being handled in their own task
+        self._room: Optional[asyncio.Event] = None
+        self._tasks: Optional[set[asyncio.Task[Any]]] = None
+        self._replay: Optional[asyncio.Task[Any]] = None
+        self._ping = False
+        self._paused = False  # the transport's buffer is over its high-water mark
+        self._dirty = False  # in the listener's list of connections to flush this tick
+        self._held: Optional[tuple[Callable[[], Any], int]] = None  # a request waiting for a slot
+        self._pending: Optional[list[Any]] = None  # messages received after it
+        self._reading = True
+        self._timer: Optional[asyncio.TimerHandle] = None  # the handshake's or the close's deadline
+        self._parts: Optional[bytearray] = None  # a fragmented message being received
+        self._parts_text = False
+        self._fast = False  # frames read by `_frames` (after a clean handshake), not the protocol
+        self._buf: Optional[bytearray] = None  # a partial frame (`_fast`)
+        self._need = 0  # the bytes it needs before it is looked at again
+
+    # -- asyncio.Protocol ------------------------------------------------------------------------
+    def connection_made(self, transport: Any) -> None:
+        self.transport = transport
+        transport.set_write_buffer_limits(*WRITE_LIMIT)
+        self.listener.links.add(self)
+        self._timer = self.listener.loop.call_later(OPEN_TIMEOUT, self._abort)
+
+    def data_received(self, data: bytes) -> None:
+        if self._fast:
+            buf = self._buf
+            if buf is not None:
+                buf += data
+                if len(buf) < self._need:
+                    return
+                self._buf = None
+                data = bytes(buf)
+            self._frames(data)
+        else:
+            self._feed(data)
+
+    def _feed(self, data: bytes) -> None:
+        """Bytes through websockets' protocol: the handshake, control frames, fragments, errors."""
+        protocol = self.protocol
+        if self._queue:  # answers to the frames before these go out before anything the protocol writes (a close)
+            self.flush()
+        protocol.receive_data(data)
+        events = protocol.events_received()
+        self._write_out()
+        for event in events:
+            if isinstance(event, Request):
+                self._handshake(event, data.endswith(b"\r\n\r\n") and len(events) == 1)
+            elif isinstance(event, Frame) and event.opcode in _DATA:
+                message = self._message(event)
+                if message is not None:
+                    self._dispatch(message)
+        if protocol.state is not OPEN:
+            self._fast = False
+            if protocol.close_expected() and self._timer is None:
+                self._timer = self.listener.loop.call_later(CLOSE_TIMEOUT, self._abort)
+
+    def _dispatch(self, message: Any) -> None:
+        if not self.closed:
+            if self._pending is not None:
+                self._pending.append(message)
+            else:
+                self._take(message)
+
+    def _frames(self, data: bytes) -> None:
+        """Whole unfragmented text and binary frames read here (RFC 6455, 5.2: masked, FIN, no RSV
+        bit, at most `max_size`); any other frame is handed whole to the protocol, which answers it
+        (a ping, a close, a fragment) or fails the connection (a bad frame: everything from it on
+        goes to the protocol). A partial frame waits for its rest."""
+        pos, end, size = 0, len(data), self.listener.max_size
+        while pos < end and self._fast:
+            if end - pos < 2:
+                self._wait(data, pos, pos + 2)
+                return
+            head1, head2 = data[pos], data[pos + 1]
+            length, start = head2 & 0x7F, pos + 2
+            if length == 126:
+                start += 2
+                if end < start:
+                    self._wait(data, pos, start)
+                    return
+                length = int.from_bytes(data[pos + 2:start], "big")
+            elif length == 127:
+                start += 8
+                if end < start:
+                    self._wait(data, pos, start)
+                    return
+                length = int.from_bytes(data[pos + 2:start], "big")
+            if not head2 & 0x80 or length > size:  # unmasked or too big: the protocol fails the connection
+                self._fast = False
+                self._feed(data[pos:])
+                return
+            stop = start + 4 + length
+            if stop > end:
+                self._wait(data, pos, stop)
+                return
+            opcode = head1 & 0x0F
+            if head1 & 0xF0 != 0x80 or opcode not in (1, 2) or self._parts is not None:
+                self._feed(data[pos:stop])  # (the protocol's buffer is left empty: a whole frame)
+                pos = stop
+                continue
+            payload = _unmask(data[start + 4:stop], data[start:start + 4])
+            pos = stop
+            if opcode == 2:
+                self._dispatch(payload)
+                continue
+            try:
+                text = payload.decode()
+            except UnicodeDecodeError as exc:
+                self._fast = False  # (the peer's close and anything after it: the protocol's)
+                self.flush()
+                self.protocol.fail(1007, f"{exc.reason} at position {exc.start}")
+                self._write_out()
+                self.closed = True
+                if self._timer is None:
+                    self._timer = self.listener.loop.call_later(CLOSE_TIMEOUT, self._abort)
+                return
+            self._dispatch(text)
+        if pos < end and not self._fast:  # (a close or an error on the way: the rest is the protocol's)
+            self._feed(data[pos:])
+
+    def _wait(self, data: bytes, pos: int, need: int) -> None:
+        """Keep a partial frame until `need - pos` bytes of it are in."""
+        self._buf = bytearray(data[pos:])
+        self._need = need - pos
+
+    def eof_received(self) -> Optional[bool]:
+        self.protocol.receive_eof()
+        self.protocol.events_received()
+        self._write_out()
+        return None
+
+    def connection_lost(self, exc: Optional[Exception]) -> None:
+        self.protocol.receive_eof()  # (idempotent: the protocol is CLOSED)
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._pending = self._held = None
+        self._paused = False
+        if self.endpoint_id:
+            self.listener.server.forget(self)  # (closed, its queue released, its agents unbound)
+        self.closed = True
+        self.listener.lost(self)
+
+    def pause_writing(self) -> None:
+        self._paused = True
+
+    def resume_writing(self) -> None:
+        self._paused = False
+        if self._queue or self._ping:
+            self._mark()
+        self._signal()
+
+    # -- the opening handshake ---------------------------------------------------------------------
+    def _handshake(self, request: Request, alone: bool) -> None:
+        """(`alone`: the request ended the bytes received, so the protocol holds none beyond it and
+        frames can be read here from the next byte on.)"""
+        protocol, listener = self.protocol, self.listener
+        response = protocol.accept(request)
+        response.headers["Server"] = SERVER
+        if response.status_code == http.HTTPStatus.SWITCHING_PROTOCOLS and not listener.serving:
+            response = protocol.reject(http.HTTPStatus.SERVICE_UNAVAILABLE, "Server is shutting down.\n")
+            response.headers["Server"] = SERVER
+        protocol.send_response(response)
+        self._write_out()
+        if protocol.state is not OPEN:  # rejected: the response is written, then the socket closed
+            self.transport.close()
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        server = listener.server
+        address = self.transport.get_extra_info("peername")
+        self.peer = str(address[0]) if isinstance(address, tuple) and address else ""
+        refused = server.refusal(self.peer)
+        if refused is not None:
+            protocol.send_close(1013, refused)
+            self._write_out()
+            self._timer = listener.loop.call_later(CLOSE_TIMEOUT, self._abort)
+            return
+        self.endpoint_id = uuid.uuid4().hex
+        self.opened_at = listener.loop.time()
+        self.closed = False
+        server.enter(self, self.transport.get_extra_info("socket"))
+        self._fast = alone
+
+    # -- reading -----------------------------------------------------------------------------------
+    def _message(self, frame: Any) -> Any:
+        """A whole message (str for text, bytes for binary) once its last fragment is in, else None;
+        invalid UTF-8 in a text message closes the connection with 1007 (as websockets' reader did)."""
+        if frame.opcode is Opcode.CONT:
+            parts = self._parts
+            if parts is None:  # (the protocol refuses a stray continuation before this)
+                return None
+            parts += frame.data
+            if not frame.fin:
+                return None
+            self._parts = None
+            data: Any = bytes(parts)
+            text = self._parts_text
+        else:
+            if not frame.fin:
+                self._parts = bytearray(frame.data)
+                self._parts_text = frame.opcode is Opcode.TEXT
+                return None
+            data, text = frame.data, frame.opcode is Opcode.TEXT
+        if not text:
+            return bytes(data)
+        try:
+            return bytes(data).decode()
+        except UnicodeDecodeError as exc:
+            if self.protocol.state is OPEN:
+                self.flush()
+                self.protocol.fail(1007, f"{exc.reason} at position {exc.start}")
+                self._write_out()
+            self.closed = True
+            return None
+
+    def _take(self, message: Any) -> None:
+        try:
+            self.listener.server.take(self, message)
+        except Exception:  # a bug: this connection ends, the hub does not
+            log.exception("connection %s failed", self.endpoint_id)
+            self.drop(1011, "internal error")
+
+    def start(self, request: Callable[[], Any], size: int) -> None:
+        """Run a request in its own task when the connection has a slot for it (at most
+        `max_inflight` of them, holding at most `inflight_bytes` of request frames, one larger frame
+        alone); else hold it, keep the messages after it and stop reading the socket until it runs."""
+        if self._held is None and self._has_room(size):
+            self._run(request, size)
+            return
+        self._held = (request, size)
+        if self._pending is None:
+            self._pending = []
+        if self._reading:
+            self._reading = False
+            with contextlib.suppress(Exception):
+                self.transport.pause_reading()
+
+    def _has_room(self, size: int) -> bool:
+        lim = self._limits
+        return self._running < lim.max_inflight and (not self._inflight or self._inflight + size <= lim.inflight_bytes)
+
+    def _run(self, request: Callable[[], Any], size: int) -> None:
+        self._running += 1
+        self._inflight += size
+        task = self.listener.loop.create_task(request())
+        if self._tasks is None:
+            self._tasks = set()
+        self._tasks.add(task)
+        task.add_done_callback(lambda t, size=size: self._done(t, size))  # type: ignore[misc]
+
+    def _done(self, task: "asyncio.Task[Any]", size: int) -> None:
+        if self._tasks is not None:
+            self._tasks.discard(task)
+        self._running -= 1
+        self._inflight -= size
+        self._signal()
+        held = self._held
+        if held is None or self.closed or not self._has_room(held[1]):
+            return
+        self._held = None
+        self._run(*held)
+        pending, self._pending = self._pending, None
+        for i, message in enumerate(pending or ()):
+            if self.closed:
+                return
+            if self._pending is not None:  # held again: the rest waits behind it
+                self._pending.extend(pending[i:])
+                return
+            self._take(message)
+        if self._pending is None and not self._reading and not self.closed:
+            self._reading = True
+            with contextlib.suppress(Exception):
+                self.transport.resume_reading()
+
+    # -- writing -----------------------------------------------------------------------------------
+    def backlog(self) -> int:
+        """Bytes waiting for this client: queued here and in the socket's buffer."""
+        transport = self.transport
+        return self._queued + (transport.get_write_buffer_size() if transport is not None else 0)
+
+    def send(self, text: str) -> None:
+        if self.closed:
+            return
+        size = sys.getsizeof(text)  # the memory it holds (in O(1); it is encoded when written)
+        if self._queue or self._queued:
+            lim = self._limits
+            if len(self._queue) >= lim.send_queue:
+                self.drop(1008, "send queue full: the client is not reading")
+                return
+            if self.backlog() + size > lim.send_buffer_bytes:
+                self.drop(1008, f"send buffer full ({lim.send_buffer_bytes} bytes): the client is not reading")
+                return
+            if self._budget.used + size > self._budget.limit:
+                self.drop(1013, "the hub's send buffers are full: a client with a backlog is disconnected")
+                return
+        self._queue.append(text)
+        self._queued += size
+        self._budget.used += size
+        if not self._dirty:
+            self._mark()
+
+    def ping(self) -> None:
+        """A WebSocket ping at the next flush (its pong is not waited for: see server.py)."""
+        if not self.closed:
+            self._ping = True
+            if not self._dirty:
+                self._mark()
+
+    def wake(self) -> None:
+        """(The old writer's wake-up: here the flush is scheduled by `send` itself.)"""
+
+    def _mark(self) -> None:
+        self._dirty = True
+        self.listener.dirty(self)
+
+    def flush(self) -> None:
+        """Write the due ping and the queued frames, WRITE_BATCH bytes a write, while the
+        transport's buffer is under its high-water mark (`resume_writing` flushes the rest)."""
+        self._dirty = False
+        if self.closed or self.protocol.state is not OPEN:
+            return
+        protocol, queue = self.protocol, self._queue
+        if self._ping:
+            self._ping = False
+            protocol.send_ping(b"")
+            self._write_out()  # (before the frames: nothing of the protocol's may wait behind them)
+        while queue and not self._paused:
+            batch = taken = 0
+            out: list[bytes] = []
+            for text in queue:
+                try:
+                    data = text.encode()
+                except UnicodeEncodeError:  # a lone surrogate: JSON's own escape, which reads back the same
+                    data = text.encode("utf-8", "backslashreplace")
+                n = len(data)  # a text frame as the protocol's `send_text` builds it (RFC 6455, 5.2: a server's is not masked)
+                out.append(_HEADS[n] if n < 126 else
+                           b"\x81\x7e" + n.to_bytes(2, "big") if n < 65536 else b"\x81\x7f" + n.to_bytes(8, "big"))
+                out.append(data)
+                batch += sys.getsizeof(text)
+                taken += 1
+                if batch >= WRITE_BATCH:
+                    break
+            del queue[:taken]
+            self._queued -= batch
+            self._budget.used -= batch
+            self.transport.write(b"".join(out))  # (may pause writing: the loop stops)
+        self._signal()
+
+    def _write_out(self) -> None:
+        """What the protocol has to send, written (an end of stream half-closes the socket)."""
+        chunks = self.protocol.data_to_send()
+        if not chunks:
+            return
+        transport = self.transport
+        if all(chunks):
+            transport.write(b"".join(chunks) if len(chunks) > 1 else chunks[0])
+            return
+        for chunk in chunks:
+            if chunk:
+                transport.write(chunk)
+            elif transport.can_write_eof():
+                with contextlib.suppress(Exception):
+                    transport.write_eof()
+            else:  # pragma: no cover - (TLS: not served)
+                transport.close()
+
+    def drop(self, code: int, reason: str) -> None:
+        """Close the connection without waiting (nothing more is queued for it); the peer has
+        CLOSE_TIMEOUT seconds to answer the close before the socket is aborted."""
+        if self.closed:
+            return
+        self.closed = True
+        self._release_queue()
+        self._pending = self._held = None
+        log.warning("closing connection %s: %s", self.endpoint_id, reason)
+        self._close(code, reason)
+
+    def _close(self, code: int, reason: str) -> None:
+        self._fast = False  # (the peer's close and anything after it: the protocol's)
+        if self.protocol.state is OPEN:
+            self.protocol.send_close(code, reason)
+            self._write_out()
+        if self._timer is None and self.transport is not None:
+            self._timer = self.listener.loop.call_later(CLOSE_TIMEOUT, self._abort)
+
+    def _abort(self) -> None:
+        self._timer = None
+        if self.transport is not None:
+            self.transport.abort()
+
+    def _release_queue(self) -> None:
+        self._queue.clear()
+        self._budget.used -= self._queued
+        self._queued = 0
+        self._signal()
+
+    def _signal(self) -> None:
+        if self._room is not None:
+            self._room.set()
+
+    async def room(self, limit: int) -> None:
+        """Wait until less than `limit` bytes wait for this client (or it is closed); checked
+        again every second (the socket's buffer drains without a signal)."""
+        while not self.closed and self.backlog() >= limit:
+            self._room = self._room or asyncio.Event()
+            self._room.clear()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._room.wait(), 1.0)
+
+    async def paced(self) -> None:
+        """Wait while half the send buffer is taken (a replay sends no faster than the client reads)."""
+        if self.backlog() >= self._limits.send_buffer_bytes // 2:
+            await self.room(self._limits.send_buffer_bytes // 2)
+
+    def background(self, coro: Any) -> None:
+        """Run `coro` beside the reading (a replay), one at a time: a later one replaces it."""
+        if self._replay is not None:
+            self._replay.cancel()
+
+        async def guarded() -> None:
+            try:
+                await coro
+            except Exception:  # (a store that cannot be read): the connection goes on, the hub too
+                log.exception("connection %s: replay failed", self.endpoint_id)
+
+        task = self._replay = self.listener.loop.create_task(guarded())
+        if self._tasks is None:
+            self._tasks = set()
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(lambda _: coro.close())
+
+    def shut(self) -> None:
+        """The hub stops: what is queued is written, then the connection closed with 1001."""
+        if self.closed:
+            if self.protocol.state is not OPEN:
+                return
+        else:
+            self.flush()
+            self.closed = True
+            self._release_queue()
+        self._close(1001, "")
+
+
+class Listener:
+    """The listening socket and its connections: one flush per tick for every connection with
+    something to write; on `close`, new handshakes answered 503, open connections closed with 1001
+    and waited for (each at most CLOSE_TIMEOUT seconds)."""
+
+    def __init__(self, server: Any, *, max_size: int, logger: logging.Logger) -> None:
+        self.server = server
+        self.max_size = max_size
+        self.logger = logger
+        self.loop = asyncio.get_running_loop()
+        self.links: set[Link] = set()
+        self.serving = True
+        self._dirty: list[Link] = []
+        self._tcp: Optional[asyncio.base_events.Server] = None
+        self._empty: Optional[asyncio.Future[None]] = None
+
+    async def start(self, host: str, port: int) -> int:
+        self._tcp = await self.loop.create_server(lambda: Link(self), host, port)
+        return int(self._tcp.sockets[0].getsockname()[1])
+
+    def dirty(self, link: Link) -> None:
+        if not self._dirty:
+            self.loop.call_soon(self.flush)
+        self._dirty.append(link)
+
+    def flush(self) -> None:
+        dirty, self._dirty = self._dirty, []
+        for link in dirty:
+            link.flush()
+
+    def lost(self, link: Link) -> None:
+        self.links.discard(link)
+        if not self.links and self._empty is not None and not self._empty.done():
+            self._empty.set_result(None)
+
+    async def close(self) -> None:
+        self.serving = False
+        if self._tcp is not None:
+            self._tcp.close()
+        for link in list(self.links):
+            if link.protocol.state is OPEN:
+                link.shut()
+        if self.links:
+            self._empty = self.loop.create_future()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._empty, CLOSE_TIMEOUT + 1.0)
+        for link in list(self.links):  # (a handshake still in progress)
+            link._abort()
+        if self._tcp is not None:
+            await self._tcp.wait_closed()
+
