@@ -4,8 +4,9 @@ task's lease", never exit 3 — no task is recorded failed (no `agent_error` for
 the server is back the same command finishes the batch, every task exactly once.
 
 The window is shortened to 1 s (`TURNFLOW_RECONNECT_SECONDS`) and the server kept down until every
-worker has stopped, and at least 2 s, so the test is bounded in time (about 7 s); its own throw-away server (tests/pg_server.py) is stopped
-with `pg_ctl -m immediate` and started again on the same data directory and port."""
+worker has stopped, and at least 2 s, so the test is bounded in time (about 7 s); its own
+throw-away server (tests/pg_server.py) is stopped with `pg_ctl -m immediate` and started again on
+the same data directory and port."""
 
 from __future__ import annotations
 
