@@ -107,8 +107,7 @@ async def crowd(url) -> dict:
             held.append(await connect(url, hostile=True, open_timeout=10).__aenter__())
         except Exception as exc:
             codes[type(exc).__name__] = codes.get(type(exc).__name__, 0) + 1
-    for ws in held:
-        code = await closed_code(ws, timeout=0.05)
+    for code in await asyncio.gather(*(closed_code(ws, timeout=0.05) for ws in held)):  # 0.05 s each, at once
         codes[code] = codes.get(code, 0) + 1
     for ws in held:
         await ws.close()
