@@ -216,8 +216,21 @@ def _module_name(path: Path) -> str:
 def import_graph() -> dict[str, set[str]]:
     """module → the turnflow modules it imports anywhere in its body. `from pkg import name`
     counts as importing `pkg.name` when that is a module; a module's own parent packages (run
-    by Python on the way in) are not edges."""
-    modules = {_module_name(f): f for f in PKG.rglob("*.py")}
+    by Python on the way in) are not edges. (Built once per test process for a tree whose files
+    are unchanged: six tests read it; only the graph is kept, not the files' syntax trees, which
+    would slow every later garbage collection of the process.)"""
+    files = sorted(PKG.rglob("*.py"))
+    key = (str(PKG), tuple((str(f), f.stat().st_mtime_ns, f.stat().st_size) for f in files))
+    if key not in _GRAPHS:
+        _GRAPHS[key] = _import_graph(files)
+    return {m: set(v) for m, v in _GRAPHS[key].items()}
+
+
+_GRAPHS: dict[tuple, dict[str, set[str]]] = {}
+
+
+def _import_graph(files: list[Path]) -> dict[str, set[str]]:
+    modules = {_module_name(f): f for f in files}
     edges: dict[str, set[str]] = {m: set() for m in modules}
     for mod, path in modules.items():
         for node in ast.walk(ast.parse(path.read_text())):

@@ -3,9 +3,10 @@ failure, never the tasks': every worker stops with exit 2 naming the store — n
 task's lease", never exit 3 — no task is recorded failed (no `agent_error` for an outage), and once
 the server is back the same command finishes the batch, every task exactly once.
 
-The window is shortened to 2 s (`TURNFLOW_RECONNECT_SECONDS`) and the server kept down for 5 s, so
-the test is bounded in time (about 20 s); its own throw-away server (tests/pg_server.py) is stopped
-with `pg_ctl -m immediate` and started again on the same data directory and port."""
+The window is shortened to 1 s (`TURNFLOW_RECONNECT_SECONDS`) and the server kept down until every
+worker has stopped, and at least 2 s, so the test is bounded in time (about 7 s); its own
+throw-away server (tests/pg_server.py) is stopped with `pg_ctl -m immediate` and started again on
+the same data directory and port."""
 
 from __future__ import annotations
 
@@ -18,8 +19,8 @@ from batch_helpers import StoreReader, check_exactly_once, run_to_end, start, wr
 from pg_server import PgServer, find_bindir, wait_for
 
 N_TASKS = 24
-WINDOW = 2.0
-DOWN = 5.0
+WINDOW = 1.0
+DOWN = 2.0
 
 
 @pytest.fixture(scope="module")
