@@ -88,8 +88,7 @@ def run_checks(flow: ast.FlowFile, path: str = "<string>") -> list[Diagnostic]:
                 continue
             graph = build_graph(block)
             for row, fn in graph_checks:
-                for f in fn(block, graph):
-                    out.append(_to_diagnostic(row, f, path))
+                out.extend(_to_diagnostic(row, f, path) for f in fn(block, graph))
     return out
 
 
