@@ -37,7 +37,7 @@ def _same(text: str) -> None:
 
 
 def _took_fast_path(text: str) -> bool:
-    return fastparse.parse(text, build_parser().parser.lexer.master, _DECODERS) is not None
+    return fastparse.parse(text, build_parser().parser.lexer, _DECODERS) is not None
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(ROOT)))

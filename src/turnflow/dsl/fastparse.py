@@ -1,17 +1,31 @@
-"""The parser's fast path: a recursive-descent reading of flow.lark for valid files.
+"""The parser's fast path: a reading of flow.lark for valid files, a statement at a time.
 
 lark's LALR parser is the grammar's home and the source of every error
 message; driving it costs about 3 µs a token (`feed_token`, the callback
 chain, lark `Token` objects). Nearly every file a user checks is valid, so
-`parse_source` first tries this reader: it splits the text with the same
-master regex `FlowLexer` uses (one `finditer` over the text, the same
-terminals in the same order), follows the grammar by hand and builds the same
-AST nodes with the same spans through the same literal decoders. On anything
-it does not recognise -- a syntax error, a literal that does not decode, a
-character no terminal matches -- it gives up (`None`) and the caller parses the
+`parse_source` first tries this reader, which builds the same AST nodes with
+the same spans through the same literal decoders:
+
+- the common statements (a rule whose condition is up to three `tool`, `text
+  contains` and `context.KEY OP LITERAL` terms joined by `and`; a participant, a
+  handoff, `start`, `max_turns`, `context`, `otherwise`), a block's header and its
+  closing brace are each matched by ONE compiled regex (`_Shapes`), written with the
+  grammar's own terminals (NAME, STRING, the separator, the blanks) so that it
+  accepts a statement only where the lexer would cut the same tokens; the nodes' spans
+  come from the groups' positions, and the line from the separators the reader steps
+  over (a statement never spans two lines);
+- any other statement (`or`, `not`, parentheses, `len(...)`, a fourth term,
+  `expect`, `ttl`, `ordering`, a spelling the shapes do not cover) is read by
+  recursive descent over its tokens (`FastParser`): the lexer's master regex (one
+  `finditer` from the statement's start to its separator, the same terminals in the
+  same order).
+
+On anything it does not recognise -- a syntax error, a literal that does not decode,
+a character no terminal matches -- it gives up (`None`) and the caller parses the
 whole text again with lark, so diagnostics never come from here.
 A differential property test (tests/test_fastparse.py) keeps the two readings
-equal on generated, mutated and fixture files.
+equal on generated, mutated and fixture files, read both ways here (by the shapes
+where they apply, and by tokens only).
 """
 
 from __future__ import annotations
@@ -22,7 +36,8 @@ from functools import lru_cache
 from typing import Any, Callable, Optional, TypeVar, Union, final
 
 from turnflow.dsl import ast
-from turnflow.dsl.lexer import KEYWORD_TYPES
+from turnflow.dsl.lexer import KEYWORD_TYPES, FlowLexer
+from turnflow.dsl.lexical import PLAIN_STRING
 from turnflow.source import Span
 
 _new = tuple.__new__
@@ -75,6 +90,12 @@ class _Bail(Exception):
     """The text is not one the fast path reads: parse it with lark."""
 
 
+class _ByTokens(Exception):
+    """This statement is not one of the shapes: read it token by token."""
+
+
+# -- the tokens of one statement (the statements the shapes do not cover) -------------------
+
 @lru_cache(maxsize=4)
 def _scanner(master: "re.Pattern[str]") -> "re.Pattern[str]":
     """`master` with one more alternative, last: any character that is not a blank
@@ -85,60 +106,150 @@ def _scanner(master: "re.Pattern[str]") -> "re.Pattern[str]":
     return re.compile(master.pattern[:-1] + r"|(?P<_GAP>[^ \t\f]))", master.flags)
 
 
-#: a `_SEP`'s value when it holds a blank line (in a text without comments)
-BLANK = "\n\n"
-
-#: tokens that never begin or end a node: kept without a span (and, but for the comparison
-#: operators, without their text), so a large file holds less while it is read
-_BARE = frozenset({"ARROW", "WHEN", "CONTAINS", "PRIORITY", "VIA", "AND", "OR", "DOT", "EQUAL", "COMMA",
-                   "LBRACE", "LSQB", "LPAR", "RPAR", "EQEQ", "CMP"})
-
-
-def tokens(text: str, master: "re.Pattern[str]") -> Optional[tuple[list[str], list[str], list[Span]]]:
-    """The kinds (reserved words resolved), values and spans of the text's tokens,
-    `_SEP` included, ending with `$END`; None when a character starts no token. A `_SEP`
-    and the `_BARE` tokens have no span, and only a comparison operator keeps its text.
-    A `_SEP`'s value is `BLANK` when it holds two line ends or more (in a text without
-    comments: a blank line), else None."""
+def statement_tokens(text: str, scanner: "re.Pattern[str]", pos: int, stop: int, line: int,
+                     line_start: int) -> tuple[list[str], list[str], list[Span], int]:
+    """The kinds (reserved words resolved), values and spans of the tokens of the statement
+    that starts at `pos` on line `line` (whose first character is at `line_start`): up to the
+    next separator or `}` (excluded), ending with `$END`; and where its last token ends.
+    `scanner`: `_scanner(master)`; `stop`: where the text's trailing blanks begin.
+    Raises `_Bail` at a character that starts no token."""
     kinds: list[str] = []
     values: list[str] = []
     spans: list[Span] = []
-    add_kind, add_value, add_span = kinds.append, values.append, spans.append
     keyword = KEYWORD_TYPES.get
-    line, line_start = 1, 0
-    for m in _scanner(master).finditer(text, 0, len(text.rstrip(" \t\f"))):
+    col0 = line_start - 1
+    end = pos
+    for m in scanner.finditer(text, pos, stop):
         kind: str = m.lastgroup  # type: ignore[assignment]  # every alternative is a named group
-        value: str = m[kind]
-        end = m.end()
-        if kind == "NAME":
-            kind = keyword(value, "NAME")
-        if kind in _BARE:  # never a node's first or last token: no span, and the text only for an operator
-            add_kind(kind)
-            add_value(value if kind == "CMP" or kind == "EQEQ" else None)  # type: ignore[arg-type]
-            add_span(None)  # type: ignore[arg-type]
-            continue
-        start = end - len(value)
-        if kind == "_SEP":
-            newlines = value.count("\n")
-            if "\r" in value:  # \r\n is one line end, a lone \r is one too
-                newlines += value.count("\r") - value.count("\r\n")
-            if newlines:
-                line += newlines
-                line_start = start + max(value.rfind("\n"), value.rfind("\r")) + 1
-            add_kind(kind)
-            add_value(BLANK if newlines > 1 else None)  # type: ignore[arg-type]  # never part of a node
-            add_span(None)  # type: ignore[arg-type]
-            continue
+        if kind == "_SEP" or kind == "RBRACE":
+            break
         if kind == "_GAP":
-            return None
-        column = start - line_start + 1
-        add_kind(kind)
-        add_value(value)
-        add_span(_new(Span, (line, column, line, column + end - start, start, end)))
+            raise _Bail
+        start, end = m.span(kind)
+        value = text[start:end]
+        kinds.append(keyword(value, "NAME") if kind == "NAME" else kind)
+        values.append(value)
+        spans.append(_new(Span, (line, start - col0, line, end - col0, start, end)))
     kinds.append(_END)
     values.append("")
     spans.append(None)  # type: ignore[arg-type]
-    return kinds, values, spans
+    return kinds, values, spans, end
+
+
+# -- the statement shapes --------------------------------------------------------------------
+#
+# Each shape matches only a run of text that the lexer cuts into the same tokens:
+#
+# - a name is `[A-Za-z_][A-Za-z0-9_]*`: where it stops, the grammar's NAME stops too, unless the
+#   next character is `-` or a non-ASCII word character; what a shape lets follow a name never
+#   starts with either (a blank, punctuation, or `->`, which a NAME never runs into), except at
+#   the end of the shape, where `_Reader.statement` requires a separator or `}`: so a name with a
+#   `-` or a non-ASCII letter sends its statement to the token reader;
+# - a word followed by a word has blanks between them (`+`);
+# - a number is `-?[0-9]+` (with `.[0-9]+` in a literal), which the lexer reads as a NUMBER of
+#   exactly that text when what follows is not `[\w.]` (not a DURATION: no unit; not an
+#   exponent: no `e`): what follows it is a blank, or the end of the shape;
+# - a string is `lexical.PLAIN_STRING`, a STRING without escapes: a string with escapes sends
+#   its statement to the token reader;
+# - in a text without `#`, the separator (the grammar's `_SEP`, which then holds no comment) is
+#   last in the pattern, written as one character class repeated, so it is matched as greedily as
+#   the lexer matches it; in a text with a `#`, `_Reader.statement` matches the separator after the
+#   statement with the grammar's own `_SEP` (`_Shapes.gap`).
+#
+# (The engine keeps a frame, with a copy of the groups' marks, for each repetition of a group:
+# a long string dense with escapes, or a long run of comments, read by a pattern of many groups
+# would cost several times its size in memory; tests/test_limits_lexer_memory.py.)
+#
+# The shapes use no lookahead, and an optional part is written `(?:X|)`, not `(?:X)?` (which
+# Python's regex engine runs as a counted repeat, several times dearer): the regex costs
+# about what the lexer's `finditer` costs for the same tokens. They do not check reserved
+# words: a name that is one (`start -> x`, `tools [via]`) sends the statement to the token
+# reader, which gives up where lark reports an error.
+
+#: the literals a word can be (`true`, `false`, `null`): kind and value
+_WORD_LITERALS: dict[str, tuple[str, Any]] = {"true": ("bool", True), "false": ("bool", False),
+                                              "null": ("null", None)}
+_SIMPLE_TARGET_WORDS = {"stay": "stay", "next": "next", "initiator": "initiator", "previous": "previous"}
+_KEYWORDS = frozenset(KEYWORD_TYPES)
+#: the grammar's `_SEP` in a text without comments: a line end or `;`, then blanks, line ends and
+#: `;` (tests/test_fastparse.py checks the grammar's `_SEP` against this reading)
+PLAIN_SEP = r"[;\n\r][ \t\f;\n\r]*"
+#: terms of a rule's condition the statement shape reads (`when T1 and T2 and T3`)
+_SHAPE_TERMS = 3
+
+
+@final
+class _Shapes:
+    """The compiled statement shapes of one lexer (see the comment above) and their groups' numbers;
+    `commented`: for a text that holds a `#` (a comment may be part of a separator)."""
+
+    def __init__(self, lexer: FlowLexer, commented: bool) -> None:
+        t = {name: term.pattern.to_regexp() for name, term in lexer.terminals_by_name.items()}
+        assert all(re.compile(t[n]).groups == 0 for n in ("STRING", "_SEP", "ARROW", "EQEQ", "CMP", "EQUAL", "STAR",
+                                                             "LBRACE"))  # no group of their own
+        blank = lexer.blank
+        b0, b1 = f"{blank}*", f"{blank}+"
+        name = "[A-Za-z_][A-Za-z0-9_]*"
+        string = PLAIN_STRING
+        sep = f"(?:(?P<sep>{t['_SEP'] if commented else PLAIN_SEP})|)"
+        number = "-?[0-9]+"
+        literal = rf"{string}|-?[0-9]+(?:\.[0-9]+|)|{name}"  # a word: true, false or null
+        arrow = f"{b0}{t['ARROW']}{b0}"
+        op = f"{t['EQEQ']}|{t['CMP']}"
+
+        def target(p: str) -> str:
+            return f"(?P<{p}tgt>{name})(?:{b0}(?P<{p}reason>{string})|)"
+
+        def term(i: int) -> str:
+            return (f"(?P<t{i}>tool{b1}(?P<t{i}tool>{name})|text{b1}contains{b0}(?P<t{i}text>{string})"
+                    f"|context{b0}\\.{b0}(?P<t{i}key>{name}){b0}(?P<t{i}op>{op}){b0}(?P<t{i}lit>{literal}))")
+
+        terms = term(_SHAPE_TERMS)
+        for i in range(_SHAPE_TERMS - 1, 0, -1):
+            terms = f"{term(i)}(?:{b1}and{b1}{terms}|)"
+        shapes = [  # the rule first (the most frequent); the others start with their keyword
+            f"(?P<rsrc>{name}|{t['STAR']}){arrow}{target('r')}(?:{b1}when{b1}{terms}|)"
+            f"(?:{b1}priority{b1}(?P<rprio>{number})|)",
+            f"participant{b1}(?P<pname>{name})(?:{b0}(?P<pdesc>{string})|)(?:{b1}(?P<prole>initiator|respondent)|)"
+            f"(?:{b1}(?P<ptools>tools{b0}\\[{b0}(?P<plist>{name}(?:{b0},{b0}{name})*|){b0}\\])|)",
+            f"handoff{b1}(?P<hsrc>{name}){arrow}{target('h')}{b1}via{b1}(?P<htool>{name})"
+            f"(?:{b0}(?P<hdesc>{string})|)",
+            f"context{b1}(?P<ckey>{name}){b0}{t['EQUAL']}{b0}(?P<clit>{literal})",
+            f"start{b1}(?P<sname>{name})",
+            f"max_turns{b1}(?P<mvalue>{number})",
+            f"otherwise{arrow}{target('o')}",
+        ]
+        flags = lexer.master.flags
+        #: one statement (any shape), where it ends (`end`, an empty group), and in a text without
+        #: comments the blanks after it and the separator, if one follows
+        self.statement = re.compile(f"(?:{'|'.join(shapes)})(?P<end>)" + ("" if commented else f"{b0}{sep}"), flags)
+        #: whether `statement` reads the separator
+        self.separated = not commented
+        #: a block's header, its `{`, the blanks after it and the separator, if one follows
+        self.header = re.compile(f"(?P<kind>workflow|consulting|conversation|discussion){b1}(?P<name>{name})"
+                                 f"(?:{b0}(?P<title>{string})|){b0}{t['LBRACE']}{b0}{sep}", flags)
+        #: the blanks and the separator, if one follows, after a `}` or a statement read by tokens
+        self.gap = re.compile(f"{b0}{sep}", flags)
+        self.name = re.compile(name, flags)
+        self.scanner = _scanner(lexer.master)
+        g = self.statement.groupindex
+        self.sep, self.end = g.get("sep", 0), g["end"]
+        self.rule, self.participant, self.handoff = g["rsrc"], g["pname"], g["hsrc"]
+        self.rule_groups = g["rsrc"], g["rtgt"], g["rreason"], g["rprio"]
+        self.terms = [tuple(g[f"t{i}{part}"] for part in ("", "tool", "text", "key", "op", "lit"))
+                      for i in range(1, _SHAPE_TERMS + 1)]
+        self.participant_groups = g["pname"], g["pdesc"], g["prole"], g["ptools"], g["plist"]
+        self.handoff_groups = g["hsrc"], g["htgt"], g["hreason"], g["htool"], g["hdesc"]
+        self.context_groups = g["ckey"], g["clit"]
+        self.start_group, self.max_turns_group = g["sname"], g["mvalue"]
+        self.otherwise_groups = g["otgt"], g["oreason"]
+        h = self.header.groupindex
+        self.header_groups = h["kind"], h["name"], h["title"], h["sep"]
+
+
+@lru_cache(maxsize=8)
+def _shapes(lexer: FlowLexer, commented: bool) -> _Shapes:
+    return _Shapes(lexer, commented)
 
 
 def _join(a: Span, b: Span) -> Span:
@@ -148,30 +259,17 @@ def _join(a: Span, b: Span) -> Span:
 _STATEMENTS = {"PARTICIPANT": "participant", "START": "start_stmt", "MAX_TURNS": "max_turns",
                "CONTEXT": "context_init", "NAME": "rule", "STAR": "rule", "HANDOFF": "handoff",
                "OTHERWISE": "otherwise", "ORDERING": "ordering", "EXPECT": "expect_stmt", "TTL": "ttl"}
-_BLOCK_KINDS = frozenset({"WORKFLOW", "CONSULTING", "CONVERSATION", "DISCUSSION"})
 _SIMPLE_TARGETS = {"STAY": "stay", "NEXT": "next", "INITIATOR": "initiator", "PREVIOUS": "previous"}
 _LITERAL_KINDS = frozenset({"STRING", "NUMBER", "TRUE", "FALSE", "NULL"})
 
 
 class FastParser:
-    """One parse of one token list (see `parse`)."""
+    """The recursive-descent reading of one statement's tokens (see `statement_tokens`)."""
 
-    def __init__(self, kinds: list[str], values: list[str], spans: list[Span], decoders: Decoders,
-                 blank_lines: bool = False) -> None:
+    def __init__(self, kinds: list[str], values: list[str], spans: list[Span], decoders: Decoders) -> None:
         self.k, self.v, self.s = kinds, values, spans
         self.i = 0
         self.decode_string, self.decode_number, self.decode_duration = decoders
-        #: mark the blocks and statements a blank line precedes (`blank_before`): what
-        #: `parser.attach_layout` does for a text without comments
-        self.blank_lines = blank_lines
-
-    def separator(self) -> bool:
-        """Skip a `_SEP` if one comes next: does it hold a blank line (when blank lines are marked)?"""
-        i = self.i
-        if self.k[i] != "_SEP":
-            return False
-        self.i = i + 1
-        return self.blank_lines and self.v[i] is BLANK
 
     # -- tokens ------------------------------------------------------------------
     def expect(self, kind: str) -> int:
@@ -196,45 +294,6 @@ class FastParser:
         if not isinstance(value, int):
             raise _Bail
         return _Number(self.s[i], value, self.v[i])
-
-    # -- file and blocks ----------------------------------------------------------
-    def file(self) -> ast.FlowFile:
-        k = self.k
-        blank = self.separator()
-        blocks: list[ast.Block] = []
-        while k[self.i] != _END:
-            blocks.append(self.block(blank))
-            blank = self.separator()
-        span = _join(blocks[0].span, blocks[-1].span) if blocks else Span.point()
-        return _FlowFile(span, tuple(blocks))
-
-    def block(self, blank_before: bool) -> ast.Block:
-        k, s = self.k, self.s
-        kind_i = self.i
-        if k[kind_i] not in _BLOCK_KINDS:
-            raise _Bail
-        self.i += 1
-        name = self.ident()
-        title = None
-        if k[self.i] == "STRING":
-            title = self.string(self.i)
-            self.i += 1
-        self.expect("LBRACE")
-        blank = self.separator()
-        statements: list[ast.Statement] = []
-        statement = self.statement
-        while k[self.i] != "RBRACE":
-            stmt = statement()
-            statements.append(replace(stmt, blank_before=True) if blank else stmt)
-            kind = k[self.i]
-            if kind == "_SEP":
-                blank = self.separator()
-            elif kind != "RBRACE":
-                raise _Bail
-        close = self.i
-        self.i += 1
-        return _Block(_join(s[kind_i], s[close]), self.v[kind_i], s[kind_i], name,  # type: ignore[arg-type]
-                         title, tuple(statements), s[close], blank_before=blank_before)
 
     def statement(self) -> ast.Statement:
         method = _STATEMENTS.get(self.k[self.i])
@@ -517,16 +576,311 @@ def _one(cond: _Condition) -> ast.Term:
     return cond
 
 
-def parse(text: str, master: "re.Pattern[str]", decoders: Decoders) -> Optional[ast.FlowFile]:
+
+# -- the reader ---------------------------------------------------------------------------------
+
+class _Reader:
+    """One parse of one text (see `parse`): blocks and statements by their shapes, a statement
+    of no shape by its tokens. `line` and `col0` (the offset before the line's first character)
+    are those of the statement being read: every span of a statement is on its line."""
+
+    def __init__(self, text: str, lexer: FlowLexer, decoders: Decoders, by_shapes: bool = True) -> None:
+        self.text = text
+        self.shapes = _shapes(lexer, "#" in text)
+        #: False: read every statement by its tokens (the tests compare both readings)
+        self.by_shapes = by_shapes
+        self.decoders = decoders
+        self.decode_string, self.decode_number, _ = decoders
+        self.stop = len(text.rstrip(" \t\f"))
+        #: mark the blocks and statements a blank line precedes (`blank_before`): what
+        #: `parser.attach_layout` does for a text without comments
+        self.blank_lines = "#" not in text
+        self.cr = "\r" in text  # \r\n is one line end, a lone \r is one too
+        self.line, self.col0 = 1, -1
+
+    def separator(self, start: int, end: int) -> bool:
+        """Step over the separator `text[start:end]` (none when `start` < 0): count its line ends;
+        does it hold a blank line (when blank lines are marked)?"""
+        if start < 0:
+            return False
+        text = self.text
+        newlines = text.count("\n", start, end)
+        if self.cr:
+            newlines += text.count("\r", start, end) - text.count("\r\n", start, end)
+            if newlines:
+                self.col0 = max(text.rfind("\n", start, end), text.rfind("\r", start, end))
+        elif newlines:
+            self.col0 = text.rfind("\n", start, end)
+        self.line += newlines
+        return newlines > 1 and self.blank_lines
+
+    def span(self, start: int, end: int) -> Span:
+        """The span of `text[start:end]`, on the current line."""
+        line, col0 = self.line, self.col0
+        return _new(Span, (line, start - col0, line, end - col0, start, end))
+
+    # -- file and blocks ----------------------------------------------------------------------
+    def file(self) -> ast.FlowFile:
+        text, n = self.text, len(self.text)
+        m = self.shapes.gap.match(text)
+        assert m is not None  # every part of it is optional
+        blank = self.separator(*m.regs[1])
+        pos = m.end()
+        blocks: list[ast.Block] = []
+        while pos < n:
+            block, pos, next_blank = self.block(pos, blank)
+            blocks.append(block)
+            blank = next_blank
+        span = _join(blocks[0].span, blocks[-1].span) if blocks else Span.point()
+        return _FlowFile(span, tuple(blocks))
+
+    def block(self, pos: int, blank_before: bool) -> tuple[ast.Block, int, bool]:
+        """The block at `pos`, where the text after it continues, and whether a blank line follows it."""
+        text, shapes = self.text, self.shapes
+        m = shapes.header.match(text, pos)
+        if m is None:
+            raise _Bail
+        r = m.regs
+        kind, name_group, title_group, sep_group = shapes.header_groups
+        (kind_start, kind_end), (name_start, name_end), (title_start, title_end) = r[kind], r[name_group], r[title_group]
+        kind_span = self.span(kind_start, kind_end)
+        name = text[name_start:name_end]
+        if name in _KEYWORDS:
+            raise _Bail
+        title = None
+        if title_start >= 0:
+            title = _StringLit(self.span(title_start, title_end), self.decode_string(text[title_start:title_end]))
+        block_name = _Ident(self.span(name_start, name_end), name)
+        blank = self.separator(*r[sep_group])
+        pos = m.end()
+        statements: list[ast.Statement] = []
+        statement = self.statement
+        while not text.startswith("}", pos):
+            stmt, pos, next_blank = statement(pos, blank)
+            statements.append(stmt)
+            blank = next_blank
+        close_span = self.span(pos, pos + 1)
+        m = shapes.gap.match(text, pos + 1)
+        assert m is not None  # every part of it is optional
+        blank = self.separator(*m.regs[1])
+        block = _Block(_join(kind_span, close_span), text[kind_start:kind_end], kind_span,  # type: ignore[arg-type]
+                       block_name, title, tuple(statements), close_span, blank_before=blank_before)
+        return block, m.end(), blank
+
+    def statement(self, pos: int, blank: bool) -> tuple[ast.Statement, int, bool]:
+        """The statement at `pos` (`blank`: a blank line precedes it), where the text after it and
+        its separator continues, and whether that separator holds a blank line."""
+        text, shapes = self.text, self.shapes
+        m = shapes.statement.match(text, pos) if self.by_shapes else None
+        try:
+            if m is None:
+                raise _ByTokens
+            r = m.regs
+            if shapes.separated:
+                sep, end = r[shapes.sep], m.end()
+            else:
+                gap = shapes.gap.match(text, m.end())
+                assert gap is not None  # every part of it is optional
+                sep, end = gap.regs[1], gap.end()
+            if sep[0] < 0 and not text.startswith("}", end):
+                raise _ByTokens  # a longer statement than the shape, or an error
+            stmt = self.shaped(r, pos)
+        except _ByTokens:
+            stmt, end = self.by_tokens(pos)
+            gap = shapes.gap.match(text, end)
+            assert gap is not None  # every part of it is optional
+            sep = gap.regs[1]
+            end = gap.end()
+            if sep[0] < 0 and not text.startswith("}", end):
+                raise _Bail from None
+        if blank:
+            stmt = replace(stmt, blank_before=True)
+        return stmt, end, self.separator(*sep)
+
+    # -- statements by their shapes (`r`: the statement regex's group positions) ----------------
+    def shaped(self, r: tuple[tuple[int, int], ...], pos: int) -> ast.Statement:
+        """The statement of the shape that matched at `pos`."""
+        shapes = self.shapes
+        if r[shapes.rule][0] >= 0:
+            return self.rule(r, pos)
+        span = self.span(pos, r[shapes.end][0])
+        if r[shapes.participant][0] >= 0:
+            return self.participant(r, span)
+        if r[shapes.handoff][0] >= 0:
+            return self.handoff(r, span)
+        return self.keyword_statement(r, span)
+
+    def rule(self, r: tuple[tuple[int, int], ...], pos: int) -> ast.Rule:
+        text, line, col0 = self.text, self.line, self.col0
+        src, tgt, reason, prio = self.shapes.rule_groups
+        start, end = r[src]
+        source_span = _new(Span, (line, start - col0, line, end - col0, start, end))
+        if end - start == 1 and text[start] == "*":
+            source = None
+        else:
+            name = text[start:end]
+            if name in _KEYWORDS:
+                raise _ByTokens
+            source = _Ident(source_span, name)
+        target = self.target(r[tgt], r[reason])
+        terms: tuple[ast.Term, ...] = ()
+        if r[self.shapes.terms[0][0]][0] >= 0:
+            terms = self.conjunction(r)
+        priority = None
+        start, end = r[prio]
+        if start >= 0:
+            raw = text[start:end]
+            value = self.decode_number(raw)
+            if not isinstance(value, int):
+                raise _Bail
+            priority = _Number(_new(Span, (line, start - col0, line, end - col0, start, end)), value, raw)
+        end = r[self.shapes.end][0]
+        return _Rule(_new(Span, (line, pos - col0, line, end - col0, pos, end)), source, source_span, target,
+                     terms, priority)
+
+    def conjunction(self, r: tuple[tuple[int, int], ...]) -> tuple[ast.Term, ...]:
+        """The terms of a rule's `when T1 and T2 ...`."""
+        text, line, col0 = self.text, self.line, self.col0
+        terms: list[ast.Term] = []
+        for whole, tool, text_, key, op, lit in self.shapes.terms:
+            start, end = r[whole]
+            if start < 0:
+                break
+            span = _new(Span, (line, start - col0, line, end - col0, start, end))
+            start, end = r[tool]
+            if start >= 0:
+                name = text[start:end]
+                if name in _KEYWORDS:
+                    raise _ByTokens
+                terms.append(_ToolTerm(span, _Ident(_new(Span, (line, start - col0, line, end - col0, start, end)),
+                                                    name)))
+                continue
+            start, end = r[text_]
+            if start >= 0:
+                terms.append(_TextTerm(span, _StringLit(_new(Span, (line, start - col0, line, end - col0, start, end)),
+                                                        self.decode_string(text[start:end]))))
+                continue
+            start, end = r[key]
+            name = text[start:end]
+            if name in _KEYWORDS:
+                raise _ByTokens
+            key_ident = _Ident(_new(Span, (line, start - col0, line, end - col0, start, end)), name)
+            operator = text[r[op][0]:r[op][1]]
+            value = self.literal(*r[lit])
+            if operator == "==":
+                terms.append(_ContextTerm(span, key_ident, value))
+            else:
+                terms.append(_CompareTerm(span, key_ident, operator, value))  # type: ignore[arg-type]
+        return tuple(terms)
+
+    def target(self, tgt: tuple[int, int], reason: tuple[int, int]) -> ast.Target:
+        """The target named by `text[tgt]`, followed by the string `text[reason]` (`terminate "why"`)
+        when `reason` starts at 0 or later."""
+        text = self.text
+        start, end = tgt
+        name = text[start:end]
+        span = self.span(start, end)
+        if name not in _KEYWORDS:
+            if reason[0] >= 0:
+                raise _ByTokens
+            return _Target(span, "participant", _Ident(span, name))
+        if name == "terminate":
+            if reason[0] < 0:
+                return _Target(span, "terminate", None, None)
+            why = _StringLit(self.span(*reason), self.decode_string(text[reason[0]:reason[1]]))
+            return _Target(self.span(start, reason[1]), "terminate", None, why)
+        simple = _SIMPLE_TARGET_WORDS.get(name)
+        if simple is None or reason[0] >= 0:
+            raise _ByTokens
+        return _Target(span, simple)  # type: ignore[arg-type]  # a value of _SIMPLE_TARGET_WORDS
+
+    def literal(self, start: int, end: int) -> ast.Literal:
+        raw = self.text[start:end]
+        span = self.span(start, end)
+        first = raw[0]
+        if first == '"':
+            return _Literal(span, "string", self.decode_string(raw), raw)
+        if first == "-" or "0" <= first <= "9":
+            value = self.decode_number(raw)
+            return _Literal(span, "int" if isinstance(value, int) else "float", value, raw)
+        word = _WORD_LITERALS.get(raw)
+        if word is None:
+            raise _ByTokens
+        return _Literal(span, word[0], word[1], raw)  # type: ignore[arg-type]  # a kind of _WORD_LITERALS
+
+    def ident(self, start: int, end: int) -> ast.Ident:
+        """The NAME `text[start:end]` (not a reserved word)."""
+        name = self.text[start:end]
+        if name in _KEYWORDS:
+            raise _ByTokens
+        return _Ident(self.span(start, end), name)
+
+    def string(self, start: int, end: int) -> Optional[ast.StringLit]:
+        """The STRING `text[start:end]`, or None when `start` < 0 (no string)."""
+        if start < 0:
+            return None
+        return _StringLit(self.span(start, end), self.decode_string(self.text[start:end]))
+
+    def participant(self, r: tuple[tuple[int, int], ...], span: Span) -> ast.Participant:
+        text = self.text
+        name, desc, role, tools, names = self.shapes.participant_groups
+        role_text = role_span = None
+        if r[role][0] >= 0:
+            role_text, role_span = text[r[role][0]:r[role][1]], self.span(*r[role])
+        tool_names: Optional[tuple[ast.Ident, ...]] = None
+        if r[tools][0] >= 0:
+            start, end = r[names]
+            ident = self.ident
+            tool_names = (tuple(ident(*m.span()) for m in self.shapes.name.finditer(text, start, end))
+                          if start >= 0 else ())
+        return _Participant(span, self.ident(*r[name]), self.string(*r[desc]),
+                            role_text, role_span, tool_names)  # type: ignore[arg-type]  # the shape's roles
+
+    def handoff(self, r: tuple[tuple[int, int], ...], span: Span) -> ast.Handoff:
+        src, tgt, reason, tool, desc = self.shapes.handoff_groups
+        return _Handoff(span, self.ident(*r[src]), self.target(r[tgt], r[reason]),
+                        self.ident(*r[tool]), self.string(*r[desc]))
+
+    def keyword_statement(self, r: tuple[tuple[int, int], ...], span: Span) -> ast.Statement:
+        """`context`, `start`, `max_turns` or `otherwise`."""
+        shapes = self.shapes
+        key, lit = shapes.context_groups
+        if r[key][0] >= 0:
+            return _ContextInit(span, self.ident(*r[key]), self.literal(*r[lit]))
+        if r[shapes.start_group][0] >= 0:
+            return _Start(span, self.ident(*r[shapes.start_group]))
+        start, end = r[shapes.max_turns_group]
+        if start >= 0:
+            raw = self.text[start:end]
+            number = self.decode_number(raw)
+            if not isinstance(number, int):
+                raise _Bail
+            return _MaxTurns(span, _Number(self.span(start, end), number, raw))
+        tgt, reason = shapes.otherwise_groups
+        return _Otherwise(span, self.target(r[tgt], r[reason]))
+
+    # -- a statement of no shape, by its tokens -------------------------------------------------
+    def by_tokens(self, pos: int) -> tuple[ast.Statement, int]:
+        """The statement at `pos` read by recursive descent over its tokens, and where its last token ends."""
+        kinds, values, spans, end = statement_tokens(self.text, self.shapes.scanner, pos, self.stop, self.line,
+                                                     self.col0 + 1)
+        reader = FastParser(kinds, values, spans, self.decoders)
+        stmt = reader.statement()
+        if kinds[reader.i] != _END:
+            raise _Bail
+        return stmt, end
+
+
+def parse(text: str, lexer: FlowLexer, decoders: Decoders, shapes: bool = True) -> Optional[ast.FlowFile]:
     """The AST of `text`, or None when lark must read it. Its layout is complete when the
     text has no comment (`#` nowhere in it): blank lines are marked as `parser.attach_layout`
-    marks them; otherwise the caller attaches the layout. `decoders`: (string, number,
-    duration) functions from raw token text; any exception they raise means "let lark read it"."""
-    toks = tokens(text, master)
-    if toks is None:
-        return None
+    marks them; otherwise the caller attaches the layout. `lexer`: the parser's `FlowLexer`
+    (its terminals). `decoders`: (string, number, duration) functions from raw token text;
+    any exception they raise means "let lark read it". `shapes=False` reads every statement
+    by its tokens (what the tests compare the shapes with)."""
+    reader = _Reader(text, lexer, decoders, by_shapes=shapes)
     try:
-        return FastParser(*toks, decoders, blank_lines="#" not in text).file()
+        return reader.file()
     except _Bail:
         return None
     except Exception:  # a literal that does not decode: lark reports it
