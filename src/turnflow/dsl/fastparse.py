@@ -207,7 +207,8 @@ class _Shapes:
         terms = term(_SHAPE_TERMS)
         for i in range(_SHAPE_TERMS - 1, 0, -1):
             terms = f"{term(i)}(?:{b1}and{b1}{terms}|)"
-        shapes = [  # the rule first (the most frequent); the others start with their keyword
+        shapes = [  # `otherwise -> ...` before the rule, the most frequent; the others start with their keyword
+            f"otherwise{arrow}{target('o')}",
             f"(?P<rsrc>{name}|{t['STAR']}){arrow}{target('r')}(?:{b1}when{b1}{terms}|)"
             f"(?:{b1}priority{b1}(?P<rprio>{number})|)",
             f"participant{b1}(?P<pname>{name})(?:{b0}(?P<pdesc>{string})|)(?:{b1}(?P<prole>initiator|respondent)|)"
@@ -217,7 +218,6 @@ class _Shapes:
             f"context{b1}(?P<ckey>{name}){b0}{t['EQUAL']}{b0}(?P<clit>{literal})",
             f"start{b1}(?P<sname>{name})",
             f"max_turns{b1}(?P<mvalue>{number})",
-            f"otherwise{arrow}{target('o')}",
         ]
         flags = lexer.master.flags
         #: one statement (any shape), where it ends (`end`, an empty group), and in a text without
