@@ -61,7 +61,7 @@ def _read_by_tokens(text: str, monkeypatch) -> list[str]:
 
     def spy(self, pos, *args):
         read = by_tokens(self, pos, *args)
-        seen.append(text[pos:read[1]])
+        seen.append(text[pos:read[2]].rstrip(" \t\f;\n\r"))  # up to its separator
         return read
 
     monkeypatch.setattr(fastparse._Reader, "by_tokens", spy)

@@ -212,7 +212,7 @@ class _Shapes:
             f"(?P<rsrc>{name}|{t['STAR']}){arrow}{target('r')}(?:{b1}when{b1}{terms}|)"
             f"(?:{b1}priority{b1}(?P<rprio>{number})|)",
             f"participant{b1}(?P<pname>{name})(?:{b0}(?P<pdesc>{string})|)(?:{b1}(?P<prole>initiator|respondent)|)"
-            f"(?:{b1}(?P<ptools>tools{b0}\\[{b0}(?P<plist>{name}(?:{b0},{b0}{name})*|){b0}\\])|)",
+            f"(?:{b1}tools{b0}\\[{b0}(?P<plist>{name}(?:{b0},{b0}{name})*|){b0}\\]|)",
             f"handoff{b1}(?P<hsrc>{name}){arrow}{target('h')}{b1}via{b1}(?P<htool>{name})"
             f"(?:{b0}(?P<hdesc>{string})|)",
             f"context{b1}(?P<ckey>{name}){b0}{t['EQUAL']}{b0}(?P<clit>{literal})",
@@ -220,30 +220,34 @@ class _Shapes:
             f"max_turns{b1}(?P<mvalue>{number})",
         ]
         flags = lexer.master.flags
-        #: one statement (any shape), where it ends (`end`, an empty group), and in a text without
-        #: comments the blanks after it and the separator, if one follows
-        self.statement = re.compile(f"(?:{'|'.join(shapes)})(?P<end>)" + ("" if commented else f"{b0}{sep}"), flags)
+        tail = f"(?P<tail>{b0}{sep})"
+        #: one statement (any shape: `stmt`), and in a text without comments the blanks after it and
+        #: the separator, if one follows (`tail`)
+        self.statement = re.compile(f"(?P<stmt>{'|'.join(shapes)})" + ("" if commented else tail), flags)
         #: whether `statement` reads the separator
         self.separated = not commented
         #: a block's header, its `{`, the blanks after it and the separator, if one follows
         self.header = re.compile(f"(?P<kind>workflow|consulting|conversation|discussion){b1}(?P<name>{name})"
-                                 f"(?:{b0}(?P<title>{string})|){b0}{t['LBRACE']}{b0}{sep}", flags)
+                                 f"(?:{b0}(?P<title>{string})|){b0}{t['LBRACE']}{tail}", flags)
         #: the blanks and the separator, if one follows, after a `}` or a statement read by tokens
-        self.gap = re.compile(f"{b0}{sep}", flags)
+        self.gap = re.compile(tail, flags)
         self.name = re.compile(name, flags)
         self.scanner = _scanner(lexer.master)
-        g = self.statement.groupindex
-        self.sep, self.end = g.get("sep", 0), g["end"]
+        # Each group's index in `Match.groups()` (its number, for `Match.start`, is one more): the
+        # reader takes a match's groups at once and asks only for the starts it cannot work out
+        # (`Match.regs` builds every group's span, ~2.5 µs for this pattern).
+        g = {name: number - 1 for name, number in self.statement.groupindex.items()}
+        self.stmt, self.tail, self.sep = g["stmt"], g.get("tail", 0), g.get("sep", 0)
         self.rule, self.participant, self.handoff = g["rsrc"], g["pname"], g["hsrc"]
         self.rule_groups = g["rsrc"], g["rtgt"], g["rreason"], g["rprio"]
         self.terms = [tuple(g[f"t{i}{part}"] for part in ("", "tool", "text", "key", "op", "lit"))
                       for i in range(1, _SHAPE_TERMS + 1)]
-        self.participant_groups = g["pname"], g["pdesc"], g["prole"], g["ptools"], g["plist"]
+        self.participant_groups = g["pname"], g["pdesc"], g["prole"], g["plist"]
         self.handoff_groups = g["hsrc"], g["htgt"], g["hreason"], g["htool"], g["hdesc"]
         self.context_groups = g["ckey"], g["clit"]
         self.start_group, self.max_turns_group = g["sname"], g["mvalue"]
         self.otherwise_groups = g["otgt"], g["oreason"]
-        h = self.header.groupindex
+        h = {name: number - 1 for name, number in self.header.groupindex.items()}
         self.header_groups = h["kind"], h["name"], h["title"], h["sep"]
 
 
@@ -581,8 +585,10 @@ def _one(cond: _Condition) -> ast.Term:
 
 class _Reader:
     """One parse of one text (see `parse`): blocks and statements by their shapes, a statement
-    of no shape by its tokens. `line` and `col0` (the offset before the line's first character)
-    are those of the statement being read: every span of a statement is on its line."""
+    of no shape by its tokens. `line` and `col0` (the offset of the line end before the line's
+    first character) are those of the statement being read: a statement is on one line.
+    The shapes' methods take the match `m`, its groups `g` (`m.groups()`), where the statement
+    starts (`pos`) and ends (`end`, before the blanks after it)."""
 
     def __init__(self, text: str, lexer: FlowLexer, decoders: Decoders, by_shapes: bool = True) -> None:
         self.text = text
@@ -598,19 +604,18 @@ class _Reader:
         self.cr = "\r" in text  # \r\n is one line end, a lone \r is one too
         self.line, self.col0 = 1, -1
 
-    def separator(self, start: int, end: int) -> bool:
-        """Step over the separator `text[start:end]` (none when `start` < 0): count its line ends;
-        does it hold a blank line (when blank lines are marked)?"""
-        if start < 0:
+    def separator(self, sep: Optional[str], after: int) -> bool:
+        """Step over the separator `sep` (None: no separator), which ends at `after`: count its line
+        ends; does it hold a blank line (when blank lines are marked)?"""
+        if sep is None:
             return False
-        text = self.text
-        newlines = text.count("\n", start, end)
+        newlines = sep.count("\n")
         if self.cr:
-            newlines += text.count("\r", start, end) - text.count("\r\n", start, end)
+            newlines += sep.count("\r") - sep.count("\r\n")
             if newlines:
-                self.col0 = max(text.rfind("\n", start, end), text.rfind("\r", start, end))
+                self.col0 = after - len(sep) + max(sep.rfind("\n"), sep.rfind("\r"))
         elif newlines:
-            self.col0 = text.rfind("\n", start, end)
+            self.col0 = after - len(sep) + sep.rfind("\n")
         self.line += newlines
         return newlines > 1 and self.blank_lines
 
@@ -624,8 +629,8 @@ class _Reader:
         text, n = self.text, len(self.text)
         m = self.shapes.gap.match(text)
         assert m is not None  # every part of it is optional
-        blank = self.separator(*m.regs[1])
         pos = m.end()
+        blank = self.separator(m.group("sep"), pos)
         blocks: list[ast.Block] = []
         while pos < n:
             block, pos, next_blank = self.block(pos, blank)
@@ -640,163 +645,172 @@ class _Reader:
         m = shapes.header.match(text, pos)
         if m is None:
             raise _Bail
-        r = m.regs
-        kind, name_group, title_group, sep_group = shapes.header_groups
-        (kind_start, kind_end), (name_start, name_end), (title_start, title_end) = r[kind], r[name_group], r[title_group]
-        kind_span = self.span(kind_start, kind_end)
-        name = text[name_start:name_end]
+        g = m.groups()
+        kind, name, title, sep = (g[i] for i in shapes.header_groups)
         if name in _KEYWORDS:
             raise _Bail
-        title = None
-        if title_start >= 0:
-            title = _StringLit(self.span(title_start, title_end), self.decode_string(text[title_start:title_end]))
-        block_name = _Ident(self.span(name_start, name_end), name)
-        blank = self.separator(*r[sep_group])
+        kind_span = self.span(pos, pos + len(kind))
+        start = m.start(shapes.header_groups[1] + 1)
+        block_name = _Ident(self.span(start, start + len(name)), name)
+        if title is not None:
+            start = m.start(shapes.header_groups[2] + 1)
+            title = _StringLit(self.span(start, start + len(title)), self.decode_string(title))
         pos = m.end()
-        statements: list[ast.Statement] = []
-        statement = self.statement
-        while not text.startswith("}", pos):
-            stmt, pos, next_blank = statement(pos, blank)
-            statements.append(stmt)
-            blank = next_blank
+        statements, pos = self.statements(pos, self.separator(sep, pos))
         close_span = self.span(pos, pos + 1)
         m = shapes.gap.match(text, pos + 1)
         assert m is not None  # every part of it is optional
-        blank = self.separator(*m.regs[1])
-        block = _Block(_join(kind_span, close_span), text[kind_start:kind_end], kind_span,  # type: ignore[arg-type]
-                       block_name, title, tuple(statements), close_span, blank_before=blank_before)
-        return block, m.end(), blank
+        pos = m.end()
+        blank = self.separator(m.group("sep"), pos)
+        block = _Block(_join(kind_span, close_span), kind, kind_span, block_name, title,  # type: ignore[arg-type]
+                       tuple(statements), close_span, blank_before=blank_before)
+        return block, pos, blank
 
-    def statement(self, pos: int, blank: bool) -> tuple[ast.Statement, int, bool]:
-        """The statement at `pos` (`blank`: a blank line precedes it), where the text after it and
-        its separator continues, and whether that separator holds a blank line."""
+    def statements(self, pos: int, blank: bool) -> tuple[list[ast.Statement], int]:
+        """The statements of the block body at `pos` (`blank`: a blank line precedes it), and where
+        its `}` is."""
         text, shapes = self.text, self.shapes
-        m = shapes.statement.match(text, pos) if self.by_shapes else None
-        try:
-            if m is None:
-                raise _ByTokens
-            r = m.regs
-            if shapes.separated:
-                sep, end = r[shapes.sep], m.end()
-            else:
-                gap = shapes.gap.match(text, m.end())
-                assert gap is not None  # every part of it is optional
-                sep, end = gap.regs[1], gap.end()
-            if sep[0] < 0 and not text.startswith("}", end):
-                raise _ByTokens  # a longer statement than the shape, or an error
-            stmt = self.shaped(r, pos)
-        except _ByTokens:
-            stmt, end = self.by_tokens(pos)
-            gap = shapes.gap.match(text, end)
-            assert gap is not None  # every part of it is optional
-            sep = gap.regs[1]
-            end = gap.end()
-            if sep[0] < 0 and not text.startswith("}", end):
-                raise _Bail from None
-        if blank:
-            stmt = replace(stmt, blank_before=True)
-        return stmt, end, self.separator(*sep)
+        match = shapes.statement.match
+        by_shapes, separated, rule = self.by_shapes, shapes.separated, shapes.rule
+        stmt_group, tail_group, sep_group = shapes.stmt, shapes.tail, shapes.sep
+        statements: list[ast.Statement] = []
+        while not text.startswith("}", pos):
+            m = match(text, pos) if by_shapes else None
+            stmt: Optional[ast.Statement] = None
+            if m is not None:
+                g = m.groups()
+                end = pos + len(g[stmt_group])
+                if separated:
+                    sep, after = g[sep_group], end + len(g[tail_group])
+                else:
+                    gap = shapes.gap.match(text, end)
+                    assert gap is not None  # every part of it is optional
+                    sep, after = gap.group("sep"), gap.end()
+                if sep is not None or text.startswith("}", after):  # else a longer statement, or an error
+                    try:
+                        stmt = self.rule(m, g, pos, end) if g[rule] is not None else self.shaped(m, g, pos, end)
+                    except _ByTokens:
+                        pass
+            if stmt is None:
+                stmt, sep, after = self.by_tokens(pos)
+            statements.append(replace(stmt, blank_before=True) if blank else stmt)
+            blank = self.separator(sep, after)
+            pos = after
+        return statements, pos
 
-    # -- statements by their shapes (`r`: the statement regex's group positions) ----------------
-    def shaped(self, r: tuple[tuple[int, int], ...], pos: int) -> ast.Statement:
-        """The statement of the shape that matched at `pos`."""
+    # -- statements by their shapes ----------------------------------------------------------------
+    def shaped(self, m: "re.Match[str]", g: tuple[Any, ...], pos: int, end: int) -> ast.Statement:
+        """The statement of a shape other than the rule's."""
         shapes = self.shapes
-        if r[shapes.rule][0] >= 0:
-            return self.rule(r, pos)
-        span = self.span(pos, r[shapes.end][0])
-        if r[shapes.participant][0] >= 0:
-            return self.participant(r, span)
-        if r[shapes.handoff][0] >= 0:
-            return self.handoff(r, span)
-        return self.keyword_statement(r, span)
+        span = self.span(pos, end)
+        if g[shapes.participant] is not None:
+            return self.participant(m, g, span)
+        if g[shapes.handoff] is not None:
+            return self.handoff(m, g, span)
+        key, lit = shapes.context_groups
+        if g[key] is not None:
+            return _ContextInit(span, self.ident(g[key], m.start(key + 1)), self.literal(g[lit], end))
+        name = g[shapes.start_group]
+        if name is not None:
+            return _Start(span, self.ident(name, end - len(name)))
+        raw = g[shapes.max_turns_group]
+        if raw is not None:
+            number = self.decode_number(raw)
+            if not isinstance(number, int):
+                raise _Bail
+            return _MaxTurns(span, _Number(self.span(end - len(raw), end), number, raw))
+        tgt, reason = shapes.otherwise_groups
+        return _Otherwise(span, self.target(g[tgt], m.start(tgt + 1), g[reason]))
 
-    def rule(self, r: tuple[tuple[int, int], ...], pos: int) -> ast.Rule:
-        text, line, col0 = self.text, self.line, self.col0
+    def rule(self, m: "re.Match[str]", g: tuple[Any, ...], pos: int, end: int) -> ast.Rule:
+        line, col0 = self.line, self.col0
         src, tgt, reason, prio = self.shapes.rule_groups
-        start, end = r[src]
-        source_span = _new(Span, (line, start - col0, line, end - col0, start, end))
-        if end - start == 1 and text[start] == "*":
+        name = g[src]
+        stop = pos + len(name)
+        source_span = _new(Span, (line, pos - col0, line, stop - col0, pos, stop))
+        if name == "*":
             source = None
+        elif name in _KEYWORDS:
+            raise _ByTokens
         else:
-            name = text[start:end]
-            if name in _KEYWORDS:
-                raise _ByTokens
             source = _Ident(source_span, name)
-        target = self.target(r[tgt], r[reason])
-        terms: tuple[ast.Term, ...] = ()
-        if r[self.shapes.terms[0][0]][0] >= 0:
-            terms = self.conjunction(r)
+        name = g[tgt]
+        start = m.start(tgt + 1)
+        if name in _KEYWORDS or g[reason] is not None:
+            target = self.target(name, start, g[reason])
+        else:  # a participant: the common case, inline
+            stop = start + len(name)
+            span = _new(Span, (line, start - col0, line, stop - col0, start, stop))
+            target = _Target(span, "participant", _Ident(span, name))
+        terms = () if g[self.shapes.terms[0][0]] is None else self.conjunction(m, g)
         priority = None
-        start, end = r[prio]
-        if start >= 0:
-            raw = text[start:end]
+        raw = g[prio]
+        if raw is not None:  # the rule's last token
             value = self.decode_number(raw)
             if not isinstance(value, int):
                 raise _Bail
+            start = end - len(raw)
             priority = _Number(_new(Span, (line, start - col0, line, end - col0, start, end)), value, raw)
-        end = r[self.shapes.end][0]
         return _Rule(_new(Span, (line, pos - col0, line, end - col0, pos, end)), source, source_span, target,
                      terms, priority)
 
-    def conjunction(self, r: tuple[tuple[int, int], ...]) -> tuple[ast.Term, ...]:
-        """The terms of a rule's `when T1 and T2 ...`."""
-        text, line, col0 = self.text, self.line, self.col0
+    def conjunction(self, m: "re.Match[str]", g: tuple[Any, ...]) -> tuple[ast.Term, ...]:
+        """The terms of a rule's `when T1 and T2 ...` (each term's last token ends it)."""
+        line, col0 = self.line, self.col0
         terms: list[ast.Term] = []
-        for whole, tool, text_, key, op, lit in self.shapes.terms:
-            start, end = r[whole]
-            if start < 0:
+        for whole, tool, text, key, op, lit in self.shapes.terms:
+            term = g[whole]
+            if term is None:
                 break
+            start = m.start(whole + 1)
+            end = start + len(term)
             span = _new(Span, (line, start - col0, line, end - col0, start, end))
-            start, end = r[tool]
-            if start >= 0:
-                name = text[start:end]
+            name = g[tool]
+            if name is not None:
                 if name in _KEYWORDS:
                     raise _ByTokens
+                start = end - len(name)
                 terms.append(_ToolTerm(span, _Ident(_new(Span, (line, start - col0, line, end - col0, start, end)),
                                                     name)))
                 continue
-            start, end = r[text_]
-            if start >= 0:
+            raw = g[text]
+            if raw is not None:
+                start = end - len(raw)
                 terms.append(_TextTerm(span, _StringLit(_new(Span, (line, start - col0, line, end - col0, start, end)),
-                                                        self.decode_string(text[start:end]))))
+                                                        self.decode_string(raw))))
                 continue
-            start, end = r[key]
-            name = text[start:end]
-            if name in _KEYWORDS:
-                raise _ByTokens
-            key_ident = _Ident(_new(Span, (line, start - col0, line, end - col0, start, end)), name)
-            operator = text[r[op][0]:r[op][1]]
-            value = self.literal(*r[lit])
-            if operator == "==":
+            key_ident = self.ident(g[key], m.start(key + 1))
+            value = self.literal(g[lit], end)
+            if g[op] == "==":
                 terms.append(_ContextTerm(span, key_ident, value))
             else:
-                terms.append(_CompareTerm(span, key_ident, operator, value))  # type: ignore[arg-type]
+                terms.append(_CompareTerm(span, key_ident, g[op], value))
         return tuple(terms)
 
-    def target(self, tgt: tuple[int, int], reason: tuple[int, int]) -> ast.Target:
-        """The target named by `text[tgt]`, followed by the string `text[reason]` (`terminate "why"`)
-        when `reason` starts at 0 or later."""
-        text = self.text
-        start, end = tgt
-        name = text[start:end]
+    def target(self, name: str, start: int, reason: Optional[str]) -> ast.Target:
+        """The target `name` (at `start`), followed by the string `reason` (`terminate "why"`), if any,
+        which then ends the statement or comes before a blank."""
+        end = start + len(name)
         span = self.span(start, end)
         if name not in _KEYWORDS:
-            if reason[0] >= 0:
+            if reason is not None:
                 raise _ByTokens
             return _Target(span, "participant", _Ident(span, name))
         if name == "terminate":
-            if reason[0] < 0:
+            if reason is None:
                 return _Target(span, "terminate", None, None)
-            why = _StringLit(self.span(*reason), self.decode_string(text[reason[0]:reason[1]]))
-            return _Target(self.span(start, reason[1]), "terminate", None, why)
+            reason_start = self.text.index('"', end)  # blanks only between the name and the string
+            reason_end = reason_start + len(reason)
+            why = _StringLit(self.span(reason_start, reason_end), self.decode_string(reason))
+            return _Target(self.span(start, reason_end), "terminate", None, why)
         simple = _SIMPLE_TARGET_WORDS.get(name)
-        if simple is None or reason[0] >= 0:
+        if simple is None or reason is not None:
             raise _ByTokens
         return _Target(span, simple)  # type: ignore[arg-type]  # a value of _SIMPLE_TARGET_WORDS
 
-    def literal(self, start: int, end: int) -> ast.Literal:
-        raw = self.text[start:end]
-        span = self.span(start, end)
+    def literal(self, raw: str, end: int) -> ast.Literal:
+        """The literal `raw`, which ends at `end`."""
+        span = self.span(end - len(raw), end)
         first = raw[0]
         if first == '"':
             return _Literal(span, "string", self.decode_string(raw), raw)
@@ -808,67 +822,57 @@ class _Reader:
             raise _ByTokens
         return _Literal(span, word[0], word[1], raw)  # type: ignore[arg-type]  # a kind of _WORD_LITERALS
 
-    def ident(self, start: int, end: int) -> ast.Ident:
-        """The NAME `text[start:end]` (not a reserved word)."""
-        name = self.text[start:end]
+    def ident(self, name: str, start: int) -> ast.Ident:
+        """The NAME `name`, at `start` (not a reserved word)."""
         if name in _KEYWORDS:
             raise _ByTokens
-        return _Ident(self.span(start, end), name)
+        return _Ident(self.span(start, start + len(name)), name)
 
-    def string(self, start: int, end: int) -> Optional[ast.StringLit]:
-        """The STRING `text[start:end]`, or None when `start` < 0 (no string)."""
-        if start < 0:
+    def string(self, raw: Optional[str], start: int) -> Optional[ast.StringLit]:
+        """The STRING `raw` at `start`, or None when `raw` is."""
+        if raw is None:
             return None
-        return _StringLit(self.span(start, end), self.decode_string(self.text[start:end]))
+        return _StringLit(self.span(start, start + len(raw)), self.decode_string(raw))
 
-    def participant(self, r: tuple[tuple[int, int], ...], span: Span) -> ast.Participant:
-        text = self.text
-        name, desc, role, tools, names = self.shapes.participant_groups
-        role_text = role_span = None
-        if r[role][0] >= 0:
-            role_text, role_span = text[r[role][0]:r[role][1]], self.span(*r[role])
-        tool_names: Optional[tuple[ast.Ident, ...]] = None
-        if r[tools][0] >= 0:
-            start, end = r[names]
+    def participant(self, m: "re.Match[str]", g: tuple[Any, ...], span: Span) -> ast.Participant:
+        name, desc, role, names = self.shapes.participant_groups
+        role_span = None
+        if g[role] is not None:
+            start = m.start(role + 1)
+            role_span = self.span(start, start + len(g[role]))
+        tools: Optional[tuple[ast.Ident, ...]] = None
+        if g[names] is not None:
+            start = m.start(names + 1)
             ident = self.ident
-            tool_names = (tuple(ident(*m.span()) for m in self.shapes.name.finditer(text, start, end))
-                          if start >= 0 else ())
-        return _Participant(span, self.ident(*r[name]), self.string(*r[desc]),
-                            role_text, role_span, tool_names)  # type: ignore[arg-type]  # the shape's roles
+            tools = tuple(ident(n[0], n.start()) for n in self.shapes.name.finditer(self.text, start,
+                                                                                 start + len(g[names])))
+        return _Participant(span, self.ident(g[name], m.start(name + 1)),
+                            None if g[desc] is None else self.string(g[desc], m.start(desc + 1)),
+                            g[role], role_span, tools)
 
-    def handoff(self, r: tuple[tuple[int, int], ...], span: Span) -> ast.Handoff:
+    def handoff(self, m: "re.Match[str]", g: tuple[Any, ...], span: Span) -> ast.Handoff:
         src, tgt, reason, tool, desc = self.shapes.handoff_groups
-        return _Handoff(span, self.ident(*r[src]), self.target(r[tgt], r[reason]),
-                        self.ident(*r[tool]), self.string(*r[desc]))
-
-    def keyword_statement(self, r: tuple[tuple[int, int], ...], span: Span) -> ast.Statement:
-        """`context`, `start`, `max_turns` or `otherwise`."""
-        shapes = self.shapes
-        key, lit = shapes.context_groups
-        if r[key][0] >= 0:
-            return _ContextInit(span, self.ident(*r[key]), self.literal(*r[lit]))
-        if r[shapes.start_group][0] >= 0:
-            return _Start(span, self.ident(*r[shapes.start_group]))
-        start, end = r[shapes.max_turns_group]
-        if start >= 0:
-            raw = self.text[start:end]
-            number = self.decode_number(raw)
-            if not isinstance(number, int):
-                raise _Bail
-            return _MaxTurns(span, _Number(self.span(start, end), number, raw))
-        tgt, reason = shapes.otherwise_groups
-        return _Otherwise(span, self.target(r[tgt], r[reason]))
+        return _Handoff(span, self.ident(g[src], m.start(src + 1)), self.target(g[tgt], m.start(tgt + 1), g[reason]),
+                        self.ident(g[tool], m.start(tool + 1)),
+                        None if g[desc] is None else self.string(g[desc], span.end - len(g[desc])))
 
     # -- a statement of no shape, by its tokens -------------------------------------------------
-    def by_tokens(self, pos: int) -> tuple[ast.Statement, int]:
-        """The statement at `pos` read by recursive descent over its tokens, and where its last token ends."""
-        kinds, values, spans, end = statement_tokens(self.text, self.shapes.scanner, pos, self.stop, self.line,
+    def by_tokens(self, pos: int) -> tuple[ast.Statement, Optional[str], int]:
+        """The statement at `pos` read by recursive descent over its tokens, the separator after
+        it (None: none) and where the text after that continues."""
+        text = self.text
+        kinds, values, spans, end = statement_tokens(text, self.shapes.scanner, pos, self.stop, self.line,
                                                      self.col0 + 1)
         reader = FastParser(kinds, values, spans, self.decoders)
         stmt = reader.statement()
         if kinds[reader.i] != _END:
             raise _Bail
-        return stmt, end
+        gap = self.shapes.gap.match(text, end)
+        assert gap is not None  # every part of it is optional
+        sep, after = gap.group("sep"), gap.end()
+        if sep is None and not text.startswith("}", after):
+            raise _Bail
+        return stmt, sep, after
 
 
 def parse(text: str, lexer: FlowLexer, decoders: Decoders, shapes: bool = True) -> Optional[ast.FlowFile]:
