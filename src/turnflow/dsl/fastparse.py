@@ -646,14 +646,15 @@ class _Reader:
         if m is None:
             raise _Bail
         g = m.groups()
-        kind, name, title, sep = (g[i] for i in shapes.header_groups)
+        kind_group, name_group, title_group, sep_group = shapes.header_groups
+        kind, name, title, sep = g[kind_group], g[name_group], g[title_group], g[sep_group]
         if name in _KEYWORDS:
             raise _Bail
         kind_span = self.span(pos, pos + len(kind))
-        start = m.start(shapes.header_groups[1] + 1)
+        start = m.start(name_group + 1)
         block_name = _Ident(self.span(start, start + len(name)), name)
         if title is not None:
-            start = m.start(shapes.header_groups[2] + 1)
+            start = m.start(title_group + 1)
             title = _StringLit(self.span(start, start + len(title)), self.decode_string(title))
         pos = m.end()
         statements, pos = self.statements(pos, self.separator(sep, pos))
@@ -673,6 +674,8 @@ class _Reader:
         match = shapes.statement.match
         by_shapes, separated, rule = self.by_shapes, shapes.separated, shapes.rule
         stmt_group, tail_group, sep_group = shapes.stmt, shapes.tail, shapes.sep
+        plain_lines = not self.cr  # line ends are `\n` alone: step over separators here
+        blank_lines = self.blank_lines
         statements: list[ast.Statement] = []
         while not text.startswith("}", pos):
             m = match(text, pos) if by_shapes else None
@@ -694,15 +697,24 @@ class _Reader:
             if stmt is None:
                 stmt, sep, after = self.by_tokens(pos)
             statements.append(replace(stmt, blank_before=True) if blank else stmt)
-            blank = self.separator(sep, after)
+            if sep is None:
+                blank = False
+            elif plain_lines:  # `separator`, inline
+                newlines = sep.count("\n")
+                if newlines:
+                    self.line += newlines
+                    self.col0 = after - len(sep) + sep.rfind("\n")
+                blank = newlines > 1 and blank_lines
+            else:
+                blank = self.separator(sep, after)
             pos = after
         return statements, pos
 
     # -- statements by their shapes ----------------------------------------------------------------
     def shaped(self, m: "re.Match[str]", g: tuple[Any, ...], pos: int, end: int) -> ast.Statement:
         """The statement of a shape other than the rule's."""
-        shapes = self.shapes
-        span = self.span(pos, end)
+        shapes, line, col0 = self.shapes, self.line, self.col0
+        span = _new(Span, (line, pos - col0, line, end - col0, pos, end))
         if g[shapes.participant] is not None:
             return self.participant(m, g, span)
         if g[shapes.handoff] is not None:
@@ -826,13 +838,15 @@ class _Reader:
         """The NAME `name`, at `start` (not a reserved word)."""
         if name in _KEYWORDS:
             raise _ByTokens
-        return _Ident(self.span(start, start + len(name)), name)
+        line, col0, end = self.line, self.col0, start + len(name)  # `span`, inline (the most frequent)
+        return _Ident(_new(Span, (line, start - col0, line, end - col0, start, end)), name)
 
     def string(self, raw: Optional[str], start: int) -> Optional[ast.StringLit]:
         """The STRING `raw` at `start`, or None when `raw` is."""
         if raw is None:
             return None
-        return _StringLit(self.span(start, start + len(raw)), self.decode_string(raw))
+        line, col0, end = self.line, self.col0, start + len(raw)
+        return _StringLit(_new(Span, (line, start - col0, line, end - col0, start, end)), self.decode_string(raw))
 
     def participant(self, m: "re.Match[str]", g: tuple[Any, ...], span: Span) -> ast.Participant:
         name, desc, role, names = self.shapes.participant_groups
@@ -841,11 +855,15 @@ class _Reader:
             start = m.start(role + 1)
             role_span = self.span(start, start + len(g[role]))
         tools: Optional[tuple[ast.Ident, ...]] = None
-        if g[names] is not None:
+        listed = g[names]
+        if listed is not None:
             start = m.start(names + 1)
-            ident = self.ident
-            tools = tuple(ident(n[0], n.start()) for n in self.shapes.name.finditer(self.text, start,
-                                                                                 start + len(g[names])))
+            if "," not in listed:  # one name (the list's text), or none
+                tools = (self.ident(listed, start),) if listed else ()
+            else:
+                ident = self.ident
+                tools = tuple(ident(n[0], n.start()) for n in self.shapes.name.finditer(self.text, start,
+                                                                                     start + len(listed)))
         return _Participant(span, self.ident(g[name], m.start(name + 1)),
                             None if g[desc] is None else self.string(g[desc], m.start(desc + 1)),
                             g[role], role_span, tools)
