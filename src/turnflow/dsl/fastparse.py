@@ -212,7 +212,7 @@ class _Shapes:
             f"(?P<rsrc>{name}|{t['STAR']}){arrow}{target('r')}(?:{b1}when{b1}{terms}|)"
             f"(?:{b1}priority{b1}(?P<rprio>{number})|)",
             f"participant{b1}(?P<pname>{name})(?:{b0}(?P<pdesc>{string})|)(?:{b1}(?P<prole>initiator|respondent)|)"
-            f"(?:{b1}tools{b0}\\[{b0}(?P<plist>{name}(?:{b0},{b0}{name})*|){b0}\\]|)",
+            f"(?:{b1}tools{b0}\\[{b0}(?P<plist>[A-Za-z0-9_, \\t\\f]*)\\]|)",  # names: `participant`
             f"handoff{b1}(?P<hsrc>{name}){arrow}{target('h')}{b1}via{b1}(?P<htool>{name})"
             f"(?:{b0}(?P<hdesc>{string})|)",
             f"context{b1}(?P<ckey>{name}){b0}{t['EQUAL']}{b0}(?P<clit>{literal})",
@@ -231,7 +231,7 @@ class _Shapes:
                                  f"(?:{b0}(?P<title>{string})|){b0}{t['LBRACE']}{tail}", flags)
         #: the blanks and the separator, if one follows, after a `}` or a statement read by tokens
         self.gap = re.compile(tail, flags)
-        self.name = re.compile(name, flags)
+        self.name = re.compile(f"{name}\\Z", flags)
         self.scanner = _scanner(lexer.master)
         # Each group's index in `Match.groups()` (its number, for `Match.start`, is one more): the
         # reader takes a match's groups at once and asks only for the starts it cannot work out
@@ -857,16 +857,27 @@ class _Reader:
         tools: Optional[tuple[ast.Ident, ...]] = None
         listed = g[names]
         if listed is not None:
-            start = m.start(names + 1)
-            if "," not in listed:  # one name (the list's text), or none
-                tools = (self.ident(listed, start),) if listed else ()
-            else:
-                ident = self.ident
-                tools = tuple(ident(n[0], n.start()) for n in self.shapes.name.finditer(self.text, start,
-                                                                                     start + len(listed)))
+            tools = self.tool_list(listed, m.start(names + 1))
         return _Participant(span, self.ident(g[name], m.start(name + 1)),
                             None if g[desc] is None else self.string(g[desc], m.start(desc + 1)),
                             g[role], role_span, tools)
+
+    def tool_list(self, listed: str, start: int) -> tuple[ast.Ident, ...]:
+        """The names of `tools [...]`, whose text between the brackets, `listed` (at `start`), holds only
+        name characters, commas and blanks. (The shape matches it as one character class repeated:
+        a repeated group would keep a frame per name in the regex engine, ~280 bytes per byte of
+        a long list.)"""
+        if not listed.strip(" \t\f"):
+            return ()
+        names = []
+        valid = self.shapes.name.match
+        for piece in listed.split(","):
+            name = piece.strip(" \t\f")
+            if not valid(name):  # an empty place, blanks inside a name, a leading digit: not a list of names
+                raise _ByTokens
+            names.append(self.ident(name, start + piece.index(name)))
+            start += len(piece) + 1
+        return tuple(names)
 
     def handoff(self, m: "re.Match[str]", g: tuple[Any, ...], span: Span) -> ast.Handoff:
         src, tgt, reason, tool, desc = self.shapes.handoff_groups
