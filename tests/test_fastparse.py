@@ -179,7 +179,8 @@ BY_TOKENS = ["a -> b when tool t and tool u and tool v and tool w", "a -> b when
              "participant a tools [x, bot-1]", "participant a tools [é]",
              'a -> terminate"r"when tool t', 'participant a "d"initiator']
 ERRORS = ["a -> b when tool t priority 1.0", "participant a tools [x,]", "participant a tools [,]",
-          "participant a tools [1x]", "participant a tools [x y]", "participant a tools [x, via]", "start -> b", "a -> tool", "a -> b when tool via", "participant a tools [via]", "a -> b c",
+          "participant a tools [1x]", "participant a tools [x y]", "participant a tools [x, via]",
+          "start -> b", "a -> tool", "a -> b when tool via", "participant a tools [via]", "a -> b c",
           "a -> b when tool t and", "max_turns 007", "max_turns 1.5", 'a -> b "r"', "a -> stay \"r\"",
           "a -> b when context.k == nul", "a -> b when context.k = 1", "a -> b priority 2x", "a- -> b",
           "a-->b", "a -> b when tool 2x", "a -> bwhen tool t", "a -> b whentool t", "participant a initiatorx",

@@ -23,9 +23,9 @@ the same spans through the same literal decoders:
 On anything it does not recognise -- a syntax error, a literal that does not decode,
 a character no terminal matches -- it gives up (`None`) and the caller parses the
 whole text again with lark, so diagnostics never come from here.
-A differential property test (tests/test_fastparse.py) keeps the two readings
-equal on generated, mutated and fixture files, read both ways here (by the shapes
-where they apply, and by tokens only).
+A differential property test (tests/test_fastparse.py) keeps three readings equal
+on generated, mutated, respaced and fixture files: lark's, this one by the shapes where
+they apply, and this one by tokens only (`parse(..., shapes=False)`).
 """
 
 from __future__ import annotations
@@ -143,7 +143,7 @@ def statement_tokens(text: str, scanner: "re.Pattern[str]", pos: int, stop: int,
 # - a name is `[A-Za-z_][A-Za-z0-9_]*`: where it stops, the grammar's NAME stops too, unless the
 #   next character is `-` or a non-ASCII word character; what a shape lets follow a name never
 #   starts with either (a blank, punctuation, or `->`, which a NAME never runs into), except at
-#   the end of the shape, where `_Reader.statement` requires a separator or `}`: so a name with a
+#   the end of the shape, where `_Reader.statements` requires a separator or `}`: so a name with a
 #   `-` or a non-ASCII letter sends its statement to the token reader;
 # - a word followed by a word has blanks between them (`+`);
 # - a number is `-?[0-9]+` (with `.[0-9]+` in a literal), which the lexer reads as a NUMBER of
@@ -153,12 +153,14 @@ def statement_tokens(text: str, scanner: "re.Pattern[str]", pos: int, stop: int,
 #   its statement to the token reader;
 # - in a text without `#`, the separator (the grammar's `_SEP`, which then holds no comment) is
 #   last in the pattern, written as one character class repeated, so it is matched as greedily as
-#   the lexer matches it; in a text with a `#`, `_Reader.statement` matches the separator after the
+#   the lexer matches it; in a text with a `#`, `_Reader.statements` matches the separator after the
 #   statement with the grammar's own `_SEP` (`_Shapes.gap`).
 #
-# (The engine keeps a frame, with a copy of the groups' marks, for each repetition of a group:
-# a long string dense with escapes, or a long run of comments, read by a pattern of many groups
-# would cost several times its size in memory; tests/test_limits_lexer_memory.py.)
+# No group is repeated: the engine keeps a frame, with a copy of the groups' marks, for each
+# repetition of a group, so a long string dense with escapes, a long run of comments or a long
+# tool list read by a pattern of many groups would cost several times its size in memory
+# (tests/test_limits_lexer_memory.py); a tool list is one character class repeated, split by
+# `_Reader.tool_list`.
 #
 # The shapes use no lookahead, and an optional part is written `(?:X|)`, not `(?:X)?` (which
 # Python's regex engine runs as a counted repeat, several times dearer): the regex costs
@@ -180,12 +182,12 @@ _SHAPE_TERMS = 3
 
 @final
 class _Shapes:
-    """The compiled statement shapes of one lexer (see the comment above) and their groups' numbers;
+    """The compiled statement shapes of one lexer (see the comment above) and their groups' indexes;
     `commented`: for a text that holds a `#` (a comment may be part of a separator)."""
 
     def __init__(self, lexer: FlowLexer, commented: bool) -> None:
         t = {name: term.pattern.to_regexp() for name, term in lexer.terminals_by_name.items()}
-        assert all(re.compile(t[n]).groups == 0 for n in ("STRING", "_SEP", "ARROW", "EQEQ", "CMP", "EQUAL", "STAR",
+        assert all(re.compile(t[n]).groups == 0 for n in ("_SEP", "ARROW", "EQEQ", "CMP", "EQUAL", "STAR",
                                                              "LBRACE"))  # no group of their own
         blank = lexer.blank
         b0, b1 = f"{blank}*", f"{blank}+"
