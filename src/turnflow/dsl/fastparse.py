@@ -713,35 +713,46 @@ class _Reader:
         return statements, pos
 
     # -- statements by their shapes ----------------------------------------------------------------
+    def joined(self, start: int, last: Span) -> Span:
+        """The span from `start` (on the current line) to the end of `last`, sharing `last`'s end
+        (as lark's reading joins a node's first and last tokens: the same int objects, so an AST
+        holds no more of them)."""
+        line = self.line
+        return _new(Span, (line, start - self.col0, line, last[3], start, last[5]))
+
     def shaped(self, m: "re.Match[str]", g: tuple[Any, ...], pos: int, end: int) -> ast.Statement:
         """The statement of a shape other than the rule's."""
-        shapes, line, col0 = self.shapes, self.line, self.col0
-        span = _new(Span, (line, pos - col0, line, end - col0, pos, end))
+        shapes = self.shapes
         if g[shapes.participant] is not None:
-            return self.participant(m, g, span)
+            return self.participant(m, g, pos, end)
         if g[shapes.handoff] is not None:
-            return self.handoff(m, g, span)
+            return self.handoff(m, g, pos)
         key, lit = shapes.context_groups
         if g[key] is not None:
-            return _ContextInit(span, self.ident(g[key], m.start(key + 1)), self.literal(g[lit], end))
+            value = self.literal(g[lit], end)
+            return _ContextInit(self.joined(pos, value.span), self.ident(g[key], m.start(key + 1)), value)
         name = g[shapes.start_group]
         if name is not None:
-            return _Start(span, self.ident(name, end - len(name)))
+            ident = self.ident(name, end - len(name))
+            return _Start(self.joined(pos, ident.span), ident)
         raw = g[shapes.max_turns_group]
         if raw is not None:
             number = self.decode_number(raw)
             if not isinstance(number, int):
                 raise _Bail
-            return _MaxTurns(span, _Number(self.span(end - len(raw), end), number, raw))
+            value_span = self.span(end - len(raw), end)
+            return _MaxTurns(self.joined(pos, value_span), _Number(value_span, number, raw))
         tgt, reason = shapes.otherwise_groups
-        return _Otherwise(span, self.target(g[tgt], m.start(tgt + 1), g[reason]))
+        target = self.target(g[tgt], m.start(tgt + 1), g[reason])
+        return _Otherwise(self.joined(pos, target.span), target)
 
     def rule(self, m: "re.Match[str]", g: tuple[Any, ...], pos: int, end: int) -> ast.Rule:
         line, col0 = self.line, self.col0
         src, tgt, reason, prio = self.shapes.rule_groups
         name = g[src]
         stop = pos + len(name)
-        source_span = _new(Span, (line, pos - col0, line, stop - col0, pos, stop))
+        column = pos - col0
+        source_span = _new(Span, (line, column, line, stop - col0, pos, stop))
         if name == "*":
             source = None
         elif name in _KEYWORDS:
@@ -756,7 +767,11 @@ class _Reader:
             stop = start + len(name)
             span = _new(Span, (line, start - col0, line, stop - col0, start, stop))
             target = _Target(span, "participant", _Ident(span, name))
-        terms = () if g[self.shapes.terms[0][0]] is None else self.conjunction(m, g)
+        last = target.span
+        terms: tuple[ast.Term, ...] = ()
+        if g[self.shapes.terms[0][0]] is not None:
+            terms = self.conjunction(m, g)
+            last = terms[-1].span
         priority = None
         raw = g[prio]
         if raw is not None:  # the rule's last token
@@ -764,9 +779,10 @@ class _Reader:
             if not isinstance(value, int):
                 raise _Bail
             start = end - len(raw)
-            priority = _Number(_new(Span, (line, start - col0, line, end - col0, start, end)), value, raw)
-        return _Rule(_new(Span, (line, pos - col0, line, end - col0, pos, end)), source, source_span, target,
-                     terms, priority)
+            last = _new(Span, (line, start - col0, line, end - col0, start, end))
+            priority = _Number(last, value, raw)
+        return _Rule(_new(Span, (line, column, line, last[3], pos, last[5])), source, source_span, target, terms,
+                     priority)
 
     def conjunction(self, m: "re.Match[str]", g: tuple[Any, ...]) -> tuple[ast.Term, ...]:
         """The terms of a rule's `when T1 and T2 ...` (each term's last token ends it)."""
@@ -777,24 +793,26 @@ class _Reader:
             if term is None:
                 break
             start = m.start(whole + 1)
-            end = start + len(term)
-            span = _new(Span, (line, start - col0, line, end - col0, start, end))
+            column, end = start - col0, start + len(term)
+            last_column = end - col0  # a term's span shares its end with its last token's
             name = g[tool]
             if name is not None:
                 if name in _KEYWORDS:
                     raise _ByTokens
-                start = end - len(name)
-                terms.append(_ToolTerm(span, _Ident(_new(Span, (line, start - col0, line, end - col0, start, end)),
-                                                    name)))
+                first = end - len(name)
+                terms.append(_ToolTerm(_new(Span, (line, column, line, last_column, start, end)),
+                                       _Ident(_new(Span, (line, first - col0, line, last_column, first, end)), name)))
                 continue
             raw = g[text]
             if raw is not None:
-                start = end - len(raw)
-                terms.append(_TextTerm(span, _StringLit(_new(Span, (line, start - col0, line, end - col0, start, end)),
-                                                        self.decode_string(raw))))
+                first = end - len(raw)
+                terms.append(_TextTerm(_new(Span, (line, column, line, last_column, start, end)),
+                                       _StringLit(_new(Span, (line, first - col0, line, last_column, first, end)),
+                                                  self.decode_string(raw))))
                 continue
             key_ident = self.ident(g[key], m.start(key + 1))
             value = self.literal(g[lit], end)
+            span = self.joined(start, value.span)
             if g[op] == "==":
                 terms.append(_ContextTerm(span, key_ident, value))
             else:
@@ -816,7 +834,7 @@ class _Reader:
             reason_start = self.text.index('"', end)  # blanks only between the name and the string
             reason_end = reason_start + len(reason)
             why = _StringLit(self.span(reason_start, reason_end), self.decode_string(reason))
-            return _Target(self.span(start, reason_end), "terminate", None, why)
+            return _Target(self.joined(start, why.span), "terminate", None, why)
         simple = _SIMPLE_TARGET_WORDS.get(name)
         if simple is None or reason is not None:
             raise _ByTokens
@@ -850,19 +868,26 @@ class _Reader:
         line, col0, end = self.line, self.col0, start + len(raw)
         return _StringLit(_new(Span, (line, start - col0, line, end - col0, start, end)), self.decode_string(raw))
 
-    def participant(self, m: "re.Match[str]", g: tuple[Any, ...], span: Span) -> ast.Participant:
+    def participant(self, m: "re.Match[str]", g: tuple[Any, ...], pos: int, end: int) -> ast.Participant:
         name, desc, role, names = self.shapes.participant_groups
+        ident = self.ident(g[name], m.start(name + 1))
+        last = ident.span
+        description = None
+        if g[desc] is not None:
+            description = self.string(g[desc], m.start(desc + 1))
+            last = description.span  # type: ignore[union-attr]  # a string
         role_span = None
         if g[role] is not None:
             start = m.start(role + 1)
-            role_span = self.span(start, start + len(g[role]))
+            last = role_span = self.span(start, start + len(g[role]))
         tools: Optional[tuple[ast.Ident, ...]] = None
         listed = g[names]
-        if listed is not None:
+        if listed is None:
+            span = self.joined(pos, last)
+        else:  # up to the `]`
             tools = self.tool_list(listed, m.start(names + 1))
-        return _Participant(span, self.ident(g[name], m.start(name + 1)),
-                            None if g[desc] is None else self.string(g[desc], m.start(desc + 1)),
-                            g[role], role_span, tools)
+            span = self.span(pos, end)
+        return _Participant(span, ident, description, g[role], role_span, tools)
 
     def tool_list(self, listed: str, start: int) -> tuple[ast.Ident, ...]:
         """The names of `tools [...]`, whose text between the brackets, `listed` (at `start`), holds only
@@ -881,11 +906,14 @@ class _Reader:
             start += len(piece) + 1
         return tuple(names)
 
-    def handoff(self, m: "re.Match[str]", g: tuple[Any, ...], span: Span) -> ast.Handoff:
+    def handoff(self, m: "re.Match[str]", g: tuple[Any, ...], pos: int) -> ast.Handoff:
         src, tgt, reason, tool, desc = self.shapes.handoff_groups
-        return _Handoff(span, self.ident(g[src], m.start(src + 1)), self.target(g[tgt], m.start(tgt + 1), g[reason]),
-                        self.ident(g[tool], m.start(tool + 1)),
-                        None if g[desc] is None else self.string(g[desc], span.end - len(g[desc])))
+        source = self.ident(g[src], m.start(src + 1))
+        target = self.target(g[tgt], m.start(tgt + 1), g[reason])
+        tool_ident = self.ident(g[tool], m.start(tool + 1))
+        description = self.string(g[desc], m.start(desc + 1)) if g[desc] is not None else None
+        last = description.span if description is not None else tool_ident.span
+        return _Handoff(self.joined(pos, last), source, target, tool_ident, description)
 
     # -- a statement of no shape, by its tokens -------------------------------------------------
     def by_tokens(self, pos: int) -> tuple[ast.Statement, Optional[str], int]:
