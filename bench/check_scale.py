@@ -72,18 +72,13 @@ def in_process(text: str) -> dict:
     """Wall and CPU time of `turnflow.check(text)` (parser already built) run the way the
     `turnflow check` command runs it (its process switches on, the GC paused around the
     analysis; both done at the command's edge, never by a library call), with a breakdown
-    (CPU) of the same work: lexing alone (the fast path's tokens, `turnflow.dsl.fastparse.tokens`:
-    what a valid file costs), parsing (lexing + reading + building the AST), all checks."""
+    (CPU) of the same work: parsing (the fast path's reading, building the AST), all checks."""
     import turnflow
     from turnflow import process
     from turnflow.compiler.checks import run_checks
     from turnflow.dsl.parser import build_parser, gc_paused, parse_source
 
-    from turnflow.dsl import fastparse
-
     process.enable_cli_switches()  # the switches `turnflow check` turns on for its own process
-    master = build_parser().parser.lexer.master
-
     build_parser()
     gc.collect()
     t0, c0 = time.perf_counter(), time.process_time()
@@ -94,14 +89,12 @@ def in_process(text: str) -> dict:
     # breakdown (same work, measured separately)
     gc.collect()
     with gc_paused():
-        t0 = time.process_time()
-        fastparse.tokens(text, master)
         t1 = time.process_time()
         flow, _ = parse_source(text)
         t2 = time.process_time()
         run_checks(flow)
         t3 = time.process_time()
-    return {"total": total, "cpu": cpu, "lex": t1 - t0, "parse": t2 - t1, "checks": t3 - t2,
+    return {"total": total, "cpu": cpu, "parse": t2 - t1, "checks": t3 - t2,
             "diagnostics": len(diags)}
 
 
@@ -187,8 +180,7 @@ def main(argv=None) -> int:
             rows.append((n, len(text.splitlines()), best, sub))
             sub_text = "" if sub is None else f"  subprocess {sub:6.2f} s"
             print(f"{n:6d} participants {n * 10:7d} rules {len(text) / 1e6:5.2f} MB: in-process {best['total']:6.2f} s "
-                  f"(cpu {best['cpu']:.2f}; of which parse {best['parse']:.2f} [lexing alone {best['lex']:.2f}], "
-                  f"checks {best['checks']:.2f}){sub_text}", flush=True)
+                  f"(cpu {best['cpu']:.3f}; of which parse {best['parse']:.3f}, checks {best['checks']:.3f}){sub_text}", flush=True)
             if args.peer:
                 peer_rounds(text, args.peer)
     for (n1, _, r1, s1), (n2, _, r2, s2) in zip(rows, rows[1:]):

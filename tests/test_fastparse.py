@@ -1,11 +1,14 @@
 """The parser's fast path (turnflow.dsl.fastparse) against lark, the reference:
 the same AST (spans, comments and layout included) and the same diagnostics on
 generated flows, on every example and fixture `.flow`, and on mutations of them
-(token deletions, insertions, swaps), where most results are errors that lark
-alone must report."""
+(token deletions, insertions, swaps, blanks taken out or put in), where most results
+are errors that lark alone must report. The fast path reads the common statements by
+their shapes (one regex each) and any other by its tokens: each text is also read
+with the shapes switched off, and both readings must be equal."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -16,12 +19,15 @@ from hypothesis import strategies as st
 import flow_strategies
 import strategies
 from turnflow.dsl import fastparse
+from turnflow.dsl.lexer import FlowLexer
 from turnflow.dsl.parser import _DECODERS, _parse_source, build_parser
 from turnflow.dsl.printer import format_flow, print_flow
 
 ROOT = Path(__file__).resolve().parent.parent
 FILES = sorted(p for p in [*ROOT.glob("examples/**/*.flow"), *ROOT.glob("tests/**/*.flow")])
-SOME = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+#: the larger run: TURNFLOW_FASTPARSE_EXAMPLES=10 python3 -m pytest tests/test_fastparse.py (ten times the examples)
+SCALE = int(os.environ.get("TURNFLOW_FASTPARSE_EXAMPLES", "1"))
+SOME = settings(max_examples=120 * SCALE, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 # words, punctuation and literals the grammar knows, and some it does not
 PIECES = ["workflow", "participant", "start", "->", "when", "and", "or", "not", "(", ")", "{", "}", ";", "\n",
           "tool", "text", "contains", "context", ".", "==", "!=", "<", "len", "priority", "terminate", "[", "]",
@@ -30,14 +36,37 @@ PIECES = ["workflow", "participant", "start", "->", "when", "and", "or", "not", 
 TOKEN = re.compile(r'"(?:[^"\\\n\r]|\\[^\n\r])*"|#[^\n\r]*|[\w.-]+|->|==|!=|<=|>=|\S|\n')
 
 
+def _lexer() -> FlowLexer:
+    lexer: FlowLexer = build_parser().parser.lexer
+    return lexer
+
+
 def _same(text: str) -> None:
     fast = _parse_source(text, "t.flow")
     slow = _parse_source(text, "t.flow", fast=False)
     assert fast == slow
+    by_shapes = fastparse.parse(text, _lexer(), _DECODERS)
+    by_tokens = fastparse.parse(text, _lexer(), _DECODERS, shapes=False)
+    assert by_shapes == by_tokens
 
 
 def _took_fast_path(text: str) -> bool:
-    return fastparse.parse(text, build_parser().parser.lexer.master, _DECODERS) is not None
+    return fastparse.parse(text, _lexer(), _DECODERS) is not None
+
+
+def _read_by_tokens(text: str, monkeypatch) -> list[str]:
+    """The statements of `text` the fast path reads by their tokens (not by a shape), as written."""
+    seen: list[str] = []
+    by_tokens = fastparse._Reader.by_tokens
+
+    def spy(self, pos, *args):
+        read = by_tokens(self, pos, *args)
+        seen.append(text[pos:read[2]].rstrip(" \t\f;\n\r"))  # up to its separator
+        return read
+
+    monkeypatch.setattr(fastparse._Reader, "by_tokens", spy)
+    assert _took_fast_path(text)
+    return seen
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(ROOT)))
@@ -91,10 +120,103 @@ def mutated(draw):
     return " ".join(toks)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300 * SCALE, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(mutated())
 def test_mutated_files_read_the_same(text):
     _same(text)
+
+
+#: blanks the shapes must tell apart from none
+BLANKS = [" ", "\t", "  ", "\f", " \t"]
+WORD = re.compile(r"[\w.-]+\Z")
+SPACED_TOKEN = re.compile(r'"(?:[^"\\\n\r]|\\[^\n\r])*"|#[^\n\r]*|->|[\w.-]+|==|!=|<=|>=|\S|\n')
+
+
+@st.composite
+def respaced(draw):
+    """A fixture or example with the blanks between its tokens changed: taken out next to
+    punctuation or a string (`a->b`, `tools[x,y]`, `context.k==1`, `contains"x"`), other
+    blanks put in, and once in a while two words glued (`whentool`, `priority1`, mostly an
+    error lark must report). The shapes must read each valid result as the tokens do."""
+    source = draw(st.sampled_from(FILES)).read_text(encoding="utf-8", errors="replace")
+    toks = SPACED_TOKEN.findall(source)
+    glue_words = draw(st.integers(0, 3)) == 0  # in one text out of four
+    out = []
+    for i, tok in enumerate(toks):
+        if i and tok != "\n" and toks[i - 1] != "\n":
+            words = WORD.match(tok) and WORD.match(toks[i - 1])
+            glue = "" if not words and draw(st.booleans()) else draw(st.sampled_from(BLANKS))
+            if words and glue_words and draw(st.integers(0, 40)) == 0:
+                glue = ""
+            out.append(glue)
+        out.append(tok)
+    return "".join(out)
+
+
+@settings(max_examples=200 * SCALE, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(respaced())
+def test_respaced_files_read_the_same(text):
+    _same(text)
+
+
+#: statements the shapes read (each in a block of its own), and statements close to them that
+#: they must leave to the token reader (or to lark)
+SHAPED = ["a -> b", "* -> b", "a -> terminate", 'a -> terminate "why"', "a -> stay", "a -> previous",
+          "a -> b when tool t", 'a -> b when text contains "x"', "a -> b when context.k == 1",
+          "a -> b when context.k != -2.5", 'a -> b when context.k <= "v"', "a -> b when context.k > null",
+          "a -> b when tool t and context.k == true and tool u", "a -> b priority -1",
+          'a -> terminate "r" when tool t priority 2', "participant a", 'participant a "d"',
+          "participant a respondent", "participant a tools []", "participant a tools [ ]", "participant a tools [ x , y ]",
+          "participant a tools[x,y,z]", "participant a tools [\tx\f]",
+          'participant a "d" initiator tools [x]', "handoff a -> b via t", 'handoff a -> b via t "d"',
+          'handoff a -> terminate "r" via t', "context k = 1", 'context k = "v"', "context k = false",
+          "start a", "max_turns 5", "otherwise -> stay", 'otherwise -> terminate "r"',
+          "a->b", "a  ->\tb", "a -> b\fwhen tool t"]
+BY_TOKENS = ["a -> b when tool t and tool u and tool v and tool w", "a -> b when not tool t",
+             "a -> b when (tool t)", "a -> b when tool t or tool u", "a -> b when len(context.k) > 1",
+             'a -> b when text contains "\\n"', "bot-1 -> b", "a -> bot-1", "é -> b", "ttl 5m",
+             "expect reply_within 5s warn", "ordering round_robin", "context k = 1.5e3",
+             "participant a tools [x, bot-1]", "participant a tools [é]",
+             'a -> terminate"r"when tool t', 'participant a "d"initiator']
+ERRORS = ["a -> b when tool t priority 1.0", "participant a tools [x,]", "participant a tools [,]",
+          "participant a tools [1x]", "participant a tools [x y]", "participant a tools [x, via]",
+          "start -> b", "a -> tool", "a -> b when tool via", "participant a tools [via]", "a -> b c",
+          "a -> b when tool t and", "max_turns 007", "max_turns 1.5", 'a -> b "r"', "a -> stay \"r\"",
+          "a -> b when context.k == nul", "a -> b when context.k = 1", "a -> b priority 2x", "a- -> b",
+          "a-->b", "a -> b when tool 2x", "a -> bwhen tool t", "a -> b whentool t", "participant a initiatorx",
+          "context k == 1", "a -> b when context.k == 1.5.3", 'a -> b when text contains "x', "a -> b;;c -> d e"]
+
+
+@pytest.mark.parametrize("statement", SHAPED)
+def test_the_shapes_read_these_statements(statement, monkeypatch):
+    for text in (f"workflow w {{\n  {statement}\n}}\n", f"workflow w {{ {statement} }}",
+                 f"workflow w {{ {statement}; {statement} # c\n}}"):
+        _same(text)
+        assert _read_by_tokens(text, monkeypatch) == []
+
+
+@pytest.mark.parametrize("statement", BY_TOKENS)
+def test_the_token_reader_reads_these_statements(statement, monkeypatch):
+    text = f"workflow w {{\n  a -> b\n  {statement}\n  b -> a\n}}\n"
+    _same(text)
+    assert _read_by_tokens(text, monkeypatch) == [statement]
+
+
+@pytest.mark.parametrize("statement", ERRORS)
+def test_lark_reports_these_statements(statement):
+    text = f"workflow w {{\n  a -> b\n  {statement}\n}}\n"
+    _same(text)
+    assert not _took_fast_path(text)
+    assert _parse_source(text, "t.flow")[1]  # a diagnostic
+
+
+@settings(max_examples=300 * SCALE, deadline=None)
+@given(st.text(" \t\f;\n\rax", min_size=1, max_size=12))
+def test_the_plain_separator_is_the_grammars_without_comments(text):
+    """`fastparse.PLAIN_SEP` reads a text without `#` as the grammar's `_SEP` does."""
+    sep = re.compile(_lexer().terminals_by_name["_SEP"].pattern.to_regexp())
+    ours, theirs = re.match(fastparse.PLAIN_SEP, text), sep.match(text)
+    assert (ours and ours[0]) == (theirs and theirs[0])
 
 
 @pytest.mark.parametrize("text", [
@@ -148,3 +270,15 @@ def test_the_benchmark_workflows_read_the_same():
     for text in texts:
         assert _took_fast_path(text)
         _same(text)
+
+
+def test_the_benchmark_workflows_are_read_by_their_shapes(monkeypatch):
+    """Every statement of bench/check_scale.py's and bench/check_blocks.py's files has a shape."""
+    import importlib.util
+
+    for name, call in (("check_scale", lambda m: m.generate(30)), ("check_blocks", lambda m: m.blocks(30))):
+        spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / f"{name}.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        assert _read_by_tokens(call(module), monkeypatch) == []

@@ -47,6 +47,14 @@ def test_target_words_are_the_ast_target_kinds_and_the_specs_tool_targets():
     assert set(spec.KINDS) == set(lexical.BLOCK_KINDS) == set(ast.BLOCK_KINDS)
 
 
+def test_a_plain_string_is_read_as_the_string_terminal_reads_it():
+    string = re.compile(lexical.STRING)
+    for text in ('""', '"a b"', '"#;" x', '"a\\"b"', '"\\u00e9"', '"a" "b"', '"open', '"a\nb"'):
+        plain, full = re.match(lexical.PLAIN_STRING, text), string.match(text)
+        assert plain is None or (full is not None and plain[0] == full[0]), text
+        assert (plain is None) == ("\\" in text or full is None), text
+
+
 def test_name_re_matches_whole_names_only():
     assert lexical.NAME_RE.match("a-b_c1")
     for bad in ("1a", "a-", "-a", "a b", "a\n", ""):

@@ -31,12 +31,13 @@ _BLANKS = re.compile(r"[ \t\f]*")
 _CHAR_CLASS_RUN = re.compile(r"(\[(?:[^\]\\]|\\.)+\])\+\Z")
 
 
-def _blank_skip(ignore: Iterable[TerminalDef]) -> str:
-    """The master regex's prefix that skips ignored blanks: ONE repetition of one
-    character class (`[ \t\f\r]*`). The ignore terminals must each be a
+def _blank_class(ignore: Iterable[TerminalDef]) -> str:
+    """The character class of the ignored blanks (`[ \t\f]`): the master regex skips
+    ONE repetition of it before a token. The ignore terminals must each be a
     character class repeated (`[...]+`); they are merged into a single class.
     A repetition of a repetition (`(?:[ \t]+)*`) would backtrack exponentially
-    on a run of blanks followed by a character that starts no token."""
+    on a run of blanks followed by a character that starts no token.
+    Without ignore terminals, a class that matches nothing."""
     classes = []
     for t in ignore:
         m = _CHAR_CLASS_RUN.match(t.pattern.to_regexp())
@@ -44,7 +45,7 @@ def _blank_skip(ignore: Iterable[TerminalDef]) -> str:
             raise ValueError(f"ignored terminal {t.name} must be a character class repeated with +, "
                              f"not {t.pattern.to_regexp()!r}")
         classes.append(m.group(1)[1:-1])
-    return f"[{''.join(classes)}]*" if classes else ""
+    return f"[{''.join(classes)}]" if classes else r"[^\s\S]"
 
 
 class FlowLexer(Lexer):
@@ -55,7 +56,9 @@ class FlowLexer(Lexer):
         terminals = [t for t in conf.terminals if t.name not in conf.ignore]
         terminals.sort(key=lambda t: (-t.priority, -t.pattern.max_width, -len(t.pattern.value), t.name))
         alternatives = "|".join(f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in terminals)
-        self.master = re.compile(_blank_skip(ignore) + f"(?:{alternatives})", conf.g_regex_flags)
+        #: the character class of the blanks between tokens (the fast path's statement shapes use it)
+        self.blank = _blank_class(ignore)
+        self.master = re.compile(f"{self.blank}*(?:{alternatives})", conf.g_regex_flags)
         self.terminals_by_name = conf.terminals_by_name
         self.names = frozenset(t.name for t in terminals)
 

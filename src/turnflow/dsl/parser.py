@@ -773,7 +773,7 @@ def _parse_source(text: str, path: str, fast: bool = True) -> tuple[Optional[ast
     if text.startswith("\ufeff"):
         text = " " + text[1:]  # keep offsets: the BOM becomes a blank
     parser = build_parser()
-    quick = fastparse.parse(text, parser.parser.lexer.master, _DECODERS) if fast else None
+    quick = fastparse.parse(text, parser.parser.lexer, _DECODERS) if fast else None
     if quick is not None:  # None: not a file the fast path reads (an error, or a form it gives up on)
         # without comments, the fast path has marked the blank lines already
         return (attach_layout(quick, SourceText(text, path)) if "#" in text else quick), []
