@@ -37,6 +37,8 @@ pytest.importorskip("websockets")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
+from websockets.utils import apply_mask  # noqa: E402
+
 from turnflow.serve.server import Limits, SendBudget  # noqa: E402
 from turnflow.serve.wsproto import Link, Listener  # noqa: E402
 
@@ -200,10 +202,6 @@ def check(stream: list[Any], max_size: int) -> None:
 
 
 # -- what a client sends ----------------------------------------------------------------------------
-def mask_bytes(payload: bytes, key: bytes) -> bytes:
-    return bytes(b ^ key[i % 4] for i, b in enumerate(payload))
-
-
 def encode(opcode: int, payload: bytes, *, fin: bool = True, rsv: int = 0, masked: bool = True,
            form: str = "min", declared: int | None = None, key: bytes = b"\x01\x02\x03\x04") -> bytes:
     """A client's frame. `form`: the length as "min" (the shortest), "16" or "64" (non-minimal when
@@ -218,7 +216,7 @@ def encode(opcode: int, payload: bytes, *, fin: bool = True, rsv: int = 0, maske
     else:
         ext, code = b"", n
     head = bytes([(0x80 if fin else 0) | (rsv & 7) << 4 | opcode, (0x80 if masked else 0) | code]) + ext
-    return head + key + mask_bytes(payload, key) if masked else head + payload
+    return head + key + apply_mask(payload, key) if masked else head + payload
 
 
 BAD_UTF8 = st.sampled_from([b"\xff", b"\xc3", b"\xc3(", b"\xe2\x82", b"\xed\xa0\x80", b"\xf4\x90\x80\x80",
