@@ -16,6 +16,11 @@ over 125 bytes or fragmented; also random and mutated bytes. Each stream is cut 
 one, one byte each, or random cuts); between chunks the server may ping, drop the connection or
 shut down, and the stream may end with an EOF.
 
+Not compared: what the hub does in answer to a message (here it only keeps them). When the protocol
+reads every byte, a chunk is read whole before its messages are handled, so a pong for a ping
+behind a message goes out before anything the hub writes (or a close it decides on) for that
+message; the fast reader hands the message over before it reads on. Both are valid orders.
+
 The larger run (the default, 100 examples a test, takes a few seconds):
 
     TURNFLOW_WSPROTO_FUZZ_EXAMPLES=20000 PYTHONPATH=$PWD/src python3 -m pytest -q tests/test_serve_wsproto_fuzz.py
