@@ -192,11 +192,13 @@ def run(stream: list[Any], max_size: int, fast: bool) -> dict[str, Any]:
         "frames": server_frames(out),
         "out": out,
         "state": link.protocol.state.name,
+        "error": repr(link.protocol.parser_exc),  # (why the protocol failed the connection, its exact words)
         "closed": link.closed,
         "deadline": link._timer is not None and not link._timer.cancelled,
         "transport": (transport.closed, transport.aborted),
     }
-    link.connection_lost(None)
+    link.connection_lost(None)  # (the socket gone, with or without an EOF before)
+    outcome["lost"] = (repr(link.protocol.parser_exc), link.protocol.state.name, b"".join(transport.writes)[len(out):])
     return outcome
 
 
@@ -415,3 +417,11 @@ def test_a_fragmented_text_message_of_invalid_utf8_with_a_bad_frame_behind_it():
     stream: list[Any] = [encode(1, b"", fin=False) + encode(0, b"\xffok") + encode(9, b"", fin=False)]
     check(stream, 1 << 20)
     assert server_frames(run(stream, 1 << 20, True)["out"]) == [(0x88, 1002, "fragmented control frame"), ("EOF",)]
+
+
+def test_an_end_of_stream_inside_a_frame():
+    """The stream ends one byte into a frame: the protocol fails the connection for a stream that
+    ends inside a frame, not between frames (the fast reader held the byte, the protocol never saw it)."""
+    stream: list[Any] = [b"\x81", "eof"]
+    check(stream, 1 << 20)
+    assert run(stream, 1 << 20, True)["error"] == repr(EOFError("stream ends after 1 bytes, expected 2 bytes"))

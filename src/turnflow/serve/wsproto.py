@@ -152,37 +152,17 @@ class Link(asyncio.Protocol):
         UTF-8) on, every byte is the protocol's: what the client sees is what it would see if the
         protocol read every byte (tests/test_serve_wsproto_fuzz.py). A partial frame waits for its
         rest (and goes to the protocol if the server closes the connection meanwhile: `_slow`)."""
-        pos, end, size = 0, len(data), self.listener.max_size
+        pos, end = 0, len(data)
         while pos < end and self._fast:
-            if end - pos < 2:
-                self._wait(data, pos, pos + 2)
+            head = self._head(data, pos, end)
+            if head is None:  # (not all in: kept; or refused: the protocol's, from this frame on)
                 return
-            head1, head2 = data[pos], data[pos + 1]
-            if not head2 & 0x80 or head1 & 0x0F not in _OPCODES:
-                self._fast = False  # unmasked, a reserved opcode: the protocol fails the connection now
-                self._feed(data[pos:])
-                return
-            length, start = head2 & 0x7F, pos + 2
-            if length == 126:
-                start += 2
-                if end < start:
-                    self._wait(data, pos, start)
-                    return
-                length = int.from_bytes(data[pos + 2:start], "big")
-            elif length == 127:
-                start += 8
-                if end < start:
-                    self._wait(data, pos, start)
-                    return
-                length = int.from_bytes(data[pos + 2:start], "big")
-            if length > size or self._parts is not None and length > size - len(self._parts):
-                self._fast = False  # too big (a fragment: with those before it): the protocol fails the connection now
-                self._feed(data[pos:])
-                return
+            start, length = head
             stop = start + 4 + length
             if stop > end:
                 self._wait(data, pos, stop)
                 return
+            head1 = data[pos]
             opcode = head1 & 0x0F
             if head1 & 0xF0 != 0x80 or opcode not in (1, 2) or self._parts is not None:
                 if head1 & 0x8F == 0x80 and self._bad_text(data[start:stop]):
@@ -206,6 +186,30 @@ class Link(asyncio.Protocol):
         if pos < end and not self._fast:  # (a close or an error on the way: the rest is the protocol's)
             self._feed(data[pos:])
 
+    def _head(self, data: bytes, pos: int, end: int) -> Optional[tuple[int, int]]:
+        """The header of the frame at `pos`: where its mask starts and its payload's length. None
+        when the header is not all in (kept: `_wait`) or the protocol refuses the frame at its
+        header (unmasked, a reserved opcode: at its first two bytes; too big, a fragment counted
+        with those before it): it is handed everything from there on and fails the connection."""
+        if end - pos < 2:
+            self._wait(data, pos, pos + 2)
+            return None
+        head1, head2 = data[pos], data[pos + 1]
+        length, start = head2 & 0x7F, pos + 2
+        if head2 & 0x80 and head1 & 0x0F in _OPCODES:
+            if length >= 126:
+                start += 2 if length == 126 else 8
+                if end < start:
+                    self._wait(data, pos, start)
+                    return None
+                length = int.from_bytes(data[pos + 2:start], "big")
+            parts, size = self._parts, self.listener.max_size
+            if length <= (size if parts is None else size - len(parts)):
+                return start, length
+        self._fast = False
+        self._feed(data[pos:])
+        return None
+
     def _bad_text(self, frame: bytes) -> bool:
         """A final continuation frame (`frame`: its mask and payload) ends a text message that is
         not UTF-8 (the connection fails with 1007 when the protocol has read it: `_message`)."""
@@ -219,11 +223,12 @@ class Link(asyncio.Protocol):
         return False
 
     def _slow(self) -> None:
-        """Every byte from here on read by the protocol, from the partial frame `_frames` holds on."""
+        """Every byte from here on read by the protocol, from the partial frame `_frames` holds on
+        (which the protocol only keeps: `_frames` hands it at once what it would refuse)."""
         self._fast = False
         buf, self._buf = self._buf, None
         if buf:
-            self._feed(bytes(buf))
+            self.protocol.receive_data(bytes(buf))
 
     def _wait(self, data: bytes, pos: int, need: int) -> None:
         """Keep a partial frame until `need - pos` bytes of it are in."""
@@ -231,12 +236,14 @@ class Link(asyncio.Protocol):
         self._need = need - pos
 
     def eof_received(self) -> Optional[bool]:
+        self._slow()  # (the protocol tells an end of stream inside a frame from one between frames)
         self.protocol.receive_eof()
         self.protocol.events_received()
         self._write_out()
         return None
 
     def connection_lost(self, exc: Optional[Exception]) -> None:
+        self._slow()
         self.protocol.receive_eof()  # (idempotent: the protocol is CLOSED)
         if self._timer is not None:
             self._timer.cancel()
