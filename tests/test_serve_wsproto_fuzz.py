@@ -39,6 +39,7 @@ import pytest
 
 pytest.importorskip("websockets")
 
+import hypothesis  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
@@ -206,6 +207,9 @@ def check(stream: list[Any], max_size: int) -> None:
     fast = run(stream, max_size, True)
     slow = run(stream, max_size, False)
     assert fast == slow
+    if hypothesis.currently_in_test_context():  # (--hypothesis-show-statistics: what the streams reached)
+        hypothesis.event(f"messages: {min(len(fast['messages']), 3)}")
+        hypothesis.event(f"sent: {sorted({f[1] if f[0] == 0x88 and len(f) == 3 else f[0] for f in fast['frames']}, key=str)}")
 
 
 # -- what a client sends ----------------------------------------------------------------------------
@@ -231,89 +235,117 @@ BAD_UTF8 = st.sampled_from([b"\xff", b"\xc3", b"\xc3(", b"\xe2\x82", b"\xed\xa0\
 CODES = st.one_of(st.sampled_from([1000, 1001, 1002, 1003, 1004, 1005, 1006, 1007, 1008, 1009, 1010,
                                    1011, 1012, 1013, 1014, 1015, 1016, 2999, 3000, 4999, 5000, 0]),
                   st.integers(0, 0xFFFF))
+VALID_CODES = st.sampled_from([1000, 1001, 1002, 1003, 1007, 1008, 1009, 1010, 1011, 1012, 1013, 1014, 3000, 4999])
+TEXT = st.text(st.characters(exclude_categories=["Cs"]), max_size=40)  # (no lone surrogates: valid UTF-8)
+KEY = st.binary(min_size=4, max_size=4)
+FORM = st.sampled_from(["min"] * 6 + ["16", "64"])  # (a non-minimal length is read as any other)
 
 
 @st.composite
-def text_bytes(draw: Any, max_size: int) -> bytes:
-    kind = draw(st.sampled_from(["text", "text", "bad", "limit", "empty"]))
-    if kind == "text":
-        return str(draw(st.text(max_size=40))).encode("utf-8", "surrogatepass")
-    if kind == "bad":
-        return bytes(draw(st.text(max_size=5)).encode("utf-8", "surrogatepass")) + draw(BAD_UTF8) + b"ok"
-    if kind == "limit":  # at the size limit, one over, or at the 7-/16-bit boundaries
-        n = draw(st.sampled_from([max_size - 1, max_size, max_size + 1, 125, 126, 127]))
-        return ("é" * (max(n, 0) // 2) + "x" * (max(n, 0) % 2)).encode()
-    return b""
-
-
-@st.composite
-def close_payload(draw: Any) -> bytes:
-    kind = draw(st.sampled_from(["empty", "code", "reason", "reason", "one", "bad-reason", "long"]))
-    code = struct.pack("!H", draw(CODES))
-    if kind == "empty":
-        return b""
-    if kind == "one":
-        return code[:1]
-    if kind == "code":
-        return code
-    if kind == "bad-reason":
-        return code + draw(BAD_UTF8)
-    if kind == "long":  # a control frame over 125 bytes
-        return code + b"r" * draw(st.integers(122, 130))
-    return code + draw(st.text(max_size=30)).encode("utf-8", "surrogatepass")
-
-
-@st.composite
-def payload_for(draw: Any, opcode: int, max_size: int) -> bytes:
-    if opcode == 1 or (opcode == 0 and draw(st.booleans())):
-        return bytes(draw(text_bytes(max_size)))
-    if opcode == 8:
-        return bytes(draw(close_payload()))
-    if opcode in (9, 10) and draw(st.booleans()):
-        return b"p" * draw(st.sampled_from([0, 1, 124, 125, 126, 130]))
-    if draw(st.integers(0, 9)) == 0:
-        return b"\x00" * draw(st.sampled_from([max_size, max_size + 1, 70000]))
+def good_payload(draw: Any, opcode: int) -> bytes:
+    """A payload the protocol accepts for `opcode` (the size limit aside)."""
+    if opcode in (9, 10):
+        return bytes(draw(st.binary(max_size=8) | st.sampled_from([b"p" * 125, b""])))
+    big = draw(st.integers(0, 11))
+    if opcode == 1:
+        if big == 0:  # 16-bit (or, rarely, 64-bit) lengths, around the 125/126 boundary
+            return ("é" * draw(st.sampled_from([62, 63, 64, 150, 35000])) + "x" * draw(st.integers(0, 1))).encode()
+        return str(draw(TEXT)).encode()
+    if big == 0:
+        return b"\x00" * draw(st.sampled_from([125, 126, 127, 300, 65535, 65536, 70000]))
     return bytes(draw(st.binary(max_size=40)))
 
 
 @st.composite
-def frame(draw: Any, max_size: int, opcode: Any = None, fin: Any = None) -> bytes:
-    if opcode is None:
-        opcode = draw(st.one_of(st.sampled_from([1, 1, 2, 2, 0, 8, 9, 10]), st.integers(0, 15)))
-    payload = draw(payload_for(opcode, max_size))
-    odd = draw(st.integers(0, 7)) == 0  # one frame in eight with something unusual
-    return encode(
-        opcode, payload,
-        fin=draw(st.booleans()) if fin is None and odd else fin is not False,
-        rsv=draw(st.integers(0, 7)) if odd else 0,
-        masked=not (odd and draw(st.booleans())),
-        form=draw(st.sampled_from(["min", "min", "16", "64", "64top"])) if odd else "min",
-        declared=draw(st.integers(0, 300) | st.integers(0, (1 << 64) - 1)) if odd and draw(st.booleans()) else None,
-        key=draw(st.binary(min_size=4, max_size=4)),
-    )
-
-
-@st.composite
-def fragmented(draw: Any, max_size: int) -> bytes:
-    """A message in fragments (text or binary), control frames between them."""
-    opcode = draw(st.sampled_from([1, 2]))
-    payload = bytes(draw(payload_for(opcode, max_size)))
+def good_unit(draw: Any) -> bytes:
+    """Frames a well-behaved client sends: a text or binary message, in one frame or in fragments
+    (pings and pongs between them), a ping, a pong."""
+    kind = draw(st.sampled_from(["text", "text", "text", "binary", "binary", "ping", "pong", "fragmented"]))
+    if kind in ("ping", "pong"):
+        opcode = 9 if kind == "ping" else 10
+        return encode(opcode, draw(good_payload(opcode)), key=draw(KEY))
+    opcode = 2 if kind == "binary" or (kind == "fragmented" and draw(st.booleans())) else 1
+    payload = draw(good_payload(opcode))
+    if kind != "fragmented":
+        return encode(opcode, payload, form=draw(FORM), key=draw(KEY))
     cuts = sorted(draw(st.lists(st.integers(0, len(payload)), min_size=1, max_size=4)))
     parts = [payload[a:b] for a, b in zip([0] + cuts, cuts + [len(payload)])]
     out = b""
-    for i, part in enumerate(parts):
-        out += encode(opcode if i == 0 else 0, part, fin=i == len(parts) - 1, key=draw(st.binary(min_size=4, max_size=4)))
-        if draw(st.integers(0, 3)) == 0:
-            out += draw(frame(max_size, opcode=draw(st.sampled_from([9, 10, 8, 1, 2]))))
+    for i, part in enumerate(parts):  # (text cut anywhere: UTF-8 is checked on the whole message)
+        out += encode(opcode if i == 0 else 0, part, fin=i == len(parts) - 1, form=draw(FORM), key=draw(KEY))
+        if i < len(parts) - 1 and draw(st.integers(0, 3)) == 0:
+            out += encode(draw(st.sampled_from([9, 10])), draw(st.binary(max_size=4)), key=draw(KEY))
     return out
 
 
 @st.composite
+def close_payload(draw: Any) -> bytes:
+    kind = draw(st.sampled_from(["empty", "code", "reason", "reason", "bad-code", "one", "bad-reason", "long"]))
+    if kind == "empty":
+        return b""
+    code = struct.pack("!H", draw(VALID_CODES if kind in ("code", "reason") else CODES))
+    if kind == "one":
+        return code[:1]
+    if kind == "bad-reason":
+        return code + draw(BAD_UTF8)
+    if kind == "long":  # a control frame over 125 bytes
+        return code + b"r" * draw(st.integers(122, 130))
+    return code + (str(draw(TEXT)).encode() if kind == "reason" else b"")
+
+
+@st.composite
+def odd_frame(draw: Any) -> bytes:
+    """A frame with anything in its header: any opcode, FIN or not, RSV bits, unmasked, a length
+    in any form (64-bit with the top bit set too) and maybe not the payload's."""
+    opcode = draw(st.integers(0, 15))
+    payload = bytes(draw(close_payload() if opcode == 8 else good_payload(opcode) | st.binary(max_size=20)))
+    return encode(opcode, payload, fin=draw(st.booleans()), rsv=draw(st.sampled_from([0, 0, 1, 2, 4, 7])),
+                  masked=draw(st.integers(0, 3)) > 0, form=draw(st.sampled_from(["min", "16", "64", "64top"])),
+                  declared=draw(st.none() | st.integers(0, 300) | st.integers(0, (1 << 64) - 1)), key=draw(KEY))
+
+
+@st.composite
+def bad_unit(draw: Any, max_size: int) -> bytes:
+    """Frames the protocol refuses or that end the connection, or end it as a client may."""
+    kind = draw(st.sampled_from(["odd", "odd", "bad-text", "bad-fragments", "big", "big-fragments", "close",
+                                 "ctrl-long", "ctrl-fragmented", "stray", "interleaved", "raw"]))
+    key = draw(KEY)
+    if kind == "odd":
+        return bytes(draw(odd_frame()))
+    if kind == "bad-text":
+        return encode(1, str(draw(TEXT)).encode() + draw(BAD_UTF8) + b"ok", key=key)
+    if kind == "bad-fragments":  # invalid UTF-8 in a fragmented text message (the cut inside a character or not)
+        bad = str(draw(TEXT)).encode() + draw(BAD_UTF8) + b"ok"
+        cut = draw(st.integers(0, len(bad)))
+        return encode(1, bad[:cut], fin=False, key=key) + encode(0, bad[cut:], key=key)
+    if kind == "big":  # at the limit, one over
+        n = max_size + draw(st.integers(0, 1))
+        return encode(draw(st.sampled_from([1, 2])), b"a" * n, form=draw(FORM), key=key)
+    if kind == "big-fragments":  # fragments counted together: at the limit, one over
+        n = max_size + draw(st.integers(0, 1))
+        cut = draw(st.integers(0, n))
+        return encode(2, b"b" * cut, fin=False, key=key) + encode(0, b"b" * (n - cut), key=key)
+    if kind == "close":
+        return encode(8, draw(close_payload()), key=key)
+    if kind == "ctrl-long":
+        return encode(draw(st.sampled_from([8, 9, 10])), b"\x03\xe8" + b"c" * draw(st.integers(124, 130)), key=key)
+    if kind == "ctrl-fragmented":
+        return encode(draw(st.sampled_from([8, 9, 10])), b"\x03\xe8", fin=False, key=key)
+    if kind == "stray":
+        return encode(0, b"x", fin=draw(st.booleans()), key=key)
+    if kind == "interleaved":
+        return encode(1, b"{", fin=False, key=key) + encode(draw(st.sampled_from([1, 2])), b"}", key=key)
+    return bytes(draw(st.binary(min_size=1, max_size=6)))
+
+
+@st.composite
 def stream_bytes(draw: Any, max_size: int) -> bytes:
-    units = draw(st.lists(st.one_of(frame(max_size), frame(max_size), fragmented(max_size),
-                                    st.binary(min_size=1, max_size=6)), max_size=6))
+    """Good frames, maybe one bad unit among them, maybe a few bytes changed."""
+    units = [bytes(u) for u in draw(st.lists(good_unit(), min_size=1, max_size=8))]
+    if draw(st.integers(0, 2)) > 0:
+        units.insert(draw(st.integers(0, len(units))), draw(bad_unit(max_size)))
     data = b"".join(units)
-    for _ in range(draw(st.integers(0, 2)) if draw(st.integers(0, 3)) == 0 else 0):  # mutations
+    for _ in range(draw(st.integers(1, 2)) if draw(st.integers(0, 7)) == 0 else 0):  # mutations
         kind = draw(st.sampled_from(["flip", "insert", "delete", "truncate"]))
         at = draw(st.integers(0, len(data)))
         if kind == "flip" and at < len(data):
@@ -338,14 +370,14 @@ def chunked(draw: Any, data: bytes) -> list[Any]:
     else:
         cuts = sorted(set(draw(st.lists(st.integers(1, max(1, len(data) - 1)), max_size=12))))
     chunks: list[Any] = [data[a:b] for a, b in zip([0] + cuts, cuts + [len(data)]) if data[a:b]]
-    for _ in range(draw(st.integers(0, 2)) if draw(st.integers(0, 4)) == 0 else 0):
+    for _ in range(draw(st.integers(1, 2)) if draw(st.integers(0, 5)) == 0 else 0):
         chunks.insert(draw(st.integers(0, len(chunks))), draw(st.sampled_from(["ping", "drop", "shut"])))
     if draw(st.booleans()):
         chunks.append("eof")
     return chunks
 
 
-SIZES = st.sampled_from([1, 5, 125, 126, 200, 1 << 20])
+SIZES = st.sampled_from([5, 125, 126, 200] + [1 << 20] * 4)
 
 
 @FUZZ
