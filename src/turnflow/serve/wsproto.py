@@ -40,6 +40,7 @@ OPEN_TIMEOUT = 10.0  # seconds for the opening handshake (websockets' default `o
 CLOSE_TIMEOUT = 10.0  # seconds a close handshake waits for the peer (websockets' default `close_timeout`)
 WRITE_LIMIT = (32 << 10, 8 << 10)  # the transport's buffer: writes stop above 32 KiB, go on below 8 KiB (websockets' default)
 _DATA = (Opcode.TEXT, Opcode.BINARY, Opcode.CONT)
+_OPCODES = frozenset(int(op) for op in Opcode)  # (the others are reserved: RFC 6455, 5.2)
 
 
 _HEADS = [bytes((0x81, n)) for n in range(126)]  # a final text frame's header, by payload length below 126
@@ -144,60 +145,90 @@ class Link(asyncio.Protocol):
 
     def _frames(self, data: bytes) -> None:
         """Whole unfragmented text and binary frames read here (RFC 6455, 5.2: masked, FIN, no RSV
-        bit, at most `max_size`); any other frame is handed whole to the protocol, which answers it
-        (a ping, a close, a fragment) or fails the connection (a bad frame: everything from it on
-        goes to the protocol). A partial frame waits for its rest."""
-        pos, end, size = 0, len(data), self.listener.max_size
+        bit, at most `max_size`, valid UTF-8 in a text frame); any other frame is handed whole to
+        the protocol, which answers it (a ping, a close, a fragment) or fails the connection. What
+        the protocol refuses at a frame's header (unmasked, a reserved opcode, too big) it is given
+        as soon as the header is in, and from a frame it fails the connection for (that, invalid
+        UTF-8) on, every byte is the protocol's: what the client sees is what it would see if the
+        protocol read every byte (tests/test_serve_wsproto_fuzz.py). A partial frame waits for its
+        rest (and goes to the protocol if the server closes the connection meanwhile: `_slow`)."""
+        pos, end = 0, len(data)
         while pos < end and self._fast:
-            if end - pos < 2:
-                self._wait(data, pos, pos + 2)
+            head = self._head(data, pos, end)
+            if head is None:  # (not all in: kept; or refused: the protocol's, from this frame on)
                 return
-            head1, head2 = data[pos], data[pos + 1]
-            length, start = head2 & 0x7F, pos + 2
-            if length == 126:
-                start += 2
-                if end < start:
-                    self._wait(data, pos, start)
-                    return
-                length = int.from_bytes(data[pos + 2:start], "big")
-            elif length == 127:
-                start += 8
-                if end < start:
-                    self._wait(data, pos, start)
-                    return
-                length = int.from_bytes(data[pos + 2:start], "big")
-            if not head2 & 0x80 or length > size:  # unmasked or too big: the protocol fails the connection
-                self._fast = False
-                self._feed(data[pos:])
-                return
+            start, length = head
             stop = start + 4 + length
             if stop > end:
                 self._wait(data, pos, stop)
                 return
+            head1 = data[pos]
             opcode = head1 & 0x0F
             if head1 & 0xF0 != 0x80 or opcode not in (1, 2) or self._parts is not None:
+                if head1 & 0x8F == 0x80 and self._bad_text(data[start:stop]):
+                    self._fast = False  # (the last fragment of a text message not UTF-8: as for a text frame)
+                    break
                 self._feed(data[pos:stop])  # (the protocol's buffer is left empty: a whole frame)
                 pos = stop
                 continue
             payload = _unmask(data[start + 4:stop], data[start:start + 4])
-            pos = stop
             if opcode == 2:
                 self._dispatch(payload)
+                pos = stop
                 continue
             try:
                 text = payload.decode()
-            except UnicodeDecodeError as exc:
-                self._fast = False  # (the peer's close and anything after it: the protocol's)
-                self.flush()
-                self.protocol.fail(1007, f"{exc.reason} at position {exc.start}")
-                self._write_out()
-                self.closed = True
-                if self._timer is None:
-                    self._timer = self.listener.loop.call_later(CLOSE_TIMEOUT, self._abort)
-                return
+            except UnicodeDecodeError:  # the protocol reads it and what follows (a ping behind it is
+                self._fast = False  # answered before the 1007, as when every byte is the protocol's)
+                break
+            pos = stop
             self._dispatch(text)
         if pos < end and not self._fast:  # (a close or an error on the way: the rest is the protocol's)
             self._feed(data[pos:])
+
+    def _head(self, data: bytes, pos: int, end: int) -> Optional[tuple[int, int]]:
+        """The header of the frame at `pos`: where its mask starts and its payload's length. None
+        when the header is not all in (kept: `_wait`) or the protocol refuses the frame at its
+        header (unmasked, a reserved opcode: at its first two bytes; too big, a fragment counted
+        with those before it): it is handed everything from there on and fails the connection."""
+        if end - pos < 2:
+            self._wait(data, pos, pos + 2)
+            return None
+        head1, head2 = data[pos], data[pos + 1]
+        length, start = head2 & 0x7F, pos + 2
+        if head2 & 0x80 and head1 & 0x0F in _OPCODES:
+            if length >= 126:
+                start += 2 if length == 126 else 8
+                if end < start:
+                    self._wait(data, pos, start)
+                    return None
+                length = int.from_bytes(data[pos + 2:start], "big")
+            parts, size = self._parts, self.listener.max_size
+            if length <= (size if parts is None else size - len(parts)):
+                return start, length
+        self._fast = False
+        self._feed(data[pos:])
+        return None
+
+    def _bad_text(self, frame: bytes) -> bool:
+        """A final continuation frame (`frame`: its mask and payload) ends a text message that is
+        not UTF-8 (the connection fails with 1007 when the protocol has read it: `_message`)."""
+        parts = self._parts
+        if parts is None or not self._parts_text:
+            return False
+        try:
+            (bytes(parts) + _unmask(frame[4:], frame[:4])).decode()
+        except UnicodeDecodeError:
+            return True
+        return False
+
+    def _slow(self) -> None:
+        """Every byte from here on read by the protocol, from the partial frame `_frames` holds on
+        (which the protocol only keeps: `_frames` hands it at once what it would refuse)."""
+        self._fast = False
+        buf, self._buf = self._buf, None
+        if buf:
+            self.protocol.receive_data(bytes(buf))
 
     def _wait(self, data: bytes, pos: int, need: int) -> None:
         """Keep a partial frame until `need - pos` bytes of it are in."""
@@ -205,12 +236,14 @@ class Link(asyncio.Protocol):
         self._need = need - pos
 
     def eof_received(self) -> Optional[bool]:
+        self._slow()  # (the protocol tells an end of stream inside a frame from one between frames)
         self.protocol.receive_eof()
         self.protocol.events_received()
         self._write_out()
         return None
 
     def connection_lost(self, exc: Optional[Exception]) -> None:
+        self._slow()
         self.protocol.receive_eof()  # (idempotent: the protocol is CLOSED)
         if self._timer is not None:
             self._timer.cancel()
@@ -459,7 +492,7 @@ class Link(asyncio.Protocol):
         self._close(code, reason)
 
     def _close(self, code: int, reason: str) -> None:
-        self._fast = False  # (the peer's close and anything after it: the protocol's)
+        self._slow()  # (the peer's close and anything after it: the protocol's)
         if self.protocol.state is OPEN:
             self.protocol.send_close(code, reason)
             self._write_out()
