@@ -77,6 +77,11 @@ def _get(params: dict[str, Any], key: str, types: tuple[type, ...], default: Any
     return value
 
 
+def as_op_error(exc: ProtocolError) -> OpError:
+    """A hub's refusal, answered as a protocol error with its message."""
+    return _bad(str(exc))
+
+
 def _shaped(shape: shapes.Shape, value: Any) -> dict[str, Any]:
     try:
         return shapes.normalise(shape, value)
@@ -215,15 +220,20 @@ class Ops:
 
     # -- dispatch -----------------------------------------------------------------------------------
     async def call(self, conn: Conn, op: str, params: dict[str, Any]) -> Any:
+        try:
+            return await self.handler(op)(conn, params)
+        except ProtocolError as exc:
+            raise as_op_error(exc) from None
+
+    def handler(self, op: str) -> Callable[[Conn, dict[str, Any]], Awaitable[Any]]:
+        """The op's handler (the server awaits it directly, one coroutine fewer per request than
+        `call`, turning a `ProtocolError` into an `OpError` with `as_op_error` as `call` does)."""
         handler = self.table.get(op)
         if handler is None:
             if op in UNSUPPORTED:
                 raise _bad(f"turnflow serve does not support the task op {op!r} (docs/serve.md)")
             raise _bad(f"unknown control-plane op: {op[:60]!r}")
-        try:
-            return await handler(conn, params)
-        except ProtocolError as exc:
-            raise _bad(str(exc)) from None
+        return handler
 
     # -- connections and identities -----------------------------------------------------------------
     def bind(self, conn: Conn, agent_id: str) -> None:
