@@ -93,3 +93,52 @@ def test_frames_encode_is_the_standard_librarys_text():
                 assert got == frames.encode(value, "a test value"), value
             finally:
                 frames._fast_dumps = fast
+
+
+def test_frames_clean_says_whether_encode_writes_a_value_without_a_repair():
+    from turnflow.serve import frames
+
+    rng = random.Random(13)
+    for value in [_json_values(rng) for _ in range(500)]:
+        assert frames.clean(value) is True, value  # (the generator's values are all sendable JSON)
+    for value in ({"n": float("nan")}, [float("inf")], {"s": "bad \ud800"}, {"o": object()}, {"b": b"x"}):
+        assert frames.clean(value) is False, value
+
+
+def test_a_channel_record_built_around_its_kept_manifest_text_is_the_whole_records_encoding(tmp_path):
+    """`Ops._channel` writes a channel record as text around its manifest's JSON, kept per manifest
+    and expectations: the same text as encoding `wire.channel_to_ag2` whole, for every kind, with
+    labels, knobs and a TTL, sessions sharing a kept manifest text or not (declared expectations)."""
+    import asyncio
+
+    from turnflow.runtime.hub import Hub
+    from turnflow.runtime.store import SQLiteStore
+    from turnflow.serve import frames
+    from turnflow.serve.ops import Auth, Ops
+    from turnflow.serve.registry import Registry, SQLiteBackend
+
+    async def main() -> None:
+        hub = await Hub.open(SQLiteStore(str(tmp_path / "hub.db")))
+        ops = Ops(hub, Registry(SQLiteBackend(str(tmp_path / "hub.agents"))), Auth())
+        a, b, c = "a" * 32, "b" * 32, "c" * 32
+        cases = [("consulting", [a, b], {}, None, None), ("consulting", [a, b], {"x": 1.5, "é": "\u00e9 😀"}, 30, None),
+                 ("discussion", [a, b, c], {"n": 10**30, "l": [0.1, None, True]}, 2.5, None),
+                 ("conversation", [a, b], {}, None, [{"name": "reply_within", "on_violation": "warn",
+                                                     "params": {"seconds": 1.25}}])]
+        try:
+            for kind, people, labels, ttl, exps in cases:
+                parts = [{"agent_id": p, "role": "initiator" if i == 0 else "respondent" if len(people) == 2
+                          else "participant", "order": i} for i, p in enumerate(people)]
+                for _ in range(2):  # the second session of each: its manifest text is the kept one
+                    md = await hub.open_session(kind, parts, creator_id=a, labels=labels, ttl_seconds=ttl,
+                                                expectations=exps)
+                    got = ops._channel(md)
+                    assert got == frames.encode(wire.channel_to_ag2(md), "x"), (kind, got)
+                    await hub.close(md.session_id, "done")
+                    assert ops._channel(md) == frames.encode(wire.channel_to_ag2(md), "x")  # (terminal: not kept)
+            assert 1 <= len(ops._manifests) <= len(cases)
+        finally:
+            ops.registry.close()
+            await hub.aclose()
+
+    asyncio.run(main())

@@ -21,7 +21,10 @@ class SessionState(str, enum.Enum):
 
     @property
     def terminal(self) -> bool:
-        return self in (SessionState.CLOSED, SessionState.EXPIRED)
+        return self is _CLOSED or self is _EXPIRED  # (members are singletons: `in (CLOSED, EXPIRED)`, cheaper)
+
+
+_CLOSED, _EXPIRED = SessionState.CLOSED, SessionState.EXPIRED
 
 
 ACTIONS = ("warn", "hide", "audit", "auto_close")

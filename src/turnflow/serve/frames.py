@@ -246,6 +246,15 @@ def _plain(obj: Any) -> bool:
         return False
 
 
+def clean(obj: Any) -> bool:
+    """Whether `encode(obj, ...)` writes `obj` without a repair (and so without a warning): plain
+    JSON with finite numbers and no lone surrogate."""
+    try:
+        return not _SURROGATE.search(_dumps(obj))
+    except (TypeError, ValueError, RecursionError):
+        return False
+
+
 def encode(obj: Any, what: str) -> str:
     """`obj` as JSON text a client can read, whatever an earlier version stored: a non-finite
     number becomes `null` and a lone surrogate U+FFFD, each with a warning naming `what` (the

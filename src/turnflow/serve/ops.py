@@ -77,6 +77,11 @@ def _get(params: dict[str, Any], key: str, types: tuple[type, ...], default: Any
     return value
 
 
+def as_op_error(exc: ProtocolError) -> OpError:
+    """A hub's refusal, answered as a protocol error with its message."""
+    return _bad(str(exc))
+
+
 def _shaped(shape: shapes.Shape, value: Any) -> dict[str, Any]:
     try:
         return shapes.normalise(shape, value)
@@ -166,6 +171,15 @@ class _Log:
         return i + 1 if self.seqs is None else self.seqs[i]
 
 
+class _InviteTimeout(Exception):
+    """A `create_channel` waited `invite_timeout` for its invitees' acks."""
+
+
+def _time_out(waiter: "asyncio.Future[Any]") -> None:
+    if not waiter.done():
+        waiter.set_exception(_InviteTimeout())
+
+
 class Ops:
     def __init__(self, hub: "Hub", registry: Registry, auth: Auth, *, invite_timeout: float = 30.0,
                  quotas: Optional[Quotas] = None) -> None:
@@ -188,6 +202,7 @@ class Ops:
         self._opening: dict[str, asyncio.Future[Any]] = {}  # session id -> create_channel waiting for acks
         self._logs: dict[str, _Log] = {}  # live sessions' logs read so far
         self._channels: dict[str, tuple[SessionState, int, frames.Raw]] = {}  # live sessions' channel records: (state, acks left, JSON)
+        self._manifests: dict[tuple[int, tuple[Any, ...]], tuple[Any, str]] = {}  # `_manifest_text`'s
         self.pending: dict[str, int] = {}  # agent id -> substantive notifications outstanding (rules.inbox)
         self._timers: set[asyncio.Task[Any]] = set()  # invites timed out after a restart (time_out_invites)
         self.table: dict[str, Callable[[Conn, dict[str, Any]], Awaitable[Any]]] = {
@@ -205,15 +220,20 @@ class Ops:
 
     # -- dispatch -----------------------------------------------------------------------------------
     async def call(self, conn: Conn, op: str, params: dict[str, Any]) -> Any:
+        try:
+            return await self.handler(op)(conn, params)
+        except ProtocolError as exc:
+            raise as_op_error(exc) from None
+
+    def handler(self, op: str) -> Callable[[Conn, dict[str, Any]], Awaitable[Any]]:
+        """The op's handler (the server awaits it directly, one coroutine fewer per request than
+        `call`, turning a `ProtocolError` into an `OpError` with `as_op_error` as `call` does)."""
         handler = self.table.get(op)
         if handler is None:
             if op in UNSUPPORTED:
                 raise _bad(f"turnflow serve does not support the task op {op!r} (docs/serve.md)")
             raise _bad(f"unknown control-plane op: {op[:60]!r}")
-        try:
-            return await handler(conn, params)
-        except ProtocolError as exc:
-            raise _bad(str(exc)) from None
+        return handler
 
     # -- connections and identities -----------------------------------------------------------------
     def bind(self, conn: Conn, agent_id: str) -> None:
@@ -604,16 +624,22 @@ class Ops:
             self._count_open(sid, creator)
         if kind == "workflow":
             self._say_extensions(sid, knobs)
-        waiter = self._opening[sid] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        waiter = self._opening[sid] = loop.create_future()
         try:  # (the invites reached the invited through the hub's listener, `on_envelope`)
             self._read(sid, self._md(sid))  # kept from now on, each later envelope appended as it is written
             if md.state == SessionState.INVITED:
+                # `wait_for(shield(waiter), invite_timeout)` without its two futures per open: one timer
+                # that ends the wait (the waiter is popped from `_opening` below whatever ends it)
+                timer = loop.call_later(self.invite_timeout, _time_out, waiter)
                 try:
-                    await asyncio.wait_for(asyncio.shield(waiter), self.invite_timeout)
-                except asyncio.TimeoutError:
+                    await waiter
+                except _InviteTimeout:
                     if md.state not in _ENDING:
                         await self.hub.close(sid, "invite_timeout")
                     raise _bad(f"channel {sid!r} ack timeout") from None
+                finally:
+                    timer.cancel()
         finally:
             self._opening.pop(sid, None)
             if waiter.done() and not waiter.cancelled():
@@ -642,9 +668,26 @@ class Ops:
         cached = self._channels.get(md.session_id)
         if cached is not None and cached[0] is md.state and cached[1] == len(md.pending_acks):
             return cached[2]
-        text = frames.Raw(frames.encode(wire.channel_to_ag2(md), f"channel {md.session_id}"))
+        what = f"channel {md.session_id}"  # (built as text around its manifest's, encoded once per kind: the same JSON)
+        text = frames.Raw('{"channel_id":' + frames.dumps(md.session_id) + ',"manifest":' + self._manifest_text(md, what)
+                          + "," + frames.encode(wire.channel_rest(md), what)[1:])
         if not md.state.terminal:
             self._channels[md.session_id] = (md.state, len(md.pending_acks), text)
+        return text
+
+    def _manifest_text(self, md: SessionMetadata, what: str) -> str:
+        """The JSON of a channel record's manifest, kept per manifest and expectations (both frozen;
+        every session of a kind shares its adapter's manifest) when it needed no repair."""
+        key = (id(md.manifest), tuple(md.expectations))
+        cached = self._manifests.get(key)
+        if cached is not None and cached[0] is md.manifest:
+            return cached[1]
+        manifest = wire.manifest_to_ag2(md)
+        text = frames.encode(manifest, what)
+        if frames.clean(manifest):
+            if len(self._manifests) >= 256:
+                self._manifests.clear()
+            self._manifests[key] = (md.manifest, text)
         return text
 
     async def get_channel(self, conn: Conn, params: dict[str, Any]) -> Any:

@@ -34,10 +34,10 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Optional, Union
 
-from turnflow.runtime.errors import RuntimeErrorBase
+from turnflow.runtime.errors import ProtocolError, RuntimeErrorBase
 from turnflow.serve import frames
 from turnflow.serve.frames import FrameError
-from turnflow.serve.ops import OpError, Ops
+from turnflow.serve.ops import OpError, Ops, as_op_error
 
 log = logging.getLogger("turnflow.serve")
 # ops that wait for a group commit or for invitees' acks; the others answer from memory (or one read)
@@ -459,7 +459,12 @@ class Server:
     def answer(self, conn: Any, request_id: str, op: str, params: dict[str, Any]) -> str:
         """The answer to a request outside WAITING_OPS, which the ops give without waiting."""
         try:
-            return self._reply(request_id, op, run_now(self.ops.call(conn, op, params)))
+            coro = self.ops.handler(op)(conn, params)
+            try:
+                result = run_now(coro)
+            except ProtocolError as exc:
+                raise as_op_error(exc) from None
+            return self._reply(request_id, op, result)
         except Exception as exc:
             return self._failed(request_id, op, exc)
 
@@ -503,7 +508,12 @@ class Server:
 
     async def request(self, conn: Connection, request_id: str, op: str, params: dict[str, Any]) -> None:
         try:
-            text = self._reply(request_id, op, await self.ops.call(conn, op, params))
+            coro = self.ops.handler(op)(conn, params)  # (`ops.call`, one coroutine fewer)
+            try:
+                result = await coro
+            except ProtocolError as exc:
+                raise as_op_error(exc) from None
+            text = self._reply(request_id, op, result)
         except Exception as exc:
             text = self._failed(request_id, op, exc)
         conn.send(text)

@@ -115,6 +115,11 @@ def recipients(env: Envelope, md: SessionMetadata) -> list[str]:
     return list(env.audience)
 
 
+def manifest_to_ag2(md: SessionMetadata) -> dict[str, Any]:
+    """A session's manifest in its AG2 channel record (its kind's manifest with the session's expectations)."""
+    return _manifest(md)
+
+
 def _manifest(md: SessionMetadata) -> dict[str, Any]:
     m = md.manifest
     return {"type": m.type, "version": m.version,
@@ -125,8 +130,13 @@ def _manifest(md: SessionMetadata) -> dict[str, Any]:
 
 
 def channel_to_ag2(md: SessionMetadata) -> dict[str, Any]:
+    return {"channel_id": md.session_id, "manifest": _manifest(md), **channel_rest(md)}
+
+
+def channel_rest(md: SessionMetadata) -> dict[str, Any]:
+    """The fields of a session's AG2 channel record after `manifest`, in order."""
     created = iso(md.created_at) or ""
-    return {"channel_id": md.session_id, "manifest": _manifest(md), "creator_id": md.creator_id,
+    return {"creator_id": md.creator_id,
             "participants": [{"agent_id": p.agent_id, "role": p.role, "order": p.order, "joined_at": created}
                              for p in sorted(md.participants, key=lambda p: p.order)],
             "state": _STATE.get(md.state.value, md.state.value), "created_at": created,

@@ -128,11 +128,17 @@ def _shape_problem(rec: Any) -> str:
     return ""
 
 
+# `json.dumps(x, sort_keys=True, separators=(",", ":"))` and `json.dumps(x, sort_keys=True)`, their encoders
+# built once (`json.dumps` builds one per call when given any argument: the same text)
+_SORTED_COMPACT = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
+_SORTED = json.JSONEncoder(sort_keys=True).encode
+
+
 def session_row(record: dict[str, Any]) -> SessionRow:
     """A new session's creation record as stored (every engine): its id, the batch task it belongs
     to (`labels.task_id`, or None), its JSON text (sorted keys) and checksum."""
     sid = check_session_id(record["session_id"])
-    text = json.dumps(record, sort_keys=True, separators=(",", ":"))
+    text = _SORTED_COMPACT(record)
     labels = record.get("labels") or {}
     task_id = labels.get("task_id") if isinstance(labels, dict) else None
     return (sid, None if task_id is None else str(task_id), text, checksum(sid, 0, text))
@@ -149,7 +155,7 @@ def envelope_row(envelope: Envelope, global_seq: int) -> EnvelopeRow:
 def telemetry_row(session_id: str, record: dict[str, Any]) -> TelemetryRow:
     """A telemetry record as stored (every engine): its session and its JSON text (sorted keys).
     Raises TypeError/ValueError, as `json.dumps` does, when it is not JSON."""
-    return (check_session_id(session_id), json.dumps(record, sort_keys=True))
+    return (check_session_id(session_id), _SORTED(record))
 
 
 def decode_session(sid: str, text: Any, crc: int) -> Union[dict[str, Any], Corrupt]:
