@@ -69,15 +69,41 @@ def test_generated_flows_round_trip_through_langgraph(block):
         compile_target(text, "langgraph", path="flow.flow")
     except CompileError:  # a construct LangGraph refuses (TF302)
         assume(False)
+    module = compile_target(text, "langgraph", path="flow.flow")
+    back = migrate(module, "generated.py")
+    assert back.family == "compiled"
     try:
-        module, again = round_trip(text, "langgraph", None, "flow.flow")
+        again = compile_target(back.text, "langgraph", path="flow.flow")
     except CompileError as exc:
-        # The module routes only by the tools each speaker owns. A flow whose way out is a rule on a
-        # tool its speaker does not own reads back without that rule, and check then proves what
-        # the original hid: the flow can never end (TF201). Refusing it is right; it is not a loss.
+        # The module routes only by the tools each speaker owns, and resolves `initiator` when it
+        # is written (the start speaker when no participant is marked). A flow whose way out is a
+        # rule on a tool its speaker does not own, or an `initiator` target that could have been
+        # another participant, reads back without it, and check then proves what the original
+        # hid: the module can never end (TF201, TF202). migrate says so (TF409, below); refusing
+        # it is right, it is not a loss.
         assert {d.code for d in exc.diagnostics if d.severity == "error"} <= {"TF201", "TF202"}, exc.diagnostics
+        assert [d.code for d in back.diagnostics] == ["TF409"], back.diagnostics
         assume(False)
+    assert not back.diagnostics
     assert _same_code(again, module)
+
+
+def test_an_initiator_the_module_resolves_to_its_start_reads_back_as_a_flow_that_never_ends():
+    """Without a marked initiator, `* -> initiator` may lead anywhere on the hub (TF110), so the flow
+    below may end (through `b`). The module resolves `initiator` to its start speaker, `a`, when it
+    is written (docs/targets.md): it routes `a -> a` forever. migrate reads that back and says the
+    flow it read can never end, instead of passing it over."""
+    text = (
+        "workflow w {\n    participant a\n    participant b\n    start a\n    b -> terminate\n"
+        "    handoff a -> a via t1\n    * -> initiator\n}\n"
+    )
+    assert not any(d.severity == "error" for d in turnflow.check(text))
+    back = migrate(compile_target(text, "langgraph", path="flow.flow"), "generated.py")
+    assert "    a -> a\n" in back.text
+    [d] = back.diagnostics
+    assert d.code == "TF409" and "TF201" in d.message
+    with pytest.raises(CompileError):
+        compile_target(back.text, "langgraph", path="flow.flow")
 
 
 def test_a_hand_edited_router_is_refused_at_its_line():
