@@ -32,7 +32,7 @@ import socket
 import sys
 import uuid
 from dataclasses import dataclass
-from typing import Any, Optional, Union
+from typing import Any, Optional, Protocol, Union
 
 from turnflow.runtime.errors import ProtocolError, RuntimeErrorBase
 from turnflow.serve import frames
@@ -111,6 +111,43 @@ def tcp_keepalive(sock: Any, idle: float, timeout: float) -> None:
             sock.setsockopt(level, option, value)
 
 
+class Outbox(Protocol):
+    """What `enqueue` reads and changes of a connection (`Connection` here, `wsproto.Link`)."""
+
+    closed: bool
+    _queue: list[str]
+    _queued: int
+    _limits: Limits
+    _budget: SendBudget
+
+    def backlog(self) -> int: ...
+
+    def drop(self, code: int, reason: str) -> None: ...
+
+
+def enqueue(conn: Outbox, text: str) -> bool:
+    """Queue `text` for `conn`'s client within the limits: False when the connection is closed or
+    is dropped for it (its queue or backlog full, or the hub's send budget spent)."""
+    if conn.closed:
+        return False
+    size = sys.getsizeof(text)  # the memory it holds (in O(1); it is encoded when written)
+    if conn._queue or conn._queued:
+        lim = conn._limits
+        if len(conn._queue) >= lim.send_queue:
+            conn.drop(1008, "send queue full: the client is not reading")
+            return False
+        if conn.backlog() + size > lim.send_buffer_bytes:
+            conn.drop(1008, f"send buffer full ({lim.send_buffer_bytes} bytes): the client is not reading")
+            return False
+        if conn._budget.used + size > conn._budget.limit:
+            conn.drop(1013, "the hub's send buffers are full: a client with a backlog is disconnected")
+            return False
+    conn._queue.append(text)
+    conn._queued += size
+    conn._budget.used += size
+    return True
+
+
 class Connection:
     __slots__ = ("ws", "endpoint_id", "agents", "opened_at", "closed", "peer", "requests", "_queue", "_waiter",
                  "_limits", "_budget", "_queued", "_inflight", "_room", "_tasks", "_slots", "writer", "_replay",
@@ -146,24 +183,8 @@ class Connection:
         return self._queued + (transport.get_write_buffer_size() if transport is not None else 0)
 
     def send(self, text: str) -> None:
-        if self.closed:
-            return
-        size = sys.getsizeof(text)  # the memory it holds (in O(1); it is encoded when written)
-        if self._queue or self._queued:
-            lim = self._limits
-            if len(self._queue) >= lim.send_queue:
-                self.drop(1008, "send queue full: the client is not reading")
-                return
-            if self.backlog() + size > lim.send_buffer_bytes:
-                self.drop(1008, f"send buffer full ({lim.send_buffer_bytes} bytes): the client is not reading")
-                return
-            if self._budget.used + size > self._budget.limit:
-                self.drop(1013, "the hub's send buffers are full: a client with a backlog is disconnected")
-                return
-        self._queue.append(text)
-        self._queued += size
-        self._budget.used += size
-        self.wake()
+        if enqueue(self, text):
+            self.wake()
 
     def ping(self) -> None:
         """Have the writer send a WebSocket ping (its pong is not waited for: see the module's doc)."""
@@ -399,14 +420,21 @@ class Server:
         conn._release_queue()
         conn.wake()
 
-    async def on_message(self, conn: Connection, message: Any) -> None:
+    @staticmethod
+    def decoded(conn: Any, message: Any) -> Optional[dict[str, Any]]:
+        """The frame `message` holds, or None when it holds none (the client is told why)."""
         try:
-            frame = frames.decode(message)
+            return frames.decode(message)
         except FrameError as exc:
             if exc.request_id is not None:
                 conn.send(frames.failure(exc.request_id, exc.code, exc.message))
             else:
                 conn.send(frames.error(exc.code, exc.message))
+            return None
+
+    async def on_message(self, conn: Connection, message: Any) -> None:
+        frame = self.decoded(conn, message)
+        if frame is None:
             return
         kind = frame["kind"]
         if kind == "request":
@@ -429,13 +457,8 @@ class Server:
         """`on_message` without a reader task (wsproto.py): the frame handled at once; a request
         that waits for a commit or for acks is handed to `conn.start`, which runs it in its own task
         when the connection has a slot, else holds it (and the messages after it)."""
-        try:
-            frame = frames.decode(message)
-        except FrameError as exc:
-            if exc.request_id is not None:
-                conn.send(frames.failure(exc.request_id, exc.code, exc.message))
-            else:
-                conn.send(frames.error(exc.code, exc.message))
+        frame = self.decoded(conn, message)
+        if frame is None:
             return
         kind = frame["kind"]
         if kind == "request":

@@ -33,7 +33,7 @@ from websockets.http11 import SERVER, Request
 from websockets.protocol import OPEN
 from websockets.server import ServerProtocol
 
-from turnflow.serve.server import WRITE_BATCH, Limits, SendBudget
+from turnflow.serve.server import WRITE_BATCH, Limits, SendBudget, enqueue
 
 log = logging.getLogger("turnflow.serve")
 OPEN_TIMEOUT = 10.0  # seconds for the opening handshake (websockets' default `open_timeout`)
@@ -395,24 +395,7 @@ class Link(asyncio.Protocol):
         return self._queued + (transport.get_write_buffer_size() if transport is not None else 0)
 
     def send(self, text: str) -> None:
-        if self.closed:
-            return
-        size = sys.getsizeof(text)  # the memory it holds (in O(1); it is encoded when written)
-        if self._queue or self._queued:
-            lim = self._limits
-            if len(self._queue) >= lim.send_queue:
-                self.drop(1008, "send queue full: the client is not reading")
-                return
-            if self.backlog() + size > lim.send_buffer_bytes:
-                self.drop(1008, f"send buffer full ({lim.send_buffer_bytes} bytes): the client is not reading")
-                return
-            if self._budget.used + size > self._budget.limit:
-                self.drop(1013, "the hub's send buffers are full: a client with a backlog is disconnected")
-                return
-        self._queue.append(text)
-        self._queued += size
-        self._budget.used += size
-        if not self._dirty:
+        if enqueue(self, text) and not self._dirty:
             self._mark()
 
     def ping(self) -> None:
