@@ -19,7 +19,6 @@ from typing import Any, Callable, Optional
 from turnflow.serve.ops import Quotas
 from turnflow.serve.server import Limits
 
-READ_QUEUE = (4, 2)  # frames the WebSocket layer buffers from one client: it stops reading at 4, resumes at 2
 FD_HEADROOM = 32  # descriptors kept free beyond those open at start (store, registry, logs, accept)
 LOG_INTERVAL = 10.0  # seconds: accept errors and failed handshakes are logged at most once per interval
 
@@ -173,8 +172,6 @@ def quiet_logger() -> logging.Logger:
 
 
 async def serve(opts: Options, ready: Callable[[str], None], stop: Optional[asyncio.Event] = None) -> None:
-    from websockets.asyncio.server import serve as ws_serve
-
     from turnflow.runtime.hub import Hub
     from turnflow.runtime.store import open_store
     from turnflow.serve.ops import Auth, Ops
@@ -208,21 +205,13 @@ async def serve(opts: Options, ready: Callable[[str], None], stop: Optional[asyn
             loop.add_signal_handler(sig, stop.set)
     lim = opts.limits
     try:
-        if os.environ.get("TURNFLOW_SERVE_LAYER") == "asyncio":  # websockets' asyncio server (before wsproto.py)
-            async with ws_serve(server.handle, opts.host, opts.port, max_size=lim.max_frame_bytes, compression=None,
-                                max_queue=READ_QUEUE, ping_interval=None, ping_timeout=None,  # pings: `server.keepalive`
-                                logger=quiet_logger()) as ws_server:  # see server.py
-                port = ws_server.sockets[0].getsockname()[1]
-                ready(f"ws://{opts.host}:{port}")
-                await stop.wait()
-        else:
-            listener = Listener(server, max_size=lim.max_frame_bytes, logger=quiet_logger())
-            try:
-                port = await listener.start(opts.host, opts.port)
-                ready(f"ws://{opts.host}:{port}")
-                await stop.wait()
-            finally:
-                await listener.close()
+        listener = Listener(server, max_size=lim.max_frame_bytes, logger=quiet_logger())
+        try:
+            port = await listener.start(opts.host, opts.port)
+            ready(f"ws://{opts.host}:{port}")
+            await stop.wait()
+        finally:
+            await listener.close()
     finally:
         for task in (house, pinger):
             if task is not None:

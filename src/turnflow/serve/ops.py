@@ -136,7 +136,7 @@ class Auth:
 
 
 class Conn(Protocol):
-    """What the ops need of a connection (the server's `Connection`)."""
+    """What the ops need of a connection (`wsproto.Link`)."""
 
     endpoint_id: str
     agents: set[str]

@@ -1,8 +1,8 @@
 """The WebSocket server: frames decoded and answered, notifications queued per connection, limits
 enforced (docs/serve.md, "Limits"). The connections are wsproto.py's `Link`s (one `asyncio.Protocol`
 each on websockets' Sans-I/O layer: frames handled as they are read, `Server.take`; queued frames
-written once per loop tick); `Connection` here is the same over websockets' asyncio server (a reader
-and a writer task per connection: `Server.handle`), kept behind `TURNFLOW_SERVE_LAYER=asyncio`.
+written once per loop tick); websockets' own asyncio server, used before, is gone (one layer, proven
+against websockets' protocol by tests/test_serve_wsproto_fuzz.py).
 
 Every buffer is bounded in bytes. A connection's outgoing frames go through its own queue, written
 at most WRITE_BATCH bytes at a time while its socket takes them: the hub and the other connections
@@ -30,9 +30,8 @@ import functools
 import logging
 import socket
 import sys
-import uuid
 from dataclasses import dataclass
-from typing import Any, Optional, Protocol, Union
+from typing import Any, Optional, Protocol
 
 from turnflow.runtime.errors import ProtocolError, RuntimeErrorBase
 from turnflow.serve import frames
@@ -77,16 +76,6 @@ UNBOUND_REQUESTS = 16  # requests such a connection may send before it binds an 
 WRITE_BATCH = 256 << 10  # bytes handed to the socket in one write (then flow control waits for the peer)
 
 
-def _write(protocol: Any, text: str) -> int:
-    """Hand one frame to the WebSocket protocol; the memory it held (what `send` counted)."""
-    try:
-        data = text.encode()
-    except UnicodeEncodeError:  # a lone surrogate: written as JSON's own escape, which reads back the same
-        data = text.encode("utf-8", "backslashreplace")
-    protocol.send_text(data)
-    return sys.getsizeof(text)
-
-
 class SendBudget:
     """The bytes queued for every connection together (`Limits.total_send_bytes`)."""
 
@@ -112,7 +101,7 @@ def tcp_keepalive(sock: Any, idle: float, timeout: float) -> None:
 
 
 class Outbox(Protocol):
-    """What `enqueue` reads and changes of a connection (`Connection` here, `wsproto.Link`)."""
+    """What `enqueue` reads and changes of a connection (`wsproto.Link`)."""
 
     closed: bool
     _queue: list[str]
@@ -123,6 +112,24 @@ class Outbox(Protocol):
     def backlog(self) -> int: ...
 
     def drop(self, code: int, reason: str) -> None: ...
+
+
+class Client(Outbox, Protocol):
+    """What the server reads and calls of a connection (`wsproto.Link`)."""
+
+    endpoint_id: str
+    agents: set[str]
+    peer: str
+    opened_at: float
+    requests: int  # requests received while no agent is bound
+
+    def send(self, text: str) -> None: ...
+
+    def ping(self) -> None: ...
+
+    def wake(self) -> None: ...
+
+    def _release_queue(self) -> None: ...
 
 
 def enqueue(conn: Outbox, text: str) -> bool:
@@ -148,172 +155,6 @@ def enqueue(conn: Outbox, text: str) -> bool:
     return True
 
 
-class Connection:
-    __slots__ = ("ws", "endpoint_id", "agents", "opened_at", "closed", "peer", "requests", "_queue", "_waiter",
-                 "_limits", "_budget", "_queued", "_inflight", "_room", "_tasks", "_slots", "writer", "_replay",
-                 "_ping")
-
-    def __init__(self, ws: Any, limits: Limits, now: float, budget: Optional[SendBudget] = None,
-                 peer: str = "") -> None:
-        self.ws = ws
-        self.endpoint_id = uuid.uuid4().hex
-        self.agents: set[str] = set()
-        self.opened_at = now
-        self.closed = False
-        self.peer = peer
-        self.requests = 0  # requests received (counted while no agent is bound)
-        # frames waiting for the writer, oldest first: a list (a deque holds a 64-slot block even when
-        # empty, ~600 bytes for every idle connection), taken from the front a batch at a time
-        self._queue: list[str] = []
-        self._waiter: Optional[asyncio.Future[None]] = None  # the idle writer waits on it (an Event holds a deque too)
-        self._limits = limits
-        self._budget = budget or SendBudget(limits.total_send_bytes)
-        self._queued = 0  # bytes in `_queue`
-        self._inflight = 0  # bytes of the request frames being handled
-        self._room: Optional[asyncio.Event] = None  # set when queued bytes or in-flight bytes go down
-        self._tasks: set[asyncio.Task[Any]] = set()
-        self._slots = asyncio.Semaphore(limits.max_inflight)
-        self.writer: Optional[asyncio.Task[Any]] = None
-        self._replay: Optional[asyncio.Task[Any]] = None
-        self._ping = False  # a WebSocket ping is due (`Server.keepalive`): the writer sends it
-
-    def backlog(self) -> int:
-        """Bytes waiting for this client: queued here and in the socket's buffer."""
-        transport = self.ws.transport
-        return self._queued + (transport.get_write_buffer_size() if transport is not None else 0)
-
-    def send(self, text: str) -> None:
-        if enqueue(self, text):
-            self.wake()
-
-    def ping(self) -> None:
-        """Have the writer send a WebSocket ping (its pong is not waited for: see the module's doc)."""
-        if not self.closed:
-            self._ping = True
-            self.wake()
-
-    def wake(self) -> None:
-        """Let the writer run (when it waits for frames)."""
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    def drop(self, code: int, reason: str) -> None:
-        """Close the connection without waiting (nothing more is queued for it)."""
-        if self.closed:
-            return
-        self.closed = True
-        self._release_queue()
-        self.wake()
-        log.warning("closing connection %s: %s", self.endpoint_id, reason)
-        task = asyncio.get_running_loop().create_task(self.ws.close(code, reason))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    def _release_queue(self) -> None:
-        self._queue.clear()
-        self._budget.used -= self._queued
-        self._queued = 0
-        self._signal()
-
-    def _signal(self) -> None:
-        if self._room is not None:
-            self._room.set()
-
-    async def room(self, limit: int) -> None:
-        """Wait until less than `limit` bytes wait for this client (or it is closed). The writer
-        signals after each batch; the socket's buffer also drains without one, so the wait is
-        checked again every second."""
-        while not self.closed and self.backlog() >= limit:
-            self._room = self._room or asyncio.Event()
-            self._room.clear()
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._room.wait(), 1.0)
-
-    async def paced(self) -> None:
-        """Wait while half the send buffer is taken (a replay sends no faster than the client reads)."""
-        if self.backlog() >= self._limits.send_buffer_bytes // 2:
-            await self.room(self._limits.send_buffer_bytes // 2)
-
-    async def write_loop(self) -> None:
-        """Write what is queued, up to WRITE_BATCH bytes in one socket write (the pattern of
-        websockets' `send_context` docs: frames built by its protocol, flushed with flow control,
-        so at most a batch waits in the socket's buffer for a client that is not reading)."""
-        queue, ws = self._queue, self.ws
-        try:
-            while not self.closed:
-                while queue or self._ping:
-                    async with ws.send_context():
-                        self._write_batch(queue, ws)
-                    self._signal()
-                self._waiter = asyncio.get_running_loop().create_future()
-                await self._waiter
-                self._waiter = None
-        except Exception:  # the socket went away: the reader sees it too
-            self.closed = True
-            self._release_queue()
-
-    def _write_batch(self, queue: list[str], ws: Any) -> None:
-        """The due ping and up to WRITE_BATCH bytes of frames, handed to the socket in one write.
-        (A function of its own: the frames and bytes it held are gone when the writer waits.)"""
-        protocol = ws.protocol
-        if self._ping:
-            self._ping = False
-            protocol.send_ping(b"")
-        batch = taken = 0
-        for text in queue:
-            batch += _write(protocol, text)
-            taken += 1
-            if batch >= WRITE_BATCH:
-                break
-        del queue[:taken]
-        self._queued -= batch
-        self._budget.used -= batch
-        chunks = protocol.data_to_send()
-        if all(chunks):
-            ws.transport.write(b"".join(chunks))
-        else:  # an end of stream among them (a close): write them as websockets would
-            for chunk in chunks:
-                ws.transport.write(chunk) if chunk else ws.transport.write_eof()
-
-    async def spawn(self, coro: Any, size: int) -> None:
-        """Run a request in its own task: at most `max_inflight` of them, holding at most
-        `inflight_bytes` of request frames (one larger frame alone); beyond, the reader waits."""
-        await self._slots.acquire()
-        budget = self._limits.inflight_bytes
-        while self._inflight and self._inflight + size > budget and not self.closed:
-            self._room = self._room or asyncio.Event()
-            self._room.clear()
-            await self._room.wait()
-        self._inflight += size
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(functools.partial(self._done, size))
-
-    def background(self, coro: Any) -> None:
-        """Run `coro` beside the reader (a replay paced by the client's reading: the reader goes on
-        taking the client's receipts and requests meanwhile), one at a time: a later hello's replay
-        replaces the one still running (it sends everything not acked again)."""
-        if self._replay is not None:
-            self._replay.cancel()
-        async def guarded() -> None:
-            try:
-                await coro
-            except Exception:  # (a store that cannot be read): the connection goes on, the hub too
-                log.exception("connection %s: replay failed", self.endpoint_id)
-
-        task = self._replay = asyncio.get_running_loop().create_task(guarded())
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        task.add_done_callback(lambda _: coro.close())  # (never started when cancelled at once: no warning)
-
-    def _done(self, size: int, task: asyncio.Task[Any]) -> None:
-        self._tasks.discard(task)
-        self._inflight -= size
-        self._slots.release()
-        self._signal()
-
-
 class Suspended(RuntimeError):
     """An op expected to answer without waiting awaited something (a bug: answered as an error)."""
 
@@ -330,17 +171,12 @@ def run_now(coro: Any) -> Any:
     raise Suspended("the op waited for something (it must answer at once)")
 
 
-def _peer(ws: Any) -> str:
-    address = ws.remote_address
-    return str(address[0]) if isinstance(address, tuple) and address else ""
-
-
 class Server:
     def __init__(self, ops: Ops, limits: Limits, cap: Optional[int] = None) -> None:
         self.ops = ops
         self.limits = limits
         self.cap = cap or limits.max_connections  # the effective cap (app.py: also what RLIMIT_NOFILE allows)
-        self.connections: set[Connection] = set()
+        self.connections: set[Client] = set()
         self.peers: dict[str, int] = {}  # connections per remote address
         self.budget = SendBudget(limits.total_send_bytes)
         self.keyed = getattr(ops.auth, "keys", None) is not None
@@ -359,7 +195,7 @@ class Server:
         unbound = lim.unbound_cap(self.cap)
         if len(self.connections) < unbound:
             return None
-        waiting: dict[str, list[Connection]] = {}
+        waiting: dict[str, list[Client]] = {}
         for c in self.connections:
             if not c.agents and not c.closed:
                 waiting.setdefault(c.peer, []).append(c)
@@ -371,38 +207,6 @@ class Server:
         min(crowd, key=lambda c: c.opened_at).drop(1013, "too many connections without an agent")
         return None
 
-    async def handle(self, ws: Any) -> None:
-        conn = self.admit(ws)
-        if isinstance(conn, str):
-            await ws.close(1013, conn)
-            return
-        try:
-            async for message in ws:
-                await self.on_message(conn, message)
-        except Exception as exc:  # a dropped socket (ConnectionClosed) or a bug: the connection ends, the hub does not
-            if not type(exc).__name__.startswith("ConnectionClosed"):
-                log.exception("connection %s failed", conn.endpoint_id)
-        finally:
-            self.forget(conn)
-
-    def admit(self, ws: Any) -> Union[Connection, str]:
-        """A new connection, set up with its writer; or why it is refused (`refusal`). (Apart
-        from `handle`, whose frame every idle connection keeps.)"""
-        peer = _peer(ws)
-        refused = self.refusal(peer)
-        if refused is not None:
-            return refused
-        loop = asyncio.get_running_loop()
-        # the handshake's HTTP headers, kept by websockets as a record and not read again (~3 KiB a
-        # connection): the response goes, the request stays (websockets tells a handshake by it) without them
-        ws.response = None
-        if ws.request is not None:
-            ws.request.headers.clear()
-        conn = Connection(ws, self.limits, loop.time(), self.budget, peer)
-        self.enter(conn, ws.transport.get_extra_info("socket"))
-        conn.writer = loop.create_task(conn.write_loop())
-        return conn
-
     def enter(self, conn: Any, sock: Any) -> None:
         """Count a new connection in (it was not refused) and set its socket's TCP keepalive."""
         self.connections.add(conn)
@@ -410,7 +214,7 @@ class Server:
         if sock is not None and self.limits.ping_interval is not None:
             tcp_keepalive(sock, self.limits.ping_interval, self.limits.ping_timeout)
 
-    def forget(self, conn: Connection) -> None:
+    def forget(self, conn: Client) -> None:
         self.connections.discard(conn)
         left = self.peers.pop(conn.peer, 1) - 1
         if left:
@@ -431,27 +235,6 @@ class Server:
             else:
                 conn.send(frames.error(exc.code, exc.message))
             return None
-
-    async def on_message(self, conn: Connection, message: Any) -> None:
-        frame = self.decoded(conn, message)
-        if frame is None:
-            return
-        kind = frame["kind"]
-        if kind == "request":
-            if not conn.agents and self.keyed and not self.unbound_may(conn, frame):
-                return
-            if frame["op"] in WAITING_OPS:  # may wait for a commit or for acks: its own task
-                await conn.spawn(self.request(conn, frame["request_id"], frame["op"], frame["params"]), len(message))
-            else:  # answered without waiting: inline (no task to create)
-                await self.request(conn, frame["request_id"], frame["op"], frame["params"])
-        elif kind == "hello":
-            if not conn.agents and self.keyed and not self.unbound_count(conn):
-                return
-            await self.ops.hello(conn, frame)
-        elif kind == "receipt":
-            self.ops.receipt(conn, frame)
-        elif kind == "ping":
-            conn.send(frames.PONG)
 
     def take(self, conn: Any, message: Any) -> None:
         """`on_message` without a reader task (wsproto.py): the frame handled at once; a request
@@ -508,7 +291,7 @@ class Server:
         log.error("op %s failed", op, exc_info=exc)
         return frames.failure(request_id, "error", f"{type(exc).__name__}: {str(exc)[:300]}")
 
-    def unbound_count(self, conn: Connection) -> bool:
+    def unbound_count(self, conn: Client) -> bool:
         """On a hub with API keys, a connection with no bound agent may send a few requests and
         hellos in all (a key is not guessed on one connection): beyond, it is closed (1008)."""
         conn.requests += 1
@@ -517,7 +300,7 @@ class Server:
             return False
         return True
 
-    def unbound_may(self, conn: Connection, frame: dict[str, Any]) -> bool:
+    def unbound_may(self, conn: Client, frame: dict[str, Any]) -> bool:
         """On a hub with API keys, a connection with no bound agent may only register or attach
         (AG2's client looks the name up first)."""
         if not self.unbound_count(conn):
@@ -529,7 +312,7 @@ class Server:
             return False
         return True
 
-    async def request(self, conn: Connection, request_id: str, op: str, params: dict[str, Any]) -> None:
+    async def request(self, conn: Client, request_id: str, op: str, params: dict[str, Any]) -> None:
         try:
             coro = self.ops.handler(op)(conn, params)  # (`ops.call`, one coroutine fewer)
             try:
