@@ -423,3 +423,37 @@ def test_the_first_reads_of_a_batch_wait_for_a_server_that_restarts(pg_url, tmp_
     assert code == 0, captured.err
     assert "tasks 3: done 3, failed 0, unfinished 0" in captured.out
     assert len(calls) >= 2
+
+
+def test_after_a_restart_the_pool_drops_all_its_dead_connections_at_once(own_server):
+    """A restart leaves every pooled connection dead. psycopg_pool's check loop found them one
+    getconn attempt at a time, sleeping 1, 2, 4, ... s between them (its reconnect backoff), so a
+    store with four pooled connections waited ~7 s for a server already up (~17 s in a batch).
+    The store's check now has the pool test all its connections when one fails: the first read
+    after the restart waits for the server, not for the backoff."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from turnflow.runtime.store.postgres import PostgresStore
+
+    url = own_server.create_database("pool_check")
+    store = PostgresStore(url, pool_size=4)
+    try:
+        def hold(_: int) -> None:  # four connections out at once: the pool grows to four
+            with store.pool.connection() as conn:
+                conn.execute("SELECT pg_sleep(0.2)")
+
+        with ThreadPoolExecutor(4) as ex:
+            list(ex.map(hold, range(4)))
+        assert store.pool.get_stats().get("pool_size", 0) >= 4
+        import psycopg
+
+        with psycopg.connect(url, autocommit=True) as conn:  # the schema on disk (the server runs with synchronous_commit=off)
+            conn.execute("CHECKPOINT")
+        _crash_and_restart(own_server)
+        t0 = time.monotonic()
+        assert store.last_global_seq() == 0
+        waited = time.monotonic() - t0
+        print(f"waited {waited:.2f} s")
+        assert waited < 2.5, waited
+    finally:
+        store.close()

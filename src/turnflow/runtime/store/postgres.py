@@ -287,13 +287,22 @@ class PostgresStore:
             if read_only:
                 _set_read_only(conn)
 
-        # `check`: a connection the server dropped (restart, pg_terminate_backend) is replaced when
-        # taken from the pool, instead of failing the claim or read that took it
+        def check(conn: Any) -> None:
+            """A connection the server dropped (restart, pg_terminate_backend) is replaced when taken
+            from the pool, instead of failing the claim or read that took it. After a restart every
+            pooled connection is dead, and the pool's getconn would find them one at a time, sleeping
+            1, 2, 4, ... s between them (its reconnect backoff): when one fails, the pool tests all of
+            its idle connections at once (`ConnectionPool.check`, replacing the dead ones)."""
+            try:
+                psycopg_pool.ConnectionPool.check_connection(conn)
+            except Exception:
+                self.pool.check()
+                raise
+
         # `timeout`: a connection is waited for 30 s (at most the reconnect window), then PoolTimeout
         self.pool = psycopg_pool.ConnectionPool(url, min_size=1, max_size=max(2, pool_size), open=False,
                                                 timeout=min(30.0, reconnect_seconds()),
-                                                kwargs={"autocommit": True}, configure=configure,
-                                                check=psycopg_pool.ConnectionPool.check_connection)
+                                                kwargs={"autocommit": True}, configure=configure, check=check)
         try:
             self.pool.open(wait=True, timeout=connect_timeout)
         except psycopg_pool.PoolTimeout:
