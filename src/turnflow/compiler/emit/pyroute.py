@@ -215,6 +215,14 @@ def _return(t: Next) -> str:
     return f"return (before, None) if before is not None else ({literal(t.name)}, None)"
 
 
+def routers_source(r: Routing) -> str:
+    """Every speaker's router, then the `ROUTERS` table naming them (what `migrate/compiled.py`
+    reads back from both Python writers)."""
+    out = ["\n\n" + router_source(i, s, r) for i, s in enumerate(r.order)]
+    out.append("\n\nROUTERS = {" + ", ".join(f"{literal(s)}: _route_{i}" for i, s in enumerate(r.order)) + "}\n")
+    return "".join(out)
+
+
 def router_source(i: int, s: str, r: Routing) -> str:
     """`def _route_I(ctx, tool, text, before)`: after `s` spoke, (next speaker, None) or (None, close
     reason); `before` is who spoke before `s` (None on the first turn)."""

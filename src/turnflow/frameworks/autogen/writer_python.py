@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from turnflow.compiler.emit.pyroute import COMPARE_SOURCE, doc_text, Routing, literal, router_source, routing
+from turnflow.compiler.emit.pyroute import COMPARE_SOURCE, doc_text, Routing, literal, routers_source, routing
 
 NAME = "autogen"
 FRAMEWORK = "AutoGen AgentChat"
@@ -80,9 +80,7 @@ def write(spec: Any, source: str = "<string>") -> str:
     out.append(_constants(r))
     if r.compare:
         out.append("\n\n" + COMPARE_SOURCE)
-    for i, s in enumerate(r.order):
-        out.append("\n\n" + router_source(i, s, r))
-    out.append("\n\nROUTERS = {" + ", ".join(f"{literal(s)}: _route_{i}" for i, s in enumerate(r.order)) + "}\n")
+    out.append(routers_source(r))
     out.append(_RUNTIME)
     return "".join(out)
 
