@@ -301,7 +301,7 @@ def test_run_hub_waiting_for_a_remote_opener_ends_at_timeout_or_ctrl_c(served, t
         hub = HubClient(WsLink(served.url), rpc_timeout=30)
         try:
             await hub.register(Agent("engineer", config=TestConfig("unused")))
-            timed = await _turnflow_run(tmp_path, OPENED_BY_REMOTE, agents, "--hub", served.url, "--timeout", "1s")
+            timed = await _turnflow_run(tmp_path, OPENED_BY_REMOTE, agents, "--hub", served.url, "--timeout", "300ms")
             _, t_err = await asyncio.wait_for(timed.communicate(), 120)
             stopped = await _turnflow_run(tmp_path, OPENED_BY_REMOTE, agents, "--hub", served.url)
             await asyncio.wait_for(stopped.stderr.readline(), 60)  # waiting now
@@ -312,7 +312,7 @@ def test_run_hub_waiting_for_a_remote_opener_ends_at_timeout_or_ctrl_c(served, t
             await hub.close()
 
     t_code, t_err, s_code, s_err = asyncio.run(main())
-    assert t_code == 2 and "'engineer' did not open the session within 1 s" in t_err
+    assert t_code == 2 and "'engineer' did not open the session within 0.3 s" in t_err
     assert s_code == 2 and "stopped while waiting for 'engineer' to open the session (interrupted)" in s_err
     assert "Traceback" not in t_err + s_err
 
@@ -376,7 +376,7 @@ from ag2.network.transport.ws import WsLink
 from ag2.testing import TestConfig
 
 async def main():
-    hub = HubClient(WsLink(sys.argv[1]), rpc_timeout=30)
+    hub = HubClient(WsLink(sys.stdin.readline().strip()), rpc_timeout=30)
     await hub.register(Agent("bob", config=TestConfig("looks good")))
     print("ready", flush=True)
     await asyncio.Event().wait()
@@ -397,34 +397,36 @@ def test_run_hub_serves_a_guarded_workflow_to_an_unchanged_ag2_participant(tmp_p
     from turnflow.interop.ag2 import extensions_needed
 
     assert extensions_needed(turnflow.compile(GUARDED)[0]["knobs"]) == ["all_of"]  # the default form
-    served = ServeProcess(str(tmp_path / "hub.db"), "--invite-timeout", "3")  # (bob is gone for the second run)
-    bob = subprocess.Popen([sys.executable, "-c", PLAIN_AG2_PARTICIPANT, served.url], stdout=subprocess.PIPE,
+    # bob's process starts first (importing AG2 takes it seconds) and reads the hub's address once it is up
+    bob = subprocess.Popen([sys.executable, "-c", PLAIN_AG2_PARTICIPANT], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                            text=True, env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"})
-    res = None
+    served = None
     try:
+        served = ServeProcess(str(tmp_path / "hub.db"), "--invite-timeout", "1.5")  # (bob is gone for the second run)
+        bob.stdin.write(served.url + "\n")
+        bob.stdin.close()
         assert bob.stdout.readline().strip() == "ready"
         (tmp_path / "s.flow").write_text(GUARDED)
         (tmp_path / "agents.yaml").write_text('agents:\n  alice: {kind: scripted, steps: [{say: "draft"}]}\n')
         res = subprocess.run([sys.executable, "-m", "turnflow", "run", str(tmp_path / "s.flow"), "--agents",
                               str(tmp_path / "agents.yaml"), "--hub", served.url, "--timeout", "20"],
                              capture_output=True, text=True, timeout=120, env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"})
-    finally:
+        assert res.returncode == 0, res.stderr
+        assert "bob: looks good" in res.stdout and "closed: approved" in res.stdout
+        assert "register_extensions" not in res.stderr  # nothing for the AG2 side to do
+
         bob.kill()
         bob.wait()
-        if res is None:
-            served.stop()
-    assert res.returncode == 0, res.stderr
-    assert "bob: looks good" in res.stdout and "closed: approved" in res.stdout
-    assert "register_extensions" not in res.stderr  # nothing for the AG2 side to do
-
-    needs = GUARDED.replace("when context.done == false", 'when text contains "LGTM"')
-    (tmp_path / "n.flow").write_text(needs)
-    try:
+        needs = GUARDED.replace("when context.done == false", 'when text contains "LGTM"')
+        (tmp_path / "n.flow").write_text(needs)
         told = subprocess.run([sys.executable, "-m", "turnflow", "run", str(tmp_path / "n.flow"), "--agents",
                                str(tmp_path / "agents.yaml"), "--hub", served.url, "--timeout", "5"],
                               capture_output=True, text=True, timeout=120, env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"})
     finally:
-        served.stop()
+        bob.kill()
+        bob.wait()
+        if served is not None:
+            served.stop()
     assert ("the workflow uses all_of, text_contains, which AG2 1.2.1 does not ship: every AG2 participant's "
             "process must call turnflow.interop.ag2.register_extensions()") in told.stderr
     # the served hub says it too, of the session that run opened
@@ -504,11 +506,11 @@ def test_run_hub_enforces_the_flows_own_expectations_on_the_served_session(serve
     (tmp_path / "slow.py").write_text("import asyncio\n\nasync def engineer(msg, tools):\n"
                                       "    await asyncio.sleep(60)\n    return {'say': 'late'}\n")
     flow = CONSULT.replace("participant dba respondent", "participant dba respondent\n"
-                           "    expect turn_within 1s warn\n    expect turn_within 2s auto_close")
+                           "    expect turn_within 300ms warn\n    expect turn_within 600ms auto_close")
     agents = "agents:\n  engineer: {kind: python, ref: 'slow:engineer'}\n"
     code, out, err, wal, info, names = asyncio.run(_run_with_remote(served.url, flow, agents, "dba", "-", tmp_path))
     assert code == 1, err
-    assert "warning: expectation turn_within (1 s) violated: 'engineer' did not speak in time" in err
-    assert "closing the session: expectation turn_within (2 s) violated" in err
+    assert "warning: expectation turn_within (0.3 s) violated: 'engineer' did not speak in time" in err
+    assert "closing the session: expectation turn_within (0.6 s) violated" in err
     assert out.splitlines() == [f"session {info.channel_id}", "closed: expectation_violated:turn_within"]
     assert info.close_reason == "expectation_violated:turn_within"
