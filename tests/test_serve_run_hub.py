@@ -33,7 +33,26 @@ workflow relay "local, remote, local" {
 """
 
 
-async def _run_with_remote(url, flow, agents_yaml, remote_name, reply, tmp_path, also=()):
+async def _run_here(*argv):
+    """`turnflow run ARGV` in this process, as `turnflow.cli.main` (in a thread: the command runs its
+    own event loop): (exit status, stdout, stderr). For the tests about what the command does with
+    scripted agents; those about the run as a process of its own (a signal, nothing constructed in
+    its process, python agents imported from the tests' directories) start one."""
+    import contextlib
+    import io
+
+    from turnflow.cli import main
+
+    def call():
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(["run", *argv])
+        return code, out.getvalue(), err.getvalue()
+
+    return await asyncio.wait_for(asyncio.to_thread(call), 120)
+
+
+async def _run_with_remote(url, flow, agents_yaml, remote_name, reply, tmp_path, also=(), here=False):
     from ag2 import Agent
     from ag2.network import HubClient
     from ag2.network.transport.ws import WsLink
@@ -46,17 +65,21 @@ async def _run_with_remote(url, flow, agents_yaml, remote_name, reply, tmp_path,
         remote = await hub.register(Agent(remote_name, config=TestConfig(reply)))
         for name in also:  # registered on the hub, not in the session
             await hub.register(Agent(name, config=TestConfig("-")))
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "turnflow", "run", str(tmp_path / "s.flow"), "--agents", str(tmp_path / "agents.yaml"),
-            "--hub", url, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"})
-        out, err = await asyncio.wait_for(proc.communicate(), 120)
+        argv = (str(tmp_path / "s.flow"), "--agents", str(tmp_path / "agents.yaml"), "--hub", url)
+        if here:
+            code, out, err = await _run_here(*argv)
+        else:
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "turnflow", "run", *argv, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"})
+            out_b, err_b = await asyncio.wait_for(proc.communicate(), 120)
+            code, out, err = proc.returncode, out_b.decode(), err_b.decode()
         channels = await hub.list_channels(agent_id=remote.agent_id, include_terminal=True)
         assert len(channels) == 1
         wal = await hub.read_wal(channels[0].channel_id)
         info = await hub.get_channel(channels[0].channel_id)
         names = {p.agent_id: (await hub.get_agent(p.agent_id)).name for p in info.participants}
-        return proc.returncode, out.decode(), err.decode(), wal, info, names
+        return code, out, err, wal, info, names
     finally:
         await hub.close()
 
@@ -71,7 +94,7 @@ def served(tmp_path):
 def test_run_hub_consults_a_remote_ag2_agent(served, tmp_path):
     agents = 'agents:\n  engineer: {kind: scripted, steps: [{say: "Why is the orders query slow?"}]}\n'
     code, out, err, wal, info, names = asyncio.run(
-        _run_with_remote(served.url, CONSULT, agents, "dba", "Add an index on orders(user_id).", tmp_path))
+        _run_with_remote(served.url, CONSULT, agents, "dba", "Add an index on orders(user_id).", tmp_path, here=True))
     assert code == 0, err
     assert "engineer: Why is the orders query slow?" in out and "dba: Add an index on orders(user_id)." in out
     assert "closed: consulting_complete" in out
@@ -97,7 +120,7 @@ def test_run_hub_drives_a_workflow_with_a_remote_participant_in_the_middle(serve
     agents = ('agents:\n  alice: {kind: scripted, steps: [{say: "draft"}]}\n'
               '  carol: {kind: scripted, steps: [{say: "approved"}]}\n')
     code, out, err, wal, info, names = asyncio.run(
-        _run_with_remote(served.url, RELAY, agents, "bob", "reviewed", tmp_path))
+        _run_with_remote(served.url, RELAY, agents, "bob", "reviewed", tmp_path, here=True))
     assert code == 0, err
     rounds = [(names[e.sender_id], e.event_data.get("body") or e.event_data.get("text"))
               for e in wal if e.event_type in ("ag2.packet", "ag2.msg.text")]
@@ -110,11 +133,10 @@ def test_run_hub_says_clearly_when_a_participant_is_nowhere(served, tmp_path):
 
     (tmp_path / "s.flow").write_text(CONSULT)
     (tmp_path / "agents.yaml").write_text('agents:\n  engineer: {kind: scripted, steps: [{say: "hi"}]}\n')
-    res = subprocess.run([sys.executable, "-m", "turnflow", "run", str(tmp_path / "s.flow"), "--agents",
-                          str(tmp_path / "agents.yaml"), "--hub", served.url], capture_output=True, text=True,
-                         timeout=120, env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"})
-    assert res.returncode == 2
-    assert "participant 'dba' is not in the agents file and not registered with the hub" in res.stderr
+    code, _, err = asyncio.run(_run_here(str(tmp_path / "s.flow"), "--agents", str(tmp_path / "agents.yaml"),
+                                         "--hub", served.url))
+    assert code == 2
+    assert "participant 'dba' is not in the agents file and not registered with the hub" in err
     unreachable = subprocess.run([sys.executable, "-m", "turnflow", "run", str(tmp_path / "s.flow"), "--agents",
                                   str(tmp_path / "agents.yaml"), "--hub", "ws://127.0.0.1:1"], capture_output=True,
                                  text=True, timeout=120, env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"})
@@ -187,6 +209,8 @@ def test_run_hub_gives_the_agents_file_agents_their_api_keys_and_never_prints_th
     (tmp_path / "wrong.json").write_text(json.dumps({"engineer": "sekrit-but-wrong"}))
     server = ServeProcess(str(tmp_path / "hub.db"), "--auth-keys", str(tmp_path / "hub-keys.json"))
     agents = 'agents:\n  engineer: {kind: scripted, steps: [{say: "Why is the orders query slow?"}]}\n'
+    (tmp_path / "s.flow").write_text(CONSULT)
+    (tmp_path / "agents.yaml").write_text(agents)
 
     async def main():
         hub = HubClient(WsLink(server.url), rpc_timeout=30)
@@ -197,6 +221,10 @@ def test_run_hub_gives_the_agents_file_agents_their_api_keys_and_never_prints_th
             for label, extra in (("no keys", ()), ("wrong key", ("--hub-keys", str(tmp_path / "wrong.json"))),
                                  ("its key", ("--hub-keys", str(tmp_path / "mine.json"))),
                                  ("again", ("--hub-keys", str(tmp_path / "mine.json")))):  # re-attach with the key
+                if label != "again":  # (in this process; the last run is a process of its own)
+                    runs[label] = await _run_here(str(tmp_path / "s.flow"), "--agents", str(tmp_path / "agents.yaml"),
+                                                  "--hub", server.url, *extra)
+                    continue
                 proc = await _turnflow_run(tmp_path, CONSULT, agents, "--hub", server.url, *extra)
                 out, err = await asyncio.wait_for(proc.communicate(), 120)
                 runs[label] = (proc.returncode, out.decode(), err.decode())
@@ -338,13 +366,16 @@ def test_run_hub_acks_an_invite_sent_before_it_attached(served, tmp_path):
             channels = []
             while not channels:  # the invite is stored once the channel is listed (pending)
                 channels = await hub.list_channels(agent_id=engineer.agent_id)
-            proc = await _turnflow_run(tmp_path, OPENED_BY_REMOTE, agents, "--hub", served.url)
+            (tmp_path / "s.flow").write_text(OPENED_BY_REMOTE)
+            (tmp_path / "agents.yaml").write_text(agents)
+            running = asyncio.ensure_future(_run_here(str(tmp_path / "s.flow"), "--agents", str(tmp_path / "agents.yaml"),
+                                                      "--hub", served.url))
             ch = await asyncio.wait_for(opening, 60)
             await ch.send("Why is it slow?")
             await engineer.wait_for_channel_event(channel_id=ch.channel_id, timeout=60,
                                                   predicate=lambda e: e.event_type == "ag2.channel.closed")
-            out, err = await asyncio.wait_for(proc.communicate(), 120)
-            return proc.returncode, out.decode(), err.decode(), (await hub.get_channel(ch.channel_id)).close_reason
+            code, out, err = await running
+            return code, out, err, (await hub.get_channel(ch.channel_id)).close_reason
         finally:
             await hub.close()
 
