@@ -321,24 +321,23 @@ def test_serve_refuses_a_store_in_use_and_a_bad_keys_file_with_exit_2(served, tm
     import subprocess
     import sys
 
-    from serve_process import SRC
+    from serve_process import SRC, serve_here
 
     env = {"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"}
     store = served.proc.args[served.proc.args.index("--store") + 1]
     busy = subprocess.run([sys.executable, "-m", "turnflow", "serve", "--listen", "127.0.0.1:0", "--store", store],
                           capture_output=True, text=True, timeout=60, env=env)
     assert busy.returncode == 2 and "in use" in busy.stderr and "Traceback" not in busy.stderr
-    bad = tmp_path / "keys.json"
-    bad.write_text('{"alice": 3}')
-    keys = subprocess.run([sys.executable, "-m", "turnflow", "serve", "--auth-keys", str(bad), "--store",
-                           str(tmp_path / "other.db")], capture_output=True, text=True, timeout=60, env=env)
-    assert keys.returncode == 2 and "--auth-keys" in keys.stderr
     port = subprocess.run([sys.executable, "-m", "turnflow", "serve", "--listen", f"127.0.0.1:{served.port}",
                            "--store", str(tmp_path / "third.db")], capture_output=True, text=True, timeout=60, env=env)
     assert port.returncode == 2 and "cannot listen" in port.stderr and "Traceback" not in port.stderr
-    wide = subprocess.run([sys.executable, "-m", "turnflow", "serve", "--listen", "0.0.0.0:x"],
-                          capture_output=True, text=True, timeout=60, env=env)
-    assert wide.returncode == 2 and "HOST:PORT" in wide.stderr
+    # options refused before anything is served: in this process
+    bad = tmp_path / "keys.json"
+    bad.write_text('{"alice": 3}')
+    code, _, err = serve_here("--auth-keys", str(bad), "--store", str(tmp_path / "other.db"))
+    assert code == 2 and "--auth-keys" in err
+    code, _, err = serve_here("--listen", "0.0.0.0:x")
+    assert code == 2 and "HOST:PORT" in err
 
 
 def test_listening_beyond_loopback_without_keys_warns(tmp_path):

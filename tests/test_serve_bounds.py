@@ -322,8 +322,8 @@ def test_anonymous_connections_cannot_take_every_slot_of_a_keyed_hub(tmp_path, k
         for _ in range(64):
             ws = await connect(server.url, hostile=True).__aenter__()
             held.append(ws)
-        # (a refused one is closed right after its handshake; each is given 0.2 s, all at once)
-        codes = await asyncio.gather(*(closed_code(ws, timeout=0.2) for ws in held))
+        # (a refused one is closed right after its handshake; one that is not answers a request)
+        codes = await asyncio.gather(*(open_or_closed_code(ws) for ws in held))
         refused = codes.count(1013)
         async with connect(server.url) as a:
             alice = await register(a, "alice", "k-alice")
@@ -383,7 +383,7 @@ def test_connections_from_one_address_are_limited(tmp_path):
 
     async def main():
         held = [await connect(server.url, hostile=True).__aenter__() for _ in range(5)]
-        codes = list(await asyncio.gather(*(closed_code(ws, timeout=0.5) for ws in held)))  # 0.5 s each, at once
+        codes = list(await asyncio.gather(*(open_or_closed_code(ws) for ws in held)))  # all at once
         async with connect(server.url) as a:
             ok = await register(a, "alice")
         for ws in held:
@@ -642,6 +642,10 @@ def test_limit_flags_out_of_range_exit_2_with_a_message(tmp_path):
     env = dict(os.environ, PYTHONPATH=serve_process.SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
     out = {}
     for flag, value in (("--max-session-bytes", "0"), ("--max-per-peer", "-1"), ("--auth-timeout", "0")):
+        if flag != "--auth-timeout":  # (in this process; the last one in a process of its own)
+            code, _, err = serve_process.serve_here("--store", str(tmp_path / "h.db"), flag, value)
+            out[flag] = (code, err.strip())
+            continue
         res = subprocess.run([sys.executable, "-m", "turnflow", "serve", "--store", str(tmp_path / "h.db"), flag, value],
                              capture_output=True, text=True, timeout=60, env=env)
         out[flag] = (res.returncode, res.stderr.strip())

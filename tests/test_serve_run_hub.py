@@ -487,13 +487,16 @@ def test_run_hub_drives_the_served_session_with_no_hub_in_its_process(served, tm
     """The run's printed session id is the served session's, its turns are the served log's, and no
     `Hub` is constructed in the run's process (the served hub runs in its own); `--store` keeps a
     copy of the served session (same id, same rounds) and the agents' telemetry."""
+    import contextlib
+    import io
     import json
-    import subprocess
 
     from ag2 import Agent
     from ag2.network import HubClient
     from ag2.network.transport.ws import WsLink
     from ag2.testing import TestConfig
+
+    from turnflow.cli import main as turnflow_main
 
     (tmp_path / "s.flow").write_text(RELAY)
     (tmp_path / "agents.yaml").write_text('agents:\n  alice: {kind: scripted, steps: [{say: "draft"}]}\n'
@@ -522,10 +525,10 @@ def test_run_hub_drives_the_served_session_with_no_hub_in_its_process(served, tm
     assert out.splitlines() == [f"session {channel_ids[0]}", "  1 alice: draft", "  2 bob: reviewed", "  3 carol: approved",
                                 "closed: relayed"]
     assert "telemetry alice handshake" in err and "telemetry carol handshake" in err  # --verbose, as it is kept
-    copy = subprocess.run([sys.executable, "-m", "turnflow", "inspect", str(local), "--format", "json"],
-                          capture_output=True, text=True, timeout=120, env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"})
-    assert copy.returncode == 0, copy.stderr
-    (kept,) = json.loads(copy.stdout)
+    with contextlib.redirect_stdout(io.StringIO()) as copy, contextlib.redirect_stderr(io.StringIO()) as copy_err:
+        copied = turnflow_main(["inspect", str(local), "--format", "json"])  # (the copy read back in this process)
+    assert copied == 0, copy_err.getvalue()
+    (kept,) = json.loads(copy.getvalue())
     assert (kept["session_id"], kept["state"], kept["close_reason"], kept["turn_count"], kept["last_speaker"]) == \
         (channel_ids[0], "closed", "relayed", 3, "carol")
     assert [(t["agent_id"], t["event"]) for t in kept["telemetry"]] == [("alice", "handshake"), ("carol", "handshake")]
