@@ -437,16 +437,11 @@ def test_a_registry_file_of_an_earlier_version_is_imported_into_postgresql_once(
     finally:
         again.stop()
     assert "not imported: the database already holds agents" in again.stderr()
-    import subprocess
-    import sys
+    from serve_process import serve_here  # (refused before anything is served: in this process)
 
-    from serve_process import SRC
-
-    missing = subprocess.run([sys.executable, "-m", "turnflow", "serve", "--listen", "127.0.0.1:0", "--store", pg_url,
-                              "--registry", str(tmp_path / "nowhere.agents")], capture_output=True, text=True,
-                             timeout=60, env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"})
-    assert missing.returncode == 2 and "no such registry file to import" in missing.stderr
-    assert "Traceback" not in missing.stderr
+    code, _, err = serve_here("--listen", "127.0.0.1:0", "--store", pg_url, "--registry", str(tmp_path / "nowhere.agents"))
+    assert code == 2 and "no such registry file to import" in err
+    assert "Traceback" not in err
 
 
 def test_envelope_task_fields_and_required_acks_are_kept_checked_and_survive_a_restart(tmp_path):

@@ -329,13 +329,15 @@ def test_run_hub_waiting_for_a_remote_opener_ends_at_timeout_or_ctrl_c(served, t
         hub = HubClient(WsLink(served.url), rpc_timeout=30)
         try:
             await hub.register(Agent("engineer", config=TestConfig("unused")))
-            timed = await _turnflow_run(tmp_path, OPENED_BY_REMOTE, agents, "--hub", served.url, "--timeout", "300ms")
-            _, t_err = await asyncio.wait_for(timed.communicate(), 120)
+            (tmp_path / "s.flow").write_text(OPENED_BY_REMOTE)
+            (tmp_path / "agents.yaml").write_text(agents)
+            t_code, _, t_err = await _run_here(str(tmp_path / "s.flow"), "--agents", str(tmp_path / "agents.yaml"),
+                                               "--hub", served.url, "--timeout", "300ms")  # (in this process)
             stopped = await _turnflow_run(tmp_path, OPENED_BY_REMOTE, agents, "--hub", served.url)
             await asyncio.wait_for(stopped.stderr.readline(), 60)  # waiting now
             stopped.send_signal(signal.SIGINT)
             _, s_err = await asyncio.wait_for(stopped.communicate(), 120)
-            return timed.returncode, t_err.decode(), stopped.returncode, s_err.decode()
+            return t_code, t_err, stopped.returncode, s_err.decode()
         finally:
             await hub.close()
 
