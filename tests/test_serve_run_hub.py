@@ -243,16 +243,9 @@ def test_run_hub_gives_the_agents_file_agents_their_api_keys_and_never_prints_th
         assert code == 0, err
         assert "dba: Add an index." in out and "closed: consulting_complete" in out
     assert not any("sekrit" in out + err for _, out, err in runs.values())
-    bare = subprocess_run_keys_without_hub(tmp_path)
-    assert bare.returncode == 2 and "--hub-keys needs --hub" in bare.stderr
-
-
-def subprocess_run_keys_without_hub(tmp_path):
-    import subprocess
-
-    return subprocess.run([sys.executable, "-m", "turnflow", "run", str(tmp_path / "s.flow"), "--agents",
-                           str(tmp_path / "agents.yaml"), "--hub-keys", str(tmp_path / "mine.json")],
-                          capture_output=True, text=True, timeout=120, env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"})
+    bare_code, _, bare_err = asyncio.run(_run_here(str(tmp_path / "s.flow"), "--agents", str(tmp_path / "agents.yaml"),
+                                                   "--hub-keys", str(tmp_path / "mine.json")))
+    assert bare_code == 2 and "--hub-keys needs --hub" in bare_err
 
 
 STARTED_BY_REMOTE = """
