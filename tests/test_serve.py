@@ -293,16 +293,26 @@ def _ack_invites_only(ac):
     return handler
 
 
-def test_the_readme_example_runs_against_a_served_hub(served):
+def test_the_readme_example_runs_against_a_served_hub(served, monkeypatch):
+    import contextlib
+    import io
+    import runpy
     import subprocess
     import sys
     from pathlib import Path
 
     example = Path(__file__).resolve().parents[1] / "examples" / "ag2_consult.py"
-    for _ in range(2):  # twice against the same store: the demo frees the names it registered (issue 35)
-        out = subprocess.run([sys.executable, str(example), served.url], capture_output=True, text=True, timeout=120)
-        assert out.returncode == 0, out.stderr
-        lines = out.stdout.splitlines()
+    # twice against the same store: the demo frees the names it registered (issue 35); once as the
+    # README runs it, in a process of its own, then in this process (AG2 is imported here already)
+    out = subprocess.run([sys.executable, str(example), served.url], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    outputs = [out.stdout]
+    monkeypatch.setattr(sys, "argv", [str(example), served.url])
+    with contextlib.redirect_stdout(io.StringIO()) as again:
+        runpy.run_path(str(example), run_name="__main__")
+    outputs.append(again.getvalue())
+    for stdout in outputs:
+        lines = stdout.splitlines()
         assert lines[:2] == ["alice: Why is the orders query slow?", "bob: Add an index on orders(user_id, created_at)."]
         assert lines[2].endswith(": consulting_complete")
 
@@ -311,24 +321,23 @@ def test_serve_refuses_a_store_in_use_and_a_bad_keys_file_with_exit_2(served, tm
     import subprocess
     import sys
 
-    from serve_process import SRC
+    from serve_process import SRC, serve_here
 
     env = {"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"}
     store = served.proc.args[served.proc.args.index("--store") + 1]
     busy = subprocess.run([sys.executable, "-m", "turnflow", "serve", "--listen", "127.0.0.1:0", "--store", store],
                           capture_output=True, text=True, timeout=60, env=env)
     assert busy.returncode == 2 and "in use" in busy.stderr and "Traceback" not in busy.stderr
-    bad = tmp_path / "keys.json"
-    bad.write_text('{"alice": 3}')
-    keys = subprocess.run([sys.executable, "-m", "turnflow", "serve", "--auth-keys", str(bad), "--store",
-                           str(tmp_path / "other.db")], capture_output=True, text=True, timeout=60, env=env)
-    assert keys.returncode == 2 and "--auth-keys" in keys.stderr
     port = subprocess.run([sys.executable, "-m", "turnflow", "serve", "--listen", f"127.0.0.1:{served.port}",
                            "--store", str(tmp_path / "third.db")], capture_output=True, text=True, timeout=60, env=env)
     assert port.returncode == 2 and "cannot listen" in port.stderr and "Traceback" not in port.stderr
-    wide = subprocess.run([sys.executable, "-m", "turnflow", "serve", "--listen", "0.0.0.0:x"],
-                          capture_output=True, text=True, timeout=60, env=env)
-    assert wide.returncode == 2 and "HOST:PORT" in wide.stderr
+    # options refused before anything is served: in this process
+    bad = tmp_path / "keys.json"
+    bad.write_text('{"alice": 3}')
+    code, _, err = serve_here("--auth-keys", str(bad), "--store", str(tmp_path / "other.db"))
+    assert code == 2 and "--auth-keys" in err
+    code, _, err = serve_here("--listen", "0.0.0.0:x")
+    assert code == 2 and "HOST:PORT" in err
 
 
 def test_listening_beyond_loopback_without_keys_warns(tmp_path):
@@ -428,16 +437,11 @@ def test_a_registry_file_of_an_earlier_version_is_imported_into_postgresql_once(
     finally:
         again.stop()
     assert "not imported: the database already holds agents" in again.stderr()
-    import subprocess
-    import sys
+    from serve_process import serve_here  # (refused before anything is served: in this process)
 
-    from serve_process import SRC
-
-    missing = subprocess.run([sys.executable, "-m", "turnflow", "serve", "--listen", "127.0.0.1:0", "--store", pg_url,
-                              "--registry", str(tmp_path / "nowhere.agents")], capture_output=True, text=True,
-                             timeout=60, env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"})
-    assert missing.returncode == 2 and "no such registry file to import" in missing.stderr
-    assert "Traceback" not in missing.stderr
+    code, _, err = serve_here("--listen", "127.0.0.1:0", "--store", pg_url, "--registry", str(tmp_path / "nowhere.agents"))
+    assert code == 2 and "no such registry file to import" in err
+    assert "Traceback" not in err
 
 
 def test_envelope_task_fields_and_required_acks_are_kept_checked_and_survive_a_restart(tmp_path):

@@ -33,7 +33,26 @@ workflow relay "local, remote, local" {
 """
 
 
-async def _run_with_remote(url, flow, agents_yaml, remote_name, reply, tmp_path, also=()):
+async def _run_here(*argv):
+    """`turnflow run ARGV` in this process, as `turnflow.cli.main` (in a thread: the command runs its
+    own event loop): (exit status, stdout, stderr). For the tests about what the command does with
+    scripted agents; those about the run as a process of its own (a signal, nothing constructed in
+    its process, python agents imported from the tests' directories) start one."""
+    import contextlib
+    import io
+
+    from turnflow.cli import main
+
+    def call():
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(["run", *argv])
+        return code, out.getvalue(), err.getvalue()
+
+    return await asyncio.wait_for(asyncio.to_thread(call), 120)
+
+
+async def _run_with_remote(url, flow, agents_yaml, remote_name, reply, tmp_path, also=(), here=False):
     from ag2 import Agent
     from ag2.network import HubClient
     from ag2.network.transport.ws import WsLink
@@ -46,17 +65,21 @@ async def _run_with_remote(url, flow, agents_yaml, remote_name, reply, tmp_path,
         remote = await hub.register(Agent(remote_name, config=TestConfig(reply)))
         for name in also:  # registered on the hub, not in the session
             await hub.register(Agent(name, config=TestConfig("-")))
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "turnflow", "run", str(tmp_path / "s.flow"), "--agents", str(tmp_path / "agents.yaml"),
-            "--hub", url, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"})
-        out, err = await asyncio.wait_for(proc.communicate(), 120)
+        argv = (str(tmp_path / "s.flow"), "--agents", str(tmp_path / "agents.yaml"), "--hub", url)
+        if here:
+            code, out, err = await _run_here(*argv)
+        else:
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "turnflow", "run", *argv, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"})
+            out_b, err_b = await asyncio.wait_for(proc.communicate(), 120)
+            code, out, err = proc.returncode, out_b.decode(), err_b.decode()
         channels = await hub.list_channels(agent_id=remote.agent_id, include_terminal=True)
         assert len(channels) == 1
         wal = await hub.read_wal(channels[0].channel_id)
         info = await hub.get_channel(channels[0].channel_id)
         names = {p.agent_id: (await hub.get_agent(p.agent_id)).name for p in info.participants}
-        return proc.returncode, out.decode(), err.decode(), wal, info, names
+        return code, out, err, wal, info, names
     finally:
         await hub.close()
 
@@ -71,7 +94,7 @@ def served(tmp_path):
 def test_run_hub_consults_a_remote_ag2_agent(served, tmp_path):
     agents = 'agents:\n  engineer: {kind: scripted, steps: [{say: "Why is the orders query slow?"}]}\n'
     code, out, err, wal, info, names = asyncio.run(
-        _run_with_remote(served.url, CONSULT, agents, "dba", "Add an index on orders(user_id).", tmp_path))
+        _run_with_remote(served.url, CONSULT, agents, "dba", "Add an index on orders(user_id).", tmp_path, here=True))
     assert code == 0, err
     assert "engineer: Why is the orders query slow?" in out and "dba: Add an index on orders(user_id)." in out
     assert "closed: consulting_complete" in out
@@ -97,7 +120,7 @@ def test_run_hub_drives_a_workflow_with_a_remote_participant_in_the_middle(serve
     agents = ('agents:\n  alice: {kind: scripted, steps: [{say: "draft"}]}\n'
               '  carol: {kind: scripted, steps: [{say: "approved"}]}\n')
     code, out, err, wal, info, names = asyncio.run(
-        _run_with_remote(served.url, RELAY, agents, "bob", "reviewed", tmp_path))
+        _run_with_remote(served.url, RELAY, agents, "bob", "reviewed", tmp_path, here=True))
     assert code == 0, err
     rounds = [(names[e.sender_id], e.event_data.get("body") or e.event_data.get("text"))
               for e in wal if e.event_type in ("ag2.packet", "ag2.msg.text")]
@@ -110,11 +133,10 @@ def test_run_hub_says_clearly_when_a_participant_is_nowhere(served, tmp_path):
 
     (tmp_path / "s.flow").write_text(CONSULT)
     (tmp_path / "agents.yaml").write_text('agents:\n  engineer: {kind: scripted, steps: [{say: "hi"}]}\n')
-    res = subprocess.run([sys.executable, "-m", "turnflow", "run", str(tmp_path / "s.flow"), "--agents",
-                          str(tmp_path / "agents.yaml"), "--hub", served.url], capture_output=True, text=True,
-                         timeout=120, env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"})
-    assert res.returncode == 2
-    assert "participant 'dba' is not in the agents file and not registered with the hub" in res.stderr
+    code, _, err = asyncio.run(_run_here(str(tmp_path / "s.flow"), "--agents", str(tmp_path / "agents.yaml"),
+                                         "--hub", served.url))
+    assert code == 2
+    assert "participant 'dba' is not in the agents file and not registered with the hub" in err
     unreachable = subprocess.run([sys.executable, "-m", "turnflow", "run", str(tmp_path / "s.flow"), "--agents",
                                   str(tmp_path / "agents.yaml"), "--hub", "ws://127.0.0.1:1"], capture_output=True,
                                  text=True, timeout=120, env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"})
@@ -187,6 +209,8 @@ def test_run_hub_gives_the_agents_file_agents_their_api_keys_and_never_prints_th
     (tmp_path / "wrong.json").write_text(json.dumps({"engineer": "sekrit-but-wrong"}))
     server = ServeProcess(str(tmp_path / "hub.db"), "--auth-keys", str(tmp_path / "hub-keys.json"))
     agents = 'agents:\n  engineer: {kind: scripted, steps: [{say: "Why is the orders query slow?"}]}\n'
+    (tmp_path / "s.flow").write_text(CONSULT)
+    (tmp_path / "agents.yaml").write_text(agents)
 
     async def main():
         hub = HubClient(WsLink(server.url), rpc_timeout=30)
@@ -197,6 +221,10 @@ def test_run_hub_gives_the_agents_file_agents_their_api_keys_and_never_prints_th
             for label, extra in (("no keys", ()), ("wrong key", ("--hub-keys", str(tmp_path / "wrong.json"))),
                                  ("its key", ("--hub-keys", str(tmp_path / "mine.json"))),
                                  ("again", ("--hub-keys", str(tmp_path / "mine.json")))):  # re-attach with the key
+                if label != "again":  # (in this process; the last run is a process of its own)
+                    runs[label] = await _run_here(str(tmp_path / "s.flow"), "--agents", str(tmp_path / "agents.yaml"),
+                                                  "--hub", server.url, *extra)
+                    continue
                 proc = await _turnflow_run(tmp_path, CONSULT, agents, "--hub", server.url, *extra)
                 out, err = await asyncio.wait_for(proc.communicate(), 120)
                 runs[label] = (proc.returncode, out.decode(), err.decode())
@@ -215,16 +243,9 @@ def test_run_hub_gives_the_agents_file_agents_their_api_keys_and_never_prints_th
         assert code == 0, err
         assert "dba: Add an index." in out and "closed: consulting_complete" in out
     assert not any("sekrit" in out + err for _, out, err in runs.values())
-    bare = subprocess_run_keys_without_hub(tmp_path)
-    assert bare.returncode == 2 and "--hub-keys needs --hub" in bare.stderr
-
-
-def subprocess_run_keys_without_hub(tmp_path):
-    import subprocess
-
-    return subprocess.run([sys.executable, "-m", "turnflow", "run", str(tmp_path / "s.flow"), "--agents",
-                           str(tmp_path / "agents.yaml"), "--hub-keys", str(tmp_path / "mine.json")],
-                          capture_output=True, text=True, timeout=120, env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"})
+    bare_code, _, bare_err = asyncio.run(_run_here(str(tmp_path / "s.flow"), "--agents", str(tmp_path / "agents.yaml"),
+                                                   "--hub-keys", str(tmp_path / "mine.json")))
+    assert bare_code == 2 and "--hub-keys needs --hub" in bare_err
 
 
 STARTED_BY_REMOTE = """
@@ -301,18 +322,20 @@ def test_run_hub_waiting_for_a_remote_opener_ends_at_timeout_or_ctrl_c(served, t
         hub = HubClient(WsLink(served.url), rpc_timeout=30)
         try:
             await hub.register(Agent("engineer", config=TestConfig("unused")))
-            timed = await _turnflow_run(tmp_path, OPENED_BY_REMOTE, agents, "--hub", served.url, "--timeout", "1s")
-            _, t_err = await asyncio.wait_for(timed.communicate(), 120)
+            (tmp_path / "s.flow").write_text(OPENED_BY_REMOTE)
+            (tmp_path / "agents.yaml").write_text(agents)
+            t_code, _, t_err = await _run_here(str(tmp_path / "s.flow"), "--agents", str(tmp_path / "agents.yaml"),
+                                               "--hub", served.url, "--timeout", "300ms")  # (in this process)
             stopped = await _turnflow_run(tmp_path, OPENED_BY_REMOTE, agents, "--hub", served.url)
             await asyncio.wait_for(stopped.stderr.readline(), 60)  # waiting now
             stopped.send_signal(signal.SIGINT)
             _, s_err = await asyncio.wait_for(stopped.communicate(), 120)
-            return timed.returncode, t_err.decode(), stopped.returncode, s_err.decode()
+            return t_code, t_err, stopped.returncode, s_err.decode()
         finally:
             await hub.close()
 
     t_code, t_err, s_code, s_err = asyncio.run(main())
-    assert t_code == 2 and "'engineer' did not open the session within 1 s" in t_err
+    assert t_code == 2 and "'engineer' did not open the session within 0.3 s" in t_err
     assert s_code == 2 and "stopped while waiting for 'engineer' to open the session (interrupted)" in s_err
     assert "Traceback" not in t_err + s_err
 
@@ -338,13 +361,16 @@ def test_run_hub_acks_an_invite_sent_before_it_attached(served, tmp_path):
             channels = []
             while not channels:  # the invite is stored once the channel is listed (pending)
                 channels = await hub.list_channels(agent_id=engineer.agent_id)
-            proc = await _turnflow_run(tmp_path, OPENED_BY_REMOTE, agents, "--hub", served.url)
+            (tmp_path / "s.flow").write_text(OPENED_BY_REMOTE)
+            (tmp_path / "agents.yaml").write_text(agents)
+            running = asyncio.ensure_future(_run_here(str(tmp_path / "s.flow"), "--agents", str(tmp_path / "agents.yaml"),
+                                                      "--hub", served.url))
             ch = await asyncio.wait_for(opening, 60)
             await ch.send("Why is it slow?")
             await engineer.wait_for_channel_event(channel_id=ch.channel_id, timeout=60,
                                                   predicate=lambda e: e.event_type == "ag2.channel.closed")
-            out, err = await asyncio.wait_for(proc.communicate(), 120)
-            return proc.returncode, out.decode(), err.decode(), (await hub.get_channel(ch.channel_id)).close_reason
+            code, out, err = await running
+            return code, out, err, (await hub.get_channel(ch.channel_id)).close_reason
         finally:
             await hub.close()
 
@@ -376,7 +402,7 @@ from ag2.network.transport.ws import WsLink
 from ag2.testing import TestConfig
 
 async def main():
-    hub = HubClient(WsLink(sys.argv[1]), rpc_timeout=30)
+    hub = HubClient(WsLink(sys.stdin.readline().strip()), rpc_timeout=30)
     await hub.register(Agent("bob", config=TestConfig("looks good")))
     print("ready", flush=True)
     await asyncio.Event().wait()
@@ -397,34 +423,36 @@ def test_run_hub_serves_a_guarded_workflow_to_an_unchanged_ag2_participant(tmp_p
     from turnflow.interop.ag2 import extensions_needed
 
     assert extensions_needed(turnflow.compile(GUARDED)[0]["knobs"]) == ["all_of"]  # the default form
-    served = ServeProcess(str(tmp_path / "hub.db"), "--invite-timeout", "3")  # (bob is gone for the second run)
-    bob = subprocess.Popen([sys.executable, "-c", PLAIN_AG2_PARTICIPANT, served.url], stdout=subprocess.PIPE,
+    # bob's process starts first (importing AG2 takes it seconds) and reads the hub's address once it is up
+    bob = subprocess.Popen([sys.executable, "-c", PLAIN_AG2_PARTICIPANT], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                            text=True, env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"})
-    res = None
+    served = None
     try:
+        served = ServeProcess(str(tmp_path / "hub.db"), "--invite-timeout", "1.5")  # (bob is gone for the second run)
+        bob.stdin.write(served.url + "\n")
+        bob.stdin.close()
         assert bob.stdout.readline().strip() == "ready"
         (tmp_path / "s.flow").write_text(GUARDED)
         (tmp_path / "agents.yaml").write_text('agents:\n  alice: {kind: scripted, steps: [{say: "draft"}]}\n')
         res = subprocess.run([sys.executable, "-m", "turnflow", "run", str(tmp_path / "s.flow"), "--agents",
                               str(tmp_path / "agents.yaml"), "--hub", served.url, "--timeout", "20"],
                              capture_output=True, text=True, timeout=120, env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"})
-    finally:
+        assert res.returncode == 0, res.stderr
+        assert "bob: looks good" in res.stdout and "closed: approved" in res.stdout
+        assert "register_extensions" not in res.stderr  # nothing for the AG2 side to do
+
         bob.kill()
         bob.wait()
-        if res is None:
-            served.stop()
-    assert res.returncode == 0, res.stderr
-    assert "bob: looks good" in res.stdout and "closed: approved" in res.stdout
-    assert "register_extensions" not in res.stderr  # nothing for the AG2 side to do
-
-    needs = GUARDED.replace("when context.done == false", 'when text contains "LGTM"')
-    (tmp_path / "n.flow").write_text(needs)
-    try:
+        needs = GUARDED.replace("when context.done == false", 'when text contains "LGTM"')
+        (tmp_path / "n.flow").write_text(needs)
         told = subprocess.run([sys.executable, "-m", "turnflow", "run", str(tmp_path / "n.flow"), "--agents",
                                str(tmp_path / "agents.yaml"), "--hub", served.url, "--timeout", "5"],
                               capture_output=True, text=True, timeout=120, env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"})
     finally:
-        served.stop()
+        bob.kill()
+        bob.wait()
+        if served is not None:
+            served.stop()
     assert ("the workflow uses all_of, text_contains, which AG2 1.2.1 does not ship: every AG2 participant's "
             "process must call turnflow.interop.ag2.register_extensions()") in told.stderr
     # the served hub says it too, of the session that run opened
@@ -454,13 +482,16 @@ def test_run_hub_drives_the_served_session_with_no_hub_in_its_process(served, tm
     """The run's printed session id is the served session's, its turns are the served log's, and no
     `Hub` is constructed in the run's process (the served hub runs in its own); `--store` keeps a
     copy of the served session (same id, same rounds) and the agents' telemetry."""
+    import contextlib
+    import io
     import json
-    import subprocess
 
     from ag2 import Agent
     from ag2.network import HubClient
     from ag2.network.transport.ws import WsLink
     from ag2.testing import TestConfig
+
+    from turnflow.cli import main as turnflow_main
 
     (tmp_path / "s.flow").write_text(RELAY)
     (tmp_path / "agents.yaml").write_text('agents:\n  alice: {kind: scripted, steps: [{say: "draft"}]}\n'
@@ -489,10 +520,10 @@ def test_run_hub_drives_the_served_session_with_no_hub_in_its_process(served, tm
     assert out.splitlines() == [f"session {channel_ids[0]}", "  1 alice: draft", "  2 bob: reviewed", "  3 carol: approved",
                                 "closed: relayed"]
     assert "telemetry alice handshake" in err and "telemetry carol handshake" in err  # --verbose, as it is kept
-    copy = subprocess.run([sys.executable, "-m", "turnflow", "inspect", str(local), "--format", "json"],
-                          capture_output=True, text=True, timeout=120, env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"})
-    assert copy.returncode == 0, copy.stderr
-    (kept,) = json.loads(copy.stdout)
+    with contextlib.redirect_stdout(io.StringIO()) as copy, contextlib.redirect_stderr(io.StringIO()) as copy_err:
+        copied = turnflow_main(["inspect", str(local), "--format", "json"])  # (the copy read back in this process)
+    assert copied == 0, copy_err.getvalue()
+    (kept,) = json.loads(copy.getvalue())
     assert (kept["session_id"], kept["state"], kept["close_reason"], kept["turn_count"], kept["last_speaker"]) == \
         (channel_ids[0], "closed", "relayed", 3, "carol")
     assert [(t["agent_id"], t["event"]) for t in kept["telemetry"]] == [("alice", "handshake"), ("carol", "handshake")]
@@ -504,11 +535,11 @@ def test_run_hub_enforces_the_flows_own_expectations_on_the_served_session(serve
     (tmp_path / "slow.py").write_text("import asyncio\n\nasync def engineer(msg, tools):\n"
                                       "    await asyncio.sleep(60)\n    return {'say': 'late'}\n")
     flow = CONSULT.replace("participant dba respondent", "participant dba respondent\n"
-                           "    expect turn_within 1s warn\n    expect turn_within 2s auto_close")
+                           "    expect turn_within 300ms warn\n    expect turn_within 600ms auto_close")
     agents = "agents:\n  engineer: {kind: python, ref: 'slow:engineer'}\n"
     code, out, err, wal, info, names = asyncio.run(_run_with_remote(served.url, flow, agents, "dba", "-", tmp_path))
     assert code == 1, err
-    assert "warning: expectation turn_within (1 s) violated: 'engineer' did not speak in time" in err
-    assert "closing the session: expectation turn_within (2 s) violated" in err
+    assert "warning: expectation turn_within (0.3 s) violated: 'engineer' did not speak in time" in err
+    assert "closing the session: expectation turn_within (0.6 s) violated" in err
     assert out.splitlines() == [f"session {info.channel_id}", "closed: expectation_violated:turn_within"]
     assert info.close_reason == "expectation_violated:turn_within"
