@@ -135,3 +135,20 @@ def check_exactly_once(reader: StoreReader, ids: list[str]) -> dict[str, list[tu
     env_ids = reader.envelope_ids()
     assert len(env_ids) == len(set(env_ids))
     return logs
+
+
+def here(capsys, *args: str) -> subprocess.CompletedProcess:
+    """`turnflow ARGS` run in this process through `turnflow.cli.main` (stdout and stderr taken
+    with pytest's capsys), as a CompletedProcess: for the tests about what a command does, not
+    about its process; each file keeps the same command as a real process too."""
+    from turnflow.cli import main
+
+    capsys.readouterr()
+    code = main(list(args))
+    cap = capsys.readouterr()
+    return subprocess.CompletedProcess(["turnflow", *args], code, cap.out, cap.err)
+
+
+def run_here(capsys, files: dict, store: str, *extra: str) -> subprocess.CompletedProcess:
+    """`run_to_end` in this process (TF_DELAY as it is here: unset, no delay)."""
+    return here(capsys, *cli(files, store, *extra)[3:])

@@ -14,7 +14,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Optional
 
-Responder = Callable[[dict, int], tuple]  # (request body, 1-based request number) -> (status, payload[, delay])
+# (request body, 1-based request number) -> (status, payload[, delay[, response headers]])
+Responder = Callable[[dict, int], tuple]
 
 
 def completion(message: dict, finish_reason: str = "stop", model: str = "test-model") -> dict:
@@ -95,6 +96,7 @@ class _Handler(BaseHTTPRequestHandler):
         answer = (400, owner.error_payload(problem)) if problem else owner.responder(body, n)
         status, payload = answer[0], answer[1]
         delay = answer[2] if len(answer) > 2 else 0
+        headers = answer[3] if len(answer) > 3 else {}
         if delay:
             time.sleep(delay)
         data = json.dumps(payload).encode()
@@ -102,6 +104,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
+            for name, value in headers.items():
+                self.send_header(name, value)
             self.end_headers()
             self.wfile.write(data)
         except OSError:  # the client gave up (timeout test)

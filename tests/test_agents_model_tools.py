@@ -257,12 +257,12 @@ def test_the_round_cap_and_the_whole_turn_deadline_hold_for_bad_calls(flavour, s
                       **scripted(user=[{"say": "-"}], billing=[{"say": "-"}], tech=[{"say": "-"}])})
     assert res.close_reason == "agent_error" and "max_rounds=2" in res.error
     assert flavour.results(srv.bodies[1]) == [(False, "error: finish: `reason` must be a string, got 7")]
-    srv2 = serve(lambda body, n: (*flavour.call("nope", {}, n=n), 0.2))
+    srv2 = serve(lambda body, n: (*flavour.call("nope", {}, n=n), 0.1))  # several rounds, none over the deadline
     t0 = time.monotonic()
-    res, _ = session({"triage": flavour.agent(srv2, "triage", max_rounds=50, turn_timeout=0.5),
+    res, _ = session({"triage": flavour.agent(srv2, "triage", max_rounds=50, turn_timeout=0.25),
                       **scripted(user=[{"say": "-"}], billing=[{"say": "-"}], tech=[{"say": "-"}])})
     assert time.monotonic() - t0 < 4
-    assert res.close_reason == "agent_error" and "longer than turn_timeout=0.5 s" in res.error
+    assert res.close_reason == "agent_error" and "longer than turn_timeout=0.25 s" in res.error
 
 
 def test_http_errors_and_a_missing_key_are_clear_errors(flavour, serve, monkeypatch):

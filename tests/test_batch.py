@@ -8,7 +8,7 @@ import signal
 import time
 
 import pytest
-from batch_helpers import SPEC, TURNS, StoreReader, check_exactly_once, interrupt, run_to_end, start, write_batch
+from batch_helpers import SPEC, TURNS, StoreReader, check_exactly_once, interrupt, start, write_batch
 from pg_server import wait_for
 
 from turnflow.cli import main
@@ -140,7 +140,16 @@ def _mid_session(reader: StoreReader):
     return pred
 
 
-def test_resume_after_ctrl_c(store, tmp_path):
+def _rerun(capsys, files: dict, store: str, *extra: str):
+    """The same command again, in this process (the interrupted or killed run was a real one);
+    (exit code, stdout, stderr)."""
+    capsys.readouterr()
+    rc = main(["run", files["flow"], "--agents", files["agents"], "--tasks", files["tasks"], "--store", store, *extra])
+    cap = capsys.readouterr()
+    return rc, cap.out, cap.err
+
+
+def test_resume_after_ctrl_c(store, tmp_path, capsys):
     files = write_batch(tmp_path, 8)
     ids = [f"t{i:03d}" for i in range(8)]
     reader = StoreReader(store)
@@ -155,9 +164,9 @@ def test_resume_after_ctrl_c(store, tmp_path):
     assert len(finished) < 8
     logs_before = reader.logs()
 
-    res = run_to_end(files, store, "--concurrency", "3", "--format", "json")
-    assert res.returncode == 0, res.stderr
-    lines = [json.loads(x) for x in res.stdout.splitlines()]
+    rc, out, err = _rerun(capsys, files, store, "--concurrency", "3", "--format", "json")
+    assert rc == 0, err
+    lines = [json.loads(x) for x in out.splitlines()]
     assert {x["id"] for x in lines if x["skipped"]} == finished
     assert {x["id"] for x in lines if not x["skipped"]} == set(ids) - finished
     assert any(x["resumed"] for x in lines if not x["skipped"])  # an interrupted session was continued
@@ -167,7 +176,7 @@ def test_resume_after_ctrl_c(store, tmp_path):
     assert all(len([1 for _, et in log if et in ("text", "packet")]) == TURNS for log in logs.values())
 
 
-def test_kill_9_then_a_rerun_finishes_every_task_exactly_once(store, tmp_path):
+def test_kill_9_then_a_rerun_finishes_every_task_exactly_once(store, tmp_path, capsys):
     files = write_batch(tmp_path, 8)
     ids = [f"t{i:03d}" for i in range(8)]
     reader = StoreReader(store)
@@ -179,10 +188,10 @@ def test_kill_9_then_a_rerun_finishes_every_task_exactly_once(store, tmp_path):
     assert any(t[0] == "running" for t in reader.tasks().values())  # held under a lease when it died
     # the lease is 30 s, but its holder's process is gone from this host: taken over at once
     t0 = time.monotonic()
-    res = run_to_end(files, store, "--concurrency", "4", "--format", "json")
-    assert res.returncode == 0, res.stderr
+    rc, out, err = _rerun(capsys, files, store, "--concurrency", "4", "--format", "json")
+    assert rc == 0, err
     assert time.monotonic() - t0 < 25
-    lines = [json.loads(x) for x in res.stdout.splitlines()]
+    lines = [json.loads(x) for x in out.splitlines()]
     assert any(x["resumed"] for x in lines)
     check_exactly_once(reader, ids)
 

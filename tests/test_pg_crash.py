@@ -19,11 +19,11 @@ N_TASKS = 60
 WORKERS = 3
 HITS = 3
 STAGE = N_TASKS // (HITS + 1)  # tasks per stage: stage k may finish only after hit k
-# Seconds from one hit to the next at least: a worker's connection pool tries again 1 s (+-10%)
-# after a failed connection and doubles that after each further failure, so hits closer together
-# than that meet pools still backing off from the last one, and the batch stalled for up to 19 s
-# (1 + 2 + 4 + 8) before it went on; each hit is meant to meet a batch that is running.
-REPAIR = 1.2
+# Each hit comes once the batch has finished tasks since the last one (it meets a batch that is
+# running), not after a fixed pause. The hits were kept 1.2 s apart, for stalls of up to 19 s taken
+# for the connection pools' reconnect backoff; they were tasks a crash had left held by a worker
+# that ran none of them, given back only by its renewer after 10-20 s (fixed: see the test
+# `test_an_idle_worker_gives_back_at_once_a_task_the_database_says_it_holds` below).
 
 # The batch's agents hold each task of stage k (t015-t029 is stage 1, ...) at its sixth turn until
 # the test opens gate k, which it does right after hit k: the batch cannot outrun the hits, however
@@ -159,16 +159,13 @@ def _run_under(server: PgServer, tmp_path, monkeypatch, durability: str, hit, db
         assert wait_for(lambda: _workers_seen(reader, seen) >= WORKERS or gone0(), 120), "a worker never claimed"
         hits = []  # how many tasks were finished at each hit
         base = 0
-        last_hit = time.monotonic() - REPAIR
         for k in range(1, HITS + 1):  # each hit after the batch made progress since the last
             gone = lambda: all(w.poll() is not None for w in workers)  # noqa: E731
             # certain to come: stage k-1 (STAGE tasks, at most `base` of them finished) is open
             assert wait_for(lambda: _finished(reader) >= base + 4 or gone(), 120), "the batch made no progress"
             assert not gone(), "the workers ended before every stage was opened"
-            time.sleep(max(0.0, last_hit + REPAIR - time.monotonic()))
             hits.append(_finished(reader))
             hit(url)
-            last_hit = time.monotonic()
             base = max(_finished(reader), 0)  # read before stage k opens: at most k * STAGE
             (gates / f"go{k}").touch()
         assert len(hits) == HITS and max(hits) < N_TASKS, hits
@@ -456,4 +453,48 @@ def test_after_a_restart_the_pool_drops_all_its_dead_connections_at_once(own_ser
         print(f"waited {waited:.2f} s")
         assert waited < 2.5, waited
     finally:
+        store.close()
+
+
+def test_an_idle_worker_gives_back_at_once_a_task_the_database_says_it_holds(pg_url):
+    """A server crash can lose the commit that finished (or gave back) a task: the database then
+    says the worker still holds it, while no run of it goes on there. Its lease is renewed with the
+    others, so no worker may take it over; the renewer gave it back only after seeing it orphaned
+    at two renewals in a row (a third of the lease apart: 10-20 s at the default 30 s lease), and
+    every worker of the batch waited that long with nothing to do (a 19 s stall in one of ten
+    crash runs). A worker that runs no task and is told tasks are left gives back at once those
+    the database says it holds, and the batch finishes."""
+    import asyncio
+
+    from batch_helpers import SPEC
+
+    from turnflow.runtime.agents.function import FunctionAgent
+    from turnflow.runtime.batch import BatchWorker
+    from turnflow.runtime.session_spec import SessionSpec
+    from turnflow.runtime.store.postgres import PostgresStore
+    from turnflow.runtime.task_queue import PostgresTaskQueue
+    from turnflow.runtime.tasks import Task, spec_hash
+
+    store = PostgresStore(pg_url, worker="w1")
+    queue = PostgresTaskQueue(store)
+    try:
+        queue.load([Task(f"t{i}", f"task {i}", {}, i + 1) for i in range(3)], spec_hash(SessionSpec.parse(SPEC)))
+        assert [c.id for c in queue.claim("w1", 1, 30.0)] == ["t0"]  # what the crash left: held, run by nobody
+
+        async def speak(msg, tools):
+            return "ok"
+
+        bw = BatchWorker(store, queue, SPEC, lambda: {n: FunctionAgent(speak, n) for n in "abc"}, worker="w1",
+                         concurrency=2, lease=30.0)
+        t0 = time.monotonic()
+
+        async def go():
+            await asyncio.wait_for(bw.run(), 8)  # the renewer alone would give t0 back after 10-20 s
+
+        asyncio.run(go())
+        assert time.monotonic() - t0 < 8
+        assert queue.counts() == {"pending": 0, "running": 0, "done": 3, "failed": 0}
+        assert sorted(o.id for o in bw.outcomes) == ["t0", "t1", "t2"]
+    finally:
+        queue.close()
         store.close()

@@ -3,8 +3,9 @@ failure, never the tasks': every worker stops with exit 2 naming the store — n
 task's lease", never exit 3 — no task is recorded failed (no `agent_error` for an outage), and once
 the server is back the same command finishes the batch, every task exactly once.
 
-The window is shortened to 1 s (`TURNFLOW_RECONNECT_SECONDS`) and the server kept down until every
-worker has stopped, and at least 2 s, so the test is bounded in time (about 7 s); its own
+The window is shortened to 0.5 s (`TURNFLOW_RECONNECT_SECONDS`) and the server kept down until every
+worker has stopped (they stop only once it has been away for the window), and at least 1 s, so the
+test is bounded in time (about 4 s); its own
 throw-away server (tests/pg_server.py) is stopped with `pg_ctl -m immediate` and started again on
 the same data directory and port."""
 
@@ -19,8 +20,8 @@ from batch_helpers import StoreReader, check_exactly_once, run_to_end, start, wr
 from pg_server import PgServer, find_bindir, wait_for
 
 N_TASKS = 24
-WINDOW = 1.0
-DOWN = 2.0
+WINDOW = 0.5
+DOWN = 1.0
 
 
 @pytest.fixture(scope="module")

@@ -312,7 +312,7 @@ def test_quiet_json_max_turns_and_timeout(tmp_path, capsys):
     os.environ["TF_SLEEP"] = "8"
     try:
         t0 = time.monotonic()
-        assert main(["run", spec, "--agents", agents, "--timeout", "500ms"]) == 1
+        assert main(["run", spec, "--agents", agents, "--timeout", "200ms"]) == 1
         assert time.monotonic() - t0 < 4
     finally:
         del os.environ["TF_SLEEP"]

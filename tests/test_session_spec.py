@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import io
 import json
 import os
 import subprocess
@@ -10,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from turnflow.cli import main
 from turnflow.runtime.errors import ProtocolError
 from turnflow.runtime.session_spec import SessionSpec, SpecProblem
 
@@ -17,11 +21,19 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((ROOT / "examples").glob("*.flow"))
 
 
+@functools.lru_cache(maxsize=None)
+def _compile_output(path: Path) -> str:
+    """What `turnflow compile PATH` prints, run in this process (the tests here are about
+    SessionSpec, not about the command's process; a child each cost ~0.2 s of start-up)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["compile", str(path)])
+    assert code == 0, out.getvalue()[-2000:]
+    return out.getvalue()
+
+
 def compiled(path: Path) -> list[dict]:
-    proc = subprocess.run([sys.executable, "-m", "turnflow", "compile", str(path)], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(ROOT / "src")}, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    out = json.loads(proc.stdout)
+    out = json.loads(_compile_output(path))  # a fresh copy for every caller
     return out if isinstance(out, list) else [out]
 
 

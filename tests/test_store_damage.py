@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from batch_helpers import cli, run_to_end, write_batch
+from batch_helpers import cli, here, run_to_end, write_batch
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 
@@ -30,7 +30,14 @@ def _inspect(db: Path, *extra: str) -> subprocess.CompletedProcess:
                           text=True, timeout=60)
 
 
-def test_flipped_bytes_are_exit_2_with_the_damage_and_the_readable_sessions(store, tmp_path):
+@pytest.fixture
+def inspect_here(capsys):
+    """`_inspect` through turnflow.cli.main in this process (the flipped-bytes test runs it as a
+    real process too)."""
+    return lambda db, *extra: here(capsys, "inspect", str(db), *extra)
+
+
+def test_flipped_bytes_are_exit_2_with_the_damage_and_the_readable_sessions(store, tmp_path, inspect_here):
     files, good = store
     data = bytearray(good.read_bytes())
     rnd = random.Random(7)
@@ -40,7 +47,7 @@ def test_flipped_bytes_are_exit_2_with_the_damage_and_the_readable_sessions(stor
     bad = tmp_path / "flipped.db"
     bad.write_bytes(bytes(data))
     for extra in ((), ("--summary",), ("--format", "json")):
-        res = _inspect(bad, *extra)
+        res = (inspect_here if extra else _inspect)(bad, *extra)
         assert res.returncode == 2, (extra, res.stderr[-1500:])
         assert "internal error" not in res.stderr and "damaged" in res.stderr, res.stderr[-1500:]
     copy = tmp_path / "run.db"
@@ -51,7 +58,7 @@ def test_flipped_bytes_are_exit_2_with_the_damage_and_the_readable_sessions(stor
     assert copy.read_bytes() == before  # nothing written to it
 
 
-def test_a_record_that_is_not_utf8_is_reported_and_the_others_shown(store, tmp_path):
+def test_a_record_that_is_not_utf8_is_reported_and_the_others_shown(store, tmp_path, inspect_here):
     _, good = store
     data = bytearray(good.read_bytes())
     at = data.find(b'"body":"b says')  # inside one envelope's record
@@ -59,13 +66,13 @@ def test_a_record_that_is_not_utf8_is_reported_and_the_others_shown(store, tmp_p
     data[at + 9] = 0xFF  # not UTF-8 (and not a checksum match)
     bad = tmp_path / "utf8.db"
     bad.write_bytes(bytes(data))
-    res = _inspect(bad)
+    res = inspect_here(bad)
     assert res.returncode == 1, res.stderr[-1500:]  # a corrupt record is a finding, the file is sound
     assert "checksum mismatch" in res.stderr and "internal error" not in res.stderr
     assert "12 sessions" in res.stdout  # every session is still listed
 
 
-def test_json_and_text_name_each_damaged_session_with_its_record_and_kind(store, tmp_path):
+def test_json_and_text_name_each_damaged_session_with_its_record_and_kind(store, tmp_path, inspect_here):
     import json
     import sqlite3
 
@@ -81,7 +88,7 @@ def test_json_and_text_name_each_damaged_session_with_its_record_and_kind(store,
     db.execute("UPDATE sessions SET crc = crc + 1 WHERE session_id = ?", (gone,))  # its creation record fails
     db.commit()
     db.close()
-    res = _inspect(bad, "--format", "json")
+    res = inspect_here(bad, "--format", "json")
     assert res.returncode == 1, res.stderr[-1500:]
     rows = {r["session_id"]: r for r in json.loads(res.stdout)}
     assert len(rows) == 12  # the 11 readable sessions and the one that cannot be read
@@ -91,11 +98,11 @@ def test_json_and_text_name_each_damaged_session_with_its_record_and_kind(store,
     assert rows[gone]["damage"][0]["kind"] == "checksum"
     sound = [r for sid, r in rows.items() if sid not in (hit[0], gone)]
     assert all(r["damage"] == [] and r["state"] == "closed" for r in sound)
-    text = _inspect(bad)
+    text = inspect_here(bad)
     assert text.returncode == 1
     lines = {ln.split()[0]: ln for ln in text.stdout.splitlines()[1:-1]}
     assert " damaged " in lines[hit[0]] and " unreadable" in lines[gone]
     assert text.stdout.endswith("12 sessions, 2 damaged\n")
     assert f"session {hit[0]} seq {hit[1]}: checksum mismatch" in text.stderr
-    events = _inspect(bad, "--session", hit[0])
+    events = inspect_here(bad, "--session", hit[0])
     assert f"damaged: seq {hit[1]} checksum: checksum mismatch" in events.stdout

@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from batch_helpers import cli, run_to_end, write_batch
+from batch_helpers import cli, here, run_here, run_to_end, write_batch
 
 from turnflow.cli import main
 from turnflow.runtime.errors import StoreError
@@ -18,10 +18,10 @@ from turnflow.runtime.store import SQLiteStore
 
 
 @pytest.fixture()
-def store(tmp_path):
+def store(tmp_path, capsys):
     files = write_batch(tmp_path, 2)
     db = tmp_path / "w.db"
-    assert run_to_end(files, str(db)).returncode == 0
+    assert run_here(capsys, files, str(db)).returncode == 0  # made in this process: the tests' commands are real
     return files, db
 
 
@@ -78,18 +78,18 @@ def test_both_names_never_write_at_once_in_two_processes(store):
     assert {states[f"n{i}"] for i in range(6)} == {"done"}, states
 
 
-def test_a_symlink_planted_as_the_lock_file_is_refused_and_its_target_untouched(store, tmp_path):
+def test_a_symlink_planted_as_the_lock_file_is_refused_and_its_target_untouched(store, tmp_path, capsys):
     files, db = store
     victim = tmp_path / "precious.txt"
     victim.write_text("do not truncate me\n" * 20)
     before = victim.read_bytes()
     os.unlink(str(db) + ".lock")
     os.symlink(victim, str(db) + ".lock")
-    res = run_to_end(files, str(db))
+    res = run_here(capsys, files, str(db))  # in this process (the FIFO test below runs real processes)
     assert res.returncode == 2, res.stderr
     assert f"{db}.lock" in res.stderr and "symbolic link" in res.stderr and "Traceback" not in res.stderr
     assert victim.read_bytes() == before
-    assert _tf("inspect", str(db)).returncode == 0  # reading needs no lock: the planted link is ignored
+    assert here(capsys, "inspect", str(db)).returncode == 0  # reading needs no lock: the planted link is ignored
     assert victim.read_bytes() == before
 
 

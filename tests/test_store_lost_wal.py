@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from batch_helpers import cli, run_to_end, write_batch
+from batch_helpers import cli, here, run_here, run_to_end, write_batch
 
 
 def _tf(*args: str) -> subprocess.CompletedProcess:
@@ -42,16 +42,17 @@ def lost(tmp_path_factory):
     return files, copy, db
 
 
-def test_inspect_says_records_are_missing_in_every_form(lost):
+def test_inspect_says_records_are_missing_in_every_form(lost, capsys):
     _, copy, good = lost
     for extra in ((), ("--summary",), ("--format", "json"), ("--summary", "--format", "json")):
-        res = _tf("inspect", str(copy), *extra)
+        # the first form as a real process, the others through turnflow.cli.main in this process
+        res = _tf("inspect", str(copy), *extra) if not extra else here(capsys, "inspect", str(copy), *extra)
         assert res.returncode == 2, (extra, res.stdout[-800:], res.stderr[-800:])
         assert "records are missing" in res.stderr and "-wal" in res.stderr, (extra, res.stderr[-800:])
         assert "internal error" not in res.stderr
-    res = _tf("inspect", str(copy))
-    assert "1 session\n" in res.stdout  # what survived is still shown
-    ok = _tf("inspect", str(good), "--summary")  # the intact store (its -wal kept): no false alarm
+        if not extra:
+            assert "1 session\n" in res.stdout  # what survived is still shown
+    ok = here(capsys, "inspect", str(good), "--summary")  # the intact store (its -wal kept): no false alarm
     assert ok.returncode == 0 and "missing" not in ok.stderr, ok.stderr
     assert "done 12" in ok.stdout
 
@@ -72,7 +73,7 @@ def test_run_tasks_refuses_instead_of_running_done_tasks_again(lost):
     assert copy.read_bytes() == before
 
 
-def test_deleting_the_lock_file_carries_on_from_what_survived(lost, tmp_path):
+def test_deleting_the_lock_file_carries_on_from_what_survived(lost, tmp_path, capsys):
     files, copy, _ = lost
     mine = tmp_path / "mine.db"
     shutil.copyfile(copy, mine)
@@ -80,16 +81,16 @@ def test_deleting_the_lock_file_carries_on_from_what_survived(lost, tmp_path):
     res = subprocess.run(cli(files, str(mine)), capture_output=True, text=True, timeout=120)
     assert res.returncode == 2 and f"delete {mine}.lock" in res.stderr, res.stderr  # the refusal says how
     Path(str(mine) + ".lock").unlink()
-    res = run_to_end(files, str(mine))
+    res = run_here(capsys, files, str(mine))
     assert res.returncode == 0 and "done 12" in res.stdout and "skipped 1" in res.stdout, res.stdout
-    assert _tf("inspect", str(mine), "--summary").returncode == 0
+    assert here(capsys, "inspect", str(mine), "--summary").returncode == 0
 
 
-def test_a_store_deleted_on_purpose_is_a_new_store(lost, tmp_path):
+def test_a_store_deleted_on_purpose_is_a_new_store(lost, tmp_path, capsys):
     files, _, good = lost
     fresh = tmp_path / "fresh.db"
     shutil.copyfile(str(good) + ".lock", str(fresh) + ".lock")  # the old store's lock file left behind
-    res = run_to_end(files, str(fresh))
+    res = run_here(capsys, files, str(fresh))
     assert res.returncode == 0 and "done 12" in res.stdout and "skipped" not in res.stdout, res.stdout
-    ins = _tf("inspect", str(fresh))
+    ins = here(capsys, "inspect", str(fresh))
     assert ins.returncode == 0 and "missing" not in ins.stderr, ins.stderr

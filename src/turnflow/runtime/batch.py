@@ -209,6 +209,12 @@ class BatchWorker:
                 if not running:
                     if not await self._call(self.queue.unfinished):
                         return
+                    # Tasks the database says this worker holds while it runs none: a server crash
+                    # lost the commit that finished or gave them back. Given back at once, to be
+                    # continued from their logs (the renewer would take two renewals: 10-20 s at
+                    # the default lease, with every worker of the batch waiting for them).
+                    if await self._call(self.queue.release, self.worker):
+                        continue
                     # other workers hold the rest: wait until they finish (told at once on PostgreSQL)
                     # or die (their leases run out: looked at again every poll interval)
                     await self.queue.wait_for_change(self.poll)

@@ -353,8 +353,9 @@ class PostgresTaskQueue:
         with self.pool.connection() as conn:
             cur = conn.execute("UPDATE turnflow_tasks SET state = 'pending', worker = NULL, lease_until = NULL "
                                "WHERE worker = %s AND state = 'running'", (worker,))
-            conn.execute(_NOTIFY)
             released: int = cur.rowcount
+            if released:  # an idle worker asks at every poll: the others are woken only for a change
+                conn.execute(_NOTIFY)
             return released
 
     def counts(self) -> dict[str, int]:
