@@ -358,13 +358,20 @@ class Link(asyncio.Protocol):
     def _run(self, request: Callable[[], Any], size: int) -> None:
         self._running += 1
         self._inflight += size
-        task = self.listener.loop.create_task(request())
+        task = self.listener.loop.create_task(self._job(request(), size))
         if self._tasks is None:
             self._tasks = set()
         self._tasks.add(task)
-        task.add_done_callback(lambda t, size=size: self._done(t, size))  # type: ignore[misc]
 
-    def _done(self, task: "asyncio.Task[Any]", size: int) -> None:
+    async def _job(self, request: Any, size: int) -> None:
+        """A request's task: the request, then its slot given back in the task's last step (no
+        done callback: one loop callback fewer per request)."""
+        try:
+            await request
+        finally:
+            self._done(asyncio.current_task(), size)
+
+    def _done(self, task: "Optional[asyncio.Task[Any]]", size: int) -> None:
         if self._tasks is not None:
             self._tasks.discard(task)
         self._running -= 1
