@@ -69,6 +69,8 @@ def _bad(message: str) -> OpError:
 
 def _get(params: dict[str, Any], key: str, types: tuple[type, ...], default: Any = ...) -> Any:
     value = params.get(key, default)
+    if type(value) in types:  # (the usual case: a value of exactly one of the types, a bool only where allowed)
+        return value
     if value is ...:
         raise _bad(f"missing param {key!r}")
     if value is None and type(None) in types:

@@ -153,7 +153,33 @@ class Link(asyncio.Protocol):
         protocol read every byte (tests/test_serve_wsproto_fuzz.py). A partial frame waits for its
         rest (and goes to the protocol if the server closes the connection meanwhile: `_slow`)."""
         pos, end = 0, len(data)
+        size = self.listener.max_size
+        take = self.listener.server.take
         while pos < end and self._fast:
+            if self._parts is None and end - pos >= 6 and data[pos] == 0x81 and data[pos + 1] & 0x80:
+                # the common frame, read here at once: a whole, final, masked text frame (as below)
+                length, start = data[pos + 1] & 0x7F, pos + 2
+                if length == 126:
+                    length, start = (data[pos + 2] << 8) | data[pos + 3], pos + 4
+                stop = start + 4 + length
+                if length < 127 or start == pos + 4:
+                    if length <= size and stop <= end:
+                        try:
+                            text = _unmask(data[start + 4:stop], data[start:start + 4]).decode()
+                        except UnicodeDecodeError:  # (as below)
+                            self._fast = False
+                            break
+                        pos = stop
+                        if not self.closed:  # `_dispatch` and `_take`, inline
+                            if self._pending is not None:
+                                self._pending.append(text)
+                            else:
+                                try:
+                                    take(self, text)
+                                except Exception:  # a bug: this connection ends, the hub does not
+                                    log.exception("connection %s failed", self.endpoint_id)
+                                    self.drop(1011, "internal error")
+                        continue
             head = self._head(data, pos, end)
             if head is None:  # (not all in: kept; or refused: the protocol's, from this frame on)
                 return
@@ -430,19 +456,21 @@ class Link(asyncio.Protocol):
             self._ping = False
             protocol.send_ping(b"")
             self._write_out()  # (before the frames: nothing of the protocol's may wait behind them)
+        sizeof, heads = sys.getsizeof, _HEADS
         while queue and not self._paused:
             batch = taken = 0
             out: list[bytes] = []
+            add = out.append
             for text in queue:
                 try:
                     data = text.encode()
                 except UnicodeEncodeError:  # a lone surrogate: JSON's own escape, which reads back the same
                     data = text.encode("utf-8", "backslashreplace")
                 n = len(data)  # a text frame as the protocol's `send_text` builds it (RFC 6455, 5.2: a server's is not masked)
-                out.append(_HEADS[n] if n < 126 else
-                           b"\x81\x7e" + n.to_bytes(2, "big") if n < 65536 else b"\x81\x7f" + n.to_bytes(8, "big"))
-                out.append(data)
-                batch += sys.getsizeof(text)
+                add(heads[n] if n < 126 else
+                    b"\x81\x7e" + n.to_bytes(2, "big") if n < 65536 else b"\x81\x7f" + n.to_bytes(8, "big"))
+                add(data)
+                batch += sizeof(text)
                 taken += 1
                 if batch >= WRITE_BATCH:
                     break
