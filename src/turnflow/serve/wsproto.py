@@ -46,13 +46,20 @@ _OPCODES = frozenset(int(op) for op in Opcode)  # (the others are reserved: RFC 
 _HEADS = [bytes((0x81, n)) for n in range(126)]  # a final text frame's header, by payload length below 126
 
 
-def _unmask(payload: bytes, mask: bytes) -> bytes:
+def _xor_mask(payload: bytes, mask: bytes) -> bytes:
     """RFC 6455, 5.3: the payload XOR the repeated 4-byte key (one big-integer XOR, in C)."""
     n = len(payload)
     if not n:
         return b""
     key = (mask * (n // 4 + 1))[:n]
     return (int.from_bytes(payload, "little") ^ int.from_bytes(key, "little")).to_bytes(n, "little")
+
+
+_unmask: Callable[[bytes, bytes], bytes] = _xor_mask
+try:  # websockets' own C helper for the same XOR (its `speedups` extension, built with its wheels)
+    from websockets.speedups import apply_mask as _unmask
+except ImportError:  # pragma: no cover - (websockets without its extension: the XOR above)
+    pass
 
 
 class Link(asyncio.Protocol):
