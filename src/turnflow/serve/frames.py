@@ -244,6 +244,7 @@ def _finite_only(value: Any) -> Any:
 
 
 _PLAIN = frozenset({str, int, bool, type(None)})
+PLAIN_SCALARS = _PLAIN  # (the value types `_plain` takes as they are)
 _NESTED = _PLAIN | {dict, list}
 _STR_KEYS = {str}
 
@@ -272,6 +273,9 @@ def _plain(obj: Any) -> bool:
         return all(_plain(item) for item in items if type(item) is dict or type(item) is list)
     except RecursionError:  # (deeper than the stack: the standard library's encoder says what it says)
         return False
+
+
+plain = _plain
 
 
 def clean(obj: Any) -> bool:
@@ -303,6 +307,17 @@ def encode(obj: Any, what: str) -> str:
         _warn_once(what, "holds a lone surrogate: sent as U+FFFD")
         text = _SURROGATE.sub("\ufffd", text)
     return text
+
+
+def encode_plain(obj: Any, what: str, plain: bool) -> str:
+    """`encode(obj, what)`, where the caller has checked what `_plain` checks (`plain`: strings,
+    integers, booleans, None, lists and string-keyed objects only): no walk of `obj` here."""
+    if plain and _fast_dumps is not None:
+        try:
+            return _fast_dumps(obj).decode()
+        except Exception:  # (a lone surrogate, a nesting too deep: as `encode`)
+            pass
+    return encode(obj, what)
 
 
 _warned: set[tuple[str, str]] = set()

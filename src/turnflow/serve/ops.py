@@ -350,7 +350,7 @@ class Ops:
             return log
         for env in self.hub.read(session_id, log.last + 1):
             if isinstance(env, Envelope):
-                log.add(env, frames.encode(wire.envelope_to_ag2(env, md), f"envelope {env.envelope_id}"))
+                log.add(env, wire.envelope_json(env, md))
         return log
 
     def _envelopes(self, session_id: str, md: SessionMetadata) -> tuple[_Log, list[Envelope]]:
@@ -396,7 +396,7 @@ class Ops:
         if log is None and env.seq == 1 and not md.state.terminal:  # a new session's first envelope (an
             log = self._logs[md.session_id] = _Log()  # invite): its log kept from here, not read back
         if log is not None and log.last + 1 == env.seq:
-            body = frames.encode(wire.envelope_to_ag2(env, md), f"envelope {env.envelope_id}")
+            body = wire.envelope_json(env, md)
             log.add(env, body)
         if md.state.terminal:
             self._logs.pop(md.session_id, None)
@@ -408,7 +408,7 @@ class Ops:
             if conn is None or not self._accepts(env, md, rid):
                 continue
             if body is None:
-                body = frames.encode(wire.envelope_to_ag2(env, md), f"envelope {env.envelope_id}")
+                body = wire.envelope_json(env, md)
             if substantive:
                 self.pending[rid] = self.pending.get(rid, 0) + 1
             conn.send(frames.notify(body, rid))
