@@ -142,3 +142,36 @@ def test_a_channel_record_built_around_its_kept_manifest_text_is_the_whole_recor
             await hub.aclose()
 
     asyncio.run(main())
+
+
+def test_an_envelopes_ag2_text_is_the_encoding_of_its_ag2_record():
+    """`wire.envelope_json` (only `audience` and `event_data` walked for the fast codec) writes what
+    `frames.encode` of the whole `envelope_to_ag2` record writes: random JSON data (floats, big
+    integers, escapes), audiences, lifecycle kinds, task fields as an earlier version may have
+    stored them (floats, containers), and records that need a repair (NaN, a lone surrogate)."""
+    from turnflow.runtime.envelope import Envelope
+    from turnflow.runtime.session import Participant, SessionMetadata, SessionState
+    from turnflow.serve import frames
+
+    from turnflow.runtime.adapters.consulting import ConsultingAdapter
+
+    rng = random.Random(17)
+    md = SessionMetadata(session_id="a" * 32, manifest=ConsultingAdapter().manifest, creator_id="b" * 32,
+                         participants=[Participant("b" * 32, "initiator", 0), Participant("c" * 32, "respondent", 1)],
+                         knobs={"k": [1, 2.5]}, created_at=1.7e9, labels={"x": "é"})
+    md.state = SessionState.ACTIVE
+    kinds = ["text", "packet", "session.invite", "session.ack", "session.opened", "session.closed", "my.event"]
+    odd = [None, "t-1", 0, 3, 2.5, 1e-05, 1e16, float("nan"), [1e16], {"a": 1e-05}, "bad \ud800", True]
+    for i in range(1500):
+        data = _json_values(rng)
+        env = Envelope("a" * 32, rng.choice(["b" * 32, "c" * 32]), rng.choice([None, ["c" * 32], ["b" * 32, "x"]]),
+                       rng.choice(kinds), data if isinstance(data, dict) else {"v": data},
+                       causation_id=rng.choice([None, "0001"]), trace_id=rng.choice([None, "t"]),
+                       extra=None if i % 3 else {k: rng.choice(odd) for k in ("task_id", "priority", "depth",
+                                                                               "idempotency_key", "ttl_seconds")
+                                                 if rng.random() < 0.4} or None)
+        env.envelope_id, env.seq, env.created_at = f"{i:020d}", i + 1, 1.7e9 + rng.random()
+        if i % 50 == 0:
+            env.event_data = rng.choice([{"n": float("nan")}, {"s": "bad \ud800"}, {"v": [float("inf")]}])
+        want = frames.encode(wire.envelope_to_ag2(env, md), f"envelope {env.envelope_id}")
+        assert wire.envelope_json(env, md) == want, (env, want)

@@ -1,7 +1,8 @@
-"""serve's ops keep only the AG2 encodings of a live session's log (`ops._Log.texts`); the ops
-that need envelopes' fields (find_envelope_by_causation, pending_turns_for, replay) read them from
-the hub. These check those ops' answers against the log as read_wal gives it, with the log kept
-as envelopes arrive and with it read back from the store after a restart."""
+"""serve's ops keep only the AG2 encodings of a live session's log (`ops._Log.texts`), and for
+find_envelope_by_causation who sent each envelope caused by another; the ops that need other
+fields of the envelopes (pending_turns_for, replay) read them from the hub. These check those ops'
+answers against the log as read_wal gives it, with the log kept as envelopes arrive and with it
+read back from the store after a restart."""
 
 from __future__ import annotations
 

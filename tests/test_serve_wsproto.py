@@ -281,3 +281,16 @@ def test_keepalive_pings_go_out_while_frames_are_queued(tmp_path):
 
     pings, answers = with_server(tmp_path, body, ping_interval=0.15, ping_timeout=0.15)
     assert answers > 500 and pings >= 3, (pings, answers)
+
+
+def test_unmasking_is_the_xor_of_rfc_6455_with_or_without_websockets_extension():
+    """RFC 6455, 5.3: byte i of the payload XOR byte i % 4 of the key — the module's own XOR and
+    the one it reads frames with (websockets' C `apply_mask` where it is built) agree with it."""
+    from turnflow.serve import wsproto
+
+    rng = __import__("random").Random(7)
+    for n in [*range(0, 70), 125, 126, 127, 1000, 65535, 65536, 70001]:
+        payload, key = rng.randbytes(n), rng.randbytes(4)
+        want = bytes(b ^ key[i % 4] for i, b in enumerate(payload))
+        assert wsproto._xor_mask(payload, key) == want
+        assert wsproto._unmask(payload, key) == want

@@ -35,13 +35,14 @@ def evaluate(live: LiveSession, index: int, exp: Expectation, now: float) -> Opt
         if since is not None and now - since > exp.seconds:
             return (f"{index}:silence:{live.turn_count()}", None)
         return None
+    started = live.turn_started_at
+    if started is None or not now - started > exp.seconds:  # not late (yet): the adapter is not asked
+        return None
     expected = live.expected_speaker()
-    if expected is None or live.turn_started_at is None:
+    if expected is None:
         return None
     if exp.name == "reply_within":
         last = getattr(live.state, "last_speaker_id", None)
         if last is None or last == expected:
             return None
-    if now - live.turn_started_at > exp.seconds:
-        return (f"{index}:turn:{live.turn_epoch}", expected)
-    return None
+    return (f"{index}:turn:{live.turn_epoch}", expected)

@@ -108,6 +108,12 @@ def shared_participant(p: "Participant") -> "Participant":
 
 
 _GROUPS: dict[tuple[Any, ...], tuple[Any, ...]] = {}  # tuples of participants, of expectations
+# id of a participants tuple -> (the tuple, kept so the id is not reused while known; its ids in order)
+_IDS: dict[int, tuple[Any, tuple[str, ...]]] = {}
+
+
+def _order(p: "Participant") -> int:
+    return p.order
 
 
 def shared_tuple(items: Iterable[V], canonical: Optional[dict[V, V]] = None) -> tuple[V, ...]:
@@ -250,7 +256,14 @@ class SessionMetadata:
 
     @property
     def participant_ids(self) -> list[str]:
-        return [p.agent_id for p in sorted(self.participants, key=lambda p: p.order)]
+        """The participants' ids in their order (sorted once per participants tuple: sessions share theirs)."""
+        parts = self.participants
+        if type(parts) is not tuple:  # (assigned from outside as another sequence: not kept)
+            return [p.agent_id for p in sorted(parts, key=_order)]
+        known = _IDS.get(id(parts))
+        if known is None or known[0] is not parts:
+            known = _remember(_IDS, id(parts), (parts, tuple([p.agent_id for p in sorted(parts, key=_order)])))
+        return list(known[1])
 
     def is_participant(self, agent_id: str) -> bool:
         return agent_id in self.pset
@@ -358,7 +371,14 @@ class SessionRecord:
 
     @property
     def participant_ids(self) -> list[str]:
-        return [p.agent_id for p in sorted(self.participants, key=lambda p: p.order)]
+        """The participants' ids in their order (sorted once per participants tuple: sessions share theirs)."""
+        parts = self.participants
+        if type(parts) is not tuple:  # (assigned from outside as another sequence: not kept)
+            return [p.agent_id for p in sorted(parts, key=_order)]
+        known = _IDS.get(id(parts))
+        if known is None or known[0] is not parts:
+            known = _remember(_IDS, id(parts), (parts, tuple([p.agent_id for p in sorted(parts, key=_order)])))
+        return list(known[1])
 
     def to_dict(self) -> dict[str, Any]:
         return {"session_id": self.session_id, "name": self.name, "kind": self.kind,

@@ -181,8 +181,33 @@ def _fields(kind: str, data: dict[str, Any], rid: Optional[str]) -> dict[str, An
 
 
 def decode(message: Any) -> dict[str, Any]:
-    """One WebSocket message → a frame dict with every field present and of its type."""
-    data = _load(message)
+    """One WebSocket message → a frame dict with every field present and of its type. (The common
+    frames — a text message msgspec reads, a receipt or a request of the usual shape — are checked
+    here at once, as `_load` and `_frame` check them.)"""
+    if type(message) is str and _fast_loads is not None:
+        try:
+            data = _fast_loads(message)
+        except (ValueError, RecursionError):
+            pass
+        else:
+            if (message.count("[") + message.count("{") <= MAX_DEPTH
+                    and ("\\u" not in message or not _SURROGATE_ESCAPE.search(message))):  # (as `_load`)
+                if type(data) is dict:
+                    kind = data.get("kind")
+                    if kind == "receipt":
+                        if (len(data) == 6 and type(data.get("envelope_id")) is str and type(data.get("status")) is str
+                                and type(data.get("recipient_id")) is str and type(data.get("channel_id")) is str
+                                and type(data.get("reason")) is str):
+                            return data
+                    elif kind == "request" and len(data) == 4 and type(data.get("request_id")) is str \
+                            and type(data.get("op")) is str and type(data.get("params")) is dict:
+                        return data
+                return _frame(data)
+    return _frame(_load(message))
+
+
+def _frame(data: Any) -> dict[str, Any]:
+    """`decode` of the frame's JSON value."""
     if not isinstance(data, dict):
         raise FrameError(f"frame must be a JSON object, got {type(data).__name__}")
     kind = data.get("kind")
@@ -199,6 +224,9 @@ def decode(message: Any) -> dict[str, Any]:
 
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+# `_dumps` of a string, without the encoder's method around it (the same text: `JSONEncoder.encode`
+# of a str is this function's)
+_string: Callable[[str], str] = json.encoder.encode_basestring
 
 
 def dumps(obj: Any) -> str:
@@ -216,6 +244,7 @@ def _finite_only(value: Any) -> Any:
 
 
 _PLAIN = frozenset({str, int, bool, type(None)})
+PLAIN_SCALARS = _PLAIN  # (the value types `_plain` takes as they are)
 _NESTED = _PLAIN | {dict, list}
 _STR_KEYS = {str}
 
@@ -244,6 +273,9 @@ def _plain(obj: Any) -> bool:
         return all(_plain(item) for item in items if type(item) is dict or type(item) is list)
     except RecursionError:  # (deeper than the stack: the standard library's encoder says what it says)
         return False
+
+
+plain = _plain
 
 
 def clean(obj: Any) -> bool:
@@ -277,6 +309,17 @@ def encode(obj: Any, what: str) -> str:
     return text
 
 
+def encode_plain(obj: Any, what: str, plain: bool) -> str:
+    """`encode(obj, what)`, where the caller has checked what `_plain` checks (`plain`: strings,
+    integers, booleans, None, lists and string-keyed objects only): no walk of `obj` here."""
+    if plain and _fast_dumps is not None:
+        try:
+            return _fast_dumps(obj).decode()
+        except Exception:  # (a lone surrogate, a nesting too deep: as `encode`)
+            pass
+    return encode(obj, what)
+
+
 _warned: set[tuple[str, str]] = set()
 
 
@@ -298,7 +341,7 @@ class Raw(str):
 
 def response(request_id: str, result: Any) -> str:
     """(Built as text around the encoded result: the same JSON as encoding the whole frame.)"""
-    return ('{"kind":"response","request_id":' + _dumps(request_id) + ',"ok":true,"result":'
+    return ('{"kind":"response","request_id":' + _string(request_id) + ',"ok":true,"result":'
             + (result if isinstance(result, Raw) else encode(result, "a reply")) + ',"error_code":"","error_message":""}')
 
 

@@ -7,6 +7,7 @@ Failures raise `OpError` with AG2's error codes; the server answers them on the 
 from __future__ import annotations
 
 import asyncio
+import collections
 import hmac
 import logging
 import re
@@ -68,6 +69,8 @@ def _bad(message: str) -> OpError:
 
 def _get(params: dict[str, Any], key: str, types: tuple[type, ...], default: Any = ...) -> Any:
     value = params.get(key, default)
+    if type(value) in types:  # (the usual case: a value of exactly one of the types, a bool only where allowed)
+        return value
     if value is ...:
         raise _bad(f"missing param {key!r}")
     if value is None and type(None) in types:
@@ -146,29 +149,28 @@ class Conn(Protocol):
 
 class _Log:
     """The AG2 encodings (JSON texts) of a live session's envelopes as read so far, in log order
-    (AG2's client reads the log several times a turn). Only the texts: the envelopes themselves
-    are the hub's, read from it (`Hub.read`) by the few ops that need their fields."""
+    (AG2's client reads the log several times a turn). Only the texts, and who sent the envelopes
+    caused by another (`find_envelope_by_causation`): the envelopes themselves are the hub's, read
+    from it (`Hub.read`) by the few ops that need their other fields."""
 
-    __slots__ = ("texts", "size", "last", "seqs")
+    __slots__ = ("texts", "size", "last", "caused")
 
     def __init__(self) -> None:
         self.texts: list[str] = []
         self.size = 0  # characters of `texts`
         self.last = 0  # seq of the last envelope encoded
-        self.seqs: Optional[list[int]] = None  # each text's seq, kept only once one is not its position + 1 (a gap)
+        # causation id -> (index in `texts`, sender id) of each envelope caused by it, in log order
+        self.caused: Optional[dict[str, list[tuple[int, str]]]] = None
 
-    def add(self, seq: int, text: str) -> None:
-        if self.seqs is None and seq != len(self.texts) + 1:
-            self.seqs = list(range(1, len(self.texts) + 1))
-        if self.seqs is not None:
-            self.seqs.append(seq)
+    def add(self, env: Envelope, text: str) -> None:
+        cause = env.causation_id
+        if cause is not None:
+            if self.caused is None:
+                self.caused = {}
+            self.caused.setdefault(cause, []).append((len(self.texts), env.sender_id))
         self.texts.append(text)
         self.size += len(text)
-        self.last = seq
-
-    def seq(self, i: int) -> int:
-        """The seq of the envelope `texts[i]` encodes."""
-        return i + 1 if self.seqs is None else self.seqs[i]
+        self.last = env.seq
 
 
 class _InviteTimeout(Exception):
@@ -200,6 +202,10 @@ class Ops:
                 del own[sid]
         self.routes: dict[str, Conn] = {}  # agent id -> the connection it is bound to
         self._opening: dict[str, asyncio.Future[Any]] = {}  # session id -> create_channel waiting for acks
+        # (loop time, session id) when each create_channel waiting for acks gives up, in that order
+        # (one invite timeout for every open: one timer for all of them, armed for the first)
+        self._deadlines: collections.deque[tuple[float, str]] = collections.deque()
+        self._deadline_timer: Optional[asyncio.TimerHandle] = None
         self._logs: dict[str, _Log] = {}  # live sessions' logs read so far
         self._channels: dict[str, tuple[SessionState, int, frames.Raw]] = {}  # live sessions' channel records: (state, acks left, JSON)
         self._manifests: dict[tuple[int, tuple[Any, ...]], tuple[Any, str]] = {}  # `_manifest_text`'s
@@ -344,7 +350,7 @@ class Ops:
             return log
         for env in self.hub.read(session_id, log.last + 1):
             if isinstance(env, Envelope):
-                log.add(env.seq, frames.encode(wire.envelope_to_ag2(env, md), f"envelope {env.envelope_id}"))
+                log.add(env, wire.envelope_json(env, md))
         return log
 
     def _envelopes(self, session_id: str, md: SessionMetadata) -> tuple[_Log, list[Envelope]]:
@@ -390,8 +396,8 @@ class Ops:
         if log is None and env.seq == 1 and not md.state.terminal:  # a new session's first envelope (an
             log = self._logs[md.session_id] = _Log()  # invite): its log kept from here, not read back
         if log is not None and log.last + 1 == env.seq:
-            body = frames.encode(wire.envelope_to_ag2(env, md), f"envelope {env.envelope_id}")
-            log.add(env.seq, body)
+            body = wire.envelope_json(env, md)
+            log.add(env, body)
         if md.state.terminal:
             self._logs.pop(md.session_id, None)
             self._channels.pop(md.session_id, None)
@@ -402,7 +408,7 @@ class Ops:
             if conn is None or not self._accepts(env, md, rid):
                 continue
             if body is None:
-                body = frames.encode(wire.envelope_to_ag2(env, md), f"envelope {env.envelope_id}")
+                body = wire.envelope_json(env, md)
             if substantive:
                 self.pending[rid] = self.pending.get(rid, 0) + 1
             conn.send(frames.notify(body, rid))
@@ -629,17 +635,18 @@ class Ops:
         try:  # (the invites reached the invited through the hub's listener, `on_envelope`)
             self._read(sid, self._md(sid))  # kept from now on, each later envelope appended as it is written
             if md.state == SessionState.INVITED:
-                # `wait_for(shield(waiter), invite_timeout)` without its two futures per open: one timer
-                # that ends the wait (the waiter is popped from `_opening` below whatever ends it)
-                timer = loop.call_later(self.invite_timeout, _time_out, waiter)
+                # `wait_for(shield(waiter), invite_timeout)` without its two futures and its timer per
+                # open: `_time_out_invites` ends the wait (the waiter is popped from `_opening` below
+                # whatever ends it)
+                self._deadlines.append((loop.time() + self.invite_timeout, sid))
+                if self._deadline_timer is None:
+                    self._deadline_timer = loop.call_at(self._deadlines[0][0], self._time_out_invites)
                 try:
                     await waiter
                 except _InviteTimeout:
                     if md.state not in _ENDING:
                         await self.hub.close(sid, "invite_timeout")
                     raise _bad(f"channel {sid!r} ack timeout") from None
-                finally:
-                    timer.cancel()
         finally:
             self._opening.pop(sid, None)
             if waiter.done() and not waiter.cancelled():
@@ -647,6 +654,20 @@ class Ops:
         if waiter.done() and waiter.exception() is not None:
             raise waiter.exception()  # type: ignore[misc]
         return self._channel(md)
+
+    def _time_out_invites(self) -> None:
+        """The first deadline has come (the timer was armed for it): its open, and every later one
+        whose deadline has passed, stop waiting (`_InviteTimeout`) unless they ended meanwhile;
+        then the timer is armed for the next deadline."""
+        loop = asyncio.get_running_loop()
+        deadlines, now = self._deadlines, loop.time()
+        first = True
+        while deadlines and (first or deadlines[0][0] <= now):
+            first = False
+            waiter = self._opening.get(deadlines.popleft()[1])
+            if waiter is not None:
+                _time_out(waiter)
+        self._deadline_timer = loop.call_at(deadlines[0][0], self._time_out_invites) if deadlines else None
 
     def _check_open_quotas(self, creator: str, labels: dict[str, Any]) -> None:
         q = self.quotas
@@ -813,12 +834,9 @@ class Ops:
         sid, sender, cause = _str(params, "channel_id"), _str(params, "sender_id"), _str(params, "causation_id")
         md = self._participant(conn, sid)
         log = self._read(sid, md)
-        needle = '"causation_id":' + frames.dumps(cause)  # in the text of every envelope caused by `cause`
-        for i, text in enumerate(log.texts):
-            if needle in text:  # a candidate (the text may also hold it elsewhere): the envelope decides
-                env = next(iter(list(self.hub.read(sid, log.seq(i), log.seq(i)))), None)
-                if isinstance(env, Envelope) and env.sender_id == sender and env.causation_id == cause:
-                    return frames.Raw(text)
+        for i, by in (log.caused or {}).get(cause, ()):  # (kept as the log is read: no store read per call)
+            if by == sender:
+                return frames.Raw(log.texts[i])
         return None
 
     async def can_send(self, conn: Conn, params: dict[str, Any]) -> Any:

@@ -12,6 +12,7 @@ in `SessionMetadata.extra`."""
 from __future__ import annotations
 
 import math
+import operator
 from datetime import datetime, timezone
 from typing import Any, Optional
 
@@ -19,6 +20,7 @@ from turnflow.runtime.envelope import (EV_CONTEXT_SET, EV_EXPECTATION_VIOLATED, 
                                        EV_SESSION_CLOSED, EV_SESSION_EXPIRED, EV_SESSION_INVITE, EV_SESSION_OPENED,
                                        EV_SESSION_REJECT, EV_TELEMETRY, EV_TEXT, Envelope)
 from turnflow.runtime.session import SessionMetadata
+from turnflow.serve import frames
 
 AG2_TEXT = "ag2.msg.text"
 AG2_PACKET = "ag2.packet"
@@ -89,6 +91,21 @@ def envelope_to_ag2(env: Envelope, md: SessionMetadata) -> dict[str, Any]:
             "priority": task.get("priority", "normal"), "depth": task.get("depth", 0),
             "idempotency_key": task.get("idempotency_key"), "created_at": iso(env.created_at) or "",
             "ttl_seconds": task.get("ttl_seconds")}
+
+
+# the values of `envelope_to_ag2`'s record other than `audience` and `event_data`: strings, integers
+# and None as the hub writes them (an envelope an earlier version stored may hold other values)
+_SCALARS = operator.itemgetter("channel_id", "sender_id", "event_type", "envelope_id", "task_id", "causation_id",
+                               "trace_id", "priority", "depth", "idempotency_key", "created_at", "ttl_seconds")
+
+
+def envelope_json(env: Envelope, md: SessionMetadata) -> str:
+    """`envelope_to_ag2` as JSON (`frames.encode`'s text): the record's own keys are strings, so
+    only its values are checked for `frames._plain`, and only `audience` and `event_data` walked."""
+    rec = envelope_to_ag2(env, md)
+    plain = (set(map(type, _SCALARS(rec))) <= frames.PLAIN_SCALARS and frames.plain(rec["audience"])
+             and frames.plain(rec["event_data"]))
+    return frames.encode_plain(rec, f"envelope {env.envelope_id}", plain)
 
 
 def shown_sender(env: Envelope, md: SessionMetadata) -> str:

@@ -46,13 +46,20 @@ _OPCODES = frozenset(int(op) for op in Opcode)  # (the others are reserved: RFC 
 _HEADS = [bytes((0x81, n)) for n in range(126)]  # a final text frame's header, by payload length below 126
 
 
-def _unmask(payload: bytes, mask: bytes) -> bytes:
+def _xor_mask(payload: bytes, mask: bytes) -> bytes:
     """RFC 6455, 5.3: the payload XOR the repeated 4-byte key (one big-integer XOR, in C)."""
     n = len(payload)
     if not n:
         return b""
     key = (mask * (n // 4 + 1))[:n]
     return (int.from_bytes(payload, "little") ^ int.from_bytes(key, "little")).to_bytes(n, "little")
+
+
+_unmask: Callable[[bytes, bytes], bytes] = _xor_mask
+try:  # websockets' own C helper for the same XOR (its `speedups` extension, built with its wheels)
+    from websockets.speedups import apply_mask as _unmask
+except ImportError:  # pragma: no cover - (websockets without its extension: the XOR above)
+    pass
 
 
 class Link(asyncio.Protocol):
@@ -153,7 +160,33 @@ class Link(asyncio.Protocol):
         protocol read every byte (tests/test_serve_wsproto_fuzz.py). A partial frame waits for its
         rest (and goes to the protocol if the server closes the connection meanwhile: `_slow`)."""
         pos, end = 0, len(data)
+        size = self.listener.max_size
+        take = self.listener.server.take
         while pos < end and self._fast:
+            if self._parts is None and end - pos >= 6 and data[pos] == 0x81 and data[pos + 1] & 0x80:
+                # the common frame, read here at once: a whole, final, masked text frame (as below)
+                length, start = data[pos + 1] & 0x7F, pos + 2
+                if length == 126:
+                    length, start = (data[pos + 2] << 8) | data[pos + 3], pos + 4
+                stop = start + 4 + length
+                if length < 127 or start == pos + 4:
+                    if length <= size and stop <= end:
+                        try:
+                            text = _unmask(data[start + 4:stop], data[start:start + 4]).decode()
+                        except UnicodeDecodeError:  # (as below)
+                            self._fast = False
+                            break
+                        pos = stop
+                        if not self.closed:  # `_dispatch` and `_take`, inline
+                            if self._pending is not None:
+                                self._pending.append(text)
+                            else:
+                                try:
+                                    take(self, text)
+                                except Exception:  # a bug: this connection ends, the hub does not
+                                    log.exception("connection %s failed", self.endpoint_id)
+                                    self.drop(1011, "internal error")
+                        continue
             head = self._head(data, pos, end)
             if head is None:  # (not all in: kept; or refused: the protocol's, from this frame on)
                 return
@@ -358,13 +391,20 @@ class Link(asyncio.Protocol):
     def _run(self, request: Callable[[], Any], size: int) -> None:
         self._running += 1
         self._inflight += size
-        task = self.listener.loop.create_task(request())
+        task = self.listener.loop.create_task(self._job(request(), size))
         if self._tasks is None:
             self._tasks = set()
         self._tasks.add(task)
-        task.add_done_callback(lambda t, size=size: self._done(t, size))  # type: ignore[misc]
 
-    def _done(self, task: "asyncio.Task[Any]", size: int) -> None:
+    async def _job(self, request: Any, size: int) -> None:
+        """A request's task: the request, then its slot given back in the task's last step (no
+        done callback: one loop callback fewer per request)."""
+        try:
+            await request
+        finally:
+            self._done(asyncio.current_task(), size)
+
+    def _done(self, task: "Optional[asyncio.Task[Any]]", size: int) -> None:
         if self._tasks is not None:
             self._tasks.discard(task)
         self._running -= 1
@@ -423,19 +463,21 @@ class Link(asyncio.Protocol):
             self._ping = False
             protocol.send_ping(b"")
             self._write_out()  # (before the frames: nothing of the protocol's may wait behind them)
+        sizeof, heads = sys.getsizeof, _HEADS
         while queue and not self._paused:
             batch = taken = 0
             out: list[bytes] = []
+            add = out.append
             for text in queue:
                 try:
                     data = text.encode()
                 except UnicodeEncodeError:  # a lone surrogate: JSON's own escape, which reads back the same
                     data = text.encode("utf-8", "backslashreplace")
                 n = len(data)  # a text frame as the protocol's `send_text` builds it (RFC 6455, 5.2: a server's is not masked)
-                out.append(_HEADS[n] if n < 126 else
-                           b"\x81\x7e" + n.to_bytes(2, "big") if n < 65536 else b"\x81\x7f" + n.to_bytes(8, "big"))
-                out.append(data)
-                batch += sys.getsizeof(text)
+                add(heads[n] if n < 126 else
+                    b"\x81\x7e" + n.to_bytes(2, "big") if n < 65536 else b"\x81\x7f" + n.to_bytes(8, "big"))
+                add(data)
+                batch += sizeof(text)
                 taken += 1
                 if batch >= WRITE_BATCH:
                     break

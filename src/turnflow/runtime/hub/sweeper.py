@@ -54,17 +54,16 @@ class Sweeper:
                     written.append(env)
                 continue
             for i, exp in enumerate(md.expectations):
-                if not _sweepable(live) or not await self._check_expectation(live, i, exp, now, written):
+                if not _sweepable(live):
+                    break
+                v = _exp.evaluate(live, i, exp, now)  # (checked here: no coroutine per expectation kept)
+                if v is not None and v[0] not in live.fired and not await self._violated(live, exp, v, written):
                     break
         return written
 
-    async def _check_expectation(self, live: LiveSession, i: int, exp: Expectation, now: float,
-                                 written: list[Envelope]) -> bool:
-        """Log (and act on) expectation `i` of the session when it is violated now and has not
-        fired for this turn yet; False when the session can take no more (nothing was written)."""
-        v = _exp.evaluate(live, i, exp, now)
-        if v is None or v[0] in live.fired:
-            return True
+    async def _violated(self, live: LiveSession, exp: Expectation, v: _exp.Violation, written: list[Envelope]) -> bool:
+        """Log (and act on) the violation `v` of expectation `exp` (violated now, not fired for this
+        turn yet); False when the session can take no more (nothing was written)."""
         key, agent = v
         hub = self.hub
         data = {"name": exp.name, "action": exp.on_violation, "seconds": exp.to_dict()["params"]["seconds"],
