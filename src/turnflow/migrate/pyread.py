@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast as pyast
 import json
 import re
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
@@ -595,10 +596,18 @@ def _bind_assign(mod: Module, child: pyast.Assign, target: pyast.AST, child_loop
             mod.in_loop.add(id(target.value))
 
 
+#: `calls` of each tree still in use: the readers ask for a module's calls several times per
+#: migration (a tree is not changed once `parse_module` has read it)
+_CALLS: "weakref.WeakKeyDictionary[pyast.AST, list[pyast.Call]]" = weakref.WeakKeyDictionary()
+
+
 def calls(tree: pyast.AST) -> Iterator[pyast.Call]:
     """Every call in source order."""
-    found = [n for n in pyast.walk(tree) if isinstance(n, pyast.Call)]
-    return iter(sorted(found, key=lambda n: (n.lineno, n.col_offset)))
+    found = _CALLS.get(tree)
+    if found is None:
+        found = sorted((n for n in pyast.walk(tree) if isinstance(n, pyast.Call)), key=lambda n: (n.lineno, n.col_offset))
+        _CALLS[tree] = found
+    return iter(found)
 
 
 def assigned_name(mod: Module, call: pyast.Call) -> Optional[str]:
