@@ -339,6 +339,15 @@ def problems(static: list[dict], live: list[dict]) -> list[str]:
     return out
 
 
+def one_ssl_context(monkeypatch) -> None:
+    """In-process (the AgentChat tests): as `_one_ssl_context` below, undone after the test by
+    pytest's `monkeypatch`."""
+    import ssl
+
+    context = ssl.create_default_context()
+    monkeypatch.setattr(ssl, "create_default_context", lambda *a, **k: context)
+
+
 def _one_ssl_context() -> None:
     """Every model client the fixtures build gets one shared SSL context: no model is called, and
     loading the CA bundle once per agent (40 ms) was half of a run's time."""

@@ -442,7 +442,9 @@ def test_a_dropped_setting_migrates_as_the_live_team_does(fixture, tmp_path, mon
     pytest.importorskip("autogen_agentchat")
     pytest.importorskip("autogen_ext.models.openai")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    from live_compare import compare
+    from live_compare import compare, one_ssl_context
+
+    one_ssl_context(monkeypatch)  # no model is called: one CA bundle load, not one per agent
 
     silent, compared = [], 0
     for i, (what, text, line) in enumerate(_drops(ROOT / fixture)):
