@@ -339,6 +339,15 @@ def problems(static: list[dict], live: list[dict]) -> list[str]:
     return out
 
 
+def one_ssl_context(monkeypatch) -> None:
+    """In-process (the AgentChat tests): as `_one_ssl_context` below, undone after the test by
+    pytest's `monkeypatch`."""
+    import ssl
+
+    context = ssl.create_default_context()
+    monkeypatch.setattr(ssl, "create_default_context", lambda *a, **k: context)
+
+
 def _one_ssl_context() -> None:
     """Every model client the fixtures build gets one shared SSL context: no model is called, and
     loading the CA bundle once per agent (40 ms) was half of a run's time."""
@@ -350,9 +359,14 @@ def _one_ssl_context() -> None:
 
 if __name__ == "__main__":
     _one_ssl_context()
-    # the test's own environment after this one's (turnflow's dependencies, for an interpreter
-    # named by TURNFLOW_AG2_CLASSIC_PYTHON that lacks them)
-    sys.path.extend(p for p in os.environ.get("TURNFLOW_LIVE_FALLBACK_PATH", "").split(os.pathsep) if p)
+    # the test's own environment after this one's, for an interpreter named by
+    # TURNFLOW_AG2_CLASSIC_PYTHON that lacks turnflow's dependencies (what `turnflow.migrate`
+    # imports). Only then: appended whole, its optional model SDKs (anthropic, ...) were imported
+    # by the classic package as well, a fifth of a run; the fixtures configure OpenAI models only
+    import importlib.util
+
+    if not all(importlib.util.find_spec(m) for m in ("lark", "pydantic", "yaml")):
+        sys.path.extend(p for p in os.environ.get("TURNFLOW_LIVE_FALLBACK_PATH", "").split(os.pathsep) if p)
     for arg in sys.argv[1:]:
         fixture = Path(arg).resolve()
         try:

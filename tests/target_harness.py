@@ -10,6 +10,7 @@ a plan that runs out finishes the run (`script_end`)."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import sys
 import types
@@ -25,13 +26,19 @@ DIFF_TOOLS = ["t1", "t2"]
 SCRIPT_END = "script_end"
 
 
+@functools.lru_cache(maxsize=16)
+def _code(source: str) -> types.CodeType:
+    """The generated module's code, compiled once per text (an example's module runs for each of its plans)."""
+    return compile(source, "<turnflow target>", "exec")
+
+
 def load_module(source: str) -> types.ModuleType:
     """The generated module, executed as a fresh module (registered in `sys.modules`, which
     LangGraph's type-hint reading of the state needs)."""
     name = f"_turnflow_target_{next(_counter)}"
     mod = types.ModuleType(name)
     sys.modules[name] = mod
-    exec(compile(source, f"<{name}>", "exec"), mod.__dict__)  # noqa: S102 - the test runs the code it generated
+    exec(_code(source), mod.__dict__)  # noqa: S102 - the test runs the code it generated
     return mod
 
 

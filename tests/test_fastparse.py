@@ -73,7 +73,8 @@ def _read_by_tokens(text: str, monkeypatch) -> list[str]:
 def test_every_example_and_fixture_reads_the_same(path):
     text = path.read_text(encoding="utf-8", errors="replace")
     _same(text)
-    _same(format_flow(_parse_source(text, "t")[0]) if _parse_source(text, "t")[0] is not None else text + "}")
+    parsed = _parse_source(text, "t")[0]
+    _same(format_flow(parsed) if parsed is not None else text + "}")
 
 
 def test_the_fast_path_reads_the_valid_examples():

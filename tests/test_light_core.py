@@ -48,6 +48,19 @@ def test_loads_no_heavy_library(code):
     assert loaded_after(code) == []
 
 
+def test_check_loads_no_pydantic():
+    """`turnflow check` (the editor's and CI's command) reads the frameworks' routing tables
+    (compiler/emit/pyroute.py) without the spec models: pydantic was a fifth of its start."""
+    flow = SRC.parent / "examples" / "support.flow"
+    probe = ("import sys, contextlib, io, turnflow.cli\n"
+             "with contextlib.redirect_stdout(io.StringIO()):\n"
+             f"    code = turnflow.cli.main(['check', {str(flow)!r}])\n"
+             "print(code, sorted(m for m in sys.modules if m.split('.')[0] == 'pydantic'))")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(SRC)}, timeout=60)
+    assert proc.stdout.strip().splitlines()[-1] == "0 []", (proc.stdout, proc.stderr)
+
+
 def test_the_probe_sees_a_heavy_import():
     """The check above can fail: using the API does load the parser."""
     assert "lark" in loaded_after("import turnflow; turnflow.parse('workflow w {\\n}\\n')")

@@ -46,8 +46,9 @@ def test_an_agentchat_team_object_migrates_to_the_flow_of_its_source(fixture, mo
     _agentchat()
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     sys.path.insert(0, str(HERE))
-    from live_compare import compare
+    from live_compare import compare, one_ssl_context
 
+    one_ssl_context(monkeypatch)  # no model is called: one CA bundle load, not one per agent
     rows = compare(ROOT / fixture)
     assert rows
     for row in rows:
@@ -60,8 +61,9 @@ def test_a_graphflow_object_keeps_its_callable_edge_conditions(monkeypatch):
     _agentchat()
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     sys.path.insert(0, str(HERE))
-    from live_compare import build
+    from live_compare import build, one_ssl_context
 
+    one_ssl_context(monkeypatch)
     namespace, _ = build(ROOT / "autogen" / "graphflow_python.py")
     text, notes = from_object(namespace["flow"], name="flow")
     assert 'reviewer -> summarizer when text contains "APPROVE"' in text
@@ -170,10 +172,11 @@ def test_the_live_path_gives_the_same_typed_model(monkeypatch):
     sys.path.insert(0, str(HERE))
     from dataclasses import fields
 
-    from live_compare import build
+    from live_compare import build, one_ssl_context
     from turnflow.migrate import migrate
     from turnflow.migrate.live_objects import migrate_object
 
+    one_ssl_context(monkeypatch)
     path = ROOT / "autogen" / "swarm_python.py"
     namespace, _ = build(path)
     live = migrate_object(namespace["team"], name="team").teams[0]

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 from pathlib import Path
 from typing import Iterator, Optional
 
@@ -43,7 +44,22 @@ RUNS = {"initiate_group_chat": "a_initiate_group_chat", "run_group_chat": "a_run
         "a_initiate_chat": "a_initiate_chat", "initiate_swarm_chat": "a_initiate_swarm_chat"}
 
 
+@functools.lru_cache(maxsize=None)
+def _source(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+def _fresh(text: str) -> ast.Module:
+    """A new tree of `text` to mutate: what `copy.deepcopy` of its parsed tree gives (the same
+    nodes, positions included), at a quarter of the cost."""
+    return ast.parse(text)
+
+
+@functools.lru_cache(maxsize=None)
 def _graph(text: str) -> tuple[Optional[dict], list]:
+    """(The speaker graph of each block, the diagnostics) of `text` migrated; the same text (the
+    baseline in two tests, a module without a call under three wrappers) is migrated once.
+    Callers only read what it returns."""
     try:
         result = migrate(text, "mutant.py")
     except MigrateError as err:
@@ -98,9 +114,9 @@ def _at_change(d, node: Optional[ast.stmt]) -> bool:
     return node.lineno < d.span.line <= (node.end_lineno or node.lineno) and f"line {node.lineno})" in d.message
 
 
-def _wrap(tree: ast.Module) -> Iterator[tuple[str, str, object]]:
-    for k in range(len(_assignments(tree))):
-        t = copy.deepcopy(tree)
+def _wrap(text: str) -> Iterator[tuple[str, str, object]]:
+    for k in range(len(_assignments(_fresh(text)))):
+        t = _fresh(text)
         body, i = _assignments(t)[k]
         st = body[i]
         body[i] = ast.If(test=ast.Name(id="unknown_flag", ctx=ast.Load()), body=[st], orelse=[])
@@ -108,18 +124,18 @@ def _wrap(tree: ast.Module) -> Iterator[tuple[str, str, object]]:
             lambda n: isinstance(n, ast.If) and isinstance(n.test, ast.Name) and n.test.id == "unknown_flag"
 
 
-def _wrap_calls(tree: ast.Module) -> Iterator[tuple[str, str, object]]:
+def _wrap_calls(text: str) -> Iterator[tuple[str, str, object]]:
     """A call statement put under `if unknown_flag:` (it may not run) or in `for item in unknown_items:`
     (it may run no time, or several). The third item is `(changed, without)`: the wrapper's predicate
     and the module with the call deleted (what the program does when the call does not run)."""
-    for k in range(len(_call_statements(tree))):
-        gone = copy.deepcopy(tree)
+    for k in range(len(_call_statements(_fresh(text)))):
+        gone = _fresh(text)
         body, i = _call_statements(gone)[k]
         del body[i]
         body.insert(i, ast.Pass()) if not body else None
         without = ast.unparse(ast.fix_missing_locations(gone))
         for kind in ("if", "for", "except"):
-            t = copy.deepcopy(tree)
+            t = _fresh(text)
             body, i = _call_statements(t)[k]
             st = body[i]
             if _runs_a_chat(st):
@@ -160,12 +176,13 @@ def _is_items_for(n: ast.AST) -> bool:
     return isinstance(n, ast.For) and isinstance(n.iter, ast.Name) and n.iter.id == "unknown_items"
 
 
-def _rebind(tree: ast.Module) -> Iterator[tuple[str, str, object]]:
+def _rebind(text: str) -> Iterator[tuple[str, str, object]]:
+    tree = _fresh(text)
     for body, i in _assignments(tree):
         st = body[i]
         if body is not tree.body or not isinstance(st.targets[0], ast.Name) or not isinstance(st.value, ast.Call):
             continue
-        t = copy.deepcopy(tree)
+        t = _fresh(text)
         second = copy.deepcopy(st)
         second.value.keywords = [kw for kw in second.value.keywords if kw.arg != "name"] + [
             ast.keyword(arg="name", value=ast.Constant(value="second_object"))]
@@ -177,7 +194,8 @@ def _rebind(tree: ast.Module) -> Iterator[tuple[str, str, object]]:
             and any(kw.arg == "name" and getattr(kw.value, "value", None) == "second_object" for kw in n.value.keywords)
 
 
-def _into_main(tree: ast.Module) -> Iterator[tuple[str, str, object]]:
+def _into_main(text: str) -> Iterator[tuple[str, str, object]]:
+    tree = _fresh(text)
     for i, st in enumerate(tree.body):
         call = st.value if isinstance(st, (ast.Expr, ast.Assign)) else None
         if not isinstance(call, ast.Call):
@@ -186,7 +204,7 @@ def _into_main(tree: ast.Module) -> Iterator[tuple[str, str, object]]:
         name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
         if name not in RUNS:
             continue
-        t = copy.deepcopy(tree)
+        t = _fresh(text)
         moved = t.body.pop(i)
         moved_call = moved.value  # type: ignore[attr-defined]
         if isinstance(moved_call.func, ast.Name):
@@ -208,16 +226,16 @@ def _into_main(tree: ast.Module) -> Iterator[tuple[str, str, object]]:
 
 
 def _mutants(path: Path) -> Iterator[tuple[str, str, object]]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    yield from _wrap(tree)
-    yield from _wrap_calls(tree)
-    yield from _rebind(tree)
-    yield from _into_main(tree)
+    text = _source(path)
+    yield from _wrap(text)
+    yield from _wrap_calls(text)
+    yield from _rebind(text)
+    yield from _into_main(text)
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_a_mutant_keeps_the_graph_or_reports_the_change(path):
-    baseline_text = ast.unparse(ast.parse(path.read_text(encoding="utf-8")))
+    baseline_text = ast.unparse(ast.parse(_source(path)))
     baseline, _ = _graph(baseline_text)
     if baseline is None:
         pytest.skip("the fixture itself is refused")
@@ -273,8 +291,18 @@ def _recognised(tree: ast.AST, family: str) -> list[tuple[ast.Call, surface.Api]
     return out[:PER_FILE_FORMS]  # type: ignore[return-value]
 
 
+def _where(node: ast.AST) -> tuple:
+    return node.lineno, node.col_offset, node.end_lineno, node.end_col_offset  # type: ignore[attr-defined]
+
+
+def _call_at(tree: ast.AST, call: ast.Call) -> ast.Call:
+    """In a fresh tree of the same text, the call at `call`'s position (the one `_recognised` of
+    that tree lists at the same index: the same nodes, bound alike)."""
+    return next(c for c in ast.walk(tree) if isinstance(c, ast.Call) and _where(c) == _where(call))
+
+
 def _family(path: Path) -> str:
-    return "agentchat" if path.parent.name == "autogen" or "autogen_agentchat" in path.read_text(encoding="utf-8") \
+    return "agentchat" if path.parent.name == "autogen" or "autogen_agentchat" in _source(path) \
         else "ag2"
 
 
@@ -302,15 +330,16 @@ def _forms(path: Path) -> Iterator[tuple[str, str]]:
     """Each recognised call with its arguments in the other form; each recognised call that is an
     argument of another call (or an element of a list argument) bound to a variable first."""
     family = _family(path)
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    for k in range(len(_recognised(tree, family))):
-        t = copy.deepcopy(tree)
-        call, a = _recognised(t, family)[k]
+    text = _source(path)
+    recognised = _recognised(_fresh(text), family)
+    for at, a in recognised:
+        t = _fresh(text)
+        call = _call_at(t, at)
         if _swap_forms(call, a):
             yield f"`{a.name}` at line {call.lineno} in its other argument form", ast.unparse(t)
-    for k in range(len(_recognised(tree, family))):
-        t = copy.deepcopy(tree)
-        call, a = _recognised(t, family)[k]
+    for k, (at, a) in enumerate(recognised):
+        t = _fresh(text)
+        call = _call_at(t, at)
         hoisted = _through_a_variable(t, call, f"hoisted_{k}") or _receiver_through_a_variable(t, call, f"hoisted_{k}")
         if hoisted:
             yield f"`{a.name}` at line {call.lineno} through a variable", ast.unparse(ast.fix_missing_locations(t))
@@ -364,7 +393,7 @@ def _through_a_variable(tree: ast.Module, call: ast.Call, var: str) -> bool:
 def test_an_argument_form_mutant_migrates_alike_or_is_flagged(path):
     """The same call in another form (keyword <-> positional, through a variable) is the same
     program: the mutant migrates to the same speaker graph, or says where it could not follow."""
-    baseline_text = ast.unparse(ast.parse(path.read_text(encoding="utf-8")))
+    baseline_text = ast.unparse(ast.parse(_source(path)))
     baseline, base_diags = _graph(baseline_text)
     if baseline is None:
         pytest.skip("the fixture itself is refused")
@@ -391,15 +420,15 @@ PER_FILE_DROPS = 16
 def _drops(path: Path) -> Iterator[tuple[str, str, int]]:
     """The module with one optional keyword argument of one recognised call left out (what, text,
     the call's line)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    text = _source(path)
     n = 0
-    for k, (call, a) in enumerate(_recognised(tree, "agentchat")):
+    for call, a in _recognised(_fresh(text), "agentchat"):
         optional = {p.name for p in a.params if not p.required and p.how != surface.IRRELEVANT}
         for j, kw in enumerate(call.keywords):
             if kw.arg not in optional or n >= PER_FILE_DROPS:
                 continue
-            t = copy.deepcopy(tree)
-            tcall, _ = _recognised(t, "agentchat")[k]
+            t = _fresh(text)
+            tcall = _call_at(t, call)
             del tcall.keywords[j]
             n += 1
             yield f"`{a.name}` at line {call.lineno} without `{kw.arg}=`", ast.unparse(t), call.lineno
@@ -413,7 +442,9 @@ def test_a_dropped_setting_migrates_as_the_live_team_does(fixture, tmp_path, mon
     pytest.importorskip("autogen_agentchat")
     pytest.importorskip("autogen_ext.models.openai")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    from live_compare import compare
+    from live_compare import compare, one_ssl_context
+
+    one_ssl_context(monkeypatch)  # no model is called: one CA bundle load, not one per agent
 
     silent, compared = [], 0
     for i, (what, text, line) in enumerate(_drops(ROOT / fixture)):
@@ -435,16 +466,16 @@ CLASSIC_DROPS = 4  # per fixture: the classic environment runs every mutant in o
 
 
 def _classic_drops(path: Path) -> Iterator[tuple[str, str, int]]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    text = _source(path)
     n = 0
-    for k, (call, a) in enumerate(_recognised(tree, "ag2")):
+    for call, a in _recognised(_fresh(text), "ag2"):
         # the settings that decide turns (read, or not modelled: a finding), not the irrelevant ones
         optional = {p.name for p in a.params if not p.required and p.how != surface.IRRELEVANT}
         for j, kw in enumerate(call.keywords):
             if kw.arg not in optional or kw.arg == "name" or n >= CLASSIC_DROPS:
                 continue
-            t = copy.deepcopy(tree)
-            tcall, _ = _recognised(t, "ag2")[k]
+            t = _fresh(text)
+            tcall = _call_at(t, call)
             del tcall.keywords[j]
             n += 1
             yield f"`{a.name}` at line {call.lineno} without `{kw.arg}=`", ast.unparse(t), call.lineno

@@ -86,10 +86,10 @@ def run_classic(jobs: list) -> list:
     return json.loads(run.stdout)
 
 
-def _steps(spec: dict, plan: list) -> list:
+def _steps(spec: dict, plan: list, speakers: list[str]) -> list:
     """The classic side's replies: the plan's steps as the turns' speakers take them on the hub
-    (the same function, so the same step for the same turn and speaker)."""
-    speakers, _ctx, _reason = run_hub(spec, plan, classic=True)
+    (`speakers`: the hub run's, `run_hub(spec, plan, classic=True)[0]`; the same function, so the
+    same step for the same turn and speaker)."""
     order = [p["agent_id"] for p in spec["participants"]]
     owned = {p["agent_id"]: list(p["tools"]) for p in spec["participants"]}
     out = []
@@ -111,7 +111,7 @@ def test_generated_flows_decide_alike_in_classic_groupchat_and_on_the_hub():
         spec = turnflow.compile(text)[0]
         hub = run_hub(spec, plan, classic=True)
         want.append({"speakers": hub[0], "reason": hub[2]})
-        jobs.append({"source": compile_target(text, "ag2-groupchat"), "steps": _steps(spec, plan)})
+        jobs.append({"source": compile_target(text, "ag2-groupchat"), "steps": _steps(spec, plan, hub[0])})
     got = run_classic(jobs)
     diffs = [(text, w, g) for (text, _p), w, g in zip(cases, want, got) if w != g]
     assert not diffs, f"{len(diffs)} of {len(cases)} differ; first:\n{diffs[0][0]}\nhub: {diffs[0][1]}\nclassic: {diffs[0][2]}"

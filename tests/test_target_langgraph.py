@@ -12,6 +12,8 @@ must be equal. The suite runs 60 generated flows; the larger run (docs/targets.m
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 import subprocess
 import sys
@@ -50,10 +52,18 @@ def run_langgraph(source: str, plan: list):
             final["reason"])
 
 
-def same_decisions(text: str, block: str, plan: list) -> None:
+@functools.lru_cache(maxsize=16)
+def _compiled(text: str, block: str) -> tuple[str, str]:
+    """`block`'s spec (as JSON: each run gets its own copy) and its LangGraph module: compiled
+    once per text, an example's for its 25 plans."""
     spec = next(s for s in turnflow.compile(text) if s["name"] == block)
-    hub = run_hub(spec, plan)
-    graph = run_langgraph(compile_target(text, "langgraph", block=block), plan)
+    return json.dumps(spec), compile_target(text, "langgraph", block=block)
+
+
+def same_decisions(text: str, block: str, plan: list) -> None:
+    spec, source = _compiled(text, block)
+    hub = run_hub(json.loads(spec), plan)
+    graph = run_langgraph(source, plan)
     assert graph[0] == hub[0], "speaker sequences differ"
     assert graph[1] == hub[1], "context after a turn differs"
     assert graph[2] == hub[2], "close reasons differ"

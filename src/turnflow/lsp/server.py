@@ -15,6 +15,7 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
 
 import turnflow
+from turnflow import process
 from turnflow.lsp import completion
 from turnflow.lsp.features import Analysis, analyse, format_text
 from turnflow.lsp.positions import LineIndex
@@ -232,7 +233,8 @@ class FlowServer(LanguageServer):
         path = to_fs_path(uri) or uri
         ctx = multiprocessing.get_context("spawn")
         receive, send = ctx.Pipe(duplex=False)
-        child = ctx.Process(target=diagnose_to, args=(send, text, path), daemon=True, name="turnflow-check")
+        child = ctx.Process(target=diagnose_to, args=(send, text, path, (process.PAUSE_GC, process.TABLE_CACHE)),
+                            daemon=True, name="turnflow-check")
         child.start()
         send.close()
         try:  # waited for in a thread of its own: the worker stays free for small documents

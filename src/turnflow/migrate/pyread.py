@@ -7,8 +7,9 @@ from __future__ import annotations
 import ast as pyast
 import json
 import re
+import weakref
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Optional
+from typing import Any, Iterable, Iterator, Optional
 
 from turnflow.migrate.common import Pos, fail, input_where, line_ref, lines_ref
 from turnflow.migrate.pystatic import callee, sequence
@@ -496,25 +497,43 @@ class _Walk:
         self.loops: tuple = ()
 
 
+#: nodes whose children `_children` places in a branch or a def (the others' children share theirs)
+_PLACING = (pyast.FunctionDef, pyast.AsyncFunctionDef, pyast.Lambda, pyast.If, pyast.Try, pyast.Match,
+            *((pyast.TryStar,) if hasattr(pyast, "TryStar") else ()))
+#: nodes without child nodes (nothing below them to index)
+_LEAVES = (pyast.expr_context, pyast.Constant, pyast.operator, pyast.boolop, pyast.cmpop, pyast.unaryop)
+
+
 def _index(mod: Module, node: pyast.AST, loop: bool, walk: Optional[_Walk] = None) -> None:
     walk = walk or _Walk()
     if isinstance(node, pyast.Module):
         mod.uses.clear()
-    for child, chain, in_def in _children(node, walk):
+    uses, in_loop = mod.uses, mod.in_loop
+    child_loop = loop or isinstance(node, _LOOPS)
+    repeats = _repeats(node)
+    if isinstance(node, _PLACING):
+        children: Iterable[tuple[pyast.AST, tuple, bool]] = _children(node, walk)
+    else:  # (the common case, without a generator per node)
+        chain, in_def = walk.chain, walk.in_def
+        children = [(child, chain, in_def) for child in pyast.iter_child_nodes(node)]
+    for child, chain, in_def in children:
         outer = (walk.chain, walk.in_def, walk.loops)
         walk.chain, walk.in_def = chain, in_def
+        is_stmt = False
         if isinstance(child, pyast.stmt):
+            is_stmt = True
             walk.order += 1
             if isinstance(child, (pyast.If, pyast.Try, pyast.Match)) or type(child).__name__ == "TryStar":
                 mod.branches[id(child)] = child
-            if _repeats(node):
+            if repeats:
                 walk.loops = walk.loops + (node,)
-        mod.uses[id(child)] = Where(walk.order, walk.chain, walk.in_def, walk.loops)
-        child_loop = loop or isinstance(node, _LOOPS)
+        uses[id(child)] = Where(walk.order, walk.chain, walk.in_def, walk.loops)
         if child_loop:
-            mod.in_loop.add(id(child))
-        _bind_child(mod, child, child_loop, walk)
-        _index(mod, child, child_loop, walk)
+            in_loop.add(id(child))
+        if is_stmt:  # (only statements bind: defs, classes, assignments)
+            _bind_child(mod, child, child_loop, walk)
+        if not isinstance(child, _LEAVES):
+            _index(mod, child, child_loop, walk)
         walk.chain, walk.in_def, walk.loops = outer
 
 
@@ -595,10 +614,18 @@ def _bind_assign(mod: Module, child: pyast.Assign, target: pyast.AST, child_loop
             mod.in_loop.add(id(target.value))
 
 
+#: `calls` of each tree still in use: the readers ask for a module's calls several times per
+#: migration (a tree is not changed once `parse_module` has read it)
+_CALLS: "weakref.WeakKeyDictionary[pyast.AST, list[pyast.Call]]" = weakref.WeakKeyDictionary()
+
+
 def calls(tree: pyast.AST) -> Iterator[pyast.Call]:
     """Every call in source order."""
-    found = [n for n in pyast.walk(tree) if isinstance(n, pyast.Call)]
-    return iter(sorted(found, key=lambda n: (n.lineno, n.col_offset)))
+    found = _CALLS.get(tree)
+    if found is None:
+        found = sorted((n for n in pyast.walk(tree) if isinstance(n, pyast.Call)), key=lambda n: (n.lineno, n.col_offset))
+        _CALLS[tree] = found
+    return iter(found)
 
 
 def assigned_name(mod: Module, call: pyast.Call) -> Optional[str]:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 from typing import Any, NamedTuple, Optional, Union
-from turnflow.spec.graph import negate
 
 #: the helper a `context_compare` needs, emitted into the generated module (docs/language.md,
 #: "Comparisons"; the same reading as `turnflow.spec.meaning.compare`, which the differential
@@ -111,6 +110,8 @@ def prune(cond: Any, owned: Optional[tuple[str, ...]]) -> Union[bool, Any]:
         inner = prune(cond.args.condition, owned)
         if isinstance(inner, bool):
             return not inner
+
+        from turnflow.spec.graph import negate  # pydantic, loaded only by the commands that write code
 
         return negate(inner)
     if name in ("all_of", "any_of"):
