@@ -192,18 +192,21 @@ def decode(message: Any) -> dict[str, Any]:
         else:
             if (message.count("[") + message.count("{") <= MAX_DEPTH
                     and ("\\u" not in message or not _SURROGATE_ESCAPE.search(message))):  # (as `_load`)
-                if type(data) is dict:
-                    kind = data.get("kind")
-                    if kind == "receipt":
-                        if (len(data) == 6 and type(data.get("envelope_id")) is str and type(data.get("status")) is str
-                                and type(data.get("recipient_id")) is str and type(data.get("channel_id")) is str
-                                and type(data.get("reason")) is str):
-                            return data
-                    elif kind == "request" and len(data) == 4 and type(data.get("request_id")) is str \
-                            and type(data.get("op")) is str and type(data.get("params")) is dict:
-                        return data
-                return _frame(data)
+                return data if _usual(data) else _frame(data)
     return _frame(_load(message))
+
+
+def _usual(data: Any) -> bool:
+    """A receipt or a request of the usual shape, every field of its type (as `_frame` checks them)."""
+    if type(data) is not dict:
+        return False
+    kind = data.get("kind")
+    if kind == "receipt":
+        return (len(data) == 6 and type(data.get("envelope_id")) is str and type(data.get("status")) is str
+                and type(data.get("recipient_id")) is str and type(data.get("channel_id")) is str
+                and type(data.get("reason")) is str)
+    return (kind == "request" and len(data) == 4 and type(data.get("request_id")) is str
+            and type(data.get("op")) is str and type(data.get("params")) is dict)
 
 
 def _frame(data: Any) -> dict[str, Any]:

@@ -160,33 +160,14 @@ class Link(asyncio.Protocol):
         protocol read every byte (tests/test_serve_wsproto_fuzz.py). A partial frame waits for its
         rest (and goes to the protocol if the server closes the connection meanwhile: `_slow`)."""
         pos, end = 0, len(data)
-        size = self.listener.max_size
-        take = self.listener.server.take
         while pos < end and self._fast:
             if self._parts is None and end - pos >= 6 and data[pos] == 0x81 and data[pos + 1] & 0x80:
-                # the common frame, read here at once: a whole, final, masked text frame (as below)
-                length, start = data[pos + 1] & 0x7F, pos + 2
-                if length == 126:
-                    length, start = (data[pos + 2] << 8) | data[pos + 3], pos + 4
-                stop = start + 4 + length
-                if length < 127 or start == pos + 4:
-                    if length <= size and stop <= end:
-                        try:
-                            text = _unmask(data[start + 4:stop], data[start:start + 4]).decode()
-                        except UnicodeDecodeError:  # (as below)
-                            self._fast = False
-                            break
-                        pos = stop
-                        if not self.closed:  # `_dispatch` and `_take`, inline
-                            if self._pending is not None:
-                                self._pending.append(text)
-                            else:
-                                try:
-                                    take(self, text)
-                                except Exception:  # a bug: this connection ends, the hub does not
-                                    log.exception("connection %s failed", self.endpoint_id)
-                                    self.drop(1011, "internal error")
-                        continue
+                stop = self._text_frame(data, pos, end)  # the common frame, read at once
+                if stop:
+                    pos = stop
+                    continue
+                if not self._fast:  # (not UTF-8: as below)
+                    break
             head = self._head(data, pos, end)
             if head is None:  # (not all in: kept; or refused: the protocol's, from this frame on)
                 return
@@ -218,6 +199,35 @@ class Link(asyncio.Protocol):
             self._dispatch(text)
         if pos < end and not self._fast:  # (a close or an error on the way: the rest is the protocol's)
             self._feed(data[pos:])
+
+    def _text_frame(self, data: bytes, pos: int, end: int) -> int:
+        """The frame at `pos`, which starts as a final masked text frame, read and taken at once when
+        it is all in, at most `max_size` and valid UTF-8 (as `_frames` reads a text frame): where it
+        ends. 0 when `_frames` reads it the long way (not all in, too big, a 64-bit length) and when
+        it is not UTF-8 (`_fast` cleared: the protocol's from this frame on)."""
+        length, start = data[pos + 1] & 0x7F, pos + 2
+        if length == 126:
+            length, start = (data[pos + 2] << 8) | data[pos + 3], pos + 4
+        elif length == 127:
+            return 0
+        stop = start + 4 + length
+        if length > self.listener.max_size or stop > end:
+            return 0
+        try:
+            text = _unmask(data[start + 4:stop], data[start:start + 4]).decode()
+        except UnicodeDecodeError:
+            self._fast = False
+            return 0
+        if not self.closed:  # `_dispatch` and `_take`, inline
+            if self._pending is not None:
+                self._pending.append(text)
+            else:
+                try:
+                    self.listener.server.take(self, text)
+                except Exception:  # a bug: this connection ends, the hub does not
+                    log.exception("connection %s failed", self.endpoint_id)
+                    self.drop(1011, "internal error")
+        return stop
 
     def _head(self, data: bytes, pos: int, end: int) -> Optional[tuple[int, int]]:
         """The header of the frame at `pos`: where its mask starts and its payload's length. None
