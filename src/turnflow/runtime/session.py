@@ -94,6 +94,17 @@ def _remember(cache: dict[K, V], key: K, value: V, limit: int = _SHARED_LIMIT) -
     return value
 
 
+def _ids_of(parts: Any) -> list[str]:
+    """The participants' ids in their order, sorted once per participants tuple (sessions and their
+    records share theirs)."""
+    if type(parts) is not tuple:  # (assigned from outside as another sequence: not kept)
+        return [p.agent_id for p in sorted(parts, key=_order)]
+    known = _IDS.get(id(parts))
+    if known is None or known[0] is not parts:
+        known = _remember(_IDS, id(parts), (parts, tuple([p.agent_id for p in sorted(parts, key=_order)])))
+    return list(known[1])
+
+
 def shared_participant(p: "Participant") -> "Participant":
     """An equal participant already held by another session, or `p` (now shared). Only plainly
     typed ones are shared (an `order` of True is not the participant of order 1: stored as `true`)."""
@@ -257,13 +268,7 @@ class SessionMetadata:
     @property
     def participant_ids(self) -> list[str]:
         """The participants' ids in their order (sorted once per participants tuple: sessions share theirs)."""
-        parts = self.participants
-        if type(parts) is not tuple:  # (assigned from outside as another sequence: not kept)
-            return [p.agent_id for p in sorted(parts, key=_order)]
-        known = _IDS.get(id(parts))
-        if known is None or known[0] is not parts:
-            known = _remember(_IDS, id(parts), (parts, tuple([p.agent_id for p in sorted(parts, key=_order)])))
-        return list(known[1])
+        return _ids_of(self.participants)
 
     def is_participant(self, agent_id: str) -> bool:
         return agent_id in self.pset
@@ -372,13 +377,7 @@ class SessionRecord:
     @property
     def participant_ids(self) -> list[str]:
         """The participants' ids in their order (sorted once per participants tuple: sessions share theirs)."""
-        parts = self.participants
-        if type(parts) is not tuple:  # (assigned from outside as another sequence: not kept)
-            return [p.agent_id for p in sorted(parts, key=_order)]
-        known = _IDS.get(id(parts))
-        if known is None or known[0] is not parts:
-            known = _remember(_IDS, id(parts), (parts, tuple([p.agent_id for p in sorted(parts, key=_order)])))
-        return list(known[1])
+        return _ids_of(self.participants)
 
     def to_dict(self) -> dict[str, Any]:
         return {"session_id": self.session_id, "name": self.name, "kind": self.kind,
