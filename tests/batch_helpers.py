@@ -143,8 +143,11 @@ def here(capsys, *args: str) -> subprocess.CompletedProcess:
     about its process; each file keeps the same command as a real process too."""
     from turnflow.cli import main
 
+    from cli_here import logged_to
+
     capsys.readouterr()
-    code = main(list(args))
+    with logged_to(sys.stderr):
+        code = main(list(args))
     cap = capsys.readouterr()
     return subprocess.CompletedProcess(["turnflow", *args], code, cap.out, cap.err)
 

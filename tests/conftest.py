@@ -38,6 +38,17 @@ def update_goldens(request):
 
 
 @pytest.fixture(autouse=True)
+def _cli_switches_restored(monkeypatch):
+    """A test that runs `turnflow.cli.main` in its own process turns on the command's process switches
+    (the collector paused while parsing, parser tables cached per user: turnflow/process.py); they
+    are put back after it, so the library-level tests after it run as a library user's code does."""
+    from turnflow import process
+
+    monkeypatch.setattr(process, "PAUSE_GC", process.PAUSE_GC)
+    monkeypatch.setattr(process, "TABLE_CACHE", process.TABLE_CACHE)
+
+
+@pytest.fixture(autouse=True)
 def _no_forced_colour(monkeypatch):
     """Output comparisons expect plain text even where the environment forces colour."""
     monkeypatch.delenv("FORCE_COLOR", raising=False)

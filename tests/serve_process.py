@@ -70,24 +70,9 @@ class ServeProcess:
 
 
 def serve_here(*args: str, timeout: float = 60.0) -> tuple[int, str, str]:
-    """`turnflow serve ARGS` in this process (`turnflow.cli.main`, in a thread): (exit status, stdout,
-    stderr), for the options refused before anything is served. A command that serves instead of
-    exiting fails the caller after `timeout` (its daemon thread is left to the process's exit)."""
-    import contextlib
-    import io
-    import threading
+    """`turnflow serve ARGS` in this process (tests/cli_here.py): (exit status, stdout, stderr), for
+    the options refused before anything is served. A command that serves instead of exiting fails
+    the caller after `timeout`."""
+    from cli_here import main_here
 
-    from turnflow.cli import main
-
-    done: list = []
-    out, err = io.StringIO(), io.StringIO()
-
-    def call() -> None:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            done.append(main(["serve", *args]))
-
-    thread = threading.Thread(target=call, daemon=True)
-    thread.start()
-    thread.join(timeout)
-    assert done, f"turnflow serve {' '.join(args)} did not exit within {timeout:g} s: {err.getvalue()[-2000:]}"
-    return done[0], out.getvalue(), err.getvalue()
+    return main_here(["serve", *args], timeout)

@@ -31,13 +31,15 @@ def _calls(text: str) -> int:
     # over the test process's heap were a tenth of the time, and the finalizers they run added a
     # call or two at random to the count
     profile = cProfile.Profile()
+    was = gc.isenabled()
     gc.disable()
     profile.enable()
     try:
         migrate(text, "generated.py")
     finally:
         profile.disable()
-        gc.enable()
+        if was:
+            gc.enable()
     return pstats.Stats(profile).total_calls  # type: ignore[attr-defined]
 
 

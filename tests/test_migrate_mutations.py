@@ -55,7 +55,7 @@ def _fresh(text: str) -> ast.Module:
     return ast.parse(text)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=64)  # (only a few texts repeat; ~1,300 mutants are migrated once each)
 def _graph(text: str) -> tuple[Optional[dict], list]:
     """(The speaker graph of each block, the diagnostics) of `text` migrated; the same text (the
     baseline in two tests, a module without a call under three wrappers) is migrated once.

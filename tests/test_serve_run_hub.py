@@ -34,22 +34,13 @@ workflow relay "local, remote, local" {
 
 
 async def _run_here(*argv):
-    """`turnflow run ARGV` in this process, as `turnflow.cli.main` (in a thread: the command runs its
-    own event loop): (exit status, stdout, stderr). For the tests about what the command does with
-    scripted agents; those about the run as a process of its own (a signal, nothing constructed in
-    its process, python agents imported from the tests' directories) start one."""
-    import contextlib
-    import io
+    """`turnflow run ARGV` in this process (tests/cli_here.py): (exit status, stdout, stderr). For the
+    tests about what the command does with scripted agents; those about the run as a process of its
+    own (a signal, nothing constructed in its process, python agents imported from the tests'
+    directories) start one."""
+    from cli_here import amain_here
 
-    from turnflow.cli import main
-
-    def call():
-        out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(["run", *argv])
-        return code, out.getvalue(), err.getvalue()
-
-    return await asyncio.wait_for(asyncio.to_thread(call), 120)
+    return await amain_here(["run", *argv], 120)
 
 
 async def _run_with_remote(url, flow, agents_yaml, remote_name, reply, tmp_path, also=(), here=False):
