@@ -1,6 +1,7 @@
-"""The WebSocket layer of `turnflow serve`: one `asyncio.Protocol` per TCP connection, driving
-websockets' Sans-I/O `ServerProtocol` (its documented public layer: bytes in with `receive_data`,
-frames out with `events_received`, bytes to write with `data_to_send`).
+"""The WebSocket layer of `turnflow serve`: one `asyncio.BufferedProtocol` per TCP connection
+(every socket read into the listener's one buffer), driving websockets' Sans-I/O `ServerProtocol`
+(its documented public layer: bytes in with `receive_data`, frames out with `events_received`,
+bytes to write with `data_to_send`).
 
 What websockets' asyncio server did per connection with a task, an assembler and futures is done
 here in the transport's callbacks: a message is decoded and handled in `data_received` (requests
