@@ -449,3 +449,43 @@ def test_a_record_turnflow_accepts_is_one_ags2_own_classes_read_back_unchanged(c
     cls = {"PASSPORT": Passport, "RESUME": Resume, "RULE": Rule}[which]
     assert cls.from_dict(json.loads(json.dumps(out))).to_dict() == out
     assert shapes.normalise(shape, out) == out
+
+
+def test_a_remembered_resume_or_rule_is_the_one_normalise_gives_and_only_for_an_equal_value():
+    """`shapes.checked_shared` (register's résumé and rule, checked once per distinct value):
+    the record and stored text are those of `shared(normalise(...))`; a value that differs in
+    any way (a type, a float, a field) is checked on its own; a refused value stays refused."""
+    import copy
+    import random
+
+    from turnflow.serve import shapes
+
+    rule = {"version": 1, "access": {"inbound_from": ["*"], "outbound_to": ["a*"],
+                                     "channel_types": {"initiate": ["*"], "accept": ["*"]}},
+            "limits": {"max_concurrent_channels": 0, "rate": {"per_minute": 0, "burst": 0},
+                       "inbox": {"max_pending": 1000, "overflow": "reject", "high_water": None}}}
+    variants = [rule, copy.deepcopy(rule)]
+    for path, value in [(("version",), 2), (("version",), True), (("version",), 1.0), (("version",), float("nan")),
+                        (("limits", "inbox", "high_water"), 5), (("limits", "inbox", "high_water"), 5.0),
+                        (("limits", "inbox", "high_water"), float("nan")), (("access", "outbound_to"), ["b*"]),
+                        (("limits", "channel_ttl_default"), "3h"), (("limits", "channel_ttl_default"), 10800)]:
+        v = copy.deepcopy(rule)
+        target = v
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+        variants.append(v)
+    random.Random(7).shuffle(variants)
+    for value in variants * 2:
+        try:
+            expected = shapes.shared(shapes.normalise(shapes.RULE, copy.deepcopy(value)))
+        except shapes.ShapeError as exc:
+            with pytest.raises(shapes.ShapeError, match=str(exc)[:30].replace("(", r"\(").replace(".", r"\.")):
+                shapes.checked_shared(shapes.RULE, value)
+            continue
+        got = shapes.checked_shared(shapes.RULE, value)
+        assert got is expected or (json.dumps(got) == json.dumps(expected) and got == expected)
+        assert shapes.text(got) == json.dumps(expected)
+    assert shapes.checked_shared(shapes.RULE, copy.deepcopy(rule)) is shapes.checked_shared(shapes.RULE, rule)
+    assert shapes.checked_shared(shapes.RESUME, {}) == shapes.normalise(shapes.RESUME, {})
+    assert shapes.checked_shared(shapes.RESUME, {}) is not shapes.checked_shared(shapes.RULE, {})

@@ -143,6 +143,34 @@ def test_frames_split_anywhere_batched_fragmented_binary_and_long(tmp_path):
     with_server(tmp_path, body)
 
 
+def test_connections_reading_through_the_one_read_buffer_keep_their_own_bytes(tmp_path):
+    """Every connection is read into the listener's one buffer (`Link.get_buffer`): a frame
+    split across reads, with another connection's reads between its parts, arrives whole."""
+    async def body(url):
+        conns = [await connect(url) for _ in range(3)]
+        regs = [text(request("register", {"passport": {"name": f"agent{i}" + "x" * 100}}, f"reg{i}")) for i in range(3)]
+        for cut in (7, 200):  # inside the header, inside the payload
+            for (_, writer), reg in zip(conns, regs):
+                writer.write(reg[:cut])
+                await writer.drain()
+                await asyncio.sleep(0.02)  # (each part its own read)
+            for (_, writer), reg in zip(conns, regs):
+                writer.write(reg[cut:])
+                await writer.drain()
+                await asyncio.sleep(0.02)
+            for i, (reader, _) in enumerate(conns):
+                reply = await answer(reader)
+                assert reply["request_id"] == f"reg{i}"
+                if cut == 7:
+                    assert reply["ok"] is True and reply["result"]["name"] == f"agent{i}" + "x" * 100
+                else:  # (registered by the first pass)
+                    assert reply["ok"] is False and f"agent{i}" in reply["error_message"]
+        for _, writer in conns:
+            writer.close()
+
+    with_server(tmp_path, body)
+
+
 def test_a_frame_right_behind_the_handshake_and_a_split_handshake(tmp_path):
     async def body(url):
         out = []

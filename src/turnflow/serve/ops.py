@@ -92,6 +92,14 @@ def _shaped(shape: shapes.Shape, value: Any) -> dict[str, Any]:
         raise _bad(str(exc)) from None
 
 
+def _checked(shape: shapes.Shape, value: Any) -> dict[str, Any]:
+    """`_shaped`, as the shared record (`shapes.checked_shared`: an equal value is checked once)."""
+    try:
+        return shapes.checked_shared(shape, value)
+    except shapes.ShapeError as exc:
+        raise _bad(str(exc)) from None
+
+
 def _str(params: dict[str, Any], key: str) -> str:
     value: str = _get(params, key, (str,))
     return value
@@ -428,8 +436,8 @@ class Ops:
         """AG2's `register`: the passport, résumé and rule checked against AG2's shapes and kept
         complete (every field AG2 defines), as AG2's hub keeps them."""
         passport = _shaped(shapes.PASSPORT, _get(params, "passport", (dict,)))
-        resume = _shaped(shapes.RESUME, _get(params, "resume", (dict, type(None)), None) or {})
-        rule = _shaped(shapes.RULE, _get(params, "rule", (dict, type(None)), None) or {})
+        resume = _checked(shapes.RESUME, _get(params, "resume", (dict, type(None)), None) or {})
+        rule = _checked(shapes.RULE, _get(params, "rule", (dict, type(None)), None) or {})
         skill = _get(params, "skill_md", (str, type(None)), None)
         name = passport["name"]
         if not name or _AGENT_ID_SHAPE.match(name):
@@ -444,7 +452,7 @@ class Ops:
                        "unregister it before re-registering.")
         agent_id = new_agent_id()
         passport.update(agent_id=agent_id, created_at=wire.now_iso(), auth=shapes.shared({**auth, "claim": {}}))
-        self.registry.add(Agent(agent_id, name, passport, shapes.shared(resume), shapes.shared(rule), skill))
+        self.registry.add(Agent(agent_id, name, passport, resume, rule, skill))
         self.bind(conn, agent_id)
         return passport
 

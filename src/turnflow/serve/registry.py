@@ -53,7 +53,7 @@ class Agent:
         self.skill = skill
 
     def row(self) -> AgentRow:
-        return (self.agent_id, self.name, json.dumps(self.passport), json.dumps(self.resume), json.dumps(self.rule),
+        return (self.agent_id, self.name, json.dumps(self.passport), shapes.text(self.resume), shapes.text(self.rule),
                 self.skill)
 
     @classmethod
@@ -161,7 +161,7 @@ class Registry:
         self._remember(agent)
 
     def update(self, agent: Agent) -> None:
-        self.backend.update(agent.agent_id, json.dumps(agent.resume), json.dumps(agent.rule), agent.skill)
+        self.backend.update(agent.agent_id, shapes.text(agent.resume), shapes.text(agent.rule), agent.skill)
 
     def remove(self, agent_id: str) -> None:
         agent = self.by_id.pop(agent_id, None)

@@ -265,6 +265,44 @@ def shared(record: dict[str, Any]) -> dict[str, Any]:
     return record
 
 
+_CHECKED: dict[tuple[str, bytes], dict[str, Any]] = {}  # (shape, the value's JSON) -> its shared record
+_TEXTS: dict[int, tuple[dict[str, Any], str]] = {}  # id -> (a record of _CHECKED, its `json.dumps` text)
+
+
+def checked_shared(shape: Shape, value: Any) -> dict[str, Any]:
+    """`shared(normalise(shape, value))`, remembered by the value's JSON text (most agents
+    register with the same résumé and rule: AG2's defaults), so an equal value is not checked and
+    completed again; `text(record)` is then its `json.dumps`, kept. Only a value of plain JSON
+    without floats (`frames.plain`) is remembered: its msgspec text names it exactly (a NaN would
+    be written as `null`). ShapeError as `normalise`."""
+    from turnflow.serve import frames  # (frames imports nothing of serve's)
+
+    key = None
+    if frames._fast_dumps is not None and frames.plain(value):
+        try:
+            key = (shape.name, frames._fast_dumps(value))
+        except Exception:  # (a lone surrogate: checked below, not remembered)
+            key = None
+        else:
+            found = _CHECKED.get(key)
+            if found is not None:
+                return found
+    record = shared(normalise(shape, value))
+    if key is not None and len(_CHECKED) < _SHARED_MAX:
+        _CHECKED[key] = record
+        _TEXTS[id(record)] = (record, json.dumps(record))
+    return record
+
+
+def text(record: dict[str, Any]) -> str:
+    """`json.dumps(record)`, kept for the records `checked_shared` remembered (never changed in
+    place: see `shared`)."""
+    kept = _TEXTS.get(id(record))
+    if kept is not None and kept[0] is record:
+        return kept[1]
+    return json.dumps(record)
+
+
 def labels(value: Any) -> dict[str, str]:
     """A channel's `labels` (AG2's `dict[str, str]`): at most MAX_LABELS, keys of at most
     MAX_NAME characters."""

@@ -1,6 +1,7 @@
-"""The WebSocket layer of `turnflow serve`: one `asyncio.Protocol` per TCP connection, driving
-websockets' Sans-I/O `ServerProtocol` (its documented public layer: bytes in with `receive_data`,
-frames out with `events_received`, bytes to write with `data_to_send`).
+"""The WebSocket layer of `turnflow serve`: one `asyncio.BufferedProtocol` per TCP connection
+(every socket read into the listener's one buffer), driving websockets' Sans-I/O `ServerProtocol`
+(its documented public layer: bytes in with `receive_data`, frames out with `events_received`,
+bytes to write with `data_to_send`).
 
 What websockets' asyncio server did per connection with a task, an assembler and futures is done
 here in the transport's callbacks: a message is decoded and handled in `data_received` (requests
@@ -39,6 +40,7 @@ log = logging.getLogger("turnflow.serve")
 OPEN_TIMEOUT = 10.0  # seconds for the opening handshake (websockets' default `open_timeout`)
 CLOSE_TIMEOUT = 10.0  # seconds a close handshake waits for the peer (websockets' default `close_timeout`)
 WRITE_LIMIT = (32 << 10, 8 << 10)  # the transport's buffer: writes stop above 32 KiB, go on below 8 KiB (websockets' default)
+READ_SIZE = 256 << 10  # bytes one socket read takes at most (asyncio's own `max_size` for a plain Protocol)
 _DATA = (Opcode.TEXT, Opcode.BINARY, Opcode.CONT)
 _OPCODES = frozenset(int(op) for op in Opcode)  # (the others are reserved: RFC 6455, 5.2)
 
@@ -62,9 +64,12 @@ except ImportError:  # pragma: no cover - (websockets without its extension: the
     pass
 
 
-class Link(asyncio.Protocol):
+class Link(asyncio.BufferedProtocol):
     """One client connection: the WebSocket protocol and what `Server` and `Ops` need of a
-    connection (`send`, `ping`, `drop`, `agents`, `endpoint_id`, ...)."""
+    connection (`send`, `ping`, `drop`, `agents`, `endpoint_id`, ...). Read as a `BufferedProtocol`
+    into the listener's one read buffer (`get_buffer`, `buffer_updated`): asyncio's `recv` of a
+    plain `Protocol` allocates READ_SIZE bytes per read, which the C library maps and unmaps
+    (mmap, mremap, munmap and a page fault each read); here the bytes read are copied out once."""
 
     __slots__ = ("listener", "protocol", "transport", "endpoint_id", "agents", "opened_at", "closed", "peer",
                  "requests", "_queue", "_queued", "_budget", "_limits", "_inflight", "_running", "_room", "_tasks",
@@ -109,6 +114,13 @@ class Link(asyncio.Protocol):
         transport.set_write_buffer_limits(*WRITE_LIMIT)
         self.listener.links.add(self)
         self._timer = self.listener.loop.call_later(OPEN_TIMEOUT, self._abort)
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self.listener.read_view
+
+    def buffer_updated(self, nbytes: int) -> None:
+        # (the loop reads the next socket only after this returns: the one buffer is free again)
+        self.data_received(self.listener.read_view[:nbytes].tobytes())
 
     def data_received(self, data: bytes) -> None:
         if self._fast:
@@ -603,6 +615,7 @@ class Listener:
         self.max_size = max_size
         self.logger = logger
         self.loop = asyncio.get_running_loop()
+        self.read_view = memoryview(bytearray(READ_SIZE))  # every Link's socket reads (one at a time)
         self.links: set[Link] = set()
         self.serving = True
         self._dirty: list[Link] = []
