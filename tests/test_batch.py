@@ -153,7 +153,9 @@ def test_resume_after_ctrl_c(store, tmp_path, capsys):
     files = write_batch(tmp_path, 8)
     ids = [f"t{i:03d}" for i in range(8)]
     reader = StoreReader(store)
-    proc = start(files, store, "--concurrency", "3", "--format", "json", delay=0.02)
+    # 0.05 s a turn: from the fourth start the batch has ~1.2 s left, which the poll and the signal
+    # fit in on a loaded machine (at 0.02 s, ~0.5 s: it once finished every task before the SIGINT)
+    proc = start(files, store, "--concurrency", "3", "--format", "json", delay=0.05)
     assert wait_for(_started(reader, 4), timeout=60)
     rc, out, err = interrupt(proc, signal.SIGINT)
     assert rc == 130, err
