@@ -489,3 +489,20 @@ def test_a_remembered_resume_or_rule_is_the_one_normalise_gives_and_only_for_an_
     assert shapes.checked_shared(shapes.RULE, copy.deepcopy(rule)) is shapes.checked_shared(shapes.RULE, rule)
     assert shapes.checked_shared(shapes.RESUME, {}) == shapes.normalise(shapes.RESUME, {})
     assert shapes.checked_shared(shapes.RESUME, {}) is not shapes.checked_shared(shapes.RULE, {})
+
+
+def test_large_records_are_not_kept_after_their_agents_are_gone():
+    """The shared-record caches outlive the agents: a résumé of a frame's size is checked and kept by
+    its agent, never remembered by the caches (one client registering agents with distinct large
+    résumés would leave the hub holding up to 1,024 of them); a small one is shared as before."""
+    from turnflow.serve import shapes
+
+    big = {"summary": "x" * 200_000, "domains": ["a"]}
+    first = shapes.checked_shared(shapes.RESUME, big)
+    second = shapes.checked_shared(shapes.RESUME, dict(big))
+    assert first == second and first["summary"] == big["summary"]
+    assert first is not second  # checked again, not remembered
+    assert all(len(key) <= 8192 for key in shapes._SHARED)
+    assert all(len(key[1]) <= 8192 for key in shapes._CHECKED)
+    small = {"summary": "a few words", "domains": ["b"]}
+    assert shapes.checked_shared(shapes.RESUME, small) is shapes.checked_shared(shapes.RESUME, dict(small))

@@ -249,6 +249,10 @@ def repair(shape: Shape, value: Any, what: str) -> Optional[dict[str, Any]]:
 
 _SHARED: dict[str, dict[str, Any]] = {}
 _SHARED_MAX = 1024
+# Only records this small are shared or remembered (AG2's defaults and the like, a few hundred bytes):
+# the caches outlive the agents, and a client registering agents with distinct résumés of a frame's
+# size (1 MiB) would otherwise leave the hub holding up to _SHARED_MAX of them after they are gone.
+_SHARED_BYTES = 8192
 
 
 def shared(record: dict[str, Any]) -> dict[str, Any]:
@@ -257,6 +261,8 @@ def shared(record: dict[str, Any]) -> dict[str, Any]:
     for. The record returned must never be changed in place (set_rule / set_resume build new
     ones)."""
     key = json.dumps(record, sort_keys=True)
+    if len(key) > _SHARED_BYTES:
+        return record
     found = _SHARED.get(key)
     if found is not None:
         return found
@@ -284,6 +290,9 @@ def checked_shared(shape: Shape, value: Any) -> dict[str, Any]:
         except Exception:  # (a lone surrogate: checked below, not remembered)
             key = None
         else:
+            if len(key[1]) > _SHARED_BYTES:  # (large: checked every time, not remembered)
+                key = None
+        if key is not None:
             found = _CHECKED.get(key)
             if found is not None:
                 return found
