@@ -679,3 +679,24 @@ def test_defect4_run_on_a_malformed_spec_is_a_clear_error(tmp_path, capsys, muta
     f.write_text(json.dumps(spec), encoding="utf-8")
     code, _, err = run_cli(capsys, "run", str(f), "--agents", AGENTS)
     assert code == 1 and "internal error" not in err and err.startswith("turnflow run:"), err
+
+
+def test_compile_to_a_fifo_writes_into_it_and_leaves_it_a_fifo(tmp_path, capsys):
+    """`-o` naming something that is not a regular file (a FIFO here; `/dev/null`, a terminal) is
+    written into, as a shell redirection would: it was replaced by a regular file, which as root
+    turned `/dev/null` into a file for the whole machine."""
+    import threading
+
+    src = tmp_path / "s.flow"
+    src.write_text("workflow w {\n    participant a\n    participant b\n    start a\n    a -> b\n    b -> terminate\n}\n", encoding="utf-8")
+    fifo = tmp_path / "out.json"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    code, _, err = run_cli(capsys, "compile", str(src), "-o", str(fifo))
+    reader.join(10)
+    assert code == 0, err
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert got and json.loads(got[0])
+    assert not [p for p in os.listdir(tmp_path) if p.startswith(".turnflow-")]  # no temporary file left

@@ -190,7 +190,8 @@ def write_atomic(path: str, text: "str | bytes") -> None:
 
     An existing file keeps its mode bits and (when we may) its owner and group; a new file
     gets the mode `open()` would give it (0666 minus the umask). A symlink is not replaced:
-    the file it points to is rewritten in place. Raises `OSError` (a missing folder, a
+    the file it points to is rewritten in place. What is not a regular file (a device such as
+    `/dev/null`, a FIFO) is written into, not replaced. Raises `OSError` (a missing folder, a
     folder given as the file, an unwritable folder, a read-only file)."""
     import stat
     import tempfile
@@ -202,14 +203,20 @@ def write_atomic(path: str, text: "str | bytes") -> None:
         st = None
     if st is not None and stat.S_ISDIR(st.st_mode):
         raise IsADirectoryError(21, "Is a directory", path)
+    # a lone surrogate (half an emoji from a `\ud83d` escape, a file name that is not UTF-8) is
+    # written as its escape, `\ud83d`: in JSON and in a .flow string that is the same text
+    data = text.encode("utf-8", "backslashreplace") if isinstance(text, str) else text
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        # a device (`/dev/null`, a terminal), a FIFO or a socket is written into, as a shell
+        # redirection writes; replacing it would leave a regular file in its place
+        with open(path, "wb") as fh:
+            fh.write(data)
+        return
     if st is not None and not st.st_mode & 0o222:
         raise PermissionError(13, "the file is read-only (no write permission bits); not changed", path)
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".turnflow-", suffix=".tmp", dir=directory)
     try:
-        # a lone surrogate (half an emoji from a `\ud83d` escape, a file name that is not UTF-8) is
-        # written as its escape, `\ud83d`: in JSON and in a .flow string that is the same text
-        data = text.encode("utf-8", "backslashreplace") if isinstance(text, str) else text
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
