@@ -504,5 +504,8 @@ def test_large_records_are_not_kept_after_their_agents_are_gone():
     assert first is not second  # checked again, not remembered
     assert all(len(key) <= 8192 for key in shapes._SHARED)
     assert all(len(key[1]) <= 8192 for key in shapes._CHECKED)
+    emoji = {"summary": "\U0001f600" * 2000}  # 8 kB as UTF-8, three times that as the JSON text kept
+    assert shapes.checked_shared(shapes.RESUME, emoji) is not shapes.checked_shared(shapes.RESUME, dict(emoji))
+    assert all(len(kept[1]) <= 8192 for kept in shapes._TEXTS.values())
     small = {"summary": "a few words", "domains": ["b"]}
     assert shapes.checked_shared(shapes.RESUME, small) is shapes.checked_shared(shapes.RESUME, dict(small))

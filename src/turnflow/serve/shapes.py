@@ -297,9 +297,14 @@ def checked_shared(shape: Shape, value: Any) -> dict[str, Any]:
             if found is not None:
                 return found
     record = shared(normalise(shape, value))
-    if key is not None and len(_CHECKED) < _SHARED_MAX:
-        _CHECKED[key] = record
-        _TEXTS[id(record)] = (record, json.dumps(record))
+    if key is not None:
+        kept = json.dumps(record)
+        if len(kept) <= _SHARED_BYTES:  # (the text kept, escapes and defaults included, is what is bounded)
+            if len(_CHECKED) >= _SHARED_MAX:  # full: started again, so the common records come back
+                _CHECKED.clear()
+                _TEXTS.clear()
+            _CHECKED[key] = record
+            _TEXTS[id(record)] = (record, kept)
     return record
 
 
