@@ -59,7 +59,7 @@ def _result(argv: Sequence[str], outcome: tuple[Optional[int], Optional[BaseExce
             out: io.StringIO, err: io.StringIO) -> tuple[int, str, str]:
     code, exc = outcome
     if isinstance(exc, SystemExit):
-        code = exc.code if isinstance(exc.code, int) else 2
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)  # (as the interpreter exits)
     elif exc is not None:
         raise AssertionError(f"turnflow {' '.join(argv)} raised {exc!r}: {err.getvalue()[-2000:]}") from exc
     assert code is not None

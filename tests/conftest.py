@@ -38,14 +38,15 @@ def update_goldens(request):
 
 
 @pytest.fixture(autouse=True)
-def _cli_switches_restored(monkeypatch):
+def _cli_switches_restored():
     """A test that runs `turnflow.cli.main` in its own process turns on the command's process switches
     (the collector paused while parsing, parser tables cached per user: turnflow/process.py); they
     are put back after it, so the library-level tests after it run as a library user's code does."""
     from turnflow import process
 
-    monkeypatch.setattr(process, "PAUSE_GC", process.PAUSE_GC)
-    monkeypatch.setattr(process, "TABLE_CACHE", process.TABLE_CACHE)
+    before = process.switches()
+    yield
+    process.set_switches(before)
 
 
 @pytest.fixture(autouse=True)

@@ -18,6 +18,18 @@ PAUSE_GC = False
 TABLE_CACHE = False
 
 
+def switches() -> tuple[bool, bool]:
+    """The switches as they are (PAUSE_GC, TABLE_CACHE): what a spawned child is handed, and what a
+    test puts back."""
+    return PAUSE_GC, TABLE_CACHE
+
+
+def set_switches(values: tuple[bool, bool]) -> None:
+    """The switches as `switches()` gave them."""
+    global PAUSE_GC, TABLE_CACHE
+    PAUSE_GC, TABLE_CACHE = values
+
+
 def enable_cli_switches() -> None:
     """What `turnflow` (the command) turns on for its process."""
     global PAUSE_GC, TABLE_CACHE

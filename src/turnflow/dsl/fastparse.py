@@ -37,7 +37,7 @@ from typing import Any, Callable, Optional, TypeVar, Union, final
 
 from turnflow.dsl import ast
 from turnflow.dsl.lexer import KEYWORD_TYPES, FlowLexer
-from turnflow.dsl.lexical import PLAIN_STRING
+from turnflow.dsl.lexical import BLOCK_KINDS, KEYWORDS, PLAIN_STRING
 from turnflow.source import Span
 
 _new = tuple.__new__
@@ -172,7 +172,7 @@ def statement_tokens(text: str, scanner: "re.Pattern[str]", pos: int, stop: int,
 _WORD_LITERALS: dict[str, tuple[str, Any]] = {"true": ("bool", True), "false": ("bool", False),
                                               "null": ("null", None)}
 _SIMPLE_TARGET_WORDS = {"stay": "stay", "next": "next", "initiator": "initiator", "previous": "previous"}
-_KEYWORDS = frozenset(KEYWORD_TYPES)
+_KEYWORDS = KEYWORDS
 #: the grammar's `_SEP` in a text without comments: a line end or `;`, then blanks, line ends and
 #: `;` (tests/test_fastparse.py checks the grammar's `_SEP` against this reading)
 PLAIN_SEP = r"[;\n\r][ \t\f;\n\r]*"
@@ -229,7 +229,7 @@ class _Shapes:
         #: whether `statement` reads the separator
         self.separated = not commented
         #: a block's header, its `{`, the blanks after it and the separator, if one follows
-        self.header = re.compile(f"(?P<kind>workflow|consulting|conversation|discussion){b1}(?P<name>{name})"
+        self.header = re.compile(f"(?P<kind>{'|'.join(BLOCK_KINDS)}){b1}(?P<name>{name})"
                                  f"(?:{b0}(?P<title>{string})|){b0}{t['LBRACE']}{tail}", flags)
         #: the blanks and the separator, if one follows, after a `}` or a statement read by tokens
         self.gap = re.compile(tail, flags)

@@ -54,7 +54,7 @@ def diagnose_to(conn, text: str, path: str, switches: tuple[bool, bool] = (False
     a 5,000-block document: 1.29 -> 0.75 s CPU)."""
     from turnflow.dsl.parser import gc_paused
 
-    process.PAUSE_GC, process.TABLE_CACHE = switches
+    process.set_switches(switches)
     try:
         with gc_paused():
             result: object = diagnose(text, path)

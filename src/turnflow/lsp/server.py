@@ -233,7 +233,7 @@ class FlowServer(LanguageServer):
         path = to_fs_path(uri) or uri
         ctx = multiprocessing.get_context("spawn")
         receive, send = ctx.Pipe(duplex=False)
-        child = ctx.Process(target=diagnose_to, args=(send, text, path, (process.PAUSE_GC, process.TABLE_CACHE)),
+        child = ctx.Process(target=diagnose_to, args=(send, text, path, process.switches()),
                             daemon=True, name="turnflow-check")
         child.start()
         send.close()

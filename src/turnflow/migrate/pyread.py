@@ -497,9 +497,10 @@ class _Walk:
         self.loops: tuple = ()
 
 
+#: statements whose parts are branches (`Module.branches`)
+_BRANCHING = (pyast.If, pyast.Try, pyast.Match, *((pyast.TryStar,) if hasattr(pyast, "TryStar") else ()))
 #: nodes whose children `_children` places in a branch or a def (the others' children share theirs)
-_PLACING = (pyast.FunctionDef, pyast.AsyncFunctionDef, pyast.Lambda, pyast.If, pyast.Try, pyast.Match,
-            *((pyast.TryStar,) if hasattr(pyast, "TryStar") else ()))
+_PLACING = (pyast.FunctionDef, pyast.AsyncFunctionDef, pyast.Lambda, *_BRANCHING)
 #: nodes without child nodes (nothing below them to index)
 _LEAVES = (pyast.expr_context, pyast.Constant, pyast.operator, pyast.boolop, pyast.cmpop, pyast.unaryop)
 
@@ -523,7 +524,7 @@ def _index(mod: Module, node: pyast.AST, loop: bool, walk: Optional[_Walk] = Non
         if isinstance(child, pyast.stmt):
             is_stmt = True
             walk.order += 1
-            if isinstance(child, (pyast.If, pyast.Try, pyast.Match)) or type(child).__name__ == "TryStar":
+            if isinstance(child, _BRANCHING):
                 mod.branches[id(child)] = child
             if repeats:
                 walk.loops = walk.loops + (node,)
