@@ -10,7 +10,7 @@ against networkx on random graphs."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Generic, Hashable, Iterable, Iterator, Literal, Optional, TypeVar, Union, overload
+from typing import AbstractSet, Any, Callable, Generic, Hashable, Iterable, Iterator, Literal, Optional, TypeVar, Union, overload
 
 #: a node (the speaker graph's are participant names and `END`)
 N = TypeVar("N", bound=Hashable)
@@ -179,10 +179,14 @@ def strongly_connected_components(g: DiGraph[N]) -> list[set[N]]:
     return out
 
 
-def topological_sort(g: DiGraph[N]) -> list[N]:
-    """Kahn's algorithm generation by generation, in node order (networkx's order);
+def topological_sort(g: DiGraph[N], within: Optional[AbstractSet[N]] = None) -> list[N]:
+    """Kahn's algorithm generation by generation, in node order (networkx's order); with
+    `within`, the order of the subgraph those nodes induce, found without copying it.
     ValueError on a cycle."""
-    indegree = {v: len(g._pred[v]) for v in g}
+    if within is None:
+        indegree = {v: len(g._pred[v]) for v in g}
+    else:
+        indegree = {v: sum(1 for w in g._pred[v] if w in within) for v in g if v in within}
     generation = [v for v, d in indegree.items() if d == 0]
     order: list[N] = []
     while generation:
@@ -190,11 +194,12 @@ def topological_sort(g: DiGraph[N]) -> list[N]:
         nxt = []
         for u in generation:
             for v in g.successors(u):
-                indegree[v] -= 1
-                if indegree[v] == 0:
-                    nxt.append(v)
+                if v in indegree:  # (every node, or those `within`)
+                    indegree[v] -= 1
+                    if indegree[v] == 0:
+                        nxt.append(v)
         generation = nxt
-    if len(order) != len(g):
+    if len(order) != len(indegree):
         raise ValueError("the graph has a cycle")
     return order
 

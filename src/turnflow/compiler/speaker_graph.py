@@ -309,30 +309,13 @@ class SpeakerGraph:
 
     def _reachable_order(self) -> Optional[list[str]]:
         """The reachable participants and END in `dg.topological_sort`'s order of the subgraph they
-        induce (generation by generation, in node order), or None when they hold a cycle; found
-        without copying that subgraph."""
-        if "rorder" in self._cache:
-            return self._cache["rorder"]  # type: ignore[return-value]
-        keep = self.reachable() | {END}
-        g = self.g
-        indegree = {v: sum(1 for w in g.predecessors(v) if w in keep) for v in g if v in keep}
-        generation = [v for v, d in indegree.items() if d == 0]
-        order: Optional[list[str]] = []
-        assert order is not None
-        while generation:
-            order.extend(generation)
-            nxt = []
-            for u in generation:
-                for v in g.successors(u):
-                    if v in keep:
-                        indegree[v] -= 1
-                        if indegree[v] == 0:
-                            nxt.append(v)
-            generation = nxt
-        if len(order) != len(indegree):
-            order = None
-        self._cache["rorder"] = order
-        return order
+        induce, or None when they hold a cycle."""
+        if "rorder" not in self._cache:
+            try:
+                self._cache["rorder"] = dg.topological_sort(self.g, self.reachable() | {END})
+            except ValueError:
+                self._cache["rorder"] = None
+        return self._cache["rorder"]  # type: ignore[return-value]
 
     def cycle_through(self, first: str, within: set[str]) -> tuple[str, ...]:
         """A shortest cycle from `first` back to itself inside the node set `within` (BFS)."""
