@@ -19,12 +19,11 @@ class SessionState(str, enum.Enum):
     CLOSED = "closed"
     EXPIRED = "expired"
 
-    @property
-    def terminal(self) -> bool:
-        return self is _CLOSED or self is _EXPIRED  # (members are singletons: `in (CLOSED, EXPIRED)`, cheaper)
+    terminal: bool  # CLOSED or EXPIRED: an attribute of each member (read ~40 times per served session; a
+    # property is a Python call each time)
 
-
-_CLOSED, _EXPIRED = SessionState.CLOSED, SessionState.EXPIRED
+    def __init__(self, value: str) -> None:
+        self.terminal = value in ("closed", "expired")
 
 
 ACTIONS = ("warn", "hide", "audit", "auto_close")
