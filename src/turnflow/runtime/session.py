@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import enum
 import json
+import os
 import re
-import uuid
 from dataclasses import dataclass, field
 from typing import Any, Hashable, Iterable, Optional, Sequence, TypeVar
 
@@ -35,7 +35,14 @@ _AGENT_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:@-]{0,127}\Z")
 
 
 def new_session_id() -> str:
-    return uuid.uuid4().hex
+    """`uuid.uuid4().hex` (16 random bytes, the version and variant bits set as uuid4 sets them),
+    without the `UUID` object."""
+    n = int.from_bytes(os.urandom(16), "big")
+    return "%032x" % ((n & _UUID4_KEEP) | _UUID4_SET)
+
+
+_UUID4_KEEP = ~((0xC000 << 48) | (0xF000 << 64)) & ((1 << 128) - 1)  # what `uuid.UUID(version=4)` clears
+_UUID4_SET = (0x8000 << 48) | (4 << 76)  # ... and sets (RFC 4122 variant, version 4)
 
 
 def check_session_id(session_id: Any) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
-from turnflow.runtime.envelope import SUBSTANTIVE, Envelope, envelope_id_for
+from turnflow.runtime.envelope import SUBSTANTIVE, Envelope
 from turnflow.runtime.errors import ProtocolError, StoreError
 from turnflow.runtime.group_commit import GroupCommit
 from turnflow.runtime.live import LiveSession
@@ -42,7 +42,11 @@ class Commits:
     async def append(self, live: LiveSession, env: Envelope, accept: bool = False) -> Envelope:
         """Stamp, log and fold one envelope (call `idle` first, then check, with no await between)."""
         group = self.stage(live, env, accept)
-        await group.committed()  # cancelling the poster here takes effect after the commit and the fold
+        # `await group.committed()`, inlined (one coroutine fewer per wait); cancelling the poster
+        # here takes effect after the commit and the fold
+        await asyncio.sleep(0)
+        if not group.settled:
+            await group.committed()
         group.outcome(env.session_id)
         return env
 
@@ -62,7 +66,7 @@ class Commits:
         `accept`: a participant's envelope, also given to the adapter's `on_accepted`. `ahead`: how
         many envelopes of this session are already staged in this group (open_session's invites)."""
         gseq = self.store.next_global_seq()
-        env.envelope_id = envelope_id_for(gseq)
+        env.envelope_id = f"{gseq:016d}"  # envelope_id_for(gseq), inlined
         env.seq = live.last_seq + 1 + ahead
         env.created_at = self.clock()
         try:

@@ -16,7 +16,7 @@ from turnflow.runtime.live import LiveSession
 from turnflow.runtime.session import (Expectation, SessionMetadata, SessionState, check_agent_id, new_session_id,
                                       shared_knobs)
 from turnflow.runtime.session_spec import SessionSpec
-from turnflow.runtime.store.records import session_row
+from turnflow.runtime.store.records import session_row_of
 
 _INVITED = SessionState.INVITED  # (a module constant: `SessionState.INVITED` is a descriptor lookup, ~60 ns)
 
@@ -55,7 +55,7 @@ class Lifecycle:
         live = LiveSession(md, adapter, adapter.initial_state(md))
         md.expires_at = now + ttl_seconds if ttl_seconds else None
         md.pending_acks = set(md.participant_ids) - {creator_id}
-        record = session_row(md.creation_record())
+        record = session_row_of(md)  # = session_row(md.creation_record())
         commits = hub._commits
         group = commits.group or commits.new_group()
         group.sessions.append(record)
