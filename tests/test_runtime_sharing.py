@@ -208,18 +208,34 @@ def test_a_creation_records_text_from_shared_parts_is_the_records_own_json():
     assert session_row_of(md) == session_row(md.creation_record())
 
 
-def test_a_new_session_id_is_uuid4_hex_of_its_random_bytes(monkeypatch):
-    """`new_session_id` sets the version and variant bits as `uuid.UUID(bytes=..., version=4)` does."""
-    import os
+
+def test_a_new_session_id_is_a_uuid7_that_sorts_by_when_it_was_made(monkeypatch):
+    """`new_session_id`: a UUID version 7 (RFC 9562) as 32 hex digits — the steady clock's
+    milliseconds, then random bits — so ids made later sort later (the store's indexes by session id
+    then take new entries near their end: docs/benchmarks.md, "Serve hub CPU, session 11")."""
     import random
     import uuid
 
     from turnflow.runtime import session
 
     rng = random.Random(3)
-    for raw in [bytes(16), b"\xff" * 16, *(rng.randbytes(16) for _ in range(2000))]:
+    now = [1_795_000_000.0]
+    monkeypatch.setattr(session, "STEADY", lambda: now[0], raising=False)
+    made = []
+    for _ in range(2000):
+        raw = rng.randbytes(10)
         monkeypatch.setattr(session.os, "urandom", lambda n, raw=raw: raw[:n])
-        assert session.new_session_id() == uuid.UUID(bytes=raw, version=4).hex
-    monkeypatch.setattr(session.os, "urandom", os.urandom)
-    sid = session.new_session_id()
-    assert session.check_session_id(sid) == sid and uuid.UUID(hex=sid).version == 4
+        sid = session.new_session_id()
+        u = uuid.UUID(hex=sid)
+        assert session.check_session_id(sid) == sid
+        assert (u.version, u.variant) == (7, uuid.RFC_4122)
+        assert u.int >> 80 == int(now[0] * 1000)  # the milliseconds, in the first 48 bits
+        r = int.from_bytes(raw, "big")
+        assert (u.int >> 64) & 0xFFF == r >> 68 and u.int & ((1 << 62) - 1) == r & ((1 << 62) - 1)
+        made.append(sid)
+        now[0] += rng.choice([0.001, 0.0015, 0.5, 3600.0])
+    assert made == sorted(made) and len(set(made)) == len(made)
+    monkeypatch.undo()
+    a = session.new_session_id()
+    b = session.new_session_id()
+    assert a[:12] <= b[:12] and a != b

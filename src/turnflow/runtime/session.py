@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Hashable, Iterable, Optional, Sequence, TypeVar
 
+from turnflow.runtime.clock import STEADY
 from turnflow.runtime.errors import ProtocolError
 
 
@@ -35,14 +36,19 @@ _AGENT_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:@-]{0,127}\Z")
 
 
 def new_session_id() -> str:
-    """`uuid.uuid4().hex` (16 random bytes, the version and variant bits set as uuid4 sets them),
-    without the `UUID` object."""
-    n = int.from_bytes(os.urandom(16), "big")
-    return "%032x" % ((n & _UUID4_KEEP) | _UUID4_SET)
+    """A new session's id: a UUID version 7 (RFC 9562) as 32 lowercase hex digits — the time in
+    milliseconds (the process's steady clock, `clock.STEADY`), then 74 random bits. Sessions opened
+    later sort later, so the store's indexes by session id (the log's `(session_id, seq)`, the
+    sessions' `session_id`) take a busy hub's new entries near their end: a commit rewrites a few of
+    their pages instead of one page per session it writes to, anywhere in the index (uuid4 ids,
+    until 2026-11-29: docs/benchmarks.md, "Serve hub CPU, session 11")."""
+    ms = int(STEADY() * 1000) & 0xFFFFFFFFFFFF
+    r = int.from_bytes(os.urandom(10), "big")  # 80 bits: 12 of them rand_a, 62 rand_b (6 unused)
+    return "%012x7%03x%016x" % (ms, r >> 68, (r & _RAND_B) | _VARIANT)
 
 
-_UUID4_KEEP = ~((0xC000 << 48) | (0xF000 << 64)) & ((1 << 128) - 1)  # what `uuid.UUID(version=4)` clears
-_UUID4_SET = (0x8000 << 48) | (4 << 76)  # ... and sets (RFC 4122 variant, version 4)
+_RAND_B = (1 << 62) - 1
+_VARIANT = 1 << 63  # the RFC 4122 / 9562 variant: 0b10 in the top bits of the last 64
 
 
 def check_session_id(session_id: Any) -> str:
