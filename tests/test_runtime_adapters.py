@@ -217,3 +217,46 @@ def test_invalid_expectations_are_refused(exp, message):
         with pytest.raises(ProtocolError, match=message):
             await hub.open_session("conversation", ["a", "b"], expectations=[exp])
     run(go())
+
+
+def test_the_folds_turn_key_is_the_expected_speaker_and_turn_count_unless_a_subclass_answers_them():
+    """The plain kinds give the fold their turn key in one call (`SimpleAdapter.turn_key`); it must
+    be the pair the fold would build from `expected_next` and `turn_count`, and a subclass that
+    answers either its own way must be asked that way (its turn key is then None)."""
+    from turnflow.runtime.adapters.consulting import ConsultingAdapter
+    from turnflow.runtime.adapters.protocol import ExpectedTurn
+
+    async def go():
+        hub = await new_hub()
+        for kind, parts in (("consulting", CONSULT), ("conversation", CONSULT[:1] + [Participant("r", "participant", 1)]),
+                            ("discussion", [Participant("q", "participant", 0), Participant("r", "participant", 1)])):
+            md = await active(hub, kind, parts)
+            live = hub.sessions[md.session_id]
+            for who in ("q", "r"):
+                assert live.adapter.turn_key(live.state) == (live.expected_speaker(), live.turn_count())
+                assert live._turn_key == (live.expected_speaker(), live.turn_count())
+                await hub.post(text(md, who))
+
+        class Quiet(ConsultingAdapter):  # nobody is ever expected: every envelope of a turn is the same turn
+            def expected_next(self, metadata, state):
+                return None
+
+        class Counted(ConsultingAdapter):
+            def turn_count(self, state):
+                return 7
+
+        class Named(ConsultingAdapter):
+            def expected_next(self, metadata, state):
+                return ExpectedTurn("someone", None)
+
+        assert Quiet.turn_key is None and Counted.turn_key is None and Named.turn_key is None
+        from turnflow.runtime.hub import Hub
+        from turnflow.runtime.store.sqlite import SQLiteStore
+
+        hub = await Hub.open(SQLiteStore(":memory:"), adapters={("consulting", 1): Named()})
+        md = await active(hub, "consulting", CONSULT)
+        live = hub.sessions[md.session_id]
+        assert live._turn_key == ("someone", 0)
+        await hub.post(text(md, "q"))
+        assert live._turn_key == ("someone", 1)
+    run(go())

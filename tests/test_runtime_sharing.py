@@ -145,3 +145,97 @@ def test_a_state_somebody_holds_never_changes():
         assert again.adapter_state(md.session_id).snapshot() == hub.adapter_state(md.session_id).snapshot()
         await hub.aclose()
     run(go())
+
+
+def test_a_creation_records_text_from_shared_parts_is_the_records_own_json():
+    """`session_row_of(md)` builds the creation record's text from the parts sessions share (the
+    manifest, participants and expectations encoded once); it must be `session_row(md.creation_record())`
+    byte for byte, for every shape of metadata, and never reuse a part that changed."""
+    import dataclasses
+    import random
+
+    from turnflow.runtime.adapters import builtin_adapters
+    from turnflow.runtime.session import Expectation, SessionManifest, SessionMetadata, shared_participant
+    from turnflow.runtime.store.records import session_row, session_row_of
+
+    rng = random.Random(11)
+    manifests = [a.manifest for a in builtin_adapters().values()]
+    odd = SessionManifest("odd", 2, 1, None, ("a", "b"), {"z": [1.5, float("nan")], "a": {"é": True}}, "full",
+                          (Expectation("acks_within", 1e-05, "warn"), Expectation("turn_within", float(2**60), "hide")))
+    listed = SessionManifest("listed", 1, 2, 3, ["a"], {}, "full", ())  # type: ignore[arg-type]
+    manifests += [odd, listed]
+    values = [None, 0, -3, 2**70, 1.0, 0.1, 1e-05, 1e300, float("inf"), float("nan"), True, False, "", "é\u2028\"\\",
+              "\ud800", [], {}, {"b": 1, "a": [None, {"y": 2.5, "x": "q"}]}, (1, 2)]
+
+    def participants():
+        parts = []
+        for i in range(rng.randint(1, 4)):
+            p = Participant(rng.choice(["a", "b:c", "d@e", "f.g"]) + str(i), rng.choice(["initiator", "respondent", "x"]),
+                            rng.choice([i, True, 2**40]), rng.choice(["", "desc é", "\u2028"]),
+                            tuple(rng.choice([(), ("t1",), ("t1", "t2")])))
+            parts.append(shared_participant(p) if rng.random() < 0.7 else p)
+        return parts
+
+    for i in range(600):
+        md = SessionMetadata(session_id=f"{i:032x}", manifest=rng.choice(manifests), creator_id=rng.choice(["a0", "é"]),
+                             participants=participants(), knobs=rng.choice([{}, {"k": rng.choice(values)}, {"b": {}, "a": [1]}]),
+                             created_at=rng.choice([1.5, 1_700_000_000.123456, 3, float("inf")]), name=rng.choice(["", "n.x"]),
+                             expectations=rng.choice([(), [Expectation("reply_within", 600.0, "auto_close")],
+                                                      (Expectation("acks_within", 30, "warn"),)]),
+                             ttl_seconds=rng.choice([None, 60, 0.5, 1e-05]),
+                             labels=rng.choice([{}, {"task_id": rng.choice([7, "t", None])}, {"z": values[rng.randrange(len(values))]}]),
+                             tools=rng.choice([(), [{"name": "x", "params": {"b": 1, "a": 2}}]]),
+                             extra=rng.choice([None, {"required_acks": 2}, {"b": [1.5], "a": None}]))
+        assert session_row_of(md) == session_row(md.creation_record()), i
+    # a part that changed after it was encoded (a manifest's knobs schema is a dict) is encoded again
+    md = SessionMetadata(session_id="f" * 32, manifest=odd, creator_id="a", participants=[Participant("a")], knobs={},
+                         created_at=1.0)
+    assert session_row_of(md) == session_row(md.creation_record())
+    odd.knobs_schema["new"] = 1
+    assert session_row_of(md) == session_row(md.creation_record())
+    md.manifest = listed
+    assert session_row_of(md) == session_row(md.creation_record())
+    listed.roles.append("b")  # type: ignore[attr-defined]
+    assert session_row_of(md) == session_row(md.creation_record())
+    md.participants = (*md.participants, Participant("b", order=1))
+    assert session_row_of(md) == session_row(md.creation_record())
+    # and a manifest of another type keeps its own `to_dict`
+    @dataclasses.dataclass(frozen=True)
+    class Mine(SessionManifest):
+        def to_dict(self):
+            return {"mine": True}
+    md.manifest = Mine(*[getattr(odd, f.name) for f in dataclasses.fields(SessionManifest)])
+    assert session_row_of(md) == session_row(md.creation_record())
+
+
+
+def test_a_new_session_id_is_a_uuid7_that_sorts_by_when_it_was_made(monkeypatch):
+    """`new_session_id`: a UUID version 7 (RFC 9562) as 32 hex digits — the steady clock's
+    milliseconds, then random bits — so ids made later sort later (the store's indexes by session id
+    then take new entries near their end: docs/benchmarks.md, "Serve hub CPU, session 11")."""
+    import random
+    import uuid
+
+    from turnflow.runtime import session
+
+    rng = random.Random(3)
+    now = [1_795_000_000.0]
+    monkeypatch.setattr(session, "STEADY", lambda: now[0], raising=False)
+    made = []
+    for _ in range(2000):
+        raw = rng.randbytes(10)
+        monkeypatch.setattr(session.os, "urandom", lambda n, raw=raw: raw[:n])
+        sid = session.new_session_id()
+        u = uuid.UUID(hex=sid)
+        assert session.check_session_id(sid) == sid
+        assert (u.version, u.variant) == (7, uuid.RFC_4122)
+        assert u.int >> 80 == int(now[0] * 1000)  # the milliseconds, in the first 48 bits
+        r = int.from_bytes(raw, "big")
+        assert (u.int >> 64) & 0xFFF == r >> 68 and u.int & ((1 << 62) - 1) == r & ((1 << 62) - 1)
+        made.append(sid)
+        now[0] += rng.choice([0.001, 0.0015, 0.5, 3600.0])
+    assert made == sorted(made) and len(set(made)) == len(made)
+    monkeypatch.undo()
+    a = session.new_session_id()
+    b = session.new_session_id()
+    assert a[:12] <= b[:12] and a != b

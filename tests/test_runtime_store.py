@@ -235,3 +235,36 @@ def test_hydrate_only_reads_one_session_alone(tmp_path):
         assert [e.event_type for e in reader.read_range(sids[2])][-1] == "session.closed"
     finally:
         reader.close()
+
+
+def test_an_envelopes_stored_text_is_its_records_compact_json():
+    """`envelope_row` writes the usual fields of a stamped envelope directly and the rest through the
+    encoder; its text must be `json.dumps(envelope.to_record(), separators=(",", ":"))` byte for byte
+    (the checksums of every stored record depend on it), and refuse what that refuses."""
+    import json
+    import random
+    import zlib
+
+    rng = random.Random(5)
+    values = [None, 0, -3, 2**70, 1.0, 0.1, 1e-05, 1e300, float("inf"), float("-inf"), float("nan"), True, False, "",
+              "é\u2028\"\\\x00", "\ud800", [], {}, {"b": 1, "a": [None, {"y": 2.5, "x": "q"}]}, (1, 2), {1: "int key"}]
+    text = ["hi", "é", "\ud83d\ude00", "a\"b\\c", "\u2028"]
+    for i in range(1500):
+        data = {rng.choice(text): rng.choice(values) for _ in range(rng.randint(0, 3))}
+        env = Envelope(rng.choice(["a" * 32, "é", "b" * 32]), rng.choice(text), rng.choice([None, [], ["x", "é"]]),
+                       rng.choice(["text", "packet", "é.x"]), data, envelope_id=rng.choice([f"{i:016d}", "é"]),
+                       created_at=rng.choice([1.5, 1_700_000_000.123456, 3, True, float("nan"), float("inf"), 10**20]),
+                       seq=rng.choice([1, 2**40, True]), causation_id=rng.choice([None, "c", "é"]),
+                       trace_id=rng.choice([None, "t"]), extra=rng.choice([None, {"depth": 2, "p": 1.5}, {}]))
+        want = json.dumps(env.to_record(), separators=(",", ":"))
+        gseq, sid, seq, et, got, crc = envelope_row(env, i)
+        assert (gseq, sid, seq, et, got) == (i, env.session_id, env.seq, env.event_type, want), i
+        assert crc == zlib.crc32(f"{sid}\x00{seq}\x00{want}".encode("utf-8"))
+    circular: dict = {}
+    circular["self"] = circular
+    for bad in ({"x": object()}, circular, {"x": {(1, 2): 1}}, {"x": [1, {2, 3}]}):
+        env = Envelope("a" * 32, "a", None, "text", bad, envelope_id="1", created_at=1.0, seq=1)
+        with pytest.raises((TypeError, ValueError)) as want_exc:
+            json.dumps(env.to_record(), separators=(",", ":"))
+        with pytest.raises(type(want_exc.value), match=re.escape(str(want_exc.value))):
+            envelope_row(env, 1)

@@ -20,12 +20,16 @@ def _role(metadata: SessionMetadata, role: str) -> Optional[str]:
     return next((p.agent_id for p in metadata.participants if p.role == role), None)
 
 
-def _the(metadata: SessionMetadata, role: str) -> str:
-    """The participant with `role` (there is one: `validate_create` checked it)."""
-    found = _role(metadata, role)
-    if found is None:
-        raise ProtocolError(f"consulting session needs one {role}")
-    return found
+def _pair(metadata: SessionMetadata) -> tuple[Optional[str], Optional[str]]:
+    """(the first initiator, the first respondent), each None when there is none: one pass."""
+    initiator = respondent = None
+    for p in metadata.participants:
+        if p.role == "initiator":
+            if initiator is None:
+                initiator = p.agent_id
+        elif p.role == "respondent" and respondent is None:
+            respondent = p.agent_id
+    return initiator, respondent
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,9 +59,10 @@ class ConsultingAdapter(SimpleAdapter):
 
     def validate_create(self, metadata: SessionMetadata) -> None:
         super().validate_create(metadata)
-        if _role(metadata, "initiator") is None or _role(metadata, "respondent") is None:
+        initiator, respondent = _pair(metadata)
+        if initiator is None or respondent is None:
             raise ProtocolError("consulting session needs one initiator and one respondent")
-        if metadata.creator_id != _role(metadata, "initiator"):
+        if metadata.creator_id != initiator:
             raise ProtocolError(f"consulting session: the creator {metadata.creator_id!r} must be the initiator")
 
     def first_speaker(self, metadata: SessionMetadata) -> Optional[str]:
@@ -65,11 +70,16 @@ class ConsultingAdapter(SimpleAdapter):
 
     def initial_state(self, metadata: SessionMetadata) -> TurnState:
         # order = (initiator, respondent): the whole script of a consultation
-        return ConsultingState(order=(_the(metadata, "initiator"), _the(metadata, "respondent")),
-                         expected=_the(metadata, "initiator"))
+        initiator, respondent = _pair(metadata)
+        if initiator is None or respondent is None:  # (`validate_create` refused such a session)
+            raise ProtocolError(f"consulting session needs one {'initiator' if initiator is None else 'respondent'}")
+        return ConsultingState(order=(initiator, respondent), expected=initiator)
 
     def advance(self, envelope: Envelope, state: TurnState) -> TurnState:
         n = state.turn_count + 1
+        if type(state) is ConsultingState:  # `replace`, field by field (a third of its cost)
+            return ConsultingState(state.order, state.order[1] if n == 1 else None, envelope.sender_id,
+                                   envelope.envelope_id, n, state.hidden, n >= 2)
         return replace(state, last_speaker_id=envelope.sender_id, last_envelope_id=envelope.envelope_id,
                        turn_count=n, expected=state.order[1] if n == 1 else None, done=n >= 2)
 

@@ -159,6 +159,17 @@ class SimpleAdapter:
     def turn_count(self, state: TurnState) -> int:
         return state.turn_count
 
+    def turn_key(self, state: TurnState) -> tuple[Optional[str], int]:
+        """`(expected_next(...).agent_id or None, turn_count(state))`, read from the state in one call
+        (the fold asks it after every envelope of an active session). A subclass that answers
+        `expected_next` or `turn_count` its own way has none (`__init_subclass__`): the fold asks those."""
+        return state.expected, state.turn_count
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "turn_key" not in cls.__dict__ and ("expected_next" in cls.__dict__ or "turn_count" in cls.__dict__):
+            cls.turn_key = None  # type: ignore[assignment]  # the fold asks (expected_speaker(), turn_count())
+
     def extract_turn_input(self, envelope: Envelope) -> Optional[str]:
         return text_of(envelope) or None
 

@@ -43,8 +43,16 @@ class Bus:
         """`fn(session_id, record)` is called (synchronously) for every telemetry record as it is stored."""
         self.telemetry_listeners.append(fn)
 
-    async def deliver(self, env: Envelope, md: SessionMetadata) -> None:
-        """Hand one logged envelope to every session's listeners, then to its session's."""
+    def deliver(self, env: Envelope, md: SessionMetadata) -> Awaitable[None]:
+        """Hand one logged envelope to every session's listeners, then to its session's (awaited at
+        once by the caller). One listener of every session and none of this session's (`turnflow
+        serve`): that listener's own awaitable, with no coroutine of the bus around it."""
+        listeners = self.listeners
+        if len(listeners) == 1 and not self.session_listeners.get(env.session_id):
+            return listeners[0](env, md)
+        return self._deliver_all(env, md)
+
+    async def _deliver_all(self, env: Envelope, md: SessionMetadata) -> None:
         for listener in self.listeners:
             await listener(env, md)
         own = self.session_listeners.get(env.session_id)

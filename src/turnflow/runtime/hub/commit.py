@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
-from turnflow.runtime.envelope import SUBSTANTIVE, Envelope, envelope_id_for
+from turnflow.runtime.envelope import SUBSTANTIVE, Envelope
 from turnflow.runtime.errors import ProtocolError, StoreError
 from turnflow.runtime.group_commit import GroupCommit
 from turnflow.runtime.live import LiveSession
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from turnflow.runtime.hub import Hub
 
 HUB_SENDER = "hub"
+_CLOSING = SessionState.CLOSING  # (a module constant: `SessionState.CLOSING` is a descriptor lookup, ~60 ns)
 
 
 class Commits:
@@ -41,7 +42,11 @@ class Commits:
     async def append(self, live: LiveSession, env: Envelope, accept: bool = False) -> Envelope:
         """Stamp, log and fold one envelope (call `idle` first, then check, with no await between)."""
         group = self.stage(live, env, accept)
-        await group.committed()  # cancelling the poster here takes effect after the commit and the fold
+        # `await group.committed()`, inlined (one coroutine fewer per wait); cancelling the poster
+        # here takes effect after the commit and the fold
+        await asyncio.sleep(0)
+        if not group.settled:
+            await group.committed()
         group.outcome(env.session_id)
         return env
 
@@ -53,7 +58,12 @@ class Commits:
         if live.metadata.state.terminal:
             return None
         env = Envelope(live.session_id, sender or HUB_SENDER, audience, event_type, data)
-        return await self.append(live, env)
+        group = self.stage(live, env, False)  # `await self.append(live, env)`, inlined: one coroutine fewer
+        await asyncio.sleep(0)
+        if not group.settled:
+            await group.committed()
+        group.outcome(env.session_id)
+        return env
 
     def stage(self, live: LiveSession, env: Envelope, accept: bool, ahead: int = 0) -> GroupCommit:
         """Stamp one envelope and add it to this event-loop tick's group; returns the group. The
@@ -61,7 +71,7 @@ class Commits:
         `accept`: a participant's envelope, also given to the adapter's `on_accepted`. `ahead`: how
         many envelopes of this session are already staged in this group (open_session's invites)."""
         gseq = self.store.next_global_seq()
-        env.envelope_id = envelope_id_for(gseq)
+        env.envelope_id = f"{gseq:016d}"  # envelope_id_for(gseq), inlined
         env.seq = live.last_seq + 1 + ahead
         env.created_at = self.clock()
         try:
@@ -127,7 +137,7 @@ def _fold(live: LiveSession, env: Envelope, accept: bool) -> None:
         if accept and env.event_type in SUBSTANTIVE:
             result = live.adapter.on_accepted(live.metadata, env, live.state)
             if result.close_reason is not None:
-                live.metadata.state = SessionState.CLOSING
+                live.metadata.state = _CLOSING
                 live.pending_close = result.close_reason
     except Exception as exc:  # an adapter bug: this session refuses further sends, the others go on
         live.corrupt = f"session {live.session_id} seq {env.seq}: fold failed: {type(exc).__name__}: {exc}"

@@ -16,7 +16,9 @@ from turnflow.runtime.live import LiveSession
 from turnflow.runtime.session import (Expectation, SessionMetadata, SessionState, check_agent_id, new_session_id,
                                       shared_knobs)
 from turnflow.runtime.session_spec import SessionSpec
-from turnflow.runtime.store.records import session_row
+from turnflow.runtime.store.records import session_row_of
+
+_INVITED = SessionState.INVITED  # (a module constant: `SessionState.INVITED` is a descriptor lookup, ~60 ns)
 
 if TYPE_CHECKING:
     from turnflow.runtime.hub import Hub
@@ -53,7 +55,7 @@ class Lifecycle:
         live = LiveSession(md, adapter, adapter.initial_state(md))
         md.expires_at = now + ttl_seconds if ttl_seconds else None
         md.pending_acks = set(md.participant_ids) - {creator_id}
-        record = session_row(md.creation_record())
+        record = session_row_of(md)  # = session_row(md.creation_record())
         commits = hub._commits
         group = commits.group or commits.new_group()
         group.sessions.append(record)
@@ -88,7 +90,7 @@ class Lifecycle:
         md = live.metadata
         if live.writing is not None:
             await hub._idle(live)
-        if md.state != SessionState.INVITED:
+        if md.state != _INVITED:
             raise ProtocolError(f"session {session_id!r} is {md.state.value}, not waiting for acks")
         if agent_id not in md.pending_acks:
             raise ProtocolError(f"session {session_id!r} has no pending invite for {agent_id!r}")
@@ -105,7 +107,7 @@ class Lifecycle:
         group.outcome(session_id)
         if listening:
             await hub._deliver(env, md)
-        if not md.pending_acks and md.state == SessionState.INVITED:
+        if not md.pending_acks and md.state == _INVITED:
             opened = await hub._append_hub(live, EV_SESSION_OPENED, {})
             if opened is not None and (hub.listeners or hub._session_listeners):
                 await hub._deliver(opened, md)

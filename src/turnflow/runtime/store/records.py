@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Optional, Union
 
 from turnflow.runtime.envelope import Envelope
-from turnflow.runtime.session import check_session_id
+from turnflow.runtime.session import Expectation, Participant, SessionManifest, SessionMetadata, check_session_id
 
 
 @dataclass(frozen=True)
@@ -144,10 +144,166 @@ def session_row(record: dict[str, Any]) -> SessionRow:
     return (sid, None if task_id is None else str(task_id), text, checksum(sid, 0, text))
 
 
+_ESCAPE = json.encoder.encode_basestring_ascii
+
+
+def _sorted_encoder() -> Optional[Callable[[Any, int], Iterable[str]]]:
+    """`_SORTED_COMPACT` with the encoder built once (as `_compact_encoder`)."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # pragma: no cover - CPython always has the C encoder
+        return None
+    try:
+        enc: Callable[[Any, int], Iterable[str]] = make(None, json.JSONEncoder().default, _ESCAPE, None, ":", ",",
+                                                        True, False, True)
+    except TypeError:  # pragma: no cover - a Python whose C encoder takes other arguments
+        return None
+    sample = {"b": [1, 2.5, None, True, "\u00e9", {"z": 1, "a": float("nan")}], "a": {}}
+    if "".join(enc(sample, 0)) != _SORTED_COMPACT(sample):  # pragma: no cover
+        return None
+    return enc
+
+
+_ENCODE_SORTED = _sorted_encoder()
+
+
+def _sorted_value(x: Any) -> str:
+    """`_SORTED_COMPACT(x)` (the same text, the same errors), cheaper for the scalars of a record."""
+    t = type(x)
+    if t is str:
+        return _ESCAPE(x)
+    if x is None:
+        return "null"
+    if t is int:
+        return int.__repr__(x)
+    if t is float and x - x == 0.0:  # finite (json writes the others NaN, Infinity, -Infinity)
+        return float.__repr__(x)
+    if _ENCODE_SORTED is not None:
+        try:
+            return "".join(_ENCODE_SORTED(x, 0))
+        except RecursionError:  # circular (the cached encoder keeps no markers) or too deep: ask json
+            pass
+    return _SORTED_COMPACT(x)
+
+
+# The parts of a creation record that sessions share, as text: a participants tuple, an expectations
+# tuple, a manifest (all but its `knobs_schema`, a dict, encoded each time). Each is kept with the object
+# it was made from (the id is not reused while it is known) and only for values that cannot change:
+# frozen dataclasses holding exactly str / int / float / tuple values.
+_SHARED_TEXT: dict[int, tuple[Any, Any]] = {}
+_SHARED_TEXT_LIMIT = 1024
+
+
+def _keep(obj: Any, text: Any) -> Any:
+    if len(_SHARED_TEXT) >= _SHARED_TEXT_LIMIT:
+        _SHARED_TEXT.clear()
+    _SHARED_TEXT[id(obj)] = (obj, text)
+    return text
+
+
+def _fixed_expectations(exps: Any) -> bool:
+    return type(exps) is tuple and all(type(e) is Expectation and type(e.name) is str and type(e.on_violation) is str
+                                       and type(e.seconds) in (float, int) for e in exps)
+
+
+def _expectations_text(exps: Any) -> str:
+    known = _SHARED_TEXT.get(id(exps))
+    if known is not None and known[0] is exps:
+        return str(known[1])
+    text = _sorted_value([e.to_dict() for e in exps])
+    return str(_keep(exps, text)) if _fixed_expectations(exps) else text
+
+
+def _participants_text(parts: Any) -> str:
+    known = _SHARED_TEXT.get(id(parts))
+    if known is not None and known[0] is parts:
+        return str(known[1])
+    text = _sorted_value([{"agent_id": p.agent_id, "role": p.role, "order": p.order, "description": p.description,
+                           "tools": list(p.tools)} for p in parts])
+    fixed = type(parts) is tuple and all(
+        type(p) is Participant and type(p.agent_id) is str and type(p.role) is str and type(p.order) is int
+        and type(p.description) is str and type(p.tools) is tuple and all(type(t) is str for t in p.tools)
+        for p in parts)
+    return str(_keep(parts, text)) if fixed else text
+
+
+def _manifest_text(m: Any) -> str:
+    """`_SORTED_COMPACT(m.to_dict())`: its keys in order are default_expectations, default_view,
+    knobs_schema, participants, type, version."""
+    known = _SHARED_TEXT.get(id(m))
+    if known is not None and known[0] is m:
+        head, tail = known[1]
+    elif type(m) is not SessionManifest:  # (its own `to_dict`, maybe)
+        return _sorted_value(m.to_dict())
+    else:
+        head = (f'{{"default_expectations":{_sorted_value([e.to_dict() for e in m.default_expectations])},'
+                f'"default_view":{_sorted_value(m.default_view)},"knobs_schema":')
+        tail = (f',"participants":{_sorted_value({"min": m.min_participants, "max": m.max_participants, "roles": list(m.roles)})},'
+                f'"type":{_sorted_value(m.type)},"version":{_sorted_value(m.version)}}}')
+        if (type(m.type) is str and type(m.version) is int
+                and type(m.min_participants) is int and type(m.max_participants) in (int, type(None))
+                and type(m.roles) is tuple and all(type(r) is str for r in m.roles) and type(m.default_view) is str
+                and _fixed_expectations(m.default_expectations)):
+            _keep(m, (head, tail))
+    return f"{head}{_sorted_value(m.knobs_schema)}{tail}"
+
+
+def session_row_of(md: SessionMetadata) -> SessionRow:
+    """`session_row(md.creation_record())`, the same row, its text built from the parts sessions share
+    (the manifest, participants and expectations of a kind are encoded once, not per session)."""
+    if type(md) is not SessionMetadata:  # (its own `creation_record`, maybe)
+        return session_row(md.creation_record())
+    sid = check_session_id(md.session_id)
+    extra = md.extra
+    text = "".join((
+        '{"created_at":', _sorted_value(md.created_at), ',"creator_id":', _sorted_value(md.creator_id),
+        ',"expectations":', _expectations_text(md.expectations),
+        "" if extra is None else ',"extra":', "" if extra is None else _sorted_value(extra),
+        ',"knobs":', _sorted_value(md.knobs), ',"labels":', _sorted_value(md.labels),
+        ',"manifest":', _manifest_text(md.manifest), ',"name":', _sorted_value(md.name),
+        ',"participants":', _participants_text(md.participants), ',"session_id":', _ESCAPE(sid),
+        ',"tools":', _sorted_value(list(md.tools)), ',"ttl_seconds":', _sorted_value(md.ttl_seconds), "}"))
+    labels = md.labels or {}
+    task_id = labels.get("task_id") if isinstance(labels, dict) else None
+    return (sid, None if task_id is None else str(task_id), text, checksum(sid, 0, text))
+
+
+def _value_text(x: Any) -> str:
+    """`json.dumps(x, separators=(",", ":"))` of one value of an envelope record (`_record_text`'s text and errors)."""
+    if _ENCODE is not None:
+        try:
+            return "".join(_ENCODE(x, 0))
+        except RecursionError:
+            pass
+    return json.dumps(x, separators=(",", ":"))
+
+
+def _envelope_text(env: Envelope) -> str:
+    """`_record_text(env.to_record())`, the same text: the fields a stamped envelope always has in
+    their usual types written directly, the others (audience, data, extra) by the encoder."""
+    sid, sender, et, eid, at, seq = env.session_id, env.sender_id, env.event_type, env.envelope_id, env.created_at, env.seq
+    if type(at) is float and at - at == 0.0:  # finite: json writes float.__repr__
+        at_text = float.__repr__(at)
+    elif type(at) is int:
+        at_text = int.__repr__(at)
+    else:
+        return _record_text(env.to_record())
+    if type(sid) is not str or type(sender) is not str or type(et) is not str or type(eid) is not str \
+            or type(seq) is not int:
+        return _record_text(env.to_record())
+    audience, cause, trace, extra = env.audience, env.causation_id, env.trace_id, env.extra
+    return "".join((
+        '{"session_id":', _ESCAPE(sid), ',"sender_id":', _ESCAPE(sender),
+        ',"audience":', "null" if audience is None else _value_text(audience), ',"event_type":', _ESCAPE(et),
+        ',"event_data":', _value_text(env.event_data), ',"envelope_id":', _ESCAPE(eid), ',"created_at":', at_text,
+        ',"seq":', int.__repr__(seq), ',"causation_id":', "null" if cause is None else _value_text(cause),
+        ',"trace_id":', "null" if trace is None else _value_text(trace),
+        "}" if extra is None else ',"extra":', "" if extra is None else _value_text(extra), "" if extra is None else "}"))
+
+
 def envelope_row(envelope: Envelope, global_seq: int) -> EnvelopeRow:
     """A stamped envelope as stored (every engine). Raises TypeError/ValueError, as `json.dumps`
     does, when its data is not JSON."""
-    text = _record_text(envelope.to_record())
+    text = _envelope_text(envelope)
     sid, seq = envelope.session_id, envelope.seq
     return (global_seq, sid, seq, envelope.event_type, text, zlib.crc32(f"{sid}\x00{seq}\x00{text}".encode("utf-8")))
 
