@@ -32,6 +32,7 @@ _DURATION = re.compile(r"(\d{1,9})([smhd]?)\Z")
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 _ENDING = (SessionState.CLOSING, SessionState.CLOSED, SessionState.EXPIRED)
 MAX_TEXT = 500  # a failure report's text kept (AG2's hub keeps as much)
+ENDED_PARTS_KEPT = 1024  # channel records' parts kept past their session's end (`Ops._channel_parts`)
 
 # every other op AG2's client sends: answered with a protocol error (docs/serve.md says why)
 UNSUPPORTED = frozenset({"get_task", "list_tasks", "observe_task", "update_task", "record_observation",
@@ -215,7 +216,10 @@ class Ops:
         self._deadlines: collections.deque[tuple[float, str]] = collections.deque()
         self._deadline_timer: Optional[asyncio.TimerHandle] = None
         self._logs: dict[str, _Log] = {}  # live sessions' logs read so far
-        self._channels: dict[str, tuple[SessionState, int, frames.Raw]] = {}  # live sessions' channel records: (state, acks left, JSON)
+        # live sessions' channel records: (state, acks left, participants, JSON)
+        self._channels: dict[str, tuple[SessionState, int, Any, frames.Raw]] = {}
+        self._parts: dict[str, tuple[Any, ...]] = {}  # live sessions' `_channel_parts`
+        self._ended_parts: dict[str, tuple[Any, ...]] = {}  # those of the last few sessions that ended, in order
         self._manifests: dict[tuple[int, tuple[Any, ...]], tuple[Any, str]] = {}  # `_manifest_text`'s
         self.pending: dict[str, int] = {}  # agent id -> substantive notifications outstanding (rules.inbox)
         self._timers: set[asyncio.Task[Any]] = set()  # invites timed out after a restart (time_out_invites)
@@ -409,6 +413,12 @@ class Ops:
         if md.state.terminal:
             self._logs.pop(md.session_id, None)
             self._channels.pop(md.session_id, None)
+            parts = self._parts.pop(md.session_id, None)
+            if parts is not None:  # (kept a while: AG2's client reads the record of the channel it saw close)
+                ended = self._ended_parts
+                while len(ended) >= ENDED_PARTS_KEPT:
+                    del ended[next(iter(ended))]
+                ended[md.session_id] = parts
             self._ended(md)
         substantive = wire.substantive(env)
         for rid in wire.recipients(env, md):
@@ -693,16 +703,48 @@ class Ops:
 
     def _channel(self, md: SessionMetadata) -> frames.Raw:
         """The AG2 channel record of a session, encoded once per state (AG2's client asks for it
-        every turn)."""
-        cached = self._channels.get(md.session_id)
-        if cached is not None and cached[0] is md.state and cached[1] == len(md.pending_acks):
-            return cached[2]
-        what = f"channel {md.session_id}"  # (built as text around its manifest's, encoded once per kind: the same JSON)
-        text = frames.Raw('{"channel_id":' + frames.dumps(md.session_id) + ',"manifest":' + self._manifest_text(md, what)
-                          + "," + frames.encode(wire.channel_rest(md), what)[1:])
-        if not md.state.terminal:
-            self._channels[md.session_id] = (md.state, len(md.pending_acks), text)
+        every turn), as text around the parts that do not change while the session lives
+        (`_channel_parts`): the state, `closed_at`, `close_reason` and `pending_acks` are
+        encoded on each new state, the rest once per session. The same JSON as encoding
+        `wire.channel_to_ag2(md)` whole (tests/test_serve_codec.py)."""
+        sid = md.session_id
+        state = md.state
+        cached = self._channels.get(sid)
+        if cached is not None and cached[0] is state and cached[1] == len(md.pending_acks) \
+                and cached[2] is md.participants:  # (a roster change: another tuple)
+            return cached[3]
+        key = (md.manifest, md.expectations, md.creator_id, md.participants, md.created_at, md.expires_at,
+               md.knobs, md.labels, md.extra)
+        parts = self._parts.get(sid) or self._ended_parts.get(sid)
+        if parts is None or parts[0] != key:
+            parts = self._channel_parts(md, key)
+            if not state.terminal:
+                self._parts[sid] = parts
+        what = f"channel {sid}"
+        closed = wire.iso(md.closed_at)
+        text = frames.Raw(parts[1] + wire.state_json(state) + parts[2]
+                          + ("null" if closed is None else frames.encode(closed, what))
+                          + ',"close_reason":' + frames.encode(md.close_reason, what) + parts[3]
+                          + frames.encode(sorted(md.pending_acks), what) + ',"rejected_by":[]}')
+        if not state.terminal:
+            self._channels[sid] = (state, len(md.pending_acks), md.participants, text)
         return text
+
+    def _channel_parts(self, md: SessionMetadata, key: tuple[Any, ...]) -> tuple[Any, ...]:
+        """`key` and the text of a channel record around its state (up to `"state":`, from the
+        state's value up to `"closed_at":`, from after `close_reason` up to `"pending_acks":`),
+        each value encoded as `frames.encode` encodes it in the whole record. Kept per live
+        session (and, past its end, for the last few ended: AG2's client reads the record of
+        the channel it saw close), made again when one of the values in `key` is another."""
+        what = f"channel {md.session_id}"  # (built as text around its manifest's, encoded once per kind: the same JSON)
+        r = wire.channel_rest(md)
+        # (three objects of the record's fields in its order, each written without its braces)
+        head = frames.encode({"creator_id": r["creator_id"], "participants": r["participants"]}, what)[1:-1]
+        middle = frames.encode({"created_at": r["created_at"], "expires_at": r["expires_at"]}, what)[1:-1]
+        tail = frames.encode({"parent_channel_id": r["parent_channel_id"], "knobs": r["knobs"], "labels": r["labels"],
+                              "required_acks": r["required_acks"]}, what)[1:-1]
+        return (key, '{"channel_id":' + frames.encode(md.session_id, what) + ',"manifest":' + self._manifest_text(md, what)
+                + "," + head + ',"state":', "," + middle + ',"closed_at":', "," + tail + ',"pending_acks":')
 
     def _manifest_text(self, md: SessionMetadata, what: str) -> str:
         """The JSON of a channel record's manifest, kept per manifest and expectations (both frozen;

@@ -19,7 +19,7 @@ from typing import Any, Optional
 from turnflow.runtime.envelope import (EV_CONTEXT_SET, EV_EXPECTATION_VIOLATED, EV_PACKET, EV_SESSION_ACK,
                                        EV_SESSION_CLOSED, EV_SESSION_EXPIRED, EV_SESSION_INVITE, EV_SESSION_OPENED,
                                        EV_SESSION_REJECT, EV_TELEMETRY, EV_TEXT, Envelope)
-from turnflow.runtime.session import SessionMetadata
+from turnflow.runtime.session import SessionMetadata, SessionState
 from turnflow.serve import frames
 
 AG2_TEXT = "ag2.msg.text"
@@ -43,15 +43,19 @@ _TO_ALL = frozenset({EV_SESSION_OPENED, EV_SESSION_CLOSED, EV_SESSION_EXPIRED}) 
 TASK_DEFAULTS: dict[str, Any] = {"task_id": None, "priority": "normal", "depth": 0, "idempotency_key": None,
                                  "ttl_seconds": None}  # AG2's `Envelope` defaults
 _STATE = {"invited": "pending"}  # turnflow state -> AG2 ChannelState (the others have the same names)
+_STATE_JSON = {state: frames.dumps(_STATE.get(state.value, state.value)) for state in SessionState}
 
 
-_second: list[Any] = [None, ""]  # the last whole second `iso` formatted, and its text up to the seconds
+# whole second -> its text up to the seconds, for the last few seconds `iso` formatted (a channel
+# record formats its creation and its expiry, hours apart, between envelopes of this second)
+_seconds: dict[float, str] = {}
+_SECONDS_KEPT = 64
 
 
 def iso(t: Optional[float]) -> Optional[str]:
     """`datetime.fromtimestamp(t, timezone.utc).isoformat()`, the date and time of day formatted
     once per second: the microseconds are rounded as `fromtimestamp` rounds them (half to even of
-    the fraction's millionths, a carry into the next second), the rest is the cached prefix."""
+    the fraction's millionths, a carry into the next second), the rest is the kept prefix."""
     if t is None:
         return None
     frac, whole = math.modf(t)
@@ -61,10 +65,12 @@ def iso(t: Optional[float]) -> Optional[str]:
     if us >= 1000000:
         whole += 1.0
         us -= 1000000
-    if _second[0] != whole:
-        _second[1] = datetime.fromtimestamp(whole, timezone.utc).isoformat()[:19]
-        _second[0] = whole
-    return f"{_second[1]}.{us:06d}+00:00" if us else _second[1] + "+00:00"
+    prefix = _seconds.get(whole)
+    if prefix is None:
+        if len(_seconds) >= _SECONDS_KEPT:
+            _seconds.clear()
+        prefix = _seconds[whole] = datetime.fromtimestamp(whole, timezone.utc).isoformat()[:19]
+    return f"{prefix}.{us:06d}+00:00" if us else prefix + "+00:00"
 
 
 def now_iso() -> str:
@@ -144,6 +150,11 @@ def _manifest(md: SessionMetadata) -> dict[str, Any]:
             "knobs_schema": dict(m.knobs_schema), "default_view_policy": m.default_view,
             "expectations": [{"name": e.name, "on_violation": e.on_violation, "params": e.to_dict()["params"],
                               "applies_to": None} for e in md.expectations]}
+
+
+def state_json(state: SessionState) -> str:
+    """A channel record's `state` as JSON text (AG2's ChannelState)."""
+    return _STATE_JSON[state]
 
 
 def channel_to_ag2(md: SessionMetadata) -> dict[str, Any]:
