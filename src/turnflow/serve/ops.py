@@ -287,8 +287,9 @@ class Ops:
             raise _missing(f"channel not found: {session_id[:64]}") from None
 
     def _participant(self, conn: Conn, session_id: str) -> SessionMetadata:
-        md = self._md(session_id)
-        if not conn.agents & md.pset:
+        live = self.hub.sessions.get(session_id)
+        md = live.metadata if live is not None else self._md(session_id)
+        if conn.agents.isdisjoint(md.pset):
             raise _denied(f"connection has no participant in channel {session_id!r}")
         return md
 
@@ -421,14 +422,18 @@ class Ops:
                 ended[md.session_id] = parts
             self._ended(md)
         substantive = wire.substantive(env)
+        routes, by_id, pending = self.routes, self.registry.by_id, self.pending
         for rid in wire.recipients(env, md):
-            conn = self.routes.get(rid)
-            if conn is None or not self._accepts(env, md, rid):
+            conn = routes.get(rid)
+            if conn is None:
+                continue
+            agent = by_id.get(rid)  # (a rule open to every sender, AG2's default, accepts without asking who sent it)
+            if agent is not None and "*" not in agent.rule["access"]["inbound_from"] and not self._accepts(env, md, rid):
                 continue
             if body is None:
                 body = wire.envelope_json(env, md)
             if substantive:
-                self.pending[rid] = self.pending.get(rid, 0) + 1
+                pending[rid] = pending.get(rid, 0) + 1
             conn.send(frames.notify(body, rid))
 
     def _accepts(self, env: Envelope, md: SessionMetadata, rid: str) -> bool:
@@ -762,7 +767,8 @@ class Ops:
         return text
 
     async def get_channel(self, conn: Conn, params: dict[str, Any]) -> Any:
-        return self._channel(self._participant(conn, _str(params, "channel_id")))
+        sid = params.get("channel_id")
+        return self._channel(self._participant(conn, sid if type(sid) is str else _str(params, "channel_id")))
 
     async def list_channels(self, conn: Conn, params: dict[str, Any]) -> Any:
         agent_id = _get(params, "agent_id", (str, type(None)), None)
@@ -782,20 +788,30 @@ class Ops:
         return wire.channel_to_ag2(md)
 
     async def post_envelope(self, conn: Conn, params: dict[str, Any]) -> Any:
-        e = _get(params, "envelope", (dict,))
-        sender, sid, et = _str(e, "sender_id"), _str(e, "channel_id"), _str(e, "event_type")
-        self._bound(conn, sender)
+        e = params.get("envelope")
+        if type(e) is dict:  # (the usual envelope: every field of its type, checked in one expression)
+            get = e.get
+            sender, sid, et, data = get("sender_id"), get("channel_id"), get("event_type"), get("event_data")
+            audience, causation, trace = get("audience"), get("causation_id"), get("trace_id")
+        if type(e) is not dict or not (
+                type(sender) is str and type(sid) is str and type(et) is str and type(data) is dict
+                and (audience is None or type(audience) is list) and (causation is None or type(causation) is str)
+                and (trace is None or type(trace) is str)):
+            e, (sender, sid, et, data, audience, causation, trace) = self._posted(conn, params)
+        if sender not in conn.agents:
+            self._bound(conn, sender)
         if len(et) > shapes.MAX_NAME:
             raise _bad(f"event_type: at most {shapes.MAX_NAME} characters")
-        data = _get(e, "event_data", (dict,))
-        audience = _get(e, "audience", (list, type(None)), None)
         if audience is not None and not all(isinstance(a, str) for a in audience):
             raise _bad("audience must be a list of agent ids")
-        causation = _get(e, "causation_id", (str, type(None)), None)
-        trace = _get(e, "trace_id", (str, type(None)), None)
         extra = self._task_fields(e)
-        self._authorize_send(sender, audience, (extra or {}).get("depth", 0))
-        md = self._md(sid)
+        depth = 0 if extra is None else extra.get("depth", 0)
+        if audience or depth:
+            self._authorize_send(sender, audience, depth)
+        elif sender not in self.registry.by_id:  # (a broadcast at depth 0: only the sender's record is needed)
+            self._agent(sender)
+        live = self.hub.sessions.get(sid)
+        md = live.metadata if live is not None else self._md(sid)
         if et == wire.AG2_ACK:
             await self.hub.ack(sid, sender)
             return ""
@@ -823,6 +839,22 @@ class Ops:
         if substantive and self.pending.get(sender, 0) > 0:  # the sender is working through its inbox
             self.pending[sender] -= 1
         return envelope_id
+
+    def _posted(self, conn: Conn, params: dict[str, Any]) -> tuple[dict[str, Any], tuple[Any, ...]]:
+        """A posted envelope and its fields, checked one by one in `post_envelope`'s order (the
+        first refusal raised, as `post_envelope` would raise it)."""
+        e = _get(params, "envelope", (dict,))
+        sender, sid, et = _str(e, "sender_id"), _str(e, "channel_id"), _str(e, "event_type")
+        self._bound(conn, sender)
+        if len(et) > shapes.MAX_NAME:
+            raise _bad(f"event_type: at most {shapes.MAX_NAME} characters")
+        data = _get(e, "event_data", (dict,))
+        audience = _get(e, "audience", (list, type(None)), None)
+        if audience is not None and not all(isinstance(a, str) for a in audience):
+            raise _bad("audience must be a list of agent ids")
+        causation = _get(e, "causation_id", (str, type(None)), None)
+        trace = _get(e, "trace_id", (str, type(None)), None)
+        return e, (sender, sid, et, data, audience, causation, trace)
 
     def _authorize_send(self, sender_id: str, audience: Optional[list[str]], depth: int) -> None:
         """AG2's arbiter before an envelope is written: the sender's `outbound_to` for each agent
@@ -869,9 +901,12 @@ class Ops:
         return kept or None
 
     async def read_wal(self, conn: Conn, params: dict[str, Any]) -> Any:
-        sid = _str(params, "channel_id")
-        since = _get(params, "since", (int,), 0)
-        until = _get(params, "until", (int, type(None)), None)
+        get = params.get
+        sid, since, until = get("channel_id"), get("since", 0), get("until")
+        if not (type(sid) is str and type(since) is int and (until is None or type(until) is int)):
+            sid = _str(params, "channel_id")
+            since = _get(params, "since", (int,), 0)
+            until = _get(params, "until", (int, type(None)), None)
         md = self._participant(conn, sid)
         texts = self._read(sid, md).texts[since:until]
         size = sum(map(len, texts))
@@ -881,7 +916,10 @@ class Ops:
         return frames.Raw("[" + ",".join(texts) + "]")
 
     async def find_by_causation(self, conn: Conn, params: dict[str, Any]) -> Any:
-        sid, sender, cause = _str(params, "channel_id"), _str(params, "sender_id"), _str(params, "causation_id")
+        get = params.get
+        sid, sender, cause = get("channel_id"), get("sender_id"), get("causation_id")
+        if not (type(sid) is str and type(sender) is str and type(cause) is str):
+            sid, sender, cause = _str(params, "channel_id"), _str(params, "sender_id"), _str(params, "causation_id")
         md = self._participant(conn, sid)
         log = self._read(sid, md)
         for i, by in (log.caused or {}).get(cause, ()):  # (kept as the log is read: no store read per call)
@@ -890,10 +928,14 @@ class Ops:
         return None
 
     async def can_send(self, conn: Conn, params: dict[str, Any]) -> Any:
-        sid, sender = _str(params, "channel_id"), _str(params, "sender_id")
-        _get(params, "event_type", (str, type(None)), None)
+        get = params.get
+        sid, sender, et = get("channel_id"), get("sender_id"), get("event_type")
+        if not (type(sid) is str and type(sender) is str and (et is None or type(et) is str)):
+            sid, sender = _str(params, "channel_id"), _str(params, "sender_id")
+            _get(params, "event_type", (str, type(None)), None)
         self._bound(conn, sender)
-        md = self._md(sid)
+        live = self.hub.sessions.get(sid)
+        md = live.metadata if live is not None else self._md(sid)
         if md.state != SessionState.ACTIVE or sender not in md.pset:
             return False
         expected = self.hub.expected_next(sid)
