@@ -40,6 +40,9 @@ FROM_AG2 = {v: k for k, v in TO_AG2.items()}
 # turnflow's own names: a client posting one of them would alias an AG2 type, so they are refused
 NATIVE = frozenset(TO_AG2) | {EV_TELEMETRY}
 _TO_ALL = frozenset({EV_SESSION_OPENED, EV_SESSION_CLOSED, EV_SESSION_EXPIRED})  # addressed to every participant
+# the event types whose AG2 record is not the envelope's own fields (sender, audience or data as AG2's hub shows them)
+_SHOWN = _TO_ALL | {EV_SESSION_INVITE, EV_SESSION_ACK, EV_SESSION_REJECT}
+_fast_dumps = frames._fast_dumps
 TASK_DEFAULTS: dict[str, Any] = {"task_id": None, "priority": "normal", "depth": 0, "idempotency_key": None,
                                  "ttl_seconds": None}  # AG2's `Envelope` defaults
 _STATE = {"invited": "pending"}  # turnflow state -> AG2 ChannelState (the others have the same names)
@@ -107,11 +110,41 @@ _SCALARS = operator.itemgetter("channel_id", "sender_id", "event_type", "envelop
 
 def envelope_json(env: Envelope, md: SessionMetadata) -> str:
     """`envelope_to_ag2` as JSON (`frames.encode`'s text): the record's own keys are strings, so
-    only its values are checked for `frames._plain`, and only `audience` and `event_data` walked."""
-    rec = envelope_to_ag2(env, md)
-    plain = (set(map(type, _SCALARS(rec))) <= frames.PLAIN_SCALARS and frames.plain(rec["audience"])
-             and frames.plain(rec["event_data"]))
-    return frames.encode_plain(rec, f"envelope {env.envelope_id}", plain)
+    only its values are checked for `frames._plain`, and only `audience` and `event_data` walked.
+    (An envelope without task fields, nearly every one, is written from its fields directly: the
+    record `envelope_to_ag2` gives, its task fields AG2's defaults; plain unless an earlier
+    version stored an id that is not a string.)"""
+    if env.extra is not None:
+        rec = envelope_to_ag2(env, md)
+        plain = (set(map(type, _SCALARS(rec))) <= frames.PLAIN_SCALARS and frames.plain(rec["audience"])
+                 and frames.plain(rec["event_data"]))
+        return frames.encode_plain(rec, f"envelope {env.envelope_id}", plain)
+    et = env.event_type
+    data: dict[str, Any] = env.event_data
+    sender, audience = env.sender_id, env.audience
+    if et in _SHOWN:  # (as `envelope_to_ag2`)
+        if et in _TO_ALL:
+            sender, audience = md.creator_id, md.participant_ids
+            data = {**data, "channel_id": md.session_id}
+        elif et == EV_SESSION_INVITE:
+            data = {"channel_id": md.session_id, "manifest_type": md.manifest.type,
+                    "manifest_version": md.manifest.version, "creator_id": md.creator_id, "knobs": md.knobs,
+                    "labels": md.labels}
+        else:
+            audience, data = None, {**data, "channel_id": md.session_id}
+    sid, eid, cause, trace = env.session_id, env.envelope_id, env.causation_id, env.trace_id
+    shown = TO_AG2.get(et, et)
+    rec = {"channel_id": sid, "sender_id": sender, "audience": audience, "event_type": shown, "event_data": data,
+           "envelope_id": eid, "task_id": None, "causation_id": cause, "trace_id": trace, "priority": "normal",
+           "depth": 0, "idempotency_key": None, "created_at": iso(env.created_at) or "", "ttl_seconds": None}
+    if (_fast_dumps is not None and type(sid) is str and type(sender) is str and type(shown) is str
+            and type(eid) is str and (cause is None or type(cause) is str) and (trace is None or type(trace) is str)
+            and frames.plain(audience) and frames.plain(data)):
+        try:  # (as `frames.encode_plain`)
+            return _fast_dumps(rec).decode()
+        except Exception:  # (a lone surrogate, a nesting too deep: as `frames.encode`)
+            pass
+    return frames.encode(rec, f"envelope {eid}")
 
 
 def shown_sender(env: Envelope, md: SessionMetadata) -> str:
