@@ -629,3 +629,49 @@ def test_the_session_ops_refuse_a_param_of_the_wrong_type_with_the_same_message_
         ("get_channel", "protocol_error", "param 'channel_id' must be str, got list"),
         ("get_channel", nf, "channel not found: " + "f" * 32),
     ]
+
+
+def test_get_agent_answers_the_passport_registered_now(tmp_path):
+    """get_agent's answer (a passport's JSON kept per agent) is the encoding of the agent's passport
+    now: after an unregister and a register of the same name, and after the record is replaced."""
+    from turnflow.runtime.hub import Hub
+    from turnflow.runtime.store import SQLiteStore
+    from turnflow.serve import frames
+    from turnflow.serve.ops import Auth, Ops
+    from turnflow.serve.registry import Registry, SQLiteBackend
+
+    class Conn:
+        endpoint_id = "e"
+
+        def __init__(self) -> None:
+            self.agents: set[str] = set()
+
+        def send(self, text: str) -> None:
+            pass
+
+    async def main() -> None:
+        hub = await Hub.open(SQLiteStore(str(tmp_path / "hub.db")))
+        ops = Ops(hub, Registry(SQLiteBackend(str(tmp_path / "hub.agents"))), Auth())
+        try:
+            a = Conn()
+            first = await ops.register(a, {"passport": {"name": "alice", "model": "m1"}})
+            for _ in range(2):
+                got = await ops.get_agent(a, {"name_or_id": "alice"})
+                assert frames.response("r", got) == frames.response("r", first)
+            await ops.unregister(a, {"agent_id": first["agent_id"]})
+            second = await ops.register(a, {"passport": {"name": "alice", "model": "m2"}})
+            for key in ("alice", second["agent_id"]):
+                got = json.loads(frames.response("r", await ops.get_agent(a, {"name_or_id": key})))["result"]
+                assert got == second and got["model"] == "m2" and got["agent_id"] != first["agent_id"]
+            agent = ops.registry.by_id[second["agent_id"]]
+            agent.passport = {**agent.passport, "region": "eu \ud800"}  # (as an earlier version may have stored)
+            got = json.loads(frames.response("r", await ops.get_agent(a, {"name_or_id": "alice"})))["result"]
+            assert got["region"] == "eu \ufffd"
+            agent.passport = {**agent.passport, "region": "us"}
+            got = json.loads(frames.response("r", await ops.get_agent(a, {"name_or_id": "alice"})))["result"]
+            assert got["region"] == "us"
+        finally:
+            ops.registry.close()
+            await hub.aclose()
+
+    run(main())

@@ -219,6 +219,7 @@ class Ops:
         # live sessions' channel records: (state, acks left, participants, JSON)
         self._channels: dict[str, tuple[SessionState, int, Any, frames.Raw]] = {}
         self._parts: dict[str, tuple[Any, ...]] = {}  # live sessions' `_channel_parts`
+        self._passports: dict[str, tuple[dict[str, Any], frames.Raw]] = {}  # agent id -> (passport, its JSON)
         self._ended_parts: dict[str, tuple[Any, ...]] = {}  # those of the last few sessions that ended, in order
         self._manifests: dict[tuple[int, tuple[Any, ...]], tuple[Any, str]] = {}  # `_manifest_text`'s
         self.pending: dict[str, int] = {}  # agent id -> substantive notifications outstanding (rules.inbox)
@@ -472,11 +473,30 @@ class Ops:
         return passport
 
     async def get_agent(self, conn: Conn, params: dict[str, Any]) -> Any:
-        key = _str(params, "name_or_id")
+        key = params.get("name_or_id")
+        if type(key) is not str:
+            key = _str(params, "name_or_id")
         agent = self.registry.get(key)
         if agent is None:
             raise _missing(f"agent not found: {key[:64]}")
-        return agent.passport
+        kept = self._passports.get(agent.agent_id)
+        if kept is not None and kept[0] is agent.passport:
+            return kept[1]
+        return self._passport_text(agent)
+
+    def _passport_text(self, agent: Agent) -> Any:
+        """An agent's passport as its JSON text (`frames.Raw`), kept while it is registered with
+        that passport (AG2's client looks its target up before each open); the record itself
+        when msgspec cannot write it as `frames.encode` would (then encoded on each answer)."""
+        passport = agent.passport
+        if frames._fast_dumps is None or not frames.plain(passport):
+            return passport
+        try:
+            text = frames.Raw(frames._fast_dumps(passport).decode())
+        except Exception:  # (a lone surrogate an earlier version stored: `frames.encode` repairs it)
+            return passport
+        self._passports[agent.agent_id] = (passport, text)
+        return text
 
     async def get_resume(self, conn: Conn, params: dict[str, Any]) -> Any:
         return self._agent(_str(params, "agent_id")).resume
@@ -547,6 +567,7 @@ class Ops:
         agent_id = _str(params, "agent_id")
         self._bound(conn, agent_id)
         self.registry.remove(agent_id)
+        self._passports.pop(agent_id, None)
         conn.agents.discard(agent_id)
         self.routes.pop(agent_id, None)
         self.pending.pop(agent_id, None)  # as AG2's hub drops its inbox count
