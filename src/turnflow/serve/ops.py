@@ -748,17 +748,18 @@ class Ops:
                 self._parts[sid] = parts
         what = f"channel {sid}"
         closed = wire.iso(md.closed_at)
-        text = frames.Raw(parts[1] + wire.state_json(state) + parts[2]
+        text = frames.Raw(parts[1] + parts[2] + parts[3] + wire.state_json(state) + parts[4]
                           + ("null" if closed is None else frames.encode(closed, what))
-                          + ',"close_reason":' + frames.encode(md.close_reason, what) + parts[3]
+                          + ',"close_reason":' + frames.encode(md.close_reason, what) + parts[5]
                           + frames.encode(sorted(md.pending_acks), what) + ',"rejected_by":[]}')
         if not state.terminal:
             self._channels[sid] = (state, len(md.pending_acks), md.participants, text)
         return text
 
     def _channel_parts(self, md: SessionMetadata, key: tuple[Any, ...]) -> tuple[Any, ...]:
-        """`key` and the text of a channel record around its state (up to `"state":`, from the
-        state's value up to `"closed_at":`, from after `close_reason` up to `"pending_acks":`),
+        """`key` and the text of a channel record around its state (up to its manifest, the
+        manifest, up to `"state":`, from the state's value up to `"closed_at":`, from after
+        `close_reason` up to `"pending_acks":`),
         each value encoded as `frames.encode` encodes it in the whole record. Kept per live
         session (and, past its end, for the last few ended: AG2's client reads the record of
         the channel it saw close), made again when one of the values in `key` is another."""
@@ -769,8 +770,10 @@ class Ops:
         middle = frames.encode({"created_at": r["created_at"], "expires_at": r["expires_at"]}, what)[1:-1]
         tail = frames.encode({"parent_channel_id": r["parent_channel_id"], "knobs": r["knobs"], "labels": r["labels"],
                               "required_acks": r["required_acks"]}, what)[1:-1]
-        return (key, '{"channel_id":' + frames.encode(md.session_id, what) + ',"manifest":' + self._manifest_text(md, what)
-                + "," + head + ',"state":', "," + middle + ',"closed_at":', "," + tail + ',"pending_acks":')
+        # (the manifest's text is the one `_manifest_text` keeps for every session of the kind: not copied)
+        return (key, '{"channel_id":' + frames.encode(md.session_id, what) + ',"manifest":',
+                self._manifest_text(md, what), "," + head + ',"state":', "," + middle + ',"closed_at":',
+                "," + tail + ',"pending_acks":')
 
     def _manifest_text(self, md: SessionMetadata, what: str) -> str:
         """The JSON of a channel record's manifest, kept per manifest and expectations (both frozen;
