@@ -399,20 +399,21 @@ class Ops:
         self.notify(env, md)
 
     def notify(self, env: Envelope, md: SessionMetadata) -> None:
+        terminal = md.state.terminal
         waiter = self._opening.get(md.session_id)
         if waiter is not None and not waiter.done():
             if md.state == SessionState.ACTIVE:
                 waiter.set_result(None)
-            elif md.state.terminal:
+            elif terminal:
                 waiter.set_exception(_bad(f"channel {md.session_id!r} closed during handshake: {md.close_reason}"))
         body = None
         log = self._logs.get(md.session_id)
-        if log is None and env.seq == 1 and not md.state.terminal:  # a new session's first envelope (an
+        if log is None and env.seq == 1 and not terminal:  # a new session's first envelope (an
             log = self._logs[md.session_id] = _Log()  # invite): its log kept from here, not read back
         if log is not None and log.last + 1 == env.seq:
             body = wire.envelope_json(env, md)
             log.add(env, body)
-        if md.state.terminal:
+        if terminal:
             self._logs.pop(md.session_id, None)
             self._channels.pop(md.session_id, None)
             parts = self._parts.pop(md.session_id, None)
@@ -747,11 +748,13 @@ class Ops:
             if not state.terminal:
                 self._parts[sid] = parts
         what = f"channel {sid}"
-        closed = wire.iso(md.closed_at)
+        closed, reason, acks = wire.iso(md.closed_at), md.close_reason, md.pending_acks
+        # (`iso`'s text is ASCII digits and punctuation: quoted as it is; an empty reason and no
+        # pending acks, a live session's, written as their JSON)
         text = frames.Raw(parts[1] + parts[2] + parts[3] + wire.state_json(state) + parts[4]
-                          + ("null" if closed is None else frames.encode(closed, what))
-                          + ',"close_reason":' + frames.encode(md.close_reason, what) + parts[5]
-                          + frames.encode(sorted(md.pending_acks), what) + ',"rejected_by":[]}')
+                          + ("null" if closed is None else '"' + closed + '"')
+                          + ',"close_reason":' + ('""' if reason == "" else frames.encode(reason, what)) + parts[5]
+                          + (frames.encode(sorted(acks), what) if acks else "[]") + ',"rejected_by":[]}')
         if not state.terminal:
             self._channels[sid] = (state, len(md.pending_acks), md.participants, text)
         return text
