@@ -11,7 +11,8 @@ create_channel, the invitee's receipt and ack, the question, get_channel, names_
 find_envelope_by_causation, can_send, three read_wal, the answer, get_channel of the closed
 channel, receipts; every answer built as the server builds it (`frames.response`). The count is
 (instructions at N2 sessions - at N1) / (N2 - N1): start-up, imports and the warm-up cancel out.
-Repeatable to about 0.05 %; frames' decoding, the WebSocket layer and the kernel are not in it.
+Repeatable to about 0.2 % (string hashing differs per process); frames' decoding, the WebSocket
+layer and the kernel are not in it.
 
 With `--hub`, the whole served hub instead: a `turnflow serve` process under callgrind, driven by
 bench/serve_vs_ag2.py's AG2 client workload (its warm-up, then N1 or N2 sessions; 50 agents on 10
