@@ -4,10 +4,11 @@ character, microsecond rounding and carries included."""
 
 from __future__ import annotations
 
+import json
 import random
 from datetime import datetime, timezone
 
-from turnflow.serve import wire
+from turnflow.serve import frames, wire
 
 
 def _iso(t: float) -> str:
@@ -25,6 +26,11 @@ def test_iso_is_datetimes_isoformat_also_at_rounding_edges_and_second_changes():
                -1.5, -0.0000004, 1e9 + 0.9999996]
     for t in values + values[::-1]:  # each value after a different one: the cached second changes
         assert wire.iso(t) == _iso(t), t
+    # a channel record's creation and expiry (hours apart) between envelopes of this second, more
+    # seconds than are kept: each prefix is its own second's
+    for k in range(200):
+        for t in (base + k + 0.25, base + k + 7200.5, base + k + 0.75, base - k - 0.5, base + k + 7200.0):
+            assert wire.iso(t) == _iso(t), t
     assert wire.iso(None) is None
 
 
@@ -105,11 +111,15 @@ def test_frames_clean_says_whether_encode_writes_a_value_without_a_repair():
         assert frames.clean(value) is False, value
 
 
-def test_a_channel_record_built_around_its_kept_manifest_text_is_the_whole_records_encoding(tmp_path):
+def test_a_channel_record_built_around_its_kept_manifest_text_is_the_whole_records_encoding(tmp_path, monkeypatch):
     """`Ops._channel` writes a channel record as text around its manifest's JSON, kept per manifest
-    and expectations: the same text as encoding `wire.channel_to_ag2` whole, for every kind, with
-    labels, knobs and a TTL, sessions sharing a kept manifest text or not (declared expectations)."""
+    and expectations, and around the parts of its session's record that stay while it lives: the
+    same text as encoding `wire.channel_to_ag2` whole, for every kind, with labels, knobs and a TTL,
+    sessions sharing a kept manifest text or not (declared expectations), in each state (invited,
+    after each ack, closed), after a roster change, with a close reason to escape."""
     import asyncio
+
+    from turnflow.serve import ops as ops_module
 
     from turnflow.runtime.hub import Hub
     from turnflow.runtime.store import SQLiteStore
@@ -129,14 +139,82 @@ def test_a_channel_record_built_around_its_kept_manifest_text_is_the_whole_recor
             for kind, people, labels, ttl, exps in cases:
                 parts = [{"agent_id": p, "role": "initiator" if i == 0 else "respondent" if len(people) == 2
                           else "participant", "order": i} for i, p in enumerate(people)]
-                for _ in range(2):  # the second session of each: its manifest text is the kept one
+                for n in range(3):  # the later sessions of each: its manifest text is the kept one
                     md = await hub.open_session(kind, parts, creator_id=a, labels=labels, ttl_seconds=ttl,
                                                 expectations=exps)
-                    got = ops._channel(md)
+                    got = ops._channel(md)  # invited: its pending acks
                     assert got == frames.encode(wire.channel_to_ag2(md), "x"), (kind, got)
-                    await hub.close(md.session_id, "done")
-                    assert ops._channel(md) == frames.encode(wire.channel_to_ag2(md), "x")  # (terminal: not kept)
+                    if n > 0:
+                        for p in people[1:]:  # each ack: the state's parts again, the rest kept
+                            await hub.ack(md.session_id, p)
+                            assert ops._channel(md) == frames.encode(wire.channel_to_ag2(md), "x")
+                    if n == 2 and kind == "discussion":  # another roster: its participants, not the kept ones
+                        md.change_roster(True, {"agent_id": "d" * 32, "role": "participant"})
+                        assert ops._channel(md) == frames.encode(wire.channel_to_ag2(md), "x")
+                        assert '"agent_id":"' + "d" * 32 in ops._channel(md)
+                    await hub.close(md.session_id, "done \u00e9" if n == 1 else "done")
+                    assert md.session_id not in ops._channels and md.session_id not in ops._parts
+                    # (terminal: not kept, written from the parts kept past its end)
+                    assert ops._channel(md) == frames.encode(wire.channel_to_ag2(md), "x")
+                    assert md.session_id in ops._ended_parts
             assert 1 <= len(ops._manifests) <= len(cases)
+            # the parts of ended sessions are bounded: the oldest go first
+            monkeypatch.setattr(ops_module, "ENDED_PARTS_KEPT", 3)
+            for _ in range(4):
+                md = await hub.open_session("consulting", [{"agent_id": a, "role": "initiator", "order": 0},
+                                                           {"agent_id": b, "role": "respondent", "order": 1}],
+                                            creator_id=a)
+                ops._channel(md)
+                await hub.close(md.session_id, "done")
+            assert len(ops._ended_parts) == 3 and md.session_id in ops._ended_parts
+        finally:
+            ops.registry.close()
+            await hub.aclose()
+
+    asyncio.run(main())
+
+
+def test_get_channel_shows_the_roster_after_a_participant_joins(tmp_path):
+    """A participant added to a live discussion (a `participant.added` envelope, posted as AG2's
+    client posts any event) is in the channel record read after it, though the session's state and
+    pending acks are what they were when the record was read before."""
+    import asyncio
+
+    from turnflow.runtime.hub import Hub
+    from turnflow.runtime.store import SQLiteStore
+    from turnflow.serve.ops import Auth, Ops
+    from turnflow.serve.registry import Registry, SQLiteBackend
+
+    class Conn:
+        endpoint_id = "e"
+
+        def __init__(self) -> None:
+            self.agents: set[str] = set()
+
+        def send(self, text: str) -> None:
+            pass
+
+    async def main() -> None:
+        hub = await Hub.open(SQLiteStore(str(tmp_path / "hub.db")))
+        ops = Ops(hub, Registry(SQLiteBackend(str(tmp_path / "hub.agents"))), Auth())
+        try:
+            a, b, c = Conn(), Conn(), Conn()
+            ids = [(await ops.register(conn, {"passport": {"name": name}}))["agent_id"]
+                   for conn, name in ((a, "alice"), (b, "bob"), (c, "carol"))]
+            md = await hub.open_session("discussion", [{"agent_id": ids[0], "role": "initiator", "order": 0},
+                                                       {"agent_id": ids[1], "role": "participant", "order": 1}],
+                                        creator_id=ids[0])
+            await hub.ack(md.session_id, ids[1])
+            sid = md.session_id
+            before = json.loads(await ops.get_channel(a, {"channel_id": sid}))
+            assert [p["agent_id"] for p in before["participants"]] == ids[:2]
+            await ops.post_envelope(a, {"envelope": {"channel_id": sid, "sender_id": ids[0], "audience": None,
+                                                     "event_type": "participant.added",
+                                                     "event_data": {"agent_id": ids[2], "role": "participant"}}})
+            after = json.loads(await ops.get_channel(a, {"channel_id": sid}))
+            assert after["state"] == before["state"] and after["pending_acks"] == before["pending_acks"]
+            assert [p["agent_id"] for p in after["participants"]] == ids
+            assert await ops.get_channel(a, {"channel_id": sid}) == frames.encode(wire.channel_to_ag2(md), "x")
         finally:
             ops.registry.close()
             await hub.aclose()
@@ -173,5 +251,8 @@ def test_an_envelopes_ag2_text_is_the_encoding_of_its_ag2_record():
         env.envelope_id, env.seq, env.created_at = f"{i:020d}", i + 1, 1.7e9 + rng.random()
         if i % 50 == 0:
             env.event_data = rng.choice([{"n": float("nan")}, {"s": "bad \ud800"}, {"v": [float("inf")]}])
+        if i % 37 == 0:  # ids an earlier version may have stored: not strings, a lone surrogate
+            setattr(env, rng.choice(["causation_id", "trace_id", "sender_id", "envelope_id"]),
+                    rng.choice([5, 1e-05, 1e16, True, ["x", 1e-05], "bad \ud800"]))
         want = frames.encode(wire.envelope_to_ag2(env, md), f"envelope {env.envelope_id}")
         assert wire.envelope_json(env, md) == want, (env, want)

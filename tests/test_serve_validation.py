@@ -509,3 +509,169 @@ def test_large_records_are_not_kept_after_their_agents_are_gone():
     assert all(len(kept[1]) <= 8192 for kept in shapes._TEXTS.values())
     small = {"summary": "a few words", "domains": ["b"]}
     assert shapes.checked_shared(shapes.RESUME, small) is shapes.checked_shared(shapes.RESUME, dict(small))
+
+
+def test_the_session_ops_refuse_a_param_of_the_wrong_type_with_the_same_message_in_the_same_order(tmp_path):
+    """The ops AG2's client calls each turn read their usual params in one pass; a param missing or
+    of another type is refused as each param checked in turn refuses it (the first one wrong, in
+    the op's order, with the sender's binding and the event type's length checked where they
+    were): the messages below are the answers of every earlier version."""
+    from turnflow.runtime.hub import Hub
+    from turnflow.runtime.store import SQLiteStore
+    from turnflow.serve.ops import Auth, OpError, Ops
+    from turnflow.serve.registry import Registry, SQLiteBackend
+
+    class Conn:
+        endpoint_id = "e"
+
+        def __init__(self) -> None:
+            self.agents: set[str] = set()
+
+        def send(self, text: str) -> None:
+            pass
+
+    async def main() -> list[tuple[str, str, str]]:
+        hub = await Hub.open(SQLiteStore(str(tmp_path / "hub.db")))
+        ops = Ops(hub, Registry(SQLiteBackend(str(tmp_path / "hub.agents"))), Auth())
+        try:
+            a, b = Conn(), Conn()
+            alice = (await ops.register(a, {"passport": {"name": "alice"}}))["agent_id"]
+            bob = (await ops.register(b, {"passport": {"name": "bob"}}))["agent_id"]
+            md = await hub.open_session("consulting", [{"agent_id": alice, "role": "initiator", "order": 0},
+                                                       {"agent_id": bob, "role": "respondent", "order": 1}],
+                                        creator_id=alice)
+            await hub.ack(md.session_id, bob)
+            sid = md.session_id
+            env = {"channel_id": sid, "sender_id": alice, "audience": None, "event_type": TEXT,
+                   "event_data": {"text": "hi"}, "causation_id": None, "trace_id": None}
+            cases = [
+                ("post_envelope", {}), ("post_envelope", {"envelope": []}), ("post_envelope", {"envelope": None}),
+                ("post_envelope", {"envelope": {}}),
+                ("post_envelope", {"envelope": {**env, "sender_id": 5, "channel_id": 6}}),
+                ("post_envelope", {"envelope": {**env, "channel_id": None, "event_type": 1}}),
+                ("post_envelope", {"envelope": {**env, "event_type": True, "event_data": []}}),
+                ("post_envelope", {"envelope": {**env, "sender_id": bob, "event_data": []}}),  # not bound first
+                ("post_envelope", {"envelope": {**env, "event_type": "x" * 129, "event_data": []}}),
+                ("post_envelope", {"envelope": {k: v for k, v in env.items() if k != "event_data"}}),
+                ("post_envelope", {"envelope": {**env, "event_data": "text", "audience": "x"}}),
+                ("post_envelope", {"envelope": {**env, "audience": "x", "causation_id": 5}}),
+                ("post_envelope", {"envelope": {**env, "audience": [1], "causation_id": 5}}),
+                ("post_envelope", {"envelope": {**env, "causation_id": 5, "trace_id": []}}),
+                ("post_envelope", {"envelope": {**env, "trace_id": [], "depth": True}}),
+                ("post_envelope", {"envelope": {**env, "depth": True}}),
+                ("post_envelope", {"envelope": {**env, "depth": -1}}),
+                ("post_envelope", {"envelope": {**env, "audience": [bob], "depth": 99}}),
+                ("post_envelope", {"envelope": {**env, "channel_id": "f" * 32}}),
+                ("read_wal", {}), ("read_wal", {"channel_id": 1, "since": None}),
+                ("read_wal", {"channel_id": sid, "since": None}), ("read_wal", {"channel_id": sid, "since": True}),
+                ("read_wal", {"channel_id": sid, "since": "0", "until": "x"}),
+                ("read_wal", {"channel_id": sid, "until": 1.5}), ("read_wal", {"channel_id": "f" * 32}),
+                ("find_envelope_by_causation", {"channel_id": sid, "sender_id": bob}),
+                ("find_envelope_by_causation", {"channel_id": sid, "sender_id": None, "causation_id": None}),
+                ("find_envelope_by_causation", {"sender_id": bob, "causation_id": "1"}),
+                ("can_send", {"channel_id": sid, "sender_id": alice, "event_type": 5}),
+                ("can_send", {"channel_id": 5, "sender_id": 5, "event_type": 5}),
+                ("can_send", {"channel_id": sid, "sender_id": bob, "event_type": None}),
+                ("can_send", {"channel_id": "f" * 32, "sender_id": alice, "event_type": None}),
+                ("get_channel", {}), ("get_channel", {"channel_id": ["x"]}), ("get_channel", {"channel_id": "f" * 32}),
+            ]
+            got = []
+            for op, params in cases:
+                try:
+                    await ops.handler(op)(a, params)
+                except OpError as exc:
+                    got.append((op, exc.code, exc.message.replace(sid, "SID").replace(bob, "BOB")))
+                else:
+                    got.append((op, "ok", ""))
+            return got
+        finally:
+            ops.registry.close()
+            await hub.aclose()
+
+    got = run(main())
+    nf = "not_found"
+    assert got == [
+        ("post_envelope", "protocol_error", "missing param 'envelope'"),
+        ("post_envelope", "protocol_error", "param 'envelope' must be dict, got list"),
+        ("post_envelope", "protocol_error", "param 'envelope' must be dict, got NoneType"),
+        ("post_envelope", "protocol_error", "missing param 'sender_id'"),
+        ("post_envelope", "protocol_error", "param 'sender_id' must be str, got int"),
+        ("post_envelope", "protocol_error", "param 'channel_id' must be str, got NoneType"),
+        ("post_envelope", "protocol_error", "param 'event_type' must be str, got bool"),
+        ("post_envelope", "access_denied", "connection is not bound to agent 'BOB'"),
+        ("post_envelope", "protocol_error", "event_type: at most 128 characters"),
+        ("post_envelope", "protocol_error", "missing param 'event_data'"),
+        ("post_envelope", "protocol_error", "param 'event_data' must be dict, got str"),
+        ("post_envelope", "protocol_error", "param 'audience' must be list or NoneType, got str"),
+        ("post_envelope", "protocol_error", "audience must be a list of agent ids"),
+        ("post_envelope", "protocol_error", "param 'causation_id' must be str or NoneType, got int"),
+        ("post_envelope", "protocol_error", "param 'trace_id' must be str or NoneType, got list"),
+        ("post_envelope", "protocol_error", "param 'depth' must be int, got bool"),
+        ("post_envelope", "protocol_error",
+         "depth and ttl_seconds must not be negative, an idempotency_key at most 500 characters"),
+        ("post_envelope", "access_denied", "sender 'alice' exceeded delegation_depth (99 > 5)"),
+        ("post_envelope", nf, "channel not found: " + "f" * 32),
+        ("read_wal", "protocol_error", "missing param 'channel_id'"),
+        ("read_wal", "protocol_error", "param 'channel_id' must be str, got int"),
+        ("read_wal", "protocol_error", "param 'since' must be int, got NoneType"),
+        ("read_wal", "protocol_error", "param 'since' must be int, got bool"),
+        ("read_wal", "protocol_error", "param 'since' must be int, got str"),
+        ("read_wal", "protocol_error", "param 'until' must be int or NoneType, got float"),
+        ("read_wal", nf, "channel not found: " + "f" * 32),
+        ("find_envelope_by_causation", "protocol_error", "missing param 'causation_id'"),
+        ("find_envelope_by_causation", "protocol_error", "param 'sender_id' must be str, got NoneType"),
+        ("find_envelope_by_causation", "protocol_error", "missing param 'channel_id'"),
+        ("can_send", "protocol_error", "param 'event_type' must be str or NoneType, got int"),
+        ("can_send", "protocol_error", "param 'channel_id' must be str, got int"),
+        ("can_send", "access_denied", "connection is not bound to agent 'BOB'"),
+        ("can_send", nf, "channel not found: " + "f" * 32),
+        ("get_channel", "protocol_error", "missing param 'channel_id'"),
+        ("get_channel", "protocol_error", "param 'channel_id' must be str, got list"),
+        ("get_channel", nf, "channel not found: " + "f" * 32),
+    ]
+
+
+def test_get_agent_answers_the_passport_registered_now(tmp_path):
+    """get_agent's answer (a passport's JSON kept per agent) is the encoding of the agent's passport
+    now: after an unregister and a register of the same name, and after the record is replaced."""
+    from turnflow.runtime.hub import Hub
+    from turnflow.runtime.store import SQLiteStore
+    from turnflow.serve import frames
+    from turnflow.serve.ops import Auth, Ops
+    from turnflow.serve.registry import Registry, SQLiteBackend
+
+    class Conn:
+        endpoint_id = "e"
+
+        def __init__(self) -> None:
+            self.agents: set[str] = set()
+
+        def send(self, text: str) -> None:
+            pass
+
+    async def main() -> None:
+        hub = await Hub.open(SQLiteStore(str(tmp_path / "hub.db")))
+        ops = Ops(hub, Registry(SQLiteBackend(str(tmp_path / "hub.agents"))), Auth())
+        try:
+            a = Conn()
+            first = await ops.register(a, {"passport": {"name": "alice", "model": "m1"}})
+            for _ in range(2):
+                got = await ops.get_agent(a, {"name_or_id": "alice"})
+                assert frames.response("r", got) == frames.response("r", first)
+            await ops.unregister(a, {"agent_id": first["agent_id"]})
+            second = await ops.register(a, {"passport": {"name": "alice", "model": "m2"}})
+            for key in ("alice", second["agent_id"]):
+                got = json.loads(frames.response("r", await ops.get_agent(a, {"name_or_id": key})))["result"]
+                assert got == second and got["model"] == "m2" and got["agent_id"] != first["agent_id"]
+            agent = ops.registry.by_id[second["agent_id"]]
+            agent.passport = {**agent.passport, "region": "eu \ud800"}  # (as an earlier version may have stored)
+            got = json.loads(frames.response("r", await ops.get_agent(a, {"name_or_id": "alice"})))["result"]
+            assert got["region"] == "eu \ufffd"
+            agent.passport = {**agent.passport, "region": "us"}
+            got = json.loads(frames.response("r", await ops.get_agent(a, {"name_or_id": "alice"})))["result"]
+            assert got["region"] == "us"
+        finally:
+            ops.registry.close()
+            await hub.aclose()
+
+    run(main())

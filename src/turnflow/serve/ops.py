@@ -32,6 +32,7 @@ _DURATION = re.compile(r"(\d{1,9})([smhd]?)\Z")
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 _ENDING = (SessionState.CLOSING, SessionState.CLOSED, SessionState.EXPIRED)
 MAX_TEXT = 500  # a failure report's text kept (AG2's hub keeps as much)
+ENDED_PARTS_KEPT = 1024  # channel records' parts kept past their session's end (`Ops._channel_parts`)
 
 # every other op AG2's client sends: answered with a protocol error (docs/serve.md says why)
 UNSUPPORTED = frozenset({"get_task", "list_tasks", "observe_task", "update_task", "record_observation",
@@ -215,7 +216,11 @@ class Ops:
         self._deadlines: collections.deque[tuple[float, str]] = collections.deque()
         self._deadline_timer: Optional[asyncio.TimerHandle] = None
         self._logs: dict[str, _Log] = {}  # live sessions' logs read so far
-        self._channels: dict[str, tuple[SessionState, int, frames.Raw]] = {}  # live sessions' channel records: (state, acks left, JSON)
+        # live sessions' channel records: (state, acks left, participants, JSON)
+        self._channels: dict[str, tuple[SessionState, int, Any, frames.Raw]] = {}
+        self._parts: dict[str, tuple[Any, ...]] = {}  # live sessions' `_channel_parts`
+        self._passports: dict[str, tuple[dict[str, Any], frames.Raw]] = {}  # agent id -> (passport, its JSON)
+        self._ended_parts: dict[str, tuple[Any, ...]] = {}  # those of the last few sessions that ended, in order
         self._manifests: dict[tuple[int, tuple[Any, ...]], tuple[Any, str]] = {}  # `_manifest_text`'s
         self.pending: dict[str, int] = {}  # agent id -> substantive notifications outstanding (rules.inbox)
         self._timers: set[asyncio.Task[Any]] = set()  # invites timed out after a restart (time_out_invites)
@@ -283,8 +288,9 @@ class Ops:
             raise _missing(f"channel not found: {session_id[:64]}") from None
 
     def _participant(self, conn: Conn, session_id: str) -> SessionMetadata:
-        md = self._md(session_id)
-        if not conn.agents & md.pset:
+        live = self.hub.sessions.get(session_id)
+        md = live.metadata if live is not None else self._md(session_id)
+        if conn.agents.isdisjoint(md.pset):
             raise _denied(f"connection has no participant in channel {session_id!r}")
         return md
 
@@ -393,32 +399,43 @@ class Ops:
         self.notify(env, md)
 
     def notify(self, env: Envelope, md: SessionMetadata) -> None:
+        terminal = md.state.terminal
         waiter = self._opening.get(md.session_id)
         if waiter is not None and not waiter.done():
             if md.state == SessionState.ACTIVE:
                 waiter.set_result(None)
-            elif md.state.terminal:
+            elif terminal:
                 waiter.set_exception(_bad(f"channel {md.session_id!r} closed during handshake: {md.close_reason}"))
         body = None
         log = self._logs.get(md.session_id)
-        if log is None and env.seq == 1 and not md.state.terminal:  # a new session's first envelope (an
+        if log is None and env.seq == 1 and not terminal:  # a new session's first envelope (an
             log = self._logs[md.session_id] = _Log()  # invite): its log kept from here, not read back
         if log is not None and log.last + 1 == env.seq:
             body = wire.envelope_json(env, md)
             log.add(env, body)
-        if md.state.terminal:
+        if terminal:
             self._logs.pop(md.session_id, None)
             self._channels.pop(md.session_id, None)
+            parts = self._parts.pop(md.session_id, None)
+            if parts is not None:  # (kept a while: AG2's client reads the record of the channel it saw close)
+                ended = self._ended_parts
+                while len(ended) >= ENDED_PARTS_KEPT:
+                    del ended[next(iter(ended))]
+                ended[md.session_id] = parts
             self._ended(md)
         substantive = wire.substantive(env)
+        routes, by_id, pending = self.routes, self.registry.by_id, self.pending
         for rid in wire.recipients(env, md):
-            conn = self.routes.get(rid)
-            if conn is None or not self._accepts(env, md, rid):
+            conn = routes.get(rid)
+            if conn is None:
+                continue
+            agent = by_id.get(rid)  # (a rule open to every sender, AG2's default, accepts without asking who sent it)
+            if agent is not None and "*" not in agent.rule["access"]["inbound_from"] and not self._accepts(env, md, rid):
                 continue
             if body is None:
                 body = wire.envelope_json(env, md)
             if substantive:
-                self.pending[rid] = self.pending.get(rid, 0) + 1
+                pending[rid] = pending.get(rid, 0) + 1
             conn.send(frames.notify(body, rid))
 
     def _accepts(self, env: Envelope, md: SessionMetadata, rid: str) -> bool:
@@ -457,11 +474,30 @@ class Ops:
         return passport
 
     async def get_agent(self, conn: Conn, params: dict[str, Any]) -> Any:
-        key = _str(params, "name_or_id")
+        key = params.get("name_or_id")
+        if type(key) is not str:
+            key = _str(params, "name_or_id")
         agent = self.registry.get(key)
         if agent is None:
             raise _missing(f"agent not found: {key[:64]}")
-        return agent.passport
+        kept = self._passports.get(agent.agent_id)
+        if kept is not None and kept[0] is agent.passport:
+            return kept[1]
+        return self._passport_text(agent)
+
+    def _passport_text(self, agent: Agent) -> Any:
+        """An agent's passport as its JSON text (`frames.Raw`), kept while it is registered with
+        that passport (AG2's client looks its target up before each open); the record itself
+        when msgspec cannot write it as `frames.encode` would (then encoded on each answer)."""
+        passport = agent.passport
+        if frames._fast_dumps is None or not frames.plain(passport):
+            return passport
+        try:
+            text = frames.Raw(frames._fast_dumps(passport).decode())
+        except Exception:  # (a lone surrogate an earlier version stored: `frames.encode` repairs it)
+            return passport
+        self._passports[agent.agent_id] = (passport, text)
+        return text
 
     async def get_resume(self, conn: Conn, params: dict[str, Any]) -> Any:
         return self._agent(_str(params, "agent_id")).resume
@@ -532,6 +568,7 @@ class Ops:
         agent_id = _str(params, "agent_id")
         self._bound(conn, agent_id)
         self.registry.remove(agent_id)
+        self._passports.pop(agent_id, None)
         conn.agents.discard(agent_id)
         self.routes.pop(agent_id, None)
         self.pending.pop(agent_id, None)  # as AG2's hub drops its inbox count
@@ -693,16 +730,53 @@ class Ops:
 
     def _channel(self, md: SessionMetadata) -> frames.Raw:
         """The AG2 channel record of a session, encoded once per state (AG2's client asks for it
-        every turn)."""
-        cached = self._channels.get(md.session_id)
-        if cached is not None and cached[0] is md.state and cached[1] == len(md.pending_acks):
-            return cached[2]
-        what = f"channel {md.session_id}"  # (built as text around its manifest's, encoded once per kind: the same JSON)
-        text = frames.Raw('{"channel_id":' + frames.dumps(md.session_id) + ',"manifest":' + self._manifest_text(md, what)
-                          + "," + frames.encode(wire.channel_rest(md), what)[1:])
-        if not md.state.terminal:
-            self._channels[md.session_id] = (md.state, len(md.pending_acks), text)
+        every turn), as text around the parts that do not change while the session lives
+        (`_channel_parts`): the state, `closed_at`, `close_reason` and `pending_acks` are
+        encoded on each new state, the rest once per session. The same JSON as encoding
+        `wire.channel_to_ag2(md)` whole (tests/test_serve_codec.py)."""
+        sid = md.session_id
+        state = md.state
+        cached = self._channels.get(sid)
+        if cached is not None and cached[0] is state and cached[1] == len(md.pending_acks) \
+                and cached[2] is md.participants:  # (a roster change: another tuple)
+            return cached[3]
+        key = (md.manifest, md.expectations, md.creator_id, md.participants, md.created_at, md.expires_at,
+               md.knobs, md.labels, md.extra)
+        parts = self._parts.get(sid) or self._ended_parts.get(sid)
+        if parts is None or parts[0] != key:
+            parts = self._channel_parts(md, key)
+            if not state.terminal:
+                self._parts[sid] = parts
+        what = f"channel {sid}"
+        closed, reason, acks = wire.iso(md.closed_at), md.close_reason, md.pending_acks
+        # (`iso`'s text is ASCII digits and punctuation: quoted as it is; an empty reason and no
+        # pending acks, a live session's, written as their JSON)
+        text = frames.Raw(parts[1] + parts[2] + parts[3] + wire.state_json(state) + parts[4]
+                          + ("null" if closed is None else '"' + closed + '"')
+                          + ',"close_reason":' + ('""' if reason == "" else frames.encode(reason, what)) + parts[5]
+                          + (frames.encode(sorted(acks), what) if acks else "[]") + ',"rejected_by":[]}')
+        if not state.terminal:
+            self._channels[sid] = (state, len(md.pending_acks), md.participants, text)
         return text
+
+    def _channel_parts(self, md: SessionMetadata, key: tuple[Any, ...]) -> tuple[Any, ...]:
+        """`key` and the text of a channel record around its state (up to its manifest, the
+        manifest, up to `"state":`, from the state's value up to `"closed_at":`, from after
+        `close_reason` up to `"pending_acks":`),
+        each value encoded as `frames.encode` encodes it in the whole record. Kept per live
+        session (and, past its end, for the last few ended: AG2's client reads the record of
+        the channel it saw close), made again when one of the values in `key` is another."""
+        what = f"channel {md.session_id}"  # (built as text around its manifest's, encoded once per kind: the same JSON)
+        r = wire.channel_rest(md)
+        # (three objects of the record's fields in its order, each written without its braces)
+        head = frames.encode({"creator_id": r["creator_id"], "participants": r["participants"]}, what)[1:-1]
+        middle = frames.encode({"created_at": r["created_at"], "expires_at": r["expires_at"]}, what)[1:-1]
+        tail = frames.encode({"parent_channel_id": r["parent_channel_id"], "knobs": r["knobs"], "labels": r["labels"],
+                              "required_acks": r["required_acks"]}, what)[1:-1]
+        # (the manifest's text is the one `_manifest_text` keeps for every session of the kind: not copied)
+        return (key, '{"channel_id":' + frames.encode(md.session_id, what) + ',"manifest":',
+                self._manifest_text(md, what), "," + head + ',"state":', "," + middle + ',"closed_at":',
+                "," + tail + ',"pending_acks":')
 
     def _manifest_text(self, md: SessionMetadata, what: str) -> str:
         """The JSON of a channel record's manifest, kept per manifest and expectations (both frozen;
@@ -720,7 +794,8 @@ class Ops:
         return text
 
     async def get_channel(self, conn: Conn, params: dict[str, Any]) -> Any:
-        return self._channel(self._participant(conn, _str(params, "channel_id")))
+        sid = params.get("channel_id")
+        return self._channel(self._participant(conn, sid if type(sid) is str else _str(params, "channel_id")))
 
     async def list_channels(self, conn: Conn, params: dict[str, Any]) -> Any:
         agent_id = _get(params, "agent_id", (str, type(None)), None)
@@ -740,20 +815,30 @@ class Ops:
         return wire.channel_to_ag2(md)
 
     async def post_envelope(self, conn: Conn, params: dict[str, Any]) -> Any:
-        e = _get(params, "envelope", (dict,))
-        sender, sid, et = _str(e, "sender_id"), _str(e, "channel_id"), _str(e, "event_type")
-        self._bound(conn, sender)
+        e = params.get("envelope")
+        if type(e) is dict:  # (the usual envelope: every field of its type, checked in one expression)
+            get = e.get
+            sender, sid, et, data = get("sender_id"), get("channel_id"), get("event_type"), get("event_data")
+            audience, causation, trace = get("audience"), get("causation_id"), get("trace_id")
+        if type(e) is not dict or not (
+                type(sender) is str and type(sid) is str and type(et) is str and type(data) is dict
+                and (audience is None or type(audience) is list) and (causation is None or type(causation) is str)
+                and (trace is None or type(trace) is str)):
+            e, (sender, sid, et, data, audience, causation, trace) = self._posted(conn, params)
+        if sender not in conn.agents:
+            self._bound(conn, sender)
         if len(et) > shapes.MAX_NAME:
             raise _bad(f"event_type: at most {shapes.MAX_NAME} characters")
-        data = _get(e, "event_data", (dict,))
-        audience = _get(e, "audience", (list, type(None)), None)
         if audience is not None and not all(isinstance(a, str) for a in audience):
             raise _bad("audience must be a list of agent ids")
-        causation = _get(e, "causation_id", (str, type(None)), None)
-        trace = _get(e, "trace_id", (str, type(None)), None)
         extra = self._task_fields(e)
-        self._authorize_send(sender, audience, (extra or {}).get("depth", 0))
-        md = self._md(sid)
+        depth = 0 if extra is None else extra.get("depth", 0)
+        if audience or depth:
+            self._authorize_send(sender, audience, depth)
+        elif sender not in self.registry.by_id:  # (a broadcast at depth 0: only the sender's record is needed)
+            self._agent(sender)
+        live = self.hub.sessions.get(sid)
+        md = live.metadata if live is not None else self._md(sid)
         if et == wire.AG2_ACK:
             await self.hub.ack(sid, sender)
             return ""
@@ -781,6 +866,22 @@ class Ops:
         if substantive and self.pending.get(sender, 0) > 0:  # the sender is working through its inbox
             self.pending[sender] -= 1
         return envelope_id
+
+    def _posted(self, conn: Conn, params: dict[str, Any]) -> tuple[dict[str, Any], tuple[Any, ...]]:
+        """A posted envelope and its fields, checked one by one in `post_envelope`'s order (the
+        first refusal raised, as `post_envelope` would raise it)."""
+        e = _get(params, "envelope", (dict,))
+        sender, sid, et = _str(e, "sender_id"), _str(e, "channel_id"), _str(e, "event_type")
+        self._bound(conn, sender)
+        if len(et) > shapes.MAX_NAME:
+            raise _bad(f"event_type: at most {shapes.MAX_NAME} characters")
+        data = _get(e, "event_data", (dict,))
+        audience = _get(e, "audience", (list, type(None)), None)
+        if audience is not None and not all(isinstance(a, str) for a in audience):
+            raise _bad("audience must be a list of agent ids")
+        causation = _get(e, "causation_id", (str, type(None)), None)
+        trace = _get(e, "trace_id", (str, type(None)), None)
+        return e, (sender, sid, et, data, audience, causation, trace)
 
     def _authorize_send(self, sender_id: str, audience: Optional[list[str]], depth: int) -> None:
         """AG2's arbiter before an envelope is written: the sender's `outbound_to` for each agent
@@ -827,9 +928,12 @@ class Ops:
         return kept or None
 
     async def read_wal(self, conn: Conn, params: dict[str, Any]) -> Any:
-        sid = _str(params, "channel_id")
-        since = _get(params, "since", (int,), 0)
-        until = _get(params, "until", (int, type(None)), None)
+        get = params.get
+        sid, since, until = get("channel_id"), get("since", 0), get("until")
+        if not (type(sid) is str and type(since) is int and (until is None or type(until) is int)):
+            sid = _str(params, "channel_id")
+            since = _get(params, "since", (int,), 0)
+            until = _get(params, "until", (int, type(None)), None)
         md = self._participant(conn, sid)
         texts = self._read(sid, md).texts[since:until]
         size = sum(map(len, texts))
@@ -839,7 +943,10 @@ class Ops:
         return frames.Raw("[" + ",".join(texts) + "]")
 
     async def find_by_causation(self, conn: Conn, params: dict[str, Any]) -> Any:
-        sid, sender, cause = _str(params, "channel_id"), _str(params, "sender_id"), _str(params, "causation_id")
+        get = params.get
+        sid, sender, cause = get("channel_id"), get("sender_id"), get("causation_id")
+        if not (type(sid) is str and type(sender) is str and type(cause) is str):
+            sid, sender, cause = _str(params, "channel_id"), _str(params, "sender_id"), _str(params, "causation_id")
         md = self._participant(conn, sid)
         log = self._read(sid, md)
         for i, by in (log.caused or {}).get(cause, ()):  # (kept as the log is read: no store read per call)
@@ -848,10 +955,14 @@ class Ops:
         return None
 
     async def can_send(self, conn: Conn, params: dict[str, Any]) -> Any:
-        sid, sender = _str(params, "channel_id"), _str(params, "sender_id")
-        _get(params, "event_type", (str, type(None)), None)
+        get = params.get
+        sid, sender, et = get("channel_id"), get("sender_id"), get("event_type")
+        if not (type(sid) is str and type(sender) is str and (et is None or type(et) is str)):
+            sid, sender = _str(params, "channel_id"), _str(params, "sender_id")
+            _get(params, "event_type", (str, type(None)), None)
         self._bound(conn, sender)
-        md = self._md(sid)
+        live = self.hub.sessions.get(sid)
+        md = live.metadata if live is not None else self._md(sid)
         if md.state != SessionState.ACTIVE or sender not in md.pset:
             return False
         expected = self.hub.expected_next(sid)

@@ -19,7 +19,7 @@ from typing import Any, Optional
 from turnflow.runtime.envelope import (EV_CONTEXT_SET, EV_EXPECTATION_VIOLATED, EV_PACKET, EV_SESSION_ACK,
                                        EV_SESSION_CLOSED, EV_SESSION_EXPIRED, EV_SESSION_INVITE, EV_SESSION_OPENED,
                                        EV_SESSION_REJECT, EV_TELEMETRY, EV_TEXT, Envelope)
-from turnflow.runtime.session import SessionMetadata
+from turnflow.runtime.session import SessionMetadata, SessionState
 from turnflow.serve import frames
 
 AG2_TEXT = "ag2.msg.text"
@@ -40,18 +40,25 @@ FROM_AG2 = {v: k for k, v in TO_AG2.items()}
 # turnflow's own names: a client posting one of them would alias an AG2 type, so they are refused
 NATIVE = frozenset(TO_AG2) | {EV_TELEMETRY}
 _TO_ALL = frozenset({EV_SESSION_OPENED, EV_SESSION_CLOSED, EV_SESSION_EXPIRED})  # addressed to every participant
+# the event types whose AG2 record is not the envelope's own fields (sender, audience or data as AG2's hub shows them)
+_SHOWN = _TO_ALL | {EV_SESSION_INVITE, EV_SESSION_ACK, EV_SESSION_REJECT}
+_fast_dumps = frames._fast_dumps
 TASK_DEFAULTS: dict[str, Any] = {"task_id": None, "priority": "normal", "depth": 0, "idempotency_key": None,
                                  "ttl_seconds": None}  # AG2's `Envelope` defaults
 _STATE = {"invited": "pending"}  # turnflow state -> AG2 ChannelState (the others have the same names)
+_STATE_JSON = {state: frames.dumps(_STATE.get(state.value, state.value)) for state in SessionState}
 
 
-_second: list[Any] = [None, ""]  # the last whole second `iso` formatted, and its text up to the seconds
+# whole second -> its text up to the seconds, for the last few seconds `iso` formatted (a channel
+# record formats its creation and its expiry, hours apart, between envelopes of this second)
+_seconds: dict[float, str] = {}
+_SECONDS_KEPT = 64
 
 
 def iso(t: Optional[float]) -> Optional[str]:
     """`datetime.fromtimestamp(t, timezone.utc).isoformat()`, the date and time of day formatted
     once per second: the microseconds are rounded as `fromtimestamp` rounds them (half to even of
-    the fraction's millionths, a carry into the next second), the rest is the cached prefix."""
+    the fraction's millionths, a carry into the next second), the rest is the kept prefix."""
     if t is None:
         return None
     frac, whole = math.modf(t)
@@ -61,10 +68,12 @@ def iso(t: Optional[float]) -> Optional[str]:
     if us >= 1000000:
         whole += 1.0
         us -= 1000000
-    if _second[0] != whole:
-        _second[1] = datetime.fromtimestamp(whole, timezone.utc).isoformat()[:19]
-        _second[0] = whole
-    return f"{_second[1]}.{us:06d}+00:00" if us else _second[1] + "+00:00"
+    prefix = _seconds.get(whole)
+    if prefix is None:
+        if len(_seconds) >= _SECONDS_KEPT:
+            _seconds.clear()
+        prefix = _seconds[whole] = datetime.fromtimestamp(whole, timezone.utc).isoformat()[:19]
+    return f"{prefix}.{us:06d}+00:00" if us else prefix + "+00:00"
 
 
 def now_iso() -> str:
@@ -101,11 +110,41 @@ _SCALARS = operator.itemgetter("channel_id", "sender_id", "event_type", "envelop
 
 def envelope_json(env: Envelope, md: SessionMetadata) -> str:
     """`envelope_to_ag2` as JSON (`frames.encode`'s text): the record's own keys are strings, so
-    only its values are checked for `frames._plain`, and only `audience` and `event_data` walked."""
-    rec = envelope_to_ag2(env, md)
-    plain = (set(map(type, _SCALARS(rec))) <= frames.PLAIN_SCALARS and frames.plain(rec["audience"])
-             and frames.plain(rec["event_data"]))
-    return frames.encode_plain(rec, f"envelope {env.envelope_id}", plain)
+    only its values are checked for `frames._plain`, and only `audience` and `event_data` walked.
+    (An envelope without task fields, nearly every one, is written from its fields directly: the
+    record `envelope_to_ag2` gives, its task fields AG2's defaults; plain unless an earlier
+    version stored an id that is not a string.)"""
+    if env.extra is not None:
+        rec = envelope_to_ag2(env, md)
+        plain = (set(map(type, _SCALARS(rec))) <= frames.PLAIN_SCALARS and frames.plain(rec["audience"])
+                 and frames.plain(rec["event_data"]))
+        return frames.encode_plain(rec, f"envelope {env.envelope_id}", plain)
+    et = env.event_type
+    data: dict[str, Any] = env.event_data
+    sender, audience = env.sender_id, env.audience
+    if et in _SHOWN:  # (as `envelope_to_ag2`)
+        if et in _TO_ALL:
+            sender, audience = md.creator_id, md.participant_ids
+            data = {**data, "channel_id": md.session_id}
+        elif et == EV_SESSION_INVITE:
+            data = {"channel_id": md.session_id, "manifest_type": md.manifest.type,
+                    "manifest_version": md.manifest.version, "creator_id": md.creator_id, "knobs": md.knobs,
+                    "labels": md.labels}
+        else:
+            audience, data = None, {**data, "channel_id": md.session_id}
+    sid, eid, cause, trace = env.session_id, env.envelope_id, env.causation_id, env.trace_id
+    shown = TO_AG2.get(et, et)
+    rec = {"channel_id": sid, "sender_id": sender, "audience": audience, "event_type": shown, "event_data": data,
+           "envelope_id": eid, "task_id": None, "causation_id": cause, "trace_id": trace, "priority": "normal",
+           "depth": 0, "idempotency_key": None, "created_at": iso(env.created_at) or "", "ttl_seconds": None}
+    if (_fast_dumps is not None and type(sid) is str and type(sender) is str and type(shown) is str
+            and type(eid) is str and (cause is None or type(cause) is str) and (trace is None or type(trace) is str)
+            and frames.plain(audience) and frames.plain(data)):
+        try:  # (as `frames.encode_plain`)
+            return _fast_dumps(rec).decode()
+        except Exception:  # (a lone surrogate, a nesting too deep: as `frames.encode`)
+            pass
+    return frames.encode(rec, f"envelope {eid}")
 
 
 def shown_sender(env: Envelope, md: SessionMetadata) -> str:
@@ -144,6 +183,11 @@ def _manifest(md: SessionMetadata) -> dict[str, Any]:
             "knobs_schema": dict(m.knobs_schema), "default_view_policy": m.default_view,
             "expectations": [{"name": e.name, "on_violation": e.on_violation, "params": e.to_dict()["params"],
                               "applies_to": None} for e in md.expectations]}
+
+
+def state_json(state: SessionState) -> str:
+    """A channel record's `state` as JSON text (AG2's ChannelState)."""
+    return _STATE_JSON[state]
 
 
 def channel_to_ag2(md: SessionMetadata) -> dict[str, Any]:
