@@ -36,6 +36,36 @@ class Options:
     quotas: Quotas = field(default_factory=Quotas)
     invite_timeout: float = 30.0
     sweep_interval: float = 5.0  # TTLs and expectations checked this often (AG2's hub: 30 s and 10 s)
+    loop: str = "auto"  # the event loop: "asyncio", "uvloop", or "auto" (uvloop where it is installed)
+
+
+LOOPS = ("auto", "asyncio", "uvloop")
+
+
+def loop_runner(choice: str) -> Callable[[Any], Any]:
+    """A function running a coroutine to its end on a fresh event loop of the kind `--loop` names.
+    "auto" is uvloop where it is installed (the `serve` extra installs it, but on Windows), else
+    asyncio's own loop. OptionError when "uvloop" is asked for and is not installed."""
+    if choice not in LOOPS:
+        raise OptionError(f"--loop {choice!r}: expected one of {', '.join(LOOPS)}")
+    if choice != "asyncio":
+        try:
+            import uvloop
+        except ImportError:
+            if choice == "uvloop":
+                raise OptionError("--loop uvloop: uvloop is not installed (pip install 'turnflow[serve]'; "
+                                  "not available on Windows)") from None
+        else:
+            return uvloop.run
+    return asyncio.run
+
+
+def loop_name(loop: asyncio.AbstractEventLoop) -> str:
+    module = type(loop).__module__.partition(".")[0]
+    if module == "uvloop":
+        import uvloop
+        return f"uvloop {uvloop.__version__}"
+    return module
 
 
 class OptionError(Exception):
@@ -190,7 +220,8 @@ async def serve(opts: Options, ready: Callable[[str], None], stop: Optional[asyn
     hub = await Hub.open(store)
     ops = Ops(hub, registry, Auth(opts.keys), invite_timeout=opts.invite_timeout, quotas=opts.quotas)
     cap, why = connection_cap(opts.limits.max_connections)
-    print(f"turnflow serve: up to {cap} connections ({why})", file=sys.stderr, flush=True)
+    print(f"turnflow serve: up to {cap} connections ({why}); event loop "
+          f"{loop_name(asyncio.get_running_loop())}", file=sys.stderr, flush=True)
     server = Server(ops, opts.limits, cap)
     ops.start()  # invites an earlier run left pending time out; workflows needing AG2 extensions named
     hub.start_sweeper(opts.sweep_interval)
@@ -227,7 +258,7 @@ def main(opts: Options) -> int:
         sessions = "" if opts.store.startswith(("postgresql://", "postgres://")) else f" (store {opts.store})"
         print(f"turnflow serve: listening on {url}{sessions}", flush=True)
 
-    asyncio.run(serve(opts, ready))
+    loop_runner(opts.loop)(serve(opts, ready))
     print("turnflow serve: stopped", file=sys.stderr, flush=True)
     return 0
 

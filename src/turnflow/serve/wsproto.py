@@ -34,6 +34,7 @@ from websockets.http11 import SERVER, Request
 from websockets.protocol import OPEN
 from websockets.server import ServerProtocol
 
+from turnflow.serve.accept import Acceptor, bind
 from turnflow.serve.server import WRITE_BATCH, Limits, SendBudget, enqueue
 
 log = logging.getLogger("turnflow.serve")
@@ -619,12 +620,13 @@ class Listener:
         self.links: set[Link] = set()
         self.serving = True
         self._dirty: list[Link] = []
-        self._tcp: Optional[asyncio.base_events.Server] = None
+        self._acceptor: Optional[Acceptor] = None
         self._empty: Optional[asyncio.Future[None]] = None
 
     async def start(self, host: str, port: int) -> int:
-        self._tcp = await self.loop.create_server(lambda: Link(self), host, port)
-        return int(self._tcp.sockets[0].getsockname()[1])
+        sockets = await bind(host, port)
+        self._acceptor = Acceptor(sockets, lambda: Link(self))
+        return int(sockets[0].getsockname()[1])
 
     def dirty(self, link: Link) -> None:
         if not self._dirty:
@@ -643,8 +645,8 @@ class Listener:
 
     async def close(self) -> None:
         self.serving = False
-        if self._tcp is not None:
-            self._tcp.close()
+        if self._acceptor is not None:
+            self._acceptor.close()
         for link in list(self.links):
             if link.protocol.state is OPEN:
                 link.shut()
@@ -654,6 +656,4 @@ class Listener:
                 await asyncio.wait_for(self._empty, CLOSE_TIMEOUT + 1.0)
         for link in list(self.links):  # (a handshake still in progress)
             link._abort()
-        if self._tcp is not None:
-            await self._tcp.wait_closed()
 
