@@ -815,16 +815,47 @@ class Ops:
         return wire.channel_to_ag2(md)
 
     async def post_envelope(self, conn: Conn, params: dict[str, Any]) -> Any:
+        e, (sender, sid, et, data, audience, causation, trace) = self._post_fields(conn, params)
+        extra = self._post_sender(conn, e, sender, et, audience)
+        live = self.hub.sessions.get(sid)
+        md = live.metadata if live is not None else self._md(sid)
+        if et == wire.AG2_ACK:
+            await self.hub.ack(sid, sender)
+            return ""
+        if et == wire.AG2_REJECT:
+            reason = data.get("reason", "")
+            await self.hub.reject(sid, sender, reason[:MAX_TEXT] if isinstance(reason, str) else "")
+            return ""
+        self._post_allowed(sid, md, et, audience)
+        substantive = not et.startswith(_PROTOCOL_EVENTS)
+        if substantive:
+            self._authorize_inbox(md, sender, audience)
+        env = Envelope(sid, sender, audience, wire.FROM_AG2.get(et, et), data, causation_id=causation, trace_id=trace,
+                       extra=extra)
+        envelope_id = (await self.hub.post(env)).envelope_id
+        if substantive and self.pending.get(sender, 0) > 0:  # the sender is working through its inbox
+            self.pending[sender] -= 1
+        return envelope_id
+
+    def _post_fields(self, conn: Conn, params: dict[str, Any]) -> tuple[dict[str, Any], tuple[Any, ...]]:
+        """A posted envelope and its fields: the usual envelope (every field of its type) checked in
+        one expression, any other one by one (`_posted`)."""
         e = params.get("envelope")
-        if type(e) is dict:  # (the usual envelope: every field of its type, checked in one expression)
+        if type(e) is dict:
             get = e.get
-            sender, sid, et, data = get("sender_id"), get("channel_id"), get("event_type"), get("event_data")
-            audience, causation, trace = get("audience"), get("causation_id"), get("trace_id")
-        if type(e) is not dict or not (
-                type(sender) is str and type(sid) is str and type(et) is str and type(data) is dict
-                and (audience is None or type(audience) is list) and (causation is None or type(causation) is str)
-                and (trace is None or type(trace) is str)):
-            e, (sender, sid, et, data, audience, causation, trace) = self._posted(conn, params)
+            fields = sender, sid, et, data, audience, causation, trace = (
+                get("sender_id"), get("channel_id"), get("event_type"), get("event_data"), get("audience"),
+                get("causation_id"), get("trace_id"))
+            if (type(sender) is str and type(sid) is str and type(et) is str and type(data) is dict
+                    and (audience is None or type(audience) is list) and (causation is None or type(causation) is str)
+                    and (trace is None or type(trace) is str)):
+                return e, fields
+        return self._posted(conn, params)
+
+    def _post_sender(self, conn: Conn, e: dict[str, Any], sender: str, et: str,
+                     audience: Optional[list[Any]]) -> Optional[dict[str, Any]]:
+        """The checks of a post that concern its sender (bound here, AG2's `outbound_to` and
+        delegation depth) and its shape; returns its task fields (`_task_fields`)."""
         if sender not in conn.agents:
             self._bound(conn, sender)
         if len(et) > shapes.MAX_NAME:
@@ -837,15 +868,11 @@ class Ops:
             self._authorize_send(sender, audience, depth)
         elif sender not in self.registry.by_id:  # (a broadcast at depth 0: only the sender's record is needed)
             self._agent(sender)
-        live = self.hub.sessions.get(sid)
-        md = live.metadata if live is not None else self._md(sid)
-        if et == wire.AG2_ACK:
-            await self.hub.ack(sid, sender)
-            return ""
-        if et == wire.AG2_REJECT:
-            reason = data.get("reason", "")
-            await self.hub.reject(sid, sender, reason[:MAX_TEXT] if isinstance(reason, str) else "")
-            return ""
+        return extra
+
+    def _post_allowed(self, sid: str, md: SessionMetadata, et: str, audience: Optional[list[str]]) -> None:
+        """The checks of a post (not an ack or a reject) against its channel: an event type a client
+        may send, an audience of participants, the live channel's byte quota."""
         if et.startswith("ag2.channel."):
             raise _bad(f"{et!r} is emitted only by the hub")
         if et.startswith("ag2.task.") or et in wire.NATIVE:
@@ -857,15 +884,6 @@ class Ops:
             if size >= self.quotas.max_session_bytes:
                 raise _bad(f"channel {sid!r} holds {size} bytes, this hub's limit for a live channel "
                            "(--max-session-bytes): nothing more can be posted to it")
-        substantive = not et.startswith(_PROTOCOL_EVENTS)
-        if substantive:
-            self._authorize_inbox(md, sender, audience)
-        env = Envelope(sid, sender, audience, wire.FROM_AG2.get(et, et), data, causation_id=causation, trace_id=trace,
-                       extra=extra)
-        envelope_id = (await self.hub.post(env)).envelope_id
-        if substantive and self.pending.get(sender, 0) > 0:  # the sender is working through its inbox
-            self.pending[sender] -= 1
-        return envelope_id
 
     def _posted(self, conn: Conn, params: dict[str, Any]) -> tuple[dict[str, Any], tuple[Any, ...]]:
         """A posted envelope and its fields, checked one by one in `post_envelope`'s order (the
