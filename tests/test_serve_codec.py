@@ -10,6 +10,8 @@ from datetime import datetime, timezone
 
 from turnflow.serve import frames, wire
 
+from ops_here import Conn, open_ops
+
 
 def _iso(t: float) -> str:
     return datetime.fromtimestamp(t, timezone.utc).isoformat()
@@ -121,15 +123,10 @@ def test_a_channel_record_built_around_its_kept_manifest_text_is_the_whole_recor
 
     from turnflow.serve import ops as ops_module
 
-    from turnflow.runtime.hub import Hub
-    from turnflow.runtime.store import SQLiteStore
     from turnflow.serve import frames
-    from turnflow.serve.ops import Auth, Ops
-    from turnflow.serve.registry import Registry, SQLiteBackend
 
     async def main() -> None:
-        hub = await Hub.open(SQLiteStore(str(tmp_path / "hub.db")))
-        ops = Ops(hub, Registry(SQLiteBackend(str(tmp_path / "hub.agents"))), Auth())
+        hub, ops = await open_ops(tmp_path)
         a, b, c = "a" * 32, "b" * 32, "c" * 32
         cases = [("consulting", [a, b], {}, None, None), ("consulting", [a, b], {"x": 1.5, "é": "\u00e9 😀"}, 30, None),
                  ("discussion", [a, b, c], {"n": 10**30, "l": [0.1, None, True]}, 2.5, None),
@@ -180,23 +177,9 @@ def test_get_channel_shows_the_roster_after_a_participant_joins(tmp_path):
     pending acks are what they were when the record was read before."""
     import asyncio
 
-    from turnflow.runtime.hub import Hub
-    from turnflow.runtime.store import SQLiteStore
-    from turnflow.serve.ops import Auth, Ops
-    from turnflow.serve.registry import Registry, SQLiteBackend
-
-    class Conn:
-        endpoint_id = "e"
-
-        def __init__(self) -> None:
-            self.agents: set[str] = set()
-
-        def send(self, text: str) -> None:
-            pass
 
     async def main() -> None:
-        hub = await Hub.open(SQLiteStore(str(tmp_path / "hub.db")))
-        ops = Ops(hub, Registry(SQLiteBackend(str(tmp_path / "hub.agents"))), Auth())
+        hub, ops = await open_ops(tmp_path)
         try:
             a, b, c = Conn(), Conn(), Conn()
             ids = [(await ops.register(conn, {"passport": {"name": name}}))["agent_id"]

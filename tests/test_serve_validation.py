@@ -16,6 +16,7 @@ pytest.importorskip("websockets")
 ag2net = pytest.importorskip("ag2.network")
 
 from serve_process import ServeProcess  # noqa: E402
+from ops_here import Conn, open_ops  # noqa: E402
 
 TEXT = "ag2.msg.text"
 
@@ -516,23 +517,10 @@ def test_the_session_ops_refuse_a_param_of_the_wrong_type_with_the_same_message_
     of another type is refused as each param checked in turn refuses it (the first one wrong, in
     the op's order, with the sender's binding and the event type's length checked where they
     were): the messages below are the answers of every earlier version."""
-    from turnflow.runtime.hub import Hub
-    from turnflow.runtime.store import SQLiteStore
-    from turnflow.serve.ops import Auth, OpError, Ops
-    from turnflow.serve.registry import Registry, SQLiteBackend
-
-    class Conn:
-        endpoint_id = "e"
-
-        def __init__(self) -> None:
-            self.agents: set[str] = set()
-
-        def send(self, text: str) -> None:
-            pass
+    from turnflow.serve.ops import OpError
 
     async def main() -> list[tuple[str, str, str]]:
-        hub = await Hub.open(SQLiteStore(str(tmp_path / "hub.db")))
-        ops = Ops(hub, Registry(SQLiteBackend(str(tmp_path / "hub.agents"))), Auth())
+        hub, ops = await open_ops(tmp_path)
         try:
             a, b = Conn(), Conn()
             alice = (await ops.register(a, {"passport": {"name": "alice"}}))["agent_id"]
@@ -634,24 +622,10 @@ def test_the_session_ops_refuse_a_param_of_the_wrong_type_with_the_same_message_
 def test_get_agent_answers_the_passport_registered_now(tmp_path):
     """get_agent's answer (a passport's JSON kept per agent) is the encoding of the agent's passport
     now: after an unregister and a register of the same name, and after the record is replaced."""
-    from turnflow.runtime.hub import Hub
-    from turnflow.runtime.store import SQLiteStore
     from turnflow.serve import frames
-    from turnflow.serve.ops import Auth, Ops
-    from turnflow.serve.registry import Registry, SQLiteBackend
-
-    class Conn:
-        endpoint_id = "e"
-
-        def __init__(self) -> None:
-            self.agents: set[str] = set()
-
-        def send(self, text: str) -> None:
-            pass
 
     async def main() -> None:
-        hub = await Hub.open(SQLiteStore(str(tmp_path / "hub.db")))
-        ops = Ops(hub, Registry(SQLiteBackend(str(tmp_path / "hub.agents"))), Auth())
+        hub, ops = await open_ops(tmp_path)
         try:
             a = Conn()
             first = await ops.register(a, {"passport": {"name": "alice", "model": "m1"}})

@@ -80,19 +80,25 @@ def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat()
 
 
+def _shown(env: Envelope, md: SessionMetadata) -> tuple[str, Optional[list[str]], dict[str, Any]]:
+    """A lifecycle envelope's sender, audience and data as AG2's shape shows them (an envelope
+    whose type is in `_SHOWN`)."""
+    et = env.event_type
+    if et in _TO_ALL:
+        return md.creator_id, md.participant_ids, {**env.event_data, "channel_id": md.session_id}
+    if et == EV_SESSION_INVITE:
+        return env.sender_id, env.audience, {
+            "channel_id": md.session_id, "manifest_type": md.manifest.type, "manifest_version": md.manifest.version,
+            "creator_id": md.creator_id, "knobs": md.knobs, "labels": md.labels}
+    return env.sender_id, None, {**env.event_data, "channel_id": md.session_id}  # (an ack or a reject)
+
+
 def envelope_to_ag2(env: Envelope, md: SessionMetadata) -> dict[str, Any]:
     et = env.event_type
     data: dict[str, Any] = env.event_data
     sender, audience = env.sender_id, env.audience
-    if et in _TO_ALL:
-        sender, audience = md.creator_id, md.participant_ids
-        data = {**data, "channel_id": md.session_id}
-    elif et == EV_SESSION_INVITE:
-        data = {"channel_id": md.session_id, "manifest_type": md.manifest.type,
-                "manifest_version": md.manifest.version, "creator_id": md.creator_id, "knobs": md.knobs,
-                "labels": md.labels}
-    elif et in (EV_SESSION_ACK, EV_SESSION_REJECT):
-        audience, data = None, {**data, "channel_id": md.session_id}
+    if et in _SHOWN:
+        sender, audience, data = _shown(env, md)
     task = env.extra or TASK_DEFAULTS
     return {"channel_id": env.session_id, "sender_id": sender, "audience": audience,
             "event_type": TO_AG2.get(et, et), "event_data": data, "envelope_id": env.envelope_id,
@@ -123,15 +129,7 @@ def envelope_json(env: Envelope, md: SessionMetadata) -> str:
     data: dict[str, Any] = env.event_data
     sender, audience = env.sender_id, env.audience
     if et in _SHOWN:  # (as `envelope_to_ag2`)
-        if et in _TO_ALL:
-            sender, audience = md.creator_id, md.participant_ids
-            data = {**data, "channel_id": md.session_id}
-        elif et == EV_SESSION_INVITE:
-            data = {"channel_id": md.session_id, "manifest_type": md.manifest.type,
-                    "manifest_version": md.manifest.version, "creator_id": md.creator_id, "knobs": md.knobs,
-                    "labels": md.labels}
-        else:
-            audience, data = None, {**data, "channel_id": md.session_id}
+        sender, audience, data = _shown(env, md)
     sid, eid, cause, trace = env.session_id, env.envelope_id, env.causation_id, env.trace_id
     shown = TO_AG2.get(et, et)
     rec = {"channel_id": sid, "sender_id": sender, "audience": audience, "event_type": shown, "event_data": data,
