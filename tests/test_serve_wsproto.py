@@ -278,60 +278,6 @@ def test_a_due_ping_is_written_with_the_frames_queued_beside_it():
     assert out == b"\x89\x00" + b"\x81\x0f" + b'{"kind":"pong"}'
 
 
-def test_the_answers_to_a_read_are_written_at_its_end_and_other_frames_once_per_tick():
-    """The frames answered at once while a socket read is handled go out in one write when the
-    read has been handled (no loop iteration for it); a frame queued outside a read (a
-    notification, a waiting request's answer) is written by the tick's flush."""
-    from turnflow.serve.server import SendBudget
-    from turnflow.serve.wsproto import Link, Listener
-
-    class Server:
-        limits = Limits()
-        budget = SendBudget(Limits().total_send_bytes)
-
-        def refusal(self, peer):
-            return None
-
-        def enter(self, conn, sock):
-            pass
-
-        def take(self, conn, message):
-            conn.send('{"kind":"pong","n":' + str(json.loads(message)["n"]) + "}")
-
-    class Counting(_Transport):
-        writes = 0
-
-        def write(self, data):
-            self.writes += 1
-            super().write(data)
-
-    async def main():
-        listener = Listener(Server(), max_size=1 << 20, logger=logging.getLogger("test"))
-        link = Link(listener)
-        transport = Counting()
-        link.connection_made(transport)
-        link.data_received(HANDSHAKE.format(host="h", key=base64.b64encode(os.urandom(16)).decode()).encode())
-        transport.out.clear()
-        transport.writes = 0
-        data = text({"kind": "ping", "n": 1}) + text({"kind": "ping", "n": 2})
-        view = link.get_buffer(len(data))
-        view[:len(data)] = data
-        link.buffer_updated(len(data))
-        read = (bytes(transport.out), transport.writes)  # (no loop iteration since the read)
-        transport.out.clear()
-        link.send('{"kind":"pong","n":3}')
-        queued = bytes(transport.out)
-        await asyncio.sleep(0)
-        ticked = bytes(transport.out)
-        link._abort()
-        return read, queued, ticked
-
-    read, queued, ticked = asyncio.run(main())
-    pong = b'{"kind":"pong","n":%d}'
-    assert read == (b"\x81\x15" + pong % 1 + b"\x81\x15" + pong % 2, 1)
-    assert queued == b"" and ticked == b"\x81\x15" + pong % 3
-
-
 def test_keepalive_pings_go_out_while_frames_are_queued(tmp_path):
     """A client kept busy with answers (50 app-level pings every 10 ms, so answers are queued
     whenever the keepalive's ping is due) still gets a WebSocket ping every `ping_interval`."""

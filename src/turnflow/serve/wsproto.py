@@ -5,11 +5,9 @@ bytes to write with `data_to_send`).
 
 What websockets' asyncio server did per connection with a task, an assembler and futures is done
 here in the transport's callbacks: a message is decoded and handled in `data_received` (requests
-answered from memory at once; those that wait for a commit or for acks get their own task). The
-answers to what one socket read brought are written when the read has been handled (one write, no
-loop iteration of their own); what else is queued for a client (notifications, the answers of
-waiting requests) is written once per tick for all connections (`Listener.flush`); each at most
-WRITE_BATCH bytes a write while the transport's buffer is under its high-water mark.
+answered from memory at once; those that wait for a commit or for acks get their own task), and
+what is queued for the client is written once per tick for all connections (`Listener.flush`), at
+most WRITE_BATCH bytes a write while the transport's buffer is under its high-water mark.
 
 Behaviour kept from websockets' `serve` as turnflow used it (`app.py` before): the opening
 handshake (the same response, the `Server` header, a 503 while shutting down) within OPEN_TIMEOUT
@@ -122,15 +120,7 @@ class Link(asyncio.BufferedProtocol):
 
     def buffer_updated(self, nbytes: int) -> None:
         # (the loop reads the next socket only after this returns: the one buffer is free again)
-        listener = self.listener
-        listener.reading = self
-        try:
-            self.data_received(listener.read_view[:nbytes].tobytes())
-        finally:
-            listener.reading = None
-            if listener.held:  # the answers to what was read, written now (`send`)
-                listener.held = False
-                self.flush()
+        self.data_received(self.listener.read_view[:nbytes].tobytes())
 
     def data_received(self, data: bytes) -> None:
         if self._fast:
@@ -478,9 +468,6 @@ class Link(asyncio.BufferedProtocol):
         if not self._dirty:  # (`_mark`, inline)
             self._dirty = True
             listener = self.listener
-            if listener.reading is self:  # (written at the end of the read: `buffer_updated`)
-                listener.held = True
-                return
             if not listener._dirty:
                 listener.loop.call_soon(listener.flush)
             listener._dirty.append(self)
@@ -638,9 +625,8 @@ class Link(asyncio.BufferedProtocol):
 
 class Listener:
     """The listening socket and its connections: one flush per tick for every connection with
-    something to write (beside the flush at the end of a connection's read, `Link.buffer_updated`);
-    on `close`, new handshakes answered 503, open connections closed with 1001 and waited for (each
-    at most CLOSE_TIMEOUT seconds)."""
+    something to write; on `close`, new handshakes answered 503, open connections closed with 1001
+    and waited for (each at most CLOSE_TIMEOUT seconds)."""
 
     def __init__(self, server: Any, *, max_size: int, logger: logging.Logger) -> None:
         self.server = server
@@ -651,8 +637,6 @@ class Listener:
         self.links: set[Link] = set()
         self.serving = True
         self._dirty: list[Link] = []
-        self.reading: Optional[Link] = None  # the connection whose bytes are being read
-        self.held = False  # it has answers to write once they are read
         self._tcp: Optional[asyncio.base_events.Server] = None
         self._empty: Optional[asyncio.Future[None]] = None
 
