@@ -79,6 +79,52 @@ def test_frames_decode_gives_the_standard_librarys_values_and_refusals():
         assert repr(got) == repr(want), text  # (repr: -0.0 against 0.0, 1 against 1.0, True against 1)
 
 
+def test_frames_decode_of_receipts_and_requests_is_the_standard_librarys_frame_or_refusal():
+    """`decode` checks receipts and requests of the usual shape on its own fast path (a receipt's
+    brackets are not counted: its fields are strings): the same frame, or the same refusal, as the
+    standard library's reading of the text (`_strict`, the walk `unsendable`, `_frame`)."""
+    import json
+
+    from turnflow.serve import frames
+
+    def reference(text):
+        try:
+            data = frames._strict(text)
+        except Exception:
+            return ("error",)
+        if frames.unsendable(data) is not None:
+            return ("error",)
+        try:
+            return ("ok", frames._frame(data))
+        except frames.FrameError:
+            return ("error",)
+
+    rng = random.Random(11)
+    pieces = ["", "a", "[", "{", "]", "}", "\\ud800", "\\udc00x", "\\ud83d\\ude00", "é", '\\"', "[" * 70]
+    texts = []
+    for _ in range(400):
+        field = lambda: "".join(rng.choice(pieces) for _ in range(rng.randrange(4)))  # noqa: E731
+        receipt = {"kind": "receipt", "envelope_id": field(), "status": field(), "recipient_id": field(),
+                   "channel_id": field(), "reason": field()}
+        if rng.random() < 0.2:
+            receipt[rng.choice(list(receipt))] = rng.choice([1, None, [field()], {"x": field()}])
+        nest = rng.choice([0, 1, 30, 63, 64, 70])
+        value = field()
+        for _ in range(nest):
+            value = [value]
+        request = {"kind": "request", "request_id": field(), "op": field(), "params": {"v": value}}
+        for frame in (receipt, request):
+            text = json.dumps(frame, ensure_ascii=rng.random() < 0.5)
+            texts.append(text.replace("\\\\u", "\\u"))  # (an escape in a field as the client wrote it)
+    assert sum('"\\ud800' in t or '\\udc00' in t for t in texts) > 100
+    for text in texts:
+        try:
+            got = ("ok", frames.decode(text))
+        except frames.FrameError:
+            got = ("error",)
+        assert repr(got) == repr(reference(text)), text
+
+
 def test_frames_encode_is_the_standard_librarys_text():
     import json
 

@@ -225,23 +225,21 @@ class Server:
         conn.wake()
 
     @staticmethod
-    def decoded(conn: Any, message: Any) -> Optional[dict[str, Any]]:
-        """The frame `message` holds, or None when it holds none (the client is told why)."""
-        try:
-            return frames.decode(message)
-        except FrameError as exc:
-            if exc.request_id is not None:
-                conn.send(frames.failure(exc.request_id, exc.code, exc.message))
-            else:
-                conn.send(frames.error(exc.code, exc.message))
-            return None
+    def refused(conn: Any, exc: FrameError) -> None:
+        """Tell the client why its message holds no frame."""
+        if exc.request_id is not None:
+            conn.send(frames.failure(exc.request_id, exc.code, exc.message))
+        else:
+            conn.send(frames.error(exc.code, exc.message))
 
     def take(self, conn: Any, message: Any) -> None:
         """`on_message` without a reader task (wsproto.py): the frame handled at once; a request
         that waits for a commit or for acks is handed to `conn.start`, which runs it in its own task
         when the connection has a slot, else holds it (and the messages after it)."""
-        frame = self.decoded(conn, message)
-        if frame is None:
+        try:
+            frame = frames.decode(message)
+        except FrameError as exc:
+            self.refused(conn, exc)
             return
         kind = frame["kind"]
         if kind == "request":
@@ -265,11 +263,16 @@ class Server:
     def answer(self, conn: Any, request_id: str, op: str, params: dict[str, Any]) -> str:
         """The answer to a request outside WAITING_OPS, which the ops give without waiting."""
         try:
-            coro = self.ops.handler(op)(conn, params)
-            try:
-                result = run_now(coro)
+            coro: Any = self.ops.handler(op)(conn, params)
+            try:  # (`run_now`, inline)
+                coro.send(None)
+            except StopIteration as done:
+                result = done.value
             except ProtocolError as exc:
                 raise as_op_error(exc) from None
+            else:
+                coro.close()
+                raise Suspended("the op waited for something (it must answer at once)")
             return self._reply(request_id, op, result)
         except Exception as exc:
             return self._failed(request_id, op, exc)

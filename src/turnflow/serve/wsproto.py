@@ -458,8 +458,20 @@ class Link(asyncio.BufferedProtocol):
         return self._queued + (transport.get_write_buffer_size() if transport is not None else 0)
 
     def send(self, text: str) -> None:
-        if enqueue(self, text) and not self._dirty:
-            self._mark()
+        if self._queue or self._queued or self.closed:  # (the limits: `enqueue`)
+            if not enqueue(self, text):
+                return
+        else:  # nothing waits for this client: `enqueue` checks no limit
+            size = sys.getsizeof(text)
+            self._queue.append(text)
+            self._queued += size
+            self._budget.used += size
+        if not self._dirty:  # (`_mark`, inline)
+            self._dirty = True
+            listener = self.listener
+            if not listener._dirty:
+                listener.loop.call_soon(listener.flush)
+            listener._dirty.append(self)
 
     def ping(self) -> None:
         """A WebSocket ping at the next flush (its pong is not waited for: see server.py)."""
@@ -488,6 +500,7 @@ class Link(asyncio.BufferedProtocol):
             self._write_out()  # (before the frames: nothing of the protocol's may wait behind them)
         sizeof, heads = sys.getsizeof, _HEADS
         while queue and not self._paused:
+            whole = self._queued < WRITE_BATCH  # (all of it in this write: its size is `_queued`, the sum of its texts')
             batch = taken = 0
             out: list[bytes] = []
             add = out.append
@@ -500,11 +513,16 @@ class Link(asyncio.BufferedProtocol):
                 add(heads[n] if n < 126 else
                     b"\x81\x7e" + n.to_bytes(2, "big") if n < 65536 else b"\x81\x7f" + n.to_bytes(8, "big"))
                 add(data)
-                batch += sizeof(text)
-                taken += 1
-                if batch >= WRITE_BATCH:
-                    break
-            del queue[:taken]
+                if not whole:
+                    batch += sizeof(text)
+                    taken += 1
+                    if batch >= WRITE_BATCH:
+                        break
+            if whole:
+                batch = self._queued
+                queue.clear()
+            else:
+                del queue[:taken]
             self._queued -= batch
             self._budget.used -= batch
             self.transport.write(b"".join(out))  # (may pause writing: the loop stops)
