@@ -183,33 +183,35 @@ def _fields(kind: str, data: dict[str, Any], rid: Optional[str]) -> dict[str, An
 def decode(message: Any) -> dict[str, Any]:
     """One WebSocket message → a frame dict with every field present and of its type. (The common
     frames — a text message msgspec reads, a receipt or a request of the usual shape, every field
-    of its type — are checked here at once, as `_load` and `_frame` check them; a receipt of the
-    usual shape holds only strings, so it needs no count of its brackets, which bound the nesting
-    `_load` walks.)"""
+    of its type — are checked at once by `_usual`, as `_load` and `_frame` check them.)"""
     if type(message) is str and _fast_loads is not None:
         try:
             data = _fast_loads(message)
         except (ValueError, RecursionError):
             pass
         else:
-            if type(data) is dict:
-                kind = data.get("kind")
-                if kind == "request":
-                    if (len(data) == 4 and type(data.get("request_id")) is str and type(data.get("op")) is str
-                            and type(data.get("params")) is dict
-                            and message.count("[") + message.count("{") <= MAX_DEPTH
-                            and ("\\u" not in message or not _SURROGATE_ESCAPE.search(message))):
-                        return data
-                elif kind == "receipt":
-                    if (len(data) == 6 and type(data.get("envelope_id")) is str and type(data.get("status")) is str
-                            and type(data.get("recipient_id")) is str and type(data.get("channel_id")) is str
-                            and type(data.get("reason")) is str
-                            and ("\\u" not in message or not _SURROGATE_ESCAPE.search(message))):
-                        return data
+            if type(data) is dict and _usual(data, message):
+                return data
             if (message.count("[") + message.count("{") <= MAX_DEPTH
                     and ("\\u" not in message or not _SURROGATE_ESCAPE.search(message))):  # (as `_load`)
                 return _frame(data)
     return _frame(_load(message))
+
+
+def _usual(data: dict[str, Any], message: str) -> bool:
+    """Is `data`, read from `message`, a request or a receipt of the usual shape, every field of
+    its type, within `_load`'s nesting bound and without a lone surrogate escape? (A receipt of
+    the usual shape holds only strings, so it needs no count of its brackets.)"""
+    kind = data.get("kind")
+    if kind == "request":
+        return (len(data) == 4 and type(data.get("request_id")) is str and type(data.get("op")) is str
+                and type(data.get("params")) is dict
+                and message.count("[") + message.count("{") <= MAX_DEPTH
+                and ("\\u" not in message or not _SURROGATE_ESCAPE.search(message)))
+    return (kind == "receipt" and len(data) == 6 and type(data.get("envelope_id")) is str
+            and type(data.get("status")) is str and type(data.get("recipient_id")) is str
+            and type(data.get("channel_id")) is str and type(data.get("reason")) is str
+            and ("\\u" not in message or not _SURROGATE_ESCAPE.search(message)))
 
 
 def _frame(data: Any) -> dict[str, Any]:
