@@ -301,11 +301,9 @@ def encode(obj: Any, what: str) -> str:
     record). A record written by this version needs neither (its values were checked on the way
     in), so this costs one scan of the text. Plain JSON (`_plain`) is written by msgspec when it
     is installed (the same text; a lone surrogate makes it raise, and the text is made below)."""
-    if _fast_dumps is not None and _plain(obj):
-        try:
-            return _fast_dumps(obj).decode()
-        except Exception:  # (a lone surrogate, a nesting too deep, msgspec's own EncodeError: as below)
-            pass
+    text = fast_text(obj)
+    if text is not None:
+        return text
     try:
         text = _dumps(obj)
     except ValueError:
@@ -320,12 +318,20 @@ def encode(obj: Any, what: str) -> str:
 def encode_plain(obj: Any, what: str, plain: bool) -> str:
     """`encode(obj, what)`, where the caller has checked what `_plain` checks (`plain`: strings,
     integers, booleans, None, lists and string-keyed objects only): no walk of `obj` here."""
-    if plain and _fast_dumps is not None:
-        try:
-            return _fast_dumps(obj).decode()
-        except Exception:  # (a lone surrogate, a nesting too deep: as `encode`)
-            pass
-    return encode(obj, what)
+    text = fast_text(obj, plain)
+    return encode(obj, what) if text is None else text
+
+
+def fast_text(obj: Any, plain: Optional[bool] = None) -> Optional[str]:
+    """msgspec's JSON text of `obj`, the text `encode` writes, when msgspec is installed, `obj` is
+    plain JSON (`_plain`, or `plain`: the caller's own check of it) and msgspec can write it (a
+    lone surrogate or a nesting too deep makes it raise); else None."""
+    if _fast_dumps is None or not (_plain(obj) if plain is None else plain):
+        return None
+    try:
+        return _fast_dumps(obj).decode()
+    except Exception:  # (msgspec's own EncodeError and the like: `encode` makes the text)
+        return None
 
 
 _warned: set[tuple[str, str]] = set()

@@ -490,12 +490,10 @@ class Ops:
         that passport (AG2's client looks its target up before each open); the record itself
         when msgspec cannot write it as `frames.encode` would (then encoded on each answer)."""
         passport = agent.passport
-        if frames._fast_dumps is None or not frames.plain(passport):
+        plain = frames.fast_text(passport)
+        if plain is None:  # (e.g. a lone surrogate an earlier version stored: `frames.encode` repairs it)
             return passport
-        try:
-            text = frames.Raw(frames._fast_dumps(passport).decode())
-        except Exception:  # (a lone surrogate an earlier version stored: `frames.encode` repairs it)
-            return passport
+        text = frames.Raw(plain)
         self._passports[agent.agent_id] = (passport, text)
         return text
 

@@ -42,7 +42,6 @@ NATIVE = frozenset(TO_AG2) | {EV_TELEMETRY}
 _TO_ALL = frozenset({EV_SESSION_OPENED, EV_SESSION_CLOSED, EV_SESSION_EXPIRED})  # addressed to every participant
 # the event types whose AG2 record is not the envelope's own fields (sender, audience or data as AG2's hub shows them)
 _SHOWN = _TO_ALL | {EV_SESSION_INVITE, EV_SESSION_ACK, EV_SESSION_REJECT}
-_fast_dumps = frames._fast_dumps
 TASK_DEFAULTS: dict[str, Any] = {"task_id": None, "priority": "normal", "depth": 0, "idempotency_key": None,
                                  "ttl_seconds": None}  # AG2's `Envelope` defaults
 _STATE = {"invited": "pending"}  # turnflow state -> AG2 ChannelState (the others have the same names)
@@ -135,14 +134,10 @@ def envelope_json(env: Envelope, md: SessionMetadata) -> str:
     rec = {"channel_id": sid, "sender_id": sender, "audience": audience, "event_type": shown, "event_data": data,
            "envelope_id": eid, "task_id": None, "causation_id": cause, "trace_id": trace, "priority": "normal",
            "depth": 0, "idempotency_key": None, "created_at": iso(env.created_at) or "", "ttl_seconds": None}
-    if (_fast_dumps is not None and type(sid) is str and type(sender) is str and type(shown) is str
-            and type(eid) is str and (cause is None or type(cause) is str) and (trace is None or type(trace) is str)
-            and frames.plain(audience) and frames.plain(data)):
-        try:  # (as `frames.encode_plain`)
-            return _fast_dumps(rec).decode()
-        except Exception:  # (a lone surrogate, a nesting too deep: as `frames.encode`)
-            pass
-    return frames.encode(rec, f"envelope {eid}")
+    return frames.encode_plain(rec, f"envelope {eid}", (
+        type(sid) is str and type(sender) is str and type(shown) is str and type(eid) is str
+        and (cause is None or type(cause) is str) and (trace is None or type(trace) is str)
+        and frames.plain(audience) and frames.plain(data)))
 
 
 def shown_sender(env: Envelope, md: SessionMetadata) -> str:

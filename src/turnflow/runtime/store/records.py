@@ -77,35 +77,49 @@ def checksum(session_id: str, seq: int, text: str) -> int:
     return zlib.crc32(f"{session_id}\x00{seq}\x00{text}".encode("utf-8", "surrogateescape"))
 
 
-def _compact_encoder() -> Optional[Callable[[Any, int], Iterable[str]]]:
-    """`json.dumps(x, separators=(",", ":"))`, with the encoder built once instead of per call
-    (the same text; half the cost per envelope). Circular data: see `_record_text`."""
+def _c_encoder(sort_keys: bool, reference: Callable[[Any], str]) -> Optional[Callable[[Any, int], Iterable[str]]]:
+    """The C JSON encoder `reference` (`json.dumps` with compact separators, keys sorted or not)
+    builds on each call, built once (the same text; half the cost per envelope), or None where it
+    does not write `reference`'s text. It keeps no markers: circular data raises RecursionError
+    (see `_compact`)."""
     make = getattr(json.encoder, "c_make_encoder", None)
     if make is None:  # pragma: no cover - CPython always has the C encoder
         return None
     try:
-        enc: Callable[[Any, int], Iterable[str]] = make(None, json.JSONEncoder().default, json.encoder.encode_basestring_ascii, None, ":", ",",
-                   False, False, True)
+        enc: Callable[[Any, int], Iterable[str]] = make(None, json.JSONEncoder().default, _ESCAPE, None, ":", ",",
+                                                        sort_keys, False, True)
     except TypeError:  # pragma: no cover - a Python whose C encoder takes other arguments
         return None
-    sample = {"a": [1, 2.5, None, True, "\u00e9"], "b": {"c": float("inf")}}
-    if "".join(enc(sample, 0)) != json.dumps(sample, separators=(",", ":")):  # pragma: no cover
+    sample = {"b": [1, 2.5, None, True, "\u00e9", {"z": 1, "a": float("nan")}], "a": {"c": float("inf")}}
+    if "".join(enc(sample, 0)) != reference(sample):  # pragma: no cover
         return None
     return enc
 
 
-_ENCODE = _compact_encoder()
-
-
-def _record_text(record: dict[str, Any]) -> str:
-    """The stored JSON text of one envelope record (byte-identical to `json.dumps` with compact
-    separators). Data that is not JSON raises TypeError/ValueError exactly as `json.dumps` does."""
-    if _ENCODE is not None:
+def _compact(x: Any, enc: Optional[Callable[[Any, int], Iterable[str]]], reference: Callable[[Any], str]) -> str:
+    """`reference(x)` (the same text and errors) through the prebuilt encoder `enc`."""
+    if enc is not None:
         try:
-            return "".join(_ENCODE(record, 0))
+            return "".join(enc(x, 0))
         except RecursionError:  # circular (the cached encoder keeps no markers) or too deep: ask json
             pass
-    return json.dumps(record, separators=(",", ":"))
+    return reference(x)
+
+
+_ESCAPE = json.encoder.encode_basestring_ascii
+# `json.dumps(x, separators=(",", ":"))` and `json.dumps(x, sort_keys=True, separators=(",", ":"))`, their
+# encoders built once (`json.dumps` builds one per call when given any argument: the same text and errors)
+_COMPACT = json.JSONEncoder(separators=(",", ":")).encode
+_SORTED_COMPACT = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
+_ENCODE = _c_encoder(False, _COMPACT)
+_ENCODE_SORTED = _c_encoder(True, _SORTED_COMPACT)
+
+
+def _record_text(record: Any) -> str:
+    """The stored JSON text of one envelope record, or of one of its values (byte-identical to
+    `json.dumps` with compact separators). Data that is not JSON raises TypeError/ValueError
+    exactly as `json.dumps` does."""
+    return _compact(record, _ENCODE, _COMPACT)
 
 
 _ENVELOPE_FIELDS: dict[str, Any] = {"session_id": str, "sender_id": str, "event_type": str, "event_data": dict,
@@ -128,9 +142,7 @@ def _shape_problem(rec: Any) -> str:
     return ""
 
 
-# `json.dumps(x, sort_keys=True, separators=(",", ":"))` and `json.dumps(x, sort_keys=True)`, their encoders
-# built once (`json.dumps` builds one per call when given any argument: the same text)
-_SORTED_COMPACT = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
+# `json.dumps(x, sort_keys=True)`, its encoder built once (as `_SORTED_COMPACT`'s)
 _SORTED = json.JSONEncoder(sort_keys=True).encode
 
 
@@ -144,28 +156,6 @@ def session_row(record: dict[str, Any]) -> SessionRow:
     return (sid, None if task_id is None else str(task_id), text, checksum(sid, 0, text))
 
 
-_ESCAPE = json.encoder.encode_basestring_ascii
-
-
-def _sorted_encoder() -> Optional[Callable[[Any, int], Iterable[str]]]:
-    """`_SORTED_COMPACT` with the encoder built once (as `_compact_encoder`)."""
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:  # pragma: no cover - CPython always has the C encoder
-        return None
-    try:
-        enc: Callable[[Any, int], Iterable[str]] = make(None, json.JSONEncoder().default, _ESCAPE, None, ":", ",",
-                                                        True, False, True)
-    except TypeError:  # pragma: no cover - a Python whose C encoder takes other arguments
-        return None
-    sample = {"b": [1, 2.5, None, True, "\u00e9", {"z": 1, "a": float("nan")}], "a": {}}
-    if "".join(enc(sample, 0)) != _SORTED_COMPACT(sample):  # pragma: no cover
-        return None
-    return enc
-
-
-_ENCODE_SORTED = _sorted_encoder()
-
-
 def _sorted_value(x: Any) -> str:
     """`_SORTED_COMPACT(x)` (the same text, the same errors), cheaper for the scalars of a record."""
     t = type(x)
@@ -177,12 +167,7 @@ def _sorted_value(x: Any) -> str:
         return int.__repr__(x)
     if t is float and x - x == 0.0:  # finite (json writes the others NaN, Infinity, -Infinity)
         return float.__repr__(x)
-    if _ENCODE_SORTED is not None:
-        try:
-            return "".join(_ENCODE_SORTED(x, 0))
-        except RecursionError:  # circular (the cached encoder keeps no markers) or too deep: ask json
-            pass
-    return _SORTED_COMPACT(x)
+    return _compact(x, _ENCODE_SORTED, _SORTED_COMPACT)
 
 
 # The parts of a creation record that sessions share, as text: a participants tuple, an expectations
@@ -267,16 +252,6 @@ def session_row_of(md: SessionMetadata) -> SessionRow:
     return (sid, None if task_id is None else str(task_id), text, checksum(sid, 0, text))
 
 
-def _value_text(x: Any) -> str:
-    """`json.dumps(x, separators=(",", ":"))` of one value of an envelope record (`_record_text`'s text and errors)."""
-    if _ENCODE is not None:
-        try:
-            return "".join(_ENCODE(x, 0))
-        except RecursionError:
-            pass
-    return json.dumps(x, separators=(",", ":"))
-
-
 def _envelope_text(env: Envelope) -> str:
     """`_record_text(env.to_record())`, the same text: the fields a stamped envelope always has in
     their usual types written directly, the others (audience, data, extra) by the encoder."""
@@ -293,11 +268,11 @@ def _envelope_text(env: Envelope) -> str:
     audience, cause, trace, extra = env.audience, env.causation_id, env.trace_id, env.extra
     return "".join((
         '{"session_id":', _ESCAPE(sid), ',"sender_id":', _ESCAPE(sender),
-        ',"audience":', "null" if audience is None else _value_text(audience), ',"event_type":', _ESCAPE(et),
-        ',"event_data":', _value_text(env.event_data), ',"envelope_id":', _ESCAPE(eid), ',"created_at":', at_text,
-        ',"seq":', int.__repr__(seq), ',"causation_id":', "null" if cause is None else _value_text(cause),
-        ',"trace_id":', "null" if trace is None else _value_text(trace),
-        "}" if extra is None else ',"extra":', "" if extra is None else _value_text(extra), "" if extra is None else "}"))
+        ',"audience":', "null" if audience is None else _record_text(audience), ',"event_type":', _ESCAPE(et),
+        ',"event_data":', _record_text(env.event_data), ',"envelope_id":', _ESCAPE(eid), ',"created_at":', at_text,
+        ',"seq":', int.__repr__(seq), ',"causation_id":', "null" if cause is None else _record_text(cause),
+        ',"trace_id":', "null" if trace is None else _record_text(trace),
+        "}" if extra is None else ',"extra":', "" if extra is None else _record_text(extra), "" if extra is None else "}"))
 
 
 def envelope_row(envelope: Envelope, global_seq: int) -> EnvelopeRow:
