@@ -136,7 +136,7 @@ def test_a_poisoned_post_is_refused_not_stored_and_every_connection_stays(tmp_pa
     """Observation 4: NaN in event_data (answered ok=False yet stored, then read_wal failed for
     everyone) and a lone surrogate in a text (stored ok=True, then every connection that received
     it was dropped): each is refused with protocol_error, absent from the log, and the session
-    goes on for both participants."""
+    goes on for both participants. So is a causation or trace id longer than 256 characters."""
     server = ServeProcess(str(tmp_path / "hub.db"))
 
     async def main():
@@ -178,6 +178,11 @@ def test_a_poisoned_post_is_refused_not_stored_and_every_connection_stays(tmp_pa
                 "surrogate": await raw.call_text("post_envelope", base % (cid, mallory, TEXT, '{"text": "\\ud800"}')),
                 "-Infinity": await raw.call_text("post_envelope", base % (cid, mallory, "ag2.note", '{"x": -Infinity}')),
             }
+            # ids of 100,000 characters (a cause is kept twice while the session lives: in its text and as a key)
+            for field in ("causation_id", "trace_id"):
+                answers[field] = await raw.call_text("post_envelope", json.dumps({"envelope": {
+                    "channel_id": cid, "sender_id": mallory, "audience": None, "event_type": TEXT,
+                    "event_data": {"text": f"a long {field}"}, field: "x" * 100_000}}))
             # mallory's turn in the round robin (alice, mallory, bob): a proper text
             fine = await raw.call_text("post_envelope", base % (cid, mallory, TEXT, '{"text": "mallory, fine"}'))
             for _ in range(200):
@@ -197,6 +202,8 @@ def test_a_poisoned_post_is_refused_not_stored_and_every_connection_stays(tmp_pa
         server.stop()
     for label, answer in answers.items():
         assert answer["ok"] is False and answer["error_code"] == "protocol_error", (label, answer)
+    assert answers["causation_id"]["error_message"] == "causation_id: at most 256 characters"
+    assert answers["trace_id"]["error_message"] == "trace_id: at most 256 characters"
     assert fine["ok"] is True
     assert got == ["alice opens", "mallory, fine"]  # bob's connection was never dropped
     texts = [d.get("text") for t, d in wal if t == TEXT]

@@ -39,6 +39,12 @@ UNSUPPORTED = frozenset({"get_task", "list_tasks", "observe_task", "update_task"
                          "fire_task_event", "checkpoint_task", "read_task_checkpoint"})
 
 
+# a posted envelope's causation_id and trace_id (AG2's are an envelope id, 32 hex digits, and a W3C
+# traceparent, 55 characters): a cause is kept twice while its session lives, in the envelope's
+# text and as a key of `_Log.caused`, and neither counts toward --max-session-bytes but once
+MAX_ID = 256
+
+
 @dataclass
 class Quotas:
     """What one agent or session may hold on the hub (docs/serve.md, "Limits")."""
@@ -815,6 +821,9 @@ class Ops:
     async def post_envelope(self, conn: Conn, params: dict[str, Any]) -> Any:
         e, (sender, sid, et, data, audience, causation, trace) = self._post_fields(conn, params)
         extra = self._post_sender(conn, e, sender, et, audience)
+        if causation is not None and len(causation) > MAX_ID or trace is not None and len(trace) > MAX_ID:
+            raise _bad(f"{'causation_id' if causation is not None and len(causation) > MAX_ID else 'trace_id'}: "
+                       f"at most {MAX_ID} characters")
         live = self.hub.sessions.get(sid)
         md = live.metadata if live is not None else self._md(sid)
         if et == wire.AG2_ACK:
