@@ -4,7 +4,9 @@ answer) on CLIENTS connections, SESSIONS consulting sessions opened concurrently
 and one answer (answered by AG2's default notify handler with a scripted model). Each round starts a
 fresh hub process; the figure is sessions per CPU second *of the hub process* (the clients' CPU is
 the same code for both and is not counted). turnflow serve runs on its durable default store
-(SQLite, `durability="process"`), AG2's hub on its in-memory store.
+(SQLite, `durability="process"`), AG2's hub on its in-memory store. Beside the CPU each round
+prints the hub's sleeps per session: the times it gave up the CPU to wait for the clients (its
+voluntary context switches), each of which costs a wake-up.
 
 Then memory per idle connection: IDLE connections each registering one agent and doing nothing,
 opened in IDLE_STEPS equal steps after 50 warm-up connections, the hub's RSS read after each step;
@@ -99,6 +101,21 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICK
 
 
+def sleeps(pid: int) -> int:
+    """How many times the process's threads have given up the CPU to wait (their voluntary context
+    switches: for an event loop, each time it found nothing to do and blocked in `epoll_wait`)."""
+    total = 0
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/status") as fh:
+                for line in fh:
+                    if line.startswith("voluntary_ctxt_switches:"):
+                        total += int(line.split()[1])
+    except (OSError, ValueError):
+        return 0
+    return total
+
+
 def rss_kib(pid: int) -> int:
     with open(f"/proc/{pid}/status") as fh:
         for line in fh:
@@ -191,14 +208,14 @@ def one_round(kind: str, args, workdir: str) -> dict:
         idle, plain = run_loop(idle_connections(url, args.idle, args.idle_steps, proc.pid)) if args.idle else (0.0, 0.0)
         if args.warmup:  # first-use costs (lazy imports, caches) out of the figure, for both hubs alike
             run_loop(workload(url, 2, 2, args.warmup, args.timeout, prefix="warm"))
-        cpu0 = cpu_seconds(proc.pid)
+        cpu0, sleeps0 = cpu_seconds(proc.pid), sleeps(proc.pid)
         wall = run_loop(workload(url, args.agents, args.clients, args.sessions, args.timeout))
-        cpu = cpu_seconds(proc.pid) - cpu0
+        cpu, slept = cpu_seconds(proc.pid) - cpu0, sleeps(proc.pid) - sleeps0
     finally:
         proc.terminate()
         proc.wait(timeout=60)
     return {"kind": kind, "wall": wall, "cpu": cpu, "per_cpu": args.sessions / cpu if cpu else float("inf"),
-            "idle_kib": idle, "idle_plain": plain}
+            "idle_kib": idle, "idle_plain": plain, "sleeps": slept / args.sessions}
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -233,7 +250,8 @@ def main() -> None:
                 idle = (f"; idle connection {res['idle_kib']:.1f} KiB (plain quotient {res['idle_plain']:.1f})"
                         if args.idle else "")
                 print(f"round {r + 1} {kind:8}: {args.sessions} sessions, wall {res['wall']:.2f} s, hub CPU "
-                      f"{res['cpu']:.3f} s -> {res['per_cpu']:.0f} sessions per hub CPU s{idle}", flush=True)
+                      f"{res['cpu']:.3f} s -> {res['per_cpu']:.0f} sessions per hub CPU s, {res['sleeps']:.1f} sleeps "
+                      f"per session{idle}", flush=True)
             if not args.no_ag2:
                 ratios.append(pair["turnflow"]["per_cpu"] / pair["ag2"]["per_cpu"])
             if args.compare:
