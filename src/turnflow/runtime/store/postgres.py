@@ -36,7 +36,7 @@ import threading
 import time
 from collections import deque
 from types import ModuleType
-from typing import Any, Iterator, Optional, TypeGuard, Union
+from typing import Any, Container, Iterator, Optional, Sequence, TypeGuard, Union
 
 from turnflow.runtime.envelope import Envelope
 from turnflow.runtime.clock import reconnect_seconds
@@ -89,6 +89,10 @@ _DDL = [
         result text)""",
     "CREATE INDEX IF NOT EXISTS turnflow_tasks_by_state ON turnflow_tasks (state, ord)",
     "CREATE INDEX IF NOT EXISTS turnflow_tasks_by_session ON turnflow_tasks (session_id)",
+    # the envelopes that add a participant (`sessions_naming`): made on an older store when it is
+    # opened for writing (its schema version is unchanged; a store without it is read by a scan)
+    "CREATE INDEX IF NOT EXISTS turnflow_envelopes_membership ON turnflow_envelopes (session_id) "
+    "WHERE event_type = 'participant.added'",
 ]
 
 # One statement per group commit (autocommit: the statement is its transaction, one round trip).
@@ -169,6 +173,19 @@ _ENDS = (f"SELECT substr(term, 11, strpos(term, '|') - 11), substr(term, strpos(
          f"FROM ({_PER_SESSION}) per GROUP BY 1, 2, 3")
 _TURNS = f"SELECT turns, COUNT(*) FROM ({_PER_SESSION}) per GROUP BY turns ORDER BY turns"
 
+
+# `sessions_naming`: the sessions whose creation record, or an envelope adding a participant, holds the text
+_HOLDS = "EXISTS (SELECT 1 FROM unnest(%(t)s::text[]) t WHERE strpos(record, t) > 0)"
+_NAMING = (f"SELECT session_id FROM turnflow_sessions WHERE {_HOLDS} OR session_id IN "
+           f"(SELECT session_id FROM turnflow_envelopes WHERE event_type = 'participant.added' AND {_HOLDS}) ORDER BY n")
+# `open_sessions`: the creation records of the sessions whose last envelope is not an ending one
+# (one index lookup per session: the logs are not read)
+_OPEN = """
+SELECT s.session_id, s.record, s.crc FROM turnflow_sessions s
+WHERE COALESCE((SELECT e.event_type FROM turnflow_envelopes e WHERE e.session_id = s.session_id
+                ORDER BY e.seq DESC LIMIT 1), '') NOT IN ('session.closed', 'session.expired')
+ORDER BY s.n
+"""
 
 _TABLES = ("turnflow_sessions", "turnflow_envelopes", "turnflow_telemetry", "turnflow_tasks")
 
@@ -639,8 +656,12 @@ class PostgresStore:
             self._cache.pop(env.session_id, None)
 
     def forget(self, session_id: str) -> None:
-        """Drop this process's copy of a session's log (the batch runner calls it when a task ends)."""
+        """Drop this process's copy of a session's log (the batch runner calls it when a task ends;
+        a hub that lets its ended sessions go, when one ends). Its last seq is kept for a batch
+        worker until the task's finish reads it."""
         self._cache.pop(session_id, None)
+        if self.worker is None:  # (no task finish will ask for it)
+            self._tails.pop(session_id, None)
 
     def flush(self) -> None:
         """Wait until everything queued so far is committed."""
@@ -693,12 +714,29 @@ class PostgresStore:
         return None
 
     def sessions(self) -> Iterator[Union[dict[str, Any], Corrupt]]:
+        return self._session_rows("SELECT session_id, record, crc FROM turnflow_sessions ORDER BY n")
+
+    def open_sessions(self) -> Iterator[Union[dict[str, Any], Corrupt]]:
+        """`sessions()` without those whose log ends with `session.closed` or `session.expired`."""
+        return self._session_rows(_OPEN)
+
+    def _session_rows(self, query: str) -> Iterator[Union[dict[str, Any], Corrupt]]:
         with self.pool.connection() as conn, conn.transaction():
             with conn.cursor(name="turnflow_sessions_scan") as cur:
                 cur.itersize = 512
-                cur.execute("SELECT session_id, record, crc FROM turnflow_sessions ORDER BY n")
+                cur.execute(query)
                 for sid, text, crc in cur:
                     yield decode_session(sid, text, crc)
+
+    def sessions_naming(self, texts: Sequence[str]) -> Iterator[str]:
+        """The ids (creation order, streamed) of the sessions whose creation record, or an
+        envelope adding a participant, holds one of `texts` (JSON strings as records write them)."""
+        with self.pool.connection() as conn, conn.transaction():
+            with conn.cursor(name="turnflow_sessions_naming") as cur:
+                cur.itersize = 256
+                cur.execute(_NAMING, {"t": list(texts)})
+                for (sid,) in cur:
+                    yield sid
 
     def session_record(self, session_id: str) -> Optional[Union[dict[str, Any], Corrupt]]:
         check_session_id(session_id)
@@ -707,15 +745,17 @@ class PostgresStore:
                                (session_id,)).fetchone()
         return None if row is None else decode_session(*row)
 
-    def stream(self) -> Iterator[Union[Envelope, Corrupt]]:
+    def stream(self, only: Optional[Container[str]] = None) -> Iterator[Union[Envelope, Corrupt]]:
         """Every envelope in commit order (each session's in `seq` order), streamed through a
-        server-side cursor: memory stays bounded."""
+        server-side cursor: memory stays bounded. With `only`, those of the sessions it holds
+        (the others' records are not decoded)."""
         with self.pool.connection() as conn, conn.transaction():
             with conn.cursor(name="turnflow_envelopes_scan") as cur:
                 cur.itersize = 1024
                 cur.execute("SELECT session_id, seq, record, crc FROM turnflow_envelopes ORDER BY n")
                 for sid, seq, text, crc in cur:
-                    yield decode_envelope(sid, seq, text, crc)
+                    if only is None or sid in only:
+                        yield decode_envelope(sid, seq, text, crc)
 
     def read_range(self, session_id: str, start: int = 1, end: Optional[int] = None) -> Iterator[Union[Envelope, Corrupt]]:
         check_session_id(session_id)

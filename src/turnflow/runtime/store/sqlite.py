@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-from typing import Any, Iterator, Optional, Union
+from typing import Any, Container, Iterator, Optional, Sequence, Union
 
 from turnflow.runtime.envelope import Envelope
 from turnflow.runtime.errors import StoreError, StoreFailed
@@ -53,6 +53,27 @@ CREATE TABLE IF NOT EXISTS telemetry (id INTEGER PRIMARY KEY, session_id TEXT NO
 
 
 _TABLES = {"meta", "sessions", "envelopes", "telemetry"}
+
+# the envelopes that add a participant (`sessions_naming`): a partial index, made when a store is
+# opened for writing (an older store gets it then, in one pass; its format is unchanged, and a
+# store without it is read the same way, by a scan). Its test is a substring of the record, as
+# the record is written (records.py): no JSON is parsed per insert.
+_ADDED = "instr(record, '\"event_type\":\"participant.added\"') > 0"
+_MEMBERSHIP_INDEX = f"CREATE INDEX IF NOT EXISTS envelopes_membership ON envelopes (session_id) WHERE {_ADDED}"
+# `sessions_naming`: the sessions whose creation record, or an envelope adding a participant, holds
+# one of the texts (?1: a JSON array of them)
+_HOLDS = "EXISTS (SELECT 1 FROM json_each(?1) t WHERE instr(record, t.value) > 0)"
+_NAMING = (f"SELECT session_id FROM sessions WHERE {_HOLDS} OR session_id IN "
+           f"(SELECT session_id FROM envelopes WHERE {_ADDED} AND {_HOLDS}) ORDER BY n")
+# `open_sessions`: the creation records of the sessions whose last envelope is not an ending one
+# (one index lookup and one record's event type per session: the logs are not read)
+_OPEN = """
+SELECT s.session_id, s.record, s.crc FROM sessions s
+WHERE COALESCE((SELECT CASE WHEN json_valid(e.record) THEN json_extract(e.record, '$.event_type') END
+                FROM envelopes e WHERE e.session_id = s.session_id ORDER BY e.seq DESC LIMIT 1), '')
+      NOT IN ('session.closed', 'session.expired')
+ORDER BY s.n
+"""
 
 
 # `summary()`: one row per session — its turns, its first ending envelope as one sortable value
@@ -141,6 +162,7 @@ class SQLiteStore:
             if not existing:
                 self.db.executescript(_SCHEMA)
                 self.db.execute("INSERT INTO meta (key, value) VALUES ('format', ?)", (FORMAT,))
+            self.db.execute(_MEMBERSHIP_INDEX)
             if self._lock is not None:
                 self._lock.start(self._identity(), *self._held(), durability == "full")
         except sqlite3.DatabaseError as exc:
@@ -376,13 +398,32 @@ class SQLiteStore:
         return row[0] or 0
 
     def sessions(self) -> Iterator[Union[dict[str, Any], Corrupt]]:
+        return self._session_rows("SELECT session_id, record, crc FROM sessions ORDER BY n")
+
+    def open_sessions(self) -> Iterator[Union[dict[str, Any], Corrupt]]:
+        """`sessions()` without those whose log ends with `session.closed` or `session.expired`."""
+        return self._session_rows(_OPEN)
+
+    def _session_rows(self, query: str) -> Iterator[Union[dict[str, Any], Corrupt]]:
         try:
-            rows = self.db.execute("SELECT session_id, record, crc FROM sessions ORDER BY n").fetchall()
+            rows = self.db.execute(query).fetchall()
         except sqlite3.DatabaseError as exc:  # a damaged file: report it, and read nothing more
             yield Corrupt("(store)", 0, f"the sessions table cannot be read: {exc}")
             return
         for sid, text, crc in rows:
             yield decode_session(sid, text, crc)
+
+    def sessions_naming(self, texts: Sequence[str]) -> Iterator[str]:
+        """The ids (creation order, streamed) of the sessions whose creation record, or an
+        envelope adding a participant, holds one of `texts` (JSON strings as records write them)."""
+        cur = self.db.cursor()
+        cur.execute(_NAMING, (json.dumps(list(texts)),))
+        while True:
+            rows = cur.fetchmany(256)
+            if not rows:
+                return
+            for (sid,) in rows:
+                yield sid
 
     def session_record(self, session_id: str) -> Optional[Union[dict[str, Any], Corrupt]]:
         """One session's creation record (checked like `sessions` checks it), or None."""
@@ -407,8 +448,9 @@ class SQLiteStore:
             tasks = {str(s): int(n) for s, n in db.execute("SELECT state, COUNT(*) FROM turnflow_tasks GROUP BY state")}
         return LogSummary(SQLITE.name, envelopes, ends, turns, tasks)
 
-    def stream(self) -> Iterator[Union[Envelope, Corrupt]]:
-        """Every envelope of every session in append order, streamed (bounded memory)."""
+    def stream(self, only: Optional[Container[str]] = None) -> Iterator[Union[Envelope, Corrupt]]:
+        """Every envelope of every session in append order, streamed (bounded memory); with
+        `only`, those of the sessions it holds (the others' records are not decoded)."""
         cur = self.db.cursor()
         cur.arraysize = 512
         try:
@@ -425,7 +467,8 @@ class SQLiteStore:
             if not rows:
                 return
             for sid, seq, text, crc in rows:
-                yield decode_envelope(sid, seq, text, crc)
+                if only is None or sid in only:
+                    yield decode_envelope(sid, seq, text, crc)
 
     def read_range(self, session_id: str, start: int = 1, end: Optional[int] = None) -> Iterator[Union[Envelope, Corrupt]]:
         check_session_id(session_id)
