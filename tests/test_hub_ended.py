@@ -138,3 +138,40 @@ def test_ended_sessions_leave_memory_and_answer_as_before(open_store):
 
     ends, live = asyncio.run(go())
     asyncio.run(again(ends, live))
+
+
+def test_sqlite_finds_the_roster_changes_of_an_older_store_and_never_scans_the_log(tmp_path):
+    """SQLite keeps the envelopes adding a participant in a table of its own, written with them; a
+    store without it (an older one, or one an older version wrote to) gets it filled when opened
+    for writing, and a read-only one without it is answered by a scan. Listing reads the sessions
+    table and that one, never the envelopes table whole."""
+    from turnflow.runtime.store import SQLiteStore
+    from turnflow.runtime.store import sqlite as engine
+    from turnflow.runtime.store.records import json_text
+
+    path = str(tmp_path / "hub.db")
+
+    async def write():
+        hub = await Hub.open(SQLiteStore(path), clock=FakeClock(), keep_ended=False)
+        md = await active(hub, "discussion", ["x", "y"])
+        await hub.post(Envelope(md.session_id, "x", None, EV_PARTICIPANT_ADDED, {"agent_id": "zed"}))
+        await hub.close(md.session_id)
+        other = await active(hub, "conversation", ["x", "y"])
+        await hub.aclose()
+        return md.session_id, other.session_id
+
+    sid, other = asyncio.run(write())
+    store = SQLiteStore(path)
+    assert list(store.sessions_naming([json_text("zed")])) == [sid]
+    plan = " | ".join(r[3] for r in store.db.execute("EXPLAIN QUERY PLAN " + engine._NAMING, ('["zed"]',)))
+    assert "SCAN e" not in plan and "SCAN envelopes" not in plan, plan
+    store.db.execute("DROP TABLE participants_added")  # as a store written before it was
+    store.close()
+    readonly = SQLiteStore(path, read_only=True)
+    assert list(readonly.sessions_naming([json_text("zed")])) == [sid]
+    assert list(readonly.sessions_naming([json_text("x")])) == [sid, other]
+    readonly.close()
+    again = SQLiteStore(path)
+    assert again.db.execute("SELECT session_id FROM participants_added").fetchall() == [(sid,)]
+    assert list(again.sessions_naming([json_text("zed")])) == [sid]
+    again.close()

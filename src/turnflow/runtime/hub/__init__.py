@@ -44,9 +44,10 @@ from turnflow.runtime.hub.sweeper import Sweeper
 __all__ = ["HUB_SENDER", "Hub", "HydrateReport", "Listener"]
 
 _ACTIVE = SessionState.ACTIVE  # (a module constant: `SessionState.ACTIVE` is a descriptor lookup, ~60 ns)
-# ended sessions a hub that lets them go (`keep_ended=False`) keeps read back, the most recently
-# used: AG2's client reads the record and the log of the channel it saw close
-ENDED_KEPT = 64
+# ended sessions a hub that lets them go (`keep_ended=False`) keeps, the last that ended or were read
+# back: AG2's client reads the record of the channel it saw close, and many sessions close at once
+# (with 64, 500 consulting sessions at once cost the served hub 9 % more CPU: docs/benchmarks.md)
+ENDED_KEPT = 1024
 
 
 def _audience_ok(audience: Any, pset: frozenset[str]) -> bool:

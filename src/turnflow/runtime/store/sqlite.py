@@ -29,6 +29,7 @@ import json
 import sqlite3
 from typing import Any, Container, Iterator, Optional, Sequence, Union
 
+from turnflow.runtime.envelope import EV_PARTICIPANT_ADDED as _PARTICIPANT_ADDED
 from turnflow.runtime.envelope import Envelope
 from turnflow.runtime.errors import StoreError, StoreFailed
 from turnflow.runtime.session import check_session_id
@@ -54,17 +55,22 @@ CREATE TABLE IF NOT EXISTS telemetry (id INTEGER PRIMARY KEY, session_id TEXT NO
 
 _TABLES = {"meta", "sessions", "envelopes", "telemetry"}
 
-# the envelopes that add a participant (`sessions_naming`): a partial index, made when a store is
-# opened for writing (an older store gets it then, in one pass; its format is unchanged, and a
-# store without it is read the same way, by a scan). Its test is a substring of the record, as
-# the record is written (records.py): no JSON is parsed per insert.
-_ADDED = "instr(record, '\"event_type\":\"participant.added\"') > 0"
-_MEMBERSHIP_INDEX = f"CREATE INDEX IF NOT EXISTS envelopes_membership ON envelopes (session_id) WHERE {_ADDED}"
+# the envelopes that add a participant (`sessions_naming`), by their number: a table of its own,
+# written in the same transaction as they are (a row's event type is compared in Python: nothing
+# is parsed or searched per insert) and made when a store is opened for writing; the records are
+# read then anyway (`_records_damage`), and the ones it lacks (an older store, or one an older
+# version wrote to) are added. The store's format is unchanged (a store without it is read the
+# same way, by a scan).
+_ADDED_TABLE = "CREATE TABLE IF NOT EXISTS participants_added (gseq INTEGER PRIMARY KEY, session_id TEXT NOT NULL)"
+_ADDED_ROW = "INSERT OR IGNORE INTO participants_added (gseq, session_id) VALUES (?, ?)"
+_ADDED_TEXT = '"event_type":"participant.added"'  # in the record of each (records.py writes it so)
 # `sessions_naming`: the sessions whose creation record, or an envelope adding a participant, holds
 # one of the texts (?1: a JSON array of them)
 _HOLDS = "EXISTS (SELECT 1 FROM json_each(?1) t WHERE instr(record, t.value) > 0)"
-_NAMING = (f"SELECT session_id FROM sessions WHERE {_HOLDS} OR session_id IN "
-           f"(SELECT session_id FROM envelopes WHERE {_ADDED} AND {_HOLDS}) ORDER BY n")
+_NAMING = (f"SELECT session_id FROM sessions WHERE {_HOLDS} OR session_id IN (SELECT e.session_id FROM "
+           f"participants_added a CROSS JOIN envelopes e ON e.gseq = a.gseq WHERE {_HOLDS}) ORDER BY n")  # (a first)
+_NAMING_SCAN = (f"SELECT session_id FROM sessions WHERE {_HOLDS} OR session_id IN (SELECT session_id FROM envelopes "
+                f"WHERE instr(record, '{_ADDED_TEXT}') > 0 AND {_HOLDS}) ORDER BY n")  # (a store without the table)
 # `open_sessions`: the creation records of the sessions whose last envelope is not an ending one
 # (one index lookup and one record's event type per session: the logs are not read)
 _OPEN = """
@@ -143,8 +149,9 @@ class SQLiteStore:
             self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             self.db.text_factory = _text  # bytes that are not UTF-8 fail the record's checksum, not the read
             existing = self._check_format(empty_ok=True)
+            added: list[tuple[int, str]] = []  # the envelopes adding a participant, found by the check
             if existing:  # a damaged file is refused before anything is written to it
-                problem = self._damage() or self._records_damage()
+                problem = self._damage() or self._records_damage(added)
                 if problem is not None:
                     raise StoreError(f"{path}: the store is damaged ({problem}); nothing was written. "
                                      "`turnflow inspect` shows what is still readable")
@@ -162,7 +169,7 @@ class SQLiteStore:
             if not existing:
                 self.db.executescript(_SCHEMA)
                 self.db.execute("INSERT INTO meta (key, value) VALUES ('format', ?)", (FORMAT,))
-            self.db.execute(_MEMBERSHIP_INDEX)
+            self._roster_changes(added)
             if self._lock is not None:
                 self._lock.start(self._identity(), *self._held(), durability == "full")
         except sqlite3.DatabaseError as exc:
@@ -174,6 +181,13 @@ class SQLiteStore:
         except BaseException:
             self.close()
             raise
+
+    def _roster_changes(self, added: list[tuple[int, str]]) -> None:
+        """The table of the envelopes adding a participant (`sessions_naming`), made if missing, with
+        those the open's check found that it lacked."""
+        self.db.execute(_ADDED_TABLE)
+        if added:
+            self.db.executemany(_ADDED_ROW, added)
 
     def _open_read_only(self, path: str) -> None:
         import os
@@ -247,21 +261,24 @@ class SQLiteStore:
                     return f"task {str(row[0])[:40]!r}: {problem}"
         return None
 
-    def _records_damage(self) -> Optional[str]:
+    def _records_damage(self, added: list[tuple[int, str]]) -> Optional[str]:
         """The first row a writer would trust that does not decode — a meta row that is not ours,
         a session or envelope record failing its checksum or missing a column — or None. Every
         record is read once (one pass, the checksums only; measured in docs/benchmarks.md), so a
-        writer never adds to a store it could not read back whole."""
+        writer never adds to a store it could not read back whole. The envelopes adding a
+        participant are put in `added` (number, session) as they are read."""
         problem = self._meta_damage() or self._tasks_damage()
         if problem:
             return problem
         for sid, text, crc in self.db.execute("SELECT session_id, record, crc FROM sessions"):
             if not (isinstance(sid, str) and isinstance(text, str) and isinstance(crc, int)) or checksum(sid, 0, text) != crc:
                 return f"session {str(sid)[:40]}: its creation record fails its checksum"
-        for sid, seq, text, crc in self.db.execute("SELECT session_id, seq, record, crc FROM envelopes"):
+        for gseq, sid, seq, text, crc in self.db.execute("SELECT gseq, session_id, seq, record, crc FROM envelopes"):
             if not (isinstance(sid, str) and isinstance(seq, int) and isinstance(text, str)
                     and isinstance(crc, int)) or checksum(sid, seq, text) != crc:
                 return f"session {str(sid)[:40]} seq {seq}: the record fails its checksum"
+            if _ADDED_TEXT in text:
+                added.append((gseq, sid))
         return None
 
     def _check_format(self, empty_ok: bool) -> bool:
@@ -381,6 +398,9 @@ class SQLiteStore:
             if rows:  # (gseq, session_id, seq, event_type, record, crc): the type is inside the record
                 db.executemany("INSERT INTO envelopes (gseq, session_id, seq, record, crc) VALUES (?1, ?2, ?3, ?5, ?6)",
                                rows)
+                added = [(r[0], r[1]) for r in rows if r[3] == _PARTICIPANT_ADDED]
+                if added:
+                    db.executemany(_ADDED_ROW, added)
             if telemetry:
                 db.executemany("INSERT INTO telemetry (session_id, record) VALUES (?, ?)", telemetry)
             db.execute("COMMIT")
@@ -417,7 +437,8 @@ class SQLiteStore:
         """The ids (creation order, streamed) of the sessions whose creation record, or an
         envelope adding a participant, holds one of `texts` (JSON strings as records write them)."""
         cur = self.db.cursor()
-        cur.execute(_NAMING, (json.dumps(list(texts)),))
+        table = self.db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'participants_added'")
+        cur.execute(_NAMING if table.fetchone() else _NAMING_SCAN, (json.dumps(list(texts)),))
         while True:
             rows = cur.fetchmany(256)
             if not rows:
