@@ -140,14 +140,14 @@ def test_ended_sessions_leave_memory_and_answer_as_before(open_store):
     asyncio.run(again(ends, live))
 
 
-def test_sqlite_finds_the_roster_changes_of_an_older_store_and_never_scans_the_log(tmp_path):
-    """SQLite keeps the envelopes adding a participant in a table of its own, written with them; a
-    store without it (an older one, or one an older version wrote to) gets it filled when opened
-    for writing, and a read-only one without it is answered by a scan. Listing reads the sessions
-    table and that one, never the envelopes table whole."""
+def test_sqlite_finds_the_roster_of_an_older_store_and_never_scans_the_log(tmp_path):
+    """SQLite keeps who has been on each session's roster in a table of its own, written with the
+    creation record and with each envelope adding a participant; a store without it (an older one,
+    or one an older version wrote to) gets it filled when opened for writing, and a read-only one
+    without it is answered by a scan. Listing reads that table and the sessions of its rows, never
+    a table whole."""
     from turnflow.runtime.store import SQLiteStore
     from turnflow.runtime.store import sqlite as engine
-    from turnflow.runtime.store.records import json_text
 
     path = str(tmp_path / "hub.db")
 
@@ -162,16 +162,19 @@ def test_sqlite_finds_the_roster_changes_of_an_older_store_and_never_scans_the_l
 
     sid, other = asyncio.run(write())
     store = SQLiteStore(path)
-    assert list(store.sessions_naming([json_text("zed")])) == [sid]
-    plan = " | ".join(r[3] for r in store.db.execute("EXPLAIN QUERY PLAN " + engine._NAMING, ('["zed"]',)))
-    assert "SCAN e" not in plan and "SCAN envelopes" not in plan, plan
-    store.db.execute("DROP TABLE participants_added")  # as a store written before it was
+    rows = sorted(store.db.execute("SELECT agent_id, session_id FROM session_agents"))
+    assert rows == sorted([("x", sid), ("y", sid), ("zed", sid), ("x", other), ("y", other)])
+    assert list(store.sessions_naming(["zed"])) == [sid]
+    plan = [r[3] for r in store.db.execute("EXPLAIN QUERY PLAN " + engine._NAMING, ('["zed"]',))]
+    scans = [step for step in plan if step.startswith("SCAN")]  # the ids given, and the rows found: no table
+    assert all(step.startswith(("SCAN t VIRTUAL TABLE", "SCAN m")) for step in scans), plan
+    store.db.execute("DROP TABLE session_agents")  # as a store written before it was
     store.close()
     readonly = SQLiteStore(path, read_only=True)
-    assert list(readonly.sessions_naming([json_text("zed")])) == [sid]
-    assert list(readonly.sessions_naming([json_text("x")])) == [sid, other]
+    assert list(readonly.sessions_naming(["zed"])) == [sid]
+    assert list(readonly.sessions_naming(["x"])) == [sid, other]
     readonly.close()
     again = SQLiteStore(path)
-    assert again.db.execute("SELECT session_id FROM participants_added").fetchall() == [(sid,)]
-    assert list(again.sessions_naming([json_text("zed")])) == [sid]
+    assert sorted(again.db.execute("SELECT agent_id, session_id FROM session_agents")) == rows
+    assert list(again.sessions_naming(["zed"])) == [sid] and list(again.sessions_naming(["y", "x"])) == [sid, other]
     again.close()

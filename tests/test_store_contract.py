@@ -331,8 +331,6 @@ def test_open_sessions_sessions_naming_and_a_stream_of_some_sessions(store):
     names an agent (creation order), and the envelopes of some sessions only."""
     from turnflow.runtime.envelope import (EV_PARTICIPANT_ADDED, EV_SESSION_CLOSED, EV_SESSION_EXPIRED,
                                            EV_SESSION_OPENED)
-    from turnflow.runtime.store.records import json_text
-
     s = [_sid(n) for n in range(1, 8)]
     people = {s[0]: ["x", "y"], s[1]: ["x", "w"], s[2]: ["y", "w"], s[3]: ["w", "v"], s[4]: ["y", "v"],
               s[5]: ["v", "w"], s[6]: ["y", "x\u00e9"]}
@@ -361,10 +359,10 @@ def test_open_sessions_sessions_naming_and_a_stream_of_some_sessions(store):
 
     assert asyncio.run(go()) == {}
     assert [r["session_id"] for r in store.open_sessions()] == [s[1], s[3], s[4]]
-    assert list(store.sessions_naming([json_text("x")])) == [s[0], s[1]]
-    assert list(store.sessions_naming([json_text("zed")])) == [s[4], s[5]]  # added (s[6] only says it)
-    assert list(store.sessions_naming([json_text("v"), json_text("x")])) == [s[0], s[1], s[3], s[4], s[5]]
-    assert list(store.sessions_naming([json_text("x\u00e9")])) == [s[6]]
-    assert list(store.sessions_naming([json_text("nobody")])) == []
+    assert list(store.sessions_naming(["x"])) == [s[0], s[1]]
+    assert list(store.sessions_naming(["zed"])) == [s[4], s[5]]  # added (s[6] only says it)
+    assert list(store.sessions_naming(["v", "x"])) == [s[0], s[1], s[3], s[4], s[5]]
+    assert list(store.sessions_naming(["x\u00e9"])) == [s[6]]
+    assert list(store.sessions_naming(["nobody"])) == []
     assert [(e.session_id, e.seq) for e in store.stream(only={s[1], s[5]})] == \
         [(s[1], 1), (s[1], 2), (s[5], 1), (s[5], 2), (s[5], 3)]

@@ -32,7 +32,7 @@ from turnflow.runtime.session import (Participant, SessionMetadata, SessionRecor
 from turnflow.runtime.session_spec import SessionSpec
 from turnflow.runtime.group_commit import GroupCommit
 from turnflow.runtime.store.contract import Store
-from turnflow.runtime.store.records import Corrupt, json_text, telemetry_row
+from turnflow.runtime.store.records import Corrupt, telemetry_row
 from turnflow.runtime.transcript import Transcript
 
 from turnflow.runtime.hub.bus import Bus, Listener, TelemetryListener
@@ -200,7 +200,7 @@ class Hub:
             return [live.metadata for live in list(self.sessions.values()) if mine & live.metadata.pset][:limit]
         found: list[SessionMetadata] = []
         seen: set[str] = set()
-        names = self.store.sessions_naming([json_text(a) for a in sorted(mine)])
+        names = self.store.sessions_naming(sorted(mine))
         try:
             for sid in names:  # (every session whose creation is committed, in creation order)
                 seen.add(sid)

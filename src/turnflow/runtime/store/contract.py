@@ -26,7 +26,7 @@ Reading: `sessions()` + `stream()` are what a hydrate streams (`open_sessions()`
 for a hub that holds only the sessions that have not ended: `turnflow serve`); `session_record` +
 `load` read one session (`Hub.hydrate(only=...)`: a worker taking it over, `inspect --session`),
 `session_record` + `read_range` one that ended, for such a hub, without keeping it;
-`sessions_naming(texts)` the sessions an agent may take part in (`Hub.sessions_of`); `summary()`
+`sessions_naming(agent_ids)` the sessions an agent may take part in (`Hub.sessions_of`); `summary()`
 aggregates the whole store inside the database (`inspect --summary`). No SQL crosses the contract: each engine keeps its own. A store's
 `dialect` says which engine it is (the task list it keeps beside the log: task_queue.py) and
 whether several processes share it — no caller compares engine names.
@@ -82,10 +82,10 @@ class Store(Protocol):
         (one query: the logs are not read)."""
         ...
 
-    def sessions_naming(self, texts: Sequence[str]) -> Iterator[str]:
-        """Ids (creation order) of the sessions whose creation record, or an envelope adding a
-        participant, holds one of `texts` (agent ids as records write them): a superset of the
-        sessions those agents are on the roster of."""
+    def sessions_naming(self, agent_ids: Sequence[str]) -> Iterator[str]:
+        """Ids (creation order) of the sessions that have had one of `agent_ids` on their roster
+        (at creation or added since; a removed one is still named): a superset of the sessions
+        those agents are on the roster of now."""
         ...
 
     def stream(self, only: Optional[Container[str]] = None) -> Iterator[Union[Envelope, Corrupt]]: ...

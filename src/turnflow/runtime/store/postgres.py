@@ -45,7 +45,7 @@ from turnflow.runtime.session import check_session_id
 from turnflow.runtime.store.contract import POSTGRESQL, Dialect
 from turnflow.runtime.store.postgres_leases import TaskLeases
 from turnflow.runtime.store.records import (CommitUnits, Corrupt, EnvelopeRow, LogSummary, Refusals, SessionEnds, SessionRow,
-                                            TelemetryRow, decode_envelope, decode_session)
+                                            TelemetryRow, decode_envelope, decode_session, json_text)
 from turnflow.runtime.tasks import LeaseLost
 
 SCHEMA_VERSION = 1
@@ -728,13 +728,15 @@ class PostgresStore:
                 for sid, text, crc in cur:
                     yield decode_session(sid, text, crc)
 
-    def sessions_naming(self, texts: Sequence[str]) -> Iterator[str]:
+    def sessions_naming(self, agent_ids: Sequence[str]) -> Iterator[str]:
         """The ids (creation order, streamed) of the sessions whose creation record, or an
-        envelope adding a participant, holds one of `texts` (JSON strings as records write them)."""
+        envelope adding a participant, holds one of `agent_ids` (as records write them): those
+        that have had one of them on their roster, and a few more (an id inside other data).
+        (The records of the sessions are searched by the server: a scan of the sessions table.)"""
         with self.pool.connection() as conn, conn.transaction():
             with conn.cursor(name="turnflow_sessions_naming") as cur:
                 cur.itersize = 256
-                cur.execute(_NAMING, {"t": list(texts)})
+                cur.execute(_NAMING, {"t": [json_text(a) for a in agent_ids]})
                 for (sid,) in cur:
                     yield sid
 
