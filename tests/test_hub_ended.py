@@ -178,3 +178,36 @@ def test_sqlite_finds_the_roster_of_an_older_store_and_never_scans_the_log(tmp_p
     assert sorted(again.db.execute("SELECT agent_id, session_id FROM session_agents")) == rows
     assert list(again.sessions_naming(["zed"])) == [sid] and list(again.sessions_naming(["y", "x"])) == [sid, other]
     again.close()
+
+
+def test_postgresql_fills_the_roster_table_of_an_older_store(pg_url):
+    """PostgreSQL's `turnflow_session_agents`: written by the group commit with the creation record
+    and each envelope adding a participant; an older store (without it) gets it made and filled
+    when opened for writing, and one opened read-only without it is answered by a scan."""
+    import psycopg
+
+    from turnflow.runtime.store.postgres import PostgresStore
+
+    async def write():
+        hub = await Hub.open(PostgresStore(pg_url), clock=FakeClock(), keep_ended=False)
+        md = await active(hub, "discussion", ["x", "y"])
+        await hub.post(Envelope(md.session_id, "x", None, EV_PARTICIPANT_ADDED, {"agent_id": "zed"}))
+        await hub.close(md.session_id)
+        other = await active(hub, "conversation", ["x", "y"])
+        await hub.aclose()
+        return md.session_id, other.session_id
+
+    sid, other = asyncio.run(write())
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        rows = sorted(conn.execute("SELECT agent_id, session_id FROM turnflow_session_agents").fetchall())
+        assert rows == sorted([("x", sid), ("y", sid), ("zed", sid), ("x", other), ("y", other)])
+        conn.execute("DROP TABLE turnflow_session_agents")  # as a store written before it was
+    readonly = PostgresStore(pg_url, read_only=True)
+    assert list(readonly.sessions_naming(["zed"])) == [sid]
+    assert list(readonly.sessions_naming(["x"])) == [sid, other]
+    readonly.close()
+    again = PostgresStore(pg_url)
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        assert sorted(conn.execute("SELECT agent_id, session_id FROM turnflow_session_agents").fetchall()) == rows
+    assert list(again.sessions_naming(["zed"])) == [sid] and list(again.sessions_naming(["y", "x"])) == [sid, other]
+    again.close()
