@@ -322,3 +322,47 @@ def test_a_group_that_fails_raises_and_leaves_nothing_of_it(tmp_path):
     finally:
         store.close()
     assert sqlite3.connect(str(tmp_path / "hub.db")).execute("SELECT COUNT(*) FROM sessions").fetchone()[0] == 2
+
+
+def test_open_sessions_sessions_naming_and_a_stream_of_some_sessions(store):
+    """What a hub that lets its ended sessions go reads: the creation records of the sessions whose
+    log does not end with `session.closed` / `session.expired` (the event type of the record, not
+    a text inside it), the sessions whose creation record or an envelope adding a participant
+    names an agent (creation order), and the envelopes of some sessions only."""
+    from turnflow.runtime.envelope import (EV_PARTICIPANT_ADDED, EV_SESSION_CLOSED, EV_SESSION_EXPIRED,
+                                           EV_SESSION_OPENED)
+    s = [_sid(n) for n in range(1, 8)]
+    people = {s[0]: ["x", "y"], s[1]: ["x", "w"], s[2]: ["y", "w"], s[3]: ["w", "v"], s[4]: ["y", "v"],
+              s[5]: ["v", "w"], s[6]: ["y", "x\u00e9"]}
+    logs = {s[0]: [(EV_SESSION_OPENED, {}), (EV_TEXT, {"text": "a"}), (EV_SESSION_CLOSED, {"reason": "done"})],
+            s[1]: [(EV_SESSION_OPENED, {}), (EV_TEXT, {"text": '"event_type":"session.closed"',
+                                                     "event_type": "session.closed"})],
+            s[2]: [(EV_SESSION_OPENED, {}), (EV_SESSION_EXPIRED, {"reason": "ttl_expired"})],
+            s[3]: [],
+            s[4]: [(EV_SESSION_OPENED, {}), (EV_PARTICIPANT_ADDED, {"agent_id": "zed"})],
+            s[5]: [(EV_SESSION_OPENED, {}), (EV_PARTICIPANT_ADDED, {"agent_id": "zed"}), (EV_SESSION_CLOSED, {})],
+            s[6]: [(EV_SESSION_OPENED, {}), (EV_SESSION_CLOSED, {"reason": "zed"})]}
+    units = CommitUnits()
+    units.sessions.extend(session_row({**_record(sid), "participants": [{"agent_id": a} for a in people[sid]]})
+                          for sid in s)
+    for sid, log in logs.items():
+        for seq, (event_type, data) in enumerate(log, 1):
+            env = Envelope(sid, "hub", None, event_type, data)
+            env.seq, env.created_at = seq, 1.0
+            gseq = store.next_global_seq()
+            env.envelope_id = f"{gseq:016d}"
+            units.rows.append(envelope_row(env, gseq))
+            units.envelopes.append(env)
+
+    async def go():
+        return await store.commit_group(units)
+
+    assert asyncio.run(go()) == {}
+    assert [r["session_id"] for r in store.open_sessions()] == [s[1], s[3], s[4]]
+    assert list(store.sessions_naming(["x"])) == [s[0], s[1]]
+    assert list(store.sessions_naming(["zed"])) == [s[4], s[5]]  # added (s[6] only says it)
+    assert list(store.sessions_naming(["v", "x"])) == [s[0], s[1], s[3], s[4], s[5]]
+    assert list(store.sessions_naming(["x\u00e9"])) == [s[6]]
+    assert list(store.sessions_naming(["nobody"])) == []
+    assert [(e.session_id, e.seq) for e in store.stream(only={s[1], s[5]})] == \
+        [(s[1], 1), (s[1], 2), (s[5], 1), (s[5], 2), (s[5], 3)]

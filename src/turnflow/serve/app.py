@@ -217,7 +217,7 @@ async def serve(opts: Options, ready: Callable[[str], None], stop: Optional[asyn
         raise
     if registry.note:
         print(f"turnflow serve: {registry.note}", file=sys.stderr, flush=True)
-    hub = await Hub.open(store)
+    hub = await Hub.open(store, keep_ended=False)  # ended sessions are read back from the store when asked for
     ops = Ops(hub, registry, Auth(opts.keys), invite_timeout=opts.invite_timeout, quotas=opts.quotas)
     cap, why = connection_cap(opts.limits.max_connections)
     print(f"turnflow serve: up to {cap} connections ({why}); event loop "

@@ -807,8 +807,8 @@ class Ops:
         if agent_id is not None:
             self._bound(conn, agent_id)
         mine = {agent_id} if agent_id is not None else set(conn.agents)
-        found = [md for _, md in self._sessions() if mine & md.pset]
-        return [wire.channel_to_ag2(md) for md in found[:max(limit, 0)]]
+        # (ended ones included, as AG2's hub lists them: read back from the store by a hub that let them go)
+        return [wire.channel_to_ag2(md) for md in self.hub.sessions_of(mine, limit)]
 
     async def close_channel(self, conn: Conn, params: dict[str, Any]) -> Any:
         sid = _str(params, "channel_id")

@@ -16,6 +16,7 @@ reject, close, expire), `commit.py` (staging, the tick's group commit, settle), 
 from __future__ import annotations
 
 import asyncio
+from collections import OrderedDict
 from typing import Any, Awaitable, Callable, Iterable, Iterator, Optional, Sequence, Union
 
 from turnflow.runtime.adapters import builtin_adapters
@@ -43,6 +44,10 @@ from turnflow.runtime.hub.sweeper import Sweeper
 __all__ = ["HUB_SENDER", "Hub", "HydrateReport", "Listener"]
 
 _ACTIVE = SessionState.ACTIVE  # (a module constant: `SessionState.ACTIVE` is a descriptor lookup, ~60 ns)
+# ended sessions a hub that lets them go (`keep_ended=False`) keeps, the last that ended or were read
+# back: AG2's client reads the record of the channel it saw close, and many sessions close at once
+# (with 64, 500 consulting sessions at once cost the served hub 9 % more CPU: docs/benchmarks.md)
+ENDED_KEPT = 1024
 
 
 def _audience_ok(audience: Any, pset: frozenset[str]) -> bool:
@@ -68,15 +73,24 @@ def _check_labels(labels: Any) -> None:
 class Hub:
     """Create with `await Hub.open(store, clock=...)`; `clock()` returns epoch seconds (by default
     `clock.STEADY`: the wall clock at start plus monotonic time, so a wall-clock step never makes a
-    deadline pass)."""
+    deadline pass).
+
+    `keep_ended` (default True): `sessions` holds every session the hub has had. With False
+    (`turnflow serve`), a session that has ended (closed or expired: its last envelope committed,
+    folded and delivered) leaves `sessions`, and `open` hydrates only the sessions that have not
+    ended: memory is bounded by the live sessions, not by the history. Every lookup (`metadata`,
+    `info`, `get_session`, `read`, `view`, ...) answers for an ended session as before, reading it
+    back from the store (the last `ENDED_KEPT` read are kept); nothing can be written to it."""
 
     def __init__(self, store: Store, *, clock: Callable[[], float] = STEADY,
-                 adapters: Optional[dict[tuple[str, int], SessionAdapter]] = None) -> None:
+                 adapters: Optional[dict[tuple[str, int], SessionAdapter]] = None, keep_ended: bool = True) -> None:
         self.store = store
         self.clock = clock
         self.adapters = adapters if adapters is not None else builtin_adapters()
         self._as_written: set[int] = set()  # ids of the adapters that need no `ContractAdapter`
         self.sessions: dict[str, LiveSession] = {}  # creation order
+        self.keep_ended = keep_ended
+        self._ended: OrderedDict[str, LiveSession] = OrderedDict()  # (keep_ended=False) read back, LRU
         self.report = HydrateReport()
         # the parts (bus, commits, sweeper); their lists and methods the busy paths use are bound
         # here, so a post reaches them with no more lookups than when they were the hub's own
@@ -107,7 +121,7 @@ class Hub:
         for sid in hub.report.completed_closes:
             live = hub.sessions[sid]
             await hub._finish_close(live, live.pending_close or "workflow_terminated")
-        for sid, live in hub.sessions.items():  # every invite was acked, but the process died before session.opened
+        for sid, live in list(hub.sessions.items()):  # every invite was acked, but the process died before session.opened
             md = live.metadata
             if md.state == SessionState.INVITED and not md.pending_acks and live.corrupt is None:
                 opened = await hub._append_hub(live, EV_SESSION_OPENED, {})
@@ -128,8 +142,9 @@ class Hub:
         with `only`, that one session alone, read by itself (`store.load`: a worker taking it
         over, `inspect --session`), never the whole store. Terminal sessions stay terminal. A
         corrupt record is reported (session, seq) and neither it nor anything after it in that
-        session is folded. (A hub that must hold none of a store's sessions is not hydrated.)"""
-        self.sessions, report = hydrate(self.store, self._complete, only)
+        session is folded. (A hub that must hold none of a store's sessions is not hydrated.)
+        With `keep_ended=False`, the sessions that ended stay in the store (read when asked for)."""
+        self.sessions, report = hydrate(self.store, self._complete, only, ended=self.keep_ended or only is not None)
         self._watched.clear()
         self._watched.update(self.sessions)
         return report
@@ -140,12 +155,76 @@ class Hub:
             self.sessions.pop(sid, None)
             self._watched.pop(sid, None)
 
+    def ended(self, live: LiveSession) -> None:
+        """A session's ending envelope has been committed, folded and delivered: with
+        `keep_ended=False` it leaves `sessions` (and the store drops what it kept of it), kept
+        among the last few ended ones read (`ENDED_KEPT`)."""
+        sid = live.session_id
+        if self.keep_ended or not live.metadata.state.terminal or self.sessions.get(sid) is not live:
+            return
+        del self.sessions[sid]
+        self._watched.pop(sid, None)
+        self.store.forget(sid)
+        self._keep_ended(live)
+
+    def _keep_ended(self, live: LiveSession) -> None:
+        kept = self._ended
+        kept[live.session_id] = live
+        kept.move_to_end(live.session_id)
+        while len(kept) > ENDED_KEPT:
+            kept.popitem(last=False)
+
+    def _read_back(self, session_id: str) -> Optional[LiveSession]:
+        """An ended session this hub does not hold (`keep_ended=False`), rebuilt from the store
+        as hydrate rebuilds it; None for an unknown id, or a session that has not ended (not
+        this hub's: a hub holds every session of its store that has not ended)."""
+        live = self._ended.get(session_id)
+        if live is not None:
+            self._ended.move_to_end(session_id)
+            return live
+        sessions, _ = hydrate(self.store, self._complete, session_id, keep=False)
+        live = sessions.get(session_id)
+        if live is None or not live.metadata.state.terminal:
+            return None
+        self._keep_ended(live)
+        return live
+
+    def sessions_of(self, agent_ids: Iterable[str], limit: int) -> list[SessionMetadata]:
+        """The first `limit` sessions (creation order), ended ones included, with one of
+        `agent_ids` on their roster now. With `keep_ended=False` the store names the candidates
+        (`store.sessions_naming`) and the ended ones are read back."""
+        mine = frozenset(agent_ids)
+        if limit <= 0 or not mine:
+            return []
+        if self.keep_ended:
+            return [live.metadata for live in list(self.sessions.values()) if mine & live.metadata.pset][:limit]
+        found: list[SessionMetadata] = []
+        seen: set[str] = set()
+        names = self.store.sessions_naming(sorted(mine))
+        try:
+            for sid in names:  # (every session whose creation is committed, in creation order)
+                seen.add(sid)
+                live = self.sessions.get(sid) or self._read_back(sid)
+                if live is not None and mine & live.metadata.pset:
+                    found.append(live.metadata)
+                    if len(found) == limit:
+                        return found
+        finally:
+            close = getattr(names, "close", None)
+            if close is not None:
+                close()
+        # sessions opened in this tick, their creation not committed yet: the newest
+        found += [live.metadata for sid, live in list(self.sessions.items()) if sid not in seen and mine & live.metadata.pset]
+        return found[:limit]
+
     # -- lookups --------------------------------------------------------------------------------
     def _live(self, session_id: Any) -> LiveSession:
         check_session_id(session_id)
         live = self.sessions.get(session_id)
         if live is None:
-            raise ProtocolError(f"unknown session id {session_id!r}")
+            live = None if self.keep_ended else self._read_back(session_id)
+            if live is None:
+                raise ProtocolError(f"unknown session id {session_id!r}")
         return live
 
     def metadata(self, session_id: str) -> SessionMetadata:

@@ -26,26 +26,35 @@ class HydrateReport:
     completed_opens: list[str] = field(default_factory=list)
 
 
-def hydrate(store: Store, adapter_for: AdapterLookup, only: Optional[str] = None
-            ) -> tuple[dict[str, LiveSession], HydrateReport]:
+def hydrate(store: Store, adapter_for: AdapterLookup, only: Optional[str] = None, *, ended: bool = True,
+            keep: bool = True) -> tuple[dict[str, LiveSession], HydrateReport]:
     """Every session of `store` (creation order), rebuilt — with `only`, that one session alone,
-    read by itself (`store.load`), never the whole store — and what was found. Terminal sessions
-    stay terminal. A corrupt record is reported (session, seq) and neither it nor anything after
-    it in that session is folded."""
+    read by itself (`store.load`; with `keep=False`, `store.read_range`: nothing kept by the
+    store), never the whole store — and what was found. Terminal sessions stay terminal; with
+    `ended=False` those whose log ends with `session.closed` / `session.expired` are left in the
+    store, not read (`store.open_sessions`). A corrupt record is reported (session, seq) and
+    neither it nor anything after it in that session is folded."""
     report = HydrateReport()
     sessions: dict[str, LiveSession] = {}
+    items: Iterable[Union[Envelope, Corrupt]]
     if only is None:  # (both streamed: read as they are iterated)
-        records: Iterable[Union[dict[str, Any], Corrupt]] = store.sessions()
-        items: Iterable[Union[Envelope, Corrupt]] = store.stream()
+        records: Iterable[Union[dict[str, Any], Corrupt]] = store.sessions() if ended else store.open_sessions()
+        wanted: Optional[set[str]] = None if ended else set()
     else:
         record = store.session_record(only)
         records = () if record is None else (record,)
-        items = store.load(only)
+        wanted = None
     for rec in records:
+        if wanted is not None:
+            wanted.add(rec.session_id if isinstance(rec, Corrupt) else str(rec.get("session_id")))
         live = _session(rec, adapter_for, report)
         if live is not None:
             sessions[live.session_id] = live
             report.sessions += 1
+    if only is None:
+        items = store.stream() if wanted is None else store.stream(only=wanted)
+    else:
+        items = store.load(only) if keep else store.read_range(only)
     for item in items:
         _record(sessions, item, report)
     report.completed_closes = [sid for sid, live in sessions.items()
@@ -71,6 +80,8 @@ def _session(rec: Union[dict[str, Any], Corrupt], adapter_for: AdapterLookup,
         report.problems.append(Corrupt(md.session_id, 0, f"no adapter for {md.manifest.type!r} "
                                                          f"v{md.manifest.version}"))
         return None
+    if md.manifest == adapter.manifest:  # the adapter's own, as the session had it when it ran (its
+        md.manifest = adapter.manifest  # dicts in their order, not the record's sorted one; one object)
     md.expires_at = md.created_at + md.ttl_seconds if md.ttl_seconds else None
     try:
         state = adapter.initial_state(md)

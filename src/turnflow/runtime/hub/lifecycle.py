@@ -148,16 +148,22 @@ class Lifecycle:
         """Write and deliver `session.closed` (None: the session had ended meanwhile)."""
         hub = self.hub
         md = live.metadata
-        env = await hub._append_hub(live, EV_SESSION_CLOSED, {"reason": reason}, sender=md.creator_id)
-        if env is not None and (hub.listeners or hub._session_listeners):
-            await hub._deliver(env, md)
+        try:
+            env = await hub._append_hub(live, EV_SESSION_CLOSED, {"reason": reason}, sender=md.creator_id)
+            if env is not None and (hub.listeners or hub._session_listeners):
+                await hub._deliver(env, md)
+        finally:
+            hub.ended(live)  # (once it has ended: a hub that does not keep ended sessions lets it go)
         return env
 
     async def expire(self, live: LiveSession) -> Optional[Envelope]:
         """Write and deliver `session.expired` (the TTL sweeper)."""
         hub = self.hub
         md = live.metadata
-        env = await hub._append_hub(live, EV_SESSION_EXPIRED, {"reason": "ttl_expired"}, sender=md.creator_id)
-        if env is not None:
-            await hub._deliver(env, md)
+        try:
+            env = await hub._append_hub(live, EV_SESSION_EXPIRED, {"reason": "ttl_expired"}, sender=md.creator_id)
+            if env is not None:
+                await hub._deliver(env, md)
+        finally:
+            hub.ended(live)
         return env

@@ -22,8 +22,11 @@ statement) and resolves the future on the caller's event loop. Either way the hu
 only once the future is done, so no post returns before its envelope is committed (nor an
 awaited telemetry emit before its record is).
 
-Reading: `sessions()` + `stream()` are what a hydrate streams; `session_record` + `load` read one
-session (`Hub.hydrate(only=...)`: a worker taking it over, `inspect --session`); `summary()`
+Reading: `sessions()` + `stream()` are what a hydrate streams (`open_sessions()` + `stream(only=...)`
+for a hub that holds only the sessions that have not ended: `turnflow serve`); `session_record` +
+`load` read one session (`Hub.hydrate(only=...)`: a worker taking it over, `inspect --session`),
+`session_record` + `read_range` one that ended, for such a hub, without keeping it;
+`sessions_naming(agent_ids)` the sessions an agent may take part in (`Hub.sessions_of`); `summary()`
 aggregates the whole store inside the database (`inspect --summary`). No SQL crosses the contract: each engine keeps its own. A store's
 `dialect` says which engine it is (the task list it keeps beside the log: task_queue.py) and
 whether several processes share it — no caller compares engine names.
@@ -33,7 +36,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Any, Iterator, Optional, Protocol, Union
+from typing import Any, Container, Iterator, Optional, Protocol, Sequence, Union
 
 from turnflow.runtime.envelope import Envelope
 from turnflow.runtime.store.records import CommitUnits, Corrupt, LogSummary, Refusals
@@ -74,7 +77,18 @@ class Store(Protocol):
     # -- reading --------------------------------------------------------------------------------
     def last_global_seq(self) -> int: ...
     def sessions(self) -> Iterator[Union[dict[str, Any], Corrupt]]: ...
-    def stream(self) -> Iterator[Union[Envelope, Corrupt]]: ...
+    def open_sessions(self) -> Iterator[Union[dict[str, Any], Corrupt]]:
+        """`sessions()` without those whose log ends with `session.closed` or `session.expired`
+        (one query: the logs are not read)."""
+        ...
+
+    def sessions_naming(self, agent_ids: Sequence[str]) -> Iterator[str]:
+        """Ids (creation order) of the sessions that have had one of `agent_ids` on their roster
+        (at creation or added since; a removed one is still named): a superset of the sessions
+        those agents are on the roster of now."""
+        ...
+
+    def stream(self, only: Optional[Container[str]] = None) -> Iterator[Union[Envelope, Corrupt]]: ...
     def session_record(self, session_id: str) -> Optional[Union[dict[str, Any], Corrupt]]: ...
     def read_range(self, session_id: str, start: int = 1,
                    end: Optional[int] = None) -> Iterator[Union[Envelope, Corrupt]]: ...

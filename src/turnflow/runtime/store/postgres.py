@@ -36,7 +36,7 @@ import threading
 import time
 from collections import deque
 from types import ModuleType
-from typing import Any, Iterator, Optional, TypeGuard, Union
+from typing import Any, Container, Iterator, Optional, Sequence, TypeGuard, Union
 
 from turnflow.runtime.envelope import Envelope
 from turnflow.runtime.clock import reconnect_seconds
@@ -45,7 +45,7 @@ from turnflow.runtime.session import check_session_id
 from turnflow.runtime.store.contract import POSTGRESQL, Dialect
 from turnflow.runtime.store.postgres_leases import TaskLeases
 from turnflow.runtime.store.records import (CommitUnits, Corrupt, EnvelopeRow, LogSummary, Refusals, SessionEnds, SessionRow,
-                                            TelemetryRow, decode_envelope, decode_session)
+                                            TelemetryRow, decode_envelope, decode_session, json_text)
 from turnflow.runtime.tasks import LeaseLost
 
 SCHEMA_VERSION = 1
@@ -89,6 +89,15 @@ _DDL = [
         result text)""",
     "CREATE INDEX IF NOT EXISTS turnflow_tasks_by_state ON turnflow_tasks (state, ord)",
     "CREATE INDEX IF NOT EXISTS turnflow_tasks_by_session ON turnflow_tasks (session_id)",
+    # the envelopes that add a participant (filling `turnflow_session_agents` on an older store)
+    "CREATE INDEX IF NOT EXISTS turnflow_envelopes_membership ON turnflow_envelopes (session_id) "
+    "WHERE event_type = 'participant.added'",
+    # who has been on each session's roster (`sessions_naming`), written by the group commit with
+    # the creation record and each envelope adding a participant; made and filled when an older store
+    # is opened for writing (its schema version is unchanged; a store without it is read by a scan)
+    "CREATE TABLE IF NOT EXISTS turnflow_session_agents (agent_id text NOT NULL, session_id text NOT NULL, "
+    "PRIMARY KEY (agent_id, session_id))",
+    "CREATE INDEX IF NOT EXISTS turnflow_session_agents_by_session ON turnflow_session_agents (session_id)",
 ]
 
 # One statement per group commit (autocommit: the statement is its transaction, one round trip).
@@ -99,6 +108,11 @@ _DDL = [
 _S_IN = "json_to_recordset(%(s)s::json) AS x (sid text, task text, rec text, crc bigint)"
 _E_IN = "json_to_recordset(%(e)s::json) AS v (g bigint, sid text, seq integer, ev text, rec text, crc bigint)"
 _T_IN = "json_to_recordset(%(t)s::json) AS x (sid text, rec text)"
+
+
+# a creation record's participants (x.rec), an empty array where it has none
+_ROSTER = ("CASE WHEN json_typeof(x.rec::json -> 'participants') = 'array' THEN x.rec::json -> 'participants' "
+           "ELSE '[]'::json END")
 
 
 @functools.lru_cache(maxsize=None)
@@ -114,6 +128,10 @@ def commit_sql(held: bool, sessions: bool, envelopes: bool, telemetry: bool, fin
         ctes.append("s_ok AS (INSERT INTO turnflow_sessions (session_id, task_id, record, crc) "
                     f"SELECT x.sid, x.task, x.rec, x.crc FROM s_in x{leases.session_filter() if leases else ''} "
                     "RETURNING session_id)")
+        ctes.append(f"s_agents AS (INSERT INTO turnflow_session_agents (agent_id, session_id) SELECT p ->> 'agent_id', "
+                    f"x.sid FROM s_in x CROSS JOIN LATERAL json_array_elements({_ROSTER}) p "
+                    "WHERE x.sid IN (SELECT session_id FROM s_ok) AND json_typeof(p -> 'agent_id') = 'string' "
+                    "ON CONFLICT DO NOTHING)")
         out.append("SELECT 0, session_id FROM s_ok")
     if envelopes:
         # THE INVARIANT (no hole, whatever dies when): a session's rows are written only when they
@@ -137,6 +155,11 @@ def commit_sql(held: bool, sessions: bool, envelopes: bool, telemetry: bool, fin
             where += " AND (" + leases.envelope_filter(sessions).removeprefix(" WHERE ") + ")"
         ctes.append("e_ok AS (INSERT INTO turnflow_envelopes (gseq, session_id, seq, event_type, record, crc) "
                     f"SELECT v.g, v.sid, v.seq, v.ev, v.rec, v.crc FROM e_in v{where} ORDER BY v.g RETURNING gseq)")
+        # (the envelopes adding a participant picked first, OFFSET 0: no other record is parsed)
+        ctes.append("e_agents AS (INSERT INTO turnflow_session_agents (agent_id, session_id) SELECT "
+                    "a.rec::json -> 'event_data' ->> 'agent_id', a.sid FROM (SELECT v.sid, v.rec FROM e_in v "
+                    "WHERE v.ev = 'participant.added' AND v.g IN (SELECT gseq FROM e_ok) OFFSET 0) a "
+                    "WHERE json_typeof(a.rec::json -> 'event_data' -> 'agent_id') = 'string' ON CONFLICT DO NOTHING)")
         out.append("SELECT 1, gseq::text FROM e_ok")
         out.append("SELECT 3, sid FROM e_next")
     if telemetry:
@@ -169,6 +192,27 @@ _ENDS = (f"SELECT substr(term, 11, strpos(term, '|') - 11), substr(term, strpos(
          f"FROM ({_PER_SESSION}) per GROUP BY 1, 2, 3")
 _TURNS = f"SELECT turns, COUNT(*) FROM ({_PER_SESSION}) per GROUP BY turns ORDER BY turns"
 
+
+# `sessions_naming`: the sessions whose creation record, or an envelope adding a participant, holds the text
+_NAMING = ("SELECT s.session_id FROM turnflow_sessions s WHERE s.session_id IN (SELECT a.session_id FROM "
+           "turnflow_session_agents a WHERE a.agent_id = ANY(%(a)s::text[])) ORDER BY s.n")
+# (a store opened read-only without that table: the records that hold one of the ids, as records write them)
+_HOLDS = "EXISTS (SELECT 1 FROM unnest(%(t)s::text[]) t WHERE strpos(record, t) > 0)"
+_NAMING_SCAN = (f"SELECT session_id FROM turnflow_sessions WHERE {_HOLDS} OR session_id IN "
+                f"(SELECT session_id FROM turnflow_envelopes WHERE event_type = 'participant.added' AND {_HOLDS}) "
+                "ORDER BY n")
+# an older store's sessions and roster additions missing from `turnflow_session_agents` (filled at open)
+_MISSING_SESSIONS = ("SELECT s.session_id, s.record, s.crc FROM turnflow_sessions s WHERE NOT EXISTS "
+                     "(SELECT 1 FROM turnflow_session_agents a WHERE a.session_id = s.session_id)")
+_ADDITIONS = "SELECT session_id, seq, record, crc FROM turnflow_envelopes WHERE event_type = 'participant.added'"
+# `open_sessions`: the creation records of the sessions whose last envelope is not an ending one
+# (one index lookup per session: the logs are not read)
+_OPEN = """
+SELECT s.session_id, s.record, s.crc FROM turnflow_sessions s
+WHERE COALESCE((SELECT e.event_type FROM turnflow_envelopes e WHERE e.session_id = s.session_id
+                ORDER BY e.seq DESC LIMIT 1), '') NOT IN ('session.closed', 'session.expired')
+ORDER BY s.n
+"""
 
 _TABLES = ("turnflow_sessions", "turnflow_envelopes", "turnflow_telemetry", "turnflow_tasks")
 
@@ -336,6 +380,7 @@ class PostgresStore:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
             for stmt in _DDL:
                 conn.execute(stmt)
+            _fill_session_agents(conn)
             rows = conn.execute("SELECT version FROM turnflow_schema").fetchall()
             if not rows:
                 conn.execute("INSERT INTO turnflow_schema (version) VALUES (%s)", (SCHEMA_VERSION,))
@@ -639,8 +684,12 @@ class PostgresStore:
             self._cache.pop(env.session_id, None)
 
     def forget(self, session_id: str) -> None:
-        """Drop this process's copy of a session's log (the batch runner calls it when a task ends)."""
+        """Drop this process's copy of a session's log (the batch runner calls it when a task ends;
+        a hub that lets its ended sessions go, when one ends). Its last seq is kept for a batch
+        worker until the task's finish reads it."""
         self._cache.pop(session_id, None)
+        if self.worker is None:  # (no task finish will ask for it)
+            self._tails.pop(session_id, None)
 
     def flush(self) -> None:
         """Wait until everything queued so far is committed."""
@@ -693,12 +742,33 @@ class PostgresStore:
         return None
 
     def sessions(self) -> Iterator[Union[dict[str, Any], Corrupt]]:
+        return self._session_rows("SELECT session_id, record, crc FROM turnflow_sessions ORDER BY n")
+
+    def open_sessions(self) -> Iterator[Union[dict[str, Any], Corrupt]]:
+        """`sessions()` without those whose log ends with `session.closed` or `session.expired`."""
+        return self._session_rows(_OPEN)
+
+    def _session_rows(self, query: str) -> Iterator[Union[dict[str, Any], Corrupt]]:
         with self.pool.connection() as conn, conn.transaction():
             with conn.cursor(name="turnflow_sessions_scan") as cur:
                 cur.itersize = 512
-                cur.execute("SELECT session_id, record, crc FROM turnflow_sessions ORDER BY n")
+                cur.execute(query)
                 for sid, text, crc in cur:
                     yield decode_session(sid, text, crc)
+
+    def sessions_naming(self, agent_ids: Sequence[str]) -> Iterator[str]:
+        """The ids (creation order, streamed) of the sessions that have had one of `agent_ids` on
+        their roster (at creation, or added since)."""
+        with self.pool.connection() as conn, conn.transaction():
+            table = conn.execute("SELECT to_regclass('turnflow_session_agents') IS NOT NULL").fetchone()[0]
+            with conn.cursor(name="turnflow_sessions_naming") as cur:
+                cur.itersize = 256
+                if table:
+                    cur.execute(_NAMING, {"a": list(agent_ids)})
+                else:  # (a store opened read-only that no writer of this version has opened)
+                    cur.execute(_NAMING_SCAN, {"t": [json_text(a) for a in agent_ids]})
+                for (sid,) in cur:
+                    yield sid
 
     def session_record(self, session_id: str) -> Optional[Union[dict[str, Any], Corrupt]]:
         check_session_id(session_id)
@@ -707,15 +777,17 @@ class PostgresStore:
                                (session_id,)).fetchone()
         return None if row is None else decode_session(*row)
 
-    def stream(self) -> Iterator[Union[Envelope, Corrupt]]:
+    def stream(self, only: Optional[Container[str]] = None) -> Iterator[Union[Envelope, Corrupt]]:
         """Every envelope in commit order (each session's in `seq` order), streamed through a
-        server-side cursor: memory stays bounded."""
+        server-side cursor: memory stays bounded. With `only`, those of the sessions it holds
+        (the others' records are not decoded)."""
         with self.pool.connection() as conn, conn.transaction():
             with conn.cursor(name="turnflow_envelopes_scan") as cur:
                 cur.itersize = 1024
                 cur.execute("SELECT session_id, seq, record, crc FROM turnflow_envelopes ORDER BY n")
                 for sid, seq, text, crc in cur:
-                    yield decode_envelope(sid, seq, text, crc)
+                    if only is None or sid in only:
+                        yield decode_envelope(sid, seq, text, crc)
 
     def read_range(self, session_id: str, start: int = 1, end: Optional[int] = None) -> Iterator[Union[Envelope, Corrupt]]:
         check_session_id(session_id)
@@ -758,6 +830,27 @@ class PostgresStore:
             pass
 
 
+
+
+def _fill_session_agents(conn: Any) -> None:
+    """What `turnflow_session_agents` lacks (an older store, or one an older version wrote to): the
+    rosters of the sessions without a row, and every roster addition (records failing their
+    checksum skipped: reading them reports them)."""
+    rows: list[tuple[str, str]] = []
+    for sid, text, crc in conn.execute(_MISSING_SESSIONS):
+        rec = decode_session(sid, text, crc)
+        parts = rec.get("participants") if isinstance(rec, dict) else None
+        rows += [(p["agent_id"], sid) for p in parts if isinstance(p, dict) and isinstance(p.get("agent_id"), str)] \
+            if isinstance(parts, list) else []
+    for sid, seq, text, crc in conn.execute(_ADDITIONS):
+        env = decode_envelope(sid, seq, text, crc)
+        who = env.event_data.get("agent_id") if isinstance(env, Envelope) else None
+        if isinstance(who, str):
+            rows.append((who, sid))
+    if rows:
+        with conn.cursor() as cur:
+            cur.executemany("INSERT INTO turnflow_session_agents (agent_id, session_id) VALUES (%s, %s) "
+                            "ON CONFLICT DO NOTHING", rows)
 
 
 def _refusals(u: _Unit, made: set[str], envs: set[str], follows: set[str]) -> Refusals:

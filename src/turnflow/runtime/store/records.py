@@ -107,6 +107,11 @@ def _compact(x: Any, enc: Optional[Callable[[Any, int], Iterable[str]]], referen
 
 
 _ESCAPE = json.encoder.encode_basestring_ascii
+
+
+def json_text(text: str) -> str:
+    """A string as every record writes it (a JSON string, ASCII with escapes)."""
+    return _ESCAPE(text)
 # `json.dumps(x, separators=(",", ":"))` and `json.dumps(x, sort_keys=True, separators=(",", ":"))`, their
 # encoders built once (`json.dumps` builds one per call when given any argument: the same text and errors)
 _COMPACT = json.JSONEncoder(separators=(",", ":")).encode

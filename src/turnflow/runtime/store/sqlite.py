@@ -27,14 +27,15 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-from typing import Any, Iterator, Optional, Union
+from typing import Any, Container, Iterator, Optional, Sequence, Union
 
+from turnflow.runtime.envelope import EV_PARTICIPANT_ADDED as _PARTICIPANT_ADDED
 from turnflow.runtime.envelope import Envelope
 from turnflow.runtime.errors import StoreError, StoreFailed
 from turnflow.runtime.session import check_session_id
 from turnflow.runtime.store.contract import SQLITE, Dialect
 from turnflow.runtime.store.records import (CommitUnits, Corrupt, EnvelopeRow, LogSummary, Refusals, SessionEnds, SessionRow,
-                                            TelemetryRow, checksum, decode_envelope, decode_session)
+                                            TelemetryRow, checksum, decode_envelope, decode_session, json_text)
 from turnflow.runtime.store.sqlite_lock import NOBLOCK as _NOBLOCK
 from turnflow.runtime.store.sqlite_lock import WriterLock as _WriterLock
 
@@ -53,6 +54,42 @@ CREATE TABLE IF NOT EXISTS telemetry (id INTEGER PRIMARY KEY, session_id TEXT NO
 
 
 _TABLES = {"meta", "sessions", "envelopes", "telemetry"}
+
+# who has been on each session's roster (`sessions_naming`): a table of (agent id, session id),
+# written in the same transaction as the session's creation record (its participants, taken from
+# the record by SQLite) and as each envelope adding a participant (the row's event type compared in
+# Python: nothing is parsed per other envelope). Made when a store is opened for writing and filled
+# then with what it lacks (an older store, or one an older version wrote to: the sessions without
+# a row, and the envelopes adding a participant that the open's check reads anyway). The store's
+# format is unchanged; a store without the table is read the same way, by a scan.
+_AGENTS_TABLE = ("CREATE TABLE IF NOT EXISTS session_agents (agent_id TEXT NOT NULL, session_id TEXT NOT NULL, "
+                 "PRIMARY KEY (agent_id, session_id)) WITHOUT ROWID")
+_PARTICIPANTS = ("INSERT OR IGNORE INTO session_agents (agent_id, session_id) SELECT json_extract(p.value, '$.agent_id'), "
+                 "{sid} FROM {source} json_each(CASE WHEN json_valid({rec}) THEN {rec} ELSE '{{}}' END, '$.participants') p "
+                 "WHERE json_type(p.value, '$.agent_id') = 'text'{more}")
+_AGENTS_OF = _PARTICIPANTS.format(sid="?1", source="", rec="?2", more="")  # (session id, creation record)
+_AGENTS_MISSING = _PARTICIPANTS.format(sid="s.session_id", source="sessions s,", rec="s.record",
+                                       more=" AND s.session_id NOT IN (SELECT session_id FROM session_agents)")
+_AGENT_ADDED = ("INSERT OR IGNORE INTO session_agents (agent_id, session_id) SELECT json_extract(?2, '$.event_data.agent_id'), "
+                "?1 WHERE json_valid(?2) AND json_type(?2, '$.event_data.agent_id') = 'text'")  # (session id, record)
+_ADDED_TEXT = '"event_type":"participant.added"'  # in the record of each (records.py writes it so)
+# `sessions_naming` (?1: a JSON array of agent ids): the table's rows of those agents, then their
+# sessions by id, sorted by creation (CROSS JOIN: in that order, not the sessions table scanned)
+_NAMING = ("SELECT s.session_id FROM (SELECT DISTINCT a.session_id FROM json_each(?1) t CROSS JOIN session_agents a "
+           "ON a.agent_id = t.value) m CROSS JOIN sessions s ON s.session_id = m.session_id ORDER BY s.n")
+# (a store without the table: the records that hold one of the ids, as records write them, ?2)
+_HOLDS = "EXISTS (SELECT 1 FROM json_each(?2) t WHERE instr(record, t.value) > 0)"
+_NAMING_SCAN = (f"SELECT session_id FROM sessions WHERE {_HOLDS} OR session_id IN (SELECT session_id FROM envelopes "
+                f"WHERE instr(record, '{_ADDED_TEXT}') > 0 AND {_HOLDS}) ORDER BY n")
+# `open_sessions`: the creation records of the sessions whose last envelope is not an ending one
+# (one index lookup and one record's event type per session: the logs are not read)
+_OPEN = """
+SELECT s.session_id, s.record, s.crc FROM sessions s
+WHERE COALESCE((SELECT CASE WHEN json_valid(e.record) THEN json_extract(e.record, '$.event_type') END
+                FROM envelopes e WHERE e.session_id = s.session_id ORDER BY e.seq DESC LIMIT 1), '')
+      NOT IN ('session.closed', 'session.expired')
+ORDER BY s.n
+"""
 
 
 # `summary()`: one row per session — its turns, its first ending envelope as one sortable value
@@ -122,8 +159,9 @@ class SQLiteStore:
             self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             self.db.text_factory = _text  # bytes that are not UTF-8 fail the record's checksum, not the read
             existing = self._check_format(empty_ok=True)
+            added: list[tuple[str, str]] = []  # the envelopes adding a participant, found by the check
             if existing:  # a damaged file is refused before anything is written to it
-                problem = self._damage() or self._records_damage()
+                problem = self._damage() or self._records_damage(added)
                 if problem is not None:
                     raise StoreError(f"{path}: the store is damaged ({problem}); nothing was written. "
                                      "`turnflow inspect` shows what is still readable")
@@ -141,6 +179,7 @@ class SQLiteStore:
             if not existing:
                 self.db.executescript(_SCHEMA)
                 self.db.execute("INSERT INTO meta (key, value) VALUES ('format', ?)", (FORMAT,))
+            self._roster_changes(added)
             if self._lock is not None:
                 self._lock.start(self._identity(), *self._held(), durability == "full")
         except sqlite3.DatabaseError as exc:
@@ -151,6 +190,21 @@ class SQLiteStore:
             raise StoreError(f"{path}: cannot open as a turnflow store: {exc}") from None
         except BaseException:
             self.close()
+            raise
+
+    def _roster_changes(self, added: list[tuple[str, str]]) -> None:
+        """The table of who has been on each session's roster (`sessions_naming`), made if missing,
+        with what it lacks: the sessions without a row, the envelopes adding a participant
+        (`added`: those the open's check found)."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self.db.execute(_AGENTS_TABLE)
+            self.db.execute(_AGENTS_MISSING)
+            self.db.executemany(_AGENT_ADDED, added)
+            self.db.execute("COMMIT")
+        except BaseException:
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
             raise
 
     def _open_read_only(self, path: str) -> None:
@@ -225,11 +279,12 @@ class SQLiteStore:
                     return f"task {str(row[0])[:40]!r}: {problem}"
         return None
 
-    def _records_damage(self) -> Optional[str]:
+    def _records_damage(self, added: list[tuple[str, str]]) -> Optional[str]:
         """The first row a writer would trust that does not decode — a meta row that is not ours,
         a session or envelope record failing its checksum or missing a column — or None. Every
         record is read once (one pass, the checksums only; measured in docs/benchmarks.md), so a
-        writer never adds to a store it could not read back whole."""
+        writer never adds to a store it could not read back whole. The envelopes adding a
+        participant are put in `added` (session, record) as they are read."""
         problem = self._meta_damage() or self._tasks_damage()
         if problem:
             return problem
@@ -240,6 +295,8 @@ class SQLiteStore:
             if not (isinstance(sid, str) and isinstance(seq, int) and isinstance(text, str)
                     and isinstance(crc, int)) or checksum(sid, seq, text) != crc:
                 return f"session {str(sid)[:40]} seq {seq}: the record fails its checksum"
+            if _ADDED_TEXT in text:
+                added.append((sid, text))
         return None
 
     def _check_format(self, empty_ok: bool) -> bool:
@@ -356,9 +413,13 @@ class SQLiteStore:
         try:
             if sessions:  # (session_id, task_id, record, crc): the task id is PostgreSQL's
                 db.executemany("INSERT INTO sessions (session_id, record, crc) VALUES (?1, ?3, ?4)", sessions)
+                db.executemany(_AGENTS_OF, [(r[0], r[2]) for r in sessions])
             if rows:  # (gseq, session_id, seq, event_type, record, crc): the type is inside the record
                 db.executemany("INSERT INTO envelopes (gseq, session_id, seq, record, crc) VALUES (?1, ?2, ?3, ?5, ?6)",
                                rows)
+                added = [(r[1], r[4]) for r in rows if r[3] == _PARTICIPANT_ADDED]
+                if added:
+                    db.executemany(_AGENT_ADDED, added)
             if telemetry:
                 db.executemany("INSERT INTO telemetry (session_id, record) VALUES (?, ?)", telemetry)
             db.execute("COMMIT")
@@ -376,13 +437,36 @@ class SQLiteStore:
         return row[0] or 0
 
     def sessions(self) -> Iterator[Union[dict[str, Any], Corrupt]]:
+        return self._session_rows("SELECT session_id, record, crc FROM sessions ORDER BY n")
+
+    def open_sessions(self) -> Iterator[Union[dict[str, Any], Corrupt]]:
+        """`sessions()` without those whose log ends with `session.closed` or `session.expired`."""
+        return self._session_rows(_OPEN)
+
+    def _session_rows(self, query: str) -> Iterator[Union[dict[str, Any], Corrupt]]:
         try:
-            rows = self.db.execute("SELECT session_id, record, crc FROM sessions ORDER BY n").fetchall()
+            rows = self.db.execute(query).fetchall()
         except sqlite3.DatabaseError as exc:  # a damaged file: report it, and read nothing more
             yield Corrupt("(store)", 0, f"the sessions table cannot be read: {exc}")
             return
         for sid, text, crc in rows:
             yield decode_session(sid, text, crc)
+
+    def sessions_naming(self, agent_ids: Sequence[str]) -> Iterator[str]:
+        """The ids (creation order, streamed) of the sessions that have had one of `agent_ids` on
+        their roster (at creation, or added since)."""
+        cur = self.db.cursor()
+        table = self.db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'session_agents'")
+        if table.fetchone():
+            cur.execute(_NAMING, (json.dumps(list(agent_ids)),))
+        else:  # (a store opened read-only that no writer of this version has opened)
+            cur.execute(_NAMING_SCAN, (None, json.dumps([json_text(a) for a in agent_ids])))
+        while True:
+            rows = cur.fetchmany(256)
+            if not rows:
+                return
+            for (sid,) in rows:
+                yield sid
 
     def session_record(self, session_id: str) -> Optional[Union[dict[str, Any], Corrupt]]:
         """One session's creation record (checked like `sessions` checks it), or None."""
@@ -407,8 +491,9 @@ class SQLiteStore:
             tasks = {str(s): int(n) for s, n in db.execute("SELECT state, COUNT(*) FROM turnflow_tasks GROUP BY state")}
         return LogSummary(SQLITE.name, envelopes, ends, turns, tasks)
 
-    def stream(self) -> Iterator[Union[Envelope, Corrupt]]:
-        """Every envelope of every session in append order, streamed (bounded memory)."""
+    def stream(self, only: Optional[Container[str]] = None) -> Iterator[Union[Envelope, Corrupt]]:
+        """Every envelope of every session in append order, streamed (bounded memory); with
+        `only`, those of the sessions it holds (the others' records are not decoded)."""
         cur = self.db.cursor()
         cur.arraysize = 512
         try:
@@ -425,7 +510,8 @@ class SQLiteStore:
             if not rows:
                 return
             for sid, seq, text, crc in rows:
-                yield decode_envelope(sid, seq, text, crc)
+                if only is None or sid in only:
+                    yield decode_envelope(sid, seq, text, crc)
 
     def read_range(self, session_id: str, start: int = 1, end: Optional[int] = None) -> Iterator[Union[Envelope, Corrupt]]:
         check_session_id(session_id)

@@ -1,0 +1,213 @@
+"""A hub with `keep_ended=False` (what `turnflow serve` runs, docs/runtime.md "Ended sessions"):
+a session that has ended — closed, expired, rejected, closed by an expectation — leaves
+`Hub.sessions`, and every lookup answers for it as before, read back from the store; a hub opened
+over a store hydrates only the sessions that have not ended. On both engines."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from runtime_helpers import CHAIN, FakeClock, active
+from turnflow.runtime.envelope import EV_PARTICIPANT_ADDED, EV_TEXT, Envelope
+from turnflow.runtime.hub import Hub
+from turnflow.runtime.session import Participant
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def open_store(request, tmp_path):
+    """A function opening the test's store (again: a restart)."""
+    made = []
+
+    def opener():
+        if request.param == "sqlite":
+            from turnflow.runtime.store import SQLiteStore
+
+            return SQLiteStore(str(tmp_path / "hub.db"))
+        from turnflow.runtime.store.postgres import PostgresStore
+
+        url = request.getfixturevalue("pg_url")
+        made.append(url)
+        return PostgresStore(url)
+    return opener
+
+
+def text(sid, who, t="hi"):
+    return Envelope(sid, who, None, EV_TEXT, {"text": t})
+
+
+async def outcome(call):
+    try:
+        return ("ok", await call) if asyncio.iscoroutine(call) or isinstance(call, asyncio.Future) else ("ok", call)
+    except Exception as exc:
+        return ("error", type(exc).__name__, str(exc))
+
+
+async def answers(hub, sid, who):
+    """Every lookup and every refused write of one ended session."""
+    got = {"info": hub.info(sid), "metadata": repr(hub.metadata(sid)), "record": repr(await hub.get_session(sid)),
+           "view": list(hub.view(sid, who)), "view all": list(hub.view(sid, None)),
+           "read": [e.to_record() for e in hub.read(sid)], "read 2": [e.to_record() for e in hub.read(sid, 2, 3)],
+           "state": repr(hub.adapter_state(sid)), "expected": hub.expected_next(sid)}
+    for name, call in (("post", lambda: hub.post(text(sid, who))), ("ack", lambda: hub.ack(sid, who)),
+                       ("reject", lambda: hub.reject(sid, who)), ("close", lambda: hub.close(sid))):
+        got[name] = await outcome(call())
+    got["sessions_of"] = [m.session_id for m in hub.sessions_of([who], 50)]
+    return got
+
+
+def test_ended_sessions_leave_memory_and_answer_as_before(open_store):
+    """Differential: each way a session ends, the answers while the hub holds it (told to keep it)
+    and once it has let it go (read back from the store, nothing of it kept) are the same."""
+    async def go():
+        clock = FakeClock()
+        hub = await Hub.open(open_store(), clock=clock, keep_ended=False)
+        try:
+            pair = [Participant("q", "initiator", 0), Participant("r", "respondent", 1)]
+            ends = {}
+            hub.keep_ended = True  # held once ended: the answers before they leave memory
+            md = await active(hub, "conversation", ["x", "y"])
+            await hub.post(text(md.session_id, "x"))
+            await hub.close(md.session_id, "done")
+            ends["closed"] = md.session_id, "x"
+            md = await active(hub, "conversation", ["x", "y"], ttl_seconds=5)
+            await hub.post(text(md.session_id, "x", "before the end"))
+            clock.advance(6)
+            await hub.sweep()
+            ends["expired"] = md.session_id, "y"
+            md = await hub.open_session("workflow", ["a", "b", "c"], knobs={"graph": CHAIN})
+            await hub.reject(md.session_id, "c", "busy")
+            ends["rejected"] = md.session_id, "b"
+            md = await hub.open_session("consulting", pair)
+            clock.advance(31)
+            await hub.sweep()  # acks_within: closed by the sweeper
+            ends["acks_within"] = md.session_id, "q"
+            md = await active(hub, "discussion", ["x", "y"])
+            await hub.post(Envelope(md.session_id, "x", None, EV_PARTICIPANT_ADDED, {"agent_id": "zed"}))
+            await hub.post(text(md.session_id, "x", "welcome"))
+            await hub.close(md.session_id)
+            ends["added"] = md.session_id, "zed"
+            live = await active(hub, "conversation", ["x", "zed"])
+            hub.keep_ended = False
+            assert set(hub.sessions) == {sid for sid, _ in ends.values()} | {live.session_id}
+            for why, (sid, who) in ends.items():
+                before = await answers(hub, sid, who)
+                hub.ended(hub.sessions[sid])
+                assert sid not in hub.sessions, why
+                hub._ended.clear()
+                after = await answers(hub, sid, who)
+                assert after == before, why
+                assert before["post"][0] == "error" and "send refused" in before["post"][2], why
+            assert list(hub.sessions) == [live.session_id]
+            # by themselves, with keep_ended=False, sessions leave memory as they end
+            md = await active(hub, "conversation", ["x", "y"])
+            await hub.close(md.session_id)
+            md2 = await active(hub, "conversation", ["x", "y"], ttl_seconds=1)
+            clock.advance(2)
+            await hub.sweep()
+            assert list(hub.sessions) == [live.session_id] and list(hub._watched) == [live.session_id]
+            assert [m.session_id for m in hub.sessions_of(["zed"], 50)] == [ends["added"][0], live.session_id]
+            listed = [m.session_id for m in hub.sessions_of(["x"], 50)]
+            assert listed == [ends[k][0] for k in ("closed", "expired", "added")] + \
+                [live.session_id, md.session_id, md2.session_id]
+            assert [m.session_id for m in hub.sessions_of(["x", "q"], 3)] == \
+                [ends[k][0] for k in ("closed", "expired", "acks_within")]
+            assert hub.sessions_of(["x"], 0) == [] and hub.sessions_of([], 5) == []
+            for bad in ("0" * 32, "not an id"):
+                with pytest.raises(Exception, match="unknown session id|session id"):
+                    hub.info(bad)
+            return ends, live.session_id
+        finally:
+            await hub.aclose()
+
+    async def again(ends, live):
+        hub = await Hub.open(open_store(), clock=FakeClock(), keep_ended=False)
+        try:
+            assert list(hub.sessions) == [live] and hub.report.sessions == 1
+            for why, (sid, _who) in ends.items():
+                assert hub.info(sid)["state"] in ("closed", "expired"), why
+            assert list(hub.sessions) == [live]
+        finally:
+            await hub.aclose()
+        kept = await Hub.open(open_store(), clock=FakeClock())  # the default: every session held
+        try:
+            assert len(kept.sessions) == len(ends) + 3
+        finally:
+            await kept.aclose()
+
+    ends, live = asyncio.run(go())
+    asyncio.run(again(ends, live))
+
+
+def test_sqlite_finds_the_roster_of_an_older_store_and_never_scans_the_log(tmp_path):
+    """SQLite keeps who has been on each session's roster in a table of its own, written with the
+    creation record and with each envelope adding a participant; a store without it (an older one,
+    or one an older version wrote to) gets it filled when opened for writing, and a read-only one
+    without it is answered by a scan. Listing reads that table and the sessions of its rows, never
+    a table whole."""
+    from turnflow.runtime.store import SQLiteStore
+    from turnflow.runtime.store import sqlite as engine
+
+    path = str(tmp_path / "hub.db")
+
+    async def write():
+        hub = await Hub.open(SQLiteStore(path), clock=FakeClock(), keep_ended=False)
+        md = await active(hub, "discussion", ["x", "y"])
+        await hub.post(Envelope(md.session_id, "x", None, EV_PARTICIPANT_ADDED, {"agent_id": "zed"}))
+        await hub.close(md.session_id)
+        other = await active(hub, "conversation", ["x", "y"])
+        await hub.aclose()
+        return md.session_id, other.session_id
+
+    sid, other = asyncio.run(write())
+    store = SQLiteStore(path)
+    rows = sorted(store.db.execute("SELECT agent_id, session_id FROM session_agents"))
+    assert rows == sorted([("x", sid), ("y", sid), ("zed", sid), ("x", other), ("y", other)])
+    assert list(store.sessions_naming(["zed"])) == [sid]
+    plan = [r[3] for r in store.db.execute("EXPLAIN QUERY PLAN " + engine._NAMING, ('["zed"]',))]
+    scans = [step for step in plan if step.startswith("SCAN")]  # the ids given, and the rows found: no table
+    assert all(step.startswith(("SCAN t VIRTUAL TABLE", "SCAN m")) for step in scans), plan
+    store.db.execute("DROP TABLE session_agents")  # as a store written before it was
+    store.close()
+    readonly = SQLiteStore(path, read_only=True)
+    assert list(readonly.sessions_naming(["zed"])) == [sid]
+    assert list(readonly.sessions_naming(["x"])) == [sid, other]
+    readonly.close()
+    again = SQLiteStore(path)
+    assert sorted(again.db.execute("SELECT agent_id, session_id FROM session_agents")) == rows
+    assert list(again.sessions_naming(["zed"])) == [sid] and list(again.sessions_naming(["y", "x"])) == [sid, other]
+    again.close()
+
+
+def test_postgresql_fills_the_roster_table_of_an_older_store(pg_url):
+    """PostgreSQL's `turnflow_session_agents`: written by the group commit with the creation record
+    and each envelope adding a participant; an older store (without it) gets it made and filled
+    when opened for writing, and one opened read-only without it is answered by a scan."""
+    import psycopg
+
+    from turnflow.runtime.store.postgres import PostgresStore
+
+    async def write():
+        hub = await Hub.open(PostgresStore(pg_url), clock=FakeClock(), keep_ended=False)
+        md = await active(hub, "discussion", ["x", "y"])
+        await hub.post(Envelope(md.session_id, "x", None, EV_PARTICIPANT_ADDED, {"agent_id": "zed"}))
+        await hub.close(md.session_id)
+        other = await active(hub, "conversation", ["x", "y"])
+        await hub.aclose()
+        return md.session_id, other.session_id
+
+    sid, other = asyncio.run(write())
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        rows = sorted(conn.execute("SELECT agent_id, session_id FROM turnflow_session_agents").fetchall())
+        assert rows == sorted([("x", sid), ("y", sid), ("zed", sid), ("x", other), ("y", other)])
+        conn.execute("DROP TABLE turnflow_session_agents")  # as a store written before it was
+    readonly = PostgresStore(pg_url, read_only=True)
+    assert list(readonly.sessions_naming(["zed"])) == [sid]
+    assert list(readonly.sessions_naming(["x"])) == [sid, other]
+    readonly.close()
+    again = PostgresStore(pg_url)
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        assert sorted(conn.execute("SELECT agent_id, session_id FROM turnflow_session_agents").fetchall()) == rows
+    assert list(again.sessions_naming(["zed"])) == [sid] and list(again.sessions_naming(["y", "x"])) == [sid, other]
+    again.close()

@@ -1,0 +1,204 @@
+"""A served hub holds its live sessions, not its history (docs/serve.md, "Memory"): a session that
+has ended leaves `Hub.sessions`, a restarted hub does not hydrate the ended ones, and AG2 1.2.1's
+own client (`HubClient`, unchanged, over a real socket to `turnflow serve` run in this process) gets
+the same answers for an ended session read back from the store as it got while the hub held it."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+pytest.importorskip("websockets")
+pytest.importorskip("ag2")
+
+from turnflow.runtime.hub import Hub  # noqa: E402
+from turnflow.serve.app import Options, serve  # noqa: E402
+
+CLOSED = "ag2.channel.closed"
+
+
+def agent(name, *replies):
+    from ag2 import Agent
+    from ag2.testing import TestConfig
+
+    return Agent(name, config=TestConfig(*replies))
+
+
+def client(url):
+    from ag2.network import HubClient
+    from ag2.network.transport.ws import WsLink
+
+    return HubClient(WsLink(url), rpc_timeout=20)
+
+
+async def with_served(store, monkeypatch, body):
+    """`turnflow serve` on `store` in this process (its hub kept for the test), `body(url, hub)` run against it."""
+    hubs = []
+    opened = Hub.open.__func__
+
+    async def keep(cls, st, **kw):
+        hub = await opened(cls, st, **kw)
+        hubs.append(hub)
+        return hub
+
+    monkeypatch.setattr(Hub, "open", classmethod(keep))
+    urls: asyncio.Queue = asyncio.Queue()
+    stop = asyncio.Event()
+    task = asyncio.get_running_loop().create_task(serve(Options(port=0, store=store), urls.put_nowait, stop))
+    try:
+        url = await asyncio.wait_for(urls.get(), 60)
+        return await body(url, hubs[-1])
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 60)
+
+
+def ops_of(hub):
+    return next(fn.__self__ for fn in hub.listeners if type(fn.__self__).__name__ == "Ops")
+
+
+async def answers(c, hub, sid, me, other):
+    """Everything AG2's client can ask of one session (raw answers: the JSON the hub sent), and
+    what the hub answers itself."""
+    async def ask(op, params):
+        try:
+            return ("ok", await c._rpc(op, params))
+        except Exception as exc:  # AG2's error for the hub's refusal: its class and message
+            return ("error", type(exc).__name__, str(exc))
+
+    late = {"sender_id": me, "channel_id": sid, "event_type": "ag2.msg.text", "event_data": {"text": "late"},
+            "audience": None, "causation_id": None, "trace_id": None}
+    got = {
+        "get_channel": await ask("get_channel", {"channel_id": sid}),
+        "read_wal": await ask("read_wal", {"channel_id": sid}),
+        "read_wal 2:4": await ask("read_wal", {"channel_id": sid, "since": 2, "until": 4}),
+        "can_send": await ask("can_send", {"channel_id": sid, "sender_id": me, "event_type": None}),
+        "post_envelope": await ask("post_envelope", {"envelope": late}),
+        "ack": await ask("post_envelope", {"envelope": {**late, "event_type": "ag2.channel.invite.ack"}}),
+        "close_channel": await ask("close_channel", {"channel_id": sid, "reason": "again"}),
+        "parsed channel": repr(await c.get_channel(sid)),
+        "parsed wal": [repr(e) for e in await c.read_wal(sid)],
+        "parsed list": [repr(m) for m in await c.list_channels(agent_id=me, include_terminal=True)],
+        "hub info": hub.info(sid),
+        "hub record": repr(await hub.get_session(sid)),
+        "hub view": list(hub.view(sid, me)),
+        "hub read": [e.to_record() for e in hub.read(sid)],
+        "hub expected": hub.expected_next(sid),
+    }
+    for limit in (0, 1, 2, 3, 50):
+        got[f"list {limit}"] = await ask("list_channels", {"agent_id": me, "limit": limit})
+        got[f"list other {limit}"] = await ask("list_channels", {"agent_id": other, "limit": limit})
+    got["list bound"] = await ask("list_channels", {"agent_id": None, "limit": 50})
+    return got
+
+
+def test_an_ended_session_leaves_memory_and_ag2_gets_the_same_answers_read_back(tmp_path, monkeypatch):
+    """Differential: the answers for an ended session while the hub still holds it (the hub is
+    told to keep it) and after it has let it go (and forgot every copy it kept: read from the
+    store) are the same, for every op AG2's client sends and every lookup of the hub's."""
+    async def body(url, hub):
+        assert hub.keep_ended is False  # what `turnflow serve` runs
+        c1, c2 = client(url), client(url)
+        try:
+            alice = await c1.register(agent("alice", "unused"))
+            bob = await c2.register(agent("bob", "Use an index.", "An index on (a, b).", "Yes."))
+            a, b = alice.agent_id, bob.agent_id
+            # an ended session the hub is told to keep (the answers before it leaves memory)
+            hub.keep_ended = True
+            kept = await alice.open(type="consulting", target="bob")
+            await kept.send("Why is the orders query slow?")
+            await alice.wait_for_channel_event(channel_id=kept.channel_id,
+                                               predicate=lambda e: e.event_type == CLOSED, timeout=30)
+            hub.keep_ended = False
+            # one ended by itself (left memory at once), one closed by its creator, one live
+            ended = await alice.open(type="consulting", target="bob")
+            await ended.send("And the users query?")
+            await alice.wait_for_channel_event(channel_id=ended.channel_id,
+                                               predicate=lambda e: e.event_type == CLOSED, timeout=30)
+            closed = await alice.open(type="consulting", target="bob")
+            await c1.close_channel(closed.channel_id, reason="asked elsewhere")
+            live = await alice.open(type="consulting", target="bob")
+            sid = kept.channel_id
+            assert sid in hub.sessions and hub.sessions[sid].metadata.state.value == "closed"
+            assert ended.channel_id not in hub.sessions and closed.channel_id not in hub.sessions
+            assert live.channel_id in hub.sessions
+
+            before = await answers(c1, hub, sid, a, b)
+            hub.ended(hub.sessions[sid])  # it leaves memory now, as it would have when it ended
+            assert sid not in hub.sessions and sid not in hub._watched
+            hub._ended.clear()  # every copy kept of it forgotten: read back from the store
+            ops_of(hub)._ended_parts.clear()
+            after = await answers(c1, hub, sid, a, b)
+            assert sid not in hub.sessions
+            for key in before:
+                assert after[key] == before[key], key
+            # the answers say what they should (not merely the same)
+            assert before["get_channel"][1]["state"] == "closed"
+            assert before["get_channel"][1]["close_reason"] == "consulting_complete"
+            assert [e["event_type"] for e in before["read_wal"][1]][-1] == CLOSED
+            assert before["post_envelope"][0] == "error" and "send refused" in before["post_envelope"][2]
+            assert before["can_send"] == ("ok", False)
+            listed = [m["channel_id"] for m in before["list 50"][1]]
+            assert listed == [sid, ended.channel_id, closed.channel_id, live.channel_id]
+            assert [m["channel_id"] for m in before["list 2"][1]] == listed[:2]
+            others = {ended.channel_id: "consulting_complete", closed.channel_id: "asked elsewhere"}
+            for other, reason in others.items():
+                record = await c2._rpc("get_channel", {"channel_id": other})
+                assert record["state"] == "closed" and record["close_reason"] == reason
+                assert [e.event_type for e in await c2.read_wal(other)][-1] == CLOSED
+            return sid, a, b, before
+        finally:
+            await c1.close()
+            await c2.close()
+
+    async def main():
+        return await with_served(str(tmp_path / "hub.db"), monkeypatch, body)
+
+    asyncio.run(asyncio.wait_for(main(), 120))
+
+
+def test_a_restarted_hub_hydrates_only_the_live_sessions_and_answers_for_the_ended_ones(tmp_path, monkeypatch):
+    store = str(tmp_path / "hub.db")
+
+    async def first(url, hub):
+        c1, c2 = client(url), client(url)
+        try:
+            alice = await c1.register(agent("alice", "unused"))
+            bob = await c2.register(agent("bob", "Use an index.", "Yes."))
+            hub.keep_ended = True  # held to the end: the answers of a hub that holds it
+            done = await alice.open(type="consulting", target="bob")
+            await done.send("Why is the orders query slow?")
+            await alice.wait_for_channel_event(channel_id=done.channel_id,
+                                               predicate=lambda e: e.event_type == CLOSED, timeout=30)
+            closed = await alice.open(type="consulting", target="bob")
+            await c1.close_channel(closed.channel_id, reason="asked elsewhere")
+            live = await alice.open(type="consulting", target="bob")
+            ids = (done.channel_id, closed.channel_id, live.channel_id, alice.agent_id, bob.agent_id)
+            return ids, await answers(c1, hub, done.channel_id, alice.agent_id, bob.agent_id)
+        finally:
+            await c1.close()
+            await c2.close()
+
+    async def second(url, hub, ids, before):
+        done, closed, live, a, b = ids
+        assert list(hub.sessions) == [live]  # the ended ones were not hydrated
+        assert hub.report.sessions == 1
+        c1, c2 = client(url), client(url)
+        try:
+            await c1.attach(agent("alice", "unused"), "alice", since_envelope_id=None)
+            await c2.attach(agent("bob", "unused"), "bob", since_envelope_id=None)
+            after = await answers(c1, hub, done, a, b)
+            assert list(hub.sessions) == [live]  # read back, not held again
+            for key in before:
+                assert after[key] == before[key], key
+            assert (await c1._rpc("get_channel", {"channel_id": closed}))["close_reason"] == "asked elsewhere"
+        finally:
+            await c1.close()
+            await c2.close()
+
+    async def main():
+        ids, before = await with_served(store, monkeypatch, first)
+        await with_served(store, monkeypatch, lambda url, hub: second(url, hub, ids, before))
+
+    asyncio.run(asyncio.wait_for(main(), 180))
