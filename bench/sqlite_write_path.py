@@ -5,14 +5,16 @@ groups hold ~12 envelopes, 2 sessions, at 500 sessions at once), one `BEGIN IMME
 Prints the CPU per session (median of REPS writes), with a variant of the settings beside it:
 
     python3 bench/sqlite_write_path.py STORE.db [--group 12] [--reps 4] [--v7]
-        [--variant default|noindex|syncoff|ckpt10000|exclusive]
+        [--variant default|noindex|syncoff|ckpt10000|exclusive] [--roster batch|commit|none]
 
 STORE.db: any store `turnflow serve` or `turnflow run` wrote (bench/serve_vs_ag2.py leaves its
 hubs' stores in a temporary folder: `hub-*.db`). `--v7` renames the sessions to time-ordered ids
 in their creation order, as the hub has minted them since session 11 (a store written before that
 holds random ones, which scatter the `(session_id, seq)` index's inserts). The variants: `noindex`
 without the `envelopes_by_session` index, `syncoff` with `synchronous=OFF`, `ckpt10000` with
-`wal_autocheckpoint=10000`, `exclusive` with `locking_mode=EXCLUSIVE`.
+`wal_autocheckpoint=10000`, `exclusive` with `locking_mode=EXCLUSIVE`. `--roster`: the rows of
+`session_agents` (who has been on each session's roster) written every ROSTER_BATCH sessions, as
+the store writes them (the default), with each group commit, or not at all.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import statistics
 import tempfile
 import time
 
-from turnflow.runtime.store.sqlite import _SCHEMA
+from turnflow.runtime.store.sqlite import _AGENTS_OF, _AGENTS_TABLE, _SCHEMA, ROSTER_BATCH
 
 INDEX = "CREATE UNIQUE INDEX IF NOT EXISTS envelopes_by_session ON envelopes (session_id, seq);"
 
@@ -42,7 +44,7 @@ def rows_of(path: str, v7: bool) -> tuple[dict[str, tuple], list[tuple]]:
     return sessions, envs
 
 
-def write_once(groups: list[tuple[list[tuple], list[tuple]]], variant: str) -> float:
+def write_once(groups: list[tuple[list[tuple], list[tuple]]], variant: str, roster: str) -> float:
     folder = tempfile.mkdtemp()
     db = sqlite3.connect(os.path.join(folder, "replay.db"), isolation_level=None)
     db.execute("PRAGMA journal_mode=WAL")
@@ -53,12 +55,18 @@ def write_once(groups: list[tuple[list[tuple], list[tuple]]], variant: str) -> f
     if variant == "exclusive":
         db.execute("PRAGMA locking_mode=EXCLUSIVE")
     db.executescript(_SCHEMA.replace(INDEX, "") if variant == "noindex" else _SCHEMA)
+    db.execute(_AGENTS_TABLE)
+    held: list[tuple] = []
     t0 = time.process_time()
     for sessions, rows in groups:
         db.execute("BEGIN IMMEDIATE")
         if sessions:
             db.executemany("INSERT INTO sessions (session_id, record, crc) VALUES (?1, ?3, ?4)", sessions)
         db.executemany("INSERT INTO envelopes (gseq, session_id, seq, record, crc) VALUES (?1, ?2, ?3, ?5, ?6)", rows)
+        held += [(r[0], r[2]) for r in sessions] if roster != "none" else []
+        if held and (roster == "commit" or len(held) >= ROSTER_BATCH):
+            db.executemany(_AGENTS_OF, held)
+            held = []
         db.execute("COMMIT")
     spent = time.process_time() - t0
     db.close()
@@ -75,6 +83,9 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=4)
     ap.add_argument("--v7", action="store_true", help="time-ordered session ids, in creation order")
     ap.add_argument("--variant", default="default", choices=("default", "noindex", "syncoff", "ckpt10000", "exclusive"))
+    ap.add_argument("--roster", default="batch", choices=("batch", "commit", "none"),
+                    help="the session_agents rows: every ROSTER_BATCH sessions, as the store writes them; "
+                         "with each commit; not at all")
     args = ap.parse_args()
     if INDEX not in _SCHEMA:
         raise SystemExit("the store's schema changed: update INDEX here")
@@ -84,9 +95,9 @@ def main() -> None:
         chunk = envs[i:i + args.group]
         created = [sessions[e[1]] for e in chunk if e[2] == 1 and e[1] in sessions]
         groups.append((created, [(g, sid, seq, None, rec, crc) for g, sid, seq, rec, crc in chunk]))
-    spent = statistics.median(write_once(groups, args.variant) for _ in range(args.reps))
+    spent = statistics.median(write_once(groups, args.variant, args.roster) for _ in range(args.reps))
     n = max(len(sessions), 1)
-    print(f"{args.variant}: {len(sessions)} sessions, {len(envs)} envelopes, {len(groups) / n:.2f} commits a session: "
+    print(f"{args.variant}, roster {args.roster}: {len(sessions)} sessions, {len(envs)} envelopes, {len(groups) / n:.2f} commits a session: "
           f"{spent / n * 1e6:.1f} µs of CPU per session (median of {args.reps})")
 
 

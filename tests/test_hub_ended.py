@@ -211,3 +211,51 @@ def test_postgresql_fills_the_roster_table_of_an_older_store(pg_url):
         assert sorted(conn.execute("SELECT agent_id, session_id FROM turnflow_session_agents").fetchall()) == rows
     assert list(again.sessions_naming(["zed"])) == [sid] and list(again.sessions_naming(["y", "x"])) == [sid, other]
     again.close()
+
+
+def test_sqlite_writes_the_roster_in_batches_and_a_crash_loses_none_of_it(tmp_path):
+    """SQLite writes `session_agents` ROSTER_BATCH sessions at a time (with the group commit that
+    reaches that many; before listing; at close): a process killed before its batch is written
+    loses nothing a listing shows, the next open fills what the table lacks."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    from turnflow.runtime.store import SQLiteStore
+    from turnflow.runtime.store import sqlite as engine
+
+    path = str(tmp_path / "hub.db")
+    n = engine.ROSTER_BATCH + 10  # one batch written, 10 sessions held back when the process dies
+    script = textwrap.dedent(f"""
+        import asyncio, os, sys
+        sys.path.insert(0, {os.path.dirname(__file__)!r})
+        from runtime_helpers import FakeClock, active
+        from turnflow.runtime.hub import Hub
+        from turnflow.runtime.store import SQLiteStore
+
+        async def main():
+            store = SQLiteStore({path!r})
+            hub = await Hub.open(store, clock=FakeClock(), keep_ended=False)
+            for i in range({n}):
+                md = await active(hub, "conversation", ["x", f"y{{i}}"])
+                await hub.close(md.session_id)
+            written = store.db.execute("SELECT COUNT(*) FROM session_agents").fetchone()[0]
+            print(written, len(store._roster), flush=True)
+            os._exit(0)  # killed: no close, nothing flushed
+
+        asyncio.run(main())
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    assert out.returncode == 0, out.stderr
+    written, held = map(int, out.stdout.split())
+    assert held and written == 2 * (n - held) and written >= 2 * engine.ROSTER_BATCH  # batched, not per commit
+    store = SQLiteStore(path)
+    try:
+        assert store.db.execute("SELECT COUNT(*) FROM session_agents").fetchone()[0] == 2 * n  # filled at open
+        listed = list(store.sessions_naming(["x"]))
+        assert len(listed) == n
+        assert list(store.sessions_naming([f"y{n - 1}"])) == listed[-1:]
+    finally:
+        store.close()

@@ -25,6 +25,7 @@ envelopes, so opening thousands of sessions at once costs one transaction per ti
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sqlite3
 from typing import Any, Container, Iterator, Optional, Sequence, Union
@@ -62,6 +63,12 @@ _TABLES = {"meta", "sessions", "envelopes", "telemetry"}
 # then with what it lacks (an older store, or one an older version wrote to: the sessions without
 # a row, and the envelopes adding a participant that the open's check reads anyway). The store's
 # format is unchanged; a store without the table is read the same way, by a scan.
+# The rows are written ROSTER_BATCH sessions at a time, in the transaction of the group commit that
+# reaches that many (and before `sessions_naming` reads the table, and at close): the table is
+# keyed by agent, so each group's rows would land on as many pages as the group has agents, ~30 %
+# more page writes for the log (bench/sqlite_write_path.py --roster). What a crash loses of them
+# is filled again at the next open, as for an older store.
+ROSTER_BATCH = 256
 _AGENTS_TABLE = ("CREATE TABLE IF NOT EXISTS session_agents (agent_id TEXT NOT NULL, session_id TEXT NOT NULL, "
                  "PRIMARY KEY (agent_id, session_id)) WITHOUT ROWID")
 _PARTICIPANTS = ("INSERT OR IGNORE INTO session_agents (agent_id, session_id) SELECT json_extract(p.value, '$.agent_id'), "
@@ -140,6 +147,9 @@ class SQLiteStore:
         self.read_only = read_only
         self._lock: Optional[_WriterLock] = None
         self._gseq: Optional[int] = None  # the last envelope number given out (read from the log at first use)
+        # `session_agents` rows not written yet: (session id, creation record), (session id, record adding one)
+        self._roster: list[tuple[str, str]] = []
+        self._roster_added: list[tuple[str, str]] = []
         self.batch_failures: list[str] = []  # (PostgreSQL's; a SQLite group is one transaction, never retried)
         self.damage: Optional[str] = None  # what PRAGMA quick_check found (read-only opens)
         if read_only:
@@ -411,23 +421,29 @@ class SQLiteStore:
         db = self.db
         db.execute("BEGIN IMMEDIATE")
         try:
+            roster = [(r[0], r[2]) for r in sessions]  # (this group's rows of `session_agents`)
+            added = [(r[1], r[4]) for r in rows if r[3] == _PARTICIPANT_ADDED]
             if sessions:  # (session_id, task_id, record, crc): the task id is PostgreSQL's
                 db.executemany("INSERT INTO sessions (session_id, record, crc) VALUES (?1, ?3, ?4)", sessions)
-                db.executemany(_AGENTS_OF, [(r[0], r[2]) for r in sessions])
             if rows:  # (gseq, session_id, seq, event_type, record, crc): the type is inside the record
                 db.executemany("INSERT INTO envelopes (gseq, session_id, seq, record, crc) VALUES (?1, ?2, ?3, ?5, ?6)",
                                rows)
-                added = [(r[1], r[4]) for r in rows if r[3] == _PARTICIPANT_ADDED]
-                if added:
-                    db.executemany(_AGENT_ADDED, added)
             if telemetry:
                 db.executemany("INSERT INTO telemetry (session_id, record) VALUES (?, ?)", telemetry)
+            due = len(self._roster) + len(roster) >= ROSTER_BATCH
+            if due:
+                self._write_roster(self._roster + roster, self._roster_added + added)
             db.execute("COMMIT")
         except BaseException:
             if db.in_transaction:
                 db.execute("ROLLBACK")
             self._gseq = None  # numbered again from the log
             raise
+        if due:
+            self._roster, self._roster_added = [], []
+        else:
+            self._roster += roster
+            self._roster_added += added
         if self._lock is not None and (sessions or rows):  # what was committed, outside the database (a lost -wal shows)
             self._lock.committed(len(sessions), max(r[0] for r in rows) if rows else 0)
 
@@ -452,9 +468,30 @@ class SQLiteStore:
         for sid, text, crc in rows:
             yield decode_session(sid, text, crc)
 
+    def _write_roster(self, roster: list[tuple[str, str]], added: list[tuple[str, str]]) -> None:
+        self.db.executemany(_AGENTS_OF, roster)
+        if added:
+            self.db.executemany(_AGENT_ADDED, added)
+
+    def flush_roster(self) -> None:
+        """Write the `session_agents` rows held back (ROSTER_BATCH), in a transaction of their own."""
+        if not self._roster and not self._roster_added:
+            return
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            self._write_roster(self._roster, self._roster_added)
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+        self._roster, self._roster_added = [], []
+
     def sessions_naming(self, agent_ids: Sequence[str]) -> Iterator[str]:
         """The ids (creation order, streamed) of the sessions that have had one of `agent_ids` on
         their roster (at creation, or added since)."""
+        self.flush_roster()
         cur = self.db.cursor()
         table = self.db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'session_agents'")
         if table.fetchone():
@@ -534,6 +571,9 @@ class SQLiteStore:
         try:
             db = getattr(self, "db", None)
             if db is not None:
+                if self._roster or self._roster_added:  # (never on a read-only open)
+                    with contextlib.suppress(sqlite3.Error):  # (filled again at the next open)
+                        self.flush_roster()
                 db.close()
         except sqlite3.Error:  # pragma: no cover
             pass
