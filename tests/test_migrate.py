@@ -130,6 +130,9 @@ EDGES: dict[str, dict] = {
     "classic/notebook_fsm": {None: {
         ("planner", "coder"), ("coder", "runner"), ("runner", "coder"), ("runner", "planner"),
         ("planner", E), ("coder", E), ("runner", E)}},
+    # round robin drafter -> checker -> publisher -> drafter (checker opens); the agents'
+    # max_consecutive_auto_reply is TF405 only, its comment above that agent's participant.
+    "classic/agent_limits": {None: {("drafter", "checker"), ("checker", "publisher"), ("publisher", "drafter")}},
     # -- AutoGen 0.4 -----------------------------------------------------------------------
     # generator -> reviewer; reviewer -> summarizer on APPROVE, -> generator on REVISE, neither:
     # no edge matched (end); summarizer is a leaf (end).

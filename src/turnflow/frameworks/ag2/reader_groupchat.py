@@ -522,10 +522,11 @@ def _participants(b: FlowBuilder, order: list[Agent], init_agent: Optional[Agent
         if a.name != a.raw and a.name not in b.participant_set:
             b.note("TF402", f"agent name {json.dumps(a.raw)} is not a valid flow NAME; renamed to `{a.name}`",
                    pos(kwarg(a.call, "name", 0) or a.call))
-        b.participant(a.name, a.description, role)
-        # the agents' own `is_termination_msg` is read with the manager's (_termination)
+        # the agents' own `is_termination_msg` is read with the manager's (_termination); the notes
+        # come first: a note is a comment above the *next* statement, this agent's participant
         for code, arg, message in surface.agent_findings(a.call, callee(a.call), skip=("is_termination_msg",)):
             b.note(code, message, pos(arg))
+        b.participant(a.name, a.description, role)
     for name in IGNORED:
         node = kwarg(call, name)
         if node is not None:
