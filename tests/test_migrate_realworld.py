@@ -31,6 +31,30 @@ def _edges(text: str, family=None) -> tuple[set, list]:
     return edges, result.diagnostics
 
 
+# -- agents' settings ---------------------------------------------------------------------------
+@pytest.mark.parametrize("cls", ["RetrieveUserProxyAgent", "RetrieverAgent", "AssistantAgent"])
+def test_settings_passed_as_a_mapping_known_at_run_time_are_reported(cls):
+    """`**load_settings()` on an agent: which keywords it passes is known only when the program runs.
+    Before, an agent class outside the migrator's table (a contrib agent, the team's own subclass)
+    lost its `is_termination_msg` there without a word; AssistantAgent already had TF411."""
+    text = ("from autogen import AssistantAgent, ConversableAgent, GroupChat, GroupChatManager\n"
+            "from autogen.agentchat.contrib.retrieve_user_proxy_agent import RetrieveUserProxyAgent\n"
+            "from settings import load_settings\n"
+            "class RetrieverAgent(ConversableAgent):\n"
+            "    pass\n"
+            f"retriever = {cls}(name='retriever', **load_settings())\n"
+            "answerer = AssistantAgent(name='answerer', llm_config={})\n"
+            "chat = GroupChat(agents=[retriever, answerer], messages=[], max_round=6,\n"
+            "                 speaker_selection_method='round_robin')\n"
+            "manager = GroupChatManager(groupchat=chat)\n"
+            "retriever.initiate_chat(manager, message='go')\n")
+    result = migrate(text, "x.py")
+    found = [d for d in result.diagnostics if d.code == "TF411"]
+    assert [(d.span.line, d.span.column) for d in found] == [(6, len(f"retriever = {cls}(name='retriever', **") + 1)]
+    assert "`**load_settings()` passes keywords known only when the program runs" in found[0].message
+    assert "the agent's settings are not read" in found[0].message
+
+
 # -- family detection -------------------------------------------------------------------------
 def test_a_classic_chat_that_imports_pattern_classes_is_classic():
     text = ("from autogen.agentchat.group.patterns import DefaultPattern, AutoPattern  # imported, unused\n"

@@ -572,6 +572,10 @@ def agent_findings(call: pyast.Call, cls: str, skip: tuple[str, ...] = ()) -> li
     ConversableAgent's (a subclass forwards them); each argument of a not-modelled parameter."""
     a = API.get(("ag2", cls))
     if a is None:
+        spread = next((k.value for k in call.keywords if k.arg is None), None)
+        if spread is not None:  # `**shared`: which settings it passes is known only at run time
+            return [("TF411", spread, f"`{cls}(...)`: `**{pyast.unparse(spread)}` passes keywords known only when "
+                                      "the program runs; the agent's settings are not read")]
         base = API[("ag2", "ConversableAgent")]
         b = Bound(base, extra={k.arg: k.value for k in call.keywords if k.arg is not None})
         b.api = Api("ag2", cls, "", (), base="ConversableAgent")
