@@ -265,6 +265,13 @@ EDGES: dict[str, dict] = {
         ("intake", "escalation"), ("intake", "solver"), ("intake", "customer"), ("solver", "closer"),
         ("solver", "customer"), ("escalation", E), ("escalation", "customer"), ("closer", E),
         ("customer", "intake"), ("customer", "solver"), ("customer", "escalation")}},
+    # router -> billing when domain is billing (register_handoffs: a context condition), -> tech
+    # (its LLM condition), after-work -> the user; tech -> billing (register_handoff: an LLM
+    # condition), after-work -> router; billing -> router; only router hands over to the user,
+    # who returns to it.
+    "ag2-patterns/register_handoffs": {None: {
+        ("router", "billing"), ("router", "tech"), ("router", "user"), ("tech", "billing"), ("tech", "router"),
+        ("billing", "router"), ("user", "router")}},
     # RandomPattern: every agent, the user included, hands over to a random other one.
     "ag2-patterns/random_pattern": {None: {
         (x, y) for x in ("poet", "critic", "editor", "user") for y in ("poet", "critic", "editor", "user")
