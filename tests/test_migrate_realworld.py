@@ -56,6 +56,21 @@ def test_settings_passed_as_a_mapping_known_at_run_time_are_reported(cls):
 
 
 # -- family detection -------------------------------------------------------------------------
+@pytest.mark.parametrize("forced", [None, "classic", "ag2-patterns", "autogen"])
+def test_a_hand_written_langgraph_graph_is_refused_saying_migrate_does_not_read_it(forced):
+    """Before: "cannot tell what this file is ... (use --from to say which)", at 1:1, and every
+    --from then failed with "nothing to migrate" and no hint."""
+    from pathlib import Path
+
+    case = Path(__file__).parent / "fixtures" / "migrate" / "errors" / "langgraph_handwritten.py"
+    with pytest.raises(MigrateError) as err:
+        migrate(case.read_text(encoding="utf-8"), case.name, forced)
+    d = err.value.diagnostics[0]
+    assert d.code == "TF401" and "LangGraph `StateGraph`, which `turnflow migrate` does not read" in d.message
+    if forced is None:
+        assert (d.span.line, d.span.column) == (22, 9)
+
+
 def test_a_classic_chat_that_imports_pattern_classes_is_classic():
     text = ("from autogen.agentchat.group.patterns import DefaultPattern, AutoPattern  # imported, unused\n"
             "from autogen.agentchat import initiate_group_chat\n" + CLASSIC_HEAD
