@@ -34,6 +34,10 @@ EXPECTED: dict[str, tuple[dict, list, list]] = {
     # max_turns 9, no TERMINATE rule; TF410 at the `if`.
     "termination_branch": ({"team": {("primary", "critic"), ("critic", "primary")}}, [("TF410", 16)],
                            ["max_turns 9"]),
+    # a name the module binds twice, used in a function called between the two bindings: the flow
+    # follows the last one (senior_writer), TF410 at it; round robin with the editor.
+    "rebound_after_call": ({"chat": {("senior_writer", "editor"), ("editor", "senior_writer")}}, [("TF410", 19)],
+                           ["participant senior_writer"]),
     # 2. agents looked up indirectly: the executor hands back to messages[-2]["name"] (`previous`,
     # i.e. the coder, the only agent that hands over to it); the user's loop finds `planner`.
     "selection_lookup": ({"groupchat": {("user_proxy", "planner"), ("planner", "coder"), ("coder", "executor"),

@@ -90,6 +90,9 @@ class Module:
     # the bindings decided at run time that resolution went through, since `take_choices()`
     choices: dict[tuple[str, int], "Choice"] = field(default_factory=dict)
     parent: Optional["Module"] = None  # the whole module, for a scope's view
+    # in a function's (class's) view: the order of its first own statement, after the module's top
+    # level; its body runs when it is called, so a name the top level binds twice is not known there
+    own_from: int = 0
 
     # -- evaluation of literals -------------------------------------------
     def resolve(self, node: Optional[pyast.AST], depth: int = 0) -> Optional[pyast.AST]:
@@ -127,13 +130,24 @@ class Module:
             before = [s for s in sites if s.order < where.order] or sites
         straight = [s for s in before if not s.loop]
         site = straight[-1] if straight else before[0]
-        if (where is None or where.in_def) and len({id(s.value) for s in straight if not s.chain}) > 1:
+        upto = self._runs_later(where, site)
+        if upto is not None and len({id(s.value) for s in straight if not s.chain and s.order < upto}) > 1:
             k = (key, -1)  # a function body sees the binding current when it runs, not known statically
             if k not in self.choices:
                 self.choices[k] = Choice(key, site.stmt, "rebound", site, [s for s in straight if s is not site],
                                          True, None)
         self._note_choice(key, site, where, before)
         return site.value
+
+    def _runs_later(self, where: Optional["Where"], site: "Site") -> Optional[int]:
+        """When the use runs when a function is called, so that any binding before it may be the one
+        it sees: the order below which those bindings are (in a def or lambda: all of them; in a
+        function's own body, a scope's view, reading a top-level binding: the top level's); else None."""
+        if where is None or where.in_def:
+            return 1 << 62
+        if self.own_from and where.order >= self.own_from and site.order < self.own_from:
+            return self.own_from
+        return None
 
     def _note_choice(self, key: str, site: "Site", where: Optional["Where"], before: list["Site"]) -> None:
         chain = where.chain if where is not None and not where.in_def else ()
@@ -383,12 +397,14 @@ class Scope:
         self._parent, self._body, self._methods = parent, body, methods
         self.own_calls = own_calls
         self.own = {id(c) for c in own_calls}
+        self.top_len = 0  # how many of `body`'s statements are the module's top level (then the scope's own)
         self._mod: Optional[Module] = None
 
     @property
     def mod(self) -> "Module":
         if self._mod is None:
-            self._mod = self._parent if self._body is None else _view(self._parent, self._body, self._methods)
+            self._mod = self._parent if self._body is None else \
+                _view(self._parent, self._body, self._methods, self.top_len)
         return self._mod
 
 
@@ -422,7 +438,9 @@ def scopes(mod: Module) -> list[Scope]:
             continue
         own = _own_calls(body)
         if own:
-            out.append(Scope(st.name, mod, top + body, methods, own, st))
+            scope = Scope(st.name, mod, top + body, methods, own, st)
+            scope.top_len = len(top)
+            out.append(scope)
     return out
 
 
@@ -472,10 +490,12 @@ def _rebound_after(call: pyast.Call, top: list[pyast.stmt]) -> bool:
     return False
 
 
-def _view(mod: Module, body: list[pyast.stmt], methods: dict) -> Module:
+def _view(mod: Module, body: list[pyast.stmt], methods: dict, top_len: int = 0) -> Module:
     tree = pyast.Module(body=body, type_ignores=[])
     view = Module(tree=tree, src=mod.src, path=mod.path)
     _index(view, tree, loop=False)
+    if 0 < top_len < len(body):  # `_index` counts every statement, nested ones too, in this order
+        view.own_from = 1 + sum(1 for st in body[:top_len] for n in pyast.walk(st) if isinstance(n, pyast.stmt))
     view.functions = {**mod.functions, **methods, **view.functions}
     view.classes = {**mod.classes, **view.classes}
     view.in_loop = mod.in_loop | view.in_loop
