@@ -272,6 +272,10 @@ EDGES: dict[str, dict] = {
     "ag2-patterns/register_handoffs": {None: {
         ("router", "billing"), ("router", "tech"), ("router", "user"), ("tech", "billing"), ("tech", "router"),
         ("billing", "router"), ("user", "router")}},
+    # one block (not a second copy of main's chat): intake -> solver (LLM condition), after-work ->
+    # the customer, who returns to intake; solver -> intake.
+    "ag2-patterns/main_function": {None: {
+        ("intake", "solver"), ("intake", "customer"), ("solver", "intake"), ("customer", "intake")}},
     # RandomPattern: every agent, the user included, hands over to a random other one.
     "ag2-patterns/random_pattern": {None: {
         (x, y) for x in ("poet", "critic", "editor", "user") for y in ("poet", "critic", "editor", "user")

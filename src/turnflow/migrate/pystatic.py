@@ -116,10 +116,18 @@ _PROCEDURE_STATEMENTS = (pyast.Assign, pyast.AugAssign, pyast.AnnAssign, pyast.E
                          pyast.With, pyast.Try, pyast.Pass, pyast.Break, pyast.Continue, pyast.ExceptHandler)
 
 
+# calls that build or run a chat: a function making one is a scope of its own (`def main(): ...
+# pattern = DefaultPattern(...); initiate_group_chat(...)`), never copied into its caller
+_BUILDS_CHAT = {"GroupChat", "GroupChatManager", "DefaultPattern", "AutoPattern", "RoundRobinPattern",
+                "RandomPattern", "ManualPattern", "initiate_group_chat", "a_initiate_group_chat", "run_group_chat",
+                "a_run_group_chat", "initiate_swarm_chat", "a_initiate_swarm_chat", "run_swarm", "a_run_swarm",
+                "RoundRobinGroupChat", "SelectorGroupChat", "Swarm", "GraphFlow", "MagenticOneGroupChat"}
+
+
 def _procedure(fn: pyast.FunctionDef) -> Optional[list[pyast.stmt]]:
     """The statements of `fn` when it takes plain parameters, returns nothing (a bare `return` at
-    the end at most), holds no function, class, `global` or `yield` and configures a chat:
-    `x.handoffs.<method>(...)`, or one of `_CONFIGURING`; else None."""
+    the end at most), holds no function, class, `global` or `yield`, builds no chat (`_BUILDS_CHAT`)
+    and configures a chat: `x.handoffs.<method>(...)`, or one of `_CONFIGURING`; else None."""
     body = _code(fn.body)
     if body and isinstance(body[-1], pyast.Return) and body[-1].value is None:
         body = body[:-1]
@@ -128,6 +136,8 @@ def _procedure(fn: pyast.FunctionDef) -> Optional[list[pyast.stmt]]:
     inner = [n for st in body for n in pyast.walk(st)]
     if any(isinstance(n, (pyast.stmt, pyast.excepthandler)) and not isinstance(n, _PROCEDURE_STATEMENTS)
            or isinstance(n, (pyast.Yield, pyast.YieldFrom, pyast.Await)) for n in inner):
+        return None
+    if any(isinstance(n, pyast.Call) and callee(n) in _BUILDS_CHAT for n in inner):
         return None
     return body if any(_configures(n) for n in inner) else None
 
