@@ -9,6 +9,7 @@ construct that made it approximate is reported where it is.
 
 from __future__ import annotations
 
+import ast as pyast
 from pathlib import Path
 
 import pytest
@@ -250,6 +251,68 @@ def test_the_transitions_dict_changed_in_a_way_not_followed_is_refused():
     with pytest.raises(MigrateError) as err:
         migrate(text, "x.py")
     assert "KeyError" in err.value.diagnostics[0].message
+
+
+_SPECIALISTS = """from autogen import ConversableAgent
+from autogen.agentchat import initiate_group_chat
+from autogen.agentchat.group import AgentTarget
+from autogen.agentchat.group.patterns import DefaultPattern
+import sys
+llm = {"model": "gpt-4o-mini"}
+triage = ConversableAgent(name="triage", llm_config=llm)
+billing = ConversableAgent(name="billing", llm_config=llm)
+support = ConversableAgent(name="support", llm_config=llm)
+specialists = [billing, support]
+CHANGE
+"""
+_WIRE = """for s in specialists:
+    s.handoffs.set_after_work(AgentTarget(triage))
+triage.handoffs.set_after_work(AgentTarget(billing))
+pattern = DefaultPattern(initial_agent=triage, agents=[triage, billing, support])
+initiate_group_chat(pattern=pattern, messages="hi", max_rounds=10)
+"""
+_TRIAGE_ONLY_BILLING = {("triage", "billing"), ("billing", "triage"), ("support", END)}
+
+
+@pytest.mark.parametrize("change, truth", [
+    # the list is changed in place before the loop that configures its agents: the loop must not be
+    # unrolled over the list as first written (support's after-work would be invented)
+    ("specialists.remove(support)", _TRIAGE_ONLY_BILLING),
+    ("specialists.pop()", _TRIAGE_ONLY_BILLING),
+    ("del specialists[1]", _TRIAGE_ONLY_BILLING),
+    ("specialists[1] = triage", _TRIAGE_ONLY_BILLING),
+    ("specialists.clear()", {("triage", "billing"), ("billing", END), ("support", END)}),
+    ("specialists += sys.modules['plugins'].more", None),  # decided at run time
+    ("specialists.extend(sys.argv)", None),
+    ("for arg in sys.argv:\n    specialists.append(triage)", None),
+    ("while not specialists:\n    specialists.append(triage)", {("triage", "billing"), ("billing", "triage"),
+                                                             ("support", "triage")}),
+    ("if sys.argv[1:]:\n    specialists.remove(support)", None),
+])
+@pytest.mark.parametrize("scope", ["function", "top level"])
+def test_a_list_changed_in_place_is_not_unrolled_as_first_written(change, truth, scope):
+    """A loop over a literal list (here from a function, `wire()`) is unrolled only over what the list
+    holds when the loop runs: changed in a way the migrator does not follow, it is refused (TF401) or
+    reported, never read as first written. Before, every case here gave `support -> triage` silently."""
+    from turnflow.migrate import MigrateError
+
+    text = _SPECIALISTS.replace("CHANGE", change)
+    if scope == "function":  # `def wire(): ...` called at the end
+        text += "def wire():\n" + "".join(f"    {line}\n" for line in _WIRE.splitlines()) + "wire()\n"
+    else:
+        text += _WIRE
+    pyast.parse(text)  # the case itself is valid Python
+    changed = text.splitlines().index(change.splitlines()[0]) + 1
+    try:
+        result = migrate(text, "x.py")
+    except MigrateError as err:
+        assert err.diagnostics[0].code == "TF401" and err.diagnostics[0].span.line >= 1
+        return
+    (block,) = turnflow.parse(result.text).blocks
+    if truth is not None and reference_edges(block) == truth:
+        return
+    assert any(d.code.startswith("TF4") and d.span.line == changed for d in result.diagnostics), \
+        (change, sorted(reference_edges(block)))
 
 
 @pytest.mark.parametrize("change", ["groupchat.max_round = 3", "groupchat.agents.append(reviewer)",

@@ -200,6 +200,27 @@ def _bind(target: pyast.AST, value: pyast.AST, env: dict[str, pyast.AST]) -> boo
     return False
 
 
+# list methods that change the list in place (`append` / `extend` are folded when their argument is known)
+_LIST_MUTATORS = {"append", "extend", "insert", "remove", "pop", "clear", "sort", "reverse"}
+
+
+def _changed_names(node: pyast.AST, rebinds: bool = True) -> set[str]:
+    """The names `node` rebinds (unless `rebinds` is False) or changes in place anywhere inside it:
+    `xs = ...`, `xs += ...`, `for xs in ...`; `xs.remove(a)` (any list method that changes it),
+    `xs[0] = a`, `del xs[0]`, `del xs`."""
+    out: set[str] = set()
+    for n in pyast.walk(node):
+        if isinstance(n, pyast.Name) and (isinstance(n.ctx, pyast.Del) or rebinds and isinstance(n.ctx, pyast.Store)):
+            out.add(n.id)
+        elif isinstance(n, pyast.Subscript) and isinstance(n.ctx, (pyast.Store, pyast.Del)) \
+                and isinstance(n.value, pyast.Name):
+            out.add(n.value.id)
+        elif isinstance(n, pyast.Call) and isinstance(n.func, pyast.Attribute) and n.func.attr in _LIST_MUTATORS \
+                and isinstance(n.func.value, pyast.Name):
+            out.add(n.func.value.id)
+    return out
+
+
 def _has_jump(body: list[pyast.stmt]) -> bool:
     for st in body:
         for n in pyast.walk(st):
@@ -231,9 +252,15 @@ class Rewriter:
                 self.builders[st.name] = st
             elif isinstance(st, pyast.FunctionDef) and _procedure(st) is not None:
                 self.procedures[st.name] = st
-        for st in self.tree.body:  # module-level literal sequences, visible from functions
+        stores: dict[str, int] = {}
+        for n in pyast.walk(self.tree):
+            if isinstance(n, pyast.Name) and isinstance(n.ctx, pyast.Store):
+                stores[n.id] = stores.get(n.id, 0) + 1
+        changed = _changed_names(self.tree, rebinds=False)
+        for st in self.tree.body:  # module-level literal sequences bound once and never changed, seen by functions
             if isinstance(st, pyast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], pyast.Name) \
-                    and isinstance(st.value, (pyast.List, pyast.Tuple)):
+                    and isinstance(st.value, (pyast.List, pyast.Tuple)) and stores.get(st.targets[0].id) == 1 \
+                    and st.targets[0].id not in changed:
                 self.module_lists[st.targets[0].id] = st.value
         self.tree.body = self._block(self.tree.body, {}, top=True)
         pyast.fix_missing_locations(self.tree)
@@ -451,6 +478,8 @@ class Rewriter:
             self._branches(st, lists)
             return [st]
         if isinstance(st, pyast.While):
+            for name in _changed_names(st):  # changed as many times as it turns: no longer known
+                lists.pop(name, None)
             return [st]
         if isinstance(st, pyast.For):
             return self._for(st, lists)
@@ -473,7 +502,11 @@ class Rewriter:
             self._list_binding(st.targets[0].id, st.value, lists)
             return [st]
         mutated = self._mutation(st, lists)
-        return [mutated] if mutated is not None else [st]
+        if mutated is not None:
+            return [mutated]
+        for name in _changed_names(st):  # `xs.remove(a)`, `xs[0] = a`, `xs += unknown`: no longer known
+            lists.pop(name, None)
+        return [st]
 
     def _for(self, st: pyast.For, lists: dict[str, pyast.AST]) -> list[pyast.stmt]:
         """A loop over a known sequence, unrolled (bounded); any other loop, kept."""
@@ -492,6 +525,8 @@ class Rewriter:
             else:
                 return out
         st.body = self._block(st.body, {}) or [pyast.Pass()]
+        for name in _changed_names(st):  # changed as many times as the loop turns: no longer known
+            lists.pop(name, None)
         return [st]
 
     def _assign(self, st: pyast.Assign, lists: dict[str, pyast.AST]) -> Optional[list[pyast.stmt]]:
