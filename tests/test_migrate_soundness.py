@@ -253,6 +253,47 @@ def test_the_transitions_dict_changed_in_a_way_not_followed_is_refused():
     assert "KeyError" in err.value.diagnostics[0].message
 
 
+_TEAM = """import autogen
+a = autogen.AssistantAgent(name="a", llm_config={})
+b = autogen.AssistantAgent(name="b", llm_config={})
+c = autogen.AssistantAgent(name="c", llm_config={})
+team = [a, b, c]
+CHANGE
+gc = autogen.GroupChat(agents=team, messages=[], max_round=6, speaker_selection_method="round_robin")
+m = autogen.GroupChatManager(groupchat=gc)
+a.initiate_chat(m, message="go")
+"""
+
+
+@pytest.mark.parametrize("change, truth", [
+    ("team.pop()", {("a", "b"), ("b", "a")}),
+    ("del team[2]", {("a", "b"), ("b", "a")}),
+    ("team[2] = autogen.AssistantAgent(name='d', llm_config={})", {("a", "b"), ("b", "d"), ("d", "a")}),
+    ("team.reverse()", {("c", "b"), ("b", "a"), ("a", "c")}),
+    ("team.clear()", None),  # AG2 refuses an empty chat
+    ("team.remove(c)", {("a", "b"), ("b", "a")}),
+    ("team.insert(0, autogen.AssistantAgent(name='d', llm_config={}))",
+     {("d", "a"), ("a", "b"), ("b", "c"), ("c", "d")}),
+])
+def test_an_agents_list_changed_in_place_is_followed_or_refused(change, truth):
+    """`agents=team` where `team` was changed in place after it was written: the chat holds what the
+    list holds when the chat is built. Before, `pop()`, `del team[i]`, `team[i] = x`, `reverse()`
+    and `clear()` were ignored without a word (round robin a -> b -> c -> a); remove / insert were
+    refused "after a branch that changes it" although no branch did."""
+    from turnflow.migrate import MigrateError
+
+    text = _TEAM.replace("CHANGE", change)
+    try:
+        result = migrate(text, "x.py")
+    except MigrateError as err:
+        (d,) = err.diagnostics
+        assert d.code == "TF401" and (d.span.line, d.span.column) == (7, 31), d
+        assert f"`team` is changed by `{change.split('(')[0]}" in d.message and "after a branch" not in d.message, d.message
+        return
+    (block,) = turnflow.parse(result.text).blocks
+    assert reference_edges(block) == truth, (change, result.text)
+
+
 _SPECIALISTS = """from autogen import ConversableAgent
 from autogen.agentchat import initiate_group_chat
 from autogen.agentchat.group import AgentTarget

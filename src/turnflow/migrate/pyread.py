@@ -9,7 +9,7 @@ import json
 import re
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Optional
+from typing import Any, Iterable, Iterator, Optional, Union
 
 from turnflow.migrate.common import Pos, fail, input_where, line_ref, lines_ref
 from turnflow.migrate.pystatic import callee, sequence
@@ -776,33 +776,50 @@ def _compare_marker(left: pyast.AST, op: pyast.cmpop, right: pyast.AST) -> list[
 
 
 def filled_in_loop(mod: Module, node: Optional[pyast.AST]) -> bool:
-    """`xs` is appended to / extended inside a loop the static pass could not unroll, or by a call
-    it could not fold into a binding (after a branch that changed it)."""
+    """`xs` is appended to / extended inside a loop the static pass could not unroll, or changed in
+    a way it could not fold into a binding (`xs.remove(a)`, `xs[0] = a`, after a branch that changed it)."""
     return _unfolded(mod, node) is not None
 
 
-def _unfolded(mod: Module, node: Optional[pyast.AST]) -> Optional[pyast.Call]:
+# list methods that change a list in place (the static pass folds `append` / `extend` of known agents)
+_IN_PLACE = ("append", "extend", "insert", "remove", "pop", "clear", "sort", "reverse")
+
+
+def _changes(node: pyast.AST, name: str) -> bool:
+    """`node` changes the list `name` in place: a method call, `name[i] = ...`, `del name[i]`."""
+    if isinstance(node, pyast.Call):
+        f = node.func
+        return isinstance(f, pyast.Attribute) and f.attr in _IN_PLACE and isinstance(f.value, pyast.Name) \
+            and f.value.id == name
+    targets = node.targets if isinstance(node, (pyast.Assign, pyast.Delete)) else \
+        [node.target] if isinstance(node, (pyast.AugAssign, pyast.AnnAssign)) else []
+    return any(isinstance(t, pyast.Subscript) and isinstance(t.value, pyast.Name) and t.value.id == name
+               for t in targets)
+
+
+def _unfolded(mod: Module, node: Optional[pyast.AST]) -> Optional[Union[pyast.Call, pyast.stmt]]:
+    """The first change of the list `node` names that the static pass left in place (the call or
+    statement), outside function bodies; None when every change was folded into a binding."""
     if not isinstance(node, pyast.Name):
         return None
-    for call in calls(mod.tree):
-        f = call.func
-        if isinstance(f, pyast.Attribute) and f.attr in ("append", "extend", "insert", "remove", "pop") \
-                and isinstance(f.value, pyast.Name) and f.value.id == node.id \
-                and (id(call) in mod.in_loop or f.attr != "pop"):
-            where = mod.uses.get(id(call))
-            if where is not None and where.in_def:
-                continue  # inside a function body (a selection function's own list)
-            return call
+    found: list[Union[pyast.Call, pyast.stmt]] = [
+        n for n in pyast.walk(mod.tree) if isinstance(n, (pyast.Call, pyast.stmt)) and _changes(n, node.id)]
+    for change in sorted(found, key=lambda n: (n.lineno, n.col_offset)):
+        where = mod.uses.get(id(change))
+        if where is not None and where.in_def:
+            continue  # inside a function body (a selection function's own list)
+        return change
     return None
 
 
 def loop_message(node: Optional[pyast.AST], mod: Optional[Module] = None) -> str:
-    call = _unfolded(mod, node) if mod is not None else None
+    change = _unfolded(mod, node) if mod is not None else None
     shown = pyast.unparse(node) if node is not None else "?"
-    if call is not None and id(call) not in mod.in_loop:  # type: ignore[union-attr]
-        return (f"`{shown}` is changed by `{_show(call, 50)}` ({line_ref(call.lineno)}) after a branch that "
-                "changes it, so which agents it holds is decided when the program runs; build the list in one "
-                "place, or migrate the running object with --import")
+    if change is not None and id(change) not in mod.in_loop:  # type: ignore[union-attr]
+        return (f"`{shown}` is changed by `{_show(change, 50)}` ({line_ref(change.lineno)}), which the migrator "
+                "does not follow (it follows `append` / `extend` / `+=` of known agents outside branches), so "
+                "which agents it holds is not known; build the list in one place, or migrate the running object "
+                "with --import")
     return (f"`{shown}` is filled in a loop the migrator cannot unroll (only `for x in [a, b, c]:` "
             "over a literal list is); write the agents out")
 
