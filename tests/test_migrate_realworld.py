@@ -55,6 +55,29 @@ def test_settings_passed_as_a_mapping_known_at_run_time_are_reported(cls):
     assert "the agent's settings are not read" in found[0].message
 
 
+@pytest.mark.parametrize("loop", ["for w in workers.values():", "for name, w in workers.items():",
+                                  "for w in load_workers():"])
+def test_graph_nodes_added_in_a_loop_that_is_not_unrolled_say_so(loop):
+    """Before: "`add_node` is given something that is not an agent created in this file" for agents
+    that are created in this file, in a dict literal (a public medical-orchestrator GraphFlow)."""
+    text = ("from autogen_agentchat.agents import AssistantAgent\n"
+            "from autogen_agentchat.teams import DiGraphBuilder, GraphFlow\n"
+            "from workers import load_workers\n"
+            "boss = AssistantAgent('boss', model_client=None)\n"
+            "workers = {'rag': AssistantAgent('rag', model_client=None), 'web': AssistantAgent('web', model_client=None)}\n"
+            "builder = DiGraphBuilder()\n"
+            "builder.add_node(boss)\n"
+            f"{loop}\n"
+            "    builder.add_node(w)\n"
+            "    builder.add_edge(boss, w)\n"
+            "team = GraphFlow(participants=builder.get_participants(), graph=builder.build())\n")
+    with pytest.raises(MigrateError) as err:
+        migrate(text, "x.py")
+    (d,) = err.value.diagnostics
+    assert d.code == "TF401" and (d.span.line, d.span.column) == (9, 5), d
+    assert "in a loop the migrator cannot unroll" in d.message and "not an agent created" not in d.message, d.message
+
+
 # -- family detection -------------------------------------------------------------------------
 @pytest.mark.parametrize("forced", [None, "classic", "ag2-patterns", "autogen"])
 def test_a_hand_written_langgraph_graph_is_refused_saying_migrate_does_not_read_it(forced):
