@@ -78,6 +78,36 @@ def test_graph_nodes_added_in_a_loop_that_is_not_unrolled_say_so(loop):
     assert "in a loop the migrator cannot unroll" in d.message and "not an agent created" not in d.message, d.message
 
 
+_MANAGER_SUBCLASS = """import autogen
+a = autogen.AssistantAgent(name="a", llm_config={})
+b = autogen.AssistantAgent(name="b", llm_config={})
+c = autogen.AssistantAgent(name="c", llm_config={})
+class LoggingManager(autogen.GroupChatManager):
+BODY
+gc = autogen.GroupChat(agents=[a, b, c], messages=[], max_round=5, speaker_selection_method="round_robin")
+m = LoggingManager(groupchat=gc, llm_config={})
+b.initiate_chat(m, message="go", max_turns=2)
+"""
+
+
+@pytest.mark.parametrize("body", ["    pass", "    def run_chat(self, messages=None, sender=None, config=None):\n"
+                                            "        return super().run_chat(messages, sender, config)"])
+def test_a_group_chat_manager_subclass_of_the_file_is_the_chat_s_manager(body):
+    """Before: "TF408 no call that starts this group chat was found ... assumed the first agent, `a`"
+    although `b.initiate_chat(m, ...)` starts it; `max_turns=2` was not reported either."""
+    text = _MANAGER_SUBCLASS.replace("BODY", body)
+    result = migrate(text, "x.py")
+    run_line = text.splitlines().index('b.initiate_chat(m, message="go", max_turns=2)') + 1
+    (block,) = turnflow.parse(result.text).blocks
+    start = next(st.name.name for st in block.statements if type(st).__name__ == "Start")
+    assert start == "b" and [p.name.name for p in block.participants if p.role == "initiator"] == ["b"]
+    codes = {(d.code, d.span.line) for d in result.diagnostics}
+    assert not any(code == "TF408" for code, _ in codes), result.diagnostics
+    assert ("TF405", run_line) in codes  # max_turns=2: the group chat runs again
+    if "def run_chat" in body:  # what the override changes is not read: said at the method
+        assert any(code.startswith("TF4") and line == 6 for code, line in codes), result.diagnostics
+
+
 # -- family detection -------------------------------------------------------------------------
 @pytest.mark.parametrize("forced", [None, "classic", "ag2-patterns", "autogen"])
 def test_a_hand_written_langgraph_graph_is_refused_saying_migrate_does_not_read_it(forced):

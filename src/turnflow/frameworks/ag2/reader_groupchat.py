@@ -364,8 +364,9 @@ def _why_not_agent(cx: Classic, elt: pyast.AST) -> str:
 def _manager_and_initiator(cx: Classic, group_var: Optional[str], group_call: pyast.Call):
     mod = cx.mod
     managers: list[tuple[str, pyast.Call]] = []
+    manager_classes = _manager_classes(mod)
     for call in calls(mod.tree):
-        if callee(call) == "GroupChatManager":
+        if callee(call) in manager_classes:
             gc = kwarg(call, "groupchat", 0)
             if mod.resolve(gc) is group_call:
                 var = _bound_var(mod, call)
@@ -380,6 +381,35 @@ def _manager_and_initiator(cx: Classic, group_var: Optional[str], group_call: py
                     agent = where.resolve(found)
                     return mcall, cx.agents.get(id(agent)) if isinstance(agent, pyast.Call) else None, call
     return (managers[0][1] if managers else None), None, None
+
+
+def _manager_classes(mod: Module) -> set[str]:
+    """GroupChatManager and the file's subclasses of it (transitively)."""
+    known = {"GroupChatManager"}
+    changed = True
+    while changed:
+        changed = False
+        for name, cls in mod.classes.items():
+            if name not in known and any(callee(base) in known for base in cls.bases):
+                known.add(name)
+                changed = True
+    return known
+
+
+def _note_manager_overrides(mod: Module, b: FlowBuilder, manager: Optional[pyast.Call]) -> None:
+    """A manager of a GroupChatManager subclass of the file: each method it (or a class between it and
+    GroupChatManager) defines may change who speaks; TF404 at the method, the flow runs the chat as
+    GroupChatManager does."""
+    name = callee(manager) if manager is not None else "GroupChatManager"
+    seen: set[str] = set()
+    while name in mod.classes and name not in seen:
+        seen.add(name)
+        cls = mod.classes[name]
+        for fn in cls.body:
+            if isinstance(fn, (pyast.FunctionDef, pyast.AsyncFunctionDef)):
+                b.note("TF404", f"`{name}` overrides `{fn.name}` of GroupChatManager; what it changes is not read: the "
+                       "flow runs the chat as GroupChatManager does", pos(fn))
+        name = next((callee(base) for base in cls.bases if callee(base) in _manager_classes(mod)), "")
 
 
 def _note_run(b: FlowBuilder, init_call: Optional[pyast.Call]) -> None:
@@ -431,6 +461,7 @@ def _group(cx: Classic, call: pyast.Call, block: str) -> FlowBuilder:
 
     b = FlowBuilder(block)
     _note_run(b, init_call)
+    _note_manager_overrides(mod, b, manager)
 
     def lit(name: str, default):
         # GroupChat is a dataclass: agents, messages, max_round may be positional
