@@ -253,6 +253,37 @@ def test_the_transitions_dict_changed_in_a_way_not_followed_is_refused():
     assert "KeyError" in err.value.diagnostics[0].message
 
 
+def test_a_transitions_key_that_is_not_in_agents_is_refused_as_ag2_refuses_it():
+    """AG2 checks an allowed-transitions dict when the GroupChat is built: a key that is not one of
+    `agents` is `ValueError: allowed_speaker_transitions_dict has keys not in agents` (graph_utils,
+    check_graph_validity), so the program never runs. Before, the key was dropped without a word and
+    the flow was a -> b -> c -> a."""
+    from turnflow.migrate import MigrateError
+
+    text = ("import autogen\n"
+            "a = autogen.AssistantAgent(name='a', llm_config={})\n"
+            "b = autogen.AssistantAgent(name='b', llm_config={})\n"
+            "c = autogen.AssistantAgent(name='c', llm_config={})\n"
+            "d = autogen.AssistantAgent(name='d', llm_config={})\n"
+            "gc = autogen.GroupChat(agents=[a, b, c], messages=[], max_round=6,\n"
+            "    allowed_or_disallowed_speaker_transitions={a: [b, d], b: [c], c: [a], d: [a]},\n"
+            "    speaker_transitions_type='allowed')\n"
+            "m = autogen.GroupChatManager(groupchat=gc, llm_config={})\n"
+            "a.initiate_chat(m, message='go')\n")
+    with pytest.raises(MigrateError) as err:
+        migrate(text, "x.py")
+    (d,) = err.value.diagnostics
+    assert (d.code, d.span.line, d.span.column) == ("TF401", 7, 75), d
+    assert "has keys not in agents" in d.message
+    # a value that is not in `agents` is only filtered out by AG2 (a -> d never happens): read as such
+    result = migrate(text.replace(", d: [a]}", "}"), "x.py")
+    (block,) = turnflow.parse(result.text).blocks
+    assert reference_edges(block) == {("a", "b"), ("b", "c"), ("c", "a")}
+    # a disallowed dict is inverted over `agents` first: a key outside them changes nothing
+    result = migrate(text.replace("'allowed'", "'disallowed'"), "x.py")
+    assert result.text
+
+
 _TEAM = """import autogen
 a = autogen.AssistantAgent(name="a", llm_config={})
 b = autogen.AssistantAgent(name="b", llm_config={})

@@ -689,10 +689,15 @@ def _transitions(cx: Classic, b: FlowBuilder, call: pyast.Call, rota: Rotation,
         raise fail("TF401", "`speaker_transitions_type` must be \"allowed\" or \"disallowed\" when "
                    "transitions are given", pos(ttype_node or call), path, src)
     given: dict[str, list[str]] = {}
+    allowed_type = str(ttype).lower() == "allowed"
     for key_node, value_node in zip(resolved.keys, resolved.values):
         key = cx.agent_of(key_node)
         if key is None:
             raise fail("TF401", "transition keys must be agent variables", pos(key_node or resolved), path, src)
+        if allowed_type and key.name not in rota.index:  # AG2's check_graph_validity, when the chat is built
+            raise fail("TF401", f"`{key.var or key.name}` is a key of the allowed transitions but not one of "
+                       "`agents`: AG2 refuses this GroupChat when it is built (ValueError: "
+                       "allowed_speaker_transitions_dict has keys not in agents)", pos(key_node), path, src)
         given[key.name] = [a.name for a in _agent_list(cx, value_node, "a transition list", resolved)]
     var = transitions_node.id if isinstance(transitions_node, pyast.Name) else None
     for change in _transition_items(cx, b, var, call, disallowed=str(ttype).lower() == "disallowed"):
