@@ -108,6 +108,30 @@ def test_a_group_chat_manager_subclass_of_the_file_is_the_chat_s_manager(body):
         assert any(code.startswith("TF4") and line == 6 for code, line in codes), result.diagnostics
 
 
+def test_a_file_cut_before_its_chat_reports_the_syntax_error_where_it_is():
+    """A source truncated before its GroupChat (a partial copy, a bad merge) does not parse. Before:
+    "1:1: cannot tell what this file is ... (use --from to say which)", which hides the syntax error;
+    38 of 54 truncations of public AG2 / AutoGen files read that way. The same in a notebook's cells."""
+    import json
+
+    text = 'import autogen\na = autogen.AssistantAgent(name="a", llm_config={}\nb = 1\n'
+    with pytest.raises(MigrateError) as err:
+        migrate(text, "cut.py")
+    (d,) = err.value.diagnostics
+    assert (d.code, d.span.line, d.span.column) == ("TF401", 2, 27) and "Python syntax error" in d.message, d
+    notebook = json.dumps({"cells": [{"cell_type": "markdown", "metadata": {}, "source": ["# a team"]},
+                                     {"cell_type": "code", "metadata": {}, "source": ["import autogen\n", "x = ("]}],
+                           "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    with pytest.raises(MigrateError) as err:
+        migrate(notebook, "cut.ipynb")
+    (d,) = err.value.diagnostics
+    assert "Python syntax error" in d.message and d.cell is not None and (d.cell.cell, d.cell.line) == (2, 2), d
+    # a file that parses and builds nothing still says so
+    with pytest.raises(MigrateError) as err:
+        migrate("import autogen\n", "empty.py")
+    assert "cannot tell what this file is" in err.value.diagnostics[0].message
+
+
 # -- family detection -------------------------------------------------------------------------
 @pytest.mark.parametrize("forced", [None, "classic", "ag2-patterns", "autogen"])
 def test_a_hand_written_langgraph_graph_is_refused_saying_migrate_does_not_read_it(forced):

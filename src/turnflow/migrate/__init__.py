@@ -164,6 +164,9 @@ def migrate(text: str, path: str = "<string>", family: Optional[str] = None) -> 
     if graph is not None:
         raise fail("TF401", _LANGGRAPH_WHY.format(graph[0]), graph[1], path, src)
     if family is None:
+        from turnflow.migrate.pyread import parse_module
+
+        parse_module(text, path, src)  # a file that is not Python: its syntax error, where it is
         raise fail("TF401", "cannot tell what this file is: expected a Python source with a `GroupChat(...)` or "
                    "an AG2 group pattern, or an AutoGen team component JSON (use --from to say which)",
                    Pos(1, 1), path, src)
@@ -189,21 +192,21 @@ def _notebook(cells, path: str, src: SourceText, family: Optional[str], forced: 
 
     code, where = cells.code, cells.where
     family = family or detect(code)
-    if family is None or family == "autogen" and not builds(code):
-        raise fail("TF401", "this notebook's code cells build no group chat, AG2 pattern or AutoGen team "
-                   "(use --from to say which)", Pos(1, 1), path, src)
     pyread.LINE_MAP[:] = where
     common.NOTEBOOK[:] = [notebook.Locator(cells)]
+    no_chat = family is None or family == "autogen" and not builds(code)
     try:
-        if family == "autogen":
+        if no_chat:  # code cells that are not Python: the syntax error, in its cell
+            pyread.parse_module(code, path, src)
+        elif family == "autogen":
             from turnflow.frameworks.autogen import reader_python as autogen_py
 
             result = autogen_py.migrate(code, path, src)
         else:
-            result = _run(code, path, src, family)
+            result = _run(code, path, src, family or "classic")
     except MigrateError as err:
         first = err.diagnostics[0]
-        if "nothing to migrate" in first.message:
+        if "nothing to migrate" in first.message and family is not None:
             hint = _suggestion(code, family)
             if hint:
                 err.diagnostics[0] = replace(first, message=first.message + hint)
@@ -211,6 +214,9 @@ def _notebook(cells, path: str, src: SourceText, family: Optional[str], forced: 
     finally:
         pyread.LINE_MAP[:] = []
         common.NOTEBOOK[:] = []
+    if no_chat:
+        raise fail("TF401", "this notebook's code cells build no group chat, AG2 pattern or AutoGen team "
+                   "(use --from to say which)", Pos(1, 1), path, src)
     return replace(result, diagnostics=notebook.relocate(result.diagnostics, cells, path))
 
 
