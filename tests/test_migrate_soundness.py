@@ -351,6 +351,8 @@ _TRIAGE_ONLY_BILLING = {("triage", "billing"), ("billing", "triage"), ("support"
     # unrolled over the list as first written (support's after-work would be invented)
     ("specialists.remove(support)", _TRIAGE_ONLY_BILLING),
     ("specialists.pop()", _TRIAGE_ONLY_BILLING),
+    ("last = specialists.pop()", _TRIAGE_ONLY_BILLING),
+    ("print(specialists.pop())", _TRIAGE_ONLY_BILLING),
     ("del specialists[1]", _TRIAGE_ONLY_BILLING),
     ("specialists[1] = triage", _TRIAGE_ONLY_BILLING),
     ("specialists.clear()", {("triage", "billing"), ("billing", END), ("support", END)}),

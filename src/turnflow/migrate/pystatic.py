@@ -221,6 +221,12 @@ def _changed_names(node: pyast.AST, rebinds: bool = True) -> set[str]:
     return out
 
 
+def _forget(lists: dict[str, pyast.AST], names: set[str]) -> None:
+    """The literal sequences `names` are no longer known (changed in a way not folded)."""
+    for name in names:
+        lists.pop(name, None)
+
+
 def _has_jump(body: list[pyast.stmt]) -> bool:
     for st in body:
         for n in pyast.walk(st):
@@ -478,8 +484,7 @@ class Rewriter:
             self._branches(st, lists)
             return [st]
         if isinstance(st, pyast.While):
-            for name in _changed_names(st):  # changed as many times as it turns: no longer known
-                lists.pop(name, None)
+            _forget(lists, _changed_names(st))  # changed as many times as it turns: no longer known
             return [st]
         if isinstance(st, pyast.For):
             return self._for(st, lists)
@@ -499,13 +504,13 @@ class Rewriter:
             st = self._InlineExpr(self).visit(st)
         # list bindings and mutations
         if isinstance(st, pyast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], pyast.Name):
+            _forget(lists, _changed_names(st.value, rebinds=False))  # `last = xs.pop()`: xs is no longer known
             self._list_binding(st.targets[0].id, st.value, lists)
             return [st]
         mutated = self._mutation(st, lists)
         if mutated is not None:
             return [mutated]
-        for name in _changed_names(st):  # `xs.remove(a)`, `xs[0] = a`, `xs += unknown`: no longer known
-            lists.pop(name, None)
+        _forget(lists, _changed_names(st))  # `xs.remove(a)`, `xs[0] = a`, `xs += unknown`: no longer known
         return [st]
 
     def _for(self, st: pyast.For, lists: dict[str, pyast.AST]) -> list[pyast.stmt]:
@@ -525,8 +530,7 @@ class Rewriter:
             else:
                 return out
         st.body = self._block(st.body, {}) or [pyast.Pass()]
-        for name in _changed_names(st):  # changed as many times as the loop turns: no longer known
-            lists.pop(name, None)
+        _forget(lists, _changed_names(st))  # changed as many times as the loop turns: no longer known
         return [st]
 
     def _assign(self, st: pyast.Assign, lists: dict[str, pyast.AST]) -> Optional[list[pyast.stmt]]:
