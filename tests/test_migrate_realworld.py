@@ -132,6 +132,19 @@ def test_a_file_cut_before_its_chat_reports_the_syntax_error_where_it_is():
     assert "cannot tell what this file is" in err.value.diagnostics[0].message
 
 
+@pytest.mark.parametrize("cls", ["AssistantAgent", "UserProxyAgent"])
+def test_a_setting_of_an_agent_subclass_is_explained_like_conversable_agents(cls):
+    """Before: "`2` as `max_consecutive_auto_reply` of `AssistantAgent`: as ConversableAgent's", a
+    pointer into the migrator's table instead of what AG2 does with the setting."""
+    text = (f"import autogen\na = autogen.{cls}(name='a', max_consecutive_auto_reply=2)\n"
+            "b = autogen.AssistantAgent(name='b', llm_config={})\n"
+            "gc = autogen.GroupChat(agents=[a, b], messages=[], max_round=4, speaker_selection_method='round_robin')\n"
+            "m = autogen.GroupChatManager(groupchat=gc)\na.initiate_chat(m, message='go')\n")
+    (d,) = [d for d in migrate(text, "x.py").diagnostics if "max_consecutive_auto_reply" in d.message]
+    assert d.message.endswith("the flow has no such limit") and "as ConversableAgent's" not in d.message, d.message
+    assert f"of `{cls}`" in d.message
+
+
 # -- family detection -------------------------------------------------------------------------
 @pytest.mark.parametrize("forced", [None, "classic", "ag2-patterns", "autogen"])
 def test_a_hand_written_langgraph_graph_is_refused_saying_migrate_does_not_read_it(forced):
