@@ -284,6 +284,41 @@ def test_a_transitions_key_that_is_not_in_agents_is_refused_as_ag2_refuses_it():
     assert result.text
 
 
+def test_transitions_set_item_by_item_on_self_in_a_method_are_followed():
+    """`self.graph = {}` then `self.graph[self.a] = [self.b]` in a method of the class (a public quiz
+    generator builds its FSM so): followed like `graph[a] = [b]` at the top level. Before, only a plain
+    variable's items were looked for, so the chat read as `{}`: every agent ended the chat
+    ("no_eligible_speaker") with no diagnostic about the four transitions it dropped."""
+    text = ("import autogen\n"
+            "class Quiz:\n"
+            "    def __init__(self):\n"
+            "        self.user = autogen.UserProxyAgent('user', human_input_mode='NEVER', code_execution_config=False)\n"
+            "        self.writer = autogen.AssistantAgent('writer', llm_config={})\n"
+            "        self.editor = autogen.AssistantAgent('editor', llm_config={})\n"
+            "    def _graph(self):\n"
+            "        self.graph = {}\n"
+            "        self.graph[self.user] = [self.writer]\n"
+            "        self.graph[self.writer] = [self.editor]\n"
+            "        self.graph[self.editor].append(self.writer) if False else None\n"
+            "    def _chat(self):\n"
+            "        self.chat = autogen.GroupChat(agents=[self.user, self.writer, self.editor], messages=[],\n"
+            "            max_round=8, allowed_or_disallowed_speaker_transitions=self.graph,\n"
+            "            speaker_transitions_type='allowed')\n"
+            "        self.manager = autogen.GroupChatManager(groupchat=self.chat)\n"
+            "    def __call__(self, q):\n"
+            "        self._graph()\n"
+            "        self._chat()\n"
+            "        return self.user.initiate_chat(self.manager, message=q)\n")
+    from turnflow.migrate import MigrateError
+
+    with pytest.raises(MigrateError) as err:  # a change of the dict the migrator does not follow: refused
+        migrate(text, "x.py")
+    assert err.value.diagnostics[0].code == "TF401" and err.value.diagnostics[0].span.line == 11
+    result = migrate(text.replace("        self.graph[self.editor].append(self.writer) if False else None\n", ""), "x.py")
+    (block,) = turnflow.parse(result.text).blocks
+    assert reference_edges(block) == {("user", "writer"), ("writer", "editor"), ("editor", END)}
+
+
 _TEAM = """import autogen
 a = autogen.AssistantAgent(name="a", llm_config={})
 b = autogen.AssistantAgent(name="b", llm_config={})

@@ -26,6 +26,7 @@ from turnflow.migrate import surface
 from turnflow.migrate.common import (MAX_ROUTES, FlowBuilder, Migration, Names, Pos, block_names, fail, line_ref,
                                      render, tool_name)
 from turnflow.frameworks.ag2.reader_groupchat_rotation import AllBut, Rotation
+from turnflow.migrate.pyread import _binding_key  # the name a variable or `self.x` binds
 from turnflow.migrate.pyread import (Module, agent_classes, assigned_name, callee, calls, filled_in_loop,
                                      is_agent_call, is_literal, kwarg, loop_message, manager_termination,
                                      note_choices, one_line, parse_module, pos, scopes, termination_test,
@@ -258,7 +259,7 @@ def _transition_changes(mod: Module, var: Optional[str]) -> list[tuple[str, pyas
 
 def _transition_change(st: pyast.stmt, var: str) -> Optional[tuple[str, pyast.AST, Optional[pyast.AST]]]:
     def item(node: pyast.AST) -> Optional[pyast.AST]:
-        ok = isinstance(node, pyast.Subscript) and isinstance(node.value, pyast.Name) and node.value.id == var
+        ok = isinstance(node, pyast.Subscript) and _binding_key(node.value) == var
         return node.slice if ok else None  # type: ignore[attr-defined]
 
     if isinstance(st, pyast.Assign) and len(st.targets) == 1 and item(st.targets[0]) is not None:
@@ -273,6 +274,13 @@ def _transition_change(st: pyast.stmt, var: str) -> Optional[tuple[str, pyast.AS
     return None
 
 
+def _subscripted(node: pyast.AST) -> pyast.AST:
+    """`d` of `d[a]` / `d[a][0]`."""
+    while isinstance(node, pyast.Subscript):
+        node = node.value
+    return node
+
+
 def _touches(st: pyast.stmt, var: str) -> bool:
     """`st` changes the dict `var` or one of its lists in a way `_transition_change` does not read."""
     for n in pyast.walk(st):
@@ -280,14 +288,12 @@ def _touches(st: pyast.stmt, var: str) -> bool:
             obj = n.func.value
             if isinstance(obj, pyast.Subscript):
                 obj = obj.value
-            if isinstance(obj, pyast.Name) and obj.id == var and n.func.attr not in ("get", "keys", "values",
-                                                                                       "items", "copy", "count",
-                                                                                       "index"):
+            if _binding_key(obj) == var and n.func.attr not in ("get", "keys", "values", "items", "copy", "count",
+                                                                 "index"):
                 return True
         if isinstance(n, (pyast.Delete, pyast.AugAssign, pyast.Assign)):
             targets = n.targets if isinstance(n, (pyast.Delete, pyast.Assign)) else [n.target]
-            if any(isinstance(t, pyast.Subscript) and isinstance(t.value, (pyast.Name, pyast.Subscript))
-                   and var in {x.id for x in pyast.walk(t.value) if isinstance(x, pyast.Name)} for t in targets):
+            if any(isinstance(t, pyast.Subscript) and _binding_key(_subscripted(t)) == var for t in targets):
                 return True
     return False
 
@@ -699,7 +705,7 @@ def _transitions(cx: Classic, b: FlowBuilder, call: pyast.Call, rota: Rotation,
                        "`agents`: AG2 refuses this GroupChat when it is built (ValueError: "
                        "allowed_speaker_transitions_dict has keys not in agents)", pos(key_node), path, src)
         given[key.name] = [a.name for a in _agent_list(cx, value_node, "a transition list", resolved)]
-    var = transitions_node.id if isinstance(transitions_node, pyast.Name) else None
+    var = _binding_key(transitions_node)  # `graph`, or `self.graph` set item by item in a method of the class
     for change in _transition_items(cx, b, var, call, disallowed=str(ttype).lower() == "disallowed"):
         _apply_transition(cx, given, change, resolved)
     if str(ttype).lower() == "allowed":
