@@ -338,6 +338,7 @@ a.initiate_chat(m, message="go")
     ("team.reverse()", {("c", "b"), ("b", "a"), ("a", "c")}),
     ("team.clear()", None),  # AG2 refuses an empty chat
     ("team.remove(c)", {("a", "b"), ("b", "a")}),
+    ("team += load_more_agents()", None),  # known only when the program runs
     ("team.insert(0, autogen.AssistantAgent(name='d', llm_config={}))",
      {("d", "a"), ("a", "b"), ("b", "c"), ("c", "d")}),
 ])
@@ -358,6 +359,34 @@ def test_an_agents_list_changed_in_place_is_followed_or_refused(change, truth):
         return
     (block,) = turnflow.parse(result.text).blocks
     assert reference_edges(block) == truth, (change, result.text)
+
+
+def test_an_agents_list_on_self_changed_after_it_is_written_is_not_read_as_first_written():
+    """`self.members = [self.a, self.b]; self.members.append(self.c)`: before, the chat held a and b
+    only, without a word (changes were looked for on plain variables alone)."""
+    from turnflow.migrate import MigrateError
+
+    text = ("import autogen\n"
+            "class Team:\n"
+            "    def __init__(self):\n"
+            "        self.a = autogen.AssistantAgent('a', llm_config={})\n"
+            "        self.b = autogen.AssistantAgent('b', llm_config={})\n"
+            "        self.c = autogen.AssistantAgent('c', llm_config={})\n"
+            "        self.members = [self.a, self.b]\n"
+            "        self.members.append(self.c)\n"
+            "    def run(self, q):\n"
+            "        chat = autogen.GroupChat(agents=self.members, messages=[], max_round=6,\n"
+            "                                 speaker_selection_method='round_robin')\n"
+            "        manager = autogen.GroupChatManager(groupchat=chat)\n"
+            "        return self.a.initiate_chat(manager, message=q)\n")
+    try:
+        result = migrate(text, "x.py")
+    except MigrateError as err:
+        (d,) = err.diagnostics
+        assert d.code == "TF401" and "self.members.append(self.c)` (line 8)" in d.message, d
+        return
+    (block,) = turnflow.parse(result.text).blocks
+    assert reference_edges(block) == {("a", "b"), ("b", "c"), ("c", "a")}
 
 
 _SPECIALISTS = """from autogen import ConversableAgent

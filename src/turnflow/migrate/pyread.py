@@ -786,24 +786,26 @@ _IN_PLACE = ("append", "extend", "insert", "remove", "pop", "clear", "sort", "re
 
 
 def _changes(node: pyast.AST, name: str) -> bool:
-    """`node` changes the list `name` in place: a method call, `name[i] = ...`, `del name[i]`."""
+    """`node` changes the list `name` (a variable or `self.x`) in place: a method call, `name[i] = ...`,
+    `del name[i]`, `name += ...`."""
     if isinstance(node, pyast.Call):
         f = node.func
-        return isinstance(f, pyast.Attribute) and f.attr in _IN_PLACE and isinstance(f.value, pyast.Name) \
-            and f.value.id == name
+        return isinstance(f, pyast.Attribute) and f.attr in _IN_PLACE and _binding_key(f.value) == name
+    if isinstance(node, pyast.AugAssign) and _binding_key(node.target) == name:
+        return True
     targets = node.targets if isinstance(node, (pyast.Assign, pyast.Delete)) else \
         [node.target] if isinstance(node, (pyast.AugAssign, pyast.AnnAssign)) else []
-    return any(isinstance(t, pyast.Subscript) and isinstance(t.value, pyast.Name) and t.value.id == name
-               for t in targets)
+    return any(isinstance(t, pyast.Subscript) and _binding_key(t.value) == name for t in targets)
 
 
 def _unfolded(mod: Module, node: Optional[pyast.AST]) -> Optional[Union[pyast.Call, pyast.stmt]]:
     """The first change of the list `node` names that the static pass left in place (the call or
     statement), outside function bodies; None when every change was folded into a binding."""
-    if not isinstance(node, pyast.Name):
+    key = _binding_key(node)
+    if key is None:
         return None
     found: list[Union[pyast.Call, pyast.stmt]] = [
-        n for n in pyast.walk(mod.tree) if isinstance(n, (pyast.Call, pyast.stmt)) and _changes(n, node.id)]
+        n for n in pyast.walk(mod.tree) if isinstance(n, (pyast.Call, pyast.stmt)) and _changes(n, key)]
     for change in sorted(found, key=lambda n: (n.lineno, n.col_offset)):
         where = mod.uses.get(id(change))
         if where is not None and where.in_def:
