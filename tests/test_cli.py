@@ -240,6 +240,24 @@ def test_unreadable_input_is_exit_2(argv, tmp_path, capsys):
     assert code == 2 and "not UTF-8 text" in out + err
 
 
+@pytest.mark.parametrize("argv", [["check", "{bad}"], ["compile", "{bad}"], ["graph", "{bad}"],
+                                  ["decompile", "{bad}"], ["simulate", "{bad}"],
+                                  ["run", "{bad}", "--agents", AGENTS]], ids=lambda a: a[0])
+@pytest.mark.parametrize("content, where, what", [
+    (b"workflow w {\n \xff\xfe }\n", "2:2", "not UTF-8 text: invalid byte 0xff"),
+    (b"workflow w {\n participant a\n\x00}\n", "3:1", "binary file"),
+], ids=["latin1", "nul"])
+def test_undecodable_input_names_the_byte_s_line_and_column(argv, content, where, what, tmp_path, capsys):
+    """Every command that reads a flow says where the bad byte is (`FILE:LINE:COL`), as `check` does:
+    simulate and run used to print `turnflow simulate: FILE: not UTF-8 text: ...` without it."""
+    bad = tmp_path / "bad.flow"
+    bad.write_bytes(content)
+    code, out, err = run([a.replace("{bad}", str(bad)) for a in argv], capsys)
+    assert code == 2
+    assert f"{bad}:{where}: TF000 error: " in out + err and what in out + err
+    assert "Traceback" not in out + err
+
+
 def test_internal_error_is_exit_3(monkeypatch, tmp_path, capsys):
     import turnflow.compiler.pipeline as pipeline
 

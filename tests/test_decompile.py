@@ -127,3 +127,15 @@ def test_numbers_compare_by_value_but_booleans_are_not_numbers():
     with pytest.raises(DecompileError) as exc:
         decompile_text(spec)
     assert exc.value.path == "$.ttl_seconds"
+
+
+@pytest.mark.parametrize("case, where", [
+    ("error_keyword_name.json", "8:23: $.transitions[0].when.args.agent_id: 'next' is a .flow keyword"),
+    ("error_not_a_spec.json", "1:1: $: expected a list of session specs"),
+])
+def test_an_error_names_the_line_and_column_of_its_json_path(case, where, capsys, monkeypatch):
+    """What cannot be decompiled is reported at its value, `FILE:LINE:COL: $.path: reason`, as editors
+    and CI annotations read positions. Before: `FILE: $.path: reason`, a JSON path only."""
+    monkeypatch.chdir(ROOT)
+    assert main(["decompile", case]) == 1
+    assert capsys.readouterr().err.startswith(f"{case}:{where}")

@@ -130,6 +130,9 @@ EDGES: dict[str, dict] = {
     "classic/notebook_fsm": {None: {
         ("planner", "coder"), ("coder", "runner"), ("runner", "coder"), ("runner", "planner"),
         ("planner", E), ("coder", E), ("runner", E)}},
+    # round robin drafter -> checker -> publisher -> drafter (checker opens); the agents'
+    # max_consecutive_auto_reply is TF405 only, its comment above that agent's participant.
+    "classic/agent_limits": {None: {("drafter", "checker"), ("checker", "publisher"), ("publisher", "drafter")}},
     # -- AutoGen 0.4 -----------------------------------------------------------------------
     # generator -> reviewer; reviewer -> summarizer on APPROVE, -> generator on REVISE, neither:
     # no edge matched (end); summarizer is a leaf (end).
@@ -262,6 +265,17 @@ EDGES: dict[str, dict] = {
         ("intake", "escalation"), ("intake", "solver"), ("intake", "customer"), ("solver", "closer"),
         ("solver", "customer"), ("escalation", E), ("escalation", "customer"), ("closer", E),
         ("customer", "intake"), ("customer", "solver"), ("customer", "escalation")}},
+    # router -> billing when domain is billing (register_handoffs: a context condition), -> tech
+    # (its LLM condition), after-work -> the user; tech -> billing (register_handoff: an LLM
+    # condition), after-work -> router; billing -> router; only router hands over to the user,
+    # who returns to it.
+    "ag2-patterns/register_handoffs": {None: {
+        ("router", "billing"), ("router", "tech"), ("router", "user"), ("tech", "billing"), ("tech", "router"),
+        ("billing", "router"), ("user", "router")}},
+    # one block (not a second copy of main's chat): intake -> solver (LLM condition), after-work ->
+    # the customer, who returns to intake; solver -> intake.
+    "ag2-patterns/main_function": {None: {
+        ("intake", "solver"), ("intake", "customer"), ("solver", "intake"), ("customer", "intake")}},
     # RandomPattern: every agent, the user included, hands over to a random other one.
     "ag2-patterns/random_pattern": {None: {
         (x, y) for x in ("poet", "critic", "editor", "user") for y in ("poet", "critic", "editor", "user")

@@ -31,7 +31,136 @@ def _edges(text: str, family=None) -> tuple[set, list]:
     return edges, result.diagnostics
 
 
+# -- agents' settings ---------------------------------------------------------------------------
+@pytest.mark.parametrize("cls", ["RetrieveUserProxyAgent", "RetrieverAgent", "AssistantAgent"])
+def test_settings_passed_as_a_mapping_known_at_run_time_are_reported(cls):
+    """`**load_settings()` on an agent: which keywords it passes is known only when the program runs.
+    Before, an agent class outside the migrator's table (a contrib agent, the team's own subclass)
+    lost its `is_termination_msg` there without a word; AssistantAgent already had TF411."""
+    text = ("from autogen import AssistantAgent, ConversableAgent, GroupChat, GroupChatManager\n"
+            "from autogen.agentchat.contrib.retrieve_user_proxy_agent import RetrieveUserProxyAgent\n"
+            "from settings import load_settings\n"
+            "class RetrieverAgent(ConversableAgent):\n"
+            "    pass\n"
+            f"retriever = {cls}(name='retriever', **load_settings())\n"
+            "answerer = AssistantAgent(name='answerer', llm_config={})\n"
+            "chat = GroupChat(agents=[retriever, answerer], messages=[], max_round=6,\n"
+            "                 speaker_selection_method='round_robin')\n"
+            "manager = GroupChatManager(groupchat=chat)\n"
+            "retriever.initiate_chat(manager, message='go')\n")
+    result = migrate(text, "x.py")
+    found = [d for d in result.diagnostics if d.code == "TF411"]
+    assert [(d.span.line, d.span.column) for d in found] == [(6, len(f"retriever = {cls}(name='retriever', **") + 1)]
+    assert "`**load_settings()` passes keywords known only when the program runs" in found[0].message
+    assert "the agent's settings are not read" in found[0].message
+
+
+@pytest.mark.parametrize("loop", ["for w in workers.values():", "for name, w in workers.items():",
+                                  "for w in load_workers():"])
+def test_graph_nodes_added_in_a_loop_that_is_not_unrolled_say_so(loop):
+    """Before: "`add_node` is given something that is not an agent created in this file" for agents
+    that are created in this file, in a dict literal (a public medical-orchestrator GraphFlow)."""
+    text = ("from autogen_agentchat.agents import AssistantAgent\n"
+            "from autogen_agentchat.teams import DiGraphBuilder, GraphFlow\n"
+            "from workers import load_workers\n"
+            "boss = AssistantAgent('boss', model_client=None)\n"
+            "workers = {'rag': AssistantAgent('rag', model_client=None), 'web': AssistantAgent('web', model_client=None)}\n"
+            "builder = DiGraphBuilder()\n"
+            "builder.add_node(boss)\n"
+            f"{loop}\n"
+            "    builder.add_node(w)\n"
+            "    builder.add_edge(boss, w)\n"
+            "team = GraphFlow(participants=builder.get_participants(), graph=builder.build())\n")
+    with pytest.raises(MigrateError) as err:
+        migrate(text, "x.py")
+    (d,) = err.value.diagnostics
+    assert d.code == "TF401" and (d.span.line, d.span.column) == (9, 5), d
+    assert "in a loop the migrator cannot unroll" in d.message and "not an agent created" not in d.message, d.message
+
+
+_MANAGER_SUBCLASS = """import autogen
+a = autogen.AssistantAgent(name="a", llm_config={})
+b = autogen.AssistantAgent(name="b", llm_config={})
+c = autogen.AssistantAgent(name="c", llm_config={})
+class LoggingManager(autogen.GroupChatManager):
+BODY
+gc = autogen.GroupChat(agents=[a, b, c], messages=[], max_round=5, speaker_selection_method="round_robin")
+m = LoggingManager(groupchat=gc, llm_config={})
+b.initiate_chat(m, message="go", max_turns=2)
+"""
+
+
+@pytest.mark.parametrize("body", ["    pass", "    def run_chat(self, messages=None, sender=None, config=None):\n"
+                                            "        return super().run_chat(messages, sender, config)"])
+def test_a_group_chat_manager_subclass_of_the_file_is_the_chat_s_manager(body):
+    """Before: "TF408 no call that starts this group chat was found ... assumed the first agent, `a`"
+    although `b.initiate_chat(m, ...)` starts it; `max_turns=2` was not reported either."""
+    text = _MANAGER_SUBCLASS.replace("BODY", body)
+    result = migrate(text, "x.py")
+    run_line = text.splitlines().index('b.initiate_chat(m, message="go", max_turns=2)') + 1
+    (block,) = turnflow.parse(result.text).blocks
+    start = next(st.name.name for st in block.statements if type(st).__name__ == "Start")
+    assert start == "b" and [p.name.name for p in block.participants if p.role == "initiator"] == ["b"]
+    codes = {(d.code, d.span.line) for d in result.diagnostics}
+    assert not any(code == "TF408" for code, _ in codes), result.diagnostics
+    assert ("TF405", run_line) in codes  # max_turns=2: the group chat runs again
+    if "def run_chat" in body:  # what the override changes is not read: said at the method
+        assert any(code.startswith("TF4") and line == 6 for code, line in codes), result.diagnostics
+
+
+def test_a_file_cut_before_its_chat_reports_the_syntax_error_where_it_is():
+    """A source truncated before its GroupChat (a partial copy, a bad merge) does not parse. Before:
+    "1:1: cannot tell what this file is ... (use --from to say which)", which hides the syntax error;
+    38 of 54 truncations of public AG2 / AutoGen files read that way. The same in a notebook's cells."""
+    import json
+
+    text = 'import autogen\na = autogen.AssistantAgent(name="a", llm_config={}\nb = 1\n'
+    with pytest.raises(MigrateError) as err:
+        migrate(text, "cut.py")
+    (d,) = err.value.diagnostics
+    assert (d.code, d.span.line, d.span.column) == ("TF401", 2, 27) and "Python syntax error" in d.message, d
+    notebook = json.dumps({"cells": [{"cell_type": "markdown", "metadata": {}, "source": ["# a team"]},
+                                     {"cell_type": "code", "metadata": {}, "source": ["import autogen\n", "x = ("]}],
+                           "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    with pytest.raises(MigrateError) as err:
+        migrate(notebook, "cut.ipynb")
+    (d,) = err.value.diagnostics
+    assert "Python syntax error" in d.message and d.cell is not None and (d.cell.cell, d.cell.line) == (2, 2), d
+    # a file that parses and builds nothing still says so
+    with pytest.raises(MigrateError) as err:
+        migrate("import autogen\n", "empty.py")
+    assert "cannot tell what this file is" in err.value.diagnostics[0].message
+
+
+@pytest.mark.parametrize("cls", ["AssistantAgent", "UserProxyAgent"])
+def test_a_setting_of_an_agent_subclass_is_explained_like_conversable_agents(cls):
+    """Before: "`2` as `max_consecutive_auto_reply` of `AssistantAgent`: as ConversableAgent's", a
+    pointer into the migrator's table instead of what AG2 does with the setting."""
+    text = (f"import autogen\na = autogen.{cls}(name='a', max_consecutive_auto_reply=2)\n"
+            "b = autogen.AssistantAgent(name='b', llm_config={})\n"
+            "gc = autogen.GroupChat(agents=[a, b], messages=[], max_round=4, speaker_selection_method='round_robin')\n"
+            "m = autogen.GroupChatManager(groupchat=gc)\na.initiate_chat(m, message='go')\n")
+    (d,) = [d for d in migrate(text, "x.py").diagnostics if "max_consecutive_auto_reply" in d.message]
+    assert d.message.endswith("the flow has no such limit") and "as ConversableAgent's" not in d.message, d.message
+    assert f"of `{cls}`" in d.message
+
+
 # -- family detection -------------------------------------------------------------------------
+@pytest.mark.parametrize("forced", [None, "classic", "ag2-patterns", "autogen"])
+def test_a_hand_written_langgraph_graph_is_refused_saying_migrate_does_not_read_it(forced):
+    """Before: "cannot tell what this file is ... (use --from to say which)", at 1:1, and every
+    --from then failed with "nothing to migrate" and no hint."""
+    from pathlib import Path
+
+    case = Path(__file__).parent / "fixtures" / "migrate" / "errors" / "langgraph_handwritten.py"
+    with pytest.raises(MigrateError) as err:
+        migrate(case.read_text(encoding="utf-8"), case.name, forced)
+    d = err.value.diagnostics[0]
+    assert d.code == "TF401" and "LangGraph `StateGraph`, which `turnflow migrate` does not read" in d.message
+    if forced is None:
+        assert (d.span.line, d.span.column) == (22, 9)
+
+
 def test_a_classic_chat_that_imports_pattern_classes_is_classic():
     text = ("from autogen.agentchat.group.patterns import DefaultPattern, AutoPattern  # imported, unused\n"
             "from autogen.agentchat import initiate_group_chat\n" + CLASSIC_HEAD

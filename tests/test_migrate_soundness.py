@@ -9,6 +9,7 @@ construct that made it approximate is reported where it is.
 
 from __future__ import annotations
 
+import ast as pyast
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,10 @@ EXPECTED: dict[str, tuple[dict, list, list]] = {
     # max_turns 9, no TERMINATE rule; TF410 at the `if`.
     "termination_branch": ({"team": {("primary", "critic"), ("critic", "primary")}}, [("TF410", 16)],
                            ["max_turns 9"]),
+    # a name the module binds twice, used in a function called between the two bindings: the flow
+    # follows the last one (senior_writer), TF410 at it; round robin with the editor.
+    "rebound_after_call": ({"chat": {("senior_writer", "editor"), ("editor", "senior_writer")}}, [("TF410", 19)],
+                           ["participant senior_writer"]),
     # 2. agents looked up indirectly: the executor hands back to messages[-2]["name"] (`previous`,
     # i.e. the coder, the only agent that hands over to it); the user's loop finds `planner`.
     "selection_lookup": ({"groupchat": {("user_proxy", "planner"), ("planner", "coder"), ("coder", "executor"),
@@ -246,6 +251,206 @@ def test_the_transitions_dict_changed_in_a_way_not_followed_is_refused():
     with pytest.raises(MigrateError) as err:
         migrate(text, "x.py")
     assert "KeyError" in err.value.diagnostics[0].message
+
+
+def test_a_transitions_key_that_is_not_in_agents_is_refused_as_ag2_refuses_it():
+    """AG2 checks an allowed-transitions dict when the GroupChat is built: a key that is not one of
+    `agents` is `ValueError: allowed_speaker_transitions_dict has keys not in agents` (graph_utils,
+    check_graph_validity), so the program never runs. Before, the key was dropped without a word and
+    the flow was a -> b -> c -> a."""
+    from turnflow.migrate import MigrateError
+
+    text = ("import autogen\n"
+            "a = autogen.AssistantAgent(name='a', llm_config={})\n"
+            "b = autogen.AssistantAgent(name='b', llm_config={})\n"
+            "c = autogen.AssistantAgent(name='c', llm_config={})\n"
+            "d = autogen.AssistantAgent(name='d', llm_config={})\n"
+            "gc = autogen.GroupChat(agents=[a, b, c], messages=[], max_round=6,\n"
+            "    allowed_or_disallowed_speaker_transitions={a: [b, d], b: [c], c: [a], d: [a]},\n"
+            "    speaker_transitions_type='allowed')\n"
+            "m = autogen.GroupChatManager(groupchat=gc, llm_config={})\n"
+            "a.initiate_chat(m, message='go')\n")
+    with pytest.raises(MigrateError) as err:
+        migrate(text, "x.py")
+    (d,) = err.value.diagnostics
+    assert (d.code, d.span.line, d.span.column) == ("TF401", 7, 75), d
+    assert "has keys not in agents" in d.message
+    # a value that is not in `agents` is only filtered out by AG2 (a -> d never happens): read as such
+    result = migrate(text.replace(", d: [a]}", "}"), "x.py")
+    (block,) = turnflow.parse(result.text).blocks
+    assert reference_edges(block) == {("a", "b"), ("b", "c"), ("c", "a")}
+    # a disallowed dict is inverted over `agents` first: a key outside them changes nothing
+    result = migrate(text.replace("'allowed'", "'disallowed'"), "x.py")
+    assert result.text
+
+
+def test_transitions_set_item_by_item_on_self_in_a_method_are_followed():
+    """`self.graph = {}` then `self.graph[self.a] = [self.b]` in a method of the class (a public quiz
+    generator builds its FSM so): followed like `graph[a] = [b]` at the top level. Before, only a plain
+    variable's items were looked for, so the chat read as `{}`: every agent ended the chat
+    ("no_eligible_speaker") with no diagnostic about the four transitions it dropped."""
+    text = ("import autogen\n"
+            "class Quiz:\n"
+            "    def __init__(self):\n"
+            "        self.user = autogen.UserProxyAgent('user', human_input_mode='NEVER', code_execution_config=False)\n"
+            "        self.writer = autogen.AssistantAgent('writer', llm_config={})\n"
+            "        self.editor = autogen.AssistantAgent('editor', llm_config={})\n"
+            "    def _graph(self):\n"
+            "        self.graph = {}\n"
+            "        self.graph[self.user] = [self.writer]\n"
+            "        self.graph[self.writer] = [self.editor]\n"
+            "        self.graph[self.editor].append(self.writer) if False else None\n"
+            "    def _chat(self):\n"
+            "        self.chat = autogen.GroupChat(agents=[self.user, self.writer, self.editor], messages=[],\n"
+            "            max_round=8, allowed_or_disallowed_speaker_transitions=self.graph,\n"
+            "            speaker_transitions_type='allowed')\n"
+            "        self.manager = autogen.GroupChatManager(groupchat=self.chat)\n"
+            "    def __call__(self, q):\n"
+            "        self._graph()\n"
+            "        self._chat()\n"
+            "        return self.user.initiate_chat(self.manager, message=q)\n")
+    from turnflow.migrate import MigrateError
+
+    with pytest.raises(MigrateError) as err:  # a change of the dict the migrator does not follow: refused
+        migrate(text, "x.py")
+    assert err.value.diagnostics[0].code == "TF401" and err.value.diagnostics[0].span.line == 11
+    result = migrate(text.replace("        self.graph[self.editor].append(self.writer) if False else None\n", ""), "x.py")
+    (block,) = turnflow.parse(result.text).blocks
+    assert reference_edges(block) == {("user", "writer"), ("writer", "editor"), ("editor", END)}
+
+
+_TEAM = """import autogen
+a = autogen.AssistantAgent(name="a", llm_config={})
+b = autogen.AssistantAgent(name="b", llm_config={})
+c = autogen.AssistantAgent(name="c", llm_config={})
+team = [a, b, c]
+CHANGE
+gc = autogen.GroupChat(agents=team, messages=[], max_round=6, speaker_selection_method="round_robin")
+m = autogen.GroupChatManager(groupchat=gc)
+a.initiate_chat(m, message="go")
+"""
+
+
+@pytest.mark.parametrize("change, truth", [
+    ("team.pop()", {("a", "b"), ("b", "a")}),
+    ("del team[2]", {("a", "b"), ("b", "a")}),
+    ("team[2] = autogen.AssistantAgent(name='d', llm_config={})", {("a", "b"), ("b", "d"), ("d", "a")}),
+    ("team.reverse()", {("c", "b"), ("b", "a"), ("a", "c")}),
+    ("team.clear()", None),  # AG2 refuses an empty chat
+    ("team.remove(c)", {("a", "b"), ("b", "a")}),
+    ("team += load_more_agents()", None),  # known only when the program runs
+    ("team.insert(0, autogen.AssistantAgent(name='d', llm_config={}))",
+     {("d", "a"), ("a", "b"), ("b", "c"), ("c", "d")}),
+])
+def test_an_agents_list_changed_in_place_is_followed_or_refused(change, truth):
+    """`agents=team` where `team` was changed in place after it was written: the chat holds what the
+    list holds when the chat is built. Before, `pop()`, `del team[i]`, `team[i] = x`, `reverse()`
+    and `clear()` were ignored without a word (round robin a -> b -> c -> a); remove / insert were
+    refused "after a branch that changes it" although no branch did."""
+    from turnflow.migrate import MigrateError
+
+    text = _TEAM.replace("CHANGE", change)
+    try:
+        result = migrate(text, "x.py")
+    except MigrateError as err:
+        (d,) = err.diagnostics
+        assert d.code == "TF401" and (d.span.line, d.span.column) == (7, 31), d
+        assert f"`team` is changed by `{change.split('(')[0]}" in d.message and "after a branch" not in d.message, d.message
+        return
+    (block,) = turnflow.parse(result.text).blocks
+    assert reference_edges(block) == truth, (change, result.text)
+
+
+def test_an_agents_list_on_self_changed_after_it_is_written_is_not_read_as_first_written():
+    """`self.members = [self.a, self.b]; self.members.append(self.c)`: before, the chat held a and b
+    only, without a word (changes were looked for on plain variables alone)."""
+    from turnflow.migrate import MigrateError
+
+    text = ("import autogen\n"
+            "class Team:\n"
+            "    def __init__(self):\n"
+            "        self.a = autogen.AssistantAgent('a', llm_config={})\n"
+            "        self.b = autogen.AssistantAgent('b', llm_config={})\n"
+            "        self.c = autogen.AssistantAgent('c', llm_config={})\n"
+            "        self.members = [self.a, self.b]\n"
+            "        self.members.append(self.c)\n"
+            "    def run(self, q):\n"
+            "        chat = autogen.GroupChat(agents=self.members, messages=[], max_round=6,\n"
+            "                                 speaker_selection_method='round_robin')\n"
+            "        manager = autogen.GroupChatManager(groupchat=chat)\n"
+            "        return self.a.initiate_chat(manager, message=q)\n")
+    try:
+        result = migrate(text, "x.py")
+    except MigrateError as err:
+        (d,) = err.diagnostics
+        assert d.code == "TF401" and "self.members.append(self.c)` (line 8)" in d.message, d
+        return
+    (block,) = turnflow.parse(result.text).blocks
+    assert reference_edges(block) == {("a", "b"), ("b", "c"), ("c", "a")}
+
+
+_SPECIALISTS = """from autogen import ConversableAgent
+from autogen.agentchat import initiate_group_chat
+from autogen.agentchat.group import AgentTarget
+from autogen.agentchat.group.patterns import DefaultPattern
+import sys
+llm = {"model": "gpt-4o-mini"}
+triage = ConversableAgent(name="triage", llm_config=llm)
+billing = ConversableAgent(name="billing", llm_config=llm)
+support = ConversableAgent(name="support", llm_config=llm)
+specialists = [billing, support]
+CHANGE
+"""
+_WIRE = """for s in specialists:
+    s.handoffs.set_after_work(AgentTarget(triage))
+triage.handoffs.set_after_work(AgentTarget(billing))
+pattern = DefaultPattern(initial_agent=triage, agents=[triage, billing, support])
+initiate_group_chat(pattern=pattern, messages="hi", max_rounds=10)
+"""
+_TRIAGE_ONLY_BILLING = {("triage", "billing"), ("billing", "triage"), ("support", END)}
+
+
+@pytest.mark.parametrize("change, truth", [
+    # the list is changed in place before the loop that configures its agents: the loop must not be
+    # unrolled over the list as first written (support's after-work would be invented)
+    ("specialists.remove(support)", _TRIAGE_ONLY_BILLING),
+    ("specialists.pop()", _TRIAGE_ONLY_BILLING),
+    ("last = specialists.pop()", _TRIAGE_ONLY_BILLING),
+    ("print(specialists.pop())", _TRIAGE_ONLY_BILLING),
+    ("del specialists[1]", _TRIAGE_ONLY_BILLING),
+    ("specialists[1] = triage", _TRIAGE_ONLY_BILLING),
+    ("specialists.clear()", {("triage", "billing"), ("billing", END), ("support", END)}),
+    ("specialists += sys.modules['plugins'].more", None),  # decided at run time
+    ("specialists.extend(sys.argv)", None),
+    ("for arg in sys.argv:\n    specialists.append(triage)", None),
+    ("while not specialists:\n    specialists.append(triage)", {("triage", "billing"), ("billing", "triage"),
+                                                             ("support", "triage")}),
+    ("if sys.argv[1:]:\n    specialists.remove(support)", None),
+])
+@pytest.mark.parametrize("scope", ["function", "top level"])
+def test_a_list_changed_in_place_is_not_unrolled_as_first_written(change, truth, scope):
+    """A loop over a literal list (here from a function, `wire()`) is unrolled only over what the list
+    holds when the loop runs: changed in a way the migrator does not follow, it is refused (TF401) or
+    reported, never read as first written. Before, every case here gave `support -> triage` silently."""
+    from turnflow.migrate import MigrateError
+
+    text = _SPECIALISTS.replace("CHANGE", change)
+    if scope == "function":  # `def wire(): ...` called at the end
+        text += "def wire():\n" + "".join(f"    {line}\n" for line in _WIRE.splitlines()) + "wire()\n"
+    else:
+        text += _WIRE
+    pyast.parse(text)  # the case itself is valid Python
+    changed = text.splitlines().index(change.splitlines()[0]) + 1
+    try:
+        result = migrate(text, "x.py")
+    except MigrateError as err:
+        assert err.diagnostics[0].code == "TF401" and err.diagnostics[0].span.line >= 1
+        return
+    (block,) = turnflow.parse(result.text).blocks
+    if truth is not None and reference_edges(block) == truth:
+        return
+    assert any(d.code.startswith("TF4") and d.span.line == changed for d in result.diagnostics), \
+        (change, sorted(reference_edges(block)))
 
 
 @pytest.mark.parametrize("change", ["groupchat.max_round = 3", "groupchat.agents.append(reviewer)",

@@ -38,11 +38,13 @@ class AgentsFile:
 
 def read_input(path: str) -> str:
     """The text of FILE (`-`: standard input), or a RunInputError (exit 2)."""
-    from turnflow.workspace.files import load
+    from turnflow.workspace.files import UNDECODABLE, load
 
     loaded = load(path)
     if loaded.error is not None:
-        msg = loaded.error.message
+        msg, span = loaded.error.message, loaded.error.span
+        if msg.startswith(UNDECODABLE):  # where the bad byte is, as `check` says it
+            raise RunInputError(f"{path}:{span.line}:{span.column}: TF000 error: {msg}", EXIT_USAGE)
         raise RunInputError(msg if f"`{path}`" in msg else f"{path}: {msg}", EXIT_USAGE)
     return loaded.text
 

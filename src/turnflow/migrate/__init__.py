@@ -81,6 +81,37 @@ def builds(text: str) -> list[str]:
     return out
 
 
+_LANGGRAPH_BUILDERS = {"StateGraph", "MessageGraph"}
+_LANGGRAPH_WHY = ("this file builds a LangGraph `{0}`, which `turnflow migrate` does not read: it reads AG2 and "
+                  "AutoGen orchestration, and LangGraph only in a module `turnflow compile --target langgraph` wrote")
+
+
+def _langgraph_builder(text: str) -> Optional[tuple[str, Pos]]:
+    """A hand-written LangGraph graph: the class it builds and where (`StateGraph(...)`), or None."""
+    import ast as pyast
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = pyast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    lines = text.splitlines()
+    for node in pyast.walk(tree):
+        if isinstance(node, pyast.Call):
+            f = node.func
+            name = f.id if isinstance(f, pyast.Name) else f.attr if isinstance(f, pyast.Attribute) else ""
+            if name in _LANGGRAPH_BUILDERS:
+                def col(line_no: int, offset: int) -> int:
+                    line = lines[line_no - 1] if line_no <= len(lines) else ""
+                    return len(line.encode("utf-8")[:offset].decode("utf-8", "replace")) + 1
+                end_line = node.end_lineno or node.lineno
+                return name, Pos(node.lineno, col(node.lineno, node.col_offset), end_line,
+                                 col(end_line, node.end_col_offset or 0))
+    return None
+
+
 def detect(text: str) -> Optional[str]:
     """The input family from what the content builds (JSON → autogen), or None."""
     if _is_json(text):
@@ -111,7 +142,8 @@ def _suggestion(text: str, family: str) -> str:
         return "" if family == "autogen" else " (this file is JSON: an AutoGen team component; try --from autogen)"
     others = [f for f in builds(text) if f != family]
     if not others:
-        return ""
+        graph = _langgraph_builder(text) if family != "compiled" else None
+        return f" ({_LANGGRAPH_WHY.format(graph[0])})" if graph is not None else ""
     return f" (this file builds {_WHAT[others[0]]}: try --from {others[0]})"
 
 
@@ -128,7 +160,13 @@ def migrate(text: str, path: str = "<string>", family: Optional[str] = None) -> 
         if cells is not None:  # a Jupyter notebook: its code cells, positions in the notebook
             return _notebook(cells, path, src, family, forced)
     family = family or detect(text)
+    graph = _langgraph_builder(text) if family is None else None
+    if graph is not None:
+        raise fail("TF401", _LANGGRAPH_WHY.format(graph[0]), graph[1], path, src)
     if family is None:
+        from turnflow.migrate.pyread import parse_module
+
+        parse_module(text, path, src)  # a file that is not Python: its syntax error, where it is
         raise fail("TF401", "cannot tell what this file is: expected a Python source with a `GroupChat(...)` or "
                    "an AG2 group pattern, or an AutoGen team component JSON (use --from to say which)",
                    Pos(1, 1), path, src)
@@ -154,21 +192,21 @@ def _notebook(cells, path: str, src: SourceText, family: Optional[str], forced: 
 
     code, where = cells.code, cells.where
     family = family or detect(code)
-    if family is None or family == "autogen" and not builds(code):
-        raise fail("TF401", "this notebook's code cells build no group chat, AG2 pattern or AutoGen team "
-                   "(use --from to say which)", Pos(1, 1), path, src)
     pyread.LINE_MAP[:] = where
     common.NOTEBOOK[:] = [notebook.Locator(cells)]
+    no_chat = family is None or family == "autogen" and not builds(code)
     try:
-        if family == "autogen":
+        if no_chat:  # code cells that are not Python: the syntax error, in its cell
+            pyread.parse_module(code, path, src)
+        elif family == "autogen":
             from turnflow.frameworks.autogen import reader_python as autogen_py
 
             result = autogen_py.migrate(code, path, src)
         else:
-            result = _run(code, path, src, family)
+            result = _run(code, path, src, family or "classic")
     except MigrateError as err:
         first = err.diagnostics[0]
-        if "nothing to migrate" in first.message:
+        if "nothing to migrate" in first.message and family is not None:
             hint = _suggestion(code, family)
             if hint:
                 err.diagnostics[0] = replace(first, message=first.message + hint)
@@ -176,6 +214,9 @@ def _notebook(cells, path: str, src: SourceText, family: Optional[str], forced: 
     finally:
         pyread.LINE_MAP[:] = []
         common.NOTEBOOK[:] = []
+    if no_chat:
+        raise fail("TF401", "this notebook's code cells build no group chat, AG2 pattern or AutoGen team "
+                   "(use --from to say which)", Pos(1, 1), path, src)
     return replace(result, diagnostics=notebook.relocate(result.diagnostics, cells, path))
 
 

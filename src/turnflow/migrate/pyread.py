@@ -9,7 +9,7 @@ import json
 import re
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Optional
+from typing import Any, Iterable, Iterator, Optional, Union
 
 from turnflow.migrate.common import Pos, fail, input_where, line_ref, lines_ref
 from turnflow.migrate.pystatic import callee, sequence
@@ -90,6 +90,9 @@ class Module:
     # the bindings decided at run time that resolution went through, since `take_choices()`
     choices: dict[tuple[str, int], "Choice"] = field(default_factory=dict)
     parent: Optional["Module"] = None  # the whole module, for a scope's view
+    # in a function's (class's) view: the order of its first own statement, after the module's top
+    # level; its body runs when it is called, so a name the top level binds twice is not known there
+    own_from: int = 0
 
     # -- evaluation of literals -------------------------------------------
     def resolve(self, node: Optional[pyast.AST], depth: int = 0) -> Optional[pyast.AST]:
@@ -127,13 +130,24 @@ class Module:
             before = [s for s in sites if s.order < where.order] or sites
         straight = [s for s in before if not s.loop]
         site = straight[-1] if straight else before[0]
-        if (where is None or where.in_def) and len({id(s.value) for s in straight if not s.chain}) > 1:
+        upto = self._runs_later(where, site)
+        if upto is not None and len({id(s.value) for s in straight if not s.chain and s.order < upto}) > 1:
             k = (key, -1)  # a function body sees the binding current when it runs, not known statically
             if k not in self.choices:
                 self.choices[k] = Choice(key, site.stmt, "rebound", site, [s for s in straight if s is not site],
                                          True, None)
         self._note_choice(key, site, where, before)
         return site.value
+
+    def _runs_later(self, where: Optional["Where"], site: "Site") -> Optional[int]:
+        """When the use runs when a function is called, so that any binding before it may be the one
+        it sees: the order below which those bindings are (in a def or lambda: all of them; in a
+        function's own body, a scope's view, reading a top-level binding: the top level's); else None."""
+        if where is None or where.in_def:
+            return 1 << 62
+        if self.own_from and where.order >= self.own_from and site.order < self.own_from:
+            return self.own_from
+        return None
 
     def _note_choice(self, key: str, site: "Site", where: Optional["Where"], before: list["Site"]) -> None:
         chain = where.chain if where is not None and not where.in_def else ()
@@ -383,12 +397,14 @@ class Scope:
         self._parent, self._body, self._methods = parent, body, methods
         self.own_calls = own_calls
         self.own = {id(c) for c in own_calls}
+        self.top_len = 0  # how many of `body`'s statements are the module's top level (then the scope's own)
         self._mod: Optional[Module] = None
 
     @property
     def mod(self) -> "Module":
         if self._mod is None:
-            self._mod = self._parent if self._body is None else _view(self._parent, self._body, self._methods)
+            self._mod = self._parent if self._body is None else \
+                _view(self._parent, self._body, self._methods, self.top_len)
         return self._mod
 
 
@@ -422,7 +438,9 @@ def scopes(mod: Module) -> list[Scope]:
             continue
         own = _own_calls(body)
         if own:
-            out.append(Scope(st.name, mod, top + body, methods, own, st))
+            scope = Scope(st.name, mod, top + body, methods, own, st)
+            scope.top_len = len(top)
+            out.append(scope)
     return out
 
 
@@ -472,10 +490,12 @@ def _rebound_after(call: pyast.Call, top: list[pyast.stmt]) -> bool:
     return False
 
 
-def _view(mod: Module, body: list[pyast.stmt], methods: dict) -> Module:
+def _view(mod: Module, body: list[pyast.stmt], methods: dict, top_len: int = 0) -> Module:
     tree = pyast.Module(body=body, type_ignores=[])
     view = Module(tree=tree, src=mod.src, path=mod.path)
     _index(view, tree, loop=False)
+    if 0 < top_len < len(body):  # `_index` counts every statement, nested ones too, in this order
+        view.own_from = 1 + sum(1 for st in body[:top_len] for n in pyast.walk(st) if isinstance(n, pyast.stmt))
     view.functions = {**mod.functions, **methods, **view.functions}
     view.classes = {**mod.classes, **view.classes}
     view.in_loop = mod.in_loop | view.in_loop
@@ -756,33 +776,52 @@ def _compare_marker(left: pyast.AST, op: pyast.cmpop, right: pyast.AST) -> list[
 
 
 def filled_in_loop(mod: Module, node: Optional[pyast.AST]) -> bool:
-    """`xs` is appended to / extended inside a loop the static pass could not unroll, or by a call
-    it could not fold into a binding (after a branch that changed it)."""
+    """`xs` is appended to / extended inside a loop the static pass could not unroll, or changed in
+    a way it could not fold into a binding (`xs.remove(a)`, `xs[0] = a`, after a branch that changed it)."""
     return _unfolded(mod, node) is not None
 
 
-def _unfolded(mod: Module, node: Optional[pyast.AST]) -> Optional[pyast.Call]:
-    if not isinstance(node, pyast.Name):
+# list methods that change a list in place (the static pass folds `append` / `extend` of known agents)
+_IN_PLACE = ("append", "extend", "insert", "remove", "pop", "clear", "sort", "reverse")
+
+
+def _changes(node: pyast.AST, name: str) -> bool:
+    """`node` changes the list `name` (a variable or `self.x`) in place: a method call, `name[i] = ...`,
+    `del name[i]`, `name += ...`."""
+    if isinstance(node, pyast.Call):
+        f = node.func
+        return isinstance(f, pyast.Attribute) and f.attr in _IN_PLACE and _binding_key(f.value) == name
+    if isinstance(node, pyast.AugAssign) and _binding_key(node.target) == name:
+        return True
+    targets = node.targets if isinstance(node, (pyast.Assign, pyast.Delete)) else \
+        [node.target] if isinstance(node, (pyast.AugAssign, pyast.AnnAssign)) else []
+    return any(isinstance(t, pyast.Subscript) and _binding_key(t.value) == name for t in targets)
+
+
+def _unfolded(mod: Module, node: Optional[pyast.AST]) -> Optional[Union[pyast.Call, pyast.stmt]]:
+    """The first change of the list `node` names that the static pass left in place (the call or
+    statement), outside function bodies; None when every change was folded into a binding."""
+    key = _binding_key(node)
+    if key is None:
         return None
-    for call in calls(mod.tree):
-        f = call.func
-        if isinstance(f, pyast.Attribute) and f.attr in ("append", "extend", "insert", "remove", "pop") \
-                and isinstance(f.value, pyast.Name) and f.value.id == node.id \
-                and (id(call) in mod.in_loop or f.attr != "pop"):
-            where = mod.uses.get(id(call))
-            if where is not None and where.in_def:
-                continue  # inside a function body (a selection function's own list)
-            return call
+    found: list[Union[pyast.Call, pyast.stmt]] = [
+        n for n in pyast.walk(mod.tree) if isinstance(n, (pyast.Call, pyast.stmt)) and _changes(n, key)]
+    for change in sorted(found, key=lambda n: (n.lineno, n.col_offset)):
+        where = mod.uses.get(id(change))
+        if where is not None and where.in_def:
+            continue  # inside a function body (a selection function's own list)
+        return change
     return None
 
 
 def loop_message(node: Optional[pyast.AST], mod: Optional[Module] = None) -> str:
-    call = _unfolded(mod, node) if mod is not None else None
+    change = _unfolded(mod, node) if mod is not None else None
     shown = pyast.unparse(node) if node is not None else "?"
-    if call is not None and id(call) not in mod.in_loop:  # type: ignore[union-attr]
-        return (f"`{shown}` is changed by `{_show(call, 50)}` ({line_ref(call.lineno)}) after a branch that "
-                "changes it, so which agents it holds is decided when the program runs; build the list in one "
-                "place, or migrate the running object with --import")
+    if change is not None and id(change) not in mod.in_loop:  # type: ignore[union-attr]
+        return (f"`{shown}` is changed by `{_show(change, 50)}` ({line_ref(change.lineno)}), which the migrator "
+                "does not follow (it follows `append` / `extend` / `+=` of known agents outside branches), so "
+                "which agents it holds is not known; build the list in one place, or migrate the running object "
+                "with --import")
     return (f"`{shown}` is filled in a loop the migrator cannot unroll (only `for x in [a, b, c]:` "
             "over a literal list is); write the agents out")
 

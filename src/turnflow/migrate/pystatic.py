@@ -116,10 +116,18 @@ _PROCEDURE_STATEMENTS = (pyast.Assign, pyast.AugAssign, pyast.AnnAssign, pyast.E
                          pyast.With, pyast.Try, pyast.Pass, pyast.Break, pyast.Continue, pyast.ExceptHandler)
 
 
+# calls that build or run a chat: a function making one is a scope of its own (`def main(): ...
+# pattern = DefaultPattern(...); initiate_group_chat(...)`), never copied into its caller
+_BUILDS_CHAT = {"GroupChat", "GroupChatManager", "DefaultPattern", "AutoPattern", "RoundRobinPattern",
+                "RandomPattern", "ManualPattern", "initiate_group_chat", "a_initiate_group_chat", "run_group_chat",
+                "a_run_group_chat", "initiate_swarm_chat", "a_initiate_swarm_chat", "run_swarm", "a_run_swarm",
+                "RoundRobinGroupChat", "SelectorGroupChat", "Swarm", "GraphFlow", "MagenticOneGroupChat"}
+
+
 def _procedure(fn: pyast.FunctionDef) -> Optional[list[pyast.stmt]]:
     """The statements of `fn` when it takes plain parameters, returns nothing (a bare `return` at
-    the end at most), holds no function, class, `global` or `yield` and configures a chat:
-    `x.handoffs.<method>(...)`, or one of `_CONFIGURING`; else None."""
+    the end at most), holds no function, class, `global` or `yield`, builds no chat (`_BUILDS_CHAT`)
+    and configures a chat: `x.handoffs.<method>(...)`, or one of `_CONFIGURING`; else None."""
     body = _code(fn.body)
     if body and isinstance(body[-1], pyast.Return) and body[-1].value is None:
         body = body[:-1]
@@ -128,6 +136,8 @@ def _procedure(fn: pyast.FunctionDef) -> Optional[list[pyast.stmt]]:
     inner = [n for st in body for n in pyast.walk(st)]
     if any(isinstance(n, (pyast.stmt, pyast.excepthandler)) and not isinstance(n, _PROCEDURE_STATEMENTS)
            or isinstance(n, (pyast.Yield, pyast.YieldFrom, pyast.Await)) for n in inner):
+        return None
+    if any(isinstance(n, pyast.Call) and callee(n) in _BUILDS_CHAT for n in inner):
         return None
     return body if any(_configures(n) for n in inner) else None
 
@@ -190,6 +200,33 @@ def _bind(target: pyast.AST, value: pyast.AST, env: dict[str, pyast.AST]) -> boo
     return False
 
 
+# list methods that change the list in place (`append` / `extend` are folded when their argument is known)
+_LIST_MUTATORS = {"append", "extend", "insert", "remove", "pop", "clear", "sort", "reverse"}
+
+
+def _changed_names(node: pyast.AST, rebinds: bool = True) -> set[str]:
+    """The names `node` rebinds (unless `rebinds` is False) or changes in place anywhere inside it:
+    `xs = ...`, `xs += ...`, `for xs in ...`; `xs.remove(a)` (any list method that changes it),
+    `xs[0] = a`, `del xs[0]`, `del xs`."""
+    out: set[str] = set()
+    for n in pyast.walk(node):
+        if isinstance(n, pyast.Name) and (isinstance(n.ctx, pyast.Del) or rebinds and isinstance(n.ctx, pyast.Store)):
+            out.add(n.id)
+        elif isinstance(n, pyast.Subscript) and isinstance(n.ctx, (pyast.Store, pyast.Del)) \
+                and isinstance(n.value, pyast.Name):
+            out.add(n.value.id)
+        elif isinstance(n, pyast.Call) and isinstance(n.func, pyast.Attribute) and n.func.attr in _LIST_MUTATORS \
+                and isinstance(n.func.value, pyast.Name):
+            out.add(n.func.value.id)
+    return out
+
+
+def _forget(lists: dict[str, pyast.AST], names: set[str]) -> None:
+    """The literal sequences `names` are no longer known (changed in a way not folded)."""
+    for name in names:
+        lists.pop(name, None)
+
+
 def _has_jump(body: list[pyast.stmt]) -> bool:
     for st in body:
         for n in pyast.walk(st):
@@ -221,9 +258,15 @@ class Rewriter:
                 self.builders[st.name] = st
             elif isinstance(st, pyast.FunctionDef) and _procedure(st) is not None:
                 self.procedures[st.name] = st
-        for st in self.tree.body:  # module-level literal sequences, visible from functions
+        stores: dict[str, int] = {}
+        for n in pyast.walk(self.tree):
+            if isinstance(n, pyast.Name) and isinstance(n.ctx, pyast.Store):
+                stores[n.id] = stores.get(n.id, 0) + 1
+        changed = _changed_names(self.tree, rebinds=False)
+        for st in self.tree.body:  # module-level literal sequences bound once and never changed, seen by functions
             if isinstance(st, pyast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], pyast.Name) \
-                    and isinstance(st.value, (pyast.List, pyast.Tuple)):
+                    and isinstance(st.value, (pyast.List, pyast.Tuple)) and stores.get(st.targets[0].id) == 1 \
+                    and st.targets[0].id not in changed:
                 self.module_lists[st.targets[0].id] = st.value
         self.tree.body = self._block(self.tree.body, {}, top=True)
         pyast.fix_missing_locations(self.tree)
@@ -441,6 +484,7 @@ class Rewriter:
             self._branches(st, lists)
             return [st]
         if isinstance(st, pyast.While):
+            _forget(lists, _changed_names(st))  # changed as many times as it turns: no longer known
             return [st]
         if isinstance(st, pyast.For):
             return self._for(st, lists)
@@ -460,10 +504,14 @@ class Rewriter:
             st = self._InlineExpr(self).visit(st)
         # list bindings and mutations
         if isinstance(st, pyast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], pyast.Name):
+            _forget(lists, _changed_names(st.value, rebinds=False))  # `last = xs.pop()`: xs is no longer known
             self._list_binding(st.targets[0].id, st.value, lists)
             return [st]
         mutated = self._mutation(st, lists)
-        return [mutated] if mutated is not None else [st]
+        if mutated is not None:
+            return [mutated]
+        _forget(lists, _changed_names(st))  # `xs.remove(a)`, `xs[0] = a`, `xs += unknown`: no longer known
+        return [st]
 
     def _for(self, st: pyast.For, lists: dict[str, pyast.AST]) -> list[pyast.stmt]:
         """A loop over a known sequence, unrolled (bounded); any other loop, kept."""
@@ -482,6 +530,7 @@ class Rewriter:
             else:
                 return out
         st.body = self._block(st.body, {}) or [pyast.Pass()]
+        _forget(lists, _changed_names(st))  # changed as many times as the loop turns: no longer known
         return [st]
 
     def _assign(self, st: pyast.Assign, lists: dict[str, pyast.AST]) -> Optional[list[pyast.stmt]]:

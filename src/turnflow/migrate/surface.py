@@ -545,6 +545,17 @@ def _none(node: pyast.AST) -> bool:
     return isinstance(node, pyast.Constant) and node.value is None
 
 
+def _explained(family: str, p: Param) -> str:
+    """What a parameter does: a `why` that points at another call's (`as ConversableAgent's`) is
+    that call's own explanation of the parameter."""
+    if p.why.startswith("as ") and p.why.endswith("'s"):
+        other = API.get((family, p.why[3:-2]))
+        q = next((q for q in other.params if q.name == p.name), None) if other is not None else None
+        if q is not None:
+            return q.why
+    return p.why
+
+
 def not_modelled(b: Bound) -> list[tuple[str, pyast.AST, str]]:
     """(code, argument, message) for each argument given to a parameter the flow does not model,
     the `**kwargs` keywords classified by the base Api."""
@@ -553,7 +564,7 @@ def not_modelled(b: Bound) -> list[tuple[str, pyast.AST, str]]:
     for p in b.api.params:
         node = b.args.get(p.name)
         if node is not None and p.how == NOT_MODELLED and not _none(node):
-            out.append((p.code, node, f"`{p.name}` of `{b.api.name}`: {p.why}"))
+            out.append((p.code, node, f"`{p.name}` of `{b.api.name}`: {_explained(b.api.family, p)}"))
     if base is not None:
         by_name = {p.name: p for p in base.params}
         for key, node in b.extra.items():
@@ -572,6 +583,10 @@ def agent_findings(call: pyast.Call, cls: str, skip: tuple[str, ...] = ()) -> li
     ConversableAgent's (a subclass forwards them); each argument of a not-modelled parameter."""
     a = API.get(("ag2", cls))
     if a is None:
+        spread = next((k.value for k in call.keywords if k.arg is None), None)
+        if spread is not None:  # `**shared`: which settings it passes is known only at run time
+            return [("TF411", spread, f"`{cls}(...)`: `**{pyast.unparse(spread)}` passes keywords known only when "
+                                      "the program runs; the agent's settings are not read")]
         base = API[("ag2", "ConversableAgent")]
         b = Bound(base, extra={k.arg: k.value for k in call.keywords if k.arg is not None})
         b.api = Api("ag2", cls, "", (), base="ConversableAgent")

@@ -91,12 +91,16 @@ def _tf000(path: str, message: str, span: Optional[Span] = None) -> Diagnostic:
     return diagnostic("TF000", message, span or Span.point(), path)
 
 
+# the messages `decode` gives bytes it cannot read as text: their span is where the bad byte is
+UNDECODABLE = ("binary file (it contains NUL bytes)", "not UTF-8 text")
+
+
 def decode(data: bytes, path: str) -> Loaded:
     if b"\x00" in data[: 1 << 20] or b"\x00" in data:
         offset = data.index(b"\x00")
         line = data.count(b"\n", 0, offset) + 1
         col = offset - (data.rfind(b"\n", 0, offset) + 1) + 1
-        return Loaded(path, None, _tf000(path, "binary file (it contains NUL bytes), not UTF-8 text",
+        return Loaded(path, None, _tf000(path, f"{UNDECODABLE[0]}, not UTF-8 text",
                                          Span(line=line, column=col, end_line=line, end_column=col + 1,
                                               start=offset, end=offset + 1)))
     try:
@@ -105,7 +109,7 @@ def decode(data: bytes, path: str) -> Loaded:
         offset = err.start
         line = data.count(b"\n", 0, offset) + 1
         col = len(data[data.rfind(b"\n", 0, offset) + 1: offset].decode("utf-8", "replace")) + 1
-        return Loaded(path, None, _tf000(path, f"not UTF-8 text: invalid byte 0x{data[offset]:02x}",
+        return Loaded(path, None, _tf000(path, f"{UNDECODABLE[1]}: invalid byte 0x{data[offset]:02x}",
                                          Span(line=line, column=col, end_line=line, end_column=col + 1,
                                               start=offset, end=offset + 1)))
     return Loaded(path, SourceText(text, path))

@@ -12,7 +12,8 @@ def register(sub) -> None:
     d = sub.add_parser("decompile", help="turn session specs, knobs or a TransitionGraph (JSON) into .flow text",
                        description="Accepts what `turnflow compile` prints (a list of specs), one spec, "
                                    "`--knobs` output, or a bare AG2 TransitionGraph dict. The result compiles "
-                                   "back to the input; anything .flow cannot express is an error naming its JSON path.")
+                                   "back to the input; anything .flow cannot express is an error at its line and column, naming its "
+                                   "JSON path.")
     d.add_argument("file", metavar="SPEC.json", help="a JSON file (`-` for stdin)")
     d.add_argument("--name", default="main", help="block name for bare knobs or a bare graph (default: main)")
     d.add_argument("--participants", metavar="A,B,...",
@@ -42,7 +43,8 @@ def run(args) -> int:
     try:
         text = decompile_text(data, name=args.name, participants=participants)
     except DecompileError as exc:
-        err(f"{args.file}: {exc.path}: {exc.reason}")
+        line, column = json_path_position(loaded.text, exc.path)
+        err(f"{args.file}:{line}:{column}: {exc.path}: {exc.reason}")
         return EXIT_FINDINGS
     if args.output:
         try:
@@ -52,3 +54,27 @@ def run(args) -> int:
     else:
         out(text)
     return EXIT_OK
+
+
+def json_path_position(text: str, path: str) -> tuple[int, int]:
+    """The line and column (1-based) of the value a JSON path (`$`, `.key`, `[i]`) names in `text`;
+    where a step names nothing (a key with a dot in it), the last value the path did reach."""
+    import re
+
+    from turnflow.migrate import MigrateError
+    from turnflow.migrate.jsonpos import load as load_positions
+    from turnflow.source import SourceText
+
+    try:
+        value, positions = load_positions(text, "<json>", SourceText(text, "<json>"))
+    except MigrateError:
+        return 1, 1
+    where = positions.of(value)
+    for key, index in re.findall(r"\.([^.\[\]]+)|\[(\d+)\]", path[1:]):
+        if key and isinstance(value, dict) and key in value:
+            where, value = positions.of(value, key), value[key]
+        elif index and isinstance(value, list) and int(index) < len(value):
+            where, value = positions.of(value, f"#{index}"), value[int(index)]
+        else:
+            break
+    return where.line, where.column

@@ -26,6 +26,7 @@ from turnflow.migrate import surface
 from turnflow.migrate.common import (MAX_ROUTES, FlowBuilder, Migration, Names, Pos, block_names, fail, line_ref,
                                      render, tool_name)
 from turnflow.frameworks.ag2.reader_groupchat_rotation import AllBut, Rotation
+from turnflow.migrate.pyread import _binding_key  # the name a variable or `self.x` binds
 from turnflow.migrate.pyread import (Module, agent_classes, assigned_name, callee, calls, filled_in_loop,
                                      is_agent_call, is_literal, kwarg, loop_message, manager_termination,
                                      note_choices, one_line, parse_module, pos, scopes, termination_test,
@@ -258,7 +259,7 @@ def _transition_changes(mod: Module, var: Optional[str]) -> list[tuple[str, pyas
 
 def _transition_change(st: pyast.stmt, var: str) -> Optional[tuple[str, pyast.AST, Optional[pyast.AST]]]:
     def item(node: pyast.AST) -> Optional[pyast.AST]:
-        ok = isinstance(node, pyast.Subscript) and isinstance(node.value, pyast.Name) and node.value.id == var
+        ok = isinstance(node, pyast.Subscript) and _binding_key(node.value) == var
         return node.slice if ok else None  # type: ignore[attr-defined]
 
     if isinstance(st, pyast.Assign) and len(st.targets) == 1 and item(st.targets[0]) is not None:
@@ -273,6 +274,13 @@ def _transition_change(st: pyast.stmt, var: str) -> Optional[tuple[str, pyast.AS
     return None
 
 
+def _subscripted(node: pyast.AST) -> pyast.AST:
+    """`d` of `d[a]` / `d[a][0]`."""
+    while isinstance(node, pyast.Subscript):
+        node = node.value
+    return node
+
+
 def _touches(st: pyast.stmt, var: str) -> bool:
     """`st` changes the dict `var` or one of its lists in a way `_transition_change` does not read."""
     for n in pyast.walk(st):
@@ -280,14 +288,12 @@ def _touches(st: pyast.stmt, var: str) -> bool:
             obj = n.func.value
             if isinstance(obj, pyast.Subscript):
                 obj = obj.value
-            if isinstance(obj, pyast.Name) and obj.id == var and n.func.attr not in ("get", "keys", "values",
-                                                                                       "items", "copy", "count",
-                                                                                       "index"):
+            if _binding_key(obj) == var and n.func.attr not in ("get", "keys", "values", "items", "copy", "count",
+                                                                 "index"):
                 return True
         if isinstance(n, (pyast.Delete, pyast.AugAssign, pyast.Assign)):
             targets = n.targets if isinstance(n, (pyast.Delete, pyast.Assign)) else [n.target]
-            if any(isinstance(t, pyast.Subscript) and isinstance(t.value, (pyast.Name, pyast.Subscript))
-                   and var in {x.id for x in pyast.walk(t.value) if isinstance(x, pyast.Name)} for t in targets):
+            if any(isinstance(t, pyast.Subscript) and _binding_key(_subscripted(t)) == var for t in targets):
                 return True
     return False
 
@@ -364,8 +370,9 @@ def _why_not_agent(cx: Classic, elt: pyast.AST) -> str:
 def _manager_and_initiator(cx: Classic, group_var: Optional[str], group_call: pyast.Call):
     mod = cx.mod
     managers: list[tuple[str, pyast.Call]] = []
+    manager_classes = _manager_classes(mod)
     for call in calls(mod.tree):
-        if callee(call) == "GroupChatManager":
+        if callee(call) in manager_classes:
             gc = kwarg(call, "groupchat", 0)
             if mod.resolve(gc) is group_call:
                 var = _bound_var(mod, call)
@@ -380,6 +387,35 @@ def _manager_and_initiator(cx: Classic, group_var: Optional[str], group_call: py
                     agent = where.resolve(found)
                     return mcall, cx.agents.get(id(agent)) if isinstance(agent, pyast.Call) else None, call
     return (managers[0][1] if managers else None), None, None
+
+
+def _manager_classes(mod: Module) -> set[str]:
+    """GroupChatManager and the file's subclasses of it (transitively)."""
+    known = {"GroupChatManager"}
+    changed = True
+    while changed:
+        changed = False
+        for name, cls in mod.classes.items():
+            if name not in known and any(callee(base) in known for base in cls.bases):
+                known.add(name)
+                changed = True
+    return known
+
+
+def _note_manager_overrides(mod: Module, b: FlowBuilder, manager: Optional[pyast.Call]) -> None:
+    """A manager of a GroupChatManager subclass of the file: each method it (or a class between it and
+    GroupChatManager) defines may change who speaks; TF404 at the method, the flow runs the chat as
+    GroupChatManager does."""
+    name = callee(manager) if manager is not None else "GroupChatManager"
+    seen: set[str] = set()
+    while name in mod.classes and name not in seen:
+        seen.add(name)
+        cls = mod.classes[name]
+        for fn in cls.body:
+            if isinstance(fn, (pyast.FunctionDef, pyast.AsyncFunctionDef)):
+                b.note("TF404", f"`{name}` overrides `{fn.name}` of GroupChatManager; what it changes is not read: the "
+                       "flow runs the chat as GroupChatManager does", pos(fn))
+        name = next((callee(base) for base in cls.bases if callee(base) in _manager_classes(mod)), "")
 
 
 def _note_run(b: FlowBuilder, init_call: Optional[pyast.Call]) -> None:
@@ -431,6 +467,7 @@ def _group(cx: Classic, call: pyast.Call, block: str) -> FlowBuilder:
 
     b = FlowBuilder(block)
     _note_run(b, init_call)
+    _note_manager_overrides(mod, b, manager)
 
     def lit(name: str, default):
         # GroupChat is a dataclass: agents, messages, max_round may be positional
@@ -522,10 +559,11 @@ def _participants(b: FlowBuilder, order: list[Agent], init_agent: Optional[Agent
         if a.name != a.raw and a.name not in b.participant_set:
             b.note("TF402", f"agent name {json.dumps(a.raw)} is not a valid flow NAME; renamed to `{a.name}`",
                    pos(kwarg(a.call, "name", 0) or a.call))
-        b.participant(a.name, a.description, role)
-        # the agents' own `is_termination_msg` is read with the manager's (_termination)
+        # the agents' own `is_termination_msg` is read with the manager's (_termination); the notes
+        # come first: a note is a comment above the *next* statement, this agent's participant
         for code, arg, message in surface.agent_findings(a.call, callee(a.call), skip=("is_termination_msg",)):
             b.note(code, message, pos(arg))
+        b.participant(a.name, a.description, role)
     for name in IGNORED:
         node = kwarg(call, name)
         if node is not None:
@@ -657,12 +695,17 @@ def _transitions(cx: Classic, b: FlowBuilder, call: pyast.Call, rota: Rotation,
         raise fail("TF401", "`speaker_transitions_type` must be \"allowed\" or \"disallowed\" when "
                    "transitions are given", pos(ttype_node or call), path, src)
     given: dict[str, list[str]] = {}
+    allowed_type = str(ttype).lower() == "allowed"
     for key_node, value_node in zip(resolved.keys, resolved.values):
         key = cx.agent_of(key_node)
         if key is None:
             raise fail("TF401", "transition keys must be agent variables", pos(key_node or resolved), path, src)
+        if allowed_type and key.name not in rota.index:  # AG2's check_graph_validity, when the chat is built
+            raise fail("TF401", f"`{key.var or key.name}` is a key of the allowed transitions but not one of "
+                       "`agents`: AG2 refuses this GroupChat when it is built (ValueError: "
+                       "allowed_speaker_transitions_dict has keys not in agents)", pos(key_node), path, src)
         given[key.name] = [a.name for a in _agent_list(cx, value_node, "a transition list", resolved)]
-    var = transitions_node.id if isinstance(transitions_node, pyast.Name) else None
+    var = _binding_key(transitions_node)  # `graph`, or `self.graph` set item by item in a method of the class
     for change in _transition_items(cx, b, var, call, disallowed=str(ttype).lower() == "disallowed"):
         _apply_transition(cx, given, change, resolved)
     if str(ttype).lower() == "allowed":

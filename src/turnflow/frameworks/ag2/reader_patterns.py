@@ -51,6 +51,8 @@ class _Unexpressible(Exception):
 
 SWARM_CALLS = ("initiate_swarm_chat", "a_initiate_swarm_chat", "run_swarm", "a_run_swarm")
 HANDOFF_HOLDERS = ("register_hand_off",)
+# ConversableAgent's own methods that add handoff conditions: the Handoffs method each one calls
+AGENT_HANDOFF_METHODS = {"register_handoff": "add", "register_handoffs": "add_many"}
 TOOL_RESULTS = ("ReplyResult", "SwarmResult")
 
 
@@ -174,7 +176,8 @@ def _tool_call(scan: Scan, call: pyast.Call) -> None:
 
 
 def _handoff_call(scan: Scan, call: pyast.Call) -> None:
-    """One call configuring handoffs: `register_hand_off(...)`, `agent.handoffs.<method>(...)`."""
+    """One call configuring handoffs: `register_hand_off(...)`, `agent.handoffs.<method>(...)`,
+    `agent.register_handoff(s)(...)`."""
     mod = scan.mod
     path, src = mod.path, mod.src
     f = call.func
@@ -182,12 +185,17 @@ def _handoff_call(scan: Scan, call: pyast.Call) -> None:
         return
     if not isinstance(f, pyast.Attribute):
         return
-    holder: Optional[pyast.AST] = f.value
-    if isinstance(holder, pyast.Name):  # `h = agent.handoffs; h.add_llm_condition(...)`
-        holder = mod.resolve(holder)
-    if not (isinstance(holder, pyast.Attribute) and holder.attr == "handoffs"):
-        return
-    owner = holder.value
+    attr = AGENT_HANDOFF_METHODS.get(f.attr)
+    if attr is not None:  # `agent.register_handoffs([...])`: AG2 calls `agent.handoffs.add_many(...)`
+        owner: pyast.AST = f.value
+    else:
+        attr = f.attr
+        holder: Optional[pyast.AST] = f.value
+        if isinstance(holder, pyast.Name):  # `h = agent.handoffs; h.add_llm_condition(...)`
+            holder = mod.resolve(holder)
+        if not (isinstance(holder, pyast.Attribute) and holder.attr == "handoffs"):
+            return
+        owner = holder.value
     agent = scan.agent_of(owner)
     if agent is None or id(call) in mod.in_loop:
         if agent is None and id(call) not in mod.in_loop and isinstance(owner, pyast.Name) \
@@ -199,9 +207,9 @@ def _handoff_call(scan: Scan, call: pyast.Call) -> None:
         raise fail("TF401", f"handoffs are configured {where}; the migrator reads code without running it, "
                    "so it cannot tell which agent they belong to", pos(call), path, src)
     agent.configured.append(call)
-    method = surface.api("ag2", f"Handoffs.{f.attr}")
+    method = surface.api("ag2", f"Handoffs.{attr}")
     if method is None:
-        agent.findings.append(("TF408", call, f"`{one_line(call)}`: `Handoffs.{f.attr}` is not read by the "
+        agent.findings.append(("TF408", call, f"`{one_line(call)}`: `Handoffs.{attr}` is not read by the "
                                               "migrator; the flow does not show what it changes"))
         return
     bound = surface.bind(call, method)
@@ -211,10 +219,10 @@ def _handoff_call(scan: Scan, call: pyast.Call) -> None:
                                               "its handoffs are not in the flow"))
         return
     arg = bound.get(method.params[0].name)
-    if f.attr == "set_after_work":
+    if attr == "set_after_work":
         agent.after_work = arg
         return
-    _add_handoffs(agent, f.attr, _items(mod, arg))
+    _add_handoffs(agent, attr, _items(mod, arg))
 
 
 def _legacy_call(scan: Scan, call: pyast.Call) -> bool:

@@ -246,8 +246,8 @@ class Reader:
             if method == "add_node":
                 a = self.agent(kwarg(call, "agent", 0) or kwarg(call, "node"))  # `node=`: TF411 under 0.7
                 if a is None:
-                    graph.setdefault("_errors", []).append((call, "`add_node` is given something that is not an "
-                                                                  "agent created in this file"))
+                    graph.setdefault("_errors", []).append((call, _not_an_agent(mod, call, "`add_node` is given "
+                                                                                    "something that is not")))
                     continue
                 name = a["config"]["name"]
                 entry = nodes.setdefault(name, self.p.mark({"name": name, "edges": []}, call))
@@ -258,8 +258,8 @@ class Reader:
             elif method == "add_edge":
                 src_a, dst_a = self.agent(kwarg(call, "source", 0)), self.agent(kwarg(call, "target", 1))
                 if src_a is None or dst_a is None:
-                    graph.setdefault("_errors", []).append((call, "`add_edge` names an end that is not an agent "
-                                                                  "created in this file"))
+                    graph.setdefault("_errors", []).append((call, _not_an_agent(mod, call, "`add_edge` names an "
+                                                                                    "end that is not")))
                     continue
                 s, t = src_a["config"]["name"], dst_a["config"]["name"]
                 edge: dict = {"target": t, "condition": None}
@@ -389,6 +389,16 @@ def _surface_notes(reader: Reader, team_call: pyast.Call, b) -> None:
             continue
         for code, node, message in surface.not_modelled(bound):
             b.note(code, f"`{one_line(node, 40)}` as {message}", pos(node))
+
+
+def _not_an_agent(mod: Module, call: pyast.Call, what: str) -> str:
+    """Why a DiGraphBuilder call's agent cannot be read: it is in a loop the static pass could not
+    unroll (its loop variable is known only when the program runs), or it is not an agent."""
+    if id(call) in mod.in_loop:
+        return (f"`{callee(call)}` is called in a loop the migrator cannot unroll (only `for x in [a, b, c]:` over "
+                "a literal list is), so which agent it is given is known only when the program runs; write the "
+                "calls out, or migrate the running object with --import")
+    return f"{what} an agent created in this file"
 
 
 def _root(node: pyast.AST) -> Optional[str]:
