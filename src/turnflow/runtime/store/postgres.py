@@ -421,11 +421,11 @@ class PostgresStore:
         while True:
             try:
                 with self.pool.connection(timeout=max(0.1, min(5.0, deadline - time.monotonic()))) as conn:
-                    return int(conn.execute("SELECT nextval('turnflow_gseq')").fetchone()[0])
+                    return _take_block(conn)
             except psycopg.OperationalError as exc:
                 try:
                     with psycopg.connect(self.url, autocommit=True, connect_timeout=5) as conn:
-                        return int(conn.execute("SELECT nextval('turnflow_gseq')").fetchone()[0])
+                        return _take_block(conn)
                 except psycopg.OperationalError:
                     if time.monotonic() >= deadline:
                         raise self._unreachable(exc) from None
@@ -830,6 +830,19 @@ class PostgresStore:
             pass
 
 
+
+
+def _take_block(conn: Any) -> int:
+    """The first number of a block of GSEQ_BLOCK, its taking durable before it is used. PostgreSQL
+    WAL-logs a sequence's advance without flushing it (the commit of whatever uses the value
+    usually does, and with `synchronous_commit=off` nothing does): a crash could set the sequence
+    back and give the same block to the next writer while this one still holds it, and every
+    envelope of both would then collide on `gseq`. So the block is taken in a transaction that
+    commits synchronously and has an id (`txid_current`), whose commit record is flushed after the
+    sequence's WAL, once per GSEQ_BLOCK envelopes."""
+    with conn.transaction():
+        conn.execute("SET LOCAL synchronous_commit TO on")
+        return int(conn.execute("SELECT nextval('turnflow_gseq'), txid_current()").fetchone()[0])
 
 
 def _fill_session_agents(conn: Any) -> None:
