@@ -102,6 +102,25 @@ def test_a_flow_with_errors_is_refused(tmp_path, capsys):
     assert "the flow has errors" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("command", [["simulate"], ["run", "--agents", "AGENTS"]])
+def test_a_unicode_name_the_hub_cannot_run_is_refused_at_its_position(tmp_path, capsys, command):
+    # docs/language.md: `agént` is a NAME, and `turnflow check` passes the flow; the hub's ids are ASCII,
+    # so run and simulate refuse it, but at the name's line and column, each such name at once
+    flow = tmp_path / "u.flow"
+    flow.write_text("workflow équipe {\n    participant agént\n    participant b\n    start agént\n"
+                    "    agént -> b\n    b -> terminate\n}\n", encoding="utf-8")
+    agents = tmp_path / "agents.yaml"
+    agents.write_text("agents:\n  b: {kind: scripted, steps: []}\n")
+    assert main(["check", str(flow)]) == 0
+    capsys.readouterr()
+    args = [str(agents) if a == "AGENTS" else a for a in command]
+    assert main([*args, str(flow)]) == 1
+    err = capsys.readouterr().err
+    assert f"{flow}:1:10: block name `équipe` cannot run on the hub" in err
+    assert f"{flow}:2:17: participant `agént` cannot run on the hub" in err
+    assert "ASCII" in err and "Traceback" not in err
+
+
 def test_progress_bar_only_on_a_terminal(capsys, monkeypatch):
     assert main(["simulate", GUARDS, "--runs", "20"]) == 0
     assert capsys.readouterr().err == ""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from turnflow.cli.util import EXIT_FINDINGS, EXIT_USAGE, err, unknown_block
 
@@ -67,7 +67,7 @@ def load_specs(path: str, text: Optional[str] = None, builtin: bool = False) -> 
         from turnflow import CompileError
 
         try:
-            return compile_flow(text, path=path, builtin_where_exact=builtin)
+            specs = compile_flow(text, path=path, builtin_where_exact=builtin)
         except CompileError as exc:
             lines = [f"{path}: the flow has errors; fix them first (turnflow check {path})"]
             for d in getattr(exc, "diagnostics", [])[:20]:
@@ -77,6 +77,8 @@ def load_specs(path: str, text: Optional[str] = None, builtin: bool = False) -> 
                 lines.append(f"{path}:{pos}{getattr(d, 'code', '')}{' ' + severity + ':' if severity else ''} "
                              f"{getattr(d, 'message', d)}")
             raise RunInputError("\n".join(lines)) from None
+        _refuse_names_the_hub_cannot_run(text, path)
+        return specs
     if kind != "json":
         raise RunInputError(f"{path}: FILE must be a compiled session spec (.json) or a .flow file (`-`: standard input)")
     from turnflow.json_input import JSONInputError, invalid, loads as load_json  # refuses deep nesting, 1e309, ...
@@ -91,6 +93,31 @@ def load_specs(path: str, text: Optional[str] = None, builtin: bool = False) -> 
     if not specs or not all(isinstance(s, dict) for s in specs):
         raise RunInputError(f"{path}: expected a session spec object or a list of them")
     return specs
+
+
+def _refuse_names_the_hub_cannot_run(text: str, path: str) -> None:
+    """A flow `turnflow check` accepts may still use names the hub refuses: the language takes any
+    Unicode letter (docs/language.md), the hub's session names and agent ids are ASCII. Every such
+    name at its line and column (exit 1), instead of the hub's bare `invalid agent id`."""
+    if text.isascii():
+        return
+    from turnflow import parse
+    from turnflow.dsl.ast import Participant
+    from turnflow.runtime.errors import ProtocolError
+    from turnflow.runtime.session import check_agent_id, check_name
+
+    problems = []
+    for block in parse(text).blocks:
+        named: list[tuple[str, Callable[[Any], str], Any]] = [("block name", check_name, block.name)]
+        named += [("participant", check_agent_id, st.name) for st in block.statements if isinstance(st, Participant)]
+        for what, check, ident in named:
+            try:
+                check(ident.name)
+            except ProtocolError:
+                problems.append(f"{path}:{ident.span.line}:{ident.span.column}: {what} `{ident.name}` cannot run "
+                                "on the hub, whose names are ASCII (letters, digits, _ . -); rename it to run the flow")
+    if problems:
+        raise RunInputError("\n".join(problems))
 
 
 def pick(specs: list[dict], block: Optional[str], path: str) -> dict:
