@@ -102,6 +102,17 @@ def test_a_flow_with_errors_is_refused(tmp_path, capsys):
     assert "the flow has errors" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_a_file_without_blocks_says_so_as_run_does(tmp_path, capsys, fmt):
+    # before: an empty line (text) or `"blocks": []` and exit 0, as if something had been simulated
+    empty = tmp_path / "empty.flow"
+    empty.write_text("# nothing here yet\n")
+    assert main(["simulate", str(empty), "--format", fmt]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert f"turnflow simulate: {empty}: nothing to simulate: the file declares no blocks" in captured.err
+
+
 @pytest.mark.parametrize("command", [["simulate"], ["run", "--agents", "AGENTS"]])
 def test_a_unicode_name_the_hub_cannot_run_is_refused_at_its_position(tmp_path, capsys, command):
     # docs/language.md: `agént` is a NAME, and `turnflow check` passes the flow; the hub's ids are ASCII,

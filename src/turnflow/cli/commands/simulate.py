@@ -159,6 +159,8 @@ def run(args) -> int:
     try:
         text = read_input(args.file)
         specs = load_specs(args.file, text)
+        if not specs:  # as `run` and `graph` say it, not an empty report and exit 0
+            raise RunInputError(f"{args.file}: nothing to simulate: the file declares no blocks")
         if args.block is not None:
             specs = [pick(specs, args.block, args.file)]
     except RunInputError as exc:
