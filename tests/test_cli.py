@@ -189,6 +189,20 @@ def test_fmt_leaves_broken_file_untouched(tmp_path, capsys):
     assert f.read_text() == original
 
 
+@pytest.mark.parametrize("line, column", [("    participant bad-\n", 20), ("    participant x-y-  initiator\n", 20)])
+def test_a_name_ending_in_a_dash_says_why(line, column):
+    # docs/language.md: a NAME does not end in `-`; before, the message was only "unexpected character `-`"
+    import turnflow
+
+    text = "workflow w {\n    participant a\n" + line + "    start a\n}\n"
+    (d,) = turnflow.check(text)
+    assert (d.code, d.span.line, d.span.column) == ("TF001", 3, column)
+    assert d.message.startswith("unexpected character `-`: a name cannot end in `-`;")
+    for other in ("workflow w {\n    a -> - b\n}\n", "workflow w {\n    max_turns 3-\n}\n"):  # not after a name
+        (d,) = turnflow.check(other)
+        assert d.message.startswith("unexpected character `-`") and "a name cannot end" not in d.message
+
+
 def test_parse_api_raises_with_diagnostics():
     import turnflow
 

@@ -579,6 +579,15 @@ def _unexpected_token(err: UnexpectedToken, src: SourceText) -> Diagnostic:
     return Diagnostic(code="TF001", severity="error", message=message, span=span, path=src.path)
 
 
+def _ends_a_name(text: str, offset: int) -> bool:
+    """Does the word just before `offset` read as a NAME (`bad` in `bad-`; not `5s` in `ttl 5s-`)?"""
+    start = offset
+    while start > 0 and offset - start < 200 and (text[start - 1].isalnum() or text[start - 1] in "_-"):
+        start -= 1
+    word = text[start:offset].lstrip("-")
+    return bool(word) and (word[0].isalpha() or word[0] == "_")
+
+
 def _unexpected_character(err: UnexpectedCharacters, src: SourceText) -> Diagnostic:
     text = src.text
     offset = err.pos_in_stream or 0
@@ -587,6 +596,8 @@ def _unexpected_character(err: UnexpectedCharacters, src: SourceText) -> Diagnos
         message = "unterminated string: a string must close with `\"` on the same line"
     elif ch.isprintable() and not ch.isspace():
         message = f"unexpected character `{ch}`"
+        if ch == "-" and _ends_a_name(text, offset):
+            message += ": a name cannot end in `-`"  # `bad-`: the NAME stopped before the dash
         allowed = set(err.allowed or ())
         if allowed:
             message += f"; expected {describe_expected(allowed)}"
