@@ -132,6 +132,25 @@ def test_a_unicode_name_the_hub_cannot_run_is_refused_at_its_position(tmp_path, 
     assert "ASCII" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("command", [["simulate", "--runs", "5"], ["run", "--agents", "AGENTS", "--block", "w"],
+                                     ["run", "--agents", "AGENTS", "--block", "w", "--tasks", "TASKS"]])
+def test_only_the_blocks_that_run_need_names_the_hub_takes(tmp_path, capsys, command):
+    # an ASCII workflow runs beside a block with Unicode names that this command does not run
+    flow = tmp_path / "two.flow"
+    flow.write_text("workflow w {\n    participant a\n    participant b\n    start a\n    a -> b\n"
+                    "    b -> terminate\n}\n\ndiscussion café {\n    participant agént\n    participant b\n}\n",
+                    encoding="utf-8")
+    agents = tmp_path / "agents.yaml"
+    agents.write_text("agents:\n  a: {kind: scripted, steps: [{say: hi}]}\n  b: {kind: scripted, steps: [{say: ok}]}\n")
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text('{"id": "t1", "task": "go"}\n')
+    subst = {"AGENTS": str(agents), "TASKS": str(tasks)}
+    assert main([*(subst.get(a, a) for a in command), str(flow)]) == 0, capsys.readouterr().err
+    assert "cannot run on the hub" not in capsys.readouterr().err
+    assert main(["run", "--agents", str(agents), "--block", "café", str(flow)]) == 1
+    assert f"{flow}:9:12: block name `café` cannot run on the hub" in capsys.readouterr().err
+
+
 def test_progress_bar_only_on_a_terminal(capsys, monkeypatch):
     assert main(["simulate", GUARDS, "--runs", "20"]) == 0
     assert capsys.readouterr().err == ""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
 
 from turnflow.cli.util import EXIT_FINDINGS, EXIT_USAGE, err, unknown_block
 
@@ -55,9 +55,7 @@ def load_specs(path: str, text: Optional[str] = None, builtin: bool = False) -> 
     `builtin`: a .flow's workflow graphs in AG2's built-in conditions wherever they are exact."""
     if text is None:
         text = read_input(path)
-    kind = "flow" if path.endswith(".flow") else "json" if path.endswith(".json") else None
-    if path == "-":
-        kind = "json" if text.lstrip()[:1] in ("{", "[") else "flow"
+    kind = _kind(path, text)
     if kind == "flow":
         try:
             from turnflow import compile as compile_flow  # lazy: the runtime itself never needs the compiler
@@ -77,7 +75,6 @@ def load_specs(path: str, text: Optional[str] = None, builtin: bool = False) -> 
                 lines.append(f"{path}:{pos}{getattr(d, 'code', '')}{' ' + severity + ':' if severity else ''} "
                              f"{getattr(d, 'message', d)}")
             raise RunInputError("\n".join(lines)) from None
-        _refuse_names_the_hub_cannot_run(text, path)
         return specs
     if kind != "json":
         raise RunInputError(f"{path}: FILE must be a compiled session spec (.json) or a .flow file (`-`: standard input)")
@@ -95,12 +92,21 @@ def load_specs(path: str, text: Optional[str] = None, builtin: bool = False) -> 
     return specs
 
 
-def _refuse_names_the_hub_cannot_run(text: str, path: str) -> None:
+def _kind(path: str, text: str) -> Optional[str]:
+    """"flow" or "json" by the file name (`-`: JSON when the text starts with `{` or `[`), else None."""
+    if path == "-":
+        return "json" if text.lstrip()[:1] in ("{", "[") else "flow"
+    return "flow" if path.endswith(".flow") else "json" if path.endswith(".json") else None
+
+
+def refuse_names_the_hub_cannot_run(path: str, text: str, blocks: Iterable[Any]) -> None:
     """A flow `turnflow check` accepts may still use names the hub refuses: the language takes any
     Unicode letter (docs/language.md), the hub's session names and agent ids are ASCII. Every such
-    name at its line and column (exit 1), instead of the hub's bare `invalid agent id`."""
-    if text.isascii():
+    name of the blocks named `blocks` (those about to run) at its line and column (exit 1), instead
+    of the hub's bare `invalid agent id`. A compiled spec (JSON) is left to the hub's own check."""
+    if text.isascii() or _kind(path, text) != "flow":
         return
+    wanted = set(blocks)
     from turnflow import parse
     from turnflow.dsl.ast import Participant
     from turnflow.runtime.errors import ProtocolError
@@ -108,6 +114,8 @@ def _refuse_names_the_hub_cannot_run(text: str, path: str) -> None:
 
     problems = []
     for block in parse(text).blocks:
+        if block.name.name not in wanted:
+            continue
         named: list[tuple[str, Callable[[Any], str], Any]] = [("block name", check_name, block.name)]
         named += [("participant", check_agent_id, st.name) for st in block.statements if isinstance(st, Participant)]
         for what, check, ident in named:
