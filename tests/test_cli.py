@@ -189,6 +189,31 @@ def test_fmt_leaves_broken_file_untouched(tmp_path, capsys):
     assert f.read_text() == original
 
 
+@pytest.mark.parametrize("line, column", [("    participant bad-\n", 20), ("    participant x-y-  initiator\n", 20)])
+def test_a_name_ending_in_a_dash_says_why(line, column):
+    # docs/language.md: a NAME does not end in `-`; before, the message was only "unexpected character `-`"
+    import turnflow
+
+    text = "workflow w {\n    participant a\n" + line + "    start a\n}\n"
+    (d,) = turnflow.check(text)
+    assert (d.code, d.span.line, d.span.column) == ("TF001", 3, column)
+    assert d.message.startswith("unexpected character `-`: a name cannot end in `-`;")
+    for other in ("workflow w {\n    a -> - b\n}\n", "workflow w {\n    max_turns 3-\n}\n"):  # not after a name
+        (d,) = turnflow.check(other)
+        assert d.message.startswith("unexpected character `-`") and "a name cannot end" not in d.message
+
+
+def test_a_block_never_closed_points_at_its_brace(tmp_path, capsys):
+    # before: only "6:1: expected a statement or `}`, found the end of the file", however far the block began
+    f = tmp_path / "open.flow"
+    f.write_text('workflow done {\n    participant a "{ in a string" # { in a comment\n}\n'
+                 "workflow w {\n    participant a\n    participant b\n    start a\n    a -> b\n")
+    code, out, _ = run(["check", str(f)], capsys)
+    assert code == 1
+    assert f"{f}:9:1: TF001 error: expected a statement or `}}`, found the end of the file: block `w` is not closed" in out
+    assert f"= note: {f}:4:12: the block opened here" in out
+
+
 def test_parse_api_raises_with_diagnostics():
     import turnflow
 

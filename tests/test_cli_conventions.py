@@ -197,6 +197,26 @@ def test_exit_zero_statistics_and_the_fixable_hint(tmp_path, capsys):
     assert json.loads(out) == [{"code": "TF102", "name": "undeclared-participant", "count": 1, "fixable": True}]
 
 
+def test_statistics_marks_a_code_fixable_only_when_one_of_its_findings_is(tmp_path, capsys):
+    # before: `[*]` (and "fixable": true) for every code --fix can sometimes fix, so a TF102 with no
+    # "did you mean" and a TF001 were listed as fixable while `--fix` fixed nothing
+    f = tmp_path / "a.flow"
+    f.write_text("workflow w {\n    participant a\n    participant b\n    start a\n    a -> zzzzzz\n}\n")
+    code, out, _ = run(capsys, "check", "--statistics", str(f))
+    assert code == 1 and out == "1\tTF102\tundeclared-participant\n"
+    g = tmp_path / "b.flow"
+    g.write_text("workflow w {\n    participant next\n}\n")
+    code, out, _ = run(capsys, "check", "--statistics", "--format", "json", str(g))
+    import json
+
+    assert json.loads(out) == [{"code": "TF001", "name": "syntax-error", "count": 1, "fixable": False}]
+    # one fixable finding of a code marks it, as the summary's hint counts it
+    f.write_text("workflow w {\n    participant alpha\n    participant b\n    start alpha\n    alpah -> b\n"
+                 "    b -> zzzzzz\n}\n")
+    code, out, _ = run(capsys, "check", "--statistics", str(f))
+    assert code == 1 and out == "2\tTF102\t[*] undeclared-participant\n"
+
+
 def test_extend_select_and_extend_ignore_on_the_command_line(tmp_path, capsys):
     (tmp_path / "turnflow.toml").write_text('select = ["TF1"]\n')
     f = tmp_path / "a.flow"

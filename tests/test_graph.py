@@ -160,6 +160,20 @@ def test_suppression_of_graph_rule():
     assert turnflow.check(text) == []
 
 
+def test_a_graph_rule_suppression_in_a_block_not_analysed_is_not_called_unused():
+    # the block has an error, so its graph rules do not run (docs/analysis.md); the TF203
+    # suppression is still needed once the error is fixed, so it is not TF901 "silences nothing"
+    text = ("workflow w {\n participant a\n participant b\n participant c # turnflow: ignore[TF203]\n"
+            " start a\n a -> zz\n b -> terminate\n}\n")
+    assert [(d.code, d.span.line) for d in turnflow.check(text)] == [("TF102", 6)]
+    fixed = text.replace("a -> zz", "a -> b")
+    assert turnflow.check(fixed) == []  # the suppression is used once the graph rules run
+    # in an analysed block, or for a code that is not a graph rule, an unused one is still reported
+    assert [d.code for d in turnflow.check(fixed.replace("[TF203]", "[TF203, TF204]"))] == ["TF901"]
+    assert [(d.code, d.span.line) for d in turnflow.check(text.replace("[TF203]", "[TF101]"))] == [
+        ("TF901", 4), ("TF102", 6)]
+
+
 def test_build_graph_never_raises_on_blocks_with_errors():
     texts = [
         "workflow w {\n participant a\n a -> nobody\n}\n",

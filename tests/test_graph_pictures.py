@@ -60,6 +60,20 @@ def test_findings_are_drawn(capsys):
     assert "<END:after_work>" not in nodes  # every speaker has an always rule or ends
 
 
+def test_a_participant_check_calls_unreachable_is_greyed_even_when_an_edge_leads_to_it(tmp_path, capsys):
+    # `a -> b` holds on no turn (TF212), so `check` reports `b` as TF203; before, the picture drew `b`
+    # as reachable (the speaker graph keeps the edge), contradicting docs/graph.md
+    flow = tmp_path / "dead.flow"
+    flow.write_text("workflow w {\n    participant a\n    participant b\n    participant c\n    start a\n"
+                    "    max_turns 4\n    context x = 0\n    a -> b when context.x > 5 and context.x < 2\n"
+                    "    a -> c\n    b -> terminate\n    c -> terminate\n}\n")
+    nodes = {n["id"]: n for n in _picture(capsys, flow)["nodes"]}
+    assert nodes["b"]["unreachable"] is True and nodes["b"]["trapped"] is False
+    assert nodes["a"]["unreachable"] is False and nodes["c"]["unreachable"] is False
+    assert main(["check", "--format", "json", str(flow)]) == 0
+    assert {(d["code"], d["line"]) for d in json.loads(capsys.readouterr().out)} >= {("TF203", 3), ("TF212", 8)}
+
+
 def test_unreachable_and_end_per_reason(capsys):
     pic = _picture(capsys, Path(__file__).parent / "fixtures" / "graph" / "shadowed.flow")
     nodes = {n["id"]: n for n in pic["nodes"]}

@@ -102,6 +102,55 @@ def test_a_flow_with_errors_is_refused(tmp_path, capsys):
     assert "the flow has errors" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_a_file_without_blocks_says_so_as_run_does(tmp_path, capsys, fmt):
+    # before: an empty line (text) or `"blocks": []` and exit 0, as if something had been simulated
+    empty = tmp_path / "empty.flow"
+    empty.write_text("# nothing here yet\n")
+    assert main(["simulate", str(empty), "--format", fmt]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert f"turnflow simulate: {empty}: nothing to simulate: the file declares no blocks" in captured.err
+
+
+@pytest.mark.parametrize("command", [["simulate"], ["run", "--agents", "AGENTS"]])
+def test_a_unicode_name_the_hub_cannot_run_is_refused_at_its_position(tmp_path, capsys, command):
+    # docs/language.md: `agént` is a NAME, and `turnflow check` passes the flow; the hub's ids are ASCII,
+    # so run and simulate refuse it, but at the name's line and column, each such name at once
+    flow = tmp_path / "u.flow"
+    flow.write_text("workflow équipe {\n    participant agént\n    participant b\n    start agént\n"
+                    "    agént -> b\n    b -> terminate\n}\n", encoding="utf-8")
+    agents = tmp_path / "agents.yaml"
+    agents.write_text("agents:\n  b: {kind: scripted, steps: []}\n")
+    assert main(["check", str(flow)]) == 0
+    capsys.readouterr()
+    args = [str(agents) if a == "AGENTS" else a for a in command]
+    assert main([*args, str(flow)]) == 1
+    err = capsys.readouterr().err
+    assert f"{flow}:1:10: block name `équipe` cannot run on the hub" in err
+    assert f"{flow}:2:17: participant `agént` cannot run on the hub" in err
+    assert "ASCII" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("command", [["simulate", "--runs", "5"], ["run", "--agents", "AGENTS", "--block", "w"],
+                                     ["run", "--agents", "AGENTS", "--block", "w", "--tasks", "TASKS"]])
+def test_only_the_blocks_that_run_need_names_the_hub_takes(tmp_path, capsys, command):
+    # an ASCII workflow runs beside a block with Unicode names that this command does not run
+    flow = tmp_path / "two.flow"
+    flow.write_text("workflow w {\n    participant a\n    participant b\n    start a\n    a -> b\n"
+                    "    b -> terminate\n}\n\ndiscussion café {\n    participant agént\n    participant b\n}\n",
+                    encoding="utf-8")
+    agents = tmp_path / "agents.yaml"
+    agents.write_text("agents:\n  a: {kind: scripted, steps: [{say: hi}]}\n  b: {kind: scripted, steps: [{say: ok}]}\n")
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text('{"id": "t1", "task": "go"}\n')
+    subst = {"AGENTS": str(agents), "TASKS": str(tasks)}
+    assert main([*(subst.get(a, a) for a in command), str(flow)]) == 0, capsys.readouterr().err
+    assert "cannot run on the hub" not in capsys.readouterr().err
+    assert main(["run", "--agents", str(agents), "--block", "café", str(flow)]) == 1
+    assert f"{flow}:9:12: block name `café` cannot run on the hub" in capsys.readouterr().err
+
+
 def test_progress_bar_only_on_a_terminal(capsys, monkeypatch):
     assert main(["simulate", GUARDS, "--runs", "20"]) == 0
     assert capsys.readouterr().err == ""

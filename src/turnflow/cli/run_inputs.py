@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
 
 from turnflow.cli.util import EXIT_FINDINGS, EXIT_USAGE, err, unknown_block
 
@@ -55,9 +55,7 @@ def load_specs(path: str, text: Optional[str] = None, builtin: bool = False) -> 
     `builtin`: a .flow's workflow graphs in AG2's built-in conditions wherever they are exact."""
     if text is None:
         text = read_input(path)
-    kind = "flow" if path.endswith(".flow") else "json" if path.endswith(".json") else None
-    if path == "-":
-        kind = "json" if text.lstrip()[:1] in ("{", "[") else "flow"
+    kind = _kind(path, text)
     if kind == "flow":
         try:
             from turnflow import compile as compile_flow  # lazy: the runtime itself never needs the compiler
@@ -67,7 +65,7 @@ def load_specs(path: str, text: Optional[str] = None, builtin: bool = False) -> 
         from turnflow import CompileError
 
         try:
-            return compile_flow(text, path=path, builtin_where_exact=builtin)
+            specs = compile_flow(text, path=path, builtin_where_exact=builtin)
         except CompileError as exc:
             lines = [f"{path}: the flow has errors; fix them first (turnflow check {path})"]
             for d in getattr(exc, "diagnostics", [])[:20]:
@@ -77,6 +75,7 @@ def load_specs(path: str, text: Optional[str] = None, builtin: bool = False) -> 
                 lines.append(f"{path}:{pos}{getattr(d, 'code', '')}{' ' + severity + ':' if severity else ''} "
                              f"{getattr(d, 'message', d)}")
             raise RunInputError("\n".join(lines)) from None
+        return specs
     if kind != "json":
         raise RunInputError(f"{path}: FILE must be a compiled session spec (.json) or a .flow file (`-`: standard input)")
     from turnflow.json_input import JSONInputError, invalid, loads as load_json  # refuses deep nesting, 1e309, ...
@@ -91,6 +90,42 @@ def load_specs(path: str, text: Optional[str] = None, builtin: bool = False) -> 
     if not specs or not all(isinstance(s, dict) for s in specs):
         raise RunInputError(f"{path}: expected a session spec object or a list of them")
     return specs
+
+
+def _kind(path: str, text: str) -> Optional[str]:
+    """"flow" or "json" by the file name (`-`: JSON when the text starts with `{` or `[`), else None."""
+    if path == "-":
+        return "json" if text.lstrip()[:1] in ("{", "[") else "flow"
+    return "flow" if path.endswith(".flow") else "json" if path.endswith(".json") else None
+
+
+def refuse_names_the_hub_cannot_run(path: str, text: str, blocks: Iterable[Any]) -> None:
+    """A flow `turnflow check` accepts may still use names the hub refuses: the language takes any
+    Unicode letter (docs/language.md), the hub's session names and agent ids are ASCII. Every such
+    name of the blocks named `blocks` (those about to run) at its line and column (exit 1), instead
+    of the hub's bare `invalid agent id`. A compiled spec (JSON) is left to the hub's own check."""
+    if text.isascii() or _kind(path, text) != "flow":
+        return
+    wanted = set(blocks)
+    from turnflow import parse
+    from turnflow.dsl.ast import Participant
+    from turnflow.runtime.errors import ProtocolError
+    from turnflow.runtime.session import check_agent_id, check_name
+
+    problems = []
+    for block in parse(text).blocks:
+        if block.name.name not in wanted:
+            continue
+        named: list[tuple[str, Callable[[Any], str], Any]] = [("block name", check_name, block.name)]
+        named += [("participant", check_agent_id, st.name) for st in block.statements if isinstance(st, Participant)]
+        for what, check, ident in named:
+            try:
+                check(ident.name)
+            except ProtocolError:
+                problems.append(f"{path}:{ident.span.line}:{ident.span.column}: {what} `{ident.name}` cannot run "
+                                "on the hub, whose names are ASCII (letters, digits, _ . -); rename it to run the flow")
+    if problems:
+        raise RunInputError("\n".join(problems))
 
 
 def pick(specs: list[dict], block: Optional[str], path: str) -> dict:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Optional, Union
 
-from turnflow.compiler.checks import run_checks, run_profile_checks
+from turnflow.compiler.checks import run_checks, run_profile_checks, unanalysed_lines
 from turnflow.diagnostics import suppress
 from turnflow.diagnostics.codes import PROFILES, lookup
 from turnflow.diagnostics.diagnostic import Diagnostic, sort_key
@@ -38,7 +38,8 @@ def analyse(flow: Union[str, ast.FlowFile], path: str = "<string>",
     diags = run_checks(flow, path)
     if profile is not None:
         diags += run_profile_checks(flow, path, profile)
-    diags = suppress.apply(diags, flow.comments, path, profile, silence_errors=not compiling)
+    diags = suppress.apply(diags, flow.comments, path, profile, silence_errors=not compiling,
+                           unanalysed=unanalysed_lines(flow, diags))
     return flow, sorted(_named(diags), key=sort_key)
 
 

@@ -6,7 +6,8 @@ this way is hidden from `turnflow check` but still blocks `turnflow compile`.
 A suppression is itself checked (like ruff's RUF100): a code the catalogue does not know is
 TF902, and a code (or a bare `ignore`) that silences nothing on its line is TF901. Codes of a
 compile profile that did not run (TF301 in `turnflow check`) are not called unused: the
-suppression is for the compile."""
+suppression is for the compile. Nor are graph-rule codes (and a bare `ignore`) inside a workflow
+block whose graph rules did not run because it holds an error: they are for when it is fixed."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Optional, Sequence
 
-from turnflow.diagnostics.codes import BY_CODE, diagnostic
+from turnflow.diagnostics.codes import BY_CODE, Stage, diagnostic
 from turnflow.diagnostics.diagnostic import Diagnostic
 from turnflow.source import Span
 
@@ -60,12 +61,14 @@ def _silences(s: Suppression, d: Diagnostic) -> bool:
 
 
 def apply(diags: Sequence[Diagnostic], comments: Iterable[Any], path: str = "<string>",
-          profile: Optional[str] = None, silence_errors: bool = True) -> list[Diagnostic]:
+          profile: Optional[str] = None, silence_errors: bool = True,
+          unanalysed: Sequence[tuple[int, int]] = ()) -> list[Diagnostic]:
     """The diagnostics no suppression silences, plus TF901/TF902 about the suppressions
     themselves. `profile` is the compile profile whose checks ran (None: `turnflow check`).
     With `silence_errors=False` (compiling) a suppression still counts as used but keeps an
     error of `turnflow check`: only warnings, infos and a profile's refusals (TF301) are
-    silenced for compile, so a silenced error still blocks it."""
+    silenced for compile, so a silenced error still blocks it. `unanalysed`: the (first, last)
+    lines of workflow blocks whose graph rules did not run."""
     sups = parse(comments)
     if not sups:
         return list(diags)
@@ -81,21 +84,25 @@ def apply(diags: Sequence[Diagnostic], comments: Iterable[Any], path: str = "<st
             if silence_errors or d.severity != "error" or _profile_code(d.code):
                 continue
         kept.append(d)
-    findings = [f for f in (_about(s, used, by_line, path, profile) for s in sups) if f is not None]
+    findings = [f for f in (_about(s, used, by_line, path, profile, unanalysed) for s in sups) if f is not None]
     table = {s.line: {x.code for x in by_line[s.line]} for s in sups}
     return kept + [f for f in findings if not _silenced_by(f, table)]
 
 
 def _about(s: Suppression, used: set[Suppression], by_line: dict[int, list[Suppression]], path: str,
-           profile: Optional[str]) -> Optional[Diagnostic]:
+           profile: Optional[str], unanalysed: Sequence[tuple[int, int]] = ()) -> Optional[Diagnostic]:
     """TF902 for a suppression naming an unknown code, TF901 for one that silences nothing
-    (not when it names a check of another profile, nor on a line that also says `TF901`)."""
+    (not when it names a check of another profile or a graph rule that did not run on its line,
+    nor on a line that also says `TF901`)."""
     row = BY_CODE.get(s.code)
     if s.code != ALL and row is None:
         return diagnostic(UNKNOWN, f"`{s.code}` is not a turnflow diagnostic code", s.span, path,
                           help="see `turnflow rule` for the catalogue")
     if s in used or (row is not None and row.profile is not None and row.profile != profile):
         return None
+    if (s.code == ALL or (row is not None and row.stage == Stage.GRAPH)) and \
+            any(first <= s.line <= last for first, last in unanalysed):
+        return None  # a graph rule that did not run in this block (it holds an error) may yet fire there
     if any(x.code == UNUSED for x in by_line[s.line]):
         return None  # `ignore[..., TF901]` keeps a suppression that is unused on purpose
     what = "this suppression" if s.code == ALL else f"`{s.code}`"
@@ -123,8 +130,10 @@ DOCS[UNUSED] = """
     `# turnflow: ignore`) when no diagnostic with that code starts on the
     comment's line, including TF000 and TF001, which cannot be silenced.
     Codes of a compile profile (TF301) are not reported by `turnflow check`,
-    which does not run that profile. Add `TF901` to the same comment to keep
-    a suppression on purpose.
+    which does not run that profile; nor are graph-rule codes (TF2xx) and a
+    bare `ignore` inside a workflow block whose graph rules did not run
+    because it holds an error (they may be needed once it is fixed). Add
+    `TF901` to the same comment to keep a suppression on purpose.
 
     ## Why is this bad?
     A stale suppression hides the next real finding on that line: the rule

@@ -21,7 +21,7 @@ from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from turnflow import process
-from turnflow.diagnostics.diagnostic import Diagnostic
+from turnflow.diagnostics.diagnostic import Diagnostic, Related
 from turnflow.dsl import ast, fastparse
 from turnflow.dsl.lexer import FlowLexer
 from turnflow.dsl.lexical import KEYWORDS, STATEMENT_KEYWORDS, STRING
@@ -576,7 +576,39 @@ def _unexpected_token(err: UnexpectedToken, src: SourceText) -> Diagnostic:
                    "on a new line or after `;`")
     else:
         message = f"expected {describe_expected(expected)}, found {_found(tok)}"
-    return Diagnostic(code="TF001", severity="error", message=message, span=span, path=src.path)
+    related: tuple[Related, ...] = ()
+    if tok.type == "$END" and "RBRACE" in expected:
+        opened = _unclosed_brace(src.text)
+        if opened is not None:
+            header = _BLOCK_HEADER.search(src.text, src.text.rfind("\n", 0, opened) + 1, opened)
+            message += f": block `{header.group(1)}` is not closed" if header else ": a block is not closed"
+            related = (Related(src.span(opened, opened + 1), "the block opened here"),)
+    return Diagnostic(code="TF001", severity="error", message=message, span=span, path=src.path, related=related)
+
+
+_BRACES = re.compile(STRING + r"|#[^\n\r]*|[{}]")
+_BLOCK_HEADER = re.compile(r"\b(?:workflow|consulting|conversation|discussion)\s+([^\s{\"#]+)")
+
+
+def _unclosed_brace(text: str) -> Optional[int]:
+    """The offset of the last `{` no `}` closes (strings and comments skipped), if any."""
+    opened: list[int] = []
+    for m in _BRACES.finditer(text):
+        ch = m.group(0)
+        if ch == "{":
+            opened.append(m.start())
+        elif ch == "}" and opened:
+            opened.pop()
+    return opened[-1] if opened else None
+
+
+def _ends_a_name(text: str, offset: int) -> bool:
+    """Does the word just before `offset` read as a NAME (`bad` in `bad-`; not `5s` in `ttl 5s-`)?"""
+    start = offset
+    while start > 0 and offset - start < 200 and (text[start - 1].isalnum() or text[start - 1] in "_-"):
+        start -= 1
+    word = text[start:offset].lstrip("-")
+    return bool(word) and (word[0].isalpha() or word[0] == "_")
 
 
 def _unexpected_character(err: UnexpectedCharacters, src: SourceText) -> Diagnostic:
@@ -587,6 +619,8 @@ def _unexpected_character(err: UnexpectedCharacters, src: SourceText) -> Diagnos
         message = "unterminated string: a string must close with `\"` on the same line"
     elif ch.isprintable() and not ch.isspace():
         message = f"unexpected character `{ch}`"
+        if ch == "-" and _ends_a_name(text, offset):
+            message += ": a name cannot end in `-`"  # `bad-`: the NAME stopped before the dash
         allowed = set(err.allowed or ())
         if allowed:
             message += f"; expected {describe_expected(allowed)}"

@@ -98,6 +98,7 @@ class Checked:
         self.fixed: list[tuple[str, Fix]] = []   # (path, Fix)
         self.diffs: list[str] = []
         self.fixable = 0
+        self.fixable_codes: set[str] = set()  # codes with at least one finding --fix would fix
 
     def check(self, path: str, args, config) -> None:
         from turnflow.compiler.pipeline import analyse
@@ -121,7 +122,9 @@ class Checked:
         if not args.fix:
             from turnflow.cli.fixes import fixable
 
-            self.fixable += len(fixable(kept, text, verify=lambda t: analyse(t, shown)[1]))
+            can = fixable(kept, text, verify=lambda t: analyse(t, shown)[1])
+            self.fixable += len(can)
+            self.fixable_codes.update(kept[i].code for i in can)
         self.diags.extend(kept)
 
     def _fix(self, path: str, shown: str, text: str, args, config) -> str:
@@ -197,7 +200,7 @@ def _report(args, run_: Checked, files: list[str]) -> int:
     if args.fix and run_.fixed and args.format not in ("text", "full"):
         err(_fix_lines(run_))  # machine formats keep stdout for the findings
     if args.statistics:
-        _statistics(diags, args.format, stream)
+        _statistics(diags, args.format, stream, run_.fixable_codes)
     else:
         counted = len(set(files) | {d.path for d in run_.diags if d.code == "TF000"})
         report(diags, args.format, sources=run_.sources, stats=run_.stats if args.stats else None,
@@ -207,20 +210,21 @@ def _report(args, run_: Checked, files: list[str]) -> int:
     return EXIT_OK if args.exit_zero and status == EXIT_FINDINGS else status
 
 
-def _statistics(diags, fmt: str, stream) -> None:
+def _statistics(diags, fmt: str, stream, fixable_codes: set[str]) -> None:
+    """Findings per code; a code is fixable when one of its findings here is (not when its rule can
+    sometimes be fixed), as the summary's `[*] N fixable` counts them."""
     import json
     from collections import Counter
 
     from turnflow.diagnostics.codes import lookup
     from turnflow.diagnostics.render import render_statistics
-    from turnflow.cli.fixes import SAFE
 
     def name(code: str) -> str:
         row = lookup(code)
         return row.name if row is not None else ""
 
     counts = Counter(d.code for d in diags)
-    rows = [(code, name(code), n, code in SAFE) for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+    rows = [(code, name(code), n, code in fixable_codes) for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
     if fmt == "json":
         stream.write(json.dumps([{"code": c, "name": name, "count": n, "fixable": fix} for c, name, n, fix in rows],
                                 indent=2) + "\n")

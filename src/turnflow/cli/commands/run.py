@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Optional
 
 from turnflow.cli.util import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, err, out, positive_int, write_text
 from turnflow.cli.run_inputs import (RunInputError, check_agents, fill_absent, load_agents_file, load_specs,
-                                     parse_spec, pick, read_input)
+                                     parse_spec, pick, read_input, refuse_names_the_hub_cannot_run)
 from turnflow.term import visible
 
 if TYPE_CHECKING:
@@ -100,10 +100,13 @@ def _specs(args) -> tuple["SessionSpec", list["SessionSpec"]]:
     may have used: served, a .flow's workflow is compiled in AG2's built-in conditions wherever
     they are exact (so AG2's unchanged client can take part), and an opener's session on the
     graph with turnflow's extension conditions (`turnflow.compile`'s default) is joined too."""
-    if not getattr(args, "hub", None):
-        return parse_spec(pick(load_specs(args.file), args.block, args.file), args.file), []
     text = read_input(args.file)
+    if not getattr(args, "hub", None):
+        spec = pick(load_specs(args.file, text), args.block, args.file)
+        refuse_names_the_hub_cannot_run(args.file, text, [spec.get("name")])
+        return parse_spec(spec, args.file), []
     spec = pick(load_specs(args.file, text, builtin=True), args.block, args.file)
+    refuse_names_the_hub_cannot_run(args.file, text, [spec.get("name")])
     plain = pick(load_specs(args.file, text), args.block, args.file)
     return parse_spec(spec, args.file), [parse_spec(plain, args.file)] if plain != spec else []
 

@@ -17,7 +17,8 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
-from turnflow.cli.run_inputs import AgentsFile, RunInputError, check_agents, load_agents_file, load_specs, parse_spec, pick
+from turnflow.cli.run_inputs import (AgentsFile, RunInputError, check_agents, load_agents_file, load_specs, parse_spec,
+                                     pick, read_input, refuse_names_the_hub_cannot_run)
 from turnflow.cli.util import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, err, out, positive_int
 from turnflow.term import visible
 
@@ -86,7 +87,10 @@ def run_batch(args) -> int:
         err("turnflow run: --task and --tasks cannot be combined (put each task in the task file)")
         return EXIT_USAGE
     try:
-        spec = parse_spec(pick(load_specs(args.file), args.block, args.file), args.file)
+        text = read_input(args.file)
+        picked = pick(load_specs(args.file, text), args.block, args.file)
+        refuse_names_the_hub_cannot_run(args.file, text, [picked.get("name")])
+        spec = parse_spec(picked, args.file)
         make_agents = agent_factory(spec, load_agents_file(args.agents))
         tasks = read_tasks(args.tasks)
         check_tasks(spec, tasks)

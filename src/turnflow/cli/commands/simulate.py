@@ -152,15 +152,18 @@ def simulate_specs(path: str, specs: list[dict], runs: int, seed: int,
 
 
 def run(args) -> int:
-    from turnflow.cli.run_inputs import RunInputError, load_specs, pick, read_input
+    from turnflow.cli.run_inputs import RunInputError, load_specs, pick, read_input, refuse_names_the_hub_cannot_run
     from turnflow.runtime.errors import RuntimeErrorBase
 
     text = None
     try:
         text = read_input(args.file)
         specs = load_specs(args.file, text)
+        if not specs:  # as `run` and `graph` say it, not an empty report and exit 0
+            raise RunInputError(f"{args.file}: nothing to simulate: the file declares no blocks")
         if args.block is not None:
             specs = [pick(specs, args.block, args.file)]
+        refuse_names_the_hub_cannot_run(args.file, text, [s.get("name") for s in specs if s.get("kind") == "workflow"])
     except RunInputError as exc:
         err(f"turnflow simulate: {exc}")
         return exc.status

@@ -42,7 +42,7 @@ from turnflow.frameworks.langgraph import check as langgraph_check  # noqa: F401
 from typing import Sequence
 
 from turnflow.compiler.checks.finding import Finding
-from turnflow.diagnostics.codes import Code, diagnostic
+from turnflow.diagnostics.codes import BY_CODE, Code, Stage, diagnostic
 from turnflow.diagnostics.diagnostic import Diagnostic
 from turnflow.diagnostics.registry import checks
 from turnflow.dsl import ast
@@ -90,6 +90,16 @@ def run_checks(flow: ast.FlowFile, path: str = "<string>") -> list[Diagnostic]:
             for row, fn in graph_checks:
                 out.extend(_to_diagnostic(row, f, path) for f in fn(block, graph))
     return out
+
+
+def unanalysed_lines(flow: ast.FlowFile, found: Sequence[Diagnostic]) -> list[tuple[int, int]]:
+    """The first and last lines of the workflow blocks whose graph checks did not run (`run_checks`:
+    a file-check error in the block), from what `run_checks` returned."""
+    file_errors = [d for d in found if (row := BY_CODE.get(d.code)) is not None and row.stage == Stage.FILE]
+    if not file_errors:
+        return []
+    blocked = _blocks_with_errors(flow.blocks, file_errors)
+    return [(b.span.line, b.span.end_line) for i, b in enumerate(flow.blocks) if i in blocked and b.kind == "workflow"]
 
 
 def run_profile_checks(flow: ast.FlowFile, path: str, profile: str) -> list[Diagnostic]:

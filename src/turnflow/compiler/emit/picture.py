@@ -145,7 +145,7 @@ def build_picture(block: ast.Block, diagnostics: Sequence[Diagnostic] = ()) -> P
     nodes = _participant_nodes(block)
     start = ir.start
     inside = [d for d in diagnostics if block.span.start <= d.span.start < block.span.end]
-    _mark_nodes(ir.g, start, nodes, inside)
+    _mark_nodes(ir.g, start, nodes, inside, block.participants)
     end_nodes: dict[str, Node] = {}
     edges = _graph_edges(ir.g, nodes, end_nodes, _fallbacks(block))
     any_node = _shadowed_edges(block, inside, edges, end_nodes)
@@ -160,14 +160,19 @@ def build_picture(block: ast.Block, diagnostics: Sequence[Diagnostic] = ()) -> P
     return Picture(block=block.name.name, kind=block.kind, title=title, nodes=out_nodes, edges=edges)
 
 
-def _mark_nodes(g: DiGraph[str], start: Optional[str], nodes: dict[str, Node], inside: list[Diagnostic]) -> None:
+def _mark_nodes(g: DiGraph[str], start: Optional[str], nodes: dict[str, Node], inside: list[Diagnostic],
+                participants: Sequence[ast.Participant] = ()) -> None:
     """Unreachable and trapped participants; the start node with the cap findings as notes."""
 
     reach = {start} | dg.descendants(g, start) if start is not None and start in g else set()
     coreach = dg.ancestors(g, END) | {END} if END in g else set()
+    # `check` also proves participants unreachable whose incoming rules never fire (TF203 at the
+    # declaration; docs/analysis.md, "Dead rules"), though the speaker graph keeps those edges
+    dead = {d.span.start for d in inside if d.code == "TF203"}
+    dead_names = {p.name.name for p in participants if p.name.span.start in dead}
     for name, node in nodes.items():
-        node.unreachable = name not in reach
-        node.trapped = name in reach and name not in coreach
+        node.unreachable = name not in reach or name in dead_names
+        node.trapped = name in reach and name not in coreach and not node.unreachable
     if start in nodes:
         nodes[start].start = True
         for d in inside:

@@ -31,7 +31,8 @@ TAG = "turnflow"  # on turnflow's own tools: their events are told from the grap
 
 def thread_id(session_id: str, agent_id: str) -> str:
     """The graph's `thread_id`: one per session and participant, the same when the session is
-    continued (`turnflow run --session`), so a checkpointer keeps the graph's memory across its turns."""
+    continued (a `turnflow run --tasks` rerun or another worker continuing it from its log), so a
+    checkpointer keeps the graph's memory across its turns."""
     return f"turnflow:{session_id}:{agent_id}"
 
 
