@@ -169,11 +169,30 @@ def manifest_to_ag2(md: SessionMetadata) -> dict[str, Any]:
     return _manifest(md)
 
 
+# AG2 1.2.1's built-in adapters' manifests (`ag2/network/adapters/*.py`): participants' schema, knobs
+# schema and view policy name, as AG2's hub returns them in a channel record; turnflow's own adapters
+# name these differently (their roles, `ordering: round_robin`, `windowed_summary:10`).
+_TWO: dict[str, Any] = {"min": 2, "max": 2, "roles": ["initiator", "respondent"]}
+_MANY: dict[str, Any] = {"min": 2, "max": None, "roles": []}
+_AG2_MANIFESTS: dict[str, tuple[dict[str, Any], dict[str, str], str]] = {
+    "consulting": (_TWO, {}, "full_transcript"),
+    "conversation": (_TWO, {}, "windowed_summary"),
+    "discussion": (_MANY, {"ordering": "str"}, "named_windowed_summary"),
+    "workflow": (_MANY, {"graph": "TransitionGraph"}, "named_windowed_summary"),
+}
+
+
 def _manifest(md: SessionMetadata) -> dict[str, Any]:
     m = md.manifest
-    return {"type": m.type, "version": m.version,
-            "participants": {"min": m.min_participants, "max": m.max_participants, "roles": list(m.roles)},
-            "knobs_schema": dict(m.knobs_schema), "default_view_policy": m.default_view,
+    ag2 = _AG2_MANIFESTS.get(m.type) if m.version == 1 else None
+    if ag2 is not None:
+        schema, knobs_schema, view = ag2
+        participants: dict[str, Any] = {**schema, "roles": list(schema["roles"])}
+    else:
+        participants = {"min": m.min_participants, "max": m.max_participants, "roles": list(m.roles)}
+        knobs_schema, view = m.knobs_schema, m.default_view
+    return {"type": m.type, "version": m.version, "participants": participants,
+            "knobs_schema": dict(knobs_schema), "default_view_policy": view,
             "expectations": [{"name": e.name, "on_violation": e.on_violation, "params": e.to_dict()["params"],
                               "applies_to": None} for e in md.expectations]}
 

@@ -1,0 +1,79 @@
+"""What an AG2 1.2.1 program sees through its unchanged `HubClient` on `turnflow serve`, compared
+with AG2's own hub, for answers beyond the sessions' runs (tests/test_serve.py) and the rules
+(tests/test_serve_rules.py, whose harness this reuses): each scenario runs against both hubs and
+must give the same outcome, and states the outcome it expects, so it cannot pass by both hubs
+answering alike by accident."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("websockets")
+ag2net = pytest.importorskip("ag2.network")
+
+from serve_process import ServeProcess  # noqa: E402
+from test_serve_rules import World, both  # noqa: E402
+
+RELAY = """
+workflow relay "three steps" {
+    participant alice
+    participant bob
+    participant carol
+    start alice
+    alice -> bob
+    bob   -> carol
+    carol -> terminate "relayed"
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def turnflow_url(tmp_path_factory):
+    server = ServeProcess(str(tmp_path_factory.mktemp("parity") / "hub.db"))
+    yield server.url
+    server.stop()
+
+
+def test_each_kinds_channel_record_carries_ag2s_manifest(turnflow_url):
+    """`ChannelMetadata.manifest` of a session of each kind, as `create_channel`, `get_channel` and
+    `list_channels` return it: AG2's adapter's manifest (participants' schema, knobs schema, view
+    policy name), with the session's expectations."""
+    import turnflow
+    from turnflow.interop.ag2 import bind_agents
+
+    spec = turnflow.compile(RELAY)[0]
+
+    async def scenario(url, p):
+        w = World(url, p)
+        try:
+            for name in ("alice", "bob", "carol"):
+                await w.add(name)
+            c, me = w.client("alice"), w.id("alice")
+            ids = {n: w.id(n) for n in ("alice", "bob", "carol")}
+            opens = {"consulting": ["bob"], "conversation": ["bob"], "discussion": ["bob", "carol"],
+                     "workflow": ["bob", "carol"]}
+            seen = {}
+            for kind, targets in opens.items():
+                knobs = bind_agents(spec["knobs"], ids) if kind == "workflow" else None
+                md = await c.create_channel(creator_id=me, manifest_type=kind, participants=[ids[t] for t in targets],
+                                            knobs=knobs)
+                got = (await c.get_channel(md.channel_id)).manifest.to_dict()
+                listed = [m.manifest.to_dict() for m in await c.list_channels(agent_id=me)
+                          if m.channel_id == md.channel_id]
+                assert [md.manifest.to_dict(), got] == listed * 2
+                seen[kind] = {k: got[k] for k in ("participants", "knobs_schema", "default_view_policy")}
+            return seen
+        finally:
+            await w.close()
+
+    ag2, turnflow_seen = both(scenario, turnflow_url)
+    assert ag2 == turnflow_seen
+    two = {"min": 2, "max": 2, "roles": ["initiator", "respondent"]}
+    many = {"min": 2, "max": None, "roles": []}
+    assert turnflow_seen == {
+        "consulting": {"participants": two, "knobs_schema": {}, "default_view_policy": "full_transcript"},
+        "conversation": {"participants": two, "knobs_schema": {}, "default_view_policy": "windowed_summary"},
+        "discussion": {"participants": many, "knobs_schema": {"ordering": "str"},
+                       "default_view_policy": "named_windowed_summary"},
+        "workflow": {"participants": many, "knobs_schema": {"graph": "TransitionGraph"},
+                     "default_view_policy": "named_windowed_summary"}}
