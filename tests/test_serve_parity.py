@@ -77,3 +77,31 @@ def test_each_kinds_channel_record_carries_ag2s_manifest(turnflow_url):
                        "default_view_policy": "named_windowed_summary"},
         "workflow": {"participants": many, "knobs_schema": {"graph": "TransitionGraph"},
                      "default_view_policy": "named_windowed_summary"}}
+
+
+def test_discovery_of_an_unknown_agent_id_answers_as_ag2s_hub(turnflow_url):
+    """`get_skill` of an id nobody registered (or that unregistered) is `None`, as for an agent
+    without a skill; `get_resume` and `get_rule` raise `NotFoundError` naming what is missing."""
+    async def scenario(url, p):
+        w = World(url, p)
+        try:
+            await w.add("alice")
+            bob = await w.add("bob")
+            gone = bob.agent_id
+            await bob.unregister()
+            c = w.client("alice")
+            return [await w.attempt(call(agent_id)) for agent_id in ("0" * 32, gone)
+                    for call in (c.get_skill, c.get_resume, c.get_rule)]
+        finally:
+            await w.close()
+
+    ag2, turnflow_seen = both(scenario, turnflow_url)
+    def shown(outcomes):
+        return [(kind, text if text is None else text.replace("0" * 32, "ID")) for kind, text in outcomes]
+
+    ag2, turnflow_seen = shown(ag2), shown(turnflow_seen)
+    assert ag2 == turnflow_seen
+    assert turnflow_seen == [("ok", None), ("NotFoundError", "resume not found: ID"),
+                             ("NotFoundError", "rule not found: ID"),
+                             ("ok", None), ("NotFoundError", "resume not found: bob"),
+                             ("NotFoundError", "rule not found: bob")]

@@ -278,10 +278,10 @@ class Ops:
         if agent_id not in conn.agents:
             raise _denied(f"connection is not bound to agent {agent_id[:64]!r}")
 
-    def _agent(self, agent_id: str) -> Agent:
+    def _agent(self, agent_id: str, what: str = "agent") -> Agent:
         agent = self.registry.by_id.get(agent_id)
         if agent is None:
-            raise _missing(f"agent not found: {agent_id[:64]}")
+            raise _missing(f"{what} not found: {agent_id[:64]}")
         return agent
 
     def _md(self, session_id: str) -> SessionMetadata:
@@ -503,14 +503,16 @@ class Ops:
         self._passports[agent.agent_id] = (passport, text)
         return text
 
+    # (an unknown agent id: as AG2's hub answers, `resume not found` / `rule not found`, and no skill)
     async def get_resume(self, conn: Conn, params: dict[str, Any]) -> Any:
-        return self._agent(_str(params, "agent_id")).resume
+        return self._agent(_str(params, "agent_id"), "resume").resume
 
     async def get_rule(self, conn: Conn, params: dict[str, Any]) -> Any:
-        return self._agent(_str(params, "agent_id")).rule
+        return self._agent(_str(params, "agent_id"), "rule").rule
 
     async def get_skill(self, conn: Conn, params: dict[str, Any]) -> Any:
-        return self._agent(_str(params, "agent_id")).skill
+        agent = self.registry.by_id.get(_str(params, "agent_id"))
+        return None if agent is None else agent.skill
 
     async def find_agent_id(self, conn: Conn, params: dict[str, Any]) -> Any:
         return self.registry.by_name.get(_str(params, "name"))
