@@ -105,3 +105,27 @@ def test_discovery_of_an_unknown_agent_id_answers_as_ag2s_hub(turnflow_url):
                              ("NotFoundError", "rule not found: ID"),
                              ("ok", None), ("NotFoundError", "resume not found: bob"),
                              ("NotFoundError", "rule not found: bob")]
+
+
+def test_can_send_on_an_unknown_channel_is_false(turnflow_url):
+    """`can_send` answers whether a send would be accepted: for a channel id the hub does not know,
+    `False` (as for a closed channel), not an error; a sender not bound stays `access_denied`."""
+    async def scenario(url, p):
+        w = World(url, p)
+        try:
+            await w.add("alice")
+            await w.add("bob")
+            ok, cid = await w.open("alice", "conversation", "bob")
+            c = w.client("alice")
+            unknown = await w.attempt(c.can_send("f" * 32, w.id("alice")))
+            live = await w.attempt(c.can_send(cid, w.id("alice")))
+            await c.close_channel(cid)
+            closed = await w.attempt(c.can_send(cid, w.id("alice")))
+            not_bound = await w.attempt(c.can_send("f" * 32, w.id("bob")))
+            return unknown, live, closed, not_bound[0]
+        finally:
+            await w.close()
+
+    ag2, turnflow_seen = both(scenario, turnflow_url)
+    assert ag2 == turnflow_seen
+    assert turnflow_seen == (("ok", False), ("ok", True), ("ok", False), "AccessDeniedError")

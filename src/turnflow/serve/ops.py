@@ -989,7 +989,9 @@ class Ops:
             _get(params, "event_type", (str, type(None)), None)
         self._bound(conn, sender)
         live = self.hub.sessions.get(sid)
-        md = live.metadata if live is not None else self._md(sid)
+        if live is None:
+            return False  # (ended or unknown: AG2's hub answers False for a channel it does not know)
+        md = live.metadata
         if md.state != SessionState.ACTIVE or sender not in md.pset:
             return False
         expected = self.hub.expected_next(sid)
