@@ -129,3 +129,50 @@ def test_can_send_on_an_unknown_channel_is_false(turnflow_url):
     ag2, turnflow_seen = both(scenario, turnflow_url)
     assert ag2 == turnflow_seen
     assert turnflow_seen == (("ok", False), ("ok", True), ("ok", False), "AccessDeniedError")
+
+
+def test_packets_and_context_sets_are_informational_outside_workflows(turnflow_url):
+    """In a consulting, conversation or discussion session AG2's adapters take a round from
+    `ag2.msg.text` only: an `ag2.packet` or `ag2.context.set` is accepted from any participant at
+    any time as information, takes no turn and completes nothing; they are read back as posted."""
+    async def scenario(url, p):
+        w = World(url, p)
+        try:
+            for name in ("alice", "bob", "carol"):
+                await w.add(name)
+            seen = {}
+            for kind, targets in (("consulting", ["bob"]), ("conversation", ["bob"]),
+                                  ("discussion", ["bob", "carol"])):
+                ok, cid = await w.open("alice", kind, *targets)
+
+                async def post(sender, event_type, data, cid=cid):
+                    env = ag2net.Envelope(channel_id=cid, sender_id=w.id(sender), event_type=event_type,
+                                          event_data=data, audience=None)
+                    outcome = await w.attempt(w.client(sender).post_envelope(env))
+                    return outcome if outcome[0] != "ok" else "ok"
+
+                out = [await post("bob", "ag2.packet", {"body": "b0", "routing": {"kind": "text"}}),
+                       await post("alice", "ag2.context.set", {"key": "k", "value": 1}),
+                       await post("alice", "ag2.packet", {"body": "a0"}),
+                       await w.attempt(w.client("alice").can_send(cid, w.id("alice"))),
+                       await w.attempt(w.client("bob").can_send(cid, w.id("bob"))),
+                       await w.post("alice", cid, "a1"),
+                       await post("bob", "ag2.packet", {"body": "b1"}),
+                       await w.post("bob", cid, "b1")]
+                md = await w.client("alice").get_channel(cid)
+                wal = await w.client("alice").read_wal(cid)
+                seen[kind] = (out, md.state.value, md.close_reason,
+                              [(e.event_type, w.names[e.sender_id]) for e in wal
+                               if not e.event_type.startswith("ag2.channel.")])
+            return seen
+        finally:
+            await w.close()
+
+    ag2, turnflow_seen = both(scenario, turnflow_url)
+    assert ag2 == turnflow_seen
+    rounds = [("ag2.packet", "bob"), ("ag2.context.set", "alice"), ("ag2.packet", "alice"), ("ag2.msg.text", "alice"),
+              ("ag2.packet", "bob"), ("ag2.msg.text", "bob")]
+    answers = ["ok", "ok", "ok", ("ok", True), ("ok", False), "ok", "ok", "ok"]
+    assert turnflow_seen == {"consulting": (answers, "closed", "consulting_complete", rounds),
+                             "conversation": (answers[:4] + [("ok", True)] + answers[5:], "active", "", rounds),
+                             "discussion": (answers, "active", "", rounds)}

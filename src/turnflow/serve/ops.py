@@ -839,7 +839,7 @@ class Ops:
         substantive = not et.startswith(_PROTOCOL_EVENTS)
         if substantive:
             self._authorize_inbox(md, sender, audience)
-        env = Envelope(sid, sender, audience, wire.FROM_AG2.get(et, et), data, causation_id=causation, trace_id=trace,
+        env = Envelope(sid, sender, audience, wire.from_ag2_event(et, md.kind), data, causation_id=causation, trace_id=trace,
                        extra=extra)
         envelope_id = (await self.hub.post(env)).envelope_id
         if substantive and self.pending.get(sender, 0) > 0:  # the sender is working through its inbox

@@ -37,6 +37,20 @@ TO_AG2 = {EV_TEXT: AG2_TEXT, EV_PACKET: AG2_PACKET, EV_CONTEXT_SET: AG2_CONTEXT_
           EV_SESSION_ACK: AG2_ACK, EV_SESSION_REJECT: AG2_REJECT, EV_SESSION_OPENED: AG2_OPENED,
           EV_SESSION_CLOSED: AG2_CLOSED, EV_SESSION_EXPIRED: AG2_EXPIRED, EV_EXPECTATION_VIOLATED: AG2_VIOLATED}
 FROM_AG2 = {v: k for k, v in TO_AG2.items()}
+# outside a workflow, AG2's adapters take a round from a text only: a packet or a context set is
+# information (accepted from any participant at any time, folded into nothing), kept under its AG2 name
+_INFORMATIONAL = frozenset({AG2_PACKET, AG2_CONTEXT_SET})
+
+
+def from_ag2_event(event_type: str, kind: str) -> str:
+    """The turnflow event type of an AG2 event type posted to a session of `kind`: AG2's names of
+    turnflow's events renamed, except a packet or context set outside a workflow, which stays an
+    event of its AG2 name that the session's adapter accepts and does not fold, as AG2's does."""
+    if event_type in _INFORMATIONAL and kind != "workflow":
+        return event_type
+    return FROM_AG2.get(event_type, event_type)
+
+
 # turnflow's own names: a client posting one of them would alias an AG2 type, so they are refused
 NATIVE = frozenset(TO_AG2) | {EV_TELEMETRY}
 _TO_ALL = frozenset({EV_SESSION_OPENED, EV_SESSION_CLOSED, EV_SESSION_EXPIRED})  # addressed to every participant
