@@ -176,3 +176,35 @@ def test_packets_and_context_sets_are_informational_outside_workflows(turnflow_u
     assert turnflow_seen == {"consulting": (answers, "closed", "consulting_complete", rounds),
                              "conversation": (answers[:4] + [("ok", True)] + answers[5:], "active", "", rounds),
                              "discussion": (answers, "active", "", rounds)}
+
+
+def test_a_rejected_invite_is_in_the_channel_record(turnflow_url):
+    """bob rejects his invite to a discussion: the opener's `create_channel` fails, and the channel
+    record (`list_channels`, `get_channel`) says who rejected (`rejected_by`) and who had not
+    answered yet (`pending_acks`), bob in the first and not in the second."""
+    async def scenario(url, p):
+        w = World(url, p)
+        try:
+            for name in ("alice", "bob", "carol"):
+                await w.add(name)
+            bob = w.agents["bob"]
+
+            async def reject(envelope):
+                if envelope.event_type == "ag2.channel.invite":
+                    await bob.send_envelope(ag2net.Envelope(
+                        channel_id=envelope.channel_id, sender_id=bob.agent_id,
+                        event_type="ag2.channel.invite.reject", event_data={"reason": "busy"}, audience=None))
+            bob.on_envelope(reject)
+            opened = (await w.open("alice", "discussion", "bob", "carol"))[0]
+            records = [(md.state.value, md.close_reason, [w.names[a] for a in md.rejected_by],
+                        [w.names[a] for a in md.pending_acks])
+                       for md in await w.client("alice").list_channels(include_terminal=True)]
+            cid = (await w.client("alice").list_channels(include_terminal=True))[0].channel_id
+            md = await w.client("carol").get_channel(cid)
+            return opened, records, ([w.names[a] for a in md.rejected_by], [w.names[a] for a in md.pending_acks])
+        finally:
+            await w.close()
+
+    ag2, turnflow_seen = both(scenario, turnflow_url)
+    assert ag2 == turnflow_seen
+    assert turnflow_seen == ("ProtocolError", [("closed", "invite_rejected", ["bob"], ["carol"])], (["bob"], ["carol"]))

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Optional, Protocol
 
-from turnflow.runtime.envelope import SUBSTANTIVE, Envelope
+from turnflow.runtime.envelope import EV_SESSION_REJECT, SUBSTANTIVE, Envelope
 from turnflow.runtime.errors import ProtocolError
 from turnflow.runtime.session import SessionMetadata, SessionState
 from turnflow.serve import frames, rules, shapes, wire
@@ -755,12 +755,16 @@ class Ops:
                 self._parts[sid] = parts
         what = f"channel {sid}"
         closed, reason, acks = wire.iso(md.closed_at), md.close_reason, md.pending_acks
+        rejected = self._rejected_by(md)
+        if rejected:
+            acks = acks.difference(rejected)
         # (`iso`'s text is ASCII digits and punctuation: quoted as it is; an empty reason and no
         # pending acks, a live session's, written as their JSON)
         text = frames.Raw(parts[1] + parts[2] + parts[3] + wire.state_json(state) + parts[4]
                           + ("null" if closed is None else '"' + closed + '"')
                           + ',"close_reason":' + ('""' if reason == "" else frames.encode(reason, what)) + parts[5]
-                          + (frames.encode(sorted(acks), what) if acks else "[]") + ',"rejected_by":[]}')
+                          + (frames.encode(sorted(acks), what) if acks else "[]")
+                          + ',"rejected_by":' + (frames.encode(rejected, what) if rejected else "[]") + "}")
         if not state.terminal:
             self._channels[sid] = (state, len(md.pending_acks), md.participants, text)
         return text
@@ -799,6 +803,14 @@ class Ops:
             self._manifests[key] = (md.manifest, text)
         return text
 
+    def _rejected_by(self, md: SessionMetadata) -> list[str]:
+        """Who rejected the invite that closed a session `invite_rejected` (AG2's `rejected_by`),
+        from its log; nobody for any other session (no read)."""
+        if md.close_reason != "invite_rejected" or not md.state.terminal:
+            return []
+        return [e.sender_id for e in self.hub.read(md.session_id, 1)
+                if isinstance(e, Envelope) and e.event_type == EV_SESSION_REJECT]
+
     async def get_channel(self, conn: Conn, params: dict[str, Any]) -> Any:
         sid = params.get("channel_id")
         return self._channel(self._participant(conn, sid if type(sid) is str else _str(params, "channel_id")))
@@ -810,7 +822,7 @@ class Ops:
             self._bound(conn, agent_id)
         mine = {agent_id} if agent_id is not None else set(conn.agents)
         # (ended ones included, as AG2's hub lists them: read back from the store by a hub that let them go)
-        return [wire.channel_to_ag2(md) for md in self.hub.sessions_of(mine, limit)]
+        return [wire.channel_to_ag2(md, self._rejected_by(md)) for md in self.hub.sessions_of(mine, limit)]
 
     async def close_channel(self, conn: Conn, params: dict[str, Any]) -> Any:
         sid = _str(params, "channel_id")
@@ -818,7 +830,7 @@ class Ops:
         md = self._participant(conn, sid)
         if md.state not in _ENDING:
             await self.hub.close(sid, reason[:MAX_TEXT])
-        return wire.channel_to_ag2(md)
+        return wire.channel_to_ag2(md, self._rejected_by(md))
 
     async def post_envelope(self, conn: Conn, params: dict[str, Any]) -> Any:
         e, (sender, sid, et, data, audience, causation, trace) = self._post_fields(conn, params)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import operator
 from datetime import datetime, timezone
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from turnflow.runtime.envelope import (EV_CONTEXT_SET, EV_EXPECTATION_VIOLATED, EV_PACKET, EV_SESSION_ACK,
                                        EV_SESSION_CLOSED, EV_SESSION_EXPIRED, EV_SESSION_INVITE, EV_SESSION_OPENED,
@@ -216,12 +216,13 @@ def state_json(state: SessionState) -> str:
     return _STATE_JSON[state]
 
 
-def channel_to_ag2(md: SessionMetadata) -> dict[str, Any]:
-    return {"channel_id": md.session_id, "manifest": _manifest(md), **channel_rest(md)}
+def channel_to_ag2(md: SessionMetadata, rejected_by: Sequence[str] = ()) -> dict[str, Any]:
+    return {"channel_id": md.session_id, "manifest": _manifest(md), **channel_rest(md, rejected_by)}
 
 
-def channel_rest(md: SessionMetadata) -> dict[str, Any]:
-    """The fields of a session's AG2 channel record after `manifest`, in order."""
+def channel_rest(md: SessionMetadata, rejected_by: Sequence[str] = ()) -> dict[str, Any]:
+    """The fields of a session's AG2 channel record after `manifest`, in order; `rejected_by`: the
+    invitees whose reject closed it (read from its log), no longer among its `pending_acks`."""
     created = iso(md.created_at) or ""
     return {"creator_id": md.creator_id,
             "participants": [{"agent_id": p.agent_id, "role": p.role, "order": p.order, "joined_at": created}
@@ -230,4 +231,4 @@ def channel_rest(md: SessionMetadata) -> dict[str, Any]:
             "expires_at": iso(md.expires_at), "closed_at": iso(md.closed_at), "close_reason": md.close_reason,
             "parent_channel_id": None, "knobs": dict(md.knobs), "labels": dict(md.labels),
             "required_acks": (md.extra or {}).get("required_acks"),
-            "pending_acks": sorted(md.pending_acks), "rejected_by": []}
+            "pending_acks": sorted(md.pending_acks.difference(rejected_by)), "rejected_by": list(rejected_by)}
