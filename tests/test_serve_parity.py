@@ -6,6 +6,8 @@ answering alike by accident."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 pytest.importorskip("websockets")
@@ -208,3 +210,46 @@ def test_a_rejected_invite_is_in_the_channel_record(turnflow_url):
     ag2, turnflow_seen = both(scenario, turnflow_url)
     assert ag2 == turnflow_seen
     assert turnflow_seen == ("ProtocolError", [("closed", "invite_rejected", ["bob"], ["carol"])], (["bob"], ["carol"]))
+
+
+def test_a_post_while_invitees_have_not_all_acked_waits_for_the_handshake(turnflow_url):
+    """alice opens a discussion with bob and carol; carol acks a second late. alice posts to the
+    channel (its id from bob's invite) meanwhile: AG2's hub holds the post until the handshake
+    ends and then accepts it; when carol rejects instead, the held post is refused (closed)."""
+    from ag2.network.client.handlers import _auto_ack_invite
+
+    async def scenario(url, p):
+        w = World(url, p)
+        try:
+            for name in ("alice", "bob", "carol"):
+                await w.add(name)
+            carol, outcomes = w.agents["carol"], []
+            for answer in ("ack", "reject"):
+                invited = asyncio.Event()
+                cids = []
+
+                async def late(envelope, answer=answer, invited=invited, cids=cids):
+                    if envelope.event_type != "ag2.channel.invite":
+                        return
+                    cids.append(envelope.channel_id)
+                    invited.set()
+                    await asyncio.sleep(1.0)
+                    if answer == "ack":
+                        await _auto_ack_invite(envelope, carol)
+                    else:
+                        await carol.send_envelope(ag2net.Envelope(
+                            channel_id=envelope.channel_id, sender_id=carol.agent_id,
+                            event_type="ag2.channel.invite.reject", event_data={"reason": "busy"}, audience=None))
+                carol.on_envelope(late)
+                opening = asyncio.ensure_future(w.open("alice", "discussion", "bob", "carol"))
+                await asyncio.wait_for(invited.wait(), 10)
+                posted = await w.post("alice", cids[0], "early")
+                opened = (await opening)[0]
+                outcomes.append((posted if posted == "ok" else posted[0], opened, await w.texts(cids[0])))
+            return outcomes
+        finally:
+            await w.close()
+
+    ag2, turnflow_seen = both(scenario, turnflow_url)
+    assert ag2 == turnflow_seen
+    assert turnflow_seen == [("ok", "ok", ["early"]), ("ProtocolError", "ProtocolError", [])]

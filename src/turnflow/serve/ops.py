@@ -847,6 +847,8 @@ class Ops:
             reason = data.get("reason", "")
             await self.hub.reject(sid, sender, reason[:MAX_TEXT] if isinstance(reason, str) else "")
             return ""
+        if md.state == SessionState.INVITED:
+            await self._handshake_done(sid)
         self._post_allowed(sid, md, et, audience)
         substantive = not et.startswith(_PROTOCOL_EVENTS)
         if substantive:
@@ -857,6 +859,15 @@ class Ops:
         if substantive and self.pending.get(sender, 0) > 0:  # the sender is working through its inbox
             self.pending[sender] -= 1
         return envelope_id
+
+    async def _handshake_done(self, session_id: str) -> None:
+        """A post to a session whose invitees have not all acked waits until its `create_channel`
+        ends (opened, rejected, timed out), as AG2's hub holds it (its channel lock): then it is
+        accepted, or refused because the session closed. Nothing to wait for on a session the hub
+        was opening when it stopped (closed at its invite deadline): refused as invited."""
+        waiter = self._opening.get(session_id)
+        if waiter is not None and not waiter.done():
+            await asyncio.wait((waiter,))  # (neither raises its outcome nor cancels it: create_channel's)
 
     def _post_fields(self, conn: Conn, params: dict[str, Any]) -> tuple[dict[str, Any], tuple[Any, ...]]:
         """A posted envelope and its fields: the usual envelope (every field of its type) checked in
