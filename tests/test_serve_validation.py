@@ -619,7 +619,7 @@ def test_the_session_ops_refuse_a_param_of_the_wrong_type_with_the_same_message_
         ("can_send", "protocol_error", "param 'event_type' must be str or NoneType, got int"),
         ("can_send", "protocol_error", "param 'channel_id' must be str, got int"),
         ("can_send", "access_denied", "connection is not bound to agent 'BOB'"),
-        ("can_send", nf, "channel not found: " + "f" * 32),
+        ("can_send", "ok", ""),  # (an unknown channel: False, as on AG2's hub; tests/test_serve_parity.py)
         ("get_channel", "protocol_error", "missing param 'channel_id'"),
         ("get_channel", "protocol_error", "param 'channel_id' must be str, got list"),
         ("get_channel", nf, "channel not found: " + "f" * 32),

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Optional, Protocol
 
-from turnflow.runtime.envelope import SUBSTANTIVE, Envelope
+from turnflow.runtime.envelope import EV_SESSION_REJECT, SUBSTANTIVE, Envelope
 from turnflow.runtime.errors import ProtocolError
 from turnflow.runtime.session import SessionMetadata, SessionState
 from turnflow.serve import frames, rules, shapes, wire
@@ -278,10 +278,10 @@ class Ops:
         if agent_id not in conn.agents:
             raise _denied(f"connection is not bound to agent {agent_id[:64]!r}")
 
-    def _agent(self, agent_id: str) -> Agent:
+    def _agent(self, agent_id: str, what: str = "agent") -> Agent:
         agent = self.registry.by_id.get(agent_id)
         if agent is None:
-            raise _missing(f"agent not found: {agent_id[:64]}")
+            raise _missing(f"{what} not found: {agent_id[:64]}")
         return agent
 
     def _md(self, session_id: str) -> SessionMetadata:
@@ -503,14 +503,16 @@ class Ops:
         self._passports[agent.agent_id] = (passport, text)
         return text
 
+    # (an unknown agent id: as AG2's hub answers, `resume not found` / `rule not found`, and no skill)
     async def get_resume(self, conn: Conn, params: dict[str, Any]) -> Any:
-        return self._agent(_str(params, "agent_id")).resume
+        return self._agent(_str(params, "agent_id"), "resume").resume
 
     async def get_rule(self, conn: Conn, params: dict[str, Any]) -> Any:
-        return self._agent(_str(params, "agent_id")).rule
+        return self._agent(_str(params, "agent_id"), "rule").rule
 
     async def get_skill(self, conn: Conn, params: dict[str, Any]) -> Any:
-        return self._agent(_str(params, "agent_id")).skill
+        agent = self.registry.by_id.get(_str(params, "agent_id"))
+        return None if agent is None else agent.skill
 
     async def find_agent_id(self, conn: Conn, params: dict[str, Any]) -> Any:
         return self.registry.by_name.get(_str(params, "name"))
@@ -753,12 +755,16 @@ class Ops:
                 self._parts[sid] = parts
         what = f"channel {sid}"
         closed, reason, acks = wire.iso(md.closed_at), md.close_reason, md.pending_acks
+        rejected = self._rejected_by(md)
+        if rejected:
+            acks = acks.difference(rejected)
         # (`iso`'s text is ASCII digits and punctuation: quoted as it is; an empty reason and no
         # pending acks, a live session's, written as their JSON)
         text = frames.Raw(parts[1] + parts[2] + parts[3] + wire.state_json(state) + parts[4]
                           + ("null" if closed is None else '"' + closed + '"')
                           + ',"close_reason":' + ('""' if reason == "" else frames.encode(reason, what)) + parts[5]
-                          + (frames.encode(sorted(acks), what) if acks else "[]") + ',"rejected_by":[]}')
+                          + (frames.encode(sorted(acks), what) if acks else "[]")
+                          + ',"rejected_by":' + (frames.encode(rejected, what) if rejected else "[]") + "}")
         if not state.terminal:
             self._channels[sid] = (state, len(md.pending_acks), md.participants, text)
         return text
@@ -797,6 +803,14 @@ class Ops:
             self._manifests[key] = (md.manifest, text)
         return text
 
+    def _rejected_by(self, md: SessionMetadata) -> list[str]:
+        """Who rejected the invite that closed a session `invite_rejected` (AG2's `rejected_by`),
+        from its log; nobody for any other session (no read)."""
+        if md.close_reason != "invite_rejected" or not md.state.terminal:
+            return []
+        return [e.sender_id for e in self.hub.read(md.session_id, 1)
+                if isinstance(e, Envelope) and e.event_type == EV_SESSION_REJECT]
+
     async def get_channel(self, conn: Conn, params: dict[str, Any]) -> Any:
         sid = params.get("channel_id")
         return self._channel(self._participant(conn, sid if type(sid) is str else _str(params, "channel_id")))
@@ -808,7 +822,7 @@ class Ops:
             self._bound(conn, agent_id)
         mine = {agent_id} if agent_id is not None else set(conn.agents)
         # (ended ones included, as AG2's hub lists them: read back from the store by a hub that let them go)
-        return [wire.channel_to_ag2(md) for md in self.hub.sessions_of(mine, limit)]
+        return [wire.channel_to_ag2(md, self._rejected_by(md)) for md in self.hub.sessions_of(mine, limit)]
 
     async def close_channel(self, conn: Conn, params: dict[str, Any]) -> Any:
         sid = _str(params, "channel_id")
@@ -816,7 +830,7 @@ class Ops:
         md = self._participant(conn, sid)
         if md.state not in _ENDING:
             await self.hub.close(sid, reason[:MAX_TEXT])
-        return wire.channel_to_ag2(md)
+        return wire.channel_to_ag2(md, self._rejected_by(md))
 
     async def post_envelope(self, conn: Conn, params: dict[str, Any]) -> Any:
         e, (sender, sid, et, data, audience, causation, trace) = self._post_fields(conn, params)
@@ -833,16 +847,27 @@ class Ops:
             reason = data.get("reason", "")
             await self.hub.reject(sid, sender, reason[:MAX_TEXT] if isinstance(reason, str) else "")
             return ""
+        if md.state == SessionState.INVITED:
+            await self._handshake_done(sid)
         self._post_allowed(sid, md, et, audience)
         substantive = not et.startswith(_PROTOCOL_EVENTS)
         if substantive:
             self._authorize_inbox(md, sender, audience)
-        env = Envelope(sid, sender, audience, wire.FROM_AG2.get(et, et), data, causation_id=causation, trace_id=trace,
+        env = Envelope(sid, sender, audience, wire.from_ag2_event(et, md.kind), data, causation_id=causation, trace_id=trace,
                        extra=extra)
         envelope_id = (await self.hub.post(env)).envelope_id
         if substantive and self.pending.get(sender, 0) > 0:  # the sender is working through its inbox
             self.pending[sender] -= 1
         return envelope_id
+
+    async def _handshake_done(self, session_id: str) -> None:
+        """A post to a session whose invitees have not all acked waits until its `create_channel`
+        ends (opened, rejected, timed out), as AG2's hub holds it (its channel lock): then it is
+        accepted, or refused because the session closed. Nothing to wait for on a session the hub
+        was opening when it stopped (closed at its invite deadline): refused as invited."""
+        waiter = self._opening.get(session_id)
+        if waiter is not None and not waiter.done():
+            await asyncio.wait((waiter,))  # (neither raises its outcome nor cancels it: create_channel's)
 
     def _post_fields(self, conn: Conn, params: dict[str, Any]) -> tuple[dict[str, Any], tuple[Any, ...]]:
         """A posted envelope and its fields: the usual envelope (every field of its type) checked in
@@ -987,7 +1012,9 @@ class Ops:
             _get(params, "event_type", (str, type(None)), None)
         self._bound(conn, sender)
         live = self.hub.sessions.get(sid)
-        md = live.metadata if live is not None else self._md(sid)
+        if live is None:
+            return False  # (ended or unknown: AG2's hub answers False for a channel it does not know)
+        md = live.metadata
         if md.state != SessionState.ACTIVE or sender not in md.pset:
             return False
         expected = self.hub.expected_next(sid)

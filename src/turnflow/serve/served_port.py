@@ -141,7 +141,7 @@ class ServedPort:
 
     def _from_wire(self, d: dict[str, Any], seq: int) -> Envelope:
         """One envelope of the served log (AG2's shape, agent ids) as this session's (names)."""
-        et = wire.FROM_AG2.get(d["event_type"], d["event_type"])
+        et = wire.from_ag2_event(d["event_type"], self._live.metadata.kind)
         data: dict[str, Any] = dict(d.get("event_data") or {})
         if et in LIFECYCLE:
             data.pop("channel_id", None)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import operator
 from datetime import datetime, timezone
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from turnflow.runtime.envelope import (EV_CONTEXT_SET, EV_EXPECTATION_VIOLATED, EV_PACKET, EV_SESSION_ACK,
                                        EV_SESSION_CLOSED, EV_SESSION_EXPIRED, EV_SESSION_INVITE, EV_SESSION_OPENED,
@@ -37,6 +37,20 @@ TO_AG2 = {EV_TEXT: AG2_TEXT, EV_PACKET: AG2_PACKET, EV_CONTEXT_SET: AG2_CONTEXT_
           EV_SESSION_ACK: AG2_ACK, EV_SESSION_REJECT: AG2_REJECT, EV_SESSION_OPENED: AG2_OPENED,
           EV_SESSION_CLOSED: AG2_CLOSED, EV_SESSION_EXPIRED: AG2_EXPIRED, EV_EXPECTATION_VIOLATED: AG2_VIOLATED}
 FROM_AG2 = {v: k for k, v in TO_AG2.items()}
+# outside a workflow, AG2's adapters take a round from a text only: a packet or a context set is
+# information (accepted from any participant at any time, folded into nothing), kept under its AG2 name
+_INFORMATIONAL = frozenset({AG2_PACKET, AG2_CONTEXT_SET})
+
+
+def from_ag2_event(event_type: str, kind: str) -> str:
+    """The turnflow event type of an AG2 event type posted to a session of `kind`: AG2's names of
+    turnflow's events renamed, except a packet or context set outside a workflow, which stays an
+    event of its AG2 name that the session's adapter accepts and does not fold, as AG2's does."""
+    if event_type in _INFORMATIONAL and kind != "workflow":
+        return event_type
+    return FROM_AG2.get(event_type, event_type)
+
+
 # turnflow's own names: a client posting one of them would alias an AG2 type, so they are refused
 NATIVE = frozenset(TO_AG2) | {EV_TELEMETRY}
 _TO_ALL = frozenset({EV_SESSION_OPENED, EV_SESSION_CLOSED, EV_SESSION_EXPIRED})  # addressed to every participant
@@ -169,11 +183,30 @@ def manifest_to_ag2(md: SessionMetadata) -> dict[str, Any]:
     return _manifest(md)
 
 
+# AG2 1.2.1's built-in adapters' manifests (`ag2/network/adapters/*.py`): participants' schema, knobs
+# schema and view policy name, as AG2's hub returns them in a channel record; turnflow's own adapters
+# name these differently (their roles, `ordering: round_robin`, `windowed_summary:10`).
+_TWO: dict[str, Any] = {"min": 2, "max": 2, "roles": ["initiator", "respondent"]}
+_MANY: dict[str, Any] = {"min": 2, "max": None, "roles": []}
+_AG2_MANIFESTS: dict[str, tuple[dict[str, Any], dict[str, str], str]] = {
+    "consulting": (_TWO, {}, "full_transcript"),
+    "conversation": (_TWO, {}, "windowed_summary"),
+    "discussion": (_MANY, {"ordering": "str"}, "named_windowed_summary"),
+    "workflow": (_MANY, {"graph": "TransitionGraph"}, "named_windowed_summary"),
+}
+
+
 def _manifest(md: SessionMetadata) -> dict[str, Any]:
     m = md.manifest
-    return {"type": m.type, "version": m.version,
-            "participants": {"min": m.min_participants, "max": m.max_participants, "roles": list(m.roles)},
-            "knobs_schema": dict(m.knobs_schema), "default_view_policy": m.default_view,
+    ag2 = _AG2_MANIFESTS.get(m.type) if m.version == 1 else None
+    if ag2 is not None:
+        schema, knobs_schema, view = ag2
+        participants: dict[str, Any] = {**schema, "roles": list(schema["roles"])}
+    else:
+        participants = {"min": m.min_participants, "max": m.max_participants, "roles": list(m.roles)}
+        knobs_schema, view = m.knobs_schema, m.default_view
+    return {"type": m.type, "version": m.version, "participants": participants,
+            "knobs_schema": dict(knobs_schema), "default_view_policy": view,
             "expectations": [{"name": e.name, "on_violation": e.on_violation, "params": e.to_dict()["params"],
                               "applies_to": None} for e in md.expectations]}
 
@@ -183,12 +216,13 @@ def state_json(state: SessionState) -> str:
     return _STATE_JSON[state]
 
 
-def channel_to_ag2(md: SessionMetadata) -> dict[str, Any]:
-    return {"channel_id": md.session_id, "manifest": _manifest(md), **channel_rest(md)}
+def channel_to_ag2(md: SessionMetadata, rejected_by: Sequence[str] = ()) -> dict[str, Any]:
+    return {"channel_id": md.session_id, "manifest": _manifest(md), **channel_rest(md, rejected_by)}
 
 
-def channel_rest(md: SessionMetadata) -> dict[str, Any]:
-    """The fields of a session's AG2 channel record after `manifest`, in order."""
+def channel_rest(md: SessionMetadata, rejected_by: Sequence[str] = ()) -> dict[str, Any]:
+    """The fields of a session's AG2 channel record after `manifest`, in order; `rejected_by`: the
+    invitees whose reject closed it (read from its log), no longer among its `pending_acks`."""
     created = iso(md.created_at) or ""
     return {"creator_id": md.creator_id,
             "participants": [{"agent_id": p.agent_id, "role": p.role, "order": p.order, "joined_at": created}
@@ -197,4 +231,4 @@ def channel_rest(md: SessionMetadata) -> dict[str, Any]:
             "expires_at": iso(md.expires_at), "closed_at": iso(md.closed_at), "close_reason": md.close_reason,
             "parent_channel_id": None, "knobs": dict(md.knobs), "labels": dict(md.labels),
             "required_acks": (md.extra or {}).get("required_acks"),
-            "pending_acks": sorted(md.pending_acks), "rejected_by": []}
+            "pending_acks": sorted(md.pending_acks.difference(rejected_by)), "rejected_by": list(rejected_by)}
