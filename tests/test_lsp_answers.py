@@ -135,3 +135,40 @@ def test_a_body_that_is_not_json_gets_a_parse_error_and_the_server_stays_up(tmp_
     assert all("id" in e for e in errors)  # `"id": null`, as JSON-RPC 2.0 says
     assert answered(got) and [m for m in got if m.get("id") == 2][0].get("result") is None
     assert proc.returncode == 0  # `exit` after `shutdown`: the server was up all along
+
+
+def _start(tmp_path) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    return subprocess.Popen([sys.executable, "-m", "turnflow", "lsp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, env=env, cwd=tmp_path)
+
+
+def _send(proc: subprocess.Popen, obj: dict) -> None:
+    assert proc.stdin is not None
+    proc.stdin.write(_frame({"jsonrpc": "2.0", **obj}))
+    proc.stdin.flush()
+
+
+def test_exit_without_shutdown_ends_with_status_1(tmp_path):
+    """LSP: `exit` ends the server with status 0 after `shutdown`, 1 without (an editor, e.g.
+    VS Code, reports the latter as a crash). The server ended with 0 either way."""
+    statuses = []
+    for shut_down in (True, False):
+        proc = _start(tmp_path)
+        try:
+            _send(proc, {"id": 1, "method": "initialize", "params": {"capabilities": {}, "processId": None,
+                                                                     "rootUri": None}})
+            _send(proc, {"method": "initialized", "params": {}})
+            want = {1}
+            if shut_down:
+                _send(proc, {"id": 2, "method": "shutdown"})
+                want.add(2)
+            assert set(_answers(proc, want)) == want
+            _send(proc, {"method": "exit"})
+            statuses.append(proc.wait(timeout=10))
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert statuses == [0, 1]
+

@@ -502,5 +502,7 @@ def _compile_actions(ls: FlowServer, uri: str, line: int) -> list[t.CodeAction]:
 
 
 def main() -> int:
+    """Serve on stdin/stdout; the exit status is 0 after `shutdown`, 1 when the client sent `exit`
+    (or closed the input) without it, as LSP asks (pygls swallows its own `sys.exit`)."""
     server.start_io()
-    return 0
+    return 0 if getattr(server.protocol, "_shutdown", False) else 1
