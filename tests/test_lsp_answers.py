@@ -172,3 +172,26 @@ def test_exit_without_shutdown_ends_with_status_1(tmp_path):
                 proc.wait()
     assert statuses == [0, 1]
 
+
+def test_a_request_before_initialize_gets_server_not_initialized(tmp_path):
+    """LSP: a request before `initialize` gets -32002 (ServerNotInitialized); it got -32603 with
+    pygls' traceback ("The workspace is not available"). `initialize` afterwards works as usual."""
+    proc = _start(tmp_path)
+    uri = (tmp_path / "x.flow").as_uri()
+    try:
+        _send(proc, {"id": 1, "method": "textDocument/hover",
+                     "params": {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}}})
+        _send(proc, {"id": 2, "method": "initialize", "params": {"capabilities": {}, "processId": None,
+                                                                 "rootUri": None}})
+        _send(proc, {"id": 3, "method": "shutdown"})
+        got = _answers(proc, {1, 2, 3})
+        _send(proc, {"method": "exit"})
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert got[1]["error"]["code"] == -32002, got[1]
+    assert "capabilities" in got[2]["result"] and got[3].get("result") is None
+    assert proc.returncode == 0
+

@@ -9,7 +9,8 @@ import json
 from typing import Optional
 
 from lsprotocol import types as t
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidRequest, JsonRpcParseError
+from pygls.exceptions import (JsonRpcException, JsonRpcInvalidRequest, JsonRpcParseError,
+                              JsonRpcServerNotInitialized)
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
@@ -53,7 +54,8 @@ class _Unreadable:
 
 
 class FlowProtocol(LanguageServerProtocol):
-    """pygls' protocol, except that every request gets an answer: one it cannot read gets its
+    """pygls' protocol, except that every request gets an answer: one before `initialize` gets
+    ServerNotInitialized (-32002), one it cannot read gets its
     error (InvalidParams) instead of silence, one after `shutdown` gets InvalidRequest, and a
     body that is JSON but no JSON-RPC 2.0 message (an array, a number, an object without
     `"jsonrpc": "2.0"`) gets InvalidRequest with the request's id when it has one, else null
@@ -76,6 +78,12 @@ class FlowProtocol(LanguageServerProtocol):
             return
         if isinstance(message, _Unreadable):
             self._send_response(message.id, error=t.ResponseError(code=message.code, message=message.message))
+            return
+        method = getattr(message, "method", None)
+        if self._workspace is None and method not in (None, "initialize", "exit"):
+            if getattr(message, "id", None) is not None:  # a notification before `initialize` is dropped
+                self._send_response(message.id, error=t.ResponseError(
+                    code=JsonRpcServerNotInitialized.CODE, message="the server is not initialized: send `initialize` first"))
             return
         if (getattr(self, "_shutdown", False) and getattr(message, "method", "exit") != "exit"
                 and getattr(message, "id", None) is not None):
