@@ -195,3 +195,37 @@ def test_a_request_before_initialize_gets_server_not_initialized(tmp_path):
     assert "capabilities" in got[2]["result"] and got[3].get("result") is None
     assert proc.returncode == 0
 
+
+def test_a_request_for_a_document_never_opened_gets_invalid_params(tmp_path):
+    """A request naming a document that was never opened (and is no file) gets InvalidParams
+    saying so, not -32603 with a FileNotFoundError traceback; a closed document likewise."""
+    proc = _start(tmp_path)
+    missing = (tmp_path / "missing.flow").as_uri()
+    pos = {"line": 0, "character": 0}
+    requests = {
+        2: ("textDocument/hover", {"position": pos}),
+        3: ("textDocument/completion", {"position": pos}),
+        4: ("textDocument/formatting", {"options": {"tabSize": 4, "insertSpaces": True}}),
+        5: ("textDocument/documentSymbol", {}),
+        6: ("textDocument/definition", {"position": pos}),
+        7: ("textDocument/codeAction", {"range": {"start": pos, "end": pos}, "context": {"diagnostics": []}}),
+    }
+    try:
+        _send(proc, {"id": 1, "method": "initialize", "params": {"capabilities": {}, "processId": None,
+                                                                 "rootUri": None}})
+        _send(proc, {"method": "initialized", "params": {}})
+        for msg_id, (method, params) in requests.items():
+            _send(proc, {"id": msg_id, "method": method, "params": {"textDocument": {"uri": missing}, **params}})
+        got = _answers(proc, set(requests) | {1})
+        _send(proc, {"id": 99, "method": "shutdown"})
+        _answers(proc, {99})
+        _send(proc, {"method": "exit"})
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    for msg_id in requests:
+        error = got[msg_id].get("error")
+        assert error is not None and error["code"] == -32602, got[msg_id]
+        assert "not open" in error["message"] and "Traceback" not in str(error), error

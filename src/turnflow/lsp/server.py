@@ -130,6 +130,17 @@ class FlowServer(LanguageServer):
             return "utf-16"
         return str(getattr(enc, "value", enc))
 
+    def document(self, uri: str):
+        """The open document `uri`; one never opened is read from disk (pygls), and one that is
+        neither open nor readable is InvalidParams (it was -32603 with a FileNotFoundError traceback)."""
+        doc = self.workspace.get_text_document(uri)
+        try:
+            _ = doc.source  # read from disk when it was never opened
+        except (OSError, ValueError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise JsonRpcInvalidParams(f"the document {uri} is not open and cannot be read: {reason}") from None
+        return doc
+
     # -- analysis --------------------------------------------------------
     def _policy(self, uri: str):
         """The project configuration's policy for `uri`; an invalid configuration is shown
@@ -158,7 +169,7 @@ class FlowServer(LanguageServer):
                                        diagnostics=[self.to_lsp(d, uri, result.lines) for d in result.diagnostics]))
 
     def refresh(self, uri: str) -> Analysis:
-        doc = self.workspace.get_text_document(uri)
+        doc = self.document(uri)
         result = self._analyse(uri, doc.source, self._policy(uri))
         self.publish(uri, result, doc.version)
         return result
@@ -166,7 +177,7 @@ class FlowServer(LanguageServer):
     def analysis(self, uri: str) -> Optional[Analysis]:
         """The analysis of the document's current text (computed now if typing outran the debounce);
         None for a large document whose analysis is still running in the worker."""
-        doc = self.workspace.get_text_document(uri)
+        doc = self.document(uri)
         if len(doc.source) > LARGE:
             return None  # answered block by block; its diagnostics come from a child process
         current = self.analyses.get(uri)
@@ -177,7 +188,7 @@ class FlowServer(LanguageServer):
 
     def lines(self, uri: str) -> LineIndex:
         """The position index of the document's current text (kept between requests)."""
-        text = self.workspace.get_text_document(uri).source
+        text = self.document(uri).source
         lines = self.line_indexes.get(uri)
         if lines is None or lines.text != text:
             lines = self.line_indexes[uri] = LineIndex(text, self.encoding)
@@ -200,7 +211,7 @@ class FlowServer(LanguageServer):
 
     def open_or_save(self, uri: str) -> None:
         """Analyse now; a large document in the worker, so that requests are answered meanwhile."""
-        if len(self.workspace.get_text_document(uri).source) > LARGE:
+        if len(self.document(uri).source) > LARGE:
             self.schedule(uri, 0.0)
         else:
             self.refresh(uri)
@@ -214,7 +225,7 @@ class FlowServer(LanguageServer):
 
         async def later():
             await asyncio.sleep(self.debounce if delay is None else delay)
-            doc = self.workspace.get_text_document(uri)
+            doc = self.document(uri)
             text, version = doc.source, doc.version
             policy = self._policy(uri)
             if len(text) > LARGE:
@@ -225,7 +236,7 @@ class FlowServer(LanguageServer):
             if self.pending.get(uri) is not me:
                 return  # superseded by a newer change while it ran
             self.pending.pop(uri, None)
-            current = self.workspace.get_text_document(uri)
+            current = self.document(uri)
             if current.source == text:
                 self.publish(uri, result, version)
 
@@ -400,7 +411,7 @@ def _rename(ls: FlowServer, params: t.RenameParams) -> Optional[t.WorkspaceEdit]
 
 @server.feature(t.TEXT_DOCUMENT_COMPLETION, t.CompletionOptions(trigger_characters=[".", " ", ">"]))
 def _completion(ls: FlowServer, params: t.CompletionParams) -> t.CompletionList:
-    doc = ls.workspace.get_text_document(params.text_document.uri)
+    doc = ls.document(params.text_document.uri)
     lines = ls.lines(params.text_document.uri)
     offset = lines.offset(params.position.line, params.position.character)
     start, _ = completion.word_range(doc.source, offset)
@@ -414,7 +425,7 @@ def _completion(ls: FlowServer, params: t.CompletionParams) -> t.CompletionList:
 
 @server.feature(t.TEXT_DOCUMENT_FORMATTING)
 def _formatting(ls: FlowServer, params: t.DocumentFormattingParams) -> Optional[list[t.TextEdit]]:
-    doc = ls.workspace.get_text_document(params.text_document.uri)
+    doc = ls.document(params.text_document.uri)
     new = format_text(doc.source, to_fs_path(params.text_document.uri) or params.text_document.uri)
     if new is None or new == doc.source:
         return None if new is None else []
@@ -426,7 +437,7 @@ def _formatting(ls: FlowServer, params: t.DocumentFormattingParams) -> Optional[
 def _symbols(ls: FlowServer, params: t.DocumentSymbolParams) -> Optional[list[t.DocumentSymbol]]:
     uri = params.text_document.uri
     a = ls.analysis(uri)
-    text = ls.workspace.get_text_document(uri).source
+    text = ls.document(uri).source
     kept = ls.symbol_answers.get(uri)
     if kept is not None and kept[0] == text and kept[1] == (a is not None):
         return kept[2]  # editors ask again and again (outline, breadcrumbs): answered once per text
@@ -460,7 +471,7 @@ COMPILE_ACTION = t.CodeActionKind.Source + ".turnflow.compile"  # `turnflow comp
                 t.CodeActionOptions(code_action_kinds=[t.CodeActionKind.QuickFix, COMPILE_ACTION]))
 def _code_action(ls: FlowServer, params: t.CodeActionParams) -> list[t.CodeAction]:
     uri = params.text_document.uri
-    doc = ls.workspace.get_text_document(uri)
+    doc = ls.document(uri)
     lines = ls.lines(uri)
     actions = []
     for diag in params.context.diagnostics:
