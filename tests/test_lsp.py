@@ -365,3 +365,26 @@ def test_compile_to_a_framework_from_the_block_header(lsp):
     assert not actions(pos(text, "participant user"))                 # not on a header line
     assert not actions(header, only=[t.CodeActionKind.QuickFix])      # the client asked for quick fixes only
     assert len(actions(header, only=[t.CodeActionKind.Source])) == 4
+
+
+def test_incremental_changes_count_lines_as_the_editor_does(lsp):
+    """An editor counts lines at \\n, \\r\\n and \\r only; pygls split the document with
+    `str.splitlines`, which also breaks at \\f, \\v, \\x1c-\\x1e, \\x85 and \\u2028, so an edit below a
+    comment holding one of them landed on the wrong line and the server's text drifted from the
+    editor's (here: the rename of `a` went into the comment; no TF102 for `start a`)."""
+    text = ('# form feed \x0c and line separator \u2028 in a comment\nworkflow w {\n'
+            '    participant a initiator\n    participant b\n    start a\n    a -> b\n    b -> terminate "x"\n}\n')
+    uri = lsp.open("separators.flow", text)
+    assert list(lsp.wait_diagnostics(uri)) == []
+    line = text.split("\n").index("    participant a initiator")
+    edit = t.TextDocumentContentChangePartial(
+        range=t.Range(start=t.Position(line=line, character=16), end=t.Position(line=line, character=17)), text="ann")
+    lsp.call(lambda: lsp.client.text_document_did_change(t.DidChangeTextDocumentParams(
+        text_document=t.VersionedTextDocumentIdentifier(uri=uri, version=2), content_changes=[edit])))
+    diags = lsp.wait_diagnostics(uri)
+    assert [d.code for d in diags if d.code == "TF102"] == ["TF102", "TF102"], diags  # `start a`, `a -> b`
+    expected = text.replace("participant a initiator", "participant ann initiator")
+    symbols = lsp.run(lsp.client.text_document_document_symbol_async(t.DocumentSymbolParams(text_document=doc(uri))))
+    assert [c.name for c in symbols[0].children] == ["ann", "b"]
+    [d] = [d for d in diags if "`a`" in d.message and "start" in d.message]
+    assert d.range.start.line == expected.split("\n").index("    start a")

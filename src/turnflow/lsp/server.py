@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
+import re
 from typing import Optional
 
 from lsprotocol import types as t
@@ -14,6 +15,7 @@ from pygls.exceptions import (JsonRpcException, JsonRpcInvalidRequest, JsonRpcPa
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
+from pygls.workspace import TextDocument, Workspace
 
 import turnflow
 from turnflow import process
@@ -96,6 +98,29 @@ class FlowProtocol(LanguageServerProtocol):
         """An error response written as a plain object, so that a null id is written
         (`"id": null`, as JSON-RPC 2.0 asks when the request's id is unknown) and not left out."""
         self._send_data({"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}})
+
+
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+_OTHER_LINE_END = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")  # str.splitlines' other line ends
+
+
+class FlowDocument(TextDocument):
+    """pygls' text document, with LSP's lines: they end at \n, \r\n or a lone \r only, as the
+    editor counts them (pygls used `str.splitlines`, which also splits at \f, \v, \x1c-\x1e, \x85,
+    \u2028 and \u2029, so an incremental edit below such a character landed on the wrong line)."""
+
+    @property
+    def lines(self):
+        source = self.source
+        if _OTHER_LINE_END.search(source) is None:  # the common case: splitlines is right, and faster
+            return tuple(source.splitlines(True))
+        return tuple(_LINE.findall(source))
+
+
+class FlowWorkspace(Workspace):
+    def _create_text_document(self, doc_uri, source=None, version=None, language_id=None) -> TextDocument:
+        return FlowDocument(doc_uri, source=source, version=version, language_id=language_id,
+                            sync_kind=self._sync_kind, position_codec=self._position_codec)
 
 
 class FlowServer(LanguageServer):
@@ -311,6 +336,7 @@ server = FlowServer()
 
 @server.feature(t.INITIALIZE)
 def _initialize(ls: FlowServer, params: t.InitializeParams) -> None:
+    ls.workspace.__class__ = FlowWorkspace  # its documents count lines as LSP does (FlowDocument)
     options = params.initialization_options or {}
     if isinstance(options, dict):
         if isinstance(options.get("rulesUrl"), str):
