@@ -388,3 +388,18 @@ def test_incremental_changes_count_lines_as_the_editor_does(lsp):
     assert [c.name for c in symbols[0].children] == ["ann", "b"]
     [d] = [d for d in diags if "`a`" in d.message and "start" in d.message]
     assert d.range.start.line == expected.split("\n").index("    start a")
+
+
+def test_the_outline_stays_while_a_line_does_not_parse(lsp):
+    """Document symbols of a document with a syntax error (what the text is while one types a
+    statement) were null, so the editor's outline and breadcrumbs went blank at each keystroke;
+    they are now read from the declaration lines, as for a large document."""
+    text = SUPPORT.replace("    start triage\n", "    start\n")
+    uri = lsp.open("outline-broken.flow", text)
+    assert any(d.code == "TF001" for d in lsp.wait_diagnostics(uri))
+    [block] = lsp.run(lsp.client.text_document_document_symbol_async(t.DocumentSymbolParams(
+        text_document=doc(uri))))
+    assert block.name == "support" and block.range.start == pos(text, "workflow support")
+    assert [c.name for c in block.children] == ["user", "triage", "billing", "tech", "resolved"]
+    [user] = [c for c in block.children if c.name == "user"]
+    assert user.selection_range.start == pos(text, "user", delta=0)

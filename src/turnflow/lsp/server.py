@@ -467,12 +467,11 @@ def _symbols(ls: FlowServer, params: t.DocumentSymbolParams) -> Optional[list[t.
     kept = ls.symbol_answers.get(uri)
     if kept is not None and kept[0] == text and kept[1] == (a is not None):
         return kept[2]  # editors ask again and again (outline, breadcrumbs): answered once per text
-    if a is None:  # a large document still being analysed: its outline, read from the declaration lines
-
+    if a is None or a.index is None:
+        # a large document still being analysed, or one that does not parse (a statement being
+        # typed): its outline, read from the declaration lines, so the editor's outline stays
         lines = ls.lines(uri)
         symbols = outline(lines.text, children=len(headers(lines.text)) <= MAX_SYMBOLS)
-    elif a.index is None:
-        return None
     else:
         lines, symbols = a.lines, a.index.symbols()
     if len(symbols) + sum(len(s["children"]) for s in symbols) > MAX_SYMBOLS:
