@@ -403,3 +403,16 @@ def test_the_outline_stays_while_a_line_does_not_parse(lsp):
     assert [c.name for c in block.children] == ["user", "triage", "billing", "tech", "resolved"]
     [user] = [c for c in block.children if c.name == "user"]
     assert user.selection_range.start == pos(text, "user", delta=0)
+
+
+def test_a_completion_inside_a_name_replaces_the_whole_name(lsp):
+    """Completing with the cursor inside a name (`start wri|tter`) inserted the label before the
+    rest of it (`start writertter`): the edit covered only the part before the cursor, not the
+    name `completion.word_range` finds. It now replaces the whole name."""
+    text = 'workflow w {\n    participant writer "🙂" initiator; participant critic\n    start writter\n}\n'
+    uri = lsp.open("complete-inside.flow", text)
+    lsp.wait_diagnostics(uri)
+    result = lsp.run(lsp.client.text_document_completion_async(t.CompletionParams(
+        text_document=doc(uri), position=pos(text, "writter", delta=3))))
+    [item] = [i for i in result.items if i.label == "writer"]
+    assert _apply(text, [item.text_edit]) == text.replace("writter", "writer")

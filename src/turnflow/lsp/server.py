@@ -440,12 +440,12 @@ def _completion(ls: FlowServer, params: t.CompletionParams) -> t.CompletionList:
     doc = ls.document(params.text_document.uri)
     lines = ls.lines(params.text_document.uri)
     offset = lines.offset(params.position.line, params.position.character)
-    start, _ = completion.word_range(doc.source, offset)
+    start, end = completion.word_range(doc.source, offset)  # the whole name around the cursor is replaced
     items = []
     for i, (label, kind, detail) in enumerate(completion.complete(doc.source, offset)):
         items.append(t.CompletionItem(label=label, kind=_ITEM_KIND.get(kind), detail=detail,
                                       sort_text=f"{i:04d}",
-                                      text_edit=t.TextEdit(range=_range(lines, start, offset), new_text=label)))
+                                      text_edit=t.TextEdit(range=_range(lines, start, end), new_text=label)))
     return t.CompletionList(is_incomplete=False, items=items)
 
 
