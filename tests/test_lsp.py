@@ -365,3 +365,54 @@ def test_compile_to_a_framework_from_the_block_header(lsp):
     assert not actions(pos(text, "participant user"))                 # not on a header line
     assert not actions(header, only=[t.CodeActionKind.QuickFix])      # the client asked for quick fixes only
     assert len(actions(header, only=[t.CodeActionKind.Source])) == 4
+
+
+def test_incremental_changes_count_lines_as_the_editor_does(lsp):
+    """An editor counts lines at \\n, \\r\\n and \\r only; pygls split the document with
+    `str.splitlines`, which also breaks at \\f, \\v, \\x1c-\\x1e, \\x85 and \\u2028, so an edit below a
+    comment holding one of them landed on the wrong line and the server's text drifted from the
+    editor's (here: the rename of `a` went into the comment; no TF102 for `start a`)."""
+    text = ('# form feed \x0c and line separator \u2028 in a comment\nworkflow w {\n'
+            '    participant a initiator\n    participant b\n    start a\n    a -> b\n    b -> terminate "x"\n}\n')
+    uri = lsp.open("separators.flow", text)
+    assert list(lsp.wait_diagnostics(uri)) == []
+    line = text.split("\n").index("    participant a initiator")
+    edit = t.TextDocumentContentChangePartial(
+        range=t.Range(start=t.Position(line=line, character=16), end=t.Position(line=line, character=17)), text="ann")
+    lsp.call(lambda: lsp.client.text_document_did_change(t.DidChangeTextDocumentParams(
+        text_document=t.VersionedTextDocumentIdentifier(uri=uri, version=2), content_changes=[edit])))
+    diags = lsp.wait_diagnostics(uri)
+    assert [d.code for d in diags if d.code == "TF102"] == ["TF102", "TF102"], diags  # `start a`, `a -> b`
+    expected = text.replace("participant a initiator", "participant ann initiator")
+    symbols = lsp.run(lsp.client.text_document_document_symbol_async(t.DocumentSymbolParams(text_document=doc(uri))))
+    assert [c.name for c in symbols[0].children] == ["ann", "b"]
+    [d] = [d for d in diags if "`a`" in d.message and "start" in d.message]
+    assert d.range.start.line == expected.split("\n").index("    start a")
+
+
+def test_the_outline_stays_while_a_line_does_not_parse(lsp):
+    """Document symbols of a document with a syntax error (what the text is while one types a
+    statement) were null, so the editor's outline and breadcrumbs went blank at each keystroke;
+    they are now read from the declaration lines, as for a large document."""
+    text = SUPPORT.replace("    start triage\n", "    start\n")
+    uri = lsp.open("outline-broken.flow", text)
+    assert any(d.code == "TF001" for d in lsp.wait_diagnostics(uri))
+    [block] = lsp.run(lsp.client.text_document_document_symbol_async(t.DocumentSymbolParams(
+        text_document=doc(uri))))
+    assert block.name == "support" and block.range.start == pos(text, "workflow support")
+    assert [c.name for c in block.children] == ["user", "triage", "billing", "tech", "resolved"]
+    [user] = [c for c in block.children if c.name == "user"]
+    assert user.selection_range.start == pos(text, "user", delta=0)
+
+
+def test_a_completion_inside_a_name_replaces_the_whole_name(lsp):
+    """Completing with the cursor inside a name (`start wri|tter`) inserted the label before the
+    rest of it (`start writertter`): the edit covered only the part before the cursor, not the
+    name `completion.word_range` finds. It now replaces the whole name."""
+    text = 'workflow w {\n    participant writer "🙂" initiator; participant critic\n    start writter\n}\n'
+    uri = lsp.open("complete-inside.flow", text)
+    lsp.wait_diagnostics(uri)
+    result = lsp.run(lsp.client.text_document_completion_async(t.CompletionParams(
+        text_document=doc(uri), position=pos(text, "writter", delta=3))))
+    [item] = [i for i in result.items if i.label == "writer"]
+    assert _apply(text, [item.text_edit]) == text.replace("writter", "writer")

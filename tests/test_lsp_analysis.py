@@ -33,8 +33,24 @@ def test_offset_position_round_trip(text, encoding):
     lines = LineIndex(text, encoding)
     for offset in range(len(text) + 1):
         line, character = lines.position(offset)
+        if 0 < offset < len(text) and text[offset - 1:offset + 1] == "\r\n":
+            # between the \r and \n of one line end: no LSP position; it reads as that line's end
+            assert lines.position(offset - 1) == (line, character)
+            continue
         assert lines.offset(line, character) == offset
     assert lines.position(len(text)) == lines.end
+
+
+def test_line_ends_are_those_of_lsp_and_the_cli():
+    """LSP (and `turnflow check`) end a line at \n, \r\n or a lone \r: a diagnostic in a file with
+    old-Mac line ends was put on line 0 at character 121 instead of line 4; a position past a
+    CRLF line's end landed on its \r. Other characters Python splits lines at (\f, \u2028) do not."""
+    text = "a\rb\r\ncd\ne\u2028f\x0cg"
+    lines = LineIndex(text, "utf-16")
+    assert [lines.position(i) for i in (0, 2, 5, 8, 10, 12)] == [(0, 0), (1, 0), (2, 0), (3, 0), (3, 2), (3, 4)]
+    assert lines.offset(1, 1) == 3 and lines.offset(1, 99) == 3  # past the end: before the \r\n
+    assert lines.offset(0, 99) == 1 and lines.offset(2, 99) == 7
+    assert lines.end == (3, 5)
 
 
 def test_utf16_units():

@@ -135,3 +135,97 @@ def test_a_body_that_is_not_json_gets_a_parse_error_and_the_server_stays_up(tmp_
     assert all("id" in e for e in errors)  # `"id": null`, as JSON-RPC 2.0 says
     assert answered(got) and [m for m in got if m.get("id") == 2][0].get("result") is None
     assert proc.returncode == 0  # `exit` after `shutdown`: the server was up all along
+
+
+def _start(tmp_path) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    return subprocess.Popen([sys.executable, "-m", "turnflow", "lsp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, env=env, cwd=tmp_path)
+
+
+def _send(proc: subprocess.Popen, obj: dict) -> None:
+    assert proc.stdin is not None
+    proc.stdin.write(_frame({"jsonrpc": "2.0", **obj}))
+    proc.stdin.flush()
+
+
+def test_exit_without_shutdown_ends_with_status_1(tmp_path):
+    """LSP: `exit` ends the server with status 0 after `shutdown`, 1 without (an editor, e.g.
+    VS Code, reports the latter as a crash). The server ended with 0 either way."""
+    statuses = []
+    for shut_down in (True, False):
+        proc = _start(tmp_path)
+        try:
+            _send(proc, {"id": 1, "method": "initialize", "params": {"capabilities": {}, "processId": None,
+                                                                     "rootUri": None}})
+            _send(proc, {"method": "initialized", "params": {}})
+            want = {1}
+            if shut_down:
+                _send(proc, {"id": 2, "method": "shutdown"})
+                want.add(2)
+            assert set(_answers(proc, want)) == want
+            _send(proc, {"method": "exit"})
+            statuses.append(proc.wait(timeout=10))
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert statuses == [0, 1]
+
+
+def test_a_request_before_initialize_gets_server_not_initialized(tmp_path):
+    """LSP: a request before `initialize` gets -32002 (ServerNotInitialized); it got -32603 with
+    pygls' traceback ("The workspace is not available"). `initialize` afterwards works as usual."""
+    proc = _start(tmp_path)
+    uri = (tmp_path / "x.flow").as_uri()
+    try:
+        _send(proc, {"id": 1, "method": "textDocument/hover",
+                     "params": {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}}})
+        _send(proc, {"id": 2, "method": "initialize", "params": {"capabilities": {}, "processId": None,
+                                                                 "rootUri": None}})
+        _send(proc, {"id": 3, "method": "shutdown"})
+        got = _answers(proc, {1, 2, 3})
+        _send(proc, {"method": "exit"})
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert got[1]["error"]["code"] == -32002, got[1]
+    assert "capabilities" in got[2]["result"] and got[3].get("result") is None
+    assert proc.returncode == 0
+
+
+def test_a_request_for_a_document_never_opened_gets_invalid_params(tmp_path):
+    """A request naming a document that was never opened (and is no file) gets InvalidParams
+    saying so, not -32603 with a FileNotFoundError traceback; a closed document likewise."""
+    proc = _start(tmp_path)
+    missing = (tmp_path / "missing.flow").as_uri()
+    pos = {"line": 0, "character": 0}
+    requests = {
+        2: ("textDocument/hover", {"position": pos}),
+        3: ("textDocument/completion", {"position": pos}),
+        4: ("textDocument/formatting", {"options": {"tabSize": 4, "insertSpaces": True}}),
+        5: ("textDocument/documentSymbol", {}),
+        6: ("textDocument/definition", {"position": pos}),
+        7: ("textDocument/codeAction", {"range": {"start": pos, "end": pos}, "context": {"diagnostics": []}}),
+    }
+    try:
+        _send(proc, {"id": 1, "method": "initialize", "params": {"capabilities": {}, "processId": None,
+                                                                 "rootUri": None}})
+        _send(proc, {"method": "initialized", "params": {}})
+        for msg_id, (method, params) in requests.items():
+            _send(proc, {"id": msg_id, "method": method, "params": {"textDocument": {"uri": missing}, **params}})
+        got = _answers(proc, set(requests) | {1})
+        _send(proc, {"id": 99, "method": "shutdown"})
+        _answers(proc, {99})
+        _send(proc, {"method": "exit"})
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    for msg_id in requests:
+        error = got[msg_id].get("error")
+        assert error is not None and error["code"] == -32602, got[msg_id]
+        assert "not open" in error["message"] and "Traceback" not in str(error), error

@@ -1,11 +1,15 @@
 """Offsets ↔ LSP positions (0-based line, column in the negotiated encoding units).
 
 turnflow spans count code points; LSP clients count UTF-16 code units unless
-they negotiated `utf-32` (code points) or `utf-8` (bytes)."""
+they negotiated `utf-32` (code points) or `utf-8` (bytes). A line ends at `\n`, `\r\n` or a
+lone `\r`, as in LSP and the DSL's lexer (not at the other characters `str.splitlines` knows)."""
 
 from __future__ import annotations
 
 import bisect
+import re
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
 
 
 class LineIndex:
@@ -13,10 +17,15 @@ class LineIndex:
         self.text = text
         self.encoding = encoding
         starts = [0]
-        i = text.find("\n")
-        while i != -1:
-            starts.append(i + 1)
-            i = text.find("\n", i + 1)
+        if "\r" in text:  # \r\n is one line end, a lone \r one too (LSP, and the DSL's lexer)
+            starts += [m.end() for m in _LINE_END.finditer(text)]
+            self.stops = [m.start() for m in _LINE_END.finditer(text)] + [len(text)]
+        else:
+            i = text.find("\n")
+            while i != -1:
+                starts.append(i + 1)
+                i = text.find("\n", i + 1)
+            self.stops = [start - 1 for start in starts[1:]] + [len(text)]
         self.starts = starts
 
     def _units(self, chunk: str) -> int:
@@ -30,6 +39,7 @@ class LineIndex:
         """A character offset → (line, character) in LSP terms."""
         offset = max(0, min(offset, len(self.text)))
         line = bisect.bisect_right(self.starts, offset) - 1
+        offset = min(offset, self.stops[line])  # between a \r and its \n: the line's end
         return line, self._units(self.text[self.starts[line]:offset])
 
     def offset(self, line: int, character: int) -> int:
@@ -38,8 +48,7 @@ class LineIndex:
             return 0
         if line >= len(self.starts):
             return len(self.text)
-        start = self.starts[line]
-        stop = self.starts[line + 1] - 1 if line + 1 < len(self.starts) else len(self.text)
+        start, stop = self.starts[line], self.stops[line]
         if self.encoding == "utf-32" or self.text[start:stop].isascii():
             return min(start + max(character, 0), stop)
         units = 0

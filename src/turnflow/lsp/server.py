@@ -6,13 +6,16 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
+import re
 from typing import Optional
 
 from lsprotocol import types as t
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidRequest, JsonRpcParseError
+from pygls.exceptions import (JsonRpcException, JsonRpcInvalidRequest, JsonRpcParseError,
+                              JsonRpcServerNotInitialized)
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
+from pygls.workspace import TextDocument, Workspace
 
 import turnflow
 from turnflow import process
@@ -53,7 +56,8 @@ class _Unreadable:
 
 
 class FlowProtocol(LanguageServerProtocol):
-    """pygls' protocol, except that every request gets an answer: one it cannot read gets its
+    """pygls' protocol, except that every request gets an answer: one before `initialize` gets
+    ServerNotInitialized (-32002), one it cannot read gets its
     error (InvalidParams) instead of silence, one after `shutdown` gets InvalidRequest, and a
     body that is JSON but no JSON-RPC 2.0 message (an array, a number, an object without
     `"jsonrpc": "2.0"`) gets InvalidRequest with the request's id when it has one, else null
@@ -77,6 +81,12 @@ class FlowProtocol(LanguageServerProtocol):
         if isinstance(message, _Unreadable):
             self._send_response(message.id, error=t.ResponseError(code=message.code, message=message.message))
             return
+        method = getattr(message, "method", None)
+        if self._workspace is None and method not in (None, "initialize", "exit"):
+            if getattr(message, "id", None) is not None:  # a notification before `initialize` is dropped
+                self._send_response(message.id, error=t.ResponseError(
+                    code=JsonRpcServerNotInitialized.CODE, message="the server is not initialized: send `initialize` first"))
+            return
         if (getattr(self, "_shutdown", False) and getattr(message, "method", "exit") != "exit"
                 and getattr(message, "id", None) is not None):
             self._send_response(message.id, error=t.ResponseError(
@@ -88,6 +98,29 @@ class FlowProtocol(LanguageServerProtocol):
         """An error response written as a plain object, so that a null id is written
         (`"id": null`, as JSON-RPC 2.0 asks when the request's id is unknown) and not left out."""
         self._send_data({"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}})
+
+
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+_OTHER_LINE_END = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")  # str.splitlines' other line ends
+
+
+class FlowDocument(TextDocument):
+    """pygls' text document, with LSP's lines: they end at \n, \r\n or a lone \r only, as the
+    editor counts them (pygls used `str.splitlines`, which also splits at \f, \v, \x1c-\x1e, \x85,
+    \u2028 and \u2029, so an incremental edit below such a character landed on the wrong line)."""
+
+    @property
+    def lines(self):
+        source = self.source
+        if _OTHER_LINE_END.search(source) is None:  # the common case: splitlines is right, and faster
+            return tuple(source.splitlines(True))
+        return tuple(_LINE.findall(source))
+
+
+class FlowWorkspace(Workspace):
+    def _create_text_document(self, doc_uri, source=None, version=None, language_id=None) -> TextDocument:
+        return FlowDocument(doc_uri, source=source, version=version, language_id=language_id,
+                            sync_kind=self._sync_kind, position_codec=self._position_codec)
 
 
 class FlowServer(LanguageServer):
@@ -122,6 +155,17 @@ class FlowServer(LanguageServer):
             return "utf-16"
         return str(getattr(enc, "value", enc))
 
+    def document(self, uri: str):
+        """The open document `uri`; one never opened is read from disk (pygls), and one that is
+        neither open nor readable is InvalidParams (it was -32603 with a FileNotFoundError traceback)."""
+        doc = self.workspace.get_text_document(uri)
+        try:
+            _ = doc.source  # read from disk when it was never opened
+        except (OSError, ValueError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise JsonRpcInvalidParams(f"the document {uri} is not open and cannot be read: {reason}") from None
+        return doc
+
     # -- analysis --------------------------------------------------------
     def _policy(self, uri: str):
         """The project configuration's policy for `uri`; an invalid configuration is shown
@@ -150,7 +194,7 @@ class FlowServer(LanguageServer):
                                        diagnostics=[self.to_lsp(d, uri, result.lines) for d in result.diagnostics]))
 
     def refresh(self, uri: str) -> Analysis:
-        doc = self.workspace.get_text_document(uri)
+        doc = self.document(uri)
         result = self._analyse(uri, doc.source, self._policy(uri))
         self.publish(uri, result, doc.version)
         return result
@@ -158,7 +202,7 @@ class FlowServer(LanguageServer):
     def analysis(self, uri: str) -> Optional[Analysis]:
         """The analysis of the document's current text (computed now if typing outran the debounce);
         None for a large document whose analysis is still running in the worker."""
-        doc = self.workspace.get_text_document(uri)
+        doc = self.document(uri)
         if len(doc.source) > LARGE:
             return None  # answered block by block; its diagnostics come from a child process
         current = self.analyses.get(uri)
@@ -169,7 +213,7 @@ class FlowServer(LanguageServer):
 
     def lines(self, uri: str) -> LineIndex:
         """The position index of the document's current text (kept between requests)."""
-        text = self.workspace.get_text_document(uri).source
+        text = self.document(uri).source
         lines = self.line_indexes.get(uri)
         if lines is None or lines.text != text:
             lines = self.line_indexes[uri] = LineIndex(text, self.encoding)
@@ -192,7 +236,7 @@ class FlowServer(LanguageServer):
 
     def open_or_save(self, uri: str) -> None:
         """Analyse now; a large document in the worker, so that requests are answered meanwhile."""
-        if len(self.workspace.get_text_document(uri).source) > LARGE:
+        if len(self.document(uri).source) > LARGE:
             self.schedule(uri, 0.0)
         else:
             self.refresh(uri)
@@ -206,7 +250,7 @@ class FlowServer(LanguageServer):
 
         async def later():
             await asyncio.sleep(self.debounce if delay is None else delay)
-            doc = self.workspace.get_text_document(uri)
+            doc = self.document(uri)
             text, version = doc.source, doc.version
             policy = self._policy(uri)
             if len(text) > LARGE:
@@ -217,7 +261,7 @@ class FlowServer(LanguageServer):
             if self.pending.get(uri) is not me:
                 return  # superseded by a newer change while it ran
             self.pending.pop(uri, None)
-            current = self.workspace.get_text_document(uri)
+            current = self.document(uri)
             if current.source == text:
                 self.publish(uri, result, version)
 
@@ -292,6 +336,7 @@ server = FlowServer()
 
 @server.feature(t.INITIALIZE)
 def _initialize(ls: FlowServer, params: t.InitializeParams) -> None:
+    ls.workspace.__class__ = FlowWorkspace  # its documents count lines as LSP does (FlowDocument)
     options = params.initialization_options or {}
     if isinstance(options, dict):
         if isinstance(options.get("rulesUrl"), str):
@@ -392,21 +437,21 @@ def _rename(ls: FlowServer, params: t.RenameParams) -> Optional[t.WorkspaceEdit]
 
 @server.feature(t.TEXT_DOCUMENT_COMPLETION, t.CompletionOptions(trigger_characters=[".", " ", ">"]))
 def _completion(ls: FlowServer, params: t.CompletionParams) -> t.CompletionList:
-    doc = ls.workspace.get_text_document(params.text_document.uri)
+    doc = ls.document(params.text_document.uri)
     lines = ls.lines(params.text_document.uri)
     offset = lines.offset(params.position.line, params.position.character)
-    start, _ = completion.word_range(doc.source, offset)
+    start, end = completion.word_range(doc.source, offset)  # the whole name around the cursor is replaced
     items = []
     for i, (label, kind, detail) in enumerate(completion.complete(doc.source, offset)):
         items.append(t.CompletionItem(label=label, kind=_ITEM_KIND.get(kind), detail=detail,
                                       sort_text=f"{i:04d}",
-                                      text_edit=t.TextEdit(range=_range(lines, start, offset), new_text=label)))
+                                      text_edit=t.TextEdit(range=_range(lines, start, end), new_text=label)))
     return t.CompletionList(is_incomplete=False, items=items)
 
 
 @server.feature(t.TEXT_DOCUMENT_FORMATTING)
 def _formatting(ls: FlowServer, params: t.DocumentFormattingParams) -> Optional[list[t.TextEdit]]:
-    doc = ls.workspace.get_text_document(params.text_document.uri)
+    doc = ls.document(params.text_document.uri)
     new = format_text(doc.source, to_fs_path(params.text_document.uri) or params.text_document.uri)
     if new is None or new == doc.source:
         return None if new is None else []
@@ -418,16 +463,15 @@ def _formatting(ls: FlowServer, params: t.DocumentFormattingParams) -> Optional[
 def _symbols(ls: FlowServer, params: t.DocumentSymbolParams) -> Optional[list[t.DocumentSymbol]]:
     uri = params.text_document.uri
     a = ls.analysis(uri)
-    text = ls.workspace.get_text_document(uri).source
+    text = ls.document(uri).source
     kept = ls.symbol_answers.get(uri)
     if kept is not None and kept[0] == text and kept[1] == (a is not None):
         return kept[2]  # editors ask again and again (outline, breadcrumbs): answered once per text
-    if a is None:  # a large document still being analysed: its outline, read from the declaration lines
-
+    if a is None or a.index is None:
+        # a large document still being analysed, or one that does not parse (a statement being
+        # typed): its outline, read from the declaration lines, so the editor's outline stays
         lines = ls.lines(uri)
         symbols = outline(lines.text, children=len(headers(lines.text)) <= MAX_SYMBOLS)
-    elif a.index is None:
-        return None
     else:
         lines, symbols = a.lines, a.index.symbols()
     if len(symbols) + sum(len(s["children"]) for s in symbols) > MAX_SYMBOLS:
@@ -452,7 +496,7 @@ COMPILE_ACTION = t.CodeActionKind.Source + ".turnflow.compile"  # `turnflow comp
                 t.CodeActionOptions(code_action_kinds=[t.CodeActionKind.QuickFix, COMPILE_ACTION]))
 def _code_action(ls: FlowServer, params: t.CodeActionParams) -> list[t.CodeAction]:
     uri = params.text_document.uri
-    doc = ls.workspace.get_text_document(uri)
+    doc = ls.document(uri)
     lines = ls.lines(uri)
     actions = []
     for diag in params.context.diagnostics:
@@ -502,5 +546,7 @@ def _compile_actions(ls: FlowServer, uri: str, line: int) -> list[t.CodeAction]:
 
 
 def main() -> int:
+    """Serve on stdin/stdout; the exit status is 0 after `shutdown`, 1 when the client sent `exit`
+    (or closed the input) without it, as LSP asks (pygls swallows its own `sys.exit`)."""
     server.start_io()
-    return 0
+    return 0 if getattr(server.protocol, "_shutdown", False) else 1
