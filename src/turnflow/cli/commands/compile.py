@@ -110,5 +110,6 @@ def _run_target(args, loaded) -> int:
     try:
         code = emit(block, args.target, args.file)
     except TargetError as exc:
-        return fail("compile", f"{args.file}: {exc}", EXIT_FINDINGS)
+        at = f"{args.file}:{exc.span.line}:{exc.span.column}" if exc.span is not None else args.file
+        return fail("compile", f"{at}: {exc}", EXIT_FINDINGS)
     return _write(args, code)

@@ -46,8 +46,10 @@ source = turnflow.compile_target(text, "langgraph", block="support", path="suppo
 
 A flow with errors raises `turnflow.CompileError` (its diagnostics); no single workflow block
 chosen, `LookupError`; a condition nested deeper than Python's parser accepts in the generated
-code (about 100 levels), `turnflow.compiler.emit.targets.TargetError` (exit 1 on the command
-line, nothing written).
+code (about 100 levels), or a TF305 silenced on a rule no team component can carry (`and` /
+`or` / `not`, `previous`: `--target autogen-json` has still nothing to write),
+`turnflow.compiler.emit.targets.TargetError` (its `span`: the rule, when one is the cause; exit 1
+on the command line with `FILE:LINE:COL`, nothing written).
 
 The writers read the compiled session spec as the typed model (`turnflow.spec`), never the
 `.flow` syntax, so a target routes each turn with the same per-speaker dispatch table the hub
