@@ -287,3 +287,20 @@ def test_a_silenced_refusal_no_component_can_carry_is_a_positioned_failure(rule,
     err = capsys.readouterr().err
     assert f"{path}:{line}:5:" in err and lacks in err and "--target autogen" in err, err
     assert "internal error" not in err and not (tmp_path / "s.json").exists()
+
+
+@pytest.mark.parametrize("cond,columns", [
+    ("tool t1 or text contains \"x\"", [17]),                   # one `or`: one finding
+    ("tool t1 and text contains \"x\"", [29]),                  # the rule's own `and`: at its second term
+    ("not (tool t1 or tool t2 or tool t3)", [17, 22]),          # the `not` and the `or` inside it
+    ("tool t1 and (tool t2 or text contains \"x\")", [30]),  # the `and` at its second term, the `or`: one place
+])
+def test_each_and_or_not_is_refused_once(cond, columns):
+    """TF305 reports every `and` / `or` / `not` of a condition once, where it is: an `or` of n
+    terms is one refusal, not one more at its second term (two at one place are one)."""
+    flow = (f"workflow s {{\n    participant a tools [t1, t2, t3]\n    participant b\n    start a\n    max_turns 6\n"
+            f"    a -> b when {cond}\n    b -> terminate\n}}\n")
+    with pytest.raises(CompileError) as exc:
+        compile_target(flow, "autogen-json")
+    logic = [d for d in exc.value.diagnostics if d.code == "TF305" and "`and`, `or`, `not`" in d.message]
+    assert [(d.span.line, d.span.column) for d in logic] == [(6, c) for c in columns], logic
