@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 from typing import Any, Optional, Protocol, Union, cast
 
+from turnflow.compiler.emit.constructs import BY_KEY, uses
 from turnflow.compiler.emit.spec import CompileError
 from turnflow.diagnostics.diagnostic import Diagnostic
 from turnflow.dsl import ast
@@ -42,6 +43,11 @@ class TargetError(ValueError):
         super().__init__(message)
         self.span = span
         self.rule = rule
+
+
+#: refused constructs a silenced refusal does not make writable: the framework rejects the module built
+#: with them (LangGraph's reserved node names, AgentChat's non-identifier agent names)
+NEVER_WRITTEN = ("reserved_name", "non_identifier")
 
 
 class Writer(Protocol):
@@ -110,6 +116,11 @@ def emit(block: ast.Block, target: str, path: str = "<string>") -> str:
         raise TargetError(f"cannot write `{name}` for {target}: its compiled spec does not validate "
                           f"({str(exc)[-160:]})") from None
     w = writer(target)
+    for key, span in uses(block):  # a name the framework itself refuses: silencing its TF30x cannot help
+        if key in NEVER_WRITTEN and not w.TABLE[key][1]:
+            raise TargetError(f"cannot write `{name}` for {target}: {BY_KEY[key].written} cannot be used: "
+                              f"{w.TABLE[key][0]}, so the module could never run, refusal silenced or not; "
+                              "rename the participant", span)
     try:
         source = w.write(model, _display(path))
     except TargetError as exc:  # a refusal silenced on a rule the target cannot carry (autogen-json)
