@@ -169,7 +169,9 @@ def test_a_silenced_refusal_of_another_kind_is_still_no_workflow(tmp_path, capsy
     path = tmp_path / "d.flow"
     path.write_text(text, encoding="utf-8")
     assert main(["compile", str(path), "--target", "langgraph"]) == 2
-    assert "is a discussion: a target compiles a workflow block" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "is a discussion: a target compiles a workflow block" in err
+    assert f"{path}:1:1: " in err, err  # where the block is, as every refusal says
 
 
 @pytest.mark.parametrize("depth", [110, 140])

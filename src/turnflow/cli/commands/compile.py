@@ -105,8 +105,8 @@ def _run_target(args, loaded) -> int:
         return EXIT_FINDINGS
     try:
         workflow_only(block)
-    except LookupError as exc:
-        return fail("compile", f"{args.file}: {exc}")
+    except LookupError as exc:  # where the block's kind is: the silenced refusal's place
+        return fail("compile", f"{args.file}:{block.kind_span.line}:{block.kind_span.column}: {exc}")
     try:
         code = emit(block, args.target, args.file)
     except TargetError as exc:
