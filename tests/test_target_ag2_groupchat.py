@@ -228,3 +228,22 @@ def test_a_silenced_context_refusal_reads_the_initial_context():
     plan = [("text", 1, 0, {}, [], 0, "")] * 9
     speakers, _ctx, reason = run_hub(turnflow.compile(text)[0], plan, classic=True)
     assert (speakers, reason) == (got["speakers"], got["reason"])
+
+
+@pytest.mark.skipif(classic_python() is None, reason="no classic AG2 0.9 interpreter (.venv-ag2-classic)")
+def test_participants_named_like_builtins_do_not_shadow_them():
+    """Participants `str`, `isinstance`, `float`: their agents' variables must not shadow the
+    builtins the module calls (`_compare` of a silenced TF303 comparison uses all three)."""
+    import ast as pyast
+    import builtins
+
+    text = ("workflow w {\n    participant str\n    participant isinstance\n    participant float\n    start str\n"
+            "    max_turns 5\n    context n = 1  # turnflow: ignore[TF303]\n"
+            "    str -> isinstance when context.n > 0  # turnflow: ignore[TF303]\n"
+            "    str -> terminate \"never\"\n    isinstance -> float\n    float -> terminate \"done\"\n}\n")
+    source = compile_target(text, "ag2-groupchat")
+    assigned = {t.id for node in pyast.parse(source).body if isinstance(node, pyast.Assign)
+                for t in node.targets if isinstance(t, pyast.Name)}
+    assert not assigned & set(dir(builtins)), assigned & set(dir(builtins))
+    [got] = run_classic([{"source": source, "steps": [{"say": "ok"}] * 5}])
+    assert got == {"speakers": ["str", "isinstance", "float"], "reason": "done"}

@@ -137,3 +137,45 @@ def test_build_checks_the_agents_it_is_given():
     with pytest.raises(ValueError, match="named 'c'"):
         mod.build({"a": AssistantAgent("a", client), "b": AssistantAgent("c", client)}, client)
     assert compile_target(text, "autogen") == compile_target(text, "autogen")
+
+
+def test_two_teams_of_one_module_run_at_once_keep_their_own_close_reasons():
+    """`build` twice, `run` both at once (a server answering two requests): each run reports its
+    own team's close reason, and a team whose participant is named `user` does not take the other
+    team's task message for its turn."""
+    from autogen_agentchat.agents import BaseChatAgent
+    from autogen_agentchat.base import Response
+    from autogen_agentchat.messages import TextMessage
+    from autogen_ext.models.replay import ReplayChatCompletionClient
+
+    text = ("workflow w {\n    participant user\n    participant b\n    start b\n    max_turns 6\n"
+            "    b -> terminate \"quick\" when text contains \"STOP\"\n    b -> user\n"
+            "    user -> terminate \"slow\" when text contains \"STOP\"\n    user -> b\n}\n")
+    mod = load_module(compile_target(text, "autogen"))
+
+    class Says(BaseChatAgent):
+        def __init__(self, name, replies):
+            super().__init__(name, "scripted")
+            self.replies = iter(replies)
+
+        @property
+        def produced_message_types(self):
+            return (TextMessage,)
+
+        async def on_messages(self, messages, cancellation_token):
+            await asyncio.sleep(0.01)  # let the other team's run interleave
+            return Response(chat_message=TextMessage(source=self.name, content=next(self.replies)))
+
+        async def on_reset(self, cancellation_token):
+            pass
+
+    def team(b_says, user_says):
+        return mod.build({"user": Says("user", user_says), "b": Says("b", b_says)}, ReplayChatCompletionClient([]))
+
+    async def both():
+        return await asyncio.gather(mod.run(team(["STOP"], []), "STOP now"),
+                                    mod.run(team(["go", "go", "go"], ["wait", "STOP"]), "STOP later"))
+
+    (quick, quick_reason), (slow, slow_reason) = asyncio.run(both())
+    assert [m.source for m in quick.messages] == ["user", "b"] and quick_reason == "quick"
+    assert [m.source for m in slow.messages] == ["user", "b", "user", "b", "user"] and slow_reason == "slow"

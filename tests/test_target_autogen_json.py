@@ -257,3 +257,50 @@ def test_a_flow_no_component_decides_is_refused_at_its_rule(flow, line, lacks):
     found = [d for d in exc.value.diagnostics if d.code == "TF305"]
     assert found and found[0].span.line == line and lacks in found[0].message, exc.value.diagnostics
     assert all(d.code == "TF305" for d in exc.value.diagnostics if d.severity == "error")
+
+
+SILENCED = [
+    ("a -> terminate \"d\" when context.done == true  # turnflow: ignore[TF305]", 6, "no `and`, `or`, `not`"),
+    ("a -> b when text contains \"x\" and text contains \"y\"  # turnflow: ignore[TF305]", 6, "no `and`, `or`, `not`"),
+    ("a -> previous  # turnflow: ignore[TF305]", 6, "speaker before the last one"),
+]
+
+
+@pytest.mark.parametrize("rule,line,lacks", SILENCED)
+def test_a_silenced_refusal_no_component_can_carry_is_a_positioned_failure(rule, line, lacks, tmp_path, capsys):
+    """A TF305 silenced on a rule no team component can carry (a condition with `and` / `or` /
+    `not`, or on context; `previous`) still has no JSON to write: the library raises
+    `TargetError` and the command exits 1 with FILE:LINE:COL of the rule and what to change,
+    never an internal error."""
+    from turnflow.cli import main
+    from turnflow.compiler.emit.targets import TargetError
+
+    flow = ("workflow s {\n    participant a tools [t1]\n    participant b\n    start a\n    max_turns 6\n"
+            f"    {rule}\n    a -> b\n    b -> a\n}}\n")
+    with pytest.raises(TargetError) as exc:
+        compile_target(flow, "autogen-json", path="s.flow")
+    assert exc.value.span is not None and (exc.value.span.line, exc.value.span.column) == (line, 5)
+    assert lacks in str(exc.value)
+    path = tmp_path / "s.flow"
+    path.write_text(flow, encoding="utf-8")
+    assert main(["compile", str(path), "--target", "autogen-json", "-o", str(tmp_path / "s.json")]) == 1
+    err = capsys.readouterr().err
+    assert f"{path}:{line}:5:" in err and lacks in err and "--target autogen" in err, err
+    assert "internal error" not in err and not (tmp_path / "s.json").exists()
+
+
+@pytest.mark.parametrize("cond,columns", [
+    ("tool t1 or text contains \"x\"", [17]),                   # one `or`: one finding
+    ("tool t1 and text contains \"x\"", [29]),                  # the rule's own `and`: at its second term
+    ("not (tool t1 or tool t2 or tool t3)", [17, 22]),          # the `not` and the `or` inside it
+    ("tool t1 and (tool t2 or text contains \"x\")", [30]),  # the `and` at its second term, the `or`: one place
+])
+def test_each_and_or_not_is_refused_once(cond, columns):
+    """TF305 reports every `and` / `or` / `not` of a condition once, where it is: an `or` of n
+    terms is one refusal, not one more at its second term (two at one place are one)."""
+    flow = (f"workflow s {{\n    participant a tools [t1, t2, t3]\n    participant b\n    start a\n    max_turns 6\n"
+            f"    a -> b when {cond}\n    b -> terminate\n}}\n")
+    with pytest.raises(CompileError) as exc:
+        compile_target(flow, "autogen-json")
+    logic = [d for d in exc.value.diagnostics if d.code == "TF305" and "`and`, `or`, `not`" in d.message]
+    assert [(d.span.line, d.span.column) for d in logic] == [(6, c) for c in columns], logic

@@ -169,7 +169,9 @@ def test_a_silenced_refusal_of_another_kind_is_still_no_workflow(tmp_path, capsy
     path = tmp_path / "d.flow"
     path.write_text(text, encoding="utf-8")
     assert main(["compile", str(path), "--target", "langgraph"]) == 2
-    assert "is a discussion: a target compiles a workflow block" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "is a discussion: a target compiles a workflow block" in err
+    assert f"{path}:1:1: " in err, err  # where the block is, as every refusal says
 
 
 @pytest.mark.parametrize("depth", [110, 140])
@@ -289,3 +291,31 @@ def test_an_empty_file_is_told_it_has_no_block(tmp_path, capsys):
     assert main(["compile", str(path), "--target", "langgraph"]) == 2
     err = capsys.readouterr().err
     assert err.strip().endswith("has none") and "--block" not in err.split("compiles one block")[1]
+
+
+@pytest.mark.parametrize("target,name,lacks", [
+    ("langgraph", "__start__", "LangGraph reserves the node names"),
+    ("langgraph", "__end__", "LangGraph reserves the node names"),
+    ("autogen", "bot-1", "AgentChat requires agent names to be Python identifiers"),
+    ("autogen-json", "bot-1", "AgentChat requires agent names to be Python identifiers"),
+])
+def test_a_silenced_name_refusal_still_writes_nothing(target, name, lacks, tmp_path, capsys):
+    """A participant name the framework itself refuses (LangGraph's reserved node names,
+    AgentChat's identifier rule) stays unusable when its TF30x is silenced: the module would fail
+    in `build()` / `load_component` whatever the user's agents. Nothing is written; the command
+    exits 1 at the participant's FILE:LINE:COL, saying to rename it."""
+    from turnflow.cli import main
+    from turnflow.compiler.emit.targets import TargetError
+
+    flow = (f"workflow s {{\n    participant a\n    participant {name}  # turnflow: ignore\n    start a\n"
+            f"    max_turns 4\n    a -> {name}\n    {name} -> terminate \"done\"\n}}\n")
+    with pytest.raises(TargetError) as exc:
+        compile_target(flow, target, path="s.flow")
+    assert exc.value.span is not None and (exc.value.span.line, exc.value.span.column) == (3, 17)
+    assert lacks in str(exc.value) and "rename" in str(exc.value)
+    path = tmp_path / "s.flow"
+    path.write_text(flow, encoding="utf-8")
+    out = tmp_path / "out.txt"
+    assert main(["compile", str(path), "--target", target, "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert f"{path}:3:17:" in err and lacks in err and "internal error" not in err and not out.exists(), err

@@ -105,10 +105,11 @@ def _run_target(args, loaded) -> int:
         return EXIT_FINDINGS
     try:
         workflow_only(block)
-    except LookupError as exc:
-        return fail("compile", f"{args.file}: {exc}")
+    except LookupError as exc:  # where the block's kind is: the silenced refusal's place
+        return fail("compile", f"{args.file}:{block.kind_span.line}:{block.kind_span.column}: {exc}")
     try:
         code = emit(block, args.target, args.file)
     except TargetError as exc:
-        return fail("compile", f"{args.file}: {exc}", EXIT_FINDINGS)
+        at = f"{args.file}:{exc.span.line}:{exc.span.column}" if exc.span is not None else args.file
+        return fail("compile", f"{at}: {exc}", EXIT_FINDINGS)
     return _write(args, code)

@@ -66,7 +66,9 @@ _TARGET_KEYS = {"participant": "to_participant", "terminate": "to_terminate", "s
                 "next": "to_next", "previous": "to_previous", "initiator": "to_initiator"}
 
 
-def _terms(terms: tuple[ast.Term, ...]) -> Iterator[tuple[str, Span]]:
+def _terms(terms: tuple[ast.Term, ...], top: bool = True) -> Iterator[tuple[str, Span]]:
+    """The constructs of a rule's condition: each term, each `not` / `and` / `or` group once (an
+    `and` / `or` at its group's span), and the rule's own `and` (its `top` terms) at its second term."""
     for t in terms:
         if isinstance(t, ast.ToolTerm):
             yield "when_tool", t.span
@@ -78,12 +80,12 @@ def _terms(terms: tuple[ast.Term, ...]) -> Iterator[tuple[str, Span]]:
             yield "when_text", t.span
         elif isinstance(t, ast.NotTerm):
             yield "when_logic", t.span
-            yield from _terms((t.term,))
+            yield from _terms((t.term,), False)
         else:  # AllTerm / AnyTerm
             assert isinstance(t, (ast.AllTerm, ast.AnyTerm))
             yield "when_logic", t.span
-            yield from _terms(t.terms)
-    if len(terms) > 1:
+            yield from _terms(t.terms, False)
+    if top and len(terms) > 1:
         yield "when_logic", terms[1].span
 
 
@@ -93,7 +95,7 @@ def _rule(st: ast.Statement) -> Iterator[tuple[str, Span]]:
         yield _TARGET_KEYS[st.target.kind], st.target.span
     elif isinstance(st, ast.Rule):
         yield ("rule" if st.source is not None else "rule_any"), st.span
-        yield from _terms(st.terms)
+        yield from dict.fromkeys(_terms(st.terms))  # an `and` whose second term is a group: one use there
         if st.priority is not None:
             yield "priority", st.priority.span
         yield _TARGET_KEYS[st.target.kind], st.target.span

@@ -14,12 +14,14 @@ from __future__ import annotations
 import importlib
 from typing import Any, Optional, Protocol, Union, cast
 
+from turnflow.compiler.emit.constructs import BY_KEY, uses
 from turnflow.compiler.emit.spec import CompileError
 from turnflow.diagnostics.diagnostic import Diagnostic
 from turnflow.dsl import ast
 from turnflow.diagnostics.codes import lookup
 import ast as pyast
 from turnflow.compiler.emit.spec import compile_block
+from turnflow.source import Span
 import os
 
 #: target name → writer module (`write(spec, source) -> str`, `TABLE`, `FRAMEWORK`; `FORMAT` "json" when
@@ -33,7 +35,19 @@ TARGETS: tuple[str, ...] = tuple(WRITERS)
 
 class TargetError(ValueError):
     """The block passed every check, yet the target's code cannot be written for it (a condition
-    nested deeper than the spec model or Python's parser accepts)."""
+    nested deeper than the spec model or Python's parser accepts, or a refusal silenced on a rule
+    the target has no way to carry). `span`: where in the source, when one construct is the cause;
+    `rule`: the writer's index of that rule in the block (None: the block, or its `otherwise`)."""
+
+    def __init__(self, message: str, span: Optional[Span] = None, rule: Optional[int] = None) -> None:
+        super().__init__(message)
+        self.span = span
+        self.rule = rule
+
+
+#: refused constructs a silenced refusal does not make writable: the framework rejects the module built
+#: with them (LangGraph's reserved node names, AgentChat's non-identifier agent names)
+NEVER_WRITTEN = ("reserved_name", "non_identifier")
 
 
 class Writer(Protocol):
@@ -102,7 +116,15 @@ def emit(block: ast.Block, target: str, path: str = "<string>") -> str:
         raise TargetError(f"cannot write `{name}` for {target}: its compiled spec does not validate "
                           f"({str(exc)[-160:]})") from None
     w = writer(target)
-    source = w.write(model, _display(path))
+    for key, span in uses(block):  # a name the framework itself refuses: silencing its TF30x cannot help
+        if key in NEVER_WRITTEN and not w.TABLE[key][1]:
+            raise TargetError(f"cannot write `{name}` for {target}: {BY_KEY[key].written} cannot be used: "
+                              f"{w.TABLE[key][0]}, so the module could never run, refusal silenced or not; "
+                              "rename the participant", span)
+    try:
+        source = w.write(model, _display(path))
+    except TargetError as exc:  # a refusal silenced on a rule the target cannot carry (autogen-json)
+        raise TargetError(f"cannot write `{name}` for {target}: {exc}", _rule_span(block, exc.rule)) from None
     if getattr(w, "FORMAT", "python") != "python":
         return source  # component JSON (`--target autogen-json`): nothing nests, nothing to parse
     try:
@@ -130,6 +152,15 @@ def compile_target(flow: Union[str, ast.FlowFile], target: str, block: Optional[
         raise CompileError(diags)
     workflow_only(chosen)
     return emit(chosen, target, path)
+
+
+def _rule_span(block: ast.Block, index: Optional[int]) -> Span:
+    """The `index`-th rule of `block` (the order the writers read them in), else its `otherwise`,
+    else its name."""
+    if index is not None and index < len(block.rules):
+        return block.rules[index].span
+    other = next((s for s in block.statements if isinstance(s, ast.Otherwise)), None)
+    return other.span if other is not None else block.name.span
 
 
 def _display(path: str) -> str:

@@ -32,6 +32,9 @@ target's own rule: whatever the framework cannot carry out exactly as turnflow's
 refused with a positioned finding saying what the framework lacks, and nothing is emitted.
 Nothing is emitted silently different. A refusal can be silenced knowingly on its line
 (`# turnflow: ignore[TF302]`), like any profile rule; an error of `turnflow check` cannot.
+Silencing does not make a participant name the framework itself rejects usable (LangGraph's
+`__start__` / `__end__`, AgentChat's non-identifiers): the module could never run, so nothing is
+written and the compile fails at the participant (`TargetError`, below).
 
 ```sh
 turnflow compile examples/support.flow --target langgraph -o support_graph.py
@@ -46,8 +49,11 @@ source = turnflow.compile_target(text, "langgraph", block="support", path="suppo
 
 A flow with errors raises `turnflow.CompileError` (its diagnostics); no single workflow block
 chosen, `LookupError`; a condition nested deeper than Python's parser accepts in the generated
-code (about 100 levels), `turnflow.compiler.emit.targets.TargetError` (exit 1 on the command
-line, nothing written).
+code (about 100 levels), or a TF305 silenced on a rule no team component can carry (`and` /
+`or` / `not`, `previous`: `--target autogen-json` has still nothing to write), or a TF30x
+silenced on a participant name the framework rejects, `turnflow.compiler.emit.targets.TargetError`
+(its `span`: the rule or the participant, when one is the cause; exit 1
+on the command line with `FILE:LINE:COL`, nothing written).
 
 The writers read the compiled session spec as the typed model (`turnflow.spec`), never the
 `.flow` syntax, so a target routes each turn with the same per-speaker dispatch table the hub

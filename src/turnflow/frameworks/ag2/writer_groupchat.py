@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from turnflow.compiler.emit.pyroute import COMPARE_SOURCE, doc_text, Next, Routing, literal, routing
+import builtins
 import keyword
 
 NAME = "ag2-groupchat"
@@ -25,7 +26,8 @@ FRAMEWORK = "AG2 GroupChat (classic)"
 TABLE: dict[str, tuple[str, bool]] = {
     "workflow": ("a module building `groupchat` (a `GroupChat`) and `manager` (a `GroupChatManager`)", True),
     "other_kind": ("only a workflow block has a speaker graph to compile", False),
-    "participant": ("a `ConversableAgent(name=NAME, description=...)`", True),
+    "participant": ("a `ConversableAgent(name=NAME, description=...)` in the variable NAME (`agent_I` when NAME is a "
+                    "Python keyword or builtin, or a name the module uses)", True),
     "reserved_name": ("an ordinary agent name", True),
     "non_identifier": ("the agent's name; its Python variable is `agent_I`", True),
     "tools": ("`TOOLS[NAME]`: the tool names whose call routes the turn", True),
@@ -58,11 +60,12 @@ TABLE: dict[str, tuple[str, bool]] = {
 }
 
 
-#: names the generated module defines itself: an agent is never given one of them
+#: names the generated module defines itself, and Python's builtins (`_compare` calls `isinstance`,
+#: `str`, `float`, ...): an agent is never given one of them
 _TAKEN = frozenset({"ConversableAgent", "GroupChat", "GroupChatManager", "LLM_CONFIG", "AGENTS", "TOOLS", "CONTEXT", "ctx",
                     "INITIATOR", "MAX_TURNS", "OUTCOME", "ALLOWED", "groupchat", "manager", "select_speaker",
                     "is_termination_msg", "message", "messages", "content", "tool", "text", "before",
-                    "last_speaker", "last", "reason", "run", "calls", "call"})
+                    "last_speaker", "last", "reason", "run", "calls", "call"}) | frozenset(dir(builtins))
 
 
 def _variables(order: tuple[str, ...]) -> dict[str, str]:

@@ -450,8 +450,13 @@ def document(spec: Any, source: str = "<string>") -> Union[dict[str, Any], Refus
 
 def write(spec: Any, source: str = "<string>") -> str:
     """The JSON text for `spec` (a `turnflow.spec.WorkflowSpec`); `source` names the .flow file.
-    `ValueError` when no team component decides as the flow does (TF305 refuses it first)."""
+    `TargetError` (a `ValueError`; its `rule`, the rule's index) when no team component decides as
+    the flow does (TF305 refuses it first; this is a TF305 silenced on the rule)."""
+    from turnflow.compiler.emit.targets import TargetError
+
     doc = document(spec, source)
     if isinstance(doc, Refusal):
-        raise ValueError(f"no AgentChat team component decides as `{spec.name}` does: {LACKS[doc.why]}")
+        raise TargetError(f"no AgentChat team component decides as `{spec.name}` does: {LACKS[doc.why]}; "
+                          "the TF305 silenced here gives component JSON no way to carry it: change the rule, or "
+                          "compile with `--target autogen` (Python)", rule=doc.rule)
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"

@@ -43,7 +43,8 @@ TABLE: dict[str, tuple[str, bool]] = {
     "when_logic": ("Python `and` / `or` / `not`", True),
     "priority": ("the order of the router's rows", True),
     "to_participant": ("that agent's name from `selector_func`", True),
-    "to_terminate": ("the `FunctionalTermination` stops the team; the reason is `OUTCOME[\"reason\"]`", True),
+    "to_terminate": ("the team's own `FunctionalTermination` stops it; `run` returns the reason (`OUTCOME[\"reason\"]`: "
+                     "the last finished run's; teams of one module may run at once)", True),
     "to_stay": ("the same agent again", True),
     "to_next": ("the next agent in declaration order", True),
     "to_previous": ("the speaker of the turn before (round robin on the first turn)", True),
@@ -73,7 +74,7 @@ def write(spec: Any, source: str = "<string>") -> str:
            "not a turn, the flow's start speaker speaks first.\n"
            '"""\n']
     out.append("from __future__ import annotations\n\n"
-               "from typing import Any, Optional, Sequence\n\n"
+               "import weakref\nfrom typing import Any, Optional, Sequence\n\n"
                "from autogen_agentchat.conditions import FunctionalTermination\n"
                "from autogen_agentchat.messages import BaseChatMessage, ToolCallRequestEvent\n"
                "from autogen_agentchat.teams import SelectorGroupChat\n\n")
@@ -98,9 +99,10 @@ def _constants(r: Routing) -> str:
         f"MAX_TURNS: Optional[int] = {r.max_turns!r}",
         "#: the flow's initial context, read-only here (AgentChat teams share no context: TF304)",
         f"CONTEXT = {literal(r.context)}",
-        "#: why the last run ended, in the flow's words (None while it runs)",
+        "#: why the last run that finished ended, in the flow's words (`run` returns each run's own)",
         "OUTCOME: dict[str, Optional[str]] = {\"reason\": None}",
-        "_STATE = {\"task_seen\": False}",
+        "#: each team's run (`build`): whether its termination condition saw the task yet, its close reason",
+        "_RUNS: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()",
     ]) + "\n"
 
 
@@ -138,17 +140,18 @@ def selector_func(thread: Sequence[Any]) -> Optional[str]:
     return nxt
 
 
-def _ends(delta: Sequence[Any]) -> bool:
-    """The flow's rules end the run after this turn (`delta`: the turn's messages)."""
-    if not _STATE["task_seen"]:  # the first call sees the task, which is not a turn
-        _STATE["task_seen"] = True
+def _ends(state: dict[str, Any], delta: Sequence[Any]) -> bool:
+    """The flow's rules end the run after this turn (`delta`: the turn's messages; `state`: the
+    team's run)."""
+    if not state["task_seen"]:  # the first call sees the task, which is not a turn
+        state["task_seen"] = True
         return False
     speaker, text, tool = _turn(delta)
     if speaker not in ROUTERS:
         return False
     nxt, reason = ROUTERS[speaker](CONTEXT, tool, text, None)
     if nxt is None:
-        OUTCOME["reason"] = reason
+        state["reason"] = reason
         return True
     return False
 
@@ -163,18 +166,24 @@ def build(agents: dict[str, Any], model_client: Any, **kwargs: Any) -> SelectorG
     wrong = [p for p in PARTICIPANTS if getattr(agents[p], "name", p) != p]
     if wrong:
         raise ValueError(f"the agent for {wrong[0]!r} is named {agents[wrong[0]].name!r}")
-    return SelectorGroupChat([agents[p] for p in PARTICIPANTS], model_client, selector_func=selector_func,
-                             termination_condition=FunctionalTermination(_ends), max_turns=MAX_TURNS,
-                             allow_repeated_speaker=True, **kwargs)
+    state: dict[str, Any] = {"task_seen": False, "reason": None}  # this team's own: teams may run at once
+    team = SelectorGroupChat([agents[p] for p in PARTICIPANTS], model_client, selector_func=selector_func,
+                             termination_condition=FunctionalTermination(lambda delta: _ends(state, delta)),
+                             max_turns=MAX_TURNS, allow_repeated_speaker=True, **kwargs)
+    _RUNS[team] = state
+    return team
 
 
 async def run(team: SelectorGroupChat, task: str) -> tuple[Any, Optional[str]]:
     """One run from a fresh start: (AutoGen's TaskResult, the flow's close reason)."""
+    state = _RUNS.get(team)
+    if state is None:
+        raise ValueError("run() takes a team made by this module's build()")
     await team.reset()
-    OUTCOME["reason"] = None
-    _STATE["task_seen"] = False
+    state["task_seen"], state["reason"] = False, None
     result = await team.run(task=task)
-    if OUTCOME["reason"] is None and MAX_TURNS is not None and (result.stop_reason or "").startswith("Maximum number of turns"):
-        OUTCOME["reason"] = "max_turns"
-    return result, OUTCOME["reason"]
+    if state["reason"] is None and MAX_TURNS is not None and (result.stop_reason or "").startswith("Maximum number of turns"):
+        state["reason"] = "max_turns"
+    OUTCOME["reason"] = state["reason"]
+    return result, state["reason"]
 '''
