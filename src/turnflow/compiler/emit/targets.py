@@ -59,6 +59,9 @@ class Writer(Protocol):
 
     def write(self, spec: Any, source: str = "<string>") -> str: ...
 
+    # `write` may raise a ValueError with a `rule` attribute (the index of the rule it cannot carry,
+    # or None: the block): a refusal silenced on a rule the target has no way to write (autogen-json)
+
 
 def writer(target: str) -> Writer:
     if target not in WRITERS:
@@ -123,7 +126,9 @@ def emit(block: ast.Block, target: str, path: str = "<string>") -> str:
                               "rename the participant", span)
     try:
         source = w.write(model, _display(path))
-    except TargetError as exc:  # a refusal silenced on a rule the target cannot carry (autogen-json)
+    except ValueError as exc:  # a refusal silenced on a rule the target cannot carry (autogen-json)
+        if not hasattr(exc, "rule"):
+            raise
         raise TargetError(f"cannot write `{name}` for {target}: {exc}", _rule_span(block, exc.rule)) from None
     if getattr(w, "FORMAT", "python") != "python":
         return source  # component JSON (`--target autogen-json`): nothing nests, nothing to parse

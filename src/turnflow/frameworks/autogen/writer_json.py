@@ -448,15 +448,22 @@ def document(spec: Any, source: str = "<string>") -> Union[dict[str, Any], Refus
     return out
 
 
+class Unwritable(ValueError):
+    """No team component decides as the flow does: a TF305 silenced on rule number `rule` (the
+    compiler turns it into its `TargetError`, at that rule's position)."""
+
+    def __init__(self, message: str, rule: Optional[int] = None) -> None:
+        super().__init__(message)
+        self.rule = rule
+
+
 def write(spec: Any, source: str = "<string>") -> str:
     """The JSON text for `spec` (a `turnflow.spec.WorkflowSpec`); `source` names the .flow file.
-    `TargetError` (a `ValueError`; its `rule`, the rule's index) when no team component decides as
+    `Unwritable` (a `ValueError`; its `rule`, the rule's index) when no team component decides as
     the flow does (TF305 refuses it first; this is a TF305 silenced on the rule)."""
-    from turnflow.compiler.emit.targets import TargetError
-
     doc = document(spec, source)
     if isinstance(doc, Refusal):
-        raise TargetError(f"no AgentChat team component decides as `{spec.name}` does: {LACKS[doc.why]}; "
+        raise Unwritable(f"no AgentChat team component decides as `{spec.name}` does: {LACKS[doc.why]}; "
                           "the TF305 silenced here gives component JSON no way to carry it: change the rule, or "
                           "compile with `--target autogen` (Python)", rule=doc.rule)
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
