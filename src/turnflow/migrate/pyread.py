@@ -666,7 +666,12 @@ NOT_AGENTS = {"GroupChatManager", "GroupChat", "AgentBuilder"}
 
 def agent_classes(mod: Module) -> set[str]:
     """Known agent classes plus the file's subclasses of them (transitively)."""
-    known = set(AGENT_CLASSES)
+    return subclasses(mod, AGENT_CLASSES)
+
+
+def subclasses(mod: Module, bases: Iterable[str]) -> set[str]:
+    """`bases` and the file's classes deriving from one of them (transitively)."""
+    known = set(bases)
     changed = True
     while changed:
         changed = False

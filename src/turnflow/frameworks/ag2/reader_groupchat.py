@@ -27,7 +27,7 @@ from turnflow.migrate.common import (MAX_ROUTES, FlowBuilder, Migration, Names, 
                                      render, tool_name)
 from turnflow.frameworks.ag2.reader_groupchat_rotation import AllBut, Rotation
 from turnflow.migrate.pyread import _binding_key  # the name a variable or `self.x` binds
-from turnflow.migrate.pyread import (Module, agent_classes, assigned_name, callee, calls, filled_in_loop,
+from turnflow.migrate.pyread import (Module, agent_classes, subclasses, assigned_name, callee, calls, filled_in_loop,
                                      is_agent_call, is_literal, kwarg, loop_message, manager_termination,
                                      note_choices, one_line, parse_module, pos, scopes, termination_test,
                                      why_not_literal)
@@ -391,15 +391,7 @@ def _manager_and_initiator(cx: Classic, group_var: Optional[str], group_call: py
 
 def _manager_classes(mod: Module) -> set[str]:
     """GroupChatManager and the file's subclasses of it (transitively)."""
-    known = {"GroupChatManager"}
-    changed = True
-    while changed:
-        changed = False
-        for name, cls in mod.classes.items():
-            if name not in known and any(callee(base) in known for base in cls.bases):
-                known.add(name)
-                changed = True
-    return known
+    return subclasses(mod, ("GroupChatManager",))
 
 
 def _note_manager_overrides(mod: Module, b: FlowBuilder, manager: Optional[pyast.Call]) -> None:
