@@ -249,3 +249,14 @@ def test_inspect_names_the_agents_a_served_hub_registered(tmp_path, capsys):
     assert main(["inspect", db, "--format", "json"]) == 0
     [row] = json.loads(capsys.readouterr().out)
     assert (row["last_speaker"], row["last_speaker_name"]) == ("triage", "Triage Desk")
+
+
+@pytest.mark.parametrize("extra", [[], ["--events"], ["--summary"]])
+def test_inspect_of_a_folder_says_it_is_a_folder(tmp_path, capsys, extra):
+    """A folder given as STORE exists: saying "no such store file" sent users looking for a typo."""
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    assert main(["inspect", str(folder), *extra]) == 2
+    err = capsys.readouterr().err
+    assert f"{folder}: is a folder, not a store file" in err and "no such store file" not in err
+

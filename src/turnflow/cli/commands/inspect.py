@@ -33,6 +33,13 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+def not_a_store_file(path: str) -> str:
+    """Why PATH, which is not a regular file, cannot be inspected: a folder is named as one."""
+    if os.path.isdir(path):
+        return f"{path}: is a folder, not a store file"
+    return f"no such store file: {path}"
+
+
 def run(args) -> int:
     from turnflow.runtime.errors import RuntimeErrorBase
     from turnflow.runtime.hub import Hub
@@ -44,7 +51,7 @@ def run(args) -> int:
 
         return _summary(args, run_summary)
     if not is_postgres_url(args.store) and not os.path.isfile(args.store):
-        err(f"turnflow inspect: no such store file: {args.store}")
+        err(f"turnflow inspect: {not_a_store_file(args.store)}")
         return EXIT_USAGE
     try:
         if args.session is not None:

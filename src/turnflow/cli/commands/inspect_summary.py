@@ -23,7 +23,9 @@ def run_summary(args) -> int:
         return EXIT_USAGE
     pg = is_postgres_url(args.store)
     if not pg and not os.path.isfile(args.store):
-        err(f"turnflow inspect: no such store file: {args.store}")
+        from turnflow.cli.commands.inspect import not_a_store_file
+
+        err(f"turnflow inspect: {not_a_store_file(args.store)}")
         return EXIT_USAGE
     try:
         store = open_store(args.store, read_only=True)
