@@ -260,3 +260,18 @@ def test_inspect_of_a_folder_says_it_is_a_folder(tmp_path, capsys, extra):
     err = capsys.readouterr().err
     assert f"{folder}: is a folder, not a store file" in err and "no such store file" not in err
 
+
+@pytest.mark.parametrize("batch", [False, True])
+def test_run_with_a_store_in_a_missing_folder_names_the_folder(tmp_path, capsys, batch):
+    """Before: "cannot create the lock file .../x.db.lock: No such file or directory", about a file
+    the user never named. Now the missing folder is named, and nothing is created."""
+    store = tmp_path / "nodir" / "x.db"
+    args = ["run", SPEC, "--agents", AGENTS, "--store", str(store)]
+    if batch:
+        tasks = tmp_path / "t.jsonl"
+        tasks.write_text('{"id": "t1", "task": "a"}\n')
+        args += ["--tasks", str(tasks)]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert f"{store}: no such folder {tmp_path / 'nodir'}" in err and "lock file" not in err
+    assert not (tmp_path / "nodir").exists()

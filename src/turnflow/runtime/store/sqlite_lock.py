@@ -65,6 +65,9 @@ def _refused(path: str, file: str, exc: OSError) -> StoreError:
     if isinstance(exc, NotRegular):
         return StoreError(f"{path}: the lock file {file} is refused: {exc.strerror}; nothing was written. "
                           f"Remove it if no turnflow run is using this store")
+    folder = os.path.dirname(file)
+    if exc.errno == errno.ENOENT and not os.path.isdir(folder):  # the store's folder, not the lock, is missing
+        return StoreError(f"{path}: no such folder {folder}; create it first (nothing was written)")
     return StoreError(f"{path}: cannot create the lock file {file}: {exc.strerror or exc}")
 
 
