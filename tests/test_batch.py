@@ -70,6 +70,19 @@ def test_task_and_tasks_together_is_refused(tmp_path, capsys):
     assert rc == 2 and "cannot be combined" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("option", [["--max-turns", "1"], ["--timeout", "1s"], ["--hub", "ws://127.0.0.1:1"]])
+def test_single_run_options_with_tasks_are_refused(tmp_path, capsys, option):
+    """Before: `run --tasks T --max-turns 1` (or --timeout, --hub) ran the whole batch ignoring the
+    option, exit 0: a cap the user asked for silently not applied, a hub silently not used."""
+    files = write_batch(tmp_path, 1)
+    store = tmp_path / "hub.db"
+    rc = main(["run", files["flow"], "--agents", files["agents"], "--tasks", files["tasks"],
+               "--store", str(store), *option])
+    err = capsys.readouterr().err
+    assert rc == 2 and f"{option[0]} and --tasks cannot be combined" in err and "Traceback" not in err
+    assert not store.exists()  # refused before anything was started
+
+
 # -- running and re-running -----------------------------------------------------------------------
 
 def test_every_task_runs_once_and_a_rerun_skips_them(store, tmp_path, capsys):

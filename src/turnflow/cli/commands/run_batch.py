@@ -86,6 +86,14 @@ def run_batch(args) -> int:
     if args.task is not None:
         err("turnflow run: --task and --tasks cannot be combined (put each task in the task file)")
         return EXIT_USAGE
+    # options of a single run the batch worker does not apply: refused, never silently ignored
+    for dest, flag, hint in (("max_turns", "--max-turns", "set max_turns in the flow"),
+                             ("timeout", "--timeout", "set the flow's ttl"),
+                             ("hub", "--hub", "a batch runs on its own hub, in --store"),
+                             ("hub_keys", "--hub-keys", "a batch runs on its own hub, in --store")):
+        if getattr(args, dest, None) is not None:
+            err(f"turnflow run: {flag} and --tasks cannot be combined ({hint})")
+            return EXIT_USAGE
     try:
         text = read_input(args.file)
         picked = pick(load_specs(args.file, text), args.block, args.file)
