@@ -83,6 +83,17 @@ def test_single_run_options_with_tasks_are_refused(tmp_path, capsys, option):
     assert not store.exists()  # refused before anything was started
 
 
+@pytest.mark.parametrize("option", [["--concurrency", "4"], ["--lease", "5"]])
+def test_batch_options_without_tasks_are_refused(tmp_path, capsys, option):
+    """Before: `run FLOW --agents A --concurrency 4` ran one session and ignored the option, exit 0."""
+    files = write_batch(tmp_path, 1)
+    store = tmp_path / "hub.db"
+    rc = main(["run", files["flow"], "--agents", files["agents"], "--store", str(store), *option])
+    err = capsys.readouterr().err
+    assert rc == 2 and f"{option[0]} needs --tasks" in err and "Traceback" not in err
+    assert not store.exists()
+
+
 # -- running and re-running -----------------------------------------------------------------------
 
 def test_every_task_runs_once_and_a_rerun_skips_them(store, tmp_path, capsys):

@@ -118,6 +118,10 @@ def run(args) -> int:
         from turnflow.cli.commands.run_batch import run_batch
 
         return run_batch(args)
+    from turnflow.cli.commands.run_batch import refuse_batch_options
+
+    if refuse_batch_options(args):
+        return EXIT_USAGE
     try:
         spec, args.other_forms = _specs(args)
         file = load_agents_file(args.agents)

@@ -35,10 +35,23 @@ MAX_FAILURES_SHOWN = 20
 def add_arguments(p) -> None:
     p.add_argument("--tasks", metavar="TASKS.jsonl",
                    help="run one session per line ({\"id\", \"task\", \"context\"}); resumable with --store")
-    p.add_argument("--concurrency", type=positive_int, default=8, metavar="N",
+    p.add_argument("--concurrency", type=positive_int, metavar="N",  # None: not given (default 8)
                    help="with --tasks: sessions at a time in this process (default 8)")
-    p.add_argument("--lease", type=_positive_float, default=30.0, metavar="SECONDS",
+    p.add_argument("--lease", type=_positive_float, metavar="SECONDS",  # None: not given (default 30)
                    help="with --tasks: how long a claimed task stays this worker's without renewal (default 30)")
+
+
+DEFAULT_CONCURRENCY = 8
+DEFAULT_LEASE = 30.0
+
+
+def refuse_batch_options(args) -> bool:
+    """A single run (no --tasks) given --concurrency or --lease: said on stderr, True (exit 2)."""
+    for dest, flag in (("concurrency", "--concurrency"), ("lease", "--lease")):
+        if getattr(args, dest, None) is not None:
+            err(f"turnflow run: {flag} needs --tasks (it applies to a batch of tasks, not to one session)")
+            return True
+    return False
 
 
 def _positive_float(text: str) -> float:
@@ -203,8 +216,8 @@ def _run(args, spec: "SessionSpec", make_agents: Callable[[], dict], tasks: list
                 out(json.dumps({**o.to_json(), "skipped": False}, sort_keys=True) + "\n")
                 sys.stdout.flush()
 
-        bw = BatchWorker(store, queue, spec, make_agents, worker=worker_id, concurrency=args.concurrency,
-                         lease=args.lease, on_result=on_result, on_progress=progress)
+        bw = BatchWorker(store, queue, spec, make_agents, worker=worker_id, concurrency=args.concurrency or DEFAULT_CONCURRENCY,
+                         lease=args.lease or DEFAULT_LEASE, on_result=on_result, on_progress=progress)
         started = time.monotonic()
         problem: Optional[RuntimeErrorBase] = None
         interrupted = False
