@@ -173,6 +173,22 @@ def _rerun(capsys, files: dict, store: str, *extra: str):
     return rc, cap.out, cap.err
 
 
+def test_sigterm_mid_batch_exits_143_like_a_single_run(tmp_path, capsys):
+    """Before: SIGTERM mid-batch exited 130, the code of SIGINT; a single `run` exits 143 for it, and
+    so do supervisors' expectations (128 + 15). The tasks are given back all the same."""
+    files = write_batch(tmp_path, 8)
+    store = str(tmp_path / "hub.db")
+    reader = StoreReader(store)
+    proc = start(files, store, "--concurrency", "3", delay=0.05)
+    assert wait_for(_started(reader, 4), timeout=60)
+    rc, out, err = interrupt(proc, signal.SIGTERM)
+    assert rc == 143, err
+    assert "interrupted; run the same command again to resume" in err and "Traceback" not in err
+    assert all(t[0] != "running" for t in reader.tasks().values())  # leases were released
+    rc, out, err = _rerun(capsys, files, store)
+    assert rc == 0, err
+
+
 def test_resume_after_ctrl_c(store, tmp_path, capsys):
     files = write_batch(tmp_path, 8)
     ids = [f"t{i:03d}" for i in range(8)]

@@ -28,7 +28,8 @@ if TYPE_CHECKING:
     from turnflow.runtime.session_spec import SessionSpec
 
 EXIT_ERROR = EXIT_FINDINGS
-EXIT_INTERRUPTED = 130
+EXIT_INTERRUPTED = 130  # SIGINT (Ctrl-C)
+EXIT_TERMINATED = 143  # SIGTERM
 MAX_FAILURES_SHOWN = 20
 
 
@@ -142,16 +143,24 @@ def _finished_before(queue: "TaskQueue", ids: list[str], as_json: bool, where: s
     return finished
 
 
-def _work(bw: "BatchWorker") -> bool:
-    """Run the batch worker until the task list is done; True when interrupted (Ctrl-C, SIGTERM)."""
+def _work(bw: "BatchWorker") -> int:
+    """Run the batch worker until the task list is done; 0, or the exit status of the signal that
+    interrupted it: 130 (Ctrl-C, SIGINT) or 143 (SIGTERM), as a single `run` exits."""
     import asyncio
     import signal
+
+    terminated: list[int] = []
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
         me = asyncio.current_task()
+
+        def on_sigterm() -> None:
+            terminated.append(signal.SIGTERM)
+            me.cancel()  # type: ignore[union-attr]
+
         try:
-            loop.add_signal_handler(signal.SIGTERM, me.cancel)  # type: ignore[union-attr]
+            loop.add_signal_handler(signal.SIGTERM, on_sigterm)
         except (NotImplementedError, RuntimeError):  # pragma: no cover - not on this platform
             pass
         await bw.run()
@@ -159,8 +168,8 @@ def _work(bw: "BatchWorker") -> bool:
     try:
         asyncio.run(main())
     except (KeyboardInterrupt, asyncio.CancelledError):
-        return True
-    return False
+        return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
+    return 0
 
 
 def _load(queue: "TaskQueue", tasks: list, spec: "SessionSpec", task_file: str, store_path: str) -> Optional[int]:
@@ -220,7 +229,7 @@ def _run(args, spec: "SessionSpec", make_agents: Callable[[], dict], tasks: list
                          lease=args.lease or DEFAULT_LEASE, on_result=on_result, on_progress=progress)
         started = time.monotonic()
         problem: Optional[RuntimeErrorBase] = None
-        interrupted = False
+        interrupted = 0  # or the exit status of the signal that stopped the batch (130, 143)
         try:
             interrupted = _work(bw)
         except RuntimeErrorBase as exc:
@@ -247,14 +256,14 @@ def _run(args, spec: "SessionSpec", make_agents: Callable[[], dict], tasks: list
         if queue is not None:  # PostgreSQL: the connection that listens for finished tasks
             queue.close()
         store.close()
-    report = summary(ids, final, len(finished_before), bw.outcomes, bw.progress.posts, elapsed, interrupted)
+    report = summary(ids, final, len(finished_before), bw.outcomes, bw.progress.posts, elapsed, bool(interrupted))
     if as_json:
         err(report)
     else:
         out(visible(report))  # task ids and agents' failures are foreign text
     if interrupted:
         err("turnflow run: interrupted; run the same command again to resume")
-        return EXIT_INTERRUPTED
+        return interrupted
     ok = all(final.get(i, ("pending",))[0] == "done" for i in ids)
     return EXIT_OK if ok else EXIT_ERROR
 
