@@ -275,3 +275,19 @@ def test_run_with_a_store_in_a_missing_folder_names_the_folder(tmp_path, capsys,
     err = capsys.readouterr().err
     assert f"{store}: no such folder {tmp_path / 'nodir'}" in err and "lock file" not in err
     assert not (tmp_path / "nodir").exists()
+
+
+@pytest.mark.parametrize("batch", [False, True])
+def test_an_empty_store_path_is_refused_not_a_temporary_store(tmp_path, capsys, batch):
+    """Before: `--store ''` (an unset shell variable: `--store "$STORE"`) ran on a temporary store and
+    removed it at the end, exit 0: the session the user asked to keep was gone."""
+    args = ["run", SPEC, "--agents", AGENTS, "--store", ""]
+    if batch:
+        tasks = tmp_path / "t.jsonl"
+        tasks.write_text('{"id": "t1", "task": "a"}\n')
+        args += ["--tasks", str(tasks)]
+    with pytest.raises(SystemExit) as exc:  # a usage error, as argparse reports one
+        main(args)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --store: expected a SQLite file path or a postgresql:// URL, got ''" in err

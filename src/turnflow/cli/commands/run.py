@@ -43,7 +43,8 @@ def register(sub) -> None:
     p.add_argument("--agents", required=True, metavar="AGENTS.yaml", help="maps participant names to agents")
     p.add_argument("--block", metavar="NAME", help="the block (session spec) to run when FILE has several")
     p.add_argument("--task", metavar="TEXT", help="the start speaker's first input")
-    p.add_argument("--store", metavar="hub.db", help="keep the session in this SQLite file or postgresql:// database (default: a temporary file)")
+    p.add_argument("--store", metavar="hub.db", type=_store_path,
+                   help="keep the session in this SQLite file or postgresql:// database (default: a temporary file)")
     p.add_argument("--durability", choices=("process", "full"), default="process",
                    help="what a returned post survives: process (default) a crash or kill -9 of this process; "
                         "full a power loss too (an fsync / WAL flush per group commit; docs/runtime.md)")
@@ -78,6 +79,16 @@ def duration(text: str) -> float:
     if seconds <= 0:
         raise argparse.ArgumentTypeError(f"expected a positive duration such as 90, 90s, 250ms, 5m or 1h, got {text!r}")
     return seconds
+
+
+def _store_path(text: str) -> str:
+    """`--store`'s value: an empty one (an unset `$STORE`) is refused, never taken as "no --store"
+    (a temporary store, removed at the end)."""
+    import argparse
+
+    if not text:
+        raise argparse.ArgumentTypeError(f"expected a SQLite file path or a postgresql:// URL, got {text!r}")
+    return text
 
 
 def _hub_keys(args) -> Optional[dict]:
