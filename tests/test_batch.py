@@ -43,6 +43,16 @@ def test_bad_task_lines_are_named_with_their_line(text, message):
     assert str(exc.value).startswith(message)
 
 
+def test_a_task_file_saved_with_a_bom_is_read_like_a_flow_file(tmp_path):
+    """Before: a tasks file saved as "UTF-8 with BOM" (Windows editors) was refused, 'not valid JSON:
+    Unexpected UTF-8 BOM', exit 1, though a .flow or agents file with a BOM is read. Columns keep."""
+    tasks = parse_tasks('\ufeff{"id": "a", "task": "x"}\r\n{"id": "b"}\r\n', "t.jsonl")
+    assert [(t.id, t.line) for t in tasks] == [("a", 1), ("b", 2)] and tasks[0].task == "x"
+    with pytest.raises(TaskFileError) as exc:
+        parse_tasks('\ufeff{"id": "a", \n', "t.jsonl")
+    assert str(exc.value).startswith("t.jsonl:1: not valid JSON") and "(column 14)" in str(exc.value)  # the BOM counted, as .flow errors count it
+
+
 def test_a_task_context_is_added_to_the_workflow_context_vars():
     spec = spec_for(SessionSpec.parse(SPEC), Task("x", "t", {"ticket": 7}, 1))
     assert spec.context_vars == spec.to_dict()["knobs"]["context_vars"] == {"mood": "calm", "ticket": 7}

@@ -52,6 +52,8 @@ def parse_tasks(text: str, path: str = "<tasks>") -> list[Task]:
     tasks: list[Task] = []
     seen: dict[str, int] = {}
     problems: list[str] = []
+    if text.startswith("\ufeff"):  # saved as "UTF-8 with BOM": read like a .flow file (dsl/parser.py)
+        text = " " + text[1:]  # keep columns: the BOM becomes a blank
     for n, raw in enumerate(text.splitlines(), 1):
         if not raw.strip():
             continue
