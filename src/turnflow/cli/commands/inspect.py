@@ -33,13 +33,6 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def not_a_store_file(path: str) -> str:
-    """Why PATH, which is not a regular file, cannot be inspected: a folder is named as one."""
-    if os.path.isdir(path):
-        return f"{path}: is a folder, not a store file"
-    return f"no such store file: {path}"
-
-
 def run(args) -> int:
     from turnflow.runtime.errors import RuntimeErrorBase
     from turnflow.runtime.hub import Hub
@@ -51,6 +44,8 @@ def run(args) -> int:
 
         return _summary(args, run_summary)
     if not is_postgres_url(args.store) and not os.path.isfile(args.store):
+        from turnflow.cli.commands.inspect_summary import not_a_store_file
+
         err(f"turnflow inspect: {not_a_store_file(args.store)}")
         return EXIT_USAGE
     try:

@@ -12,6 +12,13 @@ from typing import Any
 from turnflow.cli.util import EXIT_OK, EXIT_USAGE, err, out
 
 
+def not_a_store_file(path: str) -> str:
+    """Why PATH, which is not a regular file, cannot be inspected: a folder is named as one."""
+    if os.path.isdir(path):
+        return f"{path}: is a folder, not a store file"
+    return f"no such store file: {path}"
+
+
 def run_summary(args) -> int:
     from turnflow.runtime.errors import RuntimeErrorBase
     from turnflow.runtime.store import is_postgres_url, open_store
@@ -23,8 +30,6 @@ def run_summary(args) -> int:
         return EXIT_USAGE
     pg = is_postgres_url(args.store)
     if not pg and not os.path.isfile(args.store):
-        from turnflow.cli.commands.inspect import not_a_store_file
-
         err(f"turnflow inspect: {not_a_store_file(args.store)}")
         return EXIT_USAGE
     try:
