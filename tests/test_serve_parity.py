@@ -14,19 +14,8 @@ pytest.importorskip("websockets")
 ag2net = pytest.importorskip("ag2.network")
 
 from serve_process import ServeProcess  # noqa: E402
+from test_serve import RELAY  # noqa: E402
 from test_serve_rules import World, both  # noqa: E402
-
-RELAY = """
-workflow relay "three steps" {
-    participant alice
-    participant bob
-    participant carol
-    start alice
-    alice -> bob
-    bob   -> carol
-    carol -> terminate "relayed"
-}
-"""
 
 
 @pytest.fixture(scope="module")

@@ -235,19 +235,7 @@ def test_summary_aggregates_the_store_into_typed_records(store):
             _sid(5): []}
     units = CommitUnits()
     units.sessions.extend(session_row(_record(sid)) for sid in logs)
-    for sid, log in logs.items():
-        for seq, (event_type, data) in enumerate(log, 1):
-            env = Envelope(sid, "a", None, event_type, data)
-            env.seq, env.created_at = seq, 1.0
-            gseq = store.next_global_seq()
-            env.envelope_id = f"{gseq:016d}"
-            units.rows.append(envelope_row(env, gseq))
-            units.envelopes.append(env)
-
-    async def go():
-        return await store.commit_group(units)
-
-    assert asyncio.run(go()) == {}
+    _commit_logs(store, units, logs, "a")
     got = store.summary()
     assert isinstance(got, LogSummary) and got.engine == store.dialect.name
     assert got.envelopes == 12 and not got.tasks  # no task list (PostgreSQL: one with no task)
@@ -345,9 +333,23 @@ def test_open_sessions_sessions_naming_and_a_stream_of_some_sessions(store):
     units = CommitUnits()
     units.sessions.extend(session_row({**_record(sid), "participants": [{"agent_id": a} for a in people[sid]]})
                           for sid in s)
+    _commit_logs(store, units, logs, "hub")
+    assert [r["session_id"] for r in store.open_sessions()] == [s[1], s[3], s[4]]
+    assert list(store.sessions_naming(["x"])) == [s[0], s[1]]
+    assert list(store.sessions_naming(["zed"])) == [s[4], s[5]]  # added (s[6] only says it)
+    assert list(store.sessions_naming(["v", "x"])) == [s[0], s[1], s[3], s[4], s[5]]
+    assert list(store.sessions_naming(["x\u00e9"])) == [s[6]]
+    assert list(store.sessions_naming(["nobody"])) == []
+    assert [(e.session_id, e.seq) for e in store.stream(only={s[1], s[5]})] == \
+        [(s[1], 1), (s[1], 2), (s[5], 1), (s[5], 2), (s[5], 3)]
+
+
+def _commit_logs(store, units, logs, sender):
+    """Stamp each session's envelopes (`logs`: id -> [(event type, data)], sent by `sender`) into
+    `units` beside its creation records, and commit them as one group: nothing refused."""
     for sid, log in logs.items():
         for seq, (event_type, data) in enumerate(log, 1):
-            env = Envelope(sid, "hub", None, event_type, data)
+            env = Envelope(sid, sender, None, event_type, data)
             env.seq, env.created_at = seq, 1.0
             gseq = store.next_global_seq()
             env.envelope_id = f"{gseq:016d}"
@@ -358,11 +360,3 @@ def test_open_sessions_sessions_naming_and_a_stream_of_some_sessions(store):
         return await store.commit_group(units)
 
     assert asyncio.run(go()) == {}
-    assert [r["session_id"] for r in store.open_sessions()] == [s[1], s[3], s[4]]
-    assert list(store.sessions_naming(["x"])) == [s[0], s[1]]
-    assert list(store.sessions_naming(["zed"])) == [s[4], s[5]]  # added (s[6] only says it)
-    assert list(store.sessions_naming(["v", "x"])) == [s[0], s[1], s[3], s[4], s[5]]
-    assert list(store.sessions_naming(["x\u00e9"])) == [s[6]]
-    assert list(store.sessions_naming(["nobody"])) == []
-    assert [(e.session_id, e.seq) for e in store.stream(only={s[1], s[5]})] == \
-        [(s[1], 1), (s[1], 2), (s[5], 1), (s[5], 2), (s[5], 3)]
