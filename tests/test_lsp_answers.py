@@ -229,3 +229,38 @@ def test_a_request_for_a_document_never_opened_gets_invalid_params(tmp_path):
         error = got[msg_id].get("error")
         assert error is not None and error["code"] == -32602, got[msg_id]
         assert "not open" in error["message"] and "Traceback" not in str(error), error
+
+
+def test_a_second_initialize_gets_invalid_request_and_the_server_keeps_working(tmp_path):
+    """LSP: `initialize` is sent once; a second one must get an error. It was answered as the
+    first (capabilities again, the initialization options applied again). Now -32600 saying the
+    server is already initialized, and the open document is still checked and answered."""
+    proc = _start(tmp_path)
+    uri = (tmp_path / "x.flow").as_uri()
+    init = {"capabilities": {}, "processId": None, "rootUri": None}
+    published = lambda ms: any(m.get("method") == "textDocument/publishDiagnostics" for m in ms)
+    try:
+        _send(proc, {"id": 1, "method": "initialize", "params": init})
+        _send(proc, {"method": "initialized", "params": {}})
+        _send(proc, {"id": 2, "method": "initialize", "params": {**init, "initializationOptions": {"debounce": 9}}})
+        _send(proc, {"method": "textDocument/didOpen", "params": {"textDocument": {
+            "uri": uri, "languageId": "turnflow", "version": 1,
+            "text": "workflow w {\n    participant a\n    start b\n}\n"}}})
+        _send(proc, {"id": 3, "method": "textDocument/hover",
+                     "params": {"textDocument": {"uri": uri}, "position": {"line": 1, "character": 17}}})
+        got = _messages(proc, lambda ms: published(ms) and {2, 3} <= {m.get("id") for m in ms})
+        _send(proc, {"id": 4, "method": "shutdown"})
+        assert set(_answers(proc, {4})) == {4}
+        _send(proc, {"method": "exit"})
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    answers = {m["id"]: m for m in got if "id" in m and "method" not in m}
+    assert answers[2]["error"]["code"] == -32600 and "result" not in answers[2], answers[2]
+    assert "already initialized" in answers[2]["error"]["message"]
+    assert "participant" in answers[3]["result"]["contents"]["value"]  # still answering
+    [diags] = [m["params"]["diagnostics"] for m in got if m.get("method") == "textDocument/publishDiagnostics"]
+    assert "TF102" in [d["code"] for d in diags]  # `start b`: b is not declared
+    assert proc.returncode == 0

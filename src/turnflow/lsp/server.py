@@ -58,7 +58,8 @@ class _Unreadable:
 class FlowProtocol(LanguageServerProtocol):
     """pygls' protocol, except that every request gets an answer: one before `initialize` gets
     ServerNotInitialized (-32002), one it cannot read gets its
-    error (InvalidParams) instead of silence, one after `shutdown` gets InvalidRequest, and a
+    error (InvalidParams) instead of silence, a second `initialize` and one after `shutdown` get
+    InvalidRequest (the server stays as the first `initialize` set it up), and a
     body that is JSON but no JSON-RPC 2.0 message (an array, a number, an object without
     `"jsonrpc": "2.0"`) gets InvalidRequest with the request's id when it has one, else null
     (a body that is not JSON at all: `FlowServer.report_server_error`)."""
@@ -86,6 +87,12 @@ class FlowProtocol(LanguageServerProtocol):
             if getattr(message, "id", None) is not None:  # a notification before `initialize` is dropped
                 self._send_response(message.id, error=t.ResponseError(
                     code=JsonRpcServerNotInitialized.CODE, message="the server is not initialized: send `initialize` first"))
+            return
+        if method == "initialize" and self._workspace is not None:  # LSP: `initialize` is sent once
+            if getattr(message, "id", None) is not None:
+                self._send_response(message.id, error=t.ResponseError(
+                    code=JsonRpcInvalidRequest.CODE, message="the server is already initialized: `initialize` is "
+                                                             "sent once"))
             return
         if (getattr(self, "_shutdown", False) and getattr(message, "method", "exit") != "exit"
                 and getattr(message, "id", None) is not None):
