@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import IO, TYPE_CHECKING, Mapping, Optional, Sequence
+from typing import IO, TYPE_CHECKING, Callable, Mapping, Optional, Sequence, TypeVar
 
 if TYPE_CHECKING:  # pragma: no cover
     from turnflow.diagnostics.diagnostic import Diagnostic
 
+T = TypeVar("T")
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 FORMATS = ("text", "full", "concise", "grouped", "json", "sarif", "github", "junit", "gitlab")
 FORMAT_HELP = ("text (default; with carets; `full` is its ruff name), concise (one line each), grouped (by file), "
@@ -195,14 +196,70 @@ def discover_flows(paths: Sequence[str], config) -> tuple[list[str], list["Diagn
     return files, [d for d in problems if d not in empty]
 
 
-def positive_int(text: str) -> int:
-    """An argparse type: a whole number >= 1, with one wording in every command."""
-    import argparse
+# -- the types of number and duration flags: one wording in every command --------------------------
+# A flag's value is handed to its type even when it starts with `-` (`--timeout -5s`, `--lease -1e3`:
+# turnflow.cli.app.Parser), so the type names what it expects: argparse prints
+# `turnflow CMD: error: argument --timeout: expected a positive duration ..., got '-5s'`, exit 2.
 
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}")
-    return n
+def _whole(text: str) -> Optional[int]:
+    return int(text)
+
+
+def _seconds(text: str) -> Optional[float]:
+    import math
+
+    value = float(text)
+    return value if math.isfinite(value) else None  # nan, inf: no number of seconds
+
+
+_DURATION = None
+
+
+def _duration(text: str) -> Optional[float]:
+    """`90`, `90s`, `250ms`, `5m`, `1h`, `1d` -> seconds."""
+    import math
+    import re
+
+    global _DURATION
+    if _DURATION is None:
+        _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
+    m = _DURATION.match(text)
+    if m is None:
+        return None
+    value = float(m.group(1)) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}[m.group(2)]
+    return value if math.isfinite(value) else None
+
+
+def number_type(parse: Callable[[str], Optional[T]], accept: Callable[[T], bool], expected: str) -> Callable[[str], T]:
+    """An argparse type: `parse(text)` (None or ValueError: not such a number), kept when `accept`
+    says so, else `expected EXPECTED, got 'TEXT'`."""
+
+    def convert(text: str) -> T:
+        import argparse
+
+        try:
+            value = parse(text)
+        except (ValueError, OverflowError):  # (int() of 5,000 digits is a ValueError too)
+            value = None
+        if value is None or not accept(value):
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+        return value
+
+    convert.__doc__ = f"An argparse type: {expected}."
+    return convert
+
+
+positive_int = number_type(_whole, lambda n: n >= 1, "a positive whole number")
+whole_number = number_type(_whole, lambda n: True, "a whole number")
+positive_seconds = number_type(_seconds, lambda v: v > 0, "a positive number of seconds")
+duration = number_type(_duration, lambda v: v > 0, "a positive duration such as 90, 90s, 250ms, 5m or 1h")
+
+
+def non_negative_int(zero: str) -> Callable[[str], int]:
+    """A whole number >= 0, where 0 means `zero` (`expected 0 (no limit) or a positive whole number`)."""
+    return number_type(_whole, lambda n: n >= 0, f"0 ({zero}) or a positive whole number")
+
+
+def non_negative_seconds(zero: str) -> Callable[[str], float]:
+    """A number of seconds >= 0, where 0 means `zero`."""
+    return number_type(_seconds, lambda v: v >= 0, f"0 ({zero}) or a positive number of seconds")

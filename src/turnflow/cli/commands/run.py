@@ -20,13 +20,12 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import sys
 import time
 from typing import TYPE_CHECKING, Optional
 
-from turnflow.cli.util import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, err, out, positive_int, write_text
+from turnflow.cli.util import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, duration, err, out, positive_int, write_text
 from turnflow.cli.run_inputs import (RunInputError, check_agents, fill_absent, load_agents_file, load_specs,
                                      parse_spec, pick, read_input, refuse_names_the_hub_cannot_run)
 from turnflow.term import visible
@@ -65,20 +64,6 @@ def register(sub) -> None:
 
     add_arguments(p)  # --tasks, --concurrency, --lease: batch runs (commands/run_batch.py)
     p.set_defaults(func=run)
-
-
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
-
-
-def duration(text: str) -> float:
-    """`90`, `90s`, `250ms`, `5m`, `1h` -> seconds (positive)."""
-    import argparse
-
-    m = _DURATION.match(text)
-    seconds = float(m.group(1)) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}[m.group(2)] if m else 0
-    if seconds <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive duration such as 90, 90s, 250ms, 5m or 1h, got {text!r}")
-    return seconds
 
 
 def _store_path(text: str) -> str:

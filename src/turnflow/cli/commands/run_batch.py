@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from turnflow.cli.run_inputs import (AgentsFile, RunInputError, check_agents, load_agents_file, load_specs, parse_spec,
                                      pick, read_input, refuse_names_the_hub_cannot_run)
-from turnflow.cli.util import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, err, out, positive_int
+from turnflow.cli.util import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, err, out, positive_int, positive_seconds
 from turnflow.term import visible
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ def add_arguments(p) -> None:
                    help="run one session per line ({\"id\", \"task\", \"context\"}); resumable with --store")
     p.add_argument("--concurrency", type=positive_int, metavar="N",  # None: not given (default 8)
                    help="with --tasks: sessions at a time in this process (default 8)")
-    p.add_argument("--lease", type=_positive_float, metavar="SECONDS",  # None: not given (default 30)
+    p.add_argument("--lease", type=positive_seconds, metavar="SECONDS",  # None: not given (default 30)
                    help="with --tasks: how long a claimed task stays this worker's without renewal (default 30)")
 
 
@@ -53,18 +53,6 @@ def refuse_batch_options(args) -> bool:
             err(f"turnflow run: {flag} needs --tasks (it applies to a batch of tasks, not to one session)")
             return True
     return False
-
-
-def _positive_float(text: str) -> float:
-    import argparse
-
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}") from None
-    if not v > 0 or v != v or v == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
-    return v
 
 
 def agent_factory(spec: "SessionSpec", file: AgentsFile) -> Callable[[], dict]:
