@@ -689,3 +689,97 @@ def test_plain_numbers_still_parse(tmp_path, capsys):
     f.write_text("workflow w {\n    participant a\n    participant b\n    start a\n    a -> b\n    b -> terminate\n}\n")
     code, out, err = run(capsys, "simulate", str(f), "--runs", "3", "--seed", "-5", "--format", "json")
     assert code == 0, err  # a negative seed is a seed
+
+
+# -- an empty path or name is a usage error, never a blank name, a file named nothing or the default --
+EMPTY = "got '' (an empty string)"
+FILE_OR_STDIN = "expected a file path, or - for standard input"
+STORE = "expected a SQLite file path or a postgresql:// URL"
+EMPTY_ARGUMENTS = [  # (command line, the argument argparse names, what it expects)
+    (("inspect", ""), "STORE", STORE),
+    (("inspect", "x.db", "--session", ""), "--session", "expected a session id"),
+    (("check", ""), "PATH", "expected a file or folder path, or - for standard input"),
+    (("check", "a.flow", ""), "PATH", "expected a file or folder path"),
+    (("fmt", ""), "PATH", "expected a file or folder path, or - for standard input"),
+    (("check", "--config", "", "a.flow"), "--config", "expected a file path"),
+    (("fmt", "--config", "", "a.flow"), "--config", "expected a file path"),
+    (("check", "-", "--stdin-filename", ""), "--stdin-filename", "expected a file name"),
+    (("fmt", "-", "--stdin-filename", ""), "--stdin-filename", "expected a file name"),
+    (("graph", ""), "FILE", "expected a file path"),
+    (("graph", "a.flow", "--block", ""), "--block", "expected a block name"),
+    (("graph", "a.flow", "-o", ""), "-o/--output", "expected a file path"),
+    (("compile", ""), "FILE", FILE_OR_STDIN),
+    (("compile", "a.flow", "--block", ""), "--block", "expected a block name"),
+    (("compile", "a.flow", "-o", ""), "-o/--output", "expected a file path"),
+    (("decompile", ""), "SPEC.json", FILE_OR_STDIN),
+    (("decompile", "k.json", "--name", ""), "--name", "expected a block name"),
+    (("decompile", "k.json", "--participants", ""), "--participants", "expected participant names, comma-separated"),
+    (("decompile", "k.json", "-o", ""), "-o/--output", "expected a file path"),
+    (("migrate", ""), "INPUT", "expected a file path"),
+    (("migrate", "x.py", "-o", ""), "-o/--output", "expected a file path"),
+    (("simulate", ""), "FILE", FILE_OR_STDIN),
+    (("simulate", "a.flow", "--block", ""), "--block", "expected a block name"),
+    (("run", "", "--agents", "a.yaml"), "FILE", FILE_OR_STDIN),
+    (("run", "a.flow", "--agents", ""), "--agents", "expected a file path"),
+    ((*RUN, "--block", ""), "--block", "expected a block name"),
+    ((*RUN, "--store", ""), "--store", STORE),
+    ((*RUN, "--hub", ""), "--hub", "expected a served hub's address, ws://HOST:PORT"),
+    ((*RUN, "--hub-keys", ""), "--hub-keys", "expected a file path"),
+    ((*RUN, "--tasks", ""), "--tasks", "expected a file path"),
+    (("rule", ""), "CODE|NAME", "expected a rule code (TF204) or name (shadowed-rule)"),
+    (("schema", ""), "NAME", "expected a schema name (turnflow schema lists them)"),
+    ((*SERVE, "--store", ""), "--store", STORE),
+    ((*SERVE, "--registry", ""), "--registry", "expected a file path"),
+    ((*SERVE, "--auth-keys", ""), "--auth-keys", "expected a file path"),
+]
+
+
+@pytest.mark.parametrize("argv, name, expected", EMPTY_ARGUMENTS, ids=[" ".join(a or "''" for a in argv)
+                                                                      for argv, _, _ in EMPTY_ARGUMENTS])
+def test_an_empty_path_or_name_is_a_usage_error_naming_the_argument(tmp_path, monkeypatch, capsys, argv, name, expected):
+    """Before: `turnflow inspect ''` said `no such store file: ` (a blank name), `check ''` reported
+    TF000 on a file named nothing, `rule ''` and `schema ''` listed everything, `compile F -o ''`
+    printed to stdout and `run F --hub ''` ran locally: an empty value (an unset `"$VAR"`) was taken
+    for a name or for "not given". Now argparse refuses it naming the argument, exit 2."""
+    monkeypatch.chdir(tmp_path)
+    code, err = usage(capsys, *argv)
+    assert code == 2, err
+    assert f"argument {name}: {expected}" in err and EMPTY in err, err
+    assert err.startswith("usage: turnflow ") and "Traceback" not in err
+
+
+FREE_TEXT = {  # the string arguments where '' is not refused by argparse, and why
+    ("run", "--task"): "the task's text: an empty first input is a (poor) task, not a wrong command line",
+    ("check", "--select"): "comma-separated codes: an empty list selects nothing (the ruff spelling)",
+    ("check", "--extend-select"): "comma-separated codes: an empty list adds nothing",
+    ("check", "--extend-ignore"): "comma-separated codes (--ignore): an empty list ignores nothing",
+    ("check", "--exclude"): "comma-separated globs: an empty list excludes nothing",
+    ("fmt", "--exclude"): "comma-separated globs: an empty list excludes nothing",
+    ("serve", "--listen"): "checked by serve itself: `--listen '': expected HOST:PORT (e.g. 127.0.0.1:8765)`",
+    ("migrate", "--import"): "checked by migrate itself: `--import` takes MODULE:ATTRIBUTE (e.g. `team:team`), not ``",
+}
+
+
+def test_every_path_or_name_argument_refuses_the_empty_string():
+    """Each argument that takes a string is typed by turnflow.cli.util's `text_type` (or a number
+    type, or a fixed choice) unless FREE_TEXT says why not; EMPTY_ARGUMENTS exercises each."""
+    import argparse
+
+    from turnflow.cli import app
+
+    parser = app.build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    typed, free = set(), set()
+    for name, p in sub.choices.items():
+        for action in p._actions:
+            if action.nargs == 0 or action.choices is not None or isinstance(action, argparse._HelpAction):
+                continue
+            label = action.option_strings[-1] if action.option_strings else action.metavar
+            qualname = getattr(action.type, "__qualname__", "")
+            if qualname.startswith("text_type."):
+                typed.add((name, label))
+            elif not qualname.startswith("number_type."):
+                free.add((name, label))
+    assert free == set(FREE_TEXT), (free - set(FREE_TEXT), set(FREE_TEXT) - free)
+    exercised = {(argv[0], "--output" if label == "-o/--output" else label) for argv, label, _ in EMPTY_ARGUMENTS}
+    assert typed == exercised, (typed - exercised, exercised - typed)

@@ -156,10 +156,10 @@ def add_project_options(parser, verb: str) -> None:
     parser.add_argument("--force-exclude", action="store_true",
                         help="apply the excludes (and .gitignore) to files named on the command line too, "
                              "as pre-commit passes them")
-    parser.add_argument("--stdin-filename", metavar="NAME",
+    parser.add_argument("--stdin-filename", metavar="NAME", type=text_type("a file name"),
                         help=f"the name to report for `-` (standard input), and to match the configuration against "
                              f"(e.g. from an editor: turnflow {verb} - --stdin-filename flows/a.flow < a.flow)")
-    parser.add_argument("--config", metavar="FILE",
+    parser.add_argument("--config", metavar="FILE", type=a_file,
                         help="read this turnflow.toml or pyproject.toml instead of searching upwards "
                              "(docs/configuration.md)")
 
@@ -263,3 +263,27 @@ def non_negative_int(zero: str) -> Callable[[str], int]:
 def non_negative_seconds(zero: str) -> Callable[[str], float]:
     """A number of seconds >= 0, where 0 means `zero`."""
     return number_type(_seconds, lambda v: v >= 0, f"0 ({zero}) or a positive number of seconds")
+
+
+# -- the types of text arguments: an empty one is a usage error, never a blank name ----------------
+def text_type(expected: str) -> Callable[[str], str]:
+    """An argparse type for a path or a name: the empty string (an unset `"$VAR"`, a stray `''`) is
+    refused, `argument STORE: expected a SQLite file path or a postgresql:// URL, got '' (an empty
+    string)`, exit 2, instead of being taken for no path, a file named nothing or the default."""
+
+    def convert(text: str) -> str:
+        import argparse
+
+        if text == "":
+            raise argparse.ArgumentTypeError(f"expected {expected}, got '' (an empty string)")
+        return text
+
+    convert.__doc__ = f"An argparse type: {expected}."
+    return convert
+
+
+a_file = text_type("a file path")
+a_file_or_stdin = text_type("a file path, or - for standard input")
+a_path_or_stdin = text_type("a file or folder path, or - for standard input")
+a_block = text_type("a block name")
+a_store = text_type("a SQLite file path or a postgresql:// URL")

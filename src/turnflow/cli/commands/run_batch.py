@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from turnflow.cli.run_inputs import (AgentsFile, RunInputError, check_agents, load_agents_file, load_specs, parse_spec,
                                      pick, read_input, refuse_names_the_hub_cannot_run)
-from turnflow.cli.util import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, err, out, positive_int, positive_seconds
+from turnflow.cli.util import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, a_file, err, out, positive_int, positive_seconds
 from turnflow.term import visible
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ MAX_FAILURES_SHOWN = 20
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--tasks", metavar="TASKS.jsonl",
+    p.add_argument("--tasks", metavar="TASKS.jsonl", type=a_file,
                    help="run one session per line ({\"id\", \"task\", \"context\"}); resumable with --store")
     p.add_argument("--concurrency", type=positive_int, metavar="N",  # None: not given (default 8)
                    help="with --tasks: sessions at a time in this process (default 8)")

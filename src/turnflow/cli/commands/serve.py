@@ -4,7 +4,8 @@ unchanged (docs/serve.md). Needs the `serve` extra (the `websockets` library).""
 
 from __future__ import annotations
 
-from turnflow.cli.util import EXIT_USAGE, err, non_negative_int, non_negative_seconds, positive_int, positive_seconds
+from turnflow.cli.util import (EXIT_USAGE, a_file, a_store, err, non_negative_int, non_negative_seconds,
+                               positive_int, positive_seconds)
 
 
 # the byte budgets and quotas (docs/serve.md, "Limits"): flag, type, default, what it bounds
@@ -36,13 +37,13 @@ def register(sub) -> None:
                                    "pip install 'turnflow[serve]'.")
     p.add_argument("--listen", default="127.0.0.1:8765", metavar="HOST:PORT",
                    help="address to listen on (default 127.0.0.1:8765; port 0 picks a free one)")
-    p.add_argument("--store", default="turnflow-hub.db", metavar="PATH",
+    p.add_argument("--store", default="turnflow-hub.db", metavar="PATH", type=a_store,
                    help="SQLite file or postgresql:// URL holding the sessions (default turnflow-hub.db)")
-    p.add_argument("--registry", metavar="PATH",
+    p.add_argument("--registry", metavar="PATH", type=a_file,
                    help="SQLite file of the registered agents for a SQLite store (default: STORE.agents); with "
                         "a postgresql:// store the agents are kept in that database, and PATH names a registry "
                         "file of an earlier version to import into it while it holds no agent")
-    p.add_argument("--auth-keys", metavar="FILE",
+    p.add_argument("--auth-keys", metavar="FILE", type=a_file,
                    help="JSON object of agent name -> API key: clients must register and attach with AG2's "
                         "ApiKeyAuth shape (auth scheme 'api_key', claim {'token': KEY})")
     p.add_argument("--loop", choices=("auto", "asyncio", "uvloop"), default="auto",
