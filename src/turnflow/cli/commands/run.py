@@ -49,8 +49,10 @@ def register(sub) -> None:
                    help="what a returned post survives: process (default) a crash or kill -9 of this process; "
                         "full a power loss too (an fsync / WAL flush per group commit; docs/runtime.md)")
     p.add_argument("--format", choices=("text", "json"), default="text", help="the transcript as text (default) or json")
-    p.add_argument("--quiet", "-q", action="store_true", help="print only the final state line (text format)")
-    p.add_argument("--verbose", "-v", action="store_true", help="print agents' telemetry to stderr as it is stored")
+    p.add_argument("--quiet", "-q", action="store_true",
+                   help="print only the final state line (text format); with --tasks, the summary's totals line")
+    p.add_argument("--verbose", "-v", action="store_true",
+                   help="print agents' telemetry to stderr as it is stored (with --tasks, after each task's id)")
     p.add_argument("--max-turns", type=positive_int, metavar="N", help="end the session after N turns (this run only)")
     p.add_argument("--timeout", type=duration, metavar="DURATION",
                    help="the session's TTL for this run: 90, 90s, 250ms, 5m or 1h")
