@@ -748,6 +748,16 @@ def test_an_empty_path_or_name_is_a_usage_error_naming_the_argument(tmp_path, mo
     assert err.startswith("usage: turnflow ") and "Traceback" not in err
 
 
+def test_a_stray_empty_argument_is_shown_quoted(tmp_path, monkeypatch, capsys):
+    """Before: `turnflow inspect x.db --summary ''` said `unrecognized arguments: ` (nothing after the
+    colon). Words argparse cannot place are shown as a shell would need them typed."""
+    monkeypatch.chdir(tmp_path)
+    code, err = usage(capsys, "inspect", "x.db", "--summary", "")
+    assert code == 2 and err.splitlines()[-1] == "turnflow: error: unrecognized arguments: ''", err
+    code, err = usage(capsys, "check", "a.flow", "--strict", "x y", "--nope")
+    assert code == 2 and err.splitlines()[-1] == "turnflow: error: unrecognized arguments: 'x y' --nope", err
+
+
 FREE_TEXT = {  # the string arguments where '' is not refused by argparse, and why
     ("run", "--task"): "the task's text: an empty first input is a (poor) task, not a wrong command line",
     ("check", "--select"): "comma-separated codes: an empty list selects nothing (the ruff spelling)",

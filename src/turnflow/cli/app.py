@@ -27,6 +27,16 @@ class Parser(argparse.ArgumentParser):
         # argparse's own rule (`^-\d+$|^-\d*\.\d+$`), the one place it decides what looks like a negative number
         self._negative_number_matcher = re.compile(r"^-(?:\.?\d|inf|nan)", re.IGNORECASE)
 
+    def parse_args(self, args=None, namespace=None):
+        """argparse's, except that the words it cannot place are quoted as a shell needs them
+        (`unrecognized arguments: ''`, not a blank after the colon)."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            import shlex
+
+            self.error(f"unrecognized arguments: {' '.join(shlex.quote(word) for word in extras)}")
+        return parsed
+
 
 def build_parser() -> argparse.ArgumentParser:
     from turnflow.cli.commands import COMMANDS
