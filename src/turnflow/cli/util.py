@@ -15,6 +15,7 @@ This module imports nothing heavy: it runs for `turnflow --help`."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import IO, TYPE_CHECKING, Callable, Mapping, Optional, Sequence, TypeVar
 
@@ -212,17 +213,13 @@ def _seconds(text: str) -> Optional[float]:
     return value if math.isfinite(value) else None  # nan, inf: no number of seconds
 
 
-_DURATION = None
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
 
 
 def _duration(text: str) -> Optional[float]:
     """`90`, `90s`, `250ms`, `5m`, `1h`, `1d` -> seconds."""
     import math
-    import re
 
-    global _DURATION
-    if _DURATION is None:
-        _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
     m = _DURATION.match(text)
     if m is None:
         return None
