@@ -142,6 +142,37 @@ def test_text_summary_table(tmp_path, capsys):
     assert any(line.split() == ["max_turns", "5", str(TURNS), str(TURNS), str(TURNS)] for line in out.splitlines())
 
 
+def test_quiet_batch_prints_only_the_totals_line(tmp_path, capsys):
+    """Before: `run --tasks T --quiet` printed the whole summary table, as without --quiet. Now, as a
+    single run's --quiet prints only its final state line: the summary's first line on stdout, and
+    each failed task named on stderr (a single run says its error there too); with --format json the
+    task lines on stdout are unchanged and the summary on stderr is its first line."""
+    files = write_batch(tmp_path, 3, fail=(1,))
+    args = ["run", files["flow"], "--agents", files["agents"], "--tasks", files["tasks"], "--quiet"]
+    rc = main([*args, "--store", str(tmp_path / "a.db")])
+    cap = capsys.readouterr()
+    assert rc == 1
+    assert cap.out == "tasks 3: done 2, failed 1, unfinished 0\n"
+    [failed] = cap.err.splitlines()
+    assert failed.startswith("turnflow run: task t001 failed: agent 'b' failed turn 2 twice: RuntimeError: b refuses")
+    rc = main([*args, "--store", str(tmp_path / "b.db"), "--format", "json", "-q"])
+    cap = capsys.readouterr()
+    assert rc == 1 and sorted(json.loads(x)["id"] for x in cap.out.splitlines()) == ["t000", "t001", "t002"]
+    assert cap.err == "tasks 3: done 2, failed 1, unfinished 0\n"
+
+
+def test_verbose_batch_prints_each_task_s_telemetry(tmp_path, capsys):
+    """Before: `run --tasks T --verbose` printed no telemetry (the flag was ignored). Now each record
+    is printed on stderr as it is stored, as in a single run, after the id of the task it is for."""
+    files = write_batch(tmp_path, 2)
+    rc = main(["run", files["flow"], "--agents", files["agents"], "--tasks", files["tasks"],
+               "--store", str(tmp_path / "hub.db"), "--verbose", "--concurrency", "1"])
+    cap = capsys.readouterr()
+    assert rc == 0 and cap.out.startswith("tasks 2: done 2, failed 0, unfinished 0\n")
+    shakes = [line.split(" raw=")[0] for line in cap.err.splitlines() if "handshake" in line]
+    assert shakes == [f"task {t}: telemetry {a} handshake" for t in ("t000", "t001") for a in "abc"], cap.err
+
+
 def test_a_changed_task_under_the_same_id_is_refused(tmp_path, capsys):
     files = write_batch(tmp_path, 2)
     store = str(tmp_path / "hub.db")

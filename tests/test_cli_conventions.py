@@ -599,3 +599,197 @@ def test_readme_says_how_long_the_test_suite_takes():
     readme = (Path(__file__).parent.parent / "README.md").read_text()
     head = readme[:readme.index("turnflow is a toolchain")]
     assert re.search(r"whole test suite: about \d+ minutes", head)
+
+
+# -- number and duration flags: a value that looks negative is the flag's value, refused by name --
+def usage(capsys, *argv):
+    """(exit status, stderr) of a command line argparse refuses (SystemExit) or a command refuses."""
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:
+        code = exc.code
+    return code, capsys.readouterr().err
+
+
+RUN = ("run", "f.flow", "--agents", "a.yaml")
+BATCH = (*RUN, "--tasks", "t.jsonl")
+SERVE = ("serve", "--listen", "nope")  # (a value that passed would stop at --listen, never serve)
+NUMBER_FLAGS = [  # every number or duration flag of every subcommand, with a value that starts with `-`
+    (RUN, "--timeout", "-5s", "expected a positive duration such as 90, 90s, 250ms, 5m or 1h, got '-5s'"),
+    (RUN, "--timeout", "-1.5h", "expected a positive duration"),
+    (RUN, "--timeout", "-5", "expected a positive duration"),
+    (RUN, "--max-turns", "-3x", "expected a positive whole number, got '-3x'"),
+    (RUN, "--max-turns", "-1e3", "expected a positive whole number"),
+    (BATCH, "--concurrency", "-1e3", "expected a positive whole number"),
+    (BATCH, "--lease", "-5s", "expected a positive number of seconds, got '-5s'"),
+    (BATCH, "--lease", "-inf", "expected a positive number of seconds"),
+    (BATCH, "--lease", "nan", "expected a positive number of seconds"),
+    (("graph", "f.flow"), "--timeout", "-5s", "expected a positive number of seconds, got '-5s'"),
+    (("simulate", "f.flow"), "--runs", "-5x", "expected a positive whole number"),
+    (("simulate", "f.flow"), "--seed", "-1.5", "expected a whole number, got '-1.5'"),
+    (SERVE, "--idle-timeout", "-5s", "expected a positive number of seconds, got '-5s'"),
+    (SERVE, "--sweep-interval", "-.5", "expected a positive number of seconds"),
+    (SERVE, "--invite-timeout", "inf", "expected a positive number of seconds"),
+    (SERVE, "--auth-timeout", "-1e3", "expected a positive number of seconds"),
+    (SERVE, "--ping-timeout", "nan", "expected a positive number of seconds"),
+    (SERVE, "--ping-interval", "-1e3", "expected 0 (off) or a positive number of seconds"),
+    (SERVE, "--max-frame-bytes", "-1k", "expected a positive whole number, got '-1k'"),
+    (SERVE, "--max-connections", "-5", "expected a positive whole number"),
+    (SERVE, "--send-queue", "1.5", "expected a positive whole number"),
+    (SERVE, "--max-inflight", "-0x10", "expected a positive whole number"),
+    (SERVE, "--max-session-bytes", "0", "expected a positive whole number, got '0'"),
+    (SERVE, "--send-buffer-bytes", "-8M", "expected a positive whole number, got '-8M'"),
+    (SERVE, "--total-send-bytes", "-1", "expected a positive whole number"),
+    (SERVE, "--max-reply-bytes", "-1.5", "expected a positive whole number"),
+    (SERVE, "--inflight-bytes", "-4e6", "expected a positive whole number"),
+    (SERVE, "--max-channels-per-agent", "-Inf", "expected a positive whole number"),
+    (SERVE, "--max-labels-bytes", "-16k", "expected a positive whole number"),
+    (SERVE, "--max-per-peer", "-1", "expected 0 (no limit) or a positive whole number, got '-1'"),
+    (SERVE, "--max-unbound", "-2e1", "expected 0 (an eighth of --max-connections) or a positive whole number"),
+]
+
+
+@pytest.mark.parametrize("prefix, flag, value, message", NUMBER_FLAGS, ids=[f"{p[0]} {f} {v}" for p, f, v, _ in NUMBER_FLAGS])
+def test_a_negative_looking_number_is_refused_naming_its_flag(tmp_path, monkeypatch, capsys, prefix, flag, value,
+                                                             message):
+    """Before: `turnflow run ... --timeout -5s` said argparse's `argument --timeout: expected one
+    argument` (a value starting with `-` and not a plain negative number was taken for an option),
+    and serve's number flags took `nan` and `inf`. Now the value reaches the flag's type, which
+    says what it expects (one helper for every flag: turnflow.cli.util), exit 2."""
+    monkeypatch.chdir(tmp_path)
+    code, err = usage(capsys, *prefix, flag, value)
+    assert code == 2
+    assert f"argument {flag}: {message}" in err, err
+    assert "expected one argument" not in err and "Traceback" not in err
+
+
+def test_every_number_flag_is_covered_and_typed_by_the_shared_helpers():
+    """Every flag whose value is a number or a duration is typed by turnflow.cli.util's
+    `number_type` (no `type=int`/`float`, no parser of its own), and NUMBER_FLAGS above exercises each."""
+    import argparse
+
+    from turnflow.cli import app
+
+    typed = set()
+    parser = app.build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name, p in sub.choices.items():
+        for action in p._actions:
+            assert action.type not in (int, float), (name, action.option_strings)
+            if getattr(action.type, "__qualname__", "").startswith("number_type."):
+                typed.add((name, action.option_strings[-1]))
+            elif action.metavar in ("N", "S", "SECONDS", "DURATION"):
+                raise AssertionError(f"{name} {action.option_strings}: a number typed by a parser of its own")
+    covered = {(prefix[0], flag) for prefix, flag, _, _ in NUMBER_FLAGS}
+    assert typed == covered, (typed - covered, covered - typed)
+
+
+def test_plain_numbers_still_parse(tmp_path, capsys):
+    f = tmp_path / "w.flow"
+    f.write_text("workflow w {\n    participant a\n    participant b\n    start a\n    a -> b\n    b -> terminate\n}\n")
+    code, out, err = run(capsys, "simulate", str(f), "--runs", "3", "--seed", "-5", "--format", "json")
+    assert code == 0, err  # a negative seed is a seed
+
+
+# -- an empty path or name is a usage error, never a blank name, a file named nothing or the default --
+EMPTY = "got '' (an empty string)"
+FILE_OR_STDIN = "expected a file path, or - for standard input"
+STORE = "expected a SQLite file path or a postgresql:// URL"
+EMPTY_ARGUMENTS = [  # (command line, the argument argparse names, what it expects)
+    (("inspect", ""), "STORE", STORE),
+    (("inspect", "x.db", "--session", ""), "--session", "expected a session id"),
+    (("check", ""), "PATH", "expected a file or folder path, or - for standard input"),
+    (("check", "a.flow", ""), "PATH", "expected a file or folder path"),
+    (("fmt", ""), "PATH", "expected a file or folder path, or - for standard input"),
+    (("check", "--config", "", "a.flow"), "--config", "expected a file path"),
+    (("fmt", "--config", "", "a.flow"), "--config", "expected a file path"),
+    (("check", "-", "--stdin-filename", ""), "--stdin-filename", "expected a file name"),
+    (("fmt", "-", "--stdin-filename", ""), "--stdin-filename", "expected a file name"),
+    (("graph", ""), "FILE", "expected a file path"),
+    (("graph", "a.flow", "--block", ""), "--block", "expected a block name"),
+    (("graph", "a.flow", "-o", ""), "-o/--output", "expected a file path"),
+    (("compile", ""), "FILE", FILE_OR_STDIN),
+    (("compile", "a.flow", "--block", ""), "--block", "expected a block name"),
+    (("compile", "a.flow", "-o", ""), "-o/--output", "expected a file path"),
+    (("decompile", ""), "SPEC.json", FILE_OR_STDIN),
+    (("decompile", "k.json", "--name", ""), "--name", "expected a block name"),
+    (("decompile", "k.json", "--participants", ""), "--participants", "expected participant names, comma-separated"),
+    (("decompile", "k.json", "-o", ""), "-o/--output", "expected a file path"),
+    (("migrate", ""), "INPUT", "expected a file path"),
+    (("migrate", "x.py", "-o", ""), "-o/--output", "expected a file path"),
+    (("simulate", ""), "FILE", FILE_OR_STDIN),
+    (("simulate", "a.flow", "--block", ""), "--block", "expected a block name"),
+    (("run", "", "--agents", "a.yaml"), "FILE", FILE_OR_STDIN),
+    (("run", "a.flow", "--agents", ""), "--agents", "expected a file path"),
+    ((*RUN, "--block", ""), "--block", "expected a block name"),
+    ((*RUN, "--store", ""), "--store", STORE),
+    ((*RUN, "--hub", ""), "--hub", "expected a served hub's address, ws://HOST:PORT"),
+    ((*RUN, "--hub-keys", ""), "--hub-keys", "expected a file path"),
+    ((*RUN, "--tasks", ""), "--tasks", "expected a file path"),
+    (("rule", ""), "CODE|NAME", "expected a rule code (TF204) or name (shadowed-rule)"),
+    (("schema", ""), "NAME", "expected a schema name (turnflow schema lists them)"),
+    ((*SERVE, "--store", ""), "--store", STORE),
+    ((*SERVE, "--registry", ""), "--registry", "expected a file path"),
+    ((*SERVE, "--auth-keys", ""), "--auth-keys", "expected a file path"),
+]
+
+
+@pytest.mark.parametrize("argv, name, expected", EMPTY_ARGUMENTS, ids=[" ".join(a or "''" for a in argv)
+                                                                      for argv, _, _ in EMPTY_ARGUMENTS])
+def test_an_empty_path_or_name_is_a_usage_error_naming_the_argument(tmp_path, monkeypatch, capsys, argv, name, expected):
+    """Before: `turnflow inspect ''` said `no such store file: ` (a blank name), `check ''` reported
+    TF000 on a file named nothing, `rule ''` and `schema ''` listed everything, `compile F -o ''`
+    printed to stdout and `run F --hub ''` ran locally: an empty value (an unset `"$VAR"`) was taken
+    for a name or for "not given". Now argparse refuses it naming the argument, exit 2."""
+    monkeypatch.chdir(tmp_path)
+    code, err = usage(capsys, *argv)
+    assert code == 2, err
+    assert f"argument {name}: {expected}" in err and EMPTY in err, err
+    assert err.startswith("usage: turnflow ") and "Traceback" not in err
+
+
+def test_a_stray_empty_argument_is_shown_quoted(tmp_path, monkeypatch, capsys):
+    """Before: `turnflow inspect x.db --summary ''` said `unrecognized arguments: ` (nothing after the
+    colon). Words argparse cannot place are shown as a shell would need them typed."""
+    monkeypatch.chdir(tmp_path)
+    code, err = usage(capsys, "inspect", "x.db", "--summary", "")
+    assert code == 2 and err.splitlines()[-1] == "turnflow: error: unrecognized arguments: ''", err
+    code, err = usage(capsys, "check", "a.flow", "--strict", "x y", "--nope")
+    assert code == 2 and err.splitlines()[-1] == "turnflow: error: unrecognized arguments: 'x y' --nope", err
+
+
+FREE_TEXT = {  # the string arguments where '' is not refused by argparse, and why
+    ("run", "--task"): "the task's text: an empty first input is a (poor) task, not a wrong command line",
+    ("check", "--select"): "comma-separated codes: an empty list selects nothing (the ruff spelling)",
+    ("check", "--extend-select"): "comma-separated codes: an empty list adds nothing",
+    ("check", "--extend-ignore"): "comma-separated codes (--ignore): an empty list ignores nothing",
+    ("check", "--exclude"): "comma-separated globs: an empty list excludes nothing",
+    ("fmt", "--exclude"): "comma-separated globs: an empty list excludes nothing",
+    ("serve", "--listen"): "checked by serve itself: `--listen '': expected HOST:PORT (e.g. 127.0.0.1:8765)`",
+    ("migrate", "--import"): "checked by migrate itself: `--import` takes MODULE:ATTRIBUTE (e.g. `team:team`), not ``",
+}
+
+
+def test_every_path_or_name_argument_refuses_the_empty_string():
+    """Each argument that takes a string is typed by turnflow.cli.util's `text_type` (or a number
+    type, or a fixed choice) unless FREE_TEXT says why not; EMPTY_ARGUMENTS exercises each."""
+    import argparse
+
+    from turnflow.cli import app
+
+    parser = app.build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    typed, free = set(), set()
+    for name, p in sub.choices.items():
+        for action in p._actions:
+            if action.nargs == 0 or action.choices is not None or isinstance(action, argparse._HelpAction):
+                continue
+            label = action.option_strings[-1] if action.option_strings else action.metavar
+            qualname = getattr(action.type, "__qualname__", "")
+            if qualname.startswith("text_type."):
+                typed.add((name, label))
+            elif not qualname.startswith("number_type."):
+                free.add((name, label))
+    assert free == set(FREE_TEXT), (free - set(FREE_TEXT), set(FREE_TEXT) - free)
+    exercised = {(argv[0], "--output" if label == "-o/--output" else label) for argv, label, _ in EMPTY_ARGUMENTS}
+    assert typed == exercised, (typed - exercised, exercised - typed)

@@ -229,3 +229,101 @@ def test_a_request_for_a_document_never_opened_gets_invalid_params(tmp_path):
         error = got[msg_id].get("error")
         assert error is not None and error["code"] == -32602, got[msg_id]
         assert "not open" in error["message"] and "Traceback" not in str(error), error
+
+
+def test_a_second_initialize_gets_invalid_request_and_the_server_keeps_working(tmp_path):
+    """LSP: `initialize` is sent once; a second one must get an error. It was answered as the
+    first (capabilities again, the initialization options applied again). Now -32600 saying the
+    server is already initialized, and the open document is still checked and answered."""
+    proc = _start(tmp_path)
+    uri = (tmp_path / "x.flow").as_uri()
+    init = {"capabilities": {}, "processId": None, "rootUri": None}
+    published = lambda ms: any(m.get("method") == "textDocument/publishDiagnostics" for m in ms)
+    try:
+        _send(proc, {"id": 1, "method": "initialize", "params": init})
+        _send(proc, {"method": "initialized", "params": {}})
+        _send(proc, {"id": 2, "method": "initialize", "params": {**init, "initializationOptions": {"debounce": 9}}})
+        _send(proc, {"method": "textDocument/didOpen", "params": {"textDocument": {
+            "uri": uri, "languageId": "turnflow", "version": 1,
+            "text": "workflow w {\n    participant a\n    start b\n}\n"}}})
+        _send(proc, {"id": 3, "method": "textDocument/hover",
+                     "params": {"textDocument": {"uri": uri}, "position": {"line": 1, "character": 17}}})
+        got = _messages(proc, lambda ms: published(ms) and {2, 3} <= {m.get("id") for m in ms})
+        _send(proc, {"id": 4, "method": "shutdown"})
+        assert set(_answers(proc, {4})) == {4}
+        _send(proc, {"method": "exit"})
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    answers = {m["id"]: m for m in got if "id" in m and "method" not in m}
+    assert answers[2]["error"]["code"] == -32600 and "result" not in answers[2], answers[2]
+    assert "already initialized" in answers[2]["error"]["message"]
+    assert "participant" in answers[3]["result"]["contents"]["value"]  # still answering
+    [diags] = [m["params"]["diagnostics"] for m in got if m.get("method") == "textDocument/publishDiagnostics"]
+    assert "TF102" in [d["code"] for d in diags]  # `start b`: b is not declared
+    assert proc.returncode == 0
+
+
+def test_a_changed_configuration_file_rechecks_the_open_documents(tmp_path):
+    """The project configuration (turnflow.toml, pyproject.toml's [tool.turnflow]) decides which
+    findings an open document shows and how severe they are. The server asks the client to watch
+    those files (dynamic registration) and, on `workspace/didChangeWatchedFiles` naming one,
+    checks every open document again and publishes. It ignored the notification: an edited
+    configuration showed only once the document itself changed."""
+    proc = _start(tmp_path)
+    config = tmp_path / "turnflow.toml"
+    config.write_text('[severity]\nTF102 = "warning"\n')
+    uri = (tmp_path / "x.flow").as_uri()
+    other = (tmp_path / "sub" / "y.flow").as_uri()
+    text = "workflow w {\n    participant a\n    participant b\n    start ab\n    a -> b\n    b -> terminate\n}\n"
+    caps = {"workspace": {"didChangeWatchedFiles": {"dynamicRegistration": True}}}
+    seen: list = []
+
+    def publishes(n: int, timeout: float = 15) -> list:
+        """The next `n` publishDiagnostics (uri -> {code: severity})."""
+        def enough(ms: list) -> bool:
+            return sum(m.get("method") == "textDocument/publishDiagnostics" for m in ms) >= n
+        got = _messages(proc, enough, timeout)
+        seen.extend(got)
+        return [{m["params"]["uri"]: {d["code"]: d["severity"] for d in m["params"]["diagnostics"]}}
+                for m in got if m.get("method") == "textDocument/publishDiagnostics"]
+
+    def changed(kind: int) -> None:
+        _send(proc, {"method": "workspace/didChangeWatchedFiles",
+                     "params": {"changes": [{"uri": config.as_uri(), "type": kind}]}})
+
+    try:
+        _send(proc, {"id": 1, "method": "initialize", "params": {"capabilities": caps, "processId": None,
+                                                                 "rootUri": tmp_path.as_uri()}})
+        assert set(_answers(proc, {1})) == {1}
+        _send(proc, {"method": "initialized", "params": {}})
+        for u in (uri, other):
+            _send(proc, {"method": "textDocument/didOpen", "params": {"textDocument": {
+                "uri": u, "languageId": "turnflow", "version": 1, "text": text}}})
+        first = publishes(2)
+        register = [m for m in seen if m.get("method") == "client/registerCapability"]
+        assert first == [{uri: {"TF102": 2}}, {other: {"TF102": 2}}]  # a warning, as configured
+        config.write_text('ignore = ["TF102"]\n')
+        changed(2)
+        assert sorted(publishes(2), key=str) == [{other: {}}, {uri: {}}]  # both checked again: ignored now
+        config.unlink()
+        changed(3)
+        assert sorted(publishes(2), key=str) == [{other: {"TF102": 1}}, {uri: {"TF102": 1}}]  # no configuration: an error
+        _send(proc, {"method": "workspace/didChangeWatchedFiles",  # a file that configures nothing: no new check
+                     "params": {"changes": [{"uri": (tmp_path / "notes.txt").as_uri(), "type": 2}]}})
+        _send(proc, {"id": 2, "method": "shutdown"})
+        tail = _messages(proc, lambda ms: any(m.get("id") == 2 for m in ms))
+        _send(proc, {"method": "exit"})
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert not [m for m in tail if m.get("method") == "textDocument/publishDiagnostics"]
+    [request] = register
+    [registration] = request["params"]["registrations"]
+    assert registration["method"] == "workspace/didChangeWatchedFiles"
+    globs = {w["globPattern"] for w in registration["registerOptions"]["watchers"]}
+    assert globs == {"**/turnflow.toml", "**/pyproject.toml"}

@@ -82,7 +82,7 @@ def test_a_compiled_spec_file_is_simulated_too(tmp_path, capsys):
 @pytest.mark.parametrize("args, code, message", [
     (["nope.flow"], 2, "no such file or directory: `nope.flow`"),
     ([str(SIM)], 2, "is a directory; give a file"),
-    ([GUARDS, "--runs", "0"], 2, "expected a positive number"),
+    ([GUARDS, "--runs", "0"], 2, "argument --runs: expected a positive whole number, got '0'"),
     ([GUARDS, "--block", "zzz"], 2, "has no block `zzz` (blocks: guards)"),
 ])
 def test_bad_input(capsys, args, code, message):

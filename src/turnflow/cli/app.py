@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from typing import Optional, Sequence
 
@@ -14,10 +15,33 @@ import turnflow
 from turnflow.cli.util import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, CommandError, err
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, except that a word that starts with `-` and then a digit, `.`, `inf` or
+    `nan` (`-5s`, `-1e3`, `-.5`, `-inf`) is a value, as argparse already takes `-5` and `-1.5`: after
+    `--timeout` it is the flag's value, and the flag's type refuses it by name (`argument --timeout:
+    expected a positive duration ..., got '-5s'`) instead of argparse's `expected one argument`.
+    No turnflow option looks like that. Its subcommands' parsers are of this class too."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        # argparse's own rule (`^-\d+$|^-\d*\.\d+$`), the one place it decides what looks like a negative number
+        self._negative_number_matcher = re.compile(r"^-(?:\.?\d|inf|nan)", re.IGNORECASE)
+
+    def parse_args(self, args=None, namespace=None):
+        """argparse's, except that the words it cannot place are quoted as a shell needs them
+        (`unrecognized arguments: ''`, not a blank after the colon)."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            import shlex
+
+            self.error(f"unrecognized arguments: {' '.join(shlex.quote(word) for word in extras)}")
+        return parsed
+
+
 def build_parser() -> argparse.ArgumentParser:
     from turnflow.cli.commands import COMMANDS
 
-    p = argparse.ArgumentParser(prog="turnflow", description="Lint, compile, draw and run .flow speaker graphs.")
+    p = Parser(prog="turnflow", description="Lint, compile, draw and run .flow speaker graphs.")
     p.add_argument("--version", action="version", version=f"turnflow {turnflow.__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for command in COMMANDS:

@@ -15,12 +15,14 @@ This module imports nothing heavy: it runs for `turnflow --help`."""
 from __future__ import annotations
 
 import json
+import re
 import sys
-from typing import IO, TYPE_CHECKING, Mapping, Optional, Sequence
+from typing import IO, TYPE_CHECKING, Callable, Mapping, Optional, Sequence, TypeVar
 
 if TYPE_CHECKING:  # pragma: no cover
     from turnflow.diagnostics.diagnostic import Diagnostic
 
+T = TypeVar("T")
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 FORMATS = ("text", "full", "concise", "grouped", "json", "sarif", "github", "junit", "gitlab")
 FORMAT_HELP = ("text (default; with carets; `full` is its ruff name), concise (one line each), grouped (by file), "
@@ -155,10 +157,10 @@ def add_project_options(parser, verb: str) -> None:
     parser.add_argument("--force-exclude", action="store_true",
                         help="apply the excludes (and .gitignore) to files named on the command line too, "
                              "as pre-commit passes them")
-    parser.add_argument("--stdin-filename", metavar="NAME",
+    parser.add_argument("--stdin-filename", metavar="NAME", type=text_type("a file name"),
                         help=f"the name to report for `-` (standard input), and to match the configuration against "
                              f"(e.g. from an editor: turnflow {verb} - --stdin-filename flows/a.flow < a.flow)")
-    parser.add_argument("--config", metavar="FILE",
+    parser.add_argument("--config", metavar="FILE", type=a_file,
                         help="read this turnflow.toml or pyproject.toml instead of searching upwards "
                              "(docs/configuration.md)")
 
@@ -195,14 +197,90 @@ def discover_flows(paths: Sequence[str], config) -> tuple[list[str], list["Diagn
     return files, [d for d in problems if d not in empty]
 
 
-def positive_int(text: str) -> int:
-    """An argparse type: a whole number >= 1, with one wording in every command."""
-    import argparse
+# -- the types of number and duration flags: one wording in every command --------------------------
+# A flag's value is handed to its type even when it starts with `-` (`--timeout -5s`, `--lease -1e3`:
+# turnflow.cli.app.Parser), so the type names what it expects: argparse prints
+# `turnflow CMD: error: argument --timeout: expected a positive duration ..., got '-5s'`, exit 2.
 
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}")
-    return n
+def _whole(text: str) -> Optional[int]:
+    return int(text)
+
+
+def _seconds(text: str) -> Optional[float]:
+    import math
+
+    value = float(text)
+    return value if math.isfinite(value) else None  # nan, inf: no number of seconds
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
+
+
+def _duration(text: str) -> Optional[float]:
+    """`90`, `90s`, `250ms`, `5m`, `1h`, `1d` -> seconds."""
+    import math
+
+    m = _DURATION.match(text)
+    if m is None:
+        return None
+    value = float(m.group(1)) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}[m.group(2)]
+    return value if math.isfinite(value) else None
+
+
+def number_type(parse: Callable[[str], Optional[T]], accept: Callable[[T], bool], expected: str) -> Callable[[str], T]:
+    """An argparse type: `parse(text)` (None or ValueError: not such a number), kept when `accept`
+    says so, else `expected EXPECTED, got 'TEXT'`."""
+
+    def convert(text: str) -> T:
+        import argparse
+
+        try:
+            value = parse(text)
+        except (ValueError, OverflowError):  # (int() of 5,000 digits is a ValueError too)
+            value = None
+        if value is None or not accept(value):
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+        return value
+
+    convert.__doc__ = f"An argparse type: {expected}."
+    return convert
+
+
+positive_int = number_type(_whole, lambda n: n >= 1, "a positive whole number")
+whole_number = number_type(_whole, lambda n: True, "a whole number")
+positive_seconds = number_type(_seconds, lambda v: v > 0, "a positive number of seconds")
+duration = number_type(_duration, lambda v: v > 0, "a positive duration such as 90, 90s, 250ms, 5m or 1h")
+
+
+def non_negative_int(zero: str) -> Callable[[str], int]:
+    """A whole number >= 0, where 0 means `zero` (`expected 0 (no limit) or a positive whole number`)."""
+    return number_type(_whole, lambda n: n >= 0, f"0 ({zero}) or a positive whole number")
+
+
+def non_negative_seconds(zero: str) -> Callable[[str], float]:
+    """A number of seconds >= 0, where 0 means `zero`."""
+    return number_type(_seconds, lambda v: v >= 0, f"0 ({zero}) or a positive number of seconds")
+
+
+# -- the types of text arguments: an empty one is a usage error, never a blank name ----------------
+def text_type(expected: str) -> Callable[[str], str]:
+    """An argparse type for a path or a name: the empty string (an unset `"$VAR"`, a stray `''`) is
+    refused, `argument STORE: expected a SQLite file path or a postgresql:// URL, got '' (an empty
+    string)`, exit 2, instead of being taken for no path, a file named nothing or the default."""
+
+    def convert(text: str) -> str:
+        import argparse
+
+        if text == "":
+            raise argparse.ArgumentTypeError(f"expected {expected}, got '' (an empty string)")
+        return text
+
+    convert.__doc__ = f"An argparse type: {expected}."
+    return convert
+
+
+a_file = text_type("a file path")
+a_file_or_stdin = text_type("a file path, or - for standard input")
+a_path_or_stdin = text_type("a file or folder path, or - for standard input")
+a_block = text_type("a block name")
+a_store = text_type("a SQLite file path or a postgresql:// URL")

@@ -26,7 +26,7 @@ from turnflow.diagnostics.codes import lookup
 from turnflow.lsp.index import code_hover
 from pygls.exceptions import JsonRpcInvalidParams
 from turnflow.lsp.blocks import headers, outline
-from turnflow.workspace.config import ConfigError, config_for_file
+from turnflow.workspace.config import CONFIG_FILES, ConfigError, config_for_file, forget_cached
 from turnflow.lsp.blocks import block_around, padded
 from turnflow.lsp.index import FlowIndex
 import multiprocessing
@@ -58,7 +58,8 @@ class _Unreadable:
 class FlowProtocol(LanguageServerProtocol):
     """pygls' protocol, except that every request gets an answer: one before `initialize` gets
     ServerNotInitialized (-32002), one it cannot read gets its
-    error (InvalidParams) instead of silence, one after `shutdown` gets InvalidRequest, and a
+    error (InvalidParams) instead of silence, a second `initialize` and one after `shutdown` get
+    InvalidRequest (the server stays as the first `initialize` set it up), and a
     body that is JSON but no JSON-RPC 2.0 message (an array, a number, an object without
     `"jsonrpc": "2.0"`) gets InvalidRequest with the request's id when it has one, else null
     (a body that is not JSON at all: `FlowServer.report_server_error`)."""
@@ -86,6 +87,12 @@ class FlowProtocol(LanguageServerProtocol):
             if getattr(message, "id", None) is not None:  # a notification before `initialize` is dropped
                 self._send_response(message.id, error=t.ResponseError(
                     code=JsonRpcServerNotInitialized.CODE, message="the server is not initialized: send `initialize` first"))
+            return
+        if method == "initialize" and self._workspace is not None:  # LSP: `initialize` is sent once
+            if getattr(message, "id", None) is not None:
+                self._send_response(message.id, error=t.ResponseError(
+                    code=JsonRpcInvalidRequest.CODE, message="the server is already initialized: `initialize` is "
+                                                             "sent once"))
             return
         if (getattr(self, "_shutdown", False) and getattr(message, "method", "exit") != "exit"
                 and getattr(message, "id", None) is not None):
@@ -343,6 +350,34 @@ def _initialize(ls: FlowServer, params: t.InitializeParams) -> None:
             ls.rules_url = options["rulesUrl"]
         if isinstance(options.get("debounce"), (int, float)):
             ls.debounce = max(0.0, float(options["debounce"]))
+
+
+@server.feature(t.INITIALIZED)
+def _initialized(ls: FlowServer, params: t.InitializedParams) -> None:
+    """Ask the client to watch the configuration files (when it can register watchers itself:
+    `workspace.didChangeWatchedFiles.dynamicRegistration`); a client that cannot may still send
+    `workspace/didChangeWatchedFiles` for them (e.g. from its own settings)."""
+    caps = ls.client_capabilities.workspace
+    watched = caps.did_change_watched_files if caps is not None else None
+    if watched is None or not watched.dynamic_registration:
+        return
+    ls.client_register_capability(t.RegistrationParams(registrations=[t.Registration(
+        id="turnflow-configuration", method=t.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+        register_options=t.DidChangeWatchedFilesRegistrationOptions(
+            watchers=[t.FileSystemWatcher(glob_pattern=f"**/{name}") for name in CONFIG_FILES]))]))
+
+
+@server.feature(t.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+def _watched_files_changed(ls: FlowServer, params: t.DidChangeWatchedFilesParams) -> None:
+    """A configuration file was created, changed or deleted: every open document is checked again
+    under the configuration that governs it now, and its diagnostics published. Other files
+    change nothing the server shows."""
+    if not any(change.uri.rstrip("/").rsplit("/", 1)[-1] in CONFIG_FILES for change in params.changes):
+        return
+    forget_cached()
+    ls.config_problems.clear()  # an invalid configuration is shown again after an edit
+    for uri in list(ls.workspace.text_documents):
+        ls.open_or_save(uri)
 
 
 @server.feature(t.TEXT_DOCUMENT_DID_OPEN)

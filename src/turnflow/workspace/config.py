@@ -280,6 +280,9 @@ def read(path: Path) -> Config:
     return from_table(table, root, path, where)
 
 
+CONFIG_FILES = ("turnflow.toml", "pyproject.toml")  # the names `find` looks for (the language server watches them)
+
+
 def find(start: Path) -> Optional[Path]:
     """The nearest `turnflow.toml`, or `pyproject.toml` with a `[tool.turnflow]` table, from `start` up."""
     start = Path(os.path.realpath(start))  # (a symlink loop stays as it is: realpath never raises)
@@ -331,6 +334,12 @@ def config_for_file(path: str) -> Optional[Config]:
     if cached is None or cached[0] != mtime:
         _CACHE[found] = (mtime, read(found))
     return _CACHE[found][1]
+
+
+def forget_cached() -> None:
+    """Drop every configuration `config_for_file` read: the language server is told a configuration
+    file changed (its mtime alone can miss an edit made within the file system's timestamp tick)."""
+    _CACHE.clear()
 
 
 def policy_for_file(path: str) -> Optional[Callable[[list[Diagnostic], str], list[Diagnostic]]]:

@@ -7,8 +7,9 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
-from turnflow.cli.util import (EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, FORMAT_HELP, FORMATS, add_project_options,
-                               discover_flows, err, exit_status, fail, out, project_config, report)
+from turnflow.cli.util import (EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, FORMAT_HELP, FORMATS, a_path_or_stdin,
+                               add_project_options, discover_flows, err, exit_status, fail, out, project_config,
+                               report)
 
 if TYPE_CHECKING:  # pragma: no cover
     from turnflow.cli.fixes import Fix
@@ -16,7 +17,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def register(sub) -> None:
     c = sub.add_parser("check", help="parse and analyse .flow files or folders")
-    c.add_argument("paths", nargs="*", default=["."], metavar="PATH",
+    c.add_argument("paths", nargs="*", default=["."], metavar="PATH", type=a_path_or_stdin,
                    help="files or folders to check (default: the current folder)")
     c.add_argument("--format", "--output-format", dest="format", choices=FORMATS, default="text", help=FORMAT_HELP)
     c.add_argument("--strict", action="store_true", help="exit 1 on warnings too")

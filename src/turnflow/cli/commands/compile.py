@@ -7,7 +7,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from turnflow.cli.util import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, fail, out, report, unknown_block
+from turnflow.cli.util import (EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, a_block, a_file, a_file_or_stdin, fail, out,
+                               report, unknown_block)
 from turnflow.diagnostics.codes import PROFILES, TARGETS
 
 
@@ -18,8 +19,8 @@ def register(sub) -> None:
                                    "AgentChat code, or as an AgentChat team component (JSON) "
                                    "(docs/targets.md). A flow with errors is not compiled: its diagnostics are "
                                    "printed on stderr and the exit code is 1.")
-    c.add_argument("file", metavar="FILE", help="a .flow file (`-` for stdin)")
-    c.add_argument("--block", metavar="NAME", help="print only this block's spec (an object, not an array)")
+    c.add_argument("file", metavar="FILE", type=a_file_or_stdin, help="a .flow file (`-` for stdin)")
+    c.add_argument("--block", metavar="NAME", type=a_block, help="print only this block's spec (an object, not an array)")
     c.add_argument("--knobs", action="store_true", help="print only the block's `knobs` "
                    "(with --block, or when the file has one block)")
     c.add_argument("--profile", choices=[p for p in PROFILES if p not in TARGETS], help="refuse what the target cannot load; ag2-builtin: "
@@ -32,7 +33,7 @@ def register(sub) -> None:
                         "team component (RoundRobinGroupChat, Swarm or GraphFlow JSON for Team.load_component, "
                         "once your agents are bound). What the framework cannot "
                         "express exactly is refused (TF3xx, docs/targets.md)")
-    c.add_argument("-o", "--output", metavar="OUT", help="write to OUT (atomically) instead of stdout")
+    c.add_argument("-o", "--output", metavar="OUT", type=a_file, help="write to OUT (atomically) instead of stdout")
     c.set_defaults(func=run)
 
 

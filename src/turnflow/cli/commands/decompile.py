@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import sys
 
-from turnflow.cli.util import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, err, fail, out, report
+from turnflow.cli.util import (EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, a_block, a_file, a_file_or_stdin, err, fail, out,
+                               report, text_type)
 
 
 def register(sub) -> None:
@@ -14,12 +15,12 @@ def register(sub) -> None:
                                    "`--knobs` output, or a bare AG2 TransitionGraph dict. The result compiles "
                                    "back to the input; anything .flow cannot express is an error at its line and column, naming its "
                                    "JSON path.")
-    d.add_argument("file", metavar="SPEC.json", help="a JSON file (`-` for stdin)")
-    d.add_argument("--name", default="main", help="block name for bare knobs or a bare graph (default: main)")
-    d.add_argument("--participants", metavar="A,B,...",
+    d.add_argument("file", metavar="SPEC.json", type=a_file_or_stdin, help="a JSON file (`-` for stdin)")
+    d.add_argument("--name", default="main", type=a_block, help="block name for bare knobs or a bare graph (default: main)")
+    d.add_argument("--participants", metavar="A,B,...", type=text_type("participant names, comma-separated"),
                    help="participants of bare knobs or a bare graph, in order (default: the agent ids the graph "
                         "mentions, initial speaker first)")
-    d.add_argument("-o", "--output", metavar="OUT", help="write to OUT (atomically) instead of stdout")
+    d.add_argument("-o", "--output", metavar="OUT", type=a_file, help="write to OUT (atomically) instead of stdout")
     d.set_defaults(func=run)
 
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 
-from turnflow.cli.util import (EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, add_project_options, discover_flows, err, out,
-                               project_config, report)
+from turnflow.cli.util import (EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, a_path_or_stdin, add_project_options,
+                               discover_flows, err, out, project_config, report)
 
 
 def register(sub) -> None:
     f = sub.add_parser("fmt", help="rewrite .flow files in canonical form (`-` for stdin)")
-    f.add_argument("paths", nargs="*", default=["."], metavar="PATH",
+    f.add_argument("paths", nargs="*", default=["."], metavar="PATH", type=a_path_or_stdin,
                    help="files or folders to format (default: the current folder); "
                         "`-` formats standard input to standard output")
     f.add_argument("--check", action="store_true", help="list files that would change; exit 1 if any")

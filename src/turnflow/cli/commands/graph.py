@@ -5,19 +5,20 @@ from __future__ import annotations
 
 import sys
 
-from turnflow.cli.util import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, err, fail, out, report, unknown_block
+from turnflow.cli.util import (EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, a_block, a_file, err, fail, out, positive_seconds,
+                               report, unknown_block)
 
 FORMATS = ("dot", "svg", "png", "mermaid", "json")
 
 
 def register(sub) -> None:
     g = sub.add_parser("graph", help="draw the speaker graph (Graphviz DOT/SVG/PNG, Mermaid, JSON)")
-    g.add_argument("file", metavar="FILE", help="the .flow file to draw")
-    g.add_argument("--block", metavar="NAME", help="only this block (default: every block)")
+    g.add_argument("file", metavar="FILE", type=a_file, help="the .flow file to draw")
+    g.add_argument("--block", metavar="NAME", type=a_block, help="only this block (default: every block)")
     g.add_argument("--format", choices=FORMATS, default="dot",
                    help="dot (default), svg or png (need Graphviz's dot), mermaid, or json")
-    g.add_argument("-o", "--output", metavar="OUT", help="write here instead of standard output")
-    g.add_argument("--timeout", type=_seconds, default=60.0, metavar="SECONDS",
+    g.add_argument("-o", "--output", metavar="OUT", type=a_file, help="write here instead of standard output")
+    g.add_argument("--timeout", type=positive_seconds, default=60.0, metavar="SECONDS",
                    help="stop Graphviz's `dot` after this many seconds (svg and png; default 60)")
     g.set_defaults(func=run)
 
@@ -115,16 +116,3 @@ def _graph_codes() -> set[str]:
     from turnflow.diagnostics.codes import CODES
 
     return {c.code for c in CODES if c.stage == "graph"}
-
-
-def _seconds(text: str) -> float:
-    import argparse
-    import math
-
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
-    return value

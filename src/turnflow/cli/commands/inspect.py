@@ -13,16 +13,16 @@ import json
 import os
 from typing import Any, Optional
 
-from turnflow.cli.util import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, err, out
+from turnflow.cli.util import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, a_store, err, out, text_type
 from turnflow.term import visible
 
 
 
 def register(sub) -> None:
     p = sub.add_parser("inspect", help="show the sessions kept in a hub store")
-    p.add_argument("store", metavar="STORE",
+    p.add_argument("store", metavar="STORE", type=a_store,
                    help="the SQLite file or postgresql:// URL given to `turnflow run --store`")
-    p.add_argument("--session", metavar="ID", help="only this session (read alone, not the whole store), "
+    p.add_argument("--session", metavar="ID", type=text_type("a session id"), help="only this session (read alone, not the whole store), "
                    "with its envelopes and telemetry")
     p.add_argument("--events", action="store_true",
                    help="print each session's envelopes and telemetry records under its line")

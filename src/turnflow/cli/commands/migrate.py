@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-from turnflow.cli.util import EXIT_FINDINGS, EXIT_USAGE, FORMATS, exit_status, fail, out, report
+from turnflow.cli.util import EXIT_FINDINGS, EXIT_USAGE, FORMATS, a_file, exit_status, fail, out, report
 
 FAMILIES = ("classic", "ag2-patterns", "autogen", "compiled")  # turnflow.migrate.FAMILIES (tests/test_cli.py keeps them equal)
 
@@ -20,12 +20,12 @@ def register(sub) -> None:
     m = sub.add_parser("migrate", help="turn a GroupChat, AG2 pattern or AutoGen team config into a .flow file",
                        description="Translate existing orchestration into a .flow file; every approximation is "
                                    "reported (TF4xx) and commented in the output.")
-    m.add_argument("input", metavar="INPUT", nargs="?",
+    m.add_argument("input", metavar="INPUT", nargs="?", type=a_file,
                    help="a Python source (.py), a notebook, or an AutoGen component JSON file")
     m.add_argument("--import", dest="import_", metavar="MODULE:ATTRIBUTE",
                    help="IMPORTS (runs) MODULE and migrates the object ATTRIBUTE names (a GroupChat, "
                         "GroupChatManager, AG2 pattern or AutoGen team), exactly; instead of INPUT")
-    m.add_argument("-o", "--output", metavar="OUT.flow", help="write the flow here instead of standard output")
+    m.add_argument("-o", "--output", metavar="OUT.flow", type=a_file, help="write the flow here instead of standard output")
     m.add_argument("--from", dest="family", choices=FAMILIES,
                    help="the input family (default: detected from the content)")
     m.add_argument("--format", choices=FORMATS, default="text", help="how to print diagnostics")

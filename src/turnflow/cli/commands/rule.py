@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from turnflow.cli.util import EXIT_OK, EXIT_USAGE, err, out
+from turnflow.cli.util import EXIT_OK, EXIT_USAGE, err, out, text_type
 
 
 def register(sub) -> None:
     r = sub.add_parser("rule", help="print a rule's documentation",
                        description="Print a rule's documentation: what it does, why it is bad, an example and "
                                    "what to write instead.")
-    r.add_argument("code", nargs="?", metavar="CODE|NAME",
+    r.add_argument("code", nargs="?", metavar="CODE|NAME", type=text_type("a rule code (TF204) or name (shadowed-rule)"),
                    help="a rule code (TF204) or kebab-case name (shadowed-rule); none: the list")
     r.add_argument("--list", action="store_true", help="list every rule")
     r.add_argument("--markdown", action="store_true", help="the whole catalogue as Markdown (docs/rules.md)")

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import sys
 import time
 from typing import TYPE_CHECKING, Optional
 
-from turnflow.cli.util import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, err, out, positive_int, write_text
+from turnflow.cli.util import (EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, a_block, a_file, a_file_or_stdin, a_store,
+                               duration, err, out, positive_int, text_type, write_text)
 from turnflow.cli.run_inputs import (RunInputError, check_agents, fill_absent, load_agents_file, load_specs,
                                      parse_spec, pick, read_input, refuse_names_the_hub_cannot_run)
 from turnflow.term import visible
@@ -39,56 +39,34 @@ EXIT_ERROR = EXIT_FINDINGS
 
 def register(sub) -> None:
     p = sub.add_parser("run", help="run a session on the hub with scripted (or other) agents")
-    p.add_argument("file", metavar="FILE", help="a compiled session spec (.json) or a .flow file; `-` reads standard input")
-    p.add_argument("--agents", required=True, metavar="AGENTS.yaml", help="maps participant names to agents")
-    p.add_argument("--block", metavar="NAME", help="the block (session spec) to run when FILE has several")
+    p.add_argument("file", metavar="FILE", type=a_file_or_stdin, help="a compiled session spec (.json) or a .flow file; `-` reads standard input")
+    p.add_argument("--agents", required=True, metavar="AGENTS.yaml", type=a_file, help="maps participant names to agents")
+    p.add_argument("--block", metavar="NAME", type=a_block, help="the block (session spec) to run when FILE has several")
     p.add_argument("--task", metavar="TEXT", help="the start speaker's first input")
-    p.add_argument("--store", metavar="hub.db", type=_store_path,
+    p.add_argument("--store", metavar="hub.db", type=a_store,
                    help="keep the session in this SQLite file or postgresql:// database (default: a temporary file)")
     p.add_argument("--durability", choices=("process", "full"), default="process",
                    help="what a returned post survives: process (default) a crash or kill -9 of this process; "
                         "full a power loss too (an fsync / WAL flush per group commit; docs/runtime.md)")
     p.add_argument("--format", choices=("text", "json"), default="text", help="the transcript as text (default) or json")
-    p.add_argument("--quiet", "-q", action="store_true", help="print only the final state line (text format)")
-    p.add_argument("--verbose", "-v", action="store_true", help="print agents' telemetry to stderr as it is stored")
+    p.add_argument("--quiet", "-q", action="store_true",
+                   help="print only the final state line (text format); with --tasks, the summary's totals line")
+    p.add_argument("--verbose", "-v", action="store_true",
+                   help="print agents' telemetry to stderr as it is stored (with --tasks, after each task's id)")
     p.add_argument("--max-turns", type=positive_int, metavar="N", help="end the session after N turns (this run only)")
     p.add_argument("--timeout", type=duration, metavar="DURATION",
                    help="the session's TTL for this run: 90, 90s, 250ms, 5m or 1h")
-    p.add_argument("--hub", metavar="ws://HOST:PORT",
+    p.add_argument("--hub", metavar="ws://HOST:PORT", type=text_type("a served hub's address, ws://HOST:PORT"),
                    help="take part in the session on a served hub (turnflow serve): the agents file's agents are "
                         "registered there under their participant names, the other participants are remote "
                         "(docs/serve.md)")
-    p.add_argument("--hub-keys", metavar="FILE",
+    p.add_argument("--hub-keys", metavar="FILE", type=a_file,
                    help="with --hub: JSON object of agent name -> API key for the agents file's agents, for a hub "
                         "started with --auth-keys (same shape); keys are sent in AG2's ApiKeyAuth shape, never printed")
     from turnflow.cli.commands.run_batch import add_arguments
 
     add_arguments(p)  # --tasks, --concurrency, --lease: batch runs (commands/run_batch.py)
     p.set_defaults(func=run)
-
-
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
-
-
-def duration(text: str) -> float:
-    """`90`, `90s`, `250ms`, `5m`, `1h` -> seconds (positive)."""
-    import argparse
-
-    m = _DURATION.match(text)
-    seconds = float(m.group(1)) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}[m.group(2)] if m else 0
-    if seconds <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive duration such as 90, 90s, 250ms, 5m or 1h, got {text!r}")
-    return seconds
-
-
-def _store_path(text: str) -> str:
-    """`--store`'s value: an empty one (an unset `$STORE`) is refused, never taken as "no --store"
-    (a temporary store, removed at the end)."""
-    import argparse
-
-    if not text:
-        raise argparse.ArgumentTypeError(f"expected a SQLite file path or a postgresql:// URL, got {text!r}")
-    return text
 
 
 def _hub_keys(args) -> Optional[dict]:

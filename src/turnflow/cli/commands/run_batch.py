@@ -1,5 +1,8 @@
 """`turnflow run FLOW --agents AGENTS.yaml --tasks TASKS.jsonl [--concurrency N] [--lease S]
-[--store STORE] [--durability process|full] [--format text|json]`: one session per task, up to N at a time (docs/scale.md).
+[--store STORE] [--durability process|full] [--format text|json] [--quiet] [--verbose]`: one session per task, up to N
+at a time (docs/scale.md). `--quiet` shortens the summary to its first line (the totals; in text format each
+failed task is named on stderr), `--verbose` prints every telemetry record on stderr as it is stored, after its
+task's id: what the two flags do for a single run, per task.
 
 Re-running the same command on the same store resumes: finished tasks are skipped, interrupted
 ones are continued from their logged sessions. Several such processes pointed at one
@@ -19,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from turnflow.cli.run_inputs import (AgentsFile, RunInputError, check_agents, load_agents_file, load_specs, parse_spec,
                                      pick, read_input, refuse_names_the_hub_cannot_run)
-from turnflow.cli.util import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, err, out, positive_int
+from turnflow.cli.util import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, a_file, err, out, positive_int, positive_seconds
 from turnflow.term import visible
 
 if TYPE_CHECKING:
@@ -34,11 +37,11 @@ MAX_FAILURES_SHOWN = 20
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--tasks", metavar="TASKS.jsonl",
+    p.add_argument("--tasks", metavar="TASKS.jsonl", type=a_file,
                    help="run one session per line ({\"id\", \"task\", \"context\"}); resumable with --store")
     p.add_argument("--concurrency", type=positive_int, metavar="N",  # None: not given (default 8)
                    help="with --tasks: sessions at a time in this process (default 8)")
-    p.add_argument("--lease", type=_positive_float, metavar="SECONDS",  # None: not given (default 30)
+    p.add_argument("--lease", type=positive_seconds, metavar="SECONDS",  # None: not given (default 30)
                    help="with --tasks: how long a claimed task stays this worker's without renewal (default 30)")
 
 
@@ -53,18 +56,6 @@ def refuse_batch_options(args) -> bool:
             err(f"turnflow run: {flag} needs --tasks (it applies to a batch of tasks, not to one session)")
             return True
     return False
-
-
-def _positive_float(text: str) -> float:
-    import argparse
-
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}") from None
-    if not v > 0 or v != v or v == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
-    return v
 
 
 def agent_factory(spec: "SessionSpec", file: AgentsFile) -> Callable[[], dict]:
@@ -227,6 +218,8 @@ def _run(args, spec: "SessionSpec", make_agents: Callable[[], dict], tasks: list
 
         bw = BatchWorker(store, queue, spec, make_agents, worker=worker_id, concurrency=args.concurrency or DEFAULT_CONCURRENCY,
                          lease=args.lease or DEFAULT_LEASE, on_result=on_result, on_progress=progress)
+        if args.verbose:
+            bw.hub.subscribe_telemetry(_telemetry_printer(bw))
         started = time.monotonic()
         problem: Optional[RuntimeErrorBase] = None
         interrupted = 0  # or the exit status of the signal that stopped the batch (130, 143)
@@ -257,6 +250,11 @@ def _run(args, spec: "SessionSpec", make_agents: Callable[[], dict], tasks: list
             queue.close()
         store.close()
     report = summary(ids, final, len(finished_before), bw.outcomes, bw.progress.posts, elapsed, bool(interrupted))
+    if args.quiet:  # as a single run's --quiet: the outcome line alone (its errors on stderr)
+        report = report.split("\n", 1)[0] + "\n"
+        if not as_json:  # (the JSON lines hold each task's error)
+            for i, e in _failures(ids, final)[:MAX_FAILURES_SHOWN]:
+                err(f"turnflow run: task {i} failed: {e}")
     if as_json:
         err(report)
     else:
@@ -266,6 +264,31 @@ def _run(args, spec: "SessionSpec", make_agents: Callable[[], dict], tasks: list
         return interrupted
     ok = all(final.get(i, ("pending",))[0] == "done" for i in ids)
     return EXIT_OK if ok else EXIT_ERROR
+
+
+def _telemetry_printer(bw: "BatchWorker") -> Callable[[str, dict], None]:
+    """`--verbose`: each telemetry record on stderr as it is stored, as a single run prints it,
+    after the id of the task whose session it belongs to."""
+    from turnflow.cli.commands.inspect import render_telemetry
+
+    def print_record(session_id: str, record: dict) -> None:
+        live = bw.hub.sessions.get(session_id)
+        task = (live.metadata.labels or {}).get("task_id") if live is not None else None
+        who = f"task {task}" if task is not None else f"session {session_id}"
+        err(f"{who}: {render_telemetry(record).strip()}")
+
+    return print_record
+
+
+def _failures(ids: list[str], final: dict) -> list[tuple[str, str]]:
+    """(task id, what went wrong) of every failed task, in the task file's order."""
+    failures = []
+    for i in ids:
+        state, rec = final.get(i, ("pending", None))
+        if state == "failed":
+            rec = rec or {}
+            failures.append((i, rec.get("error") or f"{rec.get('state')}: {rec.get('close_reason')}"))
+    return failures
 
 
 class _ProgressLine:
@@ -304,7 +327,7 @@ def summary(ids: list[str], final: dict, skipped: int, mine: list, posts: int, e
     """The table printed at the end: every task of the file, from the results the store holds."""
     states = {s: 0 for s in ("done", "failed", "running", "pending")}
     by_reason: dict[str, list[int]] = {}
-    failures: list[tuple[str, str]] = []
+    failures = _failures(ids, final)
     for i in ids:
         state, rec = final.get(i, ("pending", None))
         states[state] = states.get(state, 0) + 1
@@ -312,8 +335,6 @@ def summary(ids: list[str], final: dict, skipped: int, mine: list, posts: int, e
             rec = rec or {}
             reason = rec.get("close_reason") or rec.get("state") or "-"
             by_reason.setdefault(reason, []).append(int(rec.get("turns") or 0))
-            if state == "failed":
-                failures.append((i, rec.get("error") or f"{rec.get('state')}: {rec.get('close_reason')}"))
     unfinished = states["running"] + states["pending"]
     lines = [f"tasks {len(ids)}: done {states['done']}, failed {states['failed']}, unfinished {unfinished}"
              + (f" (skipped {skipped} finished before this run)" if skipped else "")

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from turnflow.cli.util import EXIT_OK, EXIT_USAGE, err, out
+from turnflow.cli.util import EXIT_OK, EXIT_USAGE, err, out, text_type
 
 
 def register(sub) -> None:
     s = sub.add_parser("schema", help="print a JSON Schema of the compiler's output (list them without NAME)")
-    s.add_argument("name", nargs="?", metavar="NAME", help="the schema to print (e.g. session-spec); none: list them")
+    s.add_argument("name", nargs="?", metavar="NAME", type=text_type("a schema name (turnflow schema lists them)"),
+                   help="the schema to print (e.g. session-spec); none: list them")
     s.set_defaults(func=run)
 
 

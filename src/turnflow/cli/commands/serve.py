@@ -4,26 +4,29 @@ unchanged (docs/serve.md). Needs the `serve` extra (the `websockets` library).""
 
 from __future__ import annotations
 
-from turnflow.cli.util import EXIT_USAGE, err
+from turnflow.cli.util import (EXIT_USAGE, a_file, a_store, err, non_negative_int, non_negative_seconds,
+                               positive_int, positive_seconds)
 
 
 # the byte budgets and quotas (docs/serve.md, "Limits"): flag, type, default, what it bounds
 LIMIT_FLAGS = [
-    ("--send-buffer-bytes", int, 8 << 20, "bytes waiting for one client (its queue and socket buffer) before it is "
-                                          "disconnected as stalled (close code 1008)"),
-    ("--total-send-bytes", int, 256 << 20, "bytes waiting for all clients together; past it a client with a "
-                                           "backlog is disconnected (1013)"),
-    ("--max-reply-bytes", int, 16 << 20, "a larger answer to one request is refused (read_wal: read in pages)"),
-    ("--inflight-bytes", int, 4 << 20, "bytes of request frames one connection has in hand; beyond, its frames wait"),
-    ("--auth-timeout", float, 10.0, "with --auth-keys: close a connection that binds no agent within this time"),
-    ("--max-per-peer", int, 128, "connections from one IP address, 0 = no limit (1013 beyond)"),
-    ("--max-unbound", int, 0, "connections without a bound agent at once; 0 = an eighth of the connection cap, "
-                              "at least 8 (1013 beyond)"),
-    ("--max-session-bytes", int, 8 << 20, "a live session's log as AG2 envelopes; past it, posts to it are refused"),
-    ("--max-channels-per-agent", int, 1000, "live sessions one agent may have opened"),
-    ("--max-labels-bytes", int, 16 << 10, "a session's labels (with its intent) as JSON"),
+    ("--send-buffer-bytes", positive_int, 8 << 20,
+     "bytes waiting for one client (its queue and socket buffer) before it is disconnected as stalled (close code 1008)"),
+    ("--total-send-bytes", positive_int, 256 << 20,
+     "bytes waiting for all clients together; past it a client with a backlog is disconnected (1013)"),
+    ("--max-reply-bytes", positive_int, 16 << 20, "a larger answer to one request is refused (read_wal: read in pages)"),
+    ("--inflight-bytes", positive_int, 4 << 20,
+     "bytes of request frames one connection has in hand; beyond, its frames wait"),
+    ("--auth-timeout", positive_seconds, 10.0,
+     "with --auth-keys: close a connection that binds no agent within this time"),
+    ("--max-per-peer", non_negative_int("no limit"), 128, "connections from one IP address, 0 = no limit (1013 beyond)"),
+    ("--max-unbound", non_negative_int("an eighth of --max-connections"), 0,
+     "connections without a bound agent at once; 0 = an eighth of the connection cap, at least 8 (1013 beyond)"),
+    ("--max-session-bytes", positive_int, 8 << 20,
+     "a live session's log as AG2 envelopes; past it, posts to it are refused"),
+    ("--max-channels-per-agent", positive_int, 1000, "live sessions one agent may have opened"),
+    ("--max-labels-bytes", positive_int, 16 << 10, "a session's labels (with its intent) as JSON"),
 ]
-NON_NEGATIVE = ("max_per_peer", "max_unbound")
 
 
 def register(sub) -> None:
@@ -34,38 +37,38 @@ def register(sub) -> None:
                                    "pip install 'turnflow[serve]'.")
     p.add_argument("--listen", default="127.0.0.1:8765", metavar="HOST:PORT",
                    help="address to listen on (default 127.0.0.1:8765; port 0 picks a free one)")
-    p.add_argument("--store", default="turnflow-hub.db", metavar="PATH",
+    p.add_argument("--store", default="turnflow-hub.db", metavar="PATH", type=a_store,
                    help="SQLite file or postgresql:// URL holding the sessions (default turnflow-hub.db)")
-    p.add_argument("--registry", metavar="PATH",
+    p.add_argument("--registry", metavar="PATH", type=a_file,
                    help="SQLite file of the registered agents for a SQLite store (default: STORE.agents); with "
                         "a postgresql:// store the agents are kept in that database, and PATH names a registry "
                         "file of an earlier version to import into it while it holds no agent")
-    p.add_argument("--auth-keys", metavar="FILE",
+    p.add_argument("--auth-keys", metavar="FILE", type=a_file,
                    help="JSON object of agent name -> API key: clients must register and attach with AG2's "
                         "ApiKeyAuth shape (auth scheme 'api_key', claim {'token': KEY})")
     p.add_argument("--loop", choices=("auto", "asyncio", "uvloop"), default="auto",
                    help="the event loop: uvloop (the serve extra installs it, but on Windows; about a tenth less "
                         "CPU per session), asyncio's own, or auto: uvloop where it is installed (default)")
-    p.add_argument("--max-frame-bytes", type=int, default=1 << 20, metavar="N", help="largest frame accepted (default 1 MiB)")
-    p.add_argument("--max-connections", type=int, default=1024, metavar="N", help="default 1024")
-    p.add_argument("--send-queue", type=int, default=4096, metavar="N",
+    p.add_argument("--max-frame-bytes", type=positive_int, default=1 << 20, metavar="N", help="largest frame accepted (default 1 MiB)")
+    p.add_argument("--max-connections", type=positive_int, default=1024, metavar="N", help="default 1024")
+    p.add_argument("--send-queue", type=positive_int, default=4096, metavar="N",
                    help="frames queued for one client before it is disconnected as stalled (default 4096)")
-    p.add_argument("--idle-timeout", type=float, default=60.0, metavar="SECONDS",
+    p.add_argument("--idle-timeout", type=positive_seconds, default=60.0, metavar="SECONDS",
                    help="close a connection that binds no agent within this time (default 60)")
-    p.add_argument("--max-inflight", type=int, default=64, metavar="N",
+    p.add_argument("--max-inflight", type=positive_int, default=64, metavar="N",
                    help="requests of one connection handled at once; beyond that its frames wait (default 64)")
     for flag, kind, default, text in LIMIT_FLAGS:
-        p.add_argument(flag, type=kind, default=default, metavar="N" if kind is int else "SECONDS",
+        p.add_argument(flag, type=kind, default=default, metavar="SECONDS" if flag.endswith("-timeout") else "N",
                        help=f"{text} (default {default})")
-    p.add_argument("--ping-interval", type=float, default=20.0, metavar="SECONDS",
+    p.add_argument("--ping-interval", type=non_negative_seconds("off"), default=20.0, metavar="SECONDS",
                    help="WebSocket pings, and TCP keepalive probes after this long without traffic; a late pong "
                         "closes nothing (a busy client reads late); 0 turns both off (default 20)")
-    p.add_argument("--ping-timeout", type=float, default=20.0, metavar="SECONDS",
+    p.add_argument("--ping-timeout", type=positive_seconds, default=20.0, metavar="SECONDS",
                    help="a peer whose host acknowledges neither probes nor data this much longer is closed by "
                         "the kernel (TCP keepalive, TCP_USER_TIMEOUT; default 20)")
-    p.add_argument("--sweep-interval", type=float, default=5.0, metavar="SECONDS",
+    p.add_argument("--sweep-interval", type=positive_seconds, default=5.0, metavar="SECONDS",
                    help="how often TTLs and expectations are checked (default 5; AG2's hub checks every 10 and 30)")
-    p.add_argument("--invite-timeout", type=float, default=30.0, metavar="SECONDS",
+    p.add_argument("--invite-timeout", type=positive_seconds, default=30.0, metavar="SECONDS",
                    help="a session whose invitees have not all acked this long after it was opened is closed "
                         "invite_timeout, also across a restart (default 30, AG2's invite_ack_timeout)")
     p.set_defaults(func=run)
@@ -85,15 +88,8 @@ def run(args) -> int:
     try:
         host, port = parse_listen(args.listen)
         keys = load_keys(args.auth_keys) if args.auth_keys else None
-        positive = ["max_frame_bytes", "max_connections", "send_queue", "idle_timeout", "sweep_interval",
-                    "max_inflight", "invite_timeout", *(f[0][2:].replace("-", "_") for f in LIMIT_FLAGS)]
-        for name in positive:
-            if getattr(args, name) < 0 or getattr(args, name) == 0 and name not in NON_NEGATIVE:
-                raise OptionError(f"--{name.replace('_', '-')} must be "
-                                  f"{'0 (no limit) or positive' if name in NON_NEGATIVE else 'positive'}")
+        # (every number's range is its type's: turnflow.cli.util, refused by argparse with the flag's name)
         loop_runner(args.loop)  # (--loop uvloop without uvloop: refused here, before anything is opened)
-        if args.ping_interval < 0 or args.ping_timeout <= 0:
-            raise OptionError("--ping-interval must be 0 (off) or positive, --ping-timeout positive")
     except OptionError as exc:
         err(f"turnflow serve: {exc}")
         return EXIT_USAGE

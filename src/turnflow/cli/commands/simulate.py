@@ -14,40 +14,19 @@ import json
 import sys
 from typing import Optional
 
-from turnflow.cli.util import EXIT_FINDINGS, EXIT_OK, err, out
+from turnflow.cli.util import EXIT_FINDINGS, EXIT_OK, a_block, a_file_or_stdin, err, out, positive_int, whole_number
 from turnflow.term import visible
 
 DEFAULT_RUNS = 200
 
 
-def _positive(text: str) -> int:
-    import argparse
-
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {v}")
-    return v
-
-
-def _seed(text: str) -> int:
-    import argparse
-
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-
-
 def register(sub) -> None:
     p = sub.add_parser("simulate", help="run many random sessions of a flow and report what happened")
-    p.add_argument("file", metavar="FILE", help="a .flow file or a compiled session spec (.json); `-` reads standard input")
-    p.add_argument("--block", metavar="NAME", help="only this block (default: every workflow block)")
-    p.add_argument("--runs", type=_positive, default=DEFAULT_RUNS, metavar="N",
+    p.add_argument("file", metavar="FILE", type=a_file_or_stdin, help="a .flow file or a compiled session spec (.json); `-` reads standard input")
+    p.add_argument("--block", metavar="NAME", type=a_block, help="only this block (default: every workflow block)")
+    p.add_argument("--runs", type=positive_int, default=DEFAULT_RUNS, metavar="N",
                    help=f"sessions per block (default {DEFAULT_RUNS})")
-    p.add_argument("--seed", type=_seed, default=0, metavar="S", help="random seed (default 0)")
+    p.add_argument("--seed", type=whole_number, default=0, metavar="S", help="random seed (default 0)")
     p.add_argument("--format", choices=("text", "json"), default="text", help="the report as text (default) or json")
     p.set_defaults(func=run)
 
