@@ -61,6 +61,21 @@ builds: the rules in evaluation order (priority ascending, ties in file order), 
 evaluated for the speaker, then `otherwise`. The output is deterministic (the same input gives
 byte-identical output) and names the source file, never its folder.
 
+**Generated code is lint-clean.** A module `--target langgraph`, `ag2-groupchat` or `autogen`
+writes passes `ruff check --select E,F,W,B,I --line-length 150` (pyflakes, pycodestyle, bugbear
+and import order: no unused local, import or name) and `mypy --strict --ignore-missing-imports`
+(every function annotated; checked against the frameworks' own annotations where they ship them,
+LangGraph's and AgentChat's; AG2 0.9 ships none). A routing test `context.K == true` / `false`
+/ `null` is written `ctx.get("K") == True` / `== None` with `# noqa: E712` / `E711` on its line,
+not with `is`: the language's equality is Python's (`true == 1`, docs/language.md). Lines hold
+at most 150 columns unless the flow's own text (a long description, title or `text contains`
+string) makes them longer: tables too long for one line have one entry a line.
+`tests/test_target_lint.py` compiles every example workflow, 30 generated flows and a few written
+for the corners (participant names that are keywords, builtins or the module's own names,
+`previous`, `== true` / `== null`, a silenced comparison) for the three targets and runs ruff on
+all of them in one process, and mypy `--strict` on two modules per target (mypy takes seconds
+for the frameworks' stubs alone).
+
 In an editor, the language server offers the same on a workflow block's header line: one source
 action per target, disabled with the first refusal when the target cannot express the block
 (docs/editors.md).
