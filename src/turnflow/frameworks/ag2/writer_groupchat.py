@@ -5,7 +5,8 @@ participant, a `speaker_selection_method` function that routes each turn as turn
 does (the per-speaker dispatch table of `compiler/emit/pyroute.py`, read from the typed spec model),
 `allowed_or_disallowed_speaker_transitions` holding the speaker graph it can take, an
 `is_termination_msg` that ends the chat when the flow's rules terminate (the flow's close
-reason kept in `OUTCOME`), and `max_round` from `max_turns`. Same input, same bytes.
+reason kept in `OUTCOME`), and `max_round` = `max_turns` (AG2 counts the opening message, the
+start speaker's first turn, as a round). Same input, same bytes.
 
 Classic GroupChat has no shared context: a flow that reads or sets context is refused (TF303),
 as are `expect` and `ttl` (see `TABLE`, docs/targets.md).
@@ -34,7 +35,8 @@ TABLE: dict[str, tuple[str, bool]] = {
     "initiator": ("`INITIATOR` (without one, the start speaker): the target of `initiator`", True),
     "start": ("`run(message)`: the start speaker opens the chat, its message is its first turn", True),
     "max_turns": ("`MAX_TURNS`: `is_termination_msg` ends the chat after N turns (`OUTCOME[\"reason\"]` is "
-                  "`max_turns`); `max_round` N + 1 only as a backstop", True),
+                  "`max_turns`) and `max_round` is N (AG2 counts the opening message, the start speaker's first turn); "
+                  "no `max_turns`: `max_round` 100000, which migrates back as `max_turns 100000`", True),
     "context": ("classic GroupChat has no shared context variables", False),
     "handoff": ("a test `tool == \"TOOL\"` on the last message's first tool call", True),
     "rule": ("an `if last_speaker is A:` branch of the selection function", True),
@@ -220,8 +222,10 @@ def _chat(r: Routing, names: dict[str, str]) -> str:
     has_edges = any(not e.endswith("[],") for e in edges)
     lines = ["#: the speaker graph: who may speak after whom (`select_speaker` decides which)"]
     lines.append("ALLOWED = {\n" + "\n".join(edges) + "\n}" if has_edges else "ALLOWED = None")
-    # a backstop only: is_termination_msg ends the chat after MAX_TURNS turns
-    max_round = 100_000 if r.max_turns is None else r.max_turns + 1
+    # AG2 appends one message per round, the opening one (the start speaker's first turn) included,
+    # and stops after max_round of them: max_round N is N turns, as `turnflow migrate` reads it back.
+    # is_termination_msg runs first on the N-th (so OUTCOME says max_turns); no max_turns: a backstop
+    max_round = 100_000 if r.max_turns is None else r.max_turns
     lines += ["",
               "groupchat = GroupChat(",
               "    agents=AGENTS,",
