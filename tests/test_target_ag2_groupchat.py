@@ -120,8 +120,9 @@ def test_generated_flows_decide_alike_in_classic_groupchat_and_on_the_hub():
 @settings(max_examples=N, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(workflow_blocks(tools=DIFF_TOOLS))
 def test_migrate_reads_the_emitted_groupchat_back_to_the_same_speaker_graph(block):
-    """Round trip: migrate(compile --target ag2-groupchat (flow)) has the flow's participants, start
-    and speaker graph (terminate reasons aside: a classic selection function ends a chat without one)."""
+    """Round trip: migrate(compile --target ag2-groupchat (flow)) has the flow's participants, start,
+    speaker graph and max_turns (terminate reasons aside: a classic selection function ends a chat
+    without one)."""
     block = without_context(block)
     # `previous` becomes "the speaker of the message before the last", a value migrate does not follow
     assume(not any(isinstance(s, (ast.Rule, ast.Handoff, ast.Otherwise)) and s.target.kind == "previous"
@@ -136,9 +137,16 @@ def test_migrate_reads_the_emitted_groupchat_back_to_the_same_speaker_graph(bloc
     assert back.of_type(ast.Start)[0].name.name == start
     runs = run_graph(turnflow.compile(text)[0])
     assert reference_edges(back) == runs
+    assert max_turns(back) == (max_turns(block) or 100_000)  # no max_turns: GroupChat's backstop
     # the analysis's graph of the flow holds it (it may hold more: it does not know that `not tool t`
     # always holds for a speaker that does not own `t`, which the hub and the emitted chat do)
     assert runs <= reference_edges(with_opener_as_initiator(block, start))
+
+
+def max_turns(block: ast.Block):
+    """The block's `max_turns`, None without one."""
+    caps = block.of_type(ast.MaxTurns)
+    return caps[0].value.value if caps else None
 
 
 def run_graph(spec: dict) -> set:
@@ -205,7 +213,7 @@ WORKFLOWS = [(p, b) for p in EXAMPLES for b in turnflow.parse(p.read_text(encodi
 @pytest.mark.parametrize("path,block", WORKFLOWS, ids=[f"{p.stem}:{b.name.name}" for p, b in WORKFLOWS])
 def test_every_examples_routing_round_trips_through_migrate(path, block):
     """The examples keep state in the context (refused above); their routing without it (text,
-    tools, targets) compiles and migrates back to the same participants, start and graph."""
+    tools, targets) compiles and migrates back to the same participants, start, graph and max_turns."""
     block = without_context(block)
     text = print_flow(ast.FlowFile(span=block.span, blocks=[block]))
     source = compile_target(text, "ag2-groupchat")
@@ -213,6 +221,7 @@ def test_every_examples_routing_round_trips_through_migrate(path, block):
     assert [p.name.name for p in back.participants] == [p.name.name for p in block.participants]
     assert back.of_type(ast.Start)[0].name.name == block.of_type(ast.Start)[0].name.name
     assert reference_edges(back) == run_graph(turnflow.compile(text)[0])
+    assert max_turns(back) == max_turns(block) is not None  # every example sets one
 
 
 @pytest.mark.skipif(classic_python() is None, reason="no classic AG2 0.9 interpreter (.venv-ag2-classic)")
