@@ -1,6 +1,7 @@
 """`turnflow compile --target ag2-groupchat`: the generated classic GroupChat, run by AG2 0.9.9
 (the classic interpreter, `.venv-ag2-classic/bin/python`, or TURNFLOW_AG2_CLASSIC_PYTHON), makes
-the decisions turnflow's hub makes, and `turnflow migrate` reads it back to the same speaker graph.
+the decisions turnflow's hub makes, and `turnflow migrate` reads it back to the same speaker graph,
+routing (tool and text tests) and max_turns.
 
 Generated flows (tests/flow_strategies.py) lose their context statements and the rules that test
 context (TF303 refuses those for this target: a classic GroupChat has no shared context), then
@@ -138,9 +139,48 @@ def test_migrate_reads_the_emitted_groupchat_back_to_the_same_speaker_graph(bloc
     runs = run_graph(turnflow.compile(text)[0])
     assert reference_edges(back) == runs
     assert max_turns(back) == (max_turns(block) or 100_000)  # no max_turns: GroupChat's backstop
+    assert same_decisions(print_flow(ast.FlowFile(span=back.span, blocks=[back])), text)
     # the analysis's graph of the flow holds it (it may hold more: it does not know that `not tool t`
     # always holds for a speaker that does not own `t`, which the hub and the emitted chat do)
     assert runs <= reference_edges(with_opener_as_initiator(block, start))
+
+
+def _rows(text: str) -> dict:
+    """Per speaker, the hub's dispatch rows of the flow's only workflow (`pyroute.routing`), each
+    (its condition as Python source over `tool` and `content`, or None; its target as (kind, name),
+    a terminate's reason left out: a classic selection function ends a chat without one)."""
+    from turnflow.compiler.emit.pyroute import routing
+    from turnflow.spec import parse_spec
+
+    r = routing(parse_spec(turnflow.compile(text)[0]), text="content")
+    return {s: [(row.cond, (row.then.kind, row.then.name)) for row in r.rows[s]] for s in r.order}
+
+
+def same_decisions(a: str, b: str) -> bool:
+    """Flows `a` and `b` (no context, no `previous`) send every turn to the same place: for each
+    speaker, every routing tool (or none) and every text made of the conditions' strings, the first
+    row that holds has the same target (the rows themselves may differ: `x or y` reads back as two
+    rules)."""
+    import ast as pyast
+    import itertools
+
+    rows_a, rows_b = _rows(a), _rows(b)
+    if list(rows_a) != list(rows_b):
+        return False
+    conds = [c for rows in (*rows_a.values(), *rows_b.values()) for c, _t in rows if c is not None]
+    strings = sorted({n.value for c in conds for n in pyast.walk(pyast.parse(c, mode="eval"))
+                      if isinstance(n, pyast.Constant) and isinstance(n.value, str)})
+    contents = {"".join(p) for k in range(len(strings) + 1) for p in itertools.combinations(strings, k)}
+    code = {c: compile(c, "<condition>", "eval") for c in conds}  # the writer's own expressions
+
+    def decide(rows, tool, content):
+        for c, target in rows:
+            if c is None or eval(code[c], {"__builtins__": {}}, {"tool": tool, "content": content, "ctx": {}}):
+                return target
+        return None
+
+    return all(decide(rows_a[s], tool, content) == decide(rows_b[s], tool, content)
+               for s in rows_a for tool in [None, *strings] for content in sorted(contents))
 
 
 def max_turns(block: ast.Block):
@@ -222,6 +262,8 @@ def test_every_examples_routing_round_trips_through_migrate(path, block):
     assert back.of_type(ast.Start)[0].name.name == block.of_type(ast.Start)[0].name.name
     assert reference_edges(back) == run_graph(turnflow.compile(text)[0])
     assert max_turns(back) == max_turns(block) is not None  # every example sets one
+    # the rows themselves: tool tests (`tool == "T"`: `when tool T`) and text tests come back as written
+    assert _rows(print_flow(ast.FlowFile(span=back.span, blocks=[back]))) == _rows(text)
 
 
 @pytest.mark.skipif(classic_python() is None, reason="no classic AG2 0.9 interpreter (.venv-ag2-classic)")

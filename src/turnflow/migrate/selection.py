@@ -74,6 +74,14 @@ def _negate(inner: list) -> list:
     return [[("not", _one_term(inner))]]
 
 
+def _reads_tool_name(fn: pyast.FunctionDef) -> bool:
+    """`fn(message)` returns the name of its first tool call: its strings include "tool_calls",
+    "function" and "name", and it calls only `.get` and `isinstance`."""
+    strings = {n.value for n in pyast.walk(fn) if isinstance(n, pyast.Constant) and isinstance(n.value, str)}
+    calls = {callee(n) for n in pyast.walk(fn) if isinstance(n, pyast.Call)}
+    return len(fn.args.args) == 1 and {"tool_calls", "function", "name"} <= strings and calls <= {"get", "isinstance"}
+
+
 class _Unknown(Exception):
     def __init__(self, what: str, at: pyast.AST):
         super().__init__(what)
@@ -283,6 +291,9 @@ class Evaluator:
         speaker = self._speaker_test(left, op, right, x, env)
         if speaker is not None:
             return speaker
+        tool = self._tool_test(op, left, right, env)
+        if tool is not None:
+            return tool
         text = self._text_test(test, left, op, right, env)
         if text is not None:
             return text
@@ -312,13 +323,41 @@ class Evaluator:
             return [[]] if inside == isinstance(op, pyast.In) else []
         return None
 
+    def _tool_test(self, op: pyast.cmpop, left: pyast.AST, right: pyast.AST, env: dict) -> Optional[list]:
+        """`tool == "T"` / `!=` on the name of the last message's first tool call: `when tool T` (exact)."""
+        if not isinstance(op, (pyast.Eq, pyast.NotEq)):
+            return None
+        for a, b in ((left, right), (right, left)):
+            s = self.mod.string(self._subst(a, env))
+            if s and self._is_tool_name(b, env):
+                return [[("tool", s)]] if isinstance(op, pyast.Eq) else [[("not", ("tool", s))]]
+        return None
+
+    def _is_tool_name(self, node: pyast.AST, env: dict) -> bool:
+        """The name of the last message's first tool call: `messages[-1]["tool_calls"][0]["function"]["name"]`,
+        or `f(messages[-1])` where `f` is a function of the file that reads just that (a body that
+        subscripts `"tool_calls"`, `"function"` and `"name"` and calls nothing but `.get`, as
+        `turnflow compile --target ag2-groupchat` writes `_tool`)."""
+        node = self._subst(node, env)
+        if isinstance(node, pyast.Call) and isinstance(node.func, pyast.Name) and len(node.args) == 1 \
+                and not node.keywords and self._is_last_message(node.args[0], env):
+            fn = self.mod.functions.get(node.func.id)
+            return fn is not None and not isinstance(fn, pyast.Lambda) and _reads_tool_name(fn)
+        keys = []
+        while isinstance(node, pyast.Subscript):
+            keys.append(self.mod.literal(node.slice))
+            node = self._subst(node.value, env)
+            if self._is_last_message(node, env):
+                return keys[::-1] == ["tool_calls", 0, "function", "name"]
+        return False
+
     def _text_test(self, test: pyast.Compare, left: pyast.AST, op: pyast.cmpop, right: pyast.AST,
                    env: dict) -> Optional[list]:
         """`"S" in content` (exact), `not in`, `content == "S"` / `!=` (approximated by `contains`)."""
         if isinstance(op, (pyast.In, pyast.NotIn)):
             s = self._name_of(left, env)
             how = self._content(right, env)
-            if s and how is not None:
+            if s is not None and how is not None:  # `"" in content` too: `text contains ""`, always true
                 if how == "lower":
                     self.note("TF406", f"`{pyast.unparse(test)}` tests case-folded text; approximated by "
                               f"`{'not ' if isinstance(op, pyast.NotIn) else ''}text contains \"{s}\"` "
@@ -632,10 +671,25 @@ def emit(b, x: str, outcomes: list[Outcome], choices: Callable[[Outcome], list[s
         if o.maybe:
             handoff(t)
         elif o.terms:
+            for tool in _tools(o.terms):  # `when tool T`: a routing tool of the speaker
+                b.add_tool(x, tool)
             b.rule(x, t, o.terms)
         else:
             b.rule(x, t)
             return
+
+
+def _tools(terms: list) -> list[str]:
+    """The tool names `("tool", T)` terms test, nested ones included, in order."""
+    out: list[str] = []
+    for t in terms:
+        if t[0] == "tool":
+            out.append(t[1])
+        elif t[0] == "not":
+            out += _tools([t[1]])
+        elif t[0] in ("any", "all"):
+            out += _tools(t[1])
+    return out
 
 
 TASK_SOURCE = "user"  # the source AutoGen gives the task message

@@ -204,21 +204,24 @@ found 0 differences over 1000 flows, and 1000 round trips to the same graph (abo
 
 **Round trip.** `turnflow migrate support_chat.py` reads the module as any classic GroupChat
 (docs/migrate.md). What comes back exactly: the participants and their order, `start`, the
-speaker graph (each speaker's successors and ends, from `select_speaker` and `ALLOWED`), `text
-contains` conditions, and `max_turns`: AG2 appends one message per round, the opening one
-included, and stops after `max_round` of them, so the module's `max_round` is `max_turns` N (the
-start speaker's opening message is its first turn) and migrates back as `max_turns N`
+speaker graph (each speaker's successors and ends, from `select_speaker` and `ALLOWED`), every
+speaker's routing (`tool == "T"` tests as `when tool T` with T among the speaker's `tools`,
+`text contains` tests; an `or` reads back as one rule per alternative, which decides alike), and
+`max_turns`: AG2 appends one message per round, the opening one included, and stops after
+`max_round` of them, so the module's `max_round` is `max_turns` N (the start speaker's opening
+message is its first turn) and migrates back as `max_turns N`
 (`tests/test_target_max_turns.py`, a property over generated flows for every target migrate
 reads; `max_round` was N + 1 before 2026-11-29 and read back as N + 1). A flow without
 `max_turns` is written with `max_round=100000` (GroupChat has no unbounded chat) and reads back
 as `max_turns 100000`. What does not come back: the block's name and title (the flow is named
 `groupchat`, after the variable), the `initiator` role (the start speaker's, since the
 opener starts the chat; every `initiator` target was resolved when the module was written),
-a participant's missing description (its name), handoff tool names and descriptions (a
-`tool == "T"` test in `select_speaker` is TF406: the handoff reads back as AG2's
-`transfer_to_TARGET` with the target's description) and terminate reasons (`custom_selection`:
-the flow's reasons are in `_end_reason`, which the classic reader does not read; TF405 at
-`is_termination_msg`).
+a participant's missing description (its name), a routing tool the speaker owns but no rule
+tests, `handoff A -> B via T "description"` (it reads back as the rule `A -> B when tool T`: the
+module keeps no handoff descriptions), and terminate reasons (`custom_selection`: the flow's
+reasons are in `_end_reason`, which the classic reader does not read; TF405 at
+`is_termination_msg`). `tests/test_target_ag2_groupchat.py` checks it: the examples' rows come
+back as written, and for generated flows every speaker decides alike for every tool and text.
 
 **Where it differs from the hub, by design.** A reply calling a tool its agent does not own
 routes as if it called none (the hub refuses it); a reply without content reads as the text
