@@ -122,8 +122,7 @@ def test_generated_flows_decide_alike_in_classic_groupchat_and_on_the_hub():
 @given(workflow_blocks(tools=DIFF_TOOLS))
 def test_migrate_reads_the_emitted_groupchat_back_to_the_same_speaker_graph(block):
     """Round trip: migrate(compile --target ag2-groupchat (flow)) has the flow's participants, start,
-    speaker graph and max_turns (terminate reasons aside: a classic selection function ends a chat
-    without one)."""
+    speaker graph, max_turns, and every speaker's decisions with their close reasons."""
     block = without_context(block)
     # `previous` becomes "the speaker of the message before the last", a value migrate does not follow
     assume(not any(isinstance(s, (ast.Rule, ast.Handoff, ast.Otherwise)) and s.target.kind == "previous"
@@ -147,13 +146,14 @@ def test_migrate_reads_the_emitted_groupchat_back_to_the_same_speaker_graph(bloc
 
 def _rows(text: str) -> dict:
     """Per speaker, the hub's dispatch rows of the flow's only workflow (`pyroute.routing`), each
-    (its condition as Python source over `tool` and `content`, or None; its target as (kind, name),
-    a terminate's reason left out: a classic selection function ends a chat without one)."""
+    (its condition as Python source over `tool` and `content`, or None; its target as (kind, name,
+    close reason))."""
     from turnflow.compiler.emit.pyroute import routing
     from turnflow.spec import parse_spec
 
     r = routing(parse_spec(turnflow.compile(text)[0]), text="content")
-    return {s: [(row.cond, (row.then.kind, row.then.name)) for row in r.rows[s]] for s in r.order}
+    return {s: [(row.cond, (row.then.kind, row.then.name, (row.then.reason or "workflow_terminated")
+                            if row.then.kind == "end" else None)) for row in r.rows[s]] for s in r.order}
 
 
 def same_decisions(a: str, b: str) -> bool:
@@ -298,3 +298,31 @@ def test_participants_named_like_builtins_do_not_shadow_them():
     assert not assigned & set(dir(builtins)), assigned & set(dir(builtins))
     [got] = run_classic([{"source": source, "steps": [{"say": "ok"}] * 5}])
     assert got == {"speakers": ["str", "isinstance", "float"], "reason": "done"}
+
+
+SUPPORT = ("workflow support {\n    participant user initiator\n    participant triage\n    participant billing\n"
+           "    start triage\n    max_turns 12\n    handoff triage -> billing via transfer_to_billing \"money\"\n"
+           "    billing -> user\n    user -> terminate \"resolved\" when text contains \"THANKS\"\n    user -> triage\n}\n")
+
+
+def test_the_close_reasons_come_back_only_when_the_managers_check_ends_where_the_selection_does():
+    """The reasons are read from `_end_reason`, which the manager's `is_termination_msg` calls; a
+    module whose check ends the chat somewhere the selection function does not (edited by hand), or
+    that tests a marker itself, is read as any classic chat: `custom_selection`, TF405."""
+    source = compile_target(SUPPORT, "ag2-groupchat")
+    back = migrate(source, "chat.py")
+    assert '    user -> terminate "resolved" when text contains "THANKS"\n' in back.text
+    assert '    triage -> terminate "after_work"\n' in back.text
+    assert not back.diagnostics
+    old = "    if last_speaker is billing:\n        return None\n    return None\n"
+    assert source.count(old) == 1  # `_end_reason`'s last branch (select_speaker's returns `user`)
+    edited = source.replace(old, "    if last_speaker is billing:\n        return 'billed'\n    return None\n")
+    back = migrate(edited, "chat.py")
+    assert "custom_selection" in back.text and "resolved" not in back.text and "billed" not in back.text
+    assert [d.code for d in back.diagnostics] == ["TF405"]
+    marker = source.replace('    reason = _end_reason(last, groupchat)\n',
+                            '    reason = _end_reason(last, groupchat)\n    if "STOP" in message["content"]:\n'
+                            '        reason = "stop"\n')
+    back = migrate(marker, "chat.py")
+    assert '* -> terminate "is_termination_msg" when text contains "STOP"' in back.text
+    assert "resolved" not in back.text

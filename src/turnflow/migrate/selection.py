@@ -90,7 +90,9 @@ class _Unknown(Exception):
 
 class Evaluator:
     """`style`: "classic" (returns an agent, a method name or None = end) or "selector"
-    (returns a name, or None = the model picks) or "candidates" (returns a list of names)."""
+    (returns a name, or None = the model picks) or "candidates" (returns a list of names) or
+    "reasons" (a classic function of the last speaker that returns a close reason, or None: the
+    chat goes on)."""
 
     def __init__(self, mod: Module, fn, style: str, agent_name: Callable[[pyast.AST], Optional[str]],
                  names: list[str]):
@@ -100,9 +102,10 @@ class Evaluator:
         args = [a.arg for a in fn.args.args] if not isinstance(fn, pyast.Lambda) else [a.arg for a in fn.args.args]
         if args and args[0] in ("self", "cls"):
             args = args[1:]
-        self.speaker_param = args[0] if style == "classic" and args else None
-        self.messages_param = args[0] if style != "classic" and args else None
-        self.group_param = args[1] if style == "classic" and len(args) > 1 else None
+        classic = style in ("classic", "reasons")
+        self.speaker_param = args[0] if classic and args else None
+        self.messages_param = args[0] if not classic and args else None
+        self.group_param = args[1] if classic and len(args) > 1 else None
         self.notes: list[Note] = []
         self._noted: set[tuple] = set()
         self.opening: Optional[str] = None  # who sent the opening message (classic: the initiator)
@@ -411,6 +414,11 @@ class Evaluator:
 
     def ret(self, value: Optional[pyast.AST], x: str, env: dict) -> object:
         value = self._subst(value, env) if value is not None else None
+        if self.style == "reasons":
+            if value is None or (isinstance(value, pyast.Constant) and value.value is None):
+                return ("continue",)
+            reason = self.mod.string(value)
+            return ("terminate", reason) if reason is not None else ("unknown",)
         if value is None or (isinstance(value, pyast.Constant) and value.value is None):
             return ("terminate", "custom_selection") if self.style == "classic" else ("model",)
         if self.style == "candidates":

@@ -206,7 +206,8 @@ found 0 differences over 1000 flows, and 1000 round trips to the same graph (abo
 (docs/migrate.md). What comes back exactly: the participants and their order, `start`, the
 speaker graph (each speaker's successors and ends, from `select_speaker` and `ALLOWED`), every
 speaker's routing (`tool == "T"` tests as `when tool T` with T among the speaker's `tools`,
-`text contains` tests; an `or` reads back as one rule per alternative, which decides alike), and
+`text contains` tests; an `or` reads back as one rule per alternative, which decides alike), the
+close reasons (read from `_end_reason`, which `is_termination_msg` calls), and
 `max_turns`: AG2 appends one message per round, the opening one included, and stops after
 `max_round` of them, so the module's `max_round` is `max_turns` N (the start speaker's opening
 message is its first turn) and migrates back as `max_turns N`
@@ -217,11 +218,12 @@ as `max_turns 100000`. What does not come back: the block's name and title (the 
 `groupchat`, after the variable), the `initiator` role (the start speaker's, since the
 opener starts the chat; every `initiator` target was resolved when the module was written),
 a participant's missing description (its name), a routing tool the speaker owns but no rule
-tests, `handoff A -> B via T "description"` (it reads back as the rule `A -> B when tool T`: the
-module keeps no handoff descriptions), and terminate reasons (`custom_selection`: the flow's
-reasons are in `_end_reason`, which the classic reader does not read; TF405 at
-`is_termination_msg`). `tests/test_target_ag2_groupchat.py` checks it: the examples' rows come
-back as written, and for generated flows every speaker decides alike for every tool and text.
+tests, and `handoff A -> B via T "description"` (it reads back as the rule `A -> B when tool T`:
+the module keeps no handoff descriptions). `tests/test_target_ag2_groupchat.py` checks it: the
+examples' rows (conditions, targets, close reasons) come back as written, and for generated flows
+every speaker decides alike, with the same reasons, for every tool and text. A module edited so
+that `is_termination_msg` ends the chat where `select_speaker` does not reads as any classic chat:
+`terminate "custom_selection"`, TF405.
 
 **Where it differs from the hub, by design.** A reply calling a tool its agent does not own
 routes as if it called none (the hub refuses it); a reply without content reads as the text
