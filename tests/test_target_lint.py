@@ -8,8 +8,8 @@ reach the corners (participants named like keywords, builtins and the module's o
 target into one temporary folder, then:
 
 - `ruff check` (one process over the folder) with the project's selection, pyflakes, pycodestyle
-  and bugbear (E, F, W, B), plus import order (I), at the project's line length (150); a flow
-  whose own text (a long description, title or `text contains` string) is longer makes longer lines;
+  and bugbear (E, F, W, B), plus import order (I), at the project's line length (150; a flow with
+  a long description or title, or a rule with many long terms, makes longer lines);
 - `mypy --strict --ignore-missing-imports` (every function annotated, no `Any` returned where a
   type is declared; the frameworks' own annotations where they ship them: LangGraph's and
   AgentChat's) on representative modules only, two per target in one process (the corner flow

@@ -68,8 +68,8 @@ and import order: no unused local, import or name) and `mypy --strict --ignore-m
 LangGraph's and AgentChat's; AG2 0.9 ships none). A routing test `context.K == true` / `false`
 / `null` is written `ctx.get("K") == True` / `== None` with `# noqa: E712` / `E711` on its line,
 not with `is`: the language's equality is Python's (`true == 1`, docs/language.md). Lines hold
-at most 150 columns unless the flow's own text (a long description, title or `text contains`
-string) makes them longer: tables too long for one line have one entry a line.
+at most 150 columns unless the flow itself makes them longer (a long description or title, a
+rule with many long terms): tables too long for one line have one entry a line.
 `tests/test_target_lint.py` compiles every example workflow, 30 generated flows and a few written
 for the corners (participant names that are keywords, builtins or the module's own names,
 `previous`, `== true` / `== null`, a silenced comparison) for the three targets and runs ruff on
