@@ -124,7 +124,8 @@ def test_migrate_reads_the_emitted_groupchat_back_to_the_same_speaker_graph(bloc
     """Round trip: migrate(compile --target ag2-groupchat (flow)) has the flow's participants, start,
     speaker graph, max_turns, and every speaker's decisions with their close reasons."""
     block = without_context(block)
-    # `previous` becomes "the speaker of the message before the last", a value migrate does not follow
+    # flows with `previous`: test_previous_reads_back_as_previous (run_graph and reference_edges
+    # resolve `previous` differently, so the graphs are compared on the others)
     assume(not any(isinstance(s, (ast.Rule, ast.Handoff, ast.Otherwise)) and s.target.kind == "previous"
                    for s in block.statements))
     text = print_flow(ast.FlowFile(span=block.span, blocks=[block]))
@@ -144,6 +145,33 @@ def test_migrate_reads_the_emitted_groupchat_back_to_the_same_speaker_graph(bloc
     assert runs <= reference_edges(with_opener_as_initiator(block, start))
 
 
+@settings(max_examples=N, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(workflow_blocks(tools=DIFF_TOOLS))
+def test_previous_reads_back_as_previous(block):
+    """A flow with `previous`: the module names the speaker of the message before the last (round
+    robin on the first turn, as the flow's `previous`), which migrate reads back as `previous`; every
+    speaker decides alike."""
+    block = without_context(block)
+    assume(any(isinstance(s, (ast.Rule, ast.Handoff, ast.Otherwise)) and s.target.kind == "previous"
+               for s in block.statements))
+    text = print_flow(ast.FlowFile(span=block.span, blocks=[block]))
+    assume(not any(d.severity == "error" for d in turnflow.check(text)))
+    back = turnflow.parse(migrate(compile_target(text, "ag2-groupchat"), "chat.py").text).blocks[0]
+    assert [p.name.name for p in back.participants] == [p.name.name for p in block.participants]
+    assert max_turns(back) == (max_turns(block) or 100_000)
+    assert same_decisions(print_flow(ast.FlowFile(span=back.span, blocks=[back])), text)
+
+
+def test_previous_of_the_opening_speaker_reads_back_as_previous():
+    text = ("workflow w {\n    participant a\n    participant b\n    participant c\n    start a\n    max_turns 9\n"
+            "    a -> previous\n    b -> terminate \"done\" when text contains \"BYE\"\n    b -> previous\n"
+            "    c -> a\n}\n")
+    back = migrate(compile_target(text, "ag2-groupchat"), "chat.py")
+    assert "    a -> previous\n" in back.text and "    b -> previous\n" in back.text, back.text
+    assert '    b -> terminate "done" when text contains "BYE"\n' in back.text
+    assert not back.diagnostics
+
+
 def _rows(text: str) -> dict:
     """Per speaker, the hub's dispatch rows of the flow's only workflow (`pyroute.routing`), each
     (its condition as Python source over `tool` and `content`, or None; its target as (kind, name,
@@ -157,7 +185,7 @@ def _rows(text: str) -> dict:
 
 
 def same_decisions(a: str, b: str) -> bool:
-    """Flows `a` and `b` (no context, no `previous`) send every turn to the same place: for each
+    """Flows `a` and `b` (no context) send every turn to the same place: for each
     speaker, every routing tool (or none) and every text made of the conditions' strings, the first
     row that holds has the same target (the rows themselves may differ: `x or y` reads back as two
     rules)."""

@@ -165,7 +165,7 @@ class Evaluator:
         if self._is_speaker(arg, env) or self._speaker_name_expr(arg, env):
             return x
         if self._is_before_last_name(arg, env):
-            if x == self.opening:
+            if x == self.opening and self.turn != "later":  # later turns: a message before the last exists
                 self.note("TF406", f"`{pyast.unparse(value)}` names the agent that spoke before the last one; "
                           "on the opening turn there is none (the source raises IndexError), the flow's "
                           "`previous` is then `next`", value)
@@ -574,12 +574,25 @@ class Evaluator:
             if _same(first, later) or not any(_may_reach(o.target, x) for o in others):
                 reading.outcomes[x] = first
                 self.notes, self._noted = first_notes
+            elif self._previous_later(x, first, later):
+                reading.outcomes[x] = later  # `previous`: the round-robin successor on the first turn
             else:
                 self.notes, self._noted = kept
                 reading.outcomes[x] = self._read_one(body, x)
             reading.outcomes = {y: reading.outcomes[y] for y in speakers}
         reading.notes = self.notes
         return reading
+
+    def _previous_later(self, x: str, first: list[Outcome], later: list[Outcome]) -> bool:
+        """The opening speaker's first and later turns differ only where the later one returns the
+        agent that spoke before it and the first one the agent after it in `agents` order: the
+        flow's `previous`, which is round robin on the first turn."""
+        if x not in self.names or len(first) != len(later):
+            return False
+        after = self.names[(self.names.index(x) + 1) % len(self.names)]
+        pairs = [(f, g) for f, g in zip(first, later) if not _same([f], [g])]
+        return bool(pairs) and all(f.terms == g.terms and f.maybe == g.maybe and f.target == after
+                                   and g.target == ("previous",) for f, g in pairs)
 
     def _read_one(self, body: list, x: str) -> list[Outcome]:
         self._speaker = x

@@ -193,8 +193,8 @@ speaker opens the chat (its opening message is its first turn). Give the agents 
 example workflow (context removed) with the same scripted replies (text and tool calls) on turnflow's hub and in AG2 0.9.9's classic
 GroupChat (one `.venv-ag2-classic` process for the batch) and compares the speakers and the
 close reason; the same file migrates each emitted module back (`turnflow migrate`) and finds
-the flow's participants, start and speaker graph (flows without `previous`, whose run-time
-"speaker before" migrate does not follow). 40 flows in the suite; the larger run:
+the flow's participants, start, speaker graph, `max_turns` and decisions (the round trip, below).
+40 flows in the suite; the larger run:
 
 ```
 TURNFLOW_TARGET_EXAMPLES=1000 python3 -m pytest -q -p no:cacheprovider tests/test_target_ag2_groupchat.py
@@ -206,8 +206,9 @@ found 0 differences over 1000 flows, and 1000 round trips to the same graph (abo
 (docs/migrate.md). What comes back exactly: the participants and their order, `start`, the
 speaker graph (each speaker's successors and ends, from `select_speaker` and `ALLOWED`), every
 speaker's routing (`tool == "T"` tests as `when tool T` with T among the speaker's `tools`,
-`text contains` tests; an `or` reads back as one rule per alternative, which decides alike), the
-close reasons (read from `_end_reason`, which `is_termination_msg` calls), and
+`text contains` tests; an `or` reads back as one rule per alternative, which decides alike;
+`previous`, the speaker of the message before the last when there is one, else the round-robin
+successor, reads back as `previous`), the close reasons (read from `_end_reason`, which `is_termination_msg` calls), and
 `max_turns`: AG2 appends one message per round, the opening one included, and stops after
 `max_round` of them, so the module's `max_round` is `max_turns` N (the start speaker's opening
 message is its first turn) and migrates back as `max_turns N`

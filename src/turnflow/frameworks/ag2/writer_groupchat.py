@@ -150,7 +150,10 @@ def _target(t: Next, names: dict[str, str], indent: str, reasons: bool) -> list[
         return [f"{indent}return {names[str(t.name)]}"]
     if t.kind == "end":
         return [f"{indent}return None  # terminate {literal(t.reason or 'workflow_terminated')}"]
-    return [f"{indent}return before if before is not None else {names[str(t.name)]}"]
+    # `previous`: the speaker of the message before the last; on the first turn (the opening message
+    # alone) the round-robin successor, as the flow's `previous` (what migrate reads back as `previous`)
+    return [f"{indent}return groupchat.agent_by_name(messages[-2][\"name\"]) if len(messages) > 1 else "
+            f"{names[str(t.name)]}"]
 
 
 def _branches(r: Routing, names: dict[str, str], reasons: bool) -> list[str]:
@@ -158,9 +161,9 @@ def _branches(r: Routing, names: dict[str, str], reasons: bool) -> list[str]:
     `select_speaker` returns the next agent, `_end_reason` the close reason). Only the parts of
     the last message the rows read are taken (no unused local: the module is lint-clean)."""
     read = frozenset().union(*(row.reads for rows in r.rows.values() for row in rows))
-    before = not reasons and any(row.then.kind == "previous" for rows in r.rows.values() for row in rows)
+    previous = not reasons and any(row.then.kind == "previous" for rows in r.rows.values() for row in rows)
     lines = []
-    if read & {"text", "tool"} or before:
+    if read & {"text", "tool"} or previous:
         lines.append("    messages = groupchat.messages")
     if "text" in read:
         lines.append("    content = messages[-1][\"content\"]  # always a string: GroupChat.append casts it")
@@ -168,8 +171,6 @@ def _branches(r: Routing, names: dict[str, str], reasons: bool) -> list[str]:
         lines.append("    tool = _tool(messages[-1])")
     if "ctx" in read:
         lines.append("    ctx = CONTEXT")
-    if before:
-        lines.append("    before = groupchat.agent_by_name(messages[-2][\"name\"]) if len(messages) > 1 else None")
     for s in r.order:
         lines.append(f"    if last_speaker is {names[s]}:")
         for row in r.rows[s]:
