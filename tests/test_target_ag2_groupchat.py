@@ -1,6 +1,7 @@
 """`turnflow compile --target ag2-groupchat`: the generated classic GroupChat, run by AG2 0.9.9
 (the classic interpreter, `.venv-ag2-classic/bin/python`, or TURNFLOW_AG2_CLASSIC_PYTHON), makes
-the decisions turnflow's hub makes, and `turnflow migrate` reads it back to the same speaker graph.
+the decisions turnflow's hub makes, and `turnflow migrate` reads it back to the same speaker graph,
+routing (tool and text tests) and max_turns.
 
 Generated flows (tests/flow_strategies.py) lose their context statements and the rules that test
 context (TF303 refuses those for this target: a classic GroupChat has no shared context), then
@@ -120,10 +121,11 @@ def test_generated_flows_decide_alike_in_classic_groupchat_and_on_the_hub():
 @settings(max_examples=N, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(workflow_blocks(tools=DIFF_TOOLS))
 def test_migrate_reads_the_emitted_groupchat_back_to_the_same_speaker_graph(block):
-    """Round trip: migrate(compile --target ag2-groupchat (flow)) has the flow's participants, start
-    and speaker graph (terminate reasons aside: a classic selection function ends a chat without one)."""
+    """Round trip: migrate(compile --target ag2-groupchat (flow)) has the flow's participants, start,
+    speaker graph, max_turns, and every speaker's decisions with their close reasons."""
     block = without_context(block)
-    # `previous` becomes "the speaker of the message before the last", a value migrate does not follow
+    # flows with `previous`: test_previous_reads_back_as_previous (run_graph and reference_edges
+    # resolve `previous` differently, so the graphs are compared on the others)
     assume(not any(isinstance(s, (ast.Rule, ast.Handoff, ast.Otherwise)) and s.target.kind == "previous"
                    for s in block.statements))
     text = print_flow(ast.FlowFile(span=block.span, blocks=[block]))
@@ -136,9 +138,83 @@ def test_migrate_reads_the_emitted_groupchat_back_to_the_same_speaker_graph(bloc
     assert back.of_type(ast.Start)[0].name.name == start
     runs = run_graph(turnflow.compile(text)[0])
     assert reference_edges(back) == runs
+    assert max_turns(back) == (max_turns(block) or 100_000)  # no max_turns: GroupChat's backstop
+    assert same_decisions(print_flow(ast.FlowFile(span=back.span, blocks=[back])), text)
     # the analysis's graph of the flow holds it (it may hold more: it does not know that `not tool t`
     # always holds for a speaker that does not own `t`, which the hub and the emitted chat do)
     assert runs <= reference_edges(with_opener_as_initiator(block, start))
+
+
+@settings(max_examples=N, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(workflow_blocks(tools=DIFF_TOOLS))
+def test_previous_reads_back_as_previous(block):
+    """A flow with `previous`: the module names the speaker of the message before the last (round
+    robin on the first turn, as the flow's `previous`), which migrate reads back as `previous`; every
+    speaker decides alike."""
+    block = without_context(block)
+    assume(any(isinstance(s, (ast.Rule, ast.Handoff, ast.Otherwise)) and s.target.kind == "previous"
+               for s in block.statements))
+    text = print_flow(ast.FlowFile(span=block.span, blocks=[block]))
+    assume(not any(d.severity == "error" for d in turnflow.check(text)))
+    back = turnflow.parse(migrate(compile_target(text, "ag2-groupchat"), "chat.py").text).blocks[0]
+    assert [p.name.name for p in back.participants] == [p.name.name for p in block.participants]
+    assert max_turns(back) == (max_turns(block) or 100_000)
+    assert same_decisions(print_flow(ast.FlowFile(span=back.span, blocks=[back])), text)
+
+
+def test_previous_of_the_opening_speaker_reads_back_as_previous():
+    text = ("workflow w {\n    participant a\n    participant b\n    participant c\n    start a\n    max_turns 9\n"
+            "    a -> previous\n    b -> terminate \"done\" when text contains \"BYE\"\n    b -> previous\n"
+            "    c -> a\n}\n")
+    back = migrate(compile_target(text, "ag2-groupchat"), "chat.py")
+    assert "    a -> previous\n" in back.text and "    b -> previous\n" in back.text, back.text
+    assert '    b -> terminate "done" when text contains "BYE"\n' in back.text
+    assert not back.diagnostics
+
+
+def _rows(text: str) -> dict:
+    """Per speaker, the hub's dispatch rows of the flow's only workflow (`pyroute.routing`), each
+    (its condition as Python source over `tool` and `content`, or None; its target as (kind, name,
+    close reason))."""
+    from turnflow.compiler.emit.pyroute import routing
+    from turnflow.spec import parse_spec
+
+    r = routing(parse_spec(turnflow.compile(text)[0]), text="content")
+    return {s: [(row.cond, (row.then.kind, row.then.name, (row.then.reason or "workflow_terminated")
+                            if row.then.kind == "end" else None)) for row in r.rows[s]] for s in r.order}
+
+
+def same_decisions(a: str, b: str) -> bool:
+    """Flows `a` and `b` (no context) send every turn to the same place: for each
+    speaker, every routing tool (or none) and every text made of the conditions' strings, the first
+    row that holds has the same target (the rows themselves may differ: `x or y` reads back as two
+    rules)."""
+    import ast as pyast
+    import itertools
+
+    rows_a, rows_b = _rows(a), _rows(b)
+    if list(rows_a) != list(rows_b):
+        return False
+    conds = [c for rows in (*rows_a.values(), *rows_b.values()) for c, _t in rows if c is not None]
+    strings = sorted({n.value for c in conds for n in pyast.walk(pyast.parse(c, mode="eval"))
+                      if isinstance(n, pyast.Constant) and isinstance(n.value, str)})
+    contents = {"".join(p) for k in range(len(strings) + 1) for p in itertools.combinations(strings, k)}
+    code = {c: compile(c, "<condition>", "eval") for c in conds}  # the writer's own expressions
+
+    def decide(rows, tool, content):
+        for c, target in rows:
+            if c is None or eval(code[c], {"__builtins__": {}}, {"tool": tool, "content": content, "ctx": {}}):
+                return target
+        return None
+
+    return all(decide(rows_a[s], tool, content) == decide(rows_b[s], tool, content)
+               for s in rows_a for tool in [None, *strings] for content in sorted(contents))
+
+
+def max_turns(block: ast.Block):
+    """The block's `max_turns`, None without one."""
+    caps = block.of_type(ast.MaxTurns)
+    return caps[0].value.value if caps else None
 
 
 def run_graph(spec: dict) -> set:
@@ -205,7 +281,7 @@ WORKFLOWS = [(p, b) for p in EXAMPLES for b in turnflow.parse(p.read_text(encodi
 @pytest.mark.parametrize("path,block", WORKFLOWS, ids=[f"{p.stem}:{b.name.name}" for p, b in WORKFLOWS])
 def test_every_examples_routing_round_trips_through_migrate(path, block):
     """The examples keep state in the context (refused above); their routing without it (text,
-    tools, targets) compiles and migrates back to the same participants, start and graph."""
+    tools, targets) compiles and migrates back to the same participants, start, graph and max_turns."""
     block = without_context(block)
     text = print_flow(ast.FlowFile(span=block.span, blocks=[block]))
     source = compile_target(text, "ag2-groupchat")
@@ -213,6 +289,9 @@ def test_every_examples_routing_round_trips_through_migrate(path, block):
     assert [p.name.name for p in back.participants] == [p.name.name for p in block.participants]
     assert back.of_type(ast.Start)[0].name.name == block.of_type(ast.Start)[0].name.name
     assert reference_edges(back) == run_graph(turnflow.compile(text)[0])
+    assert max_turns(back) == max_turns(block) is not None  # every example sets one
+    # the rows themselves: tool tests (`tool == "T"`: `when tool T`) and text tests come back as written
+    assert _rows(print_flow(ast.FlowFile(span=back.span, blocks=[back]))) == _rows(text)
 
 
 @pytest.mark.skipif(classic_python() is None, reason="no classic AG2 0.9 interpreter (.venv-ag2-classic)")
@@ -247,3 +326,31 @@ def test_participants_named_like_builtins_do_not_shadow_them():
     assert not assigned & set(dir(builtins)), assigned & set(dir(builtins))
     [got] = run_classic([{"source": source, "steps": [{"say": "ok"}] * 5}])
     assert got == {"speakers": ["str", "isinstance", "float"], "reason": "done"}
+
+
+SUPPORT = ("workflow support {\n    participant user initiator\n    participant triage\n    participant billing\n"
+           "    start triage\n    max_turns 12\n    handoff triage -> billing via transfer_to_billing \"money\"\n"
+           "    billing -> user\n    user -> terminate \"resolved\" when text contains \"THANKS\"\n    user -> triage\n}\n")
+
+
+def test_the_close_reasons_come_back_only_when_the_managers_check_ends_where_the_selection_does():
+    """The reasons are read from `_end_reason`, which the manager's `is_termination_msg` calls; a
+    module whose check ends the chat somewhere the selection function does not (edited by hand), or
+    that tests a marker itself, is read as any classic chat: `custom_selection`, TF405."""
+    source = compile_target(SUPPORT, "ag2-groupchat")
+    back = migrate(source, "chat.py")
+    assert '    user -> terminate "resolved" when text contains "THANKS"\n' in back.text
+    assert '    triage -> terminate "after_work"\n' in back.text
+    assert not back.diagnostics
+    old = "    if last_speaker is billing:\n        return None\n    return None\n"
+    assert source.count(old) == 1  # `_end_reason`'s last branch (select_speaker's returns `user`)
+    edited = source.replace(old, "    if last_speaker is billing:\n        return 'billed'\n    return None\n")
+    back = migrate(edited, "chat.py")
+    assert "custom_selection" in back.text and "resolved" not in back.text and "billed" not in back.text
+    assert [d.code for d in back.diagnostics] == ["TF405"]
+    marker = source.replace('    reason = _end_reason(last, groupchat)\n',
+                            '    reason = _end_reason(last, groupchat)\n    if "STOP" in message["content"]:\n'
+                            '        reason = "stop"\n')
+    back = migrate(marker, "chat.py")
+    assert '* -> terminate "is_termination_msg" when text contains "STOP"' in back.text
+    assert "resolved" not in back.text

@@ -74,6 +74,14 @@ def _negate(inner: list) -> list:
     return [[("not", _one_term(inner))]]
 
 
+def _reads_tool_name(fn: pyast.FunctionDef) -> bool:
+    """`fn(message)` returns the name of its first tool call: its strings include "tool_calls",
+    "function" and "name", and it calls only `.get` and `isinstance`."""
+    strings = {n.value for n in pyast.walk(fn) if isinstance(n, pyast.Constant) and isinstance(n.value, str)}
+    calls = {callee(n) for n in pyast.walk(fn) if isinstance(n, pyast.Call)}
+    return len(fn.args.args) == 1 and {"tool_calls", "function", "name"} <= strings and calls <= {"get", "isinstance"}
+
+
 class _Unknown(Exception):
     def __init__(self, what: str, at: pyast.AST):
         super().__init__(what)
@@ -82,7 +90,9 @@ class _Unknown(Exception):
 
 class Evaluator:
     """`style`: "classic" (returns an agent, a method name or None = end) or "selector"
-    (returns a name, or None = the model picks) or "candidates" (returns a list of names)."""
+    (returns a name, or None = the model picks) or "candidates" (returns a list of names) or
+    "reasons" (a classic function of the last speaker that returns a close reason, or None: the
+    chat goes on)."""
 
     def __init__(self, mod: Module, fn, style: str, agent_name: Callable[[pyast.AST], Optional[str]],
                  names: list[str]):
@@ -92,9 +102,10 @@ class Evaluator:
         args = [a.arg for a in fn.args.args] if not isinstance(fn, pyast.Lambda) else [a.arg for a in fn.args.args]
         if args and args[0] in ("self", "cls"):
             args = args[1:]
-        self.speaker_param = args[0] if style == "classic" and args else None
-        self.messages_param = args[0] if style != "classic" and args else None
-        self.group_param = args[1] if style == "classic" and len(args) > 1 else None
+        classic = style in ("classic", "reasons")
+        self.speaker_param = args[0] if classic and args else None
+        self.messages_param = args[0] if not classic and args else None
+        self.group_param = args[1] if classic and len(args) > 1 else None
         self.notes: list[Note] = []
         self._noted: set[tuple] = set()
         self.opening: Optional[str] = None  # who sent the opening message (classic: the initiator)
@@ -154,7 +165,7 @@ class Evaluator:
         if self._is_speaker(arg, env) or self._speaker_name_expr(arg, env):
             return x
         if self._is_before_last_name(arg, env):
-            if x == self.opening:
+            if x == self.opening and self.turn != "later":  # later turns: a message before the last exists
                 self.note("TF406", f"`{pyast.unparse(value)}` names the agent that spoke before the last one; "
                           "on the opening turn there is none (the source raises IndexError), the flow's "
                           "`previous` is then `next`", value)
@@ -283,6 +294,9 @@ class Evaluator:
         speaker = self._speaker_test(left, op, right, x, env)
         if speaker is not None:
             return speaker
+        tool = self._tool_test(op, left, right, env)
+        if tool is not None:
+            return tool
         text = self._text_test(test, left, op, right, env)
         if text is not None:
             return text
@@ -312,13 +326,41 @@ class Evaluator:
             return [[]] if inside == isinstance(op, pyast.In) else []
         return None
 
+    def _tool_test(self, op: pyast.cmpop, left: pyast.AST, right: pyast.AST, env: dict) -> Optional[list]:
+        """`tool == "T"` / `!=` on the name of the last message's first tool call: `when tool T` (exact)."""
+        if not isinstance(op, (pyast.Eq, pyast.NotEq)):
+            return None
+        for a, b in ((left, right), (right, left)):
+            s = self.mod.string(self._subst(a, env))
+            if s and self._is_tool_name(b, env):
+                return [[("tool", s)]] if isinstance(op, pyast.Eq) else [[("not", ("tool", s))]]
+        return None
+
+    def _is_tool_name(self, node: pyast.AST, env: dict) -> bool:
+        """The name of the last message's first tool call: `messages[-1]["tool_calls"][0]["function"]["name"]`,
+        or `f(messages[-1])` where `f` is a function of the file that reads just that (a body that
+        subscripts `"tool_calls"`, `"function"` and `"name"` and calls nothing but `.get`, as
+        `turnflow compile --target ag2-groupchat` writes `_tool`)."""
+        node = self._subst(node, env)
+        if isinstance(node, pyast.Call) and isinstance(node.func, pyast.Name) and len(node.args) == 1 \
+                and not node.keywords and self._is_last_message(node.args[0], env):
+            fn = self.mod.functions.get(node.func.id)
+            return fn is not None and not isinstance(fn, pyast.Lambda) and _reads_tool_name(fn)
+        keys = []
+        while isinstance(node, pyast.Subscript):
+            keys.append(self.mod.literal(node.slice))
+            node = self._subst(node.value, env)
+            if self._is_last_message(node, env):
+                return keys[::-1] == ["tool_calls", 0, "function", "name"]
+        return False
+
     def _text_test(self, test: pyast.Compare, left: pyast.AST, op: pyast.cmpop, right: pyast.AST,
                    env: dict) -> Optional[list]:
         """`"S" in content` (exact), `not in`, `content == "S"` / `!=` (approximated by `contains`)."""
         if isinstance(op, (pyast.In, pyast.NotIn)):
             s = self._name_of(left, env)
             how = self._content(right, env)
-            if s and how is not None:
+            if s is not None and how is not None:  # `"" in content` too: `text contains ""`, always true
                 if how == "lower":
                     self.note("TF406", f"`{pyast.unparse(test)}` tests case-folded text; approximated by "
                               f"`{'not ' if isinstance(op, pyast.NotIn) else ''}text contains \"{s}\"` "
@@ -372,6 +414,11 @@ class Evaluator:
 
     def ret(self, value: Optional[pyast.AST], x: str, env: dict) -> object:
         value = self._subst(value, env) if value is not None else None
+        if self.style == "reasons":
+            if value is None or (isinstance(value, pyast.Constant) and value.value is None):
+                return ("continue",)
+            reason = self.mod.string(value)
+            return ("terminate", reason) if reason is not None else ("unknown",)
         if value is None or (isinstance(value, pyast.Constant) and value.value is None):
             return ("terminate", "custom_selection") if self.style == "classic" else ("model",)
         if self.style == "candidates":
@@ -527,12 +574,25 @@ class Evaluator:
             if _same(first, later) or not any(_may_reach(o.target, x) for o in others):
                 reading.outcomes[x] = first
                 self.notes, self._noted = first_notes
+            elif self._previous_later(x, first, later):
+                reading.outcomes[x] = later  # `previous`: the round-robin successor on the first turn
             else:
                 self.notes, self._noted = kept
                 reading.outcomes[x] = self._read_one(body, x)
             reading.outcomes = {y: reading.outcomes[y] for y in speakers}
         reading.notes = self.notes
         return reading
+
+    def _previous_later(self, x: str, first: list[Outcome], later: list[Outcome]) -> bool:
+        """The opening speaker's first and later turns differ only where the later one returns the
+        agent that spoke before it and the first one the agent after it in `agents` order: the
+        flow's `previous`, which is round robin on the first turn."""
+        if x not in self.names or len(first) != len(later):
+            return False
+        after = self.names[(self.names.index(x) + 1) % len(self.names)]
+        pairs = [(f, g) for f, g in zip(first, later) if not _same([f], [g])]
+        return bool(pairs) and all(f.terms == g.terms and f.maybe == g.maybe and f.target == after
+                                   and g.target == ("previous",) for f, g in pairs)
 
     def _read_one(self, body: list, x: str) -> list[Outcome]:
         self._speaker = x
@@ -632,10 +692,25 @@ def emit(b, x: str, outcomes: list[Outcome], choices: Callable[[Outcome], list[s
         if o.maybe:
             handoff(t)
         elif o.terms:
+            for tool in _tools(o.terms):  # `when tool T`: a routing tool of the speaker
+                b.add_tool(x, tool)
             b.rule(x, t, o.terms)
         else:
             b.rule(x, t)
             return
+
+
+def _tools(terms: list) -> list[str]:
+    """The tool names `("tool", T)` terms test, nested ones included, in order."""
+    out: list[str] = []
+    for t in terms:
+        if t[0] == "tool":
+            out.append(t[1])
+        elif t[0] == "not":
+            out += _tools([t[1]])
+        elif t[0] in ("any", "all"):
+            out += _tools(t[1])
+    return out
 
 
 TASK_SOURCE = "user"  # the source AutoGen gives the task message

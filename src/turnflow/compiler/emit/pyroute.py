@@ -18,15 +18,15 @@ from __future__ import annotations
 import json
 from typing import Any, NamedTuple, Optional, Union
 
-#: the helper a `context_compare` needs, emitted into the generated module (docs/language.md,
-#: "Comparisons"; the same reading as `turnflow.spec.meaning.compare`, which the differential
+#: the helper a `context_compare` needs, emitted into the generated module (which imports `Any`;
+#: docs/language.md, "Comparisons"; the same reading as `turnflow.spec.meaning.compare`, which the differential
 #: tests hold it to)
 COMPARE_SOURCE = '''\
-def _number(v):
+def _number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def _compare(actual, op, value, length):
+def _compare(actual: Any, op: str, value: Any, length: bool) -> bool:
     """`context.K OP V` (docs/language.md, "Comparisons"): a missing key reads as None;
     `len(...)` of anything but a string, list or dict is false; `==`/`!=` are equality;
     an order holds between two numbers or two strings only."""
@@ -62,6 +62,8 @@ class Next(NamedTuple):
 class Row(NamedTuple):
     cond: Optional[str]  # a Python expression over ctx, tool, text; None: always
     then: Next
+    reads: frozenset[str] = frozenset()  # what `cond` reads: "ctx", "tool", "text"
+    noqa: str = ""  # the suppression comment its `if` line needs (`lint_note`), or ""
 
 
 def literal(v: Any) -> str:
@@ -133,6 +135,26 @@ def uses_compare(cond: Any) -> bool:
     return any(c.name == "context_compare" for c in cond.walk())
 
 
+#: what a condition kind reads of a turn
+_READS = {"tool_called": "tool", "text_contains": "text", "context_equals": "ctx", "context_compare": "ctx"}
+
+
+def reads(cond: Any) -> frozenset[str]:
+    """The turn's parts `cond` reads: "ctx", "tool", "text" (the writers define only those)."""
+    return frozenset(_READS[c.name] for c in cond.walk() if c.name in _READS)
+
+
+def lint_note(cond: Any) -> str:
+    """The `# noqa` the `if` line of `cond` needs to pass pycodestyle: `context.K == true` / `false`
+    is `ctx.get(K) == True` (E712), `== null` is `== None` (E711). They stay `==`: the language's
+    equality is Python's (`true == 1`, docs/language.md), which `is` would not be."""
+    codes = set()
+    for c in cond.walk():
+        if c.name == "context_equals" and (c.args.value is None or isinstance(c.args.value, bool)):
+            codes.add("E711" if c.args.value is None else "E712")
+    return f"  # noqa: {', '.join(sorted(codes))}" if codes else ""
+
+
 def resolve(target: Any, speaker: str, order: tuple[str, ...], initiator: str) -> Next:
     """A target model after `speaker` spoke, as far as it is known at compile time."""
     if target.uses_previous:
@@ -180,7 +202,7 @@ def routing(spec: Any, text: str = "text") -> Routing:
                 out.append(Row(None, nxt))
                 break
             compare = compare or uses_compare(t)
-            out.append(Row(expression(t, text), nxt))
+            out.append(Row(expression(t, text), nxt, reads(t), lint_note(t)))
         else:
             out.append(Row(None, resolve(graph.default_target, s, order, initiator)))
         rows[s] = tuple(out)
@@ -201,6 +223,15 @@ def doc_text(text: str) -> str:
         else:
             out.append(ch)
     return "".join(out)
+
+
+def table(items: list[tuple[str, str]], width: int = 100) -> str:
+    """A dict display of (key source, value source) pairs: on one line when it fits in `width`
+    columns, else one pair per line (the generated modules keep to ruff's E501 at 150)."""
+    one = "{" + ", ".join(f"{k}: {v}" for k, v in items) + "}"
+    if len(one) <= width or not items:
+        return one
+    return "{\n" + "".join(f"    {k}: {v},\n" for k, v in items) + "}"
 
 
 def json_text(v: Any) -> str:
@@ -234,6 +265,6 @@ def router_source(i: int, s: str, r: Routing) -> str:
         if row.cond is None:
             lines.append("    " + _return(row.then))
             break
-        lines.append(f"    if {row.cond}:")
+        lines.append(f"    if {row.cond}:{row.noqa}")
         lines.append("        " + _return(row.then))
     return "\n".join(lines) + "\n"

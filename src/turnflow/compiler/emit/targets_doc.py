@@ -61,6 +61,21 @@ builds: the rules in evaluation order (priority ascending, ties in file order), 
 evaluated for the speaker, then `otherwise`. The output is deterministic (the same input gives
 byte-identical output) and names the source file, never its folder.
 
+**Generated code is lint-clean.** A module `--target langgraph`, `ag2-groupchat` or `autogen`
+writes passes `ruff check --select E,F,W,B,I --line-length 150` (pyflakes, pycodestyle, bugbear
+and import order: no unused local, import or name) and `mypy --strict --ignore-missing-imports`
+(every function annotated; checked against the frameworks' own annotations where they ship them,
+LangGraph's and AgentChat's; AG2 0.9 ships none). A routing test `context.K == true` / `false`
+/ `null` is written `ctx.get("K") == True` / `== None` with `# noqa: E712` / `E711` on its line,
+not with `is`: the language's equality is Python's (`true == 1`, docs/language.md). Lines hold
+at most 150 columns unless the flow itself makes them longer (a long description or title, a
+rule with many long terms): tables too long for one line have one entry a line.
+`tests/test_target_lint.py` compiles every example workflow, 30 generated flows and a few written
+for the corners (participant names that are keywords, builtins or the module's own names,
+`previous`, `== true` / `== null`, a silenced comparison) for the three targets and runs ruff on
+all of them in one process, and mypy `--strict` on two modules per target (mypy takes seconds
+for the frameworks' stubs alone).
+
 In an editor, the language server offers the same on a workflow block's header line: one source
 action per target, disabled with the first refusal when the target cannot express the block
 (docs/editors.md).
@@ -178,14 +193,38 @@ speaker opens the chat (its opening message is its first turn). Give the agents 
 example workflow (context removed) with the same scripted replies (text and tool calls) on turnflow's hub and in AG2 0.9.9's classic
 GroupChat (one `.venv-ag2-classic` process for the batch) and compares the speakers and the
 close reason; the same file migrates each emitted module back (`turnflow migrate`) and finds
-the flow's participants, start and speaker graph (flows without `previous`, whose run-time
-"speaker before" migrate does not follow). 40 flows in the suite; the larger run:
+the flow's participants, start, speaker graph, `max_turns` and decisions (the round trip, below).
+40 flows in the suite; the larger run:
 
 ```
 TURNFLOW_TARGET_EXAMPLES=1000 python3 -m pytest -q -p no:cacheprovider tests/test_target_ag2_groupchat.py
 ```
 
 found 0 differences over 1000 flows, and 1000 round trips to the same graph (about 66 s).
+
+**Round trip.** `turnflow migrate support_chat.py` reads the module as any classic GroupChat
+(docs/migrate.md). What comes back exactly: the participants and their order, `start`, the
+speaker graph (each speaker's successors and ends, from `select_speaker` and `ALLOWED`), every
+speaker's routing (`tool == "T"` tests as `when tool T` with T among the speaker's `tools`,
+`text contains` tests; an `or` reads back as one rule per alternative, which decides alike;
+`previous`, the speaker of the message before the last when there is one, else the round-robin
+successor, reads back as `previous`), the close reasons (read from `_end_reason`, which `is_termination_msg` calls), and
+`max_turns`: AG2 appends one message per round, the opening one included, and stops after
+`max_round` of them, so the module's `max_round` is `max_turns` N (the start speaker's opening
+message is its first turn) and migrates back as `max_turns N`
+(`tests/test_target_max_turns.py`, a property over generated flows for every target migrate
+reads; `max_round` was N + 1 before 2026-11-29 and read back as N + 1). A flow without
+`max_turns` is written with `max_round=100000` (GroupChat has no unbounded chat) and reads back
+as `max_turns 100000`. What does not come back: the block's name and title (the flow is named
+`groupchat`, after the variable), the `initiator` role (the start speaker's, since the
+opener starts the chat; every `initiator` target was resolved when the module was written),
+a participant's missing description (its name), a routing tool the speaker owns but no rule
+tests, and `handoff A -> B via T "description"` (it reads back as the rule `A -> B when tool T`:
+the module keeps no handoff descriptions). `tests/test_target_ag2_groupchat.py` checks it: the
+examples' rows (conditions, targets, close reasons) come back as written, and for generated flows
+every speaker decides alike, with the same reasons, for every tool and text. A module edited so
+that `is_termination_msg` ends the chat where `select_speaker` does not reads as any classic chat:
+`terminate "custom_selection"`, TF405.
 
 **Where it differs from the hub, by design.** A reply calling a tool its agent does not own
 routes as if it called none (the hub refuses it); a reply without content reads as the text

@@ -520,12 +520,13 @@ def _group(cx: Classic, call: pyast.Call, block: str) -> FlowBuilder:
             return [after(x, e)]
         return e
 
-    _termination(cx, b, manager, agents, speakers, successors)
+    reasons = _end_reasons(cx, manager, custom_fn, speakers, names)
+    _termination(cx, b, manager, agents, speakers, successors, read_manager=reasons is None)
     _tool_calls(cx, b, call, agents, custom_fn is not None or method == "custom")
 
     # -- transitions ------------------------------------------------------------
     if custom_fn is not None:
-        handled = _custom(cx, b, custom_fn, method_node, speakers, names, eligible, after)
+        handled = _custom(cx, b, custom_fn, method_node, speakers, names, eligible, after, reasons)
     elif method == "custom":
         handled = set()
         b.note("TF404", "the speaker selection method is not a function defined in this file; approximated as a "
@@ -813,9 +814,10 @@ def _meets(names: set[str], successors: Sequence[str]) -> bool:
     return not names.isdisjoint(successors)
 
 
-def _termination(cx: Classic, b: FlowBuilder, manager, agents, speakers, successors) -> None:
-    """The manager's `is_termination_msg` (first), then each agent's own (grouped by predicate)."""
-    if manager is not None:
+def _termination(cx: Classic, b: FlowBuilder, manager, agents, speakers, successors, read_manager: bool = True) -> None:
+    """The manager's `is_termination_msg` (first; not when `_end_reasons` read it), then each
+    agent's own (grouped by predicate)."""
+    if manager is not None and read_manager:
         _manager_termination(cx, b, kwarg(manager, "is_termination_msg"))
     # an agent's own check: the chat ends when that agent is picked to reply to a matching message
     groups: dict[str, list[Agent]] = {}
@@ -863,29 +865,95 @@ def _agents_termination(cx: Classic, b: FlowBuilder, members: list[Agent], speak
 # --------------------------------------------------------------------------
 #  Custom speaker selection functions: `if last_speaker is X: return Y` chains
 # --------------------------------------------------------------------------
-def _custom(cx: Classic, b: FlowBuilder, fn, method_node, speakers, names, eligible, after) -> set[str]:
-    """Translate the selection function speaker by speaker (turnflow.migrate.selection);
-    return the speakers handled."""
-    from turnflow.migrate.selection import Evaluator, emit
+def _agent_namer(cx: Classic, names):
+    """The flow name of the agent a node names (the agent, or its name string), else None."""
+    def agent_name(node) -> Optional[str]:
+        a = cx.agent_of(node)
+        if a is not None:
+            return a.name
+        raw = cx.mod.string(node)
+        if raw is not None and raw in cx.names.map and cx.names.map[raw] in names:
+            return cx.names.map[raw]
+        return None
+    return agent_name
+
+
+def _end_reasons(cx: Classic, manager, fn, speakers, names) -> Optional[dict]:
+    """The close reasons of a chat whose manager's `is_termination_msg` delegates to a function of
+    the file (`_delegate`; the module `turnflow compile --target ag2-groupchat` writes: `_end_reason`),
+    read per speaker like the selection function `fn`: {speaker: outcomes}, when it ends the chat
+    exactly where `fn` does (the same conditions, in the same order); else None (the manager's
+    check is read as before: a marker rule, or TF405)."""
+    from turnflow.migrate.selection import Evaluator
+
+    ends = _delegate(cx, manager) if isinstance(fn, pyast.FunctionDef) else None
+    if ends is None:
+        return None
+    opening = speakers[0] if speakers else None
+    readings = []
+    for f, style in ((fn, "classic"), (ends, "reasons")):
+        ev = Evaluator(cx.mod, f, style, _agent_namer(cx, names), names)
+        ev.opening = opening
+        readings.append(ev.read(speakers).outcomes)
+    chosen, reasons = readings
+    agree = all(len(chosen[x]) == len(reasons[x]) and all(_same_end(o, r) for o, r in zip(chosen[x], reasons[x]))
+                for x in speakers)
+    return reasons if agree else None
+
+
+def _same_end(o, r) -> bool:
+    """A selection outcome `o` and a reason outcome `r` decide alike: the same conditions, and `r`
+    ends the chat exactly when `o` does (returns None)."""
+    return o.terms == r.terms and not o.maybe and not r.maybe and r.target != ("unknown",) \
+        and (o.target == ("terminate", "custom_selection")) == (r.target[0] == "terminate")
+
+
+def _delegate(cx: Classic, manager) -> Optional[pyast.FunctionDef]:
+    """`f` when the manager's `is_termination_msg` is a function of the file that tests no marker
+    and calls `f(<last speaker>, <group chat>)`, the one function of the file it calls with two
+    arguments, whose every `return` is a string (the reason) or None (the chat goes on)."""
+    from turnflow.migrate.pyread import function_def
 
     mod = cx.mod
+    node = kwarg(manager, "is_termination_msg") if manager is not None else None
+    check = function_def(mod, node) if node is not None else None
+    if not isinstance(check, pyast.FunctionDef):
+        return None
+    marker = termination_test(mod, node)
+    if marker is not None and marker.text is not None:  # it tests a marker too: read as before
+        return None
+    called = sorted({n.func.id for n in pyast.walk(check) if isinstance(n, pyast.Call)
+                     and isinstance(n.func, pyast.Name) and len(n.args) == 2 and n.func.id in mod.functions})
+    f = mod.functions[called[0]] if len(called) == 1 else None
+    return f if isinstance(f, pyast.FunctionDef) and len(f.args.args) == 2 and _returns_reasons(f) else None
+
+
+def _returns_reasons(f: pyast.FunctionDef) -> bool:
+    """Every `return` of `f` gives a string or None (and it has one)."""
+    values = [r.value for r in pyast.walk(f) if isinstance(r, pyast.Return)]
+    return bool(values) and all(v is None or (isinstance(v, pyast.Constant) and (v.value is None
+                                                                               or isinstance(v.value, str)))
+                                for v in values)
+
+
+def _custom(cx: Classic, b: FlowBuilder, fn, method_node, speakers, names, eligible, after,
+            reasons: Optional[dict] = None) -> set[str]:
+    """Translate the selection function speaker by speaker (turnflow.migrate.selection);
+    return the speakers handled. `reasons` (`_end_reasons`): the close reason of each of its ends."""
+    from turnflow.migrate.selection import Evaluator, emit
+
     if fn is None or not [a for a in fn.args.args if a.arg not in ("self", "cls")]:
         b.note("TF404", "the custom speaker selection function cannot be read; approximated as a choice by the "
                "speaker among the eligible agents", pos(method_node))
         return set()
 
-    def agent_name(node) -> Optional[str]:
-        a = cx.agent_of(node)
-        if a is not None:
-            return a.name
-        raw = mod.string(node)
-        if raw is not None and raw in cx.names.map and cx.names.map[raw] in names:
-            return cx.names.map[raw]
-        return None
-
-    ev = Evaluator(mod, fn, "classic", agent_name, names)
+    ev = Evaluator(cx.mod, fn, "classic", _agent_namer(cx, names), names)
     ev.opening = speakers[0] if speakers else None  # the initiator sends the opening message
     reading = ev.read(speakers)
+    for x, ends in (reasons or {}).items():  # the manager's check ends the chat first, with its reason
+        for o, r in zip(reading.outcomes[x], ends):
+            if o.target == ("terminate", "custom_selection"):
+                o.target = r.target
     noted: set[str] = set()
 
     for x in speakers:

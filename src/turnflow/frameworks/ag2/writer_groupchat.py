@@ -5,7 +5,8 @@ participant, a `speaker_selection_method` function that routes each turn as turn
 does (the per-speaker dispatch table of `compiler/emit/pyroute.py`, read from the typed spec model),
 `allowed_or_disallowed_speaker_transitions` holding the speaker graph it can take, an
 `is_termination_msg` that ends the chat when the flow's rules terminate (the flow's close
-reason kept in `OUTCOME`), and `max_round` from `max_turns`. Same input, same bytes.
+reason kept in `OUTCOME`), and `max_round` = `max_turns` (AG2 counts the opening message, the
+start speaker's first turn, as a round). Same input, same bytes.
 
 Classic GroupChat has no shared context: a flow that reads or sets context is refused (TF303),
 as are `expect` and `ttl` (see `TABLE`, docs/targets.md).
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from turnflow.compiler.emit.pyroute import COMPARE_SOURCE, doc_text, Next, Routing, literal, routing
+from turnflow.compiler.emit.pyroute import COMPARE_SOURCE, doc_text, Next, Routing, literal, routing, table
 import builtins
 import keyword
 
@@ -34,7 +35,8 @@ TABLE: dict[str, tuple[str, bool]] = {
     "initiator": ("`INITIATOR` (without one, the start speaker): the target of `initiator`", True),
     "start": ("`run(message)`: the start speaker opens the chat, its message is its first turn", True),
     "max_turns": ("`MAX_TURNS`: `is_termination_msg` ends the chat after N turns (`OUTCOME[\"reason\"]` is "
-                  "`max_turns`); `max_round` N + 1 only as a backstop", True),
+                  "`max_turns`) and `max_round` is N (AG2 counts the opening message, the start speaker's first turn); "
+                  "no `max_turns`: `max_round` 100000, which migrates back as `max_turns 100000`", True),
     "context": ("classic GroupChat has no shared context variables", False),
     "handoff": ("a test `tool == \"TOOL\"` on the last message's first tool call", True),
     "rule": ("an `if last_speaker is A:` branch of the selection function", True),
@@ -62,7 +64,8 @@ TABLE: dict[str, tuple[str, bool]] = {
 
 #: names the generated module defines itself, and Python's builtins (`_compare` calls `isinstance`,
 #: `str`, `float`, ...): an agent is never given one of them
-_TAKEN = frozenset({"ConversableAgent", "GroupChat", "GroupChatManager", "LLM_CONFIG", "AGENTS", "TOOLS", "CONTEXT", "ctx",
+_TAKEN = frozenset({"annotations", "Any", "Optional", "Union", "Agent", "name",
+                    "ConversableAgent", "GroupChat", "GroupChatManager", "LLM_CONFIG", "AGENTS", "TOOLS", "CONTEXT", "ctx",
                     "INITIATOR", "MAX_TURNS", "OUTCOME", "ALLOWED", "groupchat", "manager", "select_speaker",
                     "is_termination_msg", "message", "messages", "content", "tool", "text", "before",
                     "last_speaker", "last", "reason", "run", "calls", "call"}) | frozenset(dir(builtins))
@@ -98,20 +101,22 @@ def write(spec: Any, source: str = "<string>") -> str:
            "message routes the turn by its content (`text contains`) and by the name of its first tool\n"
            "call (the flow's handoff and routing tools).\n"
            '"""\n']
-    out.append("from autogen import ConversableAgent, GroupChat, GroupChatManager\n\n")
+    out.append("from __future__ import annotations\n\n"
+               "from typing import Any, Optional, Union\n\n"
+               "from autogen import Agent, ConversableAgent, GroupChat, GroupChatManager\n\n")
     out.append("LLM_CONFIG = False  # your model configuration, or register reply functions on the agents\n\n")
     for p in parts:
-        out.append(f"{names[p.agent_id]} = ConversableAgent(name={literal(p.agent_id)}, "
-                   f"description={literal(p.description or p.agent_id)}, llm_config=LLM_CONFIG, "
-                   "human_input_mode=\"NEVER\")\n")
+        head = f"{names[p.agent_id]} = ConversableAgent("
+        out.append(f"{head}name={literal(p.agent_id)}, description={literal(p.description or p.agent_id)},\n"
+                   f"{' ' * len(head)}llm_config=LLM_CONFIG, human_input_mode=\"NEVER\")\n")
     out.append("\nAGENTS = [" + ", ".join(names[s] for s in r.order) + "]\n")
-    out.append("TOOLS = {" + ", ".join(f"{literal(s)}: {_tuple(r.tools[s])}" for s in r.order) + "}\n")
+    out.append("TOOLS = " + table([(literal(s), _tuple(r.tools[s])) for s in r.order]) + "\n")
     out.append(f"INITIATOR = {names[r.initiator]}\n")
-    out.append(f"MAX_TURNS = {r.max_turns!r}\n")
+    out.append(f"MAX_TURNS: Optional[int] = {r.max_turns!r}\n")
     out.append(f"#: the flow's initial context, read-only here (a classic GroupChat has no shared context: TF303)\n"
-               f"CONTEXT = {literal(r.context)}\n")
+               f"CONTEXT: dict[str, Any] = {literal(r.context)}\n")
     out.append("#: why the last chat ended, in the flow's words (None while it runs)\n")
-    out.append("OUTCOME = {\"reason\": None}\n")
+    out.append("OUTCOME: dict[str, Optional[str]] = {\"reason\": None}\n")
     if r.compare:
         out.append("\n\n" + COMPARE_SOURCE)
     out.append(_SHARED)
@@ -127,13 +132,14 @@ def _tuple(names: tuple[str, ...]) -> str:
 
 _SHARED = '''
 
-def _tool(message):
+def _tool(message: dict[str, Any]) -> Optional[str]:
     """The routing tool of a message: the name of its first tool call (or function call)."""
     calls = message.get("tool_calls") or []
     if calls:
-        return calls[0].get("function", {}).get("name")
-    call = message.get("function_call") or {}
-    return call.get("name")
+        name = calls[0].get("function", {}).get("name")
+    else:
+        name = (message.get("function_call") or {}).get("name")
+    return name if isinstance(name, str) else None
 '''
 
 
@@ -144,25 +150,34 @@ def _target(t: Next, names: dict[str, str], indent: str, reasons: bool) -> list[
         return [f"{indent}return {names[str(t.name)]}"]
     if t.kind == "end":
         return [f"{indent}return None  # terminate {literal(t.reason or 'workflow_terminated')}"]
-    return [f"{indent}return before if before is not None else {names[str(t.name)]}"]
+    # `previous`: the speaker of the message before the last; on the first turn (the opening message
+    # alone) the round-robin successor, as the flow's `previous` (what migrate reads back as `previous`)
+    return [f"{indent}return groupchat.agent_by_name(messages[-2][\"name\"]) if len(messages) > 1 else "
+            f"{names[str(t.name)]}"]
 
 
 def _branches(r: Routing, names: dict[str, str], reasons: bool) -> list[str]:
     """The flow's rows per speaker as `if last_speaker is X:` branches (the same rows twice:
-    `select_speaker` returns the next agent, `_end_reason` the close reason)."""
-    lines = ["    messages = groupchat.messages",
-             "    content = messages[-1][\"content\"]  # always a string: GroupChat.append casts it",
-             "    tool = _tool(messages[-1])",
-             "    ctx = CONTEXT"]
-    if not reasons and any(row.then.kind == "previous" for rows in r.rows.values() for row in rows):
-        lines.append("    before = groupchat.agent_by_name(messages[-2][\"name\"]) if len(messages) > 1 else None")
+    `select_speaker` returns the next agent, `_end_reason` the close reason). Only the parts of
+    the last message the rows read are taken (no unused local: the module is lint-clean)."""
+    read = frozenset().union(*(row.reads for rows in r.rows.values() for row in rows))
+    previous = not reasons and any(row.then.kind == "previous" for rows in r.rows.values() for row in rows)
+    lines = []
+    if read & {"text", "tool"} or previous:
+        lines.append("    messages = groupchat.messages")
+    if "text" in read:
+        lines.append("    content = messages[-1][\"content\"]  # always a string: GroupChat.append casts it")
+    if "tool" in read:
+        lines.append("    tool = _tool(messages[-1])")
+    if "ctx" in read:
+        lines.append("    ctx = CONTEXT")
     for s in r.order:
         lines.append(f"    if last_speaker is {names[s]}:")
         for row in r.rows[s]:
             if row.cond is None:
                 lines.extend(_target(row.then, names, "        ", reasons))
                 break
-            lines.append(f"        if {row.cond}:")
+            lines.append(f"        if {row.cond}:{row.noqa}")
             lines.extend(_target(row.then, names, "            ", reasons))
     lines.append("    return None")
     return lines
@@ -170,18 +185,18 @@ def _branches(r: Routing, names: dict[str, str], reasons: bool) -> list[str]:
 
 def _selection(r: Routing, names: dict[str, str]) -> str:
     return "\n".join([
-        "def select_speaker(last_speaker, groupchat):",
+        "def select_speaker(last_speaker: Agent, groupchat: GroupChat) -> Optional[Agent]:",
         "    \"\"\"The flow's rules for the speaker of the last message (None: the flow ends the chat).\"\"\"",
         *_branches(r, names, False)]) + "\n"
 
 
 def _termination(r: Routing, names: dict[str, str]) -> str:
-    lines = ["def _end_reason(last_speaker, groupchat):",
+    lines = ["def _end_reason(last_speaker: Agent, groupchat: GroupChat) -> Optional[str]:",
              "    \"\"\"The flow's close reason when its rules end the chat after the last message, else None.\"\"\"",
              *_branches(r, names, True),
              "",
              "",
-             "def is_termination_msg(message):",
+             "def is_termination_msg(message: dict[str, Any]) -> bool:",
              "    \"\"\"The chat ends when the flow's rules terminate (their reason) or after MAX_TURNS turns.\"\"\"",
              "    messages = groupchat.messages",
              "    last = groupchat.agent_by_name(messages[-1][\"name\"])",
@@ -208,8 +223,10 @@ def _chat(r: Routing, names: dict[str, str]) -> str:
     has_edges = any(not e.endswith("[],") for e in edges)
     lines = ["#: the speaker graph: who may speak after whom (`select_speaker` decides which)"]
     lines.append("ALLOWED = {\n" + "\n".join(edges) + "\n}" if has_edges else "ALLOWED = None")
-    # a backstop only: is_termination_msg ends the chat after MAX_TURNS turns
-    max_round = 100_000 if r.max_turns is None else r.max_turns + 1
+    # AG2 appends one message per round, the opening one (the start speaker's first turn) included,
+    # and stops after max_round of them: max_round N is N turns, as `turnflow migrate` reads it back.
+    # is_termination_msg runs first on the N-th (so OUTCOME says max_turns); no max_turns: a backstop
+    max_round = 100_000 if r.max_turns is None else r.max_turns
     lines += ["",
               "groupchat = GroupChat(",
               "    agents=AGENTS,",
@@ -222,7 +239,7 @@ def _chat(r: Routing, names: dict[str, str]) -> str:
               "manager = GroupChatManager(groupchat=groupchat, llm_config=False, is_termination_msg=is_termination_msg)",
               "",
               "",
-              "def run(message):",
+              "def run(message: Union[str, dict[str, Any]]) -> Any:",
               "    \"\"\"The chat: the flow's start speaker opens it with `message`, its first turn (a string, or a",
               "    message dict with `tool_calls`); `OUTCOME[\"reason\"]` says why it ended.\"\"\"",
               "    OUTCOME[\"reason\"] = None",

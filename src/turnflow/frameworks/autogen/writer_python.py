@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from turnflow.compiler.emit.pyroute import COMPARE_SOURCE, doc_text, Routing, literal, routers_source, routing
+from turnflow.compiler.emit.pyroute import COMPARE_SOURCE, doc_text, Routing, literal, routers_source, routing, table
 
 NAME = "autogen"
 FRAMEWORK = "AutoGen AgentChat"
@@ -93,12 +93,12 @@ def _tuple(names: tuple[str, ...]) -> str:
 def _constants(r: Routing) -> str:
     return "\n".join([
         f"PARTICIPANTS = {_tuple(r.order)}",
-        "TOOLS = {" + ", ".join(f"{literal(s)}: {_tuple(r.tools[s])}" for s in r.order) + "}",
+        "TOOLS = " + table([(literal(s), _tuple(r.tools[s])) for s in r.order]),
         f"INITIATOR = {literal(r.initiator)}",
         f"START_SPEAKER = {literal(r.start)}",
         f"MAX_TURNS: Optional[int] = {r.max_turns!r}",
         "#: the flow's initial context, read-only here (AgentChat teams share no context: TF304)",
-        f"CONTEXT = {literal(r.context)}",
+        f"CONTEXT: dict[str, Any] = {literal(r.context)}",
         "#: why the last run that finished ended, in the flow's words (`run` returns each run's own)",
         "OUTCOME: dict[str, Optional[str]] = {\"reason\": None}",
         "#: each team's run (`build`): whether its termination condition saw the task yet, its close reason",
@@ -127,6 +127,7 @@ def _turn(messages: Sequence[Any]) -> tuple[Optional[str], str, Optional[str]]:
 def _route(thread: Sequence[Any]) -> tuple[Optional[str], Optional[str]]:
     """(next speaker, None) or (None, close reason) after the last turn of `thread`."""
     speaker, text, tool = _turn(thread)
+    assert speaker is not None  # selector_func: the thread holds a turn after the task
     chat = [m for m in thread if isinstance(m, BaseChatMessage)]
     before = chat[-2].source if len(chat) > 2 else None  # chat[0] is the task
     return ROUTERS[speaker](CONTEXT, tool, text, before)

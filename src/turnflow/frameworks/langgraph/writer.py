@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from turnflow.compiler.emit.pyroute import COMPARE_SOURCE, doc_text, Routing, literal, routers_source, routing
+from turnflow.compiler.emit.pyroute import COMPARE_SOURCE, doc_text, Routing, literal, routers_source, routing, table
 
 NAME = "langgraph"
 FRAMEWORK = "LangGraph"
@@ -92,6 +92,7 @@ def write(spec: Any, source: str = "<string>") -> str:
                "    final[\"reason\"], final[\"context\"], [t[\"speaker\"] for t in final[\"transcript\"]]\n\n"
                + _STEP_DOC + '\n"""\n')
     out.append("from __future__ import annotations\n\n"
+               "from collections.abc import Hashable\n"
                "from typing import Any, Callable, Optional, TypedDict\n\n"
                "from langgraph.graph import END, START, StateGraph\n\n")
     out.append(_constants(spec, r))
@@ -107,13 +108,13 @@ def _constants(spec: Any, r: Routing) -> str:
     parts = sorted(spec.participants, key=lambda p: p.order)
     lines = [
         f"PARTICIPANTS = {_tuple(r.order)}",
-        "DESCRIPTIONS = {" + ", ".join(f"{literal(p.agent_id)}: {literal(p.description)}" for p in parts) + "}",
-        "TOOLS = {" + ", ".join(f"{literal(s)}: {_tuple(r.tools[s])}" for s in r.order) + "}",
+        "DESCRIPTIONS = " + table([(literal(p.agent_id), literal(p.description)) for p in parts]),
+        "TOOLS = " + table([(literal(s), _tuple(r.tools[s])) for s in r.order]),
         f"ANY_TOOL = {not any(r.tools.values())!r}  # True when the flow declares no tools: any tool name routes",
         f"INITIATOR = {literal(r.initiator)}",
         f"START_SPEAKER = {literal(r.start)}",
         f"MAX_TURNS: Optional[int] = {r.max_turns!r}",
-        f"CONTEXT = {literal(r.context)}",
+        f"CONTEXT: dict[str, Any] = {literal(r.context)}",
         f"RECURSION_LIMIT = {(r.max_turns if r.max_turns is not None else 100_000) + 1}",
     ]
     return "\n".join(lines) + "\n"
@@ -199,11 +200,16 @@ def _turn(speaker: str, agent: Callable[[State], Any], state: State) -> dict[str
             "speaker": speaker, "next": nxt, "reason": reason}
 
 
-def _node(speaker: str, agent: Callable[[State], Any]) -> Callable[[State], dict[str, Any]]:
-    def node(state: State) -> dict[str, Any]:
-        return _turn(speaker, agent, state)
-    node.__name__ = f"turn_{speaker}"
-    return node
+class _Node:
+    """A participant's node: its agent takes the turn, the flow's rules route it (a class, not a
+    closure: type checkers infer LangGraph's node input, `State`, from `__call__`)."""
+
+    def __init__(self, speaker: str, agent: Callable[[State], Any]) -> None:
+        self.speaker, self.agent = speaker, agent
+        self.__name__ = f"turn_{speaker}"
+
+    def __call__(self, state: State) -> dict[str, Any]:
+        return _turn(self.speaker, self.agent, state)
 
 
 def _after(state: State) -> str:
@@ -220,9 +226,9 @@ def build(agents: dict[str, Callable[[State], Any]], checkpointer: Any = None) -
                          + (f"missing: {', '.join(missing)}" if missing else f"not participants: {', '.join(extra)}"))
     graph = StateGraph(State)
     for p in PARTICIPANTS:
-        graph.add_node(p, _node(p, agents[p]))
+        graph.add_node(p, _Node(p, agents[p]))
     graph.add_edge(START, START_SPEAKER)
-    ends: dict[str, str] = {**{p: p for p in PARTICIPANTS}, END: END}
+    ends: dict[Hashable, str] = {**{p: p for p in PARTICIPANTS}, END: END}
     for p in PARTICIPANTS:
         graph.add_conditional_edges(p, _after, ends)
     return graph.compile(checkpointer=checkpointer).with_config(recursion_limit=RECURSION_LIMIT)
