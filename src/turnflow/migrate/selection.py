@@ -430,6 +430,10 @@ class Evaluator:
             return ("unknown",)
         if self.style == "classic":
             return self._classic_return(value, x, env)
+        return self._named_return(value, x, env)
+
+    def _named_return(self, value: pyast.AST, x: str, env: dict) -> object:
+        """`return NAME` of a selector that names the next speaker (AutoGen's selector function)."""
         n = self._name_of(value, env)
         if n in self.names:
             return n

@@ -185,6 +185,22 @@ def _load(queue: "TaskQueue", tasks: list, spec: "SessionSpec", task_file: str, 
     return None
 
 
+def _report(args, report: str, ids: list, final: dict) -> None:
+    """The batch's summary: on stdout in text, on stderr beside the JSON lines; with --quiet, as a
+    single run's --quiet, its outcome line alone (each failed task's error on stderr in text: the
+    JSON lines hold them)."""
+    as_json = args.format == "json"
+    if args.quiet:
+        report = report.split("\n", 1)[0] + "\n"
+        if not as_json:
+            for i, e in _failures(ids, final)[:MAX_FAILURES_SHOWN]:
+                err(f"turnflow run: task {i} failed: {e}")
+    if as_json:
+        err(report)
+    else:
+        out(visible(report))  # task ids and agents' failures are foreign text
+
+
 def _run(args, spec: "SessionSpec", make_agents: Callable[[], dict], tasks: list, store_value: str) -> int:
     from turnflow.runtime.batch import BatchWorker, TaskOutcome, retrying
     from turnflow.runtime.errors import RuntimeErrorBase, StoreDamaged, StoreError, StoreFailed
@@ -249,16 +265,8 @@ def _run(args, spec: "SessionSpec", make_agents: Callable[[], dict], tasks: list
         if queue is not None:  # PostgreSQL: the connection that listens for finished tasks
             queue.close()
         store.close()
-    report = summary(ids, final, len(finished_before), bw.outcomes, bw.progress.posts, elapsed, bool(interrupted))
-    if args.quiet:  # as a single run's --quiet: the outcome line alone (its errors on stderr)
-        report = report.split("\n", 1)[0] + "\n"
-        if not as_json:  # (the JSON lines hold each task's error)
-            for i, e in _failures(ids, final)[:MAX_FAILURES_SHOWN]:
-                err(f"turnflow run: task {i} failed: {e}")
-    if as_json:
-        err(report)
-    else:
-        out(visible(report))  # task ids and agents' failures are foreign text
+    _report(args, summary(ids, final, len(finished_before), bw.outcomes, bw.progress.posts, elapsed, bool(interrupted)),
+            ids, final)
     if interrupted:
         err("turnflow run: interrupted; run the same command again to resume")
         return interrupted
