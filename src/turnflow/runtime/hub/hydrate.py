@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional, Union
 
@@ -10,7 +11,7 @@ from turnflow.runtime.adapters.protocol import SessionAdapter
 from turnflow.runtime.envelope import SUBSTANTIVE, Envelope
 from turnflow.runtime.errors import ProtocolError, RuntimeErrorBase
 from turnflow.runtime.live import LiveSession
-from turnflow.runtime.session import SessionMetadata
+from turnflow.runtime.session import NO_ACKS, Participant, SessionMetadata, SessionState, shared_participant
 from turnflow.runtime.store.contract import Store
 from turnflow.runtime.store.records import Corrupt
 
@@ -89,6 +90,45 @@ def _session(rec: Union[dict[str, Any], Corrupt], adapter_for: AdapterLookup,
         report.problems.append(Corrupt(md.session_id, 0, f"session record is invalid: {exc}"))
         return None
     return LiveSession(md, adapter, state)
+
+
+def end_record(md: SessionMetadata, membership: bool) -> str:
+    """What a session's end settled that its creation record does not say (`from_end_record`
+    reads it back), as JSON: its terminal state, when and why it ended, when it opened, the
+    invites still unacked, and — for a kind whose roster can change (`membership`) — the roster."""
+    rec: dict[str, Any] = {"state": md.state.value, "closed_at": md.closed_at, "close_reason": md.close_reason,
+                           "activated_at": md.activated_at, "pending_acks": sorted(md.pending_acks)}
+    if membership:
+        rec["participants"] = [[p.agent_id, p.role, p.order, p.description, list(p.tools)] for p in md.participants]
+    return json.dumps(rec, separators=(",", ":"))
+
+
+def from_end_record(rec: dict[str, Any], end: str, adapter_for: AdapterLookup) -> Optional[SessionMetadata]:
+    """An ended session's metadata from its creation record and its `end_record`, equal to the
+    one its log folds to (tests/test_hub_ended.py compares them), without reading the log; None
+    when either record cannot be read (the caller reads the session back instead)."""
+    try:
+        md = SessionMetadata.from_creation_record(rec)
+        adapter = adapter_for((md.manifest.type, md.manifest.version))
+        if adapter is None:
+            return None
+        if md.manifest == adapter.manifest:  # (as `_session` does)
+            md.manifest = adapter.manifest
+        md.expires_at = md.created_at + md.ttl_seconds if md.ttl_seconds else None
+        e = json.loads(end)
+        md.state = SessionState(e["state"])
+        if not md.state.terminal:
+            return None
+        md.closed_at, md.close_reason, md.activated_at = e["closed_at"], e["close_reason"], e["activated_at"]
+        md.pending_acks = set(e["pending_acks"]) or NO_ACKS
+        if "participants" in e:
+            roster = [shared_participant(Participant(a, r, o, d, tuple(t))) for a, r, o, d, t in e["participants"]]
+            if roster != list(md.participants):
+                md.participants = roster
+                md.__post_init__()  # (the roster's shared tuple and its pset)
+        return md
+    except (KeyError, TypeError, ValueError, AttributeError, RuntimeErrorBase):
+        return None
 
 
 def _record(sessions: dict[str, LiveSession], item: Union[Envelope, Corrupt], report: HydrateReport) -> None:

@@ -84,6 +84,22 @@ _ADDED_TEXT = '"event_type":"participant.added"'  # in the record of each (recor
 # sessions by id, sorted by creation (CROSS JOIN: in that order, not the sessions table scanned)
 _NAMING = ("SELECT s.session_id FROM (SELECT DISTINCT a.session_id FROM json_each(?1) t CROSS JOIN session_agents a "
            "ON a.agent_id = t.value) m CROSS JOIN sessions s ON s.session_id = m.session_id ORDER BY s.n")
+# each ended session's end record (`Hub.flush_ends`, hub/hydrate.py `end_record`: what its end settled
+# that its creation record does not say) and its checksum (`checksum(session_id, -1, record)`), so
+# that listing an agent's channels reads two records per ended session, not its log. Written after
+# the session has ended and left the hub's memory, ENDS_BATCH at a time in a transaction of their
+# own (never in a group commit); made when a store is opened for writing, and filled lazily: a
+# listing that meets an ended session without one reads it back and writes it (an older store).
+_ENDS_TABLE = ("CREATE TABLE IF NOT EXISTS session_ends (session_id TEXT PRIMARY KEY, record TEXT NOT NULL, "
+               "crc INTEGER NOT NULL) WITHOUT ROWID")
+# `naming_page` (?1: a JSON array of agent ids, ?2: the creation number after which, ?3: how many):
+# `_NAMING`'s sessions with their numbers; `end_records` (?1: a JSON array of session ids): their
+# creation and end records
+_NAMING_PAGE = ("SELECT s.n, s.session_id FROM (SELECT DISTINCT a.session_id FROM json_each(?1) t CROSS JOIN "
+                "session_agents a ON a.agent_id = t.value) m CROSS JOIN sessions s ON s.session_id = m.session_id "
+                "WHERE s.n > ?2 ORDER BY s.n LIMIT ?3")
+_END_RECORDS = ("SELECT s.session_id, s.record, s.crc, e.record, e.crc FROM json_each(?1) t CROSS JOIN sessions s "
+                "ON s.session_id = t.value LEFT JOIN session_ends e ON e.session_id = s.session_id")
 # (a store without the table: the records that hold one of the ids, as records write them, ?2)
 _HOLDS = "EXISTS (SELECT 1 FROM json_each(?2) t WHERE instr(record, t.value) > 0)"
 _NAMING_SCAN = (f"SELECT session_id FROM sessions WHERE {_HOLDS} OR session_id IN (SELECT session_id FROM envelopes "
@@ -209,6 +225,7 @@ class SQLiteStore:
         self.db.execute("BEGIN IMMEDIATE")
         try:
             self.db.execute(_AGENTS_TABLE)
+            self.db.execute(_ENDS_TABLE)
             self.db.execute(_AGENTS_MISSING)
             self.db.executemany(_AGENT_ADDED, added)
             self.db.execute("COMMIT")
@@ -504,6 +521,38 @@ class SQLiteStore:
                 return
             for (sid,) in rows:
                 yield sid
+
+    def naming_page(self, agent_ids: Sequence[str], after: int, count: int) -> Optional[list[tuple[int, str]]]:
+        """Up to `count` of `sessions_naming`'s sessions created after the one numbered `after`
+        (0: from the first), as (number, id), read in one query (no cursor left open); None for a
+        store without end records (opened read-only, never opened for writing by this version)."""
+        self.flush_roster()
+        tables = {r[0] for r in self.db.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('session_agents', 'session_ends')")}
+        if len(tables) < 2:
+            return None
+        return self.db.execute(_NAMING_PAGE, (json.dumps(list(agent_ids)), after, count)).fetchall()
+
+    def end_records(self, session_ids: Sequence[str]) -> list[tuple[Any, ...]]:
+        """The creation record of each of `session_ids` the store holds and its end record, as
+        (id, creation record, its checksum, end record or None, its checksum or None), one query."""
+        return self.db.execute(_END_RECORDS, (json.dumps(list(session_ids)),)).fetchall()
+
+    def write_ends(self, ends: list[tuple[str, str]]) -> None:
+        """Store ended sessions' end records ((session id, record): `Hub.flush_ends`) in one
+        transaction of their own; one already stored is kept. Nothing on a read-only store."""
+        if self.read_only or not ends:
+            return
+        db = self.db
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            db.executemany("INSERT OR IGNORE INTO session_ends (session_id, record, crc) VALUES (?, ?, ?)",
+                           [(sid, rec, checksum(sid, -1, rec)) for sid, rec in ends])
+            db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise StoreFailed(f"{self.path}: end records not written: {exc}") from None
 
     def session_record(self, session_id: str) -> Optional[Union[dict[str, Any], Corrupt]]:
         """One session's creation record (checked like `sessions` checks it), or None."""
