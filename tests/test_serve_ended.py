@@ -6,6 +6,7 @@ the same answers for an ended session read back from the store as it got while t
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 
 import pytest
 
@@ -158,7 +159,10 @@ def test_an_ended_session_leaves_memory_and_ag2_gets_the_same_answers_read_back(
     asyncio.run(asyncio.wait_for(main(), 120))
 
 
-def test_a_restarted_hub_hydrates_only_the_live_sessions_and_answers_for_the_ended_ones(tmp_path, monkeypatch):
+@pytest.mark.parametrize("older", [False, True], ids=["restart", "older store"])
+def test_a_restarted_hub_hydrates_only_the_live_sessions_and_answers_for_the_ended_ones(tmp_path, monkeypatch, older):
+    """... and the same answers from a store without end records (written before they existed:
+    its ended channels listed from their logs, their end records written then), twice."""
     store = str(tmp_path / "hub.db")
 
     async def first(url, hub):
@@ -192,6 +196,14 @@ def test_a_restarted_hub_hydrates_only_the_live_sessions_and_answers_for_the_end
             assert list(hub.sessions) == [live]  # read back, not held again
             for key in before:
                 assert after[key] == before[key], key
+            if older:  # the listing wrote the end records it lacked: the next one reads them
+                ends = sqlite3.connect(store).execute("SELECT session_id FROM session_ends").fetchall()
+                assert sorted(r[0] for r in ends) == sorted([done, closed])
+                hub._ended.clear()
+                ops_of(hub)._ended_parts.clear()
+                again = await answers(c1, hub, done, a, b)
+                for key in before:
+                    assert again[key] == before[key], key
             assert (await c1._rpc("get_channel", {"channel_id": closed}))["close_reason"] == "asked elsewhere"
         finally:
             await c1.close()
@@ -199,6 +211,11 @@ def test_a_restarted_hub_hydrates_only_the_live_sessions_and_answers_for_the_end
 
     async def main():
         ids, before = await with_served(store, monkeypatch, first)
+        if older:  # as a store written before end records existed
+            db = sqlite3.connect(store)
+            db.execute("DROP TABLE session_ends")
+            db.commit()
+            db.close()
         await with_served(store, monkeypatch, lambda url, hub: second(url, hub, ids, before))
 
     asyncio.run(asyncio.wait_for(main(), 180))

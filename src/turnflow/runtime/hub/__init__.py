@@ -265,13 +265,15 @@ class Hub:
                 for at in range(0, len(page), LIST_WORK):
                     batch = [sid for _n, sid in page[at:at + LIST_WORK]]
                     seen.update(batch)
-                    held = {sid: live for sid in batch
-                            if (live := self.sessions.get(sid) or self._ended.get(sid)) is not None}
+                    held = {sid: live for sid in batch if (live := self.sessions.get(sid)) is not None}
                     records = {row[0]: row for row in self.store.end_records(  # type: ignore[attr-defined]
                         [sid for sid in batch if sid not in held])} if len(held) < len(batch) else {}
                     for sid in batch:
                         live = held.get(sid)
                         row = records.get(sid)
+                        if live is None and row is not None and (live := self._ended.get(sid)) is not None \
+                                and row[3] is None:
+                            self._note_end(live)  # (one of the last read, its end record not written)
                         md = live.metadata if live is not None else self._from_end(*row) if row is not None else None
                         work += 1
                         if md is None and live is None:

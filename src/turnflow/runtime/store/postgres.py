@@ -45,7 +45,7 @@ from turnflow.runtime.session import check_session_id
 from turnflow.runtime.store.contract import POSTGRESQL, Dialect
 from turnflow.runtime.store.postgres_leases import TaskLeases
 from turnflow.runtime.store.records import (CommitUnits, Corrupt, EnvelopeRow, LogSummary, Refusals, SessionEnds, SessionRow,
-                                            TelemetryRow, decode_envelope, decode_session, json_text)
+                                            TelemetryRow, checksum, decode_envelope, decode_session, json_text)
 from turnflow.runtime.tasks import LeaseLost
 
 SCHEMA_VERSION = 1
@@ -98,6 +98,10 @@ _DDL = [
     "CREATE TABLE IF NOT EXISTS turnflow_session_agents (agent_id text NOT NULL, session_id text NOT NULL, "
     "PRIMARY KEY (agent_id, session_id))",
     "CREATE INDEX IF NOT EXISTS turnflow_session_agents_by_session ON turnflow_session_agents (session_id)",
+    # each ended session's end record (`write_ends`: what listing its channel reads instead of its log),
+    # written after it left the hub's memory; filled lazily by the listings that meet an older one
+    "CREATE TABLE IF NOT EXISTS turnflow_session_ends (session_id text PRIMARY KEY, record text NOT NULL, "
+    "crc bigint NOT NULL)",
 ]
 
 # One statement per group commit (autocommit: the statement is its transaction, one round trip).
@@ -196,6 +200,13 @@ _TURNS = f"SELECT turns, COUNT(*) FROM ({_PER_SESSION}) per GROUP BY turns ORDER
 # `sessions_naming`: the sessions whose creation record, or an envelope adding a participant, holds the text
 _NAMING = ("SELECT s.session_id FROM turnflow_sessions s WHERE s.session_id IN (SELECT a.session_id FROM "
            "turnflow_session_agents a WHERE a.agent_id = ANY(%(a)s::text[])) ORDER BY s.n")
+# `naming_page`: `_NAMING`'s sessions created after one (by number), a page of them; `end_records`:
+# the creation and end records of some sessions
+_NAMING_PAGE = ("SELECT s.n, s.session_id FROM turnflow_sessions s WHERE s.session_id IN (SELECT a.session_id FROM "
+                "turnflow_session_agents a WHERE a.agent_id = ANY(%(a)s::text[])) AND s.n > %(after)s "
+                "ORDER BY s.n LIMIT %(count)s")
+_END_RECORDS = ("SELECT s.session_id, s.record, s.crc, e.record, e.crc FROM turnflow_sessions s LEFT JOIN "
+                "turnflow_session_ends e ON e.session_id = s.session_id WHERE s.session_id = ANY(%(ids)s::text[])")
 # (a store opened read-only without that table: the records that hold one of the ids, as records write them)
 _HOLDS = "EXISTS (SELECT 1 FROM unnest(%(t)s::text[]) t WHERE strpos(record, t) > 0)"
 _NAMING_SCAN = (f"SELECT session_id FROM turnflow_sessions WHERE {_HOLDS} OR session_id IN "
@@ -769,6 +780,39 @@ class PostgresStore:
                     cur.execute(_NAMING_SCAN, {"t": [json_text(a) for a in agent_ids]})
                 for (sid,) in cur:
                     yield sid
+
+    def naming_page(self, agent_ids: Sequence[str], after: int, count: int) -> Optional[list[tuple[Any, ...]]]:
+        """Up to `count` of `sessions_naming`'s sessions created after the one numbered `after`
+        (0: from the first), as (number, id), one query; None for a store without end records."""
+        with self.pool.connection() as conn:
+            tables = conn.execute("SELECT to_regclass('turnflow_session_agents') IS NOT NULL AND "
+                                  "to_regclass('turnflow_session_ends') IS NOT NULL").fetchone()[0]
+            if not tables:
+                return None
+            rows: list[tuple[Any, ...]] = conn.execute(
+                _NAMING_PAGE, {"a": list(agent_ids), "after": after, "count": count}).fetchall()
+        return rows
+
+    def end_records(self, session_ids: Sequence[str]) -> list[tuple[Any, ...]]:
+        """(id, creation record, its checksum, end record or None, its checksum or None) of each of
+        `session_ids` the store holds, one query."""
+        with self.pool.connection() as conn:
+            rows: list[tuple[Any, ...]] = conn.execute(_END_RECORDS, {"ids": list(session_ids)}).fetchall()
+        return rows
+
+    def write_ends(self, ends: list[tuple[str, str]]) -> None:
+        """Store ended sessions' end records ((session id, record): `Hub.flush_ends`) in one
+        statement (one round trip, on the calling thread); one already stored is kept."""
+        if self.read_only or not ends:
+            return
+        rows = [{"sid": sid, "rec": rec, "crc": checksum(sid, -1, rec)} for sid, rec in ends]
+        try:
+            with self.pool.connection() as conn:
+                conn.execute("INSERT INTO turnflow_session_ends (session_id, record, crc) SELECT x.sid, x.rec, x.crc "
+                             "FROM json_to_recordset(%(r)s::json) AS x (sid text, rec text, crc bigint) "
+                             "ON CONFLICT DO NOTHING", {"r": json.dumps(rows)})
+        except Exception as exc:  # (the driver's errors: the records are made again by a later listing)
+            raise StoreFailed(f"{self.path}: end records not written: {self._said(exc)}") from None
 
     def session_record(self, session_id: str) -> Optional[Union[dict[str, Any], Corrupt]]:
         check_session_id(session_id)
