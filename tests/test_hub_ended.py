@@ -6,6 +6,7 @@ over a store hydrates only the sessions that have not ended. On both engines."""
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
@@ -307,6 +308,7 @@ def test_listing_builds_ended_sessions_from_their_end_records_as_their_logs_fold
     listing) are equal, field by field, to the metadata the logs fold to."""
     from turnflow.runtime import hub as hub_module
     from turnflow.runtime.hub.hydrate import hydrate
+    from turnflow.runtime.store.records import checksum
 
     def folded(hub, sid):
         return hydrate(hub.store, hub._complete, sid, keep=False)[0][sid].metadata
@@ -370,6 +372,19 @@ def test_listing_builds_ended_sessions_from_their_end_records_as_their_logs_fold
     async def again(ids, truth):
         hub = await Hub.open(open_store(), clock=FakeClock(), keep_ended=False)  # a restart
         try:
+            assert fields(hub.sessions_of(WHO, 1000)) == truth
+            # a session whose record holds a manifest its adapter no longer has (an older version's):
+            # that manifest, as its log folds to
+            table = "sessions" if type(hub.store).__name__ == "SQLiteStore" else "turnflow_sessions"
+            sid = ids[0]
+            rec = json.loads(_sql(hub, f"SELECT record FROM {table} WHERE session_id = '{sid}'")[0][0])
+            rec["manifest"]["default_view"] = "full_transcript"
+            text = json.dumps(rec)
+            _sql(hub, f"UPDATE {table} SET record = '{text}', crc = {checksum(sid, 0, text)} WHERE session_id = '{sid}'")
+            hub._ended.clear()
+            changed = fields([folded(hub, sid)])
+            assert changed[0] != truth[0] and "full_transcript" in repr(changed)
+            truth = changed + truth[1:]
             assert fields(hub.sessions_of(WHO, 1000)) == truth
             # an older store: no end records; each listing reads them back, and writes them
             _sql(hub, f"DELETE FROM {_ends_table(hub)}")

@@ -829,8 +829,7 @@ class Ops:
         parts = self.hub.iter_sessions_of(mine, limit)
         try:
             for found in parts:
-                texts += [frames.encode(wire.channel_to_ag2(md, self._rejected_by(md)), f"channel {md.session_id}")
-                          for md in found]
+                texts += [self._channel(md) for md in found]  # (`get_channel`'s record: the same JSON)
                 await asyncio.sleep(0)
         finally:
             parts.close()

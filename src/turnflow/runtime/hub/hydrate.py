@@ -11,7 +11,8 @@ from turnflow.runtime.adapters.protocol import SessionAdapter
 from turnflow.runtime.envelope import SUBSTANTIVE, Envelope
 from turnflow.runtime.errors import ProtocolError, RuntimeErrorBase
 from turnflow.runtime.live import LiveSession
-from turnflow.runtime.session import NO_ACKS, Participant, SessionMetadata, SessionState, shared_participant
+from turnflow.runtime.session import (NO_ACKS, Participant, SessionManifest, SessionMetadata, SessionState,
+                                      shared_participant)
 from turnflow.runtime.store.contract import Store
 from turnflow.runtime.store.records import Corrupt
 
@@ -103,17 +104,31 @@ def end_record(md: SessionMetadata, membership: bool) -> str:
     return json.dumps(rec, separators=(",", ":"))
 
 
+_MANIFEST_DICTS: dict[int, tuple[SessionManifest, dict[str, Any]]] = {}  # id -> (an adapter's manifest, its dict)
+
+
+def _manifest_dict(manifest: SessionManifest) -> dict[str, Any]:
+    kept = _MANIFEST_DICTS.get(id(manifest))
+    if kept is None or kept[0] is not manifest:
+        if len(_MANIFEST_DICTS) >= 256:
+            _MANIFEST_DICTS.clear()
+        kept = _MANIFEST_DICTS[id(manifest)] = (manifest, manifest.to_dict())
+    return kept[1]
+
+
 def from_end_record(rec: dict[str, Any], end: str, adapter_for: AdapterLookup) -> Optional[SessionMetadata]:
     """An ended session's metadata from its creation record and its `end_record`, equal to the
     one its log folds to (tests/test_hub_ended.py compares them), without reading the log; None
     when either record cannot be read (the caller reads the session back instead)."""
     try:
-        md = SessionMetadata.from_creation_record(rec)
-        adapter = adapter_for((md.manifest.type, md.manifest.version))
+        m = rec["manifest"]
+        adapter = adapter_for((m["type"], m["version"]))
         if adapter is None:
             return None
-        if md.manifest == adapter.manifest:  # (as `_session` does)
-            md.manifest = adapter.manifest
+        own = adapter.manifest  # (the adapter's own when equal, as `_session` has it: its dict compared, not parsed)
+        md = SessionMetadata.from_creation_record(rec, own if m == _manifest_dict(own) else None)
+        if md.manifest == own:
+            md.manifest = own
         md.expires_at = md.created_at + md.ttl_seconds if md.ttl_seconds else None
         e = json.loads(end)
         md.state = SessionState(e["state"])
@@ -121,8 +136,10 @@ def from_end_record(rec: dict[str, Any], end: str, adapter_for: AdapterLookup) -
             return None
         md.closed_at, md.close_reason, md.activated_at = e["closed_at"], e["close_reason"], e["activated_at"]
         md.pending_acks = set(e["pending_acks"]) or NO_ACKS
-        if "participants" in e:
-            roster = [shared_participant(Participant(a, r, o, d, tuple(t))) for a, r, o, d, t in e["participants"]]
+        stored = e.get("participants")
+        if stored is not None and stored != [[p.agent_id, p.role, p.order, p.description, list(p.tools)]
+                                             for p in md.participants]:  # (a roster that changed)
+            roster = [shared_participant(Participant(a, r, o, d, tuple(t))) for a, r, o, d, t in stored]
             if roster != list(md.participants):
                 md.participants = roster
                 md.__post_init__()  # (the roster's shared tuple and its pset)
