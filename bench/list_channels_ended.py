@@ -17,6 +17,11 @@ existed: the first listing reads the channels back from their logs and writes th
 Each figure is the median over `--rounds` fresh hubs per tree, trees alternated within a round.
 
     python3 bench/list_channels_ended.py --src /tmp/base/src --src src [--n 1000 10000] [--rounds 3] [--older]
+    python3 bench/list_channels_ended.py --src /tmp/base/src --src src --write-cost [--n 5000] [--rounds 6]
+
+`--write-cost` measures instead what writing sessions costs each tree: the CPU per session of the
+hub and ops `turnflow serve` runs, driven in process (consulting sessions opened, acked, talked in
+and closed), in a fresh process per tree and round, trees alternated.
 """
 
 from __future__ import annotations
@@ -72,6 +77,53 @@ async def _build(path: str, n: int) -> None:
                 await hub.close(md.session_id, "done")
     await hub.aclose()
     registry.close()
+
+
+async def _write_cost(path: str, n: int) -> float:
+    """CPU seconds per session of the hub and ops `turnflow serve` runs (in process, no socket):
+    `n` consulting sessions opened, acked, talked in and closed, after a warm-up of 500."""
+    from turnflow.runtime.envelope import EV_TEXT, Envelope
+    from turnflow.runtime.hub import Hub
+    from turnflow.runtime.session import Participant
+    from turnflow.runtime.store import SQLiteStore
+    from turnflow.serve.ops import Auth, Ops
+    from turnflow.serve.registry import open_registry
+
+    registry = open_registry(path)
+    hub = await Hub.open(SQLiteStore(path), keep_ended=False)
+    Ops(hub, registry, Auth())
+    pair = [Participant("a" * 32, "initiator", 0), Participant("b" * 32, "respondent", 1)]
+
+    async def sessions(k: int) -> None:
+        for i in range(k):
+            md = await hub.open_session("consulting", pair, creator_id="a" * 32, labels={"n": i})
+            await hub.ack(md.session_id, "b" * 32)
+            await hub.post(Envelope(md.session_id, "a" * 32, None, EV_TEXT, {"text": f"question {i} " + "x" * 60}))
+            await hub.post(Envelope(md.session_id, "b" * 32, None, EV_TEXT, {"text": f"answer {i} " + "y" * 60}))
+            if md.session_id in hub.sessions and not hub.sessions[md.session_id].metadata.state.terminal:
+                await hub.close(md.session_id, "done")
+
+    await sessions(500)
+    t = time.process_time()
+    await sessions(n)
+    cpu = (time.process_time() - t) / n
+    await hub.aclose()
+    registry.close()
+    return cpu
+
+
+def write_cost(srcs: list[str], n: int, rounds: int, workdir: str) -> None:
+    got: dict[str, list[float]] = {s: [] for s in srcs}
+    for r in range(rounds):
+        for src in (srcs if r % 2 == 0 else srcs[::-1]):
+            path = os.path.join(workdir, f"write-{time.monotonic_ns()}.db")
+            out = subprocess.run([sys.executable, os.path.abspath(__file__), "--write-cost-in", path, "--n", str(n)],
+                                 env=dict(os.environ, PYTHONPATH=src), check=True, capture_output=True, text=True)
+            got[src].append(float(out.stdout.split()[-1]))
+    print(f"per-session CPU of the served hub, {n} consulting sessions (open, ack, 2 texts, close), "
+          f"median of {rounds} processes per tree, alternated:")
+    for src, cpus in got.items():
+        print(f"  {src}: {statistics.median(cpus) * 1e6:6.1f} µs  (all: {', '.join(f'{c * 1e6:.1f}' for c in cpus)})")
 
 
 def build(src: str, n: int, workdir: str) -> str:
@@ -193,7 +245,13 @@ def main() -> None:
     ap.add_argument("--older", action="store_true", help="the last tree on a store without end records too")
     ap.add_argument("--build", help=argparse.SUPPRESS)
     ap.add_argument("--pinger", help=argparse.SUPPRESS)
+    ap.add_argument("--write-cost", action="store_true",
+                    help="instead: each tree's per-session CPU writing sessions (--n of them, default 5000)")
+    ap.add_argument("--write-cost-in", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.write_cost_in:
+        print(asyncio.run(_write_cost(args.write_cost_in, args.n[0])))
+        return
     if args.pinger:
         asyncio.run(_ping(args.pinger))
         return
@@ -203,6 +261,12 @@ def main() -> None:
     srcs = [os.path.abspath(s) for s in (args.src or [os.path.join(os.path.dirname(HERE), "src")])]
     runs = [(s, False) for s in srcs] + ([(srcs[-1], True)] if args.older else [])
     workdir = tempfile.mkdtemp(prefix="list-ended-")
+    if args.write_cost:
+        try:
+            write_cost(srcs, args.n[0] if args.n != [1000, 10000] else 5000, args.rounds, workdir)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+        return
     try:
         for n in args.n:
             store = build(srcs[-1], n, workdir)

@@ -16,7 +16,6 @@ reject, close, expire), `commit.py` (staging, the tick's group commit, settle), 
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections import OrderedDict
 from typing import Any, Awaitable, Callable, Generator, Iterable, Iterator, Optional, Sequence, Union
 
@@ -26,14 +25,14 @@ from turnflow.runtime.adapters.contract import ContractAdapter, needs_defaults, 
 from turnflow.runtime.envelope import (EV_EXPECTATION_VIOLATED, EV_SESSION_OPENED, LIFECYCLE, MEMBERSHIP, SUBSTANTIVE,
                                        Envelope, telemetry_event_ok)
 from turnflow.runtime.clock import STEADY
-from turnflow.runtime.errors import ProtocolError, StoreError
+from turnflow.runtime.errors import ProtocolError
 from turnflow.runtime.live import LiveSession
 from turnflow.runtime.session import (Participant, SessionMetadata, SessionRecord, SessionState, adapter_capabilities,
                                       check_session_id)
 from turnflow.runtime.session_spec import SessionSpec
 from turnflow.runtime.group_commit import GroupCommit
 from turnflow.runtime.store.contract import Store
-from turnflow.runtime.store.records import Corrupt, checksum, decode_session, telemetry_row
+from turnflow.runtime.store.records import Corrupt, checksum, decode_session, end_row, telemetry_row
 from turnflow.runtime.transcript import Transcript
 
 from turnflow.runtime.hub.bus import Bus, Listener, TelemetryListener
@@ -49,9 +48,9 @@ _ACTIVE = SessionState.ACTIVE  # (a module constant: `SessionState.ACTIVE` is a 
 # back: AG2's client reads the record of the channel it saw close, and many sessions close at once
 # (with 64, 500 consulting sessions at once cost the served hub 9 % more CPU: docs/benchmarks.md)
 ENDED_KEPT = 1024
-# ended sessions whose end record (`store.write_ends`) waits to be written: written together, once
-# this many have ended (and before a listing, and at `aclose`); a crash loses at most these, filled
-# again by the next listing that meets them (as a store written before end records existed)
+# ended sessions whose end record (`CommitUnits.ends`) waits to be written: handed to the group
+# commit together once this many have ended (and before a listing, and at `aclose`); a crash loses
+# at most these, filled again by the next listing that meets them (as in an older store)
 ENDS_BATCH = 256
 # a listing (`iter_sessions_of`) hands back what it found and lets the event loop run after about
 # this much work: a session built from its end record counts 1, one read back from its log 4
@@ -60,7 +59,6 @@ LIST_WORK = 64
 # sessions named per store query beyond the `limit` asked for (each query its own: no cursor held
 # across a yield): a session that named the agent once but not now is skipped, rarely more
 LIST_SLACK = 64
-log = logging.getLogger("turnflow.hub")
 
 
 def _audience_ok(audience: Any, pset: frozenset[str]) -> bool:
@@ -186,25 +184,23 @@ class Hub:
     def _note_end(self, live: LiveSession) -> None:
         """Keep the session's end to be written (`flush_ends`, every `ENDS_BATCH`): nothing is
         encoded now (a terminal session's metadata does not change)."""
-        if getattr(self.store, "write_ends", None) is None:
-            return
         ends = self._unwritten_ends
         ends.append((live.metadata, getattr(live.adapter, "membership", True)))
         if len(ends) >= ENDS_BATCH:
             self.flush_ends()
 
-    def flush_ends(self) -> None:
-        """Write the end records of the sessions that ended since the last flush (`store.write_ends`:
-        what a listing reads instead of their logs). A failed write is logged and dropped: a listing
-        reads such sessions back from their logs and writes their records then."""
+    def flush_ends(self) -> Optional[GroupCommit]:
+        """Hand the end records of the sessions that ended since the last flush to this tick's group
+        commit (`CommitUnits.ends`: what a listing reads instead of their logs); the group, or None
+        when there were none. Not waited for: a group that fails loses them, and a listing reads such
+        sessions back from their logs and hands their records over again."""
         ends, self._unwritten_ends = self._unwritten_ends, []
         if not ends:
-            return
-        try:
-            self.store.write_ends([(md.session_id, end_record(md, membership)) for md, membership in ends])  # type: ignore[attr-defined]
-        except StoreError as exc:
-            log.warning("end records of %d sessions not written (%s): listings read them back from the log",
-                        len(ends), exc)
+            return None
+        commits = self._commits
+        group = commits.group or commits.new_group()
+        group.units.ends += [end_row(md.session_id, end_record(md, membership)) for md, membership in ends]
+        return group
 
     def _keep_ended(self, live: LiveSession) -> None:
         kept = self._ended
@@ -250,11 +246,11 @@ class Hub:
         if self.keep_ended:
             yield [live.metadata for live in list(self.sessions.values()) if mine & live.metadata.pset][:limit]
             return
-        page_of = getattr(self.store, "naming_page", None)
+        page_of = self.store.naming_page
         self.flush_ends()
         names = sorted(mine)
-        page = page_of(names, 0, limit + LIST_SLACK) if page_of is not None else None
-        if page_of is None or page is None:  # (a store that keeps no end records, or one opened read-only without them)
+        page = page_of(names, 0, limit + LIST_SLACK)
+        if page is None:  # (a store opened read-only that keeps no end records)
             yield self._sessions_of_by_log(mine, limit)
             return
         found: list[SessionMetadata] = []
@@ -266,7 +262,7 @@ class Hub:
                     batch = [sid for _n, sid in page[at:at + LIST_WORK]]
                     seen.update(batch)
                     held = {sid: live for sid in batch if (live := self.sessions.get(sid)) is not None}
-                    records = {row[0]: row for row in self.store.end_records(  # type: ignore[attr-defined]
+                    records = {row[0]: row for row in self.store.end_records(
                         [sid for sid in batch if sid not in held])} if len(held) < len(batch) else {}
                     for sid in batch:
                         live = held.get(sid)
@@ -555,5 +551,7 @@ class Hub:
 
     async def aclose(self) -> None:
         await self.stop_sweeper()
-        self.flush_ends()
+        group = self.flush_ends()
+        if group is not None:  # (written before the store closes; a failure is the next listing's to mend)
+            await group.committed()
         self.store.close()

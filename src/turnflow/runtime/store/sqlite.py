@@ -35,7 +35,7 @@ from turnflow.runtime.envelope import Envelope
 from turnflow.runtime.errors import StoreError, StoreFailed
 from turnflow.runtime.session import check_session_id
 from turnflow.runtime.store.contract import SQLITE, Dialect
-from turnflow.runtime.store.records import (CommitUnits, Corrupt, EnvelopeRow, LogSummary, Refusals, SessionEnds, SessionRow,
+from turnflow.runtime.store.records import (CommitUnits, Corrupt, EndRow, EnvelopeRow, LogSummary, Refusals, SessionEnds, SessionRow,
                                             TelemetryRow, checksum, decode_envelope, decode_session, json_text)
 from turnflow.runtime.store.sqlite_lock import NOBLOCK as _NOBLOCK
 from turnflow.runtime.store.sqlite_lock import WriterLock as _WriterLock
@@ -86,10 +86,10 @@ _NAMING = ("SELECT s.session_id FROM (SELECT DISTINCT a.session_id FROM json_eac
            "ON a.agent_id = t.value) m CROSS JOIN sessions s ON s.session_id = m.session_id ORDER BY s.n")
 # each ended session's end record (`Hub.flush_ends`, hub/hydrate.py `end_record`: what its end settled
 # that its creation record does not say) and its checksum (`checksum(session_id, -1, record)`), so
-# that listing an agent's channels reads two records per ended session, not its log. Written after
-# the session has ended and left the hub's memory, ENDS_BATCH at a time in a transaction of their
-# own (never in a group commit); made when a store is opened for writing, and filled lazily: a
-# listing that meets an ended session without one reads it back and writes it (an older store).
+# that listing an agent's channels reads two records per ended session, not its log. Written by the
+# group commit (`CommitUnits.ends`), which the hub hands them to ENDS_BATCH at a time once their
+# sessions have ended and left its memory; made when a store is opened for writing, and filled
+# lazily: a listing that meets an ended session without one reads it back and hands it over then.
 _ENDS_TABLE = ("CREATE TABLE IF NOT EXISTS session_ends (session_id TEXT PRIMARY KEY, record TEXT NOT NULL, "
                "crc INTEGER NOT NULL) WITHOUT ROWID")
 # `naming_page` (?1: a JSON array of agent ids, ?2: the creation number after which, ?3: how many):
@@ -421,7 +421,7 @@ class SQLiteStore:
         no refusals (one writer holds no leases), or with the error when nothing was written."""
         done: asyncio.Future[Refusals] = asyncio.get_running_loop().create_future()
         try:
-            self._write(units.sessions, units.rows, units.telemetry)
+            self._write(units.sessions, units.rows, units.telemetry, units.ends)
         except sqlite3.Error as exc:  # a full disk, an I/O error: the store's failure, not the session's
             done.set_exception(StoreFailed(f"{self.path}: commit failed: {exc}"))
         except StoreError as exc:
@@ -430,10 +430,11 @@ class SQLiteStore:
             done.set_result({})
         return done
 
-    def _write(self, sessions: list[SessionRow], rows: list[EnvelopeRow], telemetry: list[TelemetryRow]) -> None:
+    def _write(self, sessions: list[SessionRow], rows: list[EnvelopeRow], telemetry: list[TelemetryRow],
+               ends: Sequence[EndRow] = ()) -> None:
         """Every row in one transaction: all or none (on failure nothing of them is in the log,
         and the envelope numbers they took are given out again)."""
-        if not rows and not sessions and not telemetry:
+        if not rows and not sessions and not telemetry and not ends:
             return
         db = self.db
         db.execute("BEGIN IMMEDIATE")
@@ -447,6 +448,8 @@ class SQLiteStore:
                                rows)
             if telemetry:
                 db.executemany("INSERT INTO telemetry (session_id, record) VALUES (?, ?)", telemetry)
+            if ends:
+                db.executemany("INSERT OR IGNORE INTO session_ends (session_id, record, crc) VALUES (?, ?, ?)", ends)
             due = len(self._roster) + len(roster) >= ROSTER_BATCH
             if due:
                 self._write_roster(self._roster + roster, self._roster_added + added)
@@ -537,22 +540,6 @@ class SQLiteStore:
         """The creation record of each of `session_ids` the store holds and its end record, as
         (id, creation record, its checksum, end record or None, its checksum or None), one query."""
         return self.db.execute(_END_RECORDS, (json.dumps(list(session_ids)),)).fetchall()
-
-    def write_ends(self, ends: list[tuple[str, str]]) -> None:
-        """Store ended sessions' end records ((session id, record): `Hub.flush_ends`) in one
-        transaction of their own; one already stored is kept. Nothing on a read-only store."""
-        if self.read_only or not ends:
-            return
-        db = self.db
-        try:
-            db.execute("BEGIN IMMEDIATE")
-            db.executemany("INSERT OR IGNORE INTO session_ends (session_id, record, crc) VALUES (?, ?, ?)",
-                           [(sid, rec, checksum(sid, -1, rec)) for sid, rec in ends])
-            db.execute("COMMIT")
-        except sqlite3.Error as exc:
-            if db.in_transaction:
-                db.execute("ROLLBACK")
-            raise StoreFailed(f"{self.path}: end records not written: {exc}") from None
 
     def session_record(self, session_id: str) -> Optional[Union[dict[str, Any], Corrupt]]:
         """One session's creation record (checked like `sessions` checks it), or None."""
