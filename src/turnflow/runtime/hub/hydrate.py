@@ -101,7 +101,10 @@ def end_record(md: SessionMetadata, membership: bool) -> str:
                            "activated_at": md.activated_at, "pending_acks": sorted(md.pending_acks)}
     if membership:
         rec["participants"] = [[p.agent_id, p.role, p.order, p.description, list(p.tools)] for p in md.participants]
-    return json.dumps(rec, separators=(",", ":"))
+    return _dumps(rec)
+
+
+_dumps = json.JSONEncoder(separators=(",", ":")).encode  # (one encoder: `json.dumps` with options makes one a call)
 
 
 _MANIFEST_DICTS: dict[int, tuple[SessionManifest, dict[str, Any]]] = {}  # id -> (an adapter's manifest, its dict)
