@@ -10,7 +10,10 @@ code on a copy of one store), through plain WebSocket clients:
 - meanwhile another connection pings the hub without pause: the longest ping round trip during the
   listing is the longest time the hub answered nobody else (its event loop's longest stall), next
   to the median round trip before the listing;
-- the hub's CPU for the listing (its process's CPU time, /proc/PID/task/*/schedstat).
+- the hub's CPU for the listing (its process's CPU time, /proc/PID/task/*/schedstat);
+- then, in a process of its own per tree (no socket), the listing's thread CPU time and its
+  longest slice of CPU without a turn of the event loop for anyone else: the stall another client
+  would see on an idle machine (the ping figure also holds the machine's own scheduling).
 
 `--older` also measures the last tree on a copy without end records (a store written before they
 existed: the first listing reads the channels back from their logs and writes their records).
@@ -124,6 +127,72 @@ def write_cost(srcs: list[str], n: int, rounds: int, workdir: str) -> None:
           f"median of {rounds} processes per tree, alternated:")
     for src, cpus in got.items():
         print(f"  {src}: {statistics.median(cpus) * 1e6:6.1f} µs  (all: {', '.join(f'{c * 1e6:.1f}' for c in cpus)})")
+
+
+async def _slices(path: str) -> list[float]:
+    """(In a process of its own, on a copy of the store:) the hub and ops `turnflow serve` runs, and
+    one `list_channels` of alice's (limit 1,000) run beside a task that measures the thread CPU time
+    between its own turns: the listing's total CPU, and its longest slice without a turn for anyone
+    else (CPU, not wall time: what another client waits for on an idle machine)."""
+    from turnflow.runtime.hub import Hub
+    from turnflow.runtime.store import SQLiteStore
+    from turnflow.serve.ops import Auth, Ops
+    from turnflow.serve.registry import open_registry
+
+    registry = open_registry(path)
+    hub = await Hub.open(SQLiteStore(path), keep_ended=False)
+    ops = Ops(hub, registry, Auth())
+
+    class Conn:
+        endpoint_id = "bench"
+
+        def __init__(self) -> None:
+            self.agents = {registry.by_name["alice"]}
+
+        def send(self, text: str) -> None:
+            pass
+
+    gaps: list[float] = []
+    done = False
+
+    async def watch() -> None:
+        last = time.thread_time()
+        while not done:
+            await asyncio.sleep(0)
+            now = time.thread_time()
+            gaps.append(now - last)
+            last = now
+
+    out: list[float] = []
+    for _ in range(2):
+        gaps.clear()
+        done = False
+        task = asyncio.get_running_loop().create_task(watch())
+        await asyncio.sleep(0)
+        t = time.thread_time()
+        listed = await ops.list_channels(Conn(), {"agent_id": registry.by_name["alice"], "limit": 1000})
+        cpu = time.thread_time() - t
+        done = True
+        await task  # (its last turn measures the slice the listing ended with)
+        out += [cpu, max(gaps, default=0.0)]
+        assert len(json.loads(listed) if isinstance(listed, str) else listed) == 1000
+    await hub.aclose()
+    registry.close()
+    return out
+
+
+def slices(srcs: list[str], store: str, rounds: int, workdir: str) -> None:
+    got: dict[str, list[list[float]]] = {s: [] for s in srcs}
+    for r in range(rounds):
+        for src in (srcs if r % 2 == 0 else srcs[::-1]):
+            copy = _copy(store, workdir, False)
+            out = subprocess.run([sys.executable, os.path.abspath(__file__), "--slices-in", copy],
+                                 env=dict(os.environ, PYTHONPATH=src), check=True, capture_output=True, text=True)
+            got[src].append(json.loads(out.stdout.splitlines()[-1]))
+    print(f"  in process (thread CPU; medians of {rounds}): total / longest slice without a turn for others")
+    for src, rows in got.items():
+        med = [statistics.median(row[i] for row in rows) * 1e3 for i in range(4)]
+        print(f"  {src}: first {med[0]:6.1f} / {med[1]:6.1f} ms, again {med[2]:6.1f} / {med[3]:6.1f} ms")
 
 
 def build(src: str, n: int, workdir: str) -> str:
@@ -248,7 +317,11 @@ def main() -> None:
     ap.add_argument("--write-cost", action="store_true",
                     help="instead: each tree's per-session CPU writing sessions (--n of them, default 5000)")
     ap.add_argument("--write-cost-in", help=argparse.SUPPRESS)
+    ap.add_argument("--slices-in", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.slices_in:
+        print(json.dumps(asyncio.run(_slices(args.slices_in))))
+        return
     if args.write_cost_in:
         print(asyncio.run(_write_cost(args.write_cost_in, args.n[0])))
         return
@@ -274,7 +347,8 @@ def main() -> None:
             for r in range(args.rounds):
                 for run in (runs if r % 2 == 0 else runs[::-1]):
                     got[run].append(measure(run[0], store, workdir, run[1]))
-            print(f"{n} ended channels, list_channels limit 1000 (medians of {args.rounds} fresh hubs):")
+            print(f"{n} ended channels, list_channels limit 1000 (medians of {args.rounds} fresh hubs; "
+                  f"load {os.getloadavg()[0]:.1f}):")
             for (src, older), rows in got.items():
                 med = {k: statistics.median(row[k] for row in rows) for k in rows[0]}
                 print(f"  {src}{' (no end records)' if older else ''}:\n"
@@ -282,6 +356,7 @@ def main() -> None:
                       f"longest ping {med['cold_stall'] * 1e3:6.1f} ms\n"
                       f"    again: {med['warm_wall'] * 1e3:7.1f} ms, hub CPU {med['warm_cpu'] * 1e3:7.1f} ms, "
                       f"longest ping {med['warm_stall'] * 1e3:6.1f} ms   (median ping {med['ping_median'] * 1e3:.2f} ms)")
+            slices(srcs, store, args.rounds, workdir)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 

@@ -95,12 +95,13 @@ def _session(rec: Union[dict[str, Any], Corrupt], adapter_for: AdapterLookup,
 
 def end_record(md: SessionMetadata, membership: bool) -> str:
     """What a session's end settled that its creation record does not say (`from_end_record`
-    reads it back), as JSON: its terminal state, when and why it ended, when it opened, the
-    invites still unacked, and — for a kind whose roster can change (`membership`) — the roster."""
-    rec: dict[str, Any] = {"state": md.state.value, "closed_at": md.closed_at, "close_reason": md.close_reason,
-                           "activated_at": md.activated_at, "pending_acks": sorted(md.pending_acks)}
+    reads it back), as a JSON array: its terminal state, when and why it ended, when it opened,
+    the invites still unacked, and — for a kind whose roster can change (`membership`) — the
+    roster, each participant as [id, role, order, description, tools]."""
+    acks = md.pending_acks
+    rec: list[Any] = [md.state.value, md.closed_at, md.close_reason, md.activated_at, sorted(acks) if acks else []]
     if membership:
-        rec["participants"] = [[p.agent_id, p.role, p.order, p.description, list(p.tools)] for p in md.participants]
+        rec.append([[p.agent_id, p.role, p.order, p.description, list(p.tools)] for p in md.participants])
     return _dumps(rec)
 
 
@@ -133,13 +134,12 @@ def from_end_record(rec: dict[str, Any], end: str, adapter_for: AdapterLookup) -
         if md.manifest == own:
             md.manifest = own
         md.expires_at = md.created_at + md.ttl_seconds if md.ttl_seconds else None
-        e = json.loads(end)
-        md.state = SessionState(e["state"])
-        if not md.state.terminal:
+        state, md.closed_at, md.close_reason, md.activated_at, acks, *roster = json.loads(end)
+        md.state = SessionState(state)
+        if not md.state.terminal or len(roster) > 1:
             return None
-        md.closed_at, md.close_reason, md.activated_at = e["closed_at"], e["close_reason"], e["activated_at"]
-        md.pending_acks = set(e["pending_acks"]) or NO_ACKS
-        stored = e.get("participants")
+        md.pending_acks = set(acks) or NO_ACKS
+        stored = roster[0] if roster else None
         if stored is not None and stored != [[p.agent_id, p.role, p.order, p.description, list(p.tools)]
                                              for p in md.participants]:  # (a roster that changed)
             roster = [shared_participant(Participant(a, r, o, d, tuple(t))) for a, r, o, d, t in stored]
