@@ -127,6 +127,10 @@ def write_cost(srcs: list[str], n: int, rounds: int, workdir: str) -> None:
           f"median of {rounds} processes per tree, alternated:")
     for src, cpus in got.items():
         print(f"  {src}: {statistics.median(cpus) * 1e6:6.1f} µs  (all: {', '.join(f'{c * 1e6:.1f}' for c in cpus)})")
+    if len(srcs) > 1:  # (each round's pair, the last tree over the first)
+        ratios = [b / a for a, b in zip(got[srcs[0]], got[srcs[-1]])]
+        print(f"  last / first, paired by round: median {statistics.median(ratios):.3f} "
+              f"({', '.join(f'{r:.2f}' for r in ratios)})")
 
 
 async def _slices(path: str) -> list[float]:
