@@ -367,6 +367,12 @@ def test_listing_builds_ended_sessions_from_their_end_records_as_their_logs_fold
             _sql(hub, f"UPDATE {_ends_table(hub)} SET crc = crc + 1 WHERE session_id = '{ids[0]}'")
             hub._ended.clear()
             assert fields(hub.sessions_of(WHO, 1000)) == truth
+            await asyncio.sleep(0)  # (its record written again, mended)
+            getattr(hub.store, "flush", lambda: None)()
+            hub._ended.clear()
+            monkeypatch.setattr(hub, "_read_back", no_read_back)
+            assert fields(hub.sessions_of(WHO, 1000)) == truth
+            monkeypatch.undo()
             return ids, truth
         finally:
             await hub.aclose()

@@ -171,9 +171,10 @@ def commit_sql(held: bool, sessions: bool, envelopes: bool, telemetry: bool, fin
     if telemetry:
         check = leases.telemetry_filter() if leases else ""
         ctes.append(f"tel AS (INSERT INTO turnflow_telemetry (session_id, record) SELECT x.sid, x.rec FROM {_T_IN}{check})")
-    if ends:  # (ended sessions' end records: one already stored is kept)
-        ctes.append(f"n_ends AS (INSERT INTO turnflow_session_ends (session_id, record, crc) SELECT x.sid, x.rec, x.crc "
-                    f"FROM {_N_IN} ON CONFLICT DO NOTHING)")
+    if ends:  # (ended sessions' end records: one stored already is replaced, a damaged one mended)
+        ctes.append(f"n_ends AS (INSERT INTO turnflow_session_ends (session_id, record, crc) SELECT DISTINCT ON (x.sid) "
+                    f"x.sid, x.rec, x.crc FROM {_N_IN} ON CONFLICT (session_id) DO UPDATE SET record = EXCLUDED.record, "
+                    "crc = EXCLUDED.crc)")
     if finishes and leases:
         ctes += leases.finish_ctes()
         out.append("SELECT 2, id FROM fin")

@@ -48,7 +48,7 @@ class CommitUnits:
         self.envelopes: list[Envelope] = []  # parallel to `rows`
         self.telemetry: list[TelemetryRow] = []
         # end records of sessions that ended (`end_row`), stored beside the log like telemetry
-        # (what listing an ended channel reads instead of its log); one already stored is kept
+        # (what listing an ended channel reads instead of its log); one already stored is replaced
         self.ends: list[EndRow] = []
 
 

@@ -449,7 +449,7 @@ class SQLiteStore:
             if telemetry:
                 db.executemany("INSERT INTO telemetry (session_id, record) VALUES (?, ?)", telemetry)
             if ends:
-                db.executemany("INSERT OR IGNORE INTO session_ends (session_id, record, crc) VALUES (?, ?, ?)", ends)
+                db.executemany("INSERT OR REPLACE INTO session_ends (session_id, record, crc) VALUES (?, ?, ?)", ends)
             due = len(self._roster) + len(roster) >= ROSTER_BATCH
             if due:
                 self._write_roster(self._roster + roster, self._roster_added + added)
