@@ -361,6 +361,9 @@ def test_listing_builds_ended_sessions_from_their_end_records_as_their_logs_fold
             assert len(parts) > 1 and fields([md for part in parts for md in part]) == truth
             for limit in (1, 2, 5, 75, 76, 77):
                 assert [m.session_id for m in hub.sessions_of(WHO, limit)] == ids[:limit]
+            monkeypatch.setattr(hub_module, "LIST_SLACK", 0)  # pages of `limit`: the one no longer naming x skipped
+            for limit in (1, 5, 6, 75, 76, 77):
+                assert [m.session_id for m in hub.sessions_of(WHO, limit)] == ids[:limit]
             assert [m.session_id for m in hub.sessions_of(["zed"], 10)] == [ids[4]]
             monkeypatch.undo()
             # a damaged end record: that session read back from its log, the same answer
