@@ -5,7 +5,7 @@ groups hold ~12 envelopes, 2 sessions, at 500 sessions at once), one `BEGIN IMME
 Prints the CPU per session (median of REPS writes), with a variant of the settings beside it:
 
     python3 bench/sqlite_write_path.py STORE.db [--group 12] [--reps 4] [--v7]
-        [--variant default|noindex|syncoff|ckpt10000|exclusive] [--roster batch|commit|none]
+        [--variant default|noindex|syncoff|ckpt10000|exclusive] [--roster batch|commit|none] [--ends batch|none]
 
 STORE.db: any store `turnflow serve` or `turnflow run` wrote (bench/serve_vs_ag2.py leaves its
 hubs' stores in a temporary folder: `hub-*.db`). `--v7` renames the sessions to time-ordered ids
@@ -14,7 +14,9 @@ holds random ones, which scatter the `(session_id, seq)` index's inserts). The v
 without the `envelopes_by_session` index, `syncoff` with `synchronous=OFF`, `ckpt10000` with
 `wal_autocheckpoint=10000`, `exclusive` with `locking_mode=EXCLUSIVE`. `--roster`: the rows of
 `session_agents` (who has been on each session's roster) written every ROSTER_BATCH sessions, as
-the store writes them (the default), with each group commit, or not at all.
+the store writes them (the default), with each group commit, or not at all. `--ends`: each session's
+end record made and written every ENDS_BATCH sessions, as the hub hands them to the group commit
+(the default), or not at all.
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ import statistics
 import tempfile
 import time
 
-from turnflow.runtime.store.sqlite import _AGENTS_OF, _AGENTS_TABLE, _SCHEMA, ROSTER_BATCH
+from turnflow.runtime.hub import ENDS_BATCH
+from turnflow.runtime.store.records import checksum
+from turnflow.runtime.store.sqlite import _AGENTS_OF, _AGENTS_TABLE, _ENDS_TABLE, _SCHEMA, ROSTER_BATCH
 
 INDEX = "CREATE UNIQUE INDEX IF NOT EXISTS envelopes_by_session ON envelopes (session_id, seq);"
 
@@ -44,7 +48,11 @@ def rows_of(path: str, v7: bool) -> tuple[dict[str, tuple], list[tuple]]:
     return sessions, envs
 
 
-def write_once(groups: list[tuple[list[tuple], list[tuple]]], variant: str, roster: str) -> float:
+# an end record as the hub writes one for a session that closed (hub/hydrate.py `end_record`)
+END = '["closed",1795979282.016926,"consulting_complete",1795979282.0166876,[]]'
+
+
+def write_once(groups: list[tuple[list[tuple], list[tuple]]], variant: str, roster: str, ends: str = "none") -> float:
     folder = tempfile.mkdtemp()
     db = sqlite3.connect(os.path.join(folder, "replay.db"), isolation_level=None)
     db.execute("PRAGMA journal_mode=WAL")
@@ -56,7 +64,9 @@ def write_once(groups: list[tuple[list[tuple], list[tuple]]], variant: str, rost
         db.execute("PRAGMA locking_mode=EXCLUSIVE")
     db.executescript(_SCHEMA.replace(INDEX, "") if variant == "noindex" else _SCHEMA)
     db.execute(_AGENTS_TABLE)
+    db.execute(_ENDS_TABLE)
     held: list[tuple] = []
+    ended: list[tuple] = []
     t0 = time.process_time()
     for sessions, rows in groups:
         db.execute("BEGIN IMMEDIATE")
@@ -67,6 +77,12 @@ def write_once(groups: list[tuple[list[tuple], list[tuple]]], variant: str, rost
         if held and (roster == "commit" or len(held) >= ROSTER_BATCH):
             db.executemany(_AGENTS_OF, held)
             held = []
+        if ends == "batch":  # (each session's end record, made and written ENDS_BATCH at a time, as the hub does)
+            ended += [r[0] for r in sessions]
+            if len(ended) >= ENDS_BATCH:
+                db.executemany("INSERT OR REPLACE INTO session_ends (session_id, record, crc) VALUES (?, ?, ?)",
+                               [(sid, END, checksum(sid, -1, END)) for sid in ended])
+                ended = []
         db.execute("COMMIT")
     spent = time.process_time() - t0
     db.close()
@@ -86,6 +102,9 @@ def main() -> None:
     ap.add_argument("--roster", default="batch", choices=("batch", "commit", "none"),
                     help="the session_agents rows: every ROSTER_BATCH sessions, as the store writes them; "
                          "with each commit; not at all")
+    ap.add_argument("--ends", default="batch", choices=("batch", "none"),
+                    help="the session_ends rows (end records): every ENDS_BATCH sessions, as the hub hands them "
+                         "to the store; not at all (before branch ended-channels)")
     args = ap.parse_args()
     if INDEX not in _SCHEMA:
         raise SystemExit("the store's schema changed: update INDEX here")
@@ -95,9 +114,10 @@ def main() -> None:
         chunk = envs[i:i + args.group]
         created = [sessions[e[1]] for e in chunk if e[2] == 1 and e[1] in sessions]
         groups.append((created, [(g, sid, seq, None, rec, crc) for g, sid, seq, rec, crc in chunk]))
-    spent = statistics.median(write_once(groups, args.variant, args.roster) for _ in range(args.reps))
+    spent = statistics.median(write_once(groups, args.variant, args.roster, args.ends) for _ in range(args.reps))
     n = max(len(sessions), 1)
-    print(f"{args.variant}, roster {args.roster}: {len(sessions)} sessions, {len(envs)} envelopes, {len(groups) / n:.2f} commits a session: "
+    print(f"{args.variant}, roster {args.roster}, ends {args.ends}: {len(sessions)} sessions, {len(envs)} envelopes, "
+          f"{len(groups) / n:.2f} commits a session: "
           f"{spent / n * 1e6:.1f} µs of CPU per session (median of {args.reps})")
 
 

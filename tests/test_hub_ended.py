@@ -6,11 +6,12 @@ over a store hydrates only the sessions that have not ended. On both engines."""
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
 from runtime_helpers import CHAIN, FakeClock, active
-from turnflow.runtime.envelope import EV_PARTICIPANT_ADDED, EV_TEXT, Envelope
+from turnflow.runtime.envelope import EV_PARTICIPANT_ADDED, EV_PARTICIPANT_REMOVED, EV_TEXT, Envelope
 from turnflow.runtime.hub import Hub
 from turnflow.runtime.session import Participant
 
@@ -281,3 +282,136 @@ def test_sqlite_writes_the_roster_in_batches_and_a_crash_loses_none_of_it(tmp_pa
         assert list(store.sessions_naming([f"y{n - 1}"])) == listed[-1:]
     finally:
         store.close()
+
+
+def _ends_table(hub):
+    return "session_ends" if type(hub.store).__name__ == "SQLiteStore" else "turnflow_session_ends"
+
+
+def _sql(hub, query):
+    """Run `query` on the test's store (either engine); the rows it returns."""
+    if type(hub.store).__name__ == "SQLiteStore":
+        return hub.store.db.execute(query).fetchall()
+    with hub.store.pool.connection() as conn:
+        cur = conn.execute(query)
+        return cur.fetchall() if cur.description else []
+
+
+WHO = ["x", "zed", "c"]
+
+
+def test_listing_builds_ended_sessions_from_their_end_records_as_their_logs_fold(open_store, monkeypatch):
+    """Differential, on both engines: an agent's sessions listed (`sessions_of`, `iter_sessions_of`)
+    while the hub still holds the ended ones, and once it has let them go — built from their
+    creation and end records, no log read back — after a restart, with an end record damaged, and
+    on an older store (no end records: read back from their logs, then written for the next
+    listing) are equal, field by field, to the metadata the logs fold to."""
+    from turnflow.runtime import hub as hub_module
+    from turnflow.runtime.hub.hydrate import hydrate
+    from turnflow.runtime.store.records import checksum
+
+    def folded(hub, sid):
+        return hydrate(hub.store, hub._complete, sid, keep=False)[0][sid].metadata
+
+    def fields(mds):
+        return [(dump(md), md.pset, type(md.pending_acks).__name__ if not md.pending_acks else "set") for md in mds]
+
+    async def build(hub, clock):
+        pair = [Participant("x", "initiator", 0), Participant("r", "respondent", 1)]
+        md = await active(hub, "conversation", ["x", "y"])
+        await hub.post(text(md.session_id, "x"))
+        await hub.close(md.session_id, "done")
+        md = await active(hub, "conversation", ["x", "y"], ttl_seconds=5)
+        clock.advance(6)
+        await hub.sweep()  # expired
+        md = await hub.open_session("workflow", ["a", "b", "c"], knobs={"graph": CHAIN})
+        await hub.reject(md.session_id, "c", "busy")  # rejected: pending acks left at the end
+        await hub.open_session("consulting", pair)
+        clock.advance(31)
+        await hub.sweep()  # acks_within: closed by the sweeper, unacked
+        md = await active(hub, "discussion", ["x", "y"])
+        await hub.post(Envelope(md.session_id, "x", None, EV_PARTICIPANT_ADDED, {"agent_id": "zed"}))
+        await hub.close(md.session_id)  # a roster that changed
+        md = await active(hub, "discussion", ["y", "x", "w"])
+        await hub.post(Envelope(md.session_id, "y", None, EV_PARTICIPANT_REMOVED, {"agent_id": "x"}))
+        await hub.close(md.session_id)  # x named once, not now: not listed for x
+        for i in range(70):  # more than one part of a listing (LIST_WORK)
+            md = await active(hub, "conversation", ["x", "y"], labels={"i": i})
+            await hub.close(md.session_id, f"done {i}")
+        await active(hub, "conversation", ["y", "x"])  # a live one
+
+    async def go():
+        clock = FakeClock()
+        hub = await Hub.open(open_store(), clock=clock, keep_ended=False)
+        try:
+            await build(hub, clock)
+            ids = [m.session_id for m in hub.sessions_of(WHO, 1000)]
+            truth = fields([hub.sessions[sid].metadata if sid in hub.sessions else folded(hub, sid) for sid in ids])
+            assert len(ids) == 76 and all(m.pset & set(WHO) for m in hub.sessions_of(WHO, 1000))
+            held = fields(hub.sessions_of(WHO, 1000))  # the ended ones kept among the last read
+            assert held == truth
+            await asyncio.sleep(0)  # (the group commit the listing handed the last end records to)
+            getattr(hub.store, "flush", lambda: None)()
+            hub._ended.clear()
+
+            def no_read_back(*a, **k):
+                raise AssertionError("an ended session with an end record was read back from its log")
+            monkeypatch.setattr(hub, "_read_back", no_read_back)
+            parts = list(hub.iter_sessions_of(WHO, 1000))
+            assert len(parts) > 1 and fields([md for part in parts for md in part]) == truth
+            for limit in (1, 2, 5, 75, 76, 77):
+                assert [m.session_id for m in hub.sessions_of(WHO, limit)] == ids[:limit]
+            monkeypatch.setattr(hub_module, "LIST_SLACK", 0)  # pages of `limit`: the one no longer naming x skipped
+            for limit in (1, 5, 6, 75, 76, 77):
+                assert [m.session_id for m in hub.sessions_of(WHO, limit)] == ids[:limit]
+            assert [m.session_id for m in hub.sessions_of(["zed"], 10)] == [ids[4]]
+            monkeypatch.undo()
+            # a damaged end record: that session read back from its log, the same answer
+            _sql(hub, f"UPDATE {_ends_table(hub)} SET crc = crc + 1 WHERE session_id = '{ids[0]}'")
+            hub._ended.clear()
+            assert fields(hub.sessions_of(WHO, 1000)) == truth
+            await asyncio.sleep(0)  # (its record written again, mended)
+            getattr(hub.store, "flush", lambda: None)()
+            hub._ended.clear()
+            monkeypatch.setattr(hub, "_read_back", no_read_back)
+            assert fields(hub.sessions_of(WHO, 1000)) == truth
+            monkeypatch.undo()
+            return ids, truth
+        finally:
+            await hub.aclose()
+
+    async def again(ids, truth):
+        hub = await Hub.open(open_store(), clock=FakeClock(), keep_ended=False)  # a restart
+        try:
+            assert fields(hub.sessions_of(WHO, 1000)) == truth
+            # a session whose record holds a manifest its adapter no longer has (an older version's):
+            # that manifest, as its log folds to
+            table = "sessions" if type(hub.store).__name__ == "SQLiteStore" else "turnflow_sessions"
+            sid = ids[0]
+            rec = json.loads(_sql(hub, f"SELECT record FROM {table} WHERE session_id = '{sid}'")[0][0])
+            rec["manifest"]["default_view"] = "full_transcript"
+            text = json.dumps(rec)
+            _sql(hub, f"UPDATE {table} SET record = '{text}', crc = {checksum(sid, 0, text)} WHERE session_id = '{sid}'")
+            hub._ended.clear()
+            changed = fields([folded(hub, sid)])
+            assert changed[0] != truth[0] and "full_transcript" in repr(changed)
+            truth = changed + truth[1:]
+            assert fields(hub.sessions_of(WHO, 1000)) == truth
+            # an older store: no end records; each listing reads them back, and writes them
+            _sql(hub, f"DELETE FROM {_ends_table(hub)}")
+            hub._ended.clear()
+            monkeypatch.setattr(hub_module, "ENDS_BATCH", 16)  # (written a batch at a time as found, too)
+            assert fields(hub.sessions_of(WHO, 1000)) == truth
+            await asyncio.sleep(0)  # (the group commit they were handed to)
+            getattr(hub.store, "flush", lambda: None)()
+            # every ended one named, the one that no longer names x too
+            assert _sql(hub, f"SELECT COUNT(*) FROM {_ends_table(hub)}")[0][0] == 76
+            hub._ended.clear()
+            monkeypatch.setattr(hub, "_read_back", lambda *a, **k: pytest.fail("read back again"))
+            assert fields(hub.sessions_of(WHO, 1000)) == truth
+        finally:
+            monkeypatch.undo()
+            await hub.aclose()
+
+    ids, truth = asyncio.run(go())
+    asyncio.run(again(ids, truth))

@@ -6,6 +6,8 @@ the same answers for an ended session read back from the store as it got while t
 from __future__ import annotations
 
 import asyncio
+import json
+import sqlite3
 
 import pytest
 
@@ -158,7 +160,10 @@ def test_an_ended_session_leaves_memory_and_ag2_gets_the_same_answers_read_back(
     asyncio.run(asyncio.wait_for(main(), 120))
 
 
-def test_a_restarted_hub_hydrates_only_the_live_sessions_and_answers_for_the_ended_ones(tmp_path, monkeypatch):
+@pytest.mark.parametrize("older", [False, True], ids=["restart", "older store"])
+def test_a_restarted_hub_hydrates_only_the_live_sessions_and_answers_for_the_ended_ones(tmp_path, monkeypatch, older):
+    """... and the same answers from a store without end records (written before they existed:
+    its ended channels listed from their logs, their end records written then), twice."""
     store = str(tmp_path / "hub.db")
 
     async def first(url, hub):
@@ -192,6 +197,14 @@ def test_a_restarted_hub_hydrates_only_the_live_sessions_and_answers_for_the_end
             assert list(hub.sessions) == [live]  # read back, not held again
             for key in before:
                 assert after[key] == before[key], key
+            if older:  # the listing wrote the end records it lacked: the next one reads them
+                ends = sqlite3.connect(store).execute("SELECT session_id FROM session_ends").fetchall()
+                assert sorted(r[0] for r in ends) == sorted([done, closed])
+                hub._ended.clear()
+                ops_of(hub)._ended_parts.clear()
+                again = await answers(c1, hub, done, a, b)
+                for key in before:
+                    assert again[key] == before[key], key
             assert (await c1._rpc("get_channel", {"channel_id": closed}))["close_reason"] == "asked elsewhere"
         finally:
             await c1.close()
@@ -199,6 +212,73 @@ def test_a_restarted_hub_hydrates_only_the_live_sessions_and_answers_for_the_end
 
     async def main():
         ids, before = await with_served(store, monkeypatch, first)
+        if older:  # as a store written before end records existed
+            db = sqlite3.connect(store)
+            db.execute("DROP TABLE session_ends")
+            db.commit()
+            db.close()
         await with_served(store, monkeypatch, lambda url, hub: second(url, hub, ids, before))
 
     asyncio.run(asyncio.wait_for(main(), 180))
+
+
+def test_listing_many_ended_channels_lets_the_other_clients_in(tmp_path):
+    """`list_channels` over many ended channels none of which the hub holds (docs/serve.md): the
+    event loop runs other work while it lists (it answered nobody else for ~76 ms per 1,000
+    before), and the answer is the one the channels' records give one by one (`get_channel`)."""
+    from turnflow.runtime.envelope import EV_TEXT, Envelope
+    from turnflow.runtime.session import Participant
+    from turnflow.runtime.store import SQLiteStore
+    from turnflow.serve.ops import Auth, Ops
+    from turnflow.serve.registry import open_registry
+
+    class Conn:
+        endpoint_id = "test"
+
+        def __init__(self, *agents):
+            self.agents = set(agents)
+
+        def send(self, text):
+            pass
+
+    async def go():
+        path = str(tmp_path / "hub.db")
+        registry = open_registry(path)
+        hub = await Hub.open(SQLiteStore(path), keep_ended=False)
+        ops = Ops(hub, registry, Auth())
+        try:
+            a, b = "a" * 32, "b" * 32
+            pair = [Participant(a, "initiator", 0), Participant(b, "respondent", 1)]
+            for i in range(300):
+                md = await hub.open_session("consulting", pair, creator_id=a, labels={"n": i})
+                await hub.ack(md.session_id, b)
+                await hub.post(Envelope(md.session_id, a, None, EV_TEXT, {"text": f"q{i}"}))
+                await hub.close(md.session_id, f"done {i}")
+            await asyncio.sleep(0)  # (the last end records' group commit)
+            assert not hub.sessions
+            hub._ended.clear()
+            ops._ended_parts.clear()
+            turns, done = [], False
+
+            async def other():
+                while not done:
+                    turns.append(len(turns))
+                    await asyncio.sleep(0)
+
+            task = asyncio.get_running_loop().create_task(other())
+            await asyncio.sleep(0)
+            before = len(turns)
+            listed = await ops.list_channels(Conn(a), {"agent_id": a, "limit": 1000})
+            during = len(turns) - before
+            done = True
+            await task
+            assert during >= 3, during  # (one turn per ~64 channels)
+            one_by_one = [json.loads(await ops.get_channel(Conn(a), {"channel_id": ch["channel_id"]}))
+                          for ch in json.loads(listed)]
+            assert json.loads(listed) == one_by_one and len(one_by_one) == 300
+            assert [ch["close_reason"] for ch in one_by_one] == [f"done {i}" for i in range(300)]
+        finally:
+            await hub.aclose()
+            registry.close()
+
+    asyncio.run(asyncio.wait_for(go(), 120))

@@ -314,8 +314,9 @@ class SessionMetadata:
         return rec
 
     @classmethod
-    def from_creation_record(cls, r: dict[str, Any]) -> "SessionMetadata":
-        md = cls(session_id=r["session_id"], manifest=SessionManifest.from_dict(r["manifest"]),
+    def from_creation_record(cls, r: dict[str, Any], manifest: Optional[SessionManifest] = None) -> "SessionMetadata":
+        """(`manifest`: one equal to the record's, given by a caller that has it.)"""
+        md = cls(session_id=r["session_id"], manifest=manifest or SessionManifest.from_dict(r["manifest"]),
                  creator_id=r["creator_id"],
                  participants=[shared_participant(Participant(p["agent_id"], p["role"], p["order"],
                                                               p.get("description", ""), tuple(p.get("tools", ()))))

@@ -808,8 +808,9 @@ class Ops:
         from its log; nobody for any other session (no read)."""
         if md.close_reason != "invite_rejected" or not md.state.terminal:
             return []
-        return [e.sender_id for e in self.hub.read(md.session_id, 1)
-                if isinstance(e, Envelope) and e.event_type == EV_SESSION_REJECT]
+        sid = md.session_id  # (an ended session's log read from the store: it is not read back whole)
+        log = self.hub.read(sid, 1) if sid in self.hub.sessions else self.hub.store.read_range(sid, 1)
+        return [e.sender_id for e in log if isinstance(e, Envelope) and e.event_type == EV_SESSION_REJECT]
 
     async def get_channel(self, conn: Conn, params: dict[str, Any]) -> Any:
         sid = params.get("channel_id")
@@ -821,8 +822,18 @@ class Ops:
         if agent_id is not None:
             self._bound(conn, agent_id)
         mine = {agent_id} if agent_id is not None else set(conn.agents)
-        # (ended ones included, as AG2's hub lists them: read back from the store by a hub that let them go)
-        return [wire.channel_to_ag2(md, self._rejected_by(md)) for md in self.hub.sessions_of(mine, limit)]
+        # (ended ones included, as AG2's hub lists them: a hub that let them go builds them from their
+        # creation and end records, `Hub.iter_sessions_of`). Each record encoded as it is found, and
+        # the loop let run between parts: a listing of many ended channels does not hold up the others.
+        texts: list[str] = []
+        parts = self.hub.iter_sessions_of(mine, limit)
+        try:
+            for found in parts:
+                texts += [self._channel(md) for md in found]  # (`get_channel`'s record: the same JSON)
+                await asyncio.sleep(0)
+        finally:
+            parts.close()
+        return frames.Raw("[" + ",".join(texts) + "]")
 
     async def close_channel(self, conn: Conn, params: dict[str, Any]) -> Any:
         sid = _str(params, "channel_id")

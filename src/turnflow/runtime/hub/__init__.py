@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
-from typing import Any, Awaitable, Callable, Iterable, Iterator, Optional, Sequence, Union
+from typing import Any, Awaitable, Callable, Generator, Iterable, Iterator, Optional, Sequence, Union
 
 from turnflow.runtime.adapters import builtin_adapters
 from turnflow.runtime.adapters.protocol import SessionAdapter
@@ -32,12 +32,12 @@ from turnflow.runtime.session import (Participant, SessionMetadata, SessionRecor
 from turnflow.runtime.session_spec import SessionSpec
 from turnflow.runtime.group_commit import GroupCommit
 from turnflow.runtime.store.contract import Store
-from turnflow.runtime.store.records import Corrupt, telemetry_row
+from turnflow.runtime.store.records import Corrupt, checksum, decode_session, end_row, telemetry_row
 from turnflow.runtime.transcript import Transcript
 
 from turnflow.runtime.hub.bus import Bus, Listener, TelemetryListener
 from turnflow.runtime.hub.commit import HUB_SENDER, Commits
-from turnflow.runtime.hub.hydrate import HydrateReport, hydrate
+from turnflow.runtime.hub.hydrate import HydrateReport, end_record, from_end_record, hydrate
 from turnflow.runtime.hub.lifecycle import Lifecycle
 from turnflow.runtime.hub.sweeper import Sweeper
 
@@ -48,6 +48,17 @@ _ACTIVE = SessionState.ACTIVE  # (a module constant: `SessionState.ACTIVE` is a 
 # back: AG2's client reads the record of the channel it saw close, and many sessions close at once
 # (with 64, 500 consulting sessions at once cost the served hub 9 % more CPU: docs/benchmarks.md)
 ENDED_KEPT = 1024
+# ended sessions whose end record (`CommitUnits.ends`) waits to be written: handed to the group
+# commit together once this many have ended (and before a listing, and at `aclose`); a crash loses
+# at most these, filled again by the next listing that meets them (as in an older store)
+ENDS_BATCH = 256
+# a listing (`iter_sessions_of`) hands back what it found and lets the event loop run after about
+# this much work: a session built from its end record counts 1, one read back from its log 4
+# (~15 µs and ~70 µs: about 2 ms between yields, with the caller's own work on each session)
+LIST_WORK = 64
+# sessions named per store query beyond the `limit` asked for (each query its own: no cursor held
+# across a yield): a session that named the agent once but not now is skipped, rarely more
+LIST_SLACK = 64
 
 
 def _audience_ok(audience: Any, pset: frozenset[str]) -> bool:
@@ -91,6 +102,8 @@ class Hub:
         self.sessions: dict[str, LiveSession] = {}  # creation order
         self.keep_ended = keep_ended
         self._ended: OrderedDict[str, LiveSession] = OrderedDict()  # (keep_ended=False) read back, LRU
+        # (keep_ended=False) ended sessions whose end record is not written yet: (metadata, membership)
+        self._unwritten_ends: list[tuple[SessionMetadata, bool]] = []
         self.report = HydrateReport()
         # the parts (bus, commits, sweeper); their lists and methods the busy paths use are bound
         # here, so a post reaches them with no more lookups than when they were the hub's own
@@ -166,6 +179,28 @@ class Hub:
         self._watched.pop(sid, None)
         self.store.forget(sid)
         self._keep_ended(live)
+        self._note_end(live)
+
+    def _note_end(self, live: LiveSession) -> None:
+        """Keep the session's end to be written (`flush_ends`, every `ENDS_BATCH`): nothing is
+        encoded now (a terminal session's metadata does not change)."""
+        ends = self._unwritten_ends
+        ends.append((live.metadata, getattr(live.adapter, "membership", True)))
+        if len(ends) >= ENDS_BATCH:
+            self.flush_ends()
+
+    def flush_ends(self) -> Optional[GroupCommit]:
+        """Hand the end records of the sessions that ended since the last flush to this tick's group
+        commit (`CommitUnits.ends`: what a listing reads instead of their logs); the group, or None
+        when there were none. Not waited for: a group that fails loses them, and a listing reads such
+        sessions back from their logs and hands their records over again."""
+        ends, self._unwritten_ends = self._unwritten_ends, []
+        if not ends:
+            return None
+        commits = self._commits
+        group = commits.group or commits.new_group()
+        group.units.ends += [end_row(md.session_id, end_record(md, membership)) for md, membership in ends]
+        return group
 
     def _keep_ended(self, live: LiveSession) -> None:
         kept = self._ended
@@ -174,10 +209,11 @@ class Hub:
         while len(kept) > ENDED_KEPT:
             kept.popitem(last=False)
 
-    def _read_back(self, session_id: str) -> Optional[LiveSession]:
+    def _read_back(self, session_id: str, keep: bool = True) -> Optional[LiveSession]:
         """An ended session this hub does not hold (`keep_ended=False`), rebuilt from the store
         as hydrate rebuilds it; None for an unknown id, or a session that has not ended (not
-        this hub's: a hub holds every session of its store that has not ended)."""
+        this hub's: a hub holds every session of its store that has not ended). `keep=False`:
+        not kept among the last read (a listing's)."""
         live = self._ended.get(session_id)
         if live is not None:
             self._ended.move_to_end(session_id)
@@ -186,18 +222,91 @@ class Hub:
         live = sessions.get(session_id)
         if live is None or not live.metadata.state.terminal:
             return None
-        self._keep_ended(live)
+        if keep:
+            self._keep_ended(live)
         return live
 
     def sessions_of(self, agent_ids: Iterable[str], limit: int) -> list[SessionMetadata]:
         """The first `limit` sessions (creation order), ended ones included, with one of
-        `agent_ids` on their roster now. With `keep_ended=False` the store names the candidates
-        (`store.sessions_naming`) and the ended ones are read back."""
+        `agent_ids` on their roster now (`iter_sessions_of`, in one go)."""
+        return [md for found in self.iter_sessions_of(agent_ids, limit) for md in found]
+
+    def iter_sessions_of(self, agent_ids: Iterable[str],
+                         limit: int) -> Generator[list[SessionMetadata], None, None]:
+        """`sessions_of` in parts: each is what was found since the previous one, after about
+        `LIST_WORK` of work; a caller on the event loop lets it run between parts (no store cursor
+        is held meanwhile). With `keep_ended=False` the store names the candidates a page at a
+        time (`store.naming_page`, with each one's creation and end records): an ended session is
+        built from those two records (`from_end_record`), its log not read; one without an end
+        record (a store written before they existed, or one a crash kept from being written) is
+        read back from its log and its end record written, for the next listing."""
         mine = frozenset(agent_ids)
         if limit <= 0 or not mine:
-            return []
+            return
         if self.keep_ended:
-            return [live.metadata for live in list(self.sessions.values()) if mine & live.metadata.pset][:limit]
+            yield [live.metadata for live in list(self.sessions.values()) if mine & live.metadata.pset][:limit]
+            return
+        page_of = self.store.naming_page
+        self.flush_ends()
+        names = sorted(mine)
+        page = page_of(names, 0, limit + LIST_SLACK)
+        if page is None:  # (a store opened read-only that keeps no end records)
+            yield self._sessions_of_by_log(mine, limit)
+            return
+        found: list[SessionMetadata] = []
+        count, work = 0, 0
+        seen: set[str] = set()
+        try:
+            while True:
+                for at in range(0, len(page), LIST_WORK):
+                    batch = [sid for _n, sid in page[at:at + LIST_WORK]]
+                    seen.update(batch)
+                    held = {sid: live for sid in batch if (live := self.sessions.get(sid)) is not None}
+                    records = {row[0]: row for row in self.store.end_records(
+                        [sid for sid in batch if sid not in held])} if len(held) < len(batch) else {}
+                    for sid in batch:
+                        live = held.get(sid)
+                        row = records.get(sid)
+                        if live is None and row is not None and (live := self._ended.get(sid)) is not None \
+                                and row[3] is None:
+                            self._note_end(live)  # (one of the last read, its end record not written)
+                        md = live.metadata if live is not None else self._from_end(*row) if row is not None else None
+                        work += 1
+                        if md is None and live is None:
+                            work += 3
+                            live = self._read_back(sid, keep=False)
+                            if live is not None:
+                                md = live.metadata
+                                self._note_end(live)
+                        if md is not None and mine & md.pset:
+                            found.append(md)
+                            count += 1
+                            if count == limit:
+                                yield found
+                                return
+                    if work >= LIST_WORK:
+                        yield found
+                        found, work = [], 0
+                if len(page) < limit + LIST_SLACK:
+                    break
+                page = page_of(names, page[-1][0], limit + LIST_SLACK) or []
+            # sessions opened in this tick, their creation not committed yet: the newest
+            found += [live.metadata for sid, live in list(self.sessions.items())
+                      if sid not in seen and mine & live.metadata.pset][:limit - count]
+            yield found
+        finally:
+            self.flush_ends()  # (the end records this listing made: the next one reads them)
+
+    def _from_end(self, sid: str, text: Any, crc: Any, end: Any, end_crc: Any) -> Optional[SessionMetadata]:
+        """An ended session's metadata from its stored creation and end records (None: no end
+        record, or one that fails its checksum)."""
+        if end is None or checksum(sid, -1, end) != end_crc:
+            return None
+        rec = decode_session(sid, text, crc)
+        return None if isinstance(rec, Corrupt) else from_end_record(rec, end, self._complete)
+
+    def _sessions_of_by_log(self, mine: frozenset[str], limit: int) -> list[SessionMetadata]:
+        """(A store without end records: every ended candidate read back from its log.)"""
         found: list[SessionMetadata] = []
         seen: set[str] = set()
         names = self.store.sessions_naming(sorted(mine))
@@ -442,4 +551,7 @@ class Hub:
 
     async def aclose(self) -> None:
         await self.stop_sweeper()
+        group = self.flush_ends()
+        if group is not None:  # (written before the store closes; a failure is the next listing's to mend)
+            await group.committed()
         self.store.close()

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional, Union
 
@@ -10,7 +11,8 @@ from turnflow.runtime.adapters.protocol import SessionAdapter
 from turnflow.runtime.envelope import SUBSTANTIVE, Envelope
 from turnflow.runtime.errors import ProtocolError, RuntimeErrorBase
 from turnflow.runtime.live import LiveSession
-from turnflow.runtime.session import SessionMetadata
+from turnflow.runtime.session import (NO_ACKS, Participant, SessionManifest, SessionMetadata, SessionState,
+                                      shared_participant)
 from turnflow.runtime.store.contract import Store
 from turnflow.runtime.store.records import Corrupt
 
@@ -89,6 +91,64 @@ def _session(rec: Union[dict[str, Any], Corrupt], adapter_for: AdapterLookup,
         report.problems.append(Corrupt(md.session_id, 0, f"session record is invalid: {exc}"))
         return None
     return LiveSession(md, adapter, state)
+
+
+def end_record(md: SessionMetadata, membership: bool) -> str:
+    """What a session's end settled that its creation record does not say (`from_end_record`
+    reads it back), as a JSON array: its terminal state, when and why it ended, when it opened,
+    the invites still unacked, and — for a kind whose roster can change (`membership`) — the
+    roster, each participant as [id, role, order, description, tools]."""
+    acks = md.pending_acks
+    rec: list[Any] = [md.state.value, md.closed_at, md.close_reason, md.activated_at, sorted(acks) if acks else []]
+    if membership:
+        rec.append([[p.agent_id, p.role, p.order, p.description, list(p.tools)] for p in md.participants])
+    return _dumps(rec)
+
+
+_dumps = json.JSONEncoder(separators=(",", ":")).encode  # (one encoder: `json.dumps` with options makes one a call)
+
+
+_MANIFEST_DICTS: dict[int, tuple[SessionManifest, dict[str, Any]]] = {}  # id -> (an adapter's manifest, its dict)
+
+
+def _manifest_dict(manifest: SessionManifest) -> dict[str, Any]:
+    kept = _MANIFEST_DICTS.get(id(manifest))
+    if kept is None or kept[0] is not manifest:
+        if len(_MANIFEST_DICTS) >= 256:
+            _MANIFEST_DICTS.clear()
+        kept = _MANIFEST_DICTS[id(manifest)] = (manifest, manifest.to_dict())
+    return kept[1]
+
+
+def from_end_record(rec: dict[str, Any], end: str, adapter_for: AdapterLookup) -> Optional[SessionMetadata]:
+    """An ended session's metadata from its creation record and its `end_record`, equal to the
+    one its log folds to (tests/test_hub_ended.py compares them), without reading the log; None
+    when either record cannot be read (the caller reads the session back instead)."""
+    try:
+        m = rec["manifest"]
+        adapter = adapter_for((m["type"], m["version"]))
+        if adapter is None:
+            return None
+        own = adapter.manifest  # (the adapter's own when equal, as `_session` has it: its dict compared, not parsed)
+        md = SessionMetadata.from_creation_record(rec, own if m == _manifest_dict(own) else None)
+        if md.manifest == own:
+            md.manifest = own
+        md.expires_at = md.created_at + md.ttl_seconds if md.ttl_seconds else None
+        state, md.closed_at, md.close_reason, md.activated_at, acks, *roster = json.loads(end)
+        md.state = SessionState(state)
+        if not md.state.terminal or len(roster) > 1:
+            return None
+        md.pending_acks = set(acks) or NO_ACKS
+        stored = roster[0] if roster else None
+        if stored is not None and stored != [[p.agent_id, p.role, p.order, p.description, list(p.tools)]
+                                             for p in md.participants]:  # (a roster that changed)
+            roster = [shared_participant(Participant(a, r, o, d, tuple(t))) for a, r, o, d, t in stored]
+            if roster != list(md.participants):
+                md.participants = roster
+                md.__post_init__()  # (the roster's shared tuple and its pset)
+        return md
+    except (KeyError, TypeError, ValueError, AttributeError, RuntimeErrorBase):
+        return None
 
 
 def _record(sessions: dict[str, LiveSession], item: Union[Envelope, Corrupt], report: HydrateReport) -> None:

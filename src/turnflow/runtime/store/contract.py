@@ -26,7 +26,10 @@ Reading: `sessions()` + `stream()` are what a hydrate streams (`open_sessions()`
 for a hub that holds only the sessions that have not ended: `turnflow serve`); `session_record` +
 `load` read one session (`Hub.hydrate(only=...)`: a worker taking it over, `inspect --session`),
 `session_record` + `read_range` one that ended, for such a hub, without keeping it;
-`sessions_naming(agent_ids)` the sessions an agent may take part in (`Hub.sessions_of`); `summary()`
+`sessions_naming(agent_ids)` the sessions an agent may take part in, and `naming_page` + `end_records`
+the same a page at a time with each one's creation and end records (`Hub.sessions_of`: an ended
+session built from those two, its log not read; the end records, `CommitUnits.ends`, are written
+by the group commit like telemetry, beside the log); `summary()`
 aggregates the whole store inside the database (`inspect --summary`). No SQL crosses the contract: each engine keeps its own. A store's
 `dialect` says which engine it is (the task list it keeps beside the log: task_queue.py) and
 whether several processes share it — no caller compares engine names.
@@ -86,6 +89,17 @@ class Store(Protocol):
         """Ids (creation order) of the sessions that have had one of `agent_ids` on their roster
         (at creation or added since; a removed one is still named): a superset of the sessions
         those agents are on the roster of now."""
+        ...
+
+    def naming_page(self, agent_ids: Sequence[str], after: int, count: int) -> Optional[list[tuple[int, str]]]:
+        """Up to `count` of `sessions_naming`'s sessions created after the one numbered `after`
+        (0: from the first), as (number, id), in one query (no cursor left open); None for a store
+        that keeps no end records (opened read-only, never opened for writing by this version)."""
+        ...
+
+    def end_records(self, session_ids: Sequence[str]) -> list[tuple[Any, ...]]:
+        """Each of `session_ids` the store holds as (id, creation record, its checksum, end record
+        or None, its checksum or None), in one query (`CommitUnits.ends` wrote the end records)."""
         ...
 
     def stream(self, only: Optional[Container[str]] = None) -> Iterator[Union[Envelope, Corrupt]]: ...

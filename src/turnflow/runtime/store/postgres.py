@@ -44,7 +44,7 @@ from turnflow.runtime.errors import StoreError, StoreFailed
 from turnflow.runtime.session import check_session_id
 from turnflow.runtime.store.contract import POSTGRESQL, Dialect
 from turnflow.runtime.store.postgres_leases import TaskLeases
-from turnflow.runtime.store.records import (CommitUnits, Corrupt, EnvelopeRow, LogSummary, Refusals, SessionEnds, SessionRow,
+from turnflow.runtime.store.records import (CommitUnits, Corrupt, EndRow, EnvelopeRow, LogSummary, Refusals, SessionEnds, SessionRow,
                                             TelemetryRow, decode_envelope, decode_session, json_text)
 from turnflow.runtime.tasks import LeaseLost
 
@@ -98,6 +98,11 @@ _DDL = [
     "CREATE TABLE IF NOT EXISTS turnflow_session_agents (agent_id text NOT NULL, session_id text NOT NULL, "
     "PRIMARY KEY (agent_id, session_id))",
     "CREATE INDEX IF NOT EXISTS turnflow_session_agents_by_session ON turnflow_session_agents (session_id)",
+    # each ended session's end record (what listing its channel reads instead of its log), written by
+    # the group commit once the session left the hub's memory; filled lazily by the listings that meet
+    # an older one
+    "CREATE TABLE IF NOT EXISTS turnflow_session_ends (session_id text PRIMARY KEY, record text NOT NULL, "
+    "crc bigint NOT NULL)",
 ]
 
 # One statement per group commit (autocommit: the statement is its transaction, one round trip).
@@ -108,6 +113,7 @@ _DDL = [
 _S_IN = "json_to_recordset(%(s)s::json) AS x (sid text, task text, rec text, crc bigint)"
 _E_IN = "json_to_recordset(%(e)s::json) AS v (g bigint, sid text, seq integer, ev text, rec text, crc bigint)"
 _T_IN = "json_to_recordset(%(t)s::json) AS x (sid text, rec text)"
+_N_IN = "json_to_recordset(%(n)s::json) AS x (sid text, rec text, crc bigint)"
 
 
 # a creation record's participants (x.rec), an empty array where it has none
@@ -116,7 +122,7 @@ _ROSTER = ("CASE WHEN json_typeof(x.rec::json -> 'participants') = 'array' THEN 
 
 
 @functools.lru_cache(maxsize=None)
-def commit_sql(held: bool, sessions: bool, envelopes: bool, telemetry: bool, finishes: bool) -> str:
+def commit_sql(held: bool, sessions: bool, envelopes: bool, telemetry: bool, finishes: bool, ends: bool = False) -> str:
     """The statement of one group commit, holding only the parts for the kinds of rows it carries
     (most carry envelopes alone: a smaller plan to start, ~25 % less server time at 8 rows).
     `held`: a batch worker's store, whose writes `TaskLeases` checks (and which records finishes)."""
@@ -165,6 +171,10 @@ def commit_sql(held: bool, sessions: bool, envelopes: bool, telemetry: bool, fin
     if telemetry:
         check = leases.telemetry_filter() if leases else ""
         ctes.append(f"tel AS (INSERT INTO turnflow_telemetry (session_id, record) SELECT x.sid, x.rec FROM {_T_IN}{check})")
+    if ends:  # (ended sessions' end records: one stored already is replaced, a damaged one mended)
+        ctes.append(f"n_ends AS (INSERT INTO turnflow_session_ends (session_id, record, crc) SELECT DISTINCT ON (x.sid) "
+                    f"x.sid, x.rec, x.crc FROM {_N_IN} ON CONFLICT (session_id) DO UPDATE SET record = EXCLUDED.record, "
+                    "crc = EXCLUDED.crc)")
     if finishes and leases:
         ctes += leases.finish_ctes()
         out.append("SELECT 2, id FROM fin")
@@ -196,6 +206,13 @@ _TURNS = f"SELECT turns, COUNT(*) FROM ({_PER_SESSION}) per GROUP BY turns ORDER
 # `sessions_naming`: the sessions whose creation record, or an envelope adding a participant, holds the text
 _NAMING = ("SELECT s.session_id FROM turnflow_sessions s WHERE s.session_id IN (SELECT a.session_id FROM "
            "turnflow_session_agents a WHERE a.agent_id = ANY(%(a)s::text[])) ORDER BY s.n")
+# `naming_page`: `_NAMING`'s sessions created after one (by number), a page of them; `end_records`:
+# the creation and end records of some sessions
+_NAMING_PAGE = ("SELECT s.n, s.session_id FROM turnflow_sessions s WHERE s.session_id IN (SELECT a.session_id FROM "
+                "turnflow_session_agents a WHERE a.agent_id = ANY(%(a)s::text[])) AND s.n > %(after)s "
+                "ORDER BY s.n LIMIT %(count)s")
+_END_RECORDS = ("SELECT s.session_id, s.record, s.crc, e.record, e.crc FROM turnflow_sessions s LEFT JOIN "
+                "turnflow_session_ends e ON e.session_id = s.session_id WHERE s.session_id = ANY(%(ids)s::text[])")
 # (a store opened read-only without that table: the records that hold one of the ids, as records write them)
 _HOLDS = "EXISTS (SELECT 1 FROM unnest(%(t)s::text[]) t WHERE strpos(record, t) > 0)"
 _NAMING_SCAN = (f"SELECT session_id FROM turnflow_sessions WHERE {_HOLDS} OR session_id IN "
@@ -255,11 +272,12 @@ class _Unit:
     staged by a hub in one event-loop tick), or a task to record as finished. A group's future resolves to {session_id: refusal} (empty when all of
     it was written); a finish's to whether this worker still held the task."""
 
-    __slots__ = ("sessions", "rows", "envs", "tels", "fin", "future", "loop")
+    __slots__ = ("sessions", "rows", "envs", "tels", "fin", "future", "loop", "ends")
 
     def __init__(self, sessions: list[SessionRow], rows: list[EnvelopeRow], envs: list[Envelope],
                  tels: list[TelemetryRow], fin: Optional[_Finish], future: Optional[asyncio.Future[Any]],
-                 loop: Optional[asyncio.AbstractEventLoop]) -> None:
+                 loop: Optional[asyncio.AbstractEventLoop], ends: Optional[list[EndRow]] = None) -> None:
+        self.ends = ends if ends is not None else []  # [(session_id, end record text, crc)]
         self.sessions = sessions  # [(session_id, task_id, record text, crc)]
         self.rows = rows  # envelope rows: [(gseq, session_id, seq, event_type, record text, crc)]
         self.envs = envs  # their envelopes, kept in this process's log copy once committed
@@ -268,7 +286,7 @@ class _Unit:
         self.future, self.loop = future, loop
 
     def session_ids(self) -> set[str]:
-        return {r[0] for r in self.sessions} | {r[1] for r in self.rows}
+        return {r[0] for r in self.sessions} | {r[1] for r in self.rows} | {r[0] for r in self.ends}
 
     def split(self) -> list["_Unit"]:
         """The same work, one unit per session (a failed statement is retried so)."""
@@ -283,6 +301,8 @@ class _Unit:
             u.envs.append(e)
         for t in self.tels:
             parts.setdefault(t[0], _Unit([], [], [], [], None, None, None)).tels.append(t)
+        for n in self.ends:
+            parts.setdefault(n[0], _Unit([], [], [], [], None, None, None)).ends.append(n)
         return list(parts.values())
 
 
@@ -447,7 +467,8 @@ class PostgresStore:
         {session_id: refusal} once the statement holding it is done."""
         for row in units.sessions:
             self._cache[row[0]] = []  # a new session: this process holds its whole log from now
-        return self._enqueue(_Unit(units.sessions, units.rows, units.envelopes, units.telemetry, None, None, None))
+        return self._enqueue(_Unit(units.sessions, units.rows, units.envelopes, units.telemetry, None, None, None,
+                                   units.ends))
 
     def finish_task(self, task_id: str, state: str, result: dict[str, Any], session_id: Optional[str]) -> asyncio.Future[bool]:
         """Record a task as finished in the next group commit (never in the statement of its
@@ -657,10 +678,14 @@ class PostgresStore:
         fins = [{"id": u.fin[0], "state": u.fin[1], "result": u.fin[2], "sid": u.fin[3], "last": u.fin[4]}
                 for u in batch if u.fin is not None]
         params: dict[str, Any] = {"s": json.dumps(sessions), "e": json.dumps(rows), "t": json.dumps(tels)}
+        ends = [{"sid": r[0], "rec": r[1], "crc": r[2]} for u in batch for r in u.ends]
+        if ends:
+            params["n"] = json.dumps(ends)
         leases = self.leases
         if leases is not None:
             params.update(leases.params(sessions, rows, tels, fins))
-        sql = commit_sql(leases is not None, bool(sessions), bool(rows), bool(tels), bool(fins) and leases is not None)
+        sql = commit_sql(leases is not None, bool(sessions), bool(rows), bool(tels), bool(fins) and leases is not None,
+                         bool(ends))
         written: tuple[set[str], set[str], set[str], set[str]] = (set(), set(), set(), set())
         for kind, key in conn.execute(sql, params):
             written[kind].add(key)
@@ -769,6 +794,25 @@ class PostgresStore:
                     cur.execute(_NAMING_SCAN, {"t": [json_text(a) for a in agent_ids]})
                 for (sid,) in cur:
                     yield sid
+
+    def naming_page(self, agent_ids: Sequence[str], after: int, count: int) -> Optional[list[tuple[Any, ...]]]:
+        """Up to `count` of `sessions_naming`'s sessions created after the one numbered `after`
+        (0: from the first), as (number, id), one query; None for a store without end records."""
+        with self.pool.connection() as conn:
+            tables = conn.execute("SELECT to_regclass('turnflow_session_agents') IS NOT NULL AND "
+                                  "to_regclass('turnflow_session_ends') IS NOT NULL").fetchone()[0]
+            if not tables:
+                return None
+            rows: list[tuple[Any, ...]] = conn.execute(
+                _NAMING_PAGE, {"a": list(agent_ids), "after": after, "count": count}).fetchall()
+        return rows
+
+    def end_records(self, session_ids: Sequence[str]) -> list[tuple[Any, ...]]:
+        """(id, creation record, its checksum, end record or None, its checksum or None) of each of
+        `session_ids` the store holds, one query."""
+        with self.pool.connection() as conn:
+            rows: list[tuple[Any, ...]] = conn.execute(_END_RECORDS, {"ids": list(session_ids)}).fetchall()
+        return rows
 
     def session_record(self, session_id: str) -> Optional[Union[dict[str, Any], Corrupt]]:
         check_session_id(session_id)

@@ -30,6 +30,7 @@ class Corrupt:
 SessionRow = tuple[str, Optional[str], str, int]  # (session_id, task_id or None, record JSON, crc)
 EnvelopeRow = tuple[int, str, int, str, str, int]  # (gseq, session_id, seq, event_type, record JSON, crc)
 TelemetryRow = tuple[str, str]  # (session_id, record JSON)
+EndRow = tuple[str, str, int]  # (session_id, end record JSON, crc)
 Refusals = dict[str, BaseException]  # session_id -> why none of that session's part of a group was written
 
 
@@ -39,13 +40,16 @@ class CommitUnits:
     as its copy of a session's log once committed); and telemetry records, stored beside the log
     (not part of it: a session's telemetry is never refused for its envelopes' sake)."""
 
-    __slots__ = ("sessions", "rows", "envelopes", "telemetry")
+    __slots__ = ("sessions", "rows", "envelopes", "telemetry", "ends")
 
     def __init__(self) -> None:
         self.sessions: list[SessionRow] = []
         self.rows: list[EnvelopeRow] = []
         self.envelopes: list[Envelope] = []  # parallel to `rows`
         self.telemetry: list[TelemetryRow] = []
+        # end records of sessions that ended (`end_row`), stored beside the log like telemetry
+        # (what listing an ended channel reads instead of its log); one already stored is replaced
+        self.ends: list[EndRow] = []
 
 
 @dataclass(frozen=True)
@@ -292,6 +296,12 @@ def telemetry_row(session_id: str, record: dict[str, Any]) -> TelemetryRow:
     """A telemetry record as stored (every engine): its session and its JSON text (sorted keys).
     Raises TypeError/ValueError, as `json.dumps` does, when it is not JSON."""
     return (check_session_id(session_id), _SORTED(record))
+
+
+def end_row(session_id: str, record: str) -> EndRow:
+    """An ended session's end record (hub/hydrate.py `end_record`) as a row: (session id, record,
+    checksum over the id, seq -1 and the record)."""
+    return session_id, record, checksum(session_id, -1, record)
 
 
 def decode_session(sid: str, text: Any, crc: int) -> Union[dict[str, Any], Corrupt]:

@@ -35,7 +35,7 @@ from turnflow.runtime.envelope import Envelope
 from turnflow.runtime.errors import StoreError, StoreFailed
 from turnflow.runtime.session import check_session_id
 from turnflow.runtime.store.contract import SQLITE, Dialect
-from turnflow.runtime.store.records import (CommitUnits, Corrupt, EnvelopeRow, LogSummary, Refusals, SessionEnds, SessionRow,
+from turnflow.runtime.store.records import (CommitUnits, Corrupt, EndRow, EnvelopeRow, LogSummary, Refusals, SessionEnds, SessionRow,
                                             TelemetryRow, checksum, decode_envelope, decode_session, json_text)
 from turnflow.runtime.store.sqlite_lock import NOBLOCK as _NOBLOCK
 from turnflow.runtime.store.sqlite_lock import WriterLock as _WriterLock
@@ -84,6 +84,22 @@ _ADDED_TEXT = '"event_type":"participant.added"'  # in the record of each (recor
 # sessions by id, sorted by creation (CROSS JOIN: in that order, not the sessions table scanned)
 _NAMING = ("SELECT s.session_id FROM (SELECT DISTINCT a.session_id FROM json_each(?1) t CROSS JOIN session_agents a "
            "ON a.agent_id = t.value) m CROSS JOIN sessions s ON s.session_id = m.session_id ORDER BY s.n")
+# each ended session's end record (`Hub.flush_ends`, hub/hydrate.py `end_record`: what its end settled
+# that its creation record does not say) and its checksum (`checksum(session_id, -1, record)`), so
+# that listing an agent's channels reads two records per ended session, not its log. Written by the
+# group commit (`CommitUnits.ends`), which the hub hands them to ENDS_BATCH at a time once their
+# sessions have ended and left its memory; made when a store is opened for writing, and filled
+# lazily: a listing that meets an ended session without one reads it back and hands it over then.
+_ENDS_TABLE = ("CREATE TABLE IF NOT EXISTS session_ends (session_id TEXT PRIMARY KEY, record TEXT NOT NULL, "
+               "crc INTEGER NOT NULL) WITHOUT ROWID")
+# `naming_page` (?1: a JSON array of agent ids, ?2: the creation number after which, ?3: how many):
+# `_NAMING`'s sessions with their numbers; `end_records` (?1: a JSON array of session ids): their
+# creation and end records
+_NAMING_PAGE = ("SELECT s.n, s.session_id FROM (SELECT DISTINCT a.session_id FROM json_each(?1) t CROSS JOIN "
+                "session_agents a ON a.agent_id = t.value) m CROSS JOIN sessions s ON s.session_id = m.session_id "
+                "WHERE s.n > ?2 ORDER BY s.n LIMIT ?3")
+_END_RECORDS = ("SELECT s.session_id, s.record, s.crc, e.record, e.crc FROM json_each(?1) t CROSS JOIN sessions s "
+                "ON s.session_id = t.value LEFT JOIN session_ends e ON e.session_id = s.session_id")
 # (a store without the table: the records that hold one of the ids, as records write them, ?2)
 _HOLDS = "EXISTS (SELECT 1 FROM json_each(?2) t WHERE instr(record, t.value) > 0)"
 _NAMING_SCAN = (f"SELECT session_id FROM sessions WHERE {_HOLDS} OR session_id IN (SELECT session_id FROM envelopes "
@@ -209,6 +225,7 @@ class SQLiteStore:
         self.db.execute("BEGIN IMMEDIATE")
         try:
             self.db.execute(_AGENTS_TABLE)
+            self.db.execute(_ENDS_TABLE)
             self.db.execute(_AGENTS_MISSING)
             self.db.executemany(_AGENT_ADDED, added)
             self.db.execute("COMMIT")
@@ -404,7 +421,7 @@ class SQLiteStore:
         no refusals (one writer holds no leases), or with the error when nothing was written."""
         done: asyncio.Future[Refusals] = asyncio.get_running_loop().create_future()
         try:
-            self._write(units.sessions, units.rows, units.telemetry)
+            self._write(units.sessions, units.rows, units.telemetry, units.ends)
         except sqlite3.Error as exc:  # a full disk, an I/O error: the store's failure, not the session's
             done.set_exception(StoreFailed(f"{self.path}: commit failed: {exc}"))
         except StoreError as exc:
@@ -413,10 +430,11 @@ class SQLiteStore:
             done.set_result({})
         return done
 
-    def _write(self, sessions: list[SessionRow], rows: list[EnvelopeRow], telemetry: list[TelemetryRow]) -> None:
+    def _write(self, sessions: list[SessionRow], rows: list[EnvelopeRow], telemetry: list[TelemetryRow],
+               ends: Sequence[EndRow] = ()) -> None:
         """Every row in one transaction: all or none (on failure nothing of them is in the log,
         and the envelope numbers they took are given out again)."""
-        if not rows and not sessions and not telemetry:
+        if not rows and not sessions and not telemetry and not ends:
             return
         db = self.db
         db.execute("BEGIN IMMEDIATE")
@@ -430,6 +448,8 @@ class SQLiteStore:
                                rows)
             if telemetry:
                 db.executemany("INSERT INTO telemetry (session_id, record) VALUES (?, ?)", telemetry)
+            if ends:
+                db.executemany("INSERT OR REPLACE INTO session_ends (session_id, record, crc) VALUES (?, ?, ?)", ends)
             due = len(self._roster) + len(roster) >= ROSTER_BATCH
             if due:
                 self._write_roster(self._roster + roster, self._roster_added + added)
@@ -504,6 +524,22 @@ class SQLiteStore:
                 return
             for (sid,) in rows:
                 yield sid
+
+    def naming_page(self, agent_ids: Sequence[str], after: int, count: int) -> Optional[list[tuple[int, str]]]:
+        """Up to `count` of `sessions_naming`'s sessions created after the one numbered `after`
+        (0: from the first), as (number, id), read in one query (no cursor left open); None for a
+        store without end records (opened read-only, never opened for writing by this version)."""
+        self.flush_roster()
+        tables = {r[0] for r in self.db.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('session_agents', 'session_ends')")}
+        if len(tables) < 2:
+            return None
+        return self.db.execute(_NAMING_PAGE, (json.dumps(list(agent_ids)), after, count)).fetchall()
+
+    def end_records(self, session_ids: Sequence[str]) -> list[tuple[Any, ...]]:
+        """The creation record of each of `session_ids` the store holds and its end record, as
+        (id, creation record, its checksum, end record or None, its checksum or None), one query."""
+        return self.db.execute(_END_RECORDS, (json.dumps(list(session_ids)),)).fetchall()
 
     def session_record(self, session_id: str) -> Optional[Union[dict[str, Any], Corrupt]]:
         """One session's creation record (checked like `sessions` checks it), or None."""
