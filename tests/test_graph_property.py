@@ -303,7 +303,11 @@ def test_analysis_agrees_with_brute_force(text):
     if bf.cap is not None:
         fewest = bf.fewest()
         assert ("TF210" in codes) == (fewest is not None and fewest > bf.cap), text
-        assert ("TF211" in codes) == (not bf.cut_by_cap()), text
+        # TF211 reads the runs exactly (the rules that fire: docs/analysis.md, "Dead rules"), and
+        # every run is a run here, where a guard may hold or not: a cap that binds no run here
+        # binds none there; the exact agreement is tests/test_graph_exhaustive.py's
+        if not bf.cut_by_cap():
+            assert "TF211" in codes, text
 
     # dead rules: exactly those reported as shadowed (TF204) or with an undeclared tool (TF207);
     # in a block that declares no tools at all, TF207 flags each tool name once (the flow does not
