@@ -171,3 +171,94 @@ class Exploration:
         return any(i in self.fires[s][0] for s in self.speaks)
 
 
+
+
+class MayHoldRuns:
+    """The runs of the speaker graph's reading (docs/analysis.md), through the runtime's spec: every
+    guard may hold or not, each on its own, except that a rule without a condition always holds and
+    a `tool t` term of the rule's conjunction never holds for a speaker that cannot call `t` (the
+    block declares tools and `t` is not in its pool). Per speaker, every combination of guard
+    outcomes is tried in the runtime's evaluation order (the first rule that holds decides, else the
+    default target). Not for flows with a `previous` target (`uses_previous`): the graph reads it
+    from the graph, not from the run."""
+
+    def __init__(self, spec):
+        self.sim = sim = Simulator(spec)
+        marked = [p.agent_id for p in sim.md.participants if p.role == "initiator"]
+        self.creators = marked or list(sim.ids)
+        self.uses_previous = any(tr.then.uses_previous for tr in sim.transitions) or \
+            sim.graph.model.default_target.uses_previous
+        self.default_taken = set()  # speakers for which the default target decides some turn
+        self.succ = {s: self._moves(s) for s in sim.ids}
+        self.start = sim.graph.initial_speaker
+
+    def _decide(self, c, s):
+        """True: holds on every turn of `s`; False: on none; None: may hold or not."""
+        sim = self.sim
+        verdict = True
+        for x in (c.args.conditions if c.name == "all_of" else [c]):
+            if x.name == "from_speaker":
+                if x.args.agent_id != s:
+                    return False
+            elif x.name == "tool_called" and not sim.any_tool and x.args.tool_name not in sim.tool_pool[s]:
+                return False
+            elif x.name != "always":
+                verdict = None
+        return verdict
+
+    def _moves(self, s):
+        sim = self.sim
+        rules = [(i, self._decide(sim.transitions[i].when, s)) for i in sim.evaluation]
+        rules = [(i, v) for i, v in rules if v is not False]
+        free = [k for k, (_, v) in enumerate(rules) if v is None]
+        out = set()
+        for combo in itertools.product([False, True], repeat=len(free)):
+            holds = dict(zip(free, combo))
+            decided = next((i for k, (i, v) in enumerate(rules) if holds.get(k, v)), None)
+            if decided is None:
+                self.default_taken.add(s)
+                target = sim.graph.model.default_target
+            else:
+                target = sim.transitions[decided].then
+            for creator in self.creators:
+                nxt = target.resolve(s, sim.ids, creator, None)[0]
+                out.add(END if nxt is None else nxt)
+        return out
+
+    def reachable(self):
+        seen, todo = {self.start}, [self.start]
+        while todo:
+            for v in self.succ[todo.pop()]:
+                if v is not END and v not in seen:
+                    seen.add(v)
+                    todo.append(v)
+        return seen
+
+    def can_end(self):
+        ok = set()
+        changed = True
+        while changed:
+            changed = False
+            for s in self.sim.ids:
+                if s not in ok and any(v is END or v in ok for v in self.succ[s]):
+                    ok.add(s)
+                    changed = True
+        return ok
+
+    def layers(self, upto):
+        """layers[t - 1]: the speakers that can hold turn t (no cap)."""
+        out = [{self.start}]
+        while len(out) < upto:
+            out.append({v for s in out[-1] for v in self.succ[s] if v is not END})
+        return out
+
+    def fewest(self):
+        """The fewest turns of a run that ends by a terminate (no cap), or None."""
+        for t, layer in enumerate(self.layers(len(self.sim.ids) + 1), start=1):
+            if any(END in self.succ[s] for s in layer):
+                return t
+        return None
+
+    def unbounded(self):
+        """Can a run go on forever (a run of n + 1 turns repeats a speaker)?"""
+        return bool(self.layers(len(self.sim.ids) + 1)[-1])

@@ -26,11 +26,13 @@ from __future__ import annotations
 import os
 import re
 
+import networkx
 from hypothesis import HealthCheck, event, given, settings
 
 import turnflow
-from exhaustive_runs import END, Exploration
+from exhaustive_runs import END, Exploration, MayHoldRuns
 from flow_strategies import workflow_blocks
+from turnflow.compiler import speaker_graph
 from turnflow.dsl import ast, printer
 
 EXAMPLES = int(os.environ.get("TURNFLOW_GRAPH_EXHAUSTIVE_EXAMPLES", "150"))
@@ -173,6 +175,66 @@ def _can_end(ex, states):
     return ok
 
 
+def may_hold_disagreements(text):
+    """What the speaker-graph rules say that the runs where every guard may hold or not
+    (`MayHoldRuns`, through the runtime's spec) contradict, both ways; None for a flow with errors
+    other than TF2xx ones or with a `previous` target (the graph over-approximates it:
+    tests/test_graph_property.py checks it is sound)."""
+    diags = turnflow.check(text)
+    if any(d.severity == "error" and not d.code.startswith("TF2") for d in diags):
+        return None
+    block = turnflow.parse(text).blocks[0]
+    from turnflow.compiler.emit.spec import compile_block
+
+    mh = MayHoldRuns(compile_block(block))
+    if mh.uses_previous:
+        return None
+    graph = speaker_graph.build_graph(block)
+    at = {}
+    for d in diags:
+        at.setdefault(d.code, set()).add(d.span.line)
+    decl = {p.name.name: p.name.span.line for p in block.participants}
+    out = []
+    moves = {(s, speaker_graph.END if v is END else v) for s, vs in mh.succ.items() for v in vs}
+    if graph.speaker_edges() != moves:
+        out.append(f"edges {sorted(graph.speaker_edges())} != moves {sorted(moves)}")
+    reach, ends = mh.reachable(), mh.can_end()
+    stuck = reach - ends
+    nx = networkx.DiGraph([(s, v) for s, v in moves if s in stuck and v in stuck])
+    nx.add_nodes_from(stuck)
+    cond = networkx.condensation(nx)
+    traps = {decl[min(cond.nodes[c]["members"], key=lambda n: decl[n])]
+             for c in cond if cond.out_degree(c) == 0}
+    start_line = block.of_type(ast.Start)[0].span.line
+    caps = block.of_type(ast.MaxTurns)
+    cap = caps[0].value.value if caps else None
+    never_ends = mh.start not in ends
+    if cap is None:
+        want = {"TF201": {start_line} if never_ends else set(),
+                "TF202": traps if not never_ends else set(), "TF209": set(),
+                "TF206": {block.span.line} if not stuck and mh.unbounded() else set()}
+    else:
+        want = {"TF201": set(), "TF202": set(), "TF206": set(),
+                "TF209": {start_line} if never_ends else traps}
+    fewest = mh.fewest()
+    want["TF210"] = {caps[0].span.line} if cap is not None and fewest is not None and fewest > cap else set()
+    others = block.of_type(ast.Otherwise)
+    want["TF205"] = {others[0].span.line} if others and not mh.default_taken & reach else set()
+    for code, lines in want.items():
+        if at.get(code, set()) != lines:
+            out.append(f"{code} at lines {sorted(at.get(code, set()))}, the runs say {sorted(lines)}")
+    marked = [p.name.name for p in block.participants if p.role == "initiator"]
+    unreached = {decl[p] for p in decl if p not in reach and not (marked and p == marked[0] and p != mh.start)}
+    if not unreached <= at.get("TF203", set()):
+        out.append(f"TF203 at {sorted(at.get('TF203', set()))}, never reached {sorted(unreached)}")
+    if cap is not None and not mh.layers(cap + 1)[-1] and not at.get("TF211"):
+        out.append("no run is cut by the cap, and no TF211")
+    stats = speaker_graph.block_stats(block)
+    if (stats["reachable"], stats["fewest_turns"]) != (len(reach), fewest):
+        out.append(f"stats {stats}, reachable {len(reach)}, fewest {fewest}")
+    return out
+
+
 def _text(block):
     return printer.format_flow(ast.FlowFile(span=block.span, blocks=[block]))
 
@@ -184,6 +246,16 @@ def test_graph_rules_agree_with_exhaustive_runs(block):
     text = _text(block)
     found = disagreements(text)
     event("flow with errors: skipped" if found is None else "flow compared")
+    assert not found, text
+
+
+@settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large])
+@given(workflow_blocks())
+def test_speaker_graph_rules_agree_with_runs_where_guards_may_hold(block):
+    text = _text(block)
+    found = may_hold_disagreements(text)
+    event("flow with errors or `previous`: skipped" if found is None else "flow compared")
     assert not found, text
 
 
