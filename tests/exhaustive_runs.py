@@ -225,6 +225,13 @@ class MayHoldRuns:
                 out.add(END if nxt is None else nxt)
         return out
 
+    def restricted(self, among):
+        """These runs through the participants of `among` only (the start among them)."""
+        copy = object.__new__(MayHoldRuns)
+        copy.__dict__.update(self.__dict__)
+        copy.succ = {s: {v for v in vs if v is END or v in among} for s, vs in self.succ.items() if s in among}
+        return copy
+
     def reachable(self):
         seen, todo = {self.start}, [self.start]
         while todo:
@@ -239,7 +246,7 @@ class MayHoldRuns:
         changed = True
         while changed:
             changed = False
-            for s in self.sim.ids:
+            for s in self.succ:
                 if s not in ok and any(v is END or v in ok for v in self.succ[s]):
                     ok.add(s)
                     changed = True

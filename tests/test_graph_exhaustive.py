@@ -126,7 +126,7 @@ def _cap(block, at, ex):
         return [f"TF211 reported {bool(tf211)}, the cap binds a run {binds}"]
     if not tf211:
         return []
-    m = re.search(r"longest run, (.*), takes (\d+) turns?$", tf211[0].message)
+    m = re.search(r"the longest, (.*), takes (\d+) turns?$", tf211[0].message)
     assert m is not None, tf211[0].message
     path = m.group(1).split(" -> ")
     if int(m.group(2)) != longest or len(path) - 1 != longest or path[-1] != "terminate":
@@ -186,16 +186,21 @@ def may_hold_disagreements(text):
     block = turnflow.parse(text).blocks[0]
     from turnflow.compiler.emit.spec import compile_block
 
-    mh = MayHoldRuns(compile_block(block))
-    if mh.uses_previous:
+    spec = compile_block(block)
+    everywhere = MayHoldRuns(spec)
+    if everywhere.uses_previous:
         return None
+    # the rules read the graph of the participants some run gives the turn, max_turns ignored
+    # (TF203's reading): those the exact exploration reaches
+    ex = Exploration(spec)
+    mh = everywhere.restricted(ex.uncapped_speakers())
     graph = speaker_graph.build_graph(block)
     at = {}
     for d in diags:
         at.setdefault(d.code, set()).add(d.span.line)
     decl = {p.name.name: p.name.span.line for p in block.participants}
     out = []
-    moves = {(s, speaker_graph.END if v is END else v) for s, vs in mh.succ.items() for v in vs}
+    moves = {(s, speaker_graph.END if v is END else v) for s, vs in everywhere.succ.items() for v in vs}
     if graph.speaker_edges() != moves:
         out.append(f"edges {sorted(graph.speaker_edges())} != moves {sorted(moves)}")
     reach, ends = mh.reachable(), mh.can_end()
@@ -219,19 +224,21 @@ def may_hold_disagreements(text):
     fewest = mh.fewest()
     want["TF210"] = {caps[0].span.line} if cap is not None and fewest is not None and fewest > cap else set()
     others = block.of_type(ast.Otherwise)
-    want["TF205"] = {others[0].span.line} if others and not mh.default_taken & reach else set()
+    want["TF205"] = {others[0].span.line} if others and not everywhere.default_taken & ex.speaks else set()
     for code, lines in want.items():
         if at.get(code, set()) != lines:
             out.append(f"{code} at lines {sorted(at.get(code, set()))}, the runs say {sorted(lines)}")
     marked = [p.name.name for p in block.participants if p.role == "initiator"]
-    unreached = {decl[p] for p in decl if p not in reach and not (marked and p == marked[0] and p != mh.start)}
+    unreached = {decl[p] for p in decl
+                 if p not in everywhere.reachable() and not (marked and p == marked[0] and p != mh.start)}
     if not unreached <= at.get("TF203", set()):
         out.append(f"TF203 at {sorted(at.get('TF203', set()))}, never reached {sorted(unreached)}")
     if cap is not None and not mh.layers(cap + 1)[-1] and not at.get("TF211"):
         out.append("no run is cut by the cap, and no TF211")
+    # --graph-stats reads the whole graph
     stats = speaker_graph.block_stats(block)
-    if (stats["reachable"], stats["fewest_turns"]) != (len(reach), fewest):
-        out.append(f"stats {stats}, reachable {len(reach)}, fewest {fewest}")
+    if (stats["reachable"], stats["fewest_turns"]) != (len(everywhere.reachable()), everywhere.fewest()):
+        out.append(f"stats {stats}, reachable {everywhere.reachable()}, fewest {everywhere.fewest()}")
     return out
 
 
@@ -283,7 +290,7 @@ def test_tf211_longest_run_skips_a_participant_no_run_reaches():
     assert _messages(DEAD_DETOUR, "TF203") == [
         "participant `b` is unreachable from `start` (`a`): the rules that lead to it never fire"]
     assert _messages(DEAD_DETOUR, "TF211") == [
-        "max_turns 2 can never bind: the reachable graph is acyclic and its longest run, a -> terminate, takes 1 turn"]
+        "max_turns 2 can never bind: every run ends by itself within it; the longest, a -> terminate, takes 1 turn"]
     assert disagreements(DEAD_DETOUR) == []
 
 
@@ -303,6 +310,6 @@ def test_tf211_a_loop_only_a_shadowed_rule_makes_binds_no_run():
     handoff decides every turn it calls t0) and never for `p1` (it does not own t0), so no run
     loops: every run ends within 2 turns."""
     assert _messages(SHADOWED_LOOP, "TF211") == [
-        "max_turns 2 can never bind: the reachable graph is acyclic and its longest run, p0 -> p1 -> terminate, "
+        "max_turns 2 can never bind: every run ends by itself within it; the longest, p0 -> p1 -> terminate, "
         "takes 2 turns"]
     assert disagreements(SHADOWED_LOOP) == []

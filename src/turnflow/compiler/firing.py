@@ -456,8 +456,12 @@ class Firing:
         return out
 
     def uncapped_speakers(self) -> set[str]:
-        """Who gets the turn on some run when `max_turns` is ignored."""
-        return {s for s, _ in self._explore(None)}
+        """Who gets the turn on some run when `max_turns` is ignored (computed once)."""
+        if "uncapped" not in self._cache:
+            self._cache["uncapped"] = {s for s, _ in self._explore(None)} if self.graph.max_turns is not None \
+                else self.speaks
+        found: set[str] = self._cache["uncapped"]
+        return found
 
     def _moves(self) -> tuple[dict[str, list[str]], dict[str, list[Any]]]:
         """Per speaker: the next speakers its firing targets other than `previous` give

@@ -225,6 +225,15 @@ class SpeakerGraph:
                 return r
         return None
 
+    def restricted(self, among: Iterable[str]) -> SpeakerGraph:
+        """This graph with only the participants of `among` (and END) as nodes: the same
+        rules, tools and classification, the edges between those nodes (a shallow copy)."""
+        copy = object.__new__(SpeakerGraph)
+        copy.__dict__.update(self.__dict__)
+        copy.g = self.g.subgraph(set(among) | {END})
+        copy._cache = {}
+        return copy
+
     # -- views ----------------------------------------------------------------
     def speaker_edges(self) -> set[tuple[str, str]]:
         """Every (last speaker, next speaker or END) pair."""

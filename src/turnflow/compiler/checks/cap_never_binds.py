@@ -44,5 +44,5 @@ def check(block: ast.Block, graph: SpeakerGraph) -> Iterator[Finding]:
         return
     longest = len(path) - 1
     yield Finding(graph.max_turns_stmt.span,
-                  f"max_turns {graph.max_turns} can never bind: the reachable graph is acyclic and its "
-                  f"longest run, {show_path(path)}, takes {longest} turn{'s' if longest != 1 else ''}")
+                  f"max_turns {graph.max_turns} can never bind: every run ends by itself within it; the "
+                  f"longest, {show_path(path)}, takes {longest} turn{'s' if longest != 1 else ''}")
