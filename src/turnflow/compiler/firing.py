@@ -347,6 +347,7 @@ class Firing:
         #: speakers analysed exactly (the others: the graph's reading)
         self.exact: set[str] = set()
         self._cache: dict[str, Any] = {}
+        self._order = tuple(graph.participants)
         self._domain_of: tuple[Optional[str], dict[Var, list[Any]]] = (None, {})
         # speakers whose rules have one shape (`_shape`) answer alike: the answers are kept by
         # position in `takes` (which rules fire, can the default be taken, was it exact)
@@ -514,7 +515,7 @@ class Firing:
         if previous[s]:
             more = set(nexts)
             for t in previous[s]:
-                more.update(n for n in t.successors(s, tuple(g.participants), g._initiator, (before,))
+                more.update(n for n in t.successors(s, self._order, g._initiator, (before,))
                             if n is not None and n in g.index)
             nexts = sorted(more)
         return [(nxt, s) if previous[nxt] else (nxt, ANY) for nxt in nexts]
@@ -522,8 +523,7 @@ class Firing:
     def _can_end(self, s: str) -> bool:
         """Does some turn of `s` end the session (a firing target, or the default one, terminates)?"""
         g = self.graph
-        order = tuple(g.participants)
-        return any(None in t.successors(s, order, g._initiator) for t in self._targets(s) if not t.uses_previous)
+        return any(None in t.successors(s, self._order, g._initiator) for t in self._targets(s) if not t.uses_previous)
 
     def longest_run(self) -> Optional[list[str]]:
         """The speakers of a longest run, in order, then `END` (docs/analysis.md, TF211): over the
