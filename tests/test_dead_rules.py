@@ -1,6 +1,6 @@
 """`turnflow check` proves dead rules, and is complete against an exhaustive exploration.
 
-The exploration below does not use `turnflow.compiler`: it drives the runtime's own reading of
+The exploration (tests/exhaustive_runs.py) does not use `turnflow.compiler`: it drives the runtime's own reading of
 a compiled workflow (`Simulator`: the spec models' `holds` / `resolve`, the evaluation order,
 the creator, each participant's tool pool) over EVERY choice an agent has on a turn — no tool
 or each tool it may call, a body text containing any set of the conditions' strings, and a
@@ -21,127 +21,20 @@ dead is never fired.
 
 from __future__ import annotations
 
-import itertools
-import math
 import os
-from collections import deque
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 
 import turnflow
+from exhaustive_runs import Exploration
 from flow_strategies import workflow_blocks
 from turnflow.dsl import ast, printer
-from turnflow.runtime.simulate import Simulator
 
 EXAMPLES = int(os.environ.get("TURNFLOW_DEAD_RULES_EXAMPLES", "150"))
 FIXTURES = Path(__file__).parent / "fixtures" / "dead_rules"
 DEAD_CODES = {"TF204", "TF207", "TF212"}
-
-
-# --------------------------------------------------------------------------------------------
-#  The exploration
-# --------------------------------------------------------------------------------------------
-def _leaves(cond, out):
-    name = cond.name
-    if name in ("all_of", "any_of"):
-        for c in cond.args.conditions:
-            _leaves(c, out)
-    elif name == "not":
-        _leaves(cond.args.condition, out)
-    else:
-        out.append(cond)
-
-
-def _values(literals):
-    """Values around every literal: the literals, numbers just below / above / between them,
-    strings around them, strings and arrays of many lengths, null and the booleans."""
-    nums = sorted({float(v) for v in literals if isinstance(v, (int, float)) and not isinstance(v, bool)
-                   and math.isfinite(v)} | {-1.0, 0.0, 1.0})
-    out = [None, True, False, [], {}]
-    for v in nums:
-        out += [v, v - 1, v + 1, v - 0.125, v + 0.125]
-    for a, b in zip(nums, nums[1:]):
-        out.append((a + b) / 2)
-    strs = {"", "x", "y"} | {v for v in literals if isinstance(v, str)}
-    for v in sorted(strs):
-        out += [v, v + "\x00", v + "~", v[:-1], v + "a", "\x00" + v]
-    for n in range(0, 7):
-        out += ["x" * n, "\x00" * n, "~" * n, [0] * n, {str(i): i for i in range(n)}]
-        for v in sorted(strs):
-            out += [(v + "\x00" * n)[:n], (v + "~" * n)[:n]]
-    return out
-
-
-def _distinct(values, conds, key):
-    """The values with distinct outcomes on `conds` (two values every condition reads alike
-    are interchangeable: keeping one is still exhaustive)."""
-    seen, out = set(), []
-    for v in values:
-        outcome = tuple(c.holds("", {key: v}, None, None) for c in conds)
-        if outcome not in seen:
-            seen.add(outcome)
-            out.append(v)
-    return out
-
-
-class Exploration:
-    def __init__(self, spec):
-        self.sim = sim = Simulator(spec)
-        leaves = []
-        for tr in sim.transitions:
-            _leaves(tr.when, leaves)
-        by_key = {}
-        for c in leaves:
-            if c.name in ("context_equals", "context_compare"):
-                by_key.setdefault(c.args.key, []).append(c)
-        self.contexts = [dict(zip(by_key, combo)) for combo in itertools.product(
-            *[_distinct(_values([c.args.value for c in cs]), cs, k) for k, cs in by_key.items()])]
-        texts = sorted({c.args.text for c in leaves if c.name == "text_contains"})
-        self.texts = ["\x01".join(sub) for n in range(len(texts) + 1) for sub in itertools.combinations(texts, n)]
-        self.fires = {s: self._fires(s) for s in sim.ids}
-        # who opened the session: the `initiator`; a flow that marks none may be opened by anyone
-        marked = [p.agent_id for p in sim.md.participants if p.role == "initiator"]
-        self.creators = marked or list(sim.ids)
-        self.states = self._runs()
-        self.speaks = {s for s, _ in self.states}
-
-    def _fires(self, s):
-        """(transition indexes that decide some turn of `s`, whether the default target can)."""
-        sim = self.sim
-        fired, default = set(), False
-        trs = [(i, sim.transitions[i].when) for i in sim.evaluation]
-        for tool, text, ctx in itertools.product((None, *sim.tool_pool[s]), self.texts, self.contexts):
-            for i, when in trs:
-                if when.holds(s, ctx, tool, text):
-                    fired.add(i)
-                    break
-            else:
-                default = True
-        return fired, default
-
-    def _runs(self):
-        sim = self.sim
-        cap = sim.graph.max_turns
-        start = (sim.graph.initial_speaker, None)
-        first = {start: 1}
-        queue = deque([start])
-        while queue:
-            s, before = queue.popleft()
-            if cap is not None and first[(s, before)] >= cap:
-                continue
-            fired, default = self.fires[s]
-            targets = [sim.transitions[i].then for i in fired] + ([sim.graph.model.default_target] if default else [])
-            for t, creator in itertools.product(targets, self.creators):
-                nxt = t.resolve(s, sim.ids, creator, before)[0]
-                if nxt is not None and (nxt, s) not in first:
-                    first[(nxt, s)] = first[(s, before)] + 1
-                    queue.append((nxt, s))
-        return first
-
-    def fired_on_some_run(self, i):
-        return any(i in self.fires[s][0] for s in self.speaks)
 
 
 # --------------------------------------------------------------------------------------------

@@ -45,10 +45,12 @@ import math
 from collections import deque
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
 
+from turnflow.compiler import digraph as dg
 from turnflow.compiler.lower import RuleInfo
+from turnflow.compiler.speaker_graph import END
 from turnflow.spec.meaning import compare
 
-if TYPE_CHECKING:  # graph.py imports this module
+if TYPE_CHECKING:
     from turnflow.compiler.speaker_graph import SpeakerGraph
 
 #: per speaker, the rules beyond which the exact analysis gives up (the graph's reading stands)
@@ -344,6 +346,8 @@ class Firing:
         self.default: dict[str, bool] = {}
         #: speakers analysed exactly (the others: the graph's reading)
         self.exact: set[str] = set()
+        self._cache: dict[str, Any] = {}
+        self._order = tuple(graph.participants)
         self._domain_of: tuple[Optional[str], dict[Var, list[Any]]] = (None, {})
         # speakers whose rules have one shape (`_shape`) answer alike: the answers are kept by
         # position in `takes` (which rules fire, can the default be taken, was it exact)
@@ -453,8 +457,12 @@ class Firing:
         return out
 
     def uncapped_speakers(self) -> set[str]:
-        """Who gets the turn on some run when `max_turns` is ignored."""
-        return {s for s, _ in self._explore(None)}
+        """Who gets the turn on some run when `max_turns` is ignored (computed once)."""
+        if "uncapped" not in self._cache:
+            self._cache["uncapped"] = {s for s, _ in self._explore(None)} if self.graph.max_turns is not None \
+                else self.speaks
+        found: set[str] = self._cache["uncapped"]
+        return found
 
     def _moves(self) -> tuple[dict[str, list[str]], dict[str, list[Any]]]:
         """Per speaker: the next speakers its firing targets other than `previous` give
@@ -477,29 +485,100 @@ class Firing:
         g = self.graph
         if g.start is None:
             return {}
-        order, index = tuple(g.participants), g.index
-        fixed, previous = self._moves()
-        # who spoke before is kept only for a speaker with a `previous` target
-        start = (g.start, None) if previous[g.start] else (g.start, ANY)
+        moves = self._moves()
+        start = self._start_state(moves)
         first: dict[tuple[str, Optional[str]], int] = {start: 1}
         queue = deque([start])
         while queue:
-            s, before = queue.popleft()
-            turn = first[(s, before)]
+            state = queue.popleft()
+            turn = first[state]
             if cap is not None and turn + 1 > cap:
                 continue
-            nexts = fixed[s]
-            if previous[s]:
-                more = set(nexts)
-                for t in previous[s]:
-                    more.update(n for n in t.successors(s, order, g._initiator, (before,)) if n is not None and n in index)
-                nexts = sorted(more)
-            for nxt in nexts:
-                key = (nxt, s) if previous[nxt] else (nxt, ANY)
+            for key in self._next_states(state, moves):
                 if key not in first:
                     first[key] = turn + 1
                     queue.append(key)
         return first
+
+    def _start_state(self, moves: tuple[dict[str, list[str]], dict[str, list[Any]]]) -> tuple[str, Optional[str]]:
+        start = self.graph.start
+        assert start is not None
+        return (start, None) if moves[1][start] else (start, ANY)
+
+    def _next_states(self, state: tuple[str, Optional[str]],
+                     moves: tuple[dict[str, list[str]], dict[str, list[Any]]]) -> list[tuple[str, Optional[str]]]:
+        """The states a run can be in one turn after `state` (sorted by next speaker)."""
+        g = self.graph
+        fixed, previous = moves
+        s, before = state
+        nexts = fixed[s]
+        if previous[s]:
+            more = set(nexts)
+            for t in previous[s]:
+                more.update(n for n in t.successors(s, self._order, g._initiator, (before,))
+                            if n is not None and n in g.index)
+            nexts = sorted(more)
+        return [(nxt, s) if previous[nxt] else (nxt, ANY) for nxt in nexts]
+
+    def _can_end(self, s: str) -> bool:
+        """Does some turn of `s` end the session (a firing target, or the default one, terminates)?"""
+        g = self.graph
+        return any(None in t.successors(s, self._order, g._initiator) for t in self._targets(s) if not t.uses_previous)
+
+    def longest_run(self) -> Optional[list[str]]:
+        """The speakers of a longest run, in order, then `END` (docs/analysis.md, TF211): over the
+        moves runs make (the rules that fire, the default target when it can be taken, `previous`
+        read from who spoke before), `max_turns` ignored. None when some run can repeat a state
+        (a cycle: runs of any length) or no run ends by a terminate."""
+        if "longest" in self._cache:
+            known: Optional[list[str]] = self._cache["longest"]
+            return known
+        path: Optional[list[str]] = None
+        if self._moves_are_the_graph():
+            path = self.graph.longest_path_to_end()  # the same path, without a second graph
+        elif self.graph.start is not None:
+            moves = self._moves()
+            start = self._start_state(moves)
+            succ: dict[Any, list[Any]] = {}  # every state a run reaches -> the states after it
+            todo = [start]
+            while todo:
+                state = todo.pop()
+                if state not in succ:
+                    succ[state] = nexts = self._next_states(state, moves)
+                    todo.extend(nexts)
+            ends = {s: self._can_end(s) for s in {s for s, _ in succ}}
+            runs: dg.DiGraph[Any] = dg.DiGraph()
+            states = sorted(succ, key=self._state_key)
+            runs.add_nodes_from(states)
+            runs.add_node(END)
+            for state in states:
+                out: dict[Any, dg.EdgeData] = {nxt: {} for nxt in succ[state]}
+                if ends[state[0]]:
+                    out[END] = {}
+                runs.add_out_edges(state, out)
+            found = dg.longest_path(runs, start, END, self._state_key)
+            if found is not None:
+                path = [s for s, _ in found[:-1]] + [END]
+        self._cache["longest"] = path
+        return path
+
+    def _moves_are_the_graph(self) -> bool:
+        """Are the moves of the runs the speaker graph's edges: no `previous` target (the graph
+        over-approximates it) and, for every speaker, every rule it can take fires on some turn
+        and the default target is taken exactly when no rule decides (`takes`, `first_always`)?"""
+        g = self.graph
+        if g.otherwise_target.uses_previous or any(r.then.uses_previous for r in g.rules):
+            return False
+        return all(len(self.fires[s]) == len(self.takes[s]) and self.default[s] == (g.first_always[s] is None)
+                   for s in g.participants)
+
+    def _state_key(self, state: Any) -> tuple[int, int]:
+        """States in declaration order of the speaker, then of who spoke before (`END` last)."""
+        g = self.graph
+        if not isinstance(state, tuple):
+            return (len(g.participants), 0)
+        before = state[1]
+        return (g.order_key(state[0]), -1 if before is None or before == ANY else g.order_key(before))
 
     # -- answers --------------------------------------------------------------------------------
     def fires_for(self, r: RuleInfo, s: str) -> bool:

@@ -225,6 +225,15 @@ class SpeakerGraph:
                 return r
         return None
 
+    def restricted(self, among: Iterable[str]) -> SpeakerGraph:
+        """This graph with only the participants of `among` (and END) as nodes: the same
+        rules, tools and classification, the edges between those nodes (a shallow copy)."""
+        copy = object.__new__(SpeakerGraph)
+        copy.__dict__.update(self.__dict__)
+        copy.g = self.g.subgraph(set(among) | {END})
+        copy._cache = {}
+        return copy
+
     # -- views ----------------------------------------------------------------
     def speaker_edges(self) -> set[tuple[str, str]]:
         """Every (last speaker, next speaker or END) pair."""
@@ -358,27 +367,12 @@ class SpeakerGraph:
 
     def longest_path_to_end(self) -> Optional[list[str]]:
         """When the reachable graph is acyclic: a longest path start → … → END; else None."""
-        if "lpath" in self._cache:
-            return self._cache["lpath"]  # type: ignore[return-value]
-        path = None
-        order = self._reachable_order() if self.start is not None else None
-        if self.start is not None and order is not None:
-            dist: dict[str, int] = {self.start: 0}
-            parent: dict[str, str] = {}
-            for u in order:
-                if u not in dist:
-                    continue
-                for v in sorted(self.g.successors(u), key=self.order_key):  # (all reachable, or END)
-                    if dist.get(v, -1) < dist[u] + 1:
-                        dist[v] = dist[u] + 1
-                        parent[v] = u
-            if END in dist:
-                path = [END]
-                while path[-1] != self.start:
-                    path.append(parent[path[-1]])
-                path.reverse()
-        self._cache["lpath"] = path
-        return path
+        if "lpath" not in self._cache:
+            path = None
+            if self.start is not None:
+                path = dg.longest_path(self.g, self.start, END, self.order_key, self.reachable() | {END})
+            self._cache["lpath"] = path
+        return self._cache["lpath"]  # type: ignore[return-value]
 
     def longest_turns(self) -> Optional[int]:
         """Turns of the longest run ending at END when the reachable graph is acyclic, else None."""

@@ -1,12 +1,13 @@
-"""Helpers shared by the graph rules (TF2xx): spans, names and rule text in messages,
-and the one termination verdict that TF201 / TF202 / TF206 / TF209 share (docs/analysis.md,
-precedence)."""
+"""Helpers shared by the graph rules (TF2xx): spans, names and rule text in messages, the
+graph of the participants some run gives the turn (`run_graph`), and the one termination verdict
+that TF201 / TF202 / TF206 / TF209 share (docs/analysis.md, precedence)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
+from turnflow.compiler.firing import firing
 from turnflow.compiler.speaker_graph import SpeakerGraph, TrapComponent, show_path
 from turnflow.diagnostics.listing import MAX_LISTED
 from turnflow.dsl import ast, printer
@@ -37,10 +38,30 @@ def names(items: Iterable[str], limit: int = MAX_LISTED) -> str:
     return ", ".join(items[:-1]) + " and " + items[-1]
 
 
+def run_graph(graph: SpeakerGraph) -> SpeakerGraph:
+    """The speaker graph restricted to the participants some run gives the turn, `max_turns`
+    ignored (TF203's exploration, docs/analysis.md "Dead rules"): what TF201, TF202, TF206, TF209
+    and TF210 read, so that none of them names a participant no run reaches. The graph itself
+    when every participant it reaches from `start` speaks on some run (the common case)."""
+    cached = graph._cache.get("run_graph")
+    if isinstance(cached, SpeakerGraph):
+        return cached
+    out = graph
+    if graph.start is not None:
+        f = firing(graph)
+        reach = graph.reachable()
+        if not reach <= f.speaks:
+            speakers = f.uncapped_speakers()
+            if not reach <= speakers:
+                out = graph.restricted(speakers)
+    graph._cache["run_graph"] = out
+    return out
+
+
 def loop_hint(graph: SpeakerGraph) -> str:
     """`; it loops, e.g. a -> b -> a`: a cycle a run that can never end is bound to repeat
     (empty when there is none to name); the tail of the TF201 / TF209 message."""
-    traps = graph.trap_components()
+    traps = run_graph(graph).trap_components()
     return f"; it loops, e.g. {show_path(traps[0].cycle)}" if traps else ""
 
 
@@ -63,13 +84,14 @@ def termination(graph: SpeakerGraph) -> Termination:
     if cached is not None:
         return cached  # type: ignore[return-value]
     capped = graph.max_turns is not None
-    never_ends = graph.start is not None and not graph.ends()
+    runs = run_graph(graph)
+    never_ends = graph.start is not None and not runs.ends()
     traps: tuple[TrapComponent, ...] = ()
     if not never_ends:
-        traps = tuple(graph.trap_components())
+        traps = tuple(runs.trap_components())
     cycle = None
     if not capped and not never_ends and not traps:
-        cycle = graph.reachable_cycle()
+        cycle = runs.reachable_cycle()
     result = Termination(never_ends, traps, cycle, capped)
     graph._cache["termination"] = result
     return result

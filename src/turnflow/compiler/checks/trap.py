@@ -16,6 +16,8 @@ def check(block: ast.Block, graph: SpeakerGraph) -> Iterator[Finding]:
     set once, at the declaration of its first participant, naming its members
     and a cycle the run is bound to repeat. Only without `max_turns` (TF209
     otherwise) and only when the flow can end at all (TF201 otherwise).
+    Only participants some run gives the turn count (those TF203 does not
+    report, `max_turns` ignored): a loop no run enters is no trap.
 
     ## Why is this bad?
     Some runs end and some never do: once the turn enters the trap, the

@@ -13,8 +13,9 @@ def check(block: ast.Block, graph: SpeakerGraph) -> Iterator[Finding]:
     ## What it does
     Reports once, at the block header, a workflow without `max_turns` whose
     speaker graph has a cycle among the participants reachable from `start`
-    (a `stay` counts), naming one such cycle. Only when the flow can end
-    from everywhere (no TF201 / TF202 / TF209).
+    (a `stay` counts), naming one such cycle; a participant no run gives the
+    turn (TF203) is in no cycle. Only when the flow can end from everywhere
+    (no TF201 / TF202 / TF209).
 
     ## Why is this bad?
     Whether a run ends depends on what the agents say or which tools they

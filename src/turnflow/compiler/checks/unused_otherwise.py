@@ -1,6 +1,7 @@
 from typing import Iterator
 
 from turnflow.compiler.checks.finding import Finding, rule
+from turnflow.compiler.firing import firing
 from turnflow.compiler.speaker_graph import SpeakerGraph
 from turnflow.dsl import ast
 
@@ -10,9 +11,9 @@ def check(block: ast.Block, graph: SpeakerGraph) -> Iterator[Finding]:
     """An explicit `otherwise` is never taken.
 
     ## What it does
-    Reports an `otherwise` statement when every speaker reachable from
-    `start` has a rule without a condition (an *always* rule) that decides
-    before `otherwise` could.
+    Reports an `otherwise` statement when every speaker that gets the turn
+    on some run (those TF203 does not report) has a rule without a condition
+    (an *always* rule) that decides before `otherwise` could.
 
     ## Why is this bad?
     The statement suggests a fallback that can never happen; a reader may
@@ -33,8 +34,8 @@ def check(block: ast.Block, graph: SpeakerGraph) -> Iterator[Finding]:
     """
     if graph.otherwise is None or graph.start is None:
         return
-    reach = graph.reachable()
-    if any(s in reach for s in graph.otherwise_speakers):
+    speaks = firing(graph).speaks  # TF203's reading: who gets the turn on some run
+    if any(s in speaks for s in graph.otherwise_speakers):
         return
-    yield Finding(graph.otherwise.span, "`otherwise` is never taken: every reachable speaker has a rule "
-                  "without a condition that decides first")
+    yield Finding(graph.otherwise.span, "`otherwise` is never taken: every speaker that gets the turn has a "
+                  "rule without a condition that decides first")
