@@ -1,0 +1,56 @@
+"""The linter surface as a ruff / eslint / mypy user exercises it: rule selection on the command
+line, `turnflow rule`, the machine formats' paths and SARIF's structure (docs/cli.md)."""
+
+from __future__ import annotations
+
+import pytest
+
+from turnflow.cli import main
+
+UNREACHABLE = """workflow w {
+    participant a
+    participant b
+    participant c
+    start a
+    a -> b
+    b -> terminate "done"
+}
+"""
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+# -- rule selection: an empty or unknown selector is a usage error naming its flag ---------------
+@pytest.mark.parametrize("flag", ["--select", "--extend-select", "--ignore", "--extend-ignore"])
+@pytest.mark.parametrize("value", ["", ",", "TF203,", " , TF203"])
+def test_an_empty_selector_is_a_usage_error_naming_the_flag(tmp_path, capsys, flag, value):
+    f = tmp_path / "a.flow"
+    f.write_text(UNREACHABLE)
+    code, out, err = run(capsys, "check", f"{flag}={value}", str(f))
+    assert (code, out) == (2, "")
+    shown = "--ignore" if flag == "--extend-ignore" else flag
+    assert f"turnflow check: `{shown}`: an empty rule selector" in err, err
+
+
+@pytest.mark.parametrize("flag", ["--select", "--extend-select", "--ignore"])
+def test_an_unknown_selector_names_its_flag(tmp_path, capsys, flag):
+    f = tmp_path / "a.flow"
+    f.write_text(UNREACHABLE)
+    code, out, err = run(capsys, "check", flag, "TF203,TF2O3", str(f))
+    assert (code, out) == (2, "")
+    assert f"turnflow check: `{flag}`: `TF2O3` is neither a rule code" in err, err
+
+
+def test_selectors_that_work(tmp_path, capsys):
+    f = tmp_path / "a.flow"
+    f.write_text(UNREACHABLE)
+    for argv in (["--select", "TF2"], ["--select", "tf203"], ["--select", "unreachable-participant"],
+                 ["--select", "ALL"], ["--select", "TF1", "--extend-select", "TF203"], ["--select", " TF203 , TF1"]):
+        code, out, err = run(capsys, "check", "--format", "concise", *argv, str(f))
+        assert code == 0 and "TF203" in out and err == "", argv
+    code, out, _ = run(capsys, "check", "--format", "concise", "--select", "TF2", "--ignore", "TF203", str(f))
+    assert code == 0 and "TF203" not in out and "All checks passed" in out
