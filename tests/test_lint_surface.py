@@ -54,3 +54,24 @@ def test_selectors_that_work(tmp_path, capsys):
         assert code == 0 and "TF203" in out and err == "", argv
     code, out, _ = run(capsys, "check", "--format", "concise", "--select", "TF2", "--ignore", "TF203", str(f))
     assert code == 0 and "TF203" not in out and "All checks passed" in out
+
+
+# -- `turnflow rule` ------------------------------------------------------------------------------
+def test_rule_prints_name_and_docs_for_every_listed_code(capsys):
+    code, listing, _ = run(capsys, "rule", "--list")
+    assert code == 0
+    rows = [line.split()[:2] for line in listing.splitlines()]
+    assert len(rows) >= 40 and all(c.startswith("TF") for c, _ in rows)
+    for rule_code, name in rows:
+        for asked in (rule_code, rule_code.lower(), name):
+            code, out, err = run(capsys, "rule", asked)
+            assert (code, err) == (0, ""), asked
+            assert out.startswith(f"# {name} ({rule_code})\n\nDefault severity: "), asked
+            assert "## What it does\n" in out and "## Why is this bad?\n" in out, asked
+
+
+@pytest.mark.parametrize("asked", ["TF999", "TF2", "", " ", "tf2O3", "unreachable"])
+def test_rule_with_an_unknown_code_exits_2_with_a_message(capsys, asked):
+    code, out, err = run(capsys, "rule", asked)
+    assert (code, out) == (2, "")
+    assert err.startswith("turnflow rule: ") and "turnflow rule --list" in err, err
