@@ -75,3 +75,45 @@ def test_rule_with_an_unknown_code_exits_2_with_a_message(capsys, asked):
     code, out, err = run(capsys, "rule", asked)
     assert (code, out) == (2, "")
     assert err.startswith("turnflow rule: ") and "turnflow rule --list" in err, err
+
+
+# -- github: workflow commands GitHub can attach to a file of the repository ---------------------
+def _gh_files(out: str) -> list[str]:
+    return [line.split("file=", 1)[1].split(",line=", 1)[0] for line in out.splitlines()]
+
+
+def test_github_paths_are_relative_to_the_current_folder_and_normalised(tmp_path, monkeypatch, capsys):
+    (tmp_path / "flows").mkdir()
+    (tmp_path / "flows" / "a.flow").write_text(UNREACHABLE)
+    monkeypatch.chdir(tmp_path)
+    for given in (str(tmp_path / "flows" / "a.flow"), "./flows/a.flow", "flows/../flows/a.flow", "flows//a.flow"):
+        code, out, _ = run(capsys, "check", "--format", "github", given)
+        assert code == 0 and _gh_files(out) == ["flows/a.flow"], (given, out)
+    code, out, _ = run(capsys, "check", "--format", "github", str(tmp_path))  # a folder given absolute
+    assert _gh_files(out) == ["flows/a.flow"], out
+    code, out, _ = run(capsys, "check", "--format", "gitlab", "./flows/a.flow")
+    assert '"path": "flows/a.flow"' in out, out
+    outside = tmp_path.parent / f"{tmp_path.name}-outside.flow"  # not under the current folder: kept as given
+    outside.write_text(UNREACHABLE)
+    try:
+        code, out, _ = run(capsys, "check", "--format", "github", str(outside))
+        assert _gh_files(out) == [str(outside)]
+    finally:
+        outside.unlink()
+
+
+def test_github_escapes_data_and_properties(tmp_path, monkeypatch, capsys):
+    for name in ("a,b:c%25 d.flow", "n\nl\r.flow", "é日本.flow"):
+        (tmp_path / name).write_text(UNREACHABLE)
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(capsys, "check", "--format", "github", ".")
+    assert code == 0
+    assert _gh_files(out) == ["a%2Cb%3Ac%2525 d.flow", "n%0Al%0D.flow", "é日本.flow"]
+    assert all(line.startswith("::warning file=") for line in out.splitlines()) and out.count("\n") == 3
+    from turnflow.diagnostics.diagnostic import Diagnostic
+    from turnflow.diagnostics.render import render_github
+    from turnflow.source import Span
+
+    d = Diagnostic("TF203", "warning", "100% sure\r\nnext: a, b", Span.at(2, 3, 2, 5, 0, 0), "x.flow")
+    assert render_github([d]) == ("::warning file=x.flow,line=2,col=3,endLine=2,endColumn=5,"
+                                  "title=TF203 unreachable-participant::100%25 sure%0D%0Anext: a, b\n")

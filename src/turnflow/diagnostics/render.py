@@ -122,15 +122,10 @@ def render_gitlab(diags: Sequence[Diagnostic], root: Optional[str] = None) -> st
     severity, location.path relative to the project, location.lines.begin/end). The fingerprint
     is stable across runs: path, code, message and the occurrence's rank among equal ones."""
 
-    root = root or os.getcwd()
     seen: Counter[tuple[Any, ...]] = Counter()
     issues = []
     for d in diags:
-        path = d.path
-        if os.path.isabs(path):
-            rel = os.path.relpath(path, root)
-            path = rel if not rel.startswith("..") else path
-        path = path.replace("\\", "/")
+        path = repo_path(d.path, root)
         key = (path, d.code, d.message)
         seen[key] += 1
         fingerprint = hashlib.sha256("\0".join((*key, str(seen[key]))).encode("utf-8", "surrogatepass")).hexdigest()
@@ -142,6 +137,21 @@ def render_gitlab(diags: Sequence[Diagnostic], root: Optional[str] = None) -> st
             "location": {"path": path, "lines": {"begin": d.span.line, "end": d.span.end_line}},
         })
     return json.dumps(issues, indent=2, ensure_ascii=False) + "\n"
+
+
+def repo_path(path: str, root: Optional[str] = None) -> str:
+    """`path` as a CI service attaches a finding to a file of the repository: relative to `root`
+    (the current folder) when it lies under it, normalised (`./a.flow`, `x/../a.flow` and
+    `x//a.flow` name `a.flow`), with forward slashes. A path outside `root` is kept as given;
+    `-` (standard input) stays `-`."""
+    if path == "-":
+        return path
+    if os.path.isabs(path):
+        rel = os.path.relpath(path, root or os.getcwd())
+        if rel == ".." or rel.startswith(".." + os.sep):
+            return path.replace("\\", "/")
+        path = rel
+    return os.path.normpath(path).replace("\\", "/")
 
 
 def render_statistics(counts: Sequence[tuple[str, str, int, bool]]) -> str:
@@ -194,7 +204,7 @@ def _artifact(path: str) -> dict[str, Any]:
     if os.path.isabs(path):
         return {"uri": Path(os.path.abspath(path)).as_uri()}
     # the name's own bytes (a name that is not UTF-8 holds surrogates): %XX-escaped, as file URIs are
-    return {"uri": quote(path.replace("\\", "/").encode("utf-8", "surrogateescape")), "uriBaseId": "%SRCROOT%"}
+    return {"uri": quote(repo_path(path).encode("utf-8", "surrogateescape")), "uriBaseId": "%SRCROOT%"}
 
 
 def _region(span: Span, src: Optional[SourceText]) -> dict[str, Any]:
@@ -271,12 +281,15 @@ _GH_LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
 
 
 def render_github(diags: Sequence[Diagnostic]) -> str:
+    """GitHub Actions workflow commands: `::error file=...,line=...,col=...::message`, the file
+    relative to the current folder (`repo_path`), `%`, CR and LF escaped in the message, and
+    also `:` and `,` in the properties, as GitHub's documentation asks."""
     lines = []
     for d in diags:
         row = lookup(d.code)
         title = f"{d.code} {row.name}" if row else d.code
         lines.append(
-            f"::{_GH_LEVEL.get(d.severity, 'warning')} file={_gh_escape(d.path, True)},line={d.span.line},"
+            f"::{_GH_LEVEL.get(d.severity, 'warning')} file={_gh_escape(repo_path(d.path), True)},line={d.span.line},"
             f"col={d.span.column},endLine={d.span.end_line},endColumn={d.span.end_column},"
             f"title={_gh_escape(title, True)}::{_gh_escape(d.message)}"
         )
