@@ -117,3 +117,109 @@ def test_github_escapes_data_and_properties(tmp_path, monkeypatch, capsys):
     d = Diagnostic("TF203", "warning", "100% sure\r\nnext: a, b", Span.at(2, 3, 2, 5, 0, 0), "x.flow")
     assert render_github([d]) == ("::warning file=x.flow,line=2,col=3,endLine=2,endColumn=5,"
                                   "title=TF203 unreachable-participant::100%25 sure%0D%0Anext: a, b\n")
+
+
+# -- SARIF: valid 2.1.0, and what GitHub code scanning requires -----------------------------------
+def _sarif_tree(tmp_path):
+    """Real-shaped flows (the rule fixtures, the examples) and mutated ones: CRLF, a BOM, tabs and
+    wide characters before the column, names with spaces and non-ASCII, a file without a final newline."""
+    import shutil
+    from pathlib import Path
+
+    here = Path(__file__).parent
+    tree = tmp_path / "repo"
+    for case in sorted((here / "fixtures" / "rules").glob("*/*.flow")):
+        if not case.parent.name.startswith("TF3"):
+            (tree / "rules" / case.parent.name).mkdir(parents=True, exist_ok=True)
+            shutil.copy(case, tree / "rules" / case.parent.name / case.name)
+    (tree / "examples").mkdir()
+    for ex in sorted((here.parent / "examples").glob("*.flow")):
+        shutil.copy(ex, tree / "examples" / ex.name)
+    odd = tree / "odd dir é"
+    odd.mkdir()
+    (odd / "crlf.flow").write_bytes(UNREACHABLE.replace("\n", "\r\n").encode())
+    (odd / "bom.flow").write_bytes(b"\xef\xbb\xbf" + UNREACHABLE.encode())
+    (odd / "tab 日本.flow").write_text(UNREACHABLE.replace("    participant c", "\tparticipant c"))
+    (odd / "wide.flow").write_text(UNREACHABLE.replace('"done"', '"😀 done"').replace(
+        "    a -> b\n", '    a -> b when context.n == "😀" or context.n == "é"\n').replace(
+        "    start a\n", "    start a\n    context n = 1\n"))
+    (odd / "eof.flow").write_text(UNREACHABLE.rstrip("}\n"))
+    return tree
+
+
+def _sarif(capsys, *argv):
+    import json
+
+    code, out, err = run(capsys, "check", "--format", "sarif", *argv)
+    assert code in (0, 1), err
+    return json.loads(out), out
+
+
+def test_sarif_validates_and_has_what_code_scanning_requires(tmp_path, monkeypatch, capsys):
+    import copy
+    import json
+    import os
+    from pathlib import Path
+    from urllib.parse import unquote, urlsplit
+
+    import jsonschema
+
+    schema = json.loads((Path(__file__).parent / "fixtures" / "sarif" / "sarif-2.1.0-subset.schema.json").read_text())
+    jsonschema.Draft7Validator.check_schema(schema)
+    tree = _sarif_tree(tmp_path)
+    monkeypatch.chdir(tree)
+    log, first = _sarif(capsys, ".")
+    jsonschema.Draft7Validator(schema).validate(log)
+    for spoil in (lambda r: r.update(lineNumber=3),  # the schema is strict: a misspelt property fails
+                  lambda r: r["locations"][0]["physicalLocation"]["region"].update(startColumn=0),
+                  lambda r: r.update(level="info")):
+        bad = copy.deepcopy(log)
+        spoil(bad["runs"][0]["results"][0])
+        assert not jsonschema.Draft7Validator(schema).is_valid(bad)
+    assert log["version"] == "2.1.0" and log["$schema"].endswith("sarif-2.1.0.json")
+    (run_,) = log["runs"]
+    rules = run_["tool"]["driver"]["rules"]
+    ids = [r["id"] for r in rules]
+    assert len(ids) == len(set(ids)) and all(r["shortDescription"]["text"] and r["helpUri"] for r in rules)
+    results = run_["results"]
+    assert len(results) > 100 and {r["ruleId"] for r in results} >= {"TF001", "TF102", "TF203", "TF901", "TF902"}
+    _, plain, _ = run(capsys, "check", "--format", "json", ".")
+    flat = json.loads(plain)
+    assert len(flat) == len(results)
+    fingerprints = set()
+    for r, j in zip(results, flat):
+        assert r["ruleId"] in ids and rules[r["ruleIndex"]]["id"] == r["ruleId"]
+        assert r["level"] in ("error", "warning", "note") and r["message"]["text"]
+        loc = r["locations"][0]["physicalLocation"]
+        uri = loc["artifactLocation"]["uri"]
+        assert loc["artifactLocation"]["uriBaseId"] == "%SRCROOT%"
+        assert not urlsplit(uri).scheme and not uri.startswith("/") and "\\" not in uri, uri
+        assert not any(part in (".", "..", "") for part in uri.split("/")), uri
+        assert unquote(uri) == os.path.normpath(j["path"]), (uri, j["path"])
+        region = loc["region"]
+        assert (region["startLine"], region["startColumn"], region["endLine"], region["endColumn"]) == (
+            j["line"], j["column"], j["end_line"], j["end_column"])  # one column unit in every format
+        assert region["startLine"] >= 1 and region["startColumn"] >= 1
+        assert (region["endLine"], region["endColumn"]) >= (region["startLine"], region["startColumn"])
+        prints = r["partialFingerprints"]
+        assert prints and all(isinstance(v, str) and v for v in prints.values())
+        fingerprints.add(tuple(sorted(prints.items())))
+    assert len(fingerprints) == len(results)  # no two results share an identity
+    _, again = _sarif(capsys, ".")
+    assert again == first  # byte-identical across runs, fingerprints included
+
+
+def test_sarif_fingerprints_survive_lines_moving(tmp_path, monkeypatch, capsys):
+    """A result keeps its fingerprint when unrelated lines are added above it (code scanning then
+    tracks it as the same alert), and two results with the same code and text differ by rank."""
+    monkeypatch.chdir(tmp_path)
+    f = tmp_path / "a.flow"
+    f.write_text(UNREACHABLE.replace("    participant c\n", "    participant c\n    participant d\n"))
+    before, _ = _sarif(capsys, "a.flow")
+    f.write_text("# a comment\n\n" + f.read_text())
+    after, _ = _sarif(capsys, "a.flow")
+    rb, ra = before["runs"][0]["results"], after["runs"][0]["results"]
+    assert [r["locations"][0]["physicalLocation"]["region"]["startLine"] + 2 for r in rb] == [
+        r["locations"][0]["physicalLocation"]["region"]["startLine"] for r in ra]
+    assert [r["partialFingerprints"] for r in rb] == [r["partialFingerprints"] for r in ra]
+    assert rb[0]["partialFingerprints"] != rb[1]["partialFingerprints"]

@@ -226,10 +226,24 @@ def _context_region(span: Span, src: Optional[SourceText]) -> Optional[dict[str,
     return {"startLine": span.line, "endLine": span.line + len(lines) - 1, "snippet": {"text": "\n".join(lines) + "\n"}}
 
 
+def _fingerprint(d: Diagnostic, src: Optional[SourceText], seen: Counter[tuple[str, ...]]) -> str:
+    """A result's identity for code scanning (`partialFingerprints`): the file, the code, the source
+    text the result covers and its message with numbers left out (a message may quote a line
+    number), and the rank among results equal in all of these; so it stays when lines above it
+    move, and two results never share it."""
+    import re
+
+    text = src.text[d.span.start:d.span.end] if src is not None else ""
+    key = (repo_path(d.path), d.code, text, re.sub(r"[0-9]+", "#", d.message))
+    seen[key] += 1
+    return hashlib.sha256("\0".join((*key, str(seen[key]))).encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
 def render_sarif(diags: Sequence[Diagnostic], version: str, sources: Optional[Mapping[str, SourceText]] = None) -> str:
     """A SARIF 2.1.0 log: the whole catalogue as rules (helpUri, help in text and Markdown, a
     `default` message string), one result per diagnostic (message text and its argument, region
-    with the source it covers as snippet, the surrounding lines as contextRegion)."""
+    with the source it covers as snippet, the surrounding lines as contextRegion, a stable
+    `partialFingerprints`)."""
 
     sources = sources or {}
     rules = all_rules()
@@ -237,6 +251,7 @@ def render_sarif(diags: Sequence[Diagnostic], version: str, sources: Optional[Ma
     driver = {"name": "turnflow", "informationUri": "https://github.com/turnflow/turnflow", "version": version,
               "rules": [_sarif_rule(r) for r in rules]}
     results = []
+    seen: Counter[tuple[str, ...]] = Counter()
     for d in diags:
         src = sources.get(d.path)
         physical: dict[str, Any] = {"artifactLocation": _artifact(d.path), "region": _region(d.span, src)}
@@ -251,6 +266,7 @@ def render_sarif(diags: Sequence[Diagnostic], version: str, sources: Optional[Ma
         }
         if d.code in index:
             result["ruleIndex"] = index[d.code]
+        result["partialFingerprints"] = {"turnflow/v1": _fingerprint(d, src, seen)}
         if d.cell is not None:  # a notebook: the region is in the .ipynb file, the cell position rides along
             result["properties"] = {"cell": d.cell.cell, "cellLine": d.cell.line, "cellColumn": d.cell.column}
         if d.related:
