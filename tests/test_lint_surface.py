@@ -223,3 +223,42 @@ def test_sarif_fingerprints_survive_lines_moving(tmp_path, monkeypatch, capsys):
         r["locations"][0]["physicalLocation"]["region"]["startLine"] for r in ra]
     assert [r["partialFingerprints"] for r in rb] == [r["partialFingerprints"] for r in ra]
     assert rb[0]["partialFingerprints"] != rb[1]["partialFingerprints"]
+
+
+# -- columns: one unit (characters) in every format; a BOM is not a column -----------------------
+ONE_LINE = "workflow w { participant a; participant a }\n"
+
+
+@pytest.mark.parametrize("fmt", ["concise", "text", "json", "sarif", "github", "junit"])
+def test_a_bom_is_not_a_column(tmp_path, monkeypatch, capsys, fmt):
+    (tmp_path / "plain.flow").write_text(ONE_LINE)
+    (tmp_path / "bom.flow").write_bytes(b"\xef\xbb\xbf" + ONE_LINE.encode())
+    monkeypatch.chdir(tmp_path)
+    plain = run(capsys, "check", "--format", fmt, "plain.flow")[1]
+    bom = run(capsys, "check", "--format", fmt, "bom.flow")[1]
+    assert "\ufeff" not in bom  # neither in a caret line nor in a SARIF snippet
+    if fmt == "sarif":
+        import json
+
+        def regions(text):
+            return [(r["locations"][0]["physicalLocation"]["region"], r["locations"][0]["physicalLocation"]["contextRegion"])
+                    for r in json.loads(text)["runs"][0]["results"]]
+
+        assert regions(bom) == regions(plain)
+    else:
+        assert bom == plain.replace("plain.flow", "bom.flow").replace('"plain"', '"bom"').replace("classname=\"plain", "classname=\"bom")
+
+
+def test_a_bom_is_not_a_column_on_standard_input_nor_in_fix_lines(tmp_path, monkeypatch, capsys):
+    import io
+    import sys
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"\xef\xbb\xbf" + ONE_LINE.encode()), encoding="utf-8"))
+    code, out, _ = run(capsys, "check", "--format", "concise", "-")
+    assert out.splitlines()[:2] == ["-:1:10: TF103 error: workflow `w` has no `start` statement",
+                                    "-:1:41: TF101 error: participant `a` is already declared in block `w` (line 1)"]
+    f = tmp_path / "fix.flow"
+    f.write_bytes(b"\xef\xbb\xbfworkflow w { participant writer; participant b; start writter; writer -> b }\n")
+    code, out, _ = run(capsys, "check", "--fix", str(f))
+    assert f"fixed {f}:1:55: TF102 `writter` -> `writer`" in out, out
+    assert f.read_bytes().startswith(b"\xef\xbb\xbfworkflow w { participant writer; participant b; start writer;")

@@ -28,11 +28,17 @@ def _caret_lines(d: Diagnostic, src: Optional[SourceText]) -> list[str]:
         return _caret(c.line, c.text, c.column, c.end_column if c.end_line == c.line else len(c.text) + 1)
     if src is None:
         return []
-    line = src.line_text(d.span.line)
+    line = _line(src, d.span.line)
     if not line and d.span.line > src.line_count:
         return []
     end = d.span.end_column if d.span.end_line == d.span.line else len(line) + 1
     return _caret(d.span.line, line, d.span.column, end)
+
+
+def _line(src: SourceText, number: int) -> str:
+    """A line as an editor shows it: line 1 without a byte order mark (which is not a column)."""
+    line = src.line_text(number)
+    return line[1:] if number == 1 and line.startswith("\ufeff") else line
 
 
 def _caret(number: int, line: str, column: int, end_column: int) -> list[str]:
@@ -222,7 +228,7 @@ def _context_region(span: Span, src: Optional[SourceText]) -> Optional[dict[str,
     """The whole lines of the region, for viewers that show the code around a result."""
     if src is None or span.line > src.line_count:
         return None
-    lines = [src.line_text(n) for n in range(span.line, min(span.end_line, src.line_count) + 1)]
+    lines = [_line(src, n) for n in range(span.line, min(span.end_line, src.line_count) + 1)]
     return {"startLine": span.line, "endLine": span.line + len(lines) - 1, "snippet": {"text": "\n".join(lines) + "\n"}}
 
 
