@@ -262,3 +262,15 @@ def test_a_bom_is_not_a_column_on_standard_input_nor_in_fix_lines(tmp_path, monk
     code, out, _ = run(capsys, "check", "--fix", str(f))
     assert f"fixed {f}:1:55: TF102 `writter` -> `writer`" in out, out
     assert f.read_bytes().startswith(b"\xef\xbb\xbfworkflow w { participant writer; participant b; start writer;")
+
+
+# -- one file named twice is checked once ---------------------------------------------------------
+def test_a_file_named_several_ways_is_checked_once(tmp_path, monkeypatch, capsys):
+    (tmp_path / "flows").mkdir()
+    (tmp_path / "flows" / "a.flow").write_text(UNREACHABLE)
+    monkeypatch.chdir(tmp_path)
+    for argv in (["flows/a.flow", "./flows/a.flow"], ["flows/a.flow", str(tmp_path / "flows" / "a.flow")],
+                 ["flows", "flows/./a.flow"], ["flows/a.flow", "flows/../flows/a.flow", "flows"]):
+        code, out, err = run(capsys, "check", "--format", "concise", *argv)
+        assert code == 0 and out.count("TF203") == 1 and out.endswith("Found 1 warning in 1 file.\n"), (argv, out)
+        assert out.startswith("flows/a.flow:4:17: TF203"), out  # the first name given
