@@ -274,3 +274,17 @@ def test_a_file_named_several_ways_is_checked_once(tmp_path, monkeypatch, capsys
         code, out, err = run(capsys, "check", "--format", "concise", *argv)
         assert code == 0 and out.count("TF203") == 1 and out.endswith("Found 1 warning in 1 file.\n"), (argv, out)
         assert out.startswith("flows/a.flow:4:17: TF203"), out  # the first name given
+
+
+# -- the text caret sits under the column on a terminal: wide characters take two cells -----------
+def test_the_caret_counts_terminal_cells(tmp_path, capsys):
+    f = tmp_path / "cjk.flow"
+    f.write_text('workflow w { participant a\n participant b\n context x = 1\n start a\n'
+                 ' a -> b when context.x == "日本" or context.y == 2\n b -> terminate\n}\n')
+    code, out, _ = run(capsys, "check", "--color", "never", str(f))
+    lines = out.splitlines()
+    source = ' a -> b when context.x == "日本" or context.y == 2'
+    assert lines[1] == "   5 | " + source
+    assert lines[2] == "     | " + " " * 26 + "^" * 6  # `"日本"`: 6 cells
+    assert lines[6] == "     | " + " " * 36 + "^" * 14  # `context.y == 2`, after 2 wide characters
+    assert "".join(lines).count("\t") == 0

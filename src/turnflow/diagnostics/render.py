@@ -54,7 +54,19 @@ def _caret(number: int, line: str, column: int, end_column: int) -> list[str]:
         col = column
     width = max(1, min(end_column - column, max(1, len(shown) - col + 1)))
     gutter = f"{number:>4} | "
-    return [gutter + shown, " " * (len(gutter) - 2) + "| " + " " * (col - 1) + "^" * width]
+    before, under = _cells(shown[:col - 1]), _cells(shown[col - 1:col - 1 + width])
+    return [gutter + shown, " " * (len(gutter) - 2) + "| " + " " * before + "^" * max(1, under)]
+
+
+def _cells(text: str) -> int:
+    """How many terminal cells `text` takes: a wide (East Asian wide or fullwidth, emoji)
+    character two, a combining mark none, any other one; so the caret sits under its column."""
+    if text.isascii():
+        return len(text)
+    import unicodedata
+
+    return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1
+               for c in text)
 
 
 def render_text(diags: Sequence[Diagnostic], sources: Mapping[str, SourceText]) -> str:
