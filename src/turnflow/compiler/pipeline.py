@@ -15,6 +15,7 @@ from turnflow.diagnostics.codes import PROFILES, lookup
 from turnflow.diagnostics.diagnostic import Diagnostic, sort_key
 from turnflow.dsl import ast
 from turnflow.dsl.parser import parse_source
+from turnflow.source import Span
 from dataclasses import replace
 
 __all__ = ["PROFILES", "analyse", "check"]
@@ -50,7 +51,7 @@ def _past_bom(diags: list[Diagnostic]) -> list[Diagnostic]:
     it as a blank to keep offsets): `bom.flow:1:10` is where an editor puts column 10. Offsets
     (`span.start`, `span.end`) stay offsets into the text, BOM included."""
 
-    def shift(span):
+    def shift(span: Span) -> Span:
         if span.line != 1 and span.end_line != 1:
             return span
         return span.at(span.line, span.column - (span.line == 1 and span.column > 1), span.end_line,

@@ -5,6 +5,8 @@ JUnit XML and GitLab Code Quality."""
 from __future__ import annotations
 
 import json
+import re
+import unicodedata
 from collections import Counter
 from typing import Any, Mapping, Optional, Sequence
 
@@ -63,8 +65,6 @@ def _cells(text: str) -> int:
     character two, a combining mark none, any other one; so the caret sits under its column."""
     if text.isascii():
         return len(text)
-    import unicodedata
-
     return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1
                for c in text)
 
@@ -249,8 +249,6 @@ def _fingerprint(d: Diagnostic, src: Optional[SourceText], seen: Counter[tuple[s
     text the result covers and its message with numbers left out (a message may quote a line
     number), and the rank among results equal in all of these; so it stays when lines above it
     move, and two results never share it."""
-    import re
-
     text = src.text[d.span.start:d.span.end] if src is not None else ""
     key = (repo_path(d.path), d.code, text, re.sub(r"[0-9]+", "#", d.message))
     seen[key] += 1
