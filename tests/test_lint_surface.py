@@ -288,3 +288,30 @@ def test_the_caret_counts_terminal_cells(tmp_path, capsys):
     assert lines[2] == "     | " + " " * 26 + "^" * 6  # `"日本"`: 6 cells
     assert lines[6] == "     | " + " " * 36 + "^" * 14  # `context.y == 2`, after 2 wide characters
     assert "".join(lines).count("\t") == 0
+
+
+# -- every machine format stays valid UTF-8 (and valid XML / JSON) on a name that is not UTF-8 ----
+@pytest.mark.parametrize("fmt", ["github", "junit", "gitlab"])
+def test_a_file_name_that_is_not_utf8_keeps_github_junit_and_gitlab_valid(tmp_path, fmt):
+    import json
+    import os
+    import subprocess
+    import sys
+    import xml.etree.ElementTree as ET
+    from pathlib import Path
+
+    try:
+        Path(os.fsdecode(bytes(tmp_path) + b"/b\xfe.flow")).write_text(UNREACHABLE)
+    except (OSError, UnicodeError):
+        pytest.skip("this file system refuses names that are not UTF-8")
+    src = str(Path(__file__).parent.parent / "src")
+    res = subprocess.run([sys.executable, "-m", "turnflow", "check", ".", "--format", fmt], cwd=tmp_path,
+                         capture_output=True, timeout=60,
+                         env={**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")})
+    assert res.returncode == 0, res.stderr
+    text = res.stdout.decode("utf-8")  # valid UTF-8 ...
+    if fmt == "junit":
+        ET.fromstring(res.stdout)  # ... and well-formed XML
+    elif fmt == "gitlab":
+        assert json.loads(text)[0]["location"]["path"] == "b\udcfe.flow"  # ... and JSON, the name escaped
+    assert "b\\udcfe" in text or "b\\xdcfe" in text, text

@@ -114,9 +114,9 @@ def render_junit(diags: Sequence[Diagnostic]) -> str:
         suite = ET.SubElement(root, "testsuite", name="turnflow", tests="1", disabled="0", errors="0", failures="0")
         ET.SubElement(suite, "testcase", name="No errors found", classname="turnflow")
     for path, group in by_path.items():
-        suite = ET.SubElement(root, "testsuite", name=path, tests=str(len(group)), disabled="0", errors="0",
-                              failures=str(len(group)), package="org.turnflow")
-        classname = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+        suite = ET.SubElement(root, "testsuite", name=_xml_text(path), tests=str(len(group)), disabled="0",
+                              errors="0", failures=str(len(group)), package="org.turnflow")
+        classname = _xml_text(path.rsplit("/", 1)[-1].rsplit(".", 1)[0])
         for d in group:
             case = ET.SubElement(suite, "testcase", name=f"org.turnflow.{d.code}", classname=classname,
                                  line=str(d.span.line), column=str(d.span.column))
@@ -154,7 +154,14 @@ def render_gitlab(diags: Sequence[Diagnostic], root: Optional[str] = None) -> st
             "severity": _GITLAB_SEVERITY.get(d.severity, "minor"),
             "location": {"path": path, "lines": {"begin": d.span.line, "end": d.span.end_line}},
         })
-    return json.dumps(issues, indent=2, ensure_ascii=False) + "\n"
+    # a file name that is not UTF-8 holds lone surrogates: written as \\udcXX escapes, valid JSON
+    return _utf8(json.dumps(issues, indent=2, ensure_ascii=False) + "\n")
+
+
+def _utf8(text: str) -> str:
+    """`text` with its lone surrogates (the bytes of a file name that is not UTF-8) as `\\udcfe`
+    escapes: the output is valid UTF-8 whatever stream it goes to."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def repo_path(path: str, root: Optional[str] = None) -> str:
@@ -325,7 +332,7 @@ def render_github(diags: Sequence[Diagnostic]) -> str:
             f"col={d.span.column},endLine={d.span.end_line},endColumn={d.span.end_column},"
             f"title={_gh_escape(title, True)}::{_gh_escape(d.message)}"
         )
-    return "\n".join(lines) + ("\n" if lines else "")
+    return _utf8("\n".join(lines) + ("\n" if lines else ""))
 
 
 def stats_line(st: dict[str, Any]) -> str:
