@@ -57,7 +57,7 @@ def parse(comments: Iterable[Any]) -> list[Suppression]:
             shown = shown if len(shown) <= 60 else shown[:60] + "..."
             out.append(Suppression(base.line, MALFORMED, _within(base, m.start(), m.start() + len(shown)),
                                    f"`{shown}` is not a suppression (write `# turnflow: ignore[CODE, ...]` or a "
-                                   "bare `# turnflow: ignore`): it silences nothing"))
+                                   f"bare `# turnflow: ignore`): it silences nothing{_by_name(rest)}"))
             continue
         names = list(_CODE_RE.finditer(codes.group(1)))
         if not names:
@@ -67,6 +67,19 @@ def parse(comments: Iterable[Any]) -> list[Suppression]:
             start = m.end() + codes.start(1) + cm.start()
             out.append(Suppression(base.line, cm.group().upper(), _within(base, start, start + len(cm.group()))))
     return out
+
+
+def _by_name(rest: str) -> str:
+    """`; rules are named by code: ignore[TF203]` when the brackets hold rule names (which the
+    configuration takes, a comment does not)."""
+    m = re.match(r"\s*\[([^\]]*)\]", rest)
+    if m is None:
+        return ""
+    by_name = {row.name: row.code for row in BY_CODE.values()}
+    words = [w.strip().lower() for w in m.group(1).replace(",", " ").split()]
+    if not words or not all(w in by_name or w.upper() in BY_CODE for w in words):
+        return ""
+    return f"; a comment names rules by code: `ignore[{', '.join(by_name.get(w, w.upper()) for w in words)}]`"
 
 
 def _within(comment: Span, start: int, end: int) -> Span:
