@@ -315,3 +315,34 @@ def test_a_file_name_that_is_not_utf8_keeps_github_junit_and_gitlab_valid(tmp_pa
     elif fmt == "gitlab":
         assert json.loads(text)[0]["location"]["path"] == "b\udcfe.flow"  # ... and JSON, the name escaped
     assert "b\\udcfe" in text or "b\\xdcfe" in text, text
+
+
+def test_the_language_server_agrees_with_check_on_every_position(tmp_path, monkeypatch, capsys):
+    """The same findings, the same places: LSP's utf-32 position is check's line and column less
+    one; its utf-16 position counts the line's text before the column in UTF-16 units."""
+    import json
+
+    pytest.importorskip("pygls")
+    from turnflow.lsp.features import analyse
+    from turnflow.lsp.positions import LineIndex
+    from turnflow.lsp.server import _span_range
+
+    tree = _sarif_tree(tmp_path)
+    monkeypatch.chdir(tree)
+    checked = 0
+    for f in sorted((tree / "odd dir é").glob("*.flow")):
+        text = f.read_bytes().decode("utf-8").lstrip("\ufeff")  # an editor sends the text without its BOM
+        found = json.loads(run(capsys, "check", "--format", "json", str(f.relative_to(tree)))[1])
+        lsp = analyse(text, f.name).diagnostics
+        assert [d.code for d in lsp] == [j["code"] for j in found]
+        lines = text.splitlines()
+        for d, j in zip(lsp, found):
+            r32 = _span_range(d.span, LineIndex(text, "utf-32"))
+            assert (r32.start.line + 1, r32.start.character + 1) == (j["line"], j["column"]), (f.name, j)
+            if d.span.end <= len(text):  # past the end (a missing `}`), LSP's range stops at the text's end
+                assert (r32.end.line + 1, r32.end.character + 1) == (j["end_line"], j["end_column"]), (f.name, j)
+            r16 = _span_range(d.span, LineIndex(text, "utf-16"))
+            before = lines[j["line"] - 1][:j["column"] - 1] if j["line"] <= len(lines) else ""
+            assert r16.start.character == len(before.encode("utf-16-le")) // 2
+            checked += 1
+    assert checked >= 5
