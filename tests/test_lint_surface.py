@@ -346,3 +346,17 @@ def test_the_language_server_agrees_with_check_on_every_position(tmp_path, monke
             assert r16.start.character == len(before.encode("utf-16-le")) // 2
             checked += 1
     assert checked >= 5
+
+
+def test_a_backslash_in_a_posix_file_name_is_not_a_folder(tmp_path, monkeypatch, capsys):
+    import json
+    import os
+
+    if os.sep == "\\":
+        pytest.skip("on Windows a backslash separates folders")
+    (tmp_path / "a\\b.flow").write_text(UNREACHABLE)
+    monkeypatch.chdir(tmp_path)
+    assert _gh_files(run(capsys, "check", "--format", "github", "a\\b.flow")[1]) == ["a\\b.flow"]
+    log = json.loads(run(capsys, "check", "--format", "sarif", "a\\b.flow")[1])
+    assert log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "a%5Cb.flow"
+    assert json.loads(run(capsys, "check", "--format", "gitlab", "a\\b.flow")[1])[0]["location"]["path"] == "a\\b.flow"

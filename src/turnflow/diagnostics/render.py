@@ -174,9 +174,15 @@ def repo_path(path: str, root: Optional[str] = None) -> str:
     if os.path.isabs(path):
         rel = os.path.relpath(path, root or os.getcwd())
         if rel == ".." or rel.startswith(".." + os.sep):
-            return path.replace("\\", "/")
+            return _slashes(path)
         path = rel
-    return os.path.normpath(path).replace("\\", "/")
+    return _slashes(os.path.normpath(path))
+
+
+def _slashes(path: str) -> str:
+    """The folder separator as `/`: on Windows `\\` becomes `/`; on POSIX a `\\` is part of a
+    name (`a\\b.flow` is one file) and stays."""
+    return path.replace(os.sep, "/") if os.sep != "/" else path
 
 
 def render_statistics(counts: Sequence[tuple[str, str, int, bool]]) -> str:
