@@ -360,3 +360,21 @@ def test_a_backslash_in_a_posix_file_name_is_not_a_folder(tmp_path, monkeypatch,
     log = json.loads(run(capsys, "check", "--format", "sarif", "a\\b.flow")[1])
     assert log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "a%5Cb.flow"
     assert json.loads(run(capsys, "check", "--format", "gitlab", "a\\b.flow")[1])[0]["location"]["path"] == "a\\b.flow"
+
+
+# -- --stdin-filename reads standard input, as in ruff (editors pipe the buffer) --------------------
+@pytest.mark.parametrize("command", ["check", "fmt"])
+def test_stdin_filename_alone_reads_standard_input(tmp_path, monkeypatch, capsys, command):
+    import io
+    import sys
+
+    (tmp_path / "other.flow").write_text(UNREACHABLE.replace("participant c", "participant zz"))
+    monkeypatch.chdir(tmp_path)
+    broken = "workflow w {\n  a -> -> b\n}\n"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(broken.encode())))
+    code, out, err = run(capsys, command, "--stdin-filename", "flows/b.flow")
+    assert code == 1 and "flows/b.flow:2:8: TF001" in out + err and "other.flow" not in out + err, (out, err)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(broken.encode())))
+    code, out, err = run(capsys, command, "--stdin-filename", "flows/b.flow", "other.flow")
+    assert code == 1 and "flows/b.flow:2:8: TF001" in out + err and "zz" not in out
+    assert "warning: ignoring `other.flow`: --stdin-filename reads standard input" in err
