@@ -70,8 +70,8 @@ def parse(comments: Iterable[Any]) -> list[Suppression]:
 
 
 def _by_name(rest: str) -> str:
-    """`; rules are named by code: ignore[TF203]` when the brackets hold rule names (which the
-    configuration takes, a comment does not)."""
+    """`; a comment names rules by code: `ignore[TF203]`` when the brackets hold rule names (which
+    the configuration takes, a comment does not); else nothing."""
     m = re.match(r"\s*\[([^\]]*)\]", rest)
     if m is None:
         return ""
