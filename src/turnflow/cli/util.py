@@ -158,8 +158,9 @@ def add_project_options(parser, verb: str) -> None:
                         help="apply the excludes (and .gitignore) to files named on the command line too, "
                              "as pre-commit passes them")
     parser.add_argument("--stdin-filename", metavar="NAME", type=text_type("a file name"),
-                        help=f"the name to report for `-` (standard input), and to match the configuration against "
-                             f"(e.g. from an editor: turnflow {verb} - --stdin-filename flows/a.flow < a.flow)")
+                        help=f"read standard input (as `-`; a path given too is ignored, as in ruff) and report it "
+                             f"under NAME, which the configuration is matched against "
+                             f"(e.g. from an editor: turnflow {verb} --stdin-filename flows/a.flow < a.flow)")
     parser.add_argument("--config", metavar="FILE", type=a_file,
                         help="read this turnflow.toml or pyproject.toml instead of searching upwards "
                              "(docs/configuration.md)")
@@ -172,12 +173,26 @@ def project_config(args, **overrides):
     configuration cannot be used."""
     from turnflow.workspace.config import ConfigError, load as load_config
 
+    _settle_paths(args)
     named = [args.stdin_filename if p == "-" and args.stdin_filename else p for p in args.paths]
     try:
         return load_config(named, args.config).with_cli(exclude=args.exclude, force_exclude=args.force_exclude,
                                                         **overrides)
     except ConfigError as exc:
         raise CommandError(str(exc), EXIT_USAGE) from None
+
+
+def _settle_paths(args) -> None:
+    """No path: the current folder. `--stdin-filename NAME` reads standard input, as in ruff (an
+    editor pipes its buffer with only the name): `-` is implied, and a path given with it is
+    ignored with a warning."""
+    if args.stdin_filename is not None:
+        for p in args.paths:
+            if p != "-":
+                err(f"warning: ignoring `{p}`: --stdin-filename reads standard input")
+        args.paths = ["-"]
+    elif not args.paths:
+        args.paths = ["."]
 
 
 def discover_flows(paths: Sequence[str], config) -> tuple[list[str], list["Diagnostic"]]:

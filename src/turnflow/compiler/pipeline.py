@@ -15,6 +15,7 @@ from turnflow.diagnostics.codes import PROFILES, lookup
 from turnflow.diagnostics.diagnostic import Diagnostic, sort_key
 from turnflow.dsl import ast
 from turnflow.dsl.parser import parse_source
+from turnflow.source import Span
 from dataclasses import replace
 
 __all__ = ["PROFILES", "analyse", "check"]
@@ -30,17 +31,34 @@ def analyse(flow: Union[str, ast.FlowFile], path: str = "<string>",
     the checks, so a silenced error still blocks compiling."""
     if profile is not None and profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}; known: {', '.join(PROFILES)}")
+    bom = False
     if isinstance(flow, str):
+        bom = flow.startswith("\ufeff")
         parsed, diags = parse_source(flow, path)
         if parsed is None:
-            return None, sorted(_named(diags), key=sort_key)
+            return None, sorted(_named(_past_bom(diags) if bom else diags), key=sort_key)
         flow = parsed
     diags = run_checks(flow, path)
     if profile is not None:
         diags += run_profile_checks(flow, path, profile)
     diags = suppress.apply(diags, flow.comments, path, profile, silence_errors=not compiling,
                            unanalysed=unanalysed_lines(flow, diags))
-    return flow, sorted(_named(diags), key=sort_key)
+    return flow, sorted(_named(_past_bom(diags) if bom else diags), key=sort_key)
+
+
+def _past_bom(diags: list[Diagnostic]) -> list[Diagnostic]:
+    """Line 1's columns not counting a byte order mark, which editors do not show (the parser reads
+    it as a blank to keep offsets): `bom.flow:1:10` is where an editor puts column 10. Offsets
+    (`span.start`, `span.end`) stay offsets into the text, BOM included."""
+
+    def shift(span: Span) -> Span:
+        if span.line != 1 and span.end_line != 1:
+            return span
+        return span.at(span.line, span.column - (span.line == 1 and span.column > 1), span.end_line,
+                       span.end_column - (span.end_line == 1 and span.end_column > 1), span.start, span.end)
+
+    return [replace(d, span=shift(d.span), related=tuple(replace(r, span=shift(r.span)) for r in d.related))
+            for d in diags]
 
 
 def check(flow: Union[str, ast.FlowFile], path: str = "<string>") -> list[Diagnostic]:

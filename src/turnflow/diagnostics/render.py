@@ -5,6 +5,8 @@ JUnit XML and GitLab Code Quality."""
 from __future__ import annotations
 
 import json
+import re
+import unicodedata
 from collections import Counter
 from typing import Any, Mapping, Optional, Sequence
 
@@ -28,11 +30,17 @@ def _caret_lines(d: Diagnostic, src: Optional[SourceText]) -> list[str]:
         return _caret(c.line, c.text, c.column, c.end_column if c.end_line == c.line else len(c.text) + 1)
     if src is None:
         return []
-    line = src.line_text(d.span.line)
+    line = _line(src, d.span.line)
     if not line and d.span.line > src.line_count:
         return []
     end = d.span.end_column if d.span.end_line == d.span.line else len(line) + 1
     return _caret(d.span.line, line, d.span.column, end)
+
+
+def _line(src: SourceText, number: int) -> str:
+    """A line as an editor shows it: line 1 without a byte order mark (which is not a column)."""
+    line = src.line_text(number)
+    return line[1:] if number == 1 and line.startswith("\ufeff") else line
 
 
 def _caret(number: int, line: str, column: int, end_column: int) -> list[str]:
@@ -48,7 +56,17 @@ def _caret(number: int, line: str, column: int, end_column: int) -> list[str]:
         col = column
     width = max(1, min(end_column - column, max(1, len(shown) - col + 1)))
     gutter = f"{number:>4} | "
-    return [gutter + shown, " " * (len(gutter) - 2) + "| " + " " * (col - 1) + "^" * width]
+    before, under = _cells(shown[:col - 1]), _cells(shown[col - 1:col - 1 + width])
+    return [gutter + shown, " " * (len(gutter) - 2) + "| " + " " * before + "^" * max(1, under)]
+
+
+def _cells(text: str) -> int:
+    """How many terminal cells `text` takes: a wide (East Asian wide or fullwidth, emoji)
+    character two, a combining mark none, any other one; so the caret sits under its column."""
+    if text.isascii():
+        return len(text)
+    return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1
+               for c in text)
 
 
 def render_text(diags: Sequence[Diagnostic], sources: Mapping[str, SourceText]) -> str:
@@ -96,9 +114,9 @@ def render_junit(diags: Sequence[Diagnostic]) -> str:
         suite = ET.SubElement(root, "testsuite", name="turnflow", tests="1", disabled="0", errors="0", failures="0")
         ET.SubElement(suite, "testcase", name="No errors found", classname="turnflow")
     for path, group in by_path.items():
-        suite = ET.SubElement(root, "testsuite", name=path, tests=str(len(group)), disabled="0", errors="0",
-                              failures=str(len(group)), package="org.turnflow")
-        classname = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+        suite = ET.SubElement(root, "testsuite", name=_xml_text(path), tests=str(len(group)), disabled="0",
+                              errors="0", failures=str(len(group)), package="org.turnflow")
+        classname = _xml_text(path.rsplit("/", 1)[-1].rsplit(".", 1)[0])
         for d in group:
             case = ET.SubElement(suite, "testcase", name=f"org.turnflow.{d.code}", classname=classname,
                                  line=str(d.span.line), column=str(d.span.column))
@@ -122,15 +140,10 @@ def render_gitlab(diags: Sequence[Diagnostic], root: Optional[str] = None) -> st
     severity, location.path relative to the project, location.lines.begin/end). The fingerprint
     is stable across runs: path, code, message and the occurrence's rank among equal ones."""
 
-    root = root or os.getcwd()
     seen: Counter[tuple[Any, ...]] = Counter()
     issues = []
     for d in diags:
-        path = d.path
-        if os.path.isabs(path):
-            rel = os.path.relpath(path, root)
-            path = rel if not rel.startswith("..") else path
-        path = path.replace("\\", "/")
+        path = repo_path(d.path, root)
         key = (path, d.code, d.message)
         seen[key] += 1
         fingerprint = hashlib.sha256("\0".join((*key, str(seen[key]))).encode("utf-8", "surrogatepass")).hexdigest()
@@ -141,7 +154,35 @@ def render_gitlab(diags: Sequence[Diagnostic], root: Optional[str] = None) -> st
             "severity": _GITLAB_SEVERITY.get(d.severity, "minor"),
             "location": {"path": path, "lines": {"begin": d.span.line, "end": d.span.end_line}},
         })
-    return json.dumps(issues, indent=2, ensure_ascii=False) + "\n"
+    # a file name that is not UTF-8 holds lone surrogates: written as \\udcXX escapes, valid JSON
+    return _utf8(json.dumps(issues, indent=2, ensure_ascii=False) + "\n")
+
+
+def _utf8(text: str) -> str:
+    """`text` with its lone surrogates (the bytes of a file name that is not UTF-8) as `\\udcfe`
+    escapes: the output is valid UTF-8 whatever stream it goes to."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def repo_path(path: str, root: Optional[str] = None) -> str:
+    """`path` as a CI service attaches a finding to a file of the repository: relative to `root`
+    (the current folder) when it lies under it, normalised (`./a.flow`, `x/../a.flow` and
+    `x//a.flow` name `a.flow`), with forward slashes. A path outside `root` is kept as given;
+    `-` (standard input) stays `-`."""
+    if path == "-":
+        return path
+    if os.path.isabs(path):
+        rel = os.path.relpath(path, root or os.getcwd())
+        if rel == ".." or rel.startswith(".." + os.sep):
+            return _slashes(path)
+        path = rel
+    return _slashes(os.path.normpath(path))
+
+
+def _slashes(path: str) -> str:
+    """The folder separator as `/`: on Windows `\\` becomes `/`; on POSIX a `\\` is part of a
+    name (`a\\b.flow` is one file) and stays."""
+    return path.replace(os.sep, "/") if os.sep != "/" else path
 
 
 def render_statistics(counts: Sequence[tuple[str, str, int, bool]]) -> str:
@@ -194,7 +235,7 @@ def _artifact(path: str) -> dict[str, Any]:
     if os.path.isabs(path):
         return {"uri": Path(os.path.abspath(path)).as_uri()}
     # the name's own bytes (a name that is not UTF-8 holds surrogates): %XX-escaped, as file URIs are
-    return {"uri": quote(path.replace("\\", "/").encode("utf-8", "surrogateescape")), "uriBaseId": "%SRCROOT%"}
+    return {"uri": quote(repo_path(path).encode("utf-8", "surrogateescape")), "uriBaseId": "%SRCROOT%"}
 
 
 def _region(span: Span, src: Optional[SourceText]) -> dict[str, Any]:
@@ -212,14 +253,26 @@ def _context_region(span: Span, src: Optional[SourceText]) -> Optional[dict[str,
     """The whole lines of the region, for viewers that show the code around a result."""
     if src is None or span.line > src.line_count:
         return None
-    lines = [src.line_text(n) for n in range(span.line, min(span.end_line, src.line_count) + 1)]
+    lines = [_line(src, n) for n in range(span.line, min(span.end_line, src.line_count) + 1)]
     return {"startLine": span.line, "endLine": span.line + len(lines) - 1, "snippet": {"text": "\n".join(lines) + "\n"}}
+
+
+def _fingerprint(d: Diagnostic, src: Optional[SourceText], seen: Counter[tuple[str, ...]]) -> str:
+    """A result's identity for code scanning (`partialFingerprints`): the file, the code, the source
+    text the result covers and its message with numbers left out (a message may quote a line
+    number), and the rank among results equal in all of these; so it stays when lines above it
+    move, and two results never share it."""
+    text = src.text[d.span.start:d.span.end] if src is not None else ""
+    key = (repo_path(d.path), d.code, text, re.sub(r"[0-9]+", "#", d.message))
+    seen[key] += 1
+    return hashlib.sha256("\0".join((*key, str(seen[key]))).encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def render_sarif(diags: Sequence[Diagnostic], version: str, sources: Optional[Mapping[str, SourceText]] = None) -> str:
     """A SARIF 2.1.0 log: the whole catalogue as rules (helpUri, help in text and Markdown, a
     `default` message string), one result per diagnostic (message text and its argument, region
-    with the source it covers as snippet, the surrounding lines as contextRegion)."""
+    with the source it covers as snippet, the surrounding lines as contextRegion, a stable
+    `partialFingerprints`)."""
 
     sources = sources or {}
     rules = all_rules()
@@ -227,6 +280,7 @@ def render_sarif(diags: Sequence[Diagnostic], version: str, sources: Optional[Ma
     driver = {"name": "turnflow", "informationUri": "https://github.com/turnflow/turnflow", "version": version,
               "rules": [_sarif_rule(r) for r in rules]}
     results = []
+    seen: Counter[tuple[str, ...]] = Counter()
     for d in diags:
         src = sources.get(d.path)
         physical: dict[str, Any] = {"artifactLocation": _artifact(d.path), "region": _region(d.span, src)}
@@ -241,6 +295,7 @@ def render_sarif(diags: Sequence[Diagnostic], version: str, sources: Optional[Ma
         }
         if d.code in index:
             result["ruleIndex"] = index[d.code]
+        result["partialFingerprints"] = {"turnflow/v1": _fingerprint(d, src, seen)}
         if d.cell is not None:  # a notebook: the region is in the .ipynb file, the cell position rides along
             result["properties"] = {"cell": d.cell.cell, "cellLine": d.cell.line, "cellColumn": d.cell.column}
         if d.related:
@@ -271,16 +326,19 @@ _GH_LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
 
 
 def render_github(diags: Sequence[Diagnostic]) -> str:
+    """GitHub Actions workflow commands: `::error file=...,line=...,col=...::message`, the file
+    relative to the current folder (`repo_path`), `%`, CR and LF escaped in the message, and
+    also `:` and `,` in the properties, as GitHub's documentation asks."""
     lines = []
     for d in diags:
         row = lookup(d.code)
         title = f"{d.code} {row.name}" if row else d.code
         lines.append(
-            f"::{_GH_LEVEL.get(d.severity, 'warning')} file={_gh_escape(d.path, True)},line={d.span.line},"
+            f"::{_GH_LEVEL.get(d.severity, 'warning')} file={_gh_escape(repo_path(d.path), True)},line={d.span.line},"
             f"col={d.span.column},endLine={d.span.end_line},endColumn={d.span.end_column},"
             f"title={_gh_escape(title, True)}::{_gh_escape(d.message)}"
         )
-    return "\n".join(lines) + ("\n" if lines else "")
+    return _utf8("\n".join(lines) + ("\n" if lines else ""))
 
 
 def stats_line(st: dict[str, Any]) -> str:

@@ -19,9 +19,11 @@ from turnflow.diagnostics.codes import BY_CODE, Stage, diagnostic
 from turnflow.diagnostics.diagnostic import Diagnostic
 from turnflow.source import Span
 
-_IGNORE_RE = re.compile(r"#\s*turnflow:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?")
+_DIRECTIVE_RE = re.compile(r"#\s*turnflow:\s*ignore")
+_CODES_RE = re.compile(r"\s*\[([A-Za-z0-9_,\s]*)\]")
 _CODE_RE = re.compile(r"[A-Za-z0-9_]+")
 ALL = "*"
+MALFORMED = "?"  # a directive that is neither a bare `ignore` nor `ignore[CODES]`: it silences nothing
 UNSUPPRESSIBLE = {"TF000", "TF001"}
 UNUSED, UNKNOWN = "TF901", "TF902"
 
@@ -29,25 +31,55 @@ UNUSED, UNKNOWN = "TF901", "TF902"
 @dataclass(frozen=True)
 class Suppression:
     line: int
-    code: str  # upper-case code, or ALL for a bare `ignore`
-    span: Span  # the code inside the comment (the whole directive for a bare `ignore`)
+    code: str  # upper-case code, ALL for a bare `ignore`, MALFORMED for a directive that is neither
+    span: Span  # the code inside the comment (the whole directive for a bare or malformed `ignore`)
+    problem: str = ""  # why a MALFORMED directive is not a suppression
 
 
 def parse(comments: Iterable[Any]) -> list[Suppression]:
-    """Every suppression in the file's comments, in source order."""
+    """Every suppression in the file's comments, in source order. `ignore` must be followed by
+    nothing, a space (a bare `ignore`, maybe with a reason after it) or `[CODES]`; anything else
+    (`ignored`, `ignore(TF203)`, `ignore: TF203`, an unclosed `ignore[TF203`, `ignore[]`) is
+    MALFORMED: it silences nothing (TF901), rather than silencing every code on its line."""
     out: list[Suppression] = []
     for c in comments:
-        m = _IGNORE_RE.search(c.text)
+        m = _DIRECTIVE_RE.search(c.text)
         if not m:
             continue
         base = c.span
-        if m.group(1) is None:
+        rest = c.text[m.end():]
+        codes = _CODES_RE.match(rest)
+        if codes is None and (not rest or rest[0].isspace()) and not rest.lstrip().startswith("["):
             out.append(Suppression(base.line, ALL, _within(base, m.start(), m.end())))
             continue
-        for cm in _CODE_RE.finditer(m.group(1)):
-            start = m.start(1) + cm.start()
+        if codes is None:
+            shown = c.text[m.start():].rstrip()
+            shown = shown if len(shown) <= 60 else shown[:60] + "..."
+            out.append(Suppression(base.line, MALFORMED, _within(base, m.start(), m.start() + len(shown)),
+                                   f"`{shown}` is not a suppression (write `# turnflow: ignore[CODE, ...]` or a "
+                                   f"bare `# turnflow: ignore`): it silences nothing{_by_name(rest)}"))
+            continue
+        names = list(_CODE_RE.finditer(codes.group(1)))
+        if not names:
+            out.append(Suppression(base.line, MALFORMED, _within(base, m.start(), m.end() + codes.end()),
+                                   "`ignore[]` names no code: it silences nothing"))
+        for cm in names:
+            start = m.end() + codes.start(1) + cm.start()
             out.append(Suppression(base.line, cm.group().upper(), _within(base, start, start + len(cm.group()))))
     return out
+
+
+def _by_name(rest: str) -> str:
+    """`; a comment names rules by code: `ignore[TF203]`` when the brackets hold rule names (which
+    the configuration takes, a comment does not); else nothing."""
+    m = re.match(r"\s*\[([^\]]*)\]", rest)
+    if m is None:
+        return ""
+    by_name = {row.name: row.code for row in BY_CODE.values()}
+    words = [w.strip().lower() for w in m.group(1).replace(",", " ").split()]
+    if not words or not all(w in by_name or w.upper() in BY_CODE for w in words):
+        return ""
+    return f"; a comment names rules by code: `ignore[{', '.join(by_name.get(w, w.upper()) for w in words)}]`"
 
 
 def _within(comment: Span, start: int, end: int) -> Span:
@@ -94,6 +126,9 @@ def _about(s: Suppression, used: set[Suppression], by_line: dict[int, list[Suppr
     """TF902 for a suppression naming an unknown code, TF901 for one that silences nothing
     (not when it names a check of another profile or a graph rule that did not run on its line,
     nor on a line that also says `TF901`)."""
+    if s.code == MALFORMED:
+        return diagnostic(UNUSED, s.problem, s.span, path,
+                          help="write the codes in brackets: `# turnflow: ignore[TF203, TF206]`")
     row = BY_CODE.get(s.code)
     if s.code != ALL and row is None:
         return diagnostic(UNKNOWN, f"`{s.code}` is not a turnflow diagnostic code", s.span, path,
@@ -128,8 +163,11 @@ DOCS[UNUSED] = """
     ## What it does
     Reports each code in a `# turnflow: ignore[...]` comment (and a bare
     `# turnflow: ignore`) when no diagnostic with that code starts on the
-    comment's line, including TF000 and TF001, which cannot be silenced.
-    Codes of a compile profile (TF301) are not reported by `turnflow check`,
+    comment's line, including TF000 and TF001, which cannot be silenced,
+    and a directive that is not a suppression at all: `ignore` followed by
+    anything but a space or `[CODES]` (`ignored`, `ignore(TF203)`,
+    `ignore: TF203`, an unclosed `ignore[TF203`, `ignore[]`) silences
+    nothing, rather than every code on its line. Codes of a compile profile (TF301) are not reported by `turnflow check`,
     which does not run that profile; nor are graph-rule codes (TF2xx) and a
     bare `ignore` inside a workflow block whose graph rules did not run
     because it holds an error (they may be needed once it is fixed). Add

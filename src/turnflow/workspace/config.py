@@ -105,17 +105,15 @@ class Config:
         if force_exclude:
             cfg = replace(cfg, force_exclude=True)
         if select:
-            cfg = replace(cfg, select=tuple(_split(select)), extend_select=())
+            cfg = replace(cfg, select=_selectors(select, "--select"), extend_select=())
         if extend_select:
-            cfg = replace(cfg, extend_select=cfg.extend_select + tuple(_split(extend_select)))
+            cfg = replace(cfg, extend_select=cfg.extend_select + _selectors(extend_select, "--extend-select"))
         if ignore:
-            cfg = replace(cfg, ignore=cfg.ignore + tuple(_split(ignore)))
+            cfg = replace(cfg, ignore=cfg.ignore + _selectors(ignore, "--ignore"))
         if exclude:
             for pat in _split(exclude):
                 _check_glob(pat, "--exclude")
             cfg = replace(cfg, extend_exclude=cfg.extend_exclude + tuple(_split(exclude)))
-        for sel in (cfg.select or ()) + cfg.extend_select + cfg.ignore:
-            _check_selector(sel, "command line")
         return cfg
 
 
@@ -127,6 +125,20 @@ def shown(text: object, limit: int = 60) -> str:
 
 def _split(values: list[str]) -> list[str]:
     return [v.strip() for item in values for v in item.split(",") if v.strip()]
+
+
+def _selectors(values: list[str], flag: str) -> tuple[str, ...]:
+    """A selector flag's comma-separated values, each checked: an empty one (`--select ''`, `TF1,`)
+    is an error, as an unknown one is (ruff refuses both), not a silently empty selection."""
+    out = []
+    for item in values:
+        for v in item.split(","):
+            if not v.strip():
+                raise ConfigError(f"`{flag}`: an empty rule selector in `{shown(item)}`: name codes (TF203), "
+                                  "prefixes (TF2), rule names or ALL; see `turnflow rule --list`")
+            _check_selector(v.strip(), f"`{flag}`")
+            out.append(v.strip())
+    return tuple(out)
 
 
 def _rule_name(code: str) -> str:

@@ -51,7 +51,8 @@ def discover(paths: list[str], config=None) -> tuple[list[str], list[Diagnostic]
     Inside folders, hidden folders, `node_modules`, what `.gitignore` ignores and the
     configuration's `exclude` globs are skipped (`turnflow.workspace.config.Config`; defaults when None);
     a file named explicitly is kept unless the configuration has `force_exclude`.
-    A missing path, or a folder holding no `.flow` file, is a TF000 diagnostic."""
+    A missing path, or a folder holding no `.flow` file, is a TF000 diagnostic. A file reached
+    twice (`a.flow ./a.flow`, a folder and a file in it) is listed once, under its first name."""
     from turnflow.workspace.ignore import DEFAULT_EXCLUDE, excluded, walk_flow_files
 
     excludes = config.excludes if config is not None else DEFAULT_EXCLUDE
@@ -79,7 +80,12 @@ def discover(paths: list[str], config=None) -> tuple[list[str], list[Diagnostic]
             files.append(p)
         else:
             problems.append(_tf000(p, missing_path(p)))
-    return list(dict.fromkeys(files)), problems  # first occurrence of each, in order
+    # one file named several ways (`a.flow`, `./a.flow`, an absolute path, a folder's walk): checked
+    # once, under the first name given
+    first: dict[str, str] = {}
+    for f in files:
+        first.setdefault(f if f == "-" else os.path.abspath(f), f)
+    return list(first.values()), problems
 
 
 def missing_path(path: str) -> str:

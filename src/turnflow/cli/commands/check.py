@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def register(sub) -> None:
     c = sub.add_parser("check", help="parse and analyse .flow files or folders")
-    c.add_argument("paths", nargs="*", default=["."], metavar="PATH", type=a_path_or_stdin,
+    c.add_argument("paths", nargs="*", default=[], metavar="PATH", type=a_path_or_stdin,
                    help="files or folders to check (default: the current folder)")
     c.add_argument("--format", "--output-format", dest="format", choices=FORMATS, default="text", help=FORMAT_HELP)
     c.add_argument("--strict", action="store_true", help="exit 1 on warnings too")

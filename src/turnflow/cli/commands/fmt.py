@@ -17,7 +17,7 @@ from turnflow.cli.util import (EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, a_path_or_std
 
 def register(sub) -> None:
     f = sub.add_parser("fmt", help="rewrite .flow files in canonical form (`-` for stdin)")
-    f.add_argument("paths", nargs="*", default=["."], metavar="PATH", type=a_path_or_stdin,
+    f.add_argument("paths", nargs="*", default=[], metavar="PATH", type=a_path_or_stdin,
                    help="files or folders to format (default: the current folder); "
                         "`-` formats standard input to standard output")
     f.add_argument("--check", action="store_true", help="list files that would change; exit 1 if any")
@@ -49,7 +49,7 @@ class Outcome:
 def run(args) -> int:
     from turnflow.dsl.parser import gc_paused
 
-    config = project_config(args)
+    config = project_config(args)  # also settles args.paths (`.` by default, `-` with --stdin-filename)
     files, problems = discover_flows(args.paths, config)
     result = Outcome(errors=list(problems))
     with gc_paused():

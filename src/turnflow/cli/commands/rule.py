@@ -39,7 +39,7 @@ def run(args) -> int:
     if args.markdown:
         out(catalogue_markdown())
         return EXIT_OK
-    if args.list or not args.code:
+    if args.list or args.code is None:  # `turnflow rule ""` is an unknown code, not the list
         rules = all_rules()
         width = max(len(r.name) for r in rules)  # the longest name sets the column: every summary aligned
         for r in rules:
