@@ -19,13 +19,13 @@ class CountingStore(SQLiteStore):
         self.commits = 0
         self.fail_next = fail_next
 
-    def _write(self, sessions, rows, telemetry):
+    def _write(self, sessions, rows, telemetry, ends=()):
         if rows or sessions:
             if self.fail_next:
                 self.fail_next = False
                 raise sqlite3.OperationalError("disk I/O error")
             self.commits += 1
-        super()._write(sessions, rows, telemetry)
+        super()._write(sessions, rows, telemetry, ends)
 
 
 async def open_many(hub, n):
@@ -350,9 +350,9 @@ def test_telemetry_is_written_in_the_ticks_group_commit_with_the_posts(tmp_path)
     db = str(tmp_path / "hub.db")
 
     class Spy(CountingStore):
-        def _write(self, sessions, rows, telemetry):
+        def _write(self, sessions, rows, telemetry, ends=()):
             self.groups = getattr(self, "groups", []) + [(len(rows), len(telemetry))]
-            super()._write(sessions, rows, telemetry)
+            super()._write(sessions, rows, telemetry, ends)
 
     async def go():
         store = Spy(db)
