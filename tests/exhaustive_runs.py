@@ -138,6 +138,14 @@ class Exploration:
                     queue.append(nxt)
         return first
 
+    def ends_after(self, state):
+        """Can the turn of `state` (speaker, who spoke before) end the session?"""
+        return END in self.moves(state)
+
+    def uncapped_states(self):
+        """The states (speaker, who spoke before) of some run when `max_turns` is ignored."""
+        return set(self._runs(None))
+
     def uncapped_speakers(self):
         """Who gets the turn on some run when `max_turns` is ignored."""
         return {s for s, _ in self._runs(None)}

@@ -359,8 +359,11 @@ def test_analysis_agrees_with_brute_force(text):
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(workflows(with_previous=True))
 def test_analysis_of_previous_is_sound(text):
-    """With `previous`: every move of a real run is an edge; every speaker a run reaches is
-    reachable; a flow the analysis says cannot end (TF201) has no run that ends."""
+    """With `previous`: every move of a run (a guard may hold or not) is an edge; every speaker
+    such a run reaches is reachable; a flow the analysis says cannot end (TF201) has no run that
+    ends. TF201 reads the participants some run really gives the turn (TF203's reading), so the
+    last is checked against the exhaustive exploration of the runs (tests/exhaustive_runs.py),
+    where a rule behind a handoff on the same tool never fires."""
     diags = turnflow.check(text)
     assume(not any(d.severity == "error" and not d.code.startswith("TF2") for d in diags))
     block = turnflow.parse(text).blocks[0]
@@ -369,7 +372,21 @@ def test_analysis_of_previous_is_sound(text):
     assert moves <= graph.speaker_edges(), text
     assert {s for s, _ in moves} <= graph.reachable(), text
     if any(d.code == "TF201" for d in diags):
-        assert all(t != END for _, t in moves), text
+        runs = Exploration(compile_block(block))
+        assert not any(runs.ends_after(state) for state in runs.uncapped_states()), text
+
+
+def test_tf201_when_a_rule_behind_a_handoff_on_the_same_tool_is_the_only_way_out():
+    """Found by test_analysis_of_previous_is_sound: `* -> p1 when tool t0` never fires behind
+    `handoff p0 -> p0 via t0`, so p0 speaks for ever (TF201), though a guard that may hold or not
+    on its own would let p1 speak and end the run."""
+    text = ("workflow w {\n    participant p0\n    participant p1\n    start p0\n    handoff p0 -> p0 via t0\n"
+            "    * -> p1 when tool t0\n    p0 -> p0 priority 0\n}\n")
+    codes = {d.code for d in turnflow.check(text)}
+    assert {"TF201", "TF203"} <= codes
+    runs = Exploration(compile_block(turnflow.parse(text).blocks[0]))
+    assert runs.uncapped_speakers() == {"p0"}
+    assert not runs.ends_after(("p0", None)) and not runs.ends_after(("p0", "p0"))
 
 
 def test_previous_edges_go_to_the_speakers_before():

@@ -261,23 +261,8 @@ class Hub:
                 for at in range(0, len(page), LIST_WORK):
                     batch = [sid for _n, sid in page[at:at + LIST_WORK]]
                     seen.update(batch)
-                    held = {sid: live for sid in batch if (live := self.sessions.get(sid)) is not None}
-                    records = {row[0]: row for row in self.store.end_records(
-                        [sid for sid in batch if sid not in held])} if len(held) < len(batch) else {}
-                    for sid in batch:
-                        live = held.get(sid)
-                        row = records.get(sid)
-                        if live is None and row is not None and (live := self._ended.get(sid)) is not None \
-                                and row[3] is None:
-                            self._note_end(live)  # (one of the last read, its end record not written)
-                        md = live.metadata if live is not None else self._from_end(*row) if row is not None else None
-                        work += 1
-                        if md is None and live is None:
-                            work += 3
-                            live = self._read_back(sid, keep=False)
-                            if live is not None:
-                                md = live.metadata
-                                self._note_end(live)
+                    for md, cost in self._batch_metadata(batch):
+                        work += cost
                         if md is not None and mine & md.pset:
                             found.append(md)
                             count += 1
@@ -296,6 +281,28 @@ class Hub:
             yield found
         finally:
             self.flush_ends()  # (the end records this listing made: the next one reads them)
+
+    def _batch_metadata(self, batch: list[str]) -> Generator[tuple[Optional[SessionMetadata], int], None, None]:
+        """Each session of `batch` (ids, in naming order) as its metadata (None: unreadable) and the
+        work it took, lazily: held in memory (1), built from its creation and end records (1), or
+        read back from its log, its end record then written for the next listing (4)."""
+        held = {sid: live for sid in batch if (live := self.sessions.get(sid)) is not None}
+        records = {row[0]: row for row in self.store.end_records(
+            [sid for sid in batch if sid not in held])} if len(held) < len(batch) else {}
+        for sid in batch:
+            live = held.get(sid)
+            row = records.get(sid)
+            if live is None and row is not None and (live := self._ended.get(sid)) is not None and row[3] is None:
+                self._note_end(live)  # (one of the last read, its end record not written)
+            md = live.metadata if live is not None else self._from_end(*row) if row is not None else None
+            if md is None and live is None:
+                live = self._read_back(sid, keep=False)
+                if live is not None:
+                    md = live.metadata
+                    self._note_end(live)
+                yield md, 4
+            else:
+                yield md, 1
 
     def _from_end(self, sid: str, text: Any, crc: Any, end: Any, end_crc: Any) -> Optional[SessionMetadata]:
         """An ended session's metadata from its stored creation and end records (None: no end

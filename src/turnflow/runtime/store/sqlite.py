@@ -441,15 +441,7 @@ class SQLiteStore:
         try:
             roster = [(r[0], r[2]) for r in sessions]  # (this group's rows of `session_agents`)
             added = [(r[1], r[4]) for r in rows if r[3] == _PARTICIPANT_ADDED]
-            if sessions:  # (session_id, task_id, record, crc): the task id is PostgreSQL's
-                db.executemany("INSERT INTO sessions (session_id, record, crc) VALUES (?1, ?3, ?4)", sessions)
-            if rows:  # (gseq, session_id, seq, event_type, record, crc): the type is inside the record
-                db.executemany("INSERT INTO envelopes (gseq, session_id, seq, record, crc) VALUES (?1, ?2, ?3, ?5, ?6)",
-                               rows)
-            if telemetry:
-                db.executemany("INSERT INTO telemetry (session_id, record) VALUES (?, ?)", telemetry)
-            if ends:
-                db.executemany("INSERT OR REPLACE INTO session_ends (session_id, record, crc) VALUES (?, ?, ?)", ends)
+            _insert(db, sessions, rows, telemetry, ends)
             due = len(self._roster) + len(roster) >= ROSTER_BATCH
             if due:
                 self._write_roster(self._roster + roster, self._roster_added + added)
@@ -642,3 +634,16 @@ def _unwritable(path: str) -> Optional[str]:
     if os.path.isdir(folder) and not os.access(folder, os.W_OK):  # the -wal, -shm, .lock files are made there
         return f"its folder {folder} is read-only"
     return None
+
+
+def _insert(db: sqlite3.Connection, sessions: list[SessionRow], rows: list[EnvelopeRow], telemetry: list[TelemetryRow],
+            ends: Sequence[EndRow]) -> None:
+    """A group's rows, inside `_write`'s transaction."""
+    if sessions:  # (session_id, task_id, record, crc): the task id is PostgreSQL's
+        db.executemany("INSERT INTO sessions (session_id, record, crc) VALUES (?1, ?3, ?4)", sessions)
+    if rows:  # (gseq, session_id, seq, event_type, record, crc): the type is inside the record
+        db.executemany("INSERT INTO envelopes (gseq, session_id, seq, record, crc) VALUES (?1, ?2, ?3, ?5, ?6)", rows)
+    if telemetry:
+        db.executemany("INSERT INTO telemetry (session_id, record) VALUES (?, ?)", telemetry)
+    if ends:
+        db.executemany("INSERT OR REPLACE INTO session_ends (session_id, record, crc) VALUES (?, ?, ?)", ends)
