@@ -1,5 +1,7 @@
 """A throw-away PostgreSQL server for the tests and bench/batch.py: `initdb` + `pg_ctl` on a
-temporary directory and a free port on 127.0.0.1, trust authentication, no mocks.
+temporary directory and a free port on 127.0.0.1, trust authentication, no mocks. The first
+server's fresh data directory is kept (`turnflow-pg-template-*` beside the servers' directories,
+~40 MB) and copied for the next ones instead of running initdb again.
 
 Binaries are looked up on PATH, then in Debian's /usr/lib/postgresql/*/bin (newest first).
 initdb and postgres refuse to run as root: as root the server runs as the `postgres` user
@@ -10,6 +12,7 @@ by that user.
 from __future__ import annotations
 
 import glob
+import hashlib
 import os
 import pwd
 import shlex
@@ -21,6 +24,7 @@ import time
 from typing import Optional
 
 SUPERUSER = "turnflow"
+INITDB_ARGS = ("-U", SUPERUSER, "--auth=trust", "-E", "UTF8", "--no-sync")
 
 
 def find_bindir() -> Optional[str]:
@@ -90,11 +94,37 @@ class PgServer:
             os.chmod(self.tmp, 0o755)
             os.chown(self.tmp, pw.pw_uid, pw.pw_gid)
         env = {**os.environ, "LC_ALL": "C", "LANG": "C"}
-        self._run(self._cmd("initdb", "-D", self.data, "-U", SUPERUSER, "--auth=trust", "-E", "UTF8", "--no-sync"),
-                  env)
+        template = self._template()
+        copied = os.path.exists(os.path.join(template, "PG_VERSION")) and \
+            subprocess.run(["cp", "-a", template, self.data], stderr=subprocess.DEVNULL).returncode == 0
+        if not copied:
+            shutil.rmtree(self.data, ignore_errors=True)  # (a copy that failed half-way)
+            self._run(self._cmd("initdb", *INITDB_ARGS, "-D", self.data), env)
+            self._publish(template)
         self.run_server()
         self.started = True
         return self
+
+    def _template(self) -> str:
+        """Where a data directory fresh from this initdb is kept for the next server (initdb costs
+        ~2 s of wall and 0.6 s of CPU per server; a copy 0.15 s of CPU): one per binaries, user and
+        arguments, in the folder the servers' directories are made in."""
+        st = os.stat(os.path.join(self.bindir, "postgres"))
+        key = hashlib.sha256(repr((self.bindir, st.st_size, st.st_mtime_ns, self.user, os.geteuid(), INITDB_ARGS))
+                             .encode()).hexdigest()[:16]
+        return os.path.join(os.path.dirname(self.tmp), f"turnflow-pg-template-{key}")
+
+    def _publish(self, template: str) -> None:
+        """A copy of the fresh (never started) data directory, renamed into place whole; whoever
+        renames first wins, the others keep their own."""
+        staging = tempfile.mkdtemp(prefix="turnflow-pg-template-", dir=os.path.dirname(self.tmp))
+        try:
+            subprocess.run(["cp", "-a", self.data, os.path.join(staging, "data")], check=True)
+            os.rename(os.path.join(staging, "data"), template)
+        except OSError:
+            pass  # another process published it first
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
 
     def run_server(self) -> None:
         """`pg_ctl start` on the data directory, with the same settings every time (also after a

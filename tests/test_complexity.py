@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from scan_gc import collector_paused
+
 SRC = Path(__file__).resolve().parents[1] / "src"
 LIMIT = 20
 
@@ -31,7 +33,8 @@ def offenders() -> dict[str, int]:
 
 
 def test_no_function_above_the_complexity_limit():
-    found = offenders()
+    with collector_paused():  # (tests/scan_gc.py)
+        found = offenders()
     new = {k: v for k, v in found.items() if k not in ALLOWED}
     fixed = sorted(k for k in ALLOWED if k not in found)
     problems = [f"{k}: complexity {v} > {LIMIT} (split it up)" for k, v in sorted(new.items())]

@@ -13,6 +13,13 @@ ag2net = pytest.importorskip("ag2.network")
 
 from serve_process import ServeProcess  # noqa: E402
 
+try:
+    import uvloop  # noqa: F401
+except ImportError:  # (Windows, or the serve extra not installed)
+    DEFAULT_LOOP = "asyncio"
+else:
+    DEFAULT_LOOP = "uvloop"  # `--loop auto`, the default: the PostgreSQL tests below run on it (test_serve_pg.py on asyncio)
+
 TEXT, PACKET, CLOSED = "ag2.msg.text", "ag2.packet", "ag2.channel.closed"
 
 
@@ -399,6 +406,7 @@ def test_on_postgresql_agents_and_sessions_survive_kill_9_and_a_restart_elsewher
     assert again == wal and reason == "consulting_complete"
     assert [e["event_data"].get("text") for e in wal if e["event_type"] == TEXT] == ["where are you?", "on postgres"]
     assert list(first_dir.iterdir()) == [] and list(second_dir.iterdir()) == []  # no registry file anywhere
+    assert f"event loop {DEFAULT_LOOP}" in server.stderr().splitlines()[0]
 
 
 def test_a_registry_file_of_an_earlier_version_is_imported_into_postgresql_once(pg_url, tmp_path):
@@ -617,6 +625,7 @@ def test_on_postgresql_delivery_cursors_survive_a_restart_elsewhere(pg_url, tmp_
         server.stop()
     assert welcome == "welcome"
     assert replayed == [(cid, TEXT, "second")]
+    assert f"event loop {DEFAULT_LOOP}" in server.stderr().splitlines()[0]
 
 
 def test_an_invited_agent_is_notified_of_the_invite_once(served):

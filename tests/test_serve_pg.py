@@ -1,10 +1,17 @@
-"""`turnflow serve` on a PostgreSQL store (the agents kept in the same database), on each event
-loop it can run on: the README's AG2 example runs against it, and again after a restart on the same
-database (the names it freed are free, its first session is still there)."""
+"""`turnflow serve` on a PostgreSQL store (the agents kept in the same database) on asyncio's own
+event loop: the README's AG2 example runs against it, and again after a restart on the same
+database (the names it freed are free, its first session is still there).
+
+uvloop (the default where it is installed) on PostgreSQL across a restart is tests/test_serve.py's:
+its two PostgreSQL tests serve on the default loop and check that it is uvloop. The example runs
+here in this process (AG2 is imported here already): as the README runs it, in a process of its
+own, it is tests/test_serve.py::test_the_readme_example_runs_against_a_served_hub's."""
 
 from __future__ import annotations
 
-import subprocess
+import contextlib
+import io
+import runpy
 import sys
 from pathlib import Path
 
@@ -15,39 +22,31 @@ pytest.importorskip("ag2")
 
 from serve_process import ServeProcess  # noqa: E402
 
-try:
-    import uvloop  # noqa: F401
-except ImportError:  # (Windows, or the serve extra not installed)
-    HAS_UVLOOP = False
-else:
-    HAS_UVLOOP = True
-
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "ag2_consult.py"
 
 
-def consult(url: str) -> str:
-    out = subprocess.run([sys.executable, str(EXAMPLE), url], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    lines = out.stdout.splitlines()
+def consult(url: str, monkeypatch) -> str:
+    monkeypatch.setattr(sys, "argv", [str(EXAMPLE), url])
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        runpy.run_path(str(EXAMPLE), run_name="__main__")
+    lines = out.getvalue().splitlines()
     assert lines[:2] == ["alice: Why is the orders query slow?", "bob: Add an index on orders(user_id, created_at)."]
     assert lines[2].startswith("session ") and lines[2].endswith(": consulting_complete")
     return lines[2].split()[1].rstrip(":")
 
 
-@pytest.mark.parametrize("loop", ["asyncio", pytest.param("uvloop", marks=pytest.mark.skipif(
-    not HAS_UVLOOP, reason="uvloop is not installed (the serve extra installs it, not on Windows)"))])
-def test_the_readme_example_runs_against_a_hub_on_postgresql_across_a_restart(pg_url, loop):
+def test_the_readme_example_runs_against_a_hub_on_postgresql_across_a_restart(pg_url, monkeypatch):
     import psycopg
 
-    first = ServeProcess(pg_url, "--loop", loop)
+    first = ServeProcess(pg_url, "--loop", "asyncio")
     try:
-        one = consult(first.url)
+        one = consult(first.url, monkeypatch)
     finally:
         first.stop()
-    assert f"event loop {loop}" in first.stderr().splitlines()[0]
-    again = ServeProcess(pg_url, "--loop", loop)
+    assert "event loop asyncio" in first.stderr().splitlines()[0]
+    again = ServeProcess(pg_url, "--loop", "asyncio")
     try:
-        two = consult(again.url)
+        two = consult(again.url, monkeypatch)
     finally:
         again.stop()
     assert one != two

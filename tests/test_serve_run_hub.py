@@ -425,27 +425,26 @@ def test_run_hub_serves_a_guarded_workflow_to_an_unchanged_ag2_participant(tmp_p
         assert bob.stdout.readline().strip() == "ready"
         (tmp_path / "s.flow").write_text(GUARDED)
         (tmp_path / "agents.yaml").write_text('agents:\n  alice: {kind: scripted, steps: [{say: "draft"}]}\n')
-        res = subprocess.run([sys.executable, "-m", "turnflow", "run", str(tmp_path / "s.flow"), "--agents",
-                              str(tmp_path / "agents.yaml"), "--hub", served.url, "--timeout", "20"],
-                             capture_output=True, text=True, timeout=120, env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"})
-        assert res.returncode == 0, res.stderr
-        assert "bob: looks good" in res.stdout and "closed: approved" in res.stdout
-        assert "register_extensions" not in res.stderr  # nothing for the AG2 side to do
+        # the runs in this process (scripted agents; bob is the process of its own that matters)
+        code, out, err = asyncio.run(_run_here(str(tmp_path / "s.flow"), "--agents", str(tmp_path / "agents.yaml"),
+                                               "--hub", served.url, "--timeout", "20"))
+        assert code == 0, err
+        assert "bob: looks good" in out and "closed: approved" in out
+        assert "register_extensions" not in err  # nothing for the AG2 side to do
 
         bob.kill()
         bob.wait()
         needs = GUARDED.replace("when context.done == false", 'when text contains "LGTM"')
         (tmp_path / "n.flow").write_text(needs)
-        told = subprocess.run([sys.executable, "-m", "turnflow", "run", str(tmp_path / "n.flow"), "--agents",
-                               str(tmp_path / "agents.yaml"), "--hub", served.url, "--timeout", "5"],
-                              capture_output=True, text=True, timeout=120, env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"})
+        _, _, told = asyncio.run(_run_here(str(tmp_path / "n.flow"), "--agents", str(tmp_path / "agents.yaml"),
+                                           "--hub", served.url, "--timeout", "5"))
     finally:
         bob.kill()
         bob.wait()
         if served is not None:
             served.stop()
     assert ("the workflow uses all_of, text_contains, which AG2 1.2.1 does not ship: every AG2 participant's "
-            "process must call turnflow.interop.ag2.register_extensions()") in told.stderr
+            "process must call turnflow.interop.ag2.register_extensions()") in told
     # the served hub says it too, of the session that run opened
     assert "its workflow uses all_of, text_contains, which AG2 1.2.1 does not ship" in served.stderr()
 

@@ -20,8 +20,10 @@ import ast
 import asyncio
 import sqlite3
 from pathlib import Path
+from typing import Optional
 
 import pytest
+from scan_gc import collector_paused
 
 from turnflow.runtime.envelope import EV_TEXT, Envelope
 from turnflow.runtime.errors import StoreError
@@ -61,14 +63,19 @@ def _members(cls: ast.ClassDef) -> set[str]:
     return out
 
 
-def store_only_names(root: Path = SRC) -> set[str]:
+def parsed(root: Path) -> dict[Path, ast.Module]:
+    """Every module under `root`, parsed (once for both scans below)."""
+    return {path: ast.parse(path.read_text(encoding="utf-8"), str(path)) for path in sorted(root.rglob("*.py"))}
+
+
+def store_only_names(root: Path = SRC, trees: Optional[dict[Path, ast.Module]] = None) -> set[str]:
     """The members of the store classes (the contract, both engines) that no other class under
     `root` has: a getattr/hasattr for one of them can only be asking a store."""
     stores: set[str] = set()
     others: set[str] = set()
-    for path in root.rglob("*.py"):
+    for path, tree in (trees if trees is not None else parsed(root)).items():
         own = STORE_CLASSES.get(path.relative_to(root).as_posix())
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(tree):
             if isinstance(node, ast.ClassDef):
                 (stores if node.name == own else others).update(_members(node))
     return stores - others - {"__init__"}
@@ -90,12 +97,12 @@ def _delegates(fn: ast.AST) -> bool:
             and v.func.attr == "__await__" and isinstance(v.func.value, ast.Call))
 
 
-def violations(root: Path, store_names: frozenset[str] = frozenset()) -> list[str]:
+def violations(root: Path, store_names: frozenset[str] = frozenset(),
+               trees: Optional[dict[Path, ast.Module]] = None) -> list[str]:
     """Every use of asyncio internals for awaiting and every probe of a store under `root`
     (`store_names`: `store_only_names()`, looked for in `runtime/` and `serve/`)."""
     found = []
-    for path in sorted(root.rglob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    for path, tree in (trees if trees is not None else parsed(root)).items():
         where = path.relative_to(root.parent)
         by_name = path.relative_to(root).parts[0] in SCANNED_BY_NAME
         for node in ast.walk(tree):
@@ -124,11 +131,15 @@ def violations(root: Path, store_names: frozenset[str] = frozenset()) -> list[st
 
 
 def test_src_awaits_with_public_asyncio_and_never_probes_a_store():
-    names = store_only_names()
+    with collector_paused():  # (tests/scan_gc.py) src/ parsed once for both scans
+        trees = parsed(SRC)
+        names = store_only_names(SRC, trees)
+        found = violations(SRC, frozenset(names), trees)
+        del trees
     # read from the classes: the contract's own names and each engine's, but none another class has
     assert {"commit_group", "read_range", "damage", "dialect", "finish_task", "_gseq"} <= names, sorted(names)
     assert not {"close", "sessions", "path", "db", "__init__"} & names, sorted(names)
-    assert violations(SRC, frozenset(names)) == []
+    assert found == []
 
 
 def test_the_scan_finds_each_kind_of_violation(tmp_path):
