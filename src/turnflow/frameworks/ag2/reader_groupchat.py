@@ -652,17 +652,27 @@ def _eligibility(cx: Classic, b: FlowBuilder, call: pyast.Call, rota: Rotation,
     disallowed), else every agent (itself per `allow_repeat_speaker`)."""
     mod = cx.mod
     repeat, repeat_node = lit("allow_repeat_speaker", None)
+    # AG2's GroupChat.__post_init__ (ag2 0.9.9, autogen/agentchat/groupchat.py) refuses, when the chat
+    # is built, a value that is not None, a bool or a list, then one given with a transitions dict
     if repeat is _NOTLIT:
         resolved = mod.resolve(repeat_node)
-        if isinstance(resolved, (pyast.List, pyast.Tuple)):
+        if isinstance(resolved, pyast.List):
             repeat = [a.name for a in _agent_list(cx, repeat_node, "`allow_repeat_speaker`", call)]
+        elif isinstance(resolved, pyast.Tuple):
+            repeat = ()
         else:
             raise fail("TF401", "`allow_repeat_speaker` must be True, False or a list of agents",
                        pos(repeat_node), mod.path, mod.src)
+    if repeat is not None and not isinstance(repeat, (bool, list)):
+        raise fail("TF401", f"`allow_repeat_speaker={pyast.unparse(repeat_node)[:40]}`: AG2 refuses this GroupChat "
+                   "when it is built (ValueError: GroupChat allow_repeat_speaker should be a bool or a list of "
+                   "Agents)", pos(repeat_node), mod.path, mod.src)
     if _dict_mode(call):
         if repeat is not None:
-            b.note("TF409", "`allow_repeat_speaker` and `allowed_or_disallowed_speaker_transitions` are mutually "
-                   "exclusive (AutoGen rejects both); the transitions are used", pos(repeat_node))
+            raise fail("TF401", "`allow_repeat_speaker` is given with `allowed_or_disallowed_speaker_transitions`: "
+                       "AG2 refuses this GroupChat when it is built (ValueError: Don't provide both "
+                       "allowed_or_disallowed_speaker_transitions and allow_repeat_speaker in group chat); "
+                       "leave `allow_repeat_speaker` out (or None)", pos(repeat_node), mod.path, mod.src)
         return _transitions(cx, b, call, rota, lit)
     repeats = set(repeat) if isinstance(repeat, list) else set()
     allowed: dict[str, Sequence[str]] = {}
