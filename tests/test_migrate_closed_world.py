@@ -93,3 +93,92 @@ def test_allow_repeat_speaker_that_is_not_a_bool_or_a_list_is_refused_as_ag2_ref
         migrate(text, "chat.py")
     (d,) = err.value.diagnostics
     assert d.code == "TF401" and d.span.line == 5 and "should be a bool or a list of Agents" in d.message, d
+
+
+# -- 1. `**shared` of a literal dict ------------------------------------------------------------
+SHARED = '''from autogen import AssistantAgent, ConversableAgent, GroupChat, GroupChatManager
+cfg = {"config_list": []}
+shared = dict(llm_config=cfg, human_input_mode="NEVER")
+limits = {"max_consecutive_auto_reply": 3}
+a = ConversableAgent("a", **shared)
+b = ConversableAgent("b", description="checks", **limits)
+c = AssistantAgent(**{"name": "c", "description": "writes"}, **shared)
+CHANGE
+d = ConversableAgent("d", **shared)
+chat = GroupChat(agents=[a, b, c, d], messages=[], max_round=5, speaker_selection_method="round_robin")
+manager = GroupChatManager(groupchat=chat, llm_config=False)
+a.initiate_chat(manager, message="go")
+'''
+
+
+def test_keywords_of_a_literal_dict_are_read_as_written_at_the_call():
+    """Before: TF411 "`**shared` passes keywords known only when the program runs" at each agent, and
+    its settings (description, max_consecutive_auto_reply) were not read. Now `**` of a dict literal
+    (or `dict(k=v)`) not changed before the call is its keywords: `max_consecutive_auto_reply` is the
+    TF405 it is when written out, at the dict's value (line 4)."""
+    result = _run(SHARED.replace("CHANGE", "pass"))
+    assert not [d for d in result.diagnostics if d.code == "TF411"], result.diagnostics
+    assert ("TF405", 4) in _codes(result)
+    assert 'participant c "writes"' in result.text and 'participant b "checks"' in result.text
+    assert _edges(result) == {("a", "b"), ("b", "c"), ("c", "d"), ("d", "a")}
+
+
+def test_a_name_in_a_literal_dict_names_the_agent():
+    text = SHARED.replace("CHANGE", "pass").replace('ConversableAgent("d", **shared)',
+                                                    'ConversableAgent(**{"name": "reviewer"}, **shared)')
+    result = _run(text)
+    assert "participant reviewer" in result.text and ("c", "reviewer") in _edges(result)
+
+
+@pytest.mark.parametrize("change", [
+    'shared["max_consecutive_auto_reply"] = 1',
+    'shared.update(max_consecutive_auto_reply=1)',
+    'shared |= {"max_consecutive_auto_reply": 1}',
+    'del shared["human_input_mode"]',
+    'tune(shared)',
+    'alias = shared',
+    'if unknown_flag:\n    shared = {"max_consecutive_auto_reply": 1}',
+    'for x in load():\n    shared["k"] = x',
+    'def tune():\n    shared["max_consecutive_auto_reply"] = 1\ntune()',
+    'cfg = {"other": 1}',
+    'shared = load()',
+])
+def test_a_dict_that_may_have_changed_before_the_call_is_still_reported(change):
+    """A dict changed (or handed to code that may change it, or whose values' names are bound again)
+    between its literal and `**` is known only when the program runs: TF411 at `**shared` of `d`
+    (after the change), as before; `a` and `c`, built before the change, are read."""
+    text = SHARED.replace("CHANGE", change)
+    result = migrate(text, "case.py")
+    line = text.splitlines().index('d = ConversableAgent("d", **shared)') + 1
+    found = [d.span.line for d in result.diagnostics if d.code == "TF411"]
+    # a function that changes the dict may run at any call: the dict is not read anywhere
+    assert found == ([5, 7, line] if change.startswith("def ") else [line]), (change, result.diagnostics)
+
+
+def test_a_module_dict_seen_from_a_function_is_read_when_nothing_changes_it():
+    text = ('from autogen import ConversableAgent, GroupChat, GroupChatManager\n'
+            'BASE = {"description": "helps", "llm_config": False}\n'
+            'def main():\n'
+            '    a = ConversableAgent("a", **BASE)\n'
+            '    b = ConversableAgent("b", **BASE)\n'
+            '    chat = GroupChat(agents=[a, b], messages=[], max_round=4, speaker_selection_method="round_robin")\n'
+            '    manager = GroupChatManager(groupchat=chat, llm_config=False)\n'
+            '    a.initiate_chat(manager, message="go")\n')
+    result = _run(text)
+    assert not [d for d in result.diagnostics if d.code == "TF411"]
+    assert 'participant a "helps"' in result.text
+    changed = text + 'def later():\n    BASE["description"] = "other"\n'
+    assert [d.span.line for d in migrate(changed, "case.py").diagnostics if d.code == "TF411"] == [4, 5]
+
+
+def test_group_chat_settings_through_a_literal_dict_are_read():
+    text = ('from autogen import ConversableAgent, GroupChat, GroupChatManager\n'
+            'a = ConversableAgent("a", llm_config=False)\n'
+            'b = ConversableAgent("b", llm_config=False)\n'
+            'c = ConversableAgent("c", llm_config=False)\n'
+            'settings = dict(max_round=4, speaker_selection_method="round_robin")\n'
+            'chat = GroupChat(agents=[a, b, c], messages=[], **settings)\n'
+            'manager = GroupChatManager(groupchat=chat, llm_config=False)\n'
+            'a.initiate_chat(manager, message="go")\n')
+    result = _run(text)
+    assert "max_turns 4" in result.text and _edges(result) == {("a", "b"), ("b", "c"), ("c", "a")}

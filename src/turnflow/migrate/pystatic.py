@@ -237,6 +237,144 @@ def _has_jump(body: list[pyast.stmt]) -> bool:
     return False
 
 
+
+# ---------------------------------------------------------------------------------------------
+#  `**shared` of a literal dict
+# ---------------------------------------------------------------------------------------------
+_DICT_READERS = {"get", "keys", "values", "items", "copy"}  # methods that leave a dict as it is
+_DICT_KEY = "**"  # `lists` holds the literal dicts of a block under "**NAME" (flow-sensitive, as lists)
+
+
+def _parents(node: pyast.AST) -> dict[int, pyast.AST]:
+    return {id(child): n for n in pyast.walk(node) for child in pyast.iter_child_nodes(n)}
+
+
+def _dict_unsafe(node: pyast.AST, stores: bool = True) -> set[str]:
+    """The names `node` uses other than to read a dict: `**d` in a call or a dict display, `d[k]`,
+    `d.get(...)` / `.keys()` / `.values()` / `.items()` / `.copy()`. Any other use may change it
+    (`d[k] = v`, `d.update(...)`, `del d[k]`, `d |= ...`, handing it to a function, an alias,
+    `global d`), or rebinds it (`stores`)."""
+    parent = _parents(node)
+    for d in pyast.walk(node):
+        if isinstance(d, pyast.Dict):
+            for k, v in zip(d.keys, d.values):
+                if k is None:
+                    v._turnflow_spread = True  # type: ignore[attr-defined]
+    out: set[str] = set()
+    for n in pyast.walk(node):
+        if isinstance(n, (pyast.Global, pyast.Nonlocal)):
+            out.update(n.names)
+        if not isinstance(n, pyast.Name):
+            continue
+        if not isinstance(n.ctx, pyast.Load):
+            if stores or isinstance(n.ctx, pyast.Del):
+                out.add(n.id)
+            continue
+        if not _reads_dict(n, parent):
+            out.add(n.id)
+    return out
+
+
+def _reads_dict(n: pyast.Name, parent: dict[int, pyast.AST]) -> bool:
+    """`n` is spread (`**n`), indexed (`n[k]`) or read by a method that leaves it as it is."""
+    up = parent.get(id(n))
+    if isinstance(up, pyast.keyword):
+        return up.arg is None
+    if isinstance(up, pyast.Dict):  # `{**n}` (a key is None there; a dict's other names are keys or values)
+        return getattr(n, "_turnflow_spread", False)
+    if isinstance(up, pyast.Subscript):
+        return up.value is n and isinstance(up.ctx, pyast.Load)
+    call = parent.get(id(up))
+    return isinstance(up, pyast.Attribute) and up.attr in _DICT_READERS and isinstance(call, pyast.Call) \
+        and call.func is up
+
+
+def _stored(node: pyast.AST) -> set[str]:
+    return {n.id for n in pyast.walk(node) if isinstance(n, pyast.Name) and not isinstance(n.ctx, pyast.Load)}
+
+
+def _loaded(node: pyast.AST) -> set[str]:
+    return {n.id for n in pyast.walk(node) if isinstance(n, pyast.Name) and isinstance(n.ctx, pyast.Load)}
+
+
+def _value_names(d: pyast.AST) -> set[str]:
+    """The names a literal dict's values use (computed once per dict)."""
+    found = getattr(d, "_turnflow_names", None)
+    if found is None:
+        found = _loaded(d)
+        d._turnflow_names = found  # type: ignore[attr-defined]
+    return found
+
+
+def _literal_dict(node: pyast.AST, known: Callable[[str], Optional[pyast.Dict]]) -> Optional[pyast.Dict]:
+    """`{"k": v, **other}` with string keys, or `dict(k=v, **other)`, `other` a known literal dict
+    (`known`): a dict display with one string key each (the last value of a key wins, as in Python);
+    None for anything else."""
+    items: list[tuple[pyast.AST, pyast.AST]] = []
+    if isinstance(node, pyast.Dict):
+        pairs = list(zip(node.keys, node.values))
+    elif isinstance(node, pyast.Call) and isinstance(node.func, pyast.Name) and node.func.id == "dict" \
+            and not node.args:
+        pairs = [(pyast.copy_location(pyast.Constant(value=k.arg), k.value) if k.arg is not None else None, k.value)
+                 for k in node.keywords]
+    else:
+        return None
+    for k, v in pairs:
+        if k is None:
+            inner = _spread_dict(v, known)
+            if inner is None:
+                return None
+            items += list(zip(inner.keys, inner.values))  # type: ignore[arg-type]
+        elif isinstance(k, pyast.Constant) and isinstance(k.value, str):
+            items.append((k, v))
+        else:
+            return None
+    last: dict[str, tuple[pyast.AST, pyast.AST]] = {}
+    for k, v in items:
+        key = k.value  # type: ignore[attr-defined]
+        last[key] = (last[key][0] if key in last else k, v)
+    out = pyast.Dict(keys=[k for k, _ in last.values()], values=[v for _, v in last.values()])
+    return pyast.copy_location(out, node)
+
+
+def _spread_dict(node: pyast.AST, known: Callable[[str], Optional[pyast.Dict]]) -> Optional[pyast.Dict]:
+    """The literal dict `**node` spreads: a known name, or a dict display / `dict(...)` written there."""
+    if isinstance(node, pyast.Name):
+        return known(node.id)
+    return _literal_dict(node, known)
+
+
+def _expand_spreads(st: pyast.AST, known: Callable[[str], Optional[pyast.Dict]]) -> None:
+    """`f(x, **shared)` → `f(x, k=v, ...)` for each call of `st` (not in a lambda, which runs later)
+    whose `**` spreads a known literal dict: what Python passes. A key that is not an identifier, or
+    one given twice (Python's TypeError), leaves the call as it is (reported where it is read)."""
+    todo: list[pyast.AST] = [st]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, pyast.Lambda):
+            continue
+        todo.extend(pyast.iter_child_nodes(n))
+        if not isinstance(n, pyast.Call) or all(k.arg is not None for k in n.keywords):
+            continue
+        new: list[pyast.keyword] = []
+        for kw in n.keywords:
+            d = _spread_dict(kw.value, known) if kw.arg is None else None
+            if kw.arg is not None or d is None:
+                new.append(kw)
+                continue
+            for k, v in zip(d.keys, d.values):
+                if not k.value.isidentifier():  # type: ignore[union-attr]
+                    break
+                item = pyast.keyword(arg=k.value, value=copy.deepcopy(v))  # type: ignore[union-attr]
+                new.append(pyast.copy_location(item, v))
+            else:
+                continue
+            new.append(kw)
+        names = [k.arg for k in new if k.arg is not None]
+        if len(names) == len(set(names)):
+            n.keywords = new
+
+
 class Rewriter:
     def __init__(self, tree: pyast.Module):
         self.tree = tree
@@ -246,6 +384,9 @@ class Rewriter:
         self.active: set[str] = set()  # the procedures being inlined
         self.inlined: set[str] = set()  # builders inlined at a call: their own body is not a chat of its own
         self.module_lists: dict[str, pyast.AST] = {}
+        self.module_dicts: dict[str, pyast.Dict] = {}  # literal dicts bound once, changed nowhere
+        self._changed_in_defs: Optional[set[str]] = None  # names a function may change as free variables
+        self.spreads = False  # the file passes `**x` somewhere
         self.counter = 0
         self.copies = 0
 
@@ -268,6 +409,7 @@ class Rewriter:
                     and isinstance(st.value, (pyast.List, pyast.Tuple)) and stores.get(st.targets[0].id) == 1 \
                     and st.targets[0].id not in changed:
                 self.module_lists[st.targets[0].id] = st.value
+        self._dict_facts(stores)
         self.tree.body = self._block(self.tree.body, {}, top=True)
         pyast.fix_missing_locations(self.tree)
         return self.tree
@@ -424,6 +566,90 @@ class Rewriter:
                     return done[0]
             return node
 
+
+    # -- literal dicts (`**shared`) ---------------------------------------------------------
+    @property
+    def changed_in_defs(self) -> set[str]:
+        """The names a function, lambda or class changes (or hands on) as free variables: a dict of
+        that name may change whenever code runs, and is never read (computed on first use)."""
+        if self._changed_in_defs is None:
+            self._changed_in_defs = set()
+            for fn in pyast.walk(self.tree):
+                if isinstance(fn, (pyast.FunctionDef, pyast.AsyncFunctionDef, pyast.Lambda, pyast.ClassDef)):
+                    own = _stored(fn) | {a.arg for a in pyast.walk(fn) if isinstance(a, pyast.arg)}
+                    declared = {x for n in pyast.walk(fn) if isinstance(n, (pyast.Global, pyast.Nonlocal))
+                                for x in n.names}
+                    body = fn.body if isinstance(fn.body, list) else [fn.body]
+                    self._changed_in_defs |= {x for st in body for x in _dict_unsafe(st)} - (own - declared)
+        return self._changed_in_defs
+
+    def _dict_facts(self, stores: dict[str, int]) -> None:
+        """The module's literal dicts bound once, changed nowhere, whose values' names are bound at
+        most once (functions see them); nothing to do in a file that spreads no `**x`."""
+        self.spreads = any(isinstance(n, pyast.keyword) and n.arg is None for n in pyast.walk(self.tree))
+        if not self.spreads:
+            return
+        found = []
+        for st in self.tree.body:
+            if isinstance(st, pyast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], pyast.Name) \
+                    and stores.get(st.targets[0].id) == 1:
+                d = _literal_dict(st.value, self.module_dicts.get)
+                if d is not None and all(stores.get(x, 0) <= 1 for x in _value_names(d)):
+                    found.append(st.targets[0].id)
+                    self.module_dicts[st.targets[0].id] = d
+        unsafe = _dict_unsafe(self.tree, stores=False) | self.changed_in_defs if found else set()
+        for name in found:
+            if name in unsafe:
+                del self.module_dicts[name]
+
+    def _seeded(self, fn: pyast.AST) -> dict[str, pyast.AST]:
+        """The module's literal dicts a function (class) body sees: those whose name and values'
+        names it does not bind itself."""
+        own = _stored(fn) | {a.arg for a in pyast.walk(fn) if isinstance(a, pyast.arg)}
+        return {_DICT_KEY + name: d for name, d in self.module_dicts.items()
+                if name not in own and not (_value_names(d) & own)}
+
+    def _dict_step(self, st: pyast.stmt, lists: dict[str, pyast.AST]) -> None:
+        """Before `st` runs: its `**d` of known literal dicts expanded (simple statements), then the
+        dicts it may change, or whose values' names it binds again, forgotten."""
+        compound = isinstance(st, (pyast.If, pyast.With, pyast.AsyncWith, pyast.Try, pyast.For, pyast.AsyncFor,
+                                   pyast.While, pyast.FunctionDef, pyast.AsyncFunctionDef, pyast.ClassDef)) \
+            or type(st).__name__ in ("Match", "TryStar")
+        if not self.spreads:
+            return  # no `**x` in the file: no dict to read
+        if not compound and any(isinstance(n, pyast.keyword) and n.arg is None for n in pyast.walk(st)):
+            _expand_spreads(st, lambda name: lists.get(_DICT_KEY + name))  # type: ignore[arg-type,return-value]
+        if isinstance(st, pyast.If):
+            heads: list[pyast.AST] = [st.test]
+        elif isinstance(st, (pyast.With, pyast.AsyncWith)):
+            heads = list(st.items)
+        elif isinstance(st, pyast.Try):
+            heads = []
+        else:
+            heads = [st]  # the whole statement: a loop body runs again, a def or class later
+        self._forget_dicts(lists, heads)
+
+    def _forget_dicts(self, lists: dict[str, pyast.AST], nodes: list[pyast.AST]) -> None:
+        keys = [k for k in lists if k.startswith(_DICT_KEY)]
+        if not keys:
+            return
+        names = {n.id for node in nodes for n in pyast.walk(node) if isinstance(n, pyast.Name)}
+        if not any(k[len(_DICT_KEY):] in names or _value_names(lists[k]) & names for k in keys):
+            return  # the statements touch no known dict, nor the names their values use
+        changed = {x for n in nodes for x in _dict_unsafe(n)}
+        bound = {x for n in nodes for x in _stored(n)}
+        for key in keys:
+            if key[len(_DICT_KEY):] in changed or _value_names(lists[key]) & bound:
+                del lists[key]
+
+    def _dict_binding(self, st: pyast.stmt, lists: dict[str, pyast.AST]) -> None:
+        """`name = {...}` / `dict(...)` (its spreads known): a literal dict from here on."""
+        if self.spreads and isinstance(st, pyast.Assign) and len(st.targets) == 1 \
+                and isinstance(st.targets[0], pyast.Name) and st.targets[0].id not in self.changed_in_defs:
+            d = _literal_dict(st.value, lambda name: lists.get(_DICT_KEY + name))  # type: ignore[arg-type,return-value]
+            if d is not None:
+                lists[_DICT_KEY + st.targets[0].id] = d
+
     # -- blocks ---------------------------------------------------------------------
     def _block(self, body: list[pyast.stmt], env: dict[str, pyast.AST], top: bool = False,
                lists: Optional[dict[str, pyast.AST]] = None) -> list[pyast.stmt]:
@@ -477,8 +703,16 @@ class Rewriter:
     def _stmt(self, st: pyast.stmt, env: dict[str, pyast.AST], lists: dict[str, pyast.AST]) -> list[pyast.stmt]:
         if env:
             st = _Subst(env).visit(st)
+        self._dict_step(st, lists)
+        out = self._statement(st, lists)
+        if isinstance(st, (pyast.For, pyast.AsyncFor)) and len(out) == 1 and out[0] is st:
+            self._forget_dicts(lists, [st])  # a loop kept as a loop: its body may run any number of times
+        self._dict_binding(st, lists)
+        return out
+
+    def _statement(self, st: pyast.stmt, lists: dict[str, pyast.AST]) -> list[pyast.stmt]:
         if isinstance(st, (pyast.FunctionDef, pyast.AsyncFunctionDef, pyast.ClassDef)):
-            st.body = self._block(st.body, {}) or [pyast.Pass()]  # nested scopes: their own blocks
+            st.body = self._block(st.body, {}, lists=self._seeded(st)) or [pyast.Pass()]  # nested scopes: their own blocks
             return [st]
         if isinstance(st, (pyast.If, pyast.With, pyast.AsyncWith, pyast.Try)):
             self._branches(st, lists)

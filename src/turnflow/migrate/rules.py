@@ -312,7 +312,9 @@ DOCS["TF411"] = """
     A call that does not bind is reported at the offending argument with the
     error the framework raises (`RoundRobinGroupChat.__init__() takes 2
     positional arguments but 3 were given`), and so is an argument list known
-    only at run time (`f(*args)`, `f(**settings)`). The call is not read.
+    only at run time (`f(*args)`, `f(**load_settings())`). The call is not read.
+    A `**settings` of a dict literal (`settings = {"k": v}` or `dict(k=v)`)
+    that nothing changes before the call is read as the keywords it holds.
 
     ## Why is this bad?
     The program fails at that call with a TypeError, or passes arguments the
