@@ -310,7 +310,7 @@ def _literal_dict(node: pyast.AST, known: Callable[[str], Optional[pyast.Dict]])
     """`{"k": v, **other}` with string keys, or `dict(k=v, **other)`, `other` a known literal dict
     (`known`): a dict display with one string key each (the last value of a key wins, as in Python);
     None for anything else."""
-    items: list[tuple[pyast.AST, pyast.AST]] = []
+    pairs: list[tuple[Optional[pyast.expr], pyast.expr]]
     if isinstance(node, pyast.Dict):
         pairs = list(zip(node.keys, node.values))
     elif isinstance(node, pyast.Call) and isinstance(node.func, pyast.Name) and node.func.id == "dict" \
@@ -319,21 +319,22 @@ def _literal_dict(node: pyast.AST, known: Callable[[str], Optional[pyast.Dict]])
                  for k in node.keywords]
     else:
         return None
+    last: dict[str, tuple[pyast.expr, pyast.expr]] = {}  # the last value of each key, at its first key
     for k, v in pairs:
         if k is None:
             inner = _spread_dict(v, known)
             if inner is None:
                 return None
-            items += list(zip(inner.keys, inner.values))  # type: ignore[arg-type]
+            more = [(ik, iv) for ik, iv in zip(inner.keys, inner.values) if ik is not None]
         elif isinstance(k, pyast.Constant) and isinstance(k.value, str):
-            items.append((k, v))
+            more = [(k, v)]
         else:
             return None
-    last: dict[str, tuple[pyast.AST, pyast.AST]] = {}
-    for k, v in items:
-        key = k.value  # type: ignore[attr-defined]
-        last[key] = (last[key][0] if key in last else k, v)
-    out = pyast.Dict(keys=[k for k, _ in last.values()], values=[v for _, v in last.values()])
+        for ik, iv in more:
+            key = ik.value  # type: ignore[attr-defined]
+            last[key] = (last[key][0] if key in last else ik, iv)
+    keys: list[Optional[pyast.expr]] = [k for k, _ in last.values()]
+    out = pyast.Dict(keys=keys, values=[v for _, v in last.values()])
     return pyast.copy_location(out, node)
 
 
