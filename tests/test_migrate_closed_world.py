@@ -12,7 +12,7 @@ import pytest
 
 import turnflow
 from turnflow.migrate import MigrateError, migrate
-from test_migrate import reference_edges
+from test_migrate import END, reference_edges
 
 
 def _run(text: str, name: str = "case.py"):
@@ -182,3 +182,86 @@ def test_group_chat_settings_through_a_literal_dict_are_read():
             'a.initiate_chat(manager, message="go")\n')
     result = _run(text)
     assert "max_turns 4" in result.text and _edges(result) == {("a", "b"), ("b", "c"), ("c", "a")}
+
+
+# -- 3. pattern targets the flow has no word for ---------------------------------------------
+TARGETS = '''from autogen import ConversableAgent, UserProxyAgent
+from autogen.agentchat import initiate_group_chat
+from autogen.agentchat.group import (AskUserTarget, NestedChatTarget, OnCondition, RandomAgentTarget,
+                                     StringLLMCondition)
+from autogen.agentchat.group.patterns import DefaultPattern
+research = StringLLMCondition("research")
+triage = ConversableAgent(name="triage")
+billing = ConversableAgent(name="billing")
+tech = ConversableAgent(name="tech")
+user = UserProxyAgent(name="user")
+triage.handoffs.add_llm_condition(OnCondition(target=RandomAgentTarget([billing, tech]), condition=StringLLMCondition("any specialist")))
+billing.handoffs.add_llm_condition(OnCondition(target=NestedChatTarget(nested_chat_config={"chat_queue": []}), condition=research))
+billing.handoffs.set_after_work(AskUserTarget())
+tech.handoffs.set_after_work(RandomAgentTarget(agents=[tech, billing]))
+triage.handoffs.set_after_work(RandomAgentTarget([billing, tech]))
+pattern = DefaultPattern(initial_agent=triage, agents=[triage, billing, tech], user_agent=user)
+initiate_group_chat(pattern=pattern, messages="hi", max_rounds=10)
+'''
+
+
+def _at(text: str, line: int, what: str) -> tuple[int, int]:
+    return line, text.splitlines()[line - 1].index(what) + 1
+
+
+def test_targets_the_flow_cannot_express_are_reported_at_the_target_never_replaced():
+    """Before: each of RandomAgentTarget, AskUserTarget and NestedChatTarget became the pattern's
+    initial agent (`handoff triage -> triage via transfer_to_triage "any specialist"`, `tech ->
+    triage`), a TF408 "approximated by the pattern's initial agent". Now, with AG2 0.9.9's meaning
+    (autogen/agentchat/group/targets/transition_target.py):
+    - RandomAgentTarget draws among its agents but the speaker: with one left it is that agent
+      (tech -> billing, exact); with several, as an after-work, routing tools to each (TF404, as
+      RandomPattern); as a condition's target, the rule is left out (TF408, kept as a comment);
+    - AskUserTarget lets the person pick any agent but the user (AG2's "manual" selection): as an
+      after-work, routing tools to each (TF404, as ManualPattern); NestedChatTarget runs nested chats
+      in an agent AG2 adds, then returns: not expressible, the rule is left out (TF408)."""
+    result = _run(TARGETS, "targets.py")
+    diags = {(d.code, d.span.line, d.span.column): d.message for d in result.diagnostics}
+    t = TARGETS
+    assert ("TF408",) + _at(t, 11, "RandomAgentTarget") in diags
+    assert ("TF408",) + _at(t, 12, "NestedChatTarget") in diags
+    assert ("TF404",) + _at(t, 13, "AskUserTarget") in diags
+    assert ("TF404",) + _at(t, 15, "RandomAgentTarget") in diags
+    assert not [k for k in diags if k[1] == 14], diags  # one agent left: exact
+    assert "approximated by the pattern's initial agent" not in " ".join(diags.values())
+    edges = _edges(result)
+    assert ("tech", "billing") in edges and not [e for e in edges if e[0] == "tech" and e[1] != "billing"]
+    assert {e[1] for e in edges if e[0] == "triage"} == {"billing", "tech"}  # never itself
+    assert {e[1] for e in edges if e[0] == "billing"} == {"triage", "billing", "tech"}  # the person picks
+    body = [ln for ln in result.text.splitlines() if not ln.strip().startswith("#")]
+    assert not [ln for ln in body if '"any specialist"' in ln or '"research"' in ln], result.text
+
+
+def test_a_random_target_with_no_agent_but_the_speaker_is_reported_as_ag2_fails_there():
+    """`random.choice([])` in RandomAgentTarget.resolve: AG2 raises IndexError when it is reached."""
+    text = TARGETS.replace("RandomAgentTarget(agents=[tech, billing])", "RandomAgentTarget(agents=[tech])")
+    result = _run(text, "targets.py")
+    (d,) = [d for d in result.diagnostics if d.span.line == 14]
+    assert d.code == "TF408" and "IndexError" in d.message
+    assert not [e for e in _edges(result) if e[0] == "tech" and e[1] != END]
+
+
+def test_a_group_after_work_the_flow_cannot_express_is_said_once_and_applied_per_agent():
+    text = ('from autogen import ConversableAgent\n'
+            'from autogen.agentchat import initiate_group_chat\n'
+            'from autogen.agentchat.group import AgentTarget, AskUserTarget, RandomAgentTarget, ReplyResult\n'
+            'from autogen.agentchat.group.patterns import DefaultPattern\n'
+            'def escalate() -> ReplyResult:\n'
+            '    return ReplyResult(message="up", target=RandomAgentTarget([a, b]))\n'
+            'a = ConversableAgent(name="a", functions=[escalate])\n'
+            'b = ConversableAgent(name="b")\n'
+            'c = ConversableAgent(name="c")\n'
+            'c.handoffs.set_after_work(AgentTarget(a))\n'
+            'pattern = DefaultPattern(initial_agent=a, agents=[a, b, c], group_after_work=RandomAgentTarget([a, b, c]))\n'
+            'initiate_group_chat(pattern=pattern, messages="hi", max_rounds=8)\n')
+    result = _run(text, "group.py")
+    notes = [(d.code, d.span.line) for d in result.diagnostics if d.code in ("TF404", "TF408")]
+    assert notes == [("TF404", 11)], result.diagnostics  # once, at the group's after-work
+    edges = _edges(result)
+    assert {e[1] for e in edges if e[0] == "b"} == {"a", "c"} and {e[1] for e in edges if e[0] == "c"} == {"a"}
+    assert "a -> b when tool escalate" in result.text  # the tool's draw leaves one agent after `a`: exact

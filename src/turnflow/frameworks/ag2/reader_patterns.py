@@ -484,7 +484,12 @@ def _group_after_work(cx: "Ctx", kind: str, pcall: pyast.Call, swarm: bool, spea
                "by a choice of the speaker through routing tools", pos(pcall))
     elif group_after is not None:
         t = _target(cx, group_after, None)
-        if t == ("group_manager",):
+        if _unexpressed(t):
+            for i, x in enumerate(y for y in speakers if y != cx.user and cx.by_name.get(y) is not None
+                                  and cx.by_name[y].after_work is None):
+                b.section()
+                _unexpressed_choice(cx, x, t, note=i == 0)
+        elif t == ("group_manager",):
             _manager_choice(cx, speakers, group_after)
         elif t != ("terminate",) or not all(m.after_work is not None for m in members):
             b.otherwise(t)  # a written TerminateTarget is AG2's default: left out alike when no agent reaches it
@@ -799,6 +804,90 @@ _OPTION_STRINGS = {"terminate": ("terminate",), "revert_to_user": ("initiator",)
 
 _BUILTIN_TARGETS = {"RevertToUserTarget": ("initiator",), "TerminateTarget": ("terminate",), "StayTarget": ("stay",),
                     "GroupManagerTarget": ("group_manager",)}
+# targets AG2 resolves in ways the flow has no word for (ag2 0.9.9,
+# autogen/agentchat/group/targets/transition_target.py): `_target` gives ("unexpressed", kind, node)
+# and the rule that uses one says, per speaker, what it can (`_unexpressed_rule`, `_unexpressed_choice`)
+_UNEXPRESSED = ("RandomAgentTarget", "AskUserTarget", "NestedChatTarget")
+
+
+def _unexpressed(t) -> bool:
+    return isinstance(t, tuple) and t[:1] == ("unexpressed",)
+
+
+def _random_pool(cx: Ctx, x: str, node: pyast.AST) -> tuple[Optional[list[str]], str]:
+    """The agents a RandomAgentTarget draws from after `x` (its `agents` but `x`: AG2's resolve), or
+    None and why (not read, or nobody left: `random.choice([])` raises IndexError)."""
+    elems = cx.mod.elements(kwarg(node, "agents", 0))
+    names = [cx.agent_name(e) for e in elems or []]
+    if elems is None or any(n is None for n in names):
+        return None, "its `agents` are not a list of agents of this file"
+    left = [n for n in names if n is not None and n != x]
+    if not left:
+        return None, (f"it holds no agent but `{x}`, and AG2 draws among the others: `random.choice([])` raises "
+                      "IndexError when the chat reaches it")
+    return left, ""
+
+
+def _unexpressed_rule(cx: Ctx, x: str, t: tuple) -> Optional[str]:
+    """The target of one rule of `x` (a condition's, a tool's) that is an `_UNEXPRESSED` target: the
+    agent, when exactly one can follow; else None, TF408 at the target, the rule kept as a comment."""
+    kind, node = t[1], t[2]
+    why = ""
+    if kind == "RandomAgentTarget":
+        left, why = _random_pool(cx, x, node)
+        if left is not None and len(left) == 1:
+            return left[0]
+        why = why or (f"AG2 draws one of {bounded(left or [])} at random when the rule fires; the flow has no "
+                      "random target")
+    elif kind == "AskUserTarget":
+        why = "AG2 asks the person which agent speaks next (its \"manual\" selection); the flow has no such target"
+    else:
+        why = (f"AG2 runs the nested chats in an agent of its own that then hands back to `{x}` (a ReplyResult "
+               "or after-work target fails there); the flow has no nested chat")
+    cx.b.note("TF408", f"`{_one(node)}` cannot be expressed: {why}; this rule of `{x}` is left out (kept as "
+              "a comment)", pos(node))
+    cx.b.comment(f"{x} -> {_one(node)}")
+    return None
+
+
+def _unexpressed_choice(cx: Ctx, x: str, t: tuple, note: bool = True) -> None:
+    """`x`'s after-work that is an `_UNEXPRESSED` target: one agent when one can follow; a choice
+    the flow approximates with routing tools (TF404, as RandomPattern and ManualPattern); or left out
+    (TF408) when AG2 cannot resolve it."""
+    b = cx.b
+    kind, node = t[1], t[2]
+    if kind == "NestedChatTarget":
+        if note:
+            b.note("TF408", f"`{_one(node)}` as after-work cannot be expressed: AG2 cannot resolve it "
+                   "(NotImplementedError: NestedChatTarget does not support the resolve method) when the chat "
+                   "reaches it; the after-work is left out (kept as a comment)", pos(node))
+        b.comment(f"{x} -> {_one(node)}")
+        return
+    if kind == "AskUserTarget":
+        targets = [y for y in b.participants if y != cx.user]
+        what = "AG2 asks the person which agent speaks next (any agent but the user; its \"manual\" selection)"
+    else:
+        left, why = _random_pool(cx, x, node)
+        if left is None:
+            b.note("TF408", f"`{_one(node)}` cannot be expressed: {why}; the after-work of `{x}` is left out "
+                   "(kept as a comment)", pos(node))
+            b.comment(f"{x} -> {_one(node)}")
+            return
+        if len(left) == 1:
+            b.rule(x, left[0])
+            return
+        targets = left
+        what = f"AG2 draws the next speaker at random among {bounded(left)}"
+    if note:
+        b.note("TF404", f"`{_one(node)}`: {what}; the flow has no such target: approximated by a choice of "
+               "the speaker through routing tools", pos(node))
+    b.section()
+    _routing_choice(cx, x, targets, node)
+
+
+def _one(node: pyast.AST) -> str:
+    text = " ".join(pyast.unparse(node).split())
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _target(cx: Ctx, node: Optional[pyast.AST], at: Optional[pyast.AST]):
@@ -816,6 +905,8 @@ def _target(cx: Ctx, node: Optional[pyast.AST], at: Optional[pyast.AST]):
             return cx.names.map[raw]
     if kind in _BUILTIN_TARGETS:
         return _BUILTIN_TARGETS[kind]
+    if kind in _UNEXPRESSED:
+        return ("unexpressed", kind, node)
     if isinstance(node, pyast.Attribute) and node.attr in _AFTER_WORK_OPTIONS:  # AfterWorkOption.TERMINATE
         return _AFTER_WORK_OPTIONS[node.attr]
     if isinstance(node, pyast.Constant) and isinstance(node.value, str):
@@ -908,17 +999,19 @@ def _agent_rules(cx: Ctx, a: Agent, kind: str) -> None:
     """X's rules in AG2's order: context conditions, LLM conditions, tool targets, after-works."""
     b = cx.b
     for call in a.context:  # 1. context conditions
-        _context_rule(cx, a, call, _condition_target(cx, call))
+        _condition_rule(cx, a, call)
     used_tools: set[str] = set()
     for call in a.llm:  # 2. LLM conditions
         _llm_handoff(cx, a, call, used_tools)
     for fn_node in a.functions:  # 3. tools returning ReplyResult(target=...)
         _tool_rules(cx, a, fn_node)
     for call in a.after_conditional:  # 4. after-work (conditional, then unconditional)
-        _context_rule(cx, a, call, _condition_target(cx, call))
+        _condition_rule(cx, a, call)
     if a.after_work is not None:
         t = _target(cx, a.after_work, a.after_work)
-        if t == ("group_manager",):
+        if _unexpressed(t):
+            _unexpressed_choice(cx, a.name, t)
+        elif t == ("group_manager",):
             b.note("TF403", "GroupManagerTarget as after-work lets the manager's LLM pick; the agent gets one "
                    f"routing tool per agent, {_REPEAT}, and the next agent when it calls none", pos(a.after_work))
             _routing_choice(cx, a.name, list(cx.by_name), a.after_work)
@@ -926,8 +1019,11 @@ def _agent_rules(cx: Ctx, a: Agent, kind: str) -> None:
             b.rule(a.name, t)
 
 
-def _resolve_target(cx: Ctx, t, at):
-    """GroupManagerTarget as a condition's target: the initial agent (TF408)."""
+def _resolve_target(cx: Ctx, t, at, x: str):
+    """GroupManagerTarget as a condition's target: the initial agent (TF408); a target the flow has
+    no word for: one agent, or None (the rule is left out, `_unexpressed_rule`)."""
+    if _unexpressed(t):
+        return _unexpressed_rule(cx, x, t)
     if t == ("group_manager",):
         cx.b.note("TF408", "GroupManagerTarget as the target of a condition lets the manager's LLM pick; "
                   f"approximated by the pattern's initial agent, `{cx.initial}`", pos(at))
@@ -935,15 +1031,17 @@ def _resolve_target(cx: Ctx, t, at):
     return t
 
 
-def _condition_target(cx: Ctx, call: pyast.Call):
-    return _resolve_target(cx, _target(cx, kwarg(call, "target", 0), call), call)
+def _condition_target(cx: Ctx, call: pyast.Call, x: str):
+    return _resolve_target(cx, _target(cx, kwarg(call, "target", 0), call), call, x)
 
 
 def _llm_handoff(cx: Ctx, a: Agent, call: pyast.Call, used_tools: set[str]) -> None:
     """`OnCondition(target=T, condition=StringLLMCondition(prompt=P))`: a routing tool to T."""
     b, mod = cx.b, cx.mod
-    t = _condition_target(cx, call)
+    t = _condition_target(cx, call, a.name)
     _binds(cx, call)
+    if t is None:
+        return
     cond = mod.resolve(kwarg(call, "condition", 1))
     prompt = None
     if isinstance(cond, pyast.Call) and callee(cond) == "StringLLMCondition":
@@ -976,8 +1074,8 @@ def _tool_rules(cx: Ctx, a: Agent, fn_node: pyast.AST) -> None:
         return
     targets: list = []
     for t, at in _tool_targets(cx, fn):
-        t = _resolve_target(cx, t, at)
-        if t not in targets:
+        t = _resolve_target(cx, t, at, a.name)
+        if t is not None and t not in targets:
             targets.append(t)
     if not targets:
         return
@@ -1030,6 +1128,15 @@ def _binds(cx: Ctx, call: pyast.Call) -> None:
         node, error = bound.problem
         cx.b.note("TF411", f"`{one_line(call, 50)}` does not bind to AG2's signature: {error} (the program fails "
                   "here); the flow reads it as if it were written with keywords", pos(node))
+
+
+def _condition_rule(cx: Ctx, a: Agent, call: pyast.Call) -> None:
+    """A context condition's rule; none when its target is one the flow has no word for (reported)."""
+    target = _condition_target(cx, call, a.name)
+    if target is None:
+        _binds(cx, call)
+        return
+    _context_rule(cx, a, call, target)
 
 
 def _context_rule(cx: Ctx, a: Agent, call: pyast.Call, target) -> None:
