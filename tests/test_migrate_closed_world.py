@@ -265,3 +265,94 @@ def test_a_group_after_work_the_flow_cannot_express_is_said_once_and_applied_per
     edges = _edges(result)
     assert {e[1] for e in edges if e[0] == "b"} == {"a", "c"} and {e[1] for e in edges if e[0] == "c"} == {"a"}
     assert "a -> b when tool escalate" in result.text  # the tool's draw leaves one agent after `a`: exact
+
+
+# -- the sweep: argument forms the readers did not look at ------------------------------------
+CLASSIC = '''from autogen import ConversableAgent, GroupChat, GroupChatManager
+a = ConversableAgent("a", llm_config=False)
+b = ConversableAgent("b", llm_config=False)
+c = ConversableAgent("c", llm_config=False)
+CHAT
+manager = MANAGER
+a.initiate_chat(manager, message="go"RUN)
+'''
+
+
+def _classic(chat: str, manager: str = "GroupChatManager(groupchat=chat, llm_config=False)", run: str = "") -> str:
+    return CLASSIC.replace("CHAT", chat).replace("MANAGER", manager).replace("RUN", run)
+
+
+def test_a_group_chat_s_settings_given_positionally_are_read():
+    """GroupChat is a dataclass: `GroupChat([a, b, c], [], 5, "Admin", True, "round_robin")` is
+    round robin. Before: only `agents`, `messages` and `max_round` were read by position, so this
+    came out as `auto` (routing tools among all three) without a word."""
+    result = _run(_classic('chat = GroupChat([a, b, c], [], 5, "Admin", True, "round_robin")'))
+    assert _edges(result) == {("a", "b"), ("b", "c"), ("c", "a")} and "max_turns 5" in result.text
+    assert not [c for c in _codes(result) if c[0] in ("TF403", "TF411")]
+
+
+def test_an_agent_s_is_termination_msg_given_positionally_is_read():
+    """`ConversableAgent(name, system_message, is_termination_msg, ...)`: before, the positional test
+    was not read (no terminate rule, no word)."""
+    text = _classic('chat = GroupChat(agents=[a, b, c], messages=[], max_round=6, speaker_selection_method="round_robin")')
+    text = text.replace('b = ConversableAgent("b", llm_config=False)',
+                        'b = ConversableAgent("b", "checks", lambda m: "DONE" in m["content"], llm_config=False)')
+    result = _run(text)
+    assert 'terminate "is_termination_msg" when text contains "DONE"' in result.text
+
+
+@pytest.mark.parametrize("chat, manager, run, line", [
+    ('chat = GroupChat(agents=[a, b, c], messages=[], **load())', None, "", 5),
+    ('chat = GroupChat(agents=[a, b, c], messages=[], max_rounds=5)', None, "", 5),
+    ('chat = GroupChat(agents=[a, b, c], messages=[], speaker_selection_method="round_robin")',
+     "GroupChatManager(groupchat=chat, **load())", "", 6),
+    ('chat = GroupChat(agents=[a, b, c], messages=[], speaker_selection_method="round_robin")', None, ", **load()", 7),
+])
+def test_settings_a_chat_call_passes_at_run_time_are_reported(chat, manager, run, line):
+    """Before: `GroupChat(..., **load())` was read with AG2's defaults (auto, max_round 10), the
+    manager's `**load()` (which may hold `is_termination_msg`) and `initiate_chat(..., **load())`
+    (`max_turns`) were dropped, all without a word; `max_rounds=5` (AG2's TypeError: an unexpected
+    keyword) was ignored. Now TF411 at the argument."""
+    text = "from settings import load\n" + _classic(chat, manager or "GroupChatManager(groupchat=chat, llm_config=False)",
+                                                    run)
+    result = migrate(text, "case.py")
+    found = [d for d in result.diagnostics if d.code == "TF411"]
+    assert [d.span.line for d in found] == [line + 1], result.diagnostics
+
+
+def test_a_pattern_run_call_with_settings_known_at_run_time_is_reported():
+    """`initiate_group_chat(pattern=p, messages="x", **opts())`: `max_rounds` may be among them.
+    Before: AG2's default 20 was used without a word."""
+    text = ('from autogen import ConversableAgent\n'
+            'from autogen.agentchat import initiate_group_chat\n'
+            'from autogen.agentchat.group import AgentTarget\n'
+            'from autogen.agentchat.group.patterns import DefaultPattern\n'
+            'from settings import opts\n'
+            'a = ConversableAgent(name="a")\n'
+            'b = ConversableAgent(name="b")\n'
+            'a.handoffs.set_after_work(AgentTarget(b))\n'
+            'p = DefaultPattern(initial_agent=a, agents=[a, b])\n'
+            'initiate_group_chat(pattern=p, messages="x", **opts())\n')
+    result = migrate(text, "case.py")
+    assert [(d.code, d.span.line) for d in result.diagnostics if d.code == "TF411"] == [("TF411", 10)]
+
+
+@pytest.mark.parametrize("change, code", [
+    ('manager._is_termination_msg = lambda m: "BYE" in m["content"]', "TF405"),
+    ('b._is_termination_msg = lambda m: "BYE" in m["content"]', "TF405"),
+    ("b.update_max_consecutive_auto_reply(1)", "TF405"),
+    ("b.register_reply([Agent, None], lambda recipient, messages, sender, config: (True, None))", "TF404"),
+    ("manager.register_reply(Agent, lambda recipient, messages, sender, config: (True, None), position=0)", "TF404"),
+    ('b.description = "reviews the code"', "TF409"),
+    ('b._name = "reviewer"', "TF409"),
+])
+def test_an_agent_or_manager_changed_after_it_is_built_is_reported(change, code):
+    """AG2 0.9.9 reads these when the chat runs: the manager's `_is_termination_msg` after each
+    message, a speaker's reply (a reply function returning None ends the chat: `run_chat`, "No
+    reply generated"; on the manager it replaces how the chat runs), its description in the
+    selector's prompt, its `_name` as its name. Before: each was dropped without a word."""
+    text = _classic('chat = GroupChat(agents=[a, b, c], messages=[], max_round=6, speaker_selection_method="round_robin")')
+    text = text.replace("from autogen import ConversableAgent,", "from autogen import Agent, ConversableAgent,")
+    text = text.replace('a.initiate_chat(', change + '\na.initiate_chat(')
+    result = migrate(text, "case.py")
+    assert (code, 7) in _codes(result), result.diagnostics

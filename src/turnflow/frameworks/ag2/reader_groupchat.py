@@ -78,6 +78,11 @@ class Classic:
 def migrate(text: str, path: str, src: Optional[SourceText] = None) -> Migration:
     src = src or SourceText(text, path)
     mod = parse_module(text, path, src)
+    for call in calls(mod.tree):  # AG2's own classes, bound to their signatures: settings read by name
+        if callee(call) in _BOUND:
+            problem = surface.as_keywords(call, surface.API[("ag2", callee(call))])
+            if problem is not None:
+                call._turnflow_unbound = problem  # type: ignore[attr-defined]  # TF411 where the chat is read
     classes = agent_classes(mod)
     group_classes = {"GroupChat"} | {n for n, c in mod.classes.items()
                                      if any(callee(base) == "GroupChat" for base in c.bases)}
@@ -108,6 +113,19 @@ def migrate(text: str, path: str, src: Optional[SourceText] = None) -> Migration
         builders.append(b)
     return render(builders, [f"Migrated by `turnflow migrate` from {path} (classic GroupChat)."],
                   path, src, "classic")
+
+
+# the calls bound to AG2's signatures before they are read (a subclass of the file may have its own)
+_BOUND = ("GroupChat", "GroupChatManager", "ConversableAgent", "AssistantAgent", "UserProxyAgent")
+
+
+def _note_unbound(b: FlowBuilder, call: Optional[pyast.Call], what: str) -> None:
+    """TF411 at the argument of a GroupChat / GroupChatManager call that does not bind."""
+    problem = getattr(call, "_turnflow_unbound", None)
+    if problem is not None and call is not None:
+        node, error = problem
+        fails = "" if "known only when the program runs" in error else " (the program fails here)"
+        b.note("TF411", f"`{callee(call)}(...)` does not bind to AG2's signature: {error}{fails}; {what}", pos(node))
 
 
 def _scope_agents(scope, classes: set[str], group_classes: set[str]) \
@@ -417,6 +435,9 @@ def _note_run(b: FlowBuilder, init_call: Optional[pyast.Call]) -> None:
         return
     bound = surface.bind(init_call, surface.API[("ag2", "ConversableAgent.initiate_chat")])
     if bound.problem is not None:
+        node, error = bound.problem
+        b.note("TF411", f"`{one_line(init_call, 40)}` does not bind to `initiate_chat`'s signature: {error}; what "
+               "it passes is not read (a `max_turns` among it runs the chat again)", pos(node))
         return
     for code, node, message in surface.not_modelled(bound):
         b.note(code, f"`{one_line(node, 30)}` as {message}", pos(node))
@@ -458,6 +479,10 @@ def _group(cx: Classic, call: pyast.Call, block: str) -> FlowBuilder:
     manager, initiator, init_call = _manager_and_initiator(cx, group_var, call)
 
     b = FlowBuilder(block)
+    _note_unbound(b, call, "the settings it passes are not read: the flow uses what the call names, and AG2's "
+                  "defaults for the rest")
+    _note_unbound(b, manager, "the settings it passes are not read (an `is_termination_msg` among them ends the "
+                  "chat)")
     _note_run(b, init_call)
     _note_manager_overrides(mod, b, manager)
 
@@ -484,6 +509,7 @@ def _group(cx: Classic, call: pyast.Call, block: str) -> FlowBuilder:
     b.section()
     order = [init_agent] + agents if outside else agents
     _participants(b, order, init_agent, call)
+    _note_changed_agents(mod, b, order, manager)
 
     b.section()
     if init_agent is None:
@@ -543,6 +569,49 @@ def _group(cx: Classic, call: pyast.Call, block: str) -> FlowBuilder:
         handled = set(speakers)
     _speaker_rules(cx, b, call, method, method_node, [x for x in speakers if x not in handled], rota, eligible, after)
     return b
+
+
+# what AG2 0.9.9 does, when the chat runs, with an agent (or the manager) changed after it is built
+_AFTER_BUILT = {
+    "_is_termination_msg": ("TF405", "AG2 tests each message with it when the chat runs (the manager's ends the "
+                            "chat; an agent's, when it is picked to reply); the flow keeps the one the constructor "
+                            "was given"),
+    "update_max_consecutive_auto_reply": ("TF405", "AG2 ends the chat (or asks a person) when the agent is picked "
+                                          "once more after this many automatic replies; the flow has no such "
+                                          "limit"),
+    "_max_consecutive_auto_reply": ("TF405", "as `update_max_consecutive_auto_reply`: the flow has no such limit"),
+    "register_reply": ("TF404", "the reply function decides what the agent replies when it is picked (a None reply "
+                       "ends the chat: AG2's `run_chat`, \"No reply generated\"; on the manager it may replace how "
+                       "the chat runs); what it does is not read"),
+}
+
+
+def _note_changed_agents(mod: Module, b: FlowBuilder, agents: list[Agent], manager: Optional[pyast.Call]) -> None:
+    """A finding at each statement that changes an agent of the chat, or its manager, after it is
+    built: `x.attr = v` (`x.attr += v`), `x.register_reply(...)`, `x.update_max_consecutive_auto_reply(n)`
+    (`_AFTER_BUILT`; any other attribute is TF409: not read)."""
+    built = {id(a.call): a.var for a in agents}
+    if manager is not None:
+        built[id(manager)] = "the manager"
+    for st in pyast.walk(mod.tree):
+        if isinstance(st, (pyast.Assign, pyast.AugAssign, pyast.AnnAssign)):
+            targets = st.targets if isinstance(st, pyast.Assign) else [st.target]
+            found = [(t.value, t.attr) for t in targets if isinstance(t, pyast.Attribute)]
+        elif isinstance(st, pyast.Expr) and isinstance(st.value, pyast.Call) \
+                and isinstance(st.value.func, pyast.Attribute) and st.value.func.attr in _AFTER_BUILT:
+            found = [(st.value.func.value, st.value.func.attr)]
+        else:
+            continue
+        for obj, attr in found:
+            if not isinstance(obj, pyast.Name) or attr in ("handoffs", "functions"):
+                continue
+            who = built.get(id(mod.resolve(obj)))
+            if who is None:
+                continue
+            code, why = _AFTER_BUILT.get(attr, ("TF409", "set after the agent is built; not read (the flow keeps "
+                                                "what its constructor was given)"))
+            b.note(code, f"`{one_line(st, 50)}` changes {'`' + who + '`' if who != 'the manager' else who} after it "
+                   f"is built: {why}", pos(st))
 
 
 def _participants(b: FlowBuilder, order: list[Agent], init_agent: Optional[Agent], call: pyast.Call) -> None:

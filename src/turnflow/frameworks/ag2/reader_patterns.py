@@ -333,10 +333,11 @@ def _pattern_arg(b: Optional[FlowBuilder], pcall: pyast.Call, name: str, index: 
     bound = surface.bind(pcall, a)
     if bound.problem is None:
         return bound.get(name)
-    if b is not None and name == "initial_agent":
+    if b is not None and name in ("initial_agent", "max_rounds"):  # once per call: the first argument read
         node, error = bound.problem
-        b.note("TF411", f"`{one_line(pcall, 50)}` does not bind to AG2's signature: {error} (the program fails "
-               "here); the flow is read from its keyword arguments", pos(node))
+        fails = "" if "known only when the program runs" in error else " (the program fails here)"
+        b.note("TF411", f"`{one_line(pcall, 50)}` does not bind to AG2's signature: {error}{fails}; the flow is "
+               "read from its keyword arguments", pos(node))
     return kwarg(pcall, name)
 
 
@@ -788,7 +789,7 @@ def _key(cx: Ctx, key: str, at: pyast.AST) -> str:
 def _max_rounds(cx: Ctx, run: Optional[pyast.Call]) -> Optional[int]:
     if run is None:
         return None
-    node = _pattern_arg(None, run, "max_rounds")
+    node = _pattern_arg(cx.b, run, "max_rounds")
     if node is None:
         return 20  # AG2's default
     from turnflow.frameworks.ag2.reader_groupchat import whole_number
