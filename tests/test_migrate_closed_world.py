@@ -6,6 +6,7 @@ built). Each case either migrates to the graph AG2 runs or carries a finding at 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 
 import pytest
@@ -356,3 +357,141 @@ def test_an_agent_or_manager_changed_after_it_is_built_is_reported(change, code)
     text = text.replace('a.initiate_chat(', change + '\na.initiate_chat(')
     result = migrate(text, "case.py")
     assert (code, 7) in _codes(result), result.diagnostics
+
+
+ALIASED = {
+    "classic": ('from autogen import ConversableAgent as CA, GroupChat as GC, GroupChatManager as GCM\n'
+                'a = CA("a", llm_config=False)\n'
+                'b = CA("b", llm_config=False, is_termination_msg=lambda m: "DONE" in m["content"])\n'
+                'chat = GC(agents=[a, b], messages=[], max_round=6, speaker_selection_method="round_robin")\n'
+                'manager = GCM(groupchat=chat, llm_config=False)\n'
+                'a.initiate_chat(manager, message="go")\n'),
+    "ag2-patterns": ('from autogen import ConversableAgent\n'
+                     'from autogen.agentchat import initiate_group_chat as run\n'
+                     'from autogen.agentchat.group import AgentTarget as To, OnCondition as When, '
+                     'StringLLMCondition as Ask, TerminateTarget as Stop\n'
+                     'from autogen.agentchat.group.patterns import DefaultPattern as Pattern\n'
+                     'a = ConversableAgent(name="a")\n'
+                     'b = ConversableAgent(name="b")\n'
+                     'a.handoffs.add_llm_condition(When(target=To(b), condition=Ask("b knows")))\n'
+                     'b.handoffs.set_after_work(Stop())\n'
+                     'p = Pattern(initial_agent=a, agents=[a, b])\n'
+                     'run(pattern=p, messages="x", max_rounds=5)\n'),
+    "autogen": ('from autogen_agentchat.agents import AssistantAgent as Assistant\n'
+                'from autogen_agentchat.conditions import MaxMessageTermination as Max\n'
+                'from autogen_agentchat.teams import RoundRobinGroupChat as Team\n'
+                'a = Assistant("a", model_client=None)\n'
+                'b = Assistant("b", model_client=None)\n'
+                'team = Team([a, b], termination_condition=Max(5))\n'),
+}
+
+
+@pytest.mark.parametrize("family", sorted(ALIASED))
+def test_framework_names_imported_under_another_name_are_read_as_the_framework_s(family):
+    """`from autogen import GroupChat as GC`: before, TF401 "cannot tell what this file is" (or, for
+    the patterns, "no AG2 group pattern ... found"). Now the aliases are the framework's classes,
+    and the flow is the one the file without aliases gives."""
+    text = ALIASED[family]
+    plain = text
+    for line in text.splitlines():
+        if line.startswith("from "):
+            for part in line.split(" import ")[1].split(", "):
+                if " as " in part:
+                    real, alias = part.split(" as ")
+                    plain = plain.replace(f" as {alias}", "").replace(f"{alias}(", f"{real}(")
+    assert " as " not in plain
+    got, want = _run(text), _run(plain)
+    columns = re.compile(r"\(input (\d+):\d+\)")  # the aliases are shorter: the same lines, other columns
+    assert columns.sub(r"(input \1)", got.text) == columns.sub(r"(input \1)", want.text)
+    assert [(d.code, d.span.line) for d in got.diagnostics] == [(d.code, d.span.line) for d in want.diagnostics]
+
+
+def test_an_alias_that_the_file_also_binds_is_not_taken_for_the_framework_s():
+    text = ALIASED["classic"].replace('a = CA("a", llm_config=False)\n', 'a = CA("a", llm_config=False)\nCA = object\n')
+    with pytest.raises(MigrateError):
+        migrate(text, "case.py")
+
+
+PARTIAL = '''from functools import partial
+from autogen import ConversableAgent, GroupChat, GroupChatManager
+Agent = partial(ConversableAgent, llm_config=False, max_consecutive_auto_reply=2)
+a = Agent("a")
+b = Agent("b", description="checks", max_consecutive_auto_reply=None)
+c = Agent(name="c")
+CHANGE
+chat = GroupChat(agents=[a, b, c], messages=[], max_round=6, speaker_selection_method="round_robin")
+manager = GroupChatManager(groupchat=chat, llm_config=False)
+a.initiate_chat(manager, message="go")
+'''
+
+
+def test_agents_made_through_functools_partial_carry_its_settings():
+    """`Agent = partial(ConversableAgent, llm_config=False, max_consecutive_auto_reply=2)`: before,
+    `Agent("a")` was read as an agent (its class name ends in Agent) without the partial's settings,
+    so `max_consecutive_auto_reply=2` (TF405) was lost without a word. Now `Agent("a")` is
+    `ConversableAgent("a", llm_config=False, max_consecutive_auto_reply=2)`; a keyword of the call
+    replaces the partial's (b: None, nothing to report), as functools.partial does."""
+    result = _run(PARTIAL.replace("CHANGE", "pass"))
+    found = [(d.code, d.span.line) for d in result.diagnostics if d.code in ("TF405", "TF411")]
+    assert found == [("TF405", 3)], result.diagnostics  # at the partial's value, for a and c
+    assert 'participant b "checks"' in result.text
+    assert _edges(result) == {("a", "b"), ("b", "c"), ("c", "a")}
+
+
+def test_a_partial_that_may_change_is_reported_at_each_call():
+    """A partial changed (`Agent.keywords[...] = 9`) or bound twice passes what the program decides:
+    each call is TF411 (before: read as an agent without the partial's settings, silently)."""
+    result = _run(PARTIAL.replace("CHANGE", 'Agent.keywords["max_consecutive_auto_reply"] = 9'))
+    assert not [d for d in result.diagnostics if d.code == "TF405" and d.span.line == 3]
+    assert [d.span.line for d in result.diagnostics if d.code == "TF411"] == [4, 5, 6], result.diagnostics
+    assert _edges(result) == {("a", "b"), ("b", "c"), ("c", "a")}
+
+
+def test_an_agentchat_team_of_partial_agents_is_read():
+    """Before: TF401 "`a` in the participants is not an agent or team created in this file"."""
+    text = ('from functools import partial\n'
+            'from autogen_agentchat.agents import AssistantAgent\n'
+            'from autogen_agentchat.teams import Swarm\n'
+            'Make = partial(AssistantAgent, model_client=None)\n'
+            'a = Make("a", handoffs=["b"])\n'
+            'b = Make("b", handoffs=["a"])\n'
+            'team = Swarm([a, b])\n')
+    plain = text.replace('Make("a", ', 'AssistantAgent("a", model_client=None, ').replace(
+        'Make("b", ', 'AssistantAgent("b", model_client=None, ')
+    assert migrate(text, "team.py").text == migrate(plain, "team.py").text
+
+
+def test_a_selector_s_allow_repeated_speaker_known_at_run_time_is_reported():
+    """Before: `allow_repeated_speaker=os.environ.get("R") == "1"` was read as True (the string the
+    reader kept for it is truthy): every speaker could follow itself, without a word."""
+    text = ('import os\n'
+            'from autogen_agentchat.agents import AssistantAgent\n'
+            'from autogen_agentchat.teams import SelectorGroupChat\n'
+            'a = AssistantAgent("a", model_client=None)\n'
+            'b = AssistantAgent("b", model_client=None)\n'
+            'team = SelectorGroupChat([a, b], model_client=None, allow_repeated_speaker=os.environ.get("R") == "1",\n'
+            '                         max_turns=4)\n')
+    result = _run(text, "team.py")
+    assert ("TF410", 6) in _codes(result)
+    assert ("a", "a") not in _edges(result) and ("b", "b") not in _edges(result)
+
+
+@pytest.mark.parametrize("change", ["p.group_after_work = AgentTarget(a)", 'p.agents.append(ConversableAgent(name="c"))',
+                                    "p.initial_agent = b", "p.context_variables.set('n', 1)"])
+def test_a_pattern_changed_after_it_is_built_is_refused_like_a_group_chat(change):
+    """AG2 reads the pattern's attributes when the chat starts (`prepare_group_chat`). Before: the
+    flow was the constructor's pattern (TerminateTarget after b, two agents) without a word."""
+    text = ('from autogen import ConversableAgent\n'
+            'from autogen.agentchat import initiate_group_chat\n'
+            'from autogen.agentchat.group import AgentTarget, TerminateTarget\n'
+            'from autogen.agentchat.group.patterns import DefaultPattern\n'
+            'a = ConversableAgent(name="a")\n'
+            'b = ConversableAgent(name="b")\n'
+            'a.handoffs.set_after_work(AgentTarget(b))\n'
+            'p = DefaultPattern(initial_agent=a, agents=[a, b], group_after_work=TerminateTarget())\n'
+            f'{change}\n'
+            'initiate_group_chat(pattern=p, messages="x", max_rounds=5)\n')
+    with pytest.raises(MigrateError) as err:
+        migrate(text, "p.py")
+    (d,) = err.value.diagnostics
+    assert d.code == "TF401" and d.span.line == 9, d

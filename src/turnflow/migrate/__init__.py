@@ -58,6 +58,9 @@ def builds(text: str) -> list[str]:
             tree = pyast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
+    from turnflow.migrate.pystatic import framework_aliases
+
+    aliases = framework_aliases(tree)  # `from autogen import GroupChat as GC`
     names: set[str] = set()
     handoffs = False
     groupchat_classes = {"GroupChat"}
@@ -67,7 +70,8 @@ def builds(text: str) -> list[str]:
             groupchat_classes.add(node.name)
         if isinstance(node, pyast.Call):
             f = node.func
-            names.add(f.id if isinstance(f, pyast.Name) else f.attr if isinstance(f, pyast.Attribute) else "")
+            name = f.id if isinstance(f, pyast.Name) else f.attr if isinstance(f, pyast.Attribute) else ""
+            names.add(aliases.get(name, name))
             if isinstance(f, pyast.Attribute) and isinstance(f.value, pyast.Attribute) and f.value.attr == "handoffs":
                 handoffs = True
     out = []

@@ -45,6 +45,123 @@ _CHAT_PRODUCTS = {"GroupChat", "GroupChatManager", "DefaultPattern", "AutoPatter
                   "MagenticOneGroupChat", "GraphFlow"}
 
 
+_FRAMEWORKS = ("autogen", "autogen_agentchat", "autogen_ext", "autogen_core", "ag2")
+
+
+def framework_aliases(tree: pyast.AST) -> dict[str, str]:
+    """`from autogen... import X as Y` (AG2, AutoGen): Y → X, for each alias that is bound nowhere
+    else in the file while X is bound nowhere (reading Y as X then changes no other name)."""
+    aliases: dict[str, str] = {}
+    for n in pyast.walk(tree):
+        if isinstance(n, pyast.ImportFrom) and n.module and n.module.split(".")[0] in _FRAMEWORKS:
+            for a in n.names:
+                if a.asname and a.asname != a.name:
+                    aliases[a.asname] = a.name
+    if not aliases:
+        return {}
+    bound: dict[str, int] = {}
+    for n in pyast.walk(tree):
+        for x in _binds_names(n):
+            bound[x] = bound.get(x, 0) + 1
+    return {y: x for y, x in aliases.items() if bound.get(y) == 1 and not bound.get(x)}
+
+
+def _binds_names(n: pyast.AST) -> list[str]:
+    """The names one node binds: a store, a parameter, a def or class, an import, `global`."""
+    if isinstance(n, pyast.Name):
+        return [] if isinstance(n.ctx, pyast.Load) else [n.id]
+    if isinstance(n, pyast.arg):
+        return [n.arg]
+    if isinstance(n, (pyast.FunctionDef, pyast.AsyncFunctionDef, pyast.ClassDef)):
+        return [n.name]
+    if isinstance(n, (pyast.Import, pyast.ImportFrom)):
+        return [a.asname or a.name.split(".")[0] for a in n.names]
+    if isinstance(n, (pyast.Global, pyast.Nonlocal)):
+        return list(n.names)
+    return []
+
+
+def _unalias(tree: pyast.Module) -> None:
+    """Framework names imported under another name (`framework_aliases`) are read under their own."""
+    aliases = framework_aliases(tree)
+    if not aliases:
+        return
+    for n in pyast.walk(tree):
+        if isinstance(n, pyast.Name) and n.id in aliases:
+            n.id = aliases[n.id]
+        elif isinstance(n, pyast.ImportFrom):
+            for a in n.names:
+                if a.asname in aliases and aliases[a.asname] == a.name:
+                    a.asname = None
+
+
+def _partials(tree: pyast.Module) -> tuple[dict[str, pyast.Call], dict[str, pyast.Call]]:
+    """`X = partial(F, *args, **keywords)` (functools): (those bound once in the file, used only to be
+    called, their arguments plain (no `*a` / `**k`) and their names bound at most once: X → the
+    partial call; the others)."""
+    found: dict[str, pyast.Call] = {}
+    other: dict[str, pyast.Call] = {}
+    made = [st for st in pyast.walk(tree) if _is_partial(st)]
+    if not made:
+        return found, other
+    stores: dict[str, int] = {}
+    for n in pyast.walk(tree):
+        for x in _binds_names(n) if isinstance(n, (pyast.Name, pyast.arg)) else ():
+            stores[x] = stores.get(x, 0) + 1
+    for st in made:
+        name, value = st.targets[0].id, st.value  # type: ignore[attr-defined]
+        (found if _plain_partial(value, name, stores) else other)[name] = value
+    if found:
+        called = {id(n.func) for n in pyast.walk(tree) if isinstance(n, pyast.Call)}
+        for n in pyast.walk(tree):  # `X.keywords[...] = v`, `f(X)`: the partial may change, or be called elsewhere
+            if isinstance(n, pyast.Name) and n.id in found and id(n) not in called and isinstance(n.ctx, pyast.Load):
+                other[n.id] = found.pop(n.id)
+    return found, other
+
+
+def _plain_partial(value: pyast.Call, name: str, stores: dict[str, int]) -> bool:
+    """A partial bound once, without `*a` / `**k`, whose arguments' names are bound at most once."""
+    return not any(isinstance(a, pyast.Starred) for a in value.args) \
+        and all(k.arg is not None for k in value.keywords) and stores.get(name) == 1 \
+        and all(stores.get(x, 0) <= 1 for x in _loaded(value))
+
+
+def _is_partial(st: pyast.AST) -> bool:
+    """`X = partial(F, ...)`, F a name or an attribute."""
+    return isinstance(st, pyast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], pyast.Name) \
+        and isinstance(st.value, pyast.Call) and callee(st.value) == "partial" and bool(st.value.args) \
+        and isinstance(st.value.args[0], (pyast.Name, pyast.Attribute))
+
+
+def _apply_partials(tree: pyast.Module) -> bool:
+    """`X(a, k=v)` where `X = partial(F, p, q=w)` (`_partials`) is `F(p, a, q=w, k=v)`: what
+    functools.partial calls (the call's keywords replace the partial's); True when a call of a
+    partial not followed became `F(*X.args, ..., **X.keywords)`."""
+    partials, other = _partials(tree)
+    for n in pyast.walk(tree) if partials or other else ():
+        if not (isinstance(n, pyast.Call) and isinstance(n.func, pyast.Name)):
+            continue
+        if n.func.id in partials:
+            p = partials[n.func.id]
+            given = {k.arg for k in n.keywords}
+            n.func = pyast.copy_location(copy.deepcopy(p.args[0]), n.func)
+            n.args = [copy.deepcopy(a) for a in p.args[1:]] + n.args
+            n.keywords = [copy.deepcopy(k) for k in p.keywords if k.arg not in given] + n.keywords
+        elif n.func.id in other:  # what it passes is known when the program runs: `F(*X.args, ..., **X.keywords)`
+            x = n.func
+            star = pyast.copy_location(pyast.Starred(value=pyast.Attribute(value=pyast.Name(id=x.id, ctx=pyast.Load()),
+                                                                           attr="args", ctx=pyast.Load()),
+                                                     ctx=pyast.Load()), x)
+            spread = pyast.keyword(arg=None, value=pyast.Attribute(value=pyast.Name(id=x.id, ctx=pyast.Load()),
+                                                                   attr="keywords", ctx=pyast.Load()))
+            for node in (star.value, star.value.value, spread.value, spread.value.value):  # type: ignore[attr-defined]
+                pyast.copy_location(node, x)
+            n.func = pyast.copy_location(copy.deepcopy(other[x.id].args[0]), x)
+            n.args = [star] + n.args
+            n.keywords = [pyast.copy_location(spread, x)] + n.keywords
+    return bool(other)
+
+
 def callee(node: pyast.AST) -> str:
     """The last name of a call's function: `autogen.GroupChat(...)` → "GroupChat"."""
     if isinstance(node, pyast.Call):
@@ -393,6 +510,7 @@ class Rewriter:
 
     # -- entry ------------------------------------------------------------------
     def run(self) -> pyast.Module:
+        stores = self._survey()
         for st in self.tree.body:
             if isinstance(st, (pyast.FunctionDef, pyast.AsyncFunctionDef)) and self._is_factory(st):
                 self.factories[st.name] = st
@@ -400,10 +518,6 @@ class Rewriter:
                 self.builders[st.name] = st
             elif isinstance(st, pyast.FunctionDef) and _procedure(st) is not None:
                 self.procedures[st.name] = st
-        stores: dict[str, int] = {}
-        for n in pyast.walk(self.tree):
-            if isinstance(n, pyast.Name) and isinstance(n.ctx, pyast.Store):
-                stores[n.id] = stores.get(n.id, 0) + 1
         changed = _changed_names(self.tree, rebinds=False)
         for st in self.tree.body:  # module-level literal sequences bound once and never changed, seen by functions
             if isinstance(st, pyast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], pyast.Name) \
@@ -414,6 +528,27 @@ class Rewriter:
         self.tree.body = self._block(self.tree.body, {}, top=True)
         pyast.fix_missing_locations(self.tree)
         return self.tree
+
+    def _survey(self) -> dict[str, int]:
+        """One pass over the file: how often each name is stored, whether it spreads `**x`; then
+        framework aliases and functools partials rewritten when it has any."""
+        stores: dict[str, int] = {}
+        aliased = partials = False
+        for n in pyast.walk(self.tree):
+            if isinstance(n, pyast.Name):
+                if isinstance(n.ctx, pyast.Store):
+                    stores[n.id] = stores.get(n.id, 0) + 1
+            elif isinstance(n, pyast.keyword):
+                self.spreads = self.spreads or n.arg is None
+            elif isinstance(n, pyast.ImportFrom):
+                aliased = aliased or any(a.asname for a in n.names)
+            elif isinstance(n, pyast.Assign):
+                partials = partials or _is_partial(n)
+        if aliased:
+            _unalias(self.tree)
+        if partials:
+            self.spreads = _apply_partials(self.tree) or self.spreads
+        return stores
 
     # -- factories ------------------------------------------------------------------
     def _is_factory(self, fn: _Fn) -> bool:
@@ -587,7 +722,6 @@ class Rewriter:
     def _dict_facts(self, stores: dict[str, int]) -> None:
         """The module's literal dicts bound once, changed nowhere, whose values' names are bound at
         most once (functions see them); nothing to do in a file that spreads no `**x`."""
-        self.spreads = any(isinstance(n, pyast.keyword) and n.arg is None for n in pyast.walk(self.tree))
         if not self.spreads:
             return
         found = []

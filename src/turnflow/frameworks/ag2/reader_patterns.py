@@ -14,13 +14,14 @@ import ast as pyast
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Iterator, Optional
 
 from turnflow.migrate.common import (MAX_ROUTES, FlowBuilder, Migration, Names, Pos, block_names, fail, line_ref, render,
                                      tool_name)
 from turnflow.migrate.pyread import (Module, agent_classes, assigned_name, callee, calls, filled_in_loop, function_def,
                                      loop_message, manager_termination, one_line,
                                      is_agent_call, kwarg, note_choices, parse_module, pos, scopes, why_not_literal)
+from turnflow.frameworks.ag2.reader_groupchat import _attribute_changes  # `x.attr = v`, `x.attr.append(v)`
 from turnflow.migrate import surface
 from turnflow.source import SourceText
 from turnflow.diagnostics.listing import bounded
@@ -94,12 +95,48 @@ def migrate(text: str, path: str, src: Optional[SourceText] = None) -> Migration
         if id(pcall) in scan.mod.in_loop:
             raise fail("TF401", "the pattern is built in a loop or comprehension the migrator cannot unroll; it "
                        "reads code without running it", pos(pcall), path, src)
+        _pattern_changed(scan.mod, pcall)
         scan.mod.take_choices()
         b = _pattern(scan, pcall, block)
         note_choices(scan.mod, b)
         builders.append(b)
     return render(builders, [f"Migrated by `turnflow migrate` from {path} (AG2 group pattern)."],
                   path, src, "ag2-patterns")
+
+
+# what AG2's patterns read from themselves when the chat starts (`prepare_group_chat`, ag2 0.9.9)
+_PATTERN_ATTRS = ("initial_agent", "agents", "user_agent", "group_manager_args", "context_variables",
+                  "group_after_work", "selection_message")
+
+
+def _statements(node: pyast.AST) -> Iterator[pyast.AST]:
+    """Every statement inside `node` (function and class bodies too), without walking expressions."""
+    for child in pyast.iter_child_nodes(node):
+        if isinstance(child, (pyast.stmt, pyast.excepthandler, pyast.match_case)):
+            yield child
+            yield from _statements(child)
+
+
+_READS = ("get", "keys", "values", "items", "copy", "to_dict", "contains", "index", "count")
+
+
+def _pattern_changed(mod: Module, pcall: pyast.Call) -> None:
+    """TF401 at a statement that changes what the pattern `pcall` builds (`p.group_after_work = ...`,
+    `p.agents.append(c)`) after it is built: the flow would be the constructor's pattern, not the
+    one that runs (as a GroupChat's, reader_groupchat._changed_after_built)."""
+    for st in _statements(mod.tree):
+        if not isinstance(st, (pyast.Assign, pyast.AugAssign, pyast.AnnAssign, pyast.Expr, pyast.Delete)):
+            continue
+        changes = _attribute_changes(st)
+        call = st.value if isinstance(st, pyast.Expr) else None
+        if isinstance(call, pyast.Call) and isinstance(call.func, pyast.Attribute) \
+                and isinstance(call.func.value, pyast.Attribute) and call.func.attr not in _READS:
+            changes.append((call.func.value.value, call.func.value.attr))  # `p.context_variables.set(k, v)`
+        for base, attr in changes:
+            if attr in _PATTERN_ATTRS and mod.resolve(base) is pcall:
+                raise fail("TF401", f"`{one_line(st)}` changes the pattern's `{attr}` after it is built; the migrator "
+                           f"reads what `{callee(pcall)}(...)` is given: pass it there, or migrate the running "
+                           "object with --import", pos(st), mod.path, mod.src)
 
 
 def _scan(mod: Module, classes: set[str]) -> Scan:
