@@ -495,3 +495,41 @@ def test_a_pattern_changed_after_it_is_built_is_refused_like_a_group_chat(change
         migrate(text, "p.py")
     (d,) = err.value.diagnostics
     assert d.code == "TF401" and d.span.line == 9, d
+
+
+CHANGED_IN_A_FUNCTION = '''from autogen import ConversableAgent, GroupChat, GroupChatManager
+a = ConversableAgent("a", llm_config=False)
+b = ConversableAgent("b", llm_config=False)
+c = ConversableAgent("c", llm_config=False)
+METHOD = "round_robin"
+team = [a, b]
+def adjust():
+    CHANGE
+adjust()
+chat = GroupChat(agents=team, messages=[], max_round=6, speaker_selection_method=METHOD)
+manager = GroupChatManager(groupchat=chat, llm_config=False)
+a.initiate_chat(manager, message="go")
+'''
+
+
+def test_a_list_a_function_changes_is_not_taken_as_written():
+    """`def adjust(): team.append(c)` run before the chat: the chat has a, b and c. Before: the flow
+    had a and b, without a word. Now TF401, as for a list changed after a branch changed it."""
+    text = CHANGED_IN_A_FUNCTION.replace("CHANGE", "team.append(c)")
+    with pytest.raises(MigrateError) as err:
+        migrate(text, "case.py")
+    (d,) = err.value.diagnostics
+    assert d.code == "TF401" and d.span.line == 10 and "team.append(c)" in d.message, d
+
+
+def test_a_function_s_own_list_of_the_same_name_is_its_own():
+    text = CHANGED_IN_A_FUNCTION.replace("CHANGE", "team = [c]\n    team.append(a)")
+    assert _edges(_run(text)) == {("a", "b"), ("b", "a")}
+
+
+def test_a_global_a_function_rebinds_is_reported():
+    """`def adjust(): global METHOD; METHOD = "auto"` run before the chat: AG2 picks with the LLM.
+    Before: the flow followed `METHOD = "round_robin"` without a word. Now TF410 at the rebinding."""
+    text = CHANGED_IN_A_FUNCTION.replace("CHANGE", 'global METHOD\n    METHOD = "auto"')
+    result = _run(text)
+    assert ("TF410", 9) in _codes(result), result.diagnostics
