@@ -533,3 +533,21 @@ def test_a_global_a_function_rebinds_is_reported():
     text = CHANGED_IN_A_FUNCTION.replace("CHANGE", 'global METHOD\n    METHOD = "auto"')
     result = _run(text)
     assert ("TF410", 9) in _codes(result), result.diagnostics
+
+
+def test_a_subclass_without_its_own_init_binds_like_its_framework_class():
+    """`class MyChat(GroupChat): pass` has GroupChat's fields: `MyChat([a, b, c], [], 6, "Admin", True,
+    "round_robin")` is round robin (before: auto, without a word)."""
+    text = _classic('chat = MyChat([a, b, c], [], 6, "Admin", True, "round_robin")')
+    text = text.replace("a = ConversableAgent(", "class MyChat(GroupChat):\n    pass\n\n\na = ConversableAgent(", 1)
+    assert _edges(_run(text)) == {("a", "b"), ("b", "c"), ("c", "a")}
+
+
+def test_a_manager_given_another_chat_after_it_is_built_is_refused():
+    text = _classic('chat = GroupChat(agents=[a, b, c], messages=[], speaker_selection_method="round_robin")\n'
+                    'other = GroupChat(agents=[c, b, a], messages=[], speaker_selection_method="round_robin")')
+    text = text.replace("a.initiate_chat(", "manager._groupchat = other\na.initiate_chat(")
+    with pytest.raises(MigrateError) as err:
+        migrate(text, "case.py")
+    (d,) = err.value.diagnostics
+    assert d.code == "TF401" and d.span.line == 8, d

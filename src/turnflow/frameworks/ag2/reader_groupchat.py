@@ -79,8 +79,9 @@ def migrate(text: str, path: str, src: Optional[SourceText] = None) -> Migration
     src = src or SourceText(text, path)
     mod = parse_module(text, path, src)
     for call in calls(mod.tree):  # AG2's own classes, bound to their signatures: settings read by name
-        if callee(call) in _BOUND:
-            problem = surface.as_keywords(call, surface.API[("ag2", callee(call))])
+        cls = _framework_class(mod, callee(call))
+        if cls is not None:
+            problem = surface.as_keywords(call, surface.API[("ag2", cls)])
             if problem is not None:
                 call._turnflow_unbound = problem  # type: ignore[attr-defined]  # TF411 where the chat is read
     classes = agent_classes(mod)
@@ -117,6 +118,19 @@ def migrate(text: str, path: str, src: Optional[SourceText] = None) -> Migration
 
 # the calls bound to AG2's signatures before they are read (a subclass of the file may have its own)
 _BOUND = ("GroupChat", "GroupChatManager", "ConversableAgent", "AssistantAgent", "UserProxyAgent")
+
+
+def _framework_class(mod: Module, name: str, depth: int = 0) -> Optional[str]:
+    """The `_BOUND` class whose signature a call of `name` has: itself, or the one a subclass of the
+    file inherits its `__init__` from (no `__init__` and no decorator on the way); None otherwise."""
+    if name in _BOUND:
+        return name
+    cls = mod.classes.get(name)
+    if cls is None or depth > 8 or cls.decorator_list or any(
+            isinstance(st, (pyast.FunctionDef, pyast.AsyncFunctionDef)) and st.name == "__init__" for st in cls.body):
+        return None
+    found = {_framework_class(mod, callee(base), depth + 1) for base in cls.bases} - {None}
+    return found.pop() if len(found) == 1 else None
 
 
 def _note_unbound(b: FlowBuilder, call: Optional[pyast.Call], what: str) -> None:
@@ -608,6 +622,10 @@ def _note_changed_agents(mod: Module, b: FlowBuilder, agents: list[Agent], manag
             who = built.get(id(mod.resolve(obj)))
             if who is None:
                 continue
+            if who == "the manager" and attr in ("groupchat", "_groupchat"):
+                raise fail("TF401", f"`{one_line(st, 50)}` gives the manager another group chat after it is built; "
+                           "the migrator reads the chat `GroupChatManager(groupchat=...)` is given: pass it there, "
+                           "or migrate the running object with --import", pos(st), mod.path, mod.src)
             code, why = _AFTER_BUILT.get(attr, ("TF409", "set after the agent is built; not read (the flow keeps "
                                                 "what its constructor was given)"))
             b.note(code, f"`{one_line(st, 50)}` changes {'`' + who + '`' if who != 'the manager' else who} after it "
