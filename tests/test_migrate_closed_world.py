@@ -551,3 +551,27 @@ def test_a_manager_given_another_chat_after_it_is_built_is_refused():
         migrate(text, "case.py")
     (d,) = err.value.diagnostics
     assert d.code == "TF401" and d.span.line == 8, d
+
+
+@pytest.mark.parametrize("change, code", [
+    ("b.register_reply([Agent, None], lambda recipient, messages, sender, config: (True, None))", "TF404"),
+    ('b._is_termination_msg = lambda m: "BYE" in m["content"]', "TF405"),
+    ("a.handoffs.llm_conditions.append(OnCondition(target=AgentTarget(b), condition=StringLLMCondition('b')))",
+     "TF406"),
+    ("a.handoffs.after_works.clear()", "TF406"),
+])
+def test_a_pattern_agent_changed_after_it_is_built_is_reported(change, code):
+    """The same changes in a pattern's agents (and their handoffs' lists, changed directly rather
+    than through `handoffs.<method>(...)`): before, dropped without a word."""
+    text = ('from autogen import Agent, ConversableAgent\n'
+            'from autogen.agentchat import initiate_group_chat\n'
+            'from autogen.agentchat.group import AgentTarget, OnCondition, StringLLMCondition\n'
+            'from autogen.agentchat.group.patterns import DefaultPattern\n'
+            'a = ConversableAgent(name="a")\n'
+            'b = ConversableAgent(name="b")\n'
+            'a.handoffs.set_after_work(AgentTarget(b))\n'
+            f'{change}\n'
+            'p = DefaultPattern(initial_agent=a, agents=[a, b])\n'
+            'initiate_group_chat(pattern=p, messages="x", max_rounds=5)\n')
+    result = migrate(text, "p.py")
+    assert (code, 8) in _codes(result), result.diagnostics

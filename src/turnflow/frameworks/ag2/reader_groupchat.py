@@ -600,6 +600,36 @@ _AFTER_BUILT = {
 }
 
 
+_HANDOFF_LISTS = ("llm_conditions", "context_conditions", "after_works")
+_AFTER_BUILT["handoffs"] = ("TF406", "the handoffs are read only through `handoffs.<method>(...)` (`add_llm_condition`, "
+                            "`set_after_work`, ...); this change of its handoffs is not read")
+
+
+def _agent_changes(st: pyast.AST) -> list[tuple[pyast.Name, str]]:
+    """(the variable, the attribute or method) of each change a statement makes to an object after it
+    is built: `x.attr = v`, `x.register_reply(...)` (`_AFTER_BUILT`), `x.handoffs.after_works.clear()`
+    (read as "handoffs"); not `x.handoffs.<method>(...)` or `x.functions = ...`, read elsewhere."""
+    if isinstance(st, (pyast.Assign, pyast.AugAssign, pyast.AnnAssign)):
+        targets = st.targets if isinstance(st, pyast.Assign) else [st.target]
+        found = [(t.value, t.attr) for t in targets if isinstance(t, pyast.Attribute)]
+    elif isinstance(st, pyast.Expr) and isinstance(st.value, pyast.Call) \
+            and isinstance(st.value.func, pyast.Attribute) and st.value.func.attr in _AFTER_BUILT:
+        found = [(st.value.func.value, st.value.func.attr)]
+    elif isinstance(st, (pyast.Expr, pyast.Delete)):
+        found = _attribute_changes(st)
+    else:
+        return []
+    out = []
+    for obj, attr in found:
+        if isinstance(obj, pyast.Attribute) and obj.attr == "handoffs" and attr in _HANDOFF_LISTS:
+            obj, attr = obj.value, "handoffs"  # `x.handoffs.llm_conditions.append(c)`: not `x.handoffs.add_...`
+        elif attr in ("handoffs", "functions") and (isinstance(st, pyast.Expr) or attr == "functions"):
+            continue
+        if isinstance(obj, pyast.Name):
+            out.append((obj, attr))
+    return out
+
+
 def _note_changed_agents(mod: Module, b: FlowBuilder, agents: list[Agent], manager: Optional[pyast.Call]) -> None:
     """A finding at each statement that changes an agent of the chat, or its manager, after it is
     built: `x.attr = v` (`x.attr += v`), `x.register_reply(...)`, `x.update_max_consecutive_auto_reply(n)`
@@ -608,17 +638,7 @@ def _note_changed_agents(mod: Module, b: FlowBuilder, agents: list[Agent], manag
     if manager is not None:
         built[id(manager)] = "the manager"
     for st in pyast.walk(mod.tree):
-        if isinstance(st, (pyast.Assign, pyast.AugAssign, pyast.AnnAssign)):
-            targets = st.targets if isinstance(st, pyast.Assign) else [st.target]
-            found = [(t.value, t.attr) for t in targets if isinstance(t, pyast.Attribute)]
-        elif isinstance(st, pyast.Expr) and isinstance(st.value, pyast.Call) \
-                and isinstance(st.value.func, pyast.Attribute) and st.value.func.attr in _AFTER_BUILT:
-            found = [(st.value.func.value, st.value.func.attr)]
-        else:
-            continue
-        for obj, attr in found:
-            if not isinstance(obj, pyast.Name) or attr in ("handoffs", "functions"):
-                continue
+        for obj, attr in _agent_changes(st):
             who = built.get(id(mod.resolve(obj)))
             if who is None:
                 continue

@@ -22,6 +22,7 @@ from turnflow.migrate.pyread import (Module, agent_classes, assigned_name, calle
                                      loop_message, manager_termination, one_line,
                                      is_agent_call, kwarg, note_choices, parse_module, pos, scopes, why_not_literal)
 from turnflow.frameworks.ag2.reader_groupchat import _attribute_changes  # `x.attr = v`, `x.attr.append(v)`
+from turnflow.frameworks.ag2.reader_groupchat import _note_changed_agents  # agents changed after they are built
 from turnflow.migrate import surface
 from turnflow.source import SourceText
 from turnflow.diagnostics.listing import bounded
@@ -423,6 +424,7 @@ def _pattern(scan: Scan, pcall: pyast.Call, block: str) -> FlowBuilder:
                        "`set_after_work`); ignored", pos(a.after_work))
                 a.after_work = None
     _note_ignored(b, order)
+    _note_changed_agents(mod, b, order, None)  # type: ignore[arg-type]  # the patterns' Agent has `call` and `var`
     for a in order:
         b.section()
         _agent_rules(cx, a, kind)
