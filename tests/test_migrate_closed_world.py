@@ -575,3 +575,35 @@ def test_a_pattern_agent_changed_after_it_is_built_is_reported(change, code):
             'initiate_group_chat(pattern=p, messages="x", max_rounds=5)\n')
     result = migrate(text, "p.py")
     assert (code, 8) in _codes(result), result.diagnostics
+
+
+@pytest.mark.parametrize("change, code", [
+    ("team._max_turns = 2", "TF401"),
+    ("team._participants.reverse()", "TF401"),
+    ('a._handoffs["c"] = None', "TF406"),
+    ('b._description = "reviews"', "TF409"),
+])
+def test_an_agentchat_team_or_agent_changed_after_it_is_built_is_reported(change, code):
+    text = ('from autogen_agentchat.agents import AssistantAgent\n'
+            'from autogen_agentchat.teams import RoundRobinGroupChat\n'
+            'a = AssistantAgent("a", model_client=None)\n'
+            'b = AssistantAgent("b", model_client=None)\n'
+            'team = RoundRobinGroupChat([a, b], max_turns=6)\n'
+            f'{change}\n')
+    if code == "TF401":
+        with pytest.raises(MigrateError) as err:
+            migrate(text, "team.py")
+        assert [(d.code, d.span.line) for d in err.value.diagnostics] == [("TF401", 6)]
+    else:
+        assert (code, 6) in _codes(migrate(text, "team.py"))
+
+
+def test_an_agentchat_team_with_settings_known_at_run_time_does_not_say_it_fails():
+    text = ('from autogen_agentchat.agents import AssistantAgent\n'
+            'from autogen_agentchat.teams import RoundRobinGroupChat\n'
+            'from cfg import load\n'
+            'a = AssistantAgent("a", model_client=None)\n'
+            'b = AssistantAgent("b", model_client=None)\n'
+            'team = RoundRobinGroupChat([a, b], **load())\n')
+    (d,) = [d for d in migrate(text, "team.py").diagnostics if d.code == "TF411"]
+    assert "known only when the program runs" in d.message and "the program fails here" not in d.message

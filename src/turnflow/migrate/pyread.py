@@ -1010,3 +1010,34 @@ def why_not_literal(mod: Module, node: Optional[pyast.AST]) -> str:
     if isinstance(resolved, pyast.Call):
         return f"; it is the result of `{pyast.unparse(resolved.func)}(...)`, which the migrator does not run"
     return ""
+
+
+_MUTATORS = ("append", "extend", "insert", "remove", "pop", "clear", "update", "sort", "reverse", "setdefault",
+             "popitem", "__setitem__", "__delitem__")
+
+
+def attribute_changes(st: pyast.stmt) -> list[tuple[pyast.expr, str]]:
+    """(the object, the attribute) of each `obj.attr` a simple statement sets or changes in place:
+    `obj.attr = v`, `obj.attr += v`, `obj.attr[k] = v`, `del obj.attr[k]`, `obj.attr.append(v)`,
+    `obj.attr[k].append(v)`."""
+    if isinstance(st, pyast.Expr):
+        call = st.value
+        if not (isinstance(call, pyast.Call) and isinstance(call.func, pyast.Attribute)
+                and call.func.attr in _MUTATORS):
+            return []
+        targets = [call.func.value]
+    elif isinstance(st, pyast.Assign):
+        targets = list(st.targets)
+    elif isinstance(st, pyast.Delete):
+        targets = list(st.targets)
+    else:
+        targets = [st.target]  # type: ignore[attr-defined]
+    out: list[tuple[pyast.expr, str]] = []
+    for t in targets:
+        while isinstance(t, pyast.Subscript):
+            t = t.value
+        if isinstance(t, pyast.Attribute) and (isinstance(t.value, pyast.Name)
+                                               or (isinstance(t.value, pyast.Attribute)
+                                                   and isinstance(t.value.value, pyast.Name))):
+            out.append((t.value, t.attr))
+    return out

@@ -27,6 +27,7 @@ from turnflow.migrate.common import (MAX_ROUTES, FlowBuilder, Migration, Names, 
                                      render, tool_name)
 from turnflow.frameworks.ag2.reader_groupchat_rotation import AllBut, Rotation
 from turnflow.migrate.pyread import _binding_key  # the name a variable or `self.x` binds
+from turnflow.migrate.pyread import attribute_changes as _attribute_changes  # `x.attr = v`, `x.attr.append(v)`
 from turnflow.migrate.pyread import (Module, agent_classes, subclasses, assigned_name, callee, calls, filled_in_loop,
                                      is_agent_call, is_literal, kwarg, loop_message, manager_termination,
                                      note_choices, one_line, parse_module, pos, scopes, termination_test,
@@ -230,35 +231,6 @@ def _is_the_chat(mod: Module, base: pyast.expr, call: pyast.Call) -> bool:
     return mod.resolve(base) is call
 
 
-def _attribute_changes(st: pyast.stmt) -> list[tuple[pyast.expr, str]]:
-    """(the object, the attribute) of each `obj.attr` a simple statement sets or changes in place:
-    `obj.attr = v`, `obj.attr += v`, `obj.attr[k] = v`, `del obj.attr[k]`, `obj.attr.append(v)`,
-    `obj.attr[k].append(v)`."""
-    if isinstance(st, pyast.Expr):
-        call = st.value
-        if not (isinstance(call, pyast.Call) and isinstance(call.func, pyast.Attribute)
-                and call.func.attr in _MUTATORS):
-            return []
-        targets = [call.func.value]
-    elif isinstance(st, pyast.Assign):
-        targets = list(st.targets)
-    elif isinstance(st, pyast.Delete):
-        targets = list(st.targets)
-    else:
-        targets = [st.target]  # type: ignore[attr-defined]
-    out: list[tuple[pyast.expr, str]] = []
-    for t in targets:
-        while isinstance(t, pyast.Subscript):
-            t = t.value
-        if isinstance(t, pyast.Attribute) and (isinstance(t.value, pyast.Name)
-                                               or (isinstance(t.value, pyast.Attribute)
-                                                   and isinstance(t.value.value, pyast.Name))):
-            out.append((t.value, t.attr))
-    return out
-
-
-_MUTATORS = ("append", "extend", "insert", "remove", "pop", "clear", "update", "sort", "reverse", "setdefault",
-             "popitem", "__setitem__", "__delitem__")
 _LIST_CHANGES = ("append", "extend", "insert", "remove")
 _COMPOUND = (pyast.If, pyast.For, pyast.AsyncFor, pyast.While, pyast.Try, pyast.With, pyast.AsyncWith, pyast.Match,
              pyast.FunctionDef, pyast.AsyncFunctionDef, pyast.ClassDef)
