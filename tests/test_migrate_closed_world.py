@@ -607,3 +607,41 @@ def test_an_agentchat_team_with_settings_known_at_run_time_does_not_say_it_fails
             'team = RoundRobinGroupChat([a, b], **load())\n')
     (d,) = [d for d in migrate(text, "team.py").diagnostics if d.code == "TF411"]
     assert "known only when the program runs" in d.message and "the program fails here" not in d.message
+
+
+TOOLS = {
+    "ag2-patterns": ('from autogen import ConversableAgent, register_function\n'
+                     'from autogen.agentchat import initiate_group_chat\n'
+                     'from autogen.agentchat.group import AgentTarget, ReplyResult\n'
+                     'from autogen.agentchat.group.patterns import DefaultPattern\n'
+                     'a = ConversableAgent(name="a")\n'
+                     'b = ConversableAgent(name="b")\n'
+                     'def go_b() -> ReplyResult:\n'
+                     '    return ReplyResult(message="x", target=AgentTarget(b))\n'
+                     'REGISTER\n'
+                     'p = DefaultPattern(initial_agent=a, agents=[a, b])\n'
+                     'initiate_group_chat(pattern=p, messages="x", max_rounds=5)\n'),
+    "classic": ('from autogen import ConversableAgent, GroupChat, GroupChatManager, register_function\n'
+                'a = ConversableAgent("a", llm_config=False)\n'
+                'b = ConversableAgent("b", llm_config=False)\n'
+                'c = ConversableAgent("c", llm_config=False)\n'
+                'def go_b() -> str:\n'
+                '    return "x"\n'
+                'REGISTER\n'
+                'chat = GroupChat(agents=[a, b, c], messages=[], max_round=6)\n'
+                'manager = GroupChatManager(groupchat=chat, llm_config=False)\n'
+                'a.initiate_chat(manager, message="go")\n'),
+}
+
+
+@pytest.mark.parametrize("family", sorted(TOOLS))
+@pytest.mark.parametrize("register", ['register_function(go_b, a, b, "go_b", "go")',
+                                      'register_function(go_b, caller=a, executor=b, **extra)'])
+def test_a_tool_registration_that_does_not_bind_is_reported(family, register):
+    """`register_function(f, a, b, ...)`: AG2's `caller` and `executor` are keyword-only (TypeError).
+    Before: the tool (a routing tool in a pattern; who speaks after a tool call in a classic chat)
+    was left out without a word. Now TF411 at the argument."""
+    text = TOOLS[family].replace("REGISTER", register)
+    line = text.splitlines().index(register) + 1
+    result = migrate(text, "t.py")
+    assert [d.span.line for d in result.diagnostics if d.code == "TF411"] == [line], result.diagnostics

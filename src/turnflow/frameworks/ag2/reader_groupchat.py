@@ -496,6 +496,7 @@ def _group(cx: Classic, call: pyast.Call, block: str) -> FlowBuilder:
     order = [init_agent] + agents if outside else agents
     _participants(b, order, init_agent, call)
     _note_changed_agents(mod, b, order, manager)
+    _note_unbound_tools(mod, b, order)
 
     b.section()
     if init_agent is None:
@@ -622,6 +623,14 @@ def _note_changed_agents(mod: Module, b: FlowBuilder, agents: list[Agent], manag
                                                 "what its constructor was given)"))
             b.note(code, f"`{one_line(st, 50)}` changes {'`' + who + '`' if who != 'the manager' else who} after it "
                    f"is built: {why}", pos(st))
+
+
+def _note_unbound_tools(mod: Module, b: FlowBuilder, agents: list[Agent]) -> None:
+    """TF411 at a tool registration of an agent of the chat that does not bind to AG2's signature."""
+    members = {id(a.call) for a in agents}
+    for reg, node, error in classic_tools.unbound_registrations(mod):
+        if any(isinstance(n, pyast.Name) and id(mod.resolve(n)) in members for n in pyast.walk(reg)):
+            b.note("TF411", classic_tools.registration_words(reg, error), pos(node))
 
 
 def _participants(b: FlowBuilder, order: list[Agent], init_agent: Optional[Agent], call: pyast.Call) -> None:

@@ -23,6 +23,7 @@ from turnflow.migrate.pyread import (Module, agent_classes, assigned_name, calle
                                      is_agent_call, kwarg, note_choices, parse_module, pos, scopes, why_not_literal)
 from turnflow.frameworks.ag2.reader_groupchat import _attribute_changes  # `x.attr = v`, `x.attr.append(v)`
 from turnflow.frameworks.ag2.reader_groupchat import _note_changed_agents  # agents changed after they are built
+from turnflow.frameworks.ag2.reader_groupchat_tools import registration_words, unbound_registrations
 from turnflow.migrate import surface
 from turnflow.source import SourceText
 from turnflow.diagnostics.listing import bounded
@@ -166,6 +167,7 @@ def _scan(mod: Module, classes: set[str]) -> Scan:
                                       "no one"))
     for call in calls(mod.tree):
         _tool_call(scan, call)
+    _unbound_tools(scan)
     for call in calls(mod.tree):  # handoffs: agent.handoffs.<method>(...)
         _handoff_call(scan, call)
     return scan
@@ -184,6 +186,16 @@ def _scan_agent(scan: Scan, call: pyast.Call) -> None:
     scan.agents[id(call)] = agent = Agent(var or raw, raw, name, call, mod.string(kwarg(call, "description")),
                                           list(fns) if fns is not None else ([one] if one is not None else []))
     agent.findings += surface.agent_findings(call, callee(call))
+
+
+def _unbound_tools(scan: Scan) -> None:
+    """TF411, with its agent's findings, at a tool registration that does not bind to AG2's signature
+    (`register_function(f, a, b)`: `caller` and `executor` are keyword-only in AG2)."""
+    for reg, node, error in unbound_registrations(scan.mod):
+        owner = next((a for n in pyast.walk(reg) if isinstance(n, pyast.Name)
+                      for a in [scan.agent_of(n)] if a is not None), None)
+        if owner is not None:
+            owner.findings.append(("TF411", node, registration_words(reg, error)))
 
 
 def _tool_call(scan: Scan, call: pyast.Call) -> None:
