@@ -395,10 +395,20 @@ def parse_module(text: str, path: str, src: SourceText) -> Module:
     return mod
 
 
+def statements(node: pyast.AST) -> Iterator[pyast.stmt]:
+    """Every statement inside `node` (function and class bodies too), without walking expressions."""
+    for child in pyast.iter_child_nodes(node):
+        if isinstance(child, pyast.stmt):
+            yield child
+            yield from statements(child)
+        elif isinstance(child, (pyast.excepthandler, pyast.match_case)):
+            yield from statements(child)
+
+
 def _global_stores(tree: pyast.AST) -> dict[str, pyast.stmt]:
     """The module names a function declares `global` and binds, each with its first binding there."""
     out: dict[str, pyast.stmt] = {}
-    for fn in pyast.walk(tree):
+    for fn in statements(tree):
         if not isinstance(fn, (pyast.FunctionDef, pyast.AsyncFunctionDef)):
             continue
         declared = {x for n in pyast.walk(fn) if isinstance(n, pyast.Global) for x in n.names}
@@ -838,7 +848,7 @@ def _unfolded(mod: Module, node: Optional[pyast.AST]) -> Optional[Union[pyast.Ca
         return None
     root = mod.parent or mod  # a scope's view holds its own function: the others may change the list too
     found: dict[int, Union[pyast.Call, pyast.stmt]] = {
-        id(n): n for tree in (mod.tree, root.tree) for n in pyast.walk(tree)
+        id(n): n for tree in ((mod.tree,) if root is mod else (mod.tree, root.tree)) for n in pyast.walk(tree)
         if isinstance(n, (pyast.Call, pyast.stmt)) and _changes(n, key)}
     for change in sorted(found.values(), key=lambda n: (n.lineno, n.col_offset)):
         where = mod.uses.get(id(change))

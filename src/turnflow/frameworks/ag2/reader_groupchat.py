@@ -28,6 +28,7 @@ from turnflow.migrate.common import (MAX_ROUTES, FlowBuilder, Migration, Names, 
 from turnflow.frameworks.ag2.reader_groupchat_rotation import AllBut, Rotation
 from turnflow.migrate.pyread import _binding_key  # the name a variable or `self.x` binds
 from turnflow.migrate.pyread import attribute_changes as _attribute_changes  # `x.attr = v`, `x.attr.append(v)`
+from turnflow.migrate.pyread import statements  # every statement, without walking expressions
 from turnflow.migrate.pyread import (Module, agent_classes, subclasses, assigned_name, callee, calls, filled_in_loop,
                                      is_agent_call, is_literal, kwarg, loop_message, manager_termination,
                                      note_choices, one_line, parse_module, pos, scopes, termination_test,
@@ -610,7 +611,7 @@ def _note_changed_agents(mod: Module, b: FlowBuilder, agents: list[Agent], manag
     built = {id(a.call): a.var for a in agents}
     if manager is not None:
         built[id(manager)] = "the manager"
-    for st in pyast.walk(mod.tree):
+    for st in statements(mod.tree):
         for obj, attr in _agent_changes(st):
             who = built.get(id(mod.resolve(obj)))
             if who is None:

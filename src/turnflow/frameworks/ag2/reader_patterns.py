@@ -14,7 +14,7 @@ import ast as pyast
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Iterator, Optional
+from typing import Optional
 
 from turnflow.migrate.common import (MAX_ROUTES, FlowBuilder, Migration, Names, Pos, block_names, fail, line_ref, render,
                                      tool_name)
@@ -24,6 +24,7 @@ from turnflow.migrate.pyread import (Module, agent_classes, assigned_name, calle
 from turnflow.frameworks.ag2.reader_groupchat import _attribute_changes  # `x.attr = v`, `x.attr.append(v)`
 from turnflow.frameworks.ag2.reader_groupchat import _note_changed_agents  # agents changed after they are built
 from turnflow.frameworks.ag2.reader_groupchat_tools import registration_words, unbound_registrations
+from turnflow.migrate.pyread import statements
 from turnflow.migrate import surface
 from turnflow.source import SourceText
 from turnflow.diagnostics.listing import bounded
@@ -111,14 +112,6 @@ _PATTERN_ATTRS = ("initial_agent", "agents", "user_agent", "group_manager_args",
                   "group_after_work", "selection_message")
 
 
-def _statements(node: pyast.AST) -> Iterator[pyast.AST]:
-    """Every statement inside `node` (function and class bodies too), without walking expressions."""
-    for child in pyast.iter_child_nodes(node):
-        if isinstance(child, (pyast.stmt, pyast.excepthandler, pyast.match_case)):
-            yield child
-            yield from _statements(child)
-
-
 _READS = ("get", "keys", "values", "items", "copy", "to_dict", "contains", "index", "count")
 
 
@@ -126,7 +119,7 @@ def _pattern_changed(mod: Module, pcall: pyast.Call) -> None:
     """TF401 at a statement that changes what the pattern `pcall` builds (`p.group_after_work = ...`,
     `p.agents.append(c)`) after it is built: the flow would be the constructor's pattern, not the
     one that runs (as a GroupChat's, reader_groupchat._changed_after_built)."""
-    for st in _statements(mod.tree):
+    for st in statements(mod.tree):
         if not isinstance(st, (pyast.Assign, pyast.AugAssign, pyast.AnnAssign, pyast.Expr, pyast.Delete)):
             continue
         changes = _attribute_changes(st)

@@ -22,7 +22,8 @@ from typing import Any, Optional
 from turnflow.migrate import surface
 from turnflow.migrate.common import Migration, Names, Pos, block_names, fail, render
 from turnflow.migrate.pyread import (Module, assigned_name, attribute_changes, callee, calls, filled_in_loop, is_literal, kwarg,
-                                     loop_message, note_choices, one_line, parse_module, pos, scopes, why_not_literal)
+                                     loop_message, note_choices, one_line, parse_module, pos, scopes, statements,
+                                     why_not_literal)
 from turnflow.source import SourceText
 
 TEAMS = ("RoundRobinGroupChat", "SelectorGroupChat", "Swarm", "GraphFlow", "MagenticOneGroupChat")
@@ -399,7 +400,7 @@ def _changed_after_built(reader: Reader, team_call: pyast.Call, b) -> None:
     the constructor was given."""
     mod = reader.mod
     agents = {id(c) for c in reader.calls.values() if reader.is_agent(c)}
-    for st in pyast.walk(mod.tree):
+    for st in statements(mod.tree):
         if not isinstance(st, (pyast.Assign, pyast.AugAssign, pyast.AnnAssign, pyast.Expr, pyast.Delete)):
             continue
         for obj, attr in attribute_changes(st):
