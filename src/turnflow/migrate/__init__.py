@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Optional
 
 from turnflow.migrate.common import MigrateError, Migration, Pos, fail
+from turnflow.migrate.pystatic import framework_aliases  # `from autogen import GroupChat as GC`
 from turnflow.source import SourceText
 
 FAMILIES = ("classic", "ag2-patterns", "autogen", "compiled")
@@ -59,9 +60,11 @@ def builds(text: str) -> list[str]:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
     names: set[str] = set()
-    handoffs = False
+    handoffs = aliased = False
     groupchat_classes = {"GroupChat"}
     for node in pyast.walk(tree):
+        if isinstance(node, pyast.ImportFrom):
+            aliased = aliased or any(a.asname for a in node.names)
         if isinstance(node, pyast.ClassDef) and any(
                 (b.id if isinstance(b, pyast.Name) else getattr(b, "attr", "")) == "GroupChat" for b in node.bases):
             groupchat_classes.add(node.name)
@@ -70,6 +73,14 @@ def builds(text: str) -> list[str]:
             names.add(f.id if isinstance(f, pyast.Name) else f.attr if isinstance(f, pyast.Attribute) else "")
             if isinstance(f, pyast.Attribute) and isinstance(f.value, pyast.Attribute) and f.value.attr == "handoffs":
                 handoffs = True
+    if aliased:  # `from autogen import GroupChat as GC`: GC(...) builds a GroupChat
+        aliases = framework_aliases(tree)
+        names = {aliases.get(n, n) for n in names}
+    return _families(names, handoffs, groupchat_classes)
+
+
+def _families(names: set[str], handoffs: bool, groupchat_classes: set[str]) -> list[str]:
+    """The families the called names build, most specific first."""
     out = []
     if names & _AUTOGEN_TEAMS:
         out.append("autogen")

@@ -93,6 +93,8 @@ class Module:
     # in a function's (class's) view: the order of its first own statement, after the module's top
     # level; its body runs when it is called, so a name the top level binds twice is not known there
     own_from: int = 0
+    # a module name a function binds again (`global x; x = ...`): the first such statement
+    global_stores: dict[str, pyast.stmt] = field(default_factory=dict)
 
     # -- evaluation of literals -------------------------------------------
     def resolve(self, node: Optional[pyast.AST], depth: int = 0) -> Optional[pyast.AST]:
@@ -137,7 +139,14 @@ class Module:
                 self.choices[k] = Choice(key, site.stmt, "rebound", site, [s for s in straight if s is not site],
                                          True, None)
         self._note_choice(key, site, where, before)
+        self._note_global(key, site)
         return site.value
+
+    def _note_global(self, key: str, site: "Site") -> None:
+        """`key` is bound again by a function that declares it `global`, whenever it runs."""
+        rebinding = (self.parent or self).global_stores.get(key)
+        if rebinding is not None and (key, -2) not in self.choices:  # -2: bound again by a function
+            self.choices[(key, -2)] = Choice(key, rebinding, "global", site, [], True, None)
 
     def _runs_later(self, where: Optional["Where"], site: "Site") -> Optional[int]:
         """When the use runs when a function is called, so that any binding before it may be the one
@@ -381,8 +390,36 @@ def parse_module(text: str, path: str, src: SourceText) -> Module:
         raise fail("TF401", "the Python source is nested too deeply to read", Pos(1, 1), path, src) from None
     mod = Module(tree=tree, src=src, path=path)
     mod.inlined = set(rw.inlined)
+    mod.global_stores = _global_stores(tree)
     _index(mod, tree, loop=False)
     return mod
+
+
+def statements(node: pyast.AST) -> Iterator[pyast.stmt]:
+    """Every statement inside `node` (function and class bodies too), without walking expressions."""
+    for child in pyast.iter_child_nodes(node):
+        if isinstance(child, pyast.stmt):
+            yield child
+            yield from statements(child)
+        elif isinstance(child, (pyast.excepthandler, pyast.match_case)):
+            yield from statements(child)
+
+
+def _global_stores(tree: pyast.AST) -> dict[str, pyast.stmt]:
+    """The module names a function declares `global` and binds, each with its first binding there."""
+    out: dict[str, pyast.stmt] = {}
+    for fn in statements(tree):
+        if not isinstance(fn, (pyast.FunctionDef, pyast.AsyncFunctionDef)):
+            continue
+        declared = {x for n in pyast.walk(fn) if isinstance(n, pyast.Global) for x in n.names}
+        for st in pyast.walk(fn) if declared else ():
+            if isinstance(st, (pyast.Assign, pyast.AugAssign, pyast.AnnAssign)):
+                targets = st.targets if isinstance(st, pyast.Assign) else [st.target]
+                for t in targets:
+                    for n in pyast.walk(t):
+                        if isinstance(n, pyast.Name) and n.id in declared:
+                            out.setdefault(n.id, st)
+    return out
 
 
 class Scope:
@@ -809,14 +846,35 @@ def _unfolded(mod: Module, node: Optional[pyast.AST]) -> Optional[Union[pyast.Ca
     key = _binding_key(node)
     if key is None:
         return None
-    found: list[Union[pyast.Call, pyast.stmt]] = [
-        n for n in pyast.walk(mod.tree) if isinstance(n, (pyast.Call, pyast.stmt)) and _changes(n, key)]
-    for change in sorted(found, key=lambda n: (n.lineno, n.col_offset)):
+    root = mod.parent or mod  # a scope's view holds its own function: the others may change the list too
+    found: dict[int, Union[pyast.Call, pyast.stmt]] = {
+        id(n): n for tree in ((mod.tree,) if root is mod else (mod.tree, root.tree)) for n in pyast.walk(tree)
+        if isinstance(n, (pyast.Call, pyast.stmt)) and _changes(n, key)}
+    for change in sorted(found.values(), key=lambda n: (n.lineno, n.col_offset)):
         where = mod.uses.get(id(change))
-        if where is not None and where.in_def:
-            continue  # inside a function body (a selection function's own list)
+        in_def = where.in_def if where is not None else change is not None and not any(
+            n is change for st in mod.tree.body for n in pyast.walk(st))
+        if in_def and ("." in key or _local_to_def(root.tree, change, key)):
+            continue  # inside a function body, its own list (a selection function's); `self.x`: the class's
         return change
     return None
+
+
+def _local_to_def(tree: pyast.AST, node: pyast.AST, name: str) -> bool:
+    """`name` is a local of the innermost function whose body holds `node` (a parameter, or bound
+    there without `global` / `nonlocal`); False when it is the module's (a function that changes a
+    list of the module when it is called)."""
+    inner = None
+    for fn in pyast.walk(tree):
+        if isinstance(fn, (pyast.FunctionDef, pyast.AsyncFunctionDef, pyast.Lambda)) \
+                and any(n is node for n in pyast.walk(fn)):
+            inner = fn  # walk is breadth-first: the last one found is the innermost
+    if inner is None:
+        return True
+    declared = {x for n in pyast.walk(inner) if isinstance(n, (pyast.Global, pyast.Nonlocal)) for x in n.names}
+    local = {a.arg for a in pyast.walk(inner.args) if isinstance(a, pyast.arg)} | {
+        n.id for n in pyast.walk(inner) if isinstance(n, pyast.Name) and isinstance(n.ctx, pyast.Store)}
+    return name in local and name not in declared
 
 
 def loop_message(node: Optional[pyast.AST], mod: Optional[Module] = None) -> str:
@@ -893,6 +951,11 @@ def choice_message(c: Choice, params: frozenset = frozenset()) -> str:
                 f"`{_show(e.body, 40)}`, the other branch gives `{_show(e.orelse, 40)}`")  # type: ignore[attr-defined]
     assert c.chosen is not None
     name = c.key.split(".", 1)[1] if c.key.startswith(("self.", "cls.")) else c.key
+    if c.label == "global":
+        fn = f" (line {getattr(c.stmt, 'lineno', 0)})"
+        return (f"`{name}` is bound again by `{_show(c.stmt, 40)}`{fn}, in a function that declares it `global`, "
+                "whenever that function runs (decided when the program runs); this flow follows "
+                f"`{_show(c.chosen.value, 50)}` ({line_ref(getattr(c.chosen.stmt, 'lineno', 0))})")
     if c.label == "rebound":
         lines = lines_ref([getattr(s.stmt, "lineno", 0) for s in c.alternatives + [c.chosen]])
         return (f"`{name}` is bound more than once ({lines}) and used inside a function, which sees the "
@@ -957,3 +1020,34 @@ def why_not_literal(mod: Module, node: Optional[pyast.AST]) -> str:
     if isinstance(resolved, pyast.Call):
         return f"; it is the result of `{pyast.unparse(resolved.func)}(...)`, which the migrator does not run"
     return ""
+
+
+_MUTATORS = ("append", "extend", "insert", "remove", "pop", "clear", "update", "sort", "reverse", "setdefault",
+             "popitem", "__setitem__", "__delitem__")
+
+
+def attribute_changes(st: pyast.stmt) -> list[tuple[pyast.expr, str]]:
+    """(the object, the attribute) of each `obj.attr` a simple statement sets or changes in place:
+    `obj.attr = v`, `obj.attr += v`, `obj.attr[k] = v`, `del obj.attr[k]`, `obj.attr.append(v)`,
+    `obj.attr[k].append(v)`."""
+    if isinstance(st, pyast.Expr):
+        call = st.value
+        if not (isinstance(call, pyast.Call) and isinstance(call.func, pyast.Attribute)
+                and call.func.attr in _MUTATORS):
+            return []
+        targets = [call.func.value]
+    elif isinstance(st, pyast.Assign):
+        targets = list(st.targets)
+    elif isinstance(st, pyast.Delete):
+        targets = list(st.targets)
+    else:
+        targets = [st.target]  # type: ignore[attr-defined]
+    out: list[tuple[pyast.expr, str]] = []
+    for t in targets:
+        while isinstance(t, pyast.Subscript):
+            t = t.value
+        if isinstance(t, pyast.Attribute) and (isinstance(t.value, pyast.Name)
+                                               or (isinstance(t.value, pyast.Attribute)
+                                                   and isinstance(t.value.value, pyast.Name))):
+            out.append((t.value, t.attr))
+    return out

@@ -45,6 +45,123 @@ _CHAT_PRODUCTS = {"GroupChat", "GroupChatManager", "DefaultPattern", "AutoPatter
                   "MagenticOneGroupChat", "GraphFlow"}
 
 
+_FRAMEWORKS = ("autogen", "autogen_agentchat", "autogen_ext", "autogen_core", "ag2")
+
+
+def framework_aliases(tree: pyast.AST) -> dict[str, str]:
+    """`from autogen... import X as Y` (AG2, AutoGen): Y → X, for each alias that is bound nowhere
+    else in the file while X is bound nowhere (reading Y as X then changes no other name)."""
+    aliases: dict[str, str] = {}
+    for n in pyast.walk(tree):
+        if isinstance(n, pyast.ImportFrom) and n.module and n.module.split(".")[0] in _FRAMEWORKS:
+            for a in n.names:
+                if a.asname and a.asname != a.name:
+                    aliases[a.asname] = a.name
+    if not aliases:
+        return {}
+    bound: dict[str, int] = {}
+    for n in pyast.walk(tree):
+        for x in _binds_names(n):
+            bound[x] = bound.get(x, 0) + 1
+    return {y: x for y, x in aliases.items() if bound.get(y) == 1 and not bound.get(x)}
+
+
+def _binds_names(n: pyast.AST) -> list[str]:
+    """The names one node binds: a store, a parameter, a def or class, an import, `global`."""
+    if isinstance(n, pyast.Name):
+        return [] if isinstance(n.ctx, pyast.Load) else [n.id]
+    if isinstance(n, pyast.arg):
+        return [n.arg]
+    if isinstance(n, (pyast.FunctionDef, pyast.AsyncFunctionDef, pyast.ClassDef)):
+        return [n.name]
+    if isinstance(n, (pyast.Import, pyast.ImportFrom)):
+        return [a.asname or a.name.split(".")[0] for a in n.names]
+    if isinstance(n, (pyast.Global, pyast.Nonlocal)):
+        return list(n.names)
+    return []
+
+
+def _unalias(tree: pyast.Module) -> None:
+    """Framework names imported under another name (`framework_aliases`) are read under their own."""
+    aliases = framework_aliases(tree)
+    if not aliases:
+        return
+    for n in pyast.walk(tree):
+        if isinstance(n, pyast.Name) and n.id in aliases:
+            n.id = aliases[n.id]
+        elif isinstance(n, pyast.ImportFrom):
+            for a in n.names:
+                if a.asname in aliases and aliases[a.asname] == a.name:
+                    a.asname = None
+
+
+def _partials(tree: pyast.Module) -> tuple[dict[str, pyast.Call], dict[str, pyast.Call]]:
+    """`X = partial(F, *args, **keywords)` (functools): (those bound once in the file, used only to be
+    called, their arguments plain (no `*a` / `**k`) and their names bound at most once: X → the
+    partial call; the others)."""
+    found: dict[str, pyast.Call] = {}
+    other: dict[str, pyast.Call] = {}
+    made = [st for st in pyast.walk(tree) if _is_partial(st)]
+    if not made:
+        return found, other
+    stores: dict[str, int] = {}
+    for n in pyast.walk(tree):
+        for x in _binds_names(n) if isinstance(n, (pyast.Name, pyast.arg)) else ():
+            stores[x] = stores.get(x, 0) + 1
+    for st in made:
+        name, value = st.targets[0].id, st.value  # type: ignore[attr-defined]
+        (found if _plain_partial(value, name, stores) else other)[name] = value
+    if found:
+        called = {id(n.func) for n in pyast.walk(tree) if isinstance(n, pyast.Call)}
+        for n in pyast.walk(tree):  # `X.keywords[...] = v`, `f(X)`: the partial may change, or be called elsewhere
+            if isinstance(n, pyast.Name) and n.id in found and id(n) not in called and isinstance(n.ctx, pyast.Load):
+                other[n.id] = found.pop(n.id)
+    return found, other
+
+
+def _plain_partial(value: pyast.Call, name: str, stores: dict[str, int]) -> bool:
+    """A partial bound once, without `*a` / `**k`, whose arguments' names are bound at most once."""
+    return not any(isinstance(a, pyast.Starred) for a in value.args) \
+        and all(k.arg is not None for k in value.keywords) and stores.get(name) == 1 \
+        and all(stores.get(x, 0) <= 1 for x in _loaded(value))
+
+
+def _is_partial(st: pyast.AST) -> bool:
+    """`X = partial(F, ...)`, F a name or an attribute."""
+    return isinstance(st, pyast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], pyast.Name) \
+        and isinstance(st.value, pyast.Call) and callee(st.value) == "partial" and bool(st.value.args) \
+        and isinstance(st.value.args[0], (pyast.Name, pyast.Attribute))
+
+
+def _apply_partials(tree: pyast.Module) -> bool:
+    """`X(a, k=v)` where `X = partial(F, p, q=w)` (`_partials`) is `F(p, a, q=w, k=v)`: what
+    functools.partial calls (the call's keywords replace the partial's); True when a call of a
+    partial not followed became `F(*X.args, ..., **X.keywords)`."""
+    partials, other = _partials(tree)
+    for n in pyast.walk(tree) if partials or other else ():
+        if not (isinstance(n, pyast.Call) and isinstance(n.func, pyast.Name)):
+            continue
+        if n.func.id in partials:
+            p = partials[n.func.id]
+            given = {k.arg for k in n.keywords}
+            n.func = pyast.copy_location(copy.deepcopy(p.args[0]), n.func)
+            n.args = [copy.deepcopy(a) for a in p.args[1:]] + n.args
+            n.keywords = [copy.deepcopy(k) for k in p.keywords if k.arg not in given] + n.keywords
+        elif n.func.id in other:  # what it passes is known when the program runs: `F(*X.args, ..., **X.keywords)`
+            x = n.func
+            star = pyast.copy_location(pyast.Starred(value=pyast.Attribute(value=pyast.Name(id=x.id, ctx=pyast.Load()),
+                                                                           attr="args", ctx=pyast.Load()),
+                                                     ctx=pyast.Load()), x)
+            spread = pyast.keyword(arg=None, value=pyast.Attribute(value=pyast.Name(id=x.id, ctx=pyast.Load()),
+                                                                   attr="keywords", ctx=pyast.Load()))
+            for node in (star.value, star.value.value, spread.value, spread.value.value):  # type: ignore[attr-defined]
+                pyast.copy_location(node, x)
+            n.func = pyast.copy_location(copy.deepcopy(other[x.id].args[0]), x)
+            n.args = [star] + n.args
+            n.keywords = [pyast.copy_location(spread, x)] + n.keywords
+    return bool(other)
+
+
 def callee(node: pyast.AST) -> str:
     """The last name of a call's function: `autogen.GroupChat(...)` → "GroupChat"."""
     if isinstance(node, pyast.Call):
@@ -237,6 +354,145 @@ def _has_jump(body: list[pyast.stmt]) -> bool:
     return False
 
 
+
+# ---------------------------------------------------------------------------------------------
+#  `**shared` of a literal dict
+# ---------------------------------------------------------------------------------------------
+_DICT_READERS = {"get", "keys", "values", "items", "copy"}  # methods that leave a dict as it is
+_DICT_KEY = "**"  # `lists` holds the literal dicts of a block under "**NAME" (flow-sensitive, as lists)
+
+
+def _parents(node: pyast.AST) -> dict[int, pyast.AST]:
+    return {id(child): n for n in pyast.walk(node) for child in pyast.iter_child_nodes(n)}
+
+
+def _dict_unsafe(node: pyast.AST, stores: bool = True) -> set[str]:
+    """The names `node` uses other than to read a dict: `**d` in a call or a dict display, `d[k]`,
+    `d.get(...)` / `.keys()` / `.values()` / `.items()` / `.copy()`. Any other use may change it
+    (`d[k] = v`, `d.update(...)`, `del d[k]`, `d |= ...`, handing it to a function, an alias,
+    `global d`), or rebinds it (`stores`)."""
+    parent = _parents(node)
+    for d in pyast.walk(node):
+        if isinstance(d, pyast.Dict):
+            for k, v in zip(d.keys, d.values):
+                if k is None:
+                    v._turnflow_spread = True  # type: ignore[attr-defined]
+    out: set[str] = set()
+    for n in pyast.walk(node):
+        if isinstance(n, (pyast.Global, pyast.Nonlocal)):
+            out.update(n.names)
+        if not isinstance(n, pyast.Name):
+            continue
+        if not isinstance(n.ctx, pyast.Load):
+            if stores or isinstance(n.ctx, pyast.Del):
+                out.add(n.id)
+            continue
+        if not _reads_dict(n, parent):
+            out.add(n.id)
+    return out
+
+
+def _reads_dict(n: pyast.Name, parent: dict[int, pyast.AST]) -> bool:
+    """`n` is spread (`**n`), indexed (`n[k]`) or read by a method that leaves it as it is."""
+    up = parent.get(id(n))
+    if isinstance(up, pyast.keyword):
+        return up.arg is None
+    if isinstance(up, pyast.Dict):  # `{**n}` (a key is None there; a dict's other names are keys or values)
+        return getattr(n, "_turnflow_spread", False)
+    if isinstance(up, pyast.Subscript):
+        return up.value is n and isinstance(up.ctx, pyast.Load)
+    call = parent.get(id(up))
+    return isinstance(up, pyast.Attribute) and up.attr in _DICT_READERS and isinstance(call, pyast.Call) \
+        and call.func is up
+
+
+def _stored(node: pyast.AST) -> set[str]:
+    return {n.id for n in pyast.walk(node) if isinstance(n, pyast.Name) and not isinstance(n.ctx, pyast.Load)}
+
+
+def _loaded(node: pyast.AST) -> set[str]:
+    return {n.id for n in pyast.walk(node) if isinstance(n, pyast.Name) and isinstance(n.ctx, pyast.Load)}
+
+
+def _value_names(d: pyast.AST) -> set[str]:
+    """The names a literal dict's values use (computed once per dict)."""
+    found = getattr(d, "_turnflow_names", None)
+    if found is None:
+        found = _loaded(d)
+        d._turnflow_names = found  # type: ignore[attr-defined]
+    return found
+
+
+def _literal_dict(node: pyast.AST, known: Callable[[str], Optional[pyast.Dict]]) -> Optional[pyast.Dict]:
+    """`{"k": v, **other}` with string keys, or `dict(k=v, **other)`, `other` a known literal dict
+    (`known`): a dict display with one string key each (the last value of a key wins, as in Python);
+    None for anything else."""
+    pairs: list[tuple[Optional[pyast.expr], pyast.expr]]
+    if isinstance(node, pyast.Dict):
+        pairs = list(zip(node.keys, node.values))
+    elif isinstance(node, pyast.Call) and isinstance(node.func, pyast.Name) and node.func.id == "dict" \
+            and not node.args:
+        pairs = [(pyast.copy_location(pyast.Constant(value=k.arg), k.value) if k.arg is not None else None, k.value)
+                 for k in node.keywords]
+    else:
+        return None
+    last: dict[str, tuple[pyast.expr, pyast.expr]] = {}  # the last value of each key, at its first key
+    for k, v in pairs:
+        if k is None:
+            inner = _spread_dict(v, known)
+            if inner is None:
+                return None
+            more = [(ik, iv) for ik, iv in zip(inner.keys, inner.values) if ik is not None]
+        elif isinstance(k, pyast.Constant) and isinstance(k.value, str):
+            more = [(k, v)]
+        else:
+            return None
+        for ik, iv in more:
+            key = ik.value  # type: ignore[attr-defined]
+            last[key] = (last[key][0] if key in last else ik, iv)
+    keys: list[Optional[pyast.expr]] = [k for k, _ in last.values()]
+    out = pyast.Dict(keys=keys, values=[v for _, v in last.values()])
+    return pyast.copy_location(out, node)
+
+
+def _spread_dict(node: pyast.AST, known: Callable[[str], Optional[pyast.Dict]]) -> Optional[pyast.Dict]:
+    """The literal dict `**node` spreads: a known name, or a dict display / `dict(...)` written there."""
+    if isinstance(node, pyast.Name):
+        return known(node.id)
+    return _literal_dict(node, known)
+
+
+def _expand_spreads(st: pyast.AST, known: Callable[[str], Optional[pyast.Dict]]) -> None:
+    """`f(x, **shared)` → `f(x, k=v, ...)` for each call of `st` (not in a lambda, which runs later)
+    whose `**` spreads a known literal dict: what Python passes. A key that is not an identifier, or
+    one given twice (Python's TypeError), leaves the call as it is (reported where it is read)."""
+    todo: list[pyast.AST] = [st]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, pyast.Lambda):
+            continue
+        todo.extend(pyast.iter_child_nodes(n))
+        if not isinstance(n, pyast.Call) or all(k.arg is not None for k in n.keywords):
+            continue
+        new: list[pyast.keyword] = []
+        for kw in n.keywords:
+            d = _spread_dict(kw.value, known) if kw.arg is None else None
+            if kw.arg is not None or d is None:
+                new.append(kw)
+                continue
+            for k, v in zip(d.keys, d.values):
+                if not k.value.isidentifier():  # type: ignore[union-attr]
+                    break
+                item = pyast.keyword(arg=k.value, value=copy.deepcopy(v))  # type: ignore[union-attr]
+                new.append(pyast.copy_location(item, v))
+            else:
+                continue
+            new.append(kw)
+        names = [k.arg for k in new if k.arg is not None]
+        if len(names) == len(set(names)):
+            n.keywords = new
+
+
 class Rewriter:
     def __init__(self, tree: pyast.Module):
         self.tree = tree
@@ -246,11 +502,15 @@ class Rewriter:
         self.active: set[str] = set()  # the procedures being inlined
         self.inlined: set[str] = set()  # builders inlined at a call: their own body is not a chat of its own
         self.module_lists: dict[str, pyast.AST] = {}
+        self.module_dicts: dict[str, pyast.Dict] = {}  # literal dicts bound once, changed nowhere
+        self._changed_in_defs: Optional[set[str]] = None  # names a function may change as free variables
+        self.spreads = False  # the file passes `**x` somewhere
         self.counter = 0
         self.copies = 0
 
     # -- entry ------------------------------------------------------------------
     def run(self) -> pyast.Module:
+        stores = self._survey()
         for st in self.tree.body:
             if isinstance(st, (pyast.FunctionDef, pyast.AsyncFunctionDef)) and self._is_factory(st):
                 self.factories[st.name] = st
@@ -258,19 +518,37 @@ class Rewriter:
                 self.builders[st.name] = st
             elif isinstance(st, pyast.FunctionDef) and _procedure(st) is not None:
                 self.procedures[st.name] = st
-        stores: dict[str, int] = {}
-        for n in pyast.walk(self.tree):
-            if isinstance(n, pyast.Name) and isinstance(n.ctx, pyast.Store):
-                stores[n.id] = stores.get(n.id, 0) + 1
         changed = _changed_names(self.tree, rebinds=False)
         for st in self.tree.body:  # module-level literal sequences bound once and never changed, seen by functions
             if isinstance(st, pyast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], pyast.Name) \
                     and isinstance(st.value, (pyast.List, pyast.Tuple)) and stores.get(st.targets[0].id) == 1 \
                     and st.targets[0].id not in changed:
                 self.module_lists[st.targets[0].id] = st.value
+        self._dict_facts(stores)
         self.tree.body = self._block(self.tree.body, {}, top=True)
         pyast.fix_missing_locations(self.tree)
         return self.tree
+
+    def _survey(self) -> dict[str, int]:
+        """One pass over the file: how often each name is stored, whether it spreads `**x`; then
+        framework aliases and functools partials rewritten when it has any."""
+        stores: dict[str, int] = {}
+        aliased = partials = False
+        for n in pyast.walk(self.tree):
+            if isinstance(n, pyast.Name):
+                if isinstance(n.ctx, pyast.Store):
+                    stores[n.id] = stores.get(n.id, 0) + 1
+            elif isinstance(n, pyast.keyword):
+                self.spreads = self.spreads or n.arg is None
+            elif isinstance(n, pyast.ImportFrom):
+                aliased = aliased or any(a.asname for a in n.names)
+            elif isinstance(n, pyast.Assign):
+                partials = partials or _is_partial(n)
+        if aliased:
+            _unalias(self.tree)
+        if partials:
+            self.spreads = _apply_partials(self.tree) or self.spreads
+        return stores
 
     # -- factories ------------------------------------------------------------------
     def _is_factory(self, fn: _Fn) -> bool:
@@ -424,6 +702,89 @@ class Rewriter:
                     return done[0]
             return node
 
+
+    # -- literal dicts (`**shared`) ---------------------------------------------------------
+    @property
+    def changed_in_defs(self) -> set[str]:
+        """The names a function, lambda or class changes (or hands on) as free variables: a dict of
+        that name may change whenever code runs, and is never read (computed on first use)."""
+        if self._changed_in_defs is None:
+            self._changed_in_defs = set()
+            for fn in pyast.walk(self.tree):
+                if isinstance(fn, (pyast.FunctionDef, pyast.AsyncFunctionDef, pyast.Lambda, pyast.ClassDef)):
+                    own = _stored(fn) | {a.arg for a in pyast.walk(fn) if isinstance(a, pyast.arg)}
+                    declared = {x for n in pyast.walk(fn) if isinstance(n, (pyast.Global, pyast.Nonlocal))
+                                for x in n.names}
+                    body = fn.body if isinstance(fn.body, list) else [fn.body]
+                    self._changed_in_defs |= {x for st in body for x in _dict_unsafe(st)} - (own - declared)
+        return self._changed_in_defs
+
+    def _dict_facts(self, stores: dict[str, int]) -> None:
+        """The module's literal dicts bound once, changed nowhere, whose values' names are bound at
+        most once (functions see them); nothing to do in a file that spreads no `**x`."""
+        if not self.spreads:
+            return
+        found = []
+        for st in self.tree.body:
+            if isinstance(st, pyast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], pyast.Name) \
+                    and stores.get(st.targets[0].id) == 1:
+                d = _literal_dict(st.value, self.module_dicts.get)
+                if d is not None and all(stores.get(x, 0) <= 1 for x in _value_names(d)):
+                    found.append(st.targets[0].id)
+                    self.module_dicts[st.targets[0].id] = d
+        unsafe = _dict_unsafe(self.tree, stores=False) | self.changed_in_defs if found else set()
+        for name in found:
+            if name in unsafe:
+                del self.module_dicts[name]
+
+    def _seeded(self, fn: pyast.AST) -> dict[str, pyast.AST]:
+        """The module's literal dicts a function (class) body sees: those whose name and values'
+        names it does not bind itself."""
+        own = _stored(fn) | {a.arg for a in pyast.walk(fn) if isinstance(a, pyast.arg)}
+        return {_DICT_KEY + name: d for name, d in self.module_dicts.items()
+                if name not in own and not (_value_names(d) & own)}
+
+    def _dict_step(self, st: pyast.stmt, lists: dict[str, pyast.AST]) -> None:
+        """Before `st` runs: its `**d` of known literal dicts expanded (simple statements), then the
+        dicts it may change, or whose values' names it binds again, forgotten."""
+        compound = isinstance(st, (pyast.If, pyast.With, pyast.AsyncWith, pyast.Try, pyast.For, pyast.AsyncFor,
+                                   pyast.While, pyast.FunctionDef, pyast.AsyncFunctionDef, pyast.ClassDef)) \
+            or type(st).__name__ in ("Match", "TryStar")
+        if not self.spreads:
+            return  # no `**x` in the file: no dict to read
+        if not compound and any(isinstance(n, pyast.keyword) and n.arg is None for n in pyast.walk(st)):
+            _expand_spreads(st, lambda name: lists.get(_DICT_KEY + name))  # type: ignore[arg-type,return-value]
+        if isinstance(st, pyast.If):
+            heads: list[pyast.AST] = [st.test]
+        elif isinstance(st, (pyast.With, pyast.AsyncWith)):
+            heads = list(st.items)
+        elif isinstance(st, pyast.Try):
+            heads = []
+        else:
+            heads = [st]  # the whole statement: a loop body runs again, a def or class later
+        self._forget_dicts(lists, heads)
+
+    def _forget_dicts(self, lists: dict[str, pyast.AST], nodes: list[pyast.AST]) -> None:
+        keys = [k for k in lists if k.startswith(_DICT_KEY)]
+        if not keys:
+            return
+        names = {n.id for node in nodes for n in pyast.walk(node) if isinstance(n, pyast.Name)}
+        if not any(k[len(_DICT_KEY):] in names or _value_names(lists[k]) & names for k in keys):
+            return  # the statements touch no known dict, nor the names their values use
+        changed = {x for n in nodes for x in _dict_unsafe(n)}
+        bound = {x for n in nodes for x in _stored(n)}
+        for key in keys:
+            if key[len(_DICT_KEY):] in changed or _value_names(lists[key]) & bound:
+                del lists[key]
+
+    def _dict_binding(self, st: pyast.stmt, lists: dict[str, pyast.AST]) -> None:
+        """`name = {...}` / `dict(...)` (its spreads known): a literal dict from here on."""
+        if self.spreads and isinstance(st, pyast.Assign) and len(st.targets) == 1 \
+                and isinstance(st.targets[0], pyast.Name) and st.targets[0].id not in self.changed_in_defs:
+            d = _literal_dict(st.value, lambda name: lists.get(_DICT_KEY + name))  # type: ignore[arg-type,return-value]
+            if d is not None:
+                lists[_DICT_KEY + st.targets[0].id] = d
+
     # -- blocks ---------------------------------------------------------------------
     def _block(self, body: list[pyast.stmt], env: dict[str, pyast.AST], top: bool = False,
                lists: Optional[dict[str, pyast.AST]] = None) -> list[pyast.stmt]:
@@ -477,8 +838,16 @@ class Rewriter:
     def _stmt(self, st: pyast.stmt, env: dict[str, pyast.AST], lists: dict[str, pyast.AST]) -> list[pyast.stmt]:
         if env:
             st = _Subst(env).visit(st)
+        self._dict_step(st, lists)
+        out = self._statement(st, lists)
+        if isinstance(st, (pyast.For, pyast.AsyncFor)) and len(out) == 1 and out[0] is st:
+            self._forget_dicts(lists, [st])  # a loop kept as a loop: its body may run any number of times
+        self._dict_binding(st, lists)
+        return out
+
+    def _statement(self, st: pyast.stmt, lists: dict[str, pyast.AST]) -> list[pyast.stmt]:
         if isinstance(st, (pyast.FunctionDef, pyast.AsyncFunctionDef, pyast.ClassDef)):
-            st.body = self._block(st.body, {}) or [pyast.Pass()]  # nested scopes: their own blocks
+            st.body = self._block(st.body, {}, lists=self._seeded(st)) or [pyast.Pass()]  # nested scopes: their own blocks
             return [st]
         if isinstance(st, (pyast.If, pyast.With, pyast.AsyncWith, pyast.Try)):
             self._branches(st, lists)

@@ -214,12 +214,15 @@ DOCS["TF408"] = """
 
     ## What it does
     `RevertToUserTarget` without a user agent, `GroupManagerTarget` as the
-    target of a condition, a user agent no agent hands over to, nested chats,
+    target of a condition, a user agent no agent hands over to,
     Magentic-One's orchestrator, handoffs to agents that are not in the team
     and other targets the language cannot state are replaced by the closest
     target, named in the message. ("Back to the agent that spoke before the
     user", AG2's behaviour after a human reply, is the target `previous`:
-    exact, no TF408.)
+    exact, no TF408.) AG2's `RandomAgentTarget` (a draw among several agents),
+    `AskUserTarget` and `NestedChatTarget` as the target of a condition or a
+    tool, and `NestedChatTarget` as an after-work, are never replaced: the rule
+    is left out of the flow, kept as a comment, and the message says why.
 
     ## Why is this bad?
     The turn may go to a different agent than in the original.
@@ -312,7 +315,9 @@ DOCS["TF411"] = """
     A call that does not bind is reported at the offending argument with the
     error the framework raises (`RoundRobinGroupChat.__init__() takes 2
     positional arguments but 3 were given`), and so is an argument list known
-    only at run time (`f(*args)`, `f(**settings)`). The call is not read.
+    only at run time (`f(*args)`, `f(**load_settings())`). The call is not read.
+    A `**settings` of a dict literal (`settings = {"k": v}` or `dict(k=v)`)
+    that nothing changes before the call is read as the keywords it holds.
 
     ## Why is this bad?
     The program fails at that call with a TypeError, or passes arguments the

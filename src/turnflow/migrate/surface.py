@@ -485,6 +485,20 @@ def bind(call: pyast.Call, a: Api) -> Bound:
     return b
 
 
+def as_keywords(call: pyast.Call, a: Api) -> Optional[tuple[pyast.AST, str]]:
+    """`call` bound to `a`: its positional arguments rewritten as the keywords they bind to (in
+    place), so that every setting is read by its name; the problem (`bind`) when it does not bind,
+    the call left as it is."""
+    b = bind(call, a)
+    if b.problem is not None:
+        return b.problem
+    if call.args and not b.rest:
+        by_node = {id(v): k for k, v in b.args.items()}
+        keywords = [pyast.copy_location(pyast.keyword(arg=by_node[id(arg)], value=arg), arg) for arg in call.args]
+        call.args, call.keywords = [], keywords + call.keywords
+    return None
+
+
 def _bind_positional(b: Bound, call: pyast.Call, where: str, self_: int) -> Optional[tuple[pyast.AST, str]]:
     params = b.api.params
     positional = [p for p in params if p.kind in ("/", "p")]

@@ -27,6 +27,8 @@ from turnflow.migrate.common import (MAX_ROUTES, FlowBuilder, Migration, Names, 
                                      render, tool_name)
 from turnflow.frameworks.ag2.reader_groupchat_rotation import AllBut, Rotation
 from turnflow.migrate.pyread import _binding_key  # the name a variable or `self.x` binds
+from turnflow.migrate.pyread import attribute_changes as _attribute_changes  # `x.attr = v`, `x.attr.append(v)`
+from turnflow.migrate.pyread import statements  # every statement, without walking expressions
 from turnflow.migrate.pyread import (Module, agent_classes, subclasses, assigned_name, callee, calls, filled_in_loop,
                                      is_agent_call, is_literal, kwarg, loop_message, manager_termination,
                                      note_choices, one_line, parse_module, pos, scopes, termination_test,
@@ -78,6 +80,12 @@ class Classic:
 def migrate(text: str, path: str, src: Optional[SourceText] = None) -> Migration:
     src = src or SourceText(text, path)
     mod = parse_module(text, path, src)
+    for call in calls(mod.tree):  # AG2's own classes, bound to their signatures: settings read by name
+        cls = _framework_class(mod, callee(call))
+        if cls is not None:
+            problem = surface.as_keywords(call, surface.API[("ag2", cls)])
+            if problem is not None:
+                call._turnflow_unbound = problem  # type: ignore[attr-defined]  # TF411 where the chat is read
     classes = agent_classes(mod)
     group_classes = {"GroupChat"} | {n for n, c in mod.classes.items()
                                      if any(callee(base) == "GroupChat" for base in c.bases)}
@@ -108,6 +116,32 @@ def migrate(text: str, path: str, src: Optional[SourceText] = None) -> Migration
         builders.append(b)
     return render(builders, [f"Migrated by `turnflow migrate` from {path} (classic GroupChat)."],
                   path, src, "classic")
+
+
+# the calls bound to AG2's signatures before they are read (a subclass of the file may have its own)
+_BOUND = ("GroupChat", "GroupChatManager", "ConversableAgent", "AssistantAgent", "UserProxyAgent")
+
+
+def _framework_class(mod: Module, name: str, depth: int = 0) -> Optional[str]:
+    """The `_BOUND` class whose signature a call of `name` has: itself, or the one a subclass of the
+    file inherits its `__init__` from (no `__init__` and no decorator on the way); None otherwise."""
+    if name in _BOUND:
+        return name
+    cls = mod.classes.get(name)
+    if cls is None or depth > 8 or cls.decorator_list or any(
+            isinstance(st, (pyast.FunctionDef, pyast.AsyncFunctionDef)) and st.name == "__init__" for st in cls.body):
+        return None
+    found = {_framework_class(mod, callee(base), depth + 1) for base in cls.bases} - {None}
+    return found.pop() if len(found) == 1 else None
+
+
+def _note_unbound(b: FlowBuilder, call: Optional[pyast.Call], what: str) -> None:
+    """TF411 at the argument of a GroupChat / GroupChatManager call that does not bind."""
+    problem = getattr(call, "_turnflow_unbound", None)
+    if problem is not None and call is not None:
+        node, error = problem
+        fails = "" if "known only when the program runs" in error else " (the program fails here)"
+        b.note("TF411", f"`{callee(call)}(...)` does not bind to AG2's signature: {error}{fails}; {what}", pos(node))
 
 
 def _scope_agents(scope, classes: set[str], group_classes: set[str]) \
@@ -198,35 +232,6 @@ def _is_the_chat(mod: Module, base: pyast.expr, call: pyast.Call) -> bool:
     return mod.resolve(base) is call
 
 
-def _attribute_changes(st: pyast.stmt) -> list[tuple[pyast.expr, str]]:
-    """(the object, the attribute) of each `obj.attr` a simple statement sets or changes in place:
-    `obj.attr = v`, `obj.attr += v`, `obj.attr[k] = v`, `del obj.attr[k]`, `obj.attr.append(v)`,
-    `obj.attr[k].append(v)`."""
-    if isinstance(st, pyast.Expr):
-        call = st.value
-        if not (isinstance(call, pyast.Call) and isinstance(call.func, pyast.Attribute)
-                and call.func.attr in _MUTATORS):
-            return []
-        targets = [call.func.value]
-    elif isinstance(st, pyast.Assign):
-        targets = list(st.targets)
-    elif isinstance(st, pyast.Delete):
-        targets = list(st.targets)
-    else:
-        targets = [st.target]  # type: ignore[attr-defined]
-    out: list[tuple[pyast.expr, str]] = []
-    for t in targets:
-        while isinstance(t, pyast.Subscript):
-            t = t.value
-        if isinstance(t, pyast.Attribute) and (isinstance(t.value, pyast.Name)
-                                               or (isinstance(t.value, pyast.Attribute)
-                                                   and isinstance(t.value.value, pyast.Name))):
-            out.append((t.value, t.attr))
-    return out
-
-
-_MUTATORS = ("append", "extend", "insert", "remove", "pop", "clear", "update", "sort", "reverse", "setdefault",
-             "popitem", "__setitem__", "__delitem__")
 _LIST_CHANGES = ("append", "extend", "insert", "remove")
 _COMPOUND = (pyast.If, pyast.For, pyast.AsyncFor, pyast.While, pyast.Try, pyast.With, pyast.AsyncWith, pyast.Match,
              pyast.FunctionDef, pyast.AsyncFunctionDef, pyast.ClassDef)
@@ -417,6 +422,9 @@ def _note_run(b: FlowBuilder, init_call: Optional[pyast.Call]) -> None:
         return
     bound = surface.bind(init_call, surface.API[("ag2", "ConversableAgent.initiate_chat")])
     if bound.problem is not None:
+        node, error = bound.problem
+        b.note("TF411", f"`{one_line(init_call, 40)}` does not bind to `initiate_chat`'s signature: {error}; what "
+               "it passes is not read (a `max_turns` among it runs the chat again)", pos(node))
         return
     for code, node, message in surface.not_modelled(bound):
         b.note(code, f"`{one_line(node, 30)}` as {message}", pos(node))
@@ -458,6 +466,10 @@ def _group(cx: Classic, call: pyast.Call, block: str) -> FlowBuilder:
     manager, initiator, init_call = _manager_and_initiator(cx, group_var, call)
 
     b = FlowBuilder(block)
+    _note_unbound(b, call, "the settings it passes are not read: the flow uses what the call names, and AG2's "
+                  "defaults for the rest")
+    _note_unbound(b, manager, "the settings it passes are not read (an `is_termination_msg` among them ends the "
+                  "chat)")
     _note_run(b, init_call)
     _note_manager_overrides(mod, b, manager)
 
@@ -484,6 +496,8 @@ def _group(cx: Classic, call: pyast.Call, block: str) -> FlowBuilder:
     b.section()
     order = [init_agent] + agents if outside else agents
     _participants(b, order, init_agent, call)
+    _note_changed_agents(mod, b, order, manager)
+    _note_unbound_tools(mod, b, order)
 
     b.section()
     if init_agent is None:
@@ -544,6 +558,81 @@ def _group(cx: Classic, call: pyast.Call, block: str) -> FlowBuilder:
         handled = set(speakers)
     _speaker_rules(cx, b, call, method, method_node, [x for x in speakers if x not in handled], rota, eligible, after)
     return b
+
+
+# what AG2 0.9.9 does, when the chat runs, with an agent (or the manager) changed after it is built
+_AFTER_BUILT = {
+    "_is_termination_msg": ("TF405", "AG2 tests each message with it when the chat runs (the manager's ends the "
+                            "chat; an agent's, when it is picked to reply); the flow keeps the one the constructor "
+                            "was given"),
+    "update_max_consecutive_auto_reply": ("TF405", "AG2 ends the chat (or asks a person) when the agent is picked "
+                                          "once more after this many automatic replies; the flow has no such "
+                                          "limit"),
+    "_max_consecutive_auto_reply": ("TF405", "as `update_max_consecutive_auto_reply`: the flow has no such limit"),
+    "register_reply": ("TF404", "the reply function decides what the agent replies when it is picked (a None reply "
+                       "ends the chat: AG2's `run_chat`, \"No reply generated\"; on the manager it may replace how "
+                       "the chat runs); what it does is not read"),
+}
+
+
+_HANDOFF_LISTS = ("llm_conditions", "context_conditions", "after_works")
+_AFTER_BUILT["handoffs"] = ("TF406", "the handoffs are read only through `handoffs.<method>(...)` (`add_llm_condition`, "
+                            "`set_after_work`, ...); this change of its handoffs is not read")
+
+
+def _agent_changes(st: pyast.AST) -> list[tuple[pyast.Name, str]]:
+    """(the variable, the attribute or method) of each change a statement makes to an object after it
+    is built: `x.attr = v`, `x.register_reply(...)` (`_AFTER_BUILT`), `x.handoffs.after_works.clear()`
+    (read as "handoffs"); not `x.handoffs.<method>(...)` or `x.functions = ...`, read elsewhere."""
+    if isinstance(st, (pyast.Assign, pyast.AugAssign, pyast.AnnAssign)):
+        targets = st.targets if isinstance(st, pyast.Assign) else [st.target]
+        found = [(t.value, t.attr) for t in targets if isinstance(t, pyast.Attribute)]
+    elif isinstance(st, pyast.Expr) and isinstance(st.value, pyast.Call) \
+            and isinstance(st.value.func, pyast.Attribute) and st.value.func.attr in _AFTER_BUILT:
+        found = [(st.value.func.value, st.value.func.attr)]
+    elif isinstance(st, (pyast.Expr, pyast.Delete)):
+        found = _attribute_changes(st)
+    else:
+        return []
+    out = []
+    for obj, attr in found:
+        if isinstance(obj, pyast.Attribute) and obj.attr == "handoffs" and attr in _HANDOFF_LISTS:
+            obj, attr = obj.value, "handoffs"  # `x.handoffs.llm_conditions.append(c)`: not `x.handoffs.add_...`
+        elif attr in ("handoffs", "functions") and (isinstance(st, pyast.Expr) or attr == "functions"):
+            continue
+        if isinstance(obj, pyast.Name):
+            out.append((obj, attr))
+    return out
+
+
+def _note_changed_agents(mod: Module, b: FlowBuilder, agents: list[Agent], manager: Optional[pyast.Call]) -> None:
+    """A finding at each statement that changes an agent of the chat, or its manager, after it is
+    built: `x.attr = v` (`x.attr += v`), `x.register_reply(...)`, `x.update_max_consecutive_auto_reply(n)`
+    (`_AFTER_BUILT`; any other attribute is TF409: not read)."""
+    built = {id(a.call): a.var for a in agents}
+    if manager is not None:
+        built[id(manager)] = "the manager"
+    for st in statements(mod.tree):
+        for obj, attr in _agent_changes(st):
+            who = built.get(id(mod.resolve(obj)))
+            if who is None:
+                continue
+            if who == "the manager" and attr in ("groupchat", "_groupchat"):
+                raise fail("TF401", f"`{one_line(st, 50)}` gives the manager another group chat after it is built; "
+                           "the migrator reads the chat `GroupChatManager(groupchat=...)` is given: pass it there, "
+                           "or migrate the running object with --import", pos(st), mod.path, mod.src)
+            code, why = _AFTER_BUILT.get(attr, ("TF409", "set after the agent is built; not read (the flow keeps "
+                                                "what its constructor was given)"))
+            b.note(code, f"`{one_line(st, 50)}` changes {'`' + who + '`' if who != 'the manager' else who} after it "
+                   f"is built: {why}", pos(st))
+
+
+def _note_unbound_tools(mod: Module, b: FlowBuilder, agents: list[Agent]) -> None:
+    """TF411 at a tool registration of an agent of the chat that does not bind to AG2's signature."""
+    members = {id(a.call) for a in agents}
+    for reg, node, error in classic_tools.unbound_registrations(mod):
+        if any(isinstance(n, pyast.Name) and id(mod.resolve(n)) in members for n in pyast.walk(reg)):
+            b.note("TF411", classic_tools.registration_words(reg, error), pos(node))
 
 
 def _participants(b: FlowBuilder, order: list[Agent], init_agent: Optional[Agent], call: pyast.Call) -> None:
@@ -653,17 +742,27 @@ def _eligibility(cx: Classic, b: FlowBuilder, call: pyast.Call, rota: Rotation,
     disallowed), else every agent (itself per `allow_repeat_speaker`)."""
     mod = cx.mod
     repeat, repeat_node = lit("allow_repeat_speaker", None)
+    # AG2's GroupChat.__post_init__ (ag2 0.9.9, autogen/agentchat/groupchat.py) refuses, when the chat
+    # is built, a value that is not None, a bool or a list, then one given with a transitions dict
     if repeat is _NOTLIT:
         resolved = mod.resolve(repeat_node)
-        if isinstance(resolved, (pyast.List, pyast.Tuple)):
+        if isinstance(resolved, pyast.List):
             repeat = [a.name for a in _agent_list(cx, repeat_node, "`allow_repeat_speaker`", call)]
+        elif isinstance(resolved, pyast.Tuple):
+            repeat = ()
         else:
             raise fail("TF401", "`allow_repeat_speaker` must be True, False or a list of agents",
                        pos(repeat_node), mod.path, mod.src)
+    if repeat is not None and not isinstance(repeat, (bool, list)):
+        raise fail("TF401", f"`allow_repeat_speaker={pyast.unparse(repeat_node)[:40]}`: AG2 refuses this GroupChat "
+                   "when it is built (ValueError: GroupChat allow_repeat_speaker should be a bool or a list of "
+                   "Agents)", pos(repeat_node), mod.path, mod.src)
     if _dict_mode(call):
         if repeat is not None:
-            b.note("TF409", "`allow_repeat_speaker` and `allowed_or_disallowed_speaker_transitions` are mutually "
-                   "exclusive (AutoGen rejects both); the transitions are used", pos(repeat_node))
+            raise fail("TF401", "`allow_repeat_speaker` is given with `allowed_or_disallowed_speaker_transitions`: "
+                       "AG2 refuses this GroupChat when it is built (ValueError: Don't provide both "
+                       "allowed_or_disallowed_speaker_transitions and allow_repeat_speaker in group chat); "
+                       "leave `allow_repeat_speaker` out (or None)", pos(repeat_node), mod.path, mod.src)
         return _transitions(cx, b, call, rota, lit)
     repeats = set(repeat) if isinstance(repeat, list) else set()
     allowed: dict[str, Sequence[str]] = {}

@@ -73,6 +73,29 @@ def tools(mod: Module) -> tuple[list[Tool], dict[str, list[pyast.AST]]]:
     return offered, runs
 
 
+def unbound_registrations(mod: Module) -> list[tuple[pyast.Call, pyast.AST, str]]:
+    """(the call, the argument, Python's error) of each tool registration that does not bind to
+    AG2's signature (`register_function(f, a, b)`: `caller` and `executor` are keyword-only; `**kw`
+    known only at run time): the tool it registers is not read."""
+    out = []
+    for _fname, dec in _decorated(mod):
+        b = surface.bind(dec, surface.API[("ag2", "ConversableAgent." + dec.func.attr)])  # type: ignore[attr-defined]
+        if b.problem is not None:
+            out.append((dec, *b.problem))
+    for call in calls(mod.tree):
+        if callee(call) == "register_function" and isinstance(call.func, pyast.Name):
+            b = surface.bind(call, surface.API[("ag2", "register_function")])
+            if b.problem is not None:
+                out.append((call, *b.problem))
+    return out
+
+
+def registration_words(call: pyast.Call, error: str) -> str:
+    fails = "" if "known only when the program runs" in error else " (the program fails here)"
+    return (f"`{pyast.unparse(call)[:50]}` does not bind to AG2's signature: {error}{fails}; the tool it registers "
+            "is not read")
+
+
 def _constructor_functions(mod: Module, call: pyast.Call) -> list[pyast.Name]:
     """The functions named in an agent constructor's `functions=` (AG2 registers each for the model)."""
     node = next((k.value for k in call.keywords if k.arg == "functions"), None)

@@ -21,6 +21,10 @@ from turnflow.migrate.common import (MAX_ROUTES, FlowBuilder, Migration, Names, 
 from turnflow.migrate.pyread import (Module, agent_classes, assigned_name, callee, calls, filled_in_loop, function_def,
                                      loop_message, manager_termination, one_line,
                                      is_agent_call, kwarg, note_choices, parse_module, pos, scopes, why_not_literal)
+from turnflow.frameworks.ag2.reader_groupchat import _attribute_changes  # `x.attr = v`, `x.attr.append(v)`
+from turnflow.frameworks.ag2.reader_groupchat import _note_changed_agents  # agents changed after they are built
+from turnflow.frameworks.ag2.reader_groupchat_tools import registration_words, unbound_registrations
+from turnflow.migrate.pyread import statements
 from turnflow.migrate import surface
 from turnflow.source import SourceText
 from turnflow.diagnostics.listing import bounded
@@ -94,12 +98,40 @@ def migrate(text: str, path: str, src: Optional[SourceText] = None) -> Migration
         if id(pcall) in scan.mod.in_loop:
             raise fail("TF401", "the pattern is built in a loop or comprehension the migrator cannot unroll; it "
                        "reads code without running it", pos(pcall), path, src)
+        _pattern_changed(scan.mod, pcall)
         scan.mod.take_choices()
         b = _pattern(scan, pcall, block)
         note_choices(scan.mod, b)
         builders.append(b)
     return render(builders, [f"Migrated by `turnflow migrate` from {path} (AG2 group pattern)."],
                   path, src, "ag2-patterns")
+
+
+# what AG2's patterns read from themselves when the chat starts (`prepare_group_chat`, ag2 0.9.9)
+_PATTERN_ATTRS = ("initial_agent", "agents", "user_agent", "group_manager_args", "context_variables",
+                  "group_after_work", "selection_message")
+
+
+_READS = ("get", "keys", "values", "items", "copy", "to_dict", "contains", "index", "count")
+
+
+def _pattern_changed(mod: Module, pcall: pyast.Call) -> None:
+    """TF401 at a statement that changes what the pattern `pcall` builds (`p.group_after_work = ...`,
+    `p.agents.append(c)`) after it is built: the flow would be the constructor's pattern, not the
+    one that runs (as a GroupChat's, reader_groupchat._changed_after_built)."""
+    for st in statements(mod.tree):
+        if not isinstance(st, (pyast.Assign, pyast.AugAssign, pyast.AnnAssign, pyast.Expr, pyast.Delete)):
+            continue
+        changes = _attribute_changes(st)
+        call = st.value if isinstance(st, pyast.Expr) else None
+        if isinstance(call, pyast.Call) and isinstance(call.func, pyast.Attribute) \
+                and isinstance(call.func.value, pyast.Attribute) and call.func.attr not in _READS:
+            changes.append((call.func.value.value, call.func.value.attr))  # `p.context_variables.set(k, v)`
+        for base, attr in changes:
+            if attr in _PATTERN_ATTRS and mod.resolve(base) is pcall:
+                raise fail("TF401", f"`{one_line(st)}` changes the pattern's `{attr}` after it is built; the migrator "
+                           f"reads what `{callee(pcall)}(...)` is given: pass it there, or migrate the running "
+                           "object with --import", pos(st), mod.path, mod.src)
 
 
 def _scan(mod: Module, classes: set[str]) -> Scan:
@@ -128,6 +160,7 @@ def _scan(mod: Module, classes: set[str]) -> Scan:
                                       "no one"))
     for call in calls(mod.tree):
         _tool_call(scan, call)
+    _unbound_tools(scan)
     for call in calls(mod.tree):  # handoffs: agent.handoffs.<method>(...)
         _handoff_call(scan, call)
     return scan
@@ -146,6 +179,16 @@ def _scan_agent(scan: Scan, call: pyast.Call) -> None:
     scan.agents[id(call)] = agent = Agent(var or raw, raw, name, call, mod.string(kwarg(call, "description")),
                                           list(fns) if fns is not None else ([one] if one is not None else []))
     agent.findings += surface.agent_findings(call, callee(call))
+
+
+def _unbound_tools(scan: Scan) -> None:
+    """TF411, with its agent's findings, at a tool registration that does not bind to AG2's signature
+    (`register_function(f, a, b)`: `caller` and `executor` are keyword-only in AG2)."""
+    for reg, node, error in unbound_registrations(scan.mod):
+        owner = next((a for n in pyast.walk(reg) if isinstance(n, pyast.Name)
+                      for a in [scan.agent_of(n)] if a is not None), None)
+        if owner is not None:
+            owner.findings.append(("TF411", node, registration_words(reg, error)))
 
 
 def _tool_call(scan: Scan, call: pyast.Call) -> None:
@@ -333,10 +376,11 @@ def _pattern_arg(b: Optional[FlowBuilder], pcall: pyast.Call, name: str, index: 
     bound = surface.bind(pcall, a)
     if bound.problem is None:
         return bound.get(name)
-    if b is not None and name == "initial_agent":
+    if b is not None and name in ("initial_agent", "max_rounds"):  # once per call: the first argument read
         node, error = bound.problem
-        b.note("TF411", f"`{one_line(pcall, 50)}` does not bind to AG2's signature: {error} (the program fails "
-               "here); the flow is read from its keyword arguments", pos(node))
+        fails = "" if "known only when the program runs" in error else " (the program fails here)"
+        b.note("TF411", f"`{one_line(pcall, 50)}` does not bind to AG2's signature: {error}{fails}; the flow is "
+               "read from its keyword arguments", pos(node))
     return kwarg(pcall, name)
 
 
@@ -385,6 +429,7 @@ def _pattern(scan: Scan, pcall: pyast.Call, block: str) -> FlowBuilder:
                        "`set_after_work`); ignored", pos(a.after_work))
                 a.after_work = None
     _note_ignored(b, order)
+    _note_changed_agents(mod, b, order, None)  # type: ignore[arg-type]  # the patterns' Agent has `call` and `var`
     for a in order:
         b.section()
         _agent_rules(cx, a, kind)
@@ -484,7 +529,12 @@ def _group_after_work(cx: "Ctx", kind: str, pcall: pyast.Call, swarm: bool, spea
                "by a choice of the speaker through routing tools", pos(pcall))
     elif group_after is not None:
         t = _target(cx, group_after, None)
-        if t == ("group_manager",):
+        if _unexpressed(t):
+            for i, x in enumerate(y for y in speakers if y != cx.user and cx.by_name.get(y) is not None
+                                  and cx.by_name[y].after_work is None):
+                b.section()
+                _unexpressed_choice(cx, x, t, note=i == 0)
+        elif t == ("group_manager",):
             _manager_choice(cx, speakers, group_after)
         elif t != ("terminate",) or not all(m.after_work is not None for m in members):
             b.otherwise(t)  # a written TerminateTarget is AG2's default: left out alike when no agent reaches it
@@ -783,7 +833,7 @@ def _key(cx: Ctx, key: str, at: pyast.AST) -> str:
 def _max_rounds(cx: Ctx, run: Optional[pyast.Call]) -> Optional[int]:
     if run is None:
         return None
-    node = _pattern_arg(None, run, "max_rounds")
+    node = _pattern_arg(cx.b, run, "max_rounds")
     if node is None:
         return 20  # AG2's default
     from turnflow.frameworks.ag2.reader_groupchat import whole_number
@@ -799,6 +849,90 @@ _OPTION_STRINGS = {"terminate": ("terminate",), "revert_to_user": ("initiator",)
 
 _BUILTIN_TARGETS = {"RevertToUserTarget": ("initiator",), "TerminateTarget": ("terminate",), "StayTarget": ("stay",),
                     "GroupManagerTarget": ("group_manager",)}
+# targets AG2 resolves in ways the flow has no word for (ag2 0.9.9,
+# autogen/agentchat/group/targets/transition_target.py): `_target` gives ("unexpressed", kind, node)
+# and the rule that uses one says, per speaker, what it can (`_unexpressed_rule`, `_unexpressed_choice`)
+_UNEXPRESSED = ("RandomAgentTarget", "AskUserTarget", "NestedChatTarget")
+
+
+def _unexpressed(t) -> bool:
+    return isinstance(t, tuple) and t[:1] == ("unexpressed",)
+
+
+def _random_pool(cx: Ctx, x: str, node: pyast.AST) -> tuple[Optional[list[str]], str]:
+    """The agents a RandomAgentTarget draws from after `x` (its `agents` but `x`: AG2's resolve), or
+    None and why (not read, or nobody left: `random.choice([])` raises IndexError)."""
+    elems = cx.mod.elements(kwarg(node, "agents", 0))
+    names = [cx.agent_name(e) for e in elems or []]
+    if elems is None or any(n is None for n in names):
+        return None, "its `agents` are not a list of agents of this file"
+    left = [n for n in names if n is not None and n != x]
+    if not left:
+        return None, (f"it holds no agent but `{x}`, and AG2 draws among the others: `random.choice([])` raises "
+                      "IndexError when the chat reaches it")
+    return left, ""
+
+
+def _unexpressed_rule(cx: Ctx, x: str, t: tuple) -> Optional[str]:
+    """The target of one rule of `x` (a condition's, a tool's) that is an `_UNEXPRESSED` target: the
+    agent, when exactly one can follow; else None, TF408 at the target, the rule kept as a comment."""
+    kind, node = t[1], t[2]
+    why = ""
+    if kind == "RandomAgentTarget":
+        left, why = _random_pool(cx, x, node)
+        if left is not None and len(left) == 1:
+            return left[0]
+        why = why or (f"AG2 draws one of {bounded(left or [])} at random when the rule fires; the flow has no "
+                      "random target")
+    elif kind == "AskUserTarget":
+        why = "AG2 asks the person which agent speaks next (its \"manual\" selection); the flow has no such target"
+    else:
+        why = (f"AG2 runs the nested chats in an agent of its own that then hands back to `{x}` (a ReplyResult "
+               "or after-work target fails there); the flow has no nested chat")
+    cx.b.note("TF408", f"`{_one(node)}` cannot be expressed: {why}; this rule of `{x}` is left out (kept as "
+              "a comment)", pos(node))
+    cx.b.comment(f"{x} -> {_one(node)}")
+    return None
+
+
+def _unexpressed_choice(cx: Ctx, x: str, t: tuple, note: bool = True) -> None:
+    """`x`'s after-work that is an `_UNEXPRESSED` target: one agent when one can follow; a choice
+    the flow approximates with routing tools (TF404, as RandomPattern and ManualPattern); or left out
+    (TF408) when AG2 cannot resolve it."""
+    b = cx.b
+    kind, node = t[1], t[2]
+    if kind == "NestedChatTarget":
+        if note:
+            b.note("TF408", f"`{_one(node)}` as after-work cannot be expressed: AG2 cannot resolve it "
+                   "(NotImplementedError: NestedChatTarget does not support the resolve method) when the chat "
+                   "reaches it; the after-work is left out (kept as a comment)", pos(node))
+        b.comment(f"{x} -> {_one(node)}")
+        return
+    if kind == "AskUserTarget":
+        targets = [y for y in b.participants if y != cx.user]
+        what = "AG2 asks the person which agent speaks next (any agent but the user; its \"manual\" selection)"
+    else:
+        left, why = _random_pool(cx, x, node)
+        if left is None:
+            b.note("TF408", f"`{_one(node)}` cannot be expressed: {why}; the after-work of `{x}` is left out "
+                   "(kept as a comment)", pos(node))
+            b.comment(f"{x} -> {_one(node)}")
+            return
+        if len(left) == 1:
+            b.rule(x, left[0])
+            return
+        targets = left
+        what = f"AG2 draws the next speaker at random among {bounded(left)}"
+    if note:
+        b.note("TF404", f"`{_one(node)}`: {what}; the flow has no such target: approximated by a choice of "
+               "the speaker through routing tools", pos(node))
+    b.section()
+    _routing_choice(cx, x, targets, node)
+
+
+def _one(node: pyast.AST) -> str:
+    text = " ".join(pyast.unparse(node).split())
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _target(cx: Ctx, node: Optional[pyast.AST], at: Optional[pyast.AST]):
@@ -816,6 +950,8 @@ def _target(cx: Ctx, node: Optional[pyast.AST], at: Optional[pyast.AST]):
             return cx.names.map[raw]
     if kind in _BUILTIN_TARGETS:
         return _BUILTIN_TARGETS[kind]
+    if kind in _UNEXPRESSED:
+        return ("unexpressed", kind, node)
     if isinstance(node, pyast.Attribute) and node.attr in _AFTER_WORK_OPTIONS:  # AfterWorkOption.TERMINATE
         return _AFTER_WORK_OPTIONS[node.attr]
     if isinstance(node, pyast.Constant) and isinstance(node.value, str):
@@ -908,17 +1044,19 @@ def _agent_rules(cx: Ctx, a: Agent, kind: str) -> None:
     """X's rules in AG2's order: context conditions, LLM conditions, tool targets, after-works."""
     b = cx.b
     for call in a.context:  # 1. context conditions
-        _context_rule(cx, a, call, _condition_target(cx, call))
+        _condition_rule(cx, a, call)
     used_tools: set[str] = set()
     for call in a.llm:  # 2. LLM conditions
         _llm_handoff(cx, a, call, used_tools)
     for fn_node in a.functions:  # 3. tools returning ReplyResult(target=...)
         _tool_rules(cx, a, fn_node)
     for call in a.after_conditional:  # 4. after-work (conditional, then unconditional)
-        _context_rule(cx, a, call, _condition_target(cx, call))
+        _condition_rule(cx, a, call)
     if a.after_work is not None:
         t = _target(cx, a.after_work, a.after_work)
-        if t == ("group_manager",):
+        if _unexpressed(t):
+            _unexpressed_choice(cx, a.name, t)
+        elif t == ("group_manager",):
             b.note("TF403", "GroupManagerTarget as after-work lets the manager's LLM pick; the agent gets one "
                    f"routing tool per agent, {_REPEAT}, and the next agent when it calls none", pos(a.after_work))
             _routing_choice(cx, a.name, list(cx.by_name), a.after_work)
@@ -926,8 +1064,11 @@ def _agent_rules(cx: Ctx, a: Agent, kind: str) -> None:
             b.rule(a.name, t)
 
 
-def _resolve_target(cx: Ctx, t, at):
-    """GroupManagerTarget as a condition's target: the initial agent (TF408)."""
+def _resolve_target(cx: Ctx, t, at, x: str):
+    """GroupManagerTarget as a condition's target: the initial agent (TF408); a target the flow has
+    no word for: one agent, or None (the rule is left out, `_unexpressed_rule`)."""
+    if _unexpressed(t):
+        return _unexpressed_rule(cx, x, t)
     if t == ("group_manager",):
         cx.b.note("TF408", "GroupManagerTarget as the target of a condition lets the manager's LLM pick; "
                   f"approximated by the pattern's initial agent, `{cx.initial}`", pos(at))
@@ -935,15 +1076,17 @@ def _resolve_target(cx: Ctx, t, at):
     return t
 
 
-def _condition_target(cx: Ctx, call: pyast.Call):
-    return _resolve_target(cx, _target(cx, kwarg(call, "target", 0), call), call)
+def _condition_target(cx: Ctx, call: pyast.Call, x: str):
+    return _resolve_target(cx, _target(cx, kwarg(call, "target", 0), call), call, x)
 
 
 def _llm_handoff(cx: Ctx, a: Agent, call: pyast.Call, used_tools: set[str]) -> None:
     """`OnCondition(target=T, condition=StringLLMCondition(prompt=P))`: a routing tool to T."""
     b, mod = cx.b, cx.mod
-    t = _condition_target(cx, call)
+    t = _condition_target(cx, call, a.name)
     _binds(cx, call)
+    if t is None:
+        return
     cond = mod.resolve(kwarg(call, "condition", 1))
     prompt = None
     if isinstance(cond, pyast.Call) and callee(cond) == "StringLLMCondition":
@@ -976,8 +1119,8 @@ def _tool_rules(cx: Ctx, a: Agent, fn_node: pyast.AST) -> None:
         return
     targets: list = []
     for t, at in _tool_targets(cx, fn):
-        t = _resolve_target(cx, t, at)
-        if t not in targets:
+        t = _resolve_target(cx, t, at, a.name)
+        if t is not None and t not in targets:
             targets.append(t)
     if not targets:
         return
@@ -1030,6 +1173,15 @@ def _binds(cx: Ctx, call: pyast.Call) -> None:
         node, error = bound.problem
         cx.b.note("TF411", f"`{one_line(call, 50)}` does not bind to AG2's signature: {error} (the program fails "
                   "here); the flow reads it as if it were written with keywords", pos(node))
+
+
+def _condition_rule(cx: Ctx, a: Agent, call: pyast.Call) -> None:
+    """A context condition's rule; none when its target is one the flow has no word for (reported)."""
+    target = _condition_target(cx, call, a.name)
+    if target is None:
+        _binds(cx, call)
+        return
+    _context_rule(cx, a, call, target)
 
 
 def _context_rule(cx: Ctx, a: Agent, call: pyast.Call, target) -> None:

@@ -522,7 +522,13 @@ def _selector_routing(team: dict, cfg: dict, kind: str, b: FlowBuilder, agents, 
                       by_name: dict, done: set, selection, pos) -> None:
     """SelectorGroupChat / Magentic-One: each speaker's selector outcomes, or routing tools to every
     eligible participant + `next`; `done`: speakers whose round always ends the run."""
-    repeat = bool(cfg.get("allow_repeated_speaker", False)) or kind == "MagenticOneGroupChat"
+    given = cfg.get("allow_repeated_speaker", False)
+    if isinstance(given, str) and given.startswith("<") and given.endswith(">"):  # Python the reader cannot evaluate
+        b.note("TF410", f"`allow_repeated_speaker` is `{given[1:-1]}`, decided when the program runs; the flow "
+               "follows AgentChat's default, False (no speaker is picked twice in a row)",
+               pos.of(cfg, "allow_repeated_speaker"))
+        given = False
+    repeat = bool(given) or kind == "MagenticOneGroupChat"
     if kind == "SelectorGroupChat" and _model_picks(selection, order, done):
         b.note("TF403", "the selector model picks the next speaker; each participant gets one routing tool "
                "per possible successor, and the next participant when it calls none", pos.of(team, "provider"))

@@ -21,8 +21,9 @@ from typing import Any, Optional
 
 from turnflow.migrate import surface
 from turnflow.migrate.common import Migration, Names, Pos, block_names, fail, render
-from turnflow.migrate.pyread import (Module, assigned_name, callee, calls, filled_in_loop, is_literal, kwarg,
-                                     loop_message, note_choices, one_line, parse_module, pos, scopes, why_not_literal)
+from turnflow.migrate.pyread import (Module, assigned_name, attribute_changes, callee, calls, filled_in_loop, is_literal, kwarg,
+                                     loop_message, note_choices, one_line, parse_module, pos, scopes, statements,
+                                     why_not_literal)
 from turnflow.source import SourceText
 
 TEAMS = ("RoundRobinGroupChat", "SelectorGroupChat", "Swarm", "GraphFlow", "MagenticOneGroupChat")
@@ -384,11 +385,34 @@ def _surface_notes(reader: Reader, team_call: pyast.Call, b) -> None:
         bound = surface.bind(call, a)
         if bound.problem is not None:
             node, error = bound.problem
-            b.note("TF411", f"`{one_line(call, 50)}` does not bind to autogen-agentchat 0.7's signature: {error} "
-                   "(the program fails here); the flow is read from the arguments that bind", pos(node))
+            fails = "" if "known only when the program runs" in error else " (the program fails here)"
+            b.note("TF411", f"`{one_line(call, 50)}` does not bind to autogen-agentchat 0.7's signature: {error}"
+                   f"{fails}; the flow is read from the arguments that bind", pos(node))
             continue
         for code, node, message in surface.not_modelled(bound):
             b.note(code, f"`{one_line(node, 40)}` as {message}", pos(node))
+
+
+def _changed_after_built(reader: Reader, team_call: pyast.Call, b) -> None:
+    """A statement that changes the team after it is built (`team._max_turns = 2`,
+    `team._participants.reverse()`) is TF401, as a GroupChat's; one that changes one of its agents
+    (`a._handoffs[...] = ...`, `a._description = ...`) a finding there: what AgentChat runs is not what
+    the constructor was given."""
+    mod = reader.mod
+    agents = {id(c) for c in reader.calls.values() if reader.is_agent(c)}
+    for st in statements(mod.tree):
+        if not isinstance(st, (pyast.Assign, pyast.AugAssign, pyast.AnnAssign, pyast.Expr, pyast.Delete)):
+            continue
+        for obj, attr in attribute_changes(st):
+            target = mod.resolve(obj) if isinstance(obj, pyast.Name) else None
+            if target is team_call:
+                raise fail("TF401", f"`{one_line(st, 50)}` changes the team's `{attr}` after it is built; the migrator "
+                           f"reads what `{callee(team_call)}(...)` is given: pass it there, or migrate the running "
+                           "object with --import", pos(st), mod.path, mod.src)
+            if target is not None and id(target) in agents:
+                code = "TF406" if attr in ("_handoffs", "_tools", "_workbench") else "TF409"
+                b.note(code, f"`{one_line(st, 50)}` changes `{pyast.unparse(obj)}` after it is built; not read (the "
+                       "flow keeps what its constructor was given)", pos(st))
 
 
 def _not_an_agent(mod: Module, call: pyast.Call, what: str) -> str:
@@ -477,6 +501,7 @@ def migrate(text: str, path: str, src: Optional[SourceText] = None) -> Migration
         comp = reader.team(call, block)
         b = autogen._team(comp, reader.p, Names(), path, src)  # type: ignore[arg-type]
         _surface_notes(reader, call, b)
+        _changed_after_built(reader, call, b)
         note_choices(reader.mod, b)
         builders.append(b)
     return render(builders, [f"Migrated by `turnflow migrate` from {path} (AutoGen team in Python)."],
