@@ -380,3 +380,20 @@ def test_stdin_filename_alone_reads_standard_input(tmp_path, monkeypatch, capsys
     code, out, err = run(capsys, command, "--stdin-filename", "flows/b.flow", "other.flow")
     assert code == 1 and "flows/b.flow:2:8: TF001" in out + err and "zz" not in out
     assert "warning: ignoring `other.flow`: --stdin-filename reads standard input" in err
+
+
+# -- a malformed suppression's span stays inside its comment -------------------------------------
+@pytest.mark.parametrize("tail", ["x" * 40, "x" * 41, "x" * 42, "x" * 43, "x" * 80])
+def test_a_long_malformed_directive_is_marked_within_its_line(tmp_path, capsys, tail):
+    """The message shortens a long directive to 60 characters and `...`; the span is the directive
+    itself (it ended 3 characters past a 61- or 62-character one: past the line, into the next)."""
+    import json
+
+    directive = "# turnflow: ignore(" + tail
+    line = "    participant b   " + directive
+    f = tmp_path / "a.flow"
+    f.write_text("workflow w {\n    participant a\n" + line + "\n    start a\n    a -> b\n}\n")
+    code, out, err = run(capsys, "check", "--no-cache", "--format", "json", str(f))
+    (found,) = [d for d in json.loads(out) if d["code"] == "TF901"]
+    assert (found["line"], found["end_line"]) == (3, 3)
+    assert (found["column"], found["end_column"]) == (line.index("#") + 1, len(line) + 1)

@@ -651,3 +651,59 @@ def test_a_tool_registration_that_does_not_bind_is_reported(family, register):
     line = text.splitlines().index(register) + 1
     result = migrate(text, "t.py")
     assert [d.span.line for d in result.diagnostics if d.code == "TF411"] == [line], result.diagnostics
+
+
+# -- changes written as a subscript or tuple assignment are changes too (review13) ---------------
+@pytest.mark.parametrize("change, code", [
+    ("a.handoffs.llm_conditions[0] = OnCondition(target=AgentTarget(b), condition=StringLLMCondition('b'))",
+     "TF406"),
+    ("a.handoffs.after_works[:] = []", "TF406"),
+    ('a.description, b.description = "x", "y"', "TF409"),
+    ('[b._is_termination_msg, c] = [lambda m: "BYE" in m["content"], 1]', "TF405"),
+])
+def test_a_pattern_agent_changed_through_a_subscript_or_tuple_is_reported(change, code):
+    """`del a.handoffs.llm_conditions[0]` and `+=` were findings; the same change as an assignment
+    to an item, or to several targets at once, was dropped without a word."""
+    text = ('from autogen import Agent, ConversableAgent\n'
+            'from autogen.agentchat import initiate_group_chat\n'
+            'from autogen.agentchat.group import AgentTarget, OnCondition, StringLLMCondition\n'
+            'from autogen.agentchat.group.patterns import DefaultPattern\n'
+            'a = ConversableAgent(name="a")\n'
+            'b = ConversableAgent(name="b")\n'
+            'a.handoffs.set_after_work(AgentTarget(b))\n'
+            f'{change}\n'
+            'p = DefaultPattern(initial_agent=a, agents=[a, b])\n'
+            'initiate_group_chat(pattern=p, messages="x", max_rounds=5)\n')
+    assert (code, 8) in _codes(migrate(text, "p.py")), migrate(text, "p.py").diagnostics
+
+
+@pytest.mark.parametrize("change, code", [
+    ('b.description, c.description = "x", "y"', "TF409"),
+    ('(b._name, n) = ("reviewer", 1)', "TF409"),
+    ('b._is_termination_msg, *rest = [lambda m: "BYE" in m["content"], 1, 2]', "TF405"),
+])
+def test_a_classic_agent_changed_through_a_tuple_assignment_is_reported(change, code):
+    text = _classic('chat = GroupChat(agents=[a, b, c], messages=[], max_round=6, speaker_selection_method="round_robin")')
+    text = text.replace('a.initiate_chat(', change + '\na.initiate_chat(')
+    assert (code, 7) in _codes(migrate(text, "case.py")), migrate(text, "case.py").diagnostics
+
+
+@pytest.mark.parametrize("change", ["chat.max_round, n = 2, 1", "[chat.agents[0], n] = [c, 1]"])
+def test_a_group_chat_changed_through_a_tuple_assignment_is_refused(change):
+    text = _classic('chat = GroupChat(agents=[a, b, c], messages=[], max_round=6, speaker_selection_method="round_robin")')
+    text = text.replace('manager = ', change + '\nmanager = ')
+    with pytest.raises(MigrateError) as err:
+        migrate(text, "case.py")
+    assert [d.code for d in err.value.diagnostics] == ["TF401"]
+
+
+def test_an_agentchat_team_changed_through_a_tuple_assignment_is_refused():
+    text = ('from autogen_agentchat.agents import AssistantAgent\n'
+            'from autogen_agentchat.teams import RoundRobinGroupChat\n'
+            'a = AssistantAgent("a", model_client=None)\n'
+            'b = AssistantAgent("b", model_client=None)\n'
+            'team = RoundRobinGroupChat([a, b], max_turns=6)\n'
+            'team._max_turns, n = 2, 1\n')
+    with pytest.raises(MigrateError) as err:
+        migrate(text, "team.py")
+    assert [(d.code, d.span.line) for d in err.value.diagnostics] == [("TF401", 6)]

@@ -282,3 +282,68 @@ def test_listing_many_ended_channels_lets_the_other_clients_in(tmp_path):
             registry.close()
 
     asyncio.run(asyncio.wait_for(go(), 120))
+
+
+def test_listings_hold_bounded_memory_however_many_a_client_sends(tmp_path):
+    """`list_channels` lets the loop run while it lists (a waiting op), so listings overlap, each
+    holding the records it encoded so far: a client with 64 requests in flight on each of its
+    connections held 64 of them per connection (up to --max-reply-bytes each) at once. Now at most
+    `LISTINGS_AT_ONCE` list at a time, and one over --max-reply-bytes stops there, refused as the
+    server refuses any answer that size (it was built whole first)."""
+    from turnflow.runtime.session import Participant
+    from turnflow.runtime.store import SQLiteStore
+    from turnflow.serve.ops import LISTINGS_AT_ONCE, Auth, OpError, Ops
+    from turnflow.serve.registry import open_registry
+
+    class Conn:
+        endpoint_id = "test"
+
+        def __init__(self, *agents):
+            self.agents = set(agents)
+
+        def send(self, text):
+            pass
+
+    async def go():
+        path = str(tmp_path / "hub.db")
+        registry = open_registry(path)
+        hub = await Hub.open(SQLiteStore(path), keep_ended=False)
+        ops = Ops(hub, registry, Auth())
+        try:
+            a, b = "a" * 32, "b" * 32
+            pair = [Participant(a, "initiator", 0), Participant(b, "respondent", 1)]
+            for i in range(300):
+                md = await hub.open_session("consulting", pair, creator_id=a, labels={"n": i, "pad": "x" * 2000})
+                await hub.close(md.session_id, f"done {i}")
+            await asyncio.sleep(0)
+            hub._ended.clear()
+
+            listing, active, most = hub.iter_sessions_of, [0], [0]
+
+            def counted(*args):
+                active[0] += 1
+                most[0] = max(most[0], active[0])
+                try:
+                    yield from listing(*args)
+                finally:
+                    active[0] -= 1
+
+            hub.iter_sessions_of = counted
+            answers = await asyncio.gather(*(ops.list_channels(Conn(a), {"agent_id": a, "limit": 1000})
+                                              for _ in range(12)))
+            assert all(len(json.loads(x)) == 300 for x in answers)
+            assert most[0] <= LISTINGS_AT_ONCE < 12, most
+
+            encoded = []
+            channel = ops._channel
+            ops._channel = lambda md: encoded.append(md) or channel(md)
+            ops.max_reply = 50_000  # (about 22 of these records)
+            with pytest.raises(OpError) as refused:
+                await ops.list_channels(Conn(a), {"agent_id": a, "limit": 1000})
+            assert "--max-reply-bytes" in refused.value.message and "limit" in refused.value.message
+            assert len(encoded) <= 22 + 64, len(encoded)  # (stopped within the part that went over)
+        finally:
+            await hub.aclose()
+            registry.close()
+
+    asyncio.run(asyncio.wait_for(go(), 120))

@@ -24,7 +24,11 @@ class Parser(argparse.ArgumentParser):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        # argparse's own rule (`^-\d+$|^-\d*\.\d+$`), the one place it decides what looks like a negative number
+        # argparse's own rule (3.10-3.12: `^-\d+$|^-\d*\.\d+$`; 3.13 and later 3.12s: `-\.?\d`, a prefix as
+        # here), the one place it decides what looks like a negative number: an attribute every version from
+        # 3.10 on sets in `_ActionsContainer.__init__` and reads with `.match` (`_parse_optional`, and
+        # `_add_action` for options that look like numbers: turnflow has none). Were it ever renamed, `-5s`
+        # would only go back to `expected one argument` (tests/test_cli_conventions.py fails then).
         self._negative_number_matcher = re.compile(r"^-(?:\.?\d|inf|nan)", re.IGNORECASE)
 
     def parse_args(self, args=None, namespace=None):

@@ -53,9 +53,9 @@ def parse(comments: Iterable[Any]) -> list[Suppression]:
             out.append(Suppression(base.line, ALL, _within(base, m.start(), m.end())))
             continue
         if codes is None:
-            shown = c.text[m.start():].rstrip()
-            shown = shown if len(shown) <= 60 else shown[:60] + "..."
-            out.append(Suppression(base.line, MALFORMED, _within(base, m.start(), m.start() + len(shown)),
+            whole = c.text[m.start():].rstrip()  # (the span: all of it; the message: its first 60 characters)
+            shown = whole if len(whole) <= 60 else whole[:60] + "..."
+            out.append(Suppression(base.line, MALFORMED, _within(base, m.start(), m.start() + len(whole)),
                                    f"`{shown}` is not a suppression (write `# turnflow: ignore[CODE, ...]` or a "
                                    f"bare `# turnflow: ignore`): it silences nothing{_by_name(rest)}"))
             continue

@@ -1029,7 +1029,7 @@ _MUTATORS = ("append", "extend", "insert", "remove", "pop", "clear", "update", "
 def attribute_changes(st: pyast.stmt) -> list[tuple[pyast.expr, str]]:
     """(the object, the attribute) of each `obj.attr` a simple statement sets or changes in place:
     `obj.attr = v`, `obj.attr += v`, `obj.attr[k] = v`, `del obj.attr[k]`, `obj.attr.append(v)`,
-    `obj.attr[k].append(v)`."""
+    `obj.attr[k].append(v)`, each of several targets (`obj.attr, n = v, 1`, `[*obj.attr] = v`)."""
     if isinstance(st, pyast.Expr):
         call = st.value
         if not (isinstance(call, pyast.Call) and isinstance(call.func, pyast.Attribute)
@@ -1043,7 +1043,7 @@ def attribute_changes(st: pyast.stmt) -> list[tuple[pyast.expr, str]]:
     else:
         targets = [st.target]  # type: ignore[attr-defined]
     out: list[tuple[pyast.expr, str]] = []
-    for t in targets:
+    for t in _flat_targets(targets):
         while isinstance(t, pyast.Subscript):
             t = t.value
         if isinstance(t, pyast.Attribute) and (isinstance(t.value, pyast.Name)
@@ -1051,3 +1051,14 @@ def attribute_changes(st: pyast.stmt) -> list[tuple[pyast.expr, str]]:
                                                    and isinstance(t.value.value, pyast.Name))):
             out.append((t.value, t.attr))
     return out
+
+
+def _flat_targets(targets: list[pyast.expr]) -> Iterator[pyast.expr]:
+    """Assignment targets with tuples, lists and `*x` opened: `a.x, [b.y, *c.z] = ...` -> a.x, b.y, c.z."""
+    for t in targets:
+        if isinstance(t, (pyast.Tuple, pyast.List)):
+            yield from _flat_targets(t.elts)
+        elif isinstance(t, pyast.Starred):
+            yield from _flat_targets([t.value])
+        else:
+            yield t

@@ -33,6 +33,9 @@ _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 _ENDING = (SessionState.CLOSING, SessionState.CLOSED, SessionState.EXPIRED)
 MAX_TEXT = 500  # a failure report's text kept (AG2's hub keeps as much)
 ENDED_PARTS_KEPT = 1024  # channel records' parts kept past their session's end (`Ops._channel_parts`)
+# `list_channels` listing at once, hub-wide: each lets the loop run between parts while it holds the records
+# encoded so far (up to --max-reply-bytes); the others wait their turn holding nothing
+LISTINGS_AT_ONCE = 4
 
 # every other op AG2's client sends: answered with a protocol error (docs/serve.md says why)
 UNSUPPORTED = frozenset({"get_task", "list_tasks", "observe_task", "update_task", "record_observation",
@@ -230,6 +233,7 @@ class Ops:
         self._manifests: dict[tuple[int, tuple[Any, ...]], tuple[Any, str]] = {}  # `_manifest_text`'s
         self.pending: dict[str, int] = {}  # agent id -> substantive notifications outstanding (rules.inbox)
         self._timers: set[asyncio.Task[Any]] = set()  # invites timed out after a restart (time_out_invites)
+        self._listings = asyncio.Semaphore(LISTINGS_AT_ONCE)  # (`list_channels`)
         self.table: dict[str, Callable[[Conn, dict[str, Any]], Awaitable[Any]]] = {
             "register": self.register, "get_agent": self.get_agent, "get_resume": self.get_resume,
             "get_skill": self.get_skill, "get_rule": self.get_rule, "find_agent_id": self.find_agent_id,
@@ -825,14 +829,23 @@ class Ops:
         # (ended ones included, as AG2's hub lists them: a hub that let them go builds them from their
         # creation and end records, `Hub.iter_sessions_of`). Each record encoded as it is found, and
         # the loop let run between parts: a listing of many ended channels does not hold up the others.
+        # At most LISTINGS_AT_ONCE hub-wide (a client's many requests in flight do not each hold a
+        # listing's records meanwhile), and one over --max-reply-bytes stops there.
         texts: list[str] = []
-        parts = self.hub.iter_sessions_of(mine, limit)
-        try:
-            for found in parts:
-                texts += [self._channel(md) for md in found]  # (`get_channel`'s record: the same JSON)
-                await asyncio.sleep(0)
-        finally:
-            parts.close()
+        size = 0
+        async with self._listings:
+            parts = self.hub.iter_sessions_of(mine, limit)
+            try:
+                for found in parts:
+                    for md in found:
+                        texts.append(self._channel(md))  # (`get_channel`'s record: the same JSON)
+                        size += len(texts[-1]) + 1
+                    if size > self.max_reply:
+                        raise _bad(f"the channels listed are over this hub's limit for one answer ({self.max_reply} "
+                                   f"bytes, --max-reply-bytes) past {len(texts)} of them: ask for fewer with `limit`")
+                    await asyncio.sleep(0)
+            finally:
+                parts.close()
         return frames.Raw("[" + ",".join(texts) + "]")
 
     async def close_channel(self, conn: Conn, params: dict[str, Any]) -> Any:

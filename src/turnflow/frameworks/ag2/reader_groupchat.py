@@ -584,13 +584,11 @@ def _agent_changes(st: pyast.AST) -> list[tuple[pyast.Name, str]]:
     """(the variable, the attribute or method) of each change a statement makes to an object after it
     is built: `x.attr = v`, `x.register_reply(...)` (`_AFTER_BUILT`), `x.handoffs.after_works.clear()`
     (read as "handoffs"); not `x.handoffs.<method>(...)` or `x.functions = ...`, read elsewhere."""
-    if isinstance(st, (pyast.Assign, pyast.AugAssign, pyast.AnnAssign)):
-        targets = st.targets if isinstance(st, pyast.Assign) else [st.target]
-        found = [(t.value, t.attr) for t in targets if isinstance(t, pyast.Attribute)]
-    elif isinstance(st, pyast.Expr) and isinstance(st.value, pyast.Call) \
+    if isinstance(st, pyast.Expr) and isinstance(st.value, pyast.Call) \
             and isinstance(st.value.func, pyast.Attribute) and st.value.func.attr in _AFTER_BUILT:
         found = [(st.value.func.value, st.value.func.attr)]
-    elif isinstance(st, (pyast.Expr, pyast.Delete)):
+    elif isinstance(st, (pyast.Assign, pyast.AugAssign, pyast.AnnAssign, pyast.Expr, pyast.Delete)):
+        # (`x.attr = v`, `x.attr[k] = v`, `x.a, y.b = ...`, `del x.attr[k]`, `x.attr.append(v)`)
         found = _attribute_changes(st)
     else:
         return []
