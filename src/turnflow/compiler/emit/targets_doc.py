@@ -73,8 +73,9 @@ rule with many long terms): tables too long for one line have one entry a line.
 `tests/test_target_lint.py` compiles every example workflow, 30 generated flows and a few written
 for the corners (participant names that are keywords, builtins or the module's own names,
 `previous`, `== true` / `== null`, a silenced comparison) for the three targets and runs ruff on
-all of them in one process, and mypy `--strict` on two modules per target (mypy takes seconds
-for the frameworks' stubs alone).
+all of them in one process; CI's lint step runs mypy `--strict` on two modules per target
+(`python3 tests/test_target_lint.py --mypy`, beside `mypy src`: mypy takes seconds for the
+frameworks' stubs alone, too long for the test suite).
 
 In an editor, the language server offers the same on a workflow block's header line: one source
 action per target, disabled with the first refusal when the target cannot express the block
