@@ -43,6 +43,8 @@ UNSUPPORTED = frozenset({"get_task", "list_tasks", "observe_task", "update_task"
 # traceparent, 55 characters): a cause is kept twice while its session lives, in the envelope's
 # text and as a key of `_Log.caused`, and neither counts toward --max-session-bytes but once
 MAX_ID = 256
+# a listing lets the event loop run after encoding about this many bytes of channel records
+LIST_BYTES = 256 << 10
 
 
 @dataclass
@@ -825,11 +827,25 @@ class Ops:
         # (ended ones included, as AG2's hub lists them: a hub that let them go builds them from their
         # creation and end records, `Hub.iter_sessions_of`). Each record encoded as it is found, and
         # the loop let run between parts: a listing of many ended channels does not hold up the others.
+        # A channel's record is as large as its knobs (bounded by the frame size alone): the listing
+        # stops once over the answer's limit (what the server would refuse to send), and lets the
+        # loop run every `LIST_BYTES` encoded too.
         texts: list[str] = []
+        size = encoded = 0
         parts = self.hub.iter_sessions_of(mine, limit)
         try:
             for found in parts:
-                texts += [self._channel(md) for md in found]  # (`get_channel`'s record: the same JSON)
+                for md in found:
+                    text = self._channel(md)  # (`get_channel`'s record: the same JSON)
+                    texts.append(text)
+                    size += len(text) + 1
+                    if size > self.max_reply:
+                        raise _bad(f"the channels listed are over this hub's limit for one answer ({self.max_reply}, "
+                                   f"--max-reply-bytes) after {len(texts)} of them: list fewer with limit")
+                    encoded += len(text)
+                    if encoded >= LIST_BYTES:
+                        encoded = 0
+                        await asyncio.sleep(0)
                 await asyncio.sleep(0)
         finally:
             parts.close()

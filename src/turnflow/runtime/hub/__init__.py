@@ -56,6 +56,12 @@ ENDS_BATCH = 256
 # this much work: a session built from its end record counts 1, one read back from its log 4
 # (~15 µs and ~70 µs: about 2 ms between yields, with the caller's own work on each session)
 LIST_WORK = 64
+# ... a session whose stored records are larger counts 1 more per this many bytes of them (a
+# workflow's knobs are bounded by the frame size alone: 1 MiB of them takes ~10 ms to decode), and a
+# listing asks the store for the records of `LIST_FIRST` sessions first, then as many as make
+# ~`LIST_WORK` at the last ones' cost (so it holds ~1 MiB of records at once, not 64 MiB)
+LIST_RECORD_BYTES = 16 << 10
+LIST_FIRST = 8
 # sessions named per store query beyond the `limit` asked for (each query its own: no cursor held
 # across a yield): a session that named the agent once but not now is skipped, rarely more
 LIST_SLACK = 64
@@ -254,21 +260,28 @@ class Hub:
             yield self._sessions_of_by_log(mine, limit)
             return
         found: list[SessionMetadata] = []
-        count, work = 0, 0
+        count, work, step = 0, 0, LIST_FIRST
         seen: set[str] = set()
         try:
             while True:
-                for at in range(0, len(page), LIST_WORK):
-                    batch = [sid for _n, sid in page[at:at + LIST_WORK]]
+                at = 0
+                while at < len(page):
+                    batch = [sid for _n, sid in page[at:at + step]]
+                    at += len(batch)
                     seen.update(batch)
+                    batch_work = 0
                     for md, cost in self._batch_metadata(batch):
-                        work += cost
+                        batch_work += cost
                         if md is not None and mine & md.pset:
                             found.append(md)
                             count += 1
                             if count == limit:
                                 yield found
                                 return
+                    work += batch_work
+                    # (the next batch as many sessions as make ~LIST_WORK of work at this one's cost:
+                    # large records, fewer at once; starting small, doubling while they are not)
+                    step = max(1, min(LIST_WORK, 2 * len(batch), len(batch) * LIST_WORK // max(batch_work, 1)))
                     if work >= LIST_WORK:
                         yield found
                         found, work = [], 0
@@ -302,7 +315,7 @@ class Hub:
                     self._note_end(live)
                 yield md, 4
             else:
-                yield md, 1
+                yield md, 1 if live is not None or row is None else 1 + (len(row[1]) + len(row[3])) // LIST_RECORD_BYTES
 
     def _from_end(self, sid: str, text: Any, crc: Any, end: Any, end_crc: Any) -> Optional[SessionMetadata]:
         """An ended session's metadata from its stored creation and end records (None: no end
