@@ -375,3 +375,35 @@ def test_listing_channels_with_large_knobs_stops_at_the_reply_limit_and_lets_the
             registry.close()
 
     asyncio.run(asyncio.wait_for(go(), 60))
+
+
+def test_concurrent_listings_together_hold_at_most_twice_the_reply_limit(tmp_path):
+    """Listings run concurrently (64 per connection, on as many connections as there are): together
+    they hold at most 2 x `--max-reply-bytes` of records being built (docs/serve.md, "Limits"); the
+    one that would go past it is refused, `protocol_error` saying so, and the others are answered
+    in full. (64 listings of 30 channels of 500 KB on one connection grew the hub by ~1 GiB.)"""
+    from turnflow.serve.ops import OpError
+
+    async def go():
+        hub, registry, ops = await _listing_ops(tmp_path)()
+        try:
+            await _big_ended(hub, 30, 100_000)
+            ops.max_reply = 4 << 20
+
+            async def one():
+                try:
+                    return len(await ops.list_channels(_Conn("a"), {"agent_id": "a", "limit": 30}))
+                except OpError as exc:
+                    return exc.message
+
+            got = await asyncio.gather(*[one() for _ in range(16)])
+            full = [n for n in got if isinstance(n, int)]
+            refused = [m for m in got if isinstance(m, str)]
+            assert 1 <= len(full) <= 3 and len(set(full)) == 1 and full[0] > 3_000_000, got
+            assert all("channel listings being built at once" in m and "(8388608" in m for m in refused), refused
+            assert len(await ops.list_channels(_Conn("a"), {"agent_id": "a", "limit": 30})) == full[0]  # (all released)
+        finally:
+            await hub.aclose()
+            registry.close()
+
+    asyncio.run(asyncio.wait_for(go(), 60))

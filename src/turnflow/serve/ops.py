@@ -208,6 +208,7 @@ class Ops:
         self.invite_timeout = invite_timeout
         self.quotas = quotas or Quotas()
         self.max_reply = 16 << 20  # the server's `Limits.max_reply_bytes` (set by it)
+        self._listing = 0  # bytes of channel records the listings being answered hold (`list_channels`)
         self._opened: dict[str, str] = {}  # live session id -> its creator (counted in `_opened_by`)
         self._opened_by: dict[str, int] = {}  # agent id -> live sessions it opened
         for sid, live in list(hub.sessions.items()):
@@ -830,26 +831,50 @@ class Ops:
         # A channel's record is as large as its knobs (bounded by the frame size alone): the listing
         # stops once over the answer's limit (what the server would refuse to send), and lets the
         # loop run every `LIST_BYTES` encoded too.
+        # Listings run concurrently (each in its task): together they hold at most twice that limit,
+        # the one that would go past it refused.
+        # (the stored records a part was built from are counted too, from before they are decoded
+        # until the part is encoded)
         texts: list[str] = []
-        size = encoded = 0
-        parts = self.hub.iter_sessions_of(mine, limit)
+        size = encoded = records = 0
+
+        def hold(n: int) -> None:
+            nonlocal records
+            records += n
+            self._listing += n
+            self._over_listing(size, size + records)
+
+        parts = self.hub.iter_sessions_of(mine, limit, hold)
         try:
             for found in parts:
                 for md in found:
                     text = self._channel(md)  # (`get_channel`'s record: the same JSON)
                     texts.append(text)
                     size += len(text) + 1
-                    if size > self.max_reply:
-                        raise _bad(f"the channels listed are over this hub's limit for one answer ({self.max_reply}, "
-                                   f"--max-reply-bytes) after {len(texts)} of them: list fewer with limit")
+                    self._listing += len(text) + 1
+                    self._over_listing(size, size + records)
                     encoded += len(text)
                     if encoded >= LIST_BYTES:
                         encoded = 0
                         await asyncio.sleep(0)
+                self._listing -= records
+                records = 0
                 await asyncio.sleep(0)
         finally:
+            self._listing -= size + records
             parts.close()
         return frames.Raw("[" + ",".join(texts) + "]")
+
+    def _over_listing(self, size: int, mine: int) -> None:
+        """Refuse a listing that has built `size` bytes (holding `mine` with the stored records it
+        has in hand) when it is over the limit of one answer, or when others are being built too and
+        all of them hold over twice that."""
+        if size > self.max_reply:
+            raise _bad(f"the channels listed are over this hub's limit for one answer ({self.max_reply}, "
+                       "--max-reply-bytes): list fewer with limit")
+        if self._listing > 2 * self.max_reply and self._listing > mine:
+            raise _bad(f"the hub has {self._listing} bytes of channel listings being built at once, over its limit "
+                       f"({2 * self.max_reply}, twice --max-reply-bytes): try again, or list fewer with limit")
 
     async def close_channel(self, conn: Conn, params: dict[str, Any]) -> Any:
         sid = _str(params, "channel_id")

@@ -237,15 +237,17 @@ class Hub:
         `agent_ids` on their roster now (`iter_sessions_of`, in one go)."""
         return [md for found in self.iter_sessions_of(agent_ids, limit) for md in found]
 
-    def iter_sessions_of(self, agent_ids: Iterable[str],
-                         limit: int) -> Generator[list[SessionMetadata], None, None]:
+    def iter_sessions_of(self, agent_ids: Iterable[str], limit: int,
+                         hold: Optional[Callable[[int], None]] = None) -> Generator[list[SessionMetadata], None, None]:
         """`sessions_of` in parts: each is what was found since the previous one, after about
         `LIST_WORK` of work; a caller on the event loop lets it run between parts (no store cursor
         is held meanwhile). With `keep_ended=False` the store names the candidates a page at a
         time (`store.naming_page`, with each one's creation and end records): an ended session is
         built from those two records (`from_end_record`), its log not read; one without an end
         record (a store written before they existed, or one a crash kept from being written) is
-        read back from its log and its end record written, for the next listing."""
+        read back from its log and its end record written, for the next listing. `hold(n)` is told
+        the bytes of the stored records of each batch read, before they are decoded (it may raise:
+        the listing stops there)."""
         mine = frozenset(agent_ids)
         if limit <= 0 or not mine:
             return
@@ -270,7 +272,7 @@ class Hub:
                     at += len(batch)
                     seen.update(batch)
                     batch_work = 0
-                    for md, cost in self._batch_metadata(batch):
+                    for md, cost in self._batch_metadata(batch, hold):
                         batch_work += cost
                         if md is not None and mine & md.pset:
                             found.append(md)
@@ -295,13 +297,16 @@ class Hub:
         finally:
             self.flush_ends()  # (the end records this listing made: the next one reads them)
 
-    def _batch_metadata(self, batch: list[str]) -> Generator[tuple[Optional[SessionMetadata], int], None, None]:
+    def _batch_metadata(self, batch: list[str], hold: Optional[Callable[[int], None]] = None,
+                        ) -> Generator[tuple[Optional[SessionMetadata], int], None, None]:
         """Each session of `batch` (ids, in naming order) as its metadata (None: unreadable) and the
         work it took, lazily: held in memory (1), built from its creation and end records (1), or
         read back from its log, its end record then written for the next listing (4)."""
         held = {sid: live for sid in batch if (live := self.sessions.get(sid)) is not None}
         records = {row[0]: row for row in self.store.end_records(
             [sid for sid in batch if sid not in held])} if len(held) < len(batch) else {}
+        if hold is not None and records:
+            hold(sum(len(row[1]) + len(row[3] or "") for row in records.values() if type(row[1]) is str))
         for sid in batch:
             live = held.get(sid)
             row = records.get(sid)
