@@ -67,6 +67,11 @@ LIST_FIRST = 8
 LIST_SLACK = 64
 
 
+def _record_cost(row: Any) -> int:
+    """The work of building a session from its stored creation and end records (`LIST_WORK`)."""
+    return 1 + (len(row[1]) + len(row[3])) // LIST_RECORD_BYTES
+
+
 def _audience_ok(audience: Any, pset: frozenset[str]) -> bool:
     """A posted audience is a list of participant ids. (A function of its own: a generator
     expression inside `post` would turn the names it uses into cells, one object more per post.)"""
@@ -303,10 +308,7 @@ class Hub:
         work it took, lazily: held in memory (1), built from its creation and end records (1), or
         read back from its log, its end record then written for the next listing (4)."""
         held = {sid: live for sid in batch if (live := self.sessions.get(sid)) is not None}
-        records = {row[0]: row for row in self.store.end_records(
-            [sid for sid in batch if sid not in held])} if len(held) < len(batch) else {}
-        if hold is not None and records:
-            hold(sum(len(row[1]) + len(row[3] or "") for row in records.values() if type(row[1]) is str))
+        records = self._batch_records([sid for sid in batch if sid not in held], hold)
         for sid in batch:
             live = held.get(sid)
             row = records.get(sid)
@@ -320,7 +322,17 @@ class Hub:
                     self._note_end(live)
                 yield md, 4
             else:
-                yield md, 1 if live is not None or row is None else 1 + (len(row[1]) + len(row[3])) // LIST_RECORD_BYTES
+                yield md, 1 if live is not None or row is None else _record_cost(row)
+
+    def _batch_records(self, sids: list[str], hold: Optional[Callable[[int], None]]) -> dict[str, Any]:
+        """The stored creation and end records of `sids` by id, one query (none for none); their
+        bytes told to `hold` before anything is decoded."""
+        if not sids:
+            return {}
+        records = {row[0]: row for row in self.store.end_records(sids)}
+        if hold is not None and records:
+            hold(sum(len(row[1]) + len(row[3] or "") for row in records.values() if type(row[1]) is str))
+        return records
 
     def _from_end(self, sid: str, text: Any, crc: Any, end: Any, end_crc: Any) -> Optional[SessionMetadata]:
         """An ended session's metadata from its stored creation and end records (None: no end
