@@ -381,7 +381,8 @@ def test_concurrent_listings_together_hold_at_most_twice_the_reply_limit(tmp_pat
     """Listings run concurrently (64 per connection, on as many connections as there are): together
     they hold at most 2 x `--max-reply-bytes` of records being built (docs/serve.md, "Limits"); the
     one that would go past it is refused, `protocol_error` saying so, and the others are answered
-    in full. (64 listings of 30 channels of 500 KB on one connection grew the hub by ~1 GiB.)"""
+    in full. (Listings that let the loop run between parts interleave: 8 at once of 130 channels of
+    500 KB grew the hub by ~680 MiB, bench/list_large_knobs.py.)"""
     from turnflow.serve.ops import OpError
 
     async def go():
