@@ -415,3 +415,34 @@ def test_listing_builds_ended_sessions_from_their_end_records_as_their_logs_fold
 
     ids, truth = asyncio.run(go())
     asyncio.run(again(ids, truth))
+
+
+def test_sqlite_roster_rows_parse_the_participants_not_the_whole_creation_record(tmp_path):
+    """A session's `session_agents` rows are taken from its participants alone, not by SQLite parsing
+    its whole creation record (twice: json_valid, json_each): a workflow's knobs are bounded only by
+    the frame size, and 256 sessions of 500 KB stalled the hub ~80 ms per batch of rows (docs/serve.md).
+    The rows are the same, a knob that looks like a roster is not taken for one, and a session whose
+    record the store cannot slice is still found (its whole record parsed)."""
+    from runtime_helpers import CHAIN
+    from turnflow.runtime.store import SQLiteStore
+
+    async def go():
+        store = SQLiteStore(str(tmp_path / "hub.db"))
+        hub = await Hub.open(store, clock=FakeClock(), keep_ended=False)
+        bound = []
+        store.db.set_trace_callback(lambda sql: bound.append(len(sql)) if "session_agents" in sql else None)
+        try:
+            decoy = {"participants": [{"agent_id": "mallory"}], "pad": "x" * 100_000}
+            md = await hub.open_session("workflow", ["a", "b", "c"], knobs={"graph": CHAIN, "context_vars": decoy},
+                                        creator_id="a")
+            store.flush_roster()
+            assert bound and max(bound) < 10_000, bound  # (the statement with its values bound, as SQLite ran it)
+            rows = sorted(store.db.execute("SELECT agent_id FROM session_agents WHERE session_id = ?",
+                                           (md.session_id,)).fetchall())
+            assert rows == [("a",), ("b",), ("c",)]
+            assert list(store.sessions_naming(["mallory"])) == []
+        finally:
+            store.db.set_trace_callback(None)
+            await hub.aclose()
+
+    asyncio.run(go())

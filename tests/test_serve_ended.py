@@ -347,3 +347,129 @@ def test_listings_hold_bounded_memory_however_many_a_client_sends(tmp_path):
             registry.close()
 
     asyncio.run(asyncio.wait_for(go(), 120))
+
+
+def _listing_ops(tmp_path):
+    """A hub that lets ended sessions go and its Ops, in this process (no socket)."""
+    from turnflow.runtime.store import SQLiteStore
+    from turnflow.serve.ops import Auth, Ops
+    from turnflow.serve.registry import open_registry
+
+    async def make():
+        path = str(tmp_path / "hub.db")
+        registry = open_registry(path)
+        hub = await Hub.open(SQLiteStore(path), keep_ended=False)
+        return hub, registry, Ops(hub, registry, Auth())
+    return make
+
+
+class _Conn:
+    endpoint_id = "test"
+
+    def __init__(self, *agents):
+        self.agents = set(agents)
+
+    def send(self, text):
+        pass
+
+
+async def _big_ended(hub, n, size):
+    """`n` ended workflow sessions of a, b, c, each with `size` bytes of knobs (context variables:
+    bounded only by the frame size), none of them kept."""
+    from runtime_helpers import CHAIN
+
+    ctx = {f"k{i}": "x" * 1000 for i in range(size // 1000)}
+    for i in range(n):
+        md = await hub.open_session("workflow", ["a", "b", "c"], knobs={"graph": CHAIN, "context_vars": ctx},
+                                    creator_id="a")
+        for p in ("b", "c"):
+            await hub.ack(md.session_id, p)
+        await hub.close(md.session_id, f"done {i}")
+    await asyncio.sleep(0)
+    hub._ended.clear()
+
+
+def test_listing_channels_with_large_knobs_stops_at_the_reply_limit_and_lets_the_others_in(tmp_path):
+    """Channels of ~100 KB of knobs each, ended (docs/serve.md, "Limits"): a listing over
+    `--max-reply-bytes` is refused as soon as it is over, holding about that much, not everything it
+    was asked for (it built all 60 before answering `protocol_error`: 1,000 of 1 MB under 16 MiB,
+    gigabytes), and decodes the stored records of ~2 MiB at a time, not of 64 sessions (13.5 MB at its
+    peak then, 4.7 MB now); one under the limit lets the other clients in every ~256 KiB encoded (it
+    listed 64 at a time: ~400 ms of CPU without answering anyone for 200 of 500 KB)."""
+    import tracemalloc
+
+    from turnflow.serve.ops import OpError
+
+    async def go():
+        hub, registry, ops = await _listing_ops(tmp_path)()
+        try:
+            await _big_ended(hub, 60, 100_000)
+            ops.max_reply = 1 << 20
+            tracemalloc.start()
+            try:
+                await ops.list_channels(_Conn("a"), {"agent_id": "a", "limit": 1000})
+            except OpError as exc:
+                refused = (exc.code, exc.message)
+            else:
+                refused = None
+            peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+            assert refused is not None and refused[0] == "protocol_error", refused
+            assert "over this hub's limit for one answer (1048576, --max-reply-bytes)" in refused[1], refused
+            assert peak < 8 << 20, peak  # (the records built up to the limit, and ~2 MiB of stored records decoded)
+
+            ops.max_reply = 16 << 20
+            turns, done = [], False
+
+            async def other():
+                while not done:
+                    turns.append(len(turns))
+                    await asyncio.sleep(0)
+
+            task = asyncio.get_running_loop().create_task(other())
+            await asyncio.sleep(0)
+            before = len(turns)
+            listed = json.loads(await ops.list_channels(_Conn("a"), {"agent_id": "a", "limit": 1000}))
+            during = len(turns) - before
+            done = True
+            await task
+            assert len(listed) == 60 and [ch["close_reason"] for ch in listed] == [f"done {i}" for i in range(60)]
+            assert during >= 15, during  # (6 MB encoded: a turn every ~256 KiB at most)
+        finally:
+            await hub.aclose()
+            registry.close()
+
+    asyncio.run(asyncio.wait_for(go(), 60))
+
+
+def test_concurrent_listings_together_hold_at_most_twice_the_reply_limit(tmp_path):
+    """Listings run concurrently (64 per connection, on as many connections as there are): together
+    they hold at most 2 x `--max-reply-bytes` of records being built (docs/serve.md, "Limits"); the
+    one that would go past it is refused, `protocol_error` saying so, and the others are answered
+    in full. (Listings that let the loop run between parts interleave: 8 at once of 130 channels of
+    500 KB grew the hub by ~680 MiB, bench/list_large_knobs.py.)"""
+    from turnflow.serve.ops import OpError
+
+    async def go():
+        hub, registry, ops = await _listing_ops(tmp_path)()
+        try:
+            await _big_ended(hub, 30, 100_000)
+            ops.max_reply = 4 << 20
+
+            async def one():
+                try:
+                    return len(await ops.list_channels(_Conn("a"), {"agent_id": "a", "limit": 30}))
+                except OpError as exc:
+                    return exc.message
+
+            got = await asyncio.gather(*[one() for _ in range(16)])
+            full = [n for n in got if isinstance(n, int)]
+            refused = [m for m in got if isinstance(m, str)]
+            assert 1 <= len(full) <= 3 and len(set(full)) == 1 and full[0] > 3_000_000, got
+            assert all("channel listings being built at once" in m and "(8388608" in m for m in refused), refused
+            assert len(await ops.list_channels(_Conn("a"), {"agent_id": "a", "limit": 30})) == full[0]  # (all released)
+        finally:
+            await hub.aclose()
+            registry.close()
+
+    asyncio.run(asyncio.wait_for(go(), 60))

@@ -121,3 +121,26 @@ def test_pings_go_out_every_interval_from_the_one_keepalive_task(tmp_path):
     count, reasons = asyncio.run(asyncio.wait_for(with_server(tmp_path, body, COUNTED), 60))
     assert 3 <= count <= 7
     assert reasons == []
+
+
+@pytest.mark.parametrize("idle, timeout", [(1e300, 20.0), (20.0, 1e300), (1e9, 1e9)])
+def test_keepalive_seconds_past_what_the_kernel_takes_are_capped_not_a_traceback(idle, timeout):
+    """`--ping-interval 1e300` (or `--ping-timeout`): every connection failed in its handshake with a
+    TypeError from setsockopt (the client saw no close frame, the log a traceback); now each option
+    is capped at what the kernel takes (docs/serve.md): keepalive idle and interval 32,767 s, the
+    user timeout 2^31 - 1 ms."""
+    import socket
+
+    from turnflow.serve.server import tcp_keepalive
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        tcp_keepalive(sock, idle, timeout)
+        assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) == 1
+        if hasattr(socket, "TCP_KEEPIDLE"):
+            assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE) == min(32767, int(idle))
+            assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL) == min(32767, int(timeout / 4))
+        if hasattr(socket, "TCP_USER_TIMEOUT"):
+            assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT) == 2**31 - 1
+    finally:
+        sock.close()

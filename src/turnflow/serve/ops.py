@@ -46,6 +46,8 @@ UNSUPPORTED = frozenset({"get_task", "list_tasks", "observe_task", "update_task"
 # traceparent, 55 characters): a cause is kept twice while its session lives, in the envelope's
 # text and as a key of `_Log.caused`, and neither counts toward --max-session-bytes but once
 MAX_ID = 256
+# a listing lets the event loop run after encoding about this many bytes of channel records
+LIST_BYTES = 256 << 10
 
 
 @dataclass
@@ -209,6 +211,7 @@ class Ops:
         self.invite_timeout = invite_timeout
         self.quotas = quotas or Quotas()
         self.max_reply = 16 << 20  # the server's `Limits.max_reply_bytes` (set by it)
+        self._listing = 0  # bytes of channel records the listings being answered hold (`list_channels`)
         self._opened: dict[str, str] = {}  # live session id -> its creator (counted in `_opened_by`)
         self._opened_by: dict[str, int] = {}  # agent id -> live sessions it opened
         for sid, live in list(hub.sessions.items()):
@@ -829,24 +832,54 @@ class Ops:
         # (ended ones included, as AG2's hub lists them: a hub that let them go builds them from their
         # creation and end records, `Hub.iter_sessions_of`). Each record encoded as it is found, and
         # the loop let run between parts: a listing of many ended channels does not hold up the others.
-        # At most LISTINGS_AT_ONCE hub-wide (a client's many requests in flight do not each hold a
-        # listing's records meanwhile), and one over --max-reply-bytes stops there.
+        # A channel's record is as large as its knobs (bounded by the frame size alone): the listing
+        # stops once over the answer's limit (what the server would refuse to send), and lets the
+        # loop run every `LIST_BYTES` encoded too.
+        # Listings run concurrently (each in its task), at most LISTINGS_AT_ONCE of them building at
+        # once: together they hold at most twice that limit, the one that would go past it refused.
+        # (the stored records a part was built from are counted too, from before they are decoded
+        # until the part is encoded)
         texts: list[str] = []
-        size = 0
-        async with self._listings:
-            parts = self.hub.iter_sessions_of(mine, limit)
+        size = encoded = records = 0
+
+        def hold(n: int) -> None:
+            nonlocal records
+            records += n
+            self._listing += n
+            self._over_listing(size, size + records)
+
+        async with self._listings:  # (at most LISTINGS_AT_ONCE build at once, hub-wide; the others wait holding nothing)
+            parts = self.hub.iter_sessions_of(mine, limit, hold)
             try:
                 for found in parts:
                     for md in found:
-                        texts.append(self._channel(md))  # (`get_channel`'s record: the same JSON)
-                        size += len(texts[-1]) + 1
-                    if size > self.max_reply:
-                        raise _bad(f"the channels listed are over this hub's limit for one answer ({self.max_reply} "
-                                   f"bytes, --max-reply-bytes) past {len(texts)} of them: ask for fewer with `limit`")
+                        text = self._channel(md)  # (`get_channel`'s record: the same JSON)
+                        texts.append(text)
+                        size += len(text) + 1
+                        self._listing += len(text) + 1
+                        self._over_listing(size, size + records)
+                        encoded += len(text)
+                        if encoded >= LIST_BYTES:
+                            encoded = 0
+                            await asyncio.sleep(0)
+                    self._listing -= records
+                    records = 0
                     await asyncio.sleep(0)
             finally:
+                self._listing -= size + records
                 parts.close()
         return frames.Raw("[" + ",".join(texts) + "]")
+
+    def _over_listing(self, size: int, mine: int) -> None:
+        """Refuse a listing that has built `size` bytes (holding `mine` with the stored records it
+        has in hand) when it is over the limit of one answer, or when others are being built too and
+        all of them hold over twice that."""
+        if size > self.max_reply:
+            raise _bad(f"the channels listed are over this hub's limit for one answer ({self.max_reply}, "
+                       "--max-reply-bytes): list fewer with limit")
+        if self._listing > 2 * self.max_reply and self._listing > mine:
+            raise _bad(f"the hub has {self._listing} bytes of channel listings being built at once, over its limit "
+                       f"({2 * self.max_reply}, twice --max-reply-bytes): try again, or list fewer with limit")
 
     async def close_channel(self, conn: Conn, params: dict[str, Any]) -> Any:
         sid = _str(params, "channel_id")

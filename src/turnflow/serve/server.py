@@ -90,12 +90,14 @@ class SendBudget:
 def tcp_keepalive(sock: Any, idle: float, timeout: float) -> None:
     """Let the kernel close a connection to a vanished host: keepalive probes after `idle` seconds
     of quiet, unanswered for `timeout`; data unacknowledged for `idle + timeout` (Linux's
-    TCP_USER_TIMEOUT). Where an option does not exist (other systems), it is left out."""
+    TCP_USER_TIMEOUT). Where an option does not exist (other systems), it is left out. Each is
+    capped at what the kernel takes (Linux: 32,767 s for the probes, a C int of milliseconds; a
+    larger value was a TypeError in every handshake, or refused and the kernel's default kept)."""
     options = [(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)]
-    for name, value in (("TCP_KEEPIDLE", idle), ("TCP_KEEPINTVL", timeout / 4), ("TCP_KEEPCNT", 4),
-                        ("TCP_USER_TIMEOUT", (idle + timeout) * 1000)):
+    for name, value, cap in (("TCP_KEEPIDLE", idle, 32767), ("TCP_KEEPINTVL", timeout / 4, 32767), ("TCP_KEEPCNT", 4, 127),
+                             ("TCP_USER_TIMEOUT", (idle + timeout) * 1000, 2**31 - 1)):
         if hasattr(socket, name):
-            options.append((socket.IPPROTO_TCP, getattr(socket, name), max(1, int(value))))
+            options.append((socket.IPPROTO_TCP, getattr(socket, name), max(1, int(min(value, cap)))))
     for level, option, value in options:
         with contextlib.suppress(OSError):
             sock.setsockopt(level, option, value)

@@ -56,9 +56,20 @@ ENDS_BATCH = 256
 # this much work: a session built from its end record counts 1, one read back from its log 4
 # (~15 µs and ~70 µs: about 2 ms between yields, with the caller's own work on each session)
 LIST_WORK = 64
+# ... a session whose stored records are larger counts 1 more per this many bytes of them (a
+# workflow's knobs are bounded by the frame size alone: 1 MiB of them takes ~10 ms to decode), and a
+# listing asks the store for the records of `LIST_FIRST` sessions first, then as many as make
+# ~`LIST_WORK` at the last ones' cost (so it holds ~1 MiB of records at once, not 64 MiB)
+LIST_RECORD_BYTES = 16 << 10
+LIST_FIRST = 8
 # sessions named per store query beyond the `limit` asked for (each query its own: no cursor held
 # across a yield): a session that named the agent once but not now is skipped, rarely more
 LIST_SLACK = 64
+
+
+def _record_cost(row: Any) -> int:
+    """The work of building a session from its stored creation and end records (`LIST_WORK`)."""
+    return 1 + (len(row[1]) + len(row[3])) // LIST_RECORD_BYTES
 
 
 def _audience_ok(audience: Any, pset: frozenset[str]) -> bool:
@@ -231,15 +242,17 @@ class Hub:
         `agent_ids` on their roster now (`iter_sessions_of`, in one go)."""
         return [md for found in self.iter_sessions_of(agent_ids, limit) for md in found]
 
-    def iter_sessions_of(self, agent_ids: Iterable[str],
-                         limit: int) -> Generator[list[SessionMetadata], None, None]:
+    def iter_sessions_of(self, agent_ids: Iterable[str], limit: int,
+                         hold: Optional[Callable[[int], None]] = None) -> Generator[list[SessionMetadata], None, None]:
         """`sessions_of` in parts: each is what was found since the previous one, after about
         `LIST_WORK` of work; a caller on the event loop lets it run between parts (no store cursor
         is held meanwhile). With `keep_ended=False` the store names the candidates a page at a
         time (`store.naming_page`, with each one's creation and end records): an ended session is
         built from those two records (`from_end_record`), its log not read; one without an end
         record (a store written before they existed, or one a crash kept from being written) is
-        read back from its log and its end record written, for the next listing."""
+        read back from its log and its end record written, for the next listing. `hold(n)` is told
+        the bytes of the stored records of each batch read, before they are decoded (it may raise:
+        the listing stops there)."""
         mine = frozenset(agent_ids)
         if limit <= 0 or not mine:
             return
@@ -254,21 +267,28 @@ class Hub:
             yield self._sessions_of_by_log(mine, limit)
             return
         found: list[SessionMetadata] = []
-        count, work = 0, 0
+        count, work, step = 0, 0, LIST_FIRST
         seen: set[str] = set()
         try:
             while True:
-                for at in range(0, len(page), LIST_WORK):
-                    batch = [sid for _n, sid in page[at:at + LIST_WORK]]
+                at = 0
+                while at < len(page):
+                    batch = [sid for _n, sid in page[at:at + step]]
+                    at += len(batch)
                     seen.update(batch)
-                    for md, cost in self._batch_metadata(batch):
-                        work += cost
+                    batch_work = 0
+                    for md, cost in self._batch_metadata(batch, hold):
+                        batch_work += cost
                         if md is not None and mine & md.pset:
                             found.append(md)
                             count += 1
                             if count == limit:
                                 yield found
                                 return
+                    work += batch_work
+                    # (the next batch as many sessions as make ~LIST_WORK of work at this one's cost:
+                    # large records, fewer at once; starting small, doubling while they are not)
+                    step = max(1, min(LIST_WORK, 2 * len(batch), len(batch) * LIST_WORK // max(batch_work, 1)))
                     if work >= LIST_WORK:
                         yield found
                         found, work = [], 0
@@ -282,13 +302,13 @@ class Hub:
         finally:
             self.flush_ends()  # (the end records this listing made: the next one reads them)
 
-    def _batch_metadata(self, batch: list[str]) -> Generator[tuple[Optional[SessionMetadata], int], None, None]:
+    def _batch_metadata(self, batch: list[str], hold: Optional[Callable[[int], None]] = None,
+                        ) -> Generator[tuple[Optional[SessionMetadata], int], None, None]:
         """Each session of `batch` (ids, in naming order) as its metadata (None: unreadable) and the
         work it took, lazily: held in memory (1), built from its creation and end records (1), or
         read back from its log, its end record then written for the next listing (4)."""
         held = {sid: live for sid in batch if (live := self.sessions.get(sid)) is not None}
-        records = {row[0]: row for row in self.store.end_records(
-            [sid for sid in batch if sid not in held])} if len(held) < len(batch) else {}
+        records = self._batch_records([sid for sid in batch if sid not in held], hold)
         for sid in batch:
             live = held.get(sid)
             row = records.get(sid)
@@ -302,7 +322,17 @@ class Hub:
                     self._note_end(live)
                 yield md, 4
             else:
-                yield md, 1
+                yield md, 1 if live is not None or row is None else _record_cost(row)
+
+    def _batch_records(self, sids: list[str], hold: Optional[Callable[[int], None]]) -> dict[str, Any]:
+        """The stored creation and end records of `sids` by id, one query (none for none); their
+        bytes told to `hold` before anything is decoded."""
+        if not sids:
+            return {}
+        records = {row[0]: row for row in self.store.end_records(sids)}
+        if hold is not None and records:
+            hold(sum(len(row[1]) + len(row[3] or "") for row in records.values() if type(row[1]) is str))
+        return records
 
     def _from_end(self, sid: str, text: Any, crc: Any, end: Any, end_crc: Any) -> Optional[SessionMetadata]:
         """An ended session's metadata from its stored creation and end records (None: no end

@@ -439,7 +439,7 @@ class SQLiteStore:
         db = self.db
         db.execute("BEGIN IMMEDIATE")
         try:
-            roster = [(r[0], r[2]) for r in sessions]  # (this group's rows of `session_agents`)
+            roster = [(r[0], _roster_source(r[2])) for r in sessions]  # (this group's rows of `session_agents`)
             added = [(r[1], r[4]) for r in rows if r[3] == _PARTICIPANT_ADDED]
             _insert(db, sessions, rows, telemetry, ends)
             due = len(self._roster) + len(roster) >= ROSTER_BATCH
@@ -634,6 +634,20 @@ def _unwritable(path: str) -> Optional[str]:
     if os.path.isdir(folder) and not os.access(folder, os.W_OK):  # the -wal, -shm, .lock files are made there
         return f"its folder {folder} is read-only"
     return None
+
+
+def _roster_source(text: str) -> str:
+    """What `_AGENTS_OF` reads a new session's roster from: its creation record cut to its
+    participants, `{"participants":[...]}`, so SQLite parses those and not the whole record (its
+    knobs are bounded by the frame size alone: parsing 256 records of 500 KB, twice, took ~80 ms of
+    the event loop). The record's keys are sorted and its participants followed by its session id,
+    its tools (strings) and its ttl: the last `,"participants":` is the record's own (a string cannot
+    hold `,"` unescaped, and nothing after it holds an object). The whole record when it is not so."""
+    at = text.rfind(',"participants":[')
+    end = text.find('],"session_id":', at)
+    if at < 0 or end < 0:
+        return text
+    return '{"participants":' + text[at + 16:end + 1] + "}"
 
 
 def _insert(db: sqlite3.Connection, sessions: list[SessionRow], rows: list[EnvelopeRow], telemetry: list[TelemetryRow],
