@@ -119,10 +119,11 @@ class PgServer:
         renames first wins, the others keep their own."""
         staging = tempfile.mkdtemp(prefix="turnflow-pg-template-", dir=os.path.dirname(self.tmp))
         try:
-            subprocess.run(["cp", "-a", self.data, os.path.join(staging, "data")], check=True)
+            subprocess.run(["cp", "-a", self.data, os.path.join(staging, "data")], check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             os.rename(os.path.join(staging, "data"), template)
-        except OSError:
-            pass  # another process published it first
+        except (OSError, subprocess.CalledProcessError):
+            pass  # another process published it first, or the copy failed (a full disk): no template
         finally:
             shutil.rmtree(staging, ignore_errors=True)
 
