@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+import turnflow
 from turnflow.cli import main
 
 UNREACHABLE = """workflow w {
@@ -397,3 +398,21 @@ def test_a_long_malformed_directive_is_marked_within_its_line(tmp_path, capsys, 
     (found,) = [d for d in json.loads(out) if d["code"] == "TF901"]
     assert (found["line"], found["end_line"]) == (3, 3)
     assert (found["column"], found["end_column"]) == (line.index("#") + 1, len(line) + 1)
+
+
+# -- the marker's case: as ruff's `# NOQA` ----------------------------------------------------------
+@pytest.mark.parametrize("marker", ["# Turnflow: Ignore[TF203]", "# TURNFLOW: IGNORE[tf203]", "#turnflow:IGNORE"])
+def test_the_suppression_marker_is_case_insensitive(marker):
+    """Before: `# Turnflow: ignore[TF203]` was a plain comment, the TF203 still reported and nothing
+    said why (codes were already case-insensitive, the marker not)."""
+    text = UNREACHABLE.replace("    participant c\n", f"    participant c  {marker}\n")
+    assert [d.code for d in turnflow.check(text)] == []
+
+
+def test_fmt_keeps_a_line_with_an_upper_case_marker_joined():
+    """The formatter keeps `a -> b; c -> d  # turnflow: ignore` on one line (its suppression covers
+    both); the same with the marker in capitals."""
+    from turnflow.dsl.printer import print_flow
+
+    text = "workflow w {\n    participant a\n    participant b\n    start a\n    a -> b; b -> a  # TURNFLOW: IGNORE\n}\n"
+    assert "    a -> b; b -> a # TURNFLOW: IGNORE\n" in print_flow(turnflow.parse(text))

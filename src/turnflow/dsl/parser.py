@@ -636,7 +636,7 @@ def _unexpected_character(err: UnexpectedCharacters, src: SourceText) -> Diagnos
 # --------------------------------------------------------------------------
 _STRING_OR_COMMENT = re.compile(STRING + r"|#[^\n\r]*")
 # a line holding nothing (or only `;`): two line ends (\n, \r\n, lone \r) with only blanks between
-_SUPPRESSION = re.compile(r"#\s*turnflow:\s*ignore")  # as turnflow.diagnostics.suppress reads them
+_SUPPRESSION = re.compile(r"#\s*turnflow:\s*ignore", re.IGNORECASE)  # as turnflow.diagnostics.suppress reads them
 _BLANK_LINE = re.compile(r"(?:\r\n|\r(?!\n)|\n)[ \t\f;]*[\r\n]")
 
 
