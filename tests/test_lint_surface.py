@@ -400,7 +400,7 @@ def test_a_long_malformed_directive_is_marked_within_its_line(tmp_path, capsys, 
     assert (found["column"], found["end_column"]) == (line.index("#") + 1, len(line) + 1)
 
 
-# -- the marker's case: as ruff's `# NOQA` ----------------------------------------------------------
+# -- the marker's case: as ruff reads noqa comments, in any case --------------------------------
 @pytest.mark.parametrize("marker", ["# Turnflow: Ignore[TF203]", "# TURNFLOW: IGNORE[tf203]", "#turnflow:IGNORE"])
 def test_the_suppression_marker_is_case_insensitive(marker):
     """Before: `# Turnflow: ignore[TF203]` was a plain comment, the TF203 still reported and nothing

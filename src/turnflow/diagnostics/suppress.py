@@ -19,7 +19,7 @@ from turnflow.diagnostics.codes import BY_CODE, Stage, diagnostic
 from turnflow.diagnostics.diagnostic import Diagnostic
 from turnflow.source import Span
 
-_DIRECTIVE_RE = re.compile(r"#\s*turnflow:\s*ignore", re.IGNORECASE)  # (as ruff reads `# NOQA`)
+_DIRECTIVE_RE = re.compile(r"#\s*turnflow:\s*ignore", re.IGNORECASE)  # (case-insensitive, as ruff reads noqa comments)
 _CODES_RE = re.compile(r"\s*\[([A-Za-z0-9_,\s]*)\]")
 _CODE_RE = re.compile(r"[A-Za-z0-9_]+")
 ALL = "*"
