@@ -1062,3 +1062,103 @@ def _flat_targets(targets: list[pyast.expr]) -> Iterator[pyast.expr]:
             yield from _flat_targets([t.value])
         else:
             yield t
+
+
+#: `change_sites` of each view still in use (the readers ask once per chat)
+_SITES: "weakref.WeakKeyDictionary[pyast.AST, list[tuple[pyast.stmt, tuple]]]" = weakref.WeakKeyDictionary()
+_SCOPES = (pyast.FunctionDef, pyast.AsyncFunctionDef, pyast.Lambda, pyast.ClassDef)
+
+
+def change_sites(mod: Module) -> list[tuple[pyast.stmt, tuple]]:
+    """Every statement of the file that may change an object the view `mod` builds, each with the
+    functions around it that the view does not run as its own code (innermost last; empty for the
+    view's own statements): the statements of the view, and those of every function, method, nested
+    def, class body and lambda of the file (a lambda's body as an expression statement), whether or
+    not it is called: the migrator cannot know if it runs. `local_to(fns, name)` says whether a
+    name there is the function's own."""
+    found = _SITES.get(mod.tree)
+    if found is not None:
+        return found
+    own = {id(s) for s in mod.tree.body}
+    out: list[tuple[pyast.stmt, tuple]] = []
+
+    def visit(node: pyast.AST, fns: tuple) -> None:
+        for child in pyast.iter_child_nodes(node):
+            inner = fns
+            if isinstance(child, _SCOPES):
+                body = child.body if isinstance(child.body, list) else []
+                if not any(id(s) in own for s in body):  # (a scope's own function or methods: its own code)
+                    inner = fns + (child,)
+                if isinstance(child, pyast.Lambda) and isinstance(child.body, pyast.Call):
+                    out.append((pyast.copy_location(pyast.Expr(value=child.body), child.body), inner))
+            elif isinstance(child, pyast.stmt):
+                out.append((child, fns))
+            if not isinstance(child, _LEAVES):
+                visit(child, inner)
+
+    visit((mod.parent or mod).tree, ())
+    if mod.parent is not None:  # a view's statements not in the file's tree (a class's `__init__` parameters)
+        listed = {id(s) for s, _ in out}
+        out = [(st, ()) for st in mod.tree.body if id(st) not in listed] + out
+    _SITES[mod.tree] = out
+    return out
+
+
+def local_to(fns: tuple, name: str) -> bool:
+    """`name`, used inside the functions `fns` (innermost last), is a local of one of them (a
+    parameter, or bound there without `global`), not a name of the view around them."""
+    for fn in reversed(fns):
+        declared_global = declared_nonlocal = False
+        for n in _own_nodes(fn):
+            if isinstance(n, pyast.Global) and name in n.names:
+                declared_global = True
+            elif isinstance(n, pyast.Nonlocal) and name in n.names:
+                declared_nonlocal = True
+        if declared_global:
+            return False
+        if declared_nonlocal:
+            continue
+        if name in _own_locals(fn):
+            return True
+    return False
+
+
+def _own_nodes(fn: pyast.AST) -> Iterator[pyast.AST]:
+    """The nodes of a function's (class's) own code, not those of the scopes nested in it."""
+    todo = list(fn.body) if isinstance(fn.body, list) else [fn.body]  # type: ignore[attr-defined]
+    while todo:
+        n = todo.pop()
+        yield n
+        if isinstance(n, _SCOPES):
+            continue  # its name is bound here; its body is its own scope
+        todo.extend(pyast.iter_child_nodes(n))
+
+
+def _own_locals(fn: pyast.AST) -> set[str]:
+    names: set[str] = set()
+    if not isinstance(fn, pyast.ClassDef):
+        names |= {a.arg for a in pyast.walk(fn.args) if isinstance(a, pyast.arg)}  # type: ignore[attr-defined]
+    for n in _own_nodes(fn):
+        if isinstance(n, pyast.Name) and isinstance(n.ctx, (pyast.Store, pyast.Del)):
+            names.add(n.id)
+        elif isinstance(n, (pyast.FunctionDef, pyast.AsyncFunctionDef, pyast.ClassDef)):
+            names.add(n.name)
+        elif isinstance(n, (pyast.Import, pyast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in n.names}
+        elif isinstance(n, pyast.ExceptHandler) and n.name:
+            names.add(n.name)
+    return names
+
+
+def changed_inside(fns: tuple, base: pyast.AST) -> Optional[str]:
+    """For a change of `base` (`x`, `x.attr`, `m.groupchat`) inside the functions `fns`: None when
+    it changes an object of the function itself (the variable is its own) or there are no functions
+    around it, else the words that say where, `inside `tweak` (line 7)`."""
+    root = base
+    while isinstance(root, (pyast.Attribute, pyast.Subscript)):
+        root = root.value
+    if not fns or not isinstance(root, pyast.Name) or local_to(fns, root.id):
+        return None
+    fn = fns[-1]
+    what = "a lambda" if isinstance(fn, pyast.Lambda) else f"`{fn.name}`"
+    return f"inside {what} ({line_ref(fn.lineno)})"

@@ -24,7 +24,7 @@ from turnflow.migrate.pyread import (Module, agent_classes, assigned_name, calle
 from turnflow.frameworks.ag2.reader_groupchat import _attribute_changes  # `x.attr = v`, `x.attr.append(v)`
 from turnflow.frameworks.ag2.reader_groupchat import _note_changed_agents  # agents changed after they are built
 from turnflow.frameworks.ag2.reader_groupchat_tools import registration_words, unbound_registrations
-from turnflow.migrate.pyread import statements
+from turnflow.migrate.pyread import change_sites, changed_inside
 from turnflow.migrate import surface
 from turnflow.source import SourceText
 from turnflow.diagnostics.listing import bounded
@@ -119,7 +119,7 @@ def _pattern_changed(mod: Module, pcall: pyast.Call) -> None:
     """TF401 at a statement that changes what the pattern `pcall` builds (`p.group_after_work = ...`,
     `p.agents.append(c)`) after it is built: the flow would be the constructor's pattern, not the
     one that runs (as a GroupChat's, reader_groupchat._changed_after_built)."""
-    for st in statements(mod.tree):
+    for st, fns in change_sites(mod):
         if not isinstance(st, (pyast.Assign, pyast.AugAssign, pyast.AnnAssign, pyast.Expr, pyast.Delete)):
             continue
         changes = _attribute_changes(st)
@@ -128,8 +128,10 @@ def _pattern_changed(mod: Module, pcall: pyast.Call) -> None:
                 and isinstance(call.func.value, pyast.Attribute) and call.func.attr not in _READS:
             changes.append((call.func.value.value, call.func.value.attr))  # `p.context_variables.set(k, v)`
         for base, attr in changes:
-            if attr in _PATTERN_ATTRS and mod.resolve(base) is pcall:
-                raise fail("TF401", f"`{one_line(st)}` changes the pattern's `{attr}` after it is built; the migrator "
+            inside = changed_inside(fns, base)
+            if attr in _PATTERN_ATTRS and (inside or not fns) and mod.resolve(base) is pcall:
+                when = f"{inside}: if it runs, after it is built" if inside else "after it is built"
+                raise fail("TF401", f"`{one_line(st)}` changes the pattern's `{attr}` {when}; the migrator "
                            f"reads what `{callee(pcall)}(...)` is given: pass it there, or migrate the running "
                            "object with --import", pos(st), mod.path, mod.src)
 
