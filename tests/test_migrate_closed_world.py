@@ -831,3 +831,34 @@ def test_a_global_declared_in_the_function_is_the_module_s():
     with pytest.raises(MigrateError) as err:
         migrate(text, "case.py")
     assert [(d.code, d.span.line) for d in err.value.diagnostics] == [("TF401", line - 1)]
+
+
+TRANSITIONS_IN_A_DEF = '''from autogen import ConversableAgent, GroupChat, GroupChatManager
+a = ConversableAgent("a", llm_config=False)
+b = ConversableAgent("b", llm_config=False)
+c = ConversableAgent("c", llm_config=False)
+graph = {a: [b], b: [a], c: [a]}
+chat = GroupChat(agents=[a, b, c], messages=[], max_round=6, allowed_or_disallowed_speaker_transitions=graph,
+                 speaker_transitions_type="allowed")
+manager = GroupChatManager(groupchat=chat, llm_config=False)
+def tweak():
+    CHANGE
+tweak()
+a.initiate_chat(manager, message="go")
+'''
+
+
+@pytest.mark.parametrize("change", ["graph[a].append(c)", "graph[a] = [c]", "graph.update({a: [c]})", "del graph[c]",
+                                    "graph[a] += [c]"])
+def test_a_transitions_dict_changed_inside_a_function_is_refused(change):
+    """`def tweak(): graph[a].append(c)`: an allowed dict stays the chat's own, so the change counts
+    if the function runs. Before: the flow had the literal's transitions without a word."""
+    with pytest.raises(MigrateError) as err:
+        migrate(TRANSITIONS_IN_A_DEF.replace("CHANGE", change), "case.py")
+    (d,) = err.value.diagnostics
+    assert (d.code, d.span.line) == ("TF401", 10) and "inside `tweak` (line 9): if it runs" in d.message, d
+
+
+def test_a_function_s_own_transitions_dict_of_the_same_name_is_its_own():
+    text = TRANSITIONS_IN_A_DEF.replace("CHANGE", "graph = {}\n    graph[a] = [c]")
+    assert _edges(_run(text)) == {("a", "b"), ("b", "a"), ("c", "a")}

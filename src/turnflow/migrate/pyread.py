@@ -1087,6 +1087,8 @@ def change_sites(mod: Module) -> list[tuple[pyast.stmt, tuple]]:
             inner = fns
             if isinstance(child, _SCOPES):
                 body = child.body if isinstance(child.body, list) else []
+                if isinstance(child, pyast.ClassDef):  # a class whose methods are the view's own code
+                    body = [s for m in body for s in (m.body if isinstance(m, (pyast.FunctionDef, pyast.AsyncFunctionDef)) else [m])]
                 if not any(id(s) in own for s in body):  # (a scope's own function or methods: its own code)
                     inner = fns + (child,)
                 if isinstance(child, pyast.Lambda) and isinstance(child.body, pyast.Call):

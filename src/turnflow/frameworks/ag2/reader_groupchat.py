@@ -259,6 +259,13 @@ def _transition_changes(mod: Module, var: Optional[str]) -> list[tuple[str, pyas
             raise fail("TF401", f"the transitions dict `{var}` is changed by `{one_line(st)}`, which the migrator "
                        "does not follow; write the dict out (or set items with `d[a] = [...]`)", pos(st),
                        mod.path, mod.src)
+    for st, fns in change_sites(mod):  # a function's change, whenever it runs (called or not)
+        inside = changed_inside(fns, pyast.Name(id=var.split(".")[0])) if fns else None
+        if inside is not None and not isinstance(st, _COMPOUND) \
+                and (_transition_change(st, var) is not None or _touches(st, var)):
+            raise fail("TF401", f"the transitions dict `{var}` is changed by `{one_line(st)}` {inside}: if it runs, "
+                       "the chat has other transitions, which the migrator does not follow; write the dict out (or "
+                       "set items with `d[a] = [...]` at module level)", pos(st), mod.path, mod.src)
     return [(kind, key, value, st) for _, (kind, key, value), st in sorted(out, key=lambda e: e[0])]
 
 
