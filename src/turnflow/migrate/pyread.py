@@ -1110,19 +1110,29 @@ def local_to(fns: tuple, name: str) -> bool:
     """`name`, used inside the functions `fns` (innermost last), is a local of one of them (a
     parameter, or bound there without `global`), not a name of the view around them."""
     for fn in reversed(fns):
-        declared_global = declared_nonlocal = False
-        for n in _own_nodes(fn):
-            if isinstance(n, pyast.Global) and name in n.names:
-                declared_global = True
-            elif isinstance(n, pyast.Nonlocal) and name in n.names:
-                declared_nonlocal = True
-        if declared_global:
+        declared_global, declared_nonlocal, own = _scope_names(fn)
+        if name in declared_global:
             return False
-        if declared_nonlocal:
+        if name in declared_nonlocal:
             continue
-        if name in _own_locals(fn):
+        if name in own:
             return True
     return False
+
+
+#: `_scope_names` of each function still in use (asked once per change found in it)
+_NAMES: "weakref.WeakKeyDictionary[pyast.AST, tuple[set[str], set[str], set[str]]]" = weakref.WeakKeyDictionary()
+
+
+def _scope_names(fn: pyast.AST) -> tuple[set[str], set[str], set[str]]:
+    """(declared `global`, declared `nonlocal`, bound) names of a function's (class's) own code."""
+    found = _NAMES.get(fn)
+    if found is None:
+        nodes = list(_own_nodes(fn))
+        declared_global = {x for n in nodes if isinstance(n, pyast.Global) for x in n.names}
+        declared_nonlocal = {x for n in nodes if isinstance(n, pyast.Nonlocal) for x in n.names}
+        found = _NAMES[fn] = (declared_global, declared_nonlocal, _own_locals(fn, nodes))
+    return found
 
 
 def _own_nodes(fn: pyast.AST) -> Iterator[pyast.AST]:
@@ -1136,11 +1146,11 @@ def _own_nodes(fn: pyast.AST) -> Iterator[pyast.AST]:
         todo.extend(pyast.iter_child_nodes(n))
 
 
-def _own_locals(fn: pyast.AST) -> set[str]:
+def _own_locals(fn: pyast.AST, nodes: list[pyast.AST]) -> set[str]:
     names: set[str] = set()
     if not isinstance(fn, pyast.ClassDef):
         names |= {a.arg for a in pyast.walk(fn.args) if isinstance(a, pyast.arg)}  # type: ignore[attr-defined]
-    for n in _own_nodes(fn):
+    for n in nodes:
         if isinstance(n, pyast.Name) and isinstance(n.ctx, (pyast.Store, pyast.Del)):
             names.add(n.id)
         elif isinstance(n, (pyast.FunctionDef, pyast.AsyncFunctionDef, pyast.ClassDef)):
