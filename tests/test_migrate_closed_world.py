@@ -874,3 +874,30 @@ def test_many_changes_of_a_function_s_own_objects_stay_linear():
     started = time.process_time()
     migrate(text, "case.py")
     assert time.process_time() - started < 5
+
+
+@pytest.mark.parametrize("change", ['ctx["is_vip"] = True', 'ctx.set("is_vip", True)', 'ctx.update({"is_vip": True})',
+                                    'data["is_vip"] = True'])
+def test_a_pattern_context_changed_inside_a_function_is_reported(change):
+    """`def promote(): ctx["is_vip"] = True`: if it runs before the chat, the context condition sees
+    True. Before: the flow's initial context said false without a word. Now TF406 at the change, as
+    a change at module level the migrator does not follow; a function's own `ctx` is its own."""
+    text = ('from autogen import ConversableAgent\n'
+            'from autogen.agentchat import initiate_group_chat\n'
+            'from autogen.agentchat.group import (AgentTarget, ContextExpression, ContextVariables,\n'
+            '                                     ExpressionContextCondition, OnContextCondition)\n'
+            'from autogen.agentchat.group.patterns import DefaultPattern\n'
+            'triage = ConversableAgent(name="triage")\n'
+            'vip = ConversableAgent(name="vip")\n'
+            'data = {"is_vip": False}\n'
+            'ctx = ContextVariables(data=data)\n'
+            'def promote():\n'
+            '    CHANGE\n'
+            'triage.handoffs.add_context_condition(OnContextCondition(\n'
+            '    target=AgentTarget(vip), condition=ExpressionContextCondition(ContextExpression("${is_vip} == True"))))\n'
+            'p = DefaultPattern(initial_agent=triage, agents=[triage, vip], context_variables=ctx)\n'
+            'initiate_group_chat(pattern=p, messages="hi", max_rounds=5)\n')
+    found = [d for d in _run(text.replace("CHANGE", change)).diagnostics if (d.code, d.span.line) == ("TF406", 11)]
+    assert found and "inside `promote` (line 10): if it runs" in found[0].message, found
+    own = text.replace("CHANGE", "ctx = ContextVariables(data={})\n    " + change.replace("data[", "ctx["))
+    assert not [d for d in _run(own).diagnostics if "if it runs" in d.message]
