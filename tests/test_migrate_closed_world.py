@@ -901,3 +901,44 @@ def test_a_pattern_context_changed_inside_a_function_is_reported(change):
     assert found and "inside `promote` (line 10): if it runs" in found[0].message, found
     own = text.replace("CHANGE", "ctx = ContextVariables(data={})\n    " + change.replace("data[", "ctx["))
     assert not [d for d in _run(own).diagnostics if "if it runs" in d.message]
+
+
+GIVEN_AS_ARGUMENT = '''from autogen import ConversableAgent, GroupChat, GroupChatManager
+a = ConversableAgent("a", llm_config=False)
+b = ConversableAgent("b", llm_config=False)
+chat = GroupChat(agents=[a, b], messages=[], max_round=6, speaker_selection_method="round_robin")
+manager = GroupChatManager(groupchat=chat, llm_config=False)
+def tweak(PARAM):
+    CHANGE
+CALL
+a.initiate_chat(manager, message="go")
+'''
+
+
+@pytest.mark.parametrize("param, change, call", [
+    ("gc", "gc.max_round = 2", "tweak(chat)"), ("gc", "gc.agents.append(a)", "tweak(gc=chat)"),
+    ("chat", "chat.max_round = 2", "tweak(chat)"), ("gc", "gc.max_round = 2", "def main():\n    tweak(chat)\nmain()"),
+    ("m", "m.groupchat.max_round = 2", "tweak(manager)"),
+])
+def test_a_chat_given_to_a_function_that_changes_it_is_refused(param, change, call):
+    """`def tweak(gc): gc.max_round = 2` called as `tweak(chat)`. Before: read as the constructor's chat."""
+    text = GIVEN_AS_ARGUMENT.replace("PARAM", param).replace("CHANGE", change).replace("CALL", call)
+    with pytest.raises(MigrateError) as err:
+        migrate(text, "case.py")
+    (d,) = err.value.diagnostics
+    assert (d.code, d.span.line) == ("TF401", 7) and "inside `tweak` (line 6): if it runs" in d.message, d
+
+
+def test_an_agent_given_to_a_function_that_changes_it_is_reported():
+    text = GIVEN_AS_ARGUMENT.replace("PARAM", "x").replace("CHANGE", 'x.description = "other"').replace("CALL", "tweak(b)")
+    assert ("TF409", 7) in _codes(migrate(text, "case.py"))
+
+
+@pytest.mark.parametrize("call", ["", "def main():\n    chat = object()\n    tweak(chat)", "tweak(*[chat])", "tweak(a)"])
+def test_a_function_given_something_else_is_not_taken_for_a_change_of_the_chat(call):
+    """Not called, called with a local of another function of the same name, or with what the
+    migrator cannot bind (`*[chat]`), or with an agent (that change is the agent's: TF409): no change
+    of the chat is read."""
+    text = GIVEN_AS_ARGUMENT.replace("PARAM", "gc").replace("CHANGE", "gc.max_round = 2").replace("CALL", call)
+    found = [d for d in migrate(text, "case.py").diagnostics if "inside `tweak`" in d.message]
+    assert [d.code for d in found] == (["TF409"] if call == "tweak(a)" else []), found

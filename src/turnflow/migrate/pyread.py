@@ -5,6 +5,7 @@ or executed. Shared by the readers of Python sources (`turnflow/frameworks/ag2/r
 from __future__ import annotations
 
 import ast as pyast
+import copy
 import json
 import re
 import weakref
@@ -1081,10 +1082,13 @@ def change_sites(mod: Module) -> list[tuple[pyast.stmt, tuple]]:
         return found
     own = {id(s) for s in mod.tree.body}
     out: list[tuple[pyast.stmt, tuple]] = []
+    calls_of: dict[str, list[tuple[pyast.Call, tuple]]] = {}  # `f(...)` by the name called, with its functions
 
     def visit(node: pyast.AST, fns: tuple) -> None:
         for child in pyast.iter_child_nodes(node):
             inner = fns
+            if isinstance(child, pyast.Call) and isinstance(child.func, pyast.Name):
+                calls_of.setdefault(child.func.id, []).append((child, fns))
             if isinstance(child, _SCOPES):
                 body = child.body if isinstance(child.body, list) else []
                 if isinstance(child, pyast.ClassDef):  # a class whose methods are the view's own code
@@ -1099,11 +1103,58 @@ def change_sites(mod: Module) -> list[tuple[pyast.stmt, tuple]]:
                 visit(child, inner)
 
     visit((mod.parent or mod).tree, ())
+    out += _given_as_arguments(mod, out, calls_of)
     if mod.parent is not None:  # a view's statements not in the file's tree (a class's `__init__` parameters)
         listed = {id(s) for s, _ in out}
         out = [(st, ()) for st in mod.tree.body if id(st) not in listed] + out
     _SITES[mod.tree] = out
     return out
+
+
+#: the last of the functions around a statement of `change_sites` whose parameter is replaced by a call's variable
+_GIVEN = "given as an argument"
+
+
+def _given_as_arguments(mod: Module, sites: list[tuple[pyast.stmt, tuple]],
+                        calls_of: dict[str, list[tuple[pyast.Call, tuple]]]) -> list[tuple[pyast.stmt, tuple]]:
+    """`def tweak(gc): gc.max_round = 5` called as `tweak(chat)` (a variable of the view, by position or
+    keyword): the statement with the parameter replaced by the variable, once per such call, inside
+    `tweak` (a parameter the function binds again is its own)."""
+    from turnflow.migrate.pystatic import _Subst
+
+    out: list[tuple[pyast.stmt, tuple]] = []
+    kept: dict[int, list[str]] = {}  # a function's parameters it does not bind again
+    done: set[tuple] = set()  # (statement, the variables given): one copy each
+    for st, fns in sites:
+        fn = fns[-1] if fns else None
+        if not isinstance(fn, (pyast.FunctionDef, pyast.AsyncFunctionDef)) or fn.name not in calls_of:
+            continue
+        if id(fn) not in kept:
+            stored = {n.id for n in _own_nodes(fn) if isinstance(n, pyast.Name) and not isinstance(n.ctx, pyast.Load)}
+            kept[id(fn)] = [a.arg for a in fn.args.posonlyargs + fn.args.args if a.arg not in stored]
+        used = sorted({n.id for n in pyast.walk(st) if isinstance(n, pyast.Name) and n.id in kept[id(fn)]})
+        for call, call_fns in calls_of[fn.name] if used else []:
+            env = _arguments(mod, fn, call, call_fns, used)
+            key = (id(st), *((k, v.id) for k, v in env.items()))  # type: ignore[attr-defined]
+            if env and key not in done:
+                done.add(key)
+                out.append((_Subst(env).visit(copy.deepcopy(st)), (fn, _GIVEN)))
+    return out
+
+
+def _arguments(mod: Module, fn: Union[pyast.FunctionDef, pyast.AsyncFunctionDef], call: pyast.Call,
+               call_fns: tuple, names: list[str]) -> dict[str, pyast.AST]:
+    """The parameters `names` of `fn` that `call` gives a variable the view binds (not a local of the
+    functions around the call)."""
+    params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+    env: dict[str, pyast.AST] = {}
+    for name in names:
+        i = params.index(name)
+        starred = any(isinstance(x, pyast.Starred) for x in call.args[:i + 1])
+        arg = kwarg(call, name, None if starred else i)
+        if isinstance(arg, pyast.Name) and arg.id in mod.bindings and not local_to(call_fns, arg.id):
+            env[name] = arg
+    return env
 
 
 def local_to(fns: tuple, name: str) -> bool:
@@ -1169,8 +1220,9 @@ def changed_inside(fns: tuple, base: pyast.AST) -> Optional[str]:
     root = base
     while isinstance(root, (pyast.Attribute, pyast.Subscript)):
         root = root.value
-    if not fns or not isinstance(root, pyast.Name) or local_to(fns, root.id):
+    given = bool(fns) and fns[-1] is _GIVEN  # a parameter replaced by the call's variable: the view's
+    if not fns or not isinstance(root, pyast.Name) or not given and local_to(fns, root.id):
         return None
-    fn = fns[-1]
+    fn = fns[-2] if given else fns[-1]
     what = "a lambda" if isinstance(fn, pyast.Lambda) else f"`{fn.name}`"
     return f"inside {what} ({line_ref(fn.lineno)})"
