@@ -5,6 +5,7 @@ or executed. Shared by the readers of Python sources (`turnflow/frameworks/ag2/r
 from __future__ import annotations
 
 import ast as pyast
+import copy
 import json
 import re
 import weakref
@@ -1062,3 +1063,166 @@ def _flat_targets(targets: list[pyast.expr]) -> Iterator[pyast.expr]:
             yield from _flat_targets([t.value])
         else:
             yield t
+
+
+#: `change_sites` of each view still in use (the readers ask once per chat)
+_SITES: "weakref.WeakKeyDictionary[pyast.AST, list[tuple[pyast.stmt, tuple]]]" = weakref.WeakKeyDictionary()
+_SCOPES = (pyast.FunctionDef, pyast.AsyncFunctionDef, pyast.Lambda, pyast.ClassDef)
+
+
+def change_sites(mod: Module) -> list[tuple[pyast.stmt, tuple]]:
+    """Every statement of the file that may change an object the view `mod` builds, each with the
+    functions around it that the view does not run as its own code (innermost last; empty for the
+    view's own statements): the statements of the view, and those of every function, method, nested
+    def, class body and lambda of the file (a lambda's body as an expression statement), whether or
+    not it is called: the migrator cannot know if it runs. `local_to(fns, name)` says whether a
+    name there is the function's own."""
+    found = _SITES.get(mod.tree)
+    if found is not None:
+        return found
+    own = {id(s) for s in mod.tree.body}
+    out: list[tuple[pyast.stmt, tuple]] = []
+    calls_of: dict[str, list[tuple[pyast.Call, tuple]]] = {}  # `f(...)` by the name called, with its functions
+
+    def visit(node: pyast.AST, fns: tuple) -> None:
+        for child in pyast.iter_child_nodes(node):
+            inner = fns
+            if isinstance(child, pyast.Call) and isinstance(child.func, pyast.Name):
+                calls_of.setdefault(child.func.id, []).append((child, fns))
+            if isinstance(child, _SCOPES):
+                body = child.body if isinstance(child.body, list) else []
+                if isinstance(child, pyast.ClassDef):  # a class whose methods are the view's own code
+                    body = [s for m in body for s in (m.body if isinstance(m, (pyast.FunctionDef, pyast.AsyncFunctionDef)) else [m])]
+                if not any(id(s) in own for s in body):  # (a scope's own function or methods: its own code)
+                    inner = fns + (child,)
+                if isinstance(child, pyast.Lambda) and isinstance(child.body, pyast.Call):
+                    out.append((pyast.copy_location(pyast.Expr(value=child.body), child.body), inner))
+            elif isinstance(child, pyast.stmt):
+                out.append((child, fns))
+            if not isinstance(child, _LEAVES):
+                visit(child, inner)
+
+    visit((mod.parent or mod).tree, ())
+    out += _given_as_arguments(mod, out, calls_of)
+    if mod.parent is not None:  # a view's statements not in the file's tree (a class's `__init__` parameters)
+        listed = {id(s) for s, _ in out}
+        out = [(st, ()) for st in mod.tree.body if id(st) not in listed] + out
+    _SITES[mod.tree] = out
+    return out
+
+
+#: the last of the functions around a statement of `change_sites` whose parameter is replaced by a call's variable
+_GIVEN = "given as an argument"
+
+
+def _given_as_arguments(mod: Module, sites: list[tuple[pyast.stmt, tuple]],
+                        calls_of: dict[str, list[tuple[pyast.Call, tuple]]]) -> list[tuple[pyast.stmt, tuple]]:
+    """`def tweak(gc): gc.max_round = 5` called as `tweak(chat)` (a variable of the view, by position or
+    keyword): the statement with the parameter replaced by the variable, once per such call, inside
+    `tweak` (a parameter the function binds again is its own)."""
+    from turnflow.migrate.pystatic import _Subst
+
+    out: list[tuple[pyast.stmt, tuple]] = []
+    kept: dict[int, list[str]] = {}  # a function's parameters it does not bind again
+    done: set[tuple] = set()  # (statement, the variables given): one copy each
+    for st, fns in sites:
+        fn = fns[-1] if fns else None
+        if not isinstance(fn, (pyast.FunctionDef, pyast.AsyncFunctionDef)) or fn.name not in calls_of:
+            continue
+        if id(fn) not in kept:
+            stored = {n.id for n in _own_nodes(fn) if isinstance(n, pyast.Name) and not isinstance(n.ctx, pyast.Load)}
+            kept[id(fn)] = [a.arg for a in fn.args.posonlyargs + fn.args.args if a.arg not in stored]
+        used = sorted({n.id for n in pyast.walk(st) if isinstance(n, pyast.Name) and n.id in kept[id(fn)]})
+        for call, call_fns in calls_of[fn.name] if used else []:
+            env = _arguments(mod, fn, call, call_fns, used)
+            key = (id(st), *((k, v.id) for k, v in env.items()))  # type: ignore[attr-defined]
+            if env and key not in done:
+                done.add(key)
+                out.append((_Subst(env).visit(copy.deepcopy(st)), (fn, _GIVEN)))
+    return out
+
+
+def _arguments(mod: Module, fn: Union[pyast.FunctionDef, pyast.AsyncFunctionDef], call: pyast.Call,
+               call_fns: tuple, names: list[str]) -> dict[str, pyast.AST]:
+    """The parameters `names` of `fn` that `call` gives a variable the view binds (not a local of the
+    functions around the call)."""
+    params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+    env: dict[str, pyast.AST] = {}
+    for name in names:
+        i = params.index(name)
+        starred = any(isinstance(x, pyast.Starred) for x in call.args[:i + 1])
+        arg = kwarg(call, name, None if starred else i)
+        if isinstance(arg, pyast.Name) and arg.id in mod.bindings and not local_to(call_fns, arg.id):
+            env[name] = arg
+    return env
+
+
+def local_to(fns: tuple, name: str) -> bool:
+    """`name`, used inside the functions `fns` (innermost last), is a local of one of them (a
+    parameter, or bound there without `global`), not a name of the view around them."""
+    for fn in reversed(fns):
+        declared_global, declared_nonlocal, own = _scope_names(fn)
+        if name in declared_global:
+            return False
+        if name in declared_nonlocal:
+            continue
+        if name in own:
+            return True
+    return False
+
+
+#: `_scope_names` of each function still in use (asked once per change found in it)
+_NAMES: "weakref.WeakKeyDictionary[pyast.AST, tuple[set[str], set[str], set[str]]]" = weakref.WeakKeyDictionary()
+
+
+def _scope_names(fn: pyast.AST) -> tuple[set[str], set[str], set[str]]:
+    """(declared `global`, declared `nonlocal`, bound) names of a function's (class's) own code."""
+    found = _NAMES.get(fn)
+    if found is None:
+        nodes = list(_own_nodes(fn))
+        declared_global = {x for n in nodes if isinstance(n, pyast.Global) for x in n.names}
+        declared_nonlocal = {x for n in nodes if isinstance(n, pyast.Nonlocal) for x in n.names}
+        found = _NAMES[fn] = (declared_global, declared_nonlocal, _own_locals(fn, nodes))
+    return found
+
+
+def _own_nodes(fn: pyast.AST) -> Iterator[pyast.AST]:
+    """The nodes of a function's (class's) own code, not those of the scopes nested in it."""
+    todo = list(fn.body) if isinstance(fn.body, list) else [fn.body]  # type: ignore[attr-defined]
+    while todo:
+        n = todo.pop()
+        yield n
+        if isinstance(n, _SCOPES):
+            continue  # its name is bound here; its body is its own scope
+        todo.extend(pyast.iter_child_nodes(n))
+
+
+def _own_locals(fn: pyast.AST, nodes: list[pyast.AST]) -> set[str]:
+    names: set[str] = set()
+    if not isinstance(fn, pyast.ClassDef):
+        names |= {a.arg for a in pyast.walk(fn.args) if isinstance(a, pyast.arg)}  # type: ignore[attr-defined]
+    for n in nodes:
+        if isinstance(n, pyast.Name) and isinstance(n.ctx, (pyast.Store, pyast.Del)):
+            names.add(n.id)
+        elif isinstance(n, (pyast.FunctionDef, pyast.AsyncFunctionDef, pyast.ClassDef)):
+            names.add(n.name)
+        elif isinstance(n, (pyast.Import, pyast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in n.names}
+        elif isinstance(n, pyast.ExceptHandler) and n.name:
+            names.add(n.name)
+    return names
+
+
+def changed_inside(fns: tuple, base: pyast.AST) -> Optional[str]:
+    """For a change of `base` (`x`, `x.attr`, `m.groupchat`) inside the functions `fns`: None when
+    it changes an object of the function itself (the variable is its own) or there are no functions
+    around it, else the words that say where, `inside `tweak` (line 7)`."""
+    root = base
+    while isinstance(root, (pyast.Attribute, pyast.Subscript)):
+        root = root.value
+    given = bool(fns) and fns[-1] is _GIVEN  # a parameter replaced by the call's variable: the view's
+    if not fns or not isinstance(root, pyast.Name) or not given and local_to(fns, root.id):
+        return None
+    fn = fns[-2] if given else fns[-1]
+    what = "a lambda" if isinstance(fn, pyast.Lambda) else f"`{fn.name}`"
+    return f"inside {what} ({line_ref(fn.lineno)})"

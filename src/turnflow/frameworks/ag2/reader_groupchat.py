@@ -28,7 +28,7 @@ from turnflow.migrate.common import (MAX_ROUTES, FlowBuilder, Migration, Names, 
 from turnflow.frameworks.ag2.reader_groupchat_rotation import AllBut, Rotation
 from turnflow.migrate.pyread import _binding_key  # the name a variable or `self.x` binds
 from turnflow.migrate.pyread import attribute_changes as _attribute_changes  # `x.attr = v`, `x.attr.append(v)`
-from turnflow.migrate.pyread import statements  # every statement, without walking expressions
+from turnflow.migrate.pyread import change_sites, changed_inside  # the statements that may change an object
 from turnflow.migrate.pyread import (Module, agent_classes, subclasses, assigned_name, callee, calls, filled_in_loop,
                                      is_agent_call, is_literal, kwarg, loop_message, manager_termination,
                                      note_choices, one_line, parse_module, pos, scopes, termination_test,
@@ -210,17 +210,17 @@ def _changed_after_built(mod: Module, call: pyast.Call) -> None:
     """TF401 at a statement that changes one of `_GRAPH_ATTRS` of the GroupChat `call` builds
     (`groupchat.max_round = 5`, `groupchat.agents.append(a)`): the flow would silently be the
     constructor's chat, not the one that runs."""
-    for st in pyast.walk(mod.tree):
+    for st, fns in change_sites(mod):
         if not isinstance(st, (pyast.Assign, pyast.AugAssign, pyast.AnnAssign, pyast.Expr, pyast.Delete)):
             continue
-        where = mod.uses.get(id(st))
-        if where is None or where.in_def:
-            continue
         for base, attr in _attribute_changes(st):
-            if attr in _GRAPH_ATTRS and _is_the_chat(mod, base, call):
-                raise fail("TF401", f"`{one_line(st)}` changes the GroupChat's `{attr}` after it is built; the migrator "
-                           "reads what `GroupChat(...)` is given: pass it there, or migrate the running object "
-                           "with --import", pos(st), mod.path, mod.src)
+            inside = changed_inside(fns, base)
+            if attr not in _GRAPH_ATTRS or (fns and inside is None) or not _is_the_chat(mod, base, call):
+                continue
+            when = f"{inside}: if it runs, after it is built" if inside else "after it is built"
+            raise fail("TF401", f"`{one_line(st)}` changes the GroupChat's `{attr}` {when}; the migrator "
+                       "reads what `GroupChat(...)` is given: pass it there, or migrate the running object "
+                       "with --import", pos(st), mod.path, mod.src)
 
 
 def _is_the_chat(mod: Module, base: pyast.expr, call: pyast.Call) -> bool:
@@ -259,6 +259,13 @@ def _transition_changes(mod: Module, var: Optional[str]) -> list[tuple[str, pyas
             raise fail("TF401", f"the transitions dict `{var}` is changed by `{one_line(st)}`, which the migrator "
                        "does not follow; write the dict out (or set items with `d[a] = [...]`)", pos(st),
                        mod.path, mod.src)
+    for st, fns in change_sites(mod):  # a function's change, whenever it runs (called or not)
+        inside = changed_inside(fns, pyast.Name(id=var.split(".")[0])) if fns else None
+        if inside is not None and not isinstance(st, _COMPOUND) \
+                and (_transition_change(st, var) is not None or _touches(st, var)):
+            raise fail("TF401", f"the transitions dict `{var}` is changed by `{one_line(st)}` {inside}: if it runs, "
+                       "the chat has other transitions, which the migrator does not follow; write the dict out (or "
+                       "set items with `d[a] = [...]` at module level)", pos(st), mod.path, mod.src)
     return [(kind, key, value, st) for _, (kind, key, value), st in sorted(out, key=lambda e: e[0])]
 
 
@@ -610,19 +617,21 @@ def _note_changed_agents(mod: Module, b: FlowBuilder, agents: list[Agent], manag
     built = {id(a.call): a.var for a in agents}
     if manager is not None:
         built[id(manager)] = "the manager"
-    for st in statements(mod.tree):
+    for st, fns in change_sites(mod):
         for obj, attr in _agent_changes(st):
-            who = built.get(id(mod.resolve(obj)))
+            inside = changed_inside(fns, obj)
+            who = built.get(id(mod.resolve(obj))) if not fns or inside else None
             if who is None:
                 continue
+            when = f"{inside}: if it runs, after it is built" if inside else "after it is built"
             if who == "the manager" and attr in ("groupchat", "_groupchat"):
-                raise fail("TF401", f"`{one_line(st, 50)}` gives the manager another group chat after it is built; "
+                raise fail("TF401", f"`{one_line(st, 50)}` gives the manager another group chat {when}; "
                            "the migrator reads the chat `GroupChatManager(groupchat=...)` is given: pass it there, "
                            "or migrate the running object with --import", pos(st), mod.path, mod.src)
             code, why = _AFTER_BUILT.get(attr, ("TF409", "set after the agent is built; not read (the flow keeps "
                                                 "what its constructor was given)"))
-            b.note(code, f"`{one_line(st, 50)}` changes {'`' + who + '`' if who != 'the manager' else who} after it "
-                   f"is built: {why}", pos(st))
+            b.note(code, f"`{one_line(st, 50)}` changes {'`' + who + '`' if who != 'the manager' else who} {when}: "
+                   f"{why}", pos(st))
 
 
 def _note_unbound_tools(mod: Module, b: FlowBuilder, agents: list[Agent]) -> None:

@@ -24,7 +24,7 @@ from turnflow.migrate.pyread import (Module, agent_classes, assigned_name, calle
 from turnflow.frameworks.ag2.reader_groupchat import _attribute_changes  # `x.attr = v`, `x.attr.append(v)`
 from turnflow.frameworks.ag2.reader_groupchat import _note_changed_agents  # agents changed after they are built
 from turnflow.frameworks.ag2.reader_groupchat_tools import registration_words, unbound_registrations
-from turnflow.migrate.pyread import statements
+from turnflow.migrate.pyread import change_sites, changed_inside
 from turnflow.migrate import surface
 from turnflow.source import SourceText
 from turnflow.diagnostics.listing import bounded
@@ -119,7 +119,7 @@ def _pattern_changed(mod: Module, pcall: pyast.Call) -> None:
     """TF401 at a statement that changes what the pattern `pcall` builds (`p.group_after_work = ...`,
     `p.agents.append(c)`) after it is built: the flow would be the constructor's pattern, not the
     one that runs (as a GroupChat's, reader_groupchat._changed_after_built)."""
-    for st in statements(mod.tree):
+    for st, fns in change_sites(mod):
         if not isinstance(st, (pyast.Assign, pyast.AugAssign, pyast.AnnAssign, pyast.Expr, pyast.Delete)):
             continue
         changes = _attribute_changes(st)
@@ -128,8 +128,10 @@ def _pattern_changed(mod: Module, pcall: pyast.Call) -> None:
                 and isinstance(call.func.value, pyast.Attribute) and call.func.attr not in _READS:
             changes.append((call.func.value.value, call.func.value.attr))  # `p.context_variables.set(k, v)`
         for base, attr in changes:
-            if attr in _PATTERN_ATTRS and mod.resolve(base) is pcall:
-                raise fail("TF401", f"`{one_line(st)}` changes the pattern's `{attr}` after it is built; the migrator "
+            inside = changed_inside(fns, base)
+            if attr in _PATTERN_ATTRS and (inside or not fns) and mod.resolve(base) is pcall:
+                when = f"{inside}: if it runs, after it is built" if inside else "after it is built"
+                raise fail("TF401", f"`{one_line(st)}` changes the pattern's `{attr}` {when}; the migrator "
                            f"reads what `{callee(pcall)}(...)` is given: pass it there, or migrate the running "
                            "object with --import", pos(st), mod.path, mod.src)
 
@@ -646,6 +648,9 @@ def _context_init(cx: Ctx, node: Optional[pyast.AST], pcall: pyast.Call) -> None
             cx.b.note("TF406", f"`{one_line(st)}` changes the context variables in a way the migrator does not "
                       "follow; the flow's initial context leaves it out, so its context conditions may see other "
                       "values", pos(st))
+    for st, inside in _context_changes_in_defs(mod, holders):
+        cx.b.note("TF406", f"`{one_line(st)}` changes the context variables {inside}: if it runs, its context "
+                  "conditions may see other values; the flow's initial context does not follow it", pos(st))
     for key, (value, at) in values.items():
         if isinstance(value, (bool, int, float, str)) or value is None:
             cx.b.context(_key(cx, key, at), value)
@@ -666,21 +671,42 @@ def _context_changes(mod: Module, holders: set[str]) -> list[pyast.stmt]:
         if where is None or where.in_def or not isinstance(st, (pyast.Assign, pyast.AugAssign, pyast.Expr,
                                                                  pyast.Delete)):
             continue
-        if isinstance(st, pyast.Expr):
-            f = st.value.func if isinstance(st.value, pyast.Call) else None
-            targets = [f.value] if isinstance(f, pyast.Attribute) and f.attr not in ("get", "keys", "values", "items",
-                                                                                      "to_dict", "copy") else []
-        else:  # `ctx[...] = v`, `ctx.data[...] = v` (not `ctx = ...`, the binding itself)
-            targets = [t for t in (st.targets if isinstance(st, (pyast.Assign, pyast.Delete)) else [st.target])
-                       if not isinstance(t, pyast.Name)]
-        for t in targets:
-            while isinstance(t, (pyast.Subscript, pyast.Attribute)) and not (
-                    isinstance(t, pyast.Attribute) and isinstance(t.value, pyast.Name) and t.attr != "data"):
-                t = t.value
-            if isinstance(t, pyast.Name) and t.id in holders:
-                out.append((where.order, st))
-                break
+        if _changed_holder(st, holders) is not None:
+            out.append((where.order, st))
     return [st for _, st in sorted(out, key=lambda e: e[0])]
+
+
+def _context_changes_in_defs(mod: Module, holders: set[str]) -> list[tuple[pyast.stmt, str]]:
+    """The statements inside a function body (called or not) that change `holders` when they are the
+    module's, each with the words that say where (`inside `f` (line N)`)."""
+    out: list[tuple[pyast.stmt, str]] = []
+    for st, fns in change_sites(mod):
+        if not fns or not isinstance(st, (pyast.Assign, pyast.AugAssign, pyast.Expr, pyast.Delete)):
+            continue
+        holder = _changed_holder(st, holders)
+        inside = changed_inside(fns, holder) if holder is not None else None
+        if inside is not None:
+            out.append((st, inside))
+    return out
+
+
+def _changed_holder(st: pyast.stmt, holders: set[str]) -> Optional[pyast.Name]:
+    """The variable of `holders` that `st` changes item by item or by a method, if any."""
+    if isinstance(st, pyast.Expr):
+        f = st.value.func if isinstance(st.value, pyast.Call) else None
+        targets = [f.value] if isinstance(f, pyast.Attribute) and f.attr not in ("get", "keys", "values", "items",
+                                                                                  "to_dict", "copy") else []
+    else:  # `ctx[...] = v`, `ctx.data[...] = v` (not `ctx = ...`, the binding itself)
+        targets = [t for t in (st.targets if isinstance(st, (pyast.Assign, pyast.Delete))
+                               else [st.target])  # type: ignore[attr-defined]
+                   if not isinstance(t, pyast.Name)]
+    for t in targets:
+        while isinstance(t, (pyast.Subscript, pyast.Attribute)) and not (
+                isinstance(t, pyast.Attribute) and isinstance(t.value, pyast.Name) and t.attr != "data"):
+            t = t.value
+        if isinstance(t, pyast.Name) and t.id in holders:
+            return t
+    return None
 
 
 def _apply_context_change(mod: Module, st: pyast.stmt, values: dict) -> bool:

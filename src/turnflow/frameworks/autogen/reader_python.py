@@ -22,7 +22,7 @@ from typing import Any, Optional
 from turnflow.migrate import surface
 from turnflow.migrate.common import Migration, Names, Pos, block_names, fail, render
 from turnflow.migrate.pyread import (Module, assigned_name, attribute_changes, callee, calls, filled_in_loop, is_literal, kwarg,
-                                     loop_message, note_choices, one_line, parse_module, pos, scopes, statements,
+                                     loop_message, note_choices, one_line, parse_module, pos, scopes, change_sites, changed_inside,
                                      why_not_literal)
 from turnflow.source import SourceText
 
@@ -400,18 +400,20 @@ def _changed_after_built(reader: Reader, team_call: pyast.Call, b) -> None:
     the constructor was given."""
     mod = reader.mod
     agents = {id(c) for c in reader.calls.values() if reader.is_agent(c)}
-    for st in statements(mod.tree):
+    for st, fns in change_sites(mod):
         if not isinstance(st, (pyast.Assign, pyast.AugAssign, pyast.AnnAssign, pyast.Expr, pyast.Delete)):
             continue
         for obj, attr in attribute_changes(st):
-            target = mod.resolve(obj) if isinstance(obj, pyast.Name) else None
+            inside = changed_inside(fns, obj)
+            target = mod.resolve(obj) if isinstance(obj, pyast.Name) and (inside or not fns) else None
+            when = f"{inside}: if it runs, after it is built" if inside else "after it is built"
             if target is team_call:
-                raise fail("TF401", f"`{one_line(st, 50)}` changes the team's `{attr}` after it is built; the migrator "
+                raise fail("TF401", f"`{one_line(st, 50)}` changes the team's `{attr}` {when}; the migrator "
                            f"reads what `{callee(team_call)}(...)` is given: pass it there, or migrate the running "
                            "object with --import", pos(st), mod.path, mod.src)
             if target is not None and id(target) in agents:
                 code = "TF406" if attr in ("_handoffs", "_tools", "_workbench") else "TF409"
-                b.note(code, f"`{one_line(st, 50)}` changes `{pyast.unparse(obj)}` after it is built; not read (the "
+                b.note(code, f"`{one_line(st, 50)}` changes `{pyast.unparse(obj)}` {when}; not read (the "
                        "flow keeps what its constructor was given)", pos(st))
 
 
