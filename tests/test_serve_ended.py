@@ -228,24 +228,9 @@ def test_listing_many_ended_channels_lets_the_other_clients_in(tmp_path):
     before), and the answer is the one the channels' records give one by one (`get_channel`)."""
     from turnflow.runtime.envelope import EV_TEXT, Envelope
     from turnflow.runtime.session import Participant
-    from turnflow.runtime.store import SQLiteStore
-    from turnflow.serve.ops import Auth, Ops
-    from turnflow.serve.registry import open_registry
-
-    class Conn:
-        endpoint_id = "test"
-
-        def __init__(self, *agents):
-            self.agents = set(agents)
-
-        def send(self, text):
-            pass
 
     async def go():
-        path = str(tmp_path / "hub.db")
-        registry = open_registry(path)
-        hub = await Hub.open(SQLiteStore(path), keep_ended=False)
-        ops = Ops(hub, registry, Auth())
+        hub, registry, ops = await _listing_ops(tmp_path)()
         try:
             a, b = "a" * 32, "b" * 32
             pair = [Participant(a, "initiator", 0), Participant(b, "respondent", 1)]
@@ -268,12 +253,12 @@ def test_listing_many_ended_channels_lets_the_other_clients_in(tmp_path):
             task = asyncio.get_running_loop().create_task(other())
             await asyncio.sleep(0)
             before = len(turns)
-            listed = await ops.list_channels(Conn(a), {"agent_id": a, "limit": 1000})
+            listed = await ops.list_channels(_Conn(a), {"agent_id": a, "limit": 1000})
             during = len(turns) - before
             done = True
             await task
             assert during >= 3, during  # (one turn per ~64 channels)
-            one_by_one = [json.loads(await ops.get_channel(Conn(a), {"channel_id": ch["channel_id"]}))
+            one_by_one = [json.loads(await ops.get_channel(_Conn(a), {"channel_id": ch["channel_id"]}))
                           for ch in json.loads(listed)]
             assert json.loads(listed) == one_by_one and len(one_by_one) == 300
             assert [ch["close_reason"] for ch in one_by_one] == [f"done {i}" for i in range(300)]
@@ -291,24 +276,10 @@ def test_listings_hold_bounded_memory_however_many_a_client_sends(tmp_path):
     `LISTINGS_AT_ONCE` list at a time, and one over --max-reply-bytes stops there, refused as the
     server refuses any answer that size (it was built whole first)."""
     from turnflow.runtime.session import Participant
-    from turnflow.runtime.store import SQLiteStore
-    from turnflow.serve.ops import LISTINGS_AT_ONCE, Auth, OpError, Ops
-    from turnflow.serve.registry import open_registry
-
-    class Conn:
-        endpoint_id = "test"
-
-        def __init__(self, *agents):
-            self.agents = set(agents)
-
-        def send(self, text):
-            pass
+    from turnflow.serve.ops import LISTINGS_AT_ONCE, OpError
 
     async def go():
-        path = str(tmp_path / "hub.db")
-        registry = open_registry(path)
-        hub = await Hub.open(SQLiteStore(path), keep_ended=False)
-        ops = Ops(hub, registry, Auth())
+        hub, registry, ops = await _listing_ops(tmp_path)()
         try:
             a, b = "a" * 32, "b" * 32
             pair = [Participant(a, "initiator", 0), Participant(b, "respondent", 1)]
@@ -329,7 +300,7 @@ def test_listings_hold_bounded_memory_however_many_a_client_sends(tmp_path):
                     active[0] -= 1
 
             hub.iter_sessions_of = counted
-            answers = await asyncio.gather(*(ops.list_channels(Conn(a), {"agent_id": a, "limit": 1000})
+            answers = await asyncio.gather(*(ops.list_channels(_Conn(a), {"agent_id": a, "limit": 1000})
                                               for _ in range(12)))
             assert all(len(json.loads(x)) == 300 for x in answers)
             assert most[0] <= LISTINGS_AT_ONCE < 12, most
@@ -339,7 +310,7 @@ def test_listings_hold_bounded_memory_however_many_a_client_sends(tmp_path):
             ops._channel = lambda md: encoded.append(md) or channel(md)
             ops.max_reply = 50_000  # (about 22 of these records)
             with pytest.raises(OpError) as refused:
-                await ops.list_channels(Conn(a), {"agent_id": a, "limit": 1000})
+                await ops.list_channels(_Conn(a), {"agent_id": a, "limit": 1000})
             assert "--max-reply-bytes" in refused.value.message and "limit" in refused.value.message
             assert len(encoded) <= 22 + 64, len(encoded)  # (stopped within the part that went over)
         finally:
