@@ -72,9 +72,7 @@ def test_every_request_gets_an_answer(tmp_path):
         send({"method": "exit"})
         proc.wait(timeout=10)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        _reap(proc)
     assert set(got) == {1, 2, 3, 4, 5, 6}, sorted(got)
     assert got[2]["error"]["code"] == got[3]["error"]["code"] == -32602  # InvalidParams
     assert got[4].get("result") is None and "error" not in got[4]  # a valid, if far, position: no hover
@@ -127,9 +125,7 @@ def test_a_body_that_is_not_json_gets_a_parse_error_and_the_server_stays_up(tmp_
         raw(json.dumps({"jsonrpc": "2.0", "method": "exit"}).encode())
         proc.wait(timeout=10)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        _reap(proc)
     errors = [m for m in got if "error" in m and m.get("id") is None]
     assert [e["error"]["code"] for e in errors] == [-32700, -32700, -32600], got
     assert all("id" in e for e in errors)  # `"id": null`, as JSON-RPC 2.0 says
@@ -141,6 +137,13 @@ def _start(tmp_path) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
     return subprocess.Popen([sys.executable, "-m", "turnflow", "lsp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, env=env, cwd=tmp_path)
+
+
+def _reap(proc: subprocess.Popen) -> None:
+    """A server the test did not see exit (a failed assertion, a hang): killed, and waited for."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
 
 
 def _send(proc: subprocess.Popen, obj: dict) -> None:
@@ -167,9 +170,7 @@ def test_exit_without_shutdown_ends_with_status_1(tmp_path):
             _send(proc, {"method": "exit"})
             statuses.append(proc.wait(timeout=10))
         finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+            _reap(proc)
     assert statuses == [0, 1]
 
 
@@ -188,9 +189,7 @@ def test_a_request_before_initialize_gets_server_not_initialized(tmp_path):
         _send(proc, {"method": "exit"})
         proc.wait(timeout=10)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        _reap(proc)
     assert got[1]["error"]["code"] == -32002, got[1]
     assert "capabilities" in got[2]["result"] and got[3].get("result") is None
     assert proc.returncode == 0
@@ -222,9 +221,7 @@ def test_a_request_for_a_document_never_opened_gets_invalid_params(tmp_path):
         _send(proc, {"method": "exit"})
         proc.wait(timeout=10)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        _reap(proc)
     for msg_id in requests:
         error = got[msg_id].get("error")
         assert error is not None and error["code"] == -32602, got[msg_id]
@@ -254,9 +251,7 @@ def test_a_second_initialize_gets_invalid_request_and_the_server_keeps_working(t
         _send(proc, {"method": "exit"})
         proc.wait(timeout=10)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        _reap(proc)
     answers = {m["id"]: m for m in got if "id" in m and "method" not in m}
     assert answers[2]["error"]["code"] == -32600 and "result" not in answers[2], answers[2]
     assert "already initialized" in answers[2]["error"]["message"]
@@ -318,9 +313,7 @@ def test_a_changed_configuration_file_rechecks_the_open_documents(tmp_path):
         _send(proc, {"method": "exit"})
         proc.wait(timeout=10)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        _reap(proc)
     assert not [m for m in tail if m.get("method") == "textDocument/publishDiagnostics"]
     [request] = register
     [registration] = request["params"]["registrations"]
