@@ -559,6 +559,19 @@ def test_a_manager_given_another_chat_after_it_is_built_is_refused():
     assert d.code == "TF401" and d.span.line == 8, d
 
 
+# a pattern of a and b whose line 8 (CHANGE) changes one of them after it is built
+PATTERN_CHANGED = ('from autogen import Agent, ConversableAgent\n'
+                   'from autogen.agentchat import initiate_group_chat\n'
+                   'from autogen.agentchat.group import AgentTarget, OnCondition, StringLLMCondition\n'
+                   'from autogen.agentchat.group.patterns import DefaultPattern\n'
+                   'a = ConversableAgent(name="a")\n'
+                   'b = ConversableAgent(name="b")\n'
+                   'a.handoffs.set_after_work(AgentTarget(b))\n'
+                   'CHANGE\n'
+                   'p = DefaultPattern(initial_agent=a, agents=[a, b])\n'
+                   'initiate_group_chat(pattern=p, messages="x", max_rounds=5)\n')
+
+
 @pytest.mark.parametrize("change, code", [
     ("b.register_reply([Agent, None], lambda recipient, messages, sender, config: (True, None))", "TF404"),
     ('b._is_termination_msg = lambda m: "BYE" in m["content"]', "TF405"),
@@ -569,16 +582,7 @@ def test_a_manager_given_another_chat_after_it_is_built_is_refused():
 def test_a_pattern_agent_changed_after_it_is_built_is_reported(change, code):
     """The same changes in a pattern's agents (and their handoffs' lists, changed directly rather
     than through `handoffs.<method>(...)`): before, dropped without a word."""
-    text = ('from autogen import Agent, ConversableAgent\n'
-            'from autogen.agentchat import initiate_group_chat\n'
-            'from autogen.agentchat.group import AgentTarget, OnCondition, StringLLMCondition\n'
-            'from autogen.agentchat.group.patterns import DefaultPattern\n'
-            'a = ConversableAgent(name="a")\n'
-            'b = ConversableAgent(name="b")\n'
-            'a.handoffs.set_after_work(AgentTarget(b))\n'
-            f'{change}\n'
-            'p = DefaultPattern(initial_agent=a, agents=[a, b])\n'
-            'initiate_group_chat(pattern=p, messages="x", max_rounds=5)\n')
+    text = PATTERN_CHANGED.replace("CHANGE", change)
     result = migrate(text, "p.py")
     assert (code, 8) in _codes(result), result.diagnostics
 
@@ -664,16 +668,7 @@ def test_a_tool_registration_that_does_not_bind_is_reported(family, register):
 def test_a_pattern_agent_changed_through_a_subscript_or_tuple_is_reported(change, code):
     """`del a.handoffs.llm_conditions[0]` and `+=` were findings; the same change as an assignment
     to an item, or to several targets at once, was dropped without a word."""
-    text = ('from autogen import Agent, ConversableAgent\n'
-            'from autogen.agentchat import initiate_group_chat\n'
-            'from autogen.agentchat.group import AgentTarget, OnCondition, StringLLMCondition\n'
-            'from autogen.agentchat.group.patterns import DefaultPattern\n'
-            'a = ConversableAgent(name="a")\n'
-            'b = ConversableAgent(name="b")\n'
-            'a.handoffs.set_after_work(AgentTarget(b))\n'
-            f'{change}\n'
-            'p = DefaultPattern(initial_agent=a, agents=[a, b])\n'
-            'initiate_group_chat(pattern=p, messages="x", max_rounds=5)\n')
+    text = PATTERN_CHANGED.replace("CHANGE", change)
     assert (code, 8) in _codes(migrate(text, "p.py")), migrate(text, "p.py").diagnostics
 
 
