@@ -243,20 +243,7 @@ def test_listing_many_ended_channels_lets_the_other_clients_in(tmp_path):
             assert not hub.sessions
             hub._ended.clear()
             ops._ended_parts.clear()
-            turns, done = [], False
-
-            async def other():
-                while not done:
-                    turns.append(len(turns))
-                    await asyncio.sleep(0)
-
-            task = asyncio.get_running_loop().create_task(other())
-            await asyncio.sleep(0)
-            before = len(turns)
-            listed = await ops.list_channels(_Conn(a), {"agent_id": a, "limit": 1000})
-            during = len(turns) - before
-            done = True
-            await task
+            listed, during = await _turns_of_another_task(ops.list_channels(_Conn(a), {"agent_id": a, "limit": 1000}))
             assert during >= 3, during  # (one turn per ~64 channels)
             one_by_one = [json.loads(await ops.get_channel(_Conn(a), {"channel_id": ch["channel_id"]}))
                           for ch in json.loads(listed)]
@@ -334,6 +321,27 @@ def _listing_ops(tmp_path):
     return make
 
 
+async def _turns_of_another_task(awaitable):
+    """`awaitable`'s result, and how many turns another task of the loop had while it ran (a
+    listing that never lets the loop run gives it none)."""
+    turns, done = [], False
+
+    async def other():
+        while not done:
+            turns.append(len(turns))
+            await asyncio.sleep(0)
+
+    task = asyncio.get_running_loop().create_task(other())
+    await asyncio.sleep(0)
+    before = len(turns)
+    try:
+        result = await awaitable
+    finally:
+        done = True
+        await task
+    return result, len(turns) - before
+
+
 class _Conn:
     endpoint_id = "test"
 
@@ -390,20 +398,8 @@ def test_listing_channels_with_large_knobs_stops_at_the_reply_limit_and_lets_the
             assert peak < 8 << 20, peak  # (the records built up to the limit, and ~2 MiB of stored records decoded)
 
             ops.max_reply = 16 << 20
-            turns, done = [], False
-
-            async def other():
-                while not done:
-                    turns.append(len(turns))
-                    await asyncio.sleep(0)
-
-            task = asyncio.get_running_loop().create_task(other())
-            await asyncio.sleep(0)
-            before = len(turns)
-            listed = json.loads(await ops.list_channels(_Conn("a"), {"agent_id": "a", "limit": 1000}))
-            during = len(turns) - before
-            done = True
-            await task
+            text, during = await _turns_of_another_task(ops.list_channels(_Conn("a"), {"agent_id": "a", "limit": 1000}))
+            listed = json.loads(text)
             assert len(listed) == 60 and [ch["close_reason"] for ch in listed] == [f"done {i}" for i in range(60)]
             assert during >= 15, during  # (6 MB encoded: a turn every ~256 KiB at most)
         finally:
