@@ -242,12 +242,16 @@ def may_hold_disagreements(text):
     return out
 
 
+# (derandomized: the same flows every run; generated flows with errors are skipped, and said so)
+PROPERTY = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large])
+
+
 def _text(block):
     return printer.format_flow(ast.FlowFile(span=block.span, blocks=[block]))
 
 
-@settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large])
+@PROPERTY
 @given(workflow_blocks())
 def test_graph_rules_agree_with_exhaustive_runs(block):
     text = _text(block)
@@ -256,8 +260,7 @@ def test_graph_rules_agree_with_exhaustive_runs(block):
     assert not found, text
 
 
-@settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large])
+@PROPERTY
 @given(workflow_blocks())
 def test_speaker_graph_rules_agree_with_runs_where_guards_may_hold(block):
     text = _text(block)
