@@ -33,6 +33,7 @@ MESSAGE_TYPES = TELEMETRY_EVENTS
 TELEMETRY_KEYS = ("event", "payload", "reason", "step", "timestamp", "metadata")
 SCHEMA_FORMATS = ("openai", "anthropic")
 FIXED_MEMBERSHIP = ("workflow", "consulting")  # session kinds whose roster the flow fixes
+MEMBER_ROLES = {"member": "participant"}  # the integration guide's role names -> turnflow's
 
 
 class ToolError(AdapterError):
@@ -300,7 +301,7 @@ class SessionTools:
         kept as the round's `mentions`; an unknown name raises `ToolError`."""
         text = content
         if not isinstance(text, str):
-            raise AdapterError(f"{self.agent_id}: send_message needs text, got {text!r}")
+            raise ToolError(f"{self.agent_id}: send_message needs text, got {text!r}"[:300])
         if mentions is not None:
             if isinstance(mentions, str) or not all(isinstance(m, str) for m in mentions):
                 raise ToolError(f"{self.agent_id}: send_message mentions must be a list of participant names, "
@@ -348,9 +349,9 @@ class SessionTools:
 
     def set_context(self, key: str, value: Any) -> ToolText:
         if not isinstance(key, str):
-            raise AdapterError(f"{self.agent_id}: context keys are strings, got {key!r}")
+            raise ToolError(f"{self.agent_id}: context keys are strings, got {key!r}"[:300])
         if not _json_safe(value):
-            raise AdapterError(f"{self.agent_id}: context value for {key!r} must be a JSON value, got {value!r}")
+            raise ToolError(f"{self.agent_id}: context value for {key!r} must be a JSON value, got {value!r}"[:300])
         self._set[key] = value
         if key in self._delete:  # the last call for a key wins
             self._delete = [k for k in self._delete if k != key]
@@ -358,7 +359,7 @@ class SessionTools:
 
     def delete_context(self, key: str) -> ToolText:
         if not isinstance(key, str):
-            raise AdapterError(f"{self.agent_id}: context keys are strings, got {key!r}")
+            raise ToolError(f"{self.agent_id}: context keys are strings, got {key!r}"[:300])
         self._set.pop(key, None)  # the last call for a key wins
         if key not in self._delete:
             self._delete.append(key)
@@ -417,17 +418,25 @@ class SessionTools:
         start = (page - 1) * page_size
         return PeerPage(peers[start:start + page_size], page, page_size, len(peers))
 
-    def add_participant(self, agent_id: str, role: str = "participant", description: str = "") -> ToolText:
-        """Add `agent_id` to a running conversation or discussion (a `participant.added` envelope,
-        posted with this turn's round); `ToolError` with the session's reason when refused."""
-        self._change_roster("add_participant", agent_id,
-                            {"agent_id": agent_id, "role": role, "description": description})
-        return ToolText(f"added {agent_id} ({role}): it takes part from the next turn")
+    def add_participant(self, name: Optional[str] = None, role: str = "participant", description: str = "", *,
+                        agent_id: Optional[str] = None) -> ToolText:
+        """Add the agent `name` to a running conversation or discussion (a `participant.added`
+        envelope, posted with this turn's round); `ToolError` with the session's reason when
+        refused. `agent_id=` is the same argument under turnflow's name; role `member` (the
+        integration guide's default) is turnflow's `participant`."""
+        who = _one_name("add_participant", name, agent_id)
+        if not isinstance(role, str):
+            raise ToolError(f"add_participant: role must be text, got {role!r}"[:300])
+        role = MEMBER_ROLES.get(role, role)
+        self._change_roster("add_participant", who, {"agent_id": who, "role": role, "description": description})
+        return ToolText(f"added {who} ({role}): it takes part from the next turn")
 
-    def remove_participant(self, agent_id: str) -> ToolText:
-        """Remove `agent_id` from a running conversation or discussion (`participant.removed`)."""
-        self._change_roster("remove_participant", agent_id, {"agent_id": agent_id})
-        return ToolText(f"removed {agent_id}: it takes no further turns")
+    def remove_participant(self, name: Optional[str] = None, *, agent_id: Optional[str] = None) -> ToolText:
+        """Remove the participant `name` from a running conversation or discussion
+        (`participant.removed`); `agent_id=` is the same argument under turnflow's name."""
+        who = _one_name("remove_participant", name, agent_id)
+        self._change_roster("remove_participant", who, {"agent_id": who})
+        return ToolText(f"removed {who}: it takes no further turns")
 
     def create_chatroom(self, name: str, participants: Optional[list[str]] = None) -> ToolText:
         """Open a new discussion session named `name` with this agent as its initiator and
@@ -547,6 +556,16 @@ class SessionTools:
         return out
 
 
+def _one_name(tool: str, name: Any, agent_id: Any) -> Any:
+    """The participant a membership tool names, as `name` (the integration guide's argument) or
+    `agent_id` (turnflow's): exactly one of them."""
+    if name is not None and agent_id is not None:
+        raise ToolError(f"{tool}: give the participant's name once (`name` or `agent_id`, not both)")
+    if name is None and agent_id is None:
+        raise ToolError(f"{tool}: missing argument 'name'")
+    return name if name is not None else agent_id
+
+
 class FakeSessionTools(SessionTools):
     """A `SessionTools` for unit-testing your own agents without a hub.
 
@@ -570,6 +589,11 @@ class FakeSessionTools(SessionTools):
 
     @property
     def messages(self) -> list[str]:
+        return list(self._body)
+
+    @property
+    def sent_messages(self) -> list[str]:
+        """What `send_message` added to the round (the integration guide's `FakeAgentTools.sent_messages`)."""
         return list(self._body)
 
     @property

@@ -1,0 +1,282 @@
+"""The framework-integration guide's promises to an agent author, driven the way an author would
+(docs/contracts.md §5): an adapter written with the guide's hooks — `on_started(agent_name,
+agent_description)`, `on_message(msg, tools, history, participants_msg, *, is_session_bootstrap,
+room_id)`, `on_cleanup(room_id)` — runs unchanged under the real runner and hub; the membership
+tools take the guide's argument names (`add_participant(name, role)`, `remove_participant(name)`,
+role `member`); every refused tool call is a `ToolError` (the recoverable kind) whether called
+directly or by name; the guide's unit test runs against `FakeSessionTools` with `PlatformMessage`;
+an adapter's error event survives the turn it failed."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from runtime_helpers import new_hub, run
+from turnflow.runtime.agents import FakeSessionTools, FunctionAgent, PlatformMessage, ScriptedAgent, ToolError
+from turnflow.runtime.runner import run_session
+
+PANEL = {"kind": "discussion", "name": "panel",
+         "participants": [{"agent_id": "a", "role": "initiator"}, {"agent_id": "b", "role": "participant"}]}
+CHAT = {"kind": "conversation", "name": "chat",
+        "participants": [{"agent_id": "asker", "role": "initiator"}, {"agent_id": "helper", "role": "respondent"}]}
+
+
+def session(spec, agents, task=None):
+    async def go():
+        hub = await new_hub()
+        res = await run_session(hub, spec, agents, task)
+        return res, hub.store.telemetry(res.session_id), list(hub.store.read_range(res.session_id))
+    return run(go())
+
+
+class MinimalAdapter:
+    """The guide's "complete minimal adapter" (Pattern 2, history_converter=None, per-room state),
+    its `_call_llm` a scripted model: the first call asks for send_message, the second answers."""
+
+    def __init__(self, calls):
+        self.history_converter = None
+        self._system_prompt = ""
+        self._room_messages: dict[str, list] = {}
+        self.calls = calls
+        self.llm_calls = 0
+
+    async def on_started(self, agent_name: str, agent_description: str) -> None:
+        self.calls.append(("on_started", agent_name, agent_description))
+        self._system_prompt = f"You are {agent_name}. {agent_description}"
+
+    async def _call_llm(self, messages, tool_schemas):
+        self.llm_calls += 1
+        if self.llm_calls % 2 == 1:
+            return {"content": "", "tool_calls": [{"id": f"c{self.llm_calls}", "name": "send_message",
+                                                   "arguments": json.dumps({"content": f"reply {self.llm_calls}",
+                                                                            "mentions": ["asker"]})}]}
+        return {"content": "done"}
+
+    async def on_message(self, msg, tools, history, participants_msg, *, is_session_bootstrap, room_id):
+        self.calls.append(("on_message", msg.sender_name, msg.content, msg.format_for_llm(),
+                           [h["content"] for h in history], participants_msg, is_session_bootstrap, room_id))
+        if is_session_bootstrap:
+            self._room_messages[room_id] = [{"role": "system", "content": self._system_prompt}]
+        messages = self._room_messages[room_id]
+        messages.append({"role": "user", "content": msg.format_for_llm()})
+        tool_schemas = tools.get_tool_schemas("openai")
+        while True:
+            response = await self._call_llm(messages, tool_schemas)
+            if not response.get("tool_calls"):
+                if response.get("content"):
+                    messages.append({"role": "assistant", "content": response["content"]})
+                break
+            messages.append({"role": "assistant", "content": response.get("content", ""),
+                             "tool_calls": response["tool_calls"]})
+            for tool_call in response["tool_calls"]:
+                result = await tools.execute_tool_call(tool_call["name"], tool_call["arguments"])
+                messages.append({"role": "tool", "tool_call_id": tool_call["id"], "content": str(result)})
+
+    async def on_cleanup(self, room_id: str) -> None:
+        self.calls.append(("on_cleanup", room_id))
+        self._room_messages.pop(room_id, None)
+
+
+def test_an_adapter_with_the_guides_hooks_runs_unchanged_and_the_hooks_come_in_order():
+    calls: list = []
+    adapter = MinimalAdapter(calls)
+    asker = ScriptedAgent("asker", [{"say": "first question"}, {"say": "second question"},
+                                    {"say": "thanks", "finish": "done"}])
+    res, _, _ = session(CHAT, {"asker": asker, "helper": adapter}, "help me")
+    assert res.close_reason == "done" and res.error is None
+    assert [t["body"] for t in res.turns if t["speaker"] == "helper"] == ["reply 1", "reply 3"]
+    sid = res.session_id
+    assert [c[0] for c in calls] == ["on_started", "on_message", "on_message", "on_cleanup"]
+    assert calls[0] == ("on_started", "helper", "")
+    first, second = calls[1], calls[2]
+    # msg: the message this turn answers; history: the view before it (raw, no converter)
+    assert first[1:4] == ("asker", "first question", "[asker]: first question")
+    assert first[4] == ["help me"]
+    assert first[5].startswith("Participants: asker (initiator), helper (respondent)")
+    assert first[6:] == (True, sid)
+    assert second[1:4] == ("asker", "second question", "[asker]: second question")
+    assert second[4] == ["help me", "first question", "reply 1"]
+    assert second[5:] == (None, False, sid)  # the roster did not change; not the room session's first delivery
+    assert calls[3] == ("on_cleanup", sid)
+    assert sid not in adapter._room_messages  # its per-room state was cleaned up
+
+
+def test_on_started_is_called_once_per_agent_even_when_it_opens_another_session():
+    calls: list = []
+    adapter = MinimalAdapter(calls)
+
+    async def go():
+        hub = await new_hub()
+        from turnflow.runtime.agents.protocol import as_agent
+        driven = as_agent(adapter)
+        for _ in range(2):
+            asker = ScriptedAgent("asker", [{"say": "q"}, {"say": "bye", "finish": "done"}])
+            res = await run_session(hub, CHAT, {"asker": asker, "helper": driven}, "t")
+            assert res.close_reason == "done", res.error
+    run(go())
+    assert [c[0] for c in calls] == ["on_started", "on_message", "on_cleanup", "on_message", "on_cleanup"]
+
+
+def test_the_membership_tools_take_the_guides_argument_names_and_role_member():
+    seen: list = []
+
+    def a(msg, tools):
+        if tools.step == 1:
+            seen.append(tools.execute_tool_call("add_participant", {"name": "expert", "role": "member"}))
+            props = {s["function"]["name"]: s["function"]["parameters"] for s in tools.get_tool_schemas("openai")}
+            seen.append((sorted(props["add_participant"]["properties"]), props["add_participant"]["required"],
+                         props["remove_participant"]["required"]))
+            return {"say": "welcome"}
+        seen.append(tools.remove_participant(name="b"))
+        return {"say": "bye", "finish": "done"}
+
+    class Expert:
+        async def open_session(self, ctx, emit):
+            return {}
+
+        async def on_message(self, msg, tools):
+            await tools.send_message("expert here")
+
+    res, _, envs = session(PANEL, {"a": FunctionAgent(a, "a"), "b": ScriptedAgent("b", [{"say": "b"}] * 3),
+                                   "expert": Expert()})
+    assert res.close_reason == "done", res.error
+    assert seen[0] == "added expert (participant): it takes part from the next turn"
+    assert seen[1] == (["description", "name", "role"], ["name"], ["name"])
+    assert seen[2] == "removed b: it takes no further turns"
+    roster = [(e.event_type, e.event_data.get("agent_id"), e.event_data.get("role")) for e in envs
+              if e.event_type.startswith("participant.")]
+    assert roster == [("participant.added", "expert", "participant"), ("participant.removed", "b", None)]
+    assert [t["speaker"] for t in res.turns] == ["a", "b", "expert", "a"]
+
+
+def test_the_membership_tools_still_take_agent_id_and_refuse_both_names_at_once():
+    t = FakeSessionTools("a", participants=["a", "b"])
+    t.session_kind = "discussion"
+    with pytest.raises(ToolError, match="add_participant: give the participant's name once"):
+        t.execute_tool_call("add_participant", {"name": "x", "agent_id": "y"})
+    with pytest.raises(ToolError, match="add_participant: missing argument 'name'"):
+        t.execute_tool_call("add_participant", {"role": "member"})
+    with pytest.raises(ToolError, match="refused: this turn is not part of a running session"):
+        t.execute_tool_call("remove_participant", {"agent_id": "b"})  # the old name still reaches the check
+    with pytest.raises(ToolError, match="role must be text"):
+        t.add_participant("x", role=7)
+
+
+def test_every_refused_tool_call_is_a_tool_error_called_directly_or_by_name():
+    """The guide's recoverable errors (invalid arguments, not found, refused) are one class an
+    adapter can catch and feed back to its model: `ToolError`, both ways of calling."""
+    t = FakeSessionTools("a", participants=["a", "b"])
+    direct = [lambda: t.send_message(5), lambda: t.send_message("x", mentions=["ghost"]),
+              lambda: t.send_event("x", "gossip"), lambda: t.set_context(1, 2), lambda: t.set_context("k", {1}),
+              lambda: t.delete_context(3), lambda: t.handoff("ghost"), lambda: t.lookup_peers(page=0),
+              lambda: t.add_participant("x"), lambda: t.remove_participant("b"), lambda: t.create_chatroom("")]
+    by_name = [("send_message", {"content": 5}), ("send_message", {}), ("send_event", {"content": "x", "x": 1}),
+               ("set_context", {"key": 1, "value": 2}), ("handoff", {"target": "ghost"}),
+               ("lookup_peers", {"page_size": 501}), ("add_participant", {"name": "x"}),
+               ("create_chatroom", {"name": 3}), ("no_such_tool", {}), ("send_message", "not json")]
+    for call in direct:
+        with pytest.raises(ToolError):
+            call()
+    for name, args in by_name:
+        with pytest.raises(ToolError):
+            t.execute_tool_call(name, args)
+    assert t.round()["body"] == "" and t.round()["set"] == {}  # a refused call changes nothing
+
+
+def test_the_guides_unit_test_runs_with_fake_session_tools_and_platform_message():
+    calls: list = []
+    adapter = MinimalAdapter(calls)
+    tools = FakeSessionTools("helper", participants=["asker", "helper"])
+
+    async def go():
+        await adapter.on_started("helper", "helps")
+        await adapter.on_message(msg=PlatformMessage(id="1", content="Hello", sender_name="User"), tools=tools,
+                                 history=[], participants_msg=None, is_session_bootstrap=True, room_id="room-1")
+    run(go())
+    assert tools.sent_messages == ["reply 1"]  # the LLM called send_message
+    assert calls[1][1:4] == ("User", "Hello", "[User]: Hello")
+    assert PlatformMessage(id="2", content="hi", sender_name="").format_for_llm() == "hi"
+
+
+def test_an_adapters_error_event_before_it_raises_is_kept_and_the_message_marked_failed():
+    """The guide's error reporting: `send_event(content=f"Error: {e}", message_type="error")`, then
+    re-raise "so the message is marked as failed" — the event is stored, the failed turn recorded
+    (and retried once), and a recoverable ToolError caught inside the loop fails nothing."""
+    attempts: list = []
+
+    class Reporter:
+        async def open_session(self, ctx, emit):
+            return {}
+
+        async def on_message(self, msg, tools):
+            attempts.append(tools.step)
+            try:
+                await tools.execute_tool_call("send_message", {"content": "x", "mentions": ["nobody"]})
+            except ToolError as exc:  # recoverable: the loop goes on
+                await tools.send_event(content=f"send_message recoverable error: {exc}", message_type="tool_result",
+                                       metadata={"tool": "send_message", "is_error": True})
+            try:
+                raise TimeoutError("model timed out")
+            except Exception as e:
+                await tools.send_event(content=f"Error: {e}", message_type="error")
+                raise
+
+    res, tel, _ = session(CHAT, {"asker": ScriptedAgent("asker", [{"say": "q"}]), "helper": Reporter()}, "t")
+    assert res.close_reason == "agent_error" and "model timed out" in res.error
+    assert len(attempts) == 2
+    mine = [(t["event"], t.get("reason"), (t.get("payload") or {}).get("content")) for t in tel
+            if t["agent_id"] == "helper" and t["event"] != "handshake"]
+    assert [m[0] for m in mine] == ["tool_result", "error", "error", "tool_result", "error", "error"]
+    assert mine[1][2] == "Error: model timed out" and mine[2][1].startswith("turn failed: TimeoutError")
+
+
+def test_an_agents_file_names_an_adapter_class_with_the_guides_hooks_and_its_history_converter(
+        tmp_path, capsys, monkeypatch):
+    """`turnflow run` with the guide's adapter class in the agents file (with `behavior:` and a
+    `history_converter:`, so the entry is wrapped): the hooks run in order, `history` is converted."""
+    from runtime_helpers import FIXTURES
+    from turnflow.cli import main
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    log = tmp_path / "hooks.log"
+    (tmp_path / "guide_adapters.py").write_text(
+        "LOG = " + repr(str(log)) + "\n"
+        "def note(*a):\n"
+        "    open(LOG, 'a').write(repr(a) + '\\n')\n"
+        "class Upper:\n"
+        "    def convert(self, raw):\n"
+        "        return [m['content'].upper() for m in raw]\n"
+        "class BillingAdapter:\n"
+        "    def __init__(self, model='gpt-4o'):\n"
+        "        self.model = model\n"
+        "    async def on_started(self, agent_name, agent_description):\n"
+        "        note('on_started', agent_name)\n"
+        "    async def on_message(self, msg, tools, history, participants_msg, *, is_session_bootstrap, room_id):\n"
+        "        note('on_message', msg.format_for_llm(), history, is_session_bootstrap)\n"
+        "        await tools.send_message('refund issued')\n"
+        "        await tools.execute_tool_call('set_context', {'key': 'resolved', 'value': True})\n"
+        "    async def on_cleanup(self, room_id):\n"
+        "        note('on_cleanup')\n")
+    agents = tmp_path / "agents.yaml"
+    agents.write_text("agents:\n"
+                      "  triage: {kind: scripted, steps: [{say: 'to billing', tool: transfer_to_billing}]}\n"
+                      "  billing:\n"
+                      "    type: python\n"
+                      "    behavior: atlas\n"
+                      "    import_path: guide_adapters\n"
+                      "    attribute: BillingAdapter\n"
+                      "    history_converter: guide_adapters:Upper\n"
+                      "  user: {kind: scripted, steps: [{say: thanks}, {finish: done}]}\n"
+                      "  tech: {kind: scripted, steps: [{say: x}]}\n")
+    main(["run", str(FIXTURES / "support.json"), "--agents", str(agents), "--task", "refund?", "--format", "json"])
+    out = json.loads(capsys.readouterr().out)
+    assert out["close_reason"] == "resolved"
+    assert [(t["speaker"], t["body"]) for t in out["turns"]][:2] == [("triage", "to billing"),
+                                                                    ("billing", "refund issued")]
+    lines = log.read_text().splitlines()
+    assert lines == [repr(("on_started", "billing")),
+                     repr(("on_message", "[triage]: [Handed off via transfer_to_billing]\nto billing", ["REFUND?"],
+                           True)),  # msg.content: the workflow adapter's extract_turn_input
+                     repr(("on_cleanup",))]
