@@ -280,3 +280,51 @@ def test_an_agents_file_names_an_adapter_class_with_the_guides_hooks_and_its_his
                      repr(("on_message", "[triage]: [Handed off via transfer_to_billing]\nto billing", ["REFUND?"],
                            True)),  # msg.content: the workflow adapter's extract_turn_input
                      repr(("on_cleanup",))]
+
+
+def test_is_session_bootstrap_is_true_again_when_a_run_continues_the_session_with_a_new_agent():
+    """"First message delivery for this room session, not first message ever in the room": a run
+    continuing a session (in the same hub) hands it to its agents again, and each one's first
+    turn of that run is a bootstrap with the roster — the guide's per-room state starts there."""
+    import asyncio
+
+    class Stalls:  # the asker's second turn never ends: the run is cancelled there, the session left open
+        def __init__(self, started):
+            self.started, self.turns = started, 0
+
+        async def open_session(self, ctx, emit):
+            return {}
+
+        async def on_message(self, msg, tools):
+            self.turns += 1
+            if self.turns == 1:
+                await tools.send_message("first question")
+                return
+            self.started.set()
+            await asyncio.Event().wait()
+
+        async def close_session(self, session_id):
+            pass
+
+    calls: list = []
+
+    async def go():
+        hub = await new_hub()
+        started = asyncio.Event()
+        task = asyncio.create_task(run_session(hub, CHAT, {"asker": Stalls(started), "helper": MinimalAdapter(calls)},
+                                               "t", keep_open=True))
+        waiting = asyncio.create_task(started.wait())
+        await asyncio.wait([task, waiting], timeout=60, return_when=asyncio.FIRST_COMPLETED)
+        waiting.cancel()
+        assert started.is_set(), task.result() if task.done() else "the asker's second turn never started"
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        (sid,) = list(hub.sessions)
+        again = {"asker": ScriptedAgent("asker", [{"say": "second question"}, {"say": "bye", "finish": "done"}]),
+                 "helper": MinimalAdapter(calls)}  # a new adapter object: no per-room state yet
+        return sid, await run_session(hub, CHAT, again, "t", session_id=sid)
+    sid, res = run(go())
+    assert res.close_reason == "done", res.error
+    turns = [(c[2], c[5] is not None, c[6]) for c in calls if c[0] == "on_message"]
+    assert turns == [("first question", True, True), ("second question", True, True)]
