@@ -328,3 +328,55 @@ def test_is_session_bootstrap_is_true_again_when_a_run_continues_the_session_wit
     assert res.close_reason == "done", res.error
     turns = [(c[2], c[5] is not None, c[6]) for c in calls if c[0] == "on_message"]
     assert turns == [("first question", True, True), ("second question", True, True)]
+
+
+def test_get_tool_schemas_takes_the_guides_argument_name_format():
+    t = FakeSessionTools("a", participants=["a", "b"])
+    assert t.get_tool_schemas(format="anthropic") == t.get_tool_schemas("anthropic")
+    assert t.get_tool_schemas() == t.get_tool_schemas(format="openai")
+    with pytest.raises(ToolError, match="unknown tool schema format 'xml' \\(known: openai, anthropic\\)"):
+        t.get_tool_schemas(format="xml")
+
+
+def test_the_guides_step_by_step_adapter_subclasses_simple_adapter_with_its_history_converter():
+    """Steps 1 and 2 of the guide with only the imports changed: `SimpleAdapter[T]` with
+    `super().__init__(history_converter=...)` and `await super().on_started(...)`, and a
+    `HistoryConverter[T]` subclass whose `convert(raw)` reads the raw fields the guide lists."""
+    from typing import Any
+
+    from turnflow.runtime.agents import SimpleAdapter
+    from turnflow.runtime.agents.history import HistoryConverter
+
+    MyMessages = list[dict[str, Any]]
+    seen: list = []
+
+    class MyHistoryConverter(HistoryConverter[MyMessages]):
+        def convert(self, raw: list[dict[str, Any]]) -> MyMessages:
+            return [{"role": m["role"], "content": m["content"], "who": (m["sender_name"], m["sender_type"],
+                                                                          m["message_type"])} for m in raw]
+
+    class MyFrameworkAdapter(SimpleAdapter[MyMessages]):
+        def __init__(self, model: str = "gpt-4o", custom_section: str = "",
+                     history_converter: MyHistoryConverter | None = None):
+            super().__init__(history_converter=history_converter or MyHistoryConverter())
+            self.model = model
+            self._system_prompt = ""
+
+        async def on_started(self, agent_name: str, agent_description: str) -> None:
+            await super().on_started(agent_name, agent_description)
+            self._system_prompt = f"{agent_name}: {agent_description}"
+
+        async def on_message(self, msg, tools, history, participants_msg, *, is_session_bootstrap, room_id):
+            seen.append((self._system_prompt, self.agent_name, msg.content, history, is_session_bootstrap))
+            await tools.send_message("ok", mentions=[msg.sender_name])
+
+    asker = ScriptedAgent("asker", [{"say": "q1"}, {"say": "bye", "finish": "done"}])
+    res, _, _ = session(CHAT, {"asker": asker, "helper": MyFrameworkAdapter()}, "task text")
+    assert res.close_reason == "done", res.error
+    assert seen == [("helper: ", "helper", "q1",
+                     [{"role": "user", "content": "task text", "who": ("<task>", "User", "text")}], True)]
+    with pytest.raises(NotImplementedError, match="Bare must implement on_message"):
+        class Bare(SimpleAdapter[list]):
+            pass
+        run(Bare().on_message(PlatformMessage(), FakeSessionTools(), [], None, is_session_bootstrap=True,
+                              room_id="r"))

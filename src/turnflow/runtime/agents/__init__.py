@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from turnflow.runtime.agents.contract import (AdapterTelemetryEvent, AgentContext, Capabilities, FakeSessionTools,
                                           SessionTools, ToolError, telemetry_problem)
 from turnflow.runtime.agents.function import FunctionAgent
-from turnflow.runtime.agents.hooks import PlatformMessage
+from turnflow.runtime.agents.hooks import PlatformMessage, SimpleAdapter
 from turnflow.runtime.agents.scripted import ScriptedAgent
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -30,8 +30,8 @@ _MODEL_AGENTS = {"AnthropicMessagesAgent": "turnflow.runtime.agents.anthropic_me
                  "AutoGenAgent": "turnflow.frameworks.autogen.participant"}
 
 __all__ = ["AG2Agent", "AdapterTelemetryEvent", "AgentContext", "AnthropicMessagesAgent", "AutoGenAgent", "Capabilities",
-           "FakeSessionTools", "FunctionAgent", "LangGraphAgent", "OpenAIChatAgent", "PlatformMessage", "ScriptedAgent", "SessionTools",
-           "ToolError", "telemetry_problem"]
+           "FakeSessionTools", "FunctionAgent", "LangGraphAgent", "OpenAIChatAgent", "PlatformMessage", "ScriptedAgent",
+           "SessionTools", "SimpleAdapter", "ToolError", "telemetry_problem"]
 
 
 def __getattr__(name: str) -> Any:

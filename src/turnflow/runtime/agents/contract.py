@@ -474,13 +474,15 @@ class SessionTools:
         except ProtocolError as exc:
             raise ToolError(f"{self.agent_id}: {exc}") from None
 
-    def get_tool_schemas(self, fmt: str = "openai") -> list[dict[str, Any]]:
-        """Every tool `execute_tool_call` runs, as model tool definitions (`openai` or `anthropic`
-        format): the agent's routing tools (spec order, each with an optional `reason` argument),
+    def get_tool_schemas(self, format: str = "openai") -> list[dict[str, Any]]:  # noqa: A002 (the guide's name)
+        """Every tool `execute_tool_call` runs, as model tool definitions (`format`: `openai` or
+        `anthropic`): the agent's routing tools (spec order, each with an optional `reason` argument),
         then the platform tools of `platform_tools.PLATFORM_TOOLS` (the membership tools and
-        `create_chatroom` only where the session's kind allows them). A synchronous call."""
+        `create_chatroom` only where the session's kind allows them). A synchronous call; an
+        unknown format is a `ToolError`."""
+        fmt = format
         if fmt not in SCHEMA_FORMATS:
-            raise AdapterError(f"unknown tool schema format {fmt!r} (known: {', '.join(SCHEMA_FORMATS)})")
+            raise ToolError(f"unknown tool schema format {fmt!r} (known: {', '.join(SCHEMA_FORMATS)})"[:300])
         routing = [t["name"] for t in self.routing_tools]
         return ([tool_schema(t, fmt) for t in self.routing_tools]
                 + [platform_schema(n, fmt) for n in schema_names(self.session_kind) if n not in routing])

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Generic, Optional, TypeVar
+
+H = TypeVar("H")
 
 #: the guide's `on_message` parameters after `msg, tools`: an `on_message` naming any of them is hooked
 HOOK_PARAMS = ("history", "participants_msg", "is_session_bootstrap", "room_id")
@@ -78,3 +80,25 @@ async def run_hooked(on_message: Callable[..., Any], converter: Optional[Any], m
                         is_session_bootstrap=tools.is_session_bootstrap, room_id=tools.session_id)
     if inspect.isawaitable(answer):
         await answer
+
+
+class SimpleAdapter(Generic[H]):
+    """A base for an agent written as the guide's adapter (`turnflow.runtime.agents.SimpleAdapter`;
+    not the session adapter base of `runtime/adapters/simple.py`): keeps `history_converter`
+    (None: `history` is the raw history), records `agent_name` / `agent_description` in
+    `on_started`, and `on_cleanup` does nothing. Subclasses write `on_message`."""
+
+    def __init__(self, history_converter: Optional[Any] = None) -> None:
+        self.history_converter = history_converter
+        self.agent_name = ""
+        self.agent_description = ""
+
+    async def on_started(self, agent_name: str, agent_description: str) -> None:
+        self.agent_name, self.agent_description = agent_name, agent_description
+
+    async def on_message(self, msg: PlatformMessage, tools: Any, history: H, participants_msg: Optional[str], *,
+                         is_session_bootstrap: bool, room_id: str) -> None:
+        raise NotImplementedError(f"{type(self).__name__} must implement on_message")
+
+    async def on_cleanup(self, room_id: str) -> None:
+        return None
