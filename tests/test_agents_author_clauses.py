@@ -380,3 +380,32 @@ def test_the_guides_step_by_step_adapter_subclasses_simple_adapter_with_its_hist
             pass
         run(Bare().on_message(PlatformMessage(), FakeSessionTools(), [], None, is_session_bootstrap=True,
                               room_id="r"))
+
+
+def test_the_handshake_text_verbatim_adapter_capabilities_and_its_emitter_type():
+    """The handshake as the stateful-adapter text writes it: `aopen_session(self, *, task,
+    metadata=None, emit_event: AdapterEventEmitter | None = None) -> AdapterCapabilities` answering
+    its JSON example; the telemetry example emitted through `emit_event` is stored with its fields."""
+    from typing import Any
+
+    from turnflow.runtime.agents import AdapterCapabilities, AdapterEventEmitter
+
+    class StatefulAdapter:
+        async def aopen_session(self, *, task: str, metadata: dict[str, Any] | None = None,
+                                emit_event: AdapterEventEmitter | None = None) -> AdapterCapabilities:
+            assert emit_event is not None
+            await emit_event({"event": "env_action", "payload": {"sql": "select 1"},
+                              "reason": "Deriving answer from demo dataset.", "step": 1})
+            return AdapterCapabilities(control_loop="self", supports_stepwise=False, telemetry_stream=True)
+
+        async def on_message(self, msg, tools):
+            await tools.send_message("answer")
+
+    asker = ScriptedAgent("asker", [{"say": "q"}, {"say": "bye", "finish": "done"}])
+    res, tel, _ = session(CHAT, {"asker": asker, "helper": StatefulAdapter()}, "t")
+    assert res.close_reason == "done", res.error
+    hs = [t for t in tel if t["agent_id"] == "helper" and t["event"] == "handshake"][0]
+    assert hs["raw"] == hs["effective"] == {"control_loop": "self", "supports_stepwise": False,
+                                            "telemetry_stream": True}
+    ev = [t for t in tel if t["agent_id"] == "helper" and t["event"] == "env_action"][0]
+    assert (ev["payload"], ev["reason"], ev["step"]) == ({"sql": "select 1"}, "Deriving answer from demo dataset.", 1)

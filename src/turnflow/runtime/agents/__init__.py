@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from turnflow.runtime.agents.contract import (AdapterTelemetryEvent, AgentContext, Capabilities, FakeSessionTools,
-                                          SessionTools, ToolError, telemetry_problem)
+from turnflow.runtime.agents.contract import (AdapterCapabilities, AdapterEventEmitter, AdapterTelemetryEvent,
+                                              AgentContext, Capabilities, FakeSessionTools, SessionTools, ToolError,
+                                              telemetry_problem)
 from turnflow.runtime.agents.function import FunctionAgent
 from turnflow.runtime.agents.hooks import PlatformMessage, SimpleAdapter
 from turnflow.runtime.agents.scripted import ScriptedAgent
@@ -29,8 +30,8 @@ _MODEL_AGENTS = {"AnthropicMessagesAgent": "turnflow.runtime.agents.anthropic_me
                  "AG2Agent": "turnflow.frameworks.ag2.participant",
                  "AutoGenAgent": "turnflow.frameworks.autogen.participant"}
 
-__all__ = ["AG2Agent", "AdapterTelemetryEvent", "AgentContext", "AnthropicMessagesAgent", "AutoGenAgent", "Capabilities",
-           "FakeSessionTools", "FunctionAgent", "LangGraphAgent", "OpenAIChatAgent", "PlatformMessage", "ScriptedAgent",
+__all__ = ["AG2Agent", "AdapterCapabilities", "AdapterEventEmitter", "AdapterTelemetryEvent", "AgentContext",
+           "AnthropicMessagesAgent", "AutoGenAgent", "Capabilities", "FakeSessionTools", "FunctionAgent", "LangGraphAgent", "OpenAIChatAgent", "PlatformMessage", "ScriptedAgent",
            "SessionTools", "SimpleAdapter", "ToolError", "telemetry_problem"]
 
 

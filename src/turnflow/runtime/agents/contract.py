@@ -92,6 +92,13 @@ class Capabilities:
                            f"got {type(raw).__name__} {raw!r}"[:300])
 
 
+#: the stateful-adapter handshake's names: its `AdapterCapabilities` is `Capabilities`, its
+#: `emit_event` an `AdapterEventEmitter` (an awaitable callable taking a mapping or an
+#: `AdapterTelemetryEvent`, answering whether the event was stored)
+AdapterCapabilities = Capabilities
+AdapterEventEmitter = Callable[[Any], Awaitable[bool]]
+
+
 def raw_capabilities(raw: Any) -> Any:
     """The handshake answer as logged (JSON-safe)."""
     if isinstance(raw, Capabilities):
