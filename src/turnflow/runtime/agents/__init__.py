@@ -31,8 +31,9 @@ _MODEL_AGENTS = {"AnthropicMessagesAgent": "turnflow.runtime.agents.anthropic_me
                  "AutoGenAgent": "turnflow.frameworks.autogen.participant"}
 
 __all__ = ["AG2Agent", "AdapterCapabilities", "AdapterEventEmitter", "AdapterTelemetryEvent", "AgentContext",
-           "AnthropicMessagesAgent", "AutoGenAgent", "Capabilities", "FakeSessionTools", "FunctionAgent", "LangGraphAgent", "OpenAIChatAgent", "PlatformMessage", "ScriptedAgent",
-           "SessionTools", "SimpleAdapter", "ToolError", "telemetry_problem"]
+           "AnthropicMessagesAgent", "AutoGenAgent", "Capabilities", "FakeSessionTools", "FunctionAgent",
+           "LangGraphAgent", "OpenAIChatAgent", "PlatformMessage", "ScriptedAgent", "SessionTools", "SimpleAdapter",
+           "ToolError", "telemetry_problem"]
 
 
 def __getattr__(name: str) -> Any:
