@@ -409,3 +409,38 @@ def test_the_handshake_text_verbatim_adapter_capabilities_and_its_emitter_type()
                                             "telemetry_stream": True}
     ev = [t for t in tel if t["agent_id"] == "helper" and t["event"] == "env_action"][0]
     assert (ev["payload"], ev["reason"], ev["step"]) == ({"sql": "select 1"}, "Deriving answer from demo dataset.", 1)
+
+
+def test_registering_an_adapter_at_a_new_version_leaves_sessions_in_flight_on_theirs():
+    """SessionAdapter: "looked up at session-create time by (manifest.type, manifest.version).
+    Re-registering an adapter at a new version does not retroactively change in-flight sessions —
+    they keep their original manifest snapshot." """
+    from dataclasses import replace as dc_replace
+
+    from test_agents_adapter_protocol import QUIZ, QuizAdapter
+    from turnflow.runtime.errors import ProtocolError
+
+    class QuizV2(QuizAdapter):
+        manifest = dc_replace(QuizAdapter.manifest, version=2)
+
+        def validate_send(self, metadata, envelope, state):
+            raise ProtocolError("v2 refuses every send")
+
+    async def go():
+        hub = await new_hub()
+        hub.adapters[("quiz", 1)] = QuizAdapter()
+
+        def host(msg, tools):
+            if tools.step == 1:
+                hub.adapters[("quiz", 2)] = QuizV2()  # registered while the v1 session runs
+                return {"say": "2+2?"}
+            return {"say": "right"}
+        res = await run_session(hub, QUIZ, {"host": FunctionAgent(host, "host"),
+                                            "guest": ScriptedAgent("guest", [{"say": "4"}])})
+        record = await hub.get_session(res.session_id)
+        v2 = await hub.open_spec(QUIZ, version=2)
+        return res, record, v2
+    res, record, v2 = run(go())
+    assert res.close_reason == "quiz_over", res.error
+    assert [t["body"] for t in res.turns] == ["2+2?", "4", "right"]
+    assert record.manifest.version == 1 and v2.manifest.version == 2
