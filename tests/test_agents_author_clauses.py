@@ -444,3 +444,15 @@ def test_registering_an_adapter_at_a_new_version_leaves_sessions_in_flight_on_th
     assert res.close_reason == "quiz_over", res.error
     assert [t["body"] for t in res.turns] == ["2+2?", "4", "right"]
     assert record.manifest.version == 1 and v2.manifest.version == 2
+
+
+def test_atlas_without_stepwise_is_refused_naming_what_the_agent_said():
+    """`control_loop: "atlas"` is the hub-driven loop, which drives one turn at a time; an agent
+    answering it with `supports_stepwise: false` is told so in its own words, with the fix."""
+    from turnflow.runtime.agents import Capabilities
+    from turnflow.runtime.errors import AdapterError
+
+    with pytest.raises(AdapterError) as err:
+        Capabilities.from_handshake({"control_loop": "atlas", "supports_stepwise": False}, "helper")
+    assert str(err.value) == ("agent 'helper': bad handshake: control_loop 'atlas' (the hub drives one turn at a "
+                              "time) needs supports_stepwise; declare control_loop 'self' instead")

@@ -56,19 +56,22 @@ class Capabilities:
     telemetry_stream: bool = False
 
     def check(self, agent_id: str) -> "Capabilities":
-        """The capabilities the hub uses (`atlas` becomes `hub`), or `AdapterError`."""
+        """The capabilities the hub uses (`atlas` becomes `hub`), or `AdapterError` (naming the
+        loop as the agent wrote it)."""
         if self.control_loop not in CONTROL_LOOPS:
             raise AdapterError(f"agent {agent_id!r}: bad handshake: control_loop must be 'hub', 'self' or 'atlas', "
                                f"got {self.control_loop!r}")
-        if self.control_loop == "atlas":
-            return Capabilities("hub", self.supports_stepwise, self.telemetry_stream).check(agent_id)
         for name in ("supports_stepwise", "telemetry_stream"):
             v = getattr(self, name)
             if not isinstance(v, bool):
                 raise AdapterError(f"agent {agent_id!r}: bad handshake: {name} must be true or false, got {v!r}")
-        if self.control_loop == "hub" and not self.supports_stepwise:
-            raise AdapterError(f"agent {agent_id!r}: bad handshake: control_loop 'hub' needs supports_stepwise "
-                               "(the hub drives one turn at a time); declare control_loop 'self' instead")
+        if self.control_loop in ("hub", "atlas") and not self.supports_stepwise:
+            how = "(the hub drives one turn at a time) needs supports_stepwise" if self.control_loop == "atlas" \
+                else "needs supports_stepwise (the hub drives one turn at a time)"
+            raise AdapterError(f"agent {agent_id!r}: bad handshake: control_loop {self.control_loop!r} {how}; "
+                               "declare control_loop 'self' instead")
+        if self.control_loop == "atlas":
+            return Capabilities("hub", self.supports_stepwise, self.telemetry_stream)
         return self
 
     def to_dict(self) -> dict[str, Any]:
