@@ -456,3 +456,16 @@ def test_atlas_without_stepwise_is_refused_naming_what_the_agent_said():
         Capabilities.from_handshake({"control_loop": "atlas", "supports_stepwise": False}, "helper")
     assert str(err.value) == ("agent 'helper': bad handshake: control_loop 'atlas' (the hub drives one turn at a "
                               "time) needs supports_stepwise; declare control_loop 'self' instead")
+
+
+def test_the_message_a_hooked_turn_answers_is_never_a_windows_summary_line():
+    from turnflow.runtime.agents.hooks import split_turn
+
+    view = [{"sender": "<summary>", "text": "[3 earlier messages not shown; from a, b]"},
+            {"sender": "me", "text": "my last word"}]
+    msg, history = split_turn(view, "me")
+    assert (msg.content, msg.sender_name, msg.format_for_llm()) == ("", "", "")
+    assert history == view
+    msg, history = split_turn([{"sender": "<task>", "text": "do it"}, *view], "me")
+    assert (msg.id, msg.sender_name, msg.sender_type, msg.content) == ("1", "<task>", "User", "do it")
+    assert history == view

@@ -53,14 +53,16 @@ def hooked(on_message: Any) -> bool:
 
 
 def split_turn(msg: Any, agent_id: str) -> tuple[PlatformMessage, list[Any]]:
-    """The message this turn answers (the latest in the view not sent by `agent_id`; an empty
-    message when there is none) and the view without it, in order."""
-    from turnflow.runtime.agents.history import sender_type
+    """The message this turn answers (the latest in the view not sent by `agent_id`, never a
+    windowed view's summary line; an empty message when there is none) and the view without it,
+    in order."""
+    from turnflow.runtime.agents.history import SUMMARY_SENDER, sender_type
 
     items = list(msg) if isinstance(msg, (list, tuple)) else []
     for i in range(len(items) - 1, -1, -1):
         m = items[i]
-        if isinstance(m, dict) and isinstance(m.get("text"), str) and m.get("sender") != agent_id:
+        if isinstance(m, dict) and isinstance(m.get("text"), str) and m.get("sender") not in (agent_id,
+                                                                                              SUMMARY_SENDER):
             sender = str(m.get("sender") or "user")
             return (PlatformMessage(str(i + 1), m["text"], sender, sender_type(sender)),
                     items[:i] + items[i + 1:])
