@@ -469,3 +469,28 @@ def test_the_message_a_hooked_turn_answers_is_never_a_windows_summary_line():
     msg, history = split_turn([{"sender": "<task>", "text": "do it"}, *view], "me")
     assert (msg.id, msg.sender_name, msg.sender_type, msg.content) == ("1", "<task>", "User", "do it")
     assert history == view
+
+
+def test_task_is_text_in_the_handshake_and_the_phases_even_when_the_run_has_none():
+    """The stateful-adapter text types `task: str` in `aopen_session` and the phases: a run
+    without `--task` hands "" (never None), so `task.strip()` and the like work."""
+    seen: list = []
+
+    class Phased:
+        async def aopen_session(self, *, task: str, metadata=None, emit_event=None):
+            seen.append(("open", task.strip()))
+            return {"control_loop": "self", "supports_stepwise": True}
+
+        async def aplan(self, task: str, metadata=None):
+            seen.append(("plan", task.strip()))
+            return {"steps": 1}
+
+        async def aexecute(self, task, plan, step, metadata=None):
+            return {"output": "x"}
+
+        async def asynthesize(self, task, plan, step_results, metadata=None):
+            return "answer"
+
+    res, _, _ = session(CHAT, {"asker": Phased(), "helper": ScriptedAgent("helper", [{"say": "ok", "finish": "done"}])})
+    assert res.close_reason == "done", res.error
+    assert seen == [("open", ""), ("plan", "")]

@@ -36,15 +36,15 @@ OnMessage = Callable[[Any, "SessionTools"], Awaitable[None]]
 class ContractOpen(Protocol):
     """The stateful-adapter contract's handshake form."""
 
-    def aopen_session(self, *, task: Optional[str], metadata: dict[str, Any], emit_event: Emit) -> Awaitable[Any]: ...
+    def aopen_session(self, *, task: str, metadata: dict[str, Any], emit_event: Emit) -> Awaitable[Any]: ...
 
 
 class PhasedAgent(Protocol):
     """A self-managed adapter without `on_message`: one call per phase (`run_phases`)."""
 
-    def aplan(self, task: Optional[str], metadata: dict[str, Any]) -> Awaitable[Any]: ...
-    def aexecute(self, task: Optional[str], plan: Any, step: Optional[int], metadata: dict[str, Any]) -> Awaitable[Any]: ...
-    def asynthesize(self, task: Optional[str], plan: Any, results: list[Any],
+    def aplan(self, task: str, metadata: dict[str, Any]) -> Awaitable[Any]: ...
+    def aexecute(self, task: str, plan: Any, step: Optional[int], metadata: dict[str, Any]) -> Awaitable[Any]: ...
+    def asynthesize(self, task: str, plan: Any, results: list[Any],
                     metadata: dict[str, Any]) -> Awaitable[Any]: ...
 
 
@@ -66,7 +66,7 @@ async def run_phases(agent: PhasedAgent, msg: Any, tools: SessionTools) -> None:
     `progress` (reason `step`) and `tool_response` (reason `final`) events. `task` is the turn's
     input as `sender: text` lines; `metadata` holds session_id, agent_id, step, kind, participants."""
     items = [m for m in msg if isinstance(m, dict)]
-    task = "\n".join(f"{m.get('sender')}: {m.get('text')}" for m in items if m.get("text")) or None
+    task = "\n".join(f"{m.get('sender')}: {m.get('text')}" for m in items if m.get("text"))  # text, "" when none
     metadata = {"session_id": tools.session_id, "agent_id": tools.agent_id, "step": tools.step,
                 "kind": tools.session_kind, "participants": list(tools.participants)}
     plan = await agent.aplan(task, metadata)
@@ -109,7 +109,7 @@ class DrivenAgent:
             self.open_session: OpenSession = own_open
         elif callable(contract_open):
             def keyword_open(ctx: AgentContext, emit: Emit) -> Awaitable[Any]:
-                answer: Awaitable[Any] = contract_open(task=ctx.task, metadata=handshake_metadata(ctx), emit_event=emit)
+                answer: Awaitable[Any] = contract_open(task=ctx.task or "", metadata=handshake_metadata(ctx), emit_event=emit)
                 return answer
             self.open_session = keyword_open
         elif callable(started):
