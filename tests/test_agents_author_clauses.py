@@ -109,14 +109,14 @@ def test_on_started_is_called_once_per_agent_even_when_it_opens_another_session(
 
     async def go():
         hub = await new_hub()
-        from turnflow.runtime.agents.protocol import as_agent
-        driven = as_agent(adapter)
-        for _ in range(2):
+        for _ in range(2):  # the same adapter object in two runs, one after the other
             asker = ScriptedAgent("asker", [{"say": "q"}, {"say": "bye", "finish": "done"}])
-            res = await run_session(hub, CHAT, {"asker": asker, "helper": driven}, "t")
+            res = await run_session(hub, CHAT, {"asker": asker, "helper": adapter}, "t")
             assert res.close_reason == "done", res.error
     run(go())
     assert [c[0] for c in calls] == ["on_started", "on_message", "on_cleanup", "on_message", "on_cleanup"]
+    rooms = [c[-1] for c in calls if c[0] in ("on_message", "on_cleanup")]
+    assert rooms[0] == rooms[1] != rooms[2] == rooms[3]  # one room_id per session
 
 
 def test_the_membership_tools_take_the_guides_argument_names_and_role_member():

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import weakref
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Optional, Protocol
 
 from turnflow.runtime.agents.hooks import hooked, run_hooked
@@ -87,6 +88,10 @@ def _safe(v: Any) -> Any:
         return repr(v)[:1000]
 
 
+#: the agent objects whose `on_started` has been called (the guide: once per agent)
+_STARTED: "weakref.WeakKeyDictionary[Any, bool]" = weakref.WeakKeyDictionary()
+
+
 class DrivenAgent:
     """An agent in the canonical shape: `open_session(ctx, emit)` (the raw handshake answer),
     `on_message(msg, tools)`, `close_session(session_id)`, `behavior_override`,
@@ -146,14 +151,37 @@ class DrivenAgent:
             self._close = guide_close
 
     def _starting(self, started: Callable[[str, str], Any], then: OpenSession) -> OpenSession:
-        """The guide's `on_started(agent_name, agent_description)`: called once per agent, before
-        its first handshake (it failing fails that handshake, and the next one calls it again)."""
+        """The guide's `on_started(agent_name, agent_description)`: called once per agent object
+        (across runs: `_STARTED`), before its first handshake; it failing fails that handshake,
+        and the next one calls it again."""
+        user = getattr(self.inner, "inner", self.inner)  # under an agents-file wrapper (`Behaved`): the agent
+
+        def done() -> bool:
+            try:
+                return self._started or user in _STARTED
+            except TypeError:  # not weakly referable or not hashable: once per run
+                return self._started
+
+        def mark(value: bool) -> None:
+            self._started = value
+            try:
+                if value:
+                    _STARTED[user] = True
+                else:
+                    _STARTED.pop(user, None)
+            except TypeError:
+                pass
+
         async def open_after_start(ctx: AgentContext, emit: Emit) -> Any:
-            if not self._started:
-                answer = started(ctx.agent_id, ctx.description)
-                if inspect.isawaitable(answer):
-                    await answer
-                self._started = True
+            if not done():
+                mark(True)  # before awaiting: a concurrent first handshake does not call it again
+                try:
+                    answer = started(ctx.agent_id, ctx.description)
+                    if inspect.isawaitable(answer):
+                        await answer
+                except BaseException:
+                    mark(False)
+                    raise
             return await then(ctx, emit)
         return open_after_start
 
