@@ -494,3 +494,30 @@ def test_task_is_text_in_the_handshake_and_the_phases_even_when_the_run_has_none
     res, _, _ = session(CHAT, {"asker": Phased(), "helper": ScriptedAgent("helper", [{"say": "ok", "finish": "done"}])})
     assert res.close_reason == "done", res.error
     assert seen == [("open", ""), ("plan", "")]
+
+
+def test_a_failed_on_started_fails_that_handshake_clearly_and_is_called_again_next_time():
+    calls: list = []
+
+    class Flaky(MinimalAdapter):
+        async def on_started(self, agent_name, agent_description):
+            calls.append("on_started")
+            if calls.count("on_started") == 1:
+                raise ConnectionError("no network yet")
+            await super().on_started(agent_name, agent_description)
+
+    adapter = Flaky(calls)
+
+    async def go():
+        hub = await new_hub()
+        out = []
+        for _ in range(2):
+            asker = ScriptedAgent("asker", [{"say": "q"}, {"say": "bye", "finish": "done"}])
+            out.append(await run_session(hub, CHAT, {"asker": asker, "helper": adapter}, "t"))
+        return out
+    first, second = run(go())
+    assert first.close_reason == "invite_rejected"
+    assert "agent 'helper': handshake failed: ConnectionError: no network yet" in first.error
+    assert second.close_reason == "done", second.error
+    assert [c if isinstance(c, str) else c[0] for c in calls] == [
+        "on_started", "on_cleanup", "on_started", "on_started", "on_message", "on_cleanup"]
