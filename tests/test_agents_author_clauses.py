@@ -5,7 +5,9 @@ room_id)`, `on_cleanup(room_id)` — runs unchanged under the real runner and hu
 tools take the guide's argument names (`add_participant(name, role)`, `remove_participant(name)`,
 role `member`); every refused tool call is a `ToolError` (the recoverable kind) whether called
 directly or by name; the guide's unit test runs against `FakeSessionTools` with `PlatformMessage`;
-an adapter's error event survives the turn it failed."""
+an adapter's error event survives the turn it failed; `is_session_bootstrap` starts each run of a
+session; the handshake text verbatim (`AdapterCapabilities`, `task: str`, `atlas` without stepwise
+refused in its own words); a session adapter registered at a new version leaves sessions in flight."""
 
 from __future__ import annotations
 
