@@ -29,11 +29,12 @@ CONTRACT_ITEMS = (
     "send_message", "send_event", "add_participant", "remove_participant", "get_participants", "lookup_peers",
     "create_chatroom", "get_tool_schemas", "execute_tool_call", "tool_call", "tool_result", "thought", "metadata",
     "participants_msg", "is_session_bootstrap", "FakeAgentTools", "HistoryConverter", "sender_name", "sender_type",
-    "message_type", "on_started", "on_cleanup",
+    "message_type", "on_started", "on_cleanup", "room_id", "PlatformMessage", "format_for_llm", "sent_messages",
+    "SimpleAdapter", "member",
     # handshake
     "aopen_session", "control_loop", "supports_stepwise", "telemetry_stream", "atlas", "behavior", "aplan",
     "aexecute", "asynthesize", "emit_event", "AdapterTelemetryEvent", "adapter_capabilities", "import_path",
-    "attribute", "AdapterError",
+    "attribute", "AdapterError", "AdapterCapabilities", "AdapterEventEmitter", "StudentStepResult",
     # frameworks
     "create_react_agent", "MemorySaver", "thread_id",
 )

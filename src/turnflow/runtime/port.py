@@ -93,6 +93,11 @@ class SessionPort(Protocol):
         """`agent_id`'s turn was delivered with `roster`; forgotten once the session has ended."""
         ...
 
+    def forget_shown(self, agent_id: str) -> None:
+        """`agent_id` was handed the session (again): its next turn is its first of this run
+        (`is_session_bootstrap`, `participants_msg`)."""
+        ...
+
 
 class SessionHost(SessionPort, Protocol):
     """What the run loop needs of one session besides the agent side's port."""
@@ -240,6 +245,9 @@ class HubPort:
             memo.pop(self._sid, None)
         elif roster:
             memo.setdefault(self._sid, {})[agent_id] = roster
+
+    def forget_shown(self, agent_id: str) -> None:
+        _SHOWN.get(self.hub, {}).get(self._sid, {}).pop(agent_id, None)
 
     # -- SessionHost: the run loop's side -------------------------------------------------------
     @property

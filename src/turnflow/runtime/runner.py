@@ -327,6 +327,7 @@ class _Run:
             if name != md.creator_id and md.state == SessionState.INVITED:
                 await port.reject(name, str(exc))
             raise
+        port.forget_shown(name)  # its first turn of this run is a bootstrap (a continued session too)
         if md.state.terminal:  # the hub closed it meanwhile (acks_within, TTL)
             raise TurnStopped("session_ended")
         if name in md.pending_acks and md.state == SessionState.INVITED:

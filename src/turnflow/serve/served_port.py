@@ -273,6 +273,9 @@ class ServedPort:
         if not self._live.metadata.state.terminal and roster:
             self._shown[agent_id] = roster
 
+    def forget_shown(self, agent_id: str) -> None:
+        self._shown.pop(agent_id, None)
+
     # -- SessionHost ----------------------------------------------------------------------------
     @property
     def live(self) -> LiveSession:

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from turnflow.runtime.agents.contract import (AdapterTelemetryEvent, AgentContext, Capabilities, FakeSessionTools,
-                                          SessionTools, ToolError, telemetry_problem)
+from turnflow.runtime.agents.contract import (AdapterCapabilities, AdapterEventEmitter, AdapterTelemetryEvent,
+                                              AgentContext, Capabilities, FakeSessionTools, SessionTools, ToolError,
+                                              telemetry_problem)
 from turnflow.runtime.agents.function import FunctionAgent
+from turnflow.runtime.agents.hooks import PlatformMessage, SimpleAdapter
 from turnflow.runtime.agents.scripted import ScriptedAgent
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -28,8 +30,9 @@ _MODEL_AGENTS = {"AnthropicMessagesAgent": "turnflow.runtime.agents.anthropic_me
                  "AG2Agent": "turnflow.frameworks.ag2.participant",
                  "AutoGenAgent": "turnflow.frameworks.autogen.participant"}
 
-__all__ = ["AG2Agent", "AdapterTelemetryEvent", "AgentContext", "AnthropicMessagesAgent", "AutoGenAgent", "Capabilities",
-           "FakeSessionTools", "FunctionAgent", "LangGraphAgent", "OpenAIChatAgent", "ScriptedAgent", "SessionTools",
+__all__ = ["AG2Agent", "AdapterCapabilities", "AdapterEventEmitter", "AdapterTelemetryEvent", "AgentContext",
+           "AnthropicMessagesAgent", "AutoGenAgent", "Capabilities", "FakeSessionTools", "FunctionAgent",
+           "LangGraphAgent", "OpenAIChatAgent", "PlatformMessage", "ScriptedAgent", "SessionTools", "SimpleAdapter",
            "ToolError", "telemetry_problem"]
 
 

@@ -74,13 +74,18 @@ def _instance(name: str, cls: type) -> Any:
 def is_agent_object(obj: Any) -> bool:
     """An agent object: the three contract methods, or the stateful-adapter form — a handshake
     (`open_session` or `aopen_session`) and a turn (`on_message`, or `aplan` + `aexecute` +
-    `asynthesize`)."""
+    `asynthesize`) — or the integration guide's hooks (`on_started`, or an `on_message` with the
+    guide's signature)."""
+    from turnflow.runtime.agents.hooks import hooked
+
     if isinstance(obj, type):
         return False
     def has(m: str) -> bool:
         return callable(getattr(obj, m, None))
 
     if all(has(m) for m in CONTRACT):
+        return True
+    if has("on_message") and (has("on_started") or hooked(obj.on_message)):
         return True
     return ((has("open_session") or has("aopen_session"))
             and (has("on_message") or all(has(m) for m in ("aplan", "aexecute", "asynthesize"))))
@@ -107,9 +112,12 @@ class Behaved:
         return getattr(self._agent, name)
 
     async def close_session(self, session_id: str) -> None:
-        close = getattr(self._agent, "close_session", None) or getattr(self._agent, "aclose_session", None)
+        close = getattr(self._agent, "close_session", None) or getattr(self._agent, "aclose_session", None) \
+            or getattr(self._agent, "on_cleanup", None)  # the integration guide's on_cleanup(room_id)
         if callable(close):
-            await close(session_id)
+            answer = close(session_id)
+            if inspect.isawaitable(answer):
+                await answer
 
 
 def contract_shape(name: str, conf: Any) -> Any:
@@ -261,10 +269,15 @@ def history_converter(name: str, ref: Any, base_dir: Optional[str] = None) -> An
 
 
 def python_agent(name: str, ref: Any, base_dir: Optional[str] = None) -> Any:
+    from turnflow.runtime.agents.hooks import hooked
+
     obj = import_ref(name, ref, base_dir)
     if is_agent_object(obj):
         return obj
-    if isinstance(obj, type) and any(callable(getattr(obj, m, None)) for m in ("open_session", "aopen_session")):
+    turn = getattr(obj, "on_message", None)
+    if isinstance(obj, type) and (any(callable(getattr(obj, m, None)) for m in ("open_session", "aopen_session",
+                                                                                "on_started"))
+                                  or (callable(turn) and hooked(turn))):
         inst = _instance(name, obj)  # an adapter class (the contract's `attribute: StatefulSQLiteAdapter`)
         if is_agent_object(inst):
             return inst

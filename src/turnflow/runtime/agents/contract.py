@@ -33,6 +33,7 @@ MESSAGE_TYPES = TELEMETRY_EVENTS
 TELEMETRY_KEYS = ("event", "payload", "reason", "step", "timestamp", "metadata")
 SCHEMA_FORMATS = ("openai", "anthropic")
 FIXED_MEMBERSHIP = ("workflow", "consulting")  # session kinds whose roster the flow fixes
+MEMBER_ROLES = {"member": "participant"}  # the integration guide's role names -> turnflow's
 
 
 class ToolError(AdapterError):
@@ -55,19 +56,22 @@ class Capabilities:
     telemetry_stream: bool = False
 
     def check(self, agent_id: str) -> "Capabilities":
-        """The capabilities the hub uses (`atlas` becomes `hub`), or `AdapterError`."""
+        """The capabilities the hub uses (`atlas` becomes `hub`), or `AdapterError` (naming the
+        loop as the agent wrote it)."""
         if self.control_loop not in CONTROL_LOOPS:
             raise AdapterError(f"agent {agent_id!r}: bad handshake: control_loop must be 'hub', 'self' or 'atlas', "
                                f"got {self.control_loop!r}")
-        if self.control_loop == "atlas":
-            return Capabilities("hub", self.supports_stepwise, self.telemetry_stream).check(agent_id)
         for name in ("supports_stepwise", "telemetry_stream"):
             v = getattr(self, name)
             if not isinstance(v, bool):
                 raise AdapterError(f"agent {agent_id!r}: bad handshake: {name} must be true or false, got {v!r}")
-        if self.control_loop == "hub" and not self.supports_stepwise:
-            raise AdapterError(f"agent {agent_id!r}: bad handshake: control_loop 'hub' needs supports_stepwise "
-                               "(the hub drives one turn at a time); declare control_loop 'self' instead")
+        if self.control_loop in ("hub", "atlas") and not self.supports_stepwise:
+            how = "(the hub drives one turn at a time) needs supports_stepwise" if self.control_loop == "atlas" \
+                else "needs supports_stepwise (the hub drives one turn at a time)"
+            raise AdapterError(f"agent {agent_id!r}: bad handshake: control_loop {self.control_loop!r} {how}; "
+                               "declare control_loop 'self' instead")
+        if self.control_loop == "atlas":
+            return Capabilities("hub", self.supports_stepwise, self.telemetry_stream)
         return self
 
     def to_dict(self) -> dict[str, Any]:
@@ -89,6 +93,13 @@ class Capabilities:
             return cls(**raw).check(agent_id)
         raise AdapterError(f"agent {agent_id!r}: bad handshake: open_session must return Capabilities, "
                            f"got {type(raw).__name__} {raw!r}"[:300])
+
+
+#: the stateful-adapter handshake's names: its `AdapterCapabilities` is `Capabilities`, its
+#: `emit_event` an `AdapterEventEmitter` (an awaitable callable taking a mapping or an
+#: `AdapterTelemetryEvent`, answering whether the event was stored)
+AdapterCapabilities = Capabilities
+AdapterEventEmitter = Callable[[Any], Awaitable[bool]]
 
 
 def raw_capabilities(raw: Any) -> Any:
@@ -300,7 +311,7 @@ class SessionTools:
         kept as the round's `mentions`; an unknown name raises `ToolError`."""
         text = content
         if not isinstance(text, str):
-            raise AdapterError(f"{self.agent_id}: send_message needs text, got {text!r}")
+            raise ToolError(f"{self.agent_id}: send_message needs text, got {text!r}"[:300])
         if mentions is not None:
             if isinstance(mentions, str) or not all(isinstance(m, str) for m in mentions):
                 raise ToolError(f"{self.agent_id}: send_message mentions must be a list of participant names, "
@@ -348,9 +359,9 @@ class SessionTools:
 
     def set_context(self, key: str, value: Any) -> ToolText:
         if not isinstance(key, str):
-            raise AdapterError(f"{self.agent_id}: context keys are strings, got {key!r}")
+            raise ToolError(f"{self.agent_id}: context keys are strings, got {key!r}"[:300])
         if not _json_safe(value):
-            raise AdapterError(f"{self.agent_id}: context value for {key!r} must be a JSON value, got {value!r}")
+            raise ToolError(f"{self.agent_id}: context value for {key!r} must be a JSON value, got {value!r}"[:300])
         self._set[key] = value
         if key in self._delete:  # the last call for a key wins
             self._delete = [k for k in self._delete if k != key]
@@ -358,7 +369,7 @@ class SessionTools:
 
     def delete_context(self, key: str) -> ToolText:
         if not isinstance(key, str):
-            raise AdapterError(f"{self.agent_id}: context keys are strings, got {key!r}")
+            raise ToolError(f"{self.agent_id}: context keys are strings, got {key!r}"[:300])
         self._set.pop(key, None)  # the last call for a key wins
         if key not in self._delete:
             self._delete.append(key)
@@ -417,17 +428,25 @@ class SessionTools:
         start = (page - 1) * page_size
         return PeerPage(peers[start:start + page_size], page, page_size, len(peers))
 
-    def add_participant(self, agent_id: str, role: str = "participant", description: str = "") -> ToolText:
-        """Add `agent_id` to a running conversation or discussion (a `participant.added` envelope,
-        posted with this turn's round); `ToolError` with the session's reason when refused."""
-        self._change_roster("add_participant", agent_id,
-                            {"agent_id": agent_id, "role": role, "description": description})
-        return ToolText(f"added {agent_id} ({role}): it takes part from the next turn")
+    def add_participant(self, name: Optional[str] = None, role: str = "participant", description: str = "", *,
+                        agent_id: Optional[str] = None) -> ToolText:
+        """Add the agent `name` to a running conversation or discussion (a `participant.added`
+        envelope, posted with this turn's round); `ToolError` with the session's reason when
+        refused. `agent_id=` is the same argument under turnflow's name; role `member` (the
+        integration guide's default) is turnflow's `participant`."""
+        who = _one_name("add_participant", name, agent_id)
+        if not isinstance(role, str):
+            raise ToolError(f"add_participant: role must be text, got {role!r}"[:300])
+        role = MEMBER_ROLES.get(role, role)
+        self._change_roster("add_participant", who, {"agent_id": who, "role": role, "description": description})
+        return ToolText(f"added {who} ({role}): it takes part from the next turn")
 
-    def remove_participant(self, agent_id: str) -> ToolText:
-        """Remove `agent_id` from a running conversation or discussion (`participant.removed`)."""
-        self._change_roster("remove_participant", agent_id, {"agent_id": agent_id})
-        return ToolText(f"removed {agent_id}: it takes no further turns")
+    def remove_participant(self, name: Optional[str] = None, *, agent_id: Optional[str] = None) -> ToolText:
+        """Remove the participant `name` from a running conversation or discussion
+        (`participant.removed`); `agent_id=` is the same argument under turnflow's name."""
+        who = _one_name("remove_participant", name, agent_id)
+        self._change_roster("remove_participant", who, {"agent_id": who})
+        return ToolText(f"removed {who}: it takes no further turns")
 
     def create_chatroom(self, name: str, participants: Optional[list[str]] = None) -> ToolText:
         """Open a new discussion session named `name` with this agent as its initiator and
@@ -465,13 +484,15 @@ class SessionTools:
         except ProtocolError as exc:
             raise ToolError(f"{self.agent_id}: {exc}") from None
 
-    def get_tool_schemas(self, fmt: str = "openai") -> list[dict[str, Any]]:
-        """Every tool `execute_tool_call` runs, as model tool definitions (`openai` or `anthropic`
-        format): the agent's routing tools (spec order, each with an optional `reason` argument),
+    def get_tool_schemas(self, format: str = "openai") -> list[dict[str, Any]]:  # noqa: A002 (the guide's name)
+        """Every tool `execute_tool_call` runs, as model tool definitions (`format`: `openai` or
+        `anthropic`): the agent's routing tools (spec order, each with an optional `reason` argument),
         then the platform tools of `platform_tools.PLATFORM_TOOLS` (the membership tools and
-        `create_chatroom` only where the session's kind allows them). A synchronous call."""
+        `create_chatroom` only where the session's kind allows them). A synchronous call; an
+        unknown format is a `ToolError`."""
+        fmt = format
         if fmt not in SCHEMA_FORMATS:
-            raise AdapterError(f"unknown tool schema format {fmt!r} (known: {', '.join(SCHEMA_FORMATS)})")
+            raise ToolError(f"unknown tool schema format {fmt!r} (known: {', '.join(SCHEMA_FORMATS)})"[:300])
         routing = [t["name"] for t in self.routing_tools]
         return ([tool_schema(t, fmt) for t in self.routing_tools]
                 + [platform_schema(n, fmt) for n in schema_names(self.session_kind) if n not in routing])
@@ -547,6 +568,16 @@ class SessionTools:
         return out
 
 
+def _one_name(tool: str, name: Any, agent_id: Any) -> Any:
+    """The participant a membership tool names, as `name` (the integration guide's argument) or
+    `agent_id` (turnflow's): exactly one of them."""
+    if name is not None and agent_id is not None:
+        raise ToolError(f"{tool}: give the participant's name once (`name` or `agent_id`, not both)")
+    if name is None and agent_id is None:
+        raise ToolError(f"{tool}: missing argument 'name'")
+    return name if name is not None else agent_id
+
+
 class FakeSessionTools(SessionTools):
     """A `SessionTools` for unit-testing your own agents without a hub.
 
@@ -570,6 +601,11 @@ class FakeSessionTools(SessionTools):
 
     @property
     def messages(self) -> list[str]:
+        return list(self._body)
+
+    @property
+    def sent_messages(self) -> list[str]:
+        """What `send_message` added to the round (the integration guide's `FakeAgentTools.sent_messages`)."""
         return list(self._body)
 
     @property

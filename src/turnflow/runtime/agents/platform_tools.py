@@ -97,11 +97,11 @@ PLATFORM_TOOLS: dict[str, tuple[str, dict[str, Any]]] = {
                            "page_size": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE_SIZE,
                                          "description": f"peers per page (default {PEER_PAGE_SIZE})"}}, [])),
     "add_participant": ("Bring an agent into this session; it takes part from the next turn.",
-                        _obj({"agent_id": {**_STR, "description": "the agent's name (see lookup_peers)"},
-                              "role": {**_STR, "description": "its role (default participant)"},
-                              "description": {**_STR, "description": "what it is for"}}, ["agent_id"])),
+                        _obj({"name": {**_STR, "description": "the agent's name (see lookup_peers)"},
+                              "role": {**_STR, "description": "its role: member (the default) or respondent"},
+                              "description": {**_STR, "description": "what it is for"}}, ["name"])),
     "remove_participant": ("Remove a participant from this session; it takes no further turns.",
-                           _obj({"agent_id": {**_STR, "description": "the participant's name"}}, ["agent_id"])),
+                           _obj({"name": {**_STR, "description": "the participant's name"}}, ["name"])),
     "create_chatroom": ("Open a new discussion session named `name`, with you and `participants` (default: this "
                         "session's other participants); it opens when your turn ends.",
                         _obj({"name": {**_STR, "description": "the new session's name"},
@@ -113,8 +113,17 @@ MEMBERSHIP_TOOLS = ("add_participant", "remove_participant", "create_chatroom")
 CONTEXT_TOOLS = ("set_context", "delete_context")
 
 
+#: arguments a tool also takes under another name (turnflow's before the integration guide's)
+ALIASES = {"add_participant": {"agent_id": "name"}, "remove_participant": {"agent_id": "name"}}
+
+
 def argument_problem(name: str, args: dict[str, Any]) -> "str | None":
-    """Why `args` do not fit tool `name`'s parameters (unknown or missing argument), or None."""
+    """Why `args` do not fit tool `name`'s parameters (unknown or missing argument), or None.
+    An alias (`ALIASES`) stands for its argument."""
+    aliases = ALIASES.get(name, {})
+    if any(a in args and to in args for a, to in aliases.items()):
+        return f"{name}: give the participant's name once (`name` or `agent_id`, not both)"
+    args = {aliases.get(k, k): v for k, v in args.items()}
     params = PLATFORM_TOOLS[name][1]
     props, required = params["properties"], params["required"]
     extra = sorted(str(k) for k in args if k not in props)
