@@ -523,3 +523,24 @@ def test_a_failed_on_started_fails_that_handshake_clearly_and_is_called_again_ne
     assert second.close_reason == "done", second.error
     assert [c if isinstance(c, str) else c[0] for c in calls] == [
         "on_started", "on_cleanup", "on_started", "on_started", "on_message", "on_cleanup"]
+
+
+def test_an_agent_with_only_aclose_session_has_it_called_when_the_session_ends():
+    """protocol.py's contract: `close_session` or `aclose_session`, optional; an agent object
+    handed to the runner directly (not through an agents file) with the async spelling only."""
+    closed: list = []
+
+    class Helper:
+        async def aopen_session(self, **handshake):
+            return {"control_loop": "hub", "supports_stepwise": True, "telemetry_stream": False}
+
+        async def on_message(self, msg, tools):
+            await tools.send_message("on it")
+
+        async def aclose_session(self, session_id: str) -> None:
+            closed.append(session_id)
+
+    asker = ScriptedAgent("asker", [{"say": "a question"}, {"say": "thanks", "finish": "done"}])
+    res, _, _ = session(CHAT, {"asker": asker, "helper": Helper()}, "help me")
+    assert res.close_reason == "done" and res.error is None
+    assert closed == [res.session_id]

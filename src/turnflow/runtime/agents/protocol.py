@@ -141,7 +141,8 @@ class DrivenAgent:
             def phases(msg: Any, tools: SessionTools) -> Awaitable[None]:
                 return run_phases(inner, msg, tools)
             self.on_message = phases
-        self._close: Optional[Callable[[str], Awaitable[Any]]] = getattr(inner, "close_session", None)
+        self._close: Optional[Callable[[str], Awaitable[Any]]] = (getattr(inner, "close_session", None)
+                                                                   or getattr(inner, "aclose_session", None))
         cleanup = getattr(inner, "on_cleanup", None)
         if self._close is None and callable(cleanup):
             async def guide_close(session_id: str) -> None:
