@@ -1,5 +1,5 @@
 """`turnflow migrate` on a corpus of public AG2 / AutoGen code nobody here wrote (session 14):
-tests/fixtures/migrate/corpus/, each file trimmed from a public script or notebook (its header
+tests/fixtures/migrate-corpus/, each file trimmed from a public script or notebook (its header
 names where it came from). For each, what AG2 0.9.9 / autogen-agentchat 0.7.5 does was read from
 their source; the migrated flow must either say the same (its speaker graph, `start`) or carry a
 TF4xx diagnostic at the construct that makes it differ, or the file is refused (TF401).
@@ -25,7 +25,7 @@ from turnflow.migrate import MigrateError, migrate
 sys.path.insert(0, str(Path(__file__).parent))
 from test_migrate import END, reference_edges  # noqa: E402
 
-CORPUS = Path(__file__).parent / "fixtures" / "migrate" / "corpus"
+CORPUS = Path(__file__).parent / "fixtures" / "migrate-corpus"
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ VERDICTS = {
     # (AG2 `GroupChat._run_output_guardrails` -> `activate_target`); the classic planning chat in
     # the same file is not migrated by the pattern front end
     "c15_guardrails_autopattern.py": Verdict(start="Data_Supervisor",
-                                             noted=(("TF406", 42), ("TF406", 43), ("TF409", 55))),
+                                             noted=(("TF406", 44), ("TF406", 45), ("TF409", 55))),
     # handoffs on agents built by another module's classes
     "c16_method_debate_function_target.py": Verdict(refused=True),
     # legacy swarm: `available=` and a tool choosing its target at run time are TF406
@@ -209,3 +209,40 @@ if __name__ == "__main__":  # the figure docs/migrate.md reports
     print(f"{len(wrong)} of {len(VERDICTS)} corpus files silently wrong: {', '.join(wrong) or 'none'}")
     for name in wrong:
         print(f"  {name}: {'; '.join(judge(name))}")
+
+
+LIVE_GUARDRAILS = """
+import sys
+from autogen import ConversableAgent, GroupChat, GroupChatManager
+from autogen.agentchat.group import AgentTarget
+from autogen.agentchat.group.guardrails import RegexGuardrail
+from autogen.agentchat.group.patterns import DefaultPattern
+from turnflow.migrate import from_object
+a, b, c = (ConversableAgent(n, llm_config=False) for n in "abc")
+c.register_output_guardrail(RegexGuardrail(name="pii", condition=r"[0-9]{3}", target=AgentTarget(a)))
+b.register_input_guardrail(RegexGuardrail(name="secret", condition="secret", target=AgentTarget(c)))
+for obj, kw in ((DefaultPattern(initial_agent=a, agents=[a, b, c]), {"max_rounds": 5}),
+                (GroupChatManager(groupchat=GroupChat(agents=[a, b, c], messages=[], max_round=5,
+                                                      speaker_selection_method="round_robin")), {"initiator": a})):
+    text, notes = from_object(obj, **kw)
+    print(sorted(n.message.split("`")[1] for n in notes if n.code == "TF406" and "guardrail fires" in n.message))
+"""
+
+
+def test_guardrails_of_live_agents_are_reported_too(tmp_path):
+    """`--import` / `from_object` on the objects: the agents' guardrails (their `input_guardrails` /
+    `output_guardrails`) are reported like the registrations in the source."""
+    import os
+    import subprocess
+
+    from test_migrate_live import _classic_python
+
+    python = _classic_python()
+    script = tmp_path / "live_guardrails.py"
+    script.write_text(LIVE_GUARDRAILS, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent / "src")}
+    run = subprocess.run([python, str(script)], capture_output=True, text=True, timeout=300, env=env)
+    assert run.returncode == 0, run.stderr[-2000:]
+    lines = run.stdout.strip().splitlines()
+    expected = str(["b_agent.register_input_guardrail('secret')", "c_agent.register_output_guardrail('pii')"])
+    assert lines == [expected, expected], run.stdout

@@ -492,6 +492,8 @@ def classic_source(obj: Any, name: str = "groupchat", initiator: Any = None) -> 
         if fn is not None:
             margs.append(f"is_termination_msg={fn}")
     w.lines.append(f"{name}_manager = autogen.GroupChatManager({', '.join(margs)})")
+    for a in chat.agents:
+        _guardrail_lines(w, a)
     if initiator is not None:
         w.lines.append(f"{w.vars[id(initiator)]}.initiate_chat({name}_manager, message='...')")
     return "\n".join(w.lines) + "\n"
@@ -557,6 +559,16 @@ def _handoff_lines(w: _Writer, a: Any) -> None:
                            f"condition={cond}))")
 
 
+def _guardrail_lines(w: _Writer, a: Any) -> None:
+    """The agent's guardrails, as the registrations the static reader reports (TF406): AG2 runs them
+    in every group chat, and a guardrail that fires replaces the reply and, in a pattern, picks the
+    next speaker."""
+    v = w.vars[id(a)]
+    for kind in ("input", "output"):
+        for g in getattr(a, f"{kind}_guardrails", None) or []:
+            w.lines.append(f"{v}.register_{kind}_guardrail({getattr(g, 'name', type(g).__name__)!r})")
+
+
 def _tool_lines(w: _Writer, a: Any) -> None:
     """The agent's tools, from their own source, as `register_function(f, caller=agent, ...)` calls
     (an `agent.functions = [...]` after construction registers nothing in AG2)."""
@@ -586,6 +598,7 @@ def pattern_source(obj: Any, name: str = "pattern", max_rounds: Optional[int] = 
         _handoff_lines(w, a)
     for a in list(obj.agents) + ([obj.user_agent] if user is not None else []):
         _tool_lines(w, a)
+        _guardrail_lines(w, a)
     kind = type(obj).__name__
     args = [f"initial_agent={w.vars[id(obj.initial_agent)]}", f"agents=[{', '.join(agents)}]"]
     term = (getattr(obj, "group_manager_args", None) or {}).get("is_termination_msg")

@@ -580,6 +580,17 @@ _AFTER_BUILT = {
                        "ends the chat: AG2's `run_chat`, \"No reply generated\"; on the manager it may replace how "
                        "the chat runs); what it does is not read"),
 }
+# AG2 0.9.9 runs an agent's guardrails in every group chat (`GroupChat._run_input_guardrails`, before
+# the agent replies, and `_run_output_guardrails`, on its reply): when one fires, its activation
+# message replaces the reply and `guardrail.target.activate_target(groupchat)` makes its target the
+# next speaker in a pattern (the GroupToolExecutor's next target, taken before any handoff)
+_GUARDRAIL = ("TF406", "when the guardrail fires ({when}), its activation message replaces the agent's reply and, "
+              "in a pattern, the guardrail's target speaks next, before the agent's handoffs; the flow has no "
+              "such rule (a classic chat keeps its order, but a text test on the reply sees the activation "
+              "message)")
+for _kind, _when in (("input", "on the messages the agent is about to answer"), ("output", "on the agent's reply")):
+    for _m in (f"register_{_kind}_guardrail", f"register_{_kind}_guardrails"):
+        _AFTER_BUILT[_m] = (_GUARDRAIL[0], _GUARDRAIL[1].format(when=_when))
 
 
 _HANDOFF_LISTS = ("llm_conditions", "context_conditions", "after_works")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from turnflow.migrate import surface
-from turnflow.migrate.pyread import Module, callee, calls
+from turnflow.migrate.pyread import Module, calls
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ def tools(mod: Module) -> tuple[list[Tool], dict[str, list[pyast.AST]]]:
         for given in _constructor_functions(mod, call):  # `ConversableAgent(..., functions=[f])`: for the model
             doc = pyast.get_docstring(mod.functions[given.id]) if given.id in mod.functions else None
             offered.append(Tool(given.id, call, doc.strip() if doc else None, given))
-        if callee(call) == "register_function" and isinstance(call.func, pyast.Name):
+        if is_register_function(call):
             b = surface.bind(call, surface.API[("ag2", "register_function")])
             f, caller, executor = b.get("f"), b.get("caller"), b.get("executor")
             if b.problem is not None or not isinstance(f, pyast.Name) or caller is None or executor is None:
@@ -71,6 +71,21 @@ def tools(mod: Module) -> tuple[list[Tool], dict[str, list[pyast.AST]]]:
             offered.append(Tool(name, caller, mod.string(b.get("description")), call))
             runs.setdefault(name, []).append(executor)
     return offered, runs
+
+
+def is_register_function(call: pyast.Call) -> bool:
+    """AG2's module function `register_function(f, caller=..., executor=...)`, called by its name or
+    through the module (`autogen.register_function`, `autogen.agentchat.register_function`), not an
+    agent's method `agent.register_function(function_map)`."""
+    f = call.func
+    if isinstance(f, pyast.Name):
+        return f.id == "register_function"
+    if not isinstance(f, pyast.Attribute) or f.attr != "register_function":
+        return False
+    root = f.value
+    while isinstance(root, pyast.Attribute):
+        root = root.value
+    return isinstance(root, pyast.Name) and root.id == "autogen"
 
 
 def unbound_registrations(mod: Module) -> list[tuple[pyast.Call, pyast.AST, str]]:
@@ -83,7 +98,7 @@ def unbound_registrations(mod: Module) -> list[tuple[pyast.Call, pyast.AST, str]
         if b.problem is not None:
             out.append((dec, *b.problem))
     for call in calls(mod.tree):
-        if callee(call) == "register_function" and isinstance(call.func, pyast.Name):
+        if is_register_function(call):
             b = surface.bind(call, surface.API[("ag2", "register_function")])
             if b.problem is not None:
                 out.append((call, *b.problem))

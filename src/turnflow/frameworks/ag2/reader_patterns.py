@@ -23,7 +23,8 @@ from turnflow.migrate.pyread import (Module, agent_classes, assigned_name, calle
                                      is_agent_call, kwarg, note_choices, parse_module, pos, scopes, why_not_literal)
 from turnflow.frameworks.ag2.reader_groupchat import _attribute_changes  # `x.attr = v`, `x.attr.append(v)`
 from turnflow.frameworks.ag2.reader_groupchat import _note_changed_agents  # agents changed after they are built
-from turnflow.frameworks.ag2.reader_groupchat_tools import registration_words, unbound_registrations
+from turnflow.frameworks.ag2.reader_groupchat_tools import (is_register_function, registration_words,
+                                                         unbound_registrations)
 from turnflow.migrate.pyread import change_sites, changed_inside
 from turnflow.migrate import surface
 from turnflow.source import SourceText
@@ -198,7 +199,7 @@ def _tool_call(scan: Scan, call: pyast.Call) -> None:
     `agent.register_for_llm(name=...)(f)`, `agent.add_functions([...])`."""
     mod = scan.mod
     name = callee(call)
-    if name == "register_function" and isinstance(call.func, pyast.Name):
+    if is_register_function(call):
         # register_function(f, caller=agent, executor=..., name=..., description=...)
         a = scan.agent_of(kwarg(call, "caller"))
         f = kwarg(call, "f", 0)
