@@ -104,6 +104,24 @@ VERDICTS = {
     "c21_incident_rr_tool.py": Verdict(start="UserProxy", edges=_e(
         "UserProxy>LogAnalyst", "LogAnalyst>SRE_Mitigator", "SRE_Mitigator>UserProxy", f"SRE_Mitigator>{END}"),
         noted=(("TF405", 25),)),
+    # a GraphFlow branch on A's answer: "yes" -> B, otherwise C; both are leaves (the graph ends)
+    "c22_graphflow_language_branch.py": Verdict(start="A", edges=_e(
+        "A>B", "A>C", f"A>{END}", f"B>{END}", f"C>{END}")),
+    # MessageFilterAgents named like the agents they wrap: researcher -> analyst -> presenter
+    "c23_graphflow_message_filters.py": Verdict(start="researcher", edges=_e(
+        "researcher>analyst", "analyst>presenter", f"presenter>{END}")),
+    # the agents are imported from another module
+    "c24_graphflow_fluent_imported.py": Verdict(refused=True),
+    "c25_candidate_func_factory.py": Verdict(refused=True),
+    # `allow_repeat_speaker=[]`: nobody follows itself; the initiator is not in the chat. (AG2 0.9.9
+    # also refuses the off-chat agent named "Vlaams Belang" when it is built: a whitespace in a name;
+    # pyautogen 0.2, which this file was written for, accepts it.)
+    "c26_debate_no_repeat_list.py": Verdict(start="User_proxy", edges=_e(
+        "User_proxy>CD_V", "User_proxy>Groen", "User_proxy>NVA", "CD_V>Groen", "CD_V>NVA", "Groen>CD_V",
+        "Groen>NVA", "NVA>CD_V", "NVA>Groen"), noted=(("TF402", 18), ("TF403", 27))),
+    # disallowed dict (the complete graph with self-loops, minus terminal <-> customer); each tool's
+    # executor speaks after a call of it (func_call_filter)
+    "c27_travel_disallowed_tools.py": Verdict(start="customer", noted=(("TF403", 47),)),
 }
 
 
