@@ -38,6 +38,7 @@ class Verdict:
     edges: Optional[frozenset] = None       # the speaker graph (None: not compared edge for edge)
     # (code, line) diagnostics that must be there: the constructs that make the flow differ
     noted: tuple = field(default_factory=tuple)
+    unnoted: tuple = ()                     # codes that must not be there (the construct is read)
 
 
 def _e(*pairs: str) -> frozenset:
@@ -98,7 +99,7 @@ VERDICTS = {
     # selector_func tests flags over the whole history: routing tools (TF406)
     "c19_selector_history_flags.py": Verdict(start="God", noted=(("TF406", 26), ("TF406", 28))),
     # `teacher.run(recipient=manager, ...)` (AG2 0.9) starts the chat: teacher speaks first
-    "c20_run_method_auto.py": Verdict(start="teacher_agent", noted=(("TF403", 15),)),
+    "c20_run_method_auto.py": Verdict(start="teacher_agent", noted=(("TF403", 15),), unnoted=("TF408",)),
     # `autogen.agentchat.register_function(..., caller=sre, executor=user_proxy)`: after a call
     # of the tool AG2 picks UserProxy (func_call_filter), before the rotation
     "c21_incident_rr_tool.py": Verdict(start="UserProxy", edges=_e(
@@ -148,6 +149,7 @@ def judge(name: str) -> list[str]:
         problems.append(f"edges: missing {sorted(v.edges - got)}, extra {sorted(got - v.edges)}")
     found = {(d.code, d.span.line) for d in result.diagnostics}
     problems += [f"no {code} at line {line}" for code, line in v.noted if (code, line) not in found]
+    problems += [f"{code} at line {line}" for code, line in sorted(found) if code in v.unnoted]
     return problems
 
 
@@ -264,3 +266,28 @@ def test_guardrails_of_live_agents_are_reported_too(tmp_path):
     lines = run.stdout.strip().splitlines()
     expected = str(["b_agent.register_input_guardrail('secret')", "c_agent.register_output_guardrail('pii')"])
     assert lines == [expected, expected], run.stdout
+
+
+@pytest.mark.parametrize("call", ["reviewer.run(recipient=manager, message='go')",
+                                  "reviewer.run(manager, message='go')",
+                                  "await reviewer.a_run(recipient=manager, message='go')"])
+def test_a_chat_started_with_run_starts_with_its_caller(call):
+    """AG2 0.9's `agent.run(recipient=manager, ...)` / `a_run` start the chat as `initiate_chat`
+    does (in a thread; ag2 0.9.9 `ConversableAgent.run`). Before, the call was not looked at: TF408,
+    and the flow started with the first agent (`teacher_agent`), not the caller."""
+    text = (CORPUS / "c20_run_method_auto.py").read_text(encoding="utf-8")
+    text = text.replace('    response = teacher.run(recipient=manager, message="Let\'s teach the kids about the solar '
+                        'system.")\n', f"    response = {call}\n").replace("def test_group_chat_sync", "async def t")
+    assert call in text
+    result = migrate(text, "x.py")
+    assert "start reviewer_agent" in result.text
+    assert 'participant reviewer_agent "Reviews lesson plans" initiator' in result.text, result.text
+    assert not [d for d in result.diagnostics if d.code == "TF408"], result.diagnostics
+
+
+def test_max_turns_of_run_is_reported_like_initiate_chat_s():
+    text = (CORPUS / "c20_run_method_auto.py").read_text(encoding="utf-8").replace(
+        'message="Let\'s teach the kids about the solar system.")', 'message="go", max_turns=3)')
+    result = migrate(text, "x.py")
+    found = [d for d in result.diagnostics if d.code == "TF405" and d.span.line == 22]
+    assert found and "max_turns" in found[0].message, result.diagnostics

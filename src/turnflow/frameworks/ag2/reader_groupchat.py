@@ -422,9 +422,23 @@ def _note_manager_overrides(mod: Module, b: FlowBuilder, manager: Optional[pyast
         name = next((callee(base) for base in cls.bases if callee(base) in _manager_classes(mod)), "")
 
 
+# the methods that start a chat with the manager as `recipient` (first argument): AG2 0.9's `run` /
+# `a_run` call `initiate_chat` (in a thread) with the same `recipient`, `max_turns`, `message`
+_STARTS = ("initiate_chat", "a_initiate_chat", "run", "a_run")
+
+
 def _note_run(b: FlowBuilder, init_call: Optional[pyast.Call]) -> None:
     """The call that starts the chat, bound to `initiate_chat`'s signature: a finding at each
     argument the flow does not model (`max_turns`)."""
+    if init_call is not None and callee(init_call) in ("run", "a_run"):
+        # `run(recipient, clear_history, silent, cache, max_turns, ...)`: its own signature, wider
+        # than `initiate_chat`'s; what decides turns is `max_turns`, as there
+        turns = kwarg(init_call, "max_turns", 4)
+        if turns is not None:
+            b.note("TF405", f"`{one_line(turns, 30)}` as `max_turns` of `{callee(init_call)}`: the initiator and the "
+                   "manager exchange this many turns: after the group chat ends and the initiator replies, the "
+                   "group chat runs again; the flow shows one run", pos(turns))
+        return
     if init_call is None or callee(init_call) not in ("initiate_chat", "a_initiate_chat"):
         return
     bound = surface.bind(init_call, surface.API[("ag2", "ConversableAgent.initiate_chat")])
@@ -443,7 +457,7 @@ def _started_by(mod: Module, call: pyast.Call, mcall: pyast.Call) -> Optional[py
     "recipient": manager, ...}])` (AG2 runs the queue in order: the chat is started by that sender)."""
     name = callee(call)
     method = isinstance(call.func, pyast.Attribute)
-    if name in ("initiate_chat", "a_initiate_chat") and method:
+    if name in _STARTS and method:
         return call.func.value if mod.resolve(kwarg(call, "recipient", 0)) is mcall else None  # type: ignore[attr-defined]
     if name not in ("initiate_chats", "a_initiate_chats"):
         return None
