@@ -208,7 +208,12 @@ def test_guardrails_are_reported_at_their_registration_in_patterns_and_classic_c
             found = [d for d in result.diagnostics if d.code == "TF406" and d.span.line == 10]
             assert found, (method, [(d.code, d.span.line, d.message) for d in result.diagnostics])
             assert "guardrail" in found[0].message and "`c`" in found[0].message, found[0].message
-            assert f"# TF406: `c.{method}({arg})`" in result.text
+            if run.startswith("p ="):  # a pattern: the guardrail's target is a routing tool of `c`
+                assert 'handoff c -> a via guardrail_pii' in result.text, result.text
+                assert f"# TF406: guardrail `pii` of `c` (RegexGuardrail, {kind})" in result.text
+            else:  # a classic chat keeps its order: the guardrail replaces the reply only
+                assert f"# TF406: `c.{method}({arg})`" in result.text
+                assert "guardrail_pii" not in result.text
 
 
 def test_a_chat_of_another_family_in_the_file_is_reported_where_it_is_built():
@@ -266,13 +271,15 @@ for obj, kw in ((DefaultPattern(initial_agent=a, agents=[a, b, c]), {"max_rounds
                 (GroupChatManager(groupchat=GroupChat(agents=[a, b, c], messages=[], max_round=5,
                                                       speaker_selection_method="round_robin")), {"initiator": a})):
     text, notes = from_object(obj, **kw)
-    print(sorted(n.message.split("`")[1] for n in notes if n.code == "TF406" and "guardrail fires" in n.message))
+    print(sorted(n.message.split("`")[1] for n in notes if n.code == "TF406" and "fires" in n.message))
+    print(sorted(line.strip() for line in text.splitlines() if "via guardrail_" in line))
 """
 
 
 def test_guardrails_of_live_agents_are_reported_too(tmp_path):
     """`--import` / `from_object` on the objects: the agents' guardrails (their `input_guardrails` /
-    `output_guardrails`) are reported like the registrations in the source."""
+    `output_guardrails`) are read like the registrations in the source: in a pattern a routing tool
+    to the guardrail's target, in a classic chat a TF406 at the registration."""
     import os
     import subprocess
 
@@ -285,8 +292,11 @@ def test_guardrails_of_live_agents_are_reported_too(tmp_path):
     run = subprocess.run([python, str(script)], capture_output=True, text=True, timeout=300, env=env)
     assert run.returncode == 0, run.stderr[-2000:]
     lines = run.stdout.strip().splitlines()
-    expected = str(["b_agent.register_input_guardrail('secret')", "c_agent.register_output_guardrail('pii')"])
-    assert lines == [expected, expected], run.stdout
+    pattern = [str(["pii", "secret"]), str(['handoff b -> c via guardrail_secret "secret"',
+                                              'handoff c -> a via guardrail_pii "[0-9]{3}"'])]
+    classic = [str(["b_agent.register_input_guardrail('secret')", "c_agent.register_output_guardrail('pii')"]),
+               str([])]
+    assert lines == pattern + classic, run.stdout
 
 
 @pytest.mark.parametrize("call", ["reviewer.run(recipient=manager, message='go')",

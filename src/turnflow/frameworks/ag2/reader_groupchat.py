@@ -602,9 +602,12 @@ _GUARDRAIL = ("TF406", "when the guardrail fires ({when}), its activation messag
               "in a pattern, the guardrail's target speaks next, before the agent's handoffs; the flow has no "
               "such rule (a classic chat keeps its order, but a text test on the reply sees the activation "
               "message)")
-for _kind, _when in (("input", "on the messages the agent is about to answer"), ("output", "on the agent's reply")):
+GUARDRAIL_WHEN = {"input": "on the messages the agent is about to answer", "output": "on the agent's reply"}
+GUARDRAIL_METHODS = {}  # `register_output_guardrail` -> "output", ... (the patterns read them: reader_patterns)
+for _kind, _when in GUARDRAIL_WHEN.items():
     for _m in (f"register_{_kind}_guardrail", f"register_{_kind}_guardrails"):
         _AFTER_BUILT[_m] = (_GUARDRAIL[0], _GUARDRAIL[1].format(when=_when))
+        GUARDRAIL_METHODS[_m] = _kind
 
 
 _HANDOFF_LISTS = ("llm_conditions", "context_conditions", "after_works")
@@ -635,7 +638,8 @@ def _agent_changes(st: pyast.AST) -> list[tuple[pyast.Name, str]]:
     return out
 
 
-def _note_changed_agents(mod: Module, b: FlowBuilder, agents: list[Agent], manager: Optional[pyast.Call]) -> None:
+def _note_changed_agents(mod: Module, b: FlowBuilder, agents: list[Agent], manager: Optional[pyast.Call],
+                         read: frozenset = frozenset()) -> None:
     """A finding at each statement that changes an agent of the chat, or its manager, after it is
     built: `x.attr = v` (`x.attr += v`), `x.register_reply(...)`, `x.update_max_consecutive_auto_reply(n)`
     (`_AFTER_BUILT`; any other attribute is TF409: not read)."""
@@ -644,6 +648,8 @@ def _note_changed_agents(mod: Module, b: FlowBuilder, agents: list[Agent], manag
         built[id(manager)] = "the manager"
     for st, fns in change_sites(mod):
         for obj, attr in _agent_changes(st):
+            if attr in read:  # the front end reads these itself (a pattern's guardrails)
+                continue
             inside = changed_inside(fns, obj)
             who = built.get(id(mod.resolve(obj))) if not fns or inside else None
             if who is None:
