@@ -140,8 +140,9 @@ VERDICTS = {
     # function's own tests on the speaker's name go through a conditional expression (TF410/TF406)
     "c31_state_machine_llm_config_tools.py": Verdict(start="UserProxy", noted=(("TF408", 107), ("TF406", 87))),
     # the manager opens the chat with the expert (`mgr.a_initiate_chat(expert)`): the expert's reply
-    # is the group's first message; TF408 assumes the first agent, who is the expert
-    "c32_manager_initiates_function_map.py": Verdict(start="Expert", noted=(("TF408", 21),)),
+    # is the group's first message (read since session 14; before, TF408 assumed the first agent,
+    # who is the expert); the tool the search agent runs is offered to no model
+    "c32_manager_initiates_function_map.py": Verdict(start="Expert", noted=(("TF403", 21),)),
     # an AG2 0.8 swarm run on context: the tools set `current_stage` at run time (the agents'
     # behaviour, as the flow's context); its first value, a str Enum member, is not read (TF409)
     "c33_swarm_feedback_loop_context.py": Verdict(start="ingestion_agent", noted=(("TF409", 26),)),
@@ -389,3 +390,14 @@ def test_the_corpus_files_that_run_offline_migrate_alike_from_their_objects():
         expected = ["a live chat (as the program runs) that no static block equals"] if name.startswith("c15") else []
         assert d["problems"] == expected, (name, d["problems"])
     assert len(results["c15_guardrails_autopattern.py"]["live"]) == 2
+
+
+def test_a_chat_the_manager_opens_with_an_agent_starts_with_that_agent():
+    """`manager.a_initiate_chat(expert, message=q)` (c32): the manager sends `q` to the expert, whose
+    reply comes back to the manager and opens the group chat (`run_chat(sender=expert)`): the expert
+    speaks first. Before: TF408, the first agent assumed (here the same one; `Critic` below)."""
+    text = (CORPUS / "c32_manager_initiates_function_map.py").read_text(encoding="utf-8")
+    text = text.replace("mgr.a_initiate_chat(expert, message=user_q)", "mgr.a_initiate_chat(critic, message=user_q)")
+    result = migrate(text, "x.py")
+    assert "start Critic" in result.text and "participant Critic initiator" in result.text, result.text
+    assert not [d for d in result.diagnostics if d.code == "TF408"], result.diagnostics

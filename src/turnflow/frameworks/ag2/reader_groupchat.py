@@ -458,7 +458,13 @@ def _started_by(mod: Module, call: pyast.Call, mcall: pyast.Call) -> Optional[py
     name = callee(call)
     method = isinstance(call.func, pyast.Attribute)
     if name in _STARTS and method:
-        return call.func.value if mod.resolve(kwarg(call, "recipient", 0)) is mcall else None  # type: ignore[attr-defined]
+        if mod.resolve(kwarg(call, "recipient", 0)) is mcall:
+            return call.func.value  # type: ignore[attr-defined]
+        if name in ("initiate_chat", "a_initiate_chat") and mod.resolve(call.func.value) is mcall:  # type: ignore[attr-defined]
+            # `manager.initiate_chat(agent, message=m)`: the agent answers m to the manager, and its
+            # reply opens the group chat (`run_chat(sender=agent)`): it speaks first
+            return kwarg(call, "recipient", 0)
+        return None
     if name not in ("initiate_chats", "a_initiate_chats"):
         return None
     for element in mod.elements(kwarg(call, "chat_queue", 0)) or []:
