@@ -401,3 +401,19 @@ def test_a_chat_the_manager_opens_with_an_agent_starts_with_that_agent():
     result = migrate(text, "x.py")
     assert "start Critic" in result.text and "participant Critic initiator" in result.text, result.text
     assert not [d for d in result.diagnostics if d.code == "TF408"], result.diagnostics
+
+
+def test_a_chat_of_another_family_in_a_notebook_is_reported_in_its_cell():
+    """The same TF409 for a notebook: its position is the cell and the line in it, as the other
+    diagnostics' (the JSON's own lines are not what a reader looks at)."""
+    import json
+
+    lines = (CORPUS / "c15_guardrails_autopattern.py").read_text(encoding="utf-8").split("\n")
+    cells = [{"cell_type": "markdown", "metadata": {}, "source": ["# a notebook"]}] + [
+        {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+         "source": [line + "\n" for line in part]} for part in (lines[:50], lines[50:])]
+    text = json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    result = migrate(text, "c15.ipynb")
+    (d,) = [d for d in result.diagnostics if d.code == "TF409"]
+    assert d.cell is not None and (d.cell.cell, d.cell.line, d.cell.column) == (3, 5, 22), d
+    assert "(input cell\n#   3:5:22)" in result.text or "(input cell 3:5:22)" in result.text, result.text[:400]

@@ -207,32 +207,26 @@ def _other_families(text: str, path: str, src: SourceText, family: str, result: 
     import ast as pyast
     from dataclasses import replace
 
-    from turnflow.migrate.common import diagnostic
+    from turnflow.migrate.common import diagnostic, input_where
+    from turnflow.migrate.pyread import pos
 
     others = [f for f in builds(text) if f != family]
     if not others:
         return result
     tree = pyast.parse(text)
     aliases = framework_aliases(tree)
-    lines = text.splitlines()
     notes, comments = [], []
     for other in others:
         names = _FAMILY_CALLS[other]
         call = min((n for n in pyast.walk(tree) if isinstance(n, pyast.Call)
                     and aliases.get(_called(n), _called(n)) in names | ({"GroupChat"} if other == "classic" else set())),
                    key=lambda n: (n.lineno, n.col_offset), default=None)
-        if call is None:  # a GroupChat subclass of the file, `x.handoffs.<method>(...)`: the file's top
-            at = Pos(1, 1)
-        else:
-            def col(line_no: int, offset: int) -> int:
-                line = lines[line_no - 1] if line_no <= len(lines) else ""
-                return len(line.encode("utf-8")[:offset].decode("utf-8", "replace")) + 1
-            end = call.end_lineno or call.lineno
-            at = Pos(call.lineno, col(call.lineno, call.col_offset), end, col(end, call.end_col_offset or 0))
+        # the first call that builds it (a GroupChat subclass of the file, `x.handoffs.<method>(...)`: the top)
+        at = pos(call) if call is not None else Pos(1, 1)
         message = (f"this file also builds {_WHAT[other]}, which the {family} front end does not migrate: this "
                    f"flow leaves it out; `turnflow migrate --from {other}` migrates it")
         notes.append(diagnostic("TF409", message, at, path, src))
-        comments.append(f"# TF409: {message} (input {at.line}:{at.column})")
+        comments.append(f"# TF409: {message} (input {input_where(at)})")
     head = "\n".join("\n".join(_wrap(c)) for c in comments) + "\n"
     return replace(result, text=head + result.text, diagnostics=notes + list(result.diagnostics))
 
@@ -271,6 +265,8 @@ def _notebook(cells, path: str, src: SourceText, family: Optional[str], forced: 
             result = autogen_py.migrate(code, path, src)
         else:
             result = _run(code, path, src, family or "classic")
+            if not forced:
+                result = _other_families(code, path, src, family or "classic", result)
     except MigrateError as err:
         first = err.diagnostics[0]
         if "nothing to migrate" in first.message and family is not None:
