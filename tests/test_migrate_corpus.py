@@ -417,3 +417,21 @@ def test_a_chat_of_another_family_in_a_notebook_is_reported_in_its_cell():
     (d,) = [d for d in result.diagnostics if d.code == "TF409"]
     assert d.cell is not None and (d.cell.cell, d.cell.line, d.cell.column) == (3, 5, 22), d
     assert "(input cell\n#   3:5:22)" in result.text or "(input cell 3:5:22)" in result.text, result.text[:400]
+
+
+@pytest.mark.parametrize("registration", [
+    "autogen.register_function(lookup, caller=a, executor=u, description='look up')",
+    "register_function(lookup, caller=a, executor=u, description='look up')",
+    "u.register_function(function_map={'lookup2': lookup2})"])
+def test_a_tool_registered_under_an_if_in_a_classic_chat_is_a_run_time_choice(registration):
+    """A tool registration of a classic chat under an `if` the chat is not in: which agent AG2 picks
+    after a call of the tool depends on whether it ran. Before, the flow read it as if it always ran
+    without a word (patterns already said so, TF410)."""
+    guarded = "import os\nfrom autogen import register_function\nif os.environ.get('TOOLS'):\n    " + registration
+    offer = "" if "lookup2" not in registration else _DECORATED
+    text = _TOOL_CHAT.format(u_extra="", a_config="{}", registration=offer + guarded)
+    text = text.replace("speaker_selection_method=\"round_robin\"", "speaker_selection_method=\"auto\"")
+    result = migrate(text, "x.py")
+    assert "handoff a -> u via lookup" in result.text, result.text
+    found = [d for d in result.diagnostics if d.code == "TF410"]
+    assert found and "if os.environ.get('TOOLS')" in found[0].message, result.diagnostics

@@ -712,7 +712,16 @@ def _tool_calls(cx: Classic, b: FlowBuilder, call: pyast.Call, agents: list[Agen
                "returns a method name, not an agent; the flow does not show it", pos(tool.at))
         return
     b.section()
+    _, runs = classic_tools.tools(cx.mod)
+    # the innermost call around each name: the registration an owner of `runs` is part of
+    enclosing = {id(n): c for c in calls(cx.mod.tree) for n in pyast.walk(c) if isinstance(n, pyast.Name)}
     for caller, runners, tool in pairs:
+        # a registration (offering or running the tool) under an `if` / in a loop the chat is not in:
+        # whether it ran decides who speaks after a call (TF410, through `note_choices`)
+        cx.mod.note_guarded(tool.at, call)
+        for owner in runs.get(tool.name, []):
+            if cx.agent_of(owner) in runners:
+                cx.mod.note_guarded(enclosing.get(id(owner), owner), call)
         if len(runners) > 1:
             b.note("TF406", f"`{caller.name}`'s tool `{tool.name}` is run by {bounded(r.name for r in runners)}: after "
                    "a call AG2 picks among them only (`func_call_filter`); the flow does not narrow the choice",
