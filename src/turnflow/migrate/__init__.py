@@ -210,6 +210,8 @@ def _other_families(text: str, path: str, src: SourceText, family: str, result: 
     from turnflow.migrate.common import diagnostic, input_where
     from turnflow.migrate.pyread import pos
 
+    if family not in _FAMILY_CALLS:  # a module `turnflow compile` wrote is read back whole (its team included)
+        return result
     others = [f for f in builds(text) if f != family]
     if not others:
         return result
