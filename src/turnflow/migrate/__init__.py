@@ -182,7 +182,8 @@ def migrate(text: str, path: str = "<string>", family: Optional[str] = None) -> 
                    "an AG2 group pattern, or an AutoGen team component JSON (use --from to say which)",
                    Pos(1, 1), path, src)
     try:
-        return _run(text, path, src, family)
+        result = _run(text, path, src, family)
+        return result if forced else _other_families(text, path, src, family, result)
     except MigrateError as err:
         first = err.diagnostics[0]
         if "nothing to migrate" in first.message or (forced and "syntax error" in first.message):
@@ -192,6 +193,57 @@ def migrate(text: str, path: str = "<string>", family: Optional[str] = None) -> 
 
                 err.diagnostics[0] = replace(first, message=first.message + hint)
         raise
+
+
+_FAMILY_CALLS = {"autogen": _AUTOGEN_TEAMS, "classic": {"GroupChat"},
+                 "ag2-patterns": _AG2_BUILDS | {"initiate_group_chat", "run_group_chat", "a_initiate_group_chat",
+                                                "a_run_group_chat"}}
+
+
+def _other_families(text: str, path: str, src: SourceText, family: str, result: Migration) -> Migration:
+    """A file that builds chats of two families (an AG2 pattern and a classic `GroupChat` run as its
+    nested chat): the front end of the first migrates its own only. Each other family gets a TF409 at
+    its first call, naming the `--from` that migrates it, and the same words at the top of the flow."""
+    import ast as pyast
+    from dataclasses import replace
+
+    from turnflow.migrate.common import diagnostic, input_where
+    from turnflow.migrate.pyread import pos
+
+    if family not in _FAMILY_CALLS:  # a module `turnflow compile` wrote is read back whole (its team included)
+        return result
+    others = [f for f in builds(text) if f != family]
+    if not others:
+        return result
+    tree = pyast.parse(text)
+    aliases = framework_aliases(tree)
+    notes, comments = [], []
+    for other in others:
+        names = _FAMILY_CALLS[other]
+        call = min((n for n in pyast.walk(tree) if isinstance(n, pyast.Call)
+                    and aliases.get(_called(n), _called(n)) in names | ({"GroupChat"} if other == "classic" else set())),
+                   key=lambda n: (n.lineno, n.col_offset), default=None)
+        # the first call that builds it (a GroupChat subclass of the file, `x.handoffs.<method>(...)`: the top)
+        at = pos(call) if call is not None else Pos(1, 1)
+        message = (f"this file also builds {_WHAT[other]}, which the {family} front end does not migrate: this "
+                   f"flow leaves it out; `turnflow migrate --from {other}` migrates it")
+        notes.append(diagnostic("TF409", message, at, path, src))
+        comments.append(f"# TF409: {message} (input {input_where(at)})")
+    head = "\n".join("\n".join(_wrap(c)) for c in comments) + "\n"
+    return replace(result, text=head + result.text, diagnostics=notes + list(result.diagnostics))
+
+
+def _wrap(comment: str) -> list[str]:
+    import textwrap
+
+    return textwrap.wrap(comment, 100, subsequent_indent="#   ", break_long_words=False, break_on_hyphens=False)
+
+
+def _called(node) -> str:
+    import ast as pyast
+
+    f = node.func
+    return f.id if isinstance(f, pyast.Name) else f.attr if isinstance(f, pyast.Attribute) else ""
 
 
 def _notebook(cells, path: str, src: SourceText, family: Optional[str], forced: bool) -> Migration:
@@ -215,6 +267,8 @@ def _notebook(cells, path: str, src: SourceText, family: Optional[str], forced: 
             result = autogen_py.migrate(code, path, src)
         else:
             result = _run(code, path, src, family or "classic")
+            if not forced:
+                result = _other_families(code, path, src, family or "classic", result)
     except MigrateError as err:
         first = err.diagnostics[0]
         if "nothing to migrate" in first.message and family is not None:

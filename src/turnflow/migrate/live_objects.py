@@ -492,6 +492,8 @@ def classic_source(obj: Any, name: str = "groupchat", initiator: Any = None) -> 
         if fn is not None:
             margs.append(f"is_termination_msg={fn}")
     w.lines.append(f"{name}_manager = autogen.GroupChatManager({', '.join(margs)})")
+    for a in chat.agents:
+        _guardrail_lines(w, a)
     if initiator is not None:
         w.lines.append(f"{w.vars[id(initiator)]}.initiate_chat({name}_manager, message='...')")
     return "\n".join(w.lines) + "\n"
@@ -557,6 +559,25 @@ def _handoff_lines(w: _Writer, a: Any) -> None:
                            f"condition={cond}))")
 
 
+def _guardrail_lines(w: _Writer, a: Any, targets: bool = False) -> None:
+    """The agent's guardrails, as their registrations: AG2 runs them in every group chat, and one that
+    fires replaces the reply and, in a pattern, makes its target the next speaker. With `targets` (a
+    pattern), each as the `RegexGuardrail` / `LLMGuardrail` it is, with its name, condition and target
+    (read as a routing tool); else by name (reported, TF406)."""
+    v = w.vars[id(a)]
+    for kind in ("input", "output"):
+        for g in getattr(a, f"{kind}_guardrails", None) or []:
+            name = getattr(g, "name", type(g).__name__)
+            bases = [c.__name__ for c in type(g).__mro__]
+            cls = next((c for c in ("RegexGuardrail", "LLMGuardrail") if c in bases), None)
+            target = getattr(g, "target", None)
+            if targets and cls is not None and target is not None and isinstance(getattr(g, "condition", None), str):
+                w.lines.append(f"{v}.register_{kind}_guardrail({cls}(name={name!r}, condition={g.condition!r}, "
+                               f"target={_target(w, target)}))")
+            else:
+                w.lines.append(f"{v}.register_{kind}_guardrail({name!r})")
+
+
 def _tool_lines(w: _Writer, a: Any) -> None:
     """The agent's tools, from their own source, as `register_function(f, caller=agent, ...)` calls
     (an `agent.functions = [...]` after construction registers nothing in AG2)."""
@@ -577,7 +598,7 @@ def pattern_source(obj: Any, name: str = "pattern", max_rounds: Optional[int] = 
                   "from autogen.agentchat.group import (AgentTarget, AgentNameTarget, RevertToUserTarget, "
                   "TerminateTarget, StayTarget, GroupManagerTarget, OnCondition, OnContextCondition, "
                   "ExpressionContextCondition, ContextExpression, StringContextCondition, StringLLMCondition, "
-                  "ContextVariables)\n"
+                  "ContextVariables)\nfrom autogen.agentchat.group.guardrails import LLMGuardrail, RegexGuardrail\n"
                   "from autogen.agentchat.group.patterns import DefaultPattern, AutoPattern, RoundRobinPattern, "
                   "RandomPattern, ManualPattern\nfrom autogen.agentchat import initiate_group_chat")
     agents = [w.var(a) for a in obj.agents]
@@ -586,6 +607,7 @@ def pattern_source(obj: Any, name: str = "pattern", max_rounds: Optional[int] = 
         _handoff_lines(w, a)
     for a in list(obj.agents) + ([obj.user_agent] if user is not None else []):
         _tool_lines(w, a)
+        _guardrail_lines(w, a, targets=True)
     kind = type(obj).__name__
     args = [f"initial_agent={w.vars[id(obj.initial_agent)]}", f"agents=[{', '.join(agents)}]"]
     term = (getattr(obj, "group_manager_args", None) or {}).get("is_termination_msg")

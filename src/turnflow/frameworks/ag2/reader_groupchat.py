@@ -422,9 +422,23 @@ def _note_manager_overrides(mod: Module, b: FlowBuilder, manager: Optional[pyast
         name = next((callee(base) for base in cls.bases if callee(base) in _manager_classes(mod)), "")
 
 
+# the methods that start a chat with the manager as `recipient` (first argument): AG2 0.9's `run` /
+# `a_run` call `initiate_chat` (in a thread) with the same `recipient`, `max_turns`, `message`
+_STARTS = ("initiate_chat", "a_initiate_chat", "run", "a_run")
+
+
 def _note_run(b: FlowBuilder, init_call: Optional[pyast.Call]) -> None:
     """The call that starts the chat, bound to `initiate_chat`'s signature: a finding at each
     argument the flow does not model (`max_turns`)."""
+    if init_call is not None and callee(init_call) in ("run", "a_run"):
+        # `run(recipient, clear_history, silent, cache, max_turns, ...)`: its own signature, wider
+        # than `initiate_chat`'s; what decides turns is `max_turns`, as there
+        turns = kwarg(init_call, "max_turns", 4)
+        if turns is not None:
+            b.note("TF405", f"`{one_line(turns, 30)}` as `max_turns` of `{callee(init_call)}`: the initiator and the "
+                   "manager exchange this many turns: after the group chat ends and the initiator replies, the "
+                   "group chat runs again; the flow shows one run", pos(turns))
+        return
     if init_call is None or callee(init_call) not in ("initiate_chat", "a_initiate_chat"):
         return
     bound = surface.bind(init_call, surface.API[("ag2", "ConversableAgent.initiate_chat")])
@@ -443,8 +457,14 @@ def _started_by(mod: Module, call: pyast.Call, mcall: pyast.Call) -> Optional[py
     "recipient": manager, ...}])` (AG2 runs the queue in order: the chat is started by that sender)."""
     name = callee(call)
     method = isinstance(call.func, pyast.Attribute)
-    if name in ("initiate_chat", "a_initiate_chat") and method:
-        return call.func.value if mod.resolve(kwarg(call, "recipient", 0)) is mcall else None  # type: ignore[attr-defined]
+    if name in _STARTS and method:
+        if mod.resolve(kwarg(call, "recipient", 0)) is mcall:
+            return call.func.value  # type: ignore[attr-defined]
+        if name in ("initiate_chat", "a_initiate_chat") and mod.resolve(call.func.value) is mcall:  # type: ignore[attr-defined]
+            # `manager.initiate_chat(agent, message=m)`: the agent answers m to the manager, and its
+            # reply opens the group chat (`run_chat(sender=agent)`): it speaks first
+            return kwarg(call, "recipient", 0)
+        return None
     if name not in ("initiate_chats", "a_initiate_chats"):
         return None
     for element in mod.elements(kwarg(call, "chat_queue", 0)) or []:
@@ -580,6 +600,20 @@ _AFTER_BUILT = {
                        "ends the chat: AG2's `run_chat`, \"No reply generated\"; on the manager it may replace how "
                        "the chat runs); what it does is not read"),
 }
+# AG2 0.9.9 runs an agent's guardrails in every group chat (`GroupChat._run_input_guardrails`, before
+# the agent replies, and `_run_output_guardrails`, on its reply): when one fires, its activation
+# message replaces the reply and `guardrail.target.activate_target(groupchat)` makes its target the
+# next speaker in a pattern (the GroupToolExecutor's next target, taken before any handoff)
+_GUARDRAIL = ("TF406", "when the guardrail fires ({when}), its activation message replaces the agent's reply and, "
+              "in a pattern, the guardrail's target speaks next, before the agent's handoffs; the flow has no "
+              "such rule (a classic chat keeps its order, but a text test on the reply sees the activation "
+              "message)")
+GUARDRAIL_WHEN = {"input": "on the messages the agent is about to answer", "output": "on the agent's reply"}
+GUARDRAIL_METHODS = {}  # `register_output_guardrail` -> "output", ... (the patterns read them: reader_patterns)
+for _kind, _when in GUARDRAIL_WHEN.items():
+    for _m in (f"register_{_kind}_guardrail", f"register_{_kind}_guardrails"):
+        _AFTER_BUILT[_m] = (_GUARDRAIL[0], _GUARDRAIL[1].format(when=_when))
+        GUARDRAIL_METHODS[_m] = _kind
 
 
 _HANDOFF_LISTS = ("llm_conditions", "context_conditions", "after_works")
@@ -610,7 +644,8 @@ def _agent_changes(st: pyast.AST) -> list[tuple[pyast.Name, str]]:
     return out
 
 
-def _note_changed_agents(mod: Module, b: FlowBuilder, agents: list[Agent], manager: Optional[pyast.Call]) -> None:
+def _note_changed_agents(mod: Module, b: FlowBuilder, agents: list[Agent], manager: Optional[pyast.Call],
+                         read: frozenset = frozenset()) -> None:
     """A finding at each statement that changes an agent of the chat, or its manager, after it is
     built: `x.attr = v` (`x.attr += v`), `x.register_reply(...)`, `x.update_max_consecutive_auto_reply(n)`
     (`_AFTER_BUILT`; any other attribute is TF409: not read)."""
@@ -619,6 +654,8 @@ def _note_changed_agents(mod: Module, b: FlowBuilder, agents: list[Agent], manag
         built[id(manager)] = "the manager"
     for st, fns in change_sites(mod):
         for obj, attr in _agent_changes(st):
+            if attr in read:  # the front end reads these itself (a pattern's guardrails)
+                continue
             inside = changed_inside(fns, obj)
             who = built.get(id(mod.resolve(obj))) if not fns or inside else None
             if who is None:
@@ -675,7 +712,16 @@ def _tool_calls(cx: Classic, b: FlowBuilder, call: pyast.Call, agents: list[Agen
                "returns a method name, not an agent; the flow does not show it", pos(tool.at))
         return
     b.section()
+    _, runs = classic_tools.tools(cx.mod)
+    # the innermost call around each name: the registration an owner of `runs` is part of
+    enclosing = {id(n): c for c in calls(cx.mod.tree) for n in pyast.walk(c) if isinstance(n, pyast.Name)}
     for caller, runners, tool in pairs:
+        # a registration (offering or running the tool) under an `if` / in a loop the chat is not in:
+        # whether it ran decides who speaks after a call (TF410, through `note_choices`)
+        cx.mod.note_guarded(tool.at, call)
+        for owner in runs.get(tool.name, []):
+            if cx.agent_of(owner) in runners:
+                cx.mod.note_guarded(enclosing.get(id(owner), owner), call)
         if len(runners) > 1:
             b.note("TF406", f"`{caller.name}`'s tool `{tool.name}` is run by {bounded(r.name for r in runners)}: after "
                    "a call AG2 picks among them only (`func_call_filter`); the flow does not narrow the choice",

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from turnflow.migrate import surface
-from turnflow.migrate.pyread import Module, callee, calls
+from turnflow.migrate.pyread import Module, calls, kwarg
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,12 @@ def tools(mod: Module) -> tuple[list[Tool], dict[str, list[pyast.AST]]]:
         for given in _constructor_functions(mod, call):  # `ConversableAgent(..., functions=[f])`: for the model
             doc = pyast.get_docstring(mod.functions[given.id]) if given.id in mod.functions else None
             offered.append(Tool(given.id, call, doc.strip() if doc else None, given))
-        if callee(call) == "register_function" and isinstance(call.func, pyast.Name):
+        for name, description, node in _llm_config_tools(mod, call):  # `llm_config={"tools": [...]}`
+            offered.append(Tool(name, call, description, node))
+        if _registers_function_map(call):  # `agent.register_function(function_map={...})`: it runs them
+            for name in _map_names(mod, kwarg(call, "function_map", 0)):
+                runs.setdefault(name, []).append(call.func.value)  # type: ignore[attr-defined]
+        if is_register_function(call):
             b = surface.bind(call, surface.API[("ag2", "register_function")])
             f, caller, executor = b.get("f"), b.get("caller"), b.get("executor")
             if b.problem is not None or not isinstance(f, pyast.Name) or caller is None or executor is None:
@@ -71,6 +76,21 @@ def tools(mod: Module) -> tuple[list[Tool], dict[str, list[pyast.AST]]]:
             offered.append(Tool(name, caller, mod.string(b.get("description")), call))
             runs.setdefault(name, []).append(executor)
     return offered, runs
+
+
+def is_register_function(call: pyast.Call) -> bool:
+    """AG2's module function `register_function(f, caller=..., executor=...)`, called by its name or
+    through the module (`autogen.register_function`, `autogen.agentchat.register_function`), not an
+    agent's method `agent.register_function(function_map)`."""
+    f = call.func
+    if isinstance(f, pyast.Name):
+        return f.id == "register_function"
+    if not isinstance(f, pyast.Attribute) or f.attr != "register_function":
+        return False
+    root = f.value
+    while isinstance(root, pyast.Attribute):
+        root = root.value
+    return isinstance(root, pyast.Name) and root.id == "autogen"
 
 
 def unbound_registrations(mod: Module) -> list[tuple[pyast.Call, pyast.AST, str]]:
@@ -83,7 +103,7 @@ def unbound_registrations(mod: Module) -> list[tuple[pyast.Call, pyast.AST, str]
         if b.problem is not None:
             out.append((dec, *b.problem))
     for call in calls(mod.tree):
-        if callee(call) == "register_function" and isinstance(call.func, pyast.Name):
+        if is_register_function(call):
             b = surface.bind(call, surface.API[("ag2", "register_function")])
             if b.problem is not None:
                 out.append((call, *b.problem))
@@ -104,6 +124,46 @@ def _constructor_functions(mod: Module, call: pyast.Call) -> list[pyast.Name]:
     elems = mod.elements(node)
     items = elems if elems is not None else [node]
     return [e for e in items if isinstance(e, pyast.Name)]
+
+
+def _registers_function_map(call: pyast.Call) -> bool:
+    """An agent's method `agent.register_function(function_map)` (AG2 0.9.9 adds the map to the
+    agent's `_function_map`: it runs those tools), not the module function `register_function(f, ...)`."""
+    return isinstance(call.func, pyast.Attribute) and call.func.attr == "register_function" \
+        and not is_register_function(call)
+
+
+def _map_names(mod: Module, node: Optional[pyast.AST]) -> list[str]:
+    node = mod.resolve(node)
+    if not isinstance(node, pyast.Dict):
+        return []
+    return [k for k in (mod.string(key) for key in node.keys if key is not None) if k is not None]
+
+
+def _llm_config_tools(mod: Module, call: pyast.Call) -> list[tuple[str, Optional[str], pyast.AST]]:
+    """(name, description, node) of each tool schema written into a constructor's `llm_config` dict:
+    `"tools": [{"type": "function", "function": {"name": ..., "description": ...}}]`, or the older
+    `"functions": [{"name": ..., "description": ...}]`; AG2 offers them to the agent's model."""
+    config = mod.resolve(next((k.value for k in call.keywords if k.arg == "llm_config"), None))
+    if not isinstance(config, pyast.Dict):
+        return []
+    entries = {mod.string(k): v for k, v in zip(config.keys, config.values) if k is not None}
+    out: list[tuple[str, Optional[str], pyast.AST]] = []
+    for key in ("tools", "functions"):
+        for element in mod.elements(entries.get(key)) or []:
+            schema = mod.resolve(element)
+            if not isinstance(schema, pyast.Dict):
+                continue
+            fields = {mod.string(k): v for k, v in zip(schema.keys, schema.values) if k is not None}
+            if key == "tools":
+                inner = mod.resolve(fields.get("function"))
+                if not isinstance(inner, pyast.Dict):
+                    continue
+                fields = {mod.string(k): v for k, v in zip(inner.keys, inner.values) if k is not None}
+            name = mod.string(fields.get("name"))
+            if name is not None:
+                out.append((name, mod.string(fields.get("description")), schema))
+    return out
 
 
 def function_map_runs(mod: Module, agent_call: pyast.Call) -> list[str]:

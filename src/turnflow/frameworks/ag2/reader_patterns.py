@@ -20,10 +20,13 @@ from turnflow.migrate.common import (MAX_ROUTES, FlowBuilder, Migration, Names, 
                                      tool_name)
 from turnflow.migrate.pyread import (Module, agent_classes, assigned_name, callee, calls, filled_in_loop, function_def,
                                      loop_message, manager_termination, one_line,
-                                     is_agent_call, kwarg, note_choices, parse_module, pos, scopes, why_not_literal)
+                                     is_agent_call, kwarg, note_choices, parse_module, pos, scopes, subclasses,
+                                     why_not_literal)
 from turnflow.frameworks.ag2.reader_groupchat import _attribute_changes  # `x.attr = v`, `x.attr.append(v)`
 from turnflow.frameworks.ag2.reader_groupchat import _note_changed_agents  # agents changed after they are built
-from turnflow.frameworks.ag2.reader_groupchat_tools import registration_words, unbound_registrations
+from turnflow.frameworks.ag2.reader_groupchat import GUARDRAIL_METHODS, GUARDRAIL_WHEN
+from turnflow.frameworks.ag2.reader_groupchat_tools import (is_register_function, registration_words,
+                                                         unbound_registrations)
 from turnflow.migrate.pyread import change_sites, changed_inside
 from turnflow.migrate import surface
 from turnflow.source import SourceText
@@ -47,6 +50,9 @@ class Agent:
     configured: list[pyast.AST] = field(default_factory=list)  # the calls / statements that configure it
     ignored: list[tuple[pyast.AST, str]] = field(default_factory=list)  # statements AG2 ignores, and why
     findings: list[tuple[str, pyast.AST, str]] = field(default_factory=list)  # (code, argument, message)
+    # (kind "input" / "output", the registration call, the guardrail given: its constructor call or
+    # whatever the argument is) for each `agent.register_output_guardrail(g)` and the like
+    guardrails: list[tuple[str, pyast.Call, pyast.AST]] = field(default_factory=list)
 
 
 class _Unexpressible(Exception):
@@ -198,7 +204,7 @@ def _tool_call(scan: Scan, call: pyast.Call) -> None:
     `agent.register_for_llm(name=...)(f)`, `agent.add_functions([...])`."""
     mod = scan.mod
     name = callee(call)
-    if name == "register_function" and isinstance(call.func, pyast.Name):
+    if is_register_function(call):
         # register_function(f, caller=agent, executor=..., name=..., description=...)
         a = scan.agent_of(kwarg(call, "caller"))
         f = kwarg(call, "f", 0)
@@ -229,6 +235,9 @@ def _handoff_call(scan: Scan, call: pyast.Call) -> None:
     if _legacy_call(scan, call):
         return
     if not isinstance(f, pyast.Attribute):
+        return
+    if f.attr in GUARDRAIL_METHODS:
+        _guardrail_call(scan, call, GUARDRAIL_METHODS[f.attr])
         return
     attr = AGENT_HANDOFF_METHODS.get(f.attr)
     if attr is not None:  # `agent.register_handoffs([...])`: AG2 calls `agent.handoffs.add_many(...)`
@@ -268,6 +277,23 @@ def _handoff_call(scan: Scan, call: pyast.Call) -> None:
         agent.after_work = arg
         return
     _add_handoffs(agent, attr, _items(mod, arg))
+
+
+def _guardrail_call(scan: Scan, call: pyast.Call, kind: str) -> None:
+    """`agent.register_output_guardrail(g)` (`_input_`, and the plural forms with a list): AG2 0.9.9
+    runs the agent's guardrails in the group chat; one that fires replaces the reply with its
+    activation message and makes its target the next speaker (`GroupChat._run_output_guardrails` ->
+    `activate_target`: the GroupToolExecutor's next target, taken before the agent's after-work)."""
+    mod = scan.mod
+    agent = scan.agent_of(call.func.value)  # type: ignore[attr-defined]
+    if agent is None or id(call) in mod.in_loop:
+        return  # not an agent of this file's patterns, or not unrolled: reported as a change (TF406)
+    agent.configured.append(call)
+    plural = call.func.attr.endswith("s")  # type: ignore[attr-defined]
+    arg = kwarg(call, "guardrails" if plural else "guardrail", 0)
+    given = _items(mod, arg) if plural else [(mod.resolve(arg) if arg is not None else None) or call]
+    for g in given or [call]:
+        agent.guardrails.append((kind, call, g))
 
 
 def _legacy_call(scan: Scan, call: pyast.Call) -> bool:
@@ -431,7 +457,8 @@ def _pattern(scan: Scan, pcall: pyast.Call, block: str) -> FlowBuilder:
                        "`set_after_work`); ignored", pos(a.after_work))
                 a.after_work = None
     _note_ignored(b, order)
-    _note_changed_agents(mod, b, order, None)  # type: ignore[arg-type]  # the patterns' Agent has `call` and `var`
+    _note_changed_agents(mod, b, order, None,  # type: ignore[arg-type]  # the patterns' Agent has `call` and `var`
+                         read=frozenset(GUARDRAIL_METHODS))  # guardrails: read as routing tools (_guardrail_handoff)
     for a in order:
         b.section()
         _agent_rules(cx, a, kind)
@@ -1074,6 +1101,8 @@ def _agent_rules(cx: Ctx, a: Agent, kind: str) -> None:
     used_tools: set[str] = set()
     for call in a.llm:  # 2. LLM conditions
         _llm_handoff(cx, a, call, used_tools)
+    for kind, reg, g in a.guardrails:  # a guardrail that fires: its target speaks next (before after-works)
+        _guardrail_handoff(cx, a, kind, reg, g, used_tools)
     for fn_node in a.functions:  # 3. tools returning ReplyResult(target=...)
         _tool_rules(cx, a, fn_node)
     for call in a.after_conditional:  # 4. after-work (conditional, then unconditional)
@@ -1088,6 +1117,37 @@ def _agent_rules(cx: Ctx, a: Agent, kind: str) -> None:
             _routing_choice(cx, a.name, list(cx.by_name), a.after_work)
         else:
             b.rule(a.name, t)
+
+
+_GUARDRAILS = ("RegexGuardrail", "LLMGuardrail", "Guardrail")
+
+
+def _guardrail_handoff(cx: Ctx, a: Agent, kind: str, reg: pyast.Call, g: pyast.AST, used_tools: set[str]) -> None:
+    """A guardrail of X with target T: a routing tool `X -> T` named after the guardrail, TF406 (the
+    guardrail's check decides, not X's model; its activation message replaces X's reply)."""
+    b, mod = cx.b, cx.mod
+    cls = callee(g) if isinstance(g, pyast.Call) else ""
+    known = cls in _GUARDRAILS or cls in subclasses(mod, _GUARDRAILS)
+    target = kwarg(g, "target", 2) if known else None
+    t = _resolve_target(cx, _target(cx, target, g), g, a.name) if target is not None else None
+    how = GUARDRAIL_WHEN[kind]
+    if t is None:
+        b.note("TF406", f"`{one_line(reg)}`: when the guardrail fires ({how}), its activation message replaces "
+               f"`{a.name}`'s reply and its target speaks next, before `{a.name}`'s after-work; "
+               f"{'its target is not read' if known else 'the guardrail is not one the migrator reads'}: the "
+               "flow has no such rule", pos(reg))
+        return
+    raw = mod.string(kwarg(g, "name", 0)) or "guardrail"
+    tool = tool_name(f"guardrail_{raw}")
+    i = 2
+    while tool in used_tools:
+        tool, i = f"{tool_name(f'guardrail_{raw}')}_{i}", i + 1
+    used_tools.add(tool)
+    condition = mod.string(kwarg(g, "condition", 1))
+    b.note("TF406", f"guardrail `{raw}` of `{a.name}` ({cls}, {kind}): when it fires ({how}), its activation "
+           f"message replaces `{a.name}`'s reply and its target speaks next, before `{a.name}`'s after-work; "
+           "approximated by a routing tool (the guardrail's check decides, not the agent's model)", pos(reg))
+    b.handoff(a.name, t, tool, condition or f"Guardrail {raw} fired")
 
 
 def _resolve_target(cx: Ctx, t, at, x: str):
