@@ -203,7 +203,7 @@ def _report(args, report: str, ids: list, final: dict) -> None:
 
 def _run(args, spec: "SessionSpec", make_agents: Callable[[], dict], tasks: list, store_value: str) -> int:
     from turnflow.runtime.batch import BatchWorker, TaskOutcome, retrying
-    from turnflow.runtime.errors import RuntimeErrorBase, StoreDamaged, StoreError, StoreFailed
+    from turnflow.runtime.errors import EndpointUnavailable, RuntimeErrorBase, StoreDamaged, StoreError, StoreFailed
     from turnflow.runtime.store import open_store
     from turnflow.runtime.task_queue import new_worker_id, task_queue_for
 
@@ -247,6 +247,10 @@ def _run(args, spec: "SessionSpec", make_agents: Callable[[], dict], tasks: list
             progress.end()
         if isinstance(problem, StoreFailed):
             raise problem
+        if isinstance(problem, EndpointUnavailable):  # an outage, not the tasks' failure: exit 2, as for the store
+            err(f"turnflow run: {problem}")
+            err("turnflow run: no task was recorded failed for it; run the same command again to continue")
+            return EXIT_USAGE
         if problem is not None:
             err(f"turnflow run: {problem}")
             return EXIT_ERROR
