@@ -5,8 +5,11 @@ closes no in-flight session and frees no lease, while an hour that really passes
 
 from __future__ import annotations
 
+import socket
 import sqlite3
 import time
+
+import pytest
 
 from runtime_helpers import active, run
 
@@ -99,3 +102,76 @@ def test_a_wall_step_frees_no_lease_of_a_running_sqlite_batch(tmp_path, monkeypa
         assert attempts == {"a": 1, "b": 1}
     finally:
         store.close()
+
+
+def _held_by_a_gone_process(tmp_path, worker, ahead):
+    """A store whose task "a" a process that is gone still holds: its worker id `worker`, its lease
+    written by a clock `ahead` seconds ahead of this one (a wall step back between the two runs, or
+    another machine's clock)."""
+    store = SQLiteStore(str(tmp_path / "hub.db"))
+    queue = SQLiteTaskQueue(store)
+    queue.load([Task("a", "one", {}, 1), Task("b", "two", {}, 2)], "h")
+    assert [c.id for c in queue.claim(worker, 1, 30.0)] == ["a"]
+    store.db.execute("UPDATE turnflow_tasks SET lease_until = lease_until + ? WHERE id = 'a'", (ahead,))
+    return store, queue
+
+
+@pytest.mark.parametrize("worker, ahead", [
+    ("old-container:4242:0bad1dea", 0.0),  # another hostname (a container started again): the 30 s lease
+    ("old-container:4242:0bad1dea", 3600.0),  # ... written by a clock an hour ahead
+    (f"{socket.gethostname()}:1:0bad1dea", 3600.0),  # this host, its pid taken since (a reboot)
+])
+def test_a_sqlite_store_s_tasks_held_by_another_process_are_taken_over_at_once(tmp_path, worker, ahead):
+    """One process writes a SQLite store at a time (its lock): a task another process holds when
+    this one has the store is held by nobody, whatever its lease says. Before, a re-run waited for
+    that lease to run out by its own clock — an hour, after a wall step back of an hour."""
+    from turnflow.runtime.task_queue import new_worker_id
+
+    store, _ = _held_by_a_gone_process(tmp_path, worker, ahead)
+    try:
+        got = SQLiteTaskQueue(store).claim(new_worker_id(), 8, 30.0)  # the next process's task list
+        assert [(c.id, c.attempts) for c in got] == [("a", 2), ("b", 1)]
+    finally:
+        store.close()
+
+
+def test_workers_of_this_process_keep_their_leases(tmp_path):
+    """The rule is about other processes: two workers of one process (ids of this host and pid, or
+    not of that shape) still respect each other's leases."""
+    from turnflow.runtime.task_queue import new_worker_id
+
+    for first in (new_worker_id(), "w1"):
+        store, _ = _held_by_a_gone_process(tmp_path, first, 0.0)
+        try:
+            assert [c.id for c in SQLiteTaskQueue(store).claim(new_worker_id(), 8, 30.0)] == ["b"]
+        finally:
+            store.close()
+            for f in tmp_path.iterdir():
+                f.unlink()
+
+
+def test_a_rerun_after_a_wall_step_back_does_not_wait_for_the_gone_process_s_lease(tmp_path):
+    """The same through `turnflow run --tasks`: a batch whose worker died holding a task, its lease
+    an hour ahead of this run's clock, is finished by the next run at once (it used to wait an hour)."""
+    import json
+    import subprocess
+
+    from batch_helpers import StoreReader, check_exactly_once, run_to_end, write_batch
+
+    files = write_batch(tmp_path, 3)
+    db = str(tmp_path / "hub.db")
+    done = run_to_end(files, db, "--format", "json", timeout=60)
+    assert done.returncode == 0, done.stderr
+    con = sqlite3.connect(db)
+    con.execute("UPDATE turnflow_tasks SET state = 'running', result = NULL, worker = 'old-container:4242:0bad1dea', "
+                "lease_until = ? WHERE id = 't001'", (time.time() + 3600,))
+    con.commit()
+    con.close()
+    try:
+        again = run_to_end(files, db, "--format", "json", timeout=30)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("the re-run waited for the lease of a process that is gone") from None
+    assert again.returncode == 0, again.stderr
+    lines = {x["id"]: x for x in map(json.loads, again.stdout.splitlines())}
+    assert (lines["t001"]["status"], lines["t001"]["skipped"], lines["t001"]["resumed"]) == ("done", False, True)
+    check_exactly_once(StoreReader(db), ["t000", "t001", "t002"])

@@ -10,7 +10,9 @@ PostgreSQL (workers on several machines agree) and the local clock on SQLite (on
 
 `PostgresTaskQueue` runs on a `PostgresStore`; `SQLiteTaskQueue` on a `SQLiteStore`, for one
 process (SQLite's single writer). Both expire at once the leases of workers on this host
-whose process is gone, so a re-run after `kill -9` does not wait for the lease to run out.
+whose process is gone, so a re-run after `kill -9` does not wait for the lease to run out; on
+SQLite, whose writer holds the store's lock, the leases of every other process (any host, any
+clock) are expired at once.
 """
 
 from __future__ import annotations
@@ -71,6 +73,17 @@ FROM c WHERE t.id = c.id RETURNING t.ord, t.id, t.task, t.context, t.session_id,
 def new_worker_id() -> str:
     """`host:pid:random` — unique, and tells a worker on this host whose process is gone."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def _other_process(workers: Iterable[str]) -> list[str]:
+    """The worker ids (`host:pid:random`) of processes other than this one."""
+    mine = f"{socket.gethostname()}:{os.getpid()}:"
+    out = []
+    for w in workers:
+        parts = (w or "").rsplit(":", 2)
+        if len(parts) == 3 and parts[1].isdigit() and not w.startswith(mine):
+            out.append(w)
+    return out
 
 
 def _dead_here(workers: Iterable[str]) -> list[str]:
@@ -188,9 +201,13 @@ class SQLiteTaskQueue:
         return len(new)
 
     def _expire_dead(self, worker: str) -> None:
+        """One process writes a SQLite store at a time (sqlite_lock): a task held by a worker of any
+        other process is held by nobody — whatever its lease says (written by another clock: another
+        machine's, or this one's before a wall-clock step back) and whether or not a process now has
+        that pid (reused after a reboot) or that host is this one (a container started again)."""
         others = [r[0] for r in self.db.execute(
             "SELECT DISTINCT worker FROM turnflow_tasks WHERE state = 'running' AND worker != ?", (worker,))]
-        for w in _dead_here(others):
+        for w in _other_process(others):
             self.db.execute("UPDATE turnflow_tasks SET lease_until = 0 WHERE worker = ? AND state = 'running'", (w,))
 
     def claim(self, worker: str, n: int, lease: float) -> list[Claim]:
