@@ -175,3 +175,62 @@ def test_a_rerun_after_a_wall_step_back_does_not_wait_for_the_gone_process_s_lea
     lines = {x["id"]: x for x in map(json.loads, again.stdout.splitlines())}
     assert (lines["t001"]["status"], lines["t001"]["skipped"], lines["t001"]["resumed"]) == ("done", False, True)
     check_exactly_once(StoreReader(db), ["t000", "t001", "t002"])
+
+
+_LATER = ("import runpy, sys, time\n"
+          "_wall = time.time\n"
+          "time.time = lambda: _wall() + 7200  # this process runs two hours after the one before\n"
+          "sys.argv = ['turnflow', *sys.argv[1:]]\n"
+          "runpy.run_module('turnflow', run_name='__main__')\n")
+
+
+def test_a_batch_continued_hours_later_does_not_count_the_hours_against_its_turns(tmp_path):
+    """A batch stopped (Ctrl-C, a database or model endpoint away longer than the worker waits: exit
+    2) and run again hours later — or after the wall clock stepped forward — continues its sessions.
+    Their turns are asked again from the start, so the time no worker held them is not time an
+    agent took: before, every continued session closed at once `expectation_violated:turn_within`
+    (the workflow's default 600 s auto_close) and its task was failed for good."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from batch_helpers import StoreReader, check_exactly_once, cli, interrupt, start, write_batch
+    from pg_server import wait_for
+
+    files = write_batch(tmp_path, 2)
+    # the agents: TF_DELAY seconds a turn, and TF_FIRST more on the first turn a process asks of a
+    # session (a model taking its time): the sweeper (every 1 s) looks while that turn runs
+    (tmp_path / "tf_batch_agents.py").write_text(
+        "import os, time\n"
+        "asked = set()\n"
+        "def speak(msg, tools):\n"
+        "    if tools.session_id not in asked:\n"
+        "        asked.add(tools.session_id)\n"
+        "        time.sleep(float(os.environ.get('TF_FIRST', '0')))\n"
+        "    time.sleep(float(os.environ.get('TF_DELAY', '0')))\n"
+        "    return f'{tools.agent_id} says {len(msg)}'\n")
+    db = str(tmp_path / "hub.db")
+    reader = StoreReader(db)
+
+    def mid_session():
+        try:
+            logs = reader.logs().values()
+        except Exception:  # the store is still being made
+            return False
+        return len(logs) == 2 and all(sum(et in ("text", "packet") for _, et in log) >= 1 for log in logs)
+    proc = start(files, db, "--concurrency", "2", delay=0.1)
+    assert wait_for(mid_session, timeout=60)
+    rc, _, err = interrupt(proc, signal.SIGINT)
+    assert rc == 130, err
+    assert {s for s, *_ in reader.tasks().values()} == {"pending"}  # both sessions left to continue
+    # again, two hours later by the wall clock; the first turn asked of each session takes 1.5 s
+    later = subprocess.run([sys.executable, "-c", _LATER, *cli(files, db, "--format", "json")[3:]],
+                           capture_output=True, text=True, timeout=120,
+                           env={**os.environ, "TF_DELAY": "0", "TF_FIRST": "1.5"})
+    lines = [json.loads(x) for x in later.stdout.splitlines()]
+    assert [(x["status"], x["close_reason"], x["resumed"]) for x in lines] == [("done", "max_turns", True)] * 2, \
+        later.stderr
+    assert later.returncode == 0
+    check_exactly_once(reader, ["t000", "t001"])

@@ -109,6 +109,17 @@ class LiveSession:
                 self.turn_epoch += 1
                 self.turn_started_at = env.created_at
 
+    def restart_turn_clocks(self, now: float) -> None:
+        """The session is continued (`run_session(session_id=...)`, a batch taking an interrupted
+        task): the turn in progress is asked again from its start, now, so the time nobody held the
+        session — a stopped batch, a worker gone, a wall-clock step between two processes — is not
+        counted as time its speaker took (`turn_within`, `reply_within`) or as silence
+        (`max_silence`). Kept in memory only: the log is unchanged. The TTL is not touched."""
+        if self.turn_started_at is not None:
+            self.turn_started_at = now
+        if self.last_substantive_at is not None or self.metadata.activated_at is not None:
+            self.last_substantive_at = now
+
     def info(self) -> dict[str, Any]:
         """The session for users: `created_at` as ISO-8601 UTC text ending in `Z` (the metadata keeps
         epoch seconds). `Hub.info` adds `adapter_capabilities` (stored beside the session)."""

@@ -152,6 +152,7 @@ async def run_session(hub: Hub, spec: Union[SessionSpec, dict[str, Any]], agents
         md = hub.metadata(session_id)
         if md.state.terminal:
             return RunResult(session_id, md.state.value, md.close_reason or None, turns_of(hub.read(session_id)))
+        hub.sessions[session_id].restart_turn_clocks(hub.clock())  # the time it was not held is not the turn's
     else:
         md = await _open(hub, spec, task, labels)
     return await drive_session(HubPort(hub, md.session_id), spec, driven, task, control=ctl,
