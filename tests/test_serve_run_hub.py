@@ -533,3 +533,30 @@ def test_run_hub_enforces_the_flows_own_expectations_on_the_served_session(serve
     assert "closing the session: expectation turn_within (0.6 s) violated" in err
     assert out.splitlines() == [f"session {info.channel_id}", "closed: expectation_violated:turn_within"]
     assert info.close_reason == "expectation_violated:turn_within"
+
+
+
+@pytest.mark.parametrize("offset, engineer, code, reason", [
+    (-3600.0, "1.2", 0, "consulting_complete"),  # the hub an hour behind: a turn on time is on time
+    (3600.0, "30", 1, "expectation_violated:turn_within"),  # an hour ahead: a late turn is still late
+])
+def test_run_hub_measures_the_flows_expectations_on_its_own_clock_not_the_hubs(tmp_path, monkeypatch, offset,
+                                                                              engineer, code, reason):
+    """The served hub may run on another machine whose clock is off by an hour (or stepped): the
+    run's own expectations time each turn from when it reads it, on its own clock. Before, they
+    compared this machine's clock with the times the hub wrote: a hub an hour behind closed every
+    session `expectation_violated` at the first sweep, a hub an hour ahead never caught a late turn."""
+    (tmp_path / "slow.py").write_text("import asyncio, os\n\nasync def engineer(msg, tools):\n"
+                                      "    await asyncio.sleep(float(os.environ['TF_ENGINEER']))\n"
+                                      "    return {'say': 'why slow?'}\n")
+    flow = CONSULT.replace("participant dba respondent", "participant dba respondent\n"
+                           "    expect turn_within 2s auto_close")  # swept every 0.5 s
+    agents = "agents:\n  engineer: {kind: python, ref: 'slow:engineer'}\n"
+    monkeypatch.setenv("TF_ENGINEER", engineer)
+    server = ServeProcess(str(tmp_path / "hub.db"), clock_offset=offset)
+    try:
+        got, out, err, wal, info, _ = asyncio.run(
+            _run_with_remote(server.url, flow, agents, "dba", "an index", tmp_path, here=True))
+    finally:
+        server.stop()
+    assert (got, info.close_reason) == (code, reason), err

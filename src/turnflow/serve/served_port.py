@@ -97,10 +97,16 @@ class ServedPort:
         async with self._reading:
             wal: list[dict[str, Any]] = await self.client.call("read_wal", {"channel_id": self._sid,
                                                                           "since": len(self.log)})
+            now = self._clock()
             for record in wal:
                 env = self._from_wire(record, len(self.log) + 1)
                 self.log.append(env)
+                # folded at the time this process read it, on its own clock: the hub's times are
+                # another machine's clock (off, or stepped), which the flow's expectations must not
+                # compare with this one's; the log keeps the hub's times
+                served_at, env.created_at = env.created_at, now
                 self._live.apply(env)
+                env.created_at = served_at
                 for listener in list(self._listeners):
                     await listener(env, self._live.metadata)
             if wal:
