@@ -560,3 +560,44 @@ def test_run_hub_measures_the_flows_expectations_on_its_own_clock_not_the_hubs(t
     finally:
         server.stop()
     assert (got, info.close_reason) == (code, reason), err
+
+
+@pytest.mark.parametrize("offset", [-3600.0, 3600.0])
+def test_run_hub_times_acks_within_on_its_own_clock_too(offset):
+    """`acks_within` counts from the session's opening: as this process saw it, not as the served
+    hub's clock wrote it (an hour behind, it fired at the first check; an hour ahead, never)."""
+    from datetime import datetime, timezone
+
+    from turnflow import compile as compile_flow
+    from turnflow.runtime.session_spec import SessionSpec
+    from turnflow.serve.served_port import ServedPort
+
+    now = [1_700_000_000.0]
+    spec = SessionSpec.parse(compile_flow(CONSULT.replace(
+        "participant dba respondent", "participant dba respondent\n    expect acks_within 2s warn"), path="c.flow")[0])
+    opened = datetime.fromtimestamp(now[0] + offset, timezone.utc).isoformat()
+    channel = {"channel_id": "0" * 32, "created_at": opened, "creator_id": "E" * 32,
+               "participants": [{"agent_id": "E" * 32, "order": 0}, {"agent_id": "D" * 32, "order": 1}]}
+    port = ServedPort(object(), channel, spec, {"engineer": "E" * 32, "dba": "D" * 32}, {"engineer"},
+                      clock=lambda: now[0])
+
+    async def sweeps():
+        first = await port.sweep()
+        now[0] += 2.5  # the invite waits 2.5 s by this process's clock
+        return first, await port.sweep()
+    first, later = asyncio.run(sweeps())
+    assert first == []
+    assert [(e.event_data["name"], e.event_data["agent_id"]) for e in later] == [("acks_within", "dba")]
+
+    async def copied():  # the local copy (`--store`) keeps the time the served hub wrote
+        from turnflow.runtime.hub import Hub
+        from turnflow.runtime.store import SQLiteStore
+
+        store = SQLiteStore(":memory:")
+        await port.copy_to(store)
+        hub = await Hub.open(store)
+        try:
+            return (await hub.get_session("0" * 32)).created_at
+        finally:
+            await hub.aclose()
+    assert asyncio.run(copied()) == opened.replace("+00:00", ".000Z")
