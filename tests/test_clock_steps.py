@@ -234,3 +234,35 @@ def test_a_batch_continued_hours_later_does_not_count_the_hours_against_its_turn
         later.stderr
     assert later.returncode == 0
     check_exactly_once(reader, ["t000", "t001"])
+
+
+@pytest.mark.parametrize("gap", [3600.0, -3600.0])
+def test_a_hub_started_again_counts_the_time_before_it_stopped_not_the_gap(tmp_path, gap):
+    """`turnflow serve` (or any hub) stopped and started again on its store: the turns in progress
+    keep the time they had taken up to the store's last write, but the gap from it to the new start
+    is not counted — downtime, a VM restored from a snapshot, a wall-clock step between
+    the two processes either way. Before: an hour's gap closed every workflow session at the first
+    sweep (`expectation_violated:turn_within`, the default 600 s auto_close); a clock an hour behind
+    let a stuck turn go an hour more."""
+    from runtime_helpers import FakeClock
+
+    async def go():
+        clock = FakeClock()
+        db = str(tmp_path / "hub.db")
+        hub = await Hub.open(SQLiteStore(db), clock=clock)
+        md = await active(hub)  # workflow defaults: turn_within 120 warn, 600 auto_close
+        clock.advance(100)
+        await active(hub)  # the store's last write: the hub was running then
+        await hub.aclose()
+        clock.advance(gap)
+        hub2 = await Hub.open(SQLiteStore(db), clock=clock)
+        assert await hub2.sweep() == []
+        assert hub2.metadata(md.session_id).state == SessionState.ACTIVE
+        clock.advance(499)  # 599 s of the turn have passed with a hub running
+        await hub2.sweep()  # (the warning at 120 s)
+        assert hub2.metadata(md.session_id).state == SessionState.ACTIVE
+        clock.advance(2)
+        await hub2.sweep()
+        assert hub2.metadata(md.session_id).close_reason == "expectation_violated:turn_within"
+        await hub2.aclose()
+    run(go())
