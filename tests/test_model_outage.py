@@ -257,3 +257,41 @@ def test_a_long_outage_stops_the_batch_failing_no_task_and_the_same_command_cont
     assert sorted((x["id"], x["status"], x.get("skipped")) for x in lines) == [
         ("t0", "done", True), ("t1", "done", False), ("t2", "done", False)]
     check_exactly_once(reader, ["t0", "t1", "t2"])  # one session each, its log contiguous
+
+
+def test_a_python_agent_says_an_outage_by_raising_endpoint_unavailable(tmp_path, capsys, monkeypatch):
+    """A `kind: python` agent calling a service of its own raises `EndpointUnavailable` when that
+    service is away: the batch stops as for a model endpoint (exit 2), no task recorded failed, and
+    the same command continues once the service is back."""
+    spec = copy.deepcopy(SPEC)
+    spec["knobs"]["graph"]["max_turns"] = 3
+    (tmp_path / "flow.json").write_text(json.dumps(spec))
+    (tmp_path / "tf_outage_agents.py").write_text(
+        "import os\n"
+        "from turnflow.runtime.errors import EndpointUnavailable\n"
+        "def speak(msg, tools):\n"
+        "    if os.path.exists(os.environ['TF_DOWN']) and tools.agent_id == 'b':\n"
+        "        raise EndpointUnavailable('the search service did not answer for 60 s')\n"
+        "    return f'{tools.agent_id} says {len(msg)}'\n")
+    (tmp_path / "agents.yaml").write_text("agents:\n" + "".join(
+        f'  {a}: {{kind: python, ref: "tf_outage_agents:speak"}}\n' for a in "abc"))
+    (tmp_path / "tasks.jsonl").write_text("".join(json.dumps({"id": f"t{i}"}) + "\n" for i in range(2)))
+    args = ["run", str(tmp_path / "flow.json"), "--agents", str(tmp_path / "agents.yaml"),
+            "--tasks", str(tmp_path / "tasks.jsonl"), "--store", str(tmp_path / "hub.db"), "--format", "json"]
+    down = tmp_path / "down"
+    down.write_text("")
+    monkeypatch.setenv("TF_DOWN", str(down))
+    rc = main(args)
+    cap = capsys.readouterr()
+    assert rc == 2, cap.err
+    assert "the search service did not answer for 60 s" in cap.err
+    assert "no task was recorded failed for it" in cap.err
+    reader = StoreReader(str(tmp_path / "hub.db"))
+    assert {s for s, *_ in reader.tasks().values()} == {"pending"}
+    down.unlink()
+    rc = main(args)
+    cap = capsys.readouterr()
+    assert rc == 0, cap.err
+    assert sorted((x["id"], x["status"], x["resumed"]) for x in map(json.loads, cap.out.splitlines())) == [
+        ("t0", "done", True), ("t1", "done", True)]
+    check_exactly_once(reader, ["t0", "t1"])
