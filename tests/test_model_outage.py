@@ -205,7 +205,7 @@ def test_retry_seconds_from_the_agents_file():
 
 # -- a batch ------------------------------------------------------------------------------------
 
-def _batch(tmp_path, srv, n_tasks, retry_seconds=None, concurrency=2):
+def _batch(tmp_path, srv, n_tasks, retry_seconds=None, concurrency=2, store=None):
     spec = copy.deepcopy(SPEC)
     spec["knobs"]["graph"]["max_turns"] = 3
     (tmp_path / "flow.json").write_text(json.dumps(spec))
@@ -216,7 +216,7 @@ def _batch(tmp_path, srv, n_tasks, retry_seconds=None, concurrency=2):
     (tmp_path / "tasks.jsonl").write_text("".join(json.dumps({"id": f"t{i}", "task": f"task {i}"}) + "\n"
                                                   for i in range(n_tasks)))
     return ["run", str(tmp_path / "flow.json"), "--agents", str(tmp_path / "agents.yaml"),
-            "--tasks", str(tmp_path / "tasks.jsonl"), "--store", str(tmp_path / "hub.db"),
+            "--tasks", str(tmp_path / "tasks.jsonl"), "--store", store or str(tmp_path / "hub.db"),
             "--concurrency", str(concurrency), "--format", "json"]
 
 
@@ -234,20 +234,26 @@ def test_a_rate_limited_batch_finishes_every_task_and_fails_none(servers, tmp_pa
     check_exactly_once(StoreReader(str(tmp_path / "hub.db")), [f"t{i}" for i in range(4)])
 
 
-def test_a_long_outage_stops_the_batch_failing_no_task_and_the_same_command_continues(servers, tmp_path, capsys):
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request, tmp_path):
+    return str(tmp_path / "hub.db") if request.param == "sqlite" else request.getfixturevalue("pg_url")
+
+
+def test_a_long_outage_stops_the_batch_failing_no_task_and_the_same_command_continues(servers, tmp_path, capsys,
+                                                                                      store):
     down = {"from": 4}  # the endpoint answers the first three calls, then is down until told otherwise
 
     def responder(body, n):
         return error(503) if n >= down["from"] else say(f"reply {n}")
     srv = servers(responder, max_requests=400)
-    args = _batch(tmp_path, srv, 3, retry_seconds=0.3, concurrency=1)
+    args = _batch(tmp_path, srv, 3, retry_seconds=0.3, concurrency=1, store=store)
     rc = main(args)
     cap = capsys.readouterr()
     assert rc == 2, cap.err
     assert "the endpoint was unavailable for 0.3 s" in cap.err
     assert "no task was recorded failed for it; run the same command again to continue" in cap.err
     assert [json.loads(x)["status"] for x in cap.out.splitlines()] == ["done"]  # t0 finished before the outage
-    reader = StoreReader(str(tmp_path / "hub.db"))
+    reader = StoreReader(store)
     assert {t: s for t, (s, *_) in reader.tasks().items()} == {"t0": "done", "t1": "pending", "t2": "pending"}
     down["from"] = 10 ** 9  # the endpoint is back
     rc = main(args)
