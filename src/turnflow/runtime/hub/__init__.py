@@ -128,6 +128,7 @@ class Hub:
         self._idle = commits.idle
         self._append = commits.append
         self._append_hub = commits.append_hub
+        self._seq_ready = commits.seq_ready
         life = self._life = Lifecycle(self)
         self._open = life.open
         self._close = life.close_now
@@ -506,6 +507,8 @@ class Hub:
 
     async def post(self, env: Envelope) -> Envelope:
         """Validate, log, fold and deliver one envelope from a participant; returns it stamped."""
+        if not self._seq_ready(1):  # a database server away: wait off the loop
+            await self._commits.numbers()
         sid = env.session_id
         live = self.sessions.get(sid) if type(sid) is str else None  # a known id is a valid one
         if live is None:
