@@ -29,6 +29,7 @@ Each model call is logged as an `env_action` telemetry event, each tool result a
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import importlib
 import math
 import os
@@ -47,6 +48,8 @@ from turnflow.runtime.errors import (AdapterError, EndpointUnavailable, brief, e
 DEFAULT_MAX_ROUNDS = 4
 DEFAULT_RETRY_SECONDS = 60.0
 FIRST_WAIT, LONGEST_WAIT = 0.5, 8.0  # between two tries of a call the endpoint did not answer
+# the failure the current task's model call is waiting out (per task: one agent may serve several sessions)
+_OUTAGE: contextvars.ContextVar[Optional[str]] = contextvars.ContextVar("turnflow_model_outage", default=None)
 
 
 def check_retry_seconds(agent_id: str, value: Any) -> float:
@@ -93,7 +96,6 @@ class OpenAIChatAgent:
         self.max_retries = max_retries
         # how long one model call is tried again while the endpoint is unavailable (0: never)
         self.retry_seconds = check_retry_seconds(agent_id, retry_seconds)
-        self._outage: Optional[str] = None  # the failure a call is waiting out, while it waits
         self.temperature = temperature
         self.client = client
         self._own_client = client is None
@@ -168,13 +170,13 @@ class OpenAIChatAgent:
         shortens nor lengthens it); any other failure, or the last one, as an `AdapterError`."""
         deadline: Optional[float] = None
         wait, attempt = FIRST_WAIT, 0
-        while True:  # self._outage: set while a wait is on, read by on_message if the turn is cancelled then
+        while True:  # _OUTAGE: set while a wait is on, read by on_message if the turn is cancelled then
             try:
                 result = await make()
-                self._outage = None
+                _OUTAGE.set(None)
                 return result
             except Exception as exc:  # openai.APIError and friends, httpx errors: infrastructure
-                self._outage = None
+                _OUTAGE.set(None)
                 failure = endpoint_failure(self.agent_id, exc, self.api_key_env, self.endpoint.secrets)
                 if not endpoint_transient(exc):
                     raise failure from None
@@ -190,7 +192,7 @@ class OpenAIChatAgent:
                     tools.emit_event({"event": "progress", "reason": "model endpoint unavailable",
                                       "payload": {"attempt": attempt, "error": str(failure)[-300:],
                                                   "retry_in": round(pause, 3)}})
-                self._outage = str(failure)
+                _OUTAGE.set(str(failure))
             await asyncio.sleep(pause)
 
     async def _call(self, messages: list[dict[str, Any]], schemas: list[dict[str, Any]],
@@ -208,7 +210,7 @@ class OpenAIChatAgent:
 
     async def on_message(self, msg: list[dict[str, Any]], tools: SessionTools) -> None:
         outage: list[str] = []
-        self._outage = None
+        _OUTAGE.set(None)  # (a turn cancelled earlier in this task may have left its wait's failure)
         try:
             await asyncio.wait_for(self._turn_watched(msg, tools, outage), self.turn_timeout)
         except asyncio.TimeoutError:
@@ -223,8 +225,9 @@ class OpenAIChatAgent:
         try:
             await self._turn(msg, tools)
         except asyncio.CancelledError:
-            if self._outage is not None:
-                outage.append(self._outage)
+            waiting = _OUTAGE.get()
+            if waiting is not None:
+                outage.append(waiting)
             raise
 
     async def _turn(self, msg: list[dict[str, Any]], tools: SessionTools) -> None:
