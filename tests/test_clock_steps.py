@@ -184,12 +184,14 @@ _LATER = ("import runpy, sys, time\n"
           "runpy.run_module('turnflow', run_name='__main__')\n")
 
 
-def test_a_batch_continued_hours_later_does_not_count_the_hours_against_its_turns(tmp_path):
+@pytest.mark.parametrize("ttl", [None, 600])
+def test_a_batch_continued_hours_later_does_not_count_the_hours_against_its_turns(tmp_path, ttl):
     """A batch stopped (Ctrl-C, a database or model endpoint away longer than the worker waits: exit
     2) and run again hours later — or after the wall clock stepped forward — continues its sessions.
     Their turns are asked again from the start, so the time no worker held them is not time an
     agent took: before, every continued session closed at once `expectation_violated:turn_within`
-    (the workflow's default 600 s auto_close) and its task was failed for good."""
+    (the workflow's default 600 s auto_close) and its task was failed for good. Nor is it the
+    session's lifetime: with the flow's `ttl` of 600 s, they expired at once (`ttl_expired`)."""
     import json
     import os
     import signal
@@ -200,6 +202,10 @@ def test_a_batch_continued_hours_later_does_not_count_the_hours_against_its_turn
     from pg_server import wait_for
 
     files = write_batch(tmp_path, 2)
+    if ttl is not None:
+        from batch_helpers import SPEC
+
+        (tmp_path / "flow.json").write_text(json.dumps({**SPEC, "ttl_seconds": ttl}))
     # the agents: TF_DELAY seconds a turn, and TF_FIRST more on the first turn a process asks of a
     # session (a model taking its time): the sweeper (every 1 s) looks while that turn runs
     (tmp_path / "tf_batch_agents.py").write_text(
@@ -266,3 +272,19 @@ def test_a_hub_started_again_counts_the_time_before_it_stopped_not_the_gap(tmp_p
         assert hub2.metadata(md.session_id).close_reason == "expectation_violated:turn_within"
         await hub2.aclose()
     run(go())
+
+
+def test_the_lifetime_a_continued_session_has_used_is_what_its_runs_held_it():
+    """`held_seconds`: from the creation to the last envelope, less each gap before a run took the
+    session up again (its agents' handshakes) — two interruptions of hours count nothing, the runs'
+    own time counts whole, so a continued session whose runs used up its TTL still expires."""
+    from turnflow.runtime.runner import held_seconds
+
+    envelopes = [0.0, 0.0, 30.0, 100.0] + [5000.0, 5100.0, 5200.0] + [90000.0, 90050.0]
+    handshakes = [0.1, 0.1, 0.2] + [4990.0, 4990.5] + [89990.0]  # three runs: one handshake per agent
+    # 100 s, 210 s and 60 s held (each run from its handshakes), less the first run's 0.1 s before its own
+    assert held_seconds(0.0, envelopes, handshakes) == pytest.approx(100.0 + 210.0 + 60.0 - 0.1)
+    assert held_seconds(0.0, envelopes, []) == 90050.0  # without handshakes: every second counts
+    assert held_seconds(0.0, [], [0.1]) == 0.0
+    # a run's handshakes on a clock an hour behind (a step back between the runs): no gap below 0
+    assert held_seconds(0.0, [0.0, 100.0, 150.0], [0.1, 100.0 - 3600]) == pytest.approx(150.0 - 0.1)

@@ -116,7 +116,7 @@ class LiveSession:
         task): the turn in progress is asked again from its start, now, so the time nobody held the
         session — a stopped batch, a worker gone, a wall-clock step between two processes — is not
         counted as time its speaker took (`turn_within`, `reply_within`) or as silence
-        (`max_silence`). Kept in memory only: the log is unchanged. The TTL is not touched."""
+        (`max_silence`). Kept in memory only: the log is unchanged. (The TTL: runner._continue_clocks.)"""
         if self.turn_started_at is not None:
             self.turn_started_at = now
         if self.last_substantive_at is not None or self.metadata.activated_at is not None:

@@ -152,12 +152,46 @@ async def run_session(hub: Hub, spec: Union[SessionSpec, dict[str, Any]], agents
         md = hub.metadata(session_id)
         if md.state.terminal:
             return RunResult(session_id, md.state.value, md.close_reason or None, turns_of(hub.read(session_id)))
-        hub.sessions[session_id].restart_turn_clocks(hub.clock())  # the time it was not held is not the turn's
+        _continue_clocks(hub, session_id)
     else:
         md = await _open(hub, spec, task, labels)
     return await drive_session(HubPort(hub, md.session_id), spec, driven, task, control=ctl,
                                max_turns=max_turns if md.kind != "workflow" else None, sweep_interval=sweep_interval,
                                keep_open=keep_open, peers=peers, continued=session_id is not None)
+
+
+def _continue_clocks(hub: Hub, session_id: str) -> None:
+    """A session continued (a batch taking up an interrupted task): the time nobody held it is not
+    its turn's (the turn is asked again from its start) nor its lifetime's (its TTL runs on from
+    what the runs before used of it: `held_seconds`)."""
+    live = hub.sessions[session_id]
+    now = hub.clock()
+    live.restart_turn_clocks(now)
+    md = live.metadata
+    if md.ttl_seconds and md.expires_at is not None:
+        times = [e.created_at for e in hub.read(session_id) if isinstance(e, Envelope)]
+        shakes = [r["at"] for r in hub.store.telemetry(session_id)
+                  if r.get("event") == "handshake" and isinstance(r.get("at"), (int, float))]
+        md.expires_at = now + max(0.0, md.ttl_seconds - held_seconds(md.created_at, times, shakes))
+
+
+def held_seconds(created_at: float, envelope_times: Iterable[float], handshake_times: Iterable[float]) -> float:
+    """How long runs held a session, from its log and its agents' handshakes: from its creation to
+    its last envelope, less each gap between an envelope and the first handshake after it (a run
+    taking the session up again: before it, nobody held the session). By the times' order, so the
+    clocks of the processes involved are taken to agree; each gap counts 0 or more."""
+    marks = sorted([(t, 0) for t in envelope_times] + [(h, 1) for h in handshake_times])
+    last = end = created_at
+    gaps = 0.0
+    since_envelope = True  # an envelope since the last handshake counted
+    for t, kind in marks:
+        if kind == 0:
+            last = end = max(end, t)
+            since_envelope = True
+        elif since_envelope:
+            gaps += max(0.0, t - last)
+            since_envelope = False
+    return max(0.0, end - created_at - gaps)
 
 
 async def drive_session(port: SessionHost, spec: SessionSpec, agents: dict[str, Agent], task: Optional[str], *,
