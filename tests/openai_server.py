@@ -14,8 +14,11 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Optional
 
-# (request body, 1-based request number) -> (status, payload[, delay[, response headers]])
+# (request body, 1-based request number) -> (status, payload[, delay[, response headers]]).
+# A payload of type bytes is sent as it is (garbage where JSON is expected); status DROP sends the
+# headers and half the body, then closes the connection (a server or proxy dying mid-response).
 Responder = Callable[[dict, int], tuple]
+DROP = 0
 
 
 def completion(message: dict, finish_reason: str = "stop", model: str = "test-model") -> dict:
@@ -99,14 +102,19 @@ class _Handler(BaseHTTPRequestHandler):
         headers = answer[3] if len(answer) > 3 else {}
         if delay:
             time.sleep(delay)
-        data = json.dumps(payload).encode()
+        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
         try:
-            self.send_response(status)
+            self.send_response(status or 200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             for name, value in headers.items():
                 self.send_header(name, value)
             self.end_headers()
+            if status == DROP:
+                self.wfile.write(data[:len(data) // 2])
+                self.wfile.flush()
+                self.close_connection = True
+                return
             self.wfile.write(data)
         except OSError:  # the client gave up (timeout test)
             pass

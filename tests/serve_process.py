@@ -18,10 +18,16 @@ SRC = str(Path(__file__).resolve().parents[1] / "src")
 
 class ServeProcess:
     def __init__(self, store: str, *args: str, port: int = 0, host: str = "127.0.0.1",
-                 cwd: Optional[str] = None) -> None:
+                 cwd: Optional[str] = None, clock_offset: float = 0.0) -> None:
+        """`clock_offset`: the server's wall clock is that many seconds off this machine's (another
+        machine's clock), its monotonic clock the same."""
         env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        start = ["-m", "turnflow"] if not clock_offset else [
+            "-c", "import runpy, sys, time\n_wall = time.time\n"
+            f"time.time = lambda: _wall() + {float(clock_offset)!r}\n"
+            "sys.argv = ['turnflow', *sys.argv[1:]]\nrunpy.run_module('turnflow', run_name='__main__')\n"]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "turnflow", "serve", "--listen", f"{host}:{port}", "--store", store, *args],
+            [sys.executable, *start, "serve", "--listen", f"{host}:{port}", "--store", store, *args],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd)
         self._stderr = ""
         self.url = self._wait_ready()

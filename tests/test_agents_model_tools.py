@@ -267,7 +267,8 @@ def test_the_round_cap_and_the_whole_turn_deadline_hold_for_bad_calls(flavour, s
 
 def test_http_errors_and_a_missing_key_are_clear_errors(flavour, serve, monkeypatch):
     srv = serve(lambda body, n: (500, {"error": {"message": "boom", "type": "api_error"}}))
-    res, _ = session({"triage": flavour.agent(srv, "triage"),
+    # retry_seconds=0: the 500 is not waited out (that is test_model_outage.py's)
+    res, _ = session({"triage": flavour.agent(srv, "triage", retry_seconds=0),
                       **scripted(user=[{"say": "-"}], billing=[{"say": "-"}], tech=[{"say": "-"}])})
     assert res.close_reason == "agent_error" and "model call failed: InternalServerError" in res.error
     monkeypatch.delenv(KEY_ENV)

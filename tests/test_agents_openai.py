@@ -137,7 +137,8 @@ def test_unknown_tools_are_fed_back_until_the_round_cap_fails_the_turn(server_fa
 
 def test_http_500_fails_the_turn_which_the_hub_does_not_retry_for_a_self_loop_agent(server_factory):
     srv = server_factory(lambda body, n: (500, {"error": {"message": "boom", "type": "server_error"}}))
-    res, tel = session({"triage": llm(srv), **others()})
+    # retry_seconds=0: only the client's own retries (turnflow's waiting out of an outage: test_model_outage.py)
+    res, tel = session({"triage": llm(srv, retry_seconds=0), **others()})
     assert (res.state, res.close_reason) == ("closed", "agent_error")
     assert "model call failed: InternalServerError" in res.error
     assert len(srv.requests) == 1  # control_loop self: one call per turn, retries are the client's business
@@ -158,7 +159,7 @@ def test_the_clients_own_retry_after_one_http_500_succeeds(server_factory):
 def test_a_timeout_fails_the_turn(server_factory):
     srv = server_factory(lambda body, n: (*say("too late"), 1.0))
     t0 = time.monotonic()
-    res, _ = session({"triage": llm(srv, timeout=0.25), **others()})
+    res, _ = session({"triage": llm(srv, timeout=0.25, retry_seconds=0), **others()})
     assert time.monotonic() - t0 < 5
     assert res.close_reason == "agent_error" and "APITimeoutError" in res.error
     assert len(srv.requests) == 1

@@ -96,3 +96,53 @@ def test_an_outage_longer_than_the_window_is_exit_2_fails_no_task_and_a_rerun_fi
     assert {row[0] for row in tasks.values()} == {"done"}, tasks
     check_exactly_once(reader, [f"t{i:03d}" for i in range(N_TASKS)])
     assert os.environ.get("TURNFLOW_RECONNECT_SECONDS") == str(WINDOW)
+
+
+def test_the_event_loop_keeps_running_while_the_server_is_away(own_server, monkeypatch):
+    """A post that needs fresh envelope numbers while the server is away (after a reconnect the
+    store takes a new block: the server may have lost the last advance of its sequence) waits for
+    them off the event loop. Before, it waited on the loop: `turnflow serve` answered nobody and a
+    batch worker took no Ctrl-C for as long as the server was away (up to the 60 s window)."""
+    import asyncio
+    import threading
+
+    from runtime_helpers import active
+
+    from turnflow.runtime.envelope import EV_TEXT, Envelope
+    from turnflow.runtime.hub import Hub
+    from turnflow.runtime.store import open_store
+
+    monkeypatch.setenv("TURNFLOW_RECONNECT_SECONDS", "30")
+    url = own_server.create_database("loop_free")
+
+    async def go():
+        hub = await Hub.open(open_store(url, durability="full"))
+        try:
+            first, later = [await active(hub, kind="conversation", people=("a", "b")) for _ in range(2)]
+            stalls = []
+
+            async def ticker():
+                last = time.monotonic()
+                while True:
+                    await asyncio.sleep(0.02)
+                    now = time.monotonic()
+                    stalls.append(now - last)
+                    last = now
+            tick = asyncio.get_running_loop().create_task(ticker())
+            await asyncio.sleep(0.1)
+            _down(own_server)
+            back = threading.Timer(DOWN * 3, own_server.run_server)
+            back.start()
+            try:
+                one = asyncio.get_running_loop().create_task(
+                    hub.post(Envelope(first.session_id, "a", None, EV_TEXT, {"text": "during"})))
+                await asyncio.sleep(1.0)  # the committer has found the server gone
+                two = await hub.post(Envelope(later.session_id, "a", None, EV_TEXT, {"text": "after"}))
+                assert (await one).seq == 4 and two.seq == 4
+            finally:
+                back.join()
+            tick.cancel()
+            assert max(stalls) < 1.0, max(stalls)  # 5 s and more before (a pool wait on the loop)
+        finally:
+            await hub.aclose()
+    asyncio.run(go())

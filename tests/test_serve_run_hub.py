@@ -533,3 +533,71 @@ def test_run_hub_enforces_the_flows_own_expectations_on_the_served_session(serve
     assert "closing the session: expectation turn_within (0.6 s) violated" in err
     assert out.splitlines() == [f"session {info.channel_id}", "closed: expectation_violated:turn_within"]
     assert info.close_reason == "expectation_violated:turn_within"
+
+
+
+@pytest.mark.parametrize("offset, engineer, code, reason", [
+    (-3600.0, "1.2", 0, "consulting_complete"),  # the hub an hour behind: a turn on time is on time
+    (3600.0, "30", 1, "expectation_violated:turn_within"),  # an hour ahead: a late turn is still late
+])
+def test_run_hub_measures_the_flows_expectations_on_its_own_clock_not_the_hubs(tmp_path, monkeypatch, offset,
+                                                                              engineer, code, reason):
+    """The served hub may run on another machine whose clock is off by an hour (or stepped): the
+    run's own expectations time each turn from when it reads it, on its own clock. Before, they
+    compared this machine's clock with the times the hub wrote: a hub an hour behind closed every
+    session `expectation_violated` at the first sweep, a hub an hour ahead never caught a late turn."""
+    (tmp_path / "slow.py").write_text("import asyncio, os\n\nasync def engineer(msg, tools):\n"
+                                      "    await asyncio.sleep(float(os.environ['TF_ENGINEER']))\n"
+                                      "    return {'say': 'why slow?'}\n")
+    flow = CONSULT.replace("participant dba respondent", "participant dba respondent\n"
+                           "    expect turn_within 2s auto_close")  # swept every 0.5 s
+    agents = "agents:\n  engineer: {kind: python, ref: 'slow:engineer'}\n"
+    monkeypatch.setenv("TF_ENGINEER", engineer)
+    server = ServeProcess(str(tmp_path / "hub.db"), clock_offset=offset)
+    try:
+        got, out, err, wal, info, _ = asyncio.run(
+            _run_with_remote(server.url, flow, agents, "dba", "an index", tmp_path, here=True))
+    finally:
+        server.stop()
+    assert (got, info.close_reason) == (code, reason), err
+
+
+@pytest.mark.parametrize("offset", [-3600.0, 3600.0])
+def test_run_hub_times_acks_within_on_its_own_clock_too(offset):
+    """`acks_within` counts from the session's opening: as this process saw it, not as the served
+    hub's clock wrote it (an hour behind, it fired at the first check; an hour ahead, never)."""
+    from datetime import datetime, timezone
+
+    from turnflow import compile as compile_flow
+    from turnflow.runtime.session_spec import SessionSpec
+    from turnflow.serve.served_port import ServedPort
+
+    now = [1_700_000_000.0]
+    spec = SessionSpec.parse(compile_flow(CONSULT.replace(
+        "participant dba respondent", "participant dba respondent\n    expect acks_within 2s warn"), path="c.flow")[0])
+    opened = datetime.fromtimestamp(now[0] + offset, timezone.utc).isoformat()
+    channel = {"channel_id": "0" * 32, "created_at": opened, "creator_id": "E" * 32,
+               "participants": [{"agent_id": "E" * 32, "order": 0}, {"agent_id": "D" * 32, "order": 1}]}
+    port = ServedPort(object(), channel, spec, {"engineer": "E" * 32, "dba": "D" * 32}, {"engineer"},
+                      clock=lambda: now[0])
+
+    async def sweeps():
+        first = await port.sweep()
+        now[0] += 2.5  # the invite waits 2.5 s by this process's clock
+        return first, await port.sweep()
+    first, later = asyncio.run(sweeps())
+    assert first == []
+    assert [(e.event_data["name"], e.event_data["agent_id"]) for e in later] == [("acks_within", "dba")]
+
+    async def copied():  # the local copy (`--store`) keeps the time the served hub wrote
+        from turnflow.runtime.hub import Hub
+        from turnflow.runtime.store import SQLiteStore
+
+        store = SQLiteStore(":memory:")
+        await port.copy_to(store)
+        hub = await Hub.open(store)
+        try:
+            return (await hub.get_session("0" * 32)).created_at
+        finally:
+            await hub.aclose()
+    assert asyncio.run(copied()) == opened.replace("+00:00", ".000Z")

@@ -21,7 +21,7 @@ from typing import Any, Callable, Optional, Union
 
 from turnflow.runtime.envelope import SUBSTANTIVE, Envelope
 from turnflow.runtime.clock import reconnect_seconds
-from turnflow.runtime.errors import AdapterError, ProtocolError, StoreError, StoreFailed
+from turnflow.runtime.errors import AdapterError, EndpointUnavailable, ProtocolError, StoreError, StoreFailed
 from turnflow.runtime.hub import Hub
 from turnflow.runtime.runner import RunResult, run_session
 from turnflow.runtime.session import SessionMetadata
@@ -151,6 +151,8 @@ class BatchWorker:
                 # task is not finished; it is continued from its stored log
                 raise LeaseLost(f"session {sid} stopped in state {result.state}")
             outcome = _outcome(claim.id, result, resumed)
+        except EndpointUnavailable:  # a model endpoint down longer than its agent waits: the batch stops,
+            raise  # every task it holds given back, no task recorded failed (the same command continues)
         except (AdapterError, ProtocolError) as exc:  # the session could not even start
             outcome = TaskOutcome(claim.id, "failed", sid, None, None, 0, str(exc), resumed)
         except Exception as exc:

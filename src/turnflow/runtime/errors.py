@@ -37,6 +37,13 @@ class AdapterError(_Masked):
     """An agent adapter failed (bad handshake, script ran out, raised in its turn)."""
 
 
+class EndpointUnavailable(AdapterError):
+    """A model endpoint was unavailable (rate limited, overloaded, failing with a 5xx, timing out,
+    refusing or dropping connections) for longer than its agent waits (`retry_seconds`, within
+    `turn_timeout`): an outage, not the agent's failure. A single run ends `agent_error` with this
+    message; a batch stops (exit 2) recording no task failed, its sessions left to be continued."""
+
+
 class StoreError(_Masked):
     """The store cannot be opened or used."""
 
@@ -81,7 +88,43 @@ def endpoint_failure(agent_id: str, exc: BaseException, key_env: str,
     """The `AdapterError` for a failed model call: the endpoint's error text with API key values
     and the credentials of the endpoint's URL (`url_secrets`: its query string, user:password)
     masked (`mask_secrets`) and its length bounded, since it is stored and printed."""
+    import json
+
     detail = mask_secrets(str(exc), (key_env,), url_secrets)  # an endpoint may echo the key or the URL back
+    if isinstance(exc, json.JSONDecodeError):  # the client's own reading of the body: say what it means
+        return AdapterError(f"agent {brief(agent_id)}: model call failed: the endpoint's reply is not JSON "
+                            f"({detail[:200]}; is `base_url` the API's address?)")
     if len(detail) > 2000:
         detail = detail[:2000] + f"... ({len(detail)} characters)"
     return AdapterError(f"agent {brief(agent_id)}: model call failed: {type(exc).__name__}: {detail}")
+
+
+TRANSIENT_STATUS = (408, 409, 429)  # and every status from 500 on: what the openai / anthropic clients retry too
+_TRANSIENT_NAMES = {"APITimeoutError", "APIConnectionError", "TimeoutException", "TransportError"}
+
+
+def endpoint_transient(exc: BaseException) -> bool:
+    """Whether a failed model call may succeed if tried again: a status 408, 409, 429 or 5xx (529
+    "overloaded" included), or no answer at all — a timeout, a connection refused or dropped
+    mid-answer (the openai / anthropic clients' `APITimeoutError` / `APIConnectionError`, httpx's
+    transport errors). A refusal (400, 401, 403, 404, 422...) or a reply that does not parse is
+    permanent."""
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int) and not isinstance(status, bool):
+        return status in TRANSIENT_STATUS or status >= 500
+    return any(c.__name__ in _TRANSIENT_NAMES for c in type(exc).__mro__)
+
+
+def retry_after(exc: BaseException) -> float:
+    """The wait a failed answer asks for (`retry-after-ms`, else `retry-after` in seconds), or 0."""
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    if headers is None:
+        return 0.0
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        try:
+            value = float(headers.get(name)) * scale
+        except (TypeError, ValueError):
+            continue
+        if 0 <= value < float("inf"):
+            return value
+    return 0.0

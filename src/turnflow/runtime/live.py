@@ -23,7 +23,7 @@ _ACTIVE, _CLOSED, _EXPIRED = SessionState.ACTIVE, SessionState.CLOSED, SessionSt
 class LiveSession:
     __slots__ = ("metadata", "adapter", "state", "last_seq", "envelope_count", "fired",
                  "turn_started_at", "turn_epoch", "_turn_key", "last_substantive_at", "pending_close", "corrupt",
-                 "transcript", "writing", "substantive")
+                 "transcript", "writing", "substantive", "last_at")
 
     def __init__(self, metadata: SessionMetadata, adapter: SessionAdapter, state: Any) -> None:
         self.metadata = metadata
@@ -41,6 +41,7 @@ class LiveSession:
         self.transcript: Optional[Transcript] = None  # built on the first view, then kept by apply
         self.writing: Any = None  # a future while an envelope of this session waits for its commit
         self.substantive = 0  # substantive envelopes folded (the turn count of an adapter without one)
+        self.last_at: Optional[float] = None  # the time of the last envelope folded
 
     @property
     def session_id(self) -> str:
@@ -70,6 +71,7 @@ class LiveSession:
         md = self.metadata
         et = env.event_type
         self.last_seq = env.seq
+        self.last_at = env.created_at
         self.envelope_count += 1
         self.state = self.adapter.fold(env, self.state)
         if et in SUBSTANTIVE:
@@ -108,6 +110,26 @@ class LiveSession:
                 self._turn_key = key
                 self.turn_epoch += 1
                 self.turn_started_at = env.created_at
+
+    def restart_turn_clocks(self, now: float) -> None:
+        """The session is continued (`run_session(session_id=...)`, a batch taking an interrupted
+        task): the turn in progress is asked again from its start, now, so the time nobody held the
+        session — a stopped batch, a worker gone, a wall-clock step between two processes — is not
+        counted as time its speaker took (`turn_within`, `reply_within`) or as silence
+        (`max_silence`). Kept in memory only: the log is unchanged. (The TTL: runner._continue_clocks.)"""
+        if self.turn_started_at is not None:
+            self.turn_started_at = now
+        if self.last_substantive_at is not None or self.metadata.activated_at is not None:
+            self.last_substantive_at = now
+
+    def shift_turn_clocks(self, delta: float) -> None:
+        """Move the times the expectations count from by `delta` seconds (a hub started again: the
+        gap since the store's last write is not time the session's speaker took)."""
+        if self.turn_started_at is not None:
+            self.turn_started_at += delta
+        since = self.last_substantive_at if self.last_substantive_at is not None else self.metadata.activated_at
+        if since is not None:
+            self.last_substantive_at = since + delta
 
     def info(self) -> dict[str, Any]:
         """The session for users: `created_at` as ISO-8601 UTC text ending in `Z` (the metadata keeps

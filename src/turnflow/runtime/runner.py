@@ -32,7 +32,7 @@ from turnflow.runtime.agents.protocol import as_agent
 from turnflow.runtime.agents.session_context import agent_context
 from turnflow.runtime.envelope import (EV_EXPECTATION_VIOLATED, EV_PACKET, EV_SESSION_CLOSED, EV_SESSION_EXPIRED,
                                        EV_TEXT, Envelope)
-from turnflow.runtime.errors import AdapterError, ProtocolError
+from turnflow.runtime.errors import AdapterError, EndpointUnavailable, ProtocolError
 from turnflow.runtime.hub import Hub
 from turnflow.runtime.port import HubPort, SessionHost
 from turnflow.runtime.session import SessionMetadata, SessionState, check_agent_id
@@ -137,8 +137,9 @@ async def run_session(hub: Hub, spec: Union[SessionSpec, dict[str, Any]], agents
     `labels` are added to the new session's `{"task": task}`. With `session_id`, continue that
     session instead (already in the hub, e.g. hydrated after an interruption): every agent is
     handed the session again, pending invites are acked, and the rounds go on from where the log
-    stops. `keep_open` (batch runs): a run that is cancelled or loses its store leaves the session
-    as its log has it, to be continued later, instead of closing it. `agents` may also name agents
+    stops. `keep_open` (batch runs): a run that is cancelled, loses its store or whose agent's model
+    endpoint stays unavailable (`EndpointUnavailable`, raised) leaves the session as its log has
+    it, to be continued later, instead of closing it. `agents` may also name agents
     that are not participants (yet): in a conversation or discussion `add_participant` brings one
     in, and it is handed the session on its first turn. `peers` (`{agent_id, role?, description?}`):
     more agents `lookup_peers` lists (a served hub's registered agents)."""
@@ -151,11 +152,46 @@ async def run_session(hub: Hub, spec: Union[SessionSpec, dict[str, Any]], agents
         md = hub.metadata(session_id)
         if md.state.terminal:
             return RunResult(session_id, md.state.value, md.close_reason or None, turns_of(hub.read(session_id)))
+        _continue_clocks(hub, session_id)
     else:
         md = await _open(hub, spec, task, labels)
     return await drive_session(HubPort(hub, md.session_id), spec, driven, task, control=ctl,
                                max_turns=max_turns if md.kind != "workflow" else None, sweep_interval=sweep_interval,
                                keep_open=keep_open, peers=peers, continued=session_id is not None)
+
+
+def _continue_clocks(hub: Hub, session_id: str) -> None:
+    """A session continued (a batch taking up an interrupted task): the time nobody held it is not
+    its turn's (the turn is asked again from its start) nor its lifetime's (its TTL runs on from
+    what the runs before used of it: `held_seconds`)."""
+    live = hub.sessions[session_id]
+    now = hub.clock()
+    live.restart_turn_clocks(now)
+    md = live.metadata
+    if md.ttl_seconds and md.expires_at is not None:
+        times = [e.created_at for e in hub.read(session_id) if isinstance(e, Envelope)]
+        shakes = [r["at"] for r in hub.store.telemetry(session_id)
+                  if r.get("event") == "handshake" and isinstance(r.get("at"), (int, float))]
+        md.expires_at = now + max(0.0, md.ttl_seconds - held_seconds(md.created_at, times, shakes))
+
+
+def held_seconds(created_at: float, envelope_times: Iterable[float], handshake_times: Iterable[float]) -> float:
+    """How long runs held a session, from its log and its agents' handshakes: from its creation to
+    its last envelope, less each gap between an envelope and the first handshake after it (a run
+    taking the session up again: before it, nobody held the session). By the times' order, so the
+    clocks of the processes involved are taken to agree; each gap counts 0 or more."""
+    marks = sorted([(t, 0) for t in envelope_times] + [(h, 1) for h in handshake_times])
+    last = end = created_at
+    gaps = 0.0
+    since_envelope = True  # an envelope since the last handshake counted
+    for t, kind in marks:
+        if kind == 0:
+            last = end = max(end, t)
+            since_envelope = True
+        elif since_envelope:
+            gaps += max(0.0, t - last)
+            since_envelope = False
+    return max(0.0, end - created_at - gaps)
 
 
 async def drive_session(port: SessionHost, spec: SessionSpec, agents: dict[str, Agent], task: Optional[str], *,
@@ -169,6 +205,7 @@ async def drive_session(port: SessionHost, spec: SessionSpec, agents: dict[str, 
     md = port.live.metadata
     run = _Run(port, md, agents, spec, task, control, max_turns, continued=continued)
     run.peers = [p for p in peers or () if isinstance(p, dict) and isinstance(p.get("agent_id"), str)]
+    run.keep_open = keep_open
     port.subscribe(run.watch)
     own_sweeper = port.start_sweeper(sweep_interval if sweep_interval is not None else sweep_interval_for(md))
     error: Optional[str] = None
@@ -232,6 +269,7 @@ class _Run:
         self.peers: list[dict[str, Any]] = []
         self.silent_from: Optional[str] = None  # the speaker of the last round, when it was silent
         self.stuck = False  # that speaker was silent twice in a row
+        self.keep_open = False  # a batch's run: an outage leaves the session open, to be continued
 
     def directory(self) -> list[dict[str, Any]]:
         """Every agent `lookup_peers` may list besides the participants: the agents file's, then `peers`."""
@@ -259,6 +297,8 @@ class _Run:
         except TurnStopped:
             pass
         except (AdapterError, ProtocolError) as exc:
+            if isinstance(exc, EndpointUnavailable) and self.keep_open and ctl.reason is None:
+                raise  # a batch stops, its session left open: an outage is not the agent's failure
             error = str(exc)
             if md.state in _OPEN:
                 await port.close("agent_error")

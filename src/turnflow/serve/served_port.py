@@ -69,9 +69,12 @@ class ServedPort:
                         for p in spec.participants), key=lambda p: p.order)
         now = clock()
         creator = self.names.get(channel.get("creator_id", ""), spec.opener or parts[0].agent_id)
+        # when the served hub says it opened the session (its clock: kept for the local copy), and
+        # when this process learnt of it (its own clock: what `acks_within` counts from)
+        self.served_created_at = _epoch(channel.get("created_at"), now)
         md = SessionMetadata(session_id=self._sid, manifest=adapter.manifest, creator_id=creator,
                              participants=parts, knobs=shared_knobs(spec.knobs),
-                             created_at=_epoch(channel.get("created_at"), now), name=spec.name,
+                             created_at=now, name=spec.name,
                              expectations=list(spec.expectations), ttl_seconds=spec.ttl_seconds,
                              labels=dict(channel.get("labels") or {}), tools=spec.tools)
         md.expires_at = _epoch(channel["expires_at"], now) if channel.get("expires_at") else None
@@ -97,10 +100,16 @@ class ServedPort:
         async with self._reading:
             wal: list[dict[str, Any]] = await self.client.call("read_wal", {"channel_id": self._sid,
                                                                           "since": len(self.log)})
+            now = self._clock()
             for record in wal:
                 env = self._from_wire(record, len(self.log) + 1)
                 self.log.append(env)
+                # folded at the time this process read it, on its own clock: the hub's times are
+                # another machine's clock (off, or stepped), which the flow's expectations must not
+                # compare with this one's; the log keeps the hub's times
+                served_at, env.created_at = env.created_at, now
                 self._live.apply(env)
+                env.created_at = served_at
                 for listener in list(self._listeners):
                     await listener(env, self._live.metadata)
             if wal:
@@ -193,7 +202,8 @@ class ServedPort:
         from turnflow.runtime.store.records import CommitUnits, envelope_row, session_row, telemetry_row
 
         units = CommitUnits()
-        units.sessions.append(session_row(self._live.metadata.creation_record()))
+        units.sessions.append(session_row({**self._live.metadata.creation_record(),
+                                           "created_at": self.served_created_at}))
         for env in self.log:
             units.rows.append(envelope_row(env, store.next_global_seq()))
             units.envelopes.append(env)

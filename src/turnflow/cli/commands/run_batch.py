@@ -245,11 +245,8 @@ def _run(args, spec: "SessionSpec", make_agents: Callable[[], dict], tasks: list
             problem = exc
         if progress is not None:
             progress.end()
-        if isinstance(problem, StoreFailed):
-            raise problem
         if problem is not None:
-            err(f"turnflow run: {problem}")
-            return EXIT_ERROR
+            return _stopped_by(problem)
         elapsed = time.monotonic() - started
         final = retrying(queue.results, ids, where=store.path)  # a server restarting now is waited for
         failures = store.batch_failures
@@ -272,6 +269,20 @@ def _run(args, spec: "SessionSpec", make_agents: Callable[[], dict], tasks: list
         return interrupted
     ok = all(final.get(i, ("pending",))[0] == "done" for i in ids)
     return EXIT_OK if ok else EXIT_ERROR
+
+
+def _stopped_by(problem: Exception) -> int:
+    """The exit status of a batch the worker stopped for `problem` (a `StoreFailed` is raised on,
+    to be reported with the store's other failures)."""
+    from turnflow.runtime.errors import EndpointUnavailable, StoreFailed
+
+    if isinstance(problem, StoreFailed):
+        raise problem
+    err(f"turnflow run: {problem}")
+    if isinstance(problem, EndpointUnavailable):  # an outage, not the tasks' failure: exit 2, as for the store
+        err("turnflow run: no task was recorded failed for it; run the same command again to continue")
+        return EXIT_USAGE
+    return EXIT_ERROR
 
 
 def _telemetry_printer(bw: "BatchWorker") -> Callable[[str, dict], None]:

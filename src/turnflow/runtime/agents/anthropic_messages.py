@@ -23,8 +23,8 @@ from typing import Any, Optional
 from turnflow.runtime.agents.contract import SessionTools, ToolError
 from turnflow.runtime.agents.model_prompt import BEGIN, chat_turns
 from turnflow.runtime.agents.model_tools import ModelTools, is_empty
-from turnflow.runtime.agents.openai_chat import DEFAULT_MAX_ROUNDS, OpenAIChatAgent
-from turnflow.runtime.errors import AdapterError, endpoint_failure
+from turnflow.runtime.agents.openai_chat import DEFAULT_MAX_ROUNDS, DEFAULT_RETRY_SECONDS, OpenAIChatAgent
+from turnflow.runtime.errors import AdapterError
 
 DEFAULT_MAX_TOKENS = 1024
 YOUR_TURN = "(it is your turn)"
@@ -35,10 +35,12 @@ class AnthropicMessagesAgent(OpenAIChatAgent):
                  api_key_env: str = "ANTHROPIC_API_KEY", system: Optional[str] = None,
                  max_rounds: int = DEFAULT_MAX_ROUNDS, timeout: float = 60.0, max_retries: int = 2,
                  temperature: Optional[float] = None, client: Any = None, turn_timeout: Optional[float] = None,
-                 session_tools: bool = True, max_tokens: int = DEFAULT_MAX_TOKENS) -> None:
+                 session_tools: bool = True, max_tokens: int = DEFAULT_MAX_TOKENS,
+                 retry_seconds: float = DEFAULT_RETRY_SECONDS) -> None:
         super().__init__(agent_id, model, base_url=base_url, api_key_env=api_key_env, system=system,
                          max_rounds=max_rounds, timeout=timeout, max_retries=max_retries, temperature=temperature,
-                         client=client, turn_timeout=turn_timeout, session_tools=session_tools)
+                         client=client, turn_timeout=turn_timeout, session_tools=session_tools,
+                         retry_seconds=retry_seconds)
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             raise AdapterError(f"agent {agent_id!r}: `max_tokens` must be a positive integer, got {max_tokens!r}")
         self.max_tokens = max_tokens
@@ -62,17 +64,15 @@ class AnthropicMessagesAgent(OpenAIChatAgent):
             out.append({"role": "user", "content": YOUR_TURN})
         return out
 
-    async def _create(self, system: str, messages: list[dict[str, Any]], schemas: list[dict[str, Any]]) -> Any:
+    async def _create(self, system: str, messages: list[dict[str, Any]], schemas: list[dict[str, Any]],
+                      tools: Optional[SessionTools] = None) -> Any:
         kwargs: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens, "system": system,
                                   "messages": messages}
         if schemas:
             kwargs["tools"] = schemas
         if self.temperature is not None:
             kwargs["temperature"] = self.temperature
-        try:
-            resp = await self.client.messages.create(**kwargs)
-        except Exception as exc:  # anthropic.APIError and friends, httpx errors: infrastructure
-            raise endpoint_failure(self.agent_id, exc, self.api_key_env, self.endpoint.secrets) from None
+        resp = await self._request(lambda: self.client.messages.create(**kwargs), tools)
         if not isinstance(getattr(resp, "content", None), list):
             raise AdapterError(f"agent {self.agent_id!r}: the model reply has no content")
         return resp
@@ -86,7 +86,7 @@ class AnthropicMessagesAgent(OpenAIChatAgent):
         messages = self.anthropic_messages(msg, tools)
         schemas = toolset.schemas("anthropic")
         for n in range(1, self.max_rounds + 1):
-            resp = await self._create(system, messages, schemas)
+            resp = await self._create(system, messages, schemas, tools)
             blocks = resp.content
             text = "\n".join(b.text for b in blocks if getattr(b, "type", None) == "text" and b.text)
             uses = [b for b in blocks if getattr(b, "type", None) == "tool_use"]

@@ -2,7 +2,7 @@
 
     kind: scripted   steps: [...]
     kind: openai     model, base_url?, api_key_env? (OPENAI_API_KEY), system?, max_rounds?, timeout?,
-                     turn_timeout?, temperature?, session_tools?
+                     turn_timeout?, retry_seconds?, temperature?, session_tools?
     kind: anthropic  the same (api_key_env defaults to ANTHROPIC_API_KEY), max_tokens?
     kind: python     ref: "module:attribute"
     kind: langgraph  ref: "module:graph_or_factory"     (turnflow[langgraph])
@@ -34,7 +34,7 @@ FRAMEWORKS = {"langgraph": ("turnflow.frameworks.langgraph.participant", "LangGr
               "autogen": ("turnflow.frameworks.autogen.participant", "AutoGenAgent", "autogen-agentchat")}
 KINDS = ("scripted", "openai", "anthropic", "python", *FRAMEWORKS)
 MODEL_KEYS = {"model", "base_url", "api_key_env", "system", "max_rounds", "timeout", "turn_timeout", "temperature",
-              "session_tools"}
+              "session_tools", "retry_seconds"}
 KEYS = {"scripted": {"steps"}, "openai": MODEL_KEYS, "anthropic": MODEL_KEYS | {"max_tokens"},
         "python": {"ref", "history_converter", "import_path", "attribute"},
         **{k: {"ref", "history_converter"} for k in FRAMEWORKS}}
@@ -176,7 +176,7 @@ def _build(name: str, conf: Any, base_dir: Optional[str]) -> Any:
         if "model" not in conf:
             raise AdapterError(f"agent {brief(name)}: an {kind} agent needs `model`")
         kw = {k: conf[k] for k in ("base_url", "api_key_env", "system", "max_rounds", "temperature", "session_tools",
-                                   "max_tokens") if k in conf}
+                                   "max_tokens", "retry_seconds") if k in conf}
         for key in ("timeout", "turn_timeout"):
             if key in conf:
                 t = conf[key]

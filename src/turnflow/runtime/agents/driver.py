@@ -24,7 +24,7 @@ from turnflow.runtime.agents.contract import (Agent, AgentContext, Capabilities,
                                           raw_capabilities)
 from turnflow.runtime.agents.platform_tools import CHATROOM_KIND
 from turnflow.runtime.envelope import EV_PARTICIPANT_ADDED, Envelope
-from turnflow.runtime.errors import AdapterError, ProtocolError, StoreError
+from turnflow.runtime.errors import AdapterError, EndpointUnavailable, ProtocolError, StoreError
 from turnflow.runtime.port import Roster
 
 if TYPE_CHECKING:
@@ -36,6 +36,10 @@ TURN_ATTEMPTS = 2
 
 class TurnFailed(AdapterError):
     """An agent failed its turn (twice, when the hub retries)."""
+
+
+class TurnUnavailable(TurnFailed, EndpointUnavailable):
+    """The turn failed because the agent's model endpoint stayed unavailable (an outage)."""
 
 
 class TurnStopped(Exception):
@@ -293,4 +297,5 @@ async def take_turn(port: SessionPort, agent: Agent, msg: Any, make_tools: Calla
                 "event": "error", "step": step, "reason": f"turn failed: {reason}", "payload": payload})
             if last:
                 times = " twice" if attempts == 2 else ("" if attempts == 1 else f" {attempts} times")
-                raise TurnFailed(f"agent {tools.agent_id!r} failed turn {step}{times}: {reason}") from None
+                failed = TurnUnavailable if isinstance(exc, EndpointUnavailable) else TurnFailed
+                raise failed(f"agent {tools.agent_id!r} failed turn {step}{times}: {reason}") from None

@@ -14,9 +14,14 @@ One turn is an adapter-managed tool loop of at most `max_rounds` model calls:
   succeeded and one of them routed the round, the turn ends (the reply's text, if any, is the
   body);
 - reaching `max_rounds` without an answer fails the turn;
-- infrastructure errors (HTTP errors, timeouts, connection failures, a reply without
-  choices) fail the turn (`AdapterError`); the hub retries the turn once, then closes the
-  session with `agent_error`. Retries inside the client are `max_retries` (the client's).
+- an endpoint that is unavailable (429, 408, 409, 5xx, timeouts, connections refused or dropped:
+  `errors.endpoint_transient`) is waited out: the same call is tried again, after the wait the
+  server asks for (`retry-after`) or 0.5, 1, 2 ... 8 s, for up to `retry_seconds` (60) from its
+  first failure and within `turn_timeout`; each wait is a `progress` telemetry event. Longer, the
+  turn fails with `EndpointUnavailable` (how long it waited; a batch stops without failing the
+  task). Retries inside the client (`max_retries`, the client's) come first;
+- other infrastructure errors (a refusal such as 401 or 400, a reply that is not JSON or has no
+  choices) fail the turn at once (`AdapterError`); the session closes with `agent_error`.
 Each model call is logged as an `env_action` telemetry event, each tool result as a
 `tool_response` event.
 """
@@ -24,8 +29,12 @@ Each model call is logged as an `env_action` telemetry event, each tool result a
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import importlib
+import math
 import os
+import random
+import time
 from typing import Any, Awaitable, Callable, Optional
 
 from turnflow.runtime.agents.contract import AgentContext, Capabilities, SessionTools, ToolError
@@ -33,9 +42,21 @@ from turnflow.runtime.agents.model_prompt import BEGIN, chat_turns, system_promp
 from turnflow.runtime.agents.model_tools import ModelTools, is_empty
 from turnflow.runtime.agents.endpoint import endpoint
 from turnflow.masking import mask
-from turnflow.runtime.errors import AdapterError, brief, endpoint_failure, mask_secrets
+from turnflow.runtime.errors import (AdapterError, EndpointUnavailable, brief, endpoint_failure, endpoint_transient,
+                                     mask_secrets, retry_after)
 
 DEFAULT_MAX_ROUNDS = 4
+DEFAULT_RETRY_SECONDS = 60.0
+FIRST_WAIT, LONGEST_WAIT = 0.5, 8.0  # between two tries of a call the endpoint did not answer
+# the failure the current task's model call is waiting out (per task: one agent may serve several sessions)
+_OUTAGE: contextvars.ContextVar[Optional[str]] = contextvars.ContextVar("turnflow_model_outage", default=None)
+
+
+def check_retry_seconds(agent_id: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise AdapterError(f"agent {brief(agent_id)}: `retry_seconds` must be a number of seconds, 0 or more, "
+                           f"got {brief(value)}")
+    return float(value)
 
 
 class OpenAIChatAgent:
@@ -43,7 +64,8 @@ class OpenAIChatAgent:
                  api_key_env: str = "OPENAI_API_KEY", system: Optional[str] = None,
                  max_rounds: int = DEFAULT_MAX_ROUNDS, timeout: float = 60.0, max_retries: int = 2,
                  temperature: Optional[float] = None, client: Any = None,
-                 turn_timeout: Optional[float] = None, session_tools: bool = True) -> None:
+                 turn_timeout: Optional[float] = None, session_tools: bool = True,
+                 retry_seconds: float = DEFAULT_RETRY_SECONDS) -> None:
         if not isinstance(model, str) or not model:
             raise AdapterError(f"agent {brief(agent_id)}: `model` must be a non-empty string, got {brief(model)}")
         if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
@@ -72,6 +94,8 @@ class OpenAIChatAgent:
         # the whole turn (every model call, the client's own retries, every tool call) must end within this
         self.turn_timeout = float(turn_timeout) if turn_timeout is not None else timeout * max_rounds
         self.max_retries = max_retries
+        # how long one model call is tried again while the endpoint is unavailable (0: never)
+        self.retry_seconds = check_retry_seconds(agent_id, retry_seconds)
         self.temperature = temperature
         self.client = client
         self._own_client = client is None
@@ -140,27 +164,71 @@ class OpenAIChatAgent:
             out.append({"role": "user", "content": BEGIN})
         return out
 
-    async def _call(self, messages: list[dict[str, Any]], schemas: list[dict[str, Any]]) -> Any:
+    async def _request(self, make: Callable[[], Awaitable[Any]], tools: Optional[SessionTools] = None) -> Any:
+        """`await make()`, tried again while the endpoint is unavailable (`endpoint_transient`), for
+        up to `retry_seconds` from the first failure (monotonic time: a wall-clock step neither
+        shortens nor lengthens it); any other failure, or the last one, as an `AdapterError`."""
+        deadline: Optional[float] = None
+        wait, attempt = FIRST_WAIT, 0
+        while True:  # _OUTAGE: set while a wait is on, read by on_message if the turn is cancelled then
+            try:
+                result = await make()
+                _OUTAGE.set(None)
+                return result
+            except Exception as exc:  # openai.APIError and friends, httpx errors: infrastructure
+                _OUTAGE.set(None)
+                failure = endpoint_failure(self.agent_id, exc, self.api_key_env, self.endpoint.secrets)
+                if not endpoint_transient(exc):
+                    raise failure from None
+                now = time.monotonic()
+                deadline = now + self.retry_seconds if deadline is None else deadline
+                if now >= deadline:
+                    raise EndpointUnavailable(f"{failure} (the endpoint was unavailable for {self.retry_seconds:g} s, "
+                                              "the agent's retry_seconds)") from None
+                attempt += 1
+                pause = min(retry_after(exc) or wait * random.uniform(0.8, 1.0), deadline - now)
+                wait = min(wait * 2, LONGEST_WAIT)
+                if tools is not None:
+                    tools.emit_event({"event": "progress", "reason": "model endpoint unavailable",
+                                      "payload": {"attempt": attempt, "error": str(failure)[-300:],
+                                                  "retry_in": round(pause, 3)}})
+                _OUTAGE.set(str(failure))
+            await asyncio.sleep(pause)
+
+    async def _call(self, messages: list[dict[str, Any]], schemas: list[dict[str, Any]],
+                    tools: Optional[SessionTools] = None) -> Any:
         kwargs: dict[str, Any] = {"model": self.model, "messages": messages}
         if schemas:
             kwargs["tools"] = schemas
         if self.temperature is not None:
             kwargs["temperature"] = self.temperature
-        try:
-            resp = await self.client.chat.completions.create(**kwargs)
-        except Exception as exc:  # openai.APIError and friends, httpx errors: infrastructure
-            raise endpoint_failure(self.agent_id, exc, self.api_key_env, self.endpoint.secrets) from None
+        resp = await self._request(lambda: self.client.chat.completions.create(**kwargs), tools)
         choices = getattr(resp, "choices", None)
         if not choices or getattr(choices[0], "message", None) is None:
             raise AdapterError(f"agent {brief(self.agent_id)}: the model reply has no choices")
         return choices[0]
 
     async def on_message(self, msg: list[dict[str, Any]], tools: SessionTools) -> None:
+        outage: list[str] = []
+        _OUTAGE.set(None)  # (a turn cancelled earlier in this task may have left its wait's failure)
         try:
-            await asyncio.wait_for(self._turn(msg, tools), self.turn_timeout)
+            await asyncio.wait_for(self._turn_watched(msg, tools, outage), self.turn_timeout)
         except asyncio.TimeoutError:
+            if outage:  # the turn ran out while a call was waiting for the endpoint: an outage
+                raise EndpointUnavailable(f"{outage[0]} (the endpoint was unavailable when the turn reached "
+                                          f"turn_timeout={self.turn_timeout:g} s)") from None
             raise AdapterError(f"agent {self.agent_id!r}: the turn took longer than turn_timeout="
                                f"{self.turn_timeout:g} s") from None
+
+    async def _turn_watched(self, msg: list[dict[str, Any]], tools: SessionTools, outage: list[str]) -> None:
+        """`_turn`, noting in `outage` the failure a call was waiting out when it was cancelled."""
+        try:
+            await self._turn(msg, tools)
+        except asyncio.CancelledError:
+            waiting = _OUTAGE.get()
+            if waiting is not None:
+                outage.append(waiting)
+            raise
 
     async def _turn(self, msg: list[dict[str, Any]], tools: SessionTools) -> None:
         if self.client is None:
@@ -169,7 +237,7 @@ class OpenAIChatAgent:
         messages = self.messages_for(msg, tools, toolset)
         schemas = toolset.schemas("openai")
         for n in range(1, self.max_rounds + 1):
-            choice = await self._call(messages, schemas)
+            choice = await self._call(messages, schemas, tools)
             m = choice.message
             calls = list(getattr(m, "tool_calls", None) or [])
             content = m.content if isinstance(getattr(m, "content", None), str) else ""

@@ -128,6 +128,7 @@ class Hub:
         self._idle = commits.idle
         self._append = commits.append
         self._append_hub = commits.append_hub
+        self._seq_ready = commits.seq_ready
         life = self._life = Lifecycle(self)
         self._open = life.open
         self._close = life.close_now
@@ -171,7 +172,22 @@ class Hub:
         self.sessions, report = hydrate(self.store, self._complete, only, ended=self.keep_ended or only is not None)
         self._watched.clear()
         self._watched.update(self.sessions)
+        self._close_the_gap()
         return report
+
+    def _close_the_gap(self) -> None:
+        """The hydrated sessions' turn clocks translated so that the store's last write (of a session
+        held now) is now: what a turn had taken before the last hub stopped still counts, the gap
+        until this one started does not — downtime, a VM restored from a snapshot, a wall-clock step
+        between the two processes, either way. The TTL is not moved (a session's lifetime)."""
+        last = max((live.last_at for live in self.sessions.values() if live.last_at is not None), default=None)
+        if last is None:
+            return
+        delta = self.clock() - last
+        if delta:
+            for live in self.sessions.values():
+                if not live.metadata.state.terminal:
+                    live.shift_turn_clocks(delta)
 
     def forget(self, session_ids: Iterable[str]) -> None:
         """Drop sessions whose creation record the store did not write."""
@@ -491,6 +507,8 @@ class Hub:
 
     async def post(self, env: Envelope) -> Envelope:
         """Validate, log, fold and deliver one envelope from a participant; returns it stamped."""
+        if not self._seq_ready(1):  # a database server away: wait off the loop
+            await self._commits.numbers()
         sid = env.session_id
         live = self.sessions.get(sid) if type(sid) is str else None  # a known id is a valid one
         if live is None:

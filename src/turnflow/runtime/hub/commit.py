@@ -25,13 +25,24 @@ class Commits:
     """Staging and settling for one hub: `group` is this tick's group commit (None until
     something is staged in the tick)."""
 
-    __slots__ = ("hub", "store", "clock", "group")
+    __slots__ = ("hub", "store", "clock", "group", "seq_ready")
 
     def __init__(self, hub: "Hub", clock: Callable[[], float]) -> None:
         self.hub = hub  # its `sessions` and watched sessions: a session the store refused leaves them
         self.store = hub.store
         self.clock = clock
         self.group: Optional[GroupCommit] = None
+        # whether `n` envelope numbers are at hand (PostgreSQL's come in blocks from the server)
+        self.seq_ready: Callable[[int], bool] = self.store.seq_ready
+
+    async def numbers(self, n: int = 1) -> None:
+        """Wait until the store has `n` envelope numbers at hand, fetching them in a thread: a
+        PostgreSQL server that went away is waited for off the event loop (every other session,
+        connection, the sweeper and the signal handlers go on). Called before a write's checks,
+        where an await is allowed; `stage` still takes a number itself if it must."""
+        ready = self.seq_ready
+        while not ready(n):
+            await asyncio.to_thread(self.store.take_numbers, n)
 
     async def idle(self, live: LiveSession) -> None:
         """Wait until no envelope of this session is waiting for its commit (so checks see the
@@ -53,6 +64,8 @@ class Commits:
     async def append_hub(self, live: LiveSession, event_type: str, data: dict[str, Any],
                          audience: Optional[list[str]] = None, sender: Optional[str] = None) -> Optional[Envelope]:
         """A hub-written envelope; None (nothing written) when the session became terminal meanwhile."""
+        if not self.seq_ready(1):
+            await self.numbers()
         if live.writing is not None:
             await self.idle(live)
         if live.metadata.state.terminal:

@@ -43,6 +43,8 @@ class Lifecycle:
         """Create the session (INVITED) and one invite per target: its creation record and the
         invites are one group commit; nothing is stored when the adapter refuses it."""
         hub = self.hub
+        if not hub._seq_ready(len(spec.participants)):  # the invites, an opening
+            await hub._commits.numbers(len(spec.participants))  # (a database server away: waited off the loop)
         check_agent_id(creator_id)
         ttl_seconds = spec.ttl_seconds
         exps = _expectations(spec.expectations, adapter.manifest.default_expectations)
@@ -86,6 +88,8 @@ class Lifecycle:
     async def ack(self, session_id: str, agent_id: str) -> None:
         """Log `agent_id`'s ack; the last one opens the session (`session.opened`: ACTIVE)."""
         hub = self.hub
+        if not hub._seq_ready(2):  # a database server away: wait off the loop
+            await hub._commits.numbers(2)
         live = hub._live(session_id)
         md = live.metadata
         if live.writing is not None:
@@ -115,6 +119,8 @@ class Lifecycle:
     async def reject(self, session_id: str, agent_id: str, reason: str = "") -> None:
         """Log `agent_id`'s reject, deliver it, and close the session (`invite_rejected`)."""
         hub = self.hub
+        if not hub._seq_ready(1):  # a database server away: wait off the loop
+            await hub._commits.numbers(1)
         live = hub._live(session_id)
         md = live.metadata
         await hub._idle(live)

@@ -73,6 +73,16 @@ class Store(Protocol):
         """A global sequence number (an envelope id) no other envelope of this store gets."""
         ...
 
+    def seq_ready(self, n: int = 1) -> bool:
+        """Whether `n` envelope numbers are at hand, so `next_global_seq` will not wait for a
+        server (SQLite numbers locally: always; PostgreSQL: its current block)."""
+        ...
+
+    def take_numbers(self, n: int = 1) -> None:
+        """Make `n` numbers ready, waiting for a server that went away up to the reconnect window
+        (then `StoreFailed`). Called from a thread, so the event loop runs meanwhile."""
+        ...
+
     def commit_group(self, units: CommitUnits) -> "asyncio.Future[Refusals]":
         """Write the group (needs a running event loop); the future resolves to the refusals."""
         ...

@@ -432,6 +432,20 @@ class PostgresStore:
             self._gseq_next += 1
             return value
 
+    def seq_ready(self, n: int = 1) -> bool:
+        """Whether `n` envelope numbers (at most a block's) are at hand: `next_global_seq` would not
+        ask the server."""
+        return self._gseq_end - self._gseq_next >= min(n, GSEQ_BLOCK)
+
+    def take_numbers(self, n: int = 1) -> None:
+        """Make `n` envelope numbers ready, asking the server for a fresh block if need be (waiting
+        for one that went away, up to the reconnect window; then `StoreFailed`). Called from a
+        thread (`Commits.numbers`), so the event loop runs meanwhile."""
+        with self._gseq_lock:
+            if self._gseq_end - self._gseq_next < min(n, GSEQ_BLOCK):
+                start = self._next_block()
+                self._gseq_next, self._gseq_end = start, start + GSEQ_BLOCK
+
     def _next_block(self) -> int:
         """The first number of a fresh block, waiting for a server that went away (the pool's
         connections first, then a connection of its own: the pool's reconnection backs off) up to

@@ -416,6 +416,13 @@ class SQLiteStore:
         self._gseq += 1
         return self._gseq
 
+    def seq_ready(self, n: int = 1) -> bool:
+        """(Numbered locally: always.)"""
+        return True
+
+    def take_numbers(self, n: int = 1) -> None:
+        """(Numbered locally: nothing to fetch.)"""
+
     def commit_group(self, units: CommitUnits) -> "asyncio.Future[Refusals]":
         """Write the group in one transaction, now: the returned future is already done — with
         no refusals (one writer holds no leases), or with the error when nothing was written."""
