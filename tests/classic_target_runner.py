@@ -2,7 +2,7 @@
 in the classic AG2 0.9 interpreter (tests/test_target_ag2_groupchat.py starts it).
 
 stdin: a JSON list of {"source": module text, "steps": [step, ...]}, a step being
-{"say": str, "tool": str or null} taken by whoever speaks that turn (step 0: the start speaker's
+{"say": str or null (no content: an LLM's tool call alone), "tool": str or null} taken by whoever speaks that turn (step 0: the start speaker's
 opening message, given to the module's `run`); a run whose steps run out ends with the reason
 "script_end". stdout: one JSON list of {"speakers": [...], "reason": ...}.
 Imports only the standard library and `autogen`."""

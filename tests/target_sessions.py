@@ -94,10 +94,12 @@ def _term(draw, tools: list[str], context: bool, depth: int = 2):
 
 
 @st.composite
-def wide_workflow_blocks(draw, context: bool = True):
+def wide_workflow_blocks(draw, context: bool = True, identifiers: bool = False):
     """A workflow from the wide vocabulary (without `expect` / `ttl`, which every Python target
-    refuses; without context statements and context tests when `context` is false)."""
-    parts_names = draw(st.lists(names, min_size=2, max_size=4, unique=True))
+    refuses; without context statements and context tests when `context` is false; participant
+    names that are Python identifiers only, as AgentChat requires, with `identifiers`)."""
+    pool = names.filter(str.isidentifier) if identifiers else names
+    parts_names = draw(st.lists(pool, min_size=2, max_size=4, unique=True))
     tools = draw(st.lists(st.sampled_from(HOSTILE_TOOLS), min_size=1, max_size=3, unique=True))
     init = draw(st.none() | st.integers(0, len(parts_names) - 1))
     stmts: list = []
@@ -149,9 +151,11 @@ class WideSimulator(Simulator):
         pieces = [f"turn {turn}"] + [rng.choice(self.texts) for _ in range(rng.randint(0, 2)) if self.texts]
         if rng.random() < 0.2:
             pieces.append(rng.choice(HOSTILE_TEXTS))
-        tools.send_message(rng.choice(["", " "]).join(pieces))
-        if pool and rng.random() < 0.5:
-            tools.execute_tool_call(rng.choice(pool))
+        tool = rng.choice(pool) if pool and rng.random() < 0.5 else None
+        if tool is None or rng.random() < 0.75:  # a tool call alone: a turn without text
+            tools.send_message(rng.choice(["", " "]).join(pieces))
+        if tool is not None:
+            tools.execute_tool_call(tool)
         if self.context_keys and rng.random() < 0.4:
             key = rng.choice(self.context_keys)
             tools.set_context(key, rng.choice(self.context_values[key]))
@@ -202,5 +206,6 @@ def step_of(r: dict[str, Any]) -> dict[str, Any]:
 
 
 def classic_step(r: dict[str, Any]) -> dict[str, Optional[str]]:
-    """A simulated round as a classic reply: its text and its tool call (`tests/classic_target_runner.py`)."""
-    return {"say": r["body"], "tool": r.get("tool")}
+    """A simulated round as a classic reply (`tests/classic_target_runner.py`): its text and its
+    tool call; a tool call without text has no content (None), as an LLM's tool call reply."""
+    return {"say": None if r["body"] == "" and r.get("tool") else r["body"], "tool": r.get("tool")}

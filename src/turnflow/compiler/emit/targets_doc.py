@@ -227,10 +227,15 @@ every speaker decides alike, with the same reasons, for every tool and text. A m
 that `is_termination_msg` ends the chat where `select_speaker` does not reads as any classic chat:
 `terminate "custom_selection"`, TF405.
 
+**A reply without text.** An LLM's tool call comes without content (`None`), which AG2's
+`GroupChat` casts to the text `None`: `text contains "on"` would hold where the hub, reading the
+turn's empty text, does not. When a rule tests the text, the module registers a
+`process_message_before_send` hook on every agent that sends such a reply with the content `""`
+(modules written before 2026-11-29 read `None`).
+
 **Where it differs from the hub, by design.** A reply calling a tool its agent does not own
-routes as if it called none (the hub refuses it); a reply without content reads as the text
-`None` (AG2's own cast). A TF303 silenced on a `context` statement or condition compiles it
-against the flow's initial context, which nothing can change.
+routes as if it called none (the hub refuses it). A TF303 silenced on a `context` statement or
+condition compiles it against the flow's initial context, which nothing can change.
 """
 
 _AUTOGEN_EXAMPLE = """\

@@ -44,8 +44,8 @@ TABLE: dict[str, tuple[str, bool]] = {
     "when_tool": ("`tool == \"T\"` (the last message's first tool call)", True),
     "when_context": ("classic GroupChat has no shared context variables", False),
     "when_compare": ("classic GroupChat has no shared context variables", False),
-    "when_text": ("`\"...\" in content` (the last message's content; AG2 casts a reply without one to "
-                  "the text `None`)", True),
+    "when_text": ("`\"...\" in content` (the last message's content; a reply without one, a tool call alone, "
+                  "is sent with the text `\"\"`, where `GroupChat` would read `None`)", True),
     "when_logic": ("Python `and` / `or` / `not`", True),
     "priority": ("the order of the tests in a branch", True),
     "to_participant": ("`return AGENT`", True),
@@ -110,6 +110,8 @@ def write(spec: Any, source: str = "<string>") -> str:
         out.append(f"{head}name={literal(p.agent_id)}, description={literal(p.description or p.agent_id)},\n"
                    f"{' ' * len(head)}llm_config=LLM_CONFIG, human_input_mode=\"NEVER\")\n")
     out.append("\nAGENTS = [" + ", ".join(names[s] for s in r.order) + "]\n")
+    if any("text" in row.reads for rows in r.rows.values() for row in rows):
+        out.append(_NO_TEXT)
     out.append("TOOLS = " + table([(literal(s), _tuple(r.tools[s])) for s in r.order]) + "\n")
     out.append(f"INITIATOR = {names[r.initiator]}\n")
     out.append(f"MAX_TURNS: Optional[int] = {r.max_turns!r}\n")
@@ -129,6 +131,23 @@ def write(spec: Any, source: str = "<string>") -> str:
 def _tuple(names: tuple[str, ...]) -> str:
     return "(" + ", ".join(literal(n) for n in names) + ("," if len(names) == 1 else "") + ")"
 
+
+#: a reply without text (an LLM's tool call: `content` None) reads as the empty text, as on the hub;
+#: `GroupChat.append` would cast None to the text "None", which `text contains "on"` matches
+_NO_TEXT = '''
+
+def _no_text_is_empty(sender: Any, message: Union[str, dict[str, Any]], recipient: Any,
+                      silent: bool) -> Union[str, dict[str, Any]]:
+    """A message without text (a tool call alone) is sent with the text "" (GroupChat would read "None")."""
+    if isinstance(message, dict) and message.get("content") is None:
+        return {**message, "content": ""}
+    return message
+
+
+for _agent in AGENTS:
+    _agent.register_hook("process_message_before_send", _no_text_is_empty)
+
+'''
 
 _SHARED = '''
 
