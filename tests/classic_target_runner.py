@@ -2,7 +2,8 @@
 in the classic AG2 0.9 interpreter (tests/test_target_ag2_groupchat.py starts it).
 
 stdin: a JSON list of {"source": module text, "steps": [step, ...]}, a step being
-{"say": str or null (no content: an LLM's tool call alone), "tool": str or null} taken by whoever speaks that turn (step 0: the start speaker's
+{"say": str or null (no content: an LLM's tool call alone), "tool": str or null, optionally "tools": the names
+of several tool calls in one reply, in order} taken by whoever speaks that turn (step 0: the start speaker's
 opening message, given to the module's `run`); a run whose steps run out ends with the reason
 "script_end". stdout: one JSON list of {"speakers": [...], "reason": ...}.
 Imports only the standard library and `autogen`."""
@@ -15,9 +16,10 @@ import types
 
 def message(step, i):
     msg = {"content": step["say"], "role": "assistant"}
-    if step.get("tool"):
-        msg["tool_calls"] = [{"id": f"call_{i}", "type": "function",
-                              "function": {"name": step["tool"], "arguments": "{}"}}]
+    names = step.get("tools") or ([step["tool"]] if step.get("tool") else [])
+    if names:
+        msg["tool_calls"] = [{"id": f"call_{i}_{k}", "type": "function",
+                              "function": {"name": name, "arguments": "{}"}} for k, name in enumerate(names)]
     return msg
 
 

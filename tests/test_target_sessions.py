@@ -273,3 +273,68 @@ def test_a_tool_call_without_text_is_the_empty_text_in_classic_groupchat():
     hub = run_hub(turnflow.compile(text)[0], [("tool", 4, 0, {}, [], 0, ""), ("text", 1, 0, {}, [], 0, "")])
     assert (hub[0], hub[2]) == (["a", "c"], "c")
     assert got == {"speakers": ["a", "c"], "reason": "c"}
+
+
+#: `a` owns the routing tool `t1`; `search` is a work tool of its own (no routing tool of the flow)
+PARALLEL = ('workflow w {\n    participant a tools [t1]\n    participant b\n    participant c\n    start a\n'
+            '    max_turns 4\n    a -> b when tool t1\n    a -> c\n    b -> terminate "b"\n    c -> terminate "c"\n}\n')
+
+
+@needs_classic
+def test_a_routing_tool_called_after_a_work_tool_routes_in_classic_groupchat():
+    """A model calling a work tool and a routing tool in one reply (parallel tool calls): the turn
+    routes by the routing tool, as on the hub, where only routing tools reach the round (the work
+    tool runs inside the agent), not by whichever call comes first."""
+    from target_harness import run_hub
+
+    hub = run_hub(turnflow.compile(PARALLEL)[0], [("tool", 4, 0, {}, [], 0, ""), ("text", 1, 0, {}, [], 0, "")])
+    assert (hub[0], hub[2]) == (["a", "b"], "b")
+    source = compile_target(PARALLEL, "ag2-groupchat")
+    got = run_classic([{"source": source, "steps": [{"say": None, "tools": ["search", "t1"]}, {"say": "x"}]},
+                       {"source": source, "steps": [{"say": None, "tools": ["t1", "search"]}, {"say": "x"}]},
+                       {"source": source, "steps": [{"say": None, "tools": ["search"]}, {"say": "x"}]}])
+    assert got == [{"speakers": ["a", "b"], "reason": "b"}, {"speakers": ["a", "b"], "reason": "b"},
+                   {"speakers": ["a", "c"], "reason": "c"}]
+
+
+def test_a_routing_tool_called_after_a_work_tool_routes_in_autogen():
+    """The same in AgentChat: the routing tool among the turn's tool calls (one event holding both,
+    or one event per tool iteration) routes the turn."""
+    pytest.importorskip("autogen_agentchat")
+    from autogen_agentchat.agents import BaseChatAgent
+    from autogen_agentchat.base import Response
+    from autogen_agentchat.messages import TextMessage, ToolCallRequestEvent
+    from autogen_core import FunctionCall
+    from autogen_ext.models.replay import ReplayChatCompletionClient
+
+    mod = load_module(compile_target(PARALLEL, "autogen"))
+
+    def request(names):
+        return ToolCallRequestEvent(source="a", content=[FunctionCall(id=f"c{i}", name=n, arguments="{}")
+                                                         for i, n in enumerate(names)])
+
+    class Says(BaseChatAgent):
+        def __init__(self, name, events):
+            super().__init__(name, "scripted")
+            self.events = events
+
+        @property
+        def produced_message_types(self):
+            return (TextMessage,)
+
+        async def on_messages(self, messages, cancellation_token):
+            return Response(chat_message=TextMessage(source=self.name, content="done"), inner_messages=self.events)
+
+        async def on_reset(self, cancellation_token):
+            pass
+
+    def speakers(events):
+        team = mod.build({"a": Says("a", events), "b": Says("b", []), "c": Says("c", [])},
+                         ReplayChatCompletionClient([]))
+        result, reason = asyncio.run(mod.run(team, "task"))
+        return [m.source for m in result.messages if isinstance(m, TextMessage)][1:], reason
+
+    assert speakers([request(["search", "t1"])]) == (["a", "b"], "b")
+    assert speakers([request(["search"]), request(["t1"])]) == (["a", "b"], "b")
+    assert speakers([request(["t1", "search"])]) == (["a", "b"], "b")
+    assert speakers([request(["search"])]) == (["a", "c"], "c")

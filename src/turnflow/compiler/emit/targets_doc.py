@@ -233,6 +233,13 @@ turn's empty text, does not. When a rule tests the text, the module registers a
 `process_message_before_send` hook on every agent that sends such a reply with the content `""`
 (modules written before 2026-11-29 read `None`).
 
+**Work tools beside a routing tool.** A model may call its own tools and a routing tool in one
+reply (parallel tool calls: `lookup_invoice`, then `transfer_to_billing`). On the hub only the
+routing tool reaches the turn, so the turn routes by it; the module does the same: the routing
+tool of a message is the first of its calls that is one of its speaker's `TOOLS` (any call when
+the flow declares no tools). Modules written before 2026-11-29 read the first call, whatever it
+was, and did not route.
+
 **Where it differs from the hub, by design.** A reply calling a tool its agent does not own
 routes as if it called none (the hub refuses it). A TF303 silenced on a `context` statement or
 condition compiles it against the flow's initial context, which nothing can change.
@@ -258,8 +265,9 @@ result, reason = await run(team, "my invoice is wrong")   # AutoGen's TaskResult
 ```
 
 The module builds a `SelectorGroupChat` whose `selector_func` applies the flow's rules to the
-last turn (the text of the agent's chat message, the name of its first `ToolCallRequestEvent`)
-and whose `FunctionalTermination` stops the team when the rules terminate; `max_turns` is the
+last turn (the text of the agent's chat message; its routing tool: the first call, among its
+`ToolCallRequestEvent`s, of one of its `TOOLS`, its other calls being its own work tools, as on the
+hub, where they never reach the turn; any call when the flow declares no tools) and whose `FunctionalTermination` stops the team when the rules terminate; `max_turns` is the
 team's own. The model client is never asked to pick a speaker, but `SelectorGroupChat` requires
 one. Each agent's `name` must be its participant's name, and AgentChat requires names that are
 Python identifiers (a participant `bot-1` is refused).

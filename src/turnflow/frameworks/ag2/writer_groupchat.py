@@ -31,17 +31,19 @@ TABLE: dict[str, tuple[str, bool]] = {
                     "Python keyword or builtin, or a name the module uses)", True),
     "reserved_name": ("an ordinary agent name", True),
     "non_identifier": ("the agent's name; its Python variable is `agent_I`", True),
-    "tools": ("`TOOLS[NAME]`: the tool names whose call routes the turn", True),
+    "tools": ("`TOOLS[NAME]`: the tool names whose call routes the turn (its other calls are its own work tools)", True),
     "initiator": ("`INITIATOR` (without one, the start speaker): the target of `initiator`", True),
     "start": ("`run(message)`: the start speaker opens the chat, its message is its first turn", True),
     "max_turns": ("`MAX_TURNS`: `is_termination_msg` ends the chat after N turns (`OUTCOME[\"reason\"]` is "
                   "`max_turns`) and `max_round` is N (AG2 counts the opening message, the start speaker's first turn); "
                   "no `max_turns`: `max_round` 100000, which migrates back as `max_turns 100000`", True),
     "context": ("classic GroupChat has no shared context variables", False),
-    "handoff": ("a test `tool == \"TOOL\"` on the last message's first tool call", True),
+    "handoff": ("a test `tool == \"TOOL\"` on the last message's routing tool (the first of its tool calls that "
+                "is one of its speaker's `TOOLS`)", True),
     "rule": ("an `if last_speaker is A:` branch of the selection function", True),
     "rule_any": ("a test in every speaker's branch", True),
-    "when_tool": ("`tool == \"T\"` (the last message's first tool call)", True),
+    "when_tool": ("`tool == \"T\"` (the first of the last message's tool calls that is one of its speaker's "
+                  "`TOOLS`; any call when the flow declares none)", True),
     "when_context": ("classic GroupChat has no shared context variables", False),
     "when_compare": ("classic GroupChat has no shared context variables", False),
     "when_text": ("`\"...\" in content` (the last message's content; a reply without one, a tool call alone, "
@@ -64,7 +66,7 @@ TABLE: dict[str, tuple[str, bool]] = {
 
 #: names the generated module defines itself, and Python's builtins (`_compare` calls `isinstance`,
 #: `str`, `float`, ...): an agent is never given one of them
-_TAKEN = frozenset({"annotations", "Any", "Optional", "Union", "Agent", "name",
+_TAKEN = frozenset({"annotations", "Any", "Optional", "Union", "Agent", "name", "ANY_TOOL", "owned",
                     "ConversableAgent", "GroupChat", "GroupChatManager", "LLM_CONFIG", "AGENTS", "TOOLS", "CONTEXT", "ctx",
                     "INITIATOR", "MAX_TURNS", "OUTCOME", "ALLOWED", "groupchat", "manager", "select_speaker",
                     "is_termination_msg", "message", "messages", "content", "tool", "text", "before",
@@ -113,6 +115,7 @@ def write(spec: Any, source: str = "<string>") -> str:
     if any("text" in row.reads for rows in r.rows.values() for row in rows):
         out.append(_NO_TEXT)
     out.append("TOOLS = " + table([(literal(s), _tuple(r.tools[s])) for s in r.order]) + "\n")
+    out.append(f"ANY_TOOL = {not any(r.tools.values())!r}  # True when the flow declares no tools: any tool name routes\n")
     out.append(f"INITIATOR = {names[r.initiator]}\n")
     out.append(f"MAX_TURNS: Optional[int] = {r.max_turns!r}\n")
     out.append(f"#: the flow's initial context, read-only here (a classic GroupChat has no shared context: TF303)\n"
@@ -152,13 +155,16 @@ for _agent in AGENTS:
 _SHARED = '''
 
 def _tool(message: dict[str, Any]) -> Optional[str]:
-    """The routing tool of a message: the name of its first tool call (or function call)."""
-    calls = message.get("tool_calls") or []
-    if calls:
-        name = calls[0].get("function", {}).get("name")
-    else:
-        name = (message.get("function_call") or {}).get("name")
-    return name if isinstance(name, str) else None
+    """The routing tool of a message: the first of its tool calls (or its function call) naming one of
+    its speaker's `TOOLS` (any, when the flow declares none). Its other calls are the agent's own
+    work tools, which do not route (as on turnflow's hub, where they never reach the turn)."""
+    calls = [call.get("function") or {} for call in message.get("tool_calls") or []]
+    owned = TOOLS.get(message.get("name", ""), ())
+    for call in calls or [message.get("function_call") or {}]:
+        name = call.get("name")
+        if isinstance(name, str) and (ANY_TOOL or name in owned):
+            return name
+    return None
 '''
 
 
