@@ -338,3 +338,19 @@ def test_a_routing_tool_called_after_a_work_tool_routes_in_autogen():
     assert speakers([request(["search"]), request(["t1"])]) == (["a", "b"], "b")
     assert speakers([request(["t1", "search"])]) == (["a", "b"], "b")
     assert speakers([request(["search"])]) == (["a", "c"], "c")
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), {1, 2}, b"x", object()])
+def test_a_context_value_the_hub_refuses_is_a_step_error_in_langgraph(bad):
+    """A step setting a context value that is no JSON value (NaN, infinity, a set, bytes): the hub
+    fails the turn (`agent 'a' failed turn 1 twice: ... must be a JSON value`, then `agent_error`);
+    the LangGraph module raises `StepError`, as for any step the flow cannot take, rather than run
+    on with a context no hub session can hold."""
+    pytest.importorskip("langgraph")
+    text = "workflow w {\n    participant a\n    participant b\n    start a\n    max_turns 4\n    a -> b\n    b -> a\n}\n"
+    mod = load_module(compile_target(text, "langgraph"))
+    graph = mod.build({p: (lambda state: {"say": "x", "set": {"k": bad}}) for p in mod.PARTICIPANTS})
+    with pytest.raises(mod.StepError, match="context value for 'k' must be a JSON value"):
+        graph.invoke(mod.initial_state())
+    fine = mod.build({p: (lambda state: {"say": "x", "set": {"k": [1, {"n": None}]}}) for p in mod.PARTICIPANTS})
+    assert fine.invoke(mod.initial_state())["context"] == {"k": [1, {"n": None}]}

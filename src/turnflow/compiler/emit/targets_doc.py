@@ -128,7 +128,8 @@ reason at the end). Pass `build(agents, checkpointer=...)` to persist runs the L
 
 **Where it differs from the hub, by design.** A step the flow cannot take (an empty step, a
 tool the participant does not own, a handoff to a non-participant, a key that is not one of
-the six) raises `StepError` in the node: LangGraph's own error handling applies. The hub
+the six, a context value that is no JSON value: NaN, infinity, a set, bytes, which the hub
+refuses too; modules written before 2026-11-29 ran on with it) raises `StepError` in the node: LangGraph's own error handling applies. The hub
 instead retries the turn once, then closes the session with `agent_error`. This concerns
 failing agents only; every decision on a valid step is the hub's.
 
@@ -267,8 +268,8 @@ result, reason = await run(team, "my invoice is wrong")   # AutoGen's TaskResult
 The module builds a `SelectorGroupChat` whose `selector_func` applies the flow's rules to the
 last turn (the text of the agent's chat message; its routing tool: the first call, among its
 `ToolCallRequestEvent`s, of one of its `TOOLS`, its other calls being its own work tools, as on the
-hub, where they never reach the turn; any call when the flow declares no tools) and whose `FunctionalTermination` stops the team when the rules terminate; `max_turns` is the
-team's own. The model client is never asked to pick a speaker, but `SelectorGroupChat` requires
+hub, where they never reach the turn; any call when the flow declares no tools) and whose
+`FunctionalTermination` stops the team when the rules terminate; `max_turns` is the team's own. The model client is never asked to pick a speaker, but `SelectorGroupChat` requires
 one. Each agent's `name` must be its participant's name, and AgentChat requires names that are
 Python identifiers (a participant `bot-1` is refused).
 
