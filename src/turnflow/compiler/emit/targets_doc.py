@@ -265,13 +265,14 @@ team = build({"user": user, "triage": triage, "billing": billing}, model_client)
 result, reason = await run(team, "my invoice is wrong")   # AutoGen's TaskResult, the flow's close reason
 ```
 
-The module builds a `SelectorGroupChat` whose `selector_func` applies the flow's rules to the
-last turn (the text of the agent's chat message; its routing tool: the first call, among its
-`ToolCallRequestEvent`s, of one of its `TOOLS`, its other calls being its own work tools, as on the
-hub, where they never reach the turn; any call when the flow declares no tools) and whose
-`FunctionalTermination` stops the team when the rules terminate; `max_turns` is the team's own. The model client is never asked to pick a speaker, but `SelectorGroupChat` requires
-one. Each agent's `name` must be its participant's name, and AgentChat requires names that are
-Python identifiers (a participant `bot-1` is refused).
+The module builds a `SelectorGroupChat` whose `selector_func` applies the flow's rules to the last
+turn (the text of the agent's chat message; its routing tool: the first call, among its
+`ToolCallRequestEvent`s, of one of its `TOOLS`, its other calls being its own work tools, as on
+the hub, where they never reach the turn; any call when the flow declares no tools) and whose
+`FunctionalTermination` stops the team when the rules terminate; `max_turns` is the team's own.
+The model client is never asked to pick a speaker, but `SelectorGroupChat` requires one. Each
+agent's `name` must be its participant's name, and AgentChat requires names that are Python
+identifiers (a participant `bot-1` is refused).
 
 **Why Python, and when component JSON.** A `GraphFlow` activates every edge whose condition holds
 (fan-out, not the first rule that matches) and a `Swarm` keeps the speaker until a handoff (no
