@@ -5,13 +5,18 @@ stdin: a JSON list of {"source": module text, "steps": [step, ...]}, a step bein
 {"say": str or null (no content: an LLM's tool call alone), "tool": str or null, optionally "tools": the names
 of several tool calls in one reply, in order} taken by whoever speaks that turn (step 0: the start speaker's
 opening message, given to the module's `run`); a run whose steps run out ends with the reason
-"script_end". stdout: one JSON list of {"speakers": [...], "reason": ...}.
+"script_end". A reply is scripted right after AG2's own checks, which run as they would before a
+model's reply: `check_termination_and_human_reply` (an agent's `is_termination_msg`, its
+`max_consecutive_auto_reply`). (Not after AG2's tool execution: a routing tool's call is answered
+by whoever runs it, which the flow does not model; the next speaker replies as scripted.) stdout: one JSON list of {"speakers": [...], "reason": ...}.
 Imports only the standard library and `autogen`."""
 
 import contextlib
 import json
 import sys
 import types
+
+from autogen import ConversableAgent
 
 
 def message(step, i):
@@ -37,8 +42,10 @@ def run(source, steps):
             raise StopIteration
         return True, message(steps[i], i)
 
-    for agent in mod.AGENTS:
-        agent.register_reply(trigger=[object, None], reply_func=reply, position=0)
+    for agent in mod.AGENTS:  # right after AG2's own checks (termination, auto-reply limit), which run first
+        funcs = [f["reply_func"] for f in agent._reply_func_list]
+        agent.register_reply(trigger=[object, None], reply_func=reply,
+                             position=funcs.index(ConversableAgent.check_termination_and_human_reply) + 1)
     try:
         mod.run(message(steps[0], 0))
         reason = mod.OUTCOME["reason"]

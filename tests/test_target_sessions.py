@@ -354,3 +354,22 @@ def test_a_context_value_the_hub_refuses_is_a_step_error_in_langgraph(bad):
         graph.invoke(mod.initial_state())
     fine = mod.build({p: (lambda state: {"say": "x", "set": {"k": [1, {"n": None}]}}) for p in mod.PARTICIPANTS})
     assert fine.invoke(mod.initial_state())["context"] == {"k": [1, {"n": None}]}
+
+
+@needs_classic
+@pytest.mark.parametrize("say,max_turns,turns,a_to", [("TERMINATE", 6, 6, "b"), ("x", 120, 120, "a")])
+def test_only_the_flow_ends_a_classic_groupchat(say, max_turns, turns, a_to):
+    """An AG2 agent ends the chat by itself when it is picked to reply to a message that is exactly
+    `TERMINATE` (ConversableAgent's default `is_termination_msg`) or after 100 automatic replies
+    (`max_consecutive_auto_reply`): its reply is None, "No reply generated". The hub knows neither;
+    the module's agents leave ending to the flow (here `max_turns`)."""
+    from target_harness import run_hub
+
+    text = (f"workflow w {{\n    participant a\n    participant b\n    start a\n    max_turns {max_turns}\n"
+            f"    a -> {a_to}\n    b -> a\n}}\n")
+    [got] = run_classic([{"source": compile_target(text, "ag2-groupchat"),
+                          "steps": [{"say": say}] + [{"say": "x"}] * (turns + 1)}])
+    plan = [("text", 0, 0, {}, [], 0, "")] + [("text", 1, 0, {}, [], 0, "")] * (turns + 1)
+    hub = run_hub(turnflow.compile(text)[0], plan)
+    assert (len(hub[0]), hub[2]) == (turns, "max_turns")
+    assert got == {"speakers": hub[0], "reason": "max_turns"}

@@ -234,6 +234,15 @@ turn's empty text, does not. When a rule tests the text, the module registers a
 `process_message_before_send` hook on every agent that sends such a reply with the content `""`
 (modules written before 2026-11-29 read `None`).
 
+**Only the flow ends the chat.** An AG2 agent picked to reply ends the chat by itself (its reply
+is None: "No reply generated") after a message that is exactly `TERMINATE` (ConversableAgent's
+default `is_termination_msg`) or after 100 automatic replies (`max_consecutive_auto_reply`); the
+hub knows neither. The module registers an `update_agent_state` hook on every agent that, before
+each reply, gives it an `is_termination_msg` that never holds and resets its auto-reply counter
+(a hook rather than constructor arguments, which `turnflow migrate` would read as the agent's own
+termination). Modules written before 2026-11-29 ended after a `TERMINATE` or an agent's 100th turn,
+with `OUTCOME["reason"]` None.
+
 **Work tools beside a routing tool.** A model may call its own tools and a routing tool in one
 reply (parallel tool calls: `lookup_invoice`, then `transfer_to_billing`). On the hub only the
 routing tool reaches the turn, so the turn routes by it; the module does the same: the routing

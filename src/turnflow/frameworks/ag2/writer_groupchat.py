@@ -112,6 +112,7 @@ def write(spec: Any, source: str = "<string>") -> str:
         out.append(f"{head}name={literal(p.agent_id)}, description={literal(p.description or p.agent_id)},\n"
                    f"{' ' * len(head)}llm_config=LLM_CONFIG, human_input_mode=\"NEVER\")\n")
     out.append("\nAGENTS = [" + ", ".join(names[s] for s in r.order) + "]\n")
+    out.append(_FLOW_ENDS)
     if any("text" in row.reads for rows in r.rows.values() for row in rows):
         out.append(_NO_TEXT)
     out.append("TOOLS = " + table([(literal(s), _tuple(r.tools[s])) for s in r.order]) + "\n")
@@ -135,10 +136,31 @@ def _tuple(names: tuple[str, ...]) -> str:
     return "(" + ", ".join(literal(n) for n in names) + ("," if len(names) == 1 else "") + ")"
 
 
+#: only the flow ends the chat: an AG2 agent picked to reply ends it itself (its reply None) after a
+#: message that is exactly TERMINATE (its default `is_termination_msg`) or after 100 automatic
+#: replies (`max_consecutive_auto_reply`); the hub knows neither. Set before each reply (a hook, not
+#: constructor arguments: `turnflow migrate` reads those as the agent's own termination)
+_FLOW_ENDS = '''
+
+def _never_ends(message: Any) -> bool:
+    """A participant's `is_termination_msg`: no message ends the chat by itself."""
+    return False
+
+
+def _flow_ends_the_chat(agent: Any, messages: Any) -> None:
+    """Before `agent` replies: it never ends the chat itself; the flow does (`is_termination_msg`)."""
+    agent._is_termination_msg = _never_ends
+    agent.reset_consecutive_auto_reply_counter()
+
+
+for _agent in AGENTS:
+    _agent.register_hook("update_agent_state", _flow_ends_the_chat)
+
+'''
+
 #: a reply without text (an LLM's tool call: `content` None) reads as the empty text, as on the hub;
 #: `GroupChat.append` would cast None to the text "None", which `text contains "on"` matches
 _NO_TEXT = '''
-
 def _no_text_is_empty(sender: Any, message: Union[str, dict[str, Any]], recipient: Any,
                       silent: bool) -> Union[str, dict[str, Any]]:
     """A message without text (a tool call alone) is sent with the text "" (GroupChat would read "None")."""
