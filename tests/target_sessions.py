@@ -4,8 +4,9 @@
 The hub's side is `turnflow.runtime.simulate.Simulator` (the workflow adapter's own decisions,
 which tests/test_simulate.py holds to the real hub), with a random agent widened here: besides
 simulate's text, routing tool, context update and finish, it hands off to a participant (for the
-targets whose agents can), deletes context keys, and writes texts that hold the flow's
-`text contains` strings among others. Each session's rounds become the compiled module's script,
+targets whose agents can), deletes context keys, calls a routing tool without any text (an LLM's
+bare tool call: no content for classic AG2), and writes texts that hold the flow's `text contains`
+strings among others. Each session's rounds become the compiled module's script,
 turn by turn: the i-th turn's speaker in the module takes the hub's i-th round (so the two agree
 on every step for as long as they agree on who speaks); a module that wants more turns than the
 hub took runs out of script (`script_end`).
@@ -134,8 +135,8 @@ def wide_workflow_blocks(draw, context: bool = True, identifiers: bool = False):
 
 
 class WideSimulator(Simulator):
-    """`turnflow simulate`'s random agent, widened: handoffs (`handoffs`), context deletes, and
-    texts made of the flow's `text contains` strings and others."""
+    """`turnflow simulate`'s random agent, widened: handoffs (`handoffs`), context deletes, tool
+    calls without text, and texts made of the flow's `text contains` strings and others."""
 
     def __init__(self, spec: Any, *, handoffs: bool, finish_p: float, cap: int = DEFAULT_CAP) -> None:
         super().__init__(spec, finish_p=finish_p, cap=cap)
