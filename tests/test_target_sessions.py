@@ -225,7 +225,7 @@ def same_in_classic_groupchat(cases: list, runs: int) -> int:
         if source is None:
             continue
         for s in sessions(_spec(text, block), runs, handoffs=False, finish_p=0.0):
-            jobs.append({"source": source, "steps": [classic_step(r) for r in s["rounds"]]})
+            jobs.append({"source": source, "steps": [classic_step(r) for r in s["rounds"]], "model": True})
             want.append((label, text, s))
     for (label, text, s), got in zip(want, run_classic(jobs)):
         if s["reason"] == SCRIPT_END and len(got["speakers"]) == len(s["speakers"]) + 1:
@@ -265,7 +265,7 @@ def test_a_tool_call_without_text_is_the_empty_text_in_classic_groupchat():
             '    max_turns 4\n    a -> b when text contains "on"\n    a -> c when text contains ""\n'
             '    a -> terminate "no text"\n    b -> terminate "b"\n    c -> terminate "c"\n}\n')
     [got] = run_classic([{"source": compile_target(text, "ag2-groupchat"),
-                          "steps": [{"say": None, "tool": "t1"}, {"say": "bye", "tool": None}]}])
+                          "steps": [{"say": None, "tool": "t1"}, {"say": "bye", "tool": None}], "model": True}])
     rounds = [{"body": "", "kind": "handoff", "tool": "t1", "set": {}, "delete": []}]
     assert classic_step(rounds[0]) == {"say": None, "tool": "t1"}  # the differential's scripts send it too
     from target_harness import run_hub
@@ -368,8 +368,25 @@ def test_only_the_flow_ends_a_classic_groupchat(say, max_turns, turns, a_to):
     text = (f"workflow w {{\n    participant a\n    participant b\n    start a\n    max_turns {max_turns}\n"
             f"    a -> {a_to}\n    b -> a\n}}\n")
     [got] = run_classic([{"source": compile_target(text, "ag2-groupchat"),
-                          "steps": [{"say": say}] + [{"say": "x"}] * (turns + 1)}])
+                          "steps": [{"say": say}] + [{"say": "x"}] * (turns + 1), "model": True}])
     plan = [("text", 0, 0, {}, [], 0, "")] + [("text", 1, 0, {}, [], 0, "")] * (turns + 1)
     hub = run_hub(turnflow.compile(text)[0], plan)
     assert (len(hub[0]), hub[2]) == (turns, "max_turns")
     assert got == {"speakers": hub[0], "reason": "max_turns"}
+
+
+@needs_classic
+def test_a_routing_tool_call_is_the_flows_not_a_tool_for_the_next_speaker_to_run():
+    """A routing tool's call routes the turn and is the flow's, as on the hub: the next speaker (here
+    with its reply in a model's place, after AG2's tool-call reply) replies, rather than answering the
+    call with "Error: Function t1 not found." (a tool it does not have) as its turn."""
+    from target_harness import run_hub
+
+    text = ('workflow w {\n    participant a tools [t1]\n    participant b\n    start a\n    max_turns 6\n'
+            '    a -> b when tool t1\n    a -> terminate "a said"\n    b -> terminate "b said" when text contains "DONE"\n'
+            '    b -> a\n}\n')
+    hub = run_hub(turnflow.compile(text)[0], [("tool", 4, 0, {}, [], 0, ""), ("text", 0, 0, {}, [], 0, "")])
+    assert (hub[0], hub[2]) == (["a", "b"], "b said")  # a calls t1 without text; b says "DONE"
+    [got] = run_classic([{"source": compile_target(text, "ag2-groupchat"), "model": True,
+                          "steps": [{"say": None, "tool": "t1"}, {"say": "DONE"}, {"say": "x"}, {"say": "y"}]}])
+    assert got == {"speakers": hub[0], "reason": hub[2]}

@@ -243,6 +243,15 @@ each reply, gives it an `is_termination_msg` that never holds and resets its aut
 termination). Modules written before 2026-11-29 ended after a `TERMINATE` or an agent's 100th turn,
 with `OUTCOME["reason"]` None.
 
+**A routing tool's call is the flow's.** On the hub a routing tool routes the turn and nothing runs
+it. In a classic GroupChat the next speaker answers the tool calls of the message it replies to
+before its model speaks (AG2's tool-call reply), so it would reply "Error: Function
+transfer_to_billing not found." as its turn. The module registers a
+`process_all_messages_before_reply` hook on every agent that takes the calls of the flow's routing
+tools (`ROUTING_TOOLS`: the participants' `tools`, or the tools the rules test when the flow declares
+none) out of the chat its reply reads, with any answers to them; the messages themselves, and other
+tool calls, are left as they are (modules written before 2026-11-29 left them to the next speaker).
+
 **Work tools beside a routing tool.** A model may call its own tools and a routing tool in one
 reply (parallel tool calls: `lookup_invoice`, then `transfer_to_billing`). On the hub only the
 routing tool reaches the turn, so the turn routes by it; the module does the same: the routing

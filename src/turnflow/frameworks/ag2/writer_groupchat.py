@@ -66,7 +66,7 @@ TABLE: dict[str, tuple[str, bool]] = {
 
 #: names the generated module defines itself, and Python's builtins (`_compare` calls `isinstance`,
 #: `str`, `float`, ...): an agent is never given one of them
-_TAKEN = frozenset({"annotations", "Any", "Optional", "Union", "Agent", "name", "ANY_TOOL", "owned",
+_TAKEN = frozenset({"annotations", "Any", "Optional", "Union", "Agent", "name", "ANY_TOOL", "owned", "ROUTING_TOOLS",
                     "ConversableAgent", "GroupChat", "GroupChatManager", "LLM_CONFIG", "AGENTS", "TOOLS", "CONTEXT", "ctx",
                     "INITIATOR", "MAX_TURNS", "OUTCOME", "ALLOWED", "groupchat", "manager", "select_speaker",
                     "is_termination_msg", "message", "messages", "content", "tool", "text", "before",
@@ -113,6 +113,12 @@ def write(spec: Any, source: str = "<string>") -> str:
                    f"{' ' * len(head)}llm_config=LLM_CONFIG, human_input_mode=\"NEVER\")\n")
     out.append("\nAGENTS = [" + ", ".join(names[s] for s in r.order) + "]\n")
     out.append(_FLOW_ENDS)
+    routing_tools = sorted({t for ts in r.tools.values() for t in ts} if any(r.tools.values()) else
+                           {c.args.tool_name for c in spec.knobs.graph.conditions() if c.name == "tool_called"})
+    if routing_tools:
+        out.append(f"#: the flow's routing tools: a call of one routes the turn and is consumed by the flow\n"
+                   f"ROUTING_TOOLS = frozenset({{{', '.join(literal(t) for t in routing_tools)}}})\n"
+                   + _CONSUMED)
     if any("text" in row.reads for rows in r.rows.values() for row in rows):
         out.append(_NO_TEXT)
     out.append("TOOLS = " + table([(literal(s), _tuple(r.tools[s])) for s in r.order]) + "\n")
@@ -155,6 +161,35 @@ def _flow_ends_the_chat(agent: Any, messages: Any) -> None:
 
 for _agent in AGENTS:
     _agent.register_hook("update_agent_state", _flow_ends_the_chat)
+
+'''
+
+#: a call of a routing tool is the flow's (it routes the turn, as on the hub, where no agent runs it): the
+#: agents' replies read the chat without those calls (and without answers to them), so the next speaker
+#: replies instead of running the call as a tool of its own ("Error: Function ... not found")
+_CONSUMED = '''
+
+def _without_routing_calls(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The chat as an agent's reply reads it: the flow's routing tool calls taken out of each message."""
+    out: list[dict[str, Any]] = []
+    consumed: set[Any] = set()
+    for message in messages:
+        calls = message.get("tool_calls") or []
+        kept = [call for call in calls if (call.get("function") or {}).get("name") not in ROUTING_TOOLS]
+        if len(kept) < len(calls):
+            consumed.update(call.get("id") for call in calls if call not in kept)
+            message = {key: value for key, value in message.items() if key != "tool_calls"}
+            if kept:
+                message["tool_calls"] = kept
+        answers = message.get("tool_responses") or []
+        if message.get("role") == "tool" and answers and all(a.get("tool_call_id") in consumed for a in answers):
+            continue
+        out.append(message)
+    return out
+
+
+for _agent in AGENTS:
+    _agent.register_hook("process_all_messages_before_reply", _without_routing_calls)
 
 '''
 
