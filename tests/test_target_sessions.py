@@ -19,6 +19,7 @@ A flow the target refuses must be refused with its TF30x alone. The larger run:
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import json
 import os
@@ -217,8 +218,9 @@ def run_classic(jobs: list) -> list:
     return json.loads(run.stdout)
 
 
-def same_in_classic_groupchat(cases: list, runs: int) -> int:
-    """Every case's sessions in one classic AG2 process; the number of flows the target wrote."""
+def classic_cases(cases: list, runs: int) -> tuple[list, list]:
+    """Every case's sessions as jobs for the classic runner (replies in a model's place) and what
+    simulate decided: (jobs, [(label, text, session)])."""
     jobs, want = [], []
     for label, text, block in cases:
         source = _compiled(text, block, "ag2-groupchat")
@@ -227,21 +229,21 @@ def same_in_classic_groupchat(cases: list, runs: int) -> int:
         for s in sessions(_spec(text, block), runs, handoffs=False, finish_p=0.0):
             jobs.append({"source": source, "steps": [classic_step(r) for r in s["rounds"]], "model": True})
             want.append((label, text, s))
-    for (label, text, s), got in zip(want, run_classic(jobs)):
-        if s["reason"] == SCRIPT_END and len(got["speakers"]) == len(s["speakers"]) + 1:
-            got["speakers"].pop()  # the turn past the script (the hub's run was cut there)
-        assert (got["speakers"], got["reason"]) == (s["speakers"], s["reason"]), \
-            f"{label}\n{text}\nsimulate: {s}\nclassic: {got}"
+    return jobs, want
+
+
+def same_in_classic_groupchat(want: list, got: list) -> int:
+    """Each session's classic run decided as simulate did; the number of flows the target wrote."""
+    for (label, text, s), run in zip(want, got, strict=True):
+        if s["reason"] == SCRIPT_END and len(run["speakers"]) == len(s["speakers"]) + 1:
+            run["speakers"].pop()  # the turn past the script (the hub's run was cut there)
+        assert (run["speakers"], run["reason"]) == (s["speakers"], s["reason"]), \
+            f"{label}\n{text}\nsimulate: {s}\nclassic: {run}"
     return len({label for label, _t, _s in want})
 
 
-@needs_classic
-def test_every_examples_and_fixtures_routing_decides_alike_in_classic_groupchat_and_in_simulate():
-    assert same_in_classic_groupchat(_workflows(strip_context=True), 1) > 150
-
-
-@needs_classic
-def test_wide_flows_decide_alike_in_classic_groupchat_and_in_simulate():
+@functools.lru_cache(maxsize=1)
+def _wide_classic_cases() -> list:
     drawn: list = []
 
     @settings(max_examples=N * 2, deadline=None, database=None, derandomize=True,
@@ -253,7 +255,63 @@ def test_wide_flows_decide_alike_in_classic_groupchat_and_in_simulate():
             drawn.append((f"generated flow {len(drawn)}", text, "w"))
 
     gather()
-    assert same_in_classic_groupchat(drawn, 2) >= len(drawn) // 2
+    return drawn
+
+
+NO_TEXT = ('workflow w {\n    participant a tools [t1]\n    participant b\n    participant c\n    start a\n'
+           '    max_turns 4\n    a -> b when text contains "on"\n    a -> c when text contains ""\n'
+           '    a -> terminate "no text"\n    b -> terminate "b"\n    c -> terminate "c"\n}\n')
+#: `a` owns the routing tool `t1`; `search` is a work tool of its own (no routing tool of the flow)
+PARALLEL = ('workflow w {\n    participant a tools [t1]\n    participant b\n    participant c\n    start a\n'
+            '    max_turns 4\n    a -> b when tool t1\n    a -> c\n    b -> terminate "b"\n    c -> terminate "c"\n}\n')
+CONSUMED = ('workflow w {\n    participant a tools [t1]\n    participant b\n    start a\n    max_turns 6\n'
+            '    a -> b when tool t1\n    a -> terminate "a said"\n    b -> terminate "b said" when text contains "DONE"\n'
+            '    b -> a\n}\n')
+
+
+def only_the_flow(max_turns: int, a_to: str) -> str:
+    return (f"workflow w {{\n    participant a\n    participant b\n    start a\n    max_turns {max_turns}\n"
+            f"    a -> {a_to}\n    b -> a\n}}\n")
+
+
+def _job(text: str, steps: list, model: bool = True) -> dict:
+    return {"source": compile_target(text, "ag2-groupchat"), "steps": steps, "model": model}
+
+
+def targeted_jobs() -> dict[str, list]:
+    """The targeted classic tests' jobs (below), run with the differentials' in one process."""
+    return {
+        "no text": [_job(NO_TEXT, [{"say": None, "tool": "t1"}, {"say": "bye", "tool": None}])],
+        "parallel": [_job(PARALLEL, [{"say": None, "tools": names}, {"say": "x"}], model=False)
+                     for names in (["search", "t1"], ["t1", "search"], ["search"])],
+        "only the flow TERMINATE": [_job(only_the_flow(6, "b"), [{"say": "TERMINATE"}] + [{"say": "x"}] * 7)],
+        "only the flow x": [_job(only_the_flow(120, "a"), [{"say": "x"}] + [{"say": "x"}] * 121)],
+        "consumed": [_job(CONSUMED, [{"say": None, "tool": "t1"}, {"say": "DONE"}, {"say": "x"}, {"say": "y"}])],
+    }
+
+
+@functools.lru_cache(maxsize=1)
+def classic_runs() -> dict[str, tuple[list, list]]:
+    """Every classic test's jobs run in one AG2 process (its start costs about 1 s of CPU): per
+    test, (its results, what it compares them with)."""
+    batches: dict[str, tuple[list, list]] = {
+        "fixtures": classic_cases(_workflows(strip_context=True), 1),
+        "wide": classic_cases(_wide_classic_cases(), 2),
+        **{name: (jobs, []) for name, jobs in targeted_jobs().items()}}
+    got = iter(run_classic([j for jobs, _w in batches.values() for j in jobs]))
+    return {name: ([next(got) for _j in jobs], want) for name, (jobs, want) in batches.items()}
+
+
+@needs_classic
+def test_every_examples_and_fixtures_routing_decides_alike_in_classic_groupchat_and_in_simulate():
+    got, want = classic_runs()["fixtures"]
+    assert same_in_classic_groupchat(want, got) > 150
+
+
+@needs_classic
+def test_wide_flows_decide_alike_in_classic_groupchat_and_in_simulate():
+    got, want = classic_runs()["wide"]
+    assert same_in_classic_groupchat(want, got) >= len(_wide_classic_cases()) // 2
 
 
 @needs_classic
@@ -261,11 +319,8 @@ def test_a_tool_call_without_text_is_the_empty_text_in_classic_groupchat():
     """An LLM's tool call reply has no text (`content` None), which GroupChat.append casts to the
     text "None": `text contains "on"` must not hold after it, as on turnflow's hub, where the turn's
     text is empty."""
-    text = ('workflow w {\n    participant a tools [t1]\n    participant b\n    participant c\n    start a\n'
-            '    max_turns 4\n    a -> b when text contains "on"\n    a -> c when text contains ""\n'
-            '    a -> terminate "no text"\n    b -> terminate "b"\n    c -> terminate "c"\n}\n')
-    [got] = run_classic([{"source": compile_target(text, "ag2-groupchat"),
-                          "steps": [{"say": None, "tool": "t1"}, {"say": "bye", "tool": None}], "model": True}])
+    text = NO_TEXT
+    [got] = classic_runs()["no text"][0]
     rounds = [{"body": "", "kind": "handoff", "tool": "t1", "set": {}, "delete": []}]
     assert classic_step(rounds[0]) == {"say": None, "tool": "t1"}  # the differential's scripts send it too
     from target_harness import run_hub
@@ -273,11 +328,6 @@ def test_a_tool_call_without_text_is_the_empty_text_in_classic_groupchat():
     hub = run_hub(turnflow.compile(text)[0], [("tool", 4, 0, {}, [], 0, ""), ("text", 1, 0, {}, [], 0, "")])
     assert (hub[0], hub[2]) == (["a", "c"], "c")
     assert got == {"speakers": ["a", "c"], "reason": "c"}
-
-
-#: `a` owns the routing tool `t1`; `search` is a work tool of its own (no routing tool of the flow)
-PARALLEL = ('workflow w {\n    participant a tools [t1]\n    participant b\n    participant c\n    start a\n'
-            '    max_turns 4\n    a -> b when tool t1\n    a -> c\n    b -> terminate "b"\n    c -> terminate "c"\n}\n')
 
 
 @needs_classic
@@ -289,10 +339,7 @@ def test_a_routing_tool_called_after_a_work_tool_routes_in_classic_groupchat():
 
     hub = run_hub(turnflow.compile(PARALLEL)[0], [("tool", 4, 0, {}, [], 0, ""), ("text", 1, 0, {}, [], 0, "")])
     assert (hub[0], hub[2]) == (["a", "b"], "b")
-    source = compile_target(PARALLEL, "ag2-groupchat")
-    got = run_classic([{"source": source, "steps": [{"say": None, "tools": ["search", "t1"]}, {"say": "x"}]},
-                       {"source": source, "steps": [{"say": None, "tools": ["t1", "search"]}, {"say": "x"}]},
-                       {"source": source, "steps": [{"say": None, "tools": ["search"]}, {"say": "x"}]}])
+    got = classic_runs()["parallel"][0]
     assert got == [{"speakers": ["a", "b"], "reason": "b"}, {"speakers": ["a", "b"], "reason": "b"},
                    {"speakers": ["a", "c"], "reason": "c"}]
 
@@ -365,10 +412,8 @@ def test_only_the_flow_ends_a_classic_groupchat(say, max_turns, turns, a_to):
     the module's agents leave ending to the flow (here `max_turns`)."""
     from target_harness import run_hub
 
-    text = (f"workflow w {{\n    participant a\n    participant b\n    start a\n    max_turns {max_turns}\n"
-            f"    a -> {a_to}\n    b -> a\n}}\n")
-    [got] = run_classic([{"source": compile_target(text, "ag2-groupchat"),
-                          "steps": [{"say": say}] + [{"say": "x"}] * (turns + 1), "model": True}])
+    text = only_the_flow(max_turns, a_to)
+    [got] = classic_runs()[f"only the flow {say}"][0]
     plan = [("text", 0, 0, {}, [], 0, "")] + [("text", 1, 0, {}, [], 0, "")] * (turns + 1)
     hub = run_hub(turnflow.compile(text)[0], plan)
     assert (len(hub[0]), hub[2]) == (turns, "max_turns")
@@ -382,11 +427,7 @@ def test_a_routing_tool_call_is_the_flows_not_a_tool_for_the_next_speaker_to_run
     call with "Error: Function t1 not found." (a tool it does not have) as its turn."""
     from target_harness import run_hub
 
-    text = ('workflow w {\n    participant a tools [t1]\n    participant b\n    start a\n    max_turns 6\n'
-            '    a -> b when tool t1\n    a -> terminate "a said"\n    b -> terminate "b said" when text contains "DONE"\n'
-            '    b -> a\n}\n')
-    hub = run_hub(turnflow.compile(text)[0], [("tool", 4, 0, {}, [], 0, ""), ("text", 0, 0, {}, [], 0, "")])
+    hub = run_hub(turnflow.compile(CONSUMED)[0], [("tool", 4, 0, {}, [], 0, ""), ("text", 0, 0, {}, [], 0, "")])
     assert (hub[0], hub[2]) == (["a", "b"], "b said")  # a calls t1 without text; b says "DONE"
-    [got] = run_classic([{"source": compile_target(text, "ag2-groupchat"), "model": True,
-                          "steps": [{"say": None, "tool": "t1"}, {"say": "DONE"}, {"say": "x"}, {"say": "y"}]}])
+    [got] = classic_runs()["consumed"][0]
     assert got == {"speakers": hub[0], "reason": hub[2]}
