@@ -3,7 +3,8 @@ in the classic AG2 0.9 interpreter (tests/test_target_ag2_groupchat.py starts it
 
 stdin: a JSON list of {"source": module text, "steps": [step, ...], "model": optional bool}, a step
 being {"say": str or null (no content: an LLM's tool call alone), "tool": str or null, optionally
-"tools": the names of several tool calls in one reply, in order} taken by whoever speaks that turn
+"tools": the names of several tool calls in one reply, in order, or "function": the name of a legacy
+function call} taken by whoever speaks that turn
 (step 0: the start speaker's opening message, given to the module's `run`); a run whose steps run
 out ends with the reason "script_end". stdout: one JSON list of {"speakers": [...], "reason": ...}.
 
@@ -26,7 +27,9 @@ from autogen import ConversableAgent
 def message(step, i):
     msg = {"content": step["say"], "role": "assistant"}
     names = step.get("tools") or ([step["tool"]] if step.get("tool") else [])
-    if names:
+    if step.get("function"):  # a legacy function call (OpenAI's `function_call`)
+        msg["function_call"] = {"name": step["function"], "arguments": "{}"}
+    elif names:
         msg["tool_calls"] = [{"id": f"call_{i}_{k}", "type": "function",
                               "function": {"name": name, "arguments": "{}"}} for k, name in enumerate(names)]
     return msg

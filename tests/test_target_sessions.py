@@ -286,7 +286,8 @@ def targeted_jobs() -> dict[str, list]:
                      for names in (["search", "t1"], ["t1", "search"], ["search"])],
         "only the flow TERMINATE": [_job(only_the_flow(6, "b"), [{"say": "TERMINATE"}] + [{"say": "x"}] * 7)],
         "only the flow x": [_job(only_the_flow(120, "a"), [{"say": "x"}] + [{"say": "x"}] * 121)],
-        "consumed": [_job(CONSUMED, [{"say": None, "tool": "t1"}, {"say": "DONE"}, {"say": "x"}, {"say": "y"}])],
+        "consumed": [_job(CONSUMED, [{"say": None, "tool": "t1"}, {"say": "DONE"}, {"say": "x"}, {"say": "y"}]),
+                     _job(CONSUMED, [{"say": None, "function": "t1"}, {"say": "DONE"}, {"say": "x"}, {"say": "y"}])],
     }
 
 
@@ -429,5 +430,5 @@ def test_a_routing_tool_call_is_the_flows_not_a_tool_for_the_next_speaker_to_run
 
     hub = run_hub(turnflow.compile(CONSUMED)[0], [("tool", 4, 0, {}, [], 0, ""), ("text", 0, 0, {}, [], 0, "")])
     assert (hub[0], hub[2]) == (["a", "b"], "b said")  # a calls t1 without text; b says "DONE"
-    [got] = classic_runs()["consumed"][0]
-    assert got == {"speakers": hub[0], "reason": hub[2]}
+    tool_call, function_call = classic_runs()["consumed"][0]  # a legacy `function_call` alike
+    assert tool_call == function_call == {"speakers": hub[0], "reason": hub[2]}

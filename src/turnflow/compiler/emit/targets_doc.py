@@ -247,8 +247,8 @@ with `OUTCOME["reason"]` None.
 it. In a classic GroupChat the next speaker answers the tool calls of the message it replies to
 before its model speaks (AG2's tool-call reply), so it would reply "Error: Function
 transfer_to_billing not found." as its turn. The module registers a
-`process_all_messages_before_reply` hook on every agent that takes the calls of the flow's routing
-tools (`ROUTING_TOOLS`: the participants' `tools`, or the tools the rules test when the flow declares
+`process_all_messages_before_reply` hook on every agent that takes the calls (tool calls, or a
+legacy `function_call`) of the flow's routing tools (`ROUTING_TOOLS`: the participants' `tools`, or the tools the rules test when the flow declares
 none) out of the chat its reply reads, with any answers to them; the messages themselves, and other
 tool calls, are left as they are (modules written before 2026-11-29 left them to the next speaker).
 

@@ -170,7 +170,8 @@ for _agent in AGENTS:
 _CONSUMED = '''
 
 def _without_routing_calls(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The chat as an agent's reply reads it: the flow's routing tool calls taken out of each message."""
+    """The chat as an agent's reply reads it: the flow's routing tool (or function) calls taken out of
+    each message, and the answers to them."""
     out: list[dict[str, Any]] = []
     consumed: set[Any] = set()
     for message in messages:
@@ -181,8 +182,12 @@ def _without_routing_calls(messages: list[dict[str, Any]]) -> list[dict[str, Any
             message = {key: value for key, value in message.items() if key != "tool_calls"}
             if kept:
                 message["tool_calls"] = kept
+        if (message.get("function_call") or {}).get("name") in ROUTING_TOOLS:  # a legacy function call
+            message = {key: value for key, value in message.items() if key != "function_call"}
         answers = message.get("tool_responses") or []
         if message.get("role") == "tool" and answers and all(a.get("tool_call_id") in consumed for a in answers):
+            continue
+        if message.get("role") == "function" and message.get("name") in ROUTING_TOOLS:
             continue
         out.append(message)
     return out
