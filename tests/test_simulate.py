@@ -303,3 +303,20 @@ def test_property_the_fast_path_decides_as_the_hub_on_generated_workflows():
             assert (res.close_reason, len(res.turns)) == (reason, turns)
             assert [t["speaker"] for t in res.turns] == [s for s, _ in rounds]
     prop()
+
+
+@pytest.mark.parametrize("bound", ["100000000000", "1e300"])
+def test_a_huge_length_bound_is_simulated_without_building_the_string(bound, tmp_path, capsys):
+    """`len(context.k) >= 100000000000`: the random agent's witnesses around a length bound are
+    strings of at most LEN_WITNESS_CAP characters, not of the bound's length (a MemoryError, an
+    OverflowError, or gigabytes allocated, before)."""
+    path = tmp_path / "big.flow"
+    path.write_text("workflow w {\n    participant a\n    participant b\n    start a\n    max_turns 3\n"
+                    f"    a -> b when len(context.k) >= {bound}\n    a -> terminate \"short\"\n    b -> a\n}}\n",
+                    encoding="utf-8")
+    rep = simulate_json(capsys, str(path), "--runs", "20")
+    assert rep["blocks"][0]["close_reasons"] == {"short": 20}
+    from turnflow.runtime.simulate import LEN_WITNESS_CAP
+
+    sim = Simulator(compile_flow(path.read_text(encoding="utf-8"))[0])
+    assert sim.context_values["k"][:-1] == ["x" * LEN_WITNESS_CAP]

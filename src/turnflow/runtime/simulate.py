@@ -41,6 +41,9 @@ from turnflow.spec import ContextCompare, ContextEquals, TextContains, ToolCalle
 SIM_CAP_REASON = "<simulation cap>"
 DEFAULT_CAP = 1000
 _MISS = "<simulated other value>"
+#: the longest string a simulated agent sets to test a `len(context.K) OP N`: a bound beyond it
+#: (`len(context.k) >= 100000000000`) is tried with strings of this length, never built to size
+LEN_WITNESS_CAP = 4096
 
 
 @dataclass
@@ -236,11 +239,11 @@ def _tool_pool(own: tuple[Any, ...], declared: tuple[Any, ...]) -> tuple[Any, ..
 def _compare_witnesses(value: Any, length: bool) -> list[Any]:
     """Context values on both sides of a `context_compare` literal (so simulated agents make it
     hold and fail): the value itself, one below and one above (numbers), a smaller and a larger
-    string; with `len`, strings of those lengths."""
+    string; with `len`, strings of those lengths (at most LEN_WITNESS_CAP characters)."""
     if length:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             n = max(int(value), 0)
-            return ["x" * k for k in sorted({max(n - 1, 0), n, n + 1})]
+            return ["x" * k for k in sorted({min(k, LEN_WITNESS_CAP) for k in (max(n - 1, 0), n, n + 1)})]
         return [""]
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return [value - 1, value, value + 1]

@@ -128,7 +128,8 @@ reason at the end). Pass `build(agents, checkpointer=...)` to persist runs the L
 
 **Where it differs from the hub, by design.** A step the flow cannot take (an empty step, a
 tool the participant does not own, a handoff to a non-participant, a key that is not one of
-the six) raises `StepError` in the node: LangGraph's own error handling applies. The hub
+the six, a context value that is no JSON value: NaN, infinity, a set, bytes, which the hub
+refuses too; modules written before 2026-11-29 ran on with it) raises `StepError` in the node: LangGraph's own error handling applies. The hub
 instead retries the turn once, then closes the session with `agent_error`. This concerns
 failing agents only; every decision on a valid step is the hub's.
 
@@ -227,10 +228,40 @@ every speaker decides alike, with the same reasons, for every tool and text. A m
 that `is_termination_msg` ends the chat where `select_speaker` does not reads as any classic chat:
 `terminate "custom_selection"`, TF405.
 
+**A reply without text.** An LLM's tool call comes without content (`None`), which AG2's
+`GroupChat` casts to the text `None`: `text contains "on"` would hold where the hub, reading the
+turn's empty text, does not. When a rule tests the text, the module registers a
+`process_message_before_send` hook on every agent that sends such a reply with the content `""`
+(modules written before 2026-11-29 read `None`).
+
+**Only the flow ends the chat.** An AG2 agent picked to reply ends the chat by itself (its reply
+is None: "No reply generated") after a message that is exactly `TERMINATE` (ConversableAgent's
+default `is_termination_msg`) or after 100 automatic replies (`max_consecutive_auto_reply`); the
+hub knows neither. The module registers an `update_agent_state` hook on every agent that, before
+each reply, gives it an `is_termination_msg` that never holds and resets its auto-reply counter
+(a hook rather than constructor arguments, which `turnflow migrate` would read as the agent's own
+termination). Modules written before 2026-11-29 ended after a `TERMINATE` or an agent's 100th turn,
+with `OUTCOME["reason"]` None.
+
+**A routing tool's call is the flow's.** On the hub a routing tool routes the turn and nothing runs
+it. In a classic GroupChat the next speaker answers the tool calls of the message it replies to
+before its model speaks (AG2's tool-call reply), so it would reply "Error: Function
+transfer_to_billing not found." as its turn. The module registers a
+`process_all_messages_before_reply` hook on every agent that takes the calls (tool calls, or a
+legacy `function_call`) of the flow's routing tools (`ROUTING_TOOLS`: the participants' `tools`, or the tools the rules test when the flow declares
+none) out of the chat its reply reads, with any answers to them; the messages themselves, and other
+tool calls, are left as they are (modules written before 2026-11-29 left them to the next speaker).
+
+**Work tools beside a routing tool.** A model may call its own tools and a routing tool in one
+reply (parallel tool calls: `lookup_invoice`, then `transfer_to_billing`). On the hub only the
+routing tool reaches the turn, so the turn routes by it; the module does the same: the routing
+tool of a message is the first of its calls that is one of its speaker's `TOOLS` (any call when
+the flow declares no tools). Modules written before 2026-11-29 read the first call, whatever it
+was, and did not route.
+
 **Where it differs from the hub, by design.** A reply calling a tool its agent does not own
-routes as if it called none (the hub refuses it); a reply without content reads as the text
-`None` (AG2's own cast). A TF303 silenced on a `context` statement or condition compiles it
-against the flow's initial context, which nothing can change.
+routes as if it called none (the hub refuses it). A TF303 silenced on a `context` statement or
+condition compiles it against the flow's initial context, which nothing can change.
 """
 
 _AUTOGEN_EXAMPLE = """\
@@ -252,12 +283,14 @@ team = build({"user": user, "triage": triage, "billing": billing}, model_client)
 result, reason = await run(team, "my invoice is wrong")   # AutoGen's TaskResult, the flow's close reason
 ```
 
-The module builds a `SelectorGroupChat` whose `selector_func` applies the flow's rules to the
-last turn (the text of the agent's chat message, the name of its first `ToolCallRequestEvent`)
-and whose `FunctionalTermination` stops the team when the rules terminate; `max_turns` is the
-team's own. The model client is never asked to pick a speaker, but `SelectorGroupChat` requires
-one. Each agent's `name` must be its participant's name, and AgentChat requires names that are
-Python identifiers (a participant `bot-1` is refused).
+The module builds a `SelectorGroupChat` whose `selector_func` applies the flow's rules to the last
+turn (the text of the agent's chat message; its routing tool: the first call, among its
+`ToolCallRequestEvent`s, of one of its `TOOLS`, its other calls being its own work tools, as on
+the hub, where they never reach the turn; any call when the flow declares no tools) and whose
+`FunctionalTermination` stops the team when the rules terminate; `max_turns` is the team's own.
+The model client is never asked to pick a speaker, but `SelectorGroupChat` requires one. Each
+agent's `name` must be its participant's name, and AgentChat requires names that are Python
+identifiers (a participant `bot-1` is refused).
 
 **Why Python, and when component JSON.** A `GraphFlow` activates every edge whose condition holds
 (fan-out, not the first rule that matches) and a `Swarm` keeps the speaker until a handoff (no
@@ -421,6 +454,19 @@ _ROUND_TRIP = {"langgraph": "the same module again (tests/test_target_roundtrip.
                "autogen-json": "the same speaker graph and the same JSON again (tests/test_target_roundtrip.py)"}
 
 
+_SESSIONS = """
+The three Python targets are also run against `turnflow simulate`'s own sessions
+(`tests/test_target_sessions.py`): every workflow of `examples/` and `tests/fixtures/` (for AutoGen
+and classic AG2 its routing, context removed) and flows of a wide vocabulary (participant and tool
+names that meet the modules' own names, Python keywords and builtins; condition texts of any
+Unicode; context values of every JSON kind), each session of simulate's random agent (text, routing
+tools, context updates and deletes, handoffs and finishes where the framework's agents have them,
+tool calls without text) replayed turn by turn in the compiled module with the real framework; who
+speaks each turn, the context after it (LangGraph) and the close reason must be simulate's. The
+suite runs 15 wide flows per target; `TURNFLOW_TARGET_EXAMPLES=300` found 0 differences (41 s of CPU).
+"""
+
+
 def _code_of(target: str) -> str:
     return next(c.code for c in CODES if c.profile == target)
 
@@ -431,6 +477,7 @@ def render() -> str:
         w = writer(t)
         out.append(f"| `{t}` | {w.FRAMEWORK} | {_code_of(t)} | tests/test_target_{t.replace('-', '_')}.py | "
                    f"{_ROUND_TRIP[t]} |\n")
+    out.append(_SESSIONS)
     for t in TARGETS:
         w = writer(t)
         out.append(f"\n## {w.FRAMEWORK} (`--target {t}`)\n\nWhat each construct becomes; a refused one is "

@@ -31,21 +31,23 @@ TABLE: dict[str, tuple[str, bool]] = {
                     "Python keyword or builtin, or a name the module uses)", True),
     "reserved_name": ("an ordinary agent name", True),
     "non_identifier": ("the agent's name; its Python variable is `agent_I`", True),
-    "tools": ("`TOOLS[NAME]`: the tool names whose call routes the turn", True),
+    "tools": ("`TOOLS[NAME]`: the tool names whose call routes the turn (its other calls are its own work tools)", True),
     "initiator": ("`INITIATOR` (without one, the start speaker): the target of `initiator`", True),
     "start": ("`run(message)`: the start speaker opens the chat, its message is its first turn", True),
     "max_turns": ("`MAX_TURNS`: `is_termination_msg` ends the chat after N turns (`OUTCOME[\"reason\"]` is "
                   "`max_turns`) and `max_round` is N (AG2 counts the opening message, the start speaker's first turn); "
                   "no `max_turns`: `max_round` 100000, which migrates back as `max_turns 100000`", True),
     "context": ("classic GroupChat has no shared context variables", False),
-    "handoff": ("a test `tool == \"TOOL\"` on the last message's first tool call", True),
+    "handoff": ("a test `tool == \"TOOL\"` on the last message's routing tool (the first of its tool calls that "
+                "is one of its speaker's `TOOLS`)", True),
     "rule": ("an `if last_speaker is A:` branch of the selection function", True),
     "rule_any": ("a test in every speaker's branch", True),
-    "when_tool": ("`tool == \"T\"` (the last message's first tool call)", True),
+    "when_tool": ("`tool == \"T\"` (the first of the last message's tool calls that is one of its speaker's "
+                  "`TOOLS`; any call when the flow declares none)", True),
     "when_context": ("classic GroupChat has no shared context variables", False),
     "when_compare": ("classic GroupChat has no shared context variables", False),
-    "when_text": ("`\"...\" in content` (the last message's content; AG2 casts a reply without one to "
-                  "the text `None`)", True),
+    "when_text": ("`\"...\" in content` (the last message's content; a reply without one, a tool call alone, "
+                  "is sent with the text `\"\"`, where `GroupChat` would read `None`)", True),
     "when_logic": ("Python `and` / `or` / `not`", True),
     "priority": ("the order of the tests in a branch", True),
     "to_participant": ("`return AGENT`", True),
@@ -64,7 +66,7 @@ TABLE: dict[str, tuple[str, bool]] = {
 
 #: names the generated module defines itself, and Python's builtins (`_compare` calls `isinstance`,
 #: `str`, `float`, ...): an agent is never given one of them
-_TAKEN = frozenset({"annotations", "Any", "Optional", "Union", "Agent", "name",
+_TAKEN = frozenset({"annotations", "Any", "Optional", "Union", "Agent", "name", "ANY_TOOL", "owned", "ROUTING_TOOLS",
                     "ConversableAgent", "GroupChat", "GroupChatManager", "LLM_CONFIG", "AGENTS", "TOOLS", "CONTEXT", "ctx",
                     "INITIATOR", "MAX_TURNS", "OUTCOME", "ALLOWED", "groupchat", "manager", "select_speaker",
                     "is_termination_msg", "message", "messages", "content", "tool", "text", "before",
@@ -110,7 +112,17 @@ def write(spec: Any, source: str = "<string>") -> str:
         out.append(f"{head}name={literal(p.agent_id)}, description={literal(p.description or p.agent_id)},\n"
                    f"{' ' * len(head)}llm_config=LLM_CONFIG, human_input_mode=\"NEVER\")\n")
     out.append("\nAGENTS = [" + ", ".join(names[s] for s in r.order) + "]\n")
+    out.append(_FLOW_ENDS)
+    routing_tools = sorted({t for ts in r.tools.values() for t in ts} if any(r.tools.values()) else
+                           {c.args.tool_name for c in spec.knobs.graph.conditions() if c.name == "tool_called"})
+    if routing_tools:
+        out.append(f"#: the flow's routing tools: a call of one routes the turn and is consumed by the flow\n"
+                   f"ROUTING_TOOLS = frozenset({{{', '.join(literal(t) for t in routing_tools)}}})\n"
+                   + _CONSUMED)
+    if any("text" in row.reads for rows in r.rows.values() for row in rows):
+        out.append(_NO_TEXT)
     out.append("TOOLS = " + table([(literal(s), _tuple(r.tools[s])) for s in r.order]) + "\n")
+    out.append(f"ANY_TOOL = {not any(r.tools.values())!r}  # True when the flow declares no tools: any tool name routes\n")
     out.append(f"INITIATOR = {names[r.initiator]}\n")
     out.append(f"MAX_TURNS: Optional[int] = {r.max_turns!r}\n")
     out.append(f"#: the flow's initial context, read-only here (a classic GroupChat has no shared context: TF303)\n"
@@ -130,16 +142,91 @@ def _tuple(names: tuple[str, ...]) -> str:
     return "(" + ", ".join(literal(n) for n in names) + ("," if len(names) == 1 else "") + ")"
 
 
+#: only the flow ends the chat: an AG2 agent picked to reply ends it itself (its reply None) after a
+#: message that is exactly TERMINATE (its default `is_termination_msg`) or after 100 automatic
+#: replies (`max_consecutive_auto_reply`); the hub knows neither. Set before each reply (a hook, not
+#: constructor arguments: `turnflow migrate` reads those as the agent's own termination)
+_FLOW_ENDS = '''
+
+def _never_ends(message: Any) -> bool:
+    """A participant's `is_termination_msg`: no message ends the chat by itself."""
+    return False
+
+
+def _flow_ends_the_chat(agent: Any, messages: Any) -> None:
+    """Before `agent` replies: it never ends the chat itself; the flow does (`is_termination_msg`)."""
+    agent._is_termination_msg = _never_ends
+    agent.reset_consecutive_auto_reply_counter()
+
+
+for _agent in AGENTS:
+    _agent.register_hook("update_agent_state", _flow_ends_the_chat)
+
+'''
+
+#: a call of a routing tool is the flow's (it routes the turn, as on the hub, where no agent runs it): the
+#: agents' replies read the chat without those calls (and without answers to them), so the next speaker
+#: replies instead of running the call as a tool of its own ("Error: Function ... not found")
+_CONSUMED = '''
+
+def _without_routing_calls(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The chat as an agent's reply reads it: the flow's routing tool (or function) calls taken out of
+    each message, and the answers to them."""
+    out: list[dict[str, Any]] = []
+    consumed: set[Any] = set()
+    for message in messages:
+        calls = message.get("tool_calls") or []
+        kept = [call for call in calls if (call.get("function") or {}).get("name") not in ROUTING_TOOLS]
+        if len(kept) < len(calls):
+            consumed.update(call.get("id") for call in calls if call not in kept)
+            message = {key: value for key, value in message.items() if key != "tool_calls"}
+            if kept:
+                message["tool_calls"] = kept
+        if (message.get("function_call") or {}).get("name") in ROUTING_TOOLS:  # a legacy function call
+            message = {key: value for key, value in message.items() if key != "function_call"}
+        answers = message.get("tool_responses") or []
+        if message.get("role") == "tool" and answers and all(a.get("tool_call_id") in consumed for a in answers):
+            continue
+        if message.get("role") == "function" and message.get("name") in ROUTING_TOOLS:
+            continue
+        out.append(message)
+    return out
+
+
+for _agent in AGENTS:
+    _agent.register_hook("process_all_messages_before_reply", _without_routing_calls)
+
+'''
+
+#: a reply without text (an LLM's tool call: `content` None) reads as the empty text, as on the hub;
+#: `GroupChat.append` would cast None to the text "None", which `text contains "on"` matches
+_NO_TEXT = '''
+def _no_text_is_empty(sender: Any, message: Union[str, dict[str, Any]], recipient: Any,
+                      silent: bool) -> Union[str, dict[str, Any]]:
+    """A message without text (a tool call alone) is sent with the text "" (GroupChat would read "None")."""
+    if isinstance(message, dict) and message.get("content") is None:
+        return {**message, "content": ""}
+    return message
+
+
+for _agent in AGENTS:
+    _agent.register_hook("process_message_before_send", _no_text_is_empty)
+
+'''
+
 _SHARED = '''
 
 def _tool(message: dict[str, Any]) -> Optional[str]:
-    """The routing tool of a message: the name of its first tool call (or function call)."""
-    calls = message.get("tool_calls") or []
-    if calls:
-        name = calls[0].get("function", {}).get("name")
-    else:
-        name = (message.get("function_call") or {}).get("name")
-    return name if isinstance(name, str) else None
+    """The routing tool of a message: the first of its tool calls (or its function call) naming one of
+    its speaker's `TOOLS` (any, when the flow declares none). Its other calls are the agent's own
+    work tools, which do not route (as on turnflow's hub, where they never reach the turn)."""
+    calls = [call.get("function") or {} for call in message.get("tool_calls") or []]
+    owned = TOOLS.get(message.get("name", ""), ())
+    for call in calls or [message.get("function_call") or {}]:
+        name = call.get("name")
+        if isinstance(name, str) and (ANY_TOOL or name in owned):
+            return name
+    return None
 '''
 
 

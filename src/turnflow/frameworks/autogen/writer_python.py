@@ -28,7 +28,7 @@ TABLE: dict[str, tuple[str, bool]] = {
     "participant": ("one of `agents` (the participant's name is the agent's `name`)", True),
     "reserved_name": ("an ordinary agent name", True),
     "non_identifier": ("AgentChat requires agent names to be Python identifiers", False),
-    "tools": ("`TOOLS[NAME]`: the tool names whose call routes the turn", True),
+    "tools": ("`TOOLS[NAME]`: the tool names whose call routes the turn (its other calls are its own work tools)", True),
     "initiator": ("`INITIATOR` (without one, the start speaker): the target of `initiator`", True),
     "start": ("the speaker `selector_func` picks after the task", True),
     "max_turns": ("the team's `max_turns`; `run` reports the end as `max_turns`", True),
@@ -36,7 +36,8 @@ TABLE: dict[str, tuple[str, bool]] = {
     "handoff": ("a test `tool == \"TOOL\"` on the turn's first `ToolCallRequestEvent`", True),
     "rule": ("a row of the source's router", True),
     "rule_any": ("a row of every participant's router", True),
-    "when_tool": ("`tool == \"T\"` (the name of the turn's first tool call)", True),
+    "when_tool": ("`tool == \"T\"` (the first of the turn's tool calls that is one of its speaker's `TOOLS`; any "
+                  "call when the flow declares none)", True),
     "when_context": ("AgentChat has no shared context variables", False),
     "when_compare": ("AgentChat has no shared context variables", False),
     "when_text": ("`\"...\" in text` (the text of the turn's chat message)", True),
@@ -70,7 +71,8 @@ def write(spec: Any, source: str = "<string>") -> str:
            "`agents` maps each participant to an AgentChat agent of that name. The model client is never\n"
            "asked to pick a speaker (`selector_func` always names one); SelectorGroupChat requires one.\n"
            "A turn routes by the text of the agent's chat message (`text contains`) and by the name of\n"
-           "its first tool call (the flow's handoff and routing tools). Start with `run`: the task is\n"
+           "its first call of a routing tool (`TOOLS`, the flow's handoff and routing tools; any tool when\n"
+           "the flow declares none). Start with `run`: the task is\n"
            "not a turn, the flow's start speaker speaks first.\n"
            '"""\n']
     out.append("from __future__ import annotations\n\n"
@@ -94,6 +96,7 @@ def _constants(r: Routing) -> str:
     return "\n".join([
         f"PARTICIPANTS = {_tuple(r.order)}",
         "TOOLS = " + table([(literal(s), _tuple(r.tools[s])) for s in r.order]),
+        f"ANY_TOOL = {not any(r.tools.values())!r}  # True when the flow declares no tools: any tool name routes",
         f"INITIATOR = {literal(r.initiator)}",
         f"START_SPEAKER = {literal(r.start)}",
         f"MAX_TURNS: Optional[int] = {r.max_turns!r}",
@@ -110,18 +113,21 @@ _RUNTIME = '''
 
 def _turn(messages: Sequence[Any]) -> tuple[Optional[str], str, Optional[str]]:
     """(speaker, text, routing tool) of the last turn in `messages`: its chat message's source and
-    text, and the name of the first tool call among the events that came with it."""
+    text, and the first call of one of its routing tools (`TOOLS`; any call when the flow declares
+    none) among the events that came with it: its other calls are its own work tools, which do not
+    route (as on turnflow's hub, where they never reach the turn)."""
     chat = [i for i, m in enumerate(messages) if isinstance(m, BaseChatMessage)]
     if not chat:
         return None, "", None
     last = messages[chat[-1]]
     start = chat[-2] + 1 if len(chat) > 1 else 0
-    tool = None
+    owned = TOOLS.get(last.source, ())
     for m in messages[start:chat[-1]]:
-        if isinstance(m, ToolCallRequestEvent) and m.source == last.source and m.content:
-            tool = m.content[0].name
-            break
-    return last.source, last.to_model_text(), tool
+        if isinstance(m, ToolCallRequestEvent) and m.source == last.source:
+            for call in m.content:
+                if ANY_TOOL or call.name in owned:
+                    return last.source, last.to_model_text(), call.name
+    return last.source, last.to_model_text(), None
 
 
 def _route(thread: Sequence[Any]) -> tuple[Optional[str], Optional[str]]:

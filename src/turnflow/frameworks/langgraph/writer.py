@@ -68,8 +68,8 @@ a string (the turn's text) or a mapping with any of these keys, the same mapping
     set      context updates {key: JSON value}
     delete   context keys to remove (a name or a list; a key both set and deleted is deleted)
 
-A step with none of these is an error, as are a tool the participant does not own and a
-handoff to a non-participant: the node raises `StepError` (turnflow's hub would retry the turn
+A step with none of these is an error, as are a tool the participant does not own, a
+handoff to a non-participant and a context value that is no JSON value: the node raises `StepError` (turnflow's hub would retry the turn
 once, then close the session with `agent_error`).
 
 The state (`State`): `transcript` (one record per turn: speaker, text, tool, next, reason,
@@ -92,6 +92,7 @@ def write(spec: Any, source: str = "<string>") -> str:
                "    final[\"reason\"], final[\"context\"], [t[\"speaker\"] for t in final[\"transcript\"]]\n\n"
                + _STEP_DOC + '\n"""\n')
     out.append("from __future__ import annotations\n\n"
+               "import json\n"
                "from collections.abc import Hashable\n"
                "from typing import Any, Callable, Optional, TypedDict\n\n"
                "from langgraph.graph import END, START, StateGraph\n\n")
@@ -168,6 +169,11 @@ def _step(speaker: str, raw: Any) -> tuple[str, Optional[str], Optional[str], Op
     dels = [dels] if isinstance(dels, str) else dels
     if not isinstance(sets, dict) or not isinstance(dels, list) or not all(isinstance(k, str) for k in [*sets, *dels]):
         raise StepError(f"{speaker}: step `set` is a mapping and `delete` a list of names")
+    for k, v in sets.items():
+        try:
+            json.dumps(v, allow_nan=False)  # what the hub holds in a context: JSON values
+        except (TypeError, ValueError):
+            raise StepError(f"{speaker}: context value for {k!r} must be a JSON value, got {v!r}") from None
     if tool is not None and tool not in TOOLS[speaker] and not ANY_TOOL:
         raise StepError(f"{speaker} has no routing tool {tool!r} (its tools: {', '.join(TOOLS[speaker]) or 'none'})")
     if handoff is not None and handoff not in PARTICIPANTS:
