@@ -18,8 +18,9 @@ no-op in AG2); a discussion's `hide` expectation (AG2 has no `turn_within` evalu
 from __future__ import annotations
 
 import asyncio
+import re
 from datetime import datetime, timedelta, timezone
-from typing import Any, Optional
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -56,7 +57,7 @@ def refusal_class(message: str) -> str:
                          ("complete", r"already complete|is complete"),
                          ("outsider", r"only accepts sends from participants|is not a participant"),
                          ("turn", r"expects .*(to speak|first send from initiator|reply from respondent)")):
-        if __import__("re").search(pattern, message):
+        if re.search(pattern, message):
             return cls
     return "other: " + message
 
