@@ -146,20 +146,31 @@ class Ours:
                                   [Participant(p, r, o) for p, r, o in zip(people, roles, orders)], dict(knobs), 0.0)
         self.a.validate_create(self.md)
         self.s = self.a.initial_state(self.md)
+        self.log: list = []
 
     def view(self) -> tuple:
         e = self.a.expected_next(self.md, self.s)
         return ((e.agent_id, e.triggering_envelope_id) if e else None, self.a.turn_count(self.s),
                 self.s.last_speaker_id)
 
-    def post(self, sender, et, data, eid):
-        env = Envelope(self.md.session_id, sender, None, et, data, eid)
+    def post(self, sender, et, data, eid, audience=None):
+        env = Envelope(self.md.session_id, sender, None if audience is None else list(audience), et, data, eid)
         try:
             self.a.validate_send(self.md, env, self.s)
         except ProtocolError as exc:
             return "refused", str(exc)
         self.s = self.a.fold(env, self.s)
+        self.log.append(env)
         return "accepted", self.a.on_accepted(self.md, env, self.s).close_reason
+
+    def views(self) -> dict:
+        """Each participant's default view, normalised (`normal_view`)."""
+        out = {}
+        for viewer in self.md.participant_ids:
+            policy = self.a.default_view_policy(self.md, viewer)
+            named = getattr(policy, "named", False)
+            out[viewer] = [_our_item(m, viewer, named) for m in policy.project(self.log, viewer, self.a.render_envelope)]
+        return out
 
 
 class Theirs:
@@ -173,6 +184,7 @@ class Theirs:
                                       net.ChannelState.ACTIVE, "2026-01-01T00:00:00+00:00", knobs=dict(knobs))
         self.a.validate_create(self.md)
         self.s = self.a.initial_state(self.md)
+        self.log: list = []
 
     def view(self) -> tuple:
         e = self.a.expected_next(self.md, self.s)
@@ -183,17 +195,70 @@ class Theirs:
             last = None if turns == 0 else self.md.creator_id if turns == 1 else self.a._respondent_id(self.md)
         return (e.agent_id, e.triggering_envelope_id) if e else None, turns, last
 
-    def post(self, sender, et, data, eid):
+    def post(self, sender, et, data, eid, audience=None):
         et = {EV_TEXT: net.EV_TEXT, EV_PACKET: net.EV_PACKET, EV_CONTEXT_SET: net.EV_CONTEXT_SET}.get(et, et)
-        env = net.Envelope("ch", sender, None, et, data, envelope_id=eid)
+        env = net.Envelope("ch", sender, None if audience is None else list(audience), et, data, envelope_id=eid)
         try:
             self.a.validate_send(self.md, env, self.s)
         except net.ProtocolError as exc:
             return "refused", str(exc)
         before = self.s
         self.s = self.a.fold(env, self.s)
+        self.log.append(env)
         res = self.a.on_accepted(self.md, env, self.s)
         return "accepted", (res.auto_close_reason if res.next_state is not None else None), before
+
+
+    def views(self) -> dict:
+        """Each participant's default view, normalised (`normal_view`). An empty text is left out
+        first: documented, AG2 shows it as an empty message, we show nothing."""
+        log = [e for e in self.log if not (e.event_type == net.EV_TEXT and e.event_data.get("text") == "")]
+        out = {}
+        for p in self.md.participants:
+            policy = self.a.default_view_policy(self.md, p.agent_id)
+            coro = policy.project(log, participant_id=p.agent_id, channel=self.md,
+                                  render_envelope=self.a.render_envelope, name_for=lambda a: a)
+            try:
+                coro.send(None)  # (no awaits inside: it returns at once)
+            except StopIteration as stop:
+                events = stop.value
+            named = type(policy).__name__.startswith("Named")
+            out[p.agent_id] = [_their_item(ev, p.agent_id, named) for ev in events]
+        return out
+
+
+def _our_item(m: dict, viewer: str, named: bool) -> tuple:
+    """One message of our view as (sender or `<other>` when the view does not name senders, body,
+    whether a sender label leads it), or ("<summary>", count, senders) for the summary line."""
+    if m["sender"] == "<summary>":
+        k, who = re.fullmatch(r"\[(\d+) earlier messages? not shown; from (.*)\]", m["text"]).groups()
+        return "<summary>", int(k), tuple(sorted(re.sub(r" \(\d+\)", "", w) for w in who.split(", ")))
+    text = m["text"]
+    if named:
+        prefix = f"[{m['sender']}] "
+        assert text.startswith(prefix)
+        text = text[len(prefix):]
+    if m["sender"] == viewer:  # (AG2 labels no own message: the assistant role says who spoke)
+        return viewer, text, False
+    return (m["sender"] if named else "<other>"), text, named
+
+
+def _their_item(ev: Any, viewer: str, named: bool) -> tuple:
+    from ag2.compact import CompactionSummary
+    from ag2.events import ModelMessage, ModelRequest
+
+    if isinstance(ev, CompactionSummary):
+        k, who = re.fullmatch(r"Earlier in this channel: (\d+) messages? from (.*)\.", ev.summary).groups()
+        assert int(k) == ev.event_count
+        return "<summary>", ev.event_count, tuple(sorted(who.split(", ")))
+    if isinstance(ev, ModelMessage):
+        return viewer, ev.content, False
+    assert isinstance(ev, ModelRequest) and len(ev.parts) == 1, ev
+    text = ev.parts[0].content
+    if named:
+        sender, body = re.fullmatch(r"\[([^\]]*)\]: (.*)", text, re.S).groups()
+        return sender, body, True
+    return "<other>", text, False
 
 
 def create(side, kind, roster):
@@ -226,10 +291,12 @@ def run_stream(kind, roster, data) -> None:
         else:
             sender = data.draw(st.sampled_from([*people, OUTSIDER]), label="sender")
         et, payload = data.draw(ENVELOPES, label="envelope")
+        audience = data.draw(st.one_of(st.none(), st.none(), st.lists(st.sampled_from(people), max_size=3,
+                                                                         unique=True)), label="audience")
         differs, ag2_et, ag2_payload = translate(et, payload)
         eid = f"e{i:04d}"
-        got = ours.post(sender, et, copy.deepcopy(payload), eid)
-        want = theirs.post(sender, ag2_et, copy.deepcopy(ag2_payload), eid)
+        got = ours.post(sender, et, copy.deepcopy(payload), eid, audience)
+        want = theirs.post(sender, ag2_et, copy.deepcopy(ag2_payload), eid, audience)
         if differs is not None and want[0] == "accepted":
             # documented: AG2 takes it as informational data (nothing changes), we refuse it
             assert want[1] is None and theirs.s == want[2], (sender, et, payload)
@@ -243,6 +310,7 @@ def run_stream(kind, roster, data) -> None:
         assert ours.view() == theirs.view(), (sender, et, payload)
         if got[0] == "accepted" and got[1] is not None:  # closed: a hub refuses everything after this
             break
+    assert ours.views() == theirs.views()
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -273,3 +341,40 @@ def test_divergence1_conversation_adapter_refuses_a_text_from_a_non_participant(
     assert want[0] == got[0] == "refused"
     assert refusal_class(got[1]) == refusal_class(want[1]) == "outsider"
     assert ours.view() == theirs.view() == (None, 0, None)
+
+
+def test_divergence2_discussion_view_names_each_sender():
+    """AG2's discussion shows each participant a `NamedWindowedSummary`: in a party of three or
+    more, a message must say who wrote it. Ours was an unnamed `WindowedSummary` (every other
+    participant's message alike)."""
+    roster = (["ann", "bob", "cat"], [0, 1, 2], ["initiator", "participant", "participant"], "ann",
+              {"ordering": "round_robin"})
+    ours, theirs = Ours("discussion", *roster), Theirs("discussion", *roster)
+    for i, who in enumerate(["ann", "bob"]):
+        assert ours.post(who, EV_TEXT, {"text": f"from {who}"}, f"e{i}")[0] == "accepted"
+        assert theirs.post(who, EV_TEXT, {"text": f"from {who}"}, f"e{i}")[0] == "accepted"
+    assert ours.views()["cat"] == theirs.views()["cat"] == [("ann", "from ann", True), ("bob", "from bob", True)]
+    assert ours.views() == theirs.views()
+
+
+def test_divergence3_a_sender_sees_its_own_message_whatever_the_audience():
+    """AG2's views show a participant its own envelopes always (`visible_to`: the sender, then
+    the audience); ours hid a message from its sender when the audience left the sender out.
+    Both the views' `project` and the hub's per-viewer transcript (what `Hub.view` reads)."""
+    import asyncio
+
+    from runtime_helpers import active, new_hub
+
+    roster = (["ann", "bob"], [0, 1], ["initiator", "respondent"], "ann", {})
+    ours, theirs = Ours("conversation", *roster), Theirs("conversation", *roster)
+    assert ours.post("ann", EV_TEXT, {"text": "to bob"}, "e0", ["bob"])[0] == "accepted"
+    assert theirs.post("ann", EV_TEXT, {"text": "to bob"}, "e0", ["bob"])[0] == "accepted"
+    assert ours.views() == theirs.views() == {"ann": [("ann", "to bob", False)], "bob": [("<other>", "to bob", False)]}
+
+    async def go():
+        hub = await new_hub()
+        md = await active(hub, "conversation", ["ann", "bob"])
+        await hub.post(Envelope(md.session_id, "ann", ["bob"], EV_TEXT, {"text": "to bob"}))
+        await hub.post(Envelope(md.session_id, "bob", [], EV_TEXT, {"text": "to nobody"}))
+        return [[m["text"] for m in hub.view(md.session_id, p)] for p in ("ann", "bob")]
+    assert asyncio.run(go()) == [["to bob"], ["to bob", "to nobody"]]
