@@ -106,8 +106,14 @@ class Theirs:
                                       ttl_sweep_interval=0, expectation_sweep_interval=0)
         hub = self.hub
         invited: list = []
+        names: dict = {}
+
+        fired = self.fired = []
 
         class Invites:  # acks every invitation at once (the invitees are not live agents), or notes it
+            async def on_expectation_fired(self, channel_id, expectation, violation):
+                fired.append((expectation.name, tuple(sorted(names[v] for v in violation.violator_ids))))
+
             async def on_envelope_posted(self, envelope, metadata):
                 if envelope.event_type == net.EV_CHANNEL_INVITE:
                     invited.append(envelope.channel_id)
@@ -119,7 +125,8 @@ class Theirs:
         hub.register_listener(Invites())
         self.ids = {n: (await hub.register_identity(net.Passport(name=n), net.Resume())).agent_id
                     for n in (*people, OUTSIDER)}
-        self.names = {v: k for k, v in self.ids.items()}
+        names.update({v: k for k, v in self.ids.items()})
+        self.names = names
         knobs = {"ordering": "round_robin"} if kind == "discussion" else {}
         # (AG2's create_channel returns once every invite is acked: a task while they are pending)
         self.opening = asyncio.ensure_future(hub.create_channel(
@@ -148,9 +155,12 @@ class Theirs:
         await self.hub.close_channel(self.cid)
         return "accepted", None
 
-    async def sweep(self) -> None:
+    async def sweep(self) -> list:
+        """The violations reported: (name, violators)."""
+        del self.fired[:]
         await self.hub.expire_due()
         await self.hub._expectation_tick()  # (what its expectation sweeper runs every interval)
+        return list(self.fired)
 
     def view(self):
         md = self.md
@@ -174,6 +184,7 @@ async def run_stream(kind, people, creator, ttl, data) -> None:
     t = [0]
     clock = FakeClock(0.0)
     ours, theirs = Ours(), Theirs()
+    silence_seen = noted = False  # (a max_silence reported by AG2; a non-text envelope accepted)
     invites = data.draw(st.booleans(), label="answer the invites one by one")
     await ours.open(kind, people, creator, ttl, clock, ack=not invites)
     await theirs.open(kind, people, creator, ttl, lambda: t[0], ack=not invites)
@@ -185,8 +196,8 @@ async def run_stream(kind, people, creator, ttl, data) -> None:
                 dt = data.draw(st.sampled_from([7, 28, 35, 42]), label="dt")  # acks_within 30 s (consulting)
                 t[0] += dt
                 clock.advance(dt)
-                await ours.sweep()
-                await theirs.sweep()
+                fired = [(v["name"], (v["agent_id"],)) for v in await ours.sweep()]
+                assert fired == await theirs.sweep()  # (one invitee: AG2's violators, our agent_id)
             else:
                 who = pending.pop(data.draw(st.integers(0, len(pending) - 1), label="invitee"))
                 await ours.answer(who, step == "ack")
@@ -207,6 +218,7 @@ async def run_stream(kind, people, creator, ttl, data) -> None:
                 et, payload = data.draw(ROUNDS, label="envelope")
                 got, want = await ours.post(sender, et, dict(payload)), await theirs.post(sender, et, dict(payload))
                 assert got == want, (sender, et, payload)
+                noted = noted or (got[0] == "accepted" and et != EV_TEXT)
             elif step == "close":
                 before = theirs.view()
                 got, want = await ours.close(), await theirs.close()
@@ -216,14 +228,27 @@ async def run_stream(kind, people, creator, ttl, data) -> None:
                 else:
                     assert got == want
             else:
-                dt = data.draw(st.sampled_from([*STEPS_S, "to the TTL"]), label="dt")
+                dt = data.draw(st.sampled_from([*STEPS_S, 3605, 3605, "to the TTL"]), label="dt")
                 if dt == "to the TTL":  # exactly the TTL: both hubs expire a session at its deadline
                     dt = ttl - t[0] if ttl is not None and ttl > t[0] else 7
                 t[0] += dt
                 clock.advance(dt)
                 before = theirs.view()
                 fired = await ours.sweep()
-                await theirs.sweep()
+                reported = await theirs.sweep()
+                ours_reported = [(v["name"], (v["agent_id"],) if v["agent_id"] else ()) for v in fired]
+                if kind == "consulting":  # reply_within (acks_within: below) reported alike, each once
+                    assert ours_reported == reported
+                elif kind == "conversation":
+                    # max_silence (audit): AG2 reports a channel's first silence only, measured from any
+                    # content envelope (a custom one too) or else from the channel's creation; we
+                    # report each silence between turns, measured from the last turn or else from the
+                    # session's activation (documented; `test_max_silence_reports`)
+                    if not silence_seen and not noted and not invites:
+                        assert ours_reported == reported
+                    silence_seen = silence_seen or bool(reported)
+                else:  # AG2 evaluates no `turn_within`
+                    assert reported == [] and {v["name"] for v in fired} <= {"turn_within"}
                 if any(v["action"] == "hide" for v in fired):
                     # documented: AG2 1.2.1 has no `turn_within` evaluator nor `hide` handler; the
                     # turn stays put there, and moves on here to the next participant
@@ -292,5 +317,37 @@ def test_discussion_hide_moves_the_turn_here_only():
             assert ours.view() == ("active", None, "bob")
         finally:
             await ours.hub.aclose()
+            await theirs.hub.close()
+    asyncio.run(go())
+
+
+def test_max_silence_reports():
+    """Documented (docs/runtime.md): `max_silence` here counts from the last turn, else from the
+    session's activation, and reports each silence between turns; AG2 counts from its last content
+    envelope (a custom event type too), else from the channel's creation, and reports a channel's
+    first silence only. A conversation's is `audit`: recorded, shown to nobody, no decision."""
+    async def go():
+        t, clock = [0], FakeClock(0.0)
+        ours, theirs = Ours(), Theirs()
+        await ours.open("conversation", ["ann", "bob"], "ann", None, clock, ack=False)
+        await theirs.open("conversation", ["ann", "bob"], "ann", None, lambda: t[0], ack=False)
+
+        async def advance(dt):
+            t[0] += dt
+            clock.advance(dt)
+            return [v["name"] for v in await ours.sweep()], [name for name, _ in await theirs.sweep()]
+        try:
+            assert await advance(35) == ([], [])
+            await ours.answer("bob", True)
+            await theirs.answer("bob", True)
+            assert await advance(3570) == ([], ["max_silence"])  # 3605 s after creation, 3570 after opening
+            assert await advance(35) == (["max_silence"], [])
+            assert await ours.post("bob", EV_TEXT, {"text": "hi"}) == await theirs.post("bob", EV_TEXT, {"text": "hi"})
+            assert await advance(3605) == (["max_silence"], [])  # a second silence: reported here only
+            assert ours.view() == theirs.view() == ("active", None, None)
+        finally:
+            await ours.hub.aclose()
+            theirs.opening.cancel()
+            await asyncio.gather(theirs.opening, return_exceptions=True)
             await theirs.hub.close()
     asyncio.run(go())
