@@ -54,6 +54,7 @@ def _ag2():
 
 def refusal_class(message: str) -> str:
     for cls, pattern in (("ended", r"is (closed|expired|closing)"),
+                         ("not open yet", r"is invited: send refused|not active \(state=pending\)"),
                          ("complete", r"already complete|is complete"),
                          ("outsider", r"only accepts sends from participants|is not a participant"),
                          ("turn", r"expects .*(to speak|first send from initiator|reply from respondent)")):
@@ -76,9 +77,9 @@ class Ours:
     async def answer(self, invitee, accept):
         await (self.hub.ack if accept else self.hub.reject)(self.md.session_id, invitee)
 
-    async def post(self, sender, et, data):
+    async def post(self, sender, et, data, audience=None):
         try:
-            await self.hub.post(Envelope(self.md.session_id, sender, None, et, data))
+            await self.hub.post(Envelope(self.md.session_id, sender, audience, et, data))
         except ProtocolError as exc:
             return "refused", refusal_class(str(exc))
         return "accepted", None
@@ -143,10 +144,11 @@ class Theirs:
         et = net.EV_CHANNEL_INVITE_ACK if accept else net.EV_CHANNEL_INVITE_REJECT
         await self.hub.post_envelope(net.Envelope(self.cid, self.ids[invitee], [self.md.creator_id], et, {}))
 
-    async def post(self, sender, et, data):
+    async def post(self, sender, et, data, audience=None):
         et = {EV_TEXT: net.EV_TEXT, EV_PACKET: net.EV_PACKET}.get(et, et)
+        to = None if audience is None else [self.ids[a] for a in audience]
         try:
-            await self.hub.post_envelope(net.Envelope(self.cid, self.ids[sender], None, et, data))
+            await self.hub.post_envelope(net.Envelope(self.cid, self.ids[sender], to, et, data))
         except net.NetworkError as exc:
             return "refused", refusal_class(str(exc))
         return "accepted", None
@@ -191,8 +193,13 @@ async def run_stream(kind, people, creator, ttl, data) -> None:
     try:
         pending = [p for p in people if p != creator] if invites else []
         while pending and ours.view()[0] == "invited":
-            step = data.draw(st.sampled_from(["ack", "ack", "reject", "time", "time"]), label="invite step")
-            if step == "time":
+            step = data.draw(st.sampled_from(["ack", "ack", "reject", "time", "time", "post"]), label="invite step")
+            if step == "post":  # nobody speaks before every invitee has acked
+                sender = data.draw(st.sampled_from(people), label="sender")
+                got, want = await ours.post(sender, EV_TEXT, {"text": "early"}), await theirs.post(sender, EV_TEXT,
+                                                                                                   {"text": "early"})
+                assert got == want == ("refused", "not open yet"), (got, want)
+            elif step == "time":
                 dt = data.draw(st.sampled_from([7, 28, 35, 42]), label="dt")  # acks_within 30 s (consulting)
                 t[0] += dt
                 clock.advance(dt)
@@ -216,7 +223,17 @@ async def run_stream(kind, people, creator, ttl, data) -> None:
                 else:
                     sender = data.draw(st.sampled_from([*people, OUTSIDER]), label="sender")
                 et, payload = data.draw(ROUNDS, label="envelope")
-                got, want = await ours.post(sender, et, dict(payload)), await theirs.post(sender, et, dict(payload))
+                audience = data.draw(st.one_of(st.none(), st.none(), st.none(), st.lists(
+                    st.sampled_from([*people, OUTSIDER]), max_size=2, unique=True)), label="audience")
+                got = await ours.post(sender, et, dict(payload), audience)
+                want = await theirs.post(sender, et, dict(payload), audience)
+                if audience is not None and OUTSIDER in audience and sender in people and not ended:
+                    # documented: an audience names participants only here; AG2 takes any ids
+                    assert got == ("refused", "other: audience must be null or a list of participants, "
+                                              f"got {audience!r}"), got
+                    if want[0] == "accepted":
+                        return  # (AG2 took it as a message: the two sessions part here)
+                    continue
                 assert got == want, (sender, et, payload)
                 noted = noted or (got[0] == "accepted" and et != EV_TEXT)
             elif step == "close":
