@@ -98,6 +98,9 @@ class Ours:
         md = self.md
         return md.state.value, md.close_reason or None, self.hub.expected_next(md.session_id)
 
+    def turns(self) -> int:
+        return self.hub.info(self.md.session_id)["turn_count"]
+
 
 class Theirs:
     async def open(self, kind, people, creator, ttl, clock, ack=True):
@@ -170,6 +173,10 @@ class Theirs:
         e = self.hub.adapter_for(self.cid).expected_next(md, state) if not md.is_terminal() else None
         state = "invited" if md.state.value == "pending" else md.state.value
         return state, md.close_reason or None, self.names[e.agent_id] if e else None
+
+    def turns(self) -> int:
+        s = self.hub.adapter_state(self.cid)
+        return s.initiator_sent + s.respondent_replied if hasattr(s, "initiator_sent") else s.turn_count
 
 
 ROUNDS = st.one_of(st.tuples(st.just(EV_TEXT), st.sampled_from([{"text": "hi"}, {"text": ""}])),
@@ -273,6 +280,8 @@ async def run_stream(kind, people, creator, ttl, data) -> None:
                     assert ours.view()[2] != before[2]
                     return
             assert our_view_of(ours.view()) == theirs.view(), step
+            if theirs.view()[0] == "active":
+                assert ours.turns() == theirs.turns(), step
     finally:
         await ours.hub.aclose()
         theirs.opening.cancel()
