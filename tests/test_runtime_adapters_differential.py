@@ -8,7 +8,9 @@ event types) from participants in and out of turn and from an outsider. Both sid
 calls a hub makes: `validate_create`, then per envelope `validate_send`, `fold`, `on_accepted`.
 After every envelope they must agree on accepted or refused (and the refusal's class), the
 expected speaker and the envelope that put the turn on it, the turn count, the last speaker,
-and the close reason; like a hub, the stream stops at the first close.
+the close reason and the input an accepted envelope gives the next turn; like a hub, the stream
+stops at the first close. Then every participant's default view (envelopes with audiences
+among them) must show the same messages, senders and summary.
 
 The documented differences (docs/runtime.md, "Consulting, conversation and discussion vs AG2
 1.2.1") are asserted as such, not skipped: `expected_create` and `translate` below say what AG2
@@ -309,6 +311,9 @@ def run_stream(kind, roster, data) -> None:
         else:
             assert got[1] == want[1], (sender, et, payload, got, want)
         assert ours.view() == theirs.view(), (sender, et, payload)
+        if got[0] == "accepted":  # what the next speaker's turn is given for it
+            ag2_input = theirs.a.extract_turn_input(theirs.log[-1])
+            assert ours.a.extract_turn_input(ours.log[-1]) == (ag2_input[0].content if ag2_input else None)
         if got[0] == "accepted" and got[1] is not None:  # closed: a hub refuses everything after this
             break
     assert ours.views() == theirs.views()
