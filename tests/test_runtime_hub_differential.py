@@ -18,7 +18,9 @@ no-op in AG2); a discussion's `hide` expectation (AG2 has no `turn_within` evalu
 from __future__ import annotations
 
 import asyncio
+import os
 import re
+import tempfile
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -64,8 +66,9 @@ def refusal_class(message: str) -> str:
 
 
 class Ours:
-    async def open(self, kind, people, creator, ttl, clock, ack=True):
-        self.hub = await new_hub(clock=clock)
+    async def open(self, kind, people, creator, ttl, clock, ack=True, path=":memory:"):
+        self.path, self.clock = path, clock
+        self.hub = await new_hub(path, clock=clock)
         parts = [Participant(p, "initiator" if p == creator else "respondent" if len(people) == 2 else "participant",
                              i) for i, p in enumerate(people)]
         knobs = {"ordering": "round_robin"} if kind == "discussion" else {}
@@ -101,13 +104,20 @@ class Ours:
     def turns(self) -> int:
         return self.hub.info(self.md.session_id)["turn_count"]
 
+    async def reopen(self) -> None:
+        """A restarted hub on the same store: it folds the log again."""
+        await self.hub.aclose()
+        self.hub = await new_hub(self.path, clock=self.clock)
+        self.md = self.hub.metadata(self.md.session_id)
+
 
 class Theirs:
     async def open(self, kind, people, creator, ttl, clock, ack=True):
         from ag2.knowledge import MemoryKnowledgeStore
 
-        self.hub = await net.Hub.open(MemoryKnowledgeStore(), clock=lambda: (BASE + timedelta(seconds=clock())).isoformat(),
-                                      ttl_sweep_interval=0, expectation_sweep_interval=0)
+        self.store = MemoryKnowledgeStore()
+        self.clock = lambda: (BASE + timedelta(seconds=clock())).isoformat()
+        self.hub = await net.Hub.open(self.store, clock=self.clock, ttl_sweep_interval=0, expectation_sweep_interval=0)
         hub = self.hub
         invited: list = []
         names: dict = {}
@@ -174,6 +184,14 @@ class Theirs:
         state = "invited" if md.state.value == "pending" else md.state.value
         return state, md.close_reason or None, self.names[e.agent_id] if e else None
 
+    async def reopen(self) -> None:
+        """A restarted hub on the same store: it hydrates, folding the log again."""
+        self.opening.cancel()
+        await asyncio.gather(self.opening, return_exceptions=True)
+        await self.hub.close()
+        self.hub = await net.Hub.open(self.store, clock=self.clock, ttl_sweep_interval=0, expectation_sweep_interval=0)
+        self.md = await self.hub.get_channel(self.cid)
+
     def turns(self) -> int:
         s = self.hub.adapter_state(self.cid)
         return s.initiator_sent + s.respondent_replied if hasattr(s, "initiator_sent") else s.turn_count
@@ -195,7 +213,8 @@ async def run_stream(kind, people, creator, ttl, data) -> None:
     ours, theirs = Ours(), Theirs()
     silence_seen = noted = False  # (a max_silence reported by AG2; a non-text envelope accepted)
     invites = data.draw(st.booleans(), label="answer the invites one by one")
-    await ours.open(kind, people, creator, ttl, clock, ack=not invites)
+    tmp = tempfile.TemporaryDirectory()
+    await ours.open(kind, people, creator, ttl, clock, ack=not invites, path=os.path.join(tmp.name, "s.db"))
     await theirs.open(kind, people, creator, ttl, lambda: t[0], ack=not invites)
     try:
         pending = [p for p in people if p != creator] if invites else []
@@ -282,11 +301,19 @@ async def run_stream(kind, people, creator, ttl, data) -> None:
             assert our_view_of(ours.view()) == theirs.view(), step
             if theirs.view()[0] == "active":
                 assert ours.turns() == theirs.turns(), step
+        # both hubs restarted on their stores: the log folded again decides as before
+        before = ours.view(), theirs.view(), theirs.view()[0] == "active" and ours.turns()
+        await ours.reopen()
+        await theirs.reopen()
+        assert (ours.view(), theirs.view(), theirs.view()[0] == "active" and ours.turns()) == before
+        if before[2] is not False:
+            assert theirs.turns() == before[2]
     finally:
         await ours.hub.aclose()
         theirs.opening.cancel()
         await asyncio.gather(theirs.opening, return_exceptions=True)
         await theirs.hub.close()
+        tmp.cleanup()
 
 
 # TTLs, like every time here, are multiples of 7 s
