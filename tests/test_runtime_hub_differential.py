@@ -212,6 +212,7 @@ async def run_stream(kind, people, creator, ttl, data) -> None:
     clock = FakeClock(0.0)
     ours, theirs = Ours(), Theirs()
     silence_seen = noted = False  # (a max_silence reported by AG2; a non-text envelope accepted)
+    unaddressed = False  # (a consultation's question whose audience leaves the respondent out)
     invites = data.draw(st.booleans(), label="answer the invites one by one")
     tmp = tempfile.TemporaryDirectory()
     await ours.open(kind, people, creator, ttl, clock, ack=not invites, path=os.path.join(tmp.name, "s.db"))
@@ -262,6 +263,8 @@ async def run_stream(kind, people, creator, ttl, data) -> None:
                     continue
                 assert got == want, (sender, et, payload)
                 noted = noted or (got[0] == "accepted" and et != EV_TEXT)
+                if kind == "consulting" and got[0] == "accepted" and et == EV_TEXT and sender == creator:
+                    unaddressed = audience is not None and people[1 - people.index(creator)] not in audience
             elif step == "close":
                 before = theirs.view()
                 got, want = await ours.close(), await theirs.close()
@@ -280,6 +283,13 @@ async def run_stream(kind, people, creator, ttl, data) -> None:
                 fired = await ours.sweep()
                 reported = await theirs.sweep()
                 ours_reported = [(v["name"], (v["agent_id"],) if v["agent_id"] else ()) for v in fired]
+                if kind == "consulting" and unaddressed and ours_reported != reported:
+                    # documented: the question did not name the respondent in its audience. AG2 then
+                    # never reports reply_within (nothing is addressed to the respondent) and the
+                    # consultation waits for its TTL; here the reply is due all the same
+                    assert ours_reported == [("reply_within", (people[1 - people.index(creator)],))]
+                    assert reported == [] and ours.view()[:2] == ("closed", "expectation_violated:reply_within")
+                    return
                 if kind == "consulting":  # reply_within (acks_within: below) reported alike, each once
                     assert ours_reported == reported
                 elif kind == "conversation":
@@ -402,5 +412,23 @@ def test_max_silence_reports():
             await ours.hub.aclose()
             theirs.opening.cancel()
             await asyncio.gather(theirs.opening, return_exceptions=True)
+            await theirs.hub.close()
+    asyncio.run(go())
+
+
+def test_reply_within_runs_for_a_question_the_respondent_was_not_addressed():
+    """Documented (docs/runtime.md): a consultation's question whose audience leaves the respondent
+    out is still waiting for its reply here, and `reply_within` closes the session; AG2 reports
+    nothing (no text is addressed to the respondent) and the channel waits for its TTL."""
+    async def go():
+        ours, theirs, advance = await _pair("consulting", ["ann", "bob"])
+        try:
+            assert await ours.post("ann", EV_TEXT, {"text": "q"}, ["ann"]) == ("accepted", None)
+            assert await theirs.post("ann", EV_TEXT, {"text": "q"}, ["ann"]) == ("accepted", None)
+            await advance(602)
+            assert ours.view() == ("closed", "expectation_violated:reply_within", None)
+            assert theirs.view() == ("active", None, "bob")
+        finally:
+            await ours.hub.aclose()
             await theirs.hub.close()
     asyncio.run(go())
