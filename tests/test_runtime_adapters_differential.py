@@ -88,7 +88,7 @@ def _packet(kind: str, body: str, cu: Optional[dict]) -> dict:
 
 
 ENVELOPES = st.one_of(
-    st.tuples(st.just(EV_TEXT), st.sampled_from([{"text": "hi"}, {"text": ""}])),
+    st.tuples(st.just(EV_TEXT), st.sampled_from([{"text": "hi"}, {"text": "hi"}, {"text": ""}, {"text": 5}, {}])),
     st.tuples(st.just(EV_PACKET), st.builds(
         _packet, st.sampled_from(["text", "text", "handoff", "finish"]), st.sampled_from(["body", ""]),
         st.sampled_from([None, None, {"set": {}, "delete": []}, {"set": {"k": 1}, "delete": []}]))),
@@ -221,7 +221,7 @@ class Theirs:
     def views(self) -> dict:
         """Each participant's default view, normalised (`normal_view`). An empty text is left out
         first: documented, AG2 shows it as an empty message, we show nothing."""
-        log = [e for e in self.log if not (e.event_type == net.EV_TEXT and e.event_data.get("text") == "")]
+        log = [e for e in self.log if not (e.event_type == net.EV_TEXT and e.event_data.get("text", "") == "")]
         out = {}
         for p in self.md.participants:
             policy = self.a.default_view_policy(self.md, p.agent_id)

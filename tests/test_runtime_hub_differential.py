@@ -197,7 +197,7 @@ class Theirs:
         return s.initiator_sent + s.respondent_replied if hasattr(s, "initiator_sent") else s.turn_count
 
 
-ROUNDS = st.one_of(st.tuples(st.just(EV_TEXT), st.sampled_from([{"text": "hi"}, {"text": ""}])),
+ROUNDS = st.one_of(st.tuples(st.just(EV_TEXT), st.sampled_from([{"text": "hi"}, {"text": "hi"}, {"text": ""}, {}])),
                    st.tuples(st.just("note"), st.just({"x": 1})))
 
 
