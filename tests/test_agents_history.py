@@ -214,7 +214,8 @@ def test_a_react_agent_with_memory_saver_remembers_across_its_turns_with_a_threa
     assert ("ToolMessage", "thought event recorded") in second_turn
     # ... and nothing is given twice: the system prompt once, the task once, b's message once
     assert [n for n, _ in second_turn].count("SystemMessage") == 1
-    assert [c for _, c in second_turn].count("<task>: think") == 1 and [c for _, c in second_turn].count("b: b one") == 1
+    # (b's message as a discussion view shows it: named, as AG2's)
+    assert [c for _, c in second_turn].count("<task>: think") == 1 and [c for _, c in second_turn].count("b: [b] b one") == 1
     thread = memory.get_tuple({"configurable": {"thread_id": f"turnflow:{res.session_id}:planner"}})
     assert thread is not None and len(thread.checkpoint["channel_values"]["messages"]) == len(second_turn) + 1
 

@@ -193,7 +193,7 @@ def test_default_views_and_expectations():
     views, w = run(go())
     assert views["c"] == FullTranscript()
     assert views["v"] == WindowedSummary(10)
-    assert views["d"] == WindowedSummary(6)
+    assert views["d"] == WindowedSummary(6, named=True)  # as AG2's NamedWindowedSummary
     assert views["w"] == WindowedSummary(6, named=True)
     # a declared expectation replaces the defaults of the same name only
     async def go2():

@@ -242,3 +242,29 @@ def test_a_post_while_invitees_have_not_all_acked_waits_for_the_handshake(turnfl
     ag2, turnflow_seen = both(scenario, turnflow_url)
     assert ag2 == turnflow_seen
     assert turnflow_seen == [("ok", "ok", ["early"]), ("ProtocolError", "ProtocolError", [])]
+
+
+def test_can_send_asks_the_adapter_about_the_event_type(turnflow_url):
+    """`can_send(channel_id, sender_id, event_type=...)` probes the adapter with that event type,
+    as AG2's hub does: outside a workflow an `ag2.packet` or `ag2.context.set` is information any
+    participant may send at any time, so it is sendable out of turn; a text is not. (Before
+    session 14 turnflow serve ignored `event_type` and answered the turn rule alone.)"""
+    async def scenario(url, p):
+        w = World(url, p)
+        try:
+            for name in ("alice", "bob", "carol"):
+                await w.add(name)
+            seen = {}
+            for kind, targets in (("consulting", ["bob"]), ("discussion", ["bob", "carol"])):
+                ok, cid = await w.open("alice", kind, *targets)
+                bob = w.client("bob")
+                seen[kind] = [await w.attempt(bob.can_send(cid, w.id("bob"), event_type=et))
+                              for et in (None, "ag2.msg.text", "ag2.packet", "ag2.context.set", "custom.note")]
+            return seen
+        finally:
+            await w.close()
+
+    ag2, turnflow_seen = both(scenario, turnflow_url)
+    assert ag2 == turnflow_seen
+    out_of_turn = [("ok", False), ("ok", False), ("ok", True), ("ok", True), ("ok", True)]
+    assert turnflow_seen == {"consulting": out_of_turn, "discussion": out_of_turn}

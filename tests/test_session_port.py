@@ -32,11 +32,11 @@ def test_a_post_is_in_the_log_the_views_and_the_next_turns_input():
         assert stamped.seq > 0 and stamped.envelope_id
         logged = [e for e in hub.read(md.session_id) if isinstance(e, Envelope) and e.event_type == EV_TEXT]
         assert [(e.sender_id, e.event_data["text"]) for e in logged] == [("a", "hello")]
-        assert [m["text"] for m in port.view("b")] == ["hello"]
+        assert [m["text"] for m in port.view("b")] == ["[a] hello"]  # named, as AG2's discussion view
         assert port.turn_input("b") == "hello"  # what b's turn answers
         assert port.turn_input("a") is None  # a's own message is nobody's question to a
         await port.post(_text(md.session_id, "b", "hi a"))
-        assert [m["text"] for m in port.view("c")] == ["hello", "hi a"]
+        assert [m["text"] for m in port.view("c")] == ["[a] hello", "[b] hi a"]
         assert port.turn_input("a") == "hi a"
         return hub
     run(go())
@@ -178,5 +178,5 @@ def test_an_adapter_that_does_not_say_membership_keeps_a_fixed_roster_and_its_ow
         with pytest.raises(ProtocolError, match="fixed by its flow"):
             await port.post(add)
         await port.post(_text(md.session_id, "a", "hello"))  # its own rules run as they did
-        assert [m["text"] for m in port.view("b")] == ["hello"]
+        assert [m["text"] for m in port.view("b")] == ["[a] hello"]  # (a discussion's view: named)
     run(go())

@@ -75,7 +75,8 @@ class Envelope:
                    extra if isinstance(extra, dict) else None)
 
     def visible_to(self, agent_id: str) -> bool:
-        return self.audience is None or agent_id in self.audience
+        """Its sender always sees it; others when the audience is None or names them (as AG2's)."""
+        return self.audience is None or agent_id == self.sender_id or agent_id in self.audience
 
 
 TELEMETRY_EVENTS = frozenset({"env_action", "tool_response", "progress", "error", "thought", "task", "tool_call",

@@ -121,7 +121,8 @@ class Transcript:
         msgs, counts = vl.messages, vl.counts
         for k in range(vl.pos, len(entries)):
             e = entries[k]
-            if (viewer is None or e.audience is None or viewer in e.audience) and rendered[k] is not None:
+            if (viewer is None or e.audience is None or viewer in e.audience or viewer == e.sender_id) \
+                    and rendered[k] is not None:
                 msgs.append(rendered[k])
                 counts[e.sender_id] = counts.get(e.sender_id, 0) + 1
         vl.pos = len(entries)

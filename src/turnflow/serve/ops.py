@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Optional, Protocol
 
-from turnflow.runtime.envelope import EV_SESSION_REJECT, SUBSTANTIVE, Envelope
+from turnflow.runtime.envelope import EV_SESSION_REJECT, EV_TEXT, SUBSTANTIVE, Envelope
 from turnflow.runtime.errors import ProtocolError
 from turnflow.runtime.session import SessionMetadata, SessionState
 from turnflow.serve import frames, rules, shapes, wire
@@ -1074,8 +1074,16 @@ class Ops:
         md = live.metadata
         if md.state != SessionState.ACTIVE or sender not in md.pset:
             return False
-        expected = self.hub.expected_next(sid)
-        return expected is None or expected == sender
+        if et is not None and (et.startswith(("ag2.channel.", "ag2.task.")) or et in wire.NATIVE):
+            return False  # (a post of it is refused whatever the turn: `_post_allowed`)
+        # AG2's probe: the adapter's `validate_send` on an empty envelope of that type (a text by
+        # default), so information (outside a workflow, a packet or a context set) is sendable out of turn
+        probe = Envelope(sid, sender, None, EV_TEXT if et is None else wire.from_ag2_event(et, md.kind), {"text": ""})
+        try:
+            live.adapter.validate_send(md, probe, live.state)
+        except ProtocolError:
+            return False
+        return True
 
     async def pending_turns_for(self, conn: Conn, params: dict[str, Any]) -> Any:
         agent_id = _str(params, "agent_id")

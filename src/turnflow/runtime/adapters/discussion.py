@@ -37,7 +37,7 @@ class DiscussionAdapter(SimpleAdapter):
     manifest = SessionManifest(
         type="discussion", version=1, min_participants=2, max_participants=None,
         roles=("initiator", "respondent", "participant"), knobs_schema={"ordering": "round_robin"},
-        default_view="windowed_summary", default_expectations=(Expectation("turn_within", 120.0, "warn"),
+        default_view="named_windowed_summary", default_expectations=(Expectation("turn_within", 120.0, "warn"),
                                                                Expectation("turn_within", 600.0, "hide")))
     knobs = {"ordering": _ordering}
     membership = True  # participant.added / .removed change the roster; the round robin follows it
@@ -70,6 +70,7 @@ class DiscussionAdapter(SimpleAdapter):
         return state
 
     def default_view_policy(self, metadata: SessionMetadata, participant_id: Optional[str] = None) -> WindowedSummary:
-        from turnflow.runtime.views import WindowedSummary
+        # named, as AG2's: in a party of three or more a message must say who wrote it
+        from turnflow.runtime.views import NamedWindowedSummary
 
-        return WindowedSummary(max(2 * len(metadata.participants), 4))
+        return NamedWindowedSummary(max(2 * len(metadata.participants), 4))

@@ -88,7 +88,11 @@ class SimpleAdapter:
     def check_turn(self, metadata: SessionMetadata, envelope: Envelope, state: TurnState) -> None:
         if state.done:
             raise ProtocolError(f"{self.manifest.type} session {metadata.session_id!r} is complete")
-        if state.expected is not None and envelope.sender_id != state.expected:
+        if state.expected is None:  # any order (conversation): any participant, as AG2's adapter says
+            if envelope.sender_id not in state.order:
+                raise ProtocolError(f"{self.manifest.type} session {metadata.session_id!r} only accepts sends "
+                                    f"from participants, got {envelope.sender_id!r}")
+        elif envelope.sender_id != state.expected:
             raise ProtocolError(f"{self.manifest.type} session {metadata.session_id!r} expects "
                                 f"{state.expected!r} to speak, got {envelope.sender_id!r}")
 
