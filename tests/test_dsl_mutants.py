@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import turnflow
 from turnflow.cli import main
 
 MUTANTS = Path(__file__).parent / "fixtures" / "mutants"
@@ -38,3 +39,67 @@ def test_an_undecodable_byte_is_reported_at_its_line_and_character_column(name, 
     [d] = found
     assert d["code"] == "TF000"
     assert (d["line"], d["column"], d["end_line"], d["end_column"]) == (*where, where[0], where[1] + 1)
+
+
+# -- a condition of many terms: `check` answers (exit 0 or 1), never an internal error ---------
+
+def _many_terms(term: str, joiner: str, n: int, declarations: str = "") -> str:
+    return ("workflow w {\n    participant a\n    participant b\n    start a\n" + declarations
+            + "    a -> b when " + joiner.join(term.format(i=i) for i in range(n)) + "\n}\n")
+
+
+def test_the_search_for_a_firing_input_does_not_recurse_per_variable():
+    """Whether a rule can fire is searched one variable at a time; the search kept one Python
+    frame per variable assigned, so a condition reading ~1,000 context keys hit the recursion
+    limit (below: 400 keys under a limit of 150 frames more than a small flow needs)."""
+    import inspect
+    import sys
+
+    text = _many_terms("context.k{i} == 1", " and ", 400)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(len(inspect.stack(0)) + 150)
+    try:
+        found = turnflow.check(text)
+    finally:
+        sys.setrecursionlimit(limit)
+    assert {d.code for d in found} == {"TF208"}  # each key read but never initialised: nothing else
+
+
+@pytest.mark.parametrize("term, joiner", [
+    ("context.k{i} == 1", " and "),             # a thousand context keys read by one `and`
+    ('text contains "x{i}"', " and "),
+    ("len(context.k{i}) > 1", " and "),
+    ("context.k{i} > {i}", " or "),
+], ids=["context", "text", "len", "or"])
+def test_a_condition_reading_a_thousand_variables_is_checked(term, joiner, tmp_path, capsys):
+    """The search for an input on which a rule fires went one Python call deeper per variable the
+    condition reads: past ~990 of them, `check` was exit 3, `internal error: RecursionError`."""
+    path = tmp_path / "wide.flow"
+    path.write_text(_many_terms(term, joiner, 1200))
+    code = main(["check", str(path)])
+    out, err = capsys.readouterr()
+    assert code in (0, 1), out + err
+    assert "internal error" not in out + err
+
+
+def test_the_search_for_a_firing_input_is_bounded_by_the_variables_it_reads(monkeypatch):
+    """Each step of the search evaluates the conditions still open, which read as many variables
+    as the rule does: with no bound on that work, a rule reading n keys cost n² leaf evaluations
+    (4,000 keys: minutes). Counted, not timed: the leaves evaluated at n and 4n keys."""
+    from turnflow.compiler import firing
+
+    calls = 0
+    leaf = firing._leaf
+
+    def counted(c, asg):
+        nonlocal calls
+        calls += 1
+        return leaf(c, asg)
+
+    monkeypatch.setattr(firing, "_leaf", counted)
+    work = []
+    for n in (600, 2400):
+        calls = 0
+        turnflow.check(_many_terms("context.k{i} == 1", " and ", n))
+        work.append(calls)
+    assert work[1] < 5 * work[0], work
