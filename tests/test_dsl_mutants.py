@@ -145,3 +145,31 @@ def test_did_you_mean_is_linear_in_the_names_of_a_block(make):
 
     small, large = cpu(1500, 3), cpu(6000, 1)
     assert large / small < 8, (small, large)
+
+
+def test_a_key_compared_with_thousands_of_values_is_not_enumerated(monkeypatch):
+    """The dead-rule analysis enumerates one witness value per outcome of a key's conditions, each
+    read against every condition: a key compared with n literals cost n² leaf evaluations (4,000:
+    32 million, 34 s). Beyond 256 distinct conditions on a key, the rules reading it are read as
+    the speaker graph reads them (each may fire). Counted at n and 4n; and nothing is reported
+    dead or shadowed for want of an answer."""
+    from turnflow.compiler import firing
+
+    calls = 0
+    leaf = firing._leaf
+
+    def counted(c, asg):
+        nonlocal calls
+        calls += 1
+        return leaf(c, asg)
+
+    monkeypatch.setattr(firing, "_leaf", counted)
+    work = []
+    for n in (500, 2000):
+        calls = 0
+        text = _many_terms("context.k == {i}", " or ", n, "    context k = 0\n").replace(
+            "    a -> b when", "    a -> terminate when context.k == -1\n    a -> b when")
+        found = turnflow.check(text)
+        work.append(calls)
+        assert {d.code for d in found} <= {"TF110"}, sorted({d.code for d in found})
+    assert work[1] < 5 * work[0] + 1000, work

@@ -34,7 +34,8 @@ fires is searched over its own group only (the earlier rules of the other groups
 false together, which is kept per group as `i` grows), so a speaker with `k` rules costs about
 `k` small searches, not `k` searches over up to `k` goals each.
 
-Bounded: a speaker with more than `MAX_RULES` rules it can take, or a search past `BUDGET`
+Bounded: a speaker with more than `MAX_RULES` rules it can take or a rule reading a context key
+that more than `MAX_KEY_CONDITIONS` distinct conditions compare, or a search past `BUDGET`
 steps or `WORK` variables read (per group), is read as the speaker graph reads it (every rule it can take may fire), so
 the analysis never reports a rule it has not proved dead.
 """
@@ -57,6 +58,8 @@ if TYPE_CHECKING:
 MAX_RULES = 64
 #: "who spoke before" for a speaker whose moves do not depend on it
 ANY = "\x00any"
+#: distinct conditions on one context key beyond which its values are not enumerated (`Firing.wide`)
+MAX_KEY_CONDITIONS = 256
 #: search steps per question before it gives up (the answer is then "can fire")
 BUDGET = 20000
 #: and the work per question: each step evaluates the goals still open, so a step costs about the
@@ -360,7 +363,12 @@ class Firing:
         leaves: dict[Var, list[Any]] = {}
         for c in graph.leaves:
             atoms(c, leaves)
-        self.key_domains = {v: witnesses(cs) for v, cs in leaves.items() if v[0] == "ctx"}
+        #: the context keys compared with more than MAX_KEY_CONDITIONS distinct conditions: their values
+        #: are not enumerated (each witness is read against every condition), and a question that
+        #: reads one gets no answer (the graph's reading stands)
+        self.wide = {v for v, cs in leaves.items()
+                     if v[0] == "ctx" and len({id(c) for c in cs}) > MAX_KEY_CONDITIONS}
+        self.key_domains = {v: witnesses(cs) for v, cs in leaves.items() if v[0] == "ctx" and v not in self.wide}
         self.named_tools = sorted({c.args.tool_name for c in leaves.get(TOOL, ())})
         #: speaker -> its rules in evaluation order that it can take (decide is not False)
         self.takes: dict[str, list[RuleInfo]] = {}
@@ -422,7 +430,7 @@ class Firing:
     def _speaker(self, s: str) -> None:
         takes = self.takes[s]
         decided = self.graph.first_always[s] is not None
-        if len(takes) > MAX_RULES:
+        if len(takes) > MAX_RULES or (self.wide and any(v in self.wide for r in takes for v in self.reads(r.when))):
             self.fires[s] = {r.order for r in takes}
             self.default[s] = not decided
             return
@@ -471,6 +479,8 @@ class Firing:
         for c in (when, also):
             if c is not None:
                 goals.insert(0, (c, True, self.reads(c)))
+        if self.wide and any(v in self.wide for goal in goals for v in goal[2]):
+            return None
         return _Search(s, goals, self._domains(s)).run()
 
     def _targets(self, s: str) -> list[Any]:
