@@ -173,3 +173,30 @@ def test_a_key_compared_with_thousands_of_values_is_not_enumerated(monkeypatch):
         work.append(calls)
         assert {d.code for d in found} <= {"TF110"}, sorted({d.code for d in found})
     assert work[1] < 5 * work[0] + 1000, work
+
+
+# -- the language server: a document holding half a surrogate pair --------------------------------
+
+#: an example with a lone surrogate inserted (what a JSON `"\ud800"` escape in an editor's
+#: didOpen or didChange decodes to): kept here, as a UTF-8 fixture file cannot hold one
+LONE_SURROGATE = "workflow w {\n    participant a\ud800\n    participant b  # \udfff\n    start a\n}\n"
+
+
+@pytest.mark.parametrize("encoding, units", [("utf-16", 1), ("utf-8", 3), ("utf-32", 1)])
+def test_lsp_positions_count_a_lone_surrogate(encoding, units):
+    """LineIndex measured a line with `str.encode`, which refuses a lone surrogate: the server
+    answered a document holding one with 'Error in server: UnicodeEncodeError' and published no
+    diagnostics, while `check` reports TF001 at it. It is one UTF-16 code unit (as in the editor's
+    string), three bytes in UTF-8 (as WTF-8 writes it)."""
+    from turnflow.lsp.features import analyse
+    from turnflow.lsp.positions import LineIndex
+
+    text = LONE_SURROGATE
+    lines = LineIndex(text, encoding)
+    at = text.index("\ud800")
+    assert lines.position(at) == (1, 17)
+    assert lines.position(at + 1) == (1, 17 + units)
+    for offset in range(len(text) + 1):
+        assert lines.offset(*lines.position(offset)) == offset
+    [d] = analyse(text, "x.flow", encoding).diagnostics
+    assert (d.code, d.span.line, d.span.column) == ("TF001", 2, 18)
