@@ -200,3 +200,26 @@ def test_lsp_positions_count_a_lone_surrogate(encoding, units):
         assert lines.offset(*lines.position(offset)) == offset
     [d] = analyse(text, "x.flow", encoding).diagnostics
     assert (d.code, d.span.line, d.span.column) == ("TF001", 2, 18)
+
+
+# -- fmt: a string escape that UTF-8 cannot hold raw ------------------------------------------------
+
+def test_fmt_keeps_a_lone_surrogate_escaped_and_is_idempotent(tmp_path, capsys):
+    """A `"\\ud800"` escape decodes to half a surrogate pair, which the printer wrote raw (JSON
+    without ASCII escapes): the canonical text differed from the file forever (`fmt --check` exit 1
+    after `fmt`, `fmt` 'reformatted' a file it then wrote back unchanged, as the writer escapes what
+    UTF-8 cannot hold). Now printed as the escape: the file is canonical as it is."""
+    from turnflow.dsl.parser import parse
+    from turnflow.dsl.printer import format_flow
+
+    source = (MUTANTS / "lone_surrogate_escapes.flow").read_text(encoding="utf-8")
+    flow = parse(source)
+    assert format_flow(flow) == source
+    path = tmp_path / "s.flow"
+    path.write_text(source.replace("    start a", "  start   a"), encoding="utf-8")
+    assert main(["fmt", "--check", str(path)]) == 1
+    assert main(["fmt", str(path)]) == 0
+    assert path.read_text(encoding="utf-8") == source
+    assert main(["fmt", "--check", str(path)]) == 0
+    assert main(["fmt", "--diff", str(path)]) == 0
+    capsys.readouterr()
