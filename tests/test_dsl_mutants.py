@@ -223,3 +223,23 @@ def test_fmt_keeps_a_lone_surrogate_escaped_and_is_idempotent(tmp_path, capsys):
     assert main(["fmt", "--check", str(path)]) == 0
     assert main(["fmt", "--diff", str(path)]) == 0
     capsys.readouterr()
+
+
+def test_fmt_is_idempotent_on_a_one_line_block_followed_by_a_suppression(tmp_path, capsys):
+    """`conversation a { participant x; participant yy }  # turnflow: ignore[...]`: the comment
+    trails the `}`, and fmt prints it after the `}` on a line of its own; but the statements of
+    its source line were kept joined (as under a suppression that trails them), so the next fmt
+    split them: `fmt` then `fmt --check` said 'would reformat'. A suppression joins only the
+    statements it trails."""
+    from turnflow.dsl.parser import parse
+    from turnflow.dsl.printer import format_flow
+
+    source = (MUTANTS / "suppression_after_a_one_line_block.flow").read_text(encoding="utf-8")
+    once = format_flow(parse(source))
+    assert format_flow(parse(once)) == once
+    path = tmp_path / "m.flow"
+    path.write_text(source, encoding="utf-8")
+    assert main(["fmt", str(path)]) == 0
+    assert path.read_text(encoding="utf-8") == once
+    assert main(["fmt", "--check", str(path)]) == 0
+    capsys.readouterr()

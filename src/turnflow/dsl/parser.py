@@ -749,7 +749,10 @@ def _joined(items: list[_Item], trailing: dict[tuple[int, int], list[ast.Comment
     """A suppression trailing a line of several statements (`a -> b; c -> d  # turnflow: ignore`)
     covers all of them: the line stays joined (`same_line`), so fmt keeps the findings."""
     joined: set[tuple[int, int]] = set()
-    suppressed_lines = {c.span.line for cs in trailing.values() for c in cs if _SUPPRESSION.search(c.text)}
+    # only a suppression that trails a statement: one after a `}` or a header (`{ a; b }  # ...`)
+    # is printed after that `}` or header, on a line holding no statement
+    suppressed_lines = {c.span.line for key, cs in trailing.items() if key[1] >= 0 for c in cs
+                        if _SUPPRESSION.search(c.text)}
     if suppressed_lines:
         prev: Optional[_Item] = None
         for it in items:
