@@ -243,3 +243,25 @@ def test_fmt_is_idempotent_on_a_one_line_block_followed_by_a_suppression(tmp_pat
     assert path.read_text(encoding="utf-8") == once
     assert main(["fmt", "--check", str(path)]) == 0
     capsys.readouterr()
+
+
+def test_editor_formatting_refuses_what_fmt_refuses(tmp_path, capsys):
+    """`a -> b; a -> zz }  # turnflow: ignore[TF102]`: the canonical form puts the comment after
+    the `}`, on a line of its own, so TF102 at `zz` is no longer silenced. `turnflow fmt` leaves
+    such a file as it is (exit 1, "would change its findings"); the language server's formatting
+    returned the canonical text anyway, un-silencing TF102 in the editor. Now it returns nothing,
+    as for a text that does not parse."""
+    from turnflow.compiler.pipeline import check
+    from turnflow.lsp.features import format_text
+
+    source = (MUTANTS / "suppression_after_the_brace_of_a_statement_line.flow").read_text(encoding="utf-8")
+    assert check(source) == []
+    path = tmp_path / "m.flow"
+    path.write_text(source, encoding="utf-8")
+    assert main(["fmt", str(path)]) == 1
+    assert "would change its findings" in capsys.readouterr().err
+    assert path.read_text(encoding="utf-8") == source
+    assert format_text(source, str(path)) is None
+    # a text whose canonical form keeps its findings is still formatted
+    plain = source.replace("a -> b; a -> zz }  # turnflow: ignore[TF102]", "a -> b;a -> b }")
+    assert format_text(plain) == "workflow w {\n    participant a\n    participant b\n    start a\n    a -> b\n    a -> b\n}\n"

@@ -60,6 +60,7 @@ def run(args) -> int:
 
 
 def _format_file(path: str, args, result: Outcome) -> None:
+    from turnflow.compiler.pipeline import findings_changed
     from turnflow.dsl.parser import parse_source
     from turnflow.dsl.printer import format_flow, like_source
     from turnflow.workspace.files import load
@@ -139,15 +140,3 @@ def _report(args, files: list[str], result: Outcome) -> None:
     if result.failed:
         parts.append(f"{_files(len(result.failed))} could not be formatted")
     err(", ".join(parts))
-
-
-def findings_changed(before: str, after: str, path: str) -> bool:
-    """Whether `after` has another set of findings (code and severity, with multiplicity) than `before`."""
-    from collections import Counter
-
-    import turnflow
-
-    def findings(text: str) -> Counter:
-        return Counter((d.code, d.severity) for d in turnflow.check(text, path=path))
-
-    return findings(before) != findings(after)
