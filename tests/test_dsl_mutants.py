@@ -265,3 +265,16 @@ def test_editor_formatting_refuses_what_fmt_refuses(tmp_path, capsys):
     # a text whose canonical form keeps its findings is still formatted
     plain = source.replace("a -> b; a -> zz }  # turnflow: ignore[TF102]", "a -> b;a -> b }")
     assert format_text(plain) == "workflow w {\n    participant a\n    participant b\n    start a\n    a -> b\n    a -> b\n}\n"
+
+
+@pytest.mark.parametrize("flag", ["--check", "--diff"])
+def test_fmt_check_and_diff_say_what_fmt_would_do_with_a_file_it_refuses(flag, tmp_path, capsys):
+    """`fmt --check` said 'would reformat' (and `--diff` showed a diff) for a file that `fmt` then
+    refuses to reformat, as its canonical form would change its findings: a preview now says
+    what `fmt` does, with the same exit status (1)."""
+    path = tmp_path / "m.flow"
+    path.write_bytes((MUTANTS / "suppression_after_the_brace_of_a_statement_line.flow").read_bytes())
+    assert main(["fmt", flag, str(path)]) == 1
+    out, err = capsys.readouterr()
+    assert "would change its findings" in err and "1 file could not be formatted" in err
+    assert "would reformat" not in out + err and "+++" not in out

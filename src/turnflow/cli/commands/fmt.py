@@ -80,13 +80,14 @@ def _format_file(path: str, args, result: Outcome) -> None:
         return
     new = like_source(format_flow(flow), text)  # keeps the file's line endings and BOM
     preview = args.check or args.diff
-    if new != text and not preview and findings_changed(text, new, path):
-        # the safety net of "fmt never changes the findings": keep the file as it is
+    if new != text and findings_changed(text, new, path):
+        # the safety net of "fmt never changes the findings": keep the file as it is (a preview
+        # says so too, rather than "would reformat")
         result.refusals.append(f"turnflow fmt: {shown}: not reformatted: its canonical form would change "
                                "its findings (a `# turnflow: ignore` comment would end up on another "
                                "statement's line); give each statement its own line and comment, then run fmt again")
         result.failed.append(path)
-        if path == "-":
+        if path == "-" and not preview:
             out(text)
         return
     if path == "-" and not preview:
