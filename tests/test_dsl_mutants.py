@@ -278,3 +278,55 @@ def test_fmt_check_and_diff_say_what_fmt_would_do_with_a_file_it_refuses(flag, t
     out, err = capsys.readouterr()
     assert "would change its findings" in err and "1 file could not be formatted" in err
     assert "would reformat" not in out + err and "+++" not in out
+
+
+def _check_unified_diff(diff: str) -> None:
+    """`diff` is well formed as `patch` reads it: lines end at `\\n` only, each hunk holds the
+    lines its header counts, every line of a hunk starts with ` `, `-`, `+` or `\\`."""
+    import re
+
+    lines = diff.split("\n")
+    assert lines[0].startswith("--- ") and lines[1].startswith("+++ ") and lines[-1] == ""
+    i = 2
+    while i < len(lines) - 1:
+        m = re.match(r"@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@$", lines[i])
+        assert m is not None, lines[i]
+        old, new = int(m.group(1) or 1), int(m.group(2) or 1)
+        i += 1
+        while old or new:
+            kind = lines[i][:1]
+            assert kind in (" ", "-", "+"), lines[i]
+            old -= kind in " -"
+            new -= kind in " +"
+            i += 1
+            if lines[i].startswith("\\ No newline at end of file"):
+                i += 1
+        assert old == new == 0
+
+
+@pytest.mark.parametrize("fixture, preview, write", [
+    ("line_separators_in_a_comment", ["fmt", "--diff"], ["fmt"]),
+    ("a_fix_beside_line_separators", ["check", "--diff"], ["check", "--fix"]),
+], ids=["fmt", "check"])
+def test_diffs_split_lines_where_patch_does(fixture, preview, write, tmp_path, capsys):
+    """A comment holding U+0085, U+2028 or a form feed (no line end in `.flow`, LSP or `patch`) split
+    the lines of `fmt --diff` and `check --diff` (`str.splitlines`): the hunk's line counts were
+    wrong and `patch` called it malformed. A file with no line end after its last line glued the
+    next diff line onto it. The diff, applied by `patch`, gives what the command writes."""
+    import shutil
+    import subprocess
+
+    path = tmp_path / "m.flow"
+    source = (MUTANTS / f"{fixture}.flow").read_bytes()
+    path.write_bytes(source)
+    assert main([*preview, str(path)]) == 1
+    diff = capsys.readouterr().out
+    _check_unified_diff(diff)
+    if shutil.which("patch"):
+        (tmp_path / "m.diff").write_text(diff, encoding="utf-8", newline="")
+        subprocess.run(["patch", "-s", str(path), str(tmp_path / "m.diff")], check=True, capture_output=True)
+        patched = path.read_bytes()
+        path.write_bytes(source)
+        main([*write, str(path)])
+        assert path.read_bytes() == patched != source
+    capsys.readouterr()

@@ -12,7 +12,7 @@ import sys
 from dataclasses import dataclass, field
 
 from turnflow.cli.util import (EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, a_path_or_stdin, add_project_options,
-                               discover_flows, err, out, project_config, report)
+                               discover_flows, err, out, project_config, report, unified_diff)
 
 
 def register(sub) -> None:
@@ -103,9 +103,7 @@ def _apply(path: str, text: str, new: str, args, result: Outcome) -> None:
     from turnflow.workspace.files import write_atomic, write_error
 
     if args.diff:
-        import difflib
-
-        out("".join(difflib.unified_diff(text.splitlines(True), new.splitlines(True), fromfile=path, tofile=path)))
+        out(unified_diff(text, new, path))
     elif args.check:
         out(f"would reformat {path}\n")
     else:
