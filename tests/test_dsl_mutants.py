@@ -330,3 +330,37 @@ def test_diffs_split_lines_where_patch_does(fixture, preview, write, tmp_path, c
         main([*write, str(path)])
         assert path.read_bytes() == patched != source
     capsys.readouterr()
+
+
+# -- line ends: `\n`, `\r\n` and a lone `\r` read alike -------------------------------------------
+
+def _findings(text: str) -> list[tuple]:
+    return [(d.code, d.span.line, d.span.column, d.span.end_line, d.span.end_column, d.message,
+             [(r.span.line, r.span.column, r.message) for r in d.related]) for d in turnflow.check(text)]
+
+
+@pytest.mark.parametrize("name", ["misspelt_statement", "second_block_not_closed", "missing_name_at_a_line_end"])
+@pytest.mark.parametrize("eol", ["\r\n", "\r"], ids=["crlf", "cr"])
+def test_a_file_gets_the_same_diagnostics_whatever_its_line_ends(name, eol):
+    """The same file with `\\r\\n` or lone `\\r` line ends: the syntax error's reading looked back
+    for the statement's start, and for the unclosed block's header, with `rfind("\\n")`: with lone
+    `\\r`, `strat writer` was "expected `->`" instead of "unknown statement `strat`; did you mean
+    `start`?", and the unclosed block was named after the file's first block. The end of a
+    "found the end of the line" error was on the next line with `\\n`, on the same line with
+    `\\r\\n`: now on the same line for every line end."""
+    text = (MUTANTS / f"{name}.flow").read_text(encoding="utf-8")
+    assert _findings(text.replace("\n", eol)) == _findings(text)
+
+
+def test_a_fix_is_reported_at_its_line_whatever_the_line_ends(tmp_path, capsys):
+    """`check --fix` said `fixed m.flow:1:65` for a fix on line 4 of a file with lone `\\r` line ends."""
+    text = (MUTANTS / "misspelt_participant.flow").read_text(encoding="utf-8")
+    said = []
+    for eol in ("\n", "\r\n", "\r"):
+        path = tmp_path / "m.flow"
+        path.write_bytes(text.replace("\n", eol).encode())
+        main(["check", "--fix", str(path)])
+        said.append(capsys.readouterr().out)
+        assert path.read_bytes() == text.replace("writter", "writer").replace("\n", eol).encode()
+    assert f"fixed {tmp_path / 'm.flow'}:4:11: TF102" in said[0]
+    assert said[1] == said[2] == said[0]

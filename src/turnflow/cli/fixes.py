@@ -47,8 +47,10 @@ def fix_for(d: Diagnostic, text: str) -> Optional[Fix]:
         return None
     rel_start, rel_end = fix_span(text[d.span.start:d.span.end], replacement)
     start, end = d.span.start + rel_start, d.span.start + rel_end
-    line = text.count("\n", 0, start) + 1
-    column = start - (text.rfind("\n", 0, start) + 1) + 1 - (line == 1 and text.startswith("\ufeff"))  # a BOM: no column
+    # line ends: \n, \r\n or a lone \r
+    line = text.count("\n", 0, start) + text.count("\r", 0, start) - text.count("\r\n", 0, start) + 1
+    column = start - max(text.rfind("\n", 0, start), text.rfind("\r", 0, start))
+    column -= line == 1 and text.startswith("\ufeff")  # a BOM: no column
     return Fix(d.code, start, end, replacement, d.code in SAFE, text[start:end], line, column)
 
 
