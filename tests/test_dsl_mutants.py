@@ -364,3 +364,34 @@ def test_a_fix_is_reported_at_its_line_whatever_the_line_ends(tmp_path, capsys):
         assert path.read_bytes() == text.replace("writter", "writer").replace("\n", eol).encode()
     assert f"fixed {tmp_path / 'm.flow'}:4:11: TF102" in said[0]
     assert said[1] == said[2] == said[0]
+
+
+@pytest.mark.parametrize("argv", [["check"], ["check", "--fix"]], ids=["count", "fix"])
+def test_fixes_are_verified_within_a_budget(argv, tmp_path, capsys, monkeypatch):
+    """Each fix is verified by checking the whole fixed text (a fix must not make its rule dead):
+    a rule naming n misspelt tools cost n full checks, in `check` (to count `[*] N fixable`) as in
+    `check --fix`: 300 tools, 7.4 s; 4,000 tools, hours. Now at most
+    max(MIN_VERIFIED, VERIFY_CHARS // len(text)) verifications per file (counted here, with a
+    small VERIFY_CHARS); the fixes beyond them are neither counted nor applied."""
+    from turnflow.cli import fixes
+
+    monkeypatch.setattr(fixes, "VERIFY_CHARS", 20_000)
+    verified = 0
+    kills = fixes.kills
+
+    def counted(*args, **kwargs):
+        nonlocal verified
+        verified += 1
+        return kills(*args, **kwargs)
+
+    monkeypatch.setattr(fixes, "kills", counted)
+    text = _many_terms("tool u{i}", " and ", 300).replace("participant a\n", f"participant a tools [{_tools(300)}]\n")
+    path = tmp_path / "m.flow"
+    path.write_text(text)
+    main([*argv, str(path)])
+    out = capsys.readouterr().out
+    assert 0 < verified <= fixes.verifications(text) == fixes.MIN_VERIFIED
+    if "--fix" in argv:
+        assert f"Fixed {verified} findings" in out
+    else:
+        assert f"[*] {verified} fixable" in out
