@@ -10,7 +10,8 @@ context key's initial value (TF111).
 A fix never creates a rule that can never fire: a replacement after which `check` reports the
 statement it edits as dead (TF203, TF204, TF207, TF212: a misspelt `delegat` whose correction
 `delegate` is a tool a handoff of the same speaker already routes) is not applied, and not
-counted as fixable (`verify`)."""
+counted as fixable (`verify`). Verifying costs a check of the whole text per fix, so a file gets
+at most `verifications(text)` of them per command; the fixes beyond are neither applied nor counted."""
 
 from __future__ import annotations
 
@@ -24,6 +25,11 @@ SAFE = frozenset({"TF001", "TF102", "TF207", "TF208"})
 DEAD = frozenset({"TF203", "TF204", "TF207", "TF212"})
 Check = Callable[[str], Sequence[Diagnostic]]
 MAX_PASSES = 20  # as ruff: fix, re-check, fix what the new check proposes; never loop forever
+#: each fix is verified by checking the whole fixed text (`kills`): per file and command, at most
+#: max(MIN_VERIFIED, VERIFY_CHARS // its length) verifications; a fix beyond them is neither applied
+#: nor counted as fixable (a file with thousands of misspellings cost thousands of checks: hours)
+MIN_VERIFIED = 8
+VERIFY_CHARS = 500_000
 
 
 @dataclass(frozen=True)
@@ -47,8 +53,10 @@ def fix_for(d: Diagnostic, text: str) -> Optional[Fix]:
         return None
     rel_start, rel_end = fix_span(text[d.span.start:d.span.end], replacement)
     start, end = d.span.start + rel_start, d.span.start + rel_end
-    line = text.count("\n", 0, start) + 1
-    column = start - (text.rfind("\n", 0, start) + 1) + 1 - (line == 1 and text.startswith("\ufeff"))  # a BOM: no column
+    # line ends: \n, \r\n or a lone \r
+    line = text.count("\n", 0, start) + text.count("\r", 0, start) - text.count("\r\n", 0, start) + 1
+    column = start - max(text.rfind("\n", 0, start), text.rfind("\r", 0, start))
+    column -= line == 1 and text.startswith("\ufeff")  # a BOM: no column
     return Fix(d.code, start, end, replacement, d.code in SAFE, text[start:end], line, column)
 
 
@@ -78,13 +86,26 @@ def kills(f: Fix, text: str, verify: Check) -> bool:
     return any(d.code in DEAD and d.span.start <= f.start < d.span.end for d in verify(fixed))
 
 
+def verifications(text: str) -> int:
+    """How many fixes of `text` may be verified (`kills`): see `VERIFY_CHARS`."""
+    return max(MIN_VERIFIED, VERIFY_CHARS // max(1, len(text)))
+
+
 def fixable(diags: Iterable[Diagnostic], text: str, unsafe: bool = False, verify: Optional[Check] = None) -> set[int]:
     """The indexes of `diags` that have a fix `--fix` (or, with `unsafe`, `--unsafe-fixes`) would apply."""
     out = set()
+    budget = verifications(text)
     for i, d in enumerate(diags):
         f = fix_for(d, text)
-        if f is not None and (f.safe or unsafe) and (verify is None or not kills(f, text, verify)):
-            out.add(i)
+        if f is None or not (f.safe or unsafe):
+            continue
+        if verify is not None:
+            if budget <= 0:
+                break  # as `fix_text`: the fixes beyond the budget are not applied
+            budget -= 1
+            if kills(f, text, verify):
+                continue
+        out.add(i)
     return out
 
 
@@ -95,12 +116,19 @@ def fix_text(text: str, check: Check, unsafe: bool = False, verify: Optional[Che
     verify = verify or check
     applied: list[Fix] = []
     refused: set[tuple[int, str]] = set()
+    budget = verifications(text)
     for _ in range(MAX_PASSES):
         chosen = [f for f in fixes(check(text), text, unsafe) if (f.start, f.replacement) not in refused]
+        verified = []
         for f in chosen:
+            if budget <= 0:
+                break  # the rest stay as they are (`VERIFY_CHARS`)
+            budget -= 1
             if kills(f, text, verify):
                 refused.add((f.start, f.replacement))
-        chosen = [f for f in chosen if (f.start, f.replacement) not in refused]
+            else:
+                verified.append(f)
+        chosen = verified
         if not chosen:
             break
         text = apply(text, chosen)

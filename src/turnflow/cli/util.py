@@ -299,3 +299,21 @@ a_file_or_stdin = text_type("a file path, or - for standard input")
 a_path_or_stdin = text_type("a file or folder path, or - for standard input")
 a_block = text_type("a block name")
 a_store = text_type("a SQLite file path or a postgresql:// URL")
+
+
+def _diff_lines(text: str) -> list[str]:
+    """`text`'s lines as `diff` and `patch` cut them: at `\n` only (a `\r` stays in its line; not
+    at the other characters `str.splitlines` knows, U+0085, U+2028, a form feed...)."""
+    lines = text.split("\n")
+    return [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
+
+
+def unified_diff(text: str, new: str, path: str) -> str:
+    """`fmt --diff`'s output: a unified diff `patch` applies (a last line with no line end is
+    marked `\\ No newline at end of file`, as `diff -u` marks it)."""
+    import difflib
+
+    parts = []
+    for line in difflib.unified_diff(_diff_lines(text), _diff_lines(new), fromfile=path, tofile=path):
+        parts.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    return "".join(parts)

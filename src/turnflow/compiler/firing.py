@@ -34,8 +34,9 @@ fires is searched over its own group only (the earlier rules of the other groups
 false together, which is kept per group as `i` grows), so a speaker with `k` rules costs about
 `k` small searches, not `k` searches over up to `k` goals each.
 
-Bounded: a speaker with more than `MAX_RULES` rules it can take, or a search past `BUDGET`
-steps (per group), is read as the speaker graph reads it (every rule it can take may fire), so
+Bounded: a speaker with more than `MAX_RULES` rules it can take or a rule reading a context key
+that more than `MAX_KEY_CONDITIONS` distinct conditions compare, or a search past `BUDGET`
+steps or `WORK` variables read (per group), is read as the speaker graph reads it (every rule it can take may fire), so
 the analysis never reports a rule it has not proved dead.
 """
 
@@ -43,7 +44,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional
 
 from turnflow.compiler import digraph as dg
 from turnflow.compiler.lower import RuleInfo
@@ -57,8 +58,14 @@ if TYPE_CHECKING:
 MAX_RULES = 64
 #: "who spoke before" for a speaker whose moves do not depend on it
 ANY = "\x00any"
+#: distinct conditions on one context key beyond which its values are not enumerated (`Firing.wide`)
+MAX_KEY_CONDITIONS = 256
 #: search steps per question before it gives up (the answer is then "can fire")
 BUDGET = 20000
+#: and the work per question: each step evaluates the goals still open, so a step costs about the
+#: variables they read (a rule reading thousands of keys costs that many per step, and as many
+#: steps: without this bound, 4,000 keys read by one `and` took minutes)
+WORK = 250_000
 
 Var = tuple[str, str]  # ("tool", "") | ("text", X) | ("ctx", KEY)
 TOOL: Var = ("tool", "")
@@ -212,6 +219,7 @@ class _Search:
         self.goals = goals
         self.domains = domains
         self.steps = 0
+        self.work = 0  # the variables read by the goals evaluated so far (`WORK`)
         #: after `run` answered True: the (partial) input found, on which every goal is decided
         self.found: dict[Var, Any] = {}
 
@@ -223,33 +231,52 @@ class _Search:
             return None
 
     def _go(self, goals: list[Goal], asg: dict[Var, Any]) -> bool:
-        """`goals` are those still undecided by the parent's assignment: a decided goal stays
-        decided as `asg` grows."""
-        self.steps += 1
-        if self.steps > BUDGET:
-            raise _GiveUp
-        open_goals: list[Goal] = []
-        for goal in goals:
-            v = evaluate(goal[0], self.s, asg)
-            if v is None:
-                open_goals.append(goal)
-            elif v is not goal[1]:
-                return False
-        if not open_goals:
-            self.found = dict(asg)
-            return True
-        for open_var in open_goals[0][2]:  # the first variable it reads that is not assigned yet
-            if open_var not in asg:
+        """A depth-first search over the variables the goals read, one level per variable assigned
+        (a loop over a stack of levels, not a recursion: a condition reading a thousand context
+        keys is a thousand levels deep). At each level, `goals` are those still undecided by the
+        levels above: a decided goal stays decided as `asg` grows. `asg` is as it was on return."""
+        levels: list[tuple[list[Goal], Var, Iterator[Any]]] = []  # open goals, variable, values left
+        while True:
+            self.steps += 1
+            self.work += sum(len(goal[2]) for goal in goals)
+            if self.steps > BUDGET or self.work > WORK:
+                for _, var, _ in levels:
+                    asg.pop(var, None)
+                raise _GiveUp
+            open_goals: list[Goal] = []
+            failed = False
+            for goal in goals:
+                v = evaluate(goal[0], self.s, asg)
+                if v is None:
+                    open_goals.append(goal)
+                elif v is not goal[1]:
+                    failed = True
+                    break
+            if not failed:
+                if not open_goals:
+                    self.found = dict(asg)
+                    for _, var, _ in levels:
+                        asg.pop(var, None)
+                    return True
+                for open_var in open_goals[0][2]:  # the first variable it reads that is not assigned yet
+                    if open_var not in asg:
+                        break
+                levels.append((open_goals, open_var, iter(self.domains.get(open_var, _BOOLS))))
+            # the next value of the deepest level that has one left
+            while levels:
+                goals, var, values = levels[-1]
+                asg.pop(var, None)
+                for value in values:
+                    if var[0] == "text" and not _consistent(asg, var[1], value):
+                        continue
+                    asg[var] = value
+                    break
+                else:
+                    levels.pop()
+                    continue
                 break
-        for value in self.domains.get(open_var, _BOOLS):
-            if open_var[0] == "text" and not _consistent(asg, open_var[1], value):
-                continue
-            asg[open_var] = value
-            if self._go(open_goals, asg):
-                del asg[open_var]
-                return True
-            del asg[open_var]
-        return False
+            else:
+                return False
 
 
 _BOOLS = (True, False)  # a `text contains X` variable
@@ -336,7 +363,12 @@ class Firing:
         leaves: dict[Var, list[Any]] = {}
         for c in graph.leaves:
             atoms(c, leaves)
-        self.key_domains = {v: witnesses(cs) for v, cs in leaves.items() if v[0] == "ctx"}
+        #: the context keys compared with more than MAX_KEY_CONDITIONS distinct conditions: their values
+        #: are not enumerated (each witness is read against every condition), and a question that
+        #: reads one gets no answer (the graph's reading stands)
+        self.wide = {v for v, cs in leaves.items()
+                     if v[0] == "ctx" and len({id(c) for c in cs}) > MAX_KEY_CONDITIONS}
+        self.key_domains = {v: witnesses(cs) for v, cs in leaves.items() if v[0] == "ctx" and v not in self.wide}
         self.named_tools = sorted({c.args.tool_name for c in leaves.get(TOOL, ())})
         #: speaker -> its rules in evaluation order that it can take (decide is not False)
         self.takes: dict[str, list[RuleInfo]] = {}
@@ -398,7 +430,7 @@ class Firing:
     def _speaker(self, s: str) -> None:
         takes = self.takes[s]
         decided = self.graph.first_always[s] is not None
-        if len(takes) > MAX_RULES:
+        if len(takes) > MAX_RULES or (self.wide and any(v in self.wide for r in takes for v in self.reads(r.when))):
             self.fires[s] = {r.order for r in takes}
             self.default[s] = not decided
             return
@@ -447,6 +479,8 @@ class Firing:
         for c in (when, also):
             if c is not None:
                 goals.insert(0, (c, True, self.reads(c)))
+        if self.wide and any(v in self.wide for goal in goals for v in goal[2]):
+            return None
         return _Search(s, goals, self._domains(s)).run()
 
     def _targets(self, s: str) -> list[Any]:

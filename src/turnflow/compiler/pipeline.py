@@ -18,7 +18,7 @@ from turnflow.dsl.parser import parse_source
 from turnflow.source import Span
 from dataclasses import replace
 
-__all__ = ["PROFILES", "analyse", "check"]
+__all__ = ["PROFILES", "analyse", "check", "findings_changed"]
 
 
 def analyse(flow: Union[str, ast.FlowFile], path: str = "<string>",
@@ -78,3 +78,15 @@ def _named(diags: list[Diagnostic]) -> list[Diagnostic]:
                 d = replace(d, name=row.name)
         out.append(d)
     return out
+
+
+def findings_changed(before: str, after: str, path: str) -> bool:
+    """Whether the text `after` has another set of findings (code and severity, with multiplicity)
+    than `before`: the safety net of "fmt never changes the findings" (`turnflow fmt` and the
+    language server's formatting leave such a text as it is)."""
+    from collections import Counter
+
+    def findings(text: str) -> Counter[tuple[str, str]]:
+        return Counter((d.code, d.severity) for d in check(text, path=path))
+
+    return findings(before) != findings(after)

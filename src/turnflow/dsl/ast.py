@@ -16,8 +16,9 @@ blank line preceded it in the source:
   `close_trailing` ones after `}` on the same line;
 - the file's `trailing` comments follow its last block;
 - a statement has `same_line` when it shares its source line with the previous statement and that
-  line ends with a `# turnflow: ignore` comment: the formatter keeps such a line joined with `;`
-  (splitting it would change which statements the suppression covers).
+  line ends with a `# turnflow: ignore` comment trailing a statement: the formatter keeps such a line
+  joined with `;` (splitting it would change which statements the suppression covers). One that
+  trails a `}` (`{ a; b }  # turnflow: ignore`) joins nothing: it is printed after the `}`.
 
 `children()` yields the child nodes of any node (generic traversal);
 `FlowFile.comments` lists all comments in file order; `strip_spans()` gives a

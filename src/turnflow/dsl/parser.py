@@ -517,7 +517,8 @@ def _refine(tok: Token, expected: set[str], src: SourceText) -> Optional[tuple[s
     word = str(tok)
     start = tok.start_pos
     # the statement so far: from the last separator (newline, `;`, `{`) to this token
-    cut = max(text.rfind("\n", 0, start), text.rfind(";", 0, start), text.rfind("{", 0, start)) + 1
+    cut = max(text.rfind("\n", 0, start), text.rfind("\r", 0, start), text.rfind(";", 0, start),
+              text.rfind("{", 0, start)) + 1
     before = text[cut:start]
     words = before.split()
     if len(words) == 1 and words[0] not in KEYWORDS and "ARROW" in expected:
@@ -565,9 +566,10 @@ def _unexpected_token(err: UnexpectedToken, src: SourceText) -> Diagnostic:
         return Diagnostic(code=code, severity="error", message=message, span=span, path=src.path, help=help_text)
     if tok.type == "$END" or tok.start_pos is None:
         span = src.span(len(src.text), len(src.text))
+    elif tok.type == "_SEP":  # its first character (`;`, `#` or a line end), a line end as the point
+        span = src.span(tok.start_pos, tok.start_pos)  # at the end of its line, whichever it is
     else:
-        span = src.span(tok.start_pos, tok.start_pos + max(1, len(str(tok))) if tok.type != "_SEP"
-                        else tok.start_pos + 1)
+        span = src.span(tok.start_pos, tok.start_pos + max(1, len(str(tok))))
     if "NAME" in expected and str(tok) in KEYWORDS and tok.type != "NAME":
         message = (f"`{tok}` is a keyword and cannot be used as a name; "
                    f"expected {describe_expected(expected)}")
@@ -580,7 +582,8 @@ def _unexpected_token(err: UnexpectedToken, src: SourceText) -> Diagnostic:
     if tok.type == "$END" and "RBRACE" in expected:
         opened = _unclosed_brace(src.text)
         if opened is not None:
-            header = _BLOCK_HEADER.search(src.text, src.text.rfind("\n", 0, opened) + 1, opened)
+            line_start = max(src.text.rfind("\n", 0, opened), src.text.rfind("\r", 0, opened)) + 1
+            header = _BLOCK_HEADER.search(src.text, line_start, opened)
             message += f": block `{header.group(1)}` is not closed" if header else ": a block is not closed"
             related = (Related(src.span(opened, opened + 1), "the block opened here"),)
     return Diagnostic(code="TF001", severity="error", message=message, span=span, path=src.path, related=related)
@@ -749,7 +752,10 @@ def _joined(items: list[_Item], trailing: dict[tuple[int, int], list[ast.Comment
     """A suppression trailing a line of several statements (`a -> b; c -> d  # turnflow: ignore`)
     covers all of them: the line stays joined (`same_line`), so fmt keeps the findings."""
     joined: set[tuple[int, int]] = set()
-    suppressed_lines = {c.span.line for cs in trailing.values() for c in cs if _SUPPRESSION.search(c.text)}
+    # only a suppression that trails a statement: one after a `}` or a header (`{ a; b }  # ...`)
+    # is printed after that `}` or header, on a line holding no statement
+    suppressed_lines = {c.span.line for key, cs in trailing.items() if key[1] >= 0 for c in cs
+                        if _SUPPRESSION.search(c.text)}
     if suppressed_lines:
         prev: Optional[_Item] = None
         for it in items:

@@ -12,6 +12,7 @@ printer reads only the tree (no source text).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Iterable, Optional, Sequence
 
@@ -20,8 +21,17 @@ from turnflow.dsl import ast
 INDENT = "    "
 
 
+#: half a surrogate pair: what a `"\ud800"` escape decodes to, and what UTF-8 cannot hold
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def string(value: str) -> str:
-    return json.dumps(value, ensure_ascii=False)
+    """`value` as a JSON string, non-ASCII characters as they are, except a lone surrogate, which
+    stays an escape (`\\ud800`): written raw, the file could not hold it."""
+    text = json.dumps(value, ensure_ascii=False)
+    if not text.isascii() and _SURROGATE.search(text):
+        text = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return text
 
 
 def literal(lit: ast.Literal) -> str:

@@ -65,10 +65,16 @@ def diagnose_to(conn, text: str, path: str, switches: tuple[bool, bool] = (False
 
 
 def format_text(text: str, path: str = "<string>") -> Optional[str]:
-    """The canonical text, or None when the text does not parse (nothing to format safely)."""
+    """The canonical text, or None when the text does not parse or when its canonical form would
+    change its findings (a `# turnflow: ignore` moved to another line): nothing to format safely,
+    as `turnflow fmt` leaves such a file as it is."""
+    from turnflow.compiler.pipeline import findings_changed
     from turnflow.dsl.parser import parse_source
 
     flow, _ = parse_source(text, path)
     if flow is None:
         return None
-    return like_source(format_flow(flow), text)  # as `turnflow fmt`: the file's line endings and BOM
+    new = like_source(format_flow(flow), text)  # as `turnflow fmt`: the file's line endings and BOM
+    if new != text and findings_changed(text, new, path):
+        return None
+    return new

@@ -31,9 +31,11 @@ class LineIndex:
     def _units(self, chunk: str) -> int:
         if self.encoding == "utf-32" or chunk.isascii():
             return len(chunk)
+        # surrogatepass: a lone surrogate (a JSON `"\ud800"` escape decodes to one) is one UTF-16
+        # code unit, as in the editor's string, and three bytes in UTF-8 (as WTF-8 writes it)
         if self.encoding == "utf-8":
-            return len(chunk.encode("utf-8"))
-        return len(chunk.encode("utf-16-le")) // 2
+            return len(chunk.encode("utf-8", "surrogatepass"))
+        return len(chunk.encode("utf-16-le", "surrogatepass")) // 2
 
     def position(self, offset: int) -> tuple[int, int]:
         """A character offset → (line, character) in LSP terms."""

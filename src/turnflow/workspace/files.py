@@ -20,7 +20,10 @@ DOCS["TF000"] = """
 
     ## What it does
     Reports a path that cannot be opened, or whose bytes are not UTF-8 text
-    (binary files, other encodings). The position is that of the first bad byte.
+    (binary files, other encodings). The position is that of the first bad byte,
+    counted as every diagnostic counts: a line ends at `\\n`, `\\r\\n` or a lone
+    `\\r`, and the column counts the characters before the byte (a leading
+    byte order mark not included), not its bytes.
 
     ## Why is this bad?
     Nothing in the file can be checked; `turnflow check` exits with status 2.
@@ -101,23 +104,28 @@ def _tf000(path: str, message: str, span: Optional[Span] = None) -> Diagnostic:
 UNDECODABLE = ("binary file (it contains NUL bytes)", "not UTF-8 text")
 
 
+def _bad_byte(data: bytes, offset: int) -> Span:
+    """The span of the bad byte at `offset`, in the numbers every diagnostic uses: a line ends at
+    `\n`, `\r\n` or a lone `\r`; columns count characters (what comes before the byte read as
+    UTF-8, any bad byte there as one character), not bytes, and not a leading byte order mark (as
+    `turnflow check` counts line 1's columns); the offsets are character offsets."""
+    head = data[:offset].decode("utf-8", "replace")
+    line, column = SourceText(head).position(len(head))
+    if line == 1 and head.startswith("\ufeff"):
+        column -= 1
+    return Span(line=line, column=column, end_line=line, end_column=column + 1, start=len(head),
+                end=len(head) + 1)
+
+
 def decode(data: bytes, path: str) -> Loaded:
     if b"\x00" in data[: 1 << 20] or b"\x00" in data:
-        offset = data.index(b"\x00")
-        line = data.count(b"\n", 0, offset) + 1
-        col = offset - (data.rfind(b"\n", 0, offset) + 1) + 1
         return Loaded(path, None, _tf000(path, f"{UNDECODABLE[0]}, not UTF-8 text",
-                                         Span(line=line, column=col, end_line=line, end_column=col + 1,
-                                              start=offset, end=offset + 1)))
+                                         _bad_byte(data, data.index(b"\x00"))))
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
-        offset = err.start
-        line = data.count(b"\n", 0, offset) + 1
-        col = len(data[data.rfind(b"\n", 0, offset) + 1: offset].decode("utf-8", "replace")) + 1
-        return Loaded(path, None, _tf000(path, f"{UNDECODABLE[1]}: invalid byte 0x{data[offset]:02x}",
-                                         Span(line=line, column=col, end_line=line, end_column=col + 1,
-                                              start=offset, end=offset + 1)))
+        return Loaded(path, None, _tf000(path, f"{UNDECODABLE[1]}: invalid byte 0x{data[err.start]:02x}",
+                                         _bad_byte(data, err.start)))
     return Loaded(path, SourceText(text, path))
 
 

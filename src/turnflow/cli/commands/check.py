@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from turnflow.cli.util import (EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, FORMAT_HELP, FORMATS, a_path_or_stdin,
                                add_project_options, discover_flows, err, exit_status, fail, out, project_config,
-                               report)
+                               report, unified_diff)
 
 if TYPE_CHECKING:  # pragma: no cover
     from turnflow.cli.fixes import Fix
@@ -139,10 +139,7 @@ class Checked:
             return text
         self.fixed.extend((shown, f) for f in applied)
         if args.diff:
-            import difflib
-
-            self.diffs.append("".join(difflib.unified_diff(text.splitlines(True), new.splitlines(True),
-                                                           fromfile=shown, tofile=shown)))
+            self.diffs.append(unified_diff(text, new, shown))
             return text
         if path == "-":
             return new  # printed instead of the findings (a filter: fixed text out)

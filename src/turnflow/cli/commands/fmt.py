@@ -12,7 +12,7 @@ import sys
 from dataclasses import dataclass, field
 
 from turnflow.cli.util import (EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, a_path_or_stdin, add_project_options,
-                               discover_flows, err, out, project_config, report)
+                               discover_flows, err, out, project_config, report, unified_diff)
 
 
 def register(sub) -> None:
@@ -60,6 +60,7 @@ def run(args) -> int:
 
 
 def _format_file(path: str, args, result: Outcome) -> None:
+    from turnflow.compiler.pipeline import findings_changed
     from turnflow.dsl.parser import parse_source
     from turnflow.dsl.printer import format_flow, like_source
     from turnflow.workspace.files import load
@@ -79,13 +80,14 @@ def _format_file(path: str, args, result: Outcome) -> None:
         return
     new = like_source(format_flow(flow), text)  # keeps the file's line endings and BOM
     preview = args.check or args.diff
-    if new != text and not preview and findings_changed(text, new, path):
-        # the safety net of "fmt never changes the findings": keep the file as it is
+    if new != text and findings_changed(text, new, path):
+        # the safety net of "fmt never changes the findings": keep the file as it is (a preview
+        # says so too, rather than "would reformat")
         result.refusals.append(f"turnflow fmt: {shown}: not reformatted: its canonical form would change "
                                "its findings (a `# turnflow: ignore` comment would end up on another "
                                "statement's line); give each statement its own line and comment, then run fmt again")
         result.failed.append(path)
-        if path == "-":
+        if path == "-" and not preview:
             out(text)
         return
     if path == "-" and not preview:
@@ -101,9 +103,7 @@ def _apply(path: str, text: str, new: str, args, result: Outcome) -> None:
     from turnflow.workspace.files import write_atomic, write_error
 
     if args.diff:
-        import difflib
-
-        out("".join(difflib.unified_diff(text.splitlines(True), new.splitlines(True), fromfile=path, tofile=path)))
+        out(unified_diff(text, new, path))
     elif args.check:
         out(f"would reformat {path}\n")
     else:
@@ -139,15 +139,3 @@ def _report(args, files: list[str], result: Outcome) -> None:
     if result.failed:
         parts.append(f"{_files(len(result.failed))} could not be formatted")
     err(", ".join(parts))
-
-
-def findings_changed(before: str, after: str, path: str) -> bool:
-    """Whether `after` has another set of findings (code and severity, with multiplicity) than `before`."""
-    from collections import Counter
-
-    import turnflow
-
-    def findings(text: str) -> Counter:
-        return Counter((d.code, d.severity) for d in turnflow.check(text, path=path))
-
-    return findings(before) != findings(after)

@@ -2,14 +2,14 @@ from typing import Iterator, Optional
 
 from turnflow.compiler.checks.finding import Finding, rule
 from turnflow.compiler.checks.graph_common import names
+from turnflow.compiler.checks.suggest import Suggester
 from turnflow.compiler.speaker_graph import SpeakerGraph
 from turnflow.dsl import ast
-import difflib
 
 
-def _did_you_mean(name: str, candidates: list[str]) -> Optional[str]:
-    close = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
-    return f"did you mean `{close[0]}`?" if close else None
+def _did_you_mean(name: str, suggest: Suggester) -> Optional[str]:
+    close = suggest(name)
+    return f"did you mean `{close}`?" if close else None
 
 
 @rule("TF207")
@@ -49,14 +49,21 @@ def check(block: ast.Block, graph: SpeakerGraph) -> Iterator[Finding]:
         yield from _undeclared_anywhere(block)
         return
     every_tool = sorted(set().union(*graph.owned.values())) if graph.owned else []
+    # indexed once per block (per source): bounded work per term, however many terms there are
+    suggest_any = Suggester(every_tool)
+    suggest_own: dict[str, Suggester] = {}
+    owned_by_some = set().union(*(graph.owned[s] for s in graph.participants))
     for st in block.of_type(ast.Rule):
         terms = [t for t in st.terms if isinstance(t, ast.ToolTerm)]
         if not terms:
             continue
         if st.source is not None:
-            yield from _not_owned(st.source.name, terms, graph, every_tool)
+            owned = graph.owned.get(st.source.name)
+            if owned is not None and st.source.name not in suggest_own:
+                suggest_own[st.source.name] = Suggester(sorted(owned)) if owned else suggest_any
+            yield from _not_owned(st.source.name, terms, graph, suggest_own.get(st.source.name, suggest_any))
         else:
-            yield from _owned_by_nobody(terms, graph, every_tool)
+            yield from _owned_by_nobody(terms, graph, owned_by_some, suggest_any)
 
 
 def _undeclared_anywhere(block: ast.Block) -> Iterator[Finding]:
@@ -65,21 +72,25 @@ def _undeclared_anywhere(block: ast.Block) -> Iterator[Finding]:
     uses: dict[str, int] = {}
     for t in terms:
         uses[t.tool.name] = uses.get(t.tool.name, 0) + 1
+    # a name used once that is close to one used more often is most likely a typo of it: the
+    # candidates of a name used k times are the names used more than k times (one suggester per k)
+    by_uses: dict[int, Suggester] = {}
     seen: set[str] = set()
     for t in terms:
         if t.tool.name in seen:
             continue
         seen.add(t.tool.name)
-        # a name used once that is close to one used more often is most likely a typo of it
-        others = sorted(n for n, k in uses.items() if n != t.tool.name and k > uses[t.tool.name])
+        k = uses[t.tool.name]
+        if k not in by_uses:
+            by_uses[k] = Suggester(sorted(n for n, m in uses.items() if m > k))
         yield Finding(t.span, f"tool `{t.tool.name}` is declared nowhere in block `{block.name.name}`: "
                       "no participant lists it in `tools [...]` and no `handoff` routes through it",
-                      help=_did_you_mean(t.tool.name, others)
+                      help=_did_you_mean(t.tool.name, by_uses[k])
                       or "declare it on the participant that calls it, e.g. "
                          f"`participant NAME tools [{t.tool.name}]`")
 
 
-def _not_owned(source: str, terms: list[ast.ToolTerm], graph: SpeakerGraph, every_tool: list[str]) -> Iterator[Finding]:
+def _not_owned(source: str, terms: list[ast.ToolTerm], graph: SpeakerGraph, suggest: Suggester) -> Iterator[Finding]:
     """SOURCE `A`: each tool term naming a tool `A` does not own."""
     owned = graph.owned.get(source)
     if owned is None:
@@ -88,20 +99,21 @@ def _not_owned(source: str, terms: list[ast.ToolTerm], graph: SpeakerGraph, ever
         if t.tool.name not in owned:
             yield Finding(t.span, f"`{source}` does not declare tool `{t.tool.name}`, so this "
                           "condition never holds",
-                          help=_did_you_mean(t.tool.name, sorted(owned) or every_tool)
+                          help=_did_you_mean(t.tool.name, suggest)
                           or f"add `{t.tool.name}` to `tools [...]` of `{source}`, or fix the "
                              "tool name")
 
 
-def _owned_by_nobody(terms: list[ast.ToolTerm], graph: SpeakerGraph, every_tool: list[str]) -> Iterator[Finding]:
+def _owned_by_nobody(terms: list[ast.ToolTerm], graph: SpeakerGraph, owned_by_some: set[str],
+                     suggest: Suggester) -> Iterator[Finding]:
     """SOURCE `*`: tools no participant owns, or (each owned) no single participant owns them all."""
     wanted = {t.tool.name for t in terms}
     if any(wanted <= graph.owned[s] for s in graph.participants):
         return
-    orphans = [t for t in terms if not any(t.tool.name in graph.owned[s] for s in graph.participants)]
+    orphans = [t for t in terms if t.tool.name not in owned_by_some]
     for t in orphans:
         yield Finding(t.span, f"no participant declares tool `{t.tool.name}`, so this condition never holds",
-                      help=_did_you_mean(t.tool.name, every_tool)
+                      help=_did_you_mean(t.tool.name, suggest)
                       or "declare the tool with `tools [...]` or a `handoff`, or fix the tool name")
     if not orphans:
         tools = sorted(wanted)

@@ -1,10 +1,9 @@
-from types import ModuleType
 from typing import Iterator, Optional
 
 from turnflow.compiler.checks.finding import Finding, rule
+from turnflow.compiler.checks.suggest import Suggester
 from turnflow.compiler.speaker_graph import SpeakerGraph
 from turnflow.dsl import ast
-import difflib
 
 
 @rule("TF208")
@@ -35,16 +34,16 @@ def check(block: ast.Block, graph: SpeakerGraph) -> Iterator[Finding]:
     """
 
     keys = {c.key.name for c in block.of_type(ast.ContextInit)}
-    ordered = sorted(keys)
+    suggest = Suggester(sorted(keys))  # indexed once per block: bounded work per term
     for st in block.of_type(ast.Rule):
         for t in ast.leaf_terms(st.terms):
             if isinstance(t, (ast.ContextTerm, ast.CompareTerm)) and t.key.name not in keys:
                 yield Finding(t.span, f"`context.{t.key.name}` is never initialised with `context {t.key.name} = "
                               "...`; it reads as null until an agent sets it",
-                              help=_suggest(t.key.name, ordered, difflib)
+                              help=_suggest(t.key.name, suggest)
                               or f"add `context {t.key.name} = <initial value>` or fix the key")
 
 
-def _suggest(name: str, keys: list[str], difflib: ModuleType) -> Optional[str]:
-    close = difflib.get_close_matches(name, keys, n=1, cutoff=0.6)
-    return f"did you mean `{close[0]}`?" if close else None
+def _suggest(name: str, suggest: Suggester) -> Optional[str]:
+    close = suggest(name)
+    return f"did you mean `{close}`?" if close else None
