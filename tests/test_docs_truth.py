@@ -430,3 +430,82 @@ def test_empty_selector_lists_are_refused_as_the_docs_say(tmp_path, capsys):
     capsys.readouterr()
     cli = read("docs/cli.md")
     assert "lists of `check --select`" not in cli and "`check --exclude` (an empty list)" in cli
+
+
+# -- docs/cli.md: numbers, durations and empty values ----------------------------------------------
+BASE = {  # the least each command needs besides the option under test
+    "check": [], "fmt": [], "rule": [], "compile": ["a.flow"], "decompile": ["a.json"], "schema": [],
+    "graph": ["a.flow"], "run": ["a.flow", "--agents", "a.yaml"], "inspect": ["s.db"], "simulate": ["a.flow"],
+    "migrate": ["a.py"], "serve": [], "lsp": [], "completion": ["bash"],
+}
+# values that may be empty, or whose emptiness the command refuses once it runs (tested there)
+FREE = {("run", "--task"): "free text", ("check", "--exclude"): "an empty list of globs",
+        ("fmt", "--exclude"): "an empty list of globs",
+        ("check", "--select"): "refused when read: `--select`: an empty rule selector",
+        ("check", "--extend-select"): "the same", ("check", "--extend-ignore"): "the same (`--ignore`)",
+        ("serve", "--listen"): "refused when read: expected HOST:PORT",
+        ("migrate", "--import"): "refused when read: takes MODULE:ATTRIBUTE"}
+
+
+def parse(argv: list[str]) -> tuple[int, str]:
+    stderr = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(stderr):
+            build_parser().parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0), stderr.getvalue()
+    return 0, ""
+
+
+def test_every_named_value_refuses_the_empty_string():
+    """docs/cli.md, "An empty path or name": every argument that names something refuses ''
+    by name, exit 2; only free text (and the lists the paragraph names) may be empty."""
+    checked, wrong = 0, []
+    for name, parser in COMMANDS.items():
+        for action in parser._actions:
+            if action.nargs == 0 or isinstance(action, argparse._HelpAction) or action.choices:
+                continue
+            flag = action.option_strings[-1] if action.option_strings else None
+            if (name, flag) in FREE:
+                continue
+            base = list(BASE[name])
+            if flag is None:  # a positional: put '' in its place
+                base = [""] + base[1:] if base else [""]
+                argv = [name, *base]
+            else:
+                argv = [name, *base, flag, ""]
+            status, said = parse(argv)
+            checked += 1
+            if status != 2 or not ("(an empty string)" in said or "got ''" in said):
+                wrong.append(f"turnflow {' '.join(argv)!r}: exit {status}, {said.strip()[-120:]!r}")
+    assert checked > 30 and not wrong, "\n".join(wrong)
+
+
+def test_every_number_flag_is_one_the_numbers_paragraph_names():
+    """docs/cli.md, "Numbers and durations": the flags that take a number or a duration, every
+    one read by a type of turnflow/cli/util.py (serve's by name in docs/serve.md's table)."""
+    from turnflow.cli import util
+
+    types = {getattr(util, n) for n in dir(util) if callable(getattr(util, n))}
+    text = read("docs/cli.md")
+    paragraph = text[text.index("**Numbers and durations.**"):text.index("**An empty path or name.**")]
+    named = {}
+    current = None
+    for m in re.finditer(r"`(?:(\w+) )?(--[a-z-]+)`", paragraph):
+        current = m.group(1) or current
+        named.setdefault(current, set()).add(m.group(2))
+    wrong = []
+    for name in COMMANDS:
+        for action in options(name):
+            if action.type is None or action.type not in types or action.choices:
+                continue
+            status, said = parse([name, *BASE[name], action.option_strings[-1], "nan"])
+            if status != 2 or "expected" not in said:
+                continue  # not a number: a path, a name
+            if name != "serve" and action.option_strings[-1] not in named.get(name, set()):
+                wrong.append(f"turnflow {name} {action.option_strings[-1]} takes a number; docs/cli.md does not name it")
+    for name, flags in named.items():
+        for flag in flags:
+            if flag not in OPTIONS[name]:
+                wrong.append(f"docs/cli.md names `{name} {flag}`, which does not exist")
+    assert not wrong, "\n".join(wrong)
