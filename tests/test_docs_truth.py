@@ -509,3 +509,35 @@ def test_every_number_flag_is_one_the_numbers_paragraph_names():
             if flag not in OPTIONS[name]:
                 wrong.append(f"docs/cli.md names `{name} {flag}`, which does not exist")
     assert not wrong, "\n".join(wrong)
+
+
+# -- extras and examples ---------------------------------------------------------------------------
+def test_every_extra_the_docs_install_exists_and_every_extra_is_documented():
+    import tomllib
+
+    extras = set(tomllib.loads(read("pyproject.toml"))["project"]["optional-dependencies"])
+    named = set()
+    for doc in ALL_DOCS:
+        for m in re.finditer(r"turnflow\[([a-z0-9,-]+)\]|'\.\[([a-z0-9,-]+)\]'", read(doc)):
+            named.update((m.group(1) or m.group(2)).split(","))
+    assert named == extras, (sorted(named - extras), sorted(extras - named))
+
+
+def test_serve_md_names_the_workflow_examples_that_need_no_ag2_extension():
+    """docs/serve.md: `run --hub` compiles a workflow in AG2's built-in conditions where exact; the
+    examples it says need no extension are those, and the ones it says still need one do."""
+    import turnflow
+    from turnflow.interop.ag2 import extensions_needed
+
+    needs: dict[str, set[str]] = {}
+    for path in sorted((ROOT / "examples").glob("*.flow")):
+        for spec in turnflow.compile(path.read_text(encoding="utf-8"), builtin_where_exact=True):
+            if spec["kind"] == "workflow":
+                needs.setdefault(path.stem, set()).update(extensions_needed(spec["knobs"]))
+    text = " ".join(read("docs/serve.md").split())
+    m = re.search(r"three of the (\w+) workflow examples \(([^)]*)\) need no extension then\. "
+                  r"A workflow that still needs one \((.*?)\) is run", text)
+    assert m, "docs/serve.md's sentence on the examples moved"
+    assert {"three": 3, "four": 4, "five": 5, "six": 6}[m.group(1)] == len(needs)
+    assert set(re.findall(r"`(\w+)`", m.group(2))) == {name for name, ext in needs.items() if not ext}
+    assert set(re.findall(r"`(\w+)\.flow`", m.group(3))) == {name for name, ext in needs.items() if ext}
