@@ -346,6 +346,8 @@ def test_check_json_fields(ran):
     example = json.loads(doc)
     got = json.loads(ran["check"])[0]
     assert set(got) == set(example) and set(got["related"][0]) == set(example["related"][0])
+    readme = re.search(r"turnflow check --format json PATH +# \[\{(.*?)\}\]", read("README.md")).group(1)
+    assert set(got) == fields(readme)
     assert {k: got[k] for k in ("line", "column", "end_column", "code", "name", "severity")} == \
         {"line": 3, "column": 17, "end_column": 23, "code": "TF101", "name": "duplicate-participant", "severity": "error"}
 
@@ -541,3 +543,32 @@ def test_serve_md_names_the_workflow_examples_that_need_no_ag2_extension():
     assert {"three": 3, "four": 4, "five": 5, "six": 6}[m.group(1)] == len(needs)
     assert set(re.findall(r"`(\w+)`", m.group(2))) == {name for name, ext in needs.items() if not ext}
     assert set(re.findall(r"`(\w+)\.flow`", m.group(3))) == {name for name, ext in needs.items() if ext}
+
+
+CHOICES = re.compile(r"(?:turnflow (\w+)\b[^`\n]*?)?(--[a-z-]+)[ =]`?([a-z0-9-]+(?:\\?\|[a-z0-9-]+)+)")
+
+
+def test_the_values_a_flag_is_documented_to_take_are_its_choices():
+    """`--format text|json`, `--durability process|full`, `--loop auto|asyncio|uvloop`, ...: the
+    alternatives a synopsis lists are the option's choices; and docs/cli.md's `--output-format` row
+    lists `check --format`'s."""
+    owners = {flag: [n for n in COMMANDS if flag in OPTIONS[n]] for flag in set().union(*OPTIONS.values())}
+    checked, wrong = 0, []
+    for doc in USER_DOCS:
+        for number, line in enumerate(read(doc).splitlines(), 1):
+            for m in CHOICES.finditer(line):
+                command, flag, values = m.group(1), m.group(2), set(m.group(3).replace("\\", "").split("|"))
+                candidates = [command] if command in COMMANDS else owners.get(flag, [])
+                choice_sets = [set(a.choices) for n in candidates for a in options(n)
+                               if flag in a.option_strings and a.choices]
+                if not choice_sets:
+                    continue
+                checked += 1
+                # a synopsis lists every choice; a sentence may name a subset (`--color always|never`)
+                if not any(values == c or values < c and "[" not in line for c in choice_sets):
+                    wrong.append(f"{doc}:{number}: {flag} {'|'.join(sorted(values))}, the code takes "
+                                 f"{' or '.join('|'.join(sorted(c)) for c in choice_sets)}")
+    assert checked >= 10 and not wrong, "\n".join(wrong)
+    row = next(cells for cells in table("docs/cli.md", "| ruff flag |") if cells[0] == "`--output-format`")
+    listed = set(re.findall(r"`([a-z-]+)`", row[1].split("; not")[0])) - {"--format"}
+    assert listed == set(next(a.choices for a in options("check") if "--format" in a.option_strings))
