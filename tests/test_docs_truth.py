@@ -545,7 +545,7 @@ def test_serve_md_names_the_workflow_examples_that_need_no_ag2_extension():
     assert set(re.findall(r"`(\w+)\.flow`", m.group(3))) == {name for name, ext in needs.items() if ext}
 
 
-CHOICES = re.compile(r"(?:turnflow (\w+)\b[^`\n]*?)?(--[a-z-]+)[ =]`?([a-z0-9-]+(?:\\?\|[a-z0-9-]+)+)")
+CHOICES = re.compile(r"(--[a-z-]+)[ =]`?([a-z0-9-]+(?:\\?\|[a-z0-9-]+)+)")
 
 
 def test_the_values_a_flag_is_documented_to_take_are_its_choices():
@@ -554,10 +554,12 @@ def test_the_values_a_flag_is_documented_to_take_are_its_choices():
     lists `check --format`'s."""
     owners = {flag: [n for n in COMMANDS if flag in OPTIONS[n]] for flag in set().union(*OPTIONS.values())}
     checked, wrong = 0, []
-    for doc in USER_DOCS:
+    for doc in ALL_DOCS:
         for number, line in enumerate(read(doc).splitlines(), 1):
             for m in CHOICES.finditer(line):
-                command, flag, values = m.group(1), m.group(2), set(m.group(3).replace("\\", "").split("|"))
+                before = re.findall(r"turnflow (\w+)", line[:m.start()])  # the command the flag follows
+                command = before[-1] if before else None
+                flag, values = m.group(1), set(m.group(2).replace("\\", "").split("|"))
                 candidates = [command] if command in COMMANDS else owners.get(flag, [])
                 choice_sets = [set(a.choices) for n in candidates for a in options(n)
                                if flag in a.option_strings and a.choices]
@@ -572,3 +574,22 @@ def test_the_values_a_flag_is_documented_to_take_are_its_choices():
     row = next(cells for cells in table("docs/cli.md", "| ruff flag |") if cells[0] == "`--output-format`")
     listed = set(re.findall(r"`([a-z-]+)`", row[1].split("; not")[0])) - {"--format"}
     assert listed == set(next(a.choices for a in options("check") if "--format" in a.option_strings))
+
+
+def test_the_commands_the_output_formats_section_names_take_both_spellings(tmp_path, capsys):
+    """docs/cli.md, "Output formats (`check`, `migrate`: `--format` / `--output-format`)": both
+    commands take ruff's spelling too, with the same formats. Before, `migrate --output-format
+    json` was `unrecognized arguments`, exit 2."""
+    heading = re.search(r"^## Output formats \((.*?)\)$", read("docs/cli.md"), re.M).group(1)
+    named, flags = heading.split(":")
+    formats = None
+    for name in re.findall(r"`(\w+)`", named):
+        for flag in re.findall(r"`(--[a-z-]+)`", flags):
+            assert flag in OPTIONS[name], f"turnflow {name} has no {flag}"
+        action = next(a for a in options(name) if "--format" in a.option_strings)
+        assert formats is None or set(action.choices) == formats
+        formats = set(action.choices)
+    source = tmp_path / "team.py"
+    shutil.copy(ROOT / "tests" / "fixtures" / "migrate" / "classic" / "builder_and_closure.py", source)
+    assert main(["migrate", str(source), "--output-format", "json", "-o", str(tmp_path / "team.flow")]) == 0
+    assert isinstance(json.loads(capsys.readouterr().out), list)
