@@ -2,7 +2,7 @@
 against the code, data-driven, so a flag renamed, a default changed or a key added without its
 documentation fails here with the document and line.
 
-- every `--flag` the user docs name is a flag of some `turnflow` command (or is listed in FOREIGN:
+- every `--flag` the docs name is a flag of some `turnflow` command (or is listed in FOREIGN:
   ruff's, pytest's, a bench script's), and a flag written after its command (`run --lease`,
   `turnflow check ... --select`, a `--help` example) is that command's;
 - every option of every command is documented somewhere (README.md or docs/*.md);
@@ -15,9 +15,15 @@ documentation fails here with the document and line.
   json`, `inspect --format json`, `graph --format json`) are the ones written;
 - the agents file's keys (docs/agents.md §5) are the ones the loader accepts, and the documented
   signatures of the model agents carry the code's defaults;
-- the example outputs of README.md and docs/agents.md are what the command prints.
+- the example outputs of README.md and docs/agents.md are what the command prints;
+- docs/cli.md's rules hold for every argument: a named value refuses '' by name, every number
+  flag is in its "Numbers and durations" list, the alternatives a synopsis gives a flag
+  (`--format text|json`) are its choices;
+- the extras the docs install are pyproject.toml's, and docs/serve.md's list of the examples that
+  need no AG2 extension is what they compile to.
 
-(docs/benchmarks.md and the generated docs/targets.md are not read here.)"""
+README.md and docs/*.md are read, but docs/benchmarks.md (figures, bench scripts' own flags) and the
+generated docs/targets.md."""
 
 from __future__ import annotations
 
@@ -37,8 +43,6 @@ from turnflow.cli import main
 from turnflow.cli.app import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
-USER_DOCS = ["README.md", *(f"docs/{n}.md" for n in
-                            ("cli", "configuration", "serve", "scale", "runtime", "agents", "editors", "graph"))]
 ALL_DOCS = ["README.md", *sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").glob("*.md")
                                  if p.name not in ("benchmarks.md", "targets.md"))]
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
@@ -57,6 +61,9 @@ FOREIGN = {
     "--rounds": (("docs/serve.md",), "bench/serve_vs_ag2.py"),
     "--idle": (("docs/serve.md",), "bench/serve_vs_ag2.py"),
     "--compare": (("docs/serve.md",), "bench/serve_vs_ag2.py"),
+    "--freeze": (("docs/ci.md",), "pre-commit autoupdate --freeze"),
+    "--write": (("docs/compiler.md",), "python -m turnflow.spec.schemas --write"),
+    "--fake": (("docs/rules.md",), "the example program's own switch"),
 }
 
 
@@ -71,6 +78,7 @@ def commands() -> dict[str, argparse.ArgumentParser]:
 
 
 COMMANDS = commands()
+PARSER = build_parser()
 OPTIONS = {name: {o for a in p._actions for o in a.option_strings} for name, p in COMMANDS.items()}
 
 
@@ -82,7 +90,7 @@ def options(name: str) -> list[argparse.Action]:
 def test_every_flag_the_docs_name_exists():
     every = set().union(*OPTIONS.values()) | {"--help", "--version"}
     wrong = []
-    for doc in USER_DOCS:
+    for doc in ALL_DOCS:
         for number, line in enumerate(read(doc).splitlines(), 1):
             for flag in FLAG.findall(line):
                 if flag not in every and doc not in FOREIGN.get(flag, ((),))[0]:
@@ -97,7 +105,7 @@ def mentions() -> list[tuple[str, str, str]]:
     lead = re.compile(rf"(?:^|turnflow )({names})((?: +[^\s|;`#]+)+)")
     found = []
     units = []
-    for doc in USER_DOCS:
+    for doc in ALL_DOCS:
         for number, line in enumerate(read(doc).splitlines(), 1):
             units += [(f"{doc}:{number}", span) for span in re.findall(r"`([^`\n]+)`", line)]
             units.append((f"{doc}:{number}", line))
@@ -453,7 +461,7 @@ def parse(argv: list[str]) -> tuple[int, str]:
     stderr = io.StringIO()
     try:
         with contextlib.redirect_stderr(stderr):
-            build_parser().parse_args(argv)
+            PARSER.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0), stderr.getvalue()
     return 0, ""
