@@ -601,3 +601,23 @@ def test_the_commands_the_output_formats_section_names_take_both_spellings(tmp_p
     shutil.copy(ROOT / "tests" / "fixtures" / "migrate" / "classic" / "builder_and_closure.py", source)
     assert main(["migrate", str(source), "--output-format", "json", "-o", str(tmp_path / "team.flow")]) == 0
     assert isinstance(json.loads(capsys.readouterr().out), list)
+
+
+def test_an_internal_error_reads_as_the_exit_code_table_says(monkeypatch, capsys):
+    """docs/cli.md, exit 3: `turnflow: internal error: TYPE: MESSAGE` and where to report it, no
+    traceback unless TURNFLOW_DEBUG is set."""
+    from turnflow.cli.commands import schema
+
+    def boom(args):
+        raise ZeroDivisionError("division by zero")
+
+    monkeypatch.setattr(schema, "run", boom)
+    monkeypatch.delenv("TURNFLOW_DEBUG", raising=False)
+    assert main(["schema"]) == 3
+    said = capsys.readouterr().err
+    assert said.startswith("turnflow: internal error: ZeroDivisionError: division by zero\n")
+    assert "Traceback" not in said and len(said.splitlines()) == 2
+    row = next(cells for cells in table("docs/cli.md", "| code | meaning |") if cells[0] == "`3`")
+    assert "two lines on stderr, `turnflow: internal error: TYPE: MESSAGE`" in row[1]
+    monkeypatch.setenv("TURNFLOW_DEBUG", "1")
+    assert main(["schema"]) == 3 and "Traceback" in capsys.readouterr().err
