@@ -621,3 +621,25 @@ def test_an_internal_error_reads_as_the_exit_code_table_says(monkeypatch, capsys
     assert "two lines on stderr, `turnflow: internal error: TYPE: MESSAGE`" in row[1]
     monkeypatch.setenv("TURNFLOW_DEBUG", "1")
     assert main(["schema"]) == 3 and "Traceback" in capsys.readouterr().err
+
+
+def test_no_message_tells_a_user_to_install_an_extra_from_pypi(monkeypatch, capsys):
+    """README.md: turnflow is not on PyPI; every install is from a checkout or the git URL. Before,
+    `turnflow lsp` without pygls said `pip install 'turnflow[lsp]'` (and so did serve, the agents
+    file, the PostgreSQL store, AG2 interop): a command that finds nothing, or someone else's
+    package of that name."""
+    pypi = re.compile(r"pip install '?turnflow\[[a-z0-9,{}_-]+\]'?(?! @ git\+)")
+    wrong = [f"{p.relative_to(ROOT)}:{n}: {line.strip()}" for p in sorted((ROOT / "src").rglob("*.py"))
+             if p.name != "extras.py"  # the one place that writes the hint
+             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if pypi.search(line)]
+    wrong += [f"{doc}:{n}: {line.strip()}" for doc in ALL_DOCS for n, line in enumerate(read(doc).splitlines(), 1)
+              if pypi.search(line.replace("`pip install 'turnflow[EXTRA]'`", ""))]
+    assert not wrong, "\n".join(wrong)
+    assert "not on PyPI yet" in read("README.md")
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pygls", None)
+    assert main(["lsp"]) == 2
+    said = capsys.readouterr().err
+    assert "pip install 'turnflow[lsp] @ git+https://github.com/turnflow/turnflow'" in said
+    assert "pip install -e '.[lsp]'" in said
