@@ -274,7 +274,7 @@ def test_show_settings_shows_each_default_as_its_toml_type(tmp_path, monkeypatch
 
 
 # -- environment variables -------------------------------------------------------------------------
-ENV = re.compile(r"\b(TURNFLOW_[A-Z_]+|NO_COLOR|FORCE_COLOR|XDG_CACHE_HOME)\b")
+ENV = re.compile(r"\b(TURNFLOW_[A-Z0-9_]+|NO_COLOR|FORCE_COLOR|XDG_CACHE_HOME)\b")
 
 
 def test_every_environment_variable_named_is_read_and_every_turnflow_one_documented():
@@ -284,7 +284,7 @@ def test_every_environment_variable_named_is_read_and_every_turnflow_one_documen
     named = set(ENV.findall(docs))
     unread = sorted(v for v in named if not re.search(rf"[\"']{v}[\"']", source + tests))
     assert not unread, f"named in the docs, read nowhere: {unread}"
-    read_by_code = set(re.findall(r"environ(?:\.get)?[\[(]\"(TURNFLOW_[A-Z_]+)\"", source))
+    read_by_code = set(re.findall(r"environ(?:\.get)?[\[(]\"(TURNFLOW_[A-Z0-9_]+)\"", source))
     assert read_by_code and read_by_code <= named, f"undocumented: {sorted(read_by_code - named)}"
 
 
