@@ -643,3 +643,38 @@ def test_no_message_tells_a_user_to_install_an_extra_from_pypi(monkeypatch, caps
     said = capsys.readouterr().err
     assert "pip install 'turnflow[lsp] @ git+https://github.com/turnflow/turnflow'" in said
     assert "pip install -e '.[lsp]'" in said
+
+
+# -- links -----------------------------------------------------------------------------------------
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces as `-`."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def anchors(path: Path) -> set[str]:
+    text = re.sub(r"```.*?```", "", path.read_text(encoding="utf-8"), flags=re.S)
+    seen: dict[str, int] = {}
+    found = set()
+    for heading in re.findall(r"^#{1,6} (.+)$", text, re.M):
+        s = slug(heading)
+        found.add(s if s not in seen else f"{s}-{seen[s]}")
+        seen[s] = seen.get(s, 0) + 1
+    return found
+
+
+def test_every_relative_link_and_anchor_leads_somewhere():
+    wrong = []
+    for doc in [*ALL_DOCS, "ARCHITECTURE.md"]:
+        path = ROOT / doc
+        text = re.sub(r"`[^`\n]*`", "", read(doc))  # `agents[NAME](state)` is code, not a link
+        for number, line in enumerate(text.splitlines(), 1):
+            for target in re.findall(r"\]\(([^)\s]+)\)", line):
+                if re.match(r"[a-z]+:", target):
+                    continue
+                file, _, fragment = target.partition("#")
+                linked = (path.parent / file).resolve() if file else path
+                if not linked.exists():
+                    wrong.append(f"{doc}:{number}: {target}: no such file")
+                elif fragment and linked.suffix == ".md" and fragment not in anchors(linked):
+                    wrong.append(f"{doc}:{number}: {target}: no heading has that anchor")
+    assert not wrong, "\n".join(wrong)
