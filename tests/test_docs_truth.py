@@ -514,6 +514,12 @@ def test_every_number_flag_is_one_the_numbers_paragraph_names():
                 continue  # not a number: a path, a name
             if name != "serve" and action.option_strings[-1] not in named.get(name, set()):
                 wrong.append(f"turnflow {name} {action.option_strings[-1]} takes a number; docs/cli.md does not name it")
+            # "`nan` and `inf` are no number of seconds; only `simulate --seed` takes a negative number"
+            for value in ("inf", "-inf", "-3", "-5s", "-.5"):
+                status, said = parse([name, *BASE[name], action.option_strings[-1], value])
+                takes = (name, action.option_strings[-1]) == ("simulate", "--seed") and value == "-3"
+                if (status == 0) != takes or (status == 2 and f"got '{value}'" not in said):
+                    wrong.append(f"turnflow {name} {action.option_strings[-1]} {value}: exit {status}, {said[-100:]!r}")
     for name, flags in named.items():
         for flag in flags:
             if flag not in OPTIONS[name]:
