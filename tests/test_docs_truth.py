@@ -684,3 +684,19 @@ def test_every_relative_link_and_anchor_leads_somewhere():
                 elif fragment and linked.suffix == ".md" and fragment not in anchors(linked):
                     wrong.append(f"{doc}:{number}: {target}: no heading has that anchor")
     assert not wrong, "\n".join(wrong)
+
+
+def test_the_telemetry_event_types_documented_are_the_accepted_ones():
+    """docs/agents.md §4 (what `emit_event` accepts), §1 (`send_event`'s `message_type`) and the
+    model tool table (`send_event`'s enum) list the code's event types. Before, §4 left out
+    `tool_call` and `tool_result`, which every agent may emit."""
+    from turnflow.runtime.agents.contract import MESSAGE_TYPES, TELEMETRY_EVENTS
+    from turnflow.runtime.agents.platform_tools import MODEL_EVENT_TYPES
+
+    text = read("docs/agents.md")
+    emitted = re.search(r"with `E` ∈ (.*?); only `event` is required", text, re.S).group(1)
+    assert set(re.findall(r"`(\w+)`", emitted)) == set(TELEMETRY_EVENTS)
+    sent = re.search(r"`message_type` ∈ ([\w, ]+) \(else `ToolError`", text).group(1)
+    assert set(re.findall(r"\w+", sent)) == set(MESSAGE_TYPES)
+    offered = re.search(r"\| `send_event` \| .*?`message_type`: enum ([\w, ]+) \|", text).group(1)
+    assert set(re.findall(r"\w+", offered)) == set(MODEL_EVENT_TYPES)
