@@ -700,3 +700,26 @@ def test_the_telemetry_event_types_documented_are_the_accepted_ones():
     assert set(re.findall(r"\w+", sent)) == set(MESSAGE_TYPES)
     offered = re.search(r"\| `send_event` \| .*?`message_type`: enum ([\w, ]+) \|", text).group(1)
     assert set(re.findall(r"\w+", offered)) == set(MODEL_EVENT_TYPES)
+
+
+def test_the_scripted_step_keys_documented_are_the_accepted_ones():
+    from turnflow.runtime.agents.scripted import STEP_KEYS
+
+    listed = re.search(r"\(steps: (`say`.*?);", read("README.md")).group(1)
+    assert set(re.findall(r"`(\w+)`", listed)) == set(STEP_KEYS)
+
+
+def test_the_capabilities_table_gives_the_codes_defaults():
+    from dataclasses import fields as dataclass_fields
+
+    from turnflow.runtime.agents.contract import Capabilities
+
+    rows = {cells[0].strip("`"): cells[1] for cells in table("docs/agents.md", "| field | values | meaning |")}
+    defaults = {f.name: f.default for f in dataclass_fields(Capabilities)}
+    assert set(rows) == set(defaults)
+    for name, stated in rows.items():
+        default = defaults[name]
+        if isinstance(default, bool):
+            assert f"(default {str(default).lower()})" in stated, name
+        else:
+            assert f'`"{default}"` (default)' in stated, name
