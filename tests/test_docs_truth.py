@@ -723,3 +723,16 @@ def test_the_capabilities_table_gives_the_codes_defaults():
             assert f"(default {str(default).lower()})" in stated, name
         else:
             assert f'`"{default}"` (default)' in stated, name
+
+
+def test_the_graph_stats_json_example_is_what_check_writes(monkeypatch, capsys):
+    """docs/cli.md: with `check --graph-stats --format json` one object per block follows the
+    diagnostics; its example is examples/support.flow's (whose block starts on line 2)."""
+    doc = re.search(r"`(\{\"path\": \"support\.flow\", \"line\": \d+, \"stats\": \{.*?)\.\.\.\}\}`",
+                    read("docs/cli.md")).group(1)
+    monkeypatch.chdir(ROOT / "examples")
+    assert main(["check", "--graph-stats", "--format", "json", "support.flow"]) == 0
+    got = json.loads(capsys.readouterr().out)[-1]
+    stated = json.loads(doc.rstrip(", ") + "}}")
+    assert {k: got[k] for k in ("path", "line")} == {k: stated[k] for k in ("path", "line")}
+    assert stated["stats"].items() <= got["stats"].items() and "code" not in got
