@@ -71,7 +71,8 @@ def test_a_missing_framework_package_names_it_and_the_agent_that_needs_it(capsys
     assert len(err) == 1, cap.err
     assert err[0].startswith(f"turnflow run: {FRAMEWORK_AGENTS}:8:34: agent 'reviewer': cannot import module "
                              "'frameworks_reviewer'")
-    assert "pip install 'autogen-ext', or pip install 'turnflow[autogen]'" in err[0]
+    assert "pip install 'autogen-ext', or pip install 'turnflow[autogen] @ git+https://github.com/turnflow/turnflow' (in a checkout: " \
+        "pip install -e '.[autogen]')" in err[0]
     assert "planner" not in cap.err
 
 
@@ -80,7 +81,8 @@ def test_a_missing_extra_of_a_kind_is_named_without_importing(capsys, monkeypatc
     assert main(["run", FRAMEWORKS, "--agents", FRAMEWORK_AGENTS]) == 2
     err = capsys.readouterr().err
     assert err == (f"turnflow run: {FRAMEWORK_AGENTS}:8:20: agent 'reviewer': kind autogen needs autogen-agentchat, "
-                   "not installed: pip install 'turnflow[autogen]'\n")
+                   "not installed: pip install 'turnflow[autogen] @ git+https://github.com/turnflow/turnflow' "
+                   "(in a checkout: pip install -e '.[autogen]')\n")
 
 
 def test_the_autogen_extra_installs_what_the_example_imports():

@@ -3,6 +3,8 @@ for a syntax error, ruff's flags and formats, no `.flow` files is a warning, doc
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from turnflow.cli import main
@@ -793,3 +795,47 @@ def test_every_path_or_name_argument_refuses_the_empty_string():
     assert free == set(FREE_TEXT), (free - set(FREE_TEXT), set(FREE_TEXT) - free)
     exercised = {(argv[0], "--output" if label == "-o/--output" else label) for argv, label, _ in EMPTY_ARGUMENTS}
     assert typed == exercised, (typed - exercised, exercised - typed)
+
+
+# -- a reader that stops early changes no exit status -----------------------------------------------
+class ClosedPipe:
+    """A standard stream whose reader went away (`turnflow ... | head -1`): every write is EPIPE."""
+    encoding = "utf-8"
+
+    def write(self, text):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def flush(self):
+        pass
+
+    def fileno(self):
+        import io
+
+        raise io.UnsupportedOperation("fileno")
+
+
+@pytest.mark.parametrize("argv,status", [(["fmt", "--check"], 1), (["check", "--format", "concise"], 1),
+                                         (["check", "--exit-zero"], 0), (["rule", "--list"], 0)])
+@pytest.mark.parametrize("stream", ["stdout", "stderr"])
+def test_a_closed_output_pipe_keeps_the_exit_status(tmp_path, monkeypatch, argv, status, stream):
+    """docs/cli.md's exit codes hold when the reader stops early: before, `turnflow fmt --check
+    flows/ | head -1` exited 0 (BrokenPipeError was taken for success), so a CI step with
+    `set -o pipefail` passed although files would be reformatted."""
+    for i in range(3):
+        (tmp_path / f"u{i}.flow").write_text(UGLY if argv[0] == "fmt" else BROKEN)
+    monkeypatch.setattr(sys, stream, ClosedPipe())
+    assert main([*argv, *([str(tmp_path)] if argv[0] != "rule" else [])]) == status
+
+
+def test_a_closed_pipe_to_a_real_process_keeps_fmt_checks_status(tmp_path):
+    import subprocess
+
+    for i in range(2000):  # more than a pipe's buffer of `would reformat` lines
+        (tmp_path / f"u{i}.flow").write_text(UGLY)
+    proc = subprocess.Popen([sys.executable, "-m", "turnflow", "fmt", "--check", str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout.readline().startswith(b"would reformat")
+    proc.stdout.close()  # `| head -1`
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, err
+    assert b"Traceback" not in err and b"Exception ignored" not in err

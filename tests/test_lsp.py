@@ -4,6 +4,7 @@ to `python -m turnflow lsp` over stdio."""
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
 import threading
@@ -327,9 +328,10 @@ def test_lsp_without_the_extra_says_so_and_exits_2(tmp_path):
     blocker = tmp_path / "pygls.py"
     blocker.write_text("raise ImportError('blocked for the test')\n")
     proc = subprocess.run([sys.executable, "-m", "turnflow", "lsp"], capture_output=True, text=True,
-                          env={"PYTHONPATH": str(tmp_path), "PATH": ""}, timeout=60)
-    assert proc.returncode == 2
-    assert "pip install 'turnflow[lsp]'" in proc.stderr
+                          env={"PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT / 'src'}", "PATH": ""}, timeout=60)
+    assert proc.returncode == 2  # (the tree under test's turnflow, not whichever one is installed)
+    assert ("pip install 'turnflow[lsp] @ git+https://github.com/turnflow/turnflow' "
+            "(in a checkout: pip install -e '.[lsp]')") in proc.stderr
 
 
 def test_compile_to_a_framework_from_the_block_header(lsp):

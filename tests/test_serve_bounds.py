@@ -684,6 +684,7 @@ def test_loop_uvloop_without_uvloop_exits_2_and_auto_falls_back_to_asyncio(tmp_p
     monkeypatch.setitem(sys.modules, "uvloop", None)  # (an import of it raises ImportError)
     code, _, err = serve_process.serve_here("--store", str(tmp_path / "h.db"), "--loop", "uvloop")
     assert (code, err.strip()) == (2, "turnflow serve: --loop uvloop: uvloop is not installed "
-                                      "(pip install 'turnflow[serve]'; not available on Windows)")
+                                      "(pip install 'turnflow[serve] @ git+https://github.com/turnflow/turnflow' (in a checkout: "
+                                      "pip install -e '.[serve]'); not available on Windows)")
     assert not (tmp_path / "h.db").exists()
     assert loop_runner("auto") is asyncio.run and loop_runner("asyncio") is asyncio.run

@@ -15,6 +15,7 @@ This module imports nothing heavy: it runs for `turnflow --help`."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from typing import IO, TYPE_CHECKING, Callable, Mapping, Optional, Sequence, TypeVar
@@ -65,12 +66,32 @@ def _write(stream, text: str) -> None:
     """Write `text`; a file name that is not UTF-8 (its surrogate escapes) or a lone surrogate of
     an agent's text, on a stream that refuses them (a strict UTF-8 locale), and any character
     the stream's encoding cannot write, are written escaped (`\\udcfe`), as `compile` and `graph`
-    name such a file."""
+    name such a file.
+
+    A stream whose reader went away (`turnflow fmt --check . | head -1`) takes the rest of the
+    output to the null device, and the command goes on to its own exit status (docs/cli.md):
+    a closed pipe is not taken for "nothing to report"."""
     try:
-        stream.write(text)
-    except UnicodeEncodeError:
-        encoding = getattr(stream, "encoding", None) or "utf-8"
-        stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
+        try:
+            stream.write(text)
+        except UnicodeEncodeError:
+            encoding = getattr(stream, "encoding", None) or "utf-8"
+            stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
+    except BrokenPipeError:
+        _to_null(stream)
+
+
+def _to_null(stream) -> None:
+    """Point a broken stream's descriptor at the null device, so that what is still buffered and
+    later writes (the interpreter's last flush included) go nowhere instead of failing again."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, stream.fileno())
+        finally:
+            os.close(null)
+    except (OSError, ValueError, AttributeError):  # no descriptor (a test's stream): each write is dropped
+        pass
 
 
 def fail(command: str, message: str, status: int = EXIT_USAGE) -> int:

@@ -53,7 +53,9 @@ def loop_runner(choice: str) -> Callable[[Any], Any]:
             import uvloop
         except ImportError:
             if choice == "uvloop":
-                raise OptionError("--loop uvloop: uvloop is not installed (pip install 'turnflow[serve]'; "
+                from turnflow.extras import pip_install
+
+                raise OptionError(f"--loop uvloop: uvloop is not installed ({pip_install('serve')}; "
                                   "not available on Windows)") from None
         else:
             return uvloop.run

@@ -38,8 +38,9 @@ def _given(args, flags: tuple[str, ...]) -> bool:
     return any(getattr(args, attrs[f], None) for f in flags)
 
 
-def _value(value):
-    if isinstance(value, tuple) and value and isinstance(value[0], tuple):
+def _value(key: str, value):
+    """A setting as its TOML type: `per-file-ignores` is a table (`{}` when empty), the others lists."""
+    if key == "per-file-ignores":
         return {glob: list(codes) for glob, codes in value}
     if isinstance(value, tuple):
         return list(value)
@@ -54,7 +55,7 @@ def show_settings(args, config) -> int:
         origins = [where] if key in in_file else ["default"]
         if _given(args, flags):
             origins = ([] if key == "select" else origins) + ["command line (" + ", ".join(flags) + ")"]
-        rows.append({"key": key, "value": _value(getattr(config, attr)), "from": " + ".join(origins)})
+        rows.append({"key": key, "value": _value(key, getattr(config, attr)), "from": " + ".join(origins)})
     files, _ = discover_flows(args.paths, config)
     if args.format == "json":
         out(json.dumps({"configuration": str(config.file) if config.file else None, "root": str(config.root),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from turnflow.cli.util import EXIT_USAGE, err
+from turnflow.extras import pip_install
 
 
 def register(sub) -> None:
@@ -10,7 +11,7 @@ def register(sub) -> None:
                        description="Run the turnflow language server over stdio: diagnostics, hover, "
                                    "go to definition, references, rename, completion, formatting, "
                                    "outline and quick fixes for .flow files. Needs the `lsp` extra: "
-                                   "pip install 'turnflow[lsp]'. Editors start it; see docs/editors.md.")
+                                   f"{pip_install('lsp')}. Editors start it; see docs/editors.md.")
     p.set_defaults(func=run)
 
 
@@ -20,7 +21,7 @@ def run(args) -> int:
         import pygls  # noqa: F401
     except ImportError:
         err("turnflow lsp: the language server needs the `lsp` extra (pygls, lsprotocol):\n"
-            "    pip install 'turnflow[lsp]'")
+            f"    {pip_install('lsp')}")
         return EXIT_USAGE
     from turnflow.lsp.server import main
 

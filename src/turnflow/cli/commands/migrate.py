@@ -28,7 +28,8 @@ def register(sub) -> None:
     m.add_argument("-o", "--output", metavar="OUT.flow", type=a_file, help="write the flow here instead of standard output")
     m.add_argument("--from", dest="family", choices=FAMILIES,
                    help="the input family (default: detected from the content)")
-    m.add_argument("--format", choices=FORMATS, default="text", help="how to print diagnostics")
+    m.add_argument("--format", "--output-format", dest="format", choices=FORMATS, default="text",
+                   help="how to print diagnostics (`--output-format` is ruff's name, as in check)")
     m.add_argument("-q", "--quiet", action="store_true", help="no summary line")
     m.set_defaults(func=run)
 

@@ -8,8 +8,8 @@ Re-running the same command on the same store resumes: finished tasks are skippe
 ones are continued from their logged sessions. Several such processes pointed at one
 PostgreSQL store share the task list. Exit 0 when every task finished normally; 1 when a task
 failed or is unfinished, or on bad input (one clear line naming file and line); 2 when a file
-cannot be read or the store cannot be used (not a turnflow store, in use, unreachable); 130 when
-interrupted (Ctrl-C / SIGTERM: leases are released, re-run to resume).
+cannot be read or the store cannot be used (not a turnflow store, in use, unreachable); 130 (Ctrl-C)
+or 143 (SIGTERM) when interrupted (leases are released, re-run to resume).
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from turnflow.cli.util import (EXIT_USAGE, a_file, a_store, err, non_negative_int, non_negative_seconds,
                                positive_int, positive_seconds)
+from turnflow.extras import pip_install
 
 
 # the byte budgets and quotas (docs/serve.md, "Limits"): flag, type, default, what it bounds
@@ -34,7 +35,7 @@ def register(sub) -> None:
                        description="Run a long-lived hub that AG2 1.2.1's HubClient(WsLink(url)) talks to unchanged: "
                                    "agents register, open sessions of the four kinds, send and read back; turnflow's "
                                    "adapters, sweepers and durable store do the work. Needs the `serve` extra: "
-                                   "pip install 'turnflow[serve]'.")
+                                   f"{pip_install('serve')}.")
     p.add_argument("--listen", default="127.0.0.1:8765", metavar="HOST:PORT",
                    help="address to listen on (default 127.0.0.1:8765; port 0 picks a free one)")
     p.add_argument("--store", default="turnflow-hub.db", metavar="PATH", type=a_store,
@@ -78,7 +79,7 @@ def run(args) -> int:
     try:
         import websockets  # noqa: F401
     except ImportError:
-        err("turnflow serve: needs the `serve` extra (the websockets library):\n    pip install 'turnflow[serve]'")
+        err(f"turnflow serve: needs the `serve` extra (the websockets library):\n    {pip_install('serve')}")
         return EXIT_USAGE
     from turnflow.runtime.errors import StoreError
     from turnflow.serve.app import OptionError, Options, is_loopback, load_keys, loop_runner, main, parse_listen

@@ -1,4 +1,4 @@
-"""Run turnflow's compiled knobs on AG2's own hub (`pip install turnflow[ag2]`).
+"""Run turnflow's compiled knobs on AG2's own hub (the `ag2` extra: `turnflow.extras.pip_install`).
 
     from turnflow.interop.ag2 import register_extensions
     register_extensions()          # once per process, before any graph is loaded
@@ -202,7 +202,9 @@ def register_extensions() -> tuple[str, ...]:
     try:
         from ag2.network import TransitionRegistry, register_condition, register_target
     except ImportError as exc:  # pragma: no cover - exercised only without the extra
-        raise ImportError("turnflow.interop.ag2 needs AG2 1.2.1: pip install 'turnflow[ag2]'") from exc
+        from turnflow.extras import pip_install
+
+        raise ImportError(f"turnflow.interop.ag2 needs AG2 1.2.1: {pip_install('ag2')}") from exc
     registry = TransitionRegistry.default()
     for cls in (AllOf, AnyOf, Not, TextContains, ContextCompare):
         if getattr(registry, "_conditions", {}).get(cls.name) is not cls:  # no public lookup in 1.2.1

@@ -1,5 +1,5 @@
 """`kind: autogen`: an AutoGen AgentChat agent (autogen-agentchat 0.7: `AssistantAgent` or any
-`BaseChatAgent`) takes the participant's turn (`pip install 'turnflow[autogen]'`; docs/agents.md §2).
+`BaseChatAgent`) takes the participant's turn (the `autogen` extra; docs/agents.md §2).
 
 `ref: "module:attribute"` names the agent or a factory `(tools, ctx) -> agent` that gets
 turnflow's session tools as AutoGen `FunctionTool`s. A prebuilt agent is reset

@@ -19,6 +19,7 @@ from typing import Any, Optional
 
 from turnflow.runtime.agents.contract import BEHAVIORS
 from turnflow.runtime.agents.config import _REF, FRAMEWORKS, KEYS, KINDS, contract_shape
+from turnflow.extras import pip_install
 from turnflow.runtime.errors import AdapterError, brief
 
 #: per kind, the modules it needs (top-level import names) and the pip package of each
@@ -131,7 +132,7 @@ def package_problems(name: str, conf: Any) -> list[tuple[str, str]]:
     if not missing:
         return []
     return [("=kind", f"agent {brief(name)}: kind {kind} needs {', '.join(missing)}, not installed: "
-                      f"pip install 'turnflow[{kind}]'")]
+                      f"{pip_install(kind)}")]
 
 
 def key_problems(name: str, conf: Any) -> list[tuple[str, str]]:

@@ -1,6 +1,6 @@
 """`AnthropicMessagesAgent`: a model behind an Anthropic-compatible Messages API
 (`POST {base_url}/v1/messages`), through the official `anthropic` client
-(`pip install 'turnflow[anthropic]'`).
+(the `anthropic` extra).
 
 Everything but the wire format is the OpenAI agent's (it subclasses `OpenAIChatAgent`): the
 options, the handshake (`control_loop: self`, `telemetry_stream: true`; the API key from

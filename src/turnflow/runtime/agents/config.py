@@ -58,7 +58,9 @@ def install_hint(exc: BaseException) -> str:
     top = missing.split(".")[0] if isinstance(missing, str) else None
     if top in PACKAGES:
         pkg, extra = PACKAGES[top]
-        return f" (install {pkg}: pip install '{pkg}', or pip install 'turnflow[{extra}]')"
+        from turnflow.extras import pip_install
+
+        return f" (install {pkg}: pip install '{pkg}', or {pip_install(extra)})"
     return ""
 
 
@@ -207,7 +209,9 @@ def framework_agent(name: str, kind: str, ref: Any, base_dir: Optional[str] = No
         probe = agent_cls(name, obj, ref)
         probe.accepts(obj)  # imports the framework
     except ImportError as exc:
-        raise AdapterError(f"agent {brief(name)}: kind {kind} needs {packages} (pip install 'turnflow[{kind}]'): "
+        from turnflow.extras import pip_install
+
+        raise AdapterError(f"agent {brief(name)}: kind {kind} needs {packages} ({pip_install(kind)}): "
                            f"{exc}") from None
     if not probe.accepts(obj) and (not callable(obj) or isinstance(obj, type)):
         raise AdapterError(f"agent {brief(name)}: {ref} is neither {probe.what} nor a factory function "

@@ -1,5 +1,5 @@
 """`OpenAIChatAgent`: a model behind any OpenAI-compatible chat-completions endpoint, through
-the official `openai` client (`pip install 'turnflow[openai]'`).
+the official `openai` client (the `openai` extra).
 
 One turn is an adapter-managed tool loop of at most `max_rounds` model calls:
 - the request carries the system prompt (`model_prompt`: the `system` text, the session, this
@@ -111,8 +111,10 @@ class OpenAIChatAgent:
         try:
             sdk = importlib.import_module(package)
         except ImportError:
+            from turnflow.extras import pip_install
+
             raise AdapterError(f"agent {brief(self.agent_id)}: kind {package} needs the `{package}` package "
-                               f"(pip install 'turnflow[{package}]')") from None
+                               f"({pip_install(package)})") from None
         key = os.environ.get(self.api_key_env)
         if not key:
             raise AdapterError(f"agent {brief(self.agent_id)}: environment variable {self.api_key_env} is not set "

@@ -244,8 +244,9 @@ def _import_psycopg() -> tuple[ModuleType, ModuleType]:
         import psycopg
         import psycopg_pool
     except ImportError:
-        raise StoreError("a postgresql:// store needs psycopg 3 and psycopg_pool: "
-                         "pip install 'turnflow[postgres]'") from None
+        from turnflow.extras import pip_install
+
+        raise StoreError(f"a postgresql:// store needs psycopg 3 and psycopg_pool: {pip_install('postgres')}") from None
     return psycopg, psycopg_pool
 
 
