@@ -736,3 +736,13 @@ def test_the_graph_stats_json_example_is_what_check_writes(monkeypatch, capsys):
     stated = json.loads(doc.rstrip(", ") + "}}")
     assert {k: got[k] for k in ("path", "line")} == {k: stated[k] for k in ("path", "line")}
     assert stated["stats"].items() <= got["stats"].items() and "code" not in got
+
+
+def test_ag2_interops_own_install_hint_is_worded_as_every_other():
+    """turnflow/frameworks/ag2/interop.py runs in AG2's process and imports only turnflow.spec
+    (tests/test_boundaries.py), so it writes `extras.pip_install`'s hint itself: the same words."""
+    from turnflow.extras import pip_install
+
+    text = (ROOT / "src/turnflow/frameworks/ag2/interop.py").read_text(encoding="utf-8")
+    joined = "".join(re.findall(r'^\s*(?:raise ImportError\()?"([^"]*)"', text, re.M))
+    assert f"turnflow.interop.ag2 needs AG2 1.2.1: {pip_install('ag2')}" in joined

@@ -202,9 +202,10 @@ def register_extensions() -> tuple[str, ...]:
     try:
         from ag2.network import TransitionRegistry, register_condition, register_target
     except ImportError as exc:  # pragma: no cover - exercised only without the extra
-        from turnflow.extras import pip_install
-
-        raise ImportError(f"turnflow.interop.ag2 needs AG2 1.2.1: {pip_install('ag2')}") from exc
+        # (worded as turnflow.extras.pip_install words it: this module imports only turnflow.spec)
+        raise ImportError("turnflow.interop.ag2 needs AG2 1.2.1: "
+                          "pip install 'turnflow[ag2] @ git+https://github.com/turnflow/turnflow' "
+                          "(in a checkout: pip install -e '.[ag2]')") from exc
     registry = TransitionRegistry.default()
     for cls in (AllOf, AnyOf, Not, TextContains, ContextCompare):
         if getattr(registry, "_conditions", {}).get(cls.name) is not cls:  # no public lookup in 1.2.1
