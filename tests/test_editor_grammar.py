@@ -85,9 +85,19 @@ def test_the_examples_are_all_there():
     assert len([f for f in FILES if f.parent == ROOT / "examples"]) == 7 and len(FILES) > 50
 
 
+def editor_lines(path) -> list[str]:
+    """The file's lines as an editor reads them (and the `.flow` language: docs/language.md):
+    ended by `\n`, `\r\n` or `\r` only. `str.splitlines` also ends a line at U+2028, U+0085 or a
+    form feed, which a comment may hold (tests/fixtures/mutants/line_separators_in_a_comment.flow)."""
+    import re as _re
+
+    with open(path, encoding="utf-8", newline="") as f:
+        return _re.split(r"\r\n|\r|\n", f.read().removesuffix("\n"))
+
+
 @pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_token_gets_a_scope(path):
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for number, line in enumerate(editor_lines(path), 1):
         scopes = tokenize(line)
         bare = [i for i, ch in enumerate(line) if not ch.isspace() and not scopes[i]]
         assert not bare, f"{path.name}:{number}:{bare[0] + 1}: no scope for {line[bare[0]:]!r}"
@@ -166,7 +176,7 @@ def test_keywords_are_not_scoped_as_names(path):
 
     from turnflow.dsl.ast import KEYWORDS
 
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for number, line in enumerate(editor_lines(path), 1):
         scopes = tokenize(line)
         for m in _re.finditer(r"[^\W\d](?:[\w-]*\w)?", line):
             here = scopes[m.start()]

@@ -47,7 +47,8 @@ def _flow_files() -> list[Path]:
 
 
 def _workflows(strip_context: bool) -> list[tuple[str, str, str]]:
-    """(label, flow text, block) of every workflow in examples/ and tests/fixtures/ without errors;
+    """(label, flow text, block) of every workflow in examples/ and tests/fixtures/ without errors
+    (suppressed ones too: `turnflow.compile` refuses those);
     with `strip_context`, each as its own flow with context removed (`without_context`)."""
     out = []
     for path in _flow_files():
@@ -57,6 +58,10 @@ def _workflows(strip_context: bool) -> list[tuple[str, str, str]]:
             continue  # a fixture of bad input
         if any(d.severity == "error" for d in turnflow.check(text)):
             continue
+        try:
+            turnflow.compile(text)
+        except CompileError:
+            continue  # an error `check` was told to ignore (tests/fixtures/mutants/suppression_*): no spec to run
         for block in turnflow.parse(text).blocks:
             if block.kind != "workflow":
                 continue

@@ -7,6 +7,7 @@ on disk): the command-line edge decides that."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Optional, Union
 
 from turnflow.compiler.checks import run_checks, run_profile_checks, unanalysed_lines
@@ -84,8 +85,6 @@ def findings_changed(before: str, after: str, path: str) -> bool:
     """Whether the text `after` has another set of findings (code and severity, with multiplicity)
     than `before`: the safety net of "fmt never changes the findings" (`turnflow fmt` and the
     language server's formatting leave such a text as it is)."""
-    from collections import Counter
-
     def findings(text: str) -> Counter[tuple[str, str]]:
         return Counter((d.code, d.severity) for d in check(text, path=path))
 
