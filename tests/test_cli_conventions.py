@@ -830,8 +830,10 @@ def test_a_closed_output_pipe_keeps_the_exit_status(tmp_path, monkeypatch, argv,
 def test_a_closed_pipe_to_a_real_process_keeps_fmt_checks_status(tmp_path):
     import subprocess
 
-    for i in range(2000):  # more than a pipe's buffer of `would reformat` lines
-        (tmp_path / f"u{i}.flow").write_text(UGLY)
+    deep = tmp_path / ("d" * 200)  # long lines: fewer files fill the pipe
+    deep.mkdir()
+    for i in range(400):  # more than a pipe's buffer (64 KiB) of `would reformat` lines (~90 KiB)
+        (deep / f"u{i}.flow").write_text(UGLY)
     proc = subprocess.Popen([sys.executable, "-m", "turnflow", "fmt", "--check", str(tmp_path)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdout.readline().startswith(b"would reformat")
