@@ -18,7 +18,7 @@ from turnflow.runtime.envelope import EV_SESSION_REJECT, SUBSTANTIVE, Envelope
 from turnflow.runtime.errors import ProtocolError
 from turnflow.runtime.session import SessionMetadata, SessionState
 from turnflow.serve import frames, rules, shapes, wire
-from turnflow.serve.registry import Agent, Registry, new_agent_id
+from turnflow.serve.registry import Agent, Registry, new_agent_id, records_size
 
 if TYPE_CHECKING:
     from turnflow.runtime.hub import Hub
@@ -58,6 +58,8 @@ class Quotas:
     max_channels_per_agent: int = 1000  # live sessions an agent has opened
     max_labels_bytes: int = 16 << 10  # a channel's labels (with its intent), as JSON
     max_list: int = 1000  # entries of one list_agents / list_channels answer
+    max_agents: int = 50_000  # registered agents
+    max_registry_bytes: int = 64 << 20  # their records (passport, résumé, rule, skill text) as stored JSON
 
 
 class OpError(Exception):
@@ -482,7 +484,12 @@ class Ops:
                        "unregister it before re-registering.")
         agent_id = new_agent_id()
         passport.update(agent_id=agent_id, created_at=wire.now_iso(), auth=shapes.shared({**auth, "claim": {}}))
-        self.registry.add(Agent(agent_id, name, passport, resume, rule, skill))
+        agent = Agent(agent_id, name, passport, resume, rule, skill)
+        if len(self.registry.by_id) >= self.quotas.max_agents:
+            raise _bad(f"this hub holds {len(self.registry.by_id)} registered agents, its limit (--max-agents): "
+                       "no more can register until one unregisters")
+        self._room(agent, records_size(agent), "register with")
+        self.registry.add(agent)
         self.bind(conn, agent_id)
         return passport
 
@@ -555,6 +562,7 @@ class Ops:
         agent = self._agent(agent_id)
         resume = _shaped(shapes.RESUME, _get(params, "resume", (dict,)))
         resume.update(version=agent.resume["version"] + 1, last_updated=wire.now_iso())
+        self._room(agent, records_size(agent, resume=resume) - agent.size)
         agent.resume = resume
         self.registry.update(agent)
         return None
@@ -563,7 +571,9 @@ class Ops:
         agent_id = _str(params, "agent_id")
         self._bound(conn, agent_id)
         agent = self._agent(agent_id)
-        agent.skill = _get(params, "skill_md", (str, type(None)), None)
+        skill = _get(params, "skill_md", (str, type(None)), None)
+        self._room(agent, records_size(agent, skill=skill) - agent.size)
+        agent.skill = skill
         self.registry.update(agent)
         return None
 
@@ -573,9 +583,18 @@ class Ops:
         agent = self._agent(agent_id)
         rule = _shaped(shapes.RULE, _get(params, "rule", (dict,)))
         rule["version"] = agent.rule["version"] + 1  # as AG2's hub numbers a replaced rule
+        self._room(agent, records_size(agent, rule=rule) - agent.size)
         agent.rule = rule
         self.registry.update(agent)
         return None
+
+    def _room(self, agent: Agent, more: int, what: str = "grow by") -> None:
+        """Refuse `more` characters of records for `agent` when the registry would hold over its
+        budget (--max-registry-bytes); a record that shrinks is always taken."""
+        total, cap = self.registry.size + more, self.quotas.max_registry_bytes
+        if more > 0 and total > cap:
+            raise _bad(f"the registered agents' records would be {total} bytes, over this hub's limit of {cap} "
+                       f"(--max-registry-bytes): {agent.name!r} cannot {what} {more} bytes")
 
     async def unregister(self, conn: Conn, params: dict[str, Any]) -> Any:
         agent_id = _str(params, "agent_id")

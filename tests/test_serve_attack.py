@@ -1,0 +1,151 @@
+"""An attacker's sweep of `turnflow serve` from the network (session 14): what one anonymous
+client can make the hub hold or do, beyond tests/test_serve_adversarial.py and
+tests/test_serve_bounds.py. Each attack must end with a clear refusal or a disconnect, the hub's
+memory bounded, and the other clients still served. One served hub for the module, with small
+budgets so that reaching them is fast."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+
+import pytest
+
+websockets = pytest.importorskip("websockets")
+
+from serve_process import ServeProcess  # noqa: E402
+from test_serve_bounds import Peak, answer, connect, register, request, rss_mib, run  # noqa: E402
+
+MAX_AGENTS = 60
+REGISTRY_BYTES = 4 << 20
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    server = ServeProcess(str(tmp_path_factory.mktemp("attack") / "hub.db"), "--max-agents", str(MAX_AGENTS),
+                          "--max-registry-bytes", str(REGISTRY_BYTES))
+    yield server
+    server.stop()
+
+
+async def _pipelined(ws, frames: list[str]) -> list[dict]:
+    """Send every frame without waiting, then read their answers (in order of request id)."""
+    for frame in frames:
+        await ws.send(frame)
+    got = {}
+    while len(got) < len(frames):
+        reply = json.loads(await asyncio.wait_for(ws.recv(), 30))
+        if reply.get("kind") == "response":
+            got[reply["request_id"]] = reply
+    return [got[json.loads(f)["request_id"]] for f in frames]
+
+
+async def _registered(ws) -> int:
+    await ws.send(request("list_agents", {"limit": 1000}, "count"))
+    return len((await answer(ws, "count"))["result"])
+
+
+async def _unregister_all(ws, ids) -> None:
+    replies = await _pipelined(ws, [request("unregister", {"agent_id": a}, f"u{i}") for i, a in enumerate(ids)])
+    assert all(r["ok"] for r in replies), replies
+
+
+def test_one_client_cannot_register_agents_without_bound(served):
+    """One connection registers agents as fast as it can: past --max-agents the hub refuses with
+    `protocol_error` naming the flag (nothing stored); an agent that unregisters frees its place;
+    an honest client registered before is served all along. (Before: no limit at all; one client
+    registered ~4,000 agents a second, ~1 KiB of the hub's memory and ~1.3 KB of its store each.)"""
+    async def main():
+        async with connect(served.url) as honest, connect(served.url) as attacker:
+            me = await register(honest, "honest")
+            before = await _registered(honest)
+            tries = MAX_AGENTS + 40
+            replies = await _pipelined(attacker, [
+                request("register", {"passport": {"name": f"flood{i}"}, "resume": {}}, f"r{i}") for i in range(tries)])
+            ok = [r["result"]["agent_id"] for r in replies if r["ok"]]
+            refused = [r for r in replies if not r["ok"]]
+            try:
+                assert len(ok) == MAX_AGENTS - before
+                assert {r["error_code"] for r in refused} == {"protocol_error"}
+                assert all("--max-agents" in r["error_message"] for r in refused), refused[0]
+                await honest.send(request("get_agent", {"name_or_id": "honest"}, "g"))
+                assert (await answer(honest, "g"))["result"]["agent_id"] == me
+                assert await _registered(honest) == MAX_AGENTS
+                await _unregister_all(attacker, ok[:1])  # a place freed is taken again
+                again = (await _pipelined(attacker, [request("register", {"passport": {"name": "late"}}, "late"),
+                                                     request("register", {"passport": {"name": "later"}}, "later")]))
+                assert [r["ok"] for r in again] == [True, False]
+                ok = ok[1:] + [again[0]["result"]["agent_id"]]
+            finally:
+                await _unregister_all(attacker, ok)
+            await honest.send(request("unregister", {"agent_id": me}, "bye"))
+            assert (await answer(honest, "bye"))["ok"]
+
+    run(main(), 60)
+
+
+def test_the_registered_agents_records_are_bounded_in_bytes(served):
+    """Agents with 900 KB résumés (each under the frame limit): past --max-registry-bytes a
+    register, or a set_resume / set_skill that grows an agent, is refused naming the flag; one
+    that shrinks is taken, and an unregister frees its bytes. The hub's RSS grows by about the
+    budget, not by what was sent (36 MB here). (Before: every record was kept, on disk too:
+    400 résumés of 500 KB grew the hub by 205 MiB and its store by 196 MiB.)"""
+    pid = served.proc.pid
+    big = "x" * 900_000
+
+    async def main():
+        async with connect(served.url) as attacker:
+            async with Peak(pid) as peak:
+                replies = await _pipelined(attacker, [request("register", {
+                    "passport": {"name": f"big{i}"}, "resume": {"summary": big}}, f"b{i}") for i in range(40)])
+            ok = [r["result"]["agent_id"] for r in replies if r["ok"]]
+            refused = [r for r in replies if not r["ok"]]
+            try:
+                assert len(ok) == REGISTRY_BYTES // len(big)  # (4 of 900 KB fit in 4 MiB with the small records)
+                assert refused and all(r["error_code"] == "protocol_error" and "--max-registry-bytes" in r["error_message"]
+                                       for r in refused), refused[:1]
+                assert peak.grown < 24, peak.grown
+                last = ok[-1]
+                fill, grow, skill, shrink, refill = await _pipelined(attacker, [
+                    request("register", {"passport": {"name": "fill"}, "resume": {"summary": big[:500_000]}}, "fill"),
+                    request("set_resume", {"agent_id": last, "resume": {"summary": big + big[:100_000]}}, "grow"),
+                    request("set_skill", {"agent_id": last, "skill_md": big}, "skill"),
+                    request("set_resume", {"agent_id": last, "resume": {"summary": "small"}}, "shrink"),
+                    request("register", {"passport": {"name": "refill"}, "resume": {"summary": big[:500_000]}}, "refill")])
+                assert [r["ok"] for r in (fill, grow, skill, shrink, refill)] == [True, False, False, True, True]
+                assert "--max-registry-bytes" in grow["error_message"] and "--max-registry-bytes" in skill["error_message"]
+                ok += [fill["result"]["agent_id"], refill["result"]["agent_id"]]
+            finally:
+                await _unregister_all(attacker, ok)
+            again = await _pipelined(attacker, [request("register", {
+                "passport": {"name": "after"}, "resume": {"summary": big}}, "after")])
+            assert again[0]["ok"], again
+            await _unregister_all(attacker, [again[0]["result"]["agent_id"]])
+
+    run(main(), 60)
+    assert rss_mib(pid) > 0 and served.proc.poll() is None
+
+
+def test_the_registry_counts_its_records_as_stored_across_a_restart(tmp_path):
+    """The bytes the registry counts are its rows' as stored: after adds, updates and removes,
+    and when it is opened again on the same file, the total is each agent's `records_size`."""
+    from turnflow.serve.registry import Agent, Registry, SQLiteBackend, records_size
+
+    reg = Registry(SQLiteBackend(str(tmp_path / "r.agents")))
+    for i in range(5):
+        reg.add(Agent(f"{i:032x}", f"a{i}", {"name": f"a{i}", "agent_id": f"{i:032x}", "region": "é" * i},
+                      {"summary": "s" * 100 * i}, {"version": 1}, "skill" if i % 2 else None))
+    agent = reg.by_id[f"{1:032x}"]
+    agent.resume, agent.skill = {"summary": "longer ü" * 50}, None
+    reg.update(agent)
+    reg.remove(f"{3:032x}")
+    counted = reg.size
+    assert counted == sum(records_size(a) for a in reg.by_id.values()) > 0
+    reg.close()
+    reopened = Registry(SQLiteBackend(str(tmp_path / "r.agents")))
+    try:
+        assert reopened.size == counted
+    finally:
+        reopened.close()
+    assert os.path.getsize(tmp_path / "r.agents") > 0
