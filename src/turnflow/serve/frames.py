@@ -26,8 +26,9 @@ from typing import Any, Callable, Optional
 # the field types of each frame a client may send: name -> (types, default); a default of
 # `_REQUIRED` marks a required field
 _REQUIRED = object()
+_EMPTY_OBJECT = object()  # a default of `{}` (a new one per frame); a `null` sent is kept as it is
 _CLIENT_FRAMES: dict[str, dict[str, tuple[tuple[type, ...], Any]]] = {
-    "hello": {"name": ((str,), _REQUIRED), "auth_scheme": ((str,), "none"), "auth_claim": ((dict,), None),
+    "hello": {"name": ((str,), _REQUIRED), "auth_scheme": ((str,), "none"), "auth_claim": ((object,), _EMPTY_OBJECT),
               "since_envelope_id": ((str, type(None)), None)},
     "request": {"request_id": ((str,), _REQUIRED), "op": ((str,), _REQUIRED), "params": ((dict,), None)},
     "receipt": {"envelope_id": ((str,), _REQUIRED), "status": ((str,), _REQUIRED), "recipient_id": ((str,), ""),
@@ -171,6 +172,8 @@ def _fields(kind: str, data: dict[str, Any], rid: Optional[str]) -> dict[str, An
         value = data.get(name, default)
         if value is _REQUIRED:
             raise FrameError(f"{kind} frame is missing {name!r}", rid)
+        if value is _EMPTY_OBJECT:
+            value = {}
         if value is None and type(None) not in types:
             value = {} if dict in types else value
         if not isinstance(value, types):

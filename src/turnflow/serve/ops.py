@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("turnflow.serve")
 _AGENT_ID_SHAPE = re.compile(r"[0-9a-f]{32}\Z")
+_MIRROR_FAILURE_KEYS = frozenset({"op", "owner_id", "channel_id", "exc_type", "exc_message"})  # AG2's TaskMirror's
 _TASK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")  # AG2's hub accepts task ids of this shape
 PRIORITIES = ("background", "normal", "urgent")  # AG2's `Priority`
 _PROTOCOL_EVENTS = ("ag2.channel.", "ag2.task.")  # AG2's hub: every other event type is substantive
@@ -204,6 +205,38 @@ def _time_out(waiter: "asyncio.Future[Any]") -> None:
         waiter.set_exception(_InviteTimeout())
 
 
+def _authorize_task(conn: Conn, op: str, params: dict[str, Any]) -> None:
+    """AG2's hub's checks of a task op before it acts (`Hub._authorize_request`): every task id
+    named of its shape (`protocol_error`), then the agent it acts as bound (`observe_task`'s
+    owner, `record_observation`'s) or, for an op on a task, some agent bound (`access_denied`)."""
+    ids = [params.get("task_id")] + [params[k].get("task_id") for k in ("metadata", "envelope")
+                                     if isinstance(params.get(k), dict)]
+    for task_id in ids:
+        if task_id is not None and not (isinstance(task_id, str) and _TASK_ID.match(task_id)):
+            raise _bad(f"invalid task_id: {repr(task_id[:140]) if isinstance(task_id, str) else repr(task_id)[:140]}")
+    if op == "record_observation":
+        owner = _str(params, "owner_id")
+    elif op == "observe_task":
+        owner = _str(_get(params, "metadata", (dict,)), "owner_id")
+    elif op in ("update_task", "fire_task_event", "checkpoint_task", "read_task_checkpoint"):
+        if not conn.agents:
+            raise _denied("connection has no bound agent")
+        if op != "fire_task_event":
+            return
+        kind, payload = params.get("kind"), params.get("payload", {})  # (only a mirror's failure report, by its owner)
+        if kind != "mirror_failed":
+            raise _denied(f"only 'mirror_failed' task events are accepted over the wire, got {str(kind)[:40]!r}")
+        if not isinstance(payload, dict) or not set(payload) <= _MIRROR_FAILURE_KEYS:
+            raise _bad(f"mirror_failed payload keys must be within {sorted(_MIRROR_FAILURE_KEYS)}")
+        owner = payload.get("owner_id")
+        if not isinstance(owner, str):
+            raise _bad("mirror_failed payload needs the reporting agent's owner_id")
+    else:
+        return
+    if owner not in conn.agents:
+        raise _denied(f"connection is not bound to agent {owner[:64]!r}")
+
+
 class Ops:
     def __init__(self, hub: "Hub", registry: Registry, auth: Auth, *, invite_timeout: float = 30.0,
                  quotas: Optional[Quotas] = None) -> None:
@@ -265,9 +298,19 @@ class Ops:
         handler = self.table.get(op)
         if handler is None:
             if op in UNSUPPORTED:
-                raise _bad(f"turnflow serve does not support the task op {op!r} (docs/serve.md)")
+                return self._task_op(op)
             raise _bad(f"unknown control-plane op: {op[:60]!r}")
         return handler
+
+    @staticmethod
+    def _task_op(op: str) -> Callable[[Conn, dict[str, Any]], Awaitable[Any]]:
+        """A task op, which turnflow does not support: refused, after AG2's hub's own refusals of
+        who may ask (`_authorize_task`), so a client not entitled to it is answered as AG2's hub
+        answers it."""
+        async def refuse(conn: Conn, params: dict[str, Any]) -> Any:
+            _authorize_task(conn, op, params)
+            raise _bad(f"turnflow serve does not support the task op {op!r} (docs/serve.md)")
+        return refuse
 
     # -- connections and identities -----------------------------------------------------------------
     def bind(self, conn: Conn, agent_id: str) -> None:
@@ -318,6 +361,8 @@ class Ops:
             return
         scheme = agent.passport.get("auth", {}).get("scheme", "none")
         try:
+            if not isinstance(frame["auth_claim"], dict):  # (AG2's hub: after the name is found, before the scheme)
+                raise OpError(frames.AUTH_FAILED, "auth_claim must be a JSON object")
             if frame["auth_scheme"] != scheme:
                 raise OpError(frames.AUTH_FAILED, f"auth scheme {frame['auth_scheme'][:40]!r} does not match "
                                                   f"{agent.name!r}'s registered scheme {scheme!r}")
@@ -472,11 +517,13 @@ class Ops:
         rule = _checked(shapes.RULE, _get(params, "rule", (dict, type(None)), None) or {})
         skill = _get(params, "skill_md", (str, type(None)), None)
         name = passport["name"]
-        if not name or _AGENT_ID_SHAPE.match(name):
-            raise _bad(f"name {name[:64]!r} is empty, too long, or has the shape of an agent id")
+        if _AGENT_ID_SHAPE.match(name):
+            raise _bad(f"name {name!r} is, or has the shape of, an agent id")  # (AG2's hub's words)
+        if not name:
+            raise _bad("name must not be empty")
         kind = passport.get("kind")
-        if kind not in (None, "agent", "human"):
-            raise _denied(f"this hub does not accept {str(kind)[:20]!r} registration over the wire")
+        if kind not in (None, "agent", "human"):  # (remote_agent: the only other kind of AG2's passport shape)
+            raise _denied(f"this hub does not accept {str(kind)[:20]} registration over the wire")
         auth = passport["auth"]
         self.auth.check(name, auth["scheme"], auth["claim"])
         if name in self.registry.by_name:
@@ -610,9 +657,11 @@ class Ops:
     def _participants(self, creator: str, targets: list[str]) -> list[dict[str, Any]]:
         if not targets:
             raise _bad("channel requires at least one participant")
-        if len(set(targets)) != len(targets):
-            raise _bad("participant listed twice")
-        for t in targets:
+        seen: set[str] = set()
+        for t in targets:  # (in AG2's hub's order: each one listed twice, or not registered, as it comes)
+            if t in seen:
+                raise _bad(f"participant listed twice: {t[:64]!r}")
+            seen.add(t)
             if t not in self.registry.by_id:
                 raise _missing(f"participant not registered: {t[:64]}")
         ids = targets if creator in targets else [creator, *targets]
@@ -683,9 +732,10 @@ class Ops:
         self._bound(conn, creator)
         kind = _str(params, "manifest_type")
         version = _get(params, "manifest_version", (int,), 1)
+        targets = _str_list(params, "participants")
+        parts = self._participants(creator, targets)  # (checked before the kind, as AG2's hub checks them)
         if (kind, version) not in self.hub.adapters:
             raise _missing(f"no adapter registered for {kind[:40]!r}@v{version}")
-        parts = self._participants(creator, _str_list(params, "participants"))
         required_acks = _get(params, "required_acks", (int, type(None)), None)
         ttl = params.get("ttl")
         ttl_seconds = parse_ttl(self._default_ttl(creator) if ttl is None else ttl)
@@ -916,6 +966,8 @@ class Ops:
                        f"at most {MAX_ID} characters")
         live = self.hub.sessions.get(sid)
         md = live.metadata if live is not None else self._md(sid)
+        if et == wire.AG2_ACK or et == wire.AG2_REJECT:
+            self._from_participant(sid, md, sender)
         if et == wire.AG2_ACK:
             await self.hub.ack(sid, sender)
             return ""
@@ -925,7 +977,7 @@ class Ops:
             return ""
         if md.state == SessionState.INVITED:
             await self._handshake_done(sid)
-        self._post_allowed(sid, md, et, audience)
+        self._post_allowed(sid, md, sender, et, audience)
         substantive = not et.startswith(_PROTOCOL_EVENTS)
         if substantive:
             self._authorize_inbox(md, sender, audience)
@@ -978,9 +1030,18 @@ class Ops:
             self._agent(sender)
         return extra
 
-    def _post_allowed(self, sid: str, md: SessionMetadata, et: str, audience: Optional[list[str]]) -> None:
+    @staticmethod
+    def _from_participant(sid: str, md: SessionMetadata, sender: str) -> None:
+        """A bound agent that is not a participant of a live session posts nothing to it, an invite
+        answer included (AG2's hub: after its checks of the event type and audience, before the
+        session's own; an ended session refuses it as ended)."""
+        if sender not in md.pset and not md.state.terminal:
+            raise _bad(f"channel {sid!r} only accepts sends from participants, got {sender!r}")
+
+    def _post_allowed(self, sid: str, md: SessionMetadata, sender: str, et: str, audience: Optional[list[str]]) -> None:
         """The checks of a post (not an ack or a reject) against its channel: an event type a client
-        may send, an audience of participants, the live channel's byte quota."""
+        may send, an audience of participants, a sender among them (`_from_participant`), the live
+        channel's byte quota."""
         if et.startswith("ag2.channel."):
             raise _bad(f"{et!r} is emitted only by the hub")
         if et.startswith("ag2.task.") or et in wire.NATIVE:
@@ -988,6 +1049,8 @@ class Ops:
         if audience is not None and not set(audience) <= md.pset:
             raise _bad("audience must list only participants of the channel")
         if not md.state.terminal:
+            if sender not in md.pset:
+                self._from_participant(sid, md, sender)
             size = self._read(sid, md).size
             if size >= self.quotas.max_session_bytes:
                 raise _bad(f"channel {sid!r} holds {size} bytes, this hub's limit for a live channel "
@@ -1116,9 +1179,13 @@ class Ops:
         envelope_id = _str(params, "envelope_id")
         error = _get(params, "error", (str,), "")
         self._bound(conn, agent_id)
-        md = self._md(sid)
-        if agent_id not in md.pset:
-            raise _denied(f"agent is not a participant of channel {sid!r}")
+        live = self.hub.sessions.get(sid)
+        try:
+            pset = live.metadata.pset if live is not None else self._md(sid).pset
+        except OpError:  # (an unknown channel: answered as one the agent is not in, as AG2's hub answers)
+            pset = frozenset()
+        if agent_id not in pset:
+            raise _denied(f"agent is not a participant of channel {sid[:64]!r}")
         self.hub.record_telemetry(sid, agent_id, {"event": "error", "reason": "turn_failure",
                                                   "payload": {"envelope_id": envelope_id, "error": error[:MAX_TEXT]}})
         return None
