@@ -228,9 +228,10 @@ def _authorize_task(conn: Conn, op: str, params: dict[str, Any]) -> None:
             raise _denied(f"only 'mirror_failed' task events are accepted over the wire, got {str(kind)[:40]!r}")
         if not isinstance(payload, dict) or not set(payload) <= _MIRROR_FAILURE_KEYS:
             raise _bad(f"mirror_failed payload keys must be within {sorted(_MIRROR_FAILURE_KEYS)}")
-        owner = payload.get("owner_id")
-        if not isinstance(owner, str):
+        reporter = payload.get("owner_id")
+        if not isinstance(reporter, str):
             raise _bad("mirror_failed payload needs the reporting agent's owner_id")
+        owner = reporter
     else:
         return
     if owner not in conn.agents:
