@@ -203,3 +203,51 @@ def test_a_frame_of_many_small_values_costs_the_hub_little_more_than_reading_it(
     assert frame["params"]["x"] == json.loads(text)["params"]["x"]
     assert max(took) < 4 * read + 0.02, (took, read)
 
+
+def _pinger(url, stop, worst):
+    """In a thread with its own event loop (so the attacker's client does not delay it): ping the
+    hub every 10 ms until `stop` is set; `worst[0]`: the longest wait for a pong, in seconds."""
+    import threading  # noqa: F401  (run by threading.Thread)
+    import time
+
+    async def main():
+        async with connect(url) as ws:
+            while not stop.is_set():
+                t0 = time.perf_counter()
+                await ws.send(json.dumps({"kind": "ping"}))
+                while json.loads(await asyncio.wait_for(ws.recv(), 30)).get("kind") != "pong":
+                    pass
+                worst[0] = max(worst[0], time.perf_counter() - t0)
+                await asyncio.sleep(0.01)
+
+    asyncio.run(main())
+
+
+def test_a_connection_sending_without_pause_does_not_keep_the_hub_from_the_others(served):
+    """A client sends 12 MiB of frames that are slow to read (a 1 MiB frame of ~350,000 empty
+    arrays, ~100 ms each) as fast as the socket takes them. uvloop reads a socket again and again
+    while its reads fill the buffer (libuv: up to 32 reads, here 8 MiB and 8 of these frames)
+    before it looks at any other: another client waited ~2.3 s for a pong. A read that fills the
+    buffer now lets the other connections in before the next: that client waits for about one
+    frame's reading at most."""
+    import threading
+
+    frame = _frame_of_many_values("empty arrays")
+    stop, worst = threading.Event(), [0.0]
+    pinger = threading.Thread(target=_pinger, args=(served.url, stop, worst))
+    pinger.start()
+
+    async def attack():
+        await asyncio.sleep(0.2)  # (the pinger connected)
+        async with connect(served.url) as ws:
+            for _ in range(12):
+                await ws.send(frame)
+            replies = [json.loads(await asyncio.wait_for(ws.recv(), 60)) for _ in range(12)]
+        assert all(r["kind"] == "response" and r["ok"] is False for r in replies), replies[0]
+
+    try:
+        run(attack(), 60)
+    finally:
+        stop.set()
+        pinger.join(30)
+    assert 0 < worst[0] < 0.6, worst[0]

@@ -122,6 +122,25 @@ class Link(asyncio.BufferedProtocol):
     def buffer_updated(self, nbytes: int) -> None:
         # (the loop reads the next socket only after this returns: the one buffer is free again)
         self.data_received(self.listener.read_view[:nbytes].tobytes())
+        if nbytes == READ_SIZE and self._reading and not self.closed:
+            self._take_turns()
+
+    def _take_turns(self) -> None:
+        """After a read that filled the buffer (more is likely waiting), the socket is read again
+        at the loop's next tick, after the other connections: uvloop (libuv) reads a socket again
+        at once while its reads fill the buffer, up to 32 times, so one client sending without
+        pause had the loop for 8 MiB of its frames before anyone else (asyncio's loop reads each
+        socket once a tick anyway)."""
+        self._reading = False
+        with contextlib.suppress(Exception):
+            self.transport.pause_reading()
+        self.listener.loop.call_soon(self._next_turn)
+
+    def _next_turn(self) -> None:
+        if self._pending is None and not self._reading and not self.closed:  # (not held by `start` meanwhile)
+            self._reading = True
+            with contextlib.suppress(Exception):
+                self.transport.resume_reading()
 
     def data_received(self, data: bytes) -> None:
         if self._fast:
