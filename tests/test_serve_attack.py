@@ -15,7 +15,7 @@ import pytest
 websockets = pytest.importorskip("websockets")
 
 from serve_process import ServeProcess  # noqa: E402
-from test_serve_bounds import Peak, answer, connect, register, request, rss_mib, run  # noqa: E402
+from test_serve_bounds import Peak, answer, connect, open_conversation, register, request, rss_mib, run  # noqa: E402
 
 MAX_AGENTS = 60
 REGISTRY_BYTES = 4 << 20
@@ -251,3 +251,56 @@ def test_a_connection_sending_without_pause_does_not_keep_the_hub_from_the_other
         stop.set()
         pinger.join(30)
     assert 0 < worst[0] < 0.6, worst[0]
+
+
+def test_the_live_sessions_logs_are_bounded_all_together(tmp_path):
+    """The hub holds every live session's log (as AG2 envelopes, for read_wal and the notify
+    path); each is bounded (--max-session-bytes, 8 MiB) and so is the number of sessions one
+    agent opens (1,000), but not the sum: one client posted 176 MiB into 20 sessions and the
+    hub grew by 199 MiB (8 GB possible per pair of agents). Past --max-live-bytes a post is
+    refused, naming the flag (the post that crosses it is taken, as for one session), until
+    sessions end; reads go on being served."""
+    server = ServeProcess(str(tmp_path / "hub.db"), "--max-live-bytes", str(3_000_000))
+    body = "x" * 900_000
+    try:
+        async def main():
+            async with connect(server.url) as a, connect(server.url) as b, connect(server.url) as h:
+                m1, m2 = await register(a, "m1"), await register(b, "m2")
+                honest = await register(h, "honest")
+                sids = [await open_conversation(a, m1, b, m2) for _ in range(4)]
+                mine = await open_conversation(h, honest, b, m2)
+
+                async def drain():
+                    while True:
+                        await b.recv()
+                reader = asyncio.ensure_future(drain())
+                try:
+                    async with Peak(server.proc.pid) as peak:
+                        posts = await _pipelined(a, [request("post_envelope", text_of(sids[i % 4], m1, body), f"p{i}")
+                                                     for i in range(40)])
+                    ok = [p for p in posts if p["ok"]]
+                    refused = [p for p in posts if not p["ok"]]
+                    assert len(ok) == 4 and len(refused) == 36, [p.get("error_message") for p in posts][:5]
+                    assert all(p["error_code"] == "protocol_error" and "--max-live-bytes" in p["error_message"]
+                               for p in refused), refused[0]
+                    assert peak.grown < 24, peak.grown
+                    small = await _pipelined(h, [request("post_envelope", text_of(mine, honest, "hello"), "s1"),
+                                                 request("read_wal", {"channel_id": mine}, "w1")])
+                    assert not small[0]["ok"] and "--max-live-bytes" in small[0]["error_message"]
+                    assert small[1]["ok"] and small[1]["result"][-1]["event_type"] == "ag2.channel.opened"
+                    closed = await _pipelined(a, [request("close_channel", {"channel_id": sid}, f"c{i}")
+                                                  for i, sid in enumerate(sids)])
+                    assert all(c["ok"] for c in closed)
+                    again = await _pipelined(h, [request("post_envelope", text_of(mine, honest, "hello"), "s2")])
+                    assert again[0]["ok"], again
+                finally:
+                    reader.cancel()
+
+        run(main(), 60)
+    finally:
+        server.stop()
+
+
+def text_of(sid, sender, body):
+    return {"envelope": {"channel_id": sid, "sender_id": sender, "audience": None, "event_type": "ag2.packet",
+                         "event_data": {"body": body}}}

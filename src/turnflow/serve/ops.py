@@ -61,6 +61,7 @@ class Quotas:
     max_list: int = 1000  # entries of one list_agents / list_channels answer
     max_agents: int = 50_000  # registered agents
     max_registry_bytes: int = 64 << 20  # their records (passport, résumé, rule, skill text) as stored JSON
+    max_live_bytes: int = 512 << 20  # the live sessions' logs held (as AG2 envelopes), all together
 
 
 class OpError(Exception):
@@ -264,6 +265,7 @@ class Ops:
         self._deadlines: collections.deque[tuple[float, str]] = collections.deque()
         self._deadline_timer: Optional[asyncio.TimerHandle] = None
         self._logs: dict[str, _Log] = {}  # live sessions' logs read so far
+        self.held = 0  # characters of their texts (`_Log.size`), bounded by `Quotas.max_live_bytes` for posts
         # live sessions' channel records: (state, acks left, participants, JSON)
         self._channels: dict[str, tuple[SessionState, int, Any, frames.Raw]] = {}
         self._parts: dict[str, tuple[Any, ...]] = {}  # live sessions' `_channel_parts`
@@ -423,9 +425,12 @@ class Ops:
         live = self.hub.sessions.get(session_id)
         if log.texts and log.last == getattr(live, "last_seq", None):  # nothing new since the last read
             return log
+        size = log.size
         for env in self.hub.read(session_id, log.last + 1):
             if isinstance(env, Envelope):
                 log.add(env, wire.envelope_json(env, md))
+        if log is self._logs.get(session_id):
+            self.held += log.size - size
         return log
 
     def _envelopes(self, session_id: str, md: SessionMetadata) -> tuple[_Log, list[Envelope]]:
@@ -474,8 +479,11 @@ class Ops:
         if log is not None and log.last + 1 == env.seq:
             body = wire.envelope_json(env, md)
             log.add(env, body)
+            self.held += len(body)
         if terminal:
-            self._logs.pop(md.session_id, None)
+            dropped = self._logs.pop(md.session_id, None)
+            if dropped is not None:
+                self.held -= dropped.size
             self._channels.pop(md.session_id, None)
             parts = self._parts.pop(md.session_id, None)
             if parts is not None:  # (kept a while: AG2's client reads the record of the channel it saw close)
@@ -1056,6 +1064,9 @@ class Ops:
             if size >= self.quotas.max_session_bytes:
                 raise _bad(f"channel {sid!r} holds {size} bytes, this hub's limit for a live channel "
                            "(--max-session-bytes): nothing more can be posted to it")
+            if self.held >= self.quotas.max_live_bytes:
+                raise _bad(f"the hub's live channels hold {self.held} bytes, its limit for all of them "
+                           "(--max-live-bytes): nothing more can be posted until some end")
 
     def _posted(self, conn: Conn, params: dict[str, Any]) -> tuple[dict[str, Any], tuple[Any, ...]]:
         """A posted envelope and its fields, checked one by one in `post_envelope`'s order (the
