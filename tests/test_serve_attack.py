@@ -304,3 +304,40 @@ def test_the_live_sessions_logs_are_bounded_all_together(tmp_path):
 def text_of(sid, sender, body):
     return {"envelope": {"channel_id": sid, "sender_id": sender, "audience": None, "event_type": "ag2.packet",
                          "event_data": {"body": body}}}
+
+
+def test_an_agent_with_more_unacked_notifications_than_the_send_queue_reattaches(served):
+    """bob is notified of 5,000 small packets he never acks (his process is down), then attaches
+    again with AG2's `hello` (since ""): the replay paced itself by bytes only (half the send
+    buffer, 4 MiB), so it queued 5,000 small frames at once, past --send-queue (4,096 frames),
+    and the hub closed bob's new connection with 1008 before he read one, at every attach. Now it
+    waits for room in frames as well: bob reads all 5,000 and the opening, in the log's order."""
+    async def main():
+        async with connect(served.url) as a, connect(served.url) as b:
+            alice, bob = await register(a, "q-alice"), await register(b, "q-bob")
+            await b.send(request("set_rule", {"agent_id": bob, "rule": {"limits": {"inbox": {"max_pending": 0}}}}, "r"))
+            assert (await answer(b, "r"))["ok"]
+            sid = await open_conversation(a, alice, b, bob)
+        try:
+            async with connect(served.url) as a:
+                await a.send(json.dumps({"kind": "hello", "name": "q-alice"}))
+                assert json.loads(await asyncio.wait_for(a.recv(), 10))["kind"] == "welcome"
+                for start in range(0, 5000, 1000):
+                    replies = await _pipelined(a, [request("post_envelope", text_of(sid, alice, f"n{i}"), f"p{i}")
+                                                   for i in range(start, start + 1000)])
+                    assert all(r["ok"] for r in replies), replies[0]
+            async with connect(served.url) as b:
+                await b.send(json.dumps({"kind": "hello", "name": "q-bob", "since_envelope_id": ""}))
+                bodies = []
+                while len(bodies) < 5000:
+                    frame = json.loads(await asyncio.wait_for(b.recv(), 20))
+                    if frame["kind"] == "notify" and frame["envelope"]["event_type"] == "ag2.packet":
+                        bodies.append(frame["envelope"]["event_data"]["body"])
+                assert bodies == [f"n{i}" for i in range(5000)]
+        finally:
+            async with connect(served.url) as a:
+                await a.send(json.dumps({"kind": "hello", "name": "q-alice"}))
+                await a.send(request("close_channel", {"channel_id": sid}, "c"))
+                assert (await answer(a, "c"))["ok"]
+
+    run(main(), 60)

@@ -599,19 +599,23 @@ class Link(asyncio.BufferedProtocol):
         if self._room is not None:
             self._room.set()
 
-    async def room(self, limit: int) -> None:
-        """Wait until less than `limit` bytes wait for this client (or it is closed); checked
-        again every second (the socket's buffer drains without a signal)."""
-        while not self.closed and self.backlog() >= limit:
+    async def room(self, limit: int, frames: Optional[int] = None) -> None:
+        """Wait until less than `limit` bytes (and, given `frames`, fewer frames) wait for this
+        client, or it is closed; checked again every second (the socket's buffer drains without
+        a signal)."""
+        while not self.closed and (self.backlog() >= limit or frames is not None and len(self._queue) >= frames):
             self._room = self._room or asyncio.Event()
             self._room.clear()
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._room.wait(), 1.0)
 
     async def paced(self) -> None:
-        """Wait while half the send buffer is taken (a replay sends no faster than the client reads)."""
-        if self.backlog() >= self._limits.send_buffer_bytes // 2:
-            await self.room(self._limits.send_buffer_bytes // 2)
+        """Wait while half the send buffer is taken, in bytes or in frames (a replay sends no faster
+        than the client reads: small notifications filled the queue's 4,096 frames, and the client
+        was closed 1008, long before their bytes filled half its buffer)."""
+        lim = self._limits
+        if self.backlog() >= lim.send_buffer_bytes // 2 or len(self._queue) >= lim.send_queue // 2:
+            await self.room(lim.send_buffer_bytes // 2, lim.send_queue // 2)
 
     def background(self, coro: Any) -> None:
         """Run `coro` beside the reading (a replay), one at a time: a later one replaces it."""
