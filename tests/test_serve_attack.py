@@ -341,3 +341,41 @@ def test_an_agent_with_more_unacked_notifications_than_the_send_queue_reattaches
                 assert (await answer(a, "c"))["ok"]
 
     run(main(), 60)
+
+
+def test_requests_in_one_read_do_not_keep_the_hub_from_the_others(served):
+    """A client pipelines 150 `list_agents` with a query (~13 KB of frames, one socket read):
+    each scans every résumé's summary (8 agents of 400 KB here, a few ms), and every
+    request of a read was answered before the hub looked at another connection: another
+    client waited seconds for a pong (100 such requests over 54 MB of résumés: 10.3 s). Now a
+    connection's messages are taken for at most a few milliseconds in a row: the others come in
+    between, and that client waits about one request's time."""
+    import threading
+
+    stop, worst = threading.Event(), [0.0]
+    pinger = threading.Thread(target=_pinger, args=(served.url, stop, worst))
+
+    async def attack():
+        async with connect(served.url) as a:
+            replies = await _pipelined(a, [request("register", {"passport": {"name": f"scan{i}"},
+                                                                "resume": {"summary": "Ab" * 200_000}}, f"r{i}")
+                                           for i in range(8)])
+            ids = [r["result"]["agent_id"] for r in replies if r["ok"]]
+            try:
+                assert len(ids) == 8, replies[0]
+                pinger.start()
+                await asyncio.sleep(0.2)
+                frames = [request("list_agents", {"query": "zz", "limit": 1}, f"l{i}") for i in range(150)]
+                answers = await _pipelined(a, frames)
+                assert all(r["ok"] and r["result"] == [] for r in answers)
+            finally:
+                await _unregister_all(a, ids)
+
+    try:
+        run(attack(), 120)
+    finally:
+        stop.set()
+        if pinger.is_alive():
+            pinger.join(30)
+    assert 0 < worst[0] < 0.5, worst[0]
+
