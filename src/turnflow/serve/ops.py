@@ -598,15 +598,24 @@ class Ops:
         sort_by = _get(params, "sort_by", (str, type(None)), None)
         limit = min(_get(params, "limit", (int,), 50), self.quotas.max_list)
         found = []
-        for agent in self.registry.by_id.values():
+        lowered = query.lower() if query is not None else None
+        scanned = 0  # characters of summaries searched, and agents looked at, since the loop last let others in
+        for agent in list(self.registry.by_id.values()):  # (a copy: others may register or go meanwhile)
+            scanned += 64
+            if scanned >= LIST_BYTES:  # (the server answers it in a task: a search of every résumé, up to
+                scanned = 0  # --max-registry-bytes of them, lets the other clients in every LIST_BYTES searched)
+                await asyncio.sleep(0)
             if kind is not None and (agent.passport.get("kind") or "agent") != kind:
                 continue
             claimed = agent.resume.get("claimed_capabilities") or []
             observed = agent.resume.get("observed") or {}
             if capability is not None and capability not in claimed and capability not in observed:
                 continue
-            if query is not None and query.lower() not in str(agent.resume.get("summary", "")).lower():
-                continue
+            if lowered is not None:
+                summary = str(agent.resume.get("summary", ""))
+                scanned += len(summary)
+                if lowered not in summary.lower():
+                    continue
             found.append(agent)
         if sort_by == "name":
             found.sort(key=lambda a: a.name)
