@@ -413,3 +413,49 @@ def test_a_search_of_every_resume_lets_the_others_in(tmp_path):
 
     steps, names = run(main())
     assert names == ["s5"] and steps >= 3, steps  # (one step of the loop per ~256 KiB searched: here two résumés)
+
+
+def test_pending_turns_for_does_not_read_every_log_again(tmp_path):
+    """`pending_turns_for` (AG2's `resume_pending_turns`, after each attach) read every envelope
+    of each live session where the agent is expected next, from the store, at every call: an
+    agent expected in many sessions with long logs (up to --max-live-bytes of them) made each
+    call cost that much CPU in one go. The last text or packet of each live session is now kept
+    as its log is read: a second call reads no envelope from the store, and answers the same."""
+    from ops_here import Conn, open_ops
+
+    async def main():
+        hub, ops = await open_ops(tmp_path)
+        try:
+            a, b = Conn(), Conn()
+            alice = (await ops.register(a, {"passport": {"name": "alice"}}))["agent_id"]
+            bob = (await ops.register(b, {"passport": {"name": "bob"}}))["agent_id"]
+            sids = []
+            for _ in range(3):
+                md = await hub.open_session("consulting", [{"agent_id": alice, "role": "initiator", "order": 0},
+                                                             {"agent_id": bob, "role": "respondent", "order": 1}],
+                                            creator_id=alice)
+                await hub.ack(md.session_id, bob)
+                sids.append(md.session_id)
+                for i in range(61):  # (60 packets, information, then alice's question: bob is expected)
+                    event = ("ag2.packet", {"body": f"p{i}"}) if i < 60 else ("ag2.msg.text", {"text": "why?"})
+                    await ops.post_envelope(a, {"envelope": {"channel_id": md.session_id, "sender_id": alice,
+                                                             "event_type": event[0], "event_data": event[1]}})
+            first = await ops.pending_turns_for(b, {"agent_id": bob})
+            read = []
+            plain = hub.read
+
+            def counted(session_id, start=1, end=None):
+                for env in plain(session_id, start, end):
+                    read.append(env)
+                    yield env
+            hub.read = counted
+            second = await ops.pending_turns_for(b, {"agent_id": bob})
+            return sids, first, second, len(read)
+        finally:
+            ops.registry.close()
+            await hub.aclose()
+
+    sids, first, second, read = run(main())
+    assert second == first and sorted(t["channel_id"] for t in first) == sorted(sids)
+    assert all(t["triggering_envelope_id"] is not None for t in first)
+    assert read == 0

@@ -177,7 +177,7 @@ class _Log:
     caused by another (`find_envelope_by_causation`): the envelopes themselves are the hub's, read
     from it (`Hub.read`) by the few ops that need their other fields."""
 
-    __slots__ = ("texts", "size", "last", "caused")
+    __slots__ = ("texts", "size", "last", "caused", "turn")
 
     def __init__(self) -> None:
         self.texts: list[str] = []
@@ -185,6 +185,7 @@ class _Log:
         self.last = 0  # seq of the last envelope encoded
         # causation id -> (index in `texts`, sender id) of each envelope caused by it, in log order
         self.caused: Optional[dict[str, list[tuple[int, str]]]] = None
+        self.turn: Optional[tuple[str, float]] = None  # the last text or packet's id and time (`pending_turns_for`)
 
     def add(self, env: Envelope, text: str) -> None:
         cause = env.causation_id
@@ -192,6 +193,8 @@ class _Log:
             if self.caused is None:
                 self.caused = {}
             self.caused.setdefault(cause, []).append((len(self.texts), env.sender_id))
+        if env.event_type in SUBSTANTIVE:
+            self.turn = (env.envelope_id, env.created_at)
         self.texts.append(text)
         self.size += len(text)
         self.last = env.seq
@@ -1187,12 +1190,9 @@ class Ops:
         for sid, md in self._sessions():
             if md.state != SessionState.ACTIVE or agent_id not in md.pset or self.hub.expected_next(sid) != agent_id:
                 continue
-            last = None
-            for env in self._envelopes(sid, md)[1]:
-                if env.event_type in SUBSTANTIVE:
-                    last = env
-            turns.append({"channel_id": sid, "triggering_envelope_id": last.envelope_id if last else None,
-                          "expected_at": wire.iso(last.created_at) if last else wire.now_iso()})
+            last = self._read(sid, md).turn  # (kept as the log is read: not read again from the store)
+            turns.append({"channel_id": sid, "triggering_envelope_id": last[0] if last else None,
+                          "expected_at": wire.iso(last[1]) if last else wire.now_iso()})
         return turns
 
     async def report_turn_failure(self, conn: Conn, params: dict[str, Any]) -> Any:
