@@ -224,9 +224,9 @@ def _pinger(url, stop, worst):
 
 
 def test_a_connection_sending_without_pause_does_not_keep_the_hub_from_the_others(served):
-    """A client sends 12 MiB of frames that are slow to read (a 1 MiB frame of ~350,000 empty
+    """A client sends 9 MiB of frames that are slow to read (a 1 MiB frame of ~350,000 empty
     arrays, ~100 ms each) as fast as the socket takes them. uvloop reads a socket again and again
-    while its reads fill the buffer (libuv: up to 32 reads, here 8 MiB and 8 of these frames)
+    while its reads fill the buffer (libuv: up to 32 reads, 8 MiB: 8 of these frames)
     before it looks at any other: another client waited ~2.3 s for a pong. A read that fills the
     buffer now lets the other connections in before the next: that client waits for about one
     frame's reading at most."""
@@ -240,9 +240,9 @@ def test_a_connection_sending_without_pause_does_not_keep_the_hub_from_the_other
     async def attack():
         await asyncio.sleep(0.2)  # (the pinger connected)
         async with connect(served.url) as ws:
-            for _ in range(12):
+            for _ in range(9):
                 await ws.send(frame)
-            replies = [json.loads(await asyncio.wait_for(ws.recv(), 60)) for _ in range(12)]
+            replies = [json.loads(await asyncio.wait_for(ws.recv(), 60)) for _ in range(9)]
         assert all(r["kind"] == "response" and r["ok"] is False for r in replies), replies[0]
 
     try:
@@ -250,7 +250,7 @@ def test_a_connection_sending_without_pause_does_not_keep_the_hub_from_the_other
     finally:
         stop.set()
         pinger.join(30)
-    assert 0 < worst[0] < 0.6, worst[0]
+    assert 0 < worst[0] < 0.5, worst[0]
 
 
 def test_the_live_sessions_logs_are_bounded_all_together(tmp_path):
@@ -307,11 +307,11 @@ def text_of(sid, sender, body):
 
 
 def test_an_agent_with_more_unacked_notifications_than_the_send_queue_reattaches(served):
-    """bob is notified of 5,000 small packets he never acks (his process is down), then attaches
+    """bob is notified of 4,200 small packets he never acks (his process is down), then attaches
     again with AG2's `hello` (since ""): the replay paced itself by bytes only (half the send
-    buffer, 4 MiB), so it queued 5,000 small frames at once, past --send-queue (4,096 frames),
+    buffer, 4 MiB), so it queued 4,200 small frames at once, past --send-queue (4,096 frames),
     and the hub closed bob's new connection with 1008 before he read one, at every attach. Now it
-    waits for room in frames as well: bob reads all 5,000 and the opening, in the log's order."""
+    waits for room in frames as well: bob reads all 4,200, in the log's order."""
     async def main():
         async with connect(served.url) as a, connect(served.url) as b:
             alice, bob = await register(a, "q-alice"), await register(b, "q-bob")
@@ -322,18 +322,18 @@ def test_an_agent_with_more_unacked_notifications_than_the_send_queue_reattaches
             async with connect(served.url) as a:
                 await a.send(json.dumps({"kind": "hello", "name": "q-alice"}))
                 assert json.loads(await asyncio.wait_for(a.recv(), 10))["kind"] == "welcome"
-                for start in range(0, 5000, 1000):
+                for start in range(0, 4200, 1050):
                     replies = await _pipelined(a, [request("post_envelope", text_of(sid, alice, f"n{i}"), f"p{i}")
-                                                   for i in range(start, start + 1000)])
+                                                   for i in range(start, start + 1050)])
                     assert all(r["ok"] for r in replies), replies[0]
             async with connect(served.url) as b:
                 await b.send(json.dumps({"kind": "hello", "name": "q-bob", "since_envelope_id": ""}))
                 bodies = []
-                while len(bodies) < 5000:
+                while len(bodies) < 4200:
                     frame = json.loads(await asyncio.wait_for(b.recv(), 20))
                     if frame["kind"] == "notify" and frame["envelope"]["event_type"] == "ag2.packet":
                         bodies.append(frame["envelope"]["event_data"]["body"])
-                assert bodies == [f"n{i}" for i in range(5000)]
+                assert bodies == [f"n{i}" for i in range(4200)]
         finally:
             async with connect(served.url) as a:
                 await a.send(json.dumps({"kind": "hello", "name": "q-alice"}))
