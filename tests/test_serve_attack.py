@@ -459,3 +459,31 @@ def test_pending_turns_for_does_not_read_every_log_again(tmp_path):
     assert second == first and sorted(t["channel_id"] for t in first) == sorted(sids)
     assert all(t["triggering_envelope_id"] is not None for t in first)
     assert read == 0
+
+
+def test_the_live_sessions_are_bounded_in_number_hub_wide(tmp_path):
+    """Each agent may open 1,000 live sessions (--max-channels-per-agent), and anyone may register
+    agents: one client opened ~1,350 sessions a second, each ~8.3 KiB of the hub's memory held
+    until it ends (5 agents x 1,000: +40 MiB), without a bound on the sum. Past
+    --max-live-sessions, create_channel is refused naming the flag, nothing stored; a session
+    that ends frees its place."""
+    server = ServeProcess(str(tmp_path / "hub.db"), "--max-live-sessions", "30")
+    try:
+        async def main():
+            async with connect(server.url) as a, connect(server.url) as b:
+                m1, m2 = await register(a, "m1"), await register(b, "m2")
+                sids = [await open_conversation(a, m1, b, m2) for _ in range(30)]
+                await b.send(request("create_channel", {"creator_id": m2, "manifest_type": "conversation",
+                                                        "participants": [m1]}, "over"))
+                over = await answer(b, "over")
+                assert over["ok"] is False and over["error_code"] == "protocol_error", over
+                assert "--max-live-sessions" in over["error_message"], over
+                await a.send(request("list_channels", {"agent_id": m1, "limit": 100}, "l"))
+                assert len((await answer(a, "l"))["result"]) == 30  # (nothing stored for the refused one)
+                await a.send(request("close_channel", {"channel_id": sids[0]}, "c"))
+                assert (await answer(a, "c"))["ok"]
+                await open_conversation(a, m1, b, m2)  # (its place taken again)
+
+        run(main(), 60)
+    finally:
+        server.stop()

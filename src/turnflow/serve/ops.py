@@ -62,6 +62,7 @@ class Quotas:
     max_agents: int = 50_000  # registered agents
     max_registry_bytes: int = 64 << 20  # their records (passport, résumé, rule, skill text) as stored JSON
     max_live_bytes: int = 512 << 20  # the live sessions' logs held (as AG2 envelopes), all together
+    max_live_sessions: int = 50_000  # live sessions, all together (each ~8 KiB of the hub's memory)
 
 
 class OpError(Exception):
@@ -819,6 +820,9 @@ class Ops:
 
     def _check_open_quotas(self, creator: str, labels: dict[str, Any]) -> None:
         q = self.quotas
+        if len(self._opened) >= q.max_live_sessions:
+            raise _bad(f"the hub has {len(self._opened)} live channels, its limit (--max-live-sessions): "
+                       "no more can be opened until some end")
         if self._opened_by.get(creator, 0) >= q.max_channels_per_agent:
             raise _bad(f"agent has {q.max_channels_per_agent} live channels open, this hub's limit "
                        "(--max-channels-per-agent): close one first")
