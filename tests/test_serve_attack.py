@@ -487,3 +487,51 @@ def test_the_live_sessions_are_bounded_in_number_hub_wide(tmp_path):
         run(main(), 60)
     finally:
         server.stop()
+
+
+def test_the_live_sessions_knobs_are_bounded_all_together(tmp_path):
+    """A workflow's knobs (its graph, its context variables) are bounded only by the frame size,
+    and the hub holds them, about 5 times their JSON, while the session lives: 40 sessions with
+    900 KB of knobs grew it by 174 MiB, up to --max-live-sessions of them. Past --max-knobs-bytes
+    (of all live sessions, as JSON), create_channel with knobs is refused naming the flag, nothing
+    stored; a session that ends frees its share."""
+    from runtime_helpers import ag, fs, graph, rule
+
+    server = ServeProcess(str(tmp_path / "hub.db"), "--max-knobs-bytes", str(2_000_000))
+    try:
+        async def main():
+            async with connect(server.url) as a, connect(server.url) as b:
+                m1, m2 = await register(a, "m1"), await register(b, "m2")
+                knobs = {"graph": graph(m1, [rule(fs(m1), ag(m2)), rule(fs(m2), ag(m1))]),
+                         "context_vars": {f"k{i}": "x" * 1000 for i in range(900)}}
+
+                async def acker():
+                    while True:
+                        f = json.loads(await b.recv())
+                        if f.get("kind") == "notify" and f["envelope"]["event_type"] == "ag2.channel.invite":
+                            await b.send(request("post_envelope", {"envelope": {
+                                "channel_id": f["envelope"]["channel_id"], "sender_id": m2, "audience": None,
+                                "event_type": "ag2.channel.invite.ack", "event_data": {}}}, "ack"))
+                acks = asyncio.ensure_future(acker())
+                try:
+                    opened = []
+                    for i in range(3):
+                        await a.send(request("create_channel", {"creator_id": m1, "manifest_type": "workflow",
+                                                                "participants": [m2], "knobs": knobs}, f"o{i}"))
+                        opened.append(await answer(a, f"o{i}"))
+                    assert [o["ok"] for o in opened] == [True, True, False], opened[2]
+                    assert "--max-knobs-bytes" in opened[2]["error_message"]
+                    await a.send(request("create_channel", {"creator_id": m1, "manifest_type": "conversation",
+                                                            "participants": [m2]}, "plain"))
+                    assert (await answer(a, "plain"))["ok"]  # (a session without knobs is not refused)
+                    await a.send(request("close_channel", {"channel_id": opened[0]["result"]["channel_id"]}, "c"))
+                    assert (await answer(a, "c"))["ok"]
+                    await a.send(request("create_channel", {"creator_id": m1, "manifest_type": "workflow",
+                                                            "participants": [m2], "knobs": knobs}, "again"))
+                    assert (await answer(a, "again"))["ok"]
+                finally:
+                    acks.cancel()
+
+        run(main(), 60)
+    finally:
+        server.stop()

@@ -63,6 +63,7 @@ class Quotas:
     max_registry_bytes: int = 64 << 20  # their records (passport, résumé, rule, skill text) as stored JSON
     max_live_bytes: int = 512 << 20  # the live sessions' logs held (as AG2 envelopes), all together
     max_live_sessions: int = 50_000  # live sessions, all together (each ~8 KiB of the hub's memory)
+    max_knobs_bytes: int = 64 << 20  # the knobs of all live sessions together, as JSON (held ~5 times over)
 
 
 class OpError(Exception):
@@ -210,6 +211,17 @@ def _time_out(waiter: "asyncio.Future[Any]") -> None:
         waiter.set_exception(_InviteTimeout())
 
 
+def _json_size(value: Any) -> int:
+    """Characters of `value` as JSON (a session's knobs: 0 for none, or for a value that is not JSON,
+    which the hub refuses on its own)."""
+    if not value:
+        return 0
+    try:
+        return len(frames.dumps(value))
+    except (TypeError, ValueError):
+        return 0
+
+
 def _authorize_task(conn: Conn, op: str, params: dict[str, Any]) -> None:
     """AG2's hub's checks of a task op before it acts (`Hub._authorize_request`): every task id
     named of its shape (`protocol_error`), then the agent it acts as bound (`observe_task`'s
@@ -255,9 +267,11 @@ class Ops:
         self._listing = 0  # bytes of channel records the listings being answered hold (`list_channels`)
         self._opened: dict[str, str] = {}  # live session id -> its creator (counted in `_opened_by`)
         self._opened_by: dict[str, int] = {}  # agent id -> live sessions it opened
+        self._knob_bytes: dict[str, int] = {}  # live session id -> its knobs' JSON size (`knob_bytes`, their sum)
+        self.knob_bytes = 0
         for sid, live in list(hub.sessions.items()):
             if not live.metadata.state.terminal and live.metadata.creator_id:
-                self._count_open(sid, live.metadata.creator_id)
+                self._count_open(sid, live.metadata.creator_id, _json_size(live.metadata.knobs))
         live_ids = {sid for sid, live in hub.sessions.items() if not live.metadata.state.terminal}
         for own in registry.cursors.values():  # cursors of ended sessions: not kept in memory (replay skips them)
             for sid in [sid for sid in own if sid not in live_ids]:
@@ -444,9 +458,12 @@ class Ops:
         envs = [e for e in self.hub.read(session_id, 1, log.last) if isinstance(e, Envelope)]
         return log, envs
 
-    def _count_open(self, session_id: str, creator: str) -> None:
+    def _count_open(self, session_id: str, creator: str, knob_bytes: int = 0) -> None:
         self._opened[session_id] = creator
         self._opened_by[creator] = self._opened_by.get(creator, 0) + 1
+        if knob_bytes:
+            self._knob_bytes[session_id] = knob_bytes
+            self.knob_bytes += knob_bytes
 
     def _ended(self, md: SessionMetadata) -> None:
         """A session ended: what was held for it goes (its count against its creator's quota, its
@@ -462,6 +479,7 @@ class Ops:
             left = self._opened_by.pop(creator, 1) - 1
             if left > 0:
                 self._opened_by[creator] = left
+        self.knob_bytes -= self._knob_bytes.pop(session_id, 0)
 
     async def on_envelope(self, env: Envelope, md: SessionMetadata) -> None:
         """The hub's listener: notify every recipient bound to a connection (queued, never awaited
@@ -771,12 +789,17 @@ class Ops:
             labels["intent"] = intent
         self._authorize_open(creator, [p["agent_id"] for p in parts])
         self._check_open_quotas(creator, labels)
+        knob_bytes = _json_size(knobs)
+        if knob_bytes and self.knob_bytes + knob_bytes > self.quotas.max_knobs_bytes:
+            raise _bad(f"the knobs of the hub's live channels would be {self.knob_bytes + knob_bytes} bytes as JSON, "
+                       f"over its limit of {self.quotas.max_knobs_bytes} (--max-knobs-bytes): no more can be opened "
+                       "with these knobs until some end")
         md = await self.hub.open_session(kind, parts, creator_id=creator, knobs=knobs, ttl_seconds=ttl_seconds,
                                          labels=labels, version=version,
                                          extra=None if required_acks is None else {"required_acks": required_acks})
         sid = md.session_id
         if not md.state.terminal:
-            self._count_open(sid, creator)
+            self._count_open(sid, creator, knob_bytes)
         if kind == "workflow":
             self._say_extensions(sid, knobs)
         loop = asyncio.get_running_loop()

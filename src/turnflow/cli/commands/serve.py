@@ -30,6 +30,9 @@ LIMIT_FLAGS = [
      "the logs of all live sessions together (as AG2 envelopes); past it, posts are refused until some end"),
     ("--max-live-sessions", positive_int, 50_000,
      "live sessions, all together (each ~8 KiB of the hub's memory); past it, create_channel is refused"),
+    ("--max-knobs-bytes", positive_int, 64 << 20,
+     "the knobs (a workflow's graph and context) of all live sessions together, as JSON; past it, create_channel "
+     "with knobs is refused"),
     ("--max-agents", positive_int, 50_000, "registered agents; past it, register is refused until one unregisters"),
     ("--max-registry-bytes", positive_int, 64 << 20,
      "the registered agents' records (passport, résumé, rule, skill text) as stored JSON; past it, a register or "
@@ -113,6 +116,7 @@ def run(args) -> int:
     quotas = Quotas(max_session_bytes=args.max_session_bytes, max_channels_per_agent=args.max_channels_per_agent,
                     max_labels_bytes=args.max_labels_bytes, max_agents=args.max_agents,
                     max_live_bytes=args.max_live_bytes, max_live_sessions=args.max_live_sessions,
+                    max_knobs_bytes=args.max_knobs_bytes,
                     max_registry_bytes=args.max_registry_bytes)
     opts = Options(host=host, port=port, store=args.store, registry=args.registry, keys=keys, limits=limits,
                    quotas=quotas, sweep_interval=args.sweep_interval, invite_timeout=args.invite_timeout,
