@@ -493,8 +493,8 @@ def test_the_live_sessions_knobs_are_bounded_all_together(tmp_path):
     """A workflow's knobs (its graph, its context variables) are bounded only by the frame size,
     and the hub holds them, about 5 times their JSON, while the session lives: 40 sessions with
     900 KB of knobs grew it by 174 MiB, up to --max-live-sessions of them. Past --max-knobs-bytes
-    (of all live sessions, as JSON), create_channel with knobs is refused naming the flag, nothing
-    stored; a session that ends frees its share."""
+    (of all live sessions, as JSON, with their labels: up to 16 KiB each), create_channel with
+    knobs or labels is refused naming the flag, nothing stored; a session that ends frees its share."""
     from runtime_helpers import ag, fs, graph, rule
 
     server = ServeProcess(str(tmp_path / "hub.db"), "--max-knobs-bytes", str(2_000_000))
@@ -523,7 +523,16 @@ def test_the_live_sessions_knobs_are_bounded_all_together(tmp_path):
                     assert "--max-knobs-bytes" in opened[2]["error_message"]
                     await a.send(request("create_channel", {"creator_id": m1, "manifest_type": "conversation",
                                                             "participants": [m2]}, "plain"))
-                    assert (await answer(a, "plain"))["ok"]  # (a session without knobs is not refused)
+                    assert (await answer(a, "plain"))["ok"]  # (a session without knobs or labels is not refused)
+                    labelled = []  # (labels count too: 15 KB each, in the ~190 KB left)
+                    for i in range(20):
+                        await a.send(request("create_channel", {
+                            "creator_id": m1, "manifest_type": "conversation", "participants": [m2],
+                            "labels": {f"l{j}": "y" * 1000 for j in range(15)}}, f"lab{i}"))
+                        labelled.append(await answer(a, f"lab{i}"))
+                    taken = [r["ok"] for r in labelled]
+                    assert 10 <= taken.count(True) <= 14 and taken == sorted(taken, reverse=True), taken
+                    assert "--max-knobs-bytes" in labelled[-1]["error_message"]
                     await a.send(request("close_channel", {"channel_id": opened[0]["result"]["channel_id"]}, "c"))
                     assert (await answer(a, "c"))["ok"]
                     await a.send(request("create_channel", {"creator_id": m1, "manifest_type": "workflow",

@@ -63,7 +63,7 @@ class Quotas:
     max_registry_bytes: int = 64 << 20  # their records (passport, résumé, rule, skill text) as stored JSON
     max_live_bytes: int = 512 << 20  # the live sessions' logs held (as AG2 envelopes), all together
     max_live_sessions: int = 50_000  # live sessions, all together (each ~8 KiB of the hub's memory)
-    max_knobs_bytes: int = 64 << 20  # the knobs of all live sessions together, as JSON (held ~5 times over)
+    max_knobs_bytes: int = 64 << 20  # the knobs and labels of all live sessions together, as JSON (held ~5 times over)
 
 
 class OpError(Exception):
@@ -267,11 +267,12 @@ class Ops:
         self._listing = 0  # bytes of channel records the listings being answered hold (`list_channels`)
         self._opened: dict[str, str] = {}  # live session id -> its creator (counted in `_opened_by`)
         self._opened_by: dict[str, int] = {}  # agent id -> live sessions it opened
-        self._knob_bytes: dict[str, int] = {}  # live session id -> its knobs' JSON size (`knob_bytes`, their sum)
+        self._knob_bytes: dict[str, int] = {}  # live session id -> its knobs' and labels' JSON size (summed: `knob_bytes`)
         self.knob_bytes = 0
         for sid, live in list(hub.sessions.items()):
             if not live.metadata.state.terminal and live.metadata.creator_id:
-                self._count_open(sid, live.metadata.creator_id, _json_size(live.metadata.knobs))
+                md = live.metadata
+                self._count_open(sid, md.creator_id, _json_size(md.knobs) + _json_size(md.labels))
         live_ids = {sid for sid, live in hub.sessions.items() if not live.metadata.state.terminal}
         for own in registry.cursors.values():  # cursors of ended sessions: not kept in memory (replay skips them)
             for sid in [sid for sid in own if sid not in live_ids]:
@@ -789,11 +790,11 @@ class Ops:
             labels["intent"] = intent
         self._authorize_open(creator, [p["agent_id"] for p in parts])
         self._check_open_quotas(creator, labels)
-        knob_bytes = _json_size(knobs)
+        knob_bytes = _json_size(knobs) + _json_size(labels)
         if knob_bytes and self.knob_bytes + knob_bytes > self.quotas.max_knobs_bytes:
-            raise _bad(f"the knobs of the hub's live channels would be {self.knob_bytes + knob_bytes} bytes as JSON, "
-                       f"over its limit of {self.quotas.max_knobs_bytes} (--max-knobs-bytes): no more can be opened "
-                       "with these knobs until some end")
+            raise _bad(f"the knobs and labels of the hub's live channels would be {self.knob_bytes + knob_bytes} bytes "
+                       f"as JSON, over its limit of {self.quotas.max_knobs_bytes} (--max-knobs-bytes): no more can be "
+                       "opened with these until some end")
         md = await self.hub.open_session(kind, parts, creator_id=creator, knobs=knobs, ttl_seconds=ttl_seconds,
                                          labels=labels, version=version,
                                          extra=None if required_acks is None else {"required_acks": required_acks})

@@ -31,8 +31,8 @@ LIMIT_FLAGS = [
     ("--max-live-sessions", positive_int, 50_000,
      "live sessions, all together (each ~8 KiB of the hub's memory); past it, create_channel is refused"),
     ("--max-knobs-bytes", positive_int, 64 << 20,
-     "the knobs (a workflow's graph and context) of all live sessions together, as JSON; past it, create_channel "
-     "with knobs is refused"),
+     "the knobs (a workflow's graph and context) and labels of all live sessions together, as JSON; past it, "
+     "create_channel with knobs or labels is refused"),
     ("--max-agents", positive_int, 50_000, "registered agents; past it, register is refused until one unregisters"),
     ("--max-registry-bytes", positive_int, 64 << 20,
      "the registered agents' records (passport, résumé, rule, skill text) as stored JSON; past it, a register or "
