@@ -82,7 +82,7 @@ class Calls:
 
     async def __call__(self, label, client, op, params):
         outcome = await self.w.attempt(client._rpc(op, params))
-        if outcome[0] == "ok":
+        if outcome[0] == "ok" and not isinstance(outcome[1], bool):  # (a bool answer kept: can_send's)
             outcome = ("ok", None) if outcome[1] is None else ("ok", type(outcome[1]).__name__)
         text = outcome[1] if isinstance(outcome[1], str) else outcome[1]
         if isinstance(text, str):
@@ -129,6 +129,7 @@ def test_who_may_act_as_an_agent_and_on_a_channel_is_ag2s(turnflow_url):
             await call("mallory report_turn_failure unknown", mc, "report_turn_failure",
                        {"channel_id": UNKNOWN, "agent_id": m, "envelope_id": "1", "error": "e"})
             await call("mallory can_send own", mc, "can_send", {"channel_id": cid, "sender_id": m})
+            await call("alice can_send", w.client("alice"), "can_send", {"channel_id": cid, "sender_id": a})
             await call("mallory unregisters", mc, "unregister", {"agent_id": m})
             await call("gone set_rule", mc, "set_rule", {"agent_id": m, "rule": {}})
             await call("gone create_channel", mc, "create_channel",
@@ -160,7 +161,7 @@ def test_who_may_act_as_an_agent_and_on_a_channel_is_ag2s(turnflow_url):
         "mallory report_turn_failure own": ("AccessDeniedError", "agent is not a participant of channel 'CID'"),
         "mallory report_turn_failure unknown": ("AccessDeniedError",
                                                 f"agent is not a participant of channel '{UNKNOWN}'"),
-        "mallory can_send own": ("ok", "bool"), "mallory unregisters": ("ok", None),
+        "mallory can_send own": ("ok", False), "alice can_send": ("ok", True), "mallory unregisters": ("ok", None),
         "gone set_rule": ("AccessDeniedError", "connection is not bound to agent 'mallory'"),
         "gone create_channel": ("AccessDeniedError", "connection is not bound to agent 'mallory'"),
         "gone list_channels": ("ok", "list"), "alice list_channels": ("ok", "list")})
