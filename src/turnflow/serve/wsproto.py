@@ -612,6 +612,10 @@ class Link(asyncio.BufferedProtocol):
 
     def _close(self, code: int, reason: str) -> None:
         self._slow()  # (the peer's close and anything after it: the protocol's)
+        if not self._reading and self.transport is not None:  # (paused for a held request or a turn: the
+            self._reading = True  # peer's close must be read, or the handshake waits CLOSE_TIMEOUT for it)
+            with contextlib.suppress(Exception):
+                self.transport.resume_reading()
         if self.protocol.state is OPEN:
             self.protocol.send_close(code, reason)
             self._write_out()
