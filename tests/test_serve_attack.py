@@ -544,3 +544,58 @@ def test_the_live_sessions_knobs_are_bounded_all_together(tmp_path):
         run(main(), 60)
     finally:
         server.stop()
+
+
+def test_a_replay_the_client_does_not_read_reads_the_store_only_as_far_as_it_sends(tmp_path):
+    """A replay on `hello` (since "") read every envelope of the agent's first live session from
+    the store before it sent the first, then waited for the client: a client that sends `hello`
+    again and again without reading made the hub read a whole log (up to 8 MiB, ~25 ms of CPU for
+    ~6 MB) for each ~80-byte frame. It reads the log in parts now, as it sends: a replay that has
+    sent 100 notifications and waits has read a few hundred envelopes of 3,000."""
+    from ops_here import Conn, open_ops
+
+    class Slow(Conn):
+        """A connection whose client stops reading after 100 notifications."""
+
+        def __init__(self):
+            super().__init__()
+            self.stuck = asyncio.Event()
+
+        async def paced(self):
+            if len(self.sent) >= 100:
+                self.stuck.set()
+                await asyncio.Event().wait()
+
+    async def main():
+        hub, ops = await open_ops(tmp_path)
+        try:
+            a, b = Conn(), Conn()
+            alice = (await ops.register(a, {"passport": {"name": "alice"}}))["agent_id"]
+            bob = (await ops.register(b, {"passport": {"name": "bob"}, "rule": {"limits": {"inbox": {"max_pending": 0}}}}))["agent_id"]
+            md = await hub.open_session("conversation", [{"agent_id": alice, "role": "initiator", "order": 0},
+                                                         {"agent_id": bob, "role": "respondent", "order": 1}],
+                                        creator_id=alice)
+            await hub.ack(md.session_id, bob)
+            for i in range(3000):
+                await ops.post_envelope(a, {"envelope": {"channel_id": md.session_id, "sender_id": alice,
+                                                         "event_type": "ag2.packet", "event_data": {"n": i}}})
+            read = []
+            plain = hub.read
+
+            def counted(session_id, start=1, end=None):
+                for env in plain(session_id, start, end):
+                    read.append(env)
+                    yield env
+            hub.read = counted
+            slow = Slow()
+            replay = asyncio.ensure_future(ops.replay(slow, bob, ""))
+            await asyncio.wait_for(slow.stuck.wait(), 30)
+            replay.cancel()
+            return len(read), [m["envelope"]["event_data"].get("n") for m in slow.sent if m["kind"] == "notify"]
+        finally:
+            ops.registry.close()
+            await hub.aclose()
+
+    read, sent = run(main())
+    assert sent[-98:] == list(range(98)) and len(sent) == 100  # (the invite, the opening, then the packets)
+    assert read <= 600, read

@@ -37,6 +37,7 @@ ENDED_PARTS_KEPT = 1024  # channel records' parts kept past their session's end 
 # `list_channels` listing at once, hub-wide: each lets the loop run between parts while it holds the records
 # encoded so far (up to --max-reply-bytes); the others wait their turn holding nothing
 LISTINGS_AT_ONCE = 4
+REPLAY_PART = 256  # envelopes a replay reads from the store at a time (`Ops.replay`)
 
 # every other op AG2's client sends: answered with a protocol error (docs/serve.md says why)
 UNSUPPORTED = frozenset({"get_task", "list_tasks", "observe_task", "update_task", "record_observation",
@@ -410,13 +411,20 @@ class Ops:
             if md.state.terminal or agent_id not in md.pset:
                 continue
             high = max(self.registry.cursor(agent_id, sid), since)
-            log, envs = self._envelopes(sid, md)
-            for env, text in zip(envs, log.texts[:len(envs)]):
-                if env.envelope_id > high and env.sender_id != agent_id and agent_id in wire.recipients(env, md) \
-                        and self._accepts(env, md, agent_id):
-                    conn.send(frames.notify(text, agent_id))
-                    if paced is not None:
-                        await paced()
+            log = self._read(sid, md)
+            texts, last, i = log.texts, log.last, 0
+            # (the envelopes read from the store in parts, as they are sent: a client that does not read
+            # keeps the replay waiting after a few, and a hello repeated does not read a whole log each time)
+            for start in range(1, last + 1, REPLAY_PART):
+                for env in self.hub.read(sid, start, min(start + REPLAY_PART - 1, last)):
+                    if not isinstance(env, Envelope):
+                        continue
+                    text, i = texts[i], i + 1
+                    if env.envelope_id > high and env.sender_id != agent_id and agent_id in wire.recipients(env, md) \
+                            and self._accepts(env, md, agent_id):
+                        conn.send(frames.notify(text, agent_id))
+                        if paced is not None:
+                            await paced()
 
     def receipt(self, conn: Conn, frame: dict[str, Any]) -> None:
         """An ack moves the agent's cursor in a live session it is a participant of (ids of
