@@ -646,6 +646,11 @@ NUMBER_FLAGS = [  # every number or duration flag of every subcommand, with a va
     (SERVE, "--inflight-bytes", "-4e6", "expected a positive whole number"),
     (SERVE, "--max-channels-per-agent", "-Inf", "expected a positive whole number"),
     (SERVE, "--max-labels-bytes", "-16k", "expected a positive whole number"),
+    (SERVE, "--max-agents", "0", "expected a positive whole number, got '0'"),
+    (SERVE, "--max-registry-bytes", "-64M", "expected a positive whole number, got '-64M'"),
+    (SERVE, "--max-live-sessions", "2.5", "expected a positive whole number"),
+    (SERVE, "--max-live-bytes", "nan", "expected a positive whole number"),
+    (SERVE, "--max-knobs-bytes", "-1", "expected a positive whole number"),
     (SERVE, "--max-per-peer", "-1", "expected 0 (no limit) or a positive whole number, got '-1'"),
     (SERVE, "--max-unbound", "-2e1", "expected 0 (an eighth of --max-connections) or a positive whole number"),
 ]

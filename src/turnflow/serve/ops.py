@@ -18,13 +18,14 @@ from turnflow.runtime.envelope import EV_SESSION_REJECT, EV_TEXT, SUBSTANTIVE, E
 from turnflow.runtime.errors import ProtocolError
 from turnflow.runtime.session import SessionMetadata, SessionState
 from turnflow.serve import frames, rules, shapes, wire
-from turnflow.serve.registry import Agent, Registry, new_agent_id
+from turnflow.serve.registry import Agent, Registry, new_agent_id, records_size
 
 if TYPE_CHECKING:
     from turnflow.runtime.hub import Hub
 
 log = logging.getLogger("turnflow.serve")
 _AGENT_ID_SHAPE = re.compile(r"[0-9a-f]{32}\Z")
+_MIRROR_FAILURE_KEYS = frozenset({"op", "owner_id", "channel_id", "exc_type", "exc_message"})  # AG2's TaskMirror's
 _TASK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")  # AG2's hub accepts task ids of this shape
 PRIORITIES = ("background", "normal", "urgent")  # AG2's `Priority`
 _PROTOCOL_EVENTS = ("ag2.channel.", "ag2.task.")  # AG2's hub: every other event type is substantive
@@ -36,6 +37,7 @@ ENDED_PARTS_KEPT = 1024  # channel records' parts kept past their session's end 
 # `list_channels` listing at once, hub-wide: each lets the loop run between parts while it holds the records
 # encoded so far (up to --max-reply-bytes); the others wait their turn holding nothing
 LISTINGS_AT_ONCE = 4
+REPLAY_PART = 256  # envelopes a replay reads from the store at a time (`Ops.replay`)
 
 # every other op AG2's client sends: answered with a protocol error (docs/serve.md says why)
 UNSUPPORTED = frozenset({"get_task", "list_tasks", "observe_task", "update_task", "record_observation",
@@ -58,6 +60,11 @@ class Quotas:
     max_channels_per_agent: int = 1000  # live sessions an agent has opened
     max_labels_bytes: int = 16 << 10  # a channel's labels (with its intent), as JSON
     max_list: int = 1000  # entries of one list_agents / list_channels answer
+    max_agents: int = 50_000  # registered agents
+    max_registry_bytes: int = 64 << 20  # their records (passport, résumé, rule, skill text) as stored JSON
+    max_live_bytes: int = 512 << 20  # the live sessions' logs held (as AG2 envelopes), all together
+    max_live_sessions: int = 50_000  # live sessions, all together (each ~8 KiB of the hub's memory)
+    max_knobs_bytes: int = 64 << 20  # the knobs and labels of all live sessions together, as JSON (held ~5 times over)
 
 
 class OpError(Exception):
@@ -173,7 +180,7 @@ class _Log:
     caused by another (`find_envelope_by_causation`): the envelopes themselves are the hub's, read
     from it (`Hub.read`) by the few ops that need their other fields."""
 
-    __slots__ = ("texts", "size", "last", "caused")
+    __slots__ = ("texts", "size", "last", "caused", "turn")
 
     def __init__(self) -> None:
         self.texts: list[str] = []
@@ -181,6 +188,7 @@ class _Log:
         self.last = 0  # seq of the last envelope encoded
         # causation id -> (index in `texts`, sender id) of each envelope caused by it, in log order
         self.caused: Optional[dict[str, list[tuple[int, str]]]] = None
+        self.turn: Optional[tuple[str, float]] = None  # the last text or packet's id and time (`pending_turns_for`)
 
     def add(self, env: Envelope, text: str) -> None:
         cause = env.causation_id
@@ -188,6 +196,8 @@ class _Log:
             if self.caused is None:
                 self.caused = {}
             self.caused.setdefault(cause, []).append((len(self.texts), env.sender_id))
+        if env.event_type in SUBSTANTIVE:
+            self.turn = (env.envelope_id, env.created_at)
         self.texts.append(text)
         self.size += len(text)
         self.last = env.seq
@@ -202,6 +212,50 @@ def _time_out(waiter: "asyncio.Future[Any]") -> None:
         waiter.set_exception(_InviteTimeout())
 
 
+def _json_size(value: Any) -> int:
+    """Characters of `value` as JSON (a session's knobs: 0 for none, or for a value that is not JSON,
+    which the hub refuses on its own)."""
+    if not value:
+        return 0
+    try:
+        return len(frames.dumps(value))
+    except (TypeError, ValueError):
+        return 0
+
+
+def _authorize_task(conn: Conn, op: str, params: dict[str, Any]) -> None:
+    """AG2's hub's checks of a task op before it acts (`Hub._authorize_request`): every task id
+    named of its shape (`protocol_error`), then the agent it acts as bound (`observe_task`'s
+    owner, `record_observation`'s) or, for an op on a task, some agent bound (`access_denied`)."""
+    ids = [params.get("task_id")] + [params[k].get("task_id") for k in ("metadata", "envelope")
+                                     if isinstance(params.get(k), dict)]
+    for task_id in ids:
+        if task_id is not None and not (isinstance(task_id, str) and _TASK_ID.match(task_id)):
+            raise _bad(f"invalid task_id: {repr(task_id[:140]) if isinstance(task_id, str) else repr(task_id)[:140]}")
+    if op == "record_observation":
+        owner = _str(params, "owner_id")
+    elif op == "observe_task":
+        owner = _str(_get(params, "metadata", (dict,)), "owner_id")
+    elif op in ("update_task", "fire_task_event", "checkpoint_task", "read_task_checkpoint"):
+        if not conn.agents:
+            raise _denied("connection has no bound agent")
+        if op != "fire_task_event":
+            return
+        kind, payload = params.get("kind"), params.get("payload", {})  # (only a mirror's failure report, by its owner)
+        if kind != "mirror_failed":
+            raise _denied(f"only 'mirror_failed' task events are accepted over the wire, got {str(kind)[:40]!r}")
+        if not isinstance(payload, dict) or not set(payload) <= _MIRROR_FAILURE_KEYS:
+            raise _bad(f"mirror_failed payload keys must be within {sorted(_MIRROR_FAILURE_KEYS)}")
+        reporter = payload.get("owner_id")
+        if not isinstance(reporter, str):
+            raise _bad("mirror_failed payload needs the reporting agent's owner_id")
+        owner = reporter
+    else:
+        return
+    if owner not in conn.agents:
+        raise _denied(f"connection is not bound to agent {owner[:64]!r}")
+
+
 class Ops:
     def __init__(self, hub: "Hub", registry: Registry, auth: Auth, *, invite_timeout: float = 30.0,
                  quotas: Optional[Quotas] = None) -> None:
@@ -214,9 +268,12 @@ class Ops:
         self._listing = 0  # bytes of channel records the listings being answered hold (`list_channels`)
         self._opened: dict[str, str] = {}  # live session id -> its creator (counted in `_opened_by`)
         self._opened_by: dict[str, int] = {}  # agent id -> live sessions it opened
+        self._knob_bytes: dict[str, int] = {}  # live session id -> its knobs' and labels' JSON size (summed: `knob_bytes`)
+        self.knob_bytes = 0
         for sid, live in list(hub.sessions.items()):
             if not live.metadata.state.terminal and live.metadata.creator_id:
-                self._count_open(sid, live.metadata.creator_id)
+                md = live.metadata
+                self._count_open(sid, md.creator_id, _json_size(md.knobs) + _json_size(md.labels))
         live_ids = {sid for sid, live in hub.sessions.items() if not live.metadata.state.terminal}
         for own in registry.cursors.values():  # cursors of ended sessions: not kept in memory (replay skips them)
             for sid in [sid for sid in own if sid not in live_ids]:
@@ -228,6 +285,7 @@ class Ops:
         self._deadlines: collections.deque[tuple[float, str]] = collections.deque()
         self._deadline_timer: Optional[asyncio.TimerHandle] = None
         self._logs: dict[str, _Log] = {}  # live sessions' logs read so far
+        self.held = 0  # characters of their texts (`_Log.size`), bounded by `Quotas.max_live_bytes` for posts
         # live sessions' channel records: (state, acks left, participants, JSON)
         self._channels: dict[str, tuple[SessionState, int, Any, frames.Raw]] = {}
         self._parts: dict[str, tuple[Any, ...]] = {}  # live sessions' `_channel_parts`
@@ -263,9 +321,19 @@ class Ops:
         handler = self.table.get(op)
         if handler is None:
             if op in UNSUPPORTED:
-                raise _bad(f"turnflow serve does not support the task op {op!r} (docs/serve.md)")
+                return self._task_op(op)
             raise _bad(f"unknown control-plane op: {op[:60]!r}")
         return handler
+
+    @staticmethod
+    def _task_op(op: str) -> Callable[[Conn, dict[str, Any]], Awaitable[Any]]:
+        """A task op, which turnflow does not support: refused, after AG2's hub's own refusals of
+        who may ask (`_authorize_task`), so a client not entitled to it is answered as AG2's hub
+        answers it."""
+        async def refuse(conn: Conn, params: dict[str, Any]) -> Any:
+            _authorize_task(conn, op, params)
+            raise _bad(f"turnflow serve does not support the task op {op!r} (docs/serve.md)")
+        return refuse
 
     # -- connections and identities -----------------------------------------------------------------
     def bind(self, conn: Conn, agent_id: str) -> None:
@@ -316,6 +384,8 @@ class Ops:
             return
         scheme = agent.passport.get("auth", {}).get("scheme", "none")
         try:
+            if not isinstance(frame["auth_claim"], dict):  # (AG2's hub: after the name is found, before the scheme)
+                raise OpError(frames.AUTH_FAILED, "auth_claim must be a JSON object")
             if frame["auth_scheme"] != scheme:
                 raise OpError(frames.AUTH_FAILED, f"auth scheme {frame['auth_scheme'][:40]!r} does not match "
                                                   f"{agent.name!r}'s registered scheme {scheme!r}")
@@ -341,13 +411,20 @@ class Ops:
             if md.state.terminal or agent_id not in md.pset:
                 continue
             high = max(self.registry.cursor(agent_id, sid), since)
-            log, envs = self._envelopes(sid, md)
-            for env, text in zip(envs, log.texts[:len(envs)]):
-                if env.envelope_id > high and env.sender_id != agent_id and agent_id in wire.recipients(env, md) \
-                        and self._accepts(env, md, agent_id):
-                    conn.send(frames.notify(text, agent_id))
-                    if paced is not None:
-                        await paced()
+            log = self._read(sid, md)
+            texts, last, i = log.texts, log.last, 0
+            # (the envelopes read from the store in parts, as they are sent: a client that does not read
+            # keeps the replay waiting after a few, and a hello repeated does not read a whole log each time)
+            for start in range(1, last + 1, REPLAY_PART):
+                for env in self.hub.read(sid, start, min(start + REPLAY_PART - 1, last)):
+                    if not isinstance(env, Envelope):
+                        continue
+                    text, i = texts[i], i + 1
+                    if env.envelope_id > high and env.sender_id != agent_id and agent_id in wire.recipients(env, md) \
+                            and self._accepts(env, md, agent_id):
+                        conn.send(frames.notify(text, agent_id))
+                        if paced is not None:
+                            await paced()
 
     def receipt(self, conn: Conn, frame: dict[str, Any]) -> None:
         """An ack moves the agent's cursor in a live session it is a participant of (ids of
@@ -375,9 +452,12 @@ class Ops:
         live = self.hub.sessions.get(session_id)
         if log.texts and log.last == getattr(live, "last_seq", None):  # nothing new since the last read
             return log
+        size = log.size
         for env in self.hub.read(session_id, log.last + 1):
             if isinstance(env, Envelope):
                 log.add(env, wire.envelope_json(env, md))
+        if log is self._logs.get(session_id):
+            self.held += log.size - size
         return log
 
     def _envelopes(self, session_id: str, md: SessionMetadata) -> tuple[_Log, list[Envelope]]:
@@ -387,9 +467,12 @@ class Ops:
         envs = [e for e in self.hub.read(session_id, 1, log.last) if isinstance(e, Envelope)]
         return log, envs
 
-    def _count_open(self, session_id: str, creator: str) -> None:
+    def _count_open(self, session_id: str, creator: str, knob_bytes: int = 0) -> None:
         self._opened[session_id] = creator
         self._opened_by[creator] = self._opened_by.get(creator, 0) + 1
+        if knob_bytes:
+            self._knob_bytes[session_id] = knob_bytes
+            self.knob_bytes += knob_bytes
 
     def _ended(self, md: SessionMetadata) -> None:
         """A session ended: what was held for it goes (its count against its creator's quota, its
@@ -405,6 +488,7 @@ class Ops:
             left = self._opened_by.pop(creator, 1) - 1
             if left > 0:
                 self._opened_by[creator] = left
+        self.knob_bytes -= self._knob_bytes.pop(session_id, 0)
 
     async def on_envelope(self, env: Envelope, md: SessionMetadata) -> None:
         """The hub's listener: notify every recipient bound to a connection (queued, never awaited
@@ -426,8 +510,11 @@ class Ops:
         if log is not None and log.last + 1 == env.seq:
             body = wire.envelope_json(env, md)
             log.add(env, body)
+            self.held += len(body)
         if terminal:
-            self._logs.pop(md.session_id, None)
+            dropped = self._logs.pop(md.session_id, None)
+            if dropped is not None:
+                self.held -= dropped.size
             self._channels.pop(md.session_id, None)
             parts = self._parts.pop(md.session_id, None)
             if parts is not None:  # (kept a while: AG2's client reads the record of the channel it saw close)
@@ -470,11 +557,13 @@ class Ops:
         rule = _checked(shapes.RULE, _get(params, "rule", (dict, type(None)), None) or {})
         skill = _get(params, "skill_md", (str, type(None)), None)
         name = passport["name"]
-        if not name or _AGENT_ID_SHAPE.match(name):
-            raise _bad(f"name {name[:64]!r} is empty, too long, or has the shape of an agent id")
+        if _AGENT_ID_SHAPE.match(name):
+            raise _bad(f"name {name!r} is, or has the shape of, an agent id")  # (AG2's hub's words)
+        if not name:
+            raise _bad("name must not be empty")
         kind = passport.get("kind")
-        if kind not in (None, "agent", "human"):
-            raise _denied(f"this hub does not accept {str(kind)[:20]!r} registration over the wire")
+        if kind not in (None, "agent", "human"):  # (remote_agent: the only other kind of AG2's passport shape)
+            raise _denied(f"this hub does not accept {str(kind)[:20]} registration over the wire")
         auth = passport["auth"]
         self.auth.check(name, auth["scheme"], auth["claim"])
         if name in self.registry.by_name:
@@ -482,7 +571,12 @@ class Ops:
                        "unregister it before re-registering.")
         agent_id = new_agent_id()
         passport.update(agent_id=agent_id, created_at=wire.now_iso(), auth=shapes.shared({**auth, "claim": {}}))
-        self.registry.add(Agent(agent_id, name, passport, resume, rule, skill))
+        agent = Agent(agent_id, name, passport, resume, rule, skill)
+        if len(self.registry.by_id) >= self.quotas.max_agents:
+            raise _bad(f"this hub holds {len(self.registry.by_id)} registered agents, its limit (--max-agents): "
+                       "no more can register until one unregisters")
+        self._room(agent, records_size(agent), "register with")
+        self.registry.add(agent)
         self.bind(conn, agent_id)
         return passport
 
@@ -535,15 +629,24 @@ class Ops:
         sort_by = _get(params, "sort_by", (str, type(None)), None)
         limit = min(_get(params, "limit", (int,), 50), self.quotas.max_list)
         found = []
-        for agent in self.registry.by_id.values():
+        lowered = query.lower() if query is not None else None
+        scanned = 0  # characters of summaries searched, and agents looked at, since the loop last let others in
+        for agent in list(self.registry.by_id.values()):  # (a copy: others may register or go meanwhile)
+            scanned += 64
+            if scanned >= LIST_BYTES:  # (the server answers it in a task: a search of every résumé, up to
+                scanned = 0  # --max-registry-bytes of them, lets the other clients in every LIST_BYTES searched)
+                await asyncio.sleep(0)
             if kind is not None and (agent.passport.get("kind") or "agent") != kind:
                 continue
             claimed = agent.resume.get("claimed_capabilities") or []
             observed = agent.resume.get("observed") or {}
             if capability is not None and capability not in claimed and capability not in observed:
                 continue
-            if query is not None and query.lower() not in str(agent.resume.get("summary", "")).lower():
-                continue
+            if lowered is not None:
+                summary = str(agent.resume.get("summary", ""))
+                scanned += len(summary)
+                if lowered not in summary.lower():
+                    continue
             found.append(agent)
         if sort_by == "name":
             found.sort(key=lambda a: a.name)
@@ -555,6 +658,7 @@ class Ops:
         agent = self._agent(agent_id)
         resume = _shaped(shapes.RESUME, _get(params, "resume", (dict,)))
         resume.update(version=agent.resume["version"] + 1, last_updated=wire.now_iso())
+        self._room(agent, records_size(agent, resume=resume) - agent.size)
         agent.resume = resume
         self.registry.update(agent)
         return None
@@ -563,7 +667,9 @@ class Ops:
         agent_id = _str(params, "agent_id")
         self._bound(conn, agent_id)
         agent = self._agent(agent_id)
-        agent.skill = _get(params, "skill_md", (str, type(None)), None)
+        skill = _get(params, "skill_md", (str, type(None)), None)
+        self._room(agent, records_size(agent, skill=skill) - agent.size)
+        agent.skill = skill
         self.registry.update(agent)
         return None
 
@@ -573,9 +679,18 @@ class Ops:
         agent = self._agent(agent_id)
         rule = _shaped(shapes.RULE, _get(params, "rule", (dict,)))
         rule["version"] = agent.rule["version"] + 1  # as AG2's hub numbers a replaced rule
+        self._room(agent, records_size(agent, rule=rule) - agent.size)
         agent.rule = rule
         self.registry.update(agent)
         return None
+
+    def _room(self, agent: Agent, more: int, what: str = "grow by") -> None:
+        """Refuse `more` characters of records for `agent` when the registry would hold over its
+        budget (--max-registry-bytes); a record that shrinks is always taken."""
+        total, cap = self.registry.size + more, self.quotas.max_registry_bytes
+        if more > 0 and total > cap:
+            raise _bad(f"the registered agents' records would be {total} bytes, over this hub's limit of {cap} "
+                       f"(--max-registry-bytes): {agent.name!r} cannot {what} {more} bytes")
 
     async def unregister(self, conn: Conn, params: dict[str, Any]) -> Any:
         agent_id = _str(params, "agent_id")
@@ -591,9 +706,11 @@ class Ops:
     def _participants(self, creator: str, targets: list[str]) -> list[dict[str, Any]]:
         if not targets:
             raise _bad("channel requires at least one participant")
-        if len(set(targets)) != len(targets):
-            raise _bad("participant listed twice")
-        for t in targets:
+        seen: set[str] = set()
+        for t in targets:  # (in AG2's hub's order: each one listed twice, or not registered, as it comes)
+            if t in seen:
+                raise _bad(f"participant listed twice: {t[:64]!r}")
+            seen.add(t)
             if t not in self.registry.by_id:
                 raise _missing(f"participant not registered: {t[:64]}")
         ids = targets if creator in targets else [creator, *targets]
@@ -664,9 +781,10 @@ class Ops:
         self._bound(conn, creator)
         kind = _str(params, "manifest_type")
         version = _get(params, "manifest_version", (int,), 1)
+        targets = _str_list(params, "participants")
+        parts = self._participants(creator, targets)  # (checked before the kind, as AG2's hub checks them)
         if (kind, version) not in self.hub.adapters:
             raise _missing(f"no adapter registered for {kind[:40]!r}@v{version}")
-        parts = self._participants(creator, _str_list(params, "participants"))
         required_acks = _get(params, "required_acks", (int, type(None)), None)
         ttl = params.get("ttl")
         ttl_seconds = parse_ttl(self._default_ttl(creator) if ttl is None else ttl)
@@ -680,12 +798,17 @@ class Ops:
             labels["intent"] = intent
         self._authorize_open(creator, [p["agent_id"] for p in parts])
         self._check_open_quotas(creator, labels)
+        knob_bytes = _json_size(knobs) + _json_size(labels)
+        if knob_bytes and self.knob_bytes + knob_bytes > self.quotas.max_knobs_bytes:
+            raise _bad(f"the knobs and labels of the hub's live channels would be {self.knob_bytes + knob_bytes} bytes "
+                       f"as JSON, over its limit of {self.quotas.max_knobs_bytes} (--max-knobs-bytes): no more can be "
+                       "opened with these until some end")
         md = await self.hub.open_session(kind, parts, creator_id=creator, knobs=knobs, ttl_seconds=ttl_seconds,
                                          labels=labels, version=version,
                                          extra=None if required_acks is None else {"required_acks": required_acks})
         sid = md.session_id
         if not md.state.terminal:
-            self._count_open(sid, creator)
+            self._count_open(sid, creator, knob_bytes)
         if kind == "workflow":
             self._say_extensions(sid, knobs)
         loop = asyncio.get_running_loop()
@@ -729,6 +852,9 @@ class Ops:
 
     def _check_open_quotas(self, creator: str, labels: dict[str, Any]) -> None:
         q = self.quotas
+        if len(self._opened) >= q.max_live_sessions:
+            raise _bad(f"the hub has {len(self._opened)} live channels, its limit (--max-live-sessions): "
+                       "no more can be opened until some end")
         if self._opened_by.get(creator, 0) >= q.max_channels_per_agent:
             raise _bad(f"agent has {q.max_channels_per_agent} live channels open, this hub's limit "
                        "(--max-channels-per-agent): close one first")
@@ -897,6 +1023,8 @@ class Ops:
                        f"at most {MAX_ID} characters")
         live = self.hub.sessions.get(sid)
         md = live.metadata if live is not None else self._md(sid)
+        if et == wire.AG2_ACK or et == wire.AG2_REJECT:
+            self._from_participant(sid, md, sender)
         if et == wire.AG2_ACK:
             await self.hub.ack(sid, sender)
             return ""
@@ -906,7 +1034,7 @@ class Ops:
             return ""
         if md.state == SessionState.INVITED:
             await self._handshake_done(sid)
-        self._post_allowed(sid, md, et, audience)
+        self._post_allowed(sid, md, sender, et, audience)
         substantive = not et.startswith(_PROTOCOL_EVENTS)
         if substantive:
             self._authorize_inbox(md, sender, audience)
@@ -959,9 +1087,18 @@ class Ops:
             self._agent(sender)
         return extra
 
-    def _post_allowed(self, sid: str, md: SessionMetadata, et: str, audience: Optional[list[str]]) -> None:
+    @staticmethod
+    def _from_participant(sid: str, md: SessionMetadata, sender: str) -> None:
+        """A bound agent that is not a participant of a live session posts nothing to it, an invite
+        answer included (AG2's hub: after its checks of the event type and audience, before the
+        session's own; an ended session refuses it as ended)."""
+        if sender not in md.pset and not md.state.terminal:
+            raise _bad(f"channel {sid!r} only accepts sends from participants, got {sender!r}")
+
+    def _post_allowed(self, sid: str, md: SessionMetadata, sender: str, et: str, audience: Optional[list[str]]) -> None:
         """The checks of a post (not an ack or a reject) against its channel: an event type a client
-        may send, an audience of participants, the live channel's byte quota."""
+        may send, an audience of participants, a sender among them (`_from_participant`), the live
+        channel's byte quota."""
         if et.startswith("ag2.channel."):
             raise _bad(f"{et!r} is emitted only by the hub")
         if et.startswith("ag2.task.") or et in wire.NATIVE:
@@ -969,10 +1106,15 @@ class Ops:
         if audience is not None and not set(audience) <= md.pset:
             raise _bad("audience must list only participants of the channel")
         if not md.state.terminal:
+            if sender not in md.pset:
+                self._from_participant(sid, md, sender)
             size = self._read(sid, md).size
             if size >= self.quotas.max_session_bytes:
                 raise _bad(f"channel {sid!r} holds {size} bytes, this hub's limit for a live channel "
                            "(--max-session-bytes): nothing more can be posted to it")
+            if self.held >= self.quotas.max_live_bytes:
+                raise _bad(f"the hub's live channels hold {self.held} bytes, its limit for all of them "
+                           "(--max-live-bytes): nothing more can be posted until some end")
 
     def _posted(self, conn: Conn, params: dict[str, Any]) -> tuple[dict[str, Any], tuple[Any, ...]]:
         """A posted envelope and its fields, checked one by one in `post_envelope`'s order (the
@@ -1092,12 +1234,9 @@ class Ops:
         for sid, md in self._sessions():
             if md.state != SessionState.ACTIVE or agent_id not in md.pset or self.hub.expected_next(sid) != agent_id:
                 continue
-            last = None
-            for env in self._envelopes(sid, md)[1]:
-                if env.event_type in SUBSTANTIVE:
-                    last = env
-            turns.append({"channel_id": sid, "triggering_envelope_id": last.envelope_id if last else None,
-                          "expected_at": wire.iso(last.created_at) if last else wire.now_iso()})
+            last = self._read(sid, md).turn  # (kept as the log is read: not read again from the store)
+            turns.append({"channel_id": sid, "triggering_envelope_id": last[0] if last else None,
+                          "expected_at": wire.iso(last[1]) if last else wire.now_iso()})
         return turns
 
     async def report_turn_failure(self, conn: Conn, params: dict[str, Any]) -> Any:
@@ -1105,9 +1244,13 @@ class Ops:
         envelope_id = _str(params, "envelope_id")
         error = _get(params, "error", (str,), "")
         self._bound(conn, agent_id)
-        md = self._md(sid)
-        if agent_id not in md.pset:
-            raise _denied(f"agent is not a participant of channel {sid!r}")
+        live = self.hub.sessions.get(sid)
+        try:
+            pset = live.metadata.pset if live is not None else self._md(sid).pset
+        except OpError:  # (an unknown channel: answered as one the agent is not in, as AG2's hub answers)
+            pset = frozenset()
+        if agent_id not in pset:
+            raise _denied(f"agent is not a participant of channel {sid[:64]!r}")
         self.hub.record_telemetry(sid, agent_id, {"event": "error", "reason": "turn_failure",
                                                   "payload": {"envelope_id": envelope_id, "error": error[:MAX_TEXT]}})
         return None

@@ -41,7 +41,7 @@ CursorRow = tuple[str, str, str]  # agent_id, channel_id, envelope_id
 
 
 class Agent:
-    __slots__ = ("agent_id", "name", "passport", "resume", "rule", "skill")
+    __slots__ = ("agent_id", "name", "passport", "resume", "rule", "skill", "size")
 
     def __init__(self, agent_id: str, name: str, passport: dict[str, Any], resume: dict[str, Any], rule: dict[str, Any],
                  skill: Optional[str]) -> None:
@@ -51,6 +51,7 @@ class Agent:
         self.resume = resume
         self.rule = rule
         self.skill = skill
+        self.size = 0  # characters of its stored row's records (`row_size`), counted by the registry holding it
 
     def row(self) -> AgentRow:
         return (self.agent_id, self.name, json.dumps(self.passport), shapes.text(self.resume), shapes.text(self.rule),
@@ -73,7 +74,22 @@ class Agent:
             log.warning("%s: its stored name or passport cannot be read; skipped", what)
             return None
         pp.update(agent_id=agent_id)
-        return cls(agent_id, name, pp, shapes.shared(rs), shapes.shared(rl), skill if isinstance(skill, str) else None)
+        agent = cls(agent_id, name, pp, shapes.shared(rs), shapes.shared(rl), skill if isinstance(skill, str) else None)
+        agent.size = row_size(passport, resume, rule, agent.skill)
+        return agent
+
+
+def row_size(passport: str, resume: str, rule: str, skill: Optional[str]) -> int:
+    """What an agent's records count against the registry's budget (`--max-registry-bytes`): the
+    characters of their JSON as stored, and of its skill text."""
+    return len(passport) + len(resume) + len(rule) + len(skill or "")
+
+
+def records_size(agent: Agent, resume: Optional[dict[str, Any]] = None, rule: Optional[dict[str, Any]] = None,
+                 skill: Any = ...) -> int:
+    """The agent's `row_size` as it is stored (`Agent.row`), with the records given instead of its own."""
+    return row_size(json.dumps(agent.passport), shapes.text(agent.resume if resume is None else resume),
+                    shapes.text(agent.rule if rule is None else rule), agent.skill if skill is ... else skill)
 
 
 def new_agent_id() -> str:
@@ -137,6 +153,7 @@ class Registry:
         self.by_id: dict[str, Agent] = {}
         self.by_name: dict[str, str] = {}
         self.cursors: dict[str, dict[str, str]] = {}
+        self.size = 0  # `Agent.size` of every agent held (docs/serve.md, "Limits": --max-registry-bytes)
         self._dirty: set[tuple[str, str]] = set()
         for row in backend.agents():
             agent = Agent.from_row(row)
@@ -148,6 +165,7 @@ class Registry:
     def _remember(self, agent: Agent) -> None:
         self.by_id[agent.agent_id] = agent
         self.by_name[agent.name] = agent.agent_id
+        self.size += agent.size
 
     def get(self, name_or_id: str) -> Optional[Agent]:
         agent = self.by_id.get(name_or_id)
@@ -157,16 +175,22 @@ class Registry:
         return agent
 
     def add(self, agent: Agent) -> None:
-        self.backend.insert(agent.row())
+        row = agent.row()
+        self.backend.insert(row)
+        agent.size = row_size(*row[2:])
         self._remember(agent)
 
     def update(self, agent: Agent) -> None:
         self.backend.update(agent.agent_id, shapes.text(agent.resume), shapes.text(agent.rule), agent.skill)
+        size = records_size(agent)
+        self.size += size - agent.size
+        agent.size = size
 
     def remove(self, agent_id: str) -> None:
         agent = self.by_id.pop(agent_id, None)
         if agent is not None:
             self.by_name.pop(agent.name, None)
+            self.size -= agent.size
         self.cursors.pop(agent_id, None)
         self._dirty = {k for k in self._dirty if k[0] != agent_id}
         self.backend.delete(agent_id)

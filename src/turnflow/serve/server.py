@@ -41,7 +41,7 @@ from turnflow.serve.ops import OpError, Ops, as_op_error
 log = logging.getLogger("turnflow.serve")
 # ops that wait for a group commit or for invitees' acks, or (`list_channels`) let the event loop run
 # while they read many ended channels; the others answer from memory (or one read)
-WAITING_OPS = frozenset({"create_channel", "post_envelope", "close_channel", "list_channels"})
+WAITING_OPS = frozenset({"create_channel", "post_envelope", "close_channel", "list_channels", "list_agents"})
 
 
 @dataclass

@@ -26,6 +26,7 @@ import contextlib
 import http
 import logging
 import sys
+import time
 import uuid
 from typing import Any, Callable, Optional
 
@@ -42,6 +43,7 @@ OPEN_TIMEOUT = 10.0  # seconds for the opening handshake (websockets' default `o
 CLOSE_TIMEOUT = 10.0  # seconds a close handshake waits for the peer (websockets' default `close_timeout`)
 WRITE_LIMIT = (32 << 10, 8 << 10)  # the transport's buffer: writes stop above 32 KiB, go on below 8 KiB (websockets' default)
 READ_SIZE = 256 << 10  # bytes one socket read takes at most (asyncio's own `max_size` for a plain Protocol)
+SLICE = 0.004  # seconds one connection's messages are taken in a row before the others get a turn
 _DATA = (Opcode.TEXT, Opcode.BINARY, Opcode.CONT)
 _OPCODES = frozenset(int(op) for op in Opcode)  # (the others are reserved: RFC 6455, 5.2)
 
@@ -75,7 +77,7 @@ class Link(asyncio.BufferedProtocol):
     __slots__ = ("listener", "protocol", "transport", "endpoint_id", "agents", "opened_at", "closed", "peer",
                  "requests", "_queue", "_queued", "_budget", "_limits", "_inflight", "_running", "_room", "_tasks",
                  "_replay", "_ping", "_paused", "_dirty", "_held", "_pending", "_reading", "_timer", "_parts",
-                 "_parts_text", "_fast", "_buf", "_need")
+                 "_parts_text", "_fast", "_buf", "_need", "_slice_end")
 
     def __init__(self, listener: "Listener") -> None:
         self.listener = listener
@@ -108,6 +110,7 @@ class Link(asyncio.BufferedProtocol):
         self._fast = False  # frames read by `_frames` (after a clean handshake), not the protocol
         self._buf: Optional[bytearray] = None  # a partial frame (`_fast`)
         self._need = 0  # the bytes it needs before it is looked at again
+        self._slice_end = 0.0  # (time.monotonic) when the messages taken in a row give the others a turn
 
     # -- asyncio.Protocol ------------------------------------------------------------------------
     def connection_made(self, transport: Any) -> None:
@@ -122,8 +125,28 @@ class Link(asyncio.BufferedProtocol):
     def buffer_updated(self, nbytes: int) -> None:
         # (the loop reads the next socket only after this returns: the one buffer is free again)
         self.data_received(self.listener.read_view[:nbytes].tobytes())
+        if nbytes == READ_SIZE and self._reading and not self.closed:
+            self._take_turns()
+
+    def _take_turns(self) -> None:
+        """After a read that filled the buffer (more is likely waiting), the socket is read again
+        at the loop's next tick, after the other connections: uvloop (libuv) reads a socket again
+        at once while its reads fill the buffer, up to 32 times, so one client sending without
+        pause had the loop for 8 MiB of its frames before anyone else (asyncio's loop reads each
+        socket once a tick anyway)."""
+        self._reading = False
+        with contextlib.suppress(Exception):
+            self.transport.pause_reading()
+        self.listener.loop.call_soon(self._next_turn)
+
+    def _next_turn(self) -> None:
+        if self._pending is None and not self._reading and not self.closed:  # (not held by `start` meanwhile)
+            self._reading = True
+            with contextlib.suppress(Exception):
+                self.transport.resume_reading()
 
     def data_received(self, data: bytes) -> None:
+        self._slice_end = time.monotonic() + SLICE
         if self._fast:
             buf = self._buf
             if buf is not None:
@@ -240,6 +263,8 @@ class Link(asyncio.BufferedProtocol):
                 except Exception:  # a bug: this connection ends, the hub does not
                     log.exception("connection %s failed", self.endpoint_id)
                     self.drop(1011, "internal error")
+                if self._pending is None and time.monotonic() > self._slice_end:
+                    self._give_turn()
         return stop
 
     def _head(self, data: bytes, pos: int, end: int) -> Optional[tuple[int, int]]:
@@ -391,6 +416,45 @@ class Link(asyncio.BufferedProtocol):
         except Exception:  # a bug: this connection ends, the hub does not
             log.exception("connection %s failed", self.endpoint_id)
             self.drop(1011, "internal error")
+        if self._pending is None and time.monotonic() > self._slice_end:
+            self._give_turn()
+
+    def _give_turn(self) -> None:
+        """This connection's messages have been taken for SLICE seconds in a row (requests answered
+        at once: a read of 256 KiB holds thousands, and some ops scan the registry): the rest of
+        them wait (`_pending`, as behind a held request) and the socket is not read while the
+        other connections get a turn; they are taken at the loop's next tick (`_drain`). Before,
+        every message of a read was taken before anyone else: 100 `list_agents` with a query
+        over 54 MB of résumés kept another client waiting 10 s for a pong."""
+        if self.closed:
+            return
+        self._pending = []
+        if self._reading:
+            self._reading = False
+            with contextlib.suppress(Exception):
+                self.transport.pause_reading()
+        self.listener.loop.call_soon(self._turn_again)
+
+    def _turn_again(self) -> None:
+        if self._held is None:  # (else `_done` takes them when the held request runs)
+            self._drain()
+
+    def _drain(self) -> None:
+        """Take the messages kept (behind a held request, or after a used-up turn), SLICE seconds
+        of them at a time; read the socket again when none is left."""
+        pending, self._pending = self._pending, None
+        self._slice_end = time.monotonic() + SLICE
+        for i, message in enumerate(pending or ()):
+            if self.closed:
+                return
+            if self._pending is not None:  # held again, or the turn is used up: the rest waits behind
+                self._pending.extend(pending[i:])
+                return
+            self._take(message)
+        if self._pending is None and not self._reading and not self.closed:
+            self._reading = True
+            with contextlib.suppress(Exception):
+                self.transport.resume_reading()
 
     def start(self, request: Callable[[], Any], size: int) -> None:
         """Run a request in its own task when the connection has a slot for it (at most
@@ -438,18 +502,7 @@ class Link(asyncio.BufferedProtocol):
             return
         self._held = None
         self._run(*held)
-        pending, self._pending = self._pending, None
-        for i, message in enumerate(pending or ()):
-            if self.closed:
-                return
-            if self._pending is not None:  # held again: the rest waits behind it
-                self._pending.extend(pending[i:])
-                return
-            self._take(message)
-        if self._pending is None and not self._reading and not self.closed:
-            self._reading = True
-            with contextlib.suppress(Exception):
-                self.transport.resume_reading()
+        self._drain()
 
     # -- writing -----------------------------------------------------------------------------------
     def backlog(self) -> int:
@@ -559,6 +612,10 @@ class Link(asyncio.BufferedProtocol):
 
     def _close(self, code: int, reason: str) -> None:
         self._slow()  # (the peer's close and anything after it: the protocol's)
+        if not self._reading and self.transport is not None:  # (paused for a held request or a turn: the
+            self._reading = True  # peer's close must be read, or the handshake waits CLOSE_TIMEOUT for it)
+            with contextlib.suppress(Exception):
+                self.transport.resume_reading()
         if self.protocol.state is OPEN:
             self.protocol.send_close(code, reason)
             self._write_out()
@@ -580,19 +637,23 @@ class Link(asyncio.BufferedProtocol):
         if self._room is not None:
             self._room.set()
 
-    async def room(self, limit: int) -> None:
-        """Wait until less than `limit` bytes wait for this client (or it is closed); checked
-        again every second (the socket's buffer drains without a signal)."""
-        while not self.closed and self.backlog() >= limit:
+    async def room(self, limit: int, frames: Optional[int] = None) -> None:
+        """Wait until less than `limit` bytes (and, given `frames`, fewer frames) wait for this
+        client, or it is closed; checked again every second (the socket's buffer drains without
+        a signal)."""
+        while not self.closed and (self.backlog() >= limit or frames is not None and len(self._queue) >= frames):
             self._room = self._room or asyncio.Event()
             self._room.clear()
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._room.wait(), 1.0)
 
     async def paced(self) -> None:
-        """Wait while half the send buffer is taken (a replay sends no faster than the client reads)."""
-        if self.backlog() >= self._limits.send_buffer_bytes // 2:
-            await self.room(self._limits.send_buffer_bytes // 2)
+        """Wait while half the send buffer is taken, in bytes or in frames (a replay sends no faster
+        than the client reads: small notifications filled the queue's 4,096 frames, and the client
+        was closed 1008, long before their bytes filled half its buffer)."""
+        lim = self._limits
+        if self.backlog() >= lim.send_buffer_bytes // 2 or len(self._queue) >= lim.send_queue // 2:
+            await self.room(lim.send_buffer_bytes // 2, lim.send_queue // 2)
 
     def background(self, coro: Any) -> None:
         """Run `coro` beside the reading (a replay), one at a time: a later one replaces it."""

@@ -27,6 +27,17 @@ LIMIT_FLAGS = [
      "a live session's log as AG2 envelopes; past it, posts to it are refused"),
     ("--max-channels-per-agent", positive_int, 1000, "live sessions one agent may have opened"),
     ("--max-labels-bytes", positive_int, 16 << 10, "a session's labels (with its intent) as JSON"),
+    ("--max-live-bytes", positive_int, 512 << 20,
+     "the logs of all live sessions together (as AG2 envelopes); past it, posts are refused until some end"),
+    ("--max-live-sessions", positive_int, 50_000,
+     "live sessions, all together (each ~8 KiB of the hub's memory); past it, create_channel is refused"),
+    ("--max-knobs-bytes", positive_int, 64 << 20,
+     "the knobs (a workflow's graph and context) and labels of all live sessions together, as JSON; past it, "
+     "create_channel with knobs or labels is refused"),
+    ("--max-agents", positive_int, 50_000, "registered agents; past it, register is refused until one unregisters"),
+    ("--max-registry-bytes", positive_int, 64 << 20,
+     "the registered agents' records (passport, résumé, rule, skill text) as stored JSON; past it, a register or "
+     "set_resume / set_rule / set_skill that adds to them is refused"),
 ]
 
 
@@ -104,7 +115,10 @@ def run(args) -> int:
                     max_reply_bytes=args.max_reply_bytes, inflight_bytes=args.inflight_bytes,
                     auth_timeout=args.auth_timeout, max_per_peer=args.max_per_peer, max_unbound=args.max_unbound)
     quotas = Quotas(max_session_bytes=args.max_session_bytes, max_channels_per_agent=args.max_channels_per_agent,
-                    max_labels_bytes=args.max_labels_bytes)
+                    max_labels_bytes=args.max_labels_bytes, max_agents=args.max_agents,
+                    max_live_bytes=args.max_live_bytes, max_live_sessions=args.max_live_sessions,
+                    max_knobs_bytes=args.max_knobs_bytes,
+                    max_registry_bytes=args.max_registry_bytes)
     opts = Options(host=host, port=port, store=args.store, registry=args.registry, keys=keys, limits=limits,
                    quotas=quotas, sweep_interval=args.sweep_interval, invite_timeout=args.invite_timeout,
                    loop=args.loop)
