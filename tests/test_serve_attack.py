@@ -179,24 +179,29 @@ def test_a_frame_of_many_small_values_costs_the_hub_little_more_than_reading_it(
     from turnflow.serve import frames
 
     text = _frame_of_many_values(kind)
+    refused = {bad: text.replace('"x":[', '"x":[' + bad + ",", 1) for bad in ('"\\ud800"', "[" * 70 + "]" * 70)}
+
+    def cpu(fn, *args) -> float:  # the least of three: a test beside it on the other core adds, never takes
+        best = float("inf")
+        for _ in range(3):
+            t0 = time.process_time()
+            fn(*args)
+            best = min(best, time.process_time() - t0)
+        return best
+
+    def refuse(bad: str) -> None:
+        with pytest.raises(frames.FrameError) as exc:
+            frames.decode(refused[bad])
+        assert exc.value.request_id == "r" and exc.value.message == "frame is not JSON turnflow can send back: " + (
+            "a lone surrogate in the string at $.params.x[0]" if "ud800" in bad else
+            "nesting deeper than 64 at $.params.x[0]" + "[0]" * 61)
+
     enabled = gc.isenabled()
     gc.disable()
     try:
-        t0 = time.process_time()
-        json.loads(text)
-        read = time.process_time() - t0
-        t0 = time.process_time()
+        read = cpu(json.loads, text)
+        took = [cpu(frames.decode, text)] + [cpu(refuse, bad) for bad in refused]
         frame = frames.decode(text)
-        took = [time.process_time() - t0]
-        for bad in ('"\\ud800"', "[" * 70 + "]" * 70):
-            refused = text.replace('"x":[', '"x":[' + bad + ",", 1)
-            t0 = time.process_time()
-            with pytest.raises(frames.FrameError) as exc:
-                frames.decode(refused)
-            took.append(time.process_time() - t0)
-            assert exc.value.request_id == "r" and exc.value.message == "frame is not JSON turnflow can send back: " + (
-                "a lone surrogate in the string at $.params.x[0]" if "ud800" in bad else
-                "nesting deeper than 64 at $.params.x[0]" + "[0]" * 61)
     finally:
         if enabled:
             gc.enable()
