@@ -89,6 +89,18 @@ else:
     _fast_dumps = _FastEncoder().encode
 
 
+def _of_kind(items: list[Any], types: set[type], kind: type) -> list[Any]:
+    """The values of `items` (one level of a parsed frame, whose types are `types`) of `kind`:
+    `items` itself when they are all of it, none when none is, else those that are (a bool is no
+    number)."""
+    plain = types <= _PLAIN_TYPES
+    if plain and kind not in types:
+        return []
+    if plain and len(types) == 1:
+        return items
+    return [v for v in items if isinstance(v, kind) and not isinstance(v, bool)]
+
+
 def _sendable(value: Any, max_depth: int = MAX_DEPTH) -> bool:
     """`unsendable(value) is None`, found without a path: the values are checked a level at a
     time, each kind in one comprehension, so a frame of many small values costs about what
@@ -98,19 +110,14 @@ def _sendable(value: Any, max_depth: int = MAX_DEPTH) -> bool:
     depth = 0
     while items:
         types = set(map(type, items))
-        one = len(types) == 1 and types <= _PLAIN_TYPES  # (then each kind's values are `items` themselves)
-
-        def of(kind: type) -> list[Any]:
-            return items if one else [v for v in items if isinstance(v, kind) and not isinstance(v, bool)]
-
-        strings = of(str) if str in types or not types <= _PLAIN_TYPES else []
+        strings = _of_kind(items, types, str)
         if strings and _SURROGATE.search("".join(strings)):
             return False
-        floats = of(float) if float in types or not types <= _PLAIN_TYPES else []
+        floats = _of_kind(items, types, float)
         if floats and not all(map(math.isfinite, floats)):
             return False
-        dicts = of(dict) if dict in types or not types <= _PLAIN_TYPES else []
-        lists = of(list) if list in types or not types <= _PLAIN_TYPES else []
+        dicts = _of_kind(items, types, dict)
+        lists = _of_kind(items, types, list)
         if not dicts and not lists:
             return True
         if depth >= max_depth:
@@ -173,6 +180,13 @@ def _request_id(data: Any) -> Optional[str]:
 _UNREAD = object()
 
 
+def _passes(message: str, data: Any) -> bool:
+    """Whether `data`, read from `message`, is JSON turnflow can send back: at once when the text
+    could fail no check (no more brackets than `MAX_DEPTH`, no surrogate escape), else checked."""
+    return ((message.count("[") + message.count("{") <= MAX_DEPTH
+             and ("\\u" not in message or not _SURROGATE_ESCAPE.search(message))) or _sendable(data))
+
+
 def _load(message: Any, data: Any = _UNREAD) -> Any:
     """The frame's JSON (`data` when msgspec has read it already), refused unless turnflow can
     send every value in it back (the nesting, number and surrogate checks run only when the text
@@ -189,8 +203,7 @@ def _load(message: Any, data: Any = _UNREAD) -> Any:
         except (ValueError, RecursionError):  # (msgspec's DecodeError is a ValueError)
             pass
     if data is not _UNREAD:
-        if ((message.count("[") + message.count("{") <= MAX_DEPTH
-                and ("\\u" not in message or not _SURROGATE_ESCAPE.search(message))) or _sendable(data)):
+        if _passes(message, data):
             return data
         raise FrameError(f"frame is not JSON turnflow can send back: {unsendable(data)}", _request_id(data))
     try:
@@ -200,8 +213,7 @@ def _load(message: Any, data: Any = _UNREAD) -> Any:
     except (ValueError, RecursionError):
         raise FrameError("frame is not valid JSON") from None
     else:
-        if (message.count("[") + message.count("{") <= MAX_DEPTH
-                and ("\\u" not in message or not _SURROGATE_ESCAPE.search(message))) or _sendable(data):
+        if _passes(message, data):
             return data
     if data is None:  # a NaN / Infinity / 1e400: read again to say where, and answer on the request
         try:

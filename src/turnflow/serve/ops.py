@@ -512,17 +512,7 @@ class Ops:
             log.add(env, body)
             self.held += len(body)
         if terminal:
-            dropped = self._logs.pop(md.session_id, None)
-            if dropped is not None:
-                self.held -= dropped.size
-            self._channels.pop(md.session_id, None)
-            parts = self._parts.pop(md.session_id, None)
-            if parts is not None:  # (kept a while: AG2's client reads the record of the channel it saw close)
-                ended = self._ended_parts
-                while len(ended) >= ENDED_PARTS_KEPT:
-                    del ended[next(iter(ended))]
-                ended[md.session_id] = parts
-            self._ended(md)
+            self._forget_live(md)
         substantive = wire.substantive(env)
         routes, by_id, pending = self.routes, self.registry.by_id, self.pending
         for rid in wire.recipients(env, md):
@@ -537,6 +527,21 @@ class Ops:
             if substantive:
                 pending[rid] = pending.get(rid, 0) + 1
             conn.send(frames.notify(body, rid))
+
+    def _forget_live(self, md: SessionMetadata) -> None:
+        """What `notify` kept of a session while it lived, let go at its end (its record's kept
+        parts stay a while: AG2's client reads the record of the channel it saw close)."""
+        dropped = self._logs.pop(md.session_id, None)
+        if dropped is not None:
+            self.held -= dropped.size
+        self._channels.pop(md.session_id, None)
+        parts = self._parts.pop(md.session_id, None)
+        if parts is not None:
+            ended = self._ended_parts
+            while len(ended) >= ENDED_PARTS_KEPT:
+                del ended[next(iter(ended))]
+            ended[md.session_id] = parts
+        self._ended(md)
 
     def _accepts(self, env: Envelope, md: SessionMetadata, rid: str) -> bool:
         """AG2's dispatch gate: a recipient is not notified of an envelope whose sender (as AG2
