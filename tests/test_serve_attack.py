@@ -170,8 +170,9 @@ def test_a_frame_of_many_small_values_costs_the_hub_little_more_than_reading_it(
     other client. A 1 MiB frame of ~350,000 empty arrays cost ~560 ms of CPU (read three times
     and walked with a path built for every value, for the nesting and surrogate checks); reading
     it once costs ~60 ms (msgspec and the standard library alike: one Python object per value).
-    Now at most ~4 reads' worth, whatever values it holds; a frame that is refused (one lone
-    surrogate or one value too deep among them) costs about as much and says where. (CPU times
+    Now a few reads' worth, whatever values it holds (3 in a fresh process, up to ~6 in a test
+    worker holding many objects); a frame that is refused (one lone surrogate or one value too
+    deep among them) costs about as much and says where. (CPU times
     measured with the garbage collector off: it adds the same to reading and to the checks.)"""
     import gc
     import time
@@ -206,7 +207,7 @@ def test_a_frame_of_many_small_values_costs_the_hub_little_more_than_reading_it(
         if enabled:
             gc.enable()
     assert frame["params"]["x"] == json.loads(text)["params"]["x"]
-    assert max(took) < 4 * read + 0.02, (took, read)
+    assert max(took) < 7 * read + 0.02, (took, read)  # before: 10-20 times (0.25-0.30 s against 13-25 ms)
 
 
 def _pinger(url, stop, worst):
