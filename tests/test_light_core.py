@@ -61,6 +61,27 @@ def test_check_loads_no_pydantic():
     assert proc.stdout.strip().splitlines()[-1] == "0 []", (proc.stdout, proc.stderr)
 
 
+def test_the_apis_check_loads_no_pydantic():
+    """`turnflow.check(text)` loads the analysis alone: the package root took every name from
+    `turnflow.api`, which imports the decompiler and with it the spec's pydantic models (~0.08 s
+    of CPU in the first call, a fifth of `check` of 2,000 participants: docs/benchmarks.md)."""
+    probe = ("import sys, turnflow\n"
+             "assert turnflow.check('workflow w {\\n participant a\\n participant b\\n start a\\n a -> b\\n b -> terminate\\n}\\n') == []\n"
+             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'pydantic'))")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(SRC)}, timeout=60)
+    assert proc.stdout.strip().splitlines()[-1] == "[]", (proc.stdout, proc.stderr)
+
+
+def test_each_root_name_is_the_apis():
+    import turnflow
+    import turnflow.api
+
+    assert set(turnflow.api.__all__) == set(turnflow.__all__) - {"__version__"}
+    for name in turnflow.api.__all__:
+        assert getattr(turnflow, name) is getattr(turnflow.api, name), name
+
+
 def test_the_probe_sees_a_heavy_import():
     """The check above can fail: using the API does load the parser."""
     assert "lark" in loaded_after("import turnflow; turnflow.parse('workflow w {\\n}\\n')")
