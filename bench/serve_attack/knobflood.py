@@ -7,12 +7,11 @@ import asyncio
 import json
 import sys
 import time
-import tempfile
 import os
-import subprocess
-import re
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hub import served
 from test_serve_bounds import connect, register, request, answer, rss_mib
 from runtime_helpers import graph, rule, fs, ag
 
@@ -74,21 +73,5 @@ async def main(url, pid, n):
 
 
 src = sys.argv[1]
-d = tempfile.mkdtemp()
-p = subprocess.Popen(
-    [sys.executable, "-m", "turnflow", "serve", "--listen", "127.0.0.1:0", "--store", d + "/h.db", *sys.argv[3:]],
-    stdout=subprocess.PIPE,
-    stderr=subprocess.DEVNULL,
-    text=True,
-    env=dict(os.environ, PYTHONPATH=src),
-)
-for line in p.stdout:
-    m = re.search(r"listening on (ws://\S+)", line)
-    if m:
-        url = m.group(1)
-        break
-try:
-    asyncio.run(main(url, p.pid, int(sys.argv[2])))
-finally:
-    p.terminate()
-    p.wait()
+with served(src, sys.argv[3:]) as (url, pid):
+    asyncio.run(main(url, pid, int(sys.argv[2])))

@@ -6,12 +6,11 @@ session 14 (branch serve-attack14): the figures in its commit messages and docs/
 import asyncio
 import sys
 import time
-import tempfile
 import os
-import subprocess
-import re
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hub import served
 from test_serve_bounds import connect, register, request, answer, open_conversation, rss_mib
 
 
@@ -64,21 +63,5 @@ async def main(url, pid, sessions, per):
 
 
 src = sys.argv[1]
-d = tempfile.mkdtemp()
-p = subprocess.Popen(
-    [sys.executable, "-m", "turnflow", "serve", "--listen", "127.0.0.1:0", "--store", d + "/h.db", *sys.argv[4:]],
-    stdout=subprocess.PIPE,
-    stderr=subprocess.DEVNULL,
-    text=True,
-    env=dict(os.environ, PYTHONPATH=src),
-)
-for line in p.stdout:
-    m = re.search(r"listening on (ws://\S+)", line)
-    if m:
-        url = m.group(1)
-        break
-try:
-    asyncio.run(main(url, p.pid, int(sys.argv[2]), int(sys.argv[3])))
-finally:
-    p.terminate()
-    p.wait()
+with served(src, sys.argv[4:]) as (url, pid):
+    asyncio.run(main(url, pid, int(sys.argv[2]), int(sys.argv[3])))

@@ -7,12 +7,11 @@ session 14 (branch serve-attack14): the figures in its commit messages and docs/
 import asyncio
 import sys
 import time
-import tempfile
 import os
-import subprocess
-import re
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hub import served
 from test_serve_attack import _frame_of_many_values
 from websockets.asyncio.client import connect
 
@@ -54,21 +53,6 @@ async def main(url, pid, n):
 
 
 src = sys.argv[1]
-d = tempfile.mkdtemp()
-p = subprocess.Popen(
-    [sys.executable, "-m", "turnflow", "serve", "--listen", "127.0.0.1:0", "--store", d + "/h.db", *sys.argv[3:]],
-    stdout=subprocess.PIPE,
-    stderr=subprocess.DEVNULL,
-    text=True,
-    env=dict(os.environ, PYTHONPATH=src),
-)
-url = None
-for line in p.stdout:
-    m = re.search(r"listening on (ws://\S+)", line)
-    if m:
-        url = m.group(1)
-        break
-c, worst, wall = asyncio.run(main(url, p.pid, 20))
+with served(src, sys.argv[3:]) as (url, pid):
+    c, worst, wall = asyncio.run(main(url, pid, 20))
 print(f"{src}: 20 frames of 350k empty arrays: hub CPU {c:.2f}s ({c / 20 * 1e3:.0f} ms/frame), honest pings (ms) {worst.strip()}, wall {wall:.1f}s")
-p.terminate()
-p.wait()
