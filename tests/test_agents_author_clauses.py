@@ -544,3 +544,34 @@ def test_an_agent_with_only_aclose_session_has_it_called_when_the_session_ends()
     res, _, _ = session(CHAT, {"asker": asker, "helper": Helper()}, "help me")
     assert res.close_reason == "done" and res.error is None
     assert closed == [res.session_id]
+
+
+def test_a_second_session_opening_while_on_started_runs_waits_for_it():
+    """`on_started` is called once per agent object; a second session's handshake that comes
+    while it still runs waits for it to finish before the agent takes a turn there (before, it
+    went ahead, so `on_message` could run before the agent had started)."""
+    import asyncio
+
+    calls: list = []
+
+    class Slow:
+        async def on_started(self, agent_name, agent_description):
+            calls.append("on_started begins")
+            await asyncio.sleep(0.05)
+            calls.append("on_started ends")
+
+        async def on_message(self, msg, tools, history, participants_msg, *, is_session_bootstrap, room_id):
+            calls.append("on_message")
+            await tools.send_message("on it")
+
+    helper = Slow()
+
+    async def go():
+        hub = await new_hub()
+        asks = [ScriptedAgent("asker", [{"say": "q"}, {"say": "thanks", "finish": "done"}]) for _ in range(2)]
+        return await asyncio.gather(*(run_session(hub, CHAT, {"asker": a, "helper": helper}, "t") for a in asks))
+
+    results = run(go())
+    assert [r.close_reason for r in results] == ["done", "done"], [r.error for r in results]
+    assert calls[:2] == ["on_started begins", "on_started ends"], calls
+    assert calls.count("on_started begins") == 1 and calls.count("on_message") == 2, calls

@@ -18,10 +18,11 @@ An agent may be written in any of the contract's forms (docs/agents.md, docs/con
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import weakref
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Optional, Protocol
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, MutableMapping, Optional, Protocol
 
 from turnflow.runtime.agents.hooks import hooked, run_hooked
 from turnflow.runtime.errors import AdapterError
@@ -90,6 +91,8 @@ def _safe(v: Any) -> Any:
 
 #: the agent objects whose `on_started` has been called (the guide: once per agent)
 _STARTED: "weakref.WeakKeyDictionary[Any, bool]" = weakref.WeakKeyDictionary()
+#: the `on_started` calls in progress, per agent object: a concurrent handshake waits for its agent's
+_STARTING: "weakref.WeakKeyDictionary[Any, asyncio.Future[None]]" = weakref.WeakKeyDictionary()
 
 
 class DrivenAgent:
@@ -173,9 +176,23 @@ class DrivenAgent:
             except TypeError:
                 pass
 
+        own: dict[str, asyncio.Future[None]] = {}  # (an agent not weakly referable: this wrapper's own)
+
+        def in_progress() -> "MutableMapping[Any, asyncio.Future[None]]":
+            try:
+                _STARTING.get(user)
+            except TypeError:
+                return own
+            return _STARTING
+
         async def open_after_start(ctx: AgentContext, emit: Emit) -> Any:
+            calls = in_progress()
+            key = user if calls is _STARTING else "self"
+            while key in calls:  # another handshake's call: wait for it (its failure is its own; then call again)
+                await asyncio.shield(calls[key])
             if not done():
                 mark(True)  # before awaiting: a concurrent first handshake does not call it again
+                calls[key] = asyncio.get_running_loop().create_future()
                 try:
                     answer = started(ctx.agent_id, ctx.description)
                     if inspect.isawaitable(answer):
@@ -183,6 +200,8 @@ class DrivenAgent:
                 except BaseException:
                     mark(False)
                     raise
+                finally:
+                    calls.pop(key).set_result(None)
             return await then(ctx, emit)
         return open_after_start
 
