@@ -537,7 +537,9 @@ def test_run_hub_enforces_the_flows_own_expectations_on_the_served_session(serve
 
 
 @pytest.mark.parametrize("offset, within, engineer, code, reason", [
-    (-3600.0, "2s", "1.2", 0, "consulting_complete"),  # the hub an hour behind: a turn on time is on time
+    # the hub an hour behind: a turn on time is on time (0.9 s: longer than a sweep interval, 0.5 s, so
+    # a sweep falls inside the turn; 1.1 s short of the limit)
+    (-3600.0, "2s", "0.9", 0, "consulting_complete"),
     # an hour ahead: a late turn is still late (30 s against 600 ms: the close comes at the second
     # sweep past the limit, not 2 s in — no margin is needed on this side)
     (3600.0, "600ms", "30", 1, "expectation_violated:turn_within"),
