@@ -8,7 +8,9 @@ tests/anthropic_server.py reuses the machinery for the Anthropic Messages API.""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -164,4 +166,7 @@ class FakeOpenAI:
 
     def stop(self) -> None:
         self._stop.set()
+        # wake the serving loop now, not at its next 0.05 s poll (58 teardowns of the suite waited it)
+        with contextlib.suppress(OSError):
+            socket.create_connection(self.server.server_address, timeout=1).close()
         self.thread.join(timeout=5)

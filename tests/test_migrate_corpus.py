@@ -277,22 +277,54 @@ for obj, kw in ((DefaultPattern(initial_agent=a, agents=[a, b, c]), {"max_rounds
 """
 
 
-def test_guardrails_of_live_agents_are_reported_too(tmp_path):
-    """`--import` / `from_object` on the objects: the agents' guardrails (their `input_guardrails` /
-    `output_guardrails`) are read like the registrations in the source: in a pattern a routing tool
-    to the guardrail's target, in a classic chat a TF406 at the registration."""
+_LIVE_COMPARE = "-- live_compare.py --\n"
+# One classic interpreter for the two tests of live objects (importing AG2 0.9 is ~0.85 s of each
+# run): LIVE_GUARDRAILS first, as `python script.py` runs it, then tests/live_compare.py as
+# `__main__` on the OFFLINE corpus files, in the corpus directory, as `python tests/live_compare.py
+# FILES` runs; the guardrails script reads no file, and live_compare patches AG2 only once it runs
+_BOTH = """
+import os, runpy, sys, traceback
+script, compare, *files = sys.argv[1:]
+sys.argv, sys.path[0] = [script], os.path.dirname(script)
+try:
+    runpy.run_path(script, run_name="__main__")
+    failed = 0
+except BaseException:  # the guardrails test's failure (the exit status), not the corpus test's
+    traceback.print_exc()
+    failed = 1
+sys.stdout.write(%r)
+sys.stdout.flush()
+sys.argv, sys.path[0] = [compare, *files], os.path.dirname(compare)
+runpy.run_path(compare, run_name="__main__")
+sys.exit(failed)
+""" % _LIVE_COMPARE
+
+
+@pytest.fixture(scope="module")
+def classic_run(tmp_path_factory):
+    """(the run, what live_compare.py printed): the classic interpreter's one run for both tests."""
     import os
     import subprocess
 
     from test_migrate_live import _classic_python
 
     python = _classic_python()
-    script = tmp_path / "live_guardrails.py"
+    script = tmp_path_factory.mktemp("live") / "live_guardrails.py"
     script.write_text(LIVE_GUARDRAILS, encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent / "src")}
-    run = subprocess.run([python, str(script)], capture_output=True, text=True, timeout=300, env=env)
+    run = subprocess.run([python, "-c", _BOTH, str(script), str(Path(__file__).parent / "live_compare.py"),
+                          *(str(CORPUS / f) for f in OFFLINE)],
+                         capture_output=True, text=True, timeout=600, env=env, cwd=str(CORPUS))
+    return run, run.stdout.partition(_LIVE_COMPARE)[2]
+
+
+def test_guardrails_of_live_agents_are_reported_too(classic_run):
+    """`--import` / `from_object` on the objects: the agents' guardrails (their `input_guardrails` /
+    `output_guardrails`) are read like the registrations in the source: in a pattern a routing tool
+    to the guardrail's target, in a classic chat a TF406 at the registration."""
+    run, _ = classic_run
     assert run.returncode == 0, run.stderr[-2000:]
-    lines = run.stdout.strip().splitlines()
+    lines = run.stdout.split(_LIVE_COMPARE, 1)[0].strip().splitlines()
     pattern = [str(["pii", "secret"]), str(['handoff b -> c via guardrail_secret "secret"',
                                               'handoff c -> a via guardrail_pii "[0-9]{3}"'])]
     classic = [str(["b_agent.register_input_guardrail('secret')", "c_agent.register_output_guardrail('pii')"]),
@@ -368,22 +400,15 @@ OFFLINE = ["c05_sentiment_selector.py", "c10_autopattern_triage.py", "c15_guardr
            "c29_weather_context_braces.py", "c31_state_machine_llm_config_tools.py"]
 
 
-def test_the_corpus_files_that_run_offline_migrate_alike_from_their_objects():
+def test_the_corpus_files_that_run_offline_migrate_alike_from_their_objects(classic_run):
     """The corpus files that run offline under ag2 0.9.9 (their imports are AG2's own): run as their
     program runs, with the chat starts recorded (tests/live_compare.py), the objects they build migrate
     (`--import` / `from_object`) to the flows the static reading gives. c15 also builds a classic
     GroupChat for a nested chat: the static pattern migration leaves it out and says so (TF409)."""
     import json
-    import os
-    import subprocess
 
-    from test_migrate_live import _classic_python
-
-    python = _classic_python()
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent / "src")}
-    run = subprocess.run([python, str(Path(__file__).parent / "live_compare.py"), *(str(CORPUS / f) for f in OFFLINE)],
-                         capture_output=True, text=True, timeout=600, env=env, cwd=str(CORPUS))
-    results = {Path(d["file"]).name: d for d in map(json.loads, (x for x in run.stdout.splitlines() if x.startswith("{")))}
+    run, compared = classic_run
+    results = {Path(d["file"]).name: d for d in map(json.loads, (x for x in compared.splitlines() if x.startswith("{")))}
     assert sorted(results) == sorted(OFFLINE), run.stderr[-2000:]
     for name, d in results.items():
         assert "error" not in d, (name, d.get("error"))

@@ -536,11 +536,15 @@ def test_run_hub_enforces_the_flows_own_expectations_on_the_served_session(serve
 
 
 
-@pytest.mark.parametrize("offset, engineer, code, reason", [
-    (-3600.0, "1.2", 0, "consulting_complete"),  # the hub an hour behind: a turn on time is on time
-    (3600.0, "30", 1, "expectation_violated:turn_within"),  # an hour ahead: a late turn is still late
+@pytest.mark.parametrize("offset, within, engineer, code, reason", [
+    # the hub an hour behind: a turn on time is on time (0.9 s: longer than a sweep interval, 0.5 s, so
+    # a sweep falls inside the turn; 1.1 s short of the limit)
+    (-3600.0, "2s", "0.9", 0, "consulting_complete"),
+    # an hour ahead: a late turn is still late (30 s against 600 ms: the close comes at the first
+    # sweep past the limit, not 2 s in — no margin is needed on this side)
+    (3600.0, "600ms", "30", 1, "expectation_violated:turn_within"),
 ])
-def test_run_hub_measures_the_flows_expectations_on_its_own_clock_not_the_hubs(tmp_path, monkeypatch, offset,
+def test_run_hub_measures_the_flows_expectations_on_its_own_clock_not_the_hubs(tmp_path, monkeypatch, offset, within,
                                                                               engineer, code, reason):
     """The served hub may run on another machine whose clock is off by an hour (or stepped): the
     run's own expectations time each turn from when it reads it, on its own clock. Before, they
@@ -550,7 +554,7 @@ def test_run_hub_measures_the_flows_expectations_on_its_own_clock_not_the_hubs(t
                                       "    await asyncio.sleep(float(os.environ['TF_ENGINEER']))\n"
                                       "    return {'say': 'why slow?'}\n")
     flow = CONSULT.replace("participant dba respondent", "participant dba respondent\n"
-                           "    expect turn_within 2s auto_close")  # swept every 0.5 s
+                           f"    expect turn_within {within} auto_close")  # swept every limit/4
     agents = "agents:\n  engineer: {kind: python, ref: 'slow:engineer'}\n"
     monkeypatch.setenv("TF_ENGINEER", engineer)
     server = ServeProcess(str(tmp_path / "hub.db"), clock_offset=offset)
