@@ -336,6 +336,12 @@ def test_an_agent_with_more_unacked_notifications_than_the_send_queue_reattaches
                     replies = await _pipelined(a, [request("post_envelope", text_of(sid, alice, f"n{i}"), f"p{i}")
                                                    for i in range(start, start + n // 4)])
                     assert all(r["ok"] for r in replies), replies[0]
+                await a.send(request("read_wal", {"channel_id": sid}, "wal"))
+                # (the log's order: pipelined posts of one connection are not always logged in the
+                # order sent — docs/serve.md, "Known limitations" — and this test is about the replay)
+                logged = [e["event_data"]["body"] for e in (await answer(a, "wal"))["result"]
+                          if e["event_type"] == "ag2.packet"]
+                assert sorted(logged) == sorted(f"n{i}" for i in range(n))
             async with connect(served.url) as b:
                 await b.send(json.dumps({"kind": "hello", "name": "q-bob", "since_envelope_id": ""}))
                 bodies = []
@@ -343,7 +349,7 @@ def test_an_agent_with_more_unacked_notifications_than_the_send_queue_reattaches
                     frame = json.loads(await asyncio.wait_for(b.recv(), 20))
                     if frame["kind"] == "notify" and frame["envelope"]["event_type"] == "ag2.packet":
                         bodies.append(frame["envelope"]["event_data"]["body"])
-                assert bodies == [f"n{i}" for i in range(n)]
+                assert bodies == logged
         finally:
             async with connect(served.url) as a:
                 await a.send(json.dumps({"kind": "hello", "name": "q-alice"}))
