@@ -23,6 +23,14 @@ Responder = Callable[[dict, int], tuple]
 DROP = 0
 
 
+def with_test_key(monkeypatch, key_env: str) -> None:
+    """The environment a model agent test runs in: its API key in `key_env`, and no proxy
+    variable that would send the client anywhere but the fake server on 127.0.0.1."""
+    monkeypatch.setenv(key_env, "sk-test")
+    for v in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(v, raising=False)
+
+
 def completion(message: dict, finish_reason: str = "stop", model: str = "test-model") -> dict:
     return {"id": "chatcmpl-test", "object": "chat.completion", "created": 0, "model": model,
             "choices": [{"index": 0, "finish_reason": finish_reason, "message": message}],

@@ -97,9 +97,7 @@ def flavour(request):
 
 @pytest.fixture(autouse=True)
 def api_key(monkeypatch):
-    monkeypatch.setenv(KEY_ENV, "sk-test")
-    for v in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
-        monkeypatch.delenv(v, raising=False)
+    O.with_test_key(monkeypatch, KEY_ENV)
 
 
 @pytest.fixture

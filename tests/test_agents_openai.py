@@ -14,7 +14,7 @@ import pytest
 # (found, not imported: the client is imported by the agent when a test runs, not at collection)
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("openai") is None, reason="openai is not installed")
 
-from openai_server import FakeOpenAI, call, say  # noqa: E402
+from openai_server import FakeOpenAI, call, say, with_test_key  # noqa: E402
 from runtime_helpers import run_on_hub  # noqa: E402
 from turnflow import compile as compile_flow  # noqa: E402
 from turnflow.cli.app import main  # noqa: E402
@@ -27,9 +27,7 @@ KEY_ENV = "TURNFLOW_TEST_OPENAI_KEY"
 
 @pytest.fixture(autouse=True)
 def api_key(monkeypatch):
-    monkeypatch.setenv(KEY_ENV, "sk-test")
-    for v in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
-        monkeypatch.delenv(v, raising=False)
+    with_test_key(monkeypatch, KEY_ENV)
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("openai") is None
 
 import anthropic_server as A  # noqa: E402
 from batch_helpers import SPEC, StoreReader, check_exactly_once  # noqa: E402
-from openai_server import DROP, FakeOpenAI, call, say  # noqa: E402
+from openai_server import DROP, FakeOpenAI, call, say, with_test_key  # noqa: E402
 from runtime_helpers import run_on_hub  # noqa: E402
 from turnflow import compile as compile_flow  # noqa: E402
 from turnflow.cli.app import main  # noqa: E402
@@ -41,9 +41,7 @@ SOON = {"retry-after-ms": "10"}  # the server asks to be tried again in 10 ms
 
 @pytest.fixture(autouse=True)
 def api_key(monkeypatch):
-    monkeypatch.setenv(KEY_ENV, "sk-test")
-    for v in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
-        monkeypatch.delenv(v, raising=False)
+    with_test_key(monkeypatch, KEY_ENV)
 
 
 @pytest.fixture
